@@ -1,0 +1,195 @@
+//! The pending-event set: a binary min-heap over a flat `Vec` of small `Copy` entries.
+//!
+//! Entries are ordered by (time, insertion sequence), so events scheduled for the
+//! same nanosecond pop in the order they were pushed (FIFO ties). That makes a run a
+//! pure function of its seeds: no tie is ever broken by memory layout or hashing.
+//!
+//! Invariants: for every index `i > 0`, `key(heap[(i - 1) / 2]) < key(heap[i])`
+//! (keys are unique because sequence numbers are); `next_sequence` is larger than
+//! every sequence number in the heap. Once the `Vec` has grown to the largest number
+//! of simultaneously pending events, push and pop never allocate.
+
+use crate::time::Nanos;
+
+#[derive(Clone, Copy, Debug)]
+struct Entry<E> {
+    time: Nanos,
+    sequence: u64,
+    event: E,
+}
+
+impl<E> Entry<E> {
+    #[inline(always)]
+    fn precedes(&self, other: &Self) -> bool {
+        (self.time, self.sequence) < (other.time, other.sequence)
+    }
+}
+
+/// A min-heap of timed events with FIFO tie-breaking.
+#[derive(Clone, Debug)]
+pub struct EventQueue<E: Copy> {
+    heap: Vec<Entry<E>>,
+    next_sequence: u64,
+}
+
+impl<E: Copy> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
+}
+
+impl<E: Copy> EventQueue<E> {
+    /// An empty queue with room for `capacity` pending events before it grows.
+    pub fn with_capacity(capacity: usize) -> Self {
+        EventQueue { heap: Vec::with_capacity(capacity), next_sequence: 0 }
+    }
+
+    /// Number of pending events.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// True when nothing is pending.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// The time of the earliest pending event.
+    #[inline]
+    pub fn peek_time(&self) -> Option<Nanos> {
+        self.heap.first().map(|entry| entry.time)
+    }
+
+    /// Schedules `event` at `time`.
+    #[inline]
+    pub fn push(&mut self, time: Nanos, event: E) {
+        let entry = Entry { time, sequence: self.next_sequence, event };
+        self.next_sequence += 1;
+        let position = self.heap.len();
+        self.heap.push(entry);
+        self.sift_up(position, entry);
+    }
+
+    /// Removes and returns the earliest event (FIFO among equal times).
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Nanos, E)> {
+        let last = self.heap.pop()?;
+        if self.heap.is_empty() {
+            return Some((last.time, last.event));
+        }
+        let top = self.heap[0];
+        // Floyd's trick, as std's BinaryHeap does: walk the hole at the root down to a
+        // leaf along the smaller children, then sift the displaced last entry up from
+        // there. It saves one comparison per level compared with a classic sift-down.
+        let end = self.heap.len();
+        let mut hole = 0;
+        let mut child = 1;
+        while child + 1 < end {
+            if self.heap[child + 1].precedes(&self.heap[child]) {
+                child += 1;
+            }
+            self.heap[hole] = self.heap[child];
+            hole = child;
+            child = 2 * hole + 1;
+        }
+        if child == end - 1 {
+            self.heap[hole] = self.heap[child];
+            hole = child;
+        }
+        self.sift_up(hole, last);
+        self.debug_check_root();
+        Some((top.time, top.event))
+    }
+
+    /// Removes every pending event. Capacity is kept.
+    pub fn clear(&mut self) {
+        self.heap.clear();
+    }
+
+    #[inline(always)]
+    fn sift_up(&mut self, mut hole: usize, entry: Entry<E>) {
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if !entry.precedes(&self.heap[parent]) {
+                break;
+            }
+            self.heap[hole] = self.heap[parent];
+            hole = parent;
+        }
+        self.heap[hole] = entry;
+    }
+
+    #[inline(always)]
+    fn debug_check_root(&self) {
+        debug_assert!(
+            self.heap.len() < 2 || self.heap[0].precedes(&self.heap[1]),
+            "heap order violated at the root"
+        );
+        debug_assert!(
+            self.heap.len() < 3 || self.heap[0].precedes(&self.heap[2]),
+            "heap order violated at the root"
+        );
+    }
+
+    /// Checks the full heap invariant. O(n); for tests.
+    pub fn check_invariants(&self) {
+        for i in 1..self.heap.len() {
+            assert!(self.heap[(i - 1) / 2].precedes(&self.heap[i]), "heap order violated at {i}");
+            assert!(self.heap[i].sequence < self.next_sequence);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn equal_times_pop_in_push_order() {
+        let mut queue = EventQueue::with_capacity(4);
+        for label in 0..10u32 {
+            queue.push(5, label);
+        }
+        queue.push(1, 100);
+        assert_eq!(queue.pop(), Some((1, 100)));
+        for label in 0..10u32 {
+            assert_eq!(queue.pop(), Some((5, label)));
+        }
+        assert_eq!(queue.pop(), None);
+    }
+
+    proptest! {
+        /// Against a stable sort: any interleaving of pushes and pops returns events
+        /// in (time, push order).
+        #[test]
+        fn matches_a_stable_sort(ops in proptest::collection::vec((0u64..50, any::<bool>()), 1..400)) {
+            let mut queue = EventQueue::default();
+            let mut model: Vec<(u64, usize)> = Vec::new();
+            for (index, (time, pop)) in ops.into_iter().enumerate() {
+                if pop {
+                    let want = model
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, entry)| **entry)
+                        .map(|(position, entry)| (position, *entry));
+                    let got = queue.pop();
+                    match want {
+                        None => prop_assert_eq!(got, None),
+                        Some((position, entry)) => {
+                            model.remove(position);
+                            prop_assert_eq!(got, Some(entry));
+                        }
+                    }
+                } else {
+                    queue.push(time, index);
+                    model.push((time, index));
+                }
+                queue.check_invariants();
+                prop_assert_eq!(queue.len(), model.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The simulated systems. Each model is a struct implementing [`crate::sim::Model`],
+//! with its own parameters struct, event enum and results struct.
+
+pub mod mmc;
