@@ -41,7 +41,10 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     /// An empty queue with room for `capacity` pending events before it grows.
     pub fn with_capacity(capacity: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(capacity), next_sequence: 0 }
+        EventQueue {
+            heap: Vec::with_capacity(capacity),
+            next_sequence: 0,
+        }
     }
 
     /// Number of pending events.
@@ -65,7 +68,11 @@ impl<E: Copy> EventQueue<E> {
     /// Schedules `event` at `time`.
     #[inline]
     pub fn push(&mut self, time: Nanos, event: E) {
-        let entry = Entry { time, sequence: self.next_sequence, event };
+        let entry = Entry {
+            time,
+            sequence: self.next_sequence,
+            event,
+        };
         self.next_sequence += 1;
         let position = self.heap.len();
         self.heap.push(entry);
@@ -136,7 +143,10 @@ impl<E: Copy> EventQueue<E> {
     /// Checks the full heap invariant. O(n); for tests.
     pub fn check_invariants(&self) {
         for i in 1..self.heap.len() {
-            assert!(self.heap[(i - 1) / 2].precedes(&self.heap[i]), "heap order violated at {i}");
+            assert!(
+                self.heap[(i - 1) / 2].precedes(&self.heap[i]),
+                "heap order violated at {i}"
+            );
             assert!(self.heap[i].sequence < self.next_sequence);
         }
     }

@@ -1,0 +1,157 @@
+//! Proves the hot loop allocates nothing once a replica has warmed up.
+//!
+//! A counting global allocator wraps the system one. Each model runs through a
+//! warm-up stretch (queues, slabs and the event heap reach their working size), then
+//! runs for millions more events while the allocation counter must not move.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use stampede_engine::models::mmc::{Mmc, MmcParams};
+use stampede_engine::{
+    secs_to_nanos, LatencyHistogram, Model, Nanos, RngStream, Scheduler, Simulation, Slab, SlabKey,
+    StreamPurpose, TimerSlot, TimerTicket,
+};
+
+struct CountingAllocator;
+
+thread_local! {
+    // Per thread, because the test harness runs tests (and prints) on other threads.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with`: during thread teardown the slot may be gone; those frees are not ours.
+    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+}
+
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+#[test]
+fn mmc_allocates_nothing_per_event_after_warmup() {
+    let mut histogram = LatencyHistogram::new();
+    let params = MmcParams {
+        arrival_rate_per_s: 1_800.0,
+        service_rate_per_s: 1_000.0,
+        servers: 2,
+        capacity: None,
+        warmup: secs_to_nanos(10.0),
+        horizon: secs_to_nanos(3_000.0),
+    };
+    let mut simulation = Mmc::new(params, 11, 0, &mut histogram).into_simulation();
+    simulation.run_until(secs_to_nanos(10.0));
+    let before = allocations();
+    let events = simulation.run_until(params.horizon);
+    let allocated = allocations() - before;
+    assert!(
+        events > 10_000_000,
+        "the measured stretch is long: {events} events"
+    );
+    assert_eq!(allocated, 0, "{allocated} allocations over {events} events");
+    let results = simulation
+        .model
+        .finish(params.horizon, simulation.events_handled());
+    assert!(
+        results.utilization_ratio > 0.85,
+        "the queue was genuinely busy: {results:?}"
+    );
+}
+
+/// A request/timeout model in the shape later models take: every request lives in
+/// a slab, arms a timeout and is usually answered before it fires, so most timer
+/// events are stale when they pop.
+struct TimeoutHeavy {
+    requests: Slab<Request>,
+    rng: RngStream,
+    timeouts_fired: u64,
+    answered: u64,
+}
+
+struct Request {
+    timeout: TimerSlot,
+}
+
+#[derive(Clone, Copy)]
+enum Event {
+    Send,
+    Answer(SlabKey),
+    Timeout(SlabKey, TimerTicket),
+}
+
+impl Model for TimeoutHeavy {
+    type Event = Event;
+    fn handle(&mut self, _now: Nanos, event: Event, scheduler: &mut Scheduler<Event>) {
+        match event {
+            Event::Send => {
+                scheduler.after((self.rng.exponential(10_000.0) * 1e9) as u64, Event::Send);
+                let key = self.requests.insert(Request {
+                    timeout: TimerSlot::default(),
+                });
+                let ticket = self
+                    .requests
+                    .get_mut(key)
+                    .expect("just inserted")
+                    .timeout
+                    .arm();
+                scheduler.after(50_000_000, Event::Timeout(key, ticket));
+                let latency = (self.rng.lognormal(-5.0, 1.0) * 1e9) as u64;
+                scheduler.after(latency, Event::Answer(key));
+            }
+            Event::Answer(key) => {
+                if let Some(mut request) = self.requests.remove(key) {
+                    request.timeout.cancel();
+                    self.answered += 1;
+                }
+            }
+            Event::Timeout(key, ticket) => {
+                let fired = self
+                    .requests
+                    .get_mut(key)
+                    .is_some_and(|request| request.timeout.fire(ticket));
+                if fired {
+                    self.requests.remove(key);
+                    self.timeouts_fired += 1;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn slab_and_timer_model_allocates_nothing_after_warmup() {
+    let model = TimeoutHeavy {
+        requests: Slab::with_capacity(16),
+        rng: RngStream::derive(5, 0, StreamPurpose::named("test.timeouts")),
+        timeouts_fired: 0,
+        answered: 0,
+    };
+    let mut simulation = Simulation::new(model, 16);
+    simulation.scheduler().at(0, Event::Send);
+    simulation.run_until(secs_to_nanos(20.0));
+    let before = allocations();
+    let events = simulation.run_until(secs_to_nanos(400.0));
+    let allocated = allocations() - before;
+    assert!(events > 5_000_000, "{events}");
+    assert_eq!(allocated, 0, "{allocated} allocations over {events} events");
+    let model = &simulation.model;
+    assert!(model.timeouts_fired > 0 && model.answered > 20 * model.timeouts_fired);
+}
