@@ -1,1 +1,173 @@
-fn main() {}
+//! The `stampede` command: parses arguments, then hands over to the experiments
+//! crate. Exit codes: 0 success, 2 bad input, 3 I/O or internal error.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use stampede_experiments::builtin::{load_scenario_source, BUILTINS, DEFAULT_SCENARIO};
+use stampede_experiments::pipeline::execute;
+use stampede_experiments::scenario::{parse_grid, parse_set, parse_text};
+use stampede_experiments::{Error, Overrides, Result, Scenario};
+
+#[derive(Parser)]
+#[command(
+    name = "stampede",
+    version,
+    about = "Monte Carlo engine for overload and resilience policies"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario's policy grid × replicas and write the output folder.
+    Run(RunArgs),
+    /// List the built-in scenarios.
+    List,
+    /// Print a scenario, resolved, as a complete TOML file that `run` accepts.
+    Show(ShowArgs),
+}
+
+#[derive(Args)]
+struct ScenarioArgs {
+    /// Override one scenario field: --set queue.servers=3 (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Add or replace a grid axis: --grid queue.servers=2,3,4 (repeatable; axes multiply).
+    #[arg(long = "grid", value_name = "PATH=V1,V2,...")]
+    grids: Vec<String>,
+    /// Replicas per grid point (default: the scenario's run.replicas).
+    #[arg(long, value_name = "N")]
+    replicas: Option<u32>,
+    /// Master seed (default: the scenario's run.seed).
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// A built-in scenario name or a path to a .toml file (default: the showcase).
+    scenario: Option<String>,
+    #[command(flatten)]
+    scenario_args: ScenarioArgs,
+    /// Worker threads; never changes any result (default: all cores).
+    #[arg(long, value_name = "T")]
+    threads: Option<usize>,
+    /// Output root; results go to OUT/<scenario name>/.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
+    /// Print the run's summary as one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar and no table.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct ShowArgs {
+    /// A built-in scenario name or a path to a .toml file.
+    scenario: String,
+    #[command(flatten)]
+    scenario_args: ScenarioArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => run(args),
+        Command::List => list(),
+        Command::Show(args) => show(args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("stampede: error: {error}");
+            ExitCode::from(error.exit_code() as u8)
+        }
+    }
+}
+
+fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
+    let source = load_scenario_source(scenario)?;
+    let mut overrides = Overrides::default();
+    for set in &args.sets {
+        overrides.sets.push(parse_set(set)?);
+    }
+    if let Some(replicas) = args.replicas {
+        overrides
+            .sets
+            .push(("run.replicas".into(), toml::Value::Integer(replicas.into())));
+    }
+    if let Some(seed) = args.seed {
+        let value = i64::try_from(seed).map_or_else(
+            |_| toml::Value::String(seed.to_string()),
+            toml::Value::Integer,
+        );
+        overrides.sets.push(("run.seed".into(), value));
+    }
+    for grid in &args.grids {
+        overrides.grids.push(parse_grid(grid)?);
+    }
+    Scenario::resolve(source, &overrides)
+}
+
+fn run(args: RunArgs) -> Result<()> {
+    let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
+    let scenario = resolve(name, &args.scenario_args)?;
+    let threads = match args.threads {
+        Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
+        Some(threads) => threads,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
+    let bar = if !args.quiet && std::io::stderr().is_terminal() {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} replicas  {per_sec}  ETA {eta}")
+                .expect("valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let report = execute(&scenario, &args.out, threads, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises")
+        );
+    } else if !args.quiet {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
+
+fn list() -> Result<()> {
+    let width = BUILTINS
+        .iter()
+        .map(|(name, _)| name.len())
+        .max()
+        .unwrap_or(0);
+    for (name, text) in BUILTINS {
+        let table = parse_text(text, name)?;
+        let description = table
+            .get("description")
+            .and_then(|d| d.as_str())
+            .unwrap_or("");
+        println!("{name:<width$}  {description}");
+    }
+    Ok(())
+}
+
+fn show(args: ShowArgs) -> Result<()> {
+    let scenario = resolve(&args.scenario, &args.scenario_args)?;
+    print!("{}", scenario.to_toml());
+    Ok(())
+}

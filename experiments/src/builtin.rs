@@ -1,0 +1,43 @@
+//! The built-in scenarios, shipped inside the binary. Each is an ordinary scenario
+//! file under `experiments/scenarios/`; `stampede show NAME` prints it resolved.
+
+use crate::error::{Error, Result};
+use crate::scenario::parse_text;
+
+/// (name, TOML text) of every built-in scenario, in `stampede list` order.
+pub const BUILTINS: &[(&str, &str)] = &[
+    ("mmc", include_str!("../scenarios/mmc.toml")),
+    ("mmc-load", include_str!("../scenarios/mmc-load.toml")),
+    ("mmck", include_str!("../scenarios/mmck.toml")),
+];
+
+/// What `stampede run` runs without a scenario argument.
+pub const DEFAULT_SCENARIO: &str = "mmc";
+
+/// The TOML text of built-in `name`.
+pub fn builtin_text(name: &str) -> Option<&'static str> {
+    BUILTINS
+        .iter()
+        .find(|(builtin, _)| *builtin == name)
+        .map(|(_, text)| *text)
+}
+
+/// Loads a scenario argument: a built-in name, or a path to a `.toml` file.
+pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
+    if let Some(text) = builtin_text(argument) {
+        return parse_text(text, &format!("built-in scenario {argument}"));
+    }
+    let path = std::path::Path::new(argument);
+    if path.exists() {
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            Error::bad_input(format!("cannot read scenario file {argument}: {error}"))
+        })?;
+        return parse_text(&text, &format!("scenario file {argument}"));
+    }
+    let names: Vec<&str> = BUILTINS.iter().map(|(name, _)| *name).collect();
+    Err(Error::bad_input(format!(
+        "unknown scenario {argument:?}: it is neither a built-in ({}) nor an existing file",
+        names.join(", ")
+    ))
+    .with_hint("`stampede list` shows the built-in scenarios"))
+}

@@ -1,0 +1,263 @@
+//! The bridge between scenario files and engine models.
+//!
+//! Each model contributes: its typed configuration sections (serde, unknown fields
+//! refused), validation with field-path messages, the list of scalar metrics and
+//! latency histograms it reports, and a function that runs one replica. Adding a
+//! model means adding a variant to [`ModelConfig`] and filling in each `match`.
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::models::mmc::{Mmc, MmcParams, MmcResults};
+use stampede_engine::{secs_to_nanos, LatencyHistogram};
+
+use crate::error::{Error, Result};
+use crate::scenario::{typed, RunConfig};
+
+/// Whether a metric is a count (written as an unsigned integer per replica) or a real.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricKind {
+    Real,
+    Count,
+}
+
+/// A scalar metric a model reports per replica.
+#[derive(Clone, Copy, Debug)]
+pub struct MetricDef {
+    /// snake_case, ending in its unit where it has one.
+    pub name: &'static str,
+    pub kind: MetricKind,
+    /// One line for the README and `--help`-style listings.
+    pub description: &'static str,
+}
+
+/// Every model's configuration; the scenario's `model = "…"` picks the variant.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelConfig {
+    Mmc(MmcConfig),
+}
+
+/// Names accepted by `model = "…"`.
+pub const MODEL_NAMES: &[&str] = &["mmc"];
+
+impl ModelConfig {
+    /// The model's name as written in scenarios.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ModelConfig::Mmc(_) => "mmc",
+        }
+    }
+
+    /// The top-level sections this model reads.
+    pub fn section_names(model: &str) -> &'static [&'static str] {
+        match model {
+            "mmc" => &["queue"],
+            _ => &[],
+        }
+    }
+
+    /// Builds the configuration of `model` from the scenario's model sections.
+    pub fn from_sections(model: &str, sections: toml::Table) -> Result<Self> {
+        match model {
+            "mmc" => Ok(ModelConfig::Mmc(typed(toml::Value::Table(sections))?)),
+            other => Err(Error::bad_input(format!(
+                "model = {other:?}: unknown model; known models: {}",
+                MODEL_NAMES.join(", ")
+            ))),
+        }
+    }
+
+    /// The model sections as TOML, for `stampede show`.
+    pub fn to_sections(&self) -> toml::Table {
+        let value = match self {
+            ModelConfig::Mmc(config) => toml::Value::try_from(config),
+        };
+        match value.expect("model configs serialise") {
+            toml::Value::Table(table) => table,
+            _ => unreachable!("a struct serialises to a table"),
+        }
+    }
+
+    /// Checks ranges and cross-field constraints.
+    pub fn validate(&self, run: &RunConfig) -> Result<()> {
+        match self {
+            ModelConfig::Mmc(config) => config.validate(run),
+        }
+    }
+
+    /// The scalar metrics, in output column order.
+    pub fn metrics(&self) -> &'static [MetricDef] {
+        match self {
+            ModelConfig::Mmc(_) => MMC_METRICS,
+        }
+    }
+
+    /// The latency histograms, in output order.
+    pub fn latencies(&self) -> &'static [&'static str] {
+        match self {
+            ModelConfig::Mmc(_) => &["response_s"],
+        }
+    }
+
+    /// Runs replica `replica` and returns its metrics in [`Self::metrics`] order;
+    /// latencies are recorded into `histograms` (one per [`Self::latencies`] entry).
+    pub fn run_replica(
+        &self,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> Vec<f64> {
+        match self {
+            ModelConfig::Mmc(config) => {
+                let [response] = histograms else {
+                    panic!("mmc records one histogram")
+                };
+                let results = Mmc::new(config.params(run), master_seed, replica, response).run();
+                mmc_metric_values(&results)
+            }
+        }
+    }
+}
+
+/// The `[queue]` section of an `mmc` scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MmcConfig {
+    pub queue: QueueConfig,
+}
+
+/// An M/M/c(/K) queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// λ, arrivals per second.
+    pub arrival_rate_per_s: f64,
+    /// μ, services per second per server.
+    pub service_rate_per_s: f64,
+    /// c, number of servers.
+    pub servers: u32,
+    /// K, the most customers in the system; absent = unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u32>,
+}
+
+impl MmcConfig {
+    fn params(&self, run: &RunConfig) -> MmcParams {
+        MmcParams {
+            arrival_rate_per_s: self.queue.arrival_rate_per_s,
+            service_rate_per_s: self.queue.service_rate_per_s,
+            servers: self.queue.servers,
+            capacity: self.queue.capacity,
+            warmup: secs_to_nanos(run.warmup_s),
+            horizon: secs_to_nanos(run.horizon_s),
+        }
+    }
+
+    fn validate(&self, run: &RunConfig) -> Result<()> {
+        let q = &self.queue;
+        positive_rate("queue.arrival_rate_per_s", q.arrival_rate_per_s)?;
+        positive_rate("queue.service_rate_per_s", q.service_rate_per_s)?;
+        if q.servers == 0 {
+            return Err(Error::bad_input("queue.servers = 0: must be at least 1"));
+        }
+        if let Some(capacity) = q.capacity {
+            if capacity < q.servers {
+                return Err(Error::bad_input(format!(
+                    "queue.capacity = {capacity}: must be at least queue.servers ({}); it counts customers in service too",
+                    q.servers
+                )));
+            }
+        } else {
+            let rho = q.arrival_rate_per_s / (q.servers as f64 * q.service_rate_per_s);
+            if rho >= 1.0 {
+                return Err(Error::bad_input(format!(
+                    "queue.arrival_rate_per_s = {}: with queue.servers = {} and queue.service_rate_per_s = {} the load \
+                     ρ = λ/(c·μ) = {rho:.3} is not below 1, so an unbounded queue grows forever and has no steady state",
+                    q.arrival_rate_per_s, q.servers, q.service_rate_per_s
+                ))
+                .with_hint("set queue.capacity to study an overloaded M/M/c/K queue, or lower the arrival rate"));
+            }
+        }
+        // A replica's events are about 2 × λ × horizon; refuse runs that cannot finish.
+        let events = 2.0 * q.arrival_rate_per_s * run.horizon_s;
+        if events > 1e12 {
+            return Err(Error::bad_input(format!(
+                "run.horizon_s = {}: with queue.arrival_rate_per_s = {} a replica would need about {events:.1e} events; \
+                 at most 1e12 are allowed",
+                run.horizon_s, q.arrival_rate_per_s
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn positive_rate(path: &str, value: f64) -> Result<()> {
+    if value.is_finite() && value > 0.0 && value <= 1e12 {
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!(
+            "{path} = {value}: must be a positive rate per second, at most 1e12"
+        )))
+    }
+}
+
+const MMC_METRICS: &[MetricDef] = &[
+    MetricDef {
+        name: "wait_mean_s",
+        kind: MetricKind::Real,
+        description: "mean wait in queue (Wq)",
+    },
+    MetricDef {
+        name: "response_mean_s",
+        kind: MetricKind::Real,
+        description: "mean time in system (W)",
+    },
+    MetricDef {
+        name: "wait_probability_ratio",
+        kind: MetricKind::Real,
+        description: "fraction of admitted customers that waited at all (Erlang C's P(wait > 0))",
+    },
+    MetricDef {
+        name: "utilization_ratio",
+        kind: MetricKind::Real,
+        description: "time-average fraction of servers busy",
+    },
+    MetricDef {
+        name: "queue_length_mean",
+        kind: MetricKind::Real,
+        description: "time-average number waiting (Lq)",
+    },
+    MetricDef {
+        name: "in_system_mean",
+        kind: MetricKind::Real,
+        description: "time-average number in the system (L)",
+    },
+    MetricDef {
+        name: "throughput_rps",
+        kind: MetricKind::Real,
+        description: "completions per second",
+    },
+    MetricDef {
+        name: "rejected_ratio",
+        kind: MetricKind::Real,
+        description: "fraction of arrivals refused (M/M/c/K)",
+    },
+    MetricDef {
+        name: "events",
+        kind: MetricKind::Count,
+        description: "events handled, warm-up included",
+    },
+];
+
+fn mmc_metric_values(r: &MmcResults) -> Vec<f64> {
+    vec![
+        r.wait_mean_s,
+        r.response_mean_s,
+        r.wait_probability_ratio,
+        r.utilization_ratio,
+        r.queue_length_mean,
+        r.in_system_mean,
+        r.throughput_rps,
+        r.rejected_ratio,
+        r.events as f64,
+    ]
+}
