@@ -165,7 +165,14 @@ pub fn typed_at<T: DeserializeOwned>(prefix: &str, value: toml::Value) -> Result
         } else {
             path
         };
-        Error::bad_input(format!("scenario field {path}: {}", error.into_inner()))
+        // toml's message ends with its own "in `key`" line; the path above says it better.
+        let message = error.into_inner().to_string();
+        let message = message
+            .split("\nin `")
+            .next()
+            .unwrap_or_default()
+            .trim_end();
+        Error::bad_input(format!("scenario field {path}: {message}"))
     })
 }
 

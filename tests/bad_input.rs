@@ -1,0 +1,246 @@
+//! Bad input gets a clear message naming the field, the value and what is allowed,
+//! exits 2 (3 for an unwritable folder), and writes nothing.
+
+mod common;
+
+use common::{files_below, stampede, stderr};
+
+/// Runs `stampede run` with `args` plus an output folder in a scratch directory,
+/// asserts the exit code, that every `expected` fragment is in the message, and
+/// that nothing was written.
+fn refuse(args: &[&str], code: i32, expected: &[&str]) {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let mut full = vec!["run"];
+    full.extend_from_slice(args);
+    full.extend_from_slice(&["--out", out.to_str().unwrap(), "--quiet"]);
+    if !args.iter().any(|arg| arg.contains("replicas")) {
+        full.extend_from_slice(&["--replicas", "2"]);
+    }
+    let output = stampede(&full);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(code), "args {args:?}: {message}");
+    for fragment in expected {
+        assert!(
+            message.contains(fragment),
+            "args {args:?}: {fragment:?} missing from {message:?}"
+        );
+    }
+    assert!(
+        message.starts_with("stampede: error: ") || message.contains("error:"),
+        "{message}"
+    );
+    assert!(
+        files_below(scratch.path()).is_empty(),
+        "args {args:?} wrote {:?}",
+        files_below(scratch.path())
+    );
+}
+
+fn scenario_file(dir: &std::path::Path, text: &str) -> String {
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+const VALID: &str = r#"
+name = "tiny"
+model = "mmc"
+[run]
+horizon_s = 10.0
+replicas = 2
+[queue]
+arrival_rate_per_s = 5.0
+service_rate_per_s = 10.0
+servers = 1
+"#;
+
+#[test]
+fn unknown_field_names_it_and_lists_the_allowed_ones() {
+    refuse(
+        &["--set", "queue.servrs=3"],
+        2,
+        &["queue.servrs", "unknown field", "servers"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_file(dir.path(), &format!("{VALID}\ncolour = \"red\"\n"));
+    refuse(&[&file], 2, &["colour", "expected one of", "queue"]);
+}
+
+#[test]
+fn wrong_type_names_field_and_value() {
+    refuse(
+        &["--set", "queue.servers=two"],
+        2,
+        &["queue.servers", "\"two\"", "u32"],
+    );
+    refuse(
+        &["--set", "run.horizon_s=\"long\""],
+        2,
+        &["run.horizon_s", "long"],
+    );
+}
+
+#[test]
+fn non_positive_rates_are_refused() {
+    refuse(
+        &["--set", "queue.arrival_rate_per_s=-1"],
+        2,
+        &["queue.arrival_rate_per_s = -1", "positive rate"],
+    );
+    refuse(
+        &["--set", "queue.service_rate_per_s=0"],
+        2,
+        &["queue.service_rate_per_s = 0", "positive rate"],
+    );
+    refuse(
+        &["--set", "queue.arrival_rate_per_s=nan"],
+        2,
+        &["queue.arrival_rate_per_s = NaN"],
+    );
+}
+
+#[test]
+fn zero_servers_and_zero_replicas_are_refused() {
+    refuse(
+        &["--set", "queue.servers=0"],
+        2,
+        &["queue.servers = 0", "at least 1"],
+    );
+    // The grid of the showcase varies servers; a bad grid value names its point.
+    refuse(
+        &["--grid", "queue.servers=2,0"],
+        2,
+        &["grid point 1", "queue.servers = 0", "at least 1"],
+    );
+    refuse(
+        &["--set", "run.replicas=0"],
+        2,
+        &["run.replicas = 0", "at least 1"],
+    );
+    refuse(&["--replicas", "0"], 2, &["run.replicas = 0", "at least 1"]);
+}
+
+#[test]
+fn unstable_infinite_queue_is_refused_with_a_way_out() {
+    refuse(
+        &[
+            "--set",
+            "queue.arrival_rate_per_s=500",
+            "--grid",
+            "queue.servers=2",
+        ],
+        2,
+        &[
+            "queue.arrival_rate_per_s = 500",
+            "ρ = λ/(c·μ) = 2.500",
+            "no steady state",
+            "queue.capacity",
+        ],
+    );
+}
+
+#[test]
+fn capacity_below_servers_is_refused() {
+    refuse(
+        &["mmck", "--grid", "queue.capacity=2"],
+        2,
+        &["queue.capacity = 2", "at least queue.servers (4)"],
+    );
+}
+
+#[test]
+fn warmup_past_horizon_is_refused() {
+    refuse(
+        &["--set", "run.warmup_s=5000"],
+        2,
+        &["run.warmup_s = 5000", "below run.horizon_s"],
+    );
+}
+
+#[test]
+fn unknown_scenario_and_unknown_model() {
+    refuse(
+        &["no-such-scenario"],
+        2,
+        &[
+            "unknown scenario \"no-such-scenario\"",
+            "mmc",
+            "stampede list",
+        ],
+    );
+    refuse(
+        &["--set", "model=warp"],
+        2,
+        &["model = \"warp\"", "unknown model", "mmc"],
+    );
+}
+
+#[test]
+fn malformed_set_and_grid() {
+    refuse(
+        &["--set", "queue.servers"],
+        2,
+        &["--set \"queue.servers\"", "PATH=VALUE"],
+    );
+    refuse(&["--set", "queue..servers=3"], 2, &["dotted field path"]);
+    refuse(&["--set", "queue.servers="], 2, &["empty"]);
+    refuse(
+        &["--grid", "queue.servers"],
+        2,
+        &["--grid \"queue.servers\"", "PATH=V1,V2"],
+    );
+    refuse(&["--grid", "queue.servers=1,,2"], 2, &["non-empty"]);
+    refuse(
+        &["--grid", "run.seed=1,2"],
+        2,
+        &["grid axis run.seed", "cannot be varied"],
+    );
+    refuse(&["--set", "grid.x=1"], 2, &["--grid"]);
+}
+
+#[test]
+fn invalid_toml_reports_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = scenario_file(dir.path(), "name = \"x\"\nmodel = \n");
+    refuse(&[&file], 2, &["is not valid TOML", "line 2"]);
+}
+
+#[test]
+fn zero_threads_is_refused() {
+    refuse(&["--threads", "0"], 2, &["--threads 0"]);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let output = stampede(&["run", "--replicas", "many"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--replicas"));
+}
+
+#[test]
+fn unwritable_output_folder_exits_3_and_writes_nothing() {
+    // A path below a regular file cannot be a folder, even for root.
+    let scratch = tempfile::tempdir().unwrap();
+    let blocker = scratch.path().join("blocker");
+    std::fs::write(&blocker, "not a folder").unwrap();
+    let out = blocker.join("out");
+    let output = stampede(&[
+        "run",
+        "--replicas",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{message}");
+    assert!(
+        message.contains("cannot create output folder") && message.contains("blocker"),
+        "{message}"
+    );
+    assert_eq!(
+        files_below(scratch.path()),
+        vec![std::path::PathBuf::from("blocker")]
+    );
+}

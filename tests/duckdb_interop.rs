@@ -1,0 +1,82 @@
+//! DuckDB and pandas load the output folder with the queries the README shows.
+//!
+//! Needs Python with `duckdb`, `pyarrow` and `pandas` (`.ci/run` installs them).
+//! Set `STAMPEDE_SKIP_PYTHON=1` to skip on a machine without them; CI never does.
+
+mod common;
+
+use std::process::Command;
+
+use common::{stampede, stderr};
+
+const CHECK: &str = r#"
+import sys, duckdb, pandas as pd, pyarrow.parquet as pq
+out = sys.argv[1]
+con = duckdb.connect()
+
+summary = con.execute(f"SELECT * FROM read_parquet('{out}/*/summary.parquet', filename=true) ORDER BY grid_point").df()
+assert list(summary["grid_point"]) == [0, 1, 2], summary
+assert list(summary["queue.servers"]) == [2, 3, 4]
+assert (summary["replicas"] == 6).all()
+for column in ["wait_mean_s_mean", "wait_mean_s_sd", "wait_mean_s_ci_lo", "wait_mean_s_ci_hi", "events_mean", "throughput_rps_ci_hi"]:
+    assert column in summary.columns, column
+assert (summary["wait_mean_s_ci_lo"] < summary["wait_mean_s_mean"]).all()
+assert (summary["wait_mean_s_mean"] < summary["wait_mean_s_ci_hi"]).all()
+# More servers, shorter waits.
+assert summary["wait_mean_s_mean"].is_monotonic_decreasing
+
+replicas = con.execute(f"SELECT grid_point, count(*) AS n, avg(wait_mean_s) AS w, min(events) AS e FROM '{out}/mmc/replicas.parquet' GROUP BY grid_point ORDER BY grid_point").fetchall()
+assert [r[1] for r in replicas] == [6, 6, 6], replicas
+for (g, _, w, e), mean in zip(replicas, summary["wait_mean_s_mean"]):
+    assert abs(w - mean) < 1e-12 * max(1.0, mean), (g, w, mean)
+    assert e > 100000
+types = {row[0]: row[1] for row in con.execute(f"DESCRIBE SELECT * FROM '{out}/mmc/replicas.parquet'").fetchall()}
+assert types["grid_point"] == "UINTEGER" and types["seed"] == "UBIGINT" and types["events"] == "UBIGINT", types
+assert types["wait_mean_s"] == "DOUBLE"
+
+hist = con.execute(f"SELECT grid_point, metric, count, p50_s, p90_s, p99_s, p999_s, max_s, octet_length(hdr) FROM '{out}/mmc/histograms.parquet' ORDER BY grid_point").fetchall()
+assert [h[1] for h in hist] == ["response_s"] * 3
+for h in hist:
+    assert h[2] > 0 and 0 < h[3] <= h[4] <= h[5] <= h[6] <= h[7], h
+    assert h[8] > 40
+
+# The README's analysis query.
+best = con.execute(f"""
+    SELECT "queue.servers" AS servers, round(wait_mean_s_mean * 1000, 3) AS wait_ms
+    FROM read_parquet('{out}/*/summary.parquet')
+    WHERE wait_mean_s_ci_hi < 0.005
+    ORDER BY servers LIMIT 1""").fetchall()
+assert best and best[0][0] == 3, best
+
+# The README's pandas snippet.
+df = pd.read_parquet(f"{out}/mmc/summary.parquet")
+assert len(df) == 3 and df["queue.servers"].tolist() == [2, 3, 4]
+table = pq.read_table(f"{out}/mmc/histograms.parquet")
+assert table.num_rows == 3
+# The hdr column holds V2 HdrHistogram bytes: the cookie 0x1c849313.
+assert table.column("hdr")[0].as_py()[:4] == bytes([0x1c, 0x84, 0x93, 0x13])
+print("interop ok")
+"#;
+
+#[test]
+fn duckdb_and_pandas_load_the_output() {
+    if std::env::var("STAMPEDE_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: STAMPEDE_SKIP_PYTHON=1");
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().to_str().unwrap();
+    let run = stampede(&["run", "mmc", "--replicas", "6", "--quiet", "--out", out]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let check = Command::new(&python).args(["-c", CHECK, out]).output().unwrap_or_else(|e| {
+        panic!("cannot start {python}: {e}; install Python with duckdb, pyarrow and pandas (see .ci/run)")
+    });
+    assert!(
+        check.status.success(),
+        "the DuckDB/pandas check failed (are duckdb, pyarrow and pandas installed? see .ci/run):\n{}\n{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(String::from_utf8_lossy(&check.stdout).contains("interop ok"));
+}

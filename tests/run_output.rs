@@ -1,0 +1,222 @@
+//! The output contract: determinism across thread counts, `show` round trips,
+//! `--json`, `list`, the manifest, and agreement of the summary with Erlang C.
+
+mod common;
+
+use std::path::Path;
+
+use common::{stampede, stderr, stdout};
+use stampede_engine::theory::erlang_c;
+
+const PARQUETS: [&str; 3] = ["summary.parquet", "replicas.parquet", "histograms.parquet"];
+
+fn run_into(out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let output = stampede(&args);
+    assert!(
+        output.status.success(),
+        "stampede {args:?} failed: {}",
+        stderr(&output)
+    );
+    output
+}
+
+fn read(dir: &Path, scenario: &str, file: &str) -> Vec<u8> {
+    std::fs::read(dir.join(scenario).join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn thread_count_never_changes_a_byte() {
+    let scratch = tempfile::tempdir().unwrap();
+    let one = scratch.path().join("one");
+    let two = scratch.path().join("two");
+    // 3 grid points × 700 replicas spans two runner chunks, so chunk merging is covered.
+    let common = [
+        "mmc",
+        "--replicas",
+        "700",
+        "--set",
+        "run.horizon_s=20",
+        "--set",
+        "run.warmup_s=2",
+        "--quiet",
+    ];
+    run_into(&one, &[&common[..], &["--threads", "1"]].concat());
+    run_into(&two, &[&common[..], &["--threads", "2"]].concat());
+    for file in PARQUETS {
+        assert!(
+            read(&one, "mmc", file) == read(&two, "mmc", file),
+            "{file} differs between 1 and 2 threads"
+        );
+    }
+    let manifest = |dir: &Path| {
+        let mut value: serde_json::Value =
+            serde_json::from_slice(&read(dir, "mmc", "manifest.json")).unwrap();
+        let object = value.as_object_mut().unwrap();
+        object.remove("wall_time_s").expect("wall time recorded");
+        object.remove("host").expect("host recorded");
+        value
+    };
+    assert_eq!(
+        manifest(&one),
+        manifest(&two),
+        "only wall time and host may differ"
+    );
+}
+
+#[test]
+fn show_output_reproduces_the_run() {
+    let scratch = tempfile::tempdir().unwrap();
+    let overrides = [
+        "--replicas",
+        "5",
+        "--seed",
+        "77",
+        "--set",
+        "run.horizon_s=60.5",
+        "--grid",
+        "queue.servers=2,5",
+    ];
+    let shown = stampede(&[&["show", "mmc"][..], &overrides].concat());
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = stdout(&shown);
+    assert!(
+        text.contains("seed = 77")
+            && text.contains("horizon_s = 60.5")
+            && text.contains("\"queue.servers\" = [2, 5]"),
+        "{text}"
+    );
+    let file = scratch.path().join("resolved.toml");
+    std::fs::write(&file, &text).unwrap();
+    // Showing the shown file again is a fixed point.
+    let again = stampede(&["show", file.to_str().unwrap()]);
+    assert_eq!(stdout(&again), text);
+    let direct = scratch.path().join("direct");
+    let via_file = scratch.path().join("via-file");
+    run_into(&direct, &[&["mmc", "--quiet"][..], &overrides].concat());
+    run_into(&via_file, &[file.to_str().unwrap(), "--quiet"]);
+    for parquet in PARQUETS {
+        assert!(
+            read(&direct, "mmc", parquet) == read(&via_file, "mmc", parquet),
+            "{parquet} differs"
+        );
+    }
+}
+
+#[test]
+fn huge_seeds_survive_the_toml_round_trip() {
+    let shown = stampede(&["show", "mmc", "--seed", "18446744073709551615"]);
+    let text = stdout(&shown);
+    assert!(text.contains("seed = \"18446744073709551615\""), "{text}");
+}
+
+#[test]
+fn json_summary_follows_the_contract_and_matches_erlang_c() {
+    let scratch = tempfile::tempdir().unwrap();
+    let output = run_into(scratch.path(), &["mmc", "--replicas", "30", "--json"]);
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
+    assert_eq!(json["scenario"], "mmc");
+    assert_eq!(json["seed"], 1);
+    assert_eq!(json["replicas"], 30);
+    let grid = json["grid"].as_array().unwrap();
+    assert_eq!(grid.len(), 3);
+    for (index, point) in grid.iter().enumerate() {
+        assert_eq!(point["grid_point"], index);
+        let servers = point["params"]["queue.servers"].as_u64().unwrap() as u32;
+        assert_eq!(servers, [2, 3, 4][index]);
+        let theory = erlang_c(160.0, 100.0, servers).unwrap();
+        let wait = &point["metrics"]["wait_mean_s"];
+        let (mean, lo, hi) = (
+            wait["mean"].as_f64().unwrap(),
+            wait["ci_lo"].as_f64().unwrap(),
+            wait["ci_hi"].as_f64().unwrap(),
+        );
+        assert!(lo < mean && mean < hi);
+        // 30 replicas of 150,000 customers: within 3% of Erlang C.
+        assert!(
+            (mean - theory.wait_mean_s).abs() < 0.03 * theory.wait_mean_s,
+            "c={servers}: {mean} vs {}",
+            theory.wait_mean_s
+        );
+        let p_wait = point["metrics"]["wait_probability_ratio"]["mean"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (p_wait - theory.wait_probability).abs() < 0.01,
+            "c={servers}: {p_wait} vs {}",
+            theory.wait_probability
+        );
+        let response = &point["latency"]["response_s"];
+        assert!(response["count"].as_u64().unwrap() > 4_000_000);
+        let p50 = response["p50_s"].as_f64().unwrap();
+        let p99 = response["p99_s"].as_f64().unwrap();
+        assert!(0.0 < p50 && p50 < p99 && p99 <= response["max_s"].as_f64().unwrap());
+    }
+    let written: Vec<_> = common::files_below(&scratch.path().join("mmc"));
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "histograms.parquet",
+            "manifest.json",
+            "replicas.parquet",
+            "summary.parquet"
+        ]
+    );
+}
+
+#[test]
+fn quiet_prints_nothing_and_the_table_names_every_metric() {
+    let scratch = tempfile::tempdir().unwrap();
+    let quiet = run_into(scratch.path(), &["mmck", "--replicas", "3", "--quiet"]);
+    assert!(quiet.stdout.is_empty() && quiet.stderr.is_empty());
+    let table = stdout(&run_into(scratch.path(), &["mmck", "--replicas", "3"]));
+    for name in [
+        "wait_mean_s",
+        "rejected_ratio",
+        "throughput_rps",
+        "response_s",
+        "queue.capacity = 32",
+    ] {
+        assert!(table.contains(name), "{name} missing from\n{table}");
+    }
+}
+
+#[test]
+fn list_names_every_builtin_with_a_description() {
+    let output = stampede(&["list"]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    let names: Vec<&str> = text
+        .lines()
+        .map(|line| line.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(names, ["mmc", "mmc-load", "mmck"]);
+    assert!(text.lines().all(|line| line.split_whitespace().count() > 3));
+    for name in names {
+        let shown = stampede(&["show", name]);
+        assert!(shown.status.success(), "{name}: {}", stderr(&shown));
+    }
+}
+
+#[test]
+fn manifest_records_the_resolved_scenario() {
+    let scratch = tempfile::tempdir().unwrap();
+    run_into(
+        scratch.path(),
+        &["mmc", "--replicas", "2", "--seed", "9", "--quiet"],
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&read(scratch.path(), "mmc", "manifest.json")).unwrap();
+    assert_eq!(manifest["tool"], "stampede");
+    assert_eq!(manifest["seed"], 9);
+    assert_eq!(manifest["replicas"], 2);
+    assert_eq!(manifest["grid"][0]["path"], "queue.servers");
+    assert!(manifest["scenario_toml"]
+        .as_str()
+        .unwrap()
+        .contains("seed = 9"));
+    assert!(manifest["wall_time_s"].as_f64().unwrap() > 0.0);
+}
