@@ -107,18 +107,28 @@ impl<M: Model> Simulation<M> {
             "horizon {horizon} is in the past"
         );
         let start = self.events_handled;
-        while let Some(time) = self.scheduler.queue.peek_time() {
-            if time > horizon {
-                break;
-            }
-            let (time, event) = self.scheduler.queue.pop().expect("peeked");
-            debug_assert!(time >= self.scheduler.now, "time went backwards");
-            self.scheduler.now = time;
-            self.model.handle(time, event, &mut self.scheduler);
-            self.events_handled += 1;
+        while self
+            .scheduler
+            .queue
+            .peek_time()
+            .is_some_and(|time| time <= horizon)
+        {
+            self.step();
         }
         self.scheduler.now = horizon;
         self.events_handled - start
+    }
+
+    /// Handles the next pending event, whatever its time; returns that time, or
+    /// `None` when nothing is pending.
+    #[inline]
+    pub fn step(&mut self) -> Option<Nanos> {
+        let (time, event) = self.scheduler.queue.pop()?;
+        debug_assert!(time >= self.scheduler.now, "time went backwards");
+        self.scheduler.now = time;
+        self.model.handle(time, event, &mut self.scheduler);
+        self.events_handled += 1;
+        Some(time)
     }
 }
 

@@ -18,7 +18,7 @@ pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 /// user input before it reaches the engine.
 pub fn secs_to_nanos(seconds: f64) -> Nanos {
     debug_assert!(
-        seconds.is_finite() && seconds >= 0.0 && seconds < 1.8e10,
+        seconds.is_finite() && (0.0..1.8e10).contains(&seconds),
         "seconds out of range: {seconds}"
     );
     (seconds * NANOS_PER_SEC as f64).round() as Nanos
