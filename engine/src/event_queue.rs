@@ -11,17 +11,31 @@
 
 use crate::time::Nanos;
 
+/// A pending event. The key packs (time, sequence) into one `u128` so that ordering
+/// is a single integer comparison.
 #[derive(Clone, Copy, Debug)]
 struct Entry<E> {
-    time: Nanos,
-    sequence: u64,
+    key: u128,
     event: E,
 }
 
 impl<E> Entry<E> {
     #[inline(always)]
-    fn precedes(&self, other: &Self) -> bool {
-        (self.time, self.sequence) < (other.time, other.sequence)
+    fn new(time: Nanos, sequence: u64, event: E) -> Self {
+        Entry {
+            key: ((time as u128) << 64) | sequence as u128,
+            event,
+        }
+    }
+
+    #[inline(always)]
+    fn time(&self) -> Nanos {
+        (self.key >> 64) as Nanos
+    }
+
+    #[inline(always)]
+    fn sequence(&self) -> u64 {
+        self.key as u64
     }
 }
 
@@ -62,52 +76,54 @@ impl<E: Copy> EventQueue<E> {
     /// The time of the earliest pending event.
     #[inline]
     pub fn peek_time(&self) -> Option<Nanos> {
-        self.heap.first().map(|entry| entry.time)
+        self.heap.first().map(Entry::time)
     }
 
     /// Schedules `event` at `time`.
     #[inline]
     pub fn push(&mut self, time: Nanos, event: E) {
-        let entry = Entry {
-            time,
-            sequence: self.next_sequence,
-            event,
-        };
+        let entry = Entry::new(time, self.next_sequence, event);
         self.next_sequence += 1;
         let position = self.heap.len();
         self.heap.push(entry);
-        self.sift_up(position, entry);
+        // SAFETY: `position` is the index of the entry just pushed.
+        unsafe { self.sift_up(position, entry) };
     }
 
     /// Removes and returns the earliest event (FIFO among equal times).
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
         let last = self.heap.pop()?;
-        if self.heap.is_empty() {
-            return Some((last.time, last.event));
+        let end = self.heap.len();
+        if end == 0 {
+            return Some((last.time(), last.event));
         }
         let top = self.heap[0];
         // Floyd's trick, as std's BinaryHeap does: walk the hole at the root down to a
         // leaf along the smaller children, then sift the displaced last entry up from
         // there. It saves one comparison per level compared with a classic sift-down.
-        let end = self.heap.len();
+        let heap = self.heap.as_mut_ptr();
         let mut hole = 0;
         let mut child = 1;
-        while child + 1 < end {
-            if self.heap[child + 1].precedes(&self.heap[child]) {
-                child += 1;
+        // SAFETY: every index read or written is below `end`, the heap's length: the
+        // loop reads `child` and `child + 1` only while `child + 1 < end`, the tail
+        // reads `child` only when `child == end - 1`, and `hole` is always a former
+        // `child` (or 0 < end).
+        unsafe {
+            while child + 1 < end {
+                child += ((*heap.add(child + 1)).key < (*heap.add(child)).key) as usize;
+                *heap.add(hole) = *heap.add(child);
+                hole = child;
+                child = 2 * hole + 1;
             }
-            self.heap[hole] = self.heap[child];
-            hole = child;
-            child = 2 * hole + 1;
+            if child == end - 1 {
+                *heap.add(hole) = *heap.add(child);
+                hole = child;
+            }
+            self.sift_up(hole, last);
         }
-        if child == end - 1 {
-            self.heap[hole] = self.heap[child];
-            hole = child;
-        }
-        self.sift_up(hole, last);
         self.debug_check_root();
-        Some((top.time, top.event))
+        Some((top.time(), top.event))
     }
 
     /// Removes every pending event. Capacity is kept.
@@ -115,27 +131,36 @@ impl<E: Copy> EventQueue<E> {
         self.heap.clear();
     }
 
+    /// Moves `entry` from the hole at `hole` towards the root to its place.
+    ///
+    /// # Safety
+    /// `hole < self.heap.len()`.
     #[inline(always)]
-    fn sift_up(&mut self, mut hole: usize, entry: Entry<E>) {
-        while hole > 0 {
-            let parent = (hole - 1) / 2;
-            if !entry.precedes(&self.heap[parent]) {
-                break;
+    unsafe fn sift_up(&mut self, mut hole: usize, entry: Entry<E>) {
+        debug_assert!(hole < self.heap.len());
+        let heap = self.heap.as_mut_ptr();
+        // SAFETY: `parent < hole < len` on every step.
+        unsafe {
+            while hole > 0 {
+                let parent = (hole - 1) / 2;
+                if entry.key >= (*heap.add(parent)).key {
+                    break;
+                }
+                *heap.add(hole) = *heap.add(parent);
+                hole = parent;
             }
-            self.heap[hole] = self.heap[parent];
-            hole = parent;
+            *heap.add(hole) = entry;
         }
-        self.heap[hole] = entry;
     }
 
     #[inline(always)]
     fn debug_check_root(&self) {
         debug_assert!(
-            self.heap.len() < 2 || self.heap[0].precedes(&self.heap[1]),
+            self.heap.len() < 2 || self.heap[0].key < self.heap[1].key,
             "heap order violated at the root"
         );
         debug_assert!(
-            self.heap.len() < 3 || self.heap[0].precedes(&self.heap[2]),
+            self.heap.len() < 3 || self.heap[0].key < self.heap[2].key,
             "heap order violated at the root"
         );
     }
@@ -144,10 +169,10 @@ impl<E: Copy> EventQueue<E> {
     pub fn check_invariants(&self) {
         for i in 1..self.heap.len() {
             assert!(
-                self.heap[(i - 1) / 2].precedes(&self.heap[i]),
+                self.heap[(i - 1) / 2].key < self.heap[i].key,
                 "heap order violated at {i}"
             );
-            assert!(self.heap[i].sequence < self.next_sequence);
+            assert!(self.heap[i].sequence() < self.next_sequence);
         }
     }
 }
