@@ -1,17 +1,20 @@
 //! The parallel replica runner: grid points × replicas on a rayon pool.
 //!
 //! Work is the flat list of tasks (grid point, replica), grid-point major, cut into
-//! fixed chunks of [`CHUNK_TASKS`]. A chunk runs in parallel; each rayon piece keeps
-//! its own latency histograms per grid point (merging adds integer counts, so order
-//! does not matter) and a list of small per-replica records. When the chunk is done
-//! its records are sorted into task order and consumed sequentially: the statistics
-//! fold them in replica order and the sink streams them to `replicas.parquet`.
-//! Hence:
+//! fixed chunks of [`CHUNK_TASKS`]. A chunk runs in parallel and its per-replica
+//! records come back in task order; they are then consumed sequentially: the
+//! statistics fold them in replica order and the sink streams them to
+//! `replicas.parquet`. Latencies go straight into histograms owned by the worker
+//! thread that ran the replica, one set per grid point; when every replica of a grid
+//! point is done, the workers' histograms for it are merged (integer addition, so the
+//! order does not matter) and freed. Hence:
 //!
 //! * every number is identical for any thread count (the chunking is fixed, the
 //!   fold order is fixed, histogram merging is exact);
-//! * memory is bounded by one chunk of records plus histograms per grid point and
-//!   per piece in flight — it does not grow with the number of replicas.
+//! * memory is one chunk of records plus histograms for grid points × threads — it
+//!   does not grow with the number of replicas.
+
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use stampede_engine::rng::replica_seed;
@@ -45,40 +48,39 @@ pub struct PointResult {
     pub latencies: Vec<LatencyHistogram>,
 }
 
-/// A chunk's partial results from one rayon piece.
+/// One worker thread's histograms for the grid points it has touched and that are
+/// not finished yet.
 #[derive(Default)]
-struct Partial {
-    records: Vec<ReplicaRecord>,
-    histograms: Vec<(u32, Vec<LatencyHistogram>)>,
+struct WorkerHistograms {
+    by_point: Vec<(u32, Vec<LatencyHistogram>)>,
 }
 
-impl Partial {
-    fn histograms_for(&mut self, grid_point: u32, count: usize) -> &mut [LatencyHistogram] {
-        let position = match self.histograms.iter().position(|(g, _)| *g == grid_point) {
+impl WorkerHistograms {
+    fn for_point(&mut self, grid_point: u32, count: usize) -> &mut [LatencyHistogram] {
+        let position = match self.by_point.iter().position(|(g, _)| *g == grid_point) {
             Some(position) => position,
             None => {
-                self.histograms.push((
+                self.by_point.push((
                     grid_point,
                     (0..count).map(|_| LatencyHistogram::new()).collect(),
                 ));
-                self.histograms.len() - 1
+                self.by_point.len() - 1
             }
         };
-        &mut self.histograms[position].1
+        &mut self.by_point[position].1
     }
 
-    fn merge(mut self, other: Partial) -> Partial {
-        self.records.extend(other.records);
-        for (grid_point, histograms) in other.histograms {
-            match self.histograms.iter_mut().find(|(g, _)| *g == grid_point) {
-                Some((_, mine)) => mine
-                    .iter_mut()
-                    .zip(&histograms)
-                    .for_each(|(a, b)| a.merge(b)),
-                None => self.histograms.push((grid_point, histograms)),
+    /// Merges into `totals` and frees every grid point below `finished_below`.
+    fn drain_finished(&mut self, finished_below: u32, totals: &mut [Vec<LatencyHistogram>]) {
+        self.by_point.retain(|(grid_point, histograms)| {
+            if *grid_point >= finished_below {
+                return true;
             }
-        }
-        self
+            for (total, part) in totals[*grid_point as usize].iter_mut().zip(histograms) {
+                total.merge(part);
+            }
+            false
+        });
     }
 }
 
@@ -101,6 +103,7 @@ pub fn run_grid(
         .num_threads(threads)
         .build()
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
+    let workers: Vec<Mutex<WorkerHistograms>> = (0..threads).map(|_| Mutex::default()).collect();
     let mut welfords = vec![vec![Welford::default(); metric_count]; points.len()];
     let mut latencies: Vec<Vec<LatencyHistogram>> = points
         .iter()
@@ -112,16 +115,22 @@ pub fn run_grid(
         .collect();
     let total = points.len() as u64 * replicas as u64;
     let mut start = 0;
+    let mut records = Vec::with_capacity(CHUNK_TASKS as usize);
     while start < total {
         let end = (start + CHUNK_TASKS).min(total);
-        let partial = pool.install(|| {
-            (start..end)
+        pool.install(|| {
+            // usize, because rayon's u64 ranges are not indexed (no ordered collect).
+            (start as usize..end as usize)
                 .into_par_iter()
-                .fold(Partial::default, |mut partial, task| {
+                .map(|task| {
+                    let task = task as u64;
                     let grid_point = (task / replicas as u64) as u32;
                     let replica = (task % replicas as u64) as u32;
                     let point = &points[grid_point as usize];
-                    let histograms = partial.histograms_for(grid_point, latency_count);
+                    let worker = rayon::current_thread_index().expect("runs on the pool");
+                    // Each worker locks only its own slot: never contended.
+                    let mut histograms = workers[worker].lock().expect("no worker panicked");
+                    let histograms = histograms.for_point(grid_point, latency_count);
                     let metrics = point.model.run_replica(
                         &point.run,
                         master_seed,
@@ -129,23 +138,19 @@ pub fn run_grid(
                         histograms,
                     );
                     debug_assert_eq!(metrics.len(), metric_count);
-                    partial.records.push(ReplicaRecord {
+                    progress();
+                    ReplicaRecord {
                         grid_point,
                         replica,
                         seed: replica_seed(master_seed, replica as u64),
                         metrics,
-                    });
-                    progress();
-                    partial
+                    }
                 })
-                .reduce(Partial::default, Partial::merge)
+                .collect_into_vec(&mut records)
         });
-        let Partial {
-            mut records,
-            histograms,
-        } = partial;
-        records.sort_unstable_by_key(|record| (record.grid_point, record.replica));
-        debug_assert_eq!(records.len() as u64, end - start);
+        debug_assert!(records
+            .windows(2)
+            .all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
         for record in &records {
             let point_welfords = &mut welfords[record.grid_point as usize];
             for (welford, &value) in point_welfords.iter_mut().zip(&record.metrics) {
@@ -153,10 +158,17 @@ pub fn run_grid(
             }
         }
         sink(&records)?;
-        for (grid_point, histograms) in histograms {
-            for (total, part) in latencies[grid_point as usize].iter_mut().zip(&histograms) {
-                total.merge(part);
-            }
+        // Grid points wholly before the next task are finished on every worker.
+        let finished_below = if end == total {
+            u32::MAX
+        } else {
+            (end / replicas as u64) as u32
+        };
+        for worker in &workers {
+            worker
+                .lock()
+                .expect("no worker panicked")
+                .drain_finished(finished_below, &mut latencies);
         }
         start = end;
     }
