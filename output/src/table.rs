@@ -16,13 +16,13 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::atomic::StagedFile;
 use crate::{OutputError, Result};
 
 /// Rows per Parquet row group.
-pub const ROW_GROUP_ROWS: usize = 8192;
+pub const ROW_GROUP_ROWS: usize = 2048;
 
 /// A column's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +125,15 @@ impl TableWriter {
                 ZstdLevel::try_new(3).expect("valid level"),
             ))
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            // Metric values are nearly all distinct: a dictionary would only hold up
+            // to 1 MB per column in memory before falling back to plain encoding.
+            .set_dictionary_enabled(false)
+            // Row-group statistics only: page-level indexes stay in memory until the
+            // footer is written and would grow with the number of replicas.
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            // Small pages are compressed as they fill, so a row group in progress is
+            // held mostly compressed.
+            .set_data_page_size_limit(64 * 1024)
             .set_created_by(format!("stampede {}", env!("CARGO_PKG_VERSION")))
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
