@@ -13,11 +13,7 @@ use stampede_experiments::scenario::{parse_grid, parse_set, parse_text};
 use stampede_experiments::{Error, Overrides, Result, Scenario};
 
 #[derive(Parser)]
-#[command(
-    name = "stampede",
-    version,
-    about = "Monte Carlo engine for overload and resilience policies"
-)]
+#[command(name = "stampede", version, about = "Monte Carlo engine for overload and resilience policies")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,15 +96,10 @@ fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
         overrides.sets.push(parse_set(set)?);
     }
     if let Some(replicas) = args.replicas {
-        overrides
-            .sets
-            .push(("run.replicas".into(), toml::Value::Integer(replicas.into())));
+        overrides.sets.push(("run.replicas".into(), toml::Value::Integer(replicas.into())));
     }
     if let Some(seed) = args.seed {
-        let value = i64::try_from(seed).map_or_else(
-            |_| toml::Value::String(seed.to_string()),
-            toml::Value::Integer,
-        );
+        let value = i64::try_from(seed).map_or_else(|_| toml::Value::String(seed.to_string()), toml::Value::Integer);
         overrides.sets.push(("run.seed".into(), value));
     }
     for grid in &args.grids {
@@ -129,8 +120,10 @@ fn run(args: RunArgs) -> Result<()> {
     let bar = if !args.quiet && std::io::stderr().is_terminal() {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} replicas  {per_sec}  ETA {eta}")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} replicas  {per_sec}  ETA {eta}",
+            )
+            .expect("valid template"),
         );
         bar
     } else {
@@ -139,10 +132,7 @@ fn run(args: RunArgs) -> Result<()> {
     let report = execute(&scenario, &args.out, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises")
-        );
+        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else if !args.quiet {
         print!("{}", report.to_table());
     }
@@ -150,17 +140,10 @@ fn run(args: RunArgs) -> Result<()> {
 }
 
 fn list() -> Result<()> {
-    let width = BUILTINS
-        .iter()
-        .map(|(name, _)| name.len())
-        .max()
-        .unwrap_or(0);
+    let width = BUILTINS.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
     for (name, text) in BUILTINS {
         let table = parse_text(text, name)?;
-        let description = table
-            .get("description")
-            .and_then(|d| d.as_str())
-            .unwrap_or("");
+        let description = table.get("description").and_then(|d| d.as_str()).unwrap_or("");
         println!("{name:<width$}  {description}");
     }
     Ok(())

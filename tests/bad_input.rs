@@ -21,20 +21,10 @@ fn refuse(args: &[&str], code: i32, expected: &[&str]) {
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(code), "args {args:?}: {message}");
     for fragment in expected {
-        assert!(
-            message.contains(fragment),
-            "args {args:?}: {fragment:?} missing from {message:?}"
-        );
+        assert!(message.contains(fragment), "args {args:?}: {fragment:?} missing from {message:?}");
     }
-    assert!(
-        message.starts_with("stampede: error: ") || message.contains("error:"),
-        "{message}"
-    );
-    assert!(
-        files_below(scratch.path()).is_empty(),
-        "args {args:?} wrote {:?}",
-        files_below(scratch.path())
-    );
+    assert!(message.starts_with("stampede: error: ") || message.contains("error:"), "{message}");
+    assert!(files_below(scratch.path()).is_empty(), "args {args:?} wrote {:?}", files_below(scratch.path()));
 }
 
 fn scenario_file(dir: &std::path::Path, text: &str) -> String {
@@ -57,11 +47,7 @@ servers = 1
 
 #[test]
 fn unknown_field_names_it_and_lists_the_allowed_ones() {
-    refuse(
-        &["--set", "queue.servrs=3"],
-        2,
-        &["queue.servrs", "unknown field", "servers"],
-    );
+    refuse(&["--set", "queue.servrs=3"], 2, &["queue.servrs", "unknown field", "servers"]);
     let dir = tempfile::tempdir().unwrap();
     let file = scenario_file(dir.path(), &format!("{VALID}\ncolour = \"red\"\n"));
     refuse(&[&file], 2, &["colour", "expected one of", "queue"]);
@@ -69,133 +55,59 @@ fn unknown_field_names_it_and_lists_the_allowed_ones() {
 
 #[test]
 fn wrong_type_names_field_and_value() {
-    refuse(
-        &["--set", "queue.servers=two"],
-        2,
-        &["queue.servers", "\"two\"", "u32"],
-    );
-    refuse(
-        &["--set", "run.horizon_s=\"long\""],
-        2,
-        &["run.horizon_s", "long"],
-    );
+    refuse(&["--set", "queue.servers=two"], 2, &["queue.servers", "\"two\"", "u32"]);
+    refuse(&["--set", "run.horizon_s=\"long\""], 2, &["run.horizon_s", "long"]);
 }
 
 #[test]
 fn non_positive_rates_are_refused() {
-    refuse(
-        &["--set", "queue.arrival_rate_per_s=-1"],
-        2,
-        &["queue.arrival_rate_per_s = -1", "positive rate"],
-    );
-    refuse(
-        &["--set", "queue.service_rate_per_s=0"],
-        2,
-        &["queue.service_rate_per_s = 0", "positive rate"],
-    );
-    refuse(
-        &["--set", "queue.arrival_rate_per_s=nan"],
-        2,
-        &["queue.arrival_rate_per_s = NaN"],
-    );
+    refuse(&["--set", "queue.arrival_rate_per_s=-1"], 2, &["queue.arrival_rate_per_s = -1", "positive rate"]);
+    refuse(&["--set", "queue.service_rate_per_s=0"], 2, &["queue.service_rate_per_s = 0", "positive rate"]);
+    refuse(&["--set", "queue.arrival_rate_per_s=nan"], 2, &["queue.arrival_rate_per_s = NaN"]);
 }
 
 #[test]
 fn zero_servers_and_zero_replicas_are_refused() {
-    refuse(
-        &["--set", "queue.servers=0"],
-        2,
-        &["queue.servers = 0", "at least 1"],
-    );
+    refuse(&["--set", "queue.servers=0"], 2, &["queue.servers = 0", "at least 1"]);
     // The grid of the showcase varies servers; a bad grid value names its point.
-    refuse(
-        &["--grid", "queue.servers=2,0"],
-        2,
-        &["grid point 1", "queue.servers = 0", "at least 1"],
-    );
-    refuse(
-        &["--set", "run.replicas=0"],
-        2,
-        &["run.replicas = 0", "at least 1"],
-    );
+    refuse(&["--grid", "queue.servers=2,0"], 2, &["grid point 1", "queue.servers = 0", "at least 1"]);
+    refuse(&["--set", "run.replicas=0"], 2, &["run.replicas = 0", "at least 1"]);
     refuse(&["--replicas", "0"], 2, &["run.replicas = 0", "at least 1"]);
 }
 
 #[test]
 fn unstable_infinite_queue_is_refused_with_a_way_out() {
     refuse(
-        &[
-            "--set",
-            "queue.arrival_rate_per_s=500",
-            "--grid",
-            "queue.servers=2",
-        ],
+        &["--set", "queue.arrival_rate_per_s=500", "--grid", "queue.servers=2"],
         2,
-        &[
-            "queue.arrival_rate_per_s = 500",
-            "ρ = λ/(c·μ) = 2.500",
-            "no steady state",
-            "queue.capacity",
-        ],
+        &["queue.arrival_rate_per_s = 500", "ρ = λ/(c·μ) = 2.500", "no steady state", "queue.capacity"],
     );
 }
 
 #[test]
 fn capacity_below_servers_is_refused() {
-    refuse(
-        &["mmck", "--grid", "queue.capacity=2"],
-        2,
-        &["queue.capacity = 2", "at least queue.servers (4)"],
-    );
+    refuse(&["mmck", "--grid", "queue.capacity=2"], 2, &["queue.capacity = 2", "at least queue.servers (4)"]);
 }
 
 #[test]
 fn warmup_past_horizon_is_refused() {
-    refuse(
-        &["--set", "run.warmup_s=5000"],
-        2,
-        &["run.warmup_s = 5000", "below run.horizon_s"],
-    );
+    refuse(&["--set", "run.warmup_s=5000"], 2, &["run.warmup_s = 5000", "below run.horizon_s"]);
 }
 
 #[test]
 fn unknown_scenario_and_unknown_model() {
-    refuse(
-        &["no-such-scenario"],
-        2,
-        &[
-            "unknown scenario \"no-such-scenario\"",
-            "mmc",
-            "stampede list",
-        ],
-    );
-    refuse(
-        &["--set", "model=warp"],
-        2,
-        &["model = \"warp\"", "unknown model", "mmc"],
-    );
+    refuse(&["no-such-scenario"], 2, &["unknown scenario \"no-such-scenario\"", "mmc", "stampede list"]);
+    refuse(&["--set", "model=warp"], 2, &["model = \"warp\"", "unknown model", "mmc"]);
 }
 
 #[test]
 fn malformed_set_and_grid() {
-    refuse(
-        &["--set", "queue.servers"],
-        2,
-        &["--set \"queue.servers\"", "PATH=VALUE"],
-    );
+    refuse(&["--set", "queue.servers"], 2, &["--set \"queue.servers\"", "PATH=VALUE"]);
     refuse(&["--set", "queue..servers=3"], 2, &["dotted field path"]);
     refuse(&["--set", "queue.servers="], 2, &["empty"]);
-    refuse(
-        &["--grid", "queue.servers"],
-        2,
-        &["--grid \"queue.servers\"", "PATH=V1,V2"],
-    );
+    refuse(&["--grid", "queue.servers"], 2, &["--grid \"queue.servers\"", "PATH=V1,V2"]);
     refuse(&["--grid", "queue.servers=1,,2"], 2, &["non-empty"]);
-    refuse(
-        &["--grid", "run.seed=1,2"],
-        2,
-        &["grid axis run.seed", "cannot be varied"],
-    );
+    refuse(&["--grid", "run.seed=1,2"], 2, &["grid axis run.seed", "cannot be varied"]);
     refuse(&["--set", "grid.x=1"], 2, &["--grid"]);
 }
 
@@ -225,22 +137,9 @@ fn unwritable_output_folder_exits_3_and_writes_nothing() {
     let blocker = scratch.path().join("blocker");
     std::fs::write(&blocker, "not a folder").unwrap();
     let out = blocker.join("out");
-    let output = stampede(&[
-        "run",
-        "--replicas",
-        "2",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let output = stampede(&["run", "--replicas", "2", "--quiet", "--out", out.to_str().unwrap()]);
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(3), "{message}");
-    assert!(
-        message.contains("cannot create output folder") && message.contains("blocker"),
-        "{message}"
-    );
-    assert_eq!(
-        files_below(scratch.path()),
-        vec![std::path::PathBuf::from("blocker")]
-    );
+    assert!(message.contains("cannot create output folder") && message.contains("blocker"), "{message}");
+    assert_eq!(files_below(scratch.path()), vec![std::path::PathBuf::from("blocker")]);
 }

@@ -14,11 +14,7 @@ fn run_into(out: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["run", "--out", out.to_str().unwrap()];
     args.extend_from_slice(extra);
     let output = stampede(&args);
-    assert!(
-        output.status.success(),
-        "stampede {args:?} failed: {}",
-        stderr(&output)
-    );
+    assert!(output.status.success(), "stampede {args:?} failed: {}", stderr(&output));
     output
 }
 
@@ -32,59 +28,31 @@ fn thread_count_never_changes_a_byte() {
     let one = scratch.path().join("one");
     let two = scratch.path().join("two");
     // 3 grid points × 700 replicas spans two runner chunks, so chunk merging is covered.
-    let common = [
-        "mmc",
-        "--replicas",
-        "700",
-        "--set",
-        "run.horizon_s=20",
-        "--set",
-        "run.warmup_s=2",
-        "--quiet",
-    ];
+    let common = ["mmc", "--replicas", "700", "--set", "run.horizon_s=20", "--set", "run.warmup_s=2", "--quiet"];
     run_into(&one, &[&common[..], &["--threads", "1"]].concat());
     run_into(&two, &[&common[..], &["--threads", "2"]].concat());
     for file in PARQUETS {
-        assert!(
-            read(&one, "mmc", file) == read(&two, "mmc", file),
-            "{file} differs between 1 and 2 threads"
-        );
+        assert!(read(&one, "mmc", file) == read(&two, "mmc", file), "{file} differs between 1 and 2 threads");
     }
     let manifest = |dir: &Path| {
-        let mut value: serde_json::Value =
-            serde_json::from_slice(&read(dir, "mmc", "manifest.json")).unwrap();
+        let mut value: serde_json::Value = serde_json::from_slice(&read(dir, "mmc", "manifest.json")).unwrap();
         let object = value.as_object_mut().unwrap();
         object.remove("wall_time_s").expect("wall time recorded");
         object.remove("host").expect("host recorded");
         value
     };
-    assert_eq!(
-        manifest(&one),
-        manifest(&two),
-        "only wall time and host may differ"
-    );
+    assert_eq!(manifest(&one), manifest(&two), "only wall time and host may differ");
 }
 
 #[test]
 fn show_output_reproduces_the_run() {
     let scratch = tempfile::tempdir().unwrap();
-    let overrides = [
-        "--replicas",
-        "5",
-        "--seed",
-        "77",
-        "--set",
-        "run.horizon_s=60.5",
-        "--grid",
-        "queue.servers=2,5",
-    ];
+    let overrides = ["--replicas", "5", "--seed", "77", "--set", "run.horizon_s=60.5", "--grid", "queue.servers=2,5"];
     let shown = stampede(&[&["show", "mmc"][..], &overrides].concat());
     assert!(shown.status.success(), "{}", stderr(&shown));
     let text = stdout(&shown);
     assert!(
-        text.contains("seed = 77")
-            && text.contains("horizon_s = 60.5")
-            && text.contains("\"queue.servers\" = [2, 5]"),
+        text.contains("seed = 77") && text.contains("horizon_s = 60.5") && text.contains("\"queue.servers\" = [2, 5]"),
         "{text}"
     );
     let file = scratch.path().join("resolved.toml");
@@ -97,10 +65,7 @@ fn show_output_reproduces_the_run() {
     run_into(&direct, &[&["mmc", "--quiet"][..], &overrides].concat());
     run_into(&via_file, &[file.to_str().unwrap(), "--quiet"]);
     for parquet in PARQUETS {
-        assert!(
-            read(&direct, "mmc", parquet) == read(&via_file, "mmc", parquet),
-            "{parquet} differs"
-        );
+        assert!(read(&direct, "mmc", parquet) == read(&via_file, "mmc", parquet), "{parquet} differs");
     }
 }
 
@@ -115,8 +80,7 @@ fn huge_seeds_survive_the_toml_round_trip() {
 fn json_summary_follows_the_contract_and_matches_erlang_c() {
     let scratch = tempfile::tempdir().unwrap();
     let output = run_into(scratch.path(), &["mmc", "--replicas", "30", "--json"]);
-    let json: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
     assert_eq!(json["scenario"], "mmc");
     assert_eq!(json["seed"], 1);
     assert_eq!(json["replicas"], 30);
@@ -128,11 +92,8 @@ fn json_summary_follows_the_contract_and_matches_erlang_c() {
         assert_eq!(servers, [2, 3, 4][index]);
         let theory = erlang_c(160.0, 100.0, servers).unwrap();
         let wait = &point["metrics"]["wait_mean_s"];
-        let (mean, lo, hi) = (
-            wait["mean"].as_f64().unwrap(),
-            wait["ci_lo"].as_f64().unwrap(),
-            wait["ci_hi"].as_f64().unwrap(),
-        );
+        let (mean, lo, hi) =
+            (wait["mean"].as_f64().unwrap(), wait["ci_lo"].as_f64().unwrap(), wait["ci_hi"].as_f64().unwrap());
         assert!(lo < mean && mean < hi);
         // 30 replicas of 150,000 customers: within 3% of Erlang C.
         assert!(
@@ -140,9 +101,7 @@ fn json_summary_follows_the_contract_and_matches_erlang_c() {
             "c={servers}: {mean} vs {}",
             theory.wait_mean_s
         );
-        let p_wait = point["metrics"]["wait_probability_ratio"]["mean"]
-            .as_f64()
-            .unwrap();
+        let p_wait = point["metrics"]["wait_probability_ratio"]["mean"].as_f64().unwrap();
         assert!(
             (p_wait - theory.wait_probability).abs() < 0.01,
             "c={servers}: {p_wait} vs {}",
@@ -156,15 +115,7 @@ fn json_summary_follows_the_contract_and_matches_erlang_c() {
     }
     let written: Vec<_> = common::files_below(&scratch.path().join("mmc"));
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    assert_eq!(
-        names,
-        [
-            "histograms.parquet",
-            "manifest.json",
-            "replicas.parquet",
-            "summary.parquet"
-        ]
-    );
+    assert_eq!(names, ["histograms.parquet", "manifest.json", "replicas.parquet", "summary.parquet"]);
 }
 
 #[test]
@@ -173,13 +124,7 @@ fn quiet_prints_nothing_and_the_table_names_every_metric() {
     let quiet = run_into(scratch.path(), &["mmck", "--replicas", "3", "--quiet"]);
     assert!(quiet.stdout.is_empty() && quiet.stderr.is_empty());
     let table = stdout(&run_into(scratch.path(), &["mmck", "--replicas", "3"]));
-    for name in [
-        "wait_mean_s",
-        "rejected_ratio",
-        "throughput_rps",
-        "response_s",
-        "queue.capacity = 32",
-    ] {
+    for name in ["wait_mean_s", "rejected_ratio", "throughput_rps", "response_s", "queue.capacity = 32"] {
         assert!(table.contains(name), "{name} missing from\n{table}");
     }
 }
@@ -189,10 +134,7 @@ fn list_names_every_builtin_with_a_description() {
     let output = stampede(&["list"]);
     assert!(output.status.success());
     let text = stdout(&output);
-    let names: Vec<&str> = text
-        .lines()
-        .map(|line| line.split_whitespace().next().unwrap())
-        .collect();
+    let names: Vec<&str> = text.lines().map(|line| line.split_whitespace().next().unwrap()).collect();
     assert_eq!(names, ["mmc", "mmc-load", "mmck"]);
     assert!(text.lines().all(|line| line.split_whitespace().count() > 3));
     for name in names {
@@ -204,19 +146,12 @@ fn list_names_every_builtin_with_a_description() {
 #[test]
 fn manifest_records_the_resolved_scenario() {
     let scratch = tempfile::tempdir().unwrap();
-    run_into(
-        scratch.path(),
-        &["mmc", "--replicas", "2", "--seed", "9", "--quiet"],
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&read(scratch.path(), "mmc", "manifest.json")).unwrap();
+    run_into(scratch.path(), &["mmc", "--replicas", "2", "--seed", "9", "--quiet"]);
+    let manifest: serde_json::Value = serde_json::from_slice(&read(scratch.path(), "mmc", "manifest.json")).unwrap();
     assert_eq!(manifest["tool"], "stampede");
     assert_eq!(manifest["seed"], 9);
     assert_eq!(manifest["replicas"], 2);
     assert_eq!(manifest["grid"][0]["path"], "queue.servers");
-    assert!(manifest["scenario_toml"]
-        .as_str()
-        .unwrap()
-        .contains("seed = 9"));
+    assert!(manifest["scenario_toml"].as_str().unwrap().contains("seed = 9"));
     assert!(manifest["wall_time_s"].as_f64().unwrap() > 0.0);
 }

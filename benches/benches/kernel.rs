@@ -12,30 +12,22 @@ fn hold(c: &mut Criterion) {
     let mut group = c.benchmark_group("hold");
     group.throughput(Throughput::Elements(HOLDS_PER_ITERATION));
     for pending in [1_000usize, 10_000, 100_000] {
-        group.bench_with_input(
-            BenchmarkId::new("kernel", pending),
-            &pending,
-            |b, &pending| {
-                let mut simulation = kernel_hold(pending);
-                b.iter(|| {
-                    for _ in 0..HOLDS_PER_ITERATION {
-                        simulation.step();
-                    }
-                });
-            },
-        );
-        group.bench_with_input(
-            BenchmarkId::new("std_binary_heap", pending),
-            &pending,
-            |b, &pending| {
-                let mut reference = ReferenceHold::new(pending);
-                b.iter(|| {
-                    for _ in 0..HOLDS_PER_ITERATION {
-                        reference.hold();
-                    }
-                });
-            },
-        );
+        group.bench_with_input(BenchmarkId::new("kernel", pending), &pending, |b, &pending| {
+            let mut simulation = kernel_hold(pending);
+            b.iter(|| {
+                for _ in 0..HOLDS_PER_ITERATION {
+                    simulation.step();
+                }
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("std_binary_heap", pending), &pending, |b, &pending| {
+            let mut reference = ReferenceHold::new(pending);
+            b.iter(|| {
+                for _ in 0..HOLDS_PER_ITERATION {
+                    reference.hold();
+                }
+            });
+        });
     }
     group.finish();
 }

@@ -25,15 +25,9 @@ fn sweep(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(1000));
     for threads in [1usize, 2] {
-        group.bench_with_input(
-            BenchmarkId::new("threads", threads),
-            &threads,
-            |b, &threads| {
-                b.iter(|| {
-                    run_grid(&points, 1000, 1, threads, &|| {}, &mut |_| Ok(())).expect("runs")
-                });
-            },
-        );
+        group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, &threads| {
+            b.iter(|| run_grid(&points, 1000, 1, threads, &|| {}, &mut |_| Ok(())).expect("runs"));
+        });
     }
     group.finish();
 }

@@ -20,9 +20,7 @@ pub struct HoldEvent {
 /// Exponential increments (mean 1 ms), a power-of-two table.
 pub fn increments() -> Vec<Nanos> {
     let mut rng = RngStream::derive(1, 0, StreamPurpose::named("bench.hold"));
-    (0..4096)
-        .map(|_| (rng.exponential(1000.0) * 1e9) as Nanos)
-        .collect()
+    (0..4096).map(|_| (rng.exponential(1000.0) * 1e9) as Nanos).collect()
 }
 
 /// The hold model as a kernel model.
@@ -43,22 +41,9 @@ impl Model for Hold {
 /// A kernel simulation with `pending` events in flight.
 pub fn kernel_hold(pending: usize) -> Simulation<Hold> {
     let increments = increments();
-    let mut simulation = Simulation::new(
-        Hold {
-            increments: increments.clone(),
-            cursor: 0,
-        },
-        pending,
-    );
+    let mut simulation = Simulation::new(Hold { increments: increments.clone(), cursor: 0 }, pending);
     for i in 0..pending {
-        simulation.scheduler().at(
-            increments[i & 4095] * 4,
-            HoldEvent {
-                entity: i as u32,
-                kind: 0,
-                payload: 0,
-            },
-        );
+        simulation.scheduler().at(increments[i & 4095] * 4, HoldEvent { entity: i as u32, kind: 0, payload: 0 });
     }
     simulation
 }
@@ -102,23 +87,10 @@ impl ReferenceHold {
         let increments = increments();
         let mut heap = std::collections::BinaryHeap::with_capacity(pending + 1);
         for i in 0..pending {
-            let event = HoldEvent {
-                entity: i as u32,
-                kind: 0,
-                payload: 0,
-            };
-            heap.push(ReferenceEntry {
-                time: increments[i & 4095] * 4,
-                sequence: i as u64,
-                event,
-            });
+            let event = HoldEvent { entity: i as u32, kind: 0, payload: 0 };
+            heap.push(ReferenceEntry { time: increments[i & 4095] * 4, sequence: i as u64, event });
         }
-        ReferenceHold {
-            heap,
-            increments,
-            cursor: 0,
-            sequence: pending as u64,
-        }
+        ReferenceHold { heap, increments, cursor: 0, sequence: pending as u64 }
     }
 
     /// One hold operation: pop the earliest, push one later.

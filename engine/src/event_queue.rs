@@ -22,10 +22,7 @@ struct Entry<E> {
 impl<E> Entry<E> {
     #[inline(always)]
     fn new(time: Nanos, sequence: u64, event: E) -> Self {
-        Entry {
-            key: ((time as u128) << 64) | sequence as u128,
-            event,
-        }
+        Entry { key: ((time as u128) << 64) | sequence as u128, event }
     }
 
     #[inline(always)]
@@ -55,10 +52,7 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     /// An empty queue with room for `capacity` pending events before it grows.
     pub fn with_capacity(capacity: usize) -> Self {
-        EventQueue {
-            heap: Vec::with_capacity(capacity),
-            next_sequence: 0,
-        }
+        EventQueue { heap: Vec::with_capacity(capacity), next_sequence: 0 }
     }
 
     /// Number of pending events.
@@ -155,23 +149,14 @@ impl<E: Copy> EventQueue<E> {
 
     #[inline(always)]
     fn debug_check_root(&self) {
-        debug_assert!(
-            self.heap.len() < 2 || self.heap[0].key < self.heap[1].key,
-            "heap order violated at the root"
-        );
-        debug_assert!(
-            self.heap.len() < 3 || self.heap[0].key < self.heap[2].key,
-            "heap order violated at the root"
-        );
+        debug_assert!(self.heap.len() < 2 || self.heap[0].key < self.heap[1].key, "heap order violated at the root");
+        debug_assert!(self.heap.len() < 3 || self.heap[0].key < self.heap[2].key, "heap order violated at the root");
     }
 
     /// Checks the full heap invariant. O(n); for tests.
     pub fn check_invariants(&self) {
         for i in 1..self.heap.len() {
-            assert!(
-                self.heap[(i - 1) / 2].key < self.heap[i].key,
-                "heap order violated at {i}"
-            );
+            assert!(self.heap[(i - 1) / 2].key < self.heap[i].key, "heap order violated at {i}");
             assert!(self.heap[i].sequence() < self.next_sequence);
         }
     }

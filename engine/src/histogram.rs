@@ -31,12 +31,9 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     /// An empty histogram. Allocates its full counts array (about 280 KB) now.
     pub fn new() -> Self {
-        let histogram = Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NANOS, SIGNIFICANT_DIGITS)
-            .expect("valid bounds");
-        LatencyHistogram {
-            histogram,
-            saturated: 0,
-        }
+        let histogram =
+            Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NANOS, SIGNIFICANT_DIGITS).expect("valid bounds");
+        LatencyHistogram { histogram, saturated: 0 }
     }
 
     /// Records one latency. Zero is recorded as zero; values above the top are clamped.
@@ -45,15 +42,12 @@ impl LatencyHistogram {
         if latency > HIGHEST_TRACKABLE_NANOS {
             self.saturated += 1;
         }
-        self.histogram
-            .saturating_record(latency.min(HIGHEST_TRACKABLE_NANOS));
+        self.histogram.saturating_record(latency.min(HIGHEST_TRACKABLE_NANOS));
     }
 
     /// Adds every count of `other` into `self`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.histogram
-            .add(&other.histogram)
-            .expect("histograms share bounds");
+        self.histogram.add(&other.histogram).expect("histograms share bounds");
         self.saturated += other.saturated;
     }
 

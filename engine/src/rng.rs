@@ -38,9 +38,7 @@ impl StreamPurpose {
     /// A purpose indexed within a family, e.g. one stream per shard: the family's
     /// purpose mixed with `index`.
     pub const fn indexed(self, index: u64) -> Self {
-        StreamPurpose(mix64(
-            self.0 ^ mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15)),
-        ))
+        StreamPurpose(mix64(self.0 ^ mix64(index.wrapping_add(0x9e37_79b9_7f4a_7c15))))
     }
 
     /// The raw 64-bit value.
@@ -94,9 +92,7 @@ impl RngStream {
         // SplitMix64 is a bijection of a counter, so four consecutive outputs are
         // never all zero: the xoshiro state is valid.
         debug_assert!(seed.iter().any(|&b| b != 0));
-        RngStream {
-            generator: Xoshiro256PlusPlus::from_seed(seed),
-        }
+        RngStream { generator: Xoshiro256PlusPlus::from_seed(seed) }
     }
 
     /// The next raw 64 bits.
@@ -219,18 +215,9 @@ mod tests {
     }
 
     const GOLDEN_REPLICA_SEED: u64 = 6068411677750704925;
-    const GOLDEN_RAW: [u64; 3] = [
-        4538619994205397595,
-        11089195454893048493,
-        8034749940243040877,
-    ];
-    const GOLDEN_DRAWS: [f64; 5] = [
-        0.24603908289018195,
-        0.25445831505589434,
-        -0.2463597227111342,
-        0.81783255804478,
-        953.0,
-    ];
+    const GOLDEN_RAW: [u64; 3] = [4538619994205397595, 11089195454893048493, 8034749940243040877];
+    const GOLDEN_DRAWS: [f64; 5] =
+        [0.24603908289018195, 0.25445831505589434, -0.2463597227111342, 0.81783255804478, 953.0];
 
     #[test]
     fn streams_differ_by_replica_and_purpose_but_not_by_anything_else() {
@@ -272,10 +259,7 @@ mod tests {
         let xs: Vec<f64> = (0..N).map(|_| rng.uniform01()).collect();
         assert!(xs.iter().all(|&x| (0.0..1.0).contains(&x)));
         let (mean, var) = mean_and_variance(&xs);
-        assert!(
-            (mean - 0.5).abs() < 4.0 * (1.0f64 / 12.0 / N as f64).sqrt(),
-            "{mean}"
-        );
+        assert!((mean - 0.5).abs() < 4.0 * (1.0f64 / 12.0 / N as f64).sqrt(), "{mean}");
         assert!((var - 1.0 / 12.0).abs() < 0.0005, "{var}");
     }
 
@@ -285,10 +269,7 @@ mod tests {
         let rate = 4.0;
         let xs: Vec<f64> = (0..N).map(|_| rng.exponential(rate)).collect();
         let (mean, var) = mean_and_variance(&xs);
-        assert!(
-            (mean - 0.25).abs() < 4.0 * 0.25 / (N as f64).sqrt(),
-            "{mean}"
-        );
+        assert!((mean - 0.25).abs() < 4.0 * 0.25 / (N as f64).sqrt(), "{mean}");
         assert!((var - 0.0625).abs() < 0.0625 * 0.01, "{var}");
         // P(X > mean) = e^-1
         let tail = xs.iter().filter(|&&x| x > 0.25).count() as f64 / N as f64;
@@ -300,10 +281,7 @@ mod tests {
         let mut rng = RngStream::derive(3, 2, TEST);
         let xs: Vec<f64> = (0..N).map(|_| rng.normal(10.0, 2.0)).collect();
         let (mean, var) = mean_and_variance(&xs);
-        assert!(
-            (mean - 10.0).abs() < 4.0 * 2.0 / (N as f64).sqrt(),
-            "{mean}"
-        );
+        assert!((mean - 10.0).abs() < 4.0 * 2.0 / (N as f64).sqrt(), "{mean}");
         assert!((var - 4.0).abs() < 4.0 * 0.006, "{var}");
         // P(Z > 1.96) = 0.025
         let tail = xs.iter().filter(|&&x| x > 10.0 + 2.0 * 1.96).count() as f64 / N as f64;
@@ -332,10 +310,7 @@ mod tests {
         }
         // Chi-square with 6 degrees of freedom: the 99.9th percentile is 22.46.
         let expected = 100_000.0;
-        let chi2: f64 = counts
-            .iter()
-            .map(|&c| (c as f64 - expected).powi(2) / expected)
-            .sum();
+        let chi2: f64 = counts.iter().map(|&c| (c as f64 - expected).powi(2) / expected).sum();
         assert!(chi2 < 22.46, "chi2 {chi2}, counts {counts:?}");
     }
 }

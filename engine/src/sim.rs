@@ -29,10 +29,7 @@ pub struct Scheduler<E: Copy> {
 impl<E: Copy> Scheduler<E> {
     /// A scheduler at time zero with room for `capacity` pending events.
     pub fn with_capacity(capacity: usize) -> Self {
-        Scheduler {
-            queue: EventQueue::with_capacity(capacity),
-            now: 0,
-        }
+        Scheduler { queue: EventQueue::with_capacity(capacity), now: 0 }
     }
 
     /// The current simulated time.
@@ -44,11 +41,7 @@ impl<E: Copy> Scheduler<E> {
     /// Schedules `event` at absolute time `time` (not before now).
     #[inline]
     pub fn at(&mut self, time: Nanos, event: E) {
-        debug_assert!(
-            time >= self.now,
-            "scheduled in the past: {time} < {}",
-            self.now
-        );
+        debug_assert!(time >= self.now, "scheduled in the past: {time} < {}", self.now);
         self.queue.push(time, event);
     }
 
@@ -76,11 +69,7 @@ pub struct Simulation<M: Model> {
 impl<M: Model> Simulation<M> {
     /// Wraps `model`, reserving room for `event_capacity` pending events.
     pub fn new(model: M, event_capacity: usize) -> Self {
-        Simulation {
-            model,
-            scheduler: Scheduler::with_capacity(event_capacity),
-            events_handled: 0,
-        }
+        Simulation { model, scheduler: Scheduler::with_capacity(event_capacity), events_handled: 0 }
     }
 
     /// The scheduler, to seed the first events before running.
@@ -102,17 +91,9 @@ impl<M: Model> Simulation<M> {
     /// `horizon`. Events after the horizon stay pending. May be called repeatedly with
     /// growing horizons. Returns the number of events handled by this call.
     pub fn run_until(&mut self, horizon: Nanos) -> u64 {
-        debug_assert!(
-            horizon >= self.scheduler.now,
-            "horizon {horizon} is in the past"
-        );
+        debug_assert!(horizon >= self.scheduler.now, "horizon {horizon} is in the past");
         let start = self.events_handled;
-        while self
-            .scheduler
-            .queue
-            .peek_time()
-            .is_some_and(|time| time <= horizon)
-        {
+        while self.scheduler.queue.peek_time().is_some_and(|time| time <= horizon) {
             self.step();
         }
         self.scheduler.now = horizon;
@@ -160,10 +141,7 @@ mod tests {
         sim.scheduler().at(2, 0);
         sim.scheduler().at(9, 7);
         let handled = sim.run_until(6);
-        assert_eq!(
-            sim.model.seen,
-            vec![(2, 0), (2, 10), (5, 1), (5, 2), (5, 11), (5, 12)]
-        );
+        assert_eq!(sim.model.seen, vec![(2, 0), (2, 10), (5, 1), (5, 2), (5, 11), (5, 12)]);
         assert_eq!(handled, 6);
         assert_eq!(sim.now(), 6);
         assert_eq!(sim.scheduler().pending(), 1);

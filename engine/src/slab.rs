@@ -50,11 +50,7 @@ impl<T> Default for Slab<T> {
 impl<T> Slab<T> {
     /// An empty slab with room for `capacity` values before it grows.
     pub fn with_capacity(capacity: usize) -> Self {
-        Slab {
-            slots: Vec::with_capacity(capacity),
-            free_head: NO_SLOT,
-            len: 0,
-        }
+        Slab { slots: Vec::with_capacity(capacity), free_head: NO_SLOT, len: 0 }
     }
 
     /// Number of live values.
@@ -73,11 +69,7 @@ impl<T> Slab<T> {
         if self.free_head != NO_SLOT {
             let index = self.free_head;
             let slot = &mut self.slots[index as usize];
-            let Slot::Vacant {
-                generation,
-                next_free,
-            } = *slot
-            else {
+            let Slot::Vacant { generation, next_free } = *slot else {
                 unreachable!("free list points at an occupied slot {index}");
             };
             self.free_head = next_free;
@@ -86,14 +78,8 @@ impl<T> Slab<T> {
         }
         let index = u32::try_from(self.slots.len()).expect("slab holds at most 2^32 - 1 values");
         assert!(index != NO_SLOT, "slab holds at most 2^32 - 1 values");
-        self.slots.push(Slot::Occupied {
-            generation: 0,
-            value,
-        });
-        SlabKey {
-            index,
-            generation: 0,
-        }
+        self.slots.push(Slot::Occupied { generation: 0, value });
+        SlabKey { index, generation: 0 }
     }
 
     /// Removes and returns the value for `key`; `None` if the key is stale.
@@ -101,13 +87,8 @@ impl<T> Slab<T> {
         let slot = self.slots.get_mut(key.index as usize)?;
         match slot {
             Slot::Occupied { generation, .. } if *generation == key.generation => {
-                let vacant = Slot::Vacant {
-                    generation: generation.wrapping_add(1),
-                    next_free: self.free_head,
-                };
-                let Slot::Occupied { value, .. } = std::mem::replace(slot, vacant) else {
-                    unreachable!()
-                };
+                let vacant = Slot::Vacant { generation: generation.wrapping_add(1), next_free: self.free_head };
+                let Slot::Occupied { value, .. } = std::mem::replace(slot, vacant) else { unreachable!() };
                 self.free_head = key.index;
                 debug_assert!(self.len > 0);
                 self.len -= 1;

@@ -68,22 +68,14 @@ pub fn mmck(arrival_rate: f64, service_rate: f64, servers: u32, capacity: u32) -
     for n in 0..=capacity {
         weights.push(weight);
         let next = n + 1;
-        weight *= if next <= servers {
-            offered / next as f64
-        } else {
-            offered / c
-        };
+        weight *= if next <= servers { offered / next as f64 } else { offered / c };
     }
     let total: f64 = weights.iter().sum();
     let p: Vec<f64> = weights.iter().map(|w| w / total).collect();
     let blocking = p[capacity as usize];
     let admitted_rate = arrival_rate * (1.0 - blocking);
     let in_system_mean: f64 = p.iter().enumerate().map(|(n, pn)| n as f64 * pn).sum();
-    let queue_length_mean: f64 = p
-        .iter()
-        .enumerate()
-        .map(|(n, pn)| (n as f64 - c).max(0.0) * pn)
-        .sum();
+    let queue_length_mean: f64 = p.iter().enumerate().map(|(n, pn)| (n as f64 - c).max(0.0) * pn).sum();
     let waiting_states: f64 = p[servers as usize..capacity as usize].iter().sum();
     QueueMeasures {
         // PASTA: an admitted arrival sees state n < K with probability p_n / (1 - p_K).
@@ -114,18 +106,10 @@ mod tests {
         assert!(close(m.wait_mean_s, 1.0, 1e-12));
         // Textbook: a = 2 Erlangs on 3 servers gives C(3, 2) = 4/9.
         let m = erlang_c(2.0, 1.0, 3).unwrap();
-        assert!(
-            close(m.wait_probability, 4.0 / 9.0, 1e-12),
-            "{}",
-            m.wait_probability
-        );
+        assert!(close(m.wait_probability, 4.0 / 9.0, 1e-12), "{}", m.wait_probability);
         // Call-centre example: a = 10 Erlangs, 12 agents → C ≈ 0.4494.
         let m = erlang_c(10.0, 1.0, 12).unwrap();
-        assert!(
-            close(m.wait_probability, 0.4494, 1e-4),
-            "{}",
-            m.wait_probability
-        );
+        assert!(close(m.wait_probability, 0.4494, 1e-4), "{}", m.wait_probability);
         assert!(erlang_c(2.0, 1.0, 2).is_none());
     }
 
@@ -139,17 +123,9 @@ mod tests {
         let finite = mmck(1.6, 1.0, 2, 400);
         let infinite = erlang_c(1.6, 1.0, 2).unwrap();
         assert!(close(finite.wait_mean_s, infinite.wait_mean_s, 1e-9));
-        assert!(close(
-            finite.wait_probability,
-            infinite.wait_probability,
-            1e-9
-        ));
+        assert!(close(finite.wait_probability, infinite.wait_probability, 1e-9));
         // Little's law holds inside the formulas.
         let m = mmck(3.0, 1.0, 2, 5);
-        assert!(close(
-            m.in_system_mean,
-            m.throughput_rps * m.response_mean_s,
-            1e-12
-        ));
+        assert!(close(m.in_system_mean, m.throughput_rps * m.response_mean_s, 1e-12));
     }
 }

@@ -17,10 +17,7 @@ pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 /// Panics in debug builds on a negative, NaN or out-of-range value; callers validate
 /// user input before it reaches the engine.
 pub fn secs_to_nanos(seconds: f64) -> Nanos {
-    debug_assert!(
-        seconds.is_finite() && (0.0..1.8e10).contains(&seconds),
-        "seconds out of range: {seconds}"
-    );
+    debug_assert!(seconds.is_finite() && (0.0..1.8e10).contains(&seconds), "seconds out of range: {seconds}");
     (seconds * NANOS_PER_SEC as f64).round() as Nanos
 }
 

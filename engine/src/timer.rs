@@ -67,10 +67,7 @@ mod tests {
         assert!(!timer.fire(first));
         let second = timer.arm();
         let third = timer.arm();
-        assert!(
-            !timer.fire(second),
-            "re-arming invalidates the earlier ticket"
-        );
+        assert!(!timer.fire(second), "re-arming invalidates the earlier ticket");
         assert!(timer.is_armed());
         assert!(timer.fire(third));
         assert!(!timer.fire(third), "a ticket fires once");

@@ -9,8 +9,8 @@ use std::cell::Cell;
 
 use stampede_engine::models::mmc::{Mmc, MmcParams};
 use stampede_engine::{
-    secs_to_nanos, LatencyHistogram, Model, Nanos, RngStream, Scheduler, Simulation, Slab, SlabKey,
-    StreamPurpose, TimerSlot, TimerTicket,
+    secs_to_nanos, LatencyHistogram, Model, Nanos, RngStream, Scheduler, Simulation, Slab, SlabKey, StreamPurpose,
+    TimerSlot, TimerTicket,
 };
 
 struct CountingAllocator;
@@ -62,18 +62,10 @@ fn mmc_allocates_nothing_per_event_after_warmup() {
     let before = allocations();
     let events = simulation.run_until(params.horizon);
     let allocated = allocations() - before;
-    assert!(
-        events > 10_000_000,
-        "the measured stretch is long: {events} events"
-    );
+    assert!(events > 10_000_000, "the measured stretch is long: {events} events");
     assert_eq!(allocated, 0, "{allocated} allocations over {events} events");
-    let results = simulation
-        .model
-        .finish(params.horizon, simulation.events_handled());
-    assert!(
-        results.utilization_ratio > 0.85,
-        "the queue was genuinely busy: {results:?}"
-    );
+    let results = simulation.model.finish(params.horizon, simulation.events_handled());
+    assert!(results.utilization_ratio > 0.85, "the queue was genuinely busy: {results:?}");
 }
 
 /// A request/timeout model in the shape later models take: every request lives in
@@ -103,15 +95,8 @@ impl Model for TimeoutHeavy {
         match event {
             Event::Send => {
                 scheduler.after((self.rng.exponential(10_000.0) * 1e9) as u64, Event::Send);
-                let key = self.requests.insert(Request {
-                    timeout: TimerSlot::default(),
-                });
-                let ticket = self
-                    .requests
-                    .get_mut(key)
-                    .expect("just inserted")
-                    .timeout
-                    .arm();
+                let key = self.requests.insert(Request { timeout: TimerSlot::default() });
+                let ticket = self.requests.get_mut(key).expect("just inserted").timeout.arm();
                 scheduler.after(50_000_000, Event::Timeout(key, ticket));
                 let latency = (self.rng.lognormal(-5.0, 1.0) * 1e9) as u64;
                 scheduler.after(latency, Event::Answer(key));
@@ -123,10 +108,7 @@ impl Model for TimeoutHeavy {
                 }
             }
             Event::Timeout(key, ticket) => {
-                let fired = self
-                    .requests
-                    .get_mut(key)
-                    .is_some_and(|request| request.timeout.fire(ticket));
+                let fired = self.requests.get_mut(key).is_some_and(|request| request.timeout.fire(ticket));
                 if fired {
                     self.requests.remove(key);
                     self.timeouts_fired += 1;

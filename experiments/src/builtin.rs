@@ -16,10 +16,7 @@ pub const DEFAULT_SCENARIO: &str = "mmc";
 
 /// The TOML text of built-in `name`.
 pub fn builtin_text(name: &str) -> Option<&'static str> {
-    BUILTINS
-        .iter()
-        .find(|(builtin, _)| *builtin == name)
-        .map(|(_, text)| *text)
+    BUILTINS.iter().find(|(builtin, _)| *builtin == name).map(|(_, text)| *text)
 }
 
 /// Loads a scenario argument: a built-in name, or a path to a `.toml` file.
@@ -29,9 +26,8 @@ pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
     }
     let path = std::path::Path::new(argument);
     if path.exists() {
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            Error::bad_input(format!("cannot read scenario file {argument}: {error}"))
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| Error::bad_input(format!("cannot read scenario file {argument}: {error}")))?;
         return parse_text(&text, &format!("scenario file {argument}"));
     }
     let names: Vec<&str> = BUILTINS.iter().map(|(name, _)| *name).collect();

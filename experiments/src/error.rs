@@ -27,20 +27,12 @@ pub struct Error {
 impl Error {
     /// Bad input: the message names the field, the value and what is allowed.
     pub fn bad_input(message: impl Into<String>) -> Self {
-        Error {
-            kind: ErrorKind::BadInput,
-            message: message.into(),
-            hint: None,
-        }
+        Error { kind: ErrorKind::BadInput, message: message.into(), hint: None }
     }
 
     /// A file-system failure.
     pub fn io(message: impl Into<String>) -> Self {
-        Error {
-            kind: ErrorKind::Io,
-            message: message.into(),
-            hint: None,
-        }
+        Error { kind: ErrorKind::Io, message: message.into(), hint: None }
     }
 
     /// Adds a hint line ("try …").

@@ -108,9 +108,7 @@ impl ModelConfig {
     ) -> Vec<f64> {
         match self {
             ModelConfig::Mmc(config) => {
-                let [response] = histograms else {
-                    panic!("mmc records one histogram")
-                };
+                let [response] = histograms else { panic!("mmc records one histogram") };
                 let results = Mmc::new(config.params(run), master_seed, replica, response).run();
                 mmc_metric_values(&results)
             }
@@ -194,23 +192,13 @@ fn positive_rate(path: &str, value: f64) -> Result<()> {
     if value.is_finite() && value > 0.0 && value <= 1e12 {
         Ok(())
     } else {
-        Err(Error::bad_input(format!(
-            "{path} = {value}: must be a positive rate per second, at most 1e12"
-        )))
+        Err(Error::bad_input(format!("{path} = {value}: must be a positive rate per second, at most 1e12")))
     }
 }
 
 const MMC_METRICS: &[MetricDef] = &[
-    MetricDef {
-        name: "wait_mean_s",
-        kind: MetricKind::Real,
-        description: "mean wait in queue (Wq)",
-    },
-    MetricDef {
-        name: "response_mean_s",
-        kind: MetricKind::Real,
-        description: "mean time in system (W)",
-    },
+    MetricDef { name: "wait_mean_s", kind: MetricKind::Real, description: "mean wait in queue (Wq)" },
+    MetricDef { name: "response_mean_s", kind: MetricKind::Real, description: "mean time in system (W)" },
     MetricDef {
         name: "wait_probability_ratio",
         kind: MetricKind::Real,
@@ -221,31 +209,11 @@ const MMC_METRICS: &[MetricDef] = &[
         kind: MetricKind::Real,
         description: "time-average fraction of servers busy",
     },
-    MetricDef {
-        name: "queue_length_mean",
-        kind: MetricKind::Real,
-        description: "time-average number waiting (Lq)",
-    },
-    MetricDef {
-        name: "in_system_mean",
-        kind: MetricKind::Real,
-        description: "time-average number in the system (L)",
-    },
-    MetricDef {
-        name: "throughput_rps",
-        kind: MetricKind::Real,
-        description: "completions per second",
-    },
-    MetricDef {
-        name: "rejected_ratio",
-        kind: MetricKind::Real,
-        description: "fraction of arrivals refused (M/M/c/K)",
-    },
-    MetricDef {
-        name: "events",
-        kind: MetricKind::Count,
-        description: "events handled, warm-up included",
-    },
+    MetricDef { name: "queue_length_mean", kind: MetricKind::Real, description: "time-average number waiting (Lq)" },
+    MetricDef { name: "in_system_mean", kind: MetricKind::Real, description: "time-average number in the system (L)" },
+    MetricDef { name: "throughput_rps", kind: MetricKind::Real, description: "completions per second" },
+    MetricDef { name: "rejected_ratio", kind: MetricKind::Real, description: "fraction of arrivals refused (M/M/c/K)" },
+    MetricDef { name: "events", kind: MetricKind::Count, description: "events handled, warm-up included" },
 ];
 
 fn mmc_metric_values(r: &MmcResults) -> Vec<f64> {

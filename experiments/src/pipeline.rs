@@ -18,12 +18,7 @@ use crate::runner::{run_grid, ReplicaRecord};
 use crate::scenario::{describe, GridAxis, GridPoint, Scenario};
 
 /// Latency quantiles reported per histogram, with their column names.
-pub const QUANTILES: &[(&str, f64)] = &[
-    ("p50_s", 0.5),
-    ("p90_s", 0.9),
-    ("p99_s", 0.99),
-    ("p999_s", 0.999),
-];
+pub const QUANTILES: &[(&str, f64)] = &[("p50_s", 0.5), ("p90_s", 0.9), ("p99_s", 0.99), ("p999_s", 0.999)];
 
 /// A histogram's headline numbers, in seconds.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,10 +36,7 @@ impl LatencyStats {
         let seconds = |nanos: u64| if empty { f64::NAN } else { nanos as f64 / 1e9 };
         LatencyStats {
             count: hdr.len(),
-            quantiles_s: QUANTILES
-                .iter()
-                .map(|(_, q)| seconds(hdr.value_at_quantile(*q)))
-                .collect(),
+            quantiles_s: QUANTILES.iter().map(|(_, q)| seconds(hdr.value_at_quantile(*q))).collect(),
             max_s: seconds(hdr.max()),
         }
     }
@@ -61,33 +53,20 @@ pub fn execute(
     let points = scenario.grid_points()?;
     let dir = out_root.join(&scenario.name);
     std::fs::create_dir_all(&dir).map_err(|error| {
-        Error::io(format!(
-            "cannot create output folder {}: {error}",
-            dir.display()
-        ))
-        .with_hint("choose another folder with --out")
+        Error::io(format!("cannot create output folder {}: {error}", dir.display()))
+            .with_hint("choose another folder with --out")
     })?;
     let model = &scenario.model;
-    let mut replicas_table =
-        TableWriter::create(&dir, "replicas.parquet", &replica_columns(scenario))?;
+    let mut replicas_table = TableWriter::create(&dir, "replicas.parquet", &replica_columns(scenario))?;
     let mut write_error = None;
     let mut sink = |records: &[ReplicaRecord]| -> Result<()> {
-        replicas_table
-            .write(replica_values(scenario, records))
-            .map_err(|error| {
-                let error = Error::from(error);
-                write_error = Some(error.clone());
-                error
-            })
+        replicas_table.write(replica_values(scenario, records)).map_err(|error| {
+            let error = Error::from(error);
+            write_error = Some(error.clone());
+            error
+        })
     };
-    let results = run_grid(
-        &points,
-        scenario.run.replicas,
-        scenario.run.seed,
-        threads,
-        progress,
-        &mut sink,
-    )?;
+    let results = run_grid(&points, scenario.run.replicas, scenario.run.seed, threads, progress, &mut sink)?;
     if let Some(error) = write_error {
         return Err(error);
     }
@@ -112,19 +91,12 @@ pub fn execute(
             grid_point.push(point.index);
             metric.push(name.to_string());
             count.push(stats.count);
-            quantiles
-                .iter_mut()
-                .zip(&stats.quantiles_s)
-                .for_each(|(column, &q)| column.push(q));
+            quantiles.iter_mut().zip(&stats.quantiles_s).for_each(|(column, &q)| column.push(q));
             max.push(stats.max_s);
             hdr.push(serialize_v2(histogram.hdr()));
         }
     }
-    let mut columns = vec![
-        ColumnValues::U32(grid_point),
-        ColumnValues::Utf8(metric),
-        ColumnValues::U64(count),
-    ];
+    let mut columns = vec![ColumnValues::U32(grid_point), ColumnValues::Utf8(metric), ColumnValues::U64(count)];
     columns.extend(quantiles.into_iter().map(ColumnValues::F64));
     columns.push(ColumnValues::F64(max));
     columns.push(ColumnValues::Binary(hdr));
@@ -158,13 +130,7 @@ fn replica_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
         ColumnSpec::new("replica", ColumnType::U32),
         ColumnSpec::new("seed", ColumnType::U64),
     ];
-    columns.extend(
-        scenario
-            .model
-            .metrics()
-            .iter()
-            .map(|m| ColumnSpec::new(m.name, metric_column_type(m.kind))),
-    );
+    columns.extend(scenario.model.metrics().iter().map(|m| ColumnSpec::new(m.name, metric_column_type(m.kind))));
     columns
 }
 
@@ -177,9 +143,7 @@ fn replica_values(scenario: &Scenario, records: &[ReplicaRecord]) -> Vec<ColumnV
     for (i, metric) in scenario.model.metrics().iter().enumerate() {
         columns.push(match metric.kind {
             MetricKind::Real => ColumnValues::F64(records.iter().map(|r| r.metrics[i]).collect()),
-            MetricKind::Count => {
-                ColumnValues::U64(records.iter().map(|r| r.metrics[i] as u64).collect())
-            }
+            MetricKind::Count => ColumnValues::U64(records.iter().map(|r| r.metrics[i] as u64).collect()),
         });
     }
     columns
@@ -191,11 +155,7 @@ fn axis_column_type(axis: &GridAxis) -> ColumnType {
     use toml::Value::*;
     if axis.values.iter().all(|v| matches!(v, Integer(_))) {
         ColumnType::I64
-    } else if axis
-        .values
-        .iter()
-        .all(|v| matches!(v, Integer(_) | Float(_)))
-    {
+    } else if axis.values.iter().all(|v| matches!(v, Integer(_) | Float(_))) {
         ColumnType::F64
     } else if axis.values.iter().all(|v| matches!(v, Boolean(_))) {
         ColumnType::Bool
@@ -207,46 +167,22 @@ fn axis_column_type(axis: &GridAxis) -> ColumnType {
 fn axis_values(axis_index: usize, kind: ColumnType, points: &[GridPoint]) -> ColumnValues {
     let values = points.iter().map(|p| &p.params[axis_index].1);
     match kind {
-        ColumnType::I64 => ColumnValues::I64(
-            values
-                .map(|v| v.as_integer().expect("typed axis"))
-                .collect(),
-        ),
+        ColumnType::I64 => ColumnValues::I64(values.map(|v| v.as_integer().expect("typed axis")).collect()),
         ColumnType::F64 => ColumnValues::F64(
-            values
-                .map(|v| {
-                    v.as_float()
-                        .or_else(|| v.as_integer().map(|i| i as f64))
-                        .expect("typed axis")
-                })
-                .collect(),
+            values.map(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).expect("typed axis")).collect(),
         ),
-        ColumnType::Bool => {
-            ColumnValues::Bool(values.map(|v| v.as_bool().expect("typed axis")).collect())
-        }
-        _ => ColumnValues::Utf8(
-            values
-                .map(|v| v.as_str().map_or_else(|| describe(v), str::to_string))
-                .collect(),
-        ),
+        ColumnType::Bool => ColumnValues::Bool(values.map(|v| v.as_bool().expect("typed axis")).collect()),
+        _ => ColumnValues::Utf8(values.map(|v| v.as_str().map_or_else(|| describe(v), str::to_string)).collect()),
     }
 }
 
 fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![ColumnSpec::new("grid_point", ColumnType::U32)];
-    columns.extend(
-        scenario
-            .grid
-            .iter()
-            .map(|axis| ColumnSpec::new(&axis.path, axis_column_type(axis))),
-    );
+    columns.extend(scenario.grid.iter().map(|axis| ColumnSpec::new(&axis.path, axis_column_type(axis))));
     columns.push(ColumnSpec::new("replicas", ColumnType::U32));
     for metric in scenario.model.metrics() {
         for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {
-            columns.push(ColumnSpec::new(
-                format!("{}_{suffix}", metric.name),
-                ColumnType::F64,
-            ));
+            columns.push(ColumnSpec::new(format!("{}_{suffix}", metric.name), ColumnType::F64));
         }
     }
     columns
@@ -263,18 +199,10 @@ fn summary_values(
     }
     columns.push(ColumnValues::U32(vec![scenario.run.replicas; points.len()]));
     for m in 0..scenario.model.metrics().len() {
-        columns.push(ColumnValues::F64(
-            results.iter().map(|r| r.summaries[m].mean).collect(),
-        ));
-        columns.push(ColumnValues::F64(
-            results.iter().map(|r| r.summaries[m].sd).collect(),
-        ));
-        columns.push(ColumnValues::F64(
-            results.iter().map(|r| r.summaries[m].ci_lo).collect(),
-        ));
-        columns.push(ColumnValues::F64(
-            results.iter().map(|r| r.summaries[m].ci_hi).collect(),
-        ));
+        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].mean).collect()));
+        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].sd).collect()));
+        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].ci_lo).collect()));
+        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].ci_hi).collect()));
     }
     columns
 }
@@ -285,28 +213,16 @@ fn histogram_columns() -> Vec<ColumnSpec> {
         ColumnSpec::new("metric", ColumnType::Utf8),
         ColumnSpec::new("count", ColumnType::U64),
     ];
-    columns.extend(
-        QUANTILES
-            .iter()
-            .map(|(name, _)| ColumnSpec::new(*name, ColumnType::F64)),
-    );
+    columns.extend(QUANTILES.iter().map(|(name, _)| ColumnSpec::new(*name, ColumnType::F64)));
     columns.push(ColumnSpec::new("max_s", ColumnType::F64));
     columns.push(ColumnSpec::new("hdr", ColumnType::Binary));
     columns
 }
 
 /// The files a run writes, in the order they are committed.
-pub const OUTPUT_FILES: &[&str] = &[
-    "replicas.parquet",
-    "summary.parquet",
-    "histograms.parquet",
-    "manifest.json",
-];
+pub const OUTPUT_FILES: &[&str] = &["replicas.parquet", "summary.parquet", "histograms.parquet", "manifest.json"];
 
 /// Paths of the output files of `scenario` under `out_root`.
 pub fn output_paths(out_root: &Path, scenario: &str) -> Vec<PathBuf> {
-    OUTPUT_FILES
-        .iter()
-        .map(|f| out_root.join(scenario).join(f))
-        .collect()
+    OUTPUT_FILES.iter().map(|f| out_root.join(scenario).join(f)).collect()
 }

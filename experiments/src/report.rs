@@ -30,12 +30,7 @@ pub fn toml_to_json(value: &toml::Value) -> Value {
         toml::Value::Boolean(b) => json!(b),
         toml::Value::Datetime(d) => Value::String(d.to_string()),
         toml::Value::Array(values) => Value::Array(values.iter().map(toml_to_json).collect()),
-        toml::Value::Table(table) => Value::Object(
-            table
-                .iter()
-                .map(|(k, v)| (k.clone(), toml_to_json(v)))
-                .collect(),
-        ),
+        toml::Value::Table(table) => Value::Object(table.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect()),
     }
 }
 
@@ -129,13 +124,7 @@ impl RunReport {
     /// then each latency histogram's quantiles.
     pub fn to_table(&self) -> String {
         let model = &self.scenario.model;
-        let width = model
-            .metrics()
-            .iter()
-            .map(|m| m.name.len())
-            .max()
-            .unwrap_or(0)
-            .max(12);
+        let width = model.metrics().iter().map(|m| m.name.len()).max().unwrap_or(0).max(12);
         let mut out = String::new();
         out.push_str(&format!(
             "{} · {} grid point(s) × {} replicas · seed {} · {:.1}s\n",
@@ -146,20 +135,9 @@ impl RunReport {
             self.wall_time_s
         ));
         for (point, result) in self.points.iter().zip(&self.results) {
-            let params: Vec<String> = point
-                .params
-                .iter()
-                .map(|(p, v)| format!("{p} = {}", describe(v)))
-                .collect();
-            out.push_str(&format!(
-                "\ngrid point {}  {}\n",
-                point.index,
-                params.join("  ")
-            ));
-            out.push_str(&format!(
-                "  {:<width$}  {:>14}  {:>31}\n",
-                "metric", "mean", "95% interval"
-            ));
+            let params: Vec<String> = point.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
+            out.push_str(&format!("\ngrid point {}  {}\n", point.index, params.join("  ")));
+            out.push_str(&format!("  {:<width$}  {:>14}  {:>31}\n", "metric", "mean", "95% interval"));
             for (metric, summary) in model.metrics().iter().zip(&result.summaries) {
                 out.push_str(&format!(
                     "  {:<width$}  {:>14}  [{:>14}, {:>14}]\n",

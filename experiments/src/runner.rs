@@ -60,10 +60,7 @@ impl WorkerHistograms {
         let position = match self.by_point.iter().position(|(g, _)| *g == grid_point) {
             Some(position) => position,
             None => {
-                self.by_point.push((
-                    grid_point,
-                    (0..count).map(|_| LatencyHistogram::new()).collect(),
-                ));
+                self.by_point.push((grid_point, (0..count).map(|_| LatencyHistogram::new()).collect()));
                 self.by_point.len() - 1
             }
         };
@@ -105,14 +102,8 @@ pub fn run_grid(
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
     let workers: Vec<Mutex<WorkerHistograms>> = (0..threads).map(|_| Mutex::default()).collect();
     let mut welfords = vec![vec![Welford::default(); metric_count]; points.len()];
-    let mut latencies: Vec<Vec<LatencyHistogram>> = points
-        .iter()
-        .map(|_| {
-            (0..latency_count)
-                .map(|_| LatencyHistogram::new())
-                .collect()
-        })
-        .collect();
+    let mut latencies: Vec<Vec<LatencyHistogram>> =
+        points.iter().map(|_| (0..latency_count).map(|_| LatencyHistogram::new()).collect()).collect();
     let total = points.len() as u64 * replicas as u64;
     let mut start = 0;
     let mut records = Vec::with_capacity(CHUNK_TASKS as usize);
@@ -131,26 +122,14 @@ pub fn run_grid(
                     // Each worker locks only its own slot: never contended.
                     let mut histograms = workers[worker].lock().expect("no worker panicked");
                     let histograms = histograms.for_point(grid_point, latency_count);
-                    let metrics = point.model.run_replica(
-                        &point.run,
-                        master_seed,
-                        replica as u64,
-                        histograms,
-                    );
+                    let metrics = point.model.run_replica(&point.run, master_seed, replica as u64, histograms);
                     debug_assert_eq!(metrics.len(), metric_count);
                     progress();
-                    ReplicaRecord {
-                        grid_point,
-                        replica,
-                        seed: replica_seed(master_seed, replica as u64),
-                        metrics,
-                    }
+                    ReplicaRecord { grid_point, replica, seed: replica_seed(master_seed, replica as u64), metrics }
                 })
                 .collect_into_vec(&mut records)
         });
-        debug_assert!(records
-            .windows(2)
-            .all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
+        debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
         for record in &records {
             let point_welfords = &mut welfords[record.grid_point as usize];
             for (welford, &value) in point_welfords.iter_mut().zip(&record.metrics) {
@@ -159,16 +138,9 @@ pub fn run_grid(
         }
         sink(&records)?;
         // Grid points wholly before the next task are finished on every worker.
-        let finished_below = if end == total {
-            u32::MAX
-        } else {
-            (end / replicas as u64) as u32
-        };
+        let finished_below = if end == total { u32::MAX } else { (end / replicas as u64) as u32 };
         for worker in &workers {
-            worker
-                .lock()
-                .expect("no worker panicked")
-                .drain_finished(finished_below, &mut latencies);
+            worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut latencies);
         }
         start = end;
     }

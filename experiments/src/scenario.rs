@@ -41,11 +41,7 @@ pub struct RunConfig {
     /// Independent replicas per grid point.
     pub replicas: u32,
     /// Master seed. TOML integers stop at 2^63 - 1; larger seeds are written as strings.
-    #[serde(
-        default = "default_seed",
-        serialize_with = "serialize_seed",
-        deserialize_with = "deserialize_seed"
-    )]
+    #[serde(default = "default_seed", serialize_with = "serialize_seed", deserialize_with = "deserialize_seed")]
     pub seed: u64,
 }
 
@@ -53,19 +49,14 @@ fn default_seed() -> u64 {
     1
 }
 
-fn serialize_seed<S: Serializer>(
-    seed: &u64,
-    serializer: S,
-) -> std::result::Result<S::Ok, S::Error> {
+fn serialize_seed<S: Serializer>(seed: &u64, serializer: S) -> std::result::Result<S::Ok, S::Error> {
     match i64::try_from(*seed) {
         Ok(small) => serializer.serialize_i64(small),
         Err(_) => serializer.serialize_str(&seed.to_string()),
     }
 }
 
-fn deserialize_seed<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> std::result::Result<u64, D::Error> {
+fn deserialize_seed<'de, D: Deserializer<'de>>(deserializer: D) -> std::result::Result<u64, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Seed {
@@ -73,9 +64,7 @@ fn deserialize_seed<'de, D: Deserializer<'de>>(
         Text(String),
     }
     let invalid = |shown: String| {
-        serde::de::Error::custom(format!(
-            "invalid seed {shown}, expected an integer from 0 to 18446744073709551615"
-        ))
+        serde::de::Error::custom(format!("invalid seed {shown}, expected an integer from 0 to 18446744073709551615"))
     };
     match Seed::deserialize(deserializer)? {
         Seed::Integer(value) => u64::try_from(value).map_err(|_| invalid(value.to_string())),
@@ -160,47 +149,30 @@ pub fn typed_at<T: DeserializeOwned>(prefix: &str, value: toml::Value) -> Result
             (false, ".") => prefix.to_string(),
             (false, _) => format!("{prefix}.{inner}"),
         };
-        let path = if path == "." {
-            "top level".to_string()
-        } else {
-            path
-        };
+        let path = if path == "." { "top level".to_string() } else { path };
         // toml's message ends with its own "in `key`" line; the path above says it better.
         let message = error.into_inner().to_string();
-        let message = message
-            .split("\nin `")
-            .next()
-            .unwrap_or_default()
-            .trim_end();
+        let message = message.split("\nin `").next().unwrap_or_default().trim_end();
         Error::bad_input(format!("scenario field {path}: {message}"))
     })
 }
 
 /// Parses scenario text. `origin` names it in messages (a path or `built-in x`).
 pub fn parse_text(text: &str, origin: &str) -> Result<toml::Table> {
-    text.parse::<toml::Table>().map_err(|error| {
-        Error::bad_input(format!(
-            "{origin} is not valid TOML: {}",
-            error.to_string().trim_end()
-        ))
-    })
+    text.parse::<toml::Table>()
+        .map_err(|error| Error::bad_input(format!("{origin} is not valid TOML: {}", error.to_string().trim_end())))
 }
 
 /// Checks a dotted path: non-empty parts of letters, digits, `_` and `-`.
 fn check_path(path: &str, flag: &str) -> Result<()> {
     let valid = !path.is_empty()
-        && path.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        });
+        && path
+            .split('.')
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
     if valid {
         Ok(())
     } else {
-        Err(Error::bad_input(format!(
-            "{flag} path {path:?}: expected a dotted field path such as queue.servers"
-        )))
+        Err(Error::bad_input(format!("{flag} path {path:?}: expected a dotted field path such as queue.servers")))
     }
 }
 
@@ -217,16 +189,12 @@ pub fn parse_cli_value(text: &str) -> toml::Value {
 /// Parses `--set PATH=VALUE`.
 pub fn parse_set(argument: &str) -> Result<(String, toml::Value)> {
     let Some((path, value)) = argument.split_once('=') else {
-        return Err(Error::bad_input(format!(
-            "--set {argument:?}: expected PATH=VALUE, e.g. --set queue.servers=3"
-        )));
+        return Err(Error::bad_input(format!("--set {argument:?}: expected PATH=VALUE, e.g. --set queue.servers=3")));
     };
     let path = path.trim();
     check_path(path, "--set")?;
     if value.trim().is_empty() {
-        return Err(Error::bad_input(format!(
-            "--set {argument:?}: the value after '=' is empty"
-        )));
+        return Err(Error::bad_input(format!("--set {argument:?}: the value after '=' is empty")));
     }
     Ok((path.to_string(), parse_cli_value(value)))
 }
@@ -242,14 +210,9 @@ pub fn parse_grid(argument: &str) -> Result<GridAxis> {
     check_path(path, "--grid")?;
     let parts: Vec<&str> = values.split(',').map(str::trim).collect();
     if parts.iter().any(|part| part.is_empty()) {
-        return Err(Error::bad_input(format!(
-            "--grid {argument:?}: every value between commas must be non-empty"
-        )));
+        return Err(Error::bad_input(format!("--grid {argument:?}: every value between commas must be non-empty")));
     }
-    Ok(GridAxis {
-        path: path.to_string(),
-        values: parts.into_iter().map(parse_cli_value).collect(),
-    })
+    Ok(GridAxis { path: path.to_string(), values: parts.into_iter().map(parse_cli_value).collect() })
 }
 
 /// Sets `value` at dotted `path` inside `table`, creating intermediate tables.
@@ -263,9 +226,7 @@ fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<(
             walked.push('.');
         }
         walked.push_str(part);
-        let entry = current
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let entry = current.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
         current = match entry {
             toml::Value::Table(inner) => inner,
             other => {
@@ -290,34 +251,21 @@ pub fn describe(value: &toml::Value) -> String {
 
 fn take_string(table: &mut toml::Table, key: &str, required: bool) -> Result<Option<String>> {
     match table.remove(key) {
-        None if required => Err(Error::bad_input(format!(
-            "scenario field {key}: missing; every scenario needs one"
-        ))),
+        None if required => Err(Error::bad_input(format!("scenario field {key}: missing; every scenario needs one"))),
         None => Ok(None),
         Some(toml::Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(Error::bad_input(format!(
-            "scenario field {key} = {}: must be a string",
-            describe(&other)
-        ))),
+        Some(other) => Err(Error::bad_input(format!("scenario field {key} = {}: must be a string", describe(&other)))),
     }
 }
 
 /// Flattens a `[grid]` table: quoted dotted keys and nested tables both name paths.
 fn collect_axes(prefix: &str, table: toml::Table, axes: &mut Vec<GridAxis>) -> Result<()> {
     for (key, value) in table {
-        let path = if prefix.is_empty() {
-            key
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let path = if prefix.is_empty() { key } else { format!("{prefix}.{key}") };
         match value {
-            toml::Value::Array(values) if !values.is_empty() => {
-                axes.push(GridAxis { path, values })
-            }
+            toml::Value::Array(values) if !values.is_empty() => axes.push(GridAxis { path, values }),
             toml::Value::Array(_) => {
-                return Err(Error::bad_input(format!(
-                    "grid.\"{path}\" = []: a grid axis needs at least one value"
-                )))
+                return Err(Error::bad_input(format!("grid.\"{path}\" = []: a grid axis needs at least one value")))
             }
             toml::Value::Table(inner) => collect_axes(&path, inner, axes)?,
             other => {
@@ -353,18 +301,12 @@ impl Scenario {
     pub fn resolve(mut source: toml::Table, overrides: &Overrides) -> Result<Scenario> {
         for (path, value) in &overrides.sets {
             if path == "grid" || path.starts_with("grid.") {
-                return Err(Error::bad_input(format!(
-                    "--set {path}: grid axes are changed with --grid, not --set"
-                )));
+                return Err(Error::bad_input(format!("--set {path}: grid axes are changed with --grid, not --set")));
             }
             set_path(&mut source, path, value.clone())?;
         }
         let name = take_string(&mut source, "name", true)?.expect("required");
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(Error::bad_input(format!(
                 "scenario field name = {name:?}: must be letters, digits, '-' or '_' (it names the output folder)"
             )));
@@ -415,28 +357,19 @@ impl Scenario {
             .try_fold(1usize, |acc, n| acc.checked_mul(n))
             .unwrap_or(usize::MAX);
         if points > MAX_GRID_POINTS {
-            return Err(Error::bad_input(format!(
-                "grid: {points} points; at most {MAX_GRID_POINTS} are allowed"
-            )));
+            return Err(Error::bad_input(format!("grid: {points} points; at most {MAX_GRID_POINTS} are allowed")));
         }
         let (model, run) = Self::typed_body(&model_name, source.clone())?;
-        let scenario = Scenario {
-            name,
-            description,
-            model,
-            run,
-            grid,
-            body: source,
-        };
+        let scenario = Scenario { name, description, model, run, grid, body: source };
         // Validate every point now: bad input must fail before anything is written.
         scenario.grid_points()?;
         Ok(scenario)
     }
 
     fn typed_body(model_name: &str, mut body: toml::Table) -> Result<(ModelConfig, RunConfig)> {
-        let run_value = body.remove("run").ok_or_else(|| {
-            Error::bad_input("scenario field run: missing; every scenario needs a [run] section")
-        })?;
+        let run_value = body
+            .remove("run")
+            .ok_or_else(|| Error::bad_input("scenario field run: missing; every scenario needs a [run] section"))?;
         let run: RunConfig = typed_at("run", run_value)?;
         run.validate()?;
         let model = ModelConfig::from_sections(model_name, body)?;
@@ -455,18 +388,11 @@ impl Scenario {
                 *slot = rest % axis.values.len();
                 rest /= axis.values.len();
             }
-            let params: Vec<(String, toml::Value)> = self
-                .grid
-                .iter()
-                .zip(&choice)
-                .map(|(axis, &i)| (axis.path.clone(), axis.values[i].clone()))
-                .collect();
+            let params: Vec<(String, toml::Value)> =
+                self.grid.iter().zip(&choice).map(|(axis, &i)| (axis.path.clone(), axis.values[i].clone())).collect();
             let mut body = self.body.clone();
             let context = || {
-                let shown: Vec<String> = params
-                    .iter()
-                    .map(|(p, v)| format!("{p} = {}", describe(v)))
-                    .collect();
+                let shown: Vec<String> = params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
                 format!("grid point {index} ({})", shown.join(", "))
             };
             for (path, value) in &params {
@@ -479,12 +405,7 @@ impl Scenario {
                     e.context(context())
                 }
             })?;
-            points.push(GridPoint {
-                index: index as u32,
-                params,
-                model,
-                run,
-            });
+            points.push(GridPoint { index: index as u32, params, model, run });
         }
         Ok(points)
     }
@@ -493,27 +414,15 @@ impl Scenario {
     pub fn to_toml(&self) -> String {
         let mut table = toml::Table::new();
         table.insert("name".into(), toml::Value::String(self.name.clone()));
-        table.insert(
-            "description".into(),
-            toml::Value::String(self.description.clone()),
-        );
-        table.insert(
-            "model".into(),
-            toml::Value::String(self.model.name().into()),
-        );
-        table.insert(
-            "run".into(),
-            toml::Value::try_from(&self.run).expect("run serialises"),
-        );
+        table.insert("description".into(), toml::Value::String(self.description.clone()));
+        table.insert("model".into(), toml::Value::String(self.model.name().into()));
+        table.insert("run".into(), toml::Value::try_from(&self.run).expect("run serialises"));
         for (key, value) in self.model.to_sections() {
             table.insert(key, value);
         }
         if !self.grid.is_empty() {
-            let axes: toml::Table = self
-                .grid
-                .iter()
-                .map(|axis| (axis.path.clone(), toml::Value::Array(axis.values.clone())))
-                .collect();
+            let axes: toml::Table =
+                self.grid.iter().map(|axis| (axis.path.clone(), toml::Value::Array(axis.values.clone()))).collect();
             table.insert("grid".into(), toml::Value::Table(axes));
         }
         toml::to_string(&table).expect("a table serialises")

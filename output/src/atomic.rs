@@ -26,22 +26,13 @@ impl StagedFile {
         let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
         let destination = dir.join(name);
         let file = File::create(&temporary).map_err(|e| OutputError::new(&temporary, e))?;
-        Ok((
-            StagedFile {
-                temporary,
-                destination,
-                committed: false,
-            },
-            file,
-        ))
+        Ok((StagedFile { temporary, destination, committed: false }, file))
     }
 
     /// Writes `bytes` as a whole staged file.
     pub fn with_contents(dir: &Path, name: &str, bytes: &[u8]) -> Result<StagedFile> {
         let (staged, mut file) = Self::create(dir, name)?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| OutputError::new(&staged.temporary, e))?;
+        file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| OutputError::new(&staged.temporary, e))?;
         Ok(staged)
     }
 
@@ -52,8 +43,7 @@ impl StagedFile {
 
     /// Renames the file into place.
     pub fn commit(mut self) -> Result<PathBuf> {
-        fs::rename(&self.temporary, &self.destination)
-            .map_err(|e| OutputError::new(&self.destination, e))?;
+        fs::rename(&self.temporary, &self.destination).map_err(|e| OutputError::new(&self.destination, e))?;
         self.committed = true;
         Ok(self.destination.clone())
     }
@@ -90,8 +80,7 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("stampede-atomic-{name}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("stampede-atomic-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
@@ -102,21 +91,14 @@ mod tests {
         let dir = scratch("commit");
         fs::write(dir.join("a.txt"), "old").unwrap();
         let staged = StagedFile::with_contents(&dir, "a.txt", b"new").unwrap();
-        assert_eq!(
-            fs::read_to_string(dir.join("a.txt")).unwrap(),
-            "old",
-            "not visible before commit"
-        );
+        assert_eq!(fs::read_to_string(dir.join("a.txt")).unwrap(), "old", "not visible before commit");
         let abandoned = StagedFile::with_contents(&dir, "b.txt", b"half").unwrap();
         drop(abandoned);
         let mut set = StagedSet::default();
         set.push(staged);
         set.commit().unwrap();
         assert_eq!(fs::read_to_string(dir.join("a.txt")).unwrap(), "new");
-        let names: Vec<_> = fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("a.txt")]);
         fs::remove_dir_all(dir).unwrap();
     }

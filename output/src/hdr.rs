@@ -7,9 +7,7 @@ use hdrhistogram::Histogram;
 /// The V2 serialised bytes of `histogram`.
 pub fn serialize_v2(histogram: &Histogram<u64>) -> Vec<u8> {
     let mut bytes = Vec::new();
-    V2Serializer::new()
-        .serialize(histogram, &mut bytes)
-        .expect("writing to a Vec cannot fail");
+    V2Serializer::new().serialize(histogram, &mut bytes).expect("writing to a Vec cannot fail");
     bytes
 }
 
@@ -27,9 +25,7 @@ mod tests {
         let bytes = serialize_v2(&histogram);
         // V2 cookie: base 0x1c849303 with the word-size nibble (8 bytes → 0x10), as in Java.
         assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x13]);
-        let back: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
-            .unwrap();
+        let back: Histogram<u64> = Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap();
         assert_eq!(back, histogram);
     }
 }

@@ -25,10 +25,7 @@ pub struct OutputError {
 
 impl OutputError {
     pub(crate) fn new(path: impl Into<PathBuf>, reason: impl fmt::Display) -> Self {
-        OutputError {
-            path: path.into(),
-            reason: reason.to_string(),
-        }
+        OutputError { path: path.into(), reason: reason.to_string() }
     }
 }
 

@@ -10,8 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
-    UInt32Array, UInt64Array,
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
@@ -59,10 +58,7 @@ pub struct ColumnSpec {
 
 impl ColumnSpec {
     pub fn new(name: impl Into<String>, kind: ColumnType) -> Self {
-        ColumnSpec {
-            name: name.into(),
-            kind,
-        }
+        ColumnSpec { name: name.into(), kind }
     }
 }
 
@@ -114,16 +110,11 @@ pub struct TableWriter {
 impl TableWriter {
     /// Starts `dir/name` with the given columns.
     pub fn create(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
-        let fields: Vec<Field> = columns
-            .iter()
-            .map(|c| Field::new(&c.name, c.kind.arrow(), false))
-            .collect();
+        let fields: Vec<Field> = columns.iter().map(|c| Field::new(&c.name, c.kind.arrow(), false)).collect();
         let schema = Arc::new(Schema::new(fields));
         let (staged, file) = StagedFile::create(dir, name)?;
         let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(
-                ZstdLevel::try_new(3).expect("valid level"),
-            ))
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("valid level")))
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             // Metric values are nearly all distinct: a dictionary would only hold up
             // to 1 MB per column in memory before falling back to plain encoding.
@@ -138,44 +129,27 @@ impl TableWriter {
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
             .map_err(|e| OutputError::new(staged.destination(), e))?;
-        Ok(TableWriter {
-            staged,
-            schema,
-            writer,
-        })
+        Ok(TableWriter { staged, schema, writer })
     }
 
     /// Appends rows, one vector per column in schema order, all of equal length.
     pub fn write(&mut self, columns: Vec<ColumnValues>) -> Result<()> {
         assert_eq!(columns.len(), self.schema.fields().len(), "column count");
         for (values, field) in columns.iter().zip(self.schema.fields()) {
-            assert_eq!(
-                values.kind().arrow(),
-                *field.data_type(),
-                "column {} has the wrong type",
-                field.name()
-            );
+            assert_eq!(values.kind().arrow(), *field.data_type(), "column {} has the wrong type", field.name());
         }
         let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnValues::into_array).collect();
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)
             .map_err(|e| OutputError::new(self.staged.destination(), e))?;
-        self.writer
-            .write(&batch)
-            .map_err(|e| OutputError::new(self.staged.destination(), e))
+        self.writer.write(&batch).map_err(|e| OutputError::new(self.staged.destination(), e))
     }
 
     /// Writes the footer and returns the staged file, ready to commit.
     pub fn finish(self) -> Result<StagedFile> {
         let destination = self.staged.destination().to_path_buf();
-        let buffered = self
-            .writer
-            .into_inner()
-            .map_err(|e| OutputError::new(&destination, e))?;
-        let file = buffered
-            .into_inner()
-            .map_err(|e| OutputError::new(&destination, e.error().to_string()))?;
-        file.sync_all()
-            .map_err(|e| OutputError::new(&destination, e))?;
+        let buffered = self.writer.into_inner().map_err(|e| OutputError::new(&destination, e))?;
+        let file = buffered.into_inner().map_err(|e| OutputError::new(&destination, e.error().to_string()))?;
+        file.sync_all().map_err(|e| OutputError::new(&destination, e))?;
         Ok(self.staged)
     }
 }
@@ -188,21 +162,13 @@ mod tests {
     fn batching_does_not_change_the_bytes() {
         let dir = std::env::temp_dir().join(format!("stampede-table-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let specs = [
-            ColumnSpec::new("i", ColumnType::U32),
-            ColumnSpec::new("x", ColumnType::F64),
-        ];
+        let specs = [ColumnSpec::new("i", ColumnType::U32), ColumnSpec::new("x", ColumnType::F64)];
         let rows: Vec<u32> = (0..20_000).collect();
         let write = |name: &str, batch: usize| {
             let mut table = TableWriter::create(&dir, name, &specs).unwrap();
             for chunk in rows.chunks(batch) {
                 let x = chunk.iter().map(|&i| i as f64 * 0.5).collect();
-                table
-                    .write(vec![
-                        ColumnValues::U32(chunk.to_vec()),
-                        ColumnValues::F64(x),
-                    ])
-                    .unwrap();
+                table.write(vec![ColumnValues::U32(chunk.to_vec()), ColumnValues::F64(x)]).unwrap();
             }
             let path = table.finish().unwrap().commit().unwrap();
             std::fs::read(path).unwrap()

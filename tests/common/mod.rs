@@ -8,10 +8,7 @@ use std::process::{Command, Output};
 
 /// Runs `stampede` with `args` and returns its output.
 pub fn stampede(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(args)
-        .output()
-        .expect("the stampede binary runs")
+    Command::new(env!("CARGO_BIN_EXE_stampede")).args(args).output().expect("the stampede binary runs")
 }
 
 /// Standard error as text.

@@ -116,16 +116,11 @@ impl<'h> Mmc<'h> {
         response_histogram: &'h mut LatencyHistogram,
     ) -> Self {
         assert!(params.servers >= 1, "servers must be at least 1");
-        assert!(
-            params.capacity.is_none_or(|k| k >= params.servers),
-            "capacity below servers"
-        );
+        assert!(params.capacity.is_none_or(|k| k >= params.servers), "capacity below servers");
         assert!(params.warmup <= params.horizon, "warm-up past the horizon");
         // Reserve for a queue far longer than any stable run reaches, so that the
         // warmed-up replica does not allocate.
-        let reserve = params
-            .capacity
-            .map_or(4096, |k| (k - params.servers) as usize + 1);
+        let reserve = params.capacity.map_or(4096, |k| (k - params.servers) as usize + 1);
         Mmc {
             params,
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
@@ -200,11 +195,7 @@ impl<'h> Mmc<'h> {
             utilization_ratio: busy_mean / self.params.servers as f64,
             queue_length_mean,
             in_system_mean: queue_length_mean + busy_mean,
-            throughput_rps: if window > 0.0 {
-                self.completions_in_window as f64 / window
-            } else {
-                0.0
-            },
+            throughput_rps: if window > 0.0 { self.completions_in_window as f64 / window } else { 0.0 },
             rejected_ratio: ratio(self.rejected, self.arrivals_counted),
             events,
         }
@@ -233,13 +224,7 @@ impl<'h> Mmc<'h> {
     }
 
     #[inline]
-    fn start_service(
-        &mut self,
-        now: Nanos,
-        arrived_at: Nanos,
-        service: Nanos,
-        scheduler: &mut Scheduler<MmcEvent>,
-    ) {
+    fn start_service(&mut self, now: Nanos, arrived_at: Nanos, service: Nanos, scheduler: &mut Scheduler<MmcEvent>) {
         if arrived_at >= self.params.warmup {
             let wait = now - arrived_at;
             self.started += 1;
@@ -251,18 +236,13 @@ impl<'h> Mmc<'h> {
 
     #[inline]
     fn check_invariants(&self) {
-        debug_assert!(
-            self.busy <= self.params.servers,
-            "more busy servers than servers"
-        );
+        debug_assert!(self.busy <= self.params.servers, "more busy servers than servers");
         debug_assert!(
             self.waiting.is_empty() || self.busy == self.params.servers,
             "a customer waits beside an idle server"
         );
         debug_assert!(
-            self.params
-                .capacity
-                .is_none_or(|k| self.busy as usize + self.waiting.len() <= k as usize),
+            self.params.capacity.is_none_or(|k| self.busy as usize + self.waiting.len() <= k as usize),
             "capacity exceeded"
         );
     }
@@ -288,10 +268,7 @@ impl Model for Mmc<'_> {
                     self.busy += 1;
                     self.start_service(now, now, service, scheduler);
                 } else {
-                    self.waiting.push_back(Waiting {
-                        arrived_at: now,
-                        service,
-                    });
+                    self.waiting.push_back(Waiting { arrived_at: now, service });
                 }
             }
             MmcEvent::Departure { arrived_at } => {
@@ -321,9 +298,7 @@ mod tests {
     /// Mean and standard error over replicas of each measure.
     fn simulate(params: MmcParams, replicas: u64) -> Vec<(f64, f64)> {
         let mut histogram = LatencyHistogram::new();
-        let runs: Vec<MmcResults> = (0..replicas)
-            .map(|r| Mmc::new(params, 2024, r, &mut histogram).run())
-            .collect();
+        let runs: Vec<MmcResults> = (0..replicas).map(|r| Mmc::new(params, 2024, r, &mut histogram).run()).collect();
         let pick: [fn(&MmcResults) -> f64; 8] = [
             |r| r.wait_probability_ratio,
             |r| r.wait_mean_s,
@@ -431,21 +406,11 @@ mod tests {
     fn littles_law_holds_within_each_replica() {
         let mut histogram = LatencyHistogram::new();
         for (lambda, servers, capacity) in [(1600.0, 2, None), (3000.0, 2, Some(5))] {
-            let r = Mmc::new(
-                params(lambda, 1000.0, servers, capacity),
-                9,
-                0,
-                &mut histogram,
-            )
-            .run();
+            let r = Mmc::new(params(lambda, 1000.0, servers, capacity), 9, 0, &mut histogram).run();
             // L = λ_eff · W and Lq = λ_eff · Wq, measured independently.
             let l = r.throughput_rps * r.response_mean_s;
             let lq = r.throughput_rps * r.wait_mean_s;
-            assert!(
-                (l - r.in_system_mean).abs() < 0.01 * r.in_system_mean,
-                "L {l} vs {}",
-                r.in_system_mean
-            );
+            assert!((l - r.in_system_mean).abs() < 0.01 * r.in_system_mean, "L {l} vs {}", r.in_system_mean);
             assert!(
                 (lq - r.queue_length_mean).abs() < 0.015 * r.queue_length_mean,
                 "Lq {lq} vs {}",
@@ -469,16 +434,7 @@ mod tests {
             horizon: secs_to_nanos(100.0),
         };
         let ra = Mmc::new(base, 5, 3, &mut a).run();
-        let rb = Mmc::new(
-            MmcParams {
-                servers: 60,
-                ..base
-            },
-            5,
-            3,
-            &mut b,
-        )
-        .run();
+        let rb = Mmc::new(MmcParams { servers: 60, ..base }, 5, 3, &mut b).run();
         assert_eq!(ra.wait_mean_s, 0.0);
         assert_eq!(ra.response_mean_s, rb.response_mean_s);
         assert_eq!(a.hdr(), b.hdr());
