@@ -20,7 +20,11 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use crate::atomic::StagedFile;
 use crate::{OutputError, Result};
 
-/// Rows per Parquet row group.
+/// Rows per Parquet row group. A trade-off measured with massif: the writer holds
+/// the row group in progress (larger groups, more memory) and keeps about 10 KB of
+/// footer metadata per finished group until the file is closed (smaller groups, more
+/// groups). 2,048 rows, the runner's chunk size, gave the flattest peak memory
+/// between 1,000 and 100,000 replicas.
 pub const ROW_GROUP_ROWS: usize = 2048;
 
 /// A column's type.
