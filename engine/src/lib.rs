@@ -6,6 +6,7 @@
 pub mod event_queue;
 pub mod histogram;
 pub mod models;
+pub mod policy;
 pub mod rng;
 pub mod sim;
 pub mod slab;

@@ -1,0 +1,41 @@
+//! The resilience policy library: the building blocks every model composes.
+//!
+//! Every policy is a plain struct. It takes the current simulated time `now` (and,
+//! where it needs randomness, a `&mut RngStream`) as arguments, never reads a
+//! clock, allocates nothing per decision, and checks its invariants with
+//! `debug_assert!` on every state transition. Each is tested alone here, against
+//! the semantics of the library it follows; `docs/policies.md` lists parameters,
+//! defaults, references and deliberate differences.
+
+pub mod admission;
+pub mod backoff;
+pub mod breaker;
+pub mod bulkhead;
+pub mod classify;
+pub mod limiter;
+pub mod quota;
+pub mod retry_budget;
+pub mod shedder;
+pub mod token_bucket;
+
+/// How much a request matters, most protected first (Google's criticality levels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Criticality {
+    /// Never shed by policy: only refused when there is no room at all.
+    CriticalPlus = 0,
+    Critical = 1,
+    SheddablePlus = 2,
+    /// Shed first.
+    Sheddable = 3,
+}
+
+impl Criticality {
+    /// All levels, most protected first.
+    pub const ALL: [Criticality; 4] =
+        [Criticality::CriticalPlus, Criticality::Critical, Criticality::SheddablePlus, Criticality::Sheddable];
+
+    /// Index into per-level arrays (0 = CRITICAL_PLUS).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}

@@ -1,0 +1,147 @@
+//! A token bucket with continuous refill, in exact integer arithmetic.
+//!
+//! The level is kept in "units" of 1/period tokens: refilling for `dt` nanoseconds
+//! adds exactly `dt × refill` units and a token costs exactly `period` units, so
+//! "600 per minute, wait for 100 tokens" is exactly 10 s — no float drift.
+//!
+//! Invariant: 0 ≤ level ≤ capacity (asserted after every change).
+
+use crate::time::Nanos;
+
+/// A token bucket: `capacity` tokens, refilled by `refill` tokens every `period`
+/// nanoseconds, continuously. Starts full.
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    capacity: u64,
+    refill: u64,
+    period: Nanos,
+    /// Level in units of 1/period tokens.
+    level_units: u128,
+    updated_at: Nanos,
+}
+
+impl TokenBucket {
+    /// A bucket holding up to `capacity` tokens, refilled by `refill` tokens per `period`.
+    pub fn new(capacity: u64, refill: u64, period: Nanos) -> Self {
+        assert!(period > 0, "token bucket period must be positive");
+        TokenBucket { capacity, refill, period, level_units: capacity as u128 * period as u128, updated_at: 0 }
+    }
+
+    /// The usual rate limit: `limit` per minute, bursting up to `limit`.
+    pub fn per_minute(limit: u64) -> Self {
+        Self::new(limit, limit, 60 * crate::time::NANOS_PER_SEC)
+    }
+
+    /// Capacity in tokens.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn max_units(&self) -> u128 {
+        self.capacity as u128 * self.period as u128
+    }
+
+    #[inline]
+    fn refill_to(&mut self, now: Nanos) {
+        if now > self.updated_at {
+            let added = (now - self.updated_at) as u128 * self.refill as u128;
+            self.level_units = (self.level_units + added).min(self.max_units());
+            self.updated_at = now;
+        }
+        debug_assert!(self.level_units <= self.max_units());
+    }
+
+    /// Tokens available at `now` (fractional).
+    pub fn level(&mut self, now: Nanos) -> f64 {
+        self.refill_to(now);
+        self.level_units as f64 / self.period as f64
+    }
+
+    /// Whole tokens available at `now`.
+    pub fn whole_tokens(&mut self, now: Nanos) -> u64 {
+        self.refill_to(now);
+        (self.level_units / self.period as u128) as u64
+    }
+
+    /// Takes `n` tokens if they are there.
+    #[inline]
+    pub fn try_take(&mut self, now: Nanos, n: u64) -> bool {
+        self.refill_to(now);
+        let cost = n as u128 * self.period as u128;
+        if cost <= self.level_units {
+            self.level_units -= cost;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// How long until `n` tokens are available: `Some(0)` if they are now, `None` if
+    /// never (more than the capacity, or no refill).
+    pub fn wait_time(&mut self, now: Nanos, n: u64) -> Option<Nanos> {
+        self.refill_to(now);
+        if n > self.capacity {
+            return None;
+        }
+        let cost = n as u128 * self.period as u128;
+        if cost <= self.level_units {
+            return Some(0);
+        }
+        if self.refill == 0 {
+            return None;
+        }
+        let missing = cost - self.level_units;
+        Some(missing.div_ceil(self.refill as u128) as Nanos)
+    }
+
+    /// Gives back `n` tokens (say, an unused reservation), never above capacity.
+    pub fn refund(&mut self, now: Nanos, n: u64) {
+        self.refill_to(now);
+        self.level_units = (self.level_units + n as u128 * self.period as u128).min(self.max_units());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::secs_to_nanos;
+    use proptest::prelude::*;
+
+    #[test]
+    fn six_hundred_per_minute_is_exact() {
+        let mut bucket = TokenBucket::per_minute(600);
+        assert_eq!(bucket.level(0), 600.0, "starts full");
+        assert!(bucket.try_take(0, 100));
+        assert_eq!(bucket.level(0), 500.0);
+        assert_eq!(bucket.level(secs_to_nanos(10.0)), 600.0, "full again 10 s later");
+        let t = secs_to_nanos(10.0);
+        assert!(bucket.try_take(t, 600));
+        assert_eq!(bucket.level(t), 0.0, "empty after taking all");
+        assert!(!bucket.try_take(t, 1));
+        assert_eq!(bucket.wait_time(t, 100), Some(secs_to_nanos(10.0)), "100 tokens take exactly 10 s");
+        assert_eq!(bucket.wait_time(t, 601), None, "more than the capacity never comes");
+        bucket.refund(t, 250);
+        assert_eq!(bucket.level(t), 250.0, "refunding restores");
+        bucket.refund(t, 10_000);
+        assert_eq!(bucket.level(t), 600.0, "refunds are capped at capacity");
+        assert!(bucket.try_take(t + secs_to_nanos(10.0), 600));
+    }
+
+    proptest! {
+        #[test]
+        fn level_stays_within_capacity(ops in proptest::collection::vec((0u64..2_000_000_000, 0u8..3, 0u64..800), 1..200)) {
+            let mut bucket = TokenBucket::per_minute(600);
+            let mut now = 0;
+            for (dt, op, n) in ops {
+                now += dt;
+                match op {
+                    0 => { bucket.try_take(now, n); }
+                    1 => bucket.refund(now, n),
+                    _ => { let wait = bucket.wait_time(now, n); prop_assert_eq!(wait.is_none(), n > 600); }
+                }
+                let level = bucket.level(now);
+                prop_assert!((0.0..=600.0).contains(&level));
+            }
+        }
+    }
+}
