@@ -1,1 +1,575 @@
-//! placeholder
+//! A circuit breaker with the state machine of Resilience4j.
+//!
+//! CLOSED records outcomes in a sliding window (the last N calls, or the last T
+//! nanoseconds in buckets evicted by age — never reset on a fixed tick) and trips to
+//! OPEN when, with at least `minimum_calls` recorded, the failure rate or the
+//! slow-call rate reaches its threshold (≥). OPEN refuses in O(1) and records nothing;
+//! the first request after the open time moves it to HALF_OPEN, which admits at most
+//! `half_open_probes` probes at a time, closes after that many good probes and reopens
+//! on any failed one. Each consecutive trip multiplies the open time, up to a maximum.
+//!
+//! A 429 is the dependency working correctly and asking us to slow down; with
+//! `count_rate_limited = false` (the default) it is neither a success nor a failure.
+//!
+//! Permits carry the breaker's transition epoch: an answer to a call admitted before
+//! the last transition is ignored, so a slow call from CLOSED cannot close or reopen
+//! a later HALF_OPEN.
+//!
+//! Invariants (asserted): probes out ≤ `half_open_probes`; good probes < `half_open_probes`
+//! while half-open; window counts ≤ window calls.
+
+use super::classify::Outcome;
+use crate::time::Nanos;
+
+/// Which calls the failure rate is computed over.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SlidingWindow {
+    /// The last `size` recorded calls.
+    Count { size: u32 },
+    /// Calls in the last `window` nanoseconds, in `buckets` equal buckets.
+    Time { window: Nanos, buckets: u32 },
+}
+
+/// Breaker parameters. Rates are fractions in (0, 1]; a threshold above 1 disables that trigger.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BreakerConfig {
+    pub window: SlidingWindow,
+    pub minimum_calls: u32,
+    pub failure_rate_threshold: f64,
+    pub slow_call_rate_threshold: f64,
+    /// A call at least this long is slow.
+    pub slow_call_duration: Nanos,
+    /// Open time after the first trip.
+    pub open_duration: Nanos,
+    /// Each further consecutive trip multiplies the open time by this.
+    pub open_duration_multiplier: f64,
+    pub max_open_duration: Nanos,
+    pub half_open_probes: u32,
+    /// Count 429s as failures (off by default: they are the dependency being healthy).
+    pub count_rate_limited: bool,
+}
+
+impl Default for BreakerConfig {
+    /// Resilience4j's defaults: a count window of 100, minimum 100 calls, 50% failure
+    /// rate, slow calls disabled (threshold 100% of calls ≥ 60 s), 60 s open, 10 probes.
+    fn default() -> Self {
+        BreakerConfig {
+            window: SlidingWindow::Count { size: 100 },
+            minimum_calls: 100,
+            failure_rate_threshold: 0.5,
+            slow_call_rate_threshold: 1.0,
+            slow_call_duration: 60 * crate::time::NANOS_PER_SEC,
+            open_duration: 60 * crate::time::NANOS_PER_SEC,
+            open_duration_multiplier: 1.0,
+            max_open_duration: 60 * crate::time::NANOS_PER_SEC,
+            half_open_probes: 10,
+            count_rate_limited: false,
+        }
+    }
+}
+
+/// The breaker's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakerState {
+    Closed,
+    Open { until: Nanos },
+    HalfOpen { probes_out: u32, good_probes: u32 },
+}
+
+/// Permission to call; hand it back with [`CircuitBreaker::record`] or [`CircuitBreaker::abandon`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Permit {
+    epoch: u32,
+    probe: bool,
+}
+
+impl Permit {
+    /// True for a half-open probe.
+    pub fn is_probe(self) -> bool {
+        self.probe
+    }
+}
+
+/// Counters over the breaker's life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BreakerCounters {
+    pub trips: u64,
+    pub refusals: u64,
+    /// Time spent open, up to the last transition (see [`CircuitBreaker::time_open`]).
+    pub time_open: Nanos,
+}
+
+const FAILED: u8 = 1;
+const SLOW: u8 = 2;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Bucket {
+    epoch: u64,
+    calls: u32,
+    failures: u32,
+    slow: u32,
+}
+
+#[derive(Clone, Debug)]
+enum Window {
+    Count { flags: Box<[u8]>, next: usize, filled: u32, failures: u32, slow: u32 },
+    Time { buckets: Box<[Bucket]>, width: Nanos },
+}
+
+impl Window {
+    fn new(kind: SlidingWindow) -> Self {
+        match kind {
+            SlidingWindow::Count { size } => {
+                assert!(size > 0, "count window size must be positive");
+                Window::Count {
+                    flags: vec![0; size as usize].into_boxed_slice(),
+                    next: 0,
+                    filled: 0,
+                    failures: 0,
+                    slow: 0,
+                }
+            }
+            SlidingWindow::Time { window, buckets } => {
+                assert!(buckets > 0 && window >= buckets as u64, "time window needs ≥ 1 ns per bucket");
+                let empty = Bucket { epoch: u64::MAX, ..Bucket::default() };
+                Window::Time {
+                    buckets: vec![empty; buckets as usize].into_boxed_slice(),
+                    width: window / buckets as u64,
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, now: Nanos, flags_in: u8) {
+        match self {
+            Window::Count { flags, next, filled, failures, slow } => {
+                let old = flags[*next];
+                if (*filled as usize) == flags.len() {
+                    *failures -= (old & FAILED != 0) as u32;
+                    *slow -= (old & SLOW != 0) as u32;
+                } else {
+                    *filled += 1;
+                }
+                flags[*next] = flags_in;
+                *failures += (flags_in & FAILED != 0) as u32;
+                *slow += (flags_in & SLOW != 0) as u32;
+                *next = (*next + 1) % flags.len();
+                debug_assert!(*failures <= *filled && *slow <= *filled);
+            }
+            Window::Time { buckets, width } => {
+                let epoch = now / *width;
+                let bucket = &mut buckets[(epoch % buckets.len() as u64) as usize];
+                if bucket.epoch != epoch {
+                    *bucket = Bucket { epoch, calls: 0, failures: 0, slow: 0 };
+                }
+                bucket.calls += 1;
+                bucket.failures += (flags_in & FAILED != 0) as u32;
+                bucket.slow += (flags_in & SLOW != 0) as u32;
+            }
+        }
+    }
+
+    /// (calls, failures, slow) currently in the window.
+    fn totals(&self, now: Nanos) -> (u32, u32, u32) {
+        match self {
+            Window::Count { filled, failures, slow, .. } => (*filled, *failures, *slow),
+            Window::Time { buckets, width } => {
+                let current = now / *width;
+                let oldest = current.saturating_sub(buckets.len() as u64 - 1);
+                buckets
+                    .iter()
+                    .filter(|b| b.epoch != u64::MAX && b.epoch >= oldest && b.epoch <= current)
+                    .fold((0, 0, 0), |(c, f, s), b| (c + b.calls, f + b.failures, s + b.slow))
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Window::Count { flags, next, filled, failures, slow } => {
+                flags.fill(0);
+                (*next, *filled, *failures, *slow) = (0, 0, 0, 0);
+            }
+            Window::Time { buckets, .. } => buckets.fill(Bucket { epoch: u64::MAX, ..Bucket::default() }),
+        }
+    }
+}
+
+/// The circuit breaker.
+#[derive(Clone, Debug)]
+pub struct CircuitBreaker {
+    config: BreakerConfig,
+    state: BreakerState,
+    window: Window,
+    epoch: u32,
+    consecutive_trips: u32,
+    opened_at: Nanos,
+    counters: BreakerCounters,
+}
+
+impl CircuitBreaker {
+    /// A closed breaker.
+    pub fn new(config: BreakerConfig) -> Self {
+        assert!(config.half_open_probes > 0, "half_open_probes must be at least 1");
+        assert!(config.failure_rate_threshold > 0.0, "failure_rate_threshold must be positive");
+        assert!(config.open_duration_multiplier >= 1.0, "open_duration_multiplier must be at least 1");
+        CircuitBreaker {
+            window: Window::new(config.window),
+            config,
+            state: BreakerState::Closed,
+            epoch: 0,
+            consecutive_trips: 0,
+            opened_at: 0,
+            counters: BreakerCounters::default(),
+        }
+    }
+
+    /// The current state (OPEN may already be due to turn HALF_OPEN on the next request).
+    pub fn state(&self) -> BreakerState {
+        self.state
+    }
+
+    /// Trips, refusals, time open up to the last transition.
+    pub fn counters(&self) -> BreakerCounters {
+        self.counters
+    }
+
+    /// Total time open, including the current open period up to `now`.
+    pub fn time_open(&self, now: Nanos) -> Nanos {
+        match self.state {
+            BreakerState::Open { .. } => self.counters.time_open + now.saturating_sub(self.opened_at),
+            _ => self.counters.time_open,
+        }
+    }
+
+    /// Asks to call the dependency. `None` is a refusal (counted, nothing recorded).
+    #[inline]
+    pub fn try_acquire(&mut self, now: Nanos) -> Option<Permit> {
+        match self.state {
+            BreakerState::Closed => Some(Permit { epoch: self.epoch, probe: false }),
+            BreakerState::Open { until } if now >= until => {
+                self.counters.time_open += now - self.opened_at;
+                self.transition(BreakerState::HalfOpen { probes_out: 0, good_probes: 0 });
+                self.try_acquire(now)
+            }
+            BreakerState::Open { .. } => {
+                self.counters.refusals += 1;
+                None
+            }
+            BreakerState::HalfOpen { probes_out, good_probes } => {
+                if probes_out + good_probes < self.config.half_open_probes {
+                    self.state = BreakerState::HalfOpen { probes_out: probes_out + 1, good_probes };
+                    self.check();
+                    Some(Permit { epoch: self.epoch, probe: true })
+                } else {
+                    self.counters.refusals += 1;
+                    None
+                }
+            }
+        }
+    }
+
+    /// Records the answer to a permitted call that took `duration`.
+    #[inline]
+    pub fn record(&mut self, now: Nanos, permit: Permit, outcome: Outcome, duration: Nanos) {
+        if permit.epoch != self.epoch {
+            return; // admitted before the last transition: stale
+        }
+        if outcome == Outcome::RateLimited && !self.config.count_rate_limited {
+            self.abandon(permit);
+            return;
+        }
+        let failed = outcome.is_failure();
+        let slow = duration >= self.config.slow_call_duration && self.config.slow_call_rate_threshold <= 1.0;
+        match self.state {
+            BreakerState::Closed => {
+                self.window.record(now, (failed as u8 * FAILED) | (slow as u8 * SLOW));
+                let (calls, failures, slows) = self.window.totals(now);
+                if calls >= self.config.minimum_calls.max(1) {
+                    let failure_rate = failures as f64 / calls as f64;
+                    let slow_rate = slows as f64 / calls as f64;
+                    if failure_rate >= self.config.failure_rate_threshold
+                        || slow_rate >= self.config.slow_call_rate_threshold
+                    {
+                        self.trip(now);
+                    }
+                }
+            }
+            BreakerState::HalfOpen { probes_out, good_probes } => {
+                debug_assert!(permit.probe && probes_out > 0);
+                if failed || slow {
+                    self.trip(now);
+                } else if good_probes + 1 >= self.config.half_open_probes {
+                    self.consecutive_trips = 0;
+                    self.window.clear();
+                    self.transition(BreakerState::Closed);
+                } else {
+                    self.state = BreakerState::HalfOpen { probes_out: probes_out - 1, good_probes: good_probes + 1 };
+                    self.check();
+                }
+            }
+            BreakerState::Open { .. } => unreachable!("permits from an open breaker do not exist"),
+        }
+    }
+
+    /// Hands back a permit whose call never reached the dependency (or whose
+    /// outcome is ignored), freeing a probe slot.
+    #[inline]
+    pub fn abandon(&mut self, permit: Permit) {
+        if permit.epoch != self.epoch {
+            return;
+        }
+        if let BreakerState::HalfOpen { probes_out, good_probes } = self.state {
+            debug_assert!(probes_out > 0, "abandoned a probe that was not out");
+            self.state = BreakerState::HalfOpen { probes_out: probes_out.saturating_sub(1), good_probes };
+            self.check();
+        }
+    }
+
+    fn trip(&mut self, now: Nanos) {
+        self.consecutive_trips += 1;
+        self.counters.trips += 1;
+        let factor = self.config.open_duration_multiplier.powi(self.consecutive_trips as i32 - 1);
+        let open_for = ((self.config.open_duration as f64 * factor) as Nanos)
+            .min(self.config.max_open_duration.max(self.config.open_duration));
+        self.opened_at = now;
+        self.window.clear();
+        self.transition(BreakerState::Open { until: now.saturating_add(open_for) });
+    }
+
+    fn transition(&mut self, to: BreakerState) {
+        debug_assert!(
+            matches!(
+                (self.state, to),
+                (BreakerState::Closed, BreakerState::Open { .. })
+                    | (BreakerState::Open { .. }, BreakerState::HalfOpen { .. })
+                    | (BreakerState::HalfOpen { .. }, BreakerState::Open { .. } | BreakerState::Closed)
+            ),
+            "illegal breaker transition {:?} → {to:?}",
+            self.state
+        );
+        self.state = to;
+        self.epoch = self.epoch.wrapping_add(1);
+        self.check();
+    }
+
+    #[inline]
+    fn check(&self) {
+        if let BreakerState::HalfOpen { probes_out, good_probes } = self.state {
+            debug_assert!(probes_out + good_probes <= self.config.half_open_probes, "too many probes");
+            debug_assert!(good_probes < self.config.half_open_probes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::{secs_to_nanos, NANOS_PER_SEC};
+    use proptest::prelude::*;
+
+    const MS: Nanos = 1_000_000;
+
+    fn config(size: u32, minimum: u32, threshold: f64) -> BreakerConfig {
+        BreakerConfig {
+            window: SlidingWindow::Count { size },
+            minimum_calls: minimum,
+            failure_rate_threshold: threshold,
+            open_duration: 10 * NANOS_PER_SEC,
+            open_duration_multiplier: 2.0,
+            max_open_duration: 30 * NANOS_PER_SEC,
+            half_open_probes: 3,
+            ..BreakerConfig::default()
+        }
+    }
+
+    fn call(breaker: &mut CircuitBreaker, now: Nanos, outcome: Outcome) -> bool {
+        match breaker.try_acquire(now) {
+            Some(permit) => {
+                breaker.record(now, permit, outcome, MS);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[test]
+    fn opens_exactly_at_the_threshold_once_the_minimum_is_reached() {
+        let mut b = CircuitBreaker::new(config(10, 10, 0.5));
+        for _ in 0..9 {
+            call(&mut b, 0, Outcome::ServerError);
+        }
+        assert_eq!(b.state(), BreakerState::Closed, "9 failures are below the minimum of 10 calls");
+        call(&mut b, 0, Outcome::Success);
+        assert!(matches!(b.state(), BreakerState::Open { .. }), "90% ≥ 50% with 10 calls");
+
+        let mut b = CircuitBreaker::new(config(10, 10, 0.5));
+        (0..5).for_each(|_| assert!(call(&mut b, 0, Outcome::Success)));
+        (0..4).for_each(|_| assert!(call(&mut b, 0, Outcome::ServerError)));
+        call(&mut b, 0, Outcome::Success);
+        assert_eq!(b.state(), BreakerState::Closed, "40% < 50%");
+        // The window slides: the oldest success leaves, a failure enters → 5/10 = 50%.
+        call(&mut b, 0, Outcome::ServerError);
+        assert!(matches!(b.state(), BreakerState::Open { .. }), "exactly 50% trips (≥)");
+        assert_eq!(b.counters().trips, 1);
+    }
+
+    #[test]
+    fn open_refuses_then_half_opens_only_after_the_wait() {
+        let mut b = CircuitBreaker::new(config(4, 4, 0.5));
+        (0..4).for_each(|_| {
+            call(&mut b, 0, Outcome::Timeout);
+        });
+        assert_eq!(b.state(), BreakerState::Open { until: 10 * NANOS_PER_SEC });
+        assert!(b.try_acquire(10 * NANOS_PER_SEC - 1).is_none(), "still open 1 ns before the wait ends");
+        assert_eq!(b.counters().refusals, 1);
+        let probe = b.try_acquire(10 * NANOS_PER_SEC).expect("half-open admits a probe");
+        assert!(probe.is_probe());
+        assert_eq!(b.time_open(10 * NANOS_PER_SEC), 10 * NANOS_PER_SEC);
+        // Three probes at a time, then refusals.
+        let p2 = b.try_acquire(10 * NANOS_PER_SEC).unwrap();
+        let p3 = b.try_acquire(10 * NANOS_PER_SEC).unwrap();
+        assert!(b.try_acquire(10 * NANOS_PER_SEC).is_none());
+        // A probe that never reached the dependency is handed back.
+        b.abandon(p3);
+        let p3 = b.try_acquire(10 * NANOS_PER_SEC).expect("the abandoned slot is free again");
+        for p in [probe, p2, p3] {
+            b.record(11 * NANOS_PER_SEC, p, Outcome::Success, MS);
+        }
+        assert_eq!(b.state(), BreakerState::Closed, "three good probes close it");
+    }
+
+    #[test]
+    fn a_failed_probe_reopens_for_longer_up_to_the_maximum() {
+        let mut b = CircuitBreaker::new(config(4, 4, 0.5));
+        let mut now = 0;
+        (0..4).for_each(|_| {
+            call(&mut b, now, Outcome::ServerError);
+        });
+        for expected_open in [20, 30, 30] {
+            // Wait out the current open period, fail the first probe.
+            let BreakerState::Open { until } = b.state() else { panic!("open") };
+            now = until;
+            let probe = b.try_acquire(now).unwrap();
+            b.record(now, probe, Outcome::ServerError, MS);
+            assert_eq!(b.state(), BreakerState::Open { until: now + expected_open * NANOS_PER_SEC });
+        }
+        assert_eq!(b.counters().trips, 4);
+        // A success after closing resets the growth.
+        let BreakerState::Open { until } = b.state() else { panic!("open") };
+        now = until;
+        for _ in 0..3 {
+            let p = b.try_acquire(now).unwrap();
+            b.record(now, p, Outcome::Success, MS);
+        }
+        assert_eq!(b.state(), BreakerState::Closed);
+        (0..4).for_each(|_| {
+            call(&mut b, now, Outcome::ServerError);
+        });
+        assert_eq!(b.state(), BreakerState::Open { until: now + 10 * NANOS_PER_SEC });
+    }
+
+    #[test]
+    fn late_answers_from_before_a_transition_are_ignored() {
+        let mut b = CircuitBreaker::new(config(4, 4, 0.5));
+        let early = b.try_acquire(0).unwrap();
+        (0..4).for_each(|_| {
+            call(&mut b, 0, Outcome::ServerError);
+        });
+        let probe = b.try_acquire(10 * NANOS_PER_SEC).unwrap();
+        // The slow call admitted while closed fails now: it must not reopen the breaker.
+        b.record(10 * NANOS_PER_SEC, early, Outcome::ServerError, MS);
+        assert!(matches!(b.state(), BreakerState::HalfOpen { probes_out: 1, .. }));
+        b.record(10 * NANOS_PER_SEC, probe, Outcome::Success, MS);
+    }
+
+    #[test]
+    fn slow_calls_trip_at_their_own_threshold() {
+        let mut b = CircuitBreaker::new(BreakerConfig {
+            slow_call_rate_threshold: 0.5,
+            slow_call_duration: 100 * MS,
+            ..config(4, 4, 0.9)
+        });
+        for duration in [10 * MS, 10 * MS, 100 * MS, 200 * MS] {
+            let p = b.try_acquire(0).unwrap();
+            b.record(0, p, Outcome::Success, duration);
+        }
+        assert!(matches!(b.state(), BreakerState::Open { .. }), "2 of 4 calls slow: 50% ≥ 50%");
+    }
+
+    /// The seed's case: a healthy but rate-limited API. 100 calls, 40% of them 429.
+    fn rate_limited_run(count_rate_limited: bool) -> CircuitBreaker {
+        let mut b = CircuitBreaker::new(BreakerConfig {
+            window: SlidingWindow::Time { window: secs_to_nanos(60.0), buckets: 60 },
+            minimum_calls: 20,
+            failure_rate_threshold: 0.3,
+            open_duration: secs_to_nanos(20.0),
+            half_open_probes: 3,
+            count_rate_limited,
+            ..BreakerConfig::default()
+        });
+        for i in 0..100u64 {
+            let outcome = if i % 5 < 2 { Outcome::RateLimited } else { Outcome::Success };
+            call(&mut b, i * 100 * MS, outcome);
+        }
+        b
+    }
+
+    #[test]
+    fn rate_limits_do_not_trip_the_breaker_unless_counted() {
+        let excluded = rate_limited_run(false);
+        assert_eq!(excluded.state(), BreakerState::Closed);
+        assert_eq!(excluded.counters().trips, 0);
+        let counted = rate_limited_run(true);
+        assert!(counted.counters().trips >= 1, "40% ≥ 30% once 20 calls are in");
+        assert!(counted.counters().refusals > 0, "and then it refuses calls that had quota");
+    }
+
+    #[test]
+    fn time_window_forgets_old_failures_by_age() {
+        let mut b = CircuitBreaker::new(BreakerConfig {
+            window: SlidingWindow::Time { window: secs_to_nanos(10.0), buckets: 10 },
+            minimum_calls: 10,
+            failure_rate_threshold: 0.5,
+            ..BreakerConfig::default()
+        });
+        (0..5).for_each(|_| {
+            call(&mut b, 0, Outcome::ServerError);
+        });
+        // Eleven seconds later those failures have aged out: 5 more failures and
+        // 5 successes would be 50%, but only the new ones count.
+        let later = secs_to_nanos(11.0);
+        (0..6).for_each(|_| {
+            call(&mut b, later, Outcome::Success);
+        });
+        (0..4).for_each(|_| {
+            call(&mut b, later, Outcome::ServerError);
+        });
+        assert_eq!(b.state(), BreakerState::Closed, "4 of 10 recent calls failed");
+    }
+
+    proptest! {
+        #[test]
+        fn never_more_than_n_probes_out(ops in proptest::collection::vec((0u64..3_000_000_000, 0u8..4, 0usize..4), 1..400)) {
+            let mut b = CircuitBreaker::new(config(8, 4, 0.5));
+            let mut now = 0;
+            let mut held: Vec<Permit> = Vec::new();
+            for (dt, op, pick) in ops {
+                now += dt;
+                match op {
+                    0 => if let Some(p) = b.try_acquire(now) { held.push(p) },
+                    1 | 2 if !held.is_empty() => {
+                        let p = held.swap_remove(pick % held.len());
+                        let outcome = if op == 1 { Outcome::Success } else { Outcome::ServerError };
+                        b.record(now, p, outcome, MS);
+                    }
+                    3 if !held.is_empty() => { let p = held.swap_remove(pick % held.len()); b.abandon(p); }
+                    _ => {}
+                }
+                if let BreakerState::HalfOpen { probes_out, good_probes } = b.state() {
+                    prop_assert!(probes_out + good_probes <= 3);
+                }
+            }
+        }
+    }
+}
