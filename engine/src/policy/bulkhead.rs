@@ -299,12 +299,10 @@ mod tests {
         b.try_acquire(0, 0, FAR);
         // Arrivals every 1 ms, service every 2 ms: the queue stands and grows.
         let mut drops = Vec::new();
-        let mut next_id = 1;
         let mut served = 0;
         for ms in 1..=2000u64 {
             let now = ms * MS;
-            b.try_acquire(now, next_id, FAR);
-            next_id += 1;
+            b.try_acquire(now, ms, FAR);
             if ms % 2 == 0 && b.release(now, |_, why| drops.push((now, why))).is_some() {
                 served += 1;
             }

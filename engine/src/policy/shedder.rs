@@ -111,7 +111,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn never_exceeds_its_pool(ops in proptest::collection::vec((0usize..5), 1..500)) {
+        fn never_exceeds_its_pool(ops in proptest::collection::vec(0usize..5, 1..500)) {
             let mut s = PriorityShedder::new(10, ShedMarks::default());
             for op in ops {
                 if op == 4 { if s.in_flight() > 0 { s.release(); } } else { s.try_admit(Criticality::ALL[op]); }
