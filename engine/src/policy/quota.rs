@@ -1,1 +1,252 @@
-//! placeholder
+//! Client-side quota meters: the three buckets a metered LLM API enforces (requests,
+//! input tokens and output tokens per minute), kept on the client so that a request
+//! that would come back as a 429 is never sent.
+//!
+//! The output meter is charged the request's `max_tokens` at reservation (the API
+//! does the same) and [`QuotaMeter::reconcile`] hands back the slack once the real
+//! output is known. Forgetting to reconcile throttles a client to a fraction of the
+//! quota it pays for. A fleet of N instances either shares one coordinated meter or
+//! splits the quota 1/N each; `headroom` keeps a safety margin below the published
+//! limits.
+//!
+//! Invariant: every bucket stays within [0, capacity] (see `TokenBucket`).
+
+use super::token_bucket::TokenBucket;
+use crate::time::{Nanos, NANOS_PER_SEC};
+
+/// Published per-minute limits of one model tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuotaLimits {
+    pub requests_per_minute: u64,
+    pub input_tokens_per_minute: u64,
+    pub output_tokens_per_minute: u64,
+}
+
+/// How the client uses the limits.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QuotaConfig {
+    /// Fraction of each limit the client allows itself (0..=1).
+    pub headroom: f64,
+    /// A reservation that would have to wait longer than this is refused.
+    pub longest_wait: Nanos,
+    /// Client instances sharing the quota.
+    pub instances: u32,
+    /// One shared meter (true) or 1/N of the quota per instance (false).
+    pub coordinated: bool,
+}
+
+impl Default for QuotaConfig {
+    /// The LLM-gateway fixture's defaults: 0.90 headroom, 2 s longest wait, 12 instances, coordinated.
+    fn default() -> Self {
+        QuotaConfig { headroom: 0.9, longest_wait: 2 * NANOS_PER_SEC, instances: 12, coordinated: true }
+    }
+}
+
+/// Proof of a reservation; reconcile it when the call ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "a reservation's unused output tokens are only returned by reconcile"]
+pub struct Reservation {
+    pub input_tokens: u64,
+    pub max_tokens: u64,
+}
+
+/// The answer to a reservation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reserve {
+    Granted(Reservation),
+    /// Not now; enough will be there after this long (≤ the longest wait).
+    Wait(Nanos),
+    /// Not within the longest wait (`Some(wait)`), or never (`None`: more than a bucket holds).
+    Refused {
+        wait: Option<Nanos>,
+    },
+}
+
+/// One client's view of a tier's quota.
+#[derive(Clone, Debug)]
+pub struct QuotaMeter {
+    requests: TokenBucket,
+    input: TokenBucket,
+    output: TokenBucket,
+    longest_wait: Nanos,
+    reserved: u64,
+    handed_back: u64,
+}
+
+impl QuotaMeter {
+    /// The meter one instance uses: the whole (headroomed) quota when coordinated,
+    /// 1/N of it otherwise.
+    pub fn new(limits: QuotaLimits, config: QuotaConfig) -> Self {
+        assert!((0.0..=1.0).contains(&config.headroom), "headroom must be in [0, 1]");
+        assert!(config.instances > 0, "instances must be at least 1");
+        let share = if config.coordinated { 1 } else { config.instances as u64 };
+        let bucket = |limit: u64| TokenBucket::per_minute((limit as f64 * config.headroom) as u64 / share);
+        QuotaMeter {
+            requests: bucket(limits.requests_per_minute),
+            input: bucket(limits.input_tokens_per_minute),
+            output: bucket(limits.output_tokens_per_minute),
+            longest_wait: config.longest_wait,
+            reserved: 0,
+            handed_back: 0,
+        }
+    }
+
+    /// Reserves one request, its input tokens and `max_tokens` of output.
+    #[inline]
+    pub fn reserve(&mut self, now: Nanos, input_tokens: u64, max_tokens: u64) -> Reserve {
+        let waits = [
+            self.requests.wait_time(now, 1),
+            self.input.wait_time(now, input_tokens),
+            self.output.wait_time(now, max_tokens),
+        ];
+        let mut longest = 0;
+        for wait in waits {
+            match wait {
+                None => return Reserve::Refused { wait: None },
+                Some(wait) => longest = longest.max(wait),
+            }
+        }
+        if longest == 0 {
+            let taken = self.requests.try_take(now, 1)
+                & self.input.try_take(now, input_tokens)
+                & self.output.try_take(now, max_tokens);
+            debug_assert!(taken, "every bucket had room");
+            self.reserved += max_tokens;
+            Reserve::Granted(Reservation { input_tokens, max_tokens })
+        } else if longest <= self.longest_wait {
+            Reserve::Wait(longest)
+        } else {
+            Reserve::Refused { wait: Some(longest) }
+        }
+    }
+
+    /// The call produced `actual_output` tokens: hand back the rest of `max_tokens`.
+    #[inline]
+    pub fn reconcile(&mut self, now: Nanos, reservation: Reservation, actual_output: u64) {
+        let slack = reservation.max_tokens.saturating_sub(actual_output);
+        self.output.refund(now, slack);
+        self.handed_back += slack;
+    }
+
+    /// The reservation was never used (the call was not sent): return everything.
+    pub fn cancel(&mut self, now: Nanos, reservation: Reservation) {
+        self.requests.refund(now, 1);
+        self.input.refund(now, reservation.input_tokens);
+        self.reconcile(now, reservation, 0);
+    }
+
+    /// The tightest meter's used fraction (0 = all quota free, 1 = exhausted): the
+    /// pressure signal an admission ladder reads.
+    pub fn pressure(&mut self, now: Nanos) -> f64 {
+        [&mut self.requests, &mut self.input, &mut self.output]
+            .into_iter()
+            .map(|bucket| {
+                let capacity = bucket.capacity().max(1) as f64;
+                1.0 - bucket.level(now) / capacity
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// Output tokens available now.
+    pub fn output_available(&mut self, now: Nanos) -> u64 {
+        self.output.whole_tokens(now)
+    }
+
+    /// Output tokens reserved and handed back so far.
+    pub fn output_totals(&self) -> (u64, u64) {
+        (self.reserved, self.handed_back)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::secs_to_nanos;
+
+    /// The fixture's sonnet tier.
+    const SONNET: QuotaLimits = QuotaLimits {
+        requests_per_minute: 2_000,
+        input_tokens_per_minute: 8_000_000,
+        output_tokens_per_minute: 1_000_000,
+    };
+
+    fn exact() -> QuotaConfig {
+        QuotaConfig { headroom: 1.0, longest_wait: 0, instances: 1, coordinated: true }
+    }
+
+    #[test]
+    fn a_reservation_charges_max_tokens_and_reconciling_keeps_only_the_real_output() {
+        let mut meter = QuotaMeter::new(SONNET, exact());
+        let Reserve::Granted(r) = meter.reserve(0, 6_200, 2_048) else { panic!("the quota is full") };
+        assert_eq!(meter.output_available(0), 1_000_000 - 2_048, "charged exactly max_tokens");
+        meter.reconcile(0, r, 520);
+        assert_eq!(meter.output_available(0), 1_000_000 - 520, "520 of 2,048 stay charged");
+        assert_eq!(meter.output_totals(), (2_048, 1_528));
+    }
+
+    fn served_in_second_minute(reconcile: bool) -> u32 {
+        let mut meter = QuotaMeter::new(SONNET, exact());
+        let mut served = 0;
+        for step in 0..12_000u64 {
+            let now = step * 10_000_000; // every 10 ms for two minutes
+            if let Reserve::Granted(r) = meter.reserve(now, 6_200, 2_048) {
+                if reconcile {
+                    meter.reconcile(now, r, 520);
+                }
+                served += (now >= secs_to_nanos(60.0)) as u32;
+            }
+        }
+        served
+    }
+
+    #[test]
+    fn reconciling_serves_far_more_than_not() {
+        let with = served_in_second_minute(true);
+        let without = served_in_second_minute(false);
+        // Reconciled, input tokens bind: 8,000,000 / 6,200 ≈ 1,290 a minute.
+        // Unreconciled, the output reservations bind: 1,000,000 / 2,048 ≈ 488.
+        assert!((1_280..=1_292).contains(&with), "{with}");
+        assert!((484..=490).contains(&without), "{without}");
+    }
+
+    #[test]
+    fn split_times_n_equals_coordinated() {
+        let config = QuotaConfig { headroom: 0.9, longest_wait: 0, instances: 4, coordinated: false };
+        let served = |meter: &mut QuotaMeter| {
+            (0..10_000).filter(|_| matches!(meter.reserve(0, 4_000, 64), Reserve::Granted(_))).count()
+        };
+        let mut split = QuotaMeter::new(SONNET, config);
+        let mut coordinated = QuotaMeter::new(SONNET, QuotaConfig { coordinated: true, ..config });
+        assert_eq!(served(&mut split) * 4, served(&mut coordinated));
+        assert_eq!(
+            served(&mut QuotaMeter::new(SONNET, QuotaConfig { coordinated: true, ..config })),
+            1_800,
+            "RPM × headroom"
+        );
+    }
+
+    #[test]
+    fn waits_within_the_longest_wait_and_refuses_beyond() {
+        let tiny = QuotaLimits {
+            requests_per_minute: 60,
+            input_tokens_per_minute: 1_000_000,
+            output_tokens_per_minute: 1_000_000,
+        };
+        let mut meter = QuotaMeter::new(
+            tiny,
+            QuotaConfig { headroom: 1.0, longest_wait: 2 * NANOS_PER_SEC, instances: 1, coordinated: true },
+        );
+        for _ in 0..60 {
+            assert!(matches!(meter.reserve(0, 1, 1), Reserve::Granted(_)));
+        }
+        assert_eq!(meter.reserve(0, 1, 1), Reserve::Wait(NANOS_PER_SEC), "one request per second refills");
+        assert_eq!(meter.reserve(0, 1, 2_000_000), Reserve::Refused { wait: None }, "more than the bucket holds");
+        assert!((meter.pressure(0) - 1.0).abs() < 1e-12);
+        let Reserve::Granted(r) = meter.reserve(NANOS_PER_SEC, 1, 1) else { panic!() };
+        meter.cancel(NANOS_PER_SEC, r);
+        assert!(
+            matches!(meter.reserve(NANOS_PER_SEC, 1, 1), Reserve::Granted(_)),
+            "a cancelled reservation is returned"
+        );
+    }
+}
