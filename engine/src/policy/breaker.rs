@@ -102,18 +102,34 @@ pub struct BreakerCounters {
 const FAILED: u8 = 1;
 const SLOW: u8 = 2;
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Bucket {
-    epoch: u64,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counts {
     calls: u32,
     failures: u32,
     slow: u32,
 }
 
+impl Counts {
+    fn add(&mut self, flags: u8) {
+        self.calls += 1;
+        self.failures += (flags & FAILED != 0) as u32;
+        self.slow += (flags & SLOW != 0) as u32;
+    }
+
+    fn subtract(&mut self, other: Counts) {
+        self.calls -= other.calls;
+        self.failures -= other.failures;
+        self.slow -= other.slow;
+    }
+}
+
+/// The sliding window with running totals, so a decision is O(1): the count window
+/// is a ring of outcome flags; the time window is a ring of buckets, and moving to a
+/// new bucket evicts (subtracts) the buckets that aged out.
 #[derive(Clone, Debug)]
 enum Window {
-    Count { flags: Box<[u8]>, next: usize, filled: u32, failures: u32, slow: u32 },
-    Time { buckets: Box<[Bucket]>, width: Nanos },
+    Count { flags: Box<[u8]>, next: usize, totals: Counts },
+    Time { buckets: Box<[Counts]>, width: Nanos, head_epoch: u64, totals: Counts },
 }
 
 impl Window {
@@ -121,76 +137,90 @@ impl Window {
         match kind {
             SlidingWindow::Count { size } => {
                 assert!(size > 0, "count window size must be positive");
-                Window::Count {
-                    flags: vec![0; size as usize].into_boxed_slice(),
-                    next: 0,
-                    filled: 0,
-                    failures: 0,
-                    slow: 0,
-                }
+                Window::Count { flags: vec![0; size as usize].into_boxed_slice(), next: 0, totals: Counts::default() }
             }
             SlidingWindow::Time { window, buckets } => {
                 assert!(buckets > 0 && window >= buckets as u64, "time window needs ≥ 1 ns per bucket");
-                let empty = Bucket { epoch: u64::MAX, ..Bucket::default() };
                 Window::Time {
-                    buckets: vec![empty; buckets as usize].into_boxed_slice(),
+                    buckets: vec![Counts::default(); buckets as usize].into_boxed_slice(),
                     width: window / buckets as u64,
+                    head_epoch: 0,
+                    totals: Counts::default(),
                 }
             }
         }
     }
 
+    /// Moves a time window's head to `now`, evicting buckets older than the window.
+    #[inline]
+    fn advance(&mut self, now: Nanos) {
+        if let Window::Time { buckets, width, head_epoch, totals } = self {
+            let epoch = now / *width;
+            if epoch <= *head_epoch {
+                return;
+            }
+            let n = buckets.len() as u64;
+            if epoch - *head_epoch >= n {
+                buckets.fill(Counts::default());
+                *totals = Counts::default();
+            } else {
+                for e in *head_epoch + 1..=epoch {
+                    let bucket = &mut buckets[(e % n) as usize];
+                    totals.subtract(*bucket);
+                    *bucket = Counts::default();
+                }
+            }
+            *head_epoch = epoch;
+        }
+    }
+
+    #[inline]
     fn record(&mut self, now: Nanos, flags_in: u8) {
+        self.advance(now);
         match self {
-            Window::Count { flags, next, filled, failures, slow } => {
-                let old = flags[*next];
-                if (*filled as usize) == flags.len() {
-                    *failures -= (old & FAILED != 0) as u32;
-                    *slow -= (old & SLOW != 0) as u32;
-                } else {
-                    *filled += 1;
+            Window::Count { flags, next, totals } => {
+                if (totals.calls as usize) == flags.len() {
+                    let old = flags[*next];
+                    totals.subtract(Counts {
+                        calls: 1,
+                        failures: (old & FAILED != 0) as u32,
+                        slow: (old & SLOW != 0) as u32,
+                    });
                 }
                 flags[*next] = flags_in;
-                *failures += (flags_in & FAILED != 0) as u32;
-                *slow += (flags_in & SLOW != 0) as u32;
+                totals.add(flags_in);
                 *next = (*next + 1) % flags.len();
-                debug_assert!(*failures <= *filled && *slow <= *filled);
             }
-            Window::Time { buckets, width } => {
-                let epoch = now / *width;
-                let bucket = &mut buckets[(epoch % buckets.len() as u64) as usize];
-                if bucket.epoch != epoch {
-                    *bucket = Bucket { epoch, calls: 0, failures: 0, slow: 0 };
-                }
-                bucket.calls += 1;
-                bucket.failures += (flags_in & FAILED != 0) as u32;
-                bucket.slow += (flags_in & SLOW != 0) as u32;
+            Window::Time { buckets, head_epoch, totals, .. } => {
+                let n = buckets.len() as u64;
+                buckets[(*head_epoch % n) as usize].add(flags_in);
+                totals.add(flags_in);
             }
         }
     }
 
     /// (calls, failures, slow) currently in the window.
-    fn totals(&self, now: Nanos) -> (u32, u32, u32) {
-        match self {
-            Window::Count { filled, failures, slow, .. } => (*filled, *failures, *slow),
-            Window::Time { buckets, width } => {
-                let current = now / *width;
-                let oldest = current.saturating_sub(buckets.len() as u64 - 1);
-                buckets
-                    .iter()
-                    .filter(|b| b.epoch != u64::MAX && b.epoch >= oldest && b.epoch <= current)
-                    .fold((0, 0, 0), |(c, f, s), b| (c + b.calls, f + b.failures, s + b.slow))
-            }
-        }
+    #[inline]
+    fn totals(&mut self, now: Nanos) -> (u32, u32, u32) {
+        self.advance(now);
+        let totals = match self {
+            Window::Count { totals, .. } | Window::Time { totals, .. } => *totals,
+        };
+        debug_assert!(totals.failures <= totals.calls && totals.slow <= totals.calls);
+        (totals.calls, totals.failures, totals.slow)
     }
 
     fn clear(&mut self) {
         match self {
-            Window::Count { flags, next, filled, failures, slow } => {
+            Window::Count { flags, next, totals } => {
                 flags.fill(0);
-                (*next, *filled, *failures, *slow) = (0, 0, 0, 0);
+                *next = 0;
+                *totals = Counts::default();
             }
-            Window::Time { buckets, .. } => buckets.fill(Bucket { epoch: u64::MAX, ..Bucket::default() }),
+            Window::Time { buckets, totals, .. } => {
+                buckets.fill(Counts::default());
+                *totals = Counts::default();
+            }
         }
     }
 }
