@@ -137,3 +137,107 @@ fn slab_and_timer_model_allocates_nothing_after_warmup() {
     let model = &simulation.model;
     assert!(model.timeouts_fired > 0 && model.answered > 20 * model.timeouts_fired);
 }
+
+/// Every policy decision, many times over, after one warm-up pass: no allocation.
+#[test]
+fn policy_decisions_allocate_nothing() {
+    use stampede_engine::policy::admission::{AdmissionController, AdmissionRequest, Ladder};
+    use stampede_engine::policy::backoff::Backoff;
+    use stampede_engine::policy::breaker::{BreakerConfig, CircuitBreaker, SlidingWindow};
+    use stampede_engine::policy::bulkhead::{Bulkhead, BulkheadConfig, CoDelConfig, QueueOrder};
+    use stampede_engine::policy::classify::{Outcome, RetryClassifier};
+    use stampede_engine::policy::limiter::{ConcurrencyLimiter, EnvoyGradientConfig, LimiterKind, Signal};
+    use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reserve};
+    use stampede_engine::policy::retry_budget::{AdaptiveThrottle, RetryBudget, TtlBudget};
+    use stampede_engine::policy::shedder::{PriorityShedder, ShedMarks};
+    use stampede_engine::policy::token_bucket::TokenBucket;
+    use stampede_engine::policy::Criticality;
+
+    let mut rng = RngStream::derive(1, 0, StreamPurpose::named("test.policy-alloc"));
+    let mut bucket = TokenBucket::per_minute(6_000);
+    let mut budgets = [
+        RetryBudget::Ttl(TtlBudget::new(secs_to_nanos(10.0), 10, 0.2)),
+        RetryBudget::Adaptive(Box::new(AdaptiveThrottle::new(2.0, secs_to_nanos(120.0)))),
+    ];
+    let backoff = Backoff::Decorrelated { base: 1_000_000, cap: 1_000_000_000 };
+    let classifier = RetryClassifier::default();
+    let mut breaker = CircuitBreaker::new(BreakerConfig {
+        window: SlidingWindow::Time { window: secs_to_nanos(10.0), buckets: 10 },
+        minimum_calls: 20,
+        failure_rate_threshold: 0.3,
+        open_duration: secs_to_nanos(1.0),
+        half_open_probes: 3,
+        ..BreakerConfig::default()
+    });
+    let mut shedder = PriorityShedder::new(50, ShedMarks::default());
+    let mut bulkhead = Bulkhead::new(BulkheadConfig {
+        slots: 4,
+        queue_capacity: 16,
+        order: QueueOrder::AdaptiveLifo { standing_after: 5_000_000 },
+        codel: Some(CoDelConfig { target: 5_000_000, interval: 100_000_000 }),
+    });
+    let mut limiter = ConcurrencyLimiter::new(LimiterKind::EnvoyGradient(EnvoyGradientConfig::default()));
+    let mut admission = AdmissionController::new(Ladder::default(), 4, 100);
+    let limits = QuotaLimits {
+        requests_per_minute: 4_000,
+        input_tokens_per_minute: 4_000_000,
+        output_tokens_per_minute: 800_000,
+    };
+    let mut quota = QuotaMeter::new(limits, QuotaConfig::default());
+
+    let mut exercise = |round: u64, now: Nanos, rng: &mut RngStream| {
+        bucket.try_take(now, 1);
+        let _ = bucket.wait_time(now, 10);
+        let outcome = Outcome::ALL[(round % 6) as usize];
+        for budget in budgets.iter_mut() {
+            budget.on_request(now);
+            budget.on_outcome(now, outcome == Outcome::Success);
+            budget.try_retry(now, 10, 2, rng);
+        }
+        let _ = classifier.classify(outcome);
+        let _ = backoff.delay((round % 8) as u32, 5_000_000, Some(1_000), rng);
+        if let Some(permit) = breaker.try_acquire(now) {
+            breaker.record(now, permit, outcome, 1_000_000);
+        }
+        let criticality = Criticality::ALL[(round % 4) as usize];
+        if shedder.try_admit(criticality) && round % 3 != 0 {
+            shedder.release();
+        }
+        if shedder.in_flight() > 40 {
+            (0..20).for_each(|_| shedder.release());
+        }
+        bulkhead.try_acquire(now, round, now + 50_000_000);
+        if round % 2 == 0 && bulkhead.in_use() > 0 {
+            bulkhead.release(now, |_, _| {});
+        }
+        bulkhead.sweep(now, |_, _| {});
+        if limiter.try_acquire() {
+            limiter.on_complete(now, 20_000_000 + (round % 7) * 1_000_000, Signal::Success, rng);
+        }
+        let request = AdmissionRequest {
+            criticality,
+            tenant: (round % 4) as u32,
+            deadline: now + 2_000_000_000,
+            expected_latency: 1_000_000_000,
+        };
+        if admission.admit(now, request, (round % 100) as f64 / 100.0)
+            == stampede_engine::policy::admission::Admission::Admitted
+        {
+            admission.finished(request.tenant);
+        }
+        if let Reserve::Granted(reservation) = quota.reserve(now, 900, 256) {
+            quota.reconcile(now, reservation, 70);
+        }
+        let _ = quota.pressure(now);
+    };
+    let step = 3_000_000; // 3 ms
+    for round in 0..50_000u64 {
+        exercise(round, round * step, &mut rng);
+    }
+    let before = allocations();
+    for round in 50_000..1_050_000u64 {
+        exercise(round, round * step, &mut rng);
+    }
+    let allocated = allocations() - before;
+    assert_eq!(allocated, 0, "{allocated} allocations in 1,000,000 rounds of policy decisions");
+}
