@@ -50,7 +50,7 @@ fn policies(c: &mut Criterion) {
         b.iter(|| {
             now += 1_000;
             call += 1;
-            let outcome = if call % 10 == 0 { Outcome::ServerError } else { Outcome::Success };
+            let outcome = if call.is_multiple_of(10) { Outcome::ServerError } else { Outcome::Success };
             if let Some(permit) = breaker.try_acquire(black_box(now)) {
                 breaker.record(now, permit, outcome, 5_000_000);
             }

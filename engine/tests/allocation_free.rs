@@ -200,14 +200,14 @@ fn policy_decisions_allocate_nothing() {
             breaker.record(now, permit, outcome, 1_000_000);
         }
         let criticality = Criticality::ALL[(round % 4) as usize];
-        if shedder.try_admit(criticality) && round % 3 != 0 {
+        if shedder.try_admit(criticality) && !round.is_multiple_of(3) {
             shedder.release();
         }
         if shedder.in_flight() > 40 {
             (0..20).for_each(|_| shedder.release());
         }
         bulkhead.try_acquire(now, round, now + 50_000_000);
-        if round % 2 == 0 && bulkhead.in_use() > 0 {
+        if round.is_multiple_of(2) && bulkhead.in_use() > 0 {
             bulkhead.release(now, |_, _| {});
         }
         bulkhead.sweep(now, |_, _| {});
