@@ -112,7 +112,9 @@ impl Default for Gradient2Config {
             min: 20.0,
             max: 200.0,
             smoothing: 0.2,
-            rtt_tolerance: 1.5,
+            // The current Gradient2Limit has no tolerance (gradient = long/short); older
+            // releases used 1.5. Kept as a parameter, neutral by default.
+            rtt_tolerance: 1.0,
             long_window: 600,
             queue_size: 4.0,
         }
@@ -308,10 +310,12 @@ impl ConcurrencyLimiter {
         let new_limit = match &mut self.state {
             State::Fixed => limit,
             State::Aimd(c) => {
+                // Netflix: a back-off takes the integer floor and at least one off.
+                let back_off = |ratio: f64| (limit * ratio).floor().min(limit - 1.0);
                 if signal == Signal::Dropped || rtt > c.timeout {
-                    limit * c.backoff_ratio
+                    back_off(c.backoff_ratio)
                 } else if signal == Signal::RateLimited {
-                    limit * c.rate_limited_backoff_ratio
+                    back_off(c.rate_limited_backoff_ratio)
                 } else if in_flight * 2.0 >= limit {
                     limit + 1.0
                 } else {
@@ -398,7 +402,7 @@ impl ConcurrencyLimiter {
                     *long_rtt = *long_rtt * (1.0 - factor) + short * factor;
                 }
                 if *long_rtt / short > 2.0 {
-                    *long_rtt *= 0.95; // drift back down after a latency spike
+                    *long_rtt *= 0.9; // drift back down after a latency spike
                 }
                 if in_flight < limit / 2.0 {
                     limit
