@@ -7,6 +7,7 @@ pub mod event_queue;
 pub mod histogram;
 pub mod models;
 pub mod policy;
+pub mod ring;
 pub mod rng;
 pub mod sim;
 pub mod slab;
