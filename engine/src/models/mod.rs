@@ -1,4 +1,5 @@
 //! The simulated systems. Each model is a struct implementing [`crate::sim::Model`],
 //! with its own parameters struct, event enum and results struct.
 
+pub mod cluster;
 pub mod mmc;
