@@ -27,6 +27,8 @@ enum Command {
     List,
     /// Print a scenario, resolved, as a complete TOML file that `run` accepts.
     Show(ShowArgs),
+    /// Run a scenario and check its [[verify]] assertions; exit 1 if one fails.
+    Verify(RunArgs),
 }
 
 #[derive(Args)]
@@ -73,15 +75,24 @@ struct ShowArgs {
     scenario_args: ScenarioArgs,
 }
 
+/// How a successful command ends.
+enum ExitStatus {
+    Success,
+    /// Exit 1: a `verify` assertion failed.
+    VerificationFailed,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(args) => run(args),
-        Command::List => list(),
-        Command::Show(args) => show(args),
+        Command::Run(args) => run(args).map(|()| ExitStatus::Success),
+        Command::List => list().map(|()| ExitStatus::Success),
+        Command::Show(args) => show(args).map(|()| ExitStatus::Success),
+        Command::Verify(args) => verify(args),
     };
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(ExitStatus::Success) => ExitCode::SUCCESS,
+        Ok(ExitStatus::VerificationFailed) => ExitCode::from(1),
         Err(error) => {
             eprintln!("stampede: error: {error}");
             ExitCode::from(error.exit_code() as u8)
@@ -111,6 +122,44 @@ fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
 fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = resolve(name, &args.scenario_args)?;
+    let report = execute_with_progress(&scenario, &args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
+    } else if !args.quiet {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
+
+fn verify(args: RunArgs) -> Result<ExitStatus> {
+    let Some(name) = args.scenario.as_deref() else {
+        return Err(Error::bad_input("verify needs a scenario: stampede verify SCENARIO"));
+    };
+    let scenario = resolve(name, &args.scenario_args)?;
+    if scenario.verify.is_empty() {
+        return Err(Error::bad_input(format!("scenario {name} declares no [[verify]] assertions")));
+    }
+    let report = execute_with_progress(&scenario, &args)?;
+    let checks = stampede_experiments::verify::check(&report);
+    if args.json {
+        let json: Vec<serde_json::Value> = checks
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "grid_point": c.assertion.grid_point, "metric": c.assertion.metric,
+                    "value": c.value, "mean": c.mean, "ci_lo": c.ci_lo, "ci_hi": c.ci_hi,
+                    "at_least": c.assertion.at_least, "at_most": c.assertion.at_most, "passed": c.passed,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
+    } else {
+        print!("{}", stampede_experiments::verify::render(&checks));
+    }
+    Ok(if checks.iter().all(|c| c.passed) { ExitStatus::Success } else { ExitStatus::VerificationFailed })
+}
+
+fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<stampede_experiments::report::RunReport> {
     let threads = match args.threads {
         Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
         Some(threads) => threads,
@@ -129,14 +178,9 @@ fn run(args: RunArgs) -> Result<()> {
     } else {
         ProgressBar::hidden()
     };
-    let report = execute(&scenario, &args.out, threads, &|| bar.inc(1))?;
+    let report = execute(scenario, &args.out, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
-    } else if !args.quiet {
-        print!("{}", report.to_table());
-    }
-    Ok(())
+    Ok(report)
 }
 
 fn list() -> Result<()> {

@@ -12,6 +12,9 @@ fn refuse(args: &[&str], code: i32, expected: &[&str]) {
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().join("out");
     let mut full = vec!["run"];
+    if args.first().is_none_or(|a| a.starts_with("--")) {
+        full.push("mmc"); // the field paths below are the mmc model's
+    }
     full.extend_from_slice(args);
     full.extend_from_slice(&["--out", out.to_str().unwrap(), "--quiet"]);
     if !args.iter().any(|arg| arg.contains("replicas")) {

@@ -6,13 +6,14 @@ use crate::scenario::parse_text;
 
 /// (name, TOML text) of every built-in scenario, in `stampede list` order.
 pub const BUILTINS: &[(&str, &str)] = &[
+    ("baltor", include_str!("../scenarios/baltor.toml")),
     ("mmc", include_str!("../scenarios/mmc.toml")),
     ("mmc-load", include_str!("../scenarios/mmc-load.toml")),
     ("mmck", include_str!("../scenarios/mmck.toml")),
 ];
 
 /// What `stampede run` runs without a scenario argument.
-pub const DEFAULT_SCENARIO: &str = "mmc";
+pub const DEFAULT_SCENARIO: &str = "baltor";
 
 /// The TOML text of built-in `name`.
 pub fn builtin_text(name: &str) -> Option<&'static str> {

@@ -6,6 +6,7 @@
 //! [`pipeline::execute`] (which calls [`runner::run_grid`]) → [`report::RunReport`].
 
 pub mod builtin;
+pub mod cluster_config;
 pub mod error;
 pub mod models;
 pub mod pipeline;
@@ -13,6 +14,7 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod stats;
+pub mod verify;
 
 pub use error::{Error, ErrorKind, Result};
 pub use scenario::{Overrides, Scenario};

@@ -6,9 +6,11 @@
 //! model means adding a variant to [`ModelConfig`] and filling in each `match`.
 
 use serde::{Deserialize, Serialize};
+use stampede_engine::models::cluster::{Cluster, ClusterResults};
 use stampede_engine::models::mmc::{Mmc, MmcParams, MmcResults};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
+use crate::cluster_config::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::scenario::{typed, RunConfig};
 
@@ -29,20 +31,47 @@ pub struct MetricDef {
     pub description: &'static str,
 }
 
+/// How a time series' per-bucket integers become a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesKind {
+    /// Σ level × ns: divided by the bucket's nanoseconds it is the bucket's mean level.
+    Area,
+    /// A count: divided by the bucket's seconds it is a rate per second.
+    Count,
+}
+
+/// A per-bucket time series a model reports.
+#[derive(Clone, Copy, Debug)]
+pub struct SeriesDef {
+    pub name: &'static str,
+    pub kind: SeriesKind,
+}
+
+/// What one replica produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplicaOutput {
+    /// In [`ModelConfig::metrics`] order.
+    pub metrics: Vec<f64>,
+    /// In [`ModelConfig::series`] order, one integer per bucket (empty without series).
+    pub series: Vec<Vec<u128>>,
+}
+
 /// Every model's configuration; the scenario's `model = "…"` picks the variant.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ModelConfig {
     Mmc(MmcConfig),
+    Cluster(Box<ClusterConfig>),
 }
 
 /// Names accepted by `model = "…"`.
-pub const MODEL_NAMES: &[&str] = &["mmc"];
+pub const MODEL_NAMES: &[&str] = &["mmc", "cluster"];
 
 impl ModelConfig {
     /// The model's name as written in scenarios.
     pub fn name(&self) -> &'static str {
         match self {
             ModelConfig::Mmc(_) => "mmc",
+            ModelConfig::Cluster(_) => "cluster",
         }
     }
 
@@ -50,6 +79,7 @@ impl ModelConfig {
     pub fn section_names(model: &str) -> &'static [&'static str] {
         match model {
             "mmc" => &["queue"],
+            "cluster" => &["clients", "router", "shards", "retry", "faults", "series"],
             _ => &[],
         }
     }
@@ -58,6 +88,7 @@ impl ModelConfig {
     pub fn from_sections(model: &str, sections: toml::Table) -> Result<Self> {
         match model {
             "mmc" => Ok(ModelConfig::Mmc(typed(toml::Value::Table(sections))?)),
+            "cluster" => Ok(ModelConfig::Cluster(Box::new(typed(toml::Value::Table(sections))?))),
             other => Err(Error::bad_input(format!(
                 "model = {other:?}: unknown model; known models: {}",
                 MODEL_NAMES.join(", ")
@@ -69,6 +100,7 @@ impl ModelConfig {
     pub fn to_sections(&self) -> toml::Table {
         let value = match self {
             ModelConfig::Mmc(config) => toml::Value::try_from(config),
+            ModelConfig::Cluster(config) => toml::Value::try_from(config.as_ref()),
         };
         match value.expect("model configs serialise") {
             toml::Value::Table(table) => table,
@@ -80,6 +112,7 @@ impl ModelConfig {
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
         match self {
             ModelConfig::Mmc(config) => config.validate(run),
+            ModelConfig::Cluster(config) => config.validate(run),
         }
     }
 
@@ -87,13 +120,30 @@ impl ModelConfig {
     pub fn metrics(&self) -> &'static [MetricDef] {
         match self {
             ModelConfig::Mmc(_) => MMC_METRICS,
+            ModelConfig::Cluster(_) => CLUSTER_METRICS,
+        }
+    }
+
+    /// The per-bucket time series, in output order (empty for models without).
+    pub fn series(&self) -> &'static [SeriesDef] {
+        match self {
+            ModelConfig::Mmc(_) => &[],
+            ModelConfig::Cluster(_) => CLUSTER_SERIES,
+        }
+    }
+
+    /// The width of a time-series bucket in seconds (models with series only).
+    pub fn series_bucket_s(&self) -> f64 {
+        match self {
+            ModelConfig::Mmc(_) => 0.0,
+            ModelConfig::Cluster(config) => config.series.bucket_s,
         }
     }
 
     /// The latency histograms, in output order.
     pub fn latencies(&self) -> &'static [&'static str] {
         match self {
-            ModelConfig::Mmc(_) => &["response_s"],
+            ModelConfig::Mmc(_) | ModelConfig::Cluster(_) => &["response_s"],
         }
     }
 
@@ -105,12 +155,26 @@ impl ModelConfig {
         master_seed: u64,
         replica: u64,
         histograms: &mut [LatencyHistogram],
-    ) -> Vec<f64> {
+    ) -> ReplicaOutput {
         match self {
             ModelConfig::Mmc(config) => {
                 let [response] = histograms else { panic!("mmc records one histogram") };
                 let results = Mmc::new(config.params(run), master_seed, replica, response).run();
-                mmc_metric_values(&results)
+                ReplicaOutput { metrics: mmc_metric_values(&results), series: Vec::new() }
+            }
+            ModelConfig::Cluster(config) => {
+                let [response] = histograms else { panic!("cluster records one histogram") };
+                let (results, series) = Cluster::new(config.params(run), master_seed, replica, response).run();
+                let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
+                ReplicaOutput {
+                    metrics: cluster_metric_values(&results),
+                    series: vec![
+                        series.queued_area,
+                        series.in_flight_area,
+                        counts(series.attempts),
+                        counts(series.successes),
+                    ],
+                }
             }
         }
     }
@@ -226,6 +290,99 @@ fn mmc_metric_values(r: &MmcResults) -> Vec<f64> {
         r.in_system_mean,
         r.throughput_rps,
         r.rejected_ratio,
+        r.events as f64,
+    ]
+}
+
+const CLUSTER_METRICS: &[MetricDef] = &[
+    MetricDef { name: "offered", kind: MetricKind::Count, description: "requests the clients made (after warm-up)" },
+    MetricDef { name: "attempts", kind: MetricKind::Count, description: "attempts sent, retries included" },
+    MetricDef { name: "amplification_ratio", kind: MetricKind::Real, description: "attempts ÷ offered" },
+    MetricDef {
+        name: "successes",
+        kind: MetricKind::Count,
+        description: "requests answered within an attempt's timeout",
+    },
+    MetricDef { name: "success_ratio", kind: MetricKind::Real, description: "successes ÷ offered" },
+    MetricDef { name: "goodput_rps", kind: MetricKind::Real, description: "successes per second" },
+    MetricDef {
+        name: "failed",
+        kind: MetricKind::Count,
+        description: "requests that gave up (attempts or budget exhausted)",
+    },
+    MetricDef { name: "timeouts", kind: MetricKind::Count, description: "attempts the client timed out" },
+    MetricDef {
+        name: "refused_queue_full",
+        kind: MetricKind::Count,
+        description: "attempts refused by a full shard queue",
+    },
+    MetricDef { name: "refused_breaker", kind: MetricKind::Count, description: "attempts refused by an open breaker" },
+    MetricDef {
+        name: "refused_no_shard",
+        kind: MetricKind::Count,
+        description: "attempts with no healthy shard (or lost with a failed shard)",
+    },
+    MetricDef { name: "retries_denied_by_budget", kind: MetricKind::Count, description: "retries the budget refused" },
+    MetricDef {
+        name: "wasted_work_s",
+        kind: MetricKind::Real,
+        description: "server seconds spent on attempts nobody waited for",
+    },
+    MetricDef { name: "wasted_work_ratio", kind: MetricKind::Real, description: "wasted ÷ busy server time" },
+    MetricDef {
+        name: "hops_mean",
+        kind: MetricKind::Real,
+        description: "virtual nodes walked past full shards, per routed attempt",
+    },
+    MetricDef { name: "hops_max", kind: MetricKind::Count, description: "the longest walk" },
+    MetricDef {
+        name: "peak_shard_load_ratio",
+        kind: MetricKind::Real,
+        description: "busiest shard's time-average load ÷ the mean",
+    },
+    MetricDef { name: "breaker_trips", kind: MetricKind::Count, description: "breaker trips over all shards" },
+    MetricDef {
+        name: "recovered_ratio",
+        kind: MetricKind::Real,
+        description: "1 if the queue returned to its band after the last fault, else 0",
+    },
+    MetricDef {
+        name: "recovery_s",
+        kind: MetricKind::Real,
+        description: "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",
+    },
+    MetricDef { name: "events", kind: MetricKind::Count, description: "events handled, warm-up included" },
+];
+
+const CLUSTER_SERIES: &[SeriesDef] = &[
+    SeriesDef { name: "queue_depth", kind: SeriesKind::Area },
+    SeriesDef { name: "in_flight", kind: SeriesKind::Area },
+    SeriesDef { name: "attempt_rps", kind: SeriesKind::Count },
+    SeriesDef { name: "goodput_rps", kind: SeriesKind::Count },
+];
+
+fn cluster_metric_values(r: &ClusterResults) -> Vec<f64> {
+    vec![
+        r.offered as f64,
+        r.attempts as f64,
+        r.amplification_ratio,
+        r.successes as f64,
+        r.success_ratio,
+        r.goodput_rps,
+        r.failed as f64,
+        r.timeouts as f64,
+        r.refused_queue_full as f64,
+        r.refused_breaker as f64,
+        r.refused_no_shard as f64,
+        r.retries_denied_by_budget as f64,
+        r.wasted_work_s,
+        r.wasted_work_ratio,
+        r.hops_mean,
+        r.hops_max as f64,
+        r.peak_shard_load_ratio,
+        r.breaker_trips as f64,
+        if r.recovered { 1.0 } else { 0.0 },
+        r.recovery_s,
         r.events as f64,
     ]
 }

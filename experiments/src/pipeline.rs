@@ -4,7 +4,7 @@
 //! `OUT/<scenario>/` only once all of them are complete, so a reader never sees a
 //! half-written file and a failed run leaves the previous output untouched.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use stampede_engine::LatencyHistogram;
@@ -12,7 +12,7 @@ use stampede_output::hdr::serialize_v2;
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedFile, StagedSet, TableWriter};
 
 use crate::error::{Error, Result};
-use crate::models::MetricKind;
+use crate::models::{MetricKind, SeriesKind};
 use crate::report::RunReport;
 use crate::runner::{run_grid, ReplicaRecord};
 use crate::scenario::{describe, GridAxis, GridPoint, Scenario};
@@ -102,6 +102,10 @@ pub fn execute(
     columns.push(ColumnValues::Binary(hdr));
     histograms.write(columns)?;
     staged.push(histograms.finish()?);
+
+    if !model.series().is_empty() {
+        staged.push(timeseries_table(&dir, scenario, &points, &results)?);
+    }
 
     let report = RunReport {
         scenario: scenario.clone(),
@@ -219,10 +223,57 @@ fn histogram_columns() -> Vec<ColumnSpec> {
     columns
 }
 
-/// The files a run writes, in the order they are committed.
-pub const OUTPUT_FILES: &[&str] = &["replicas.parquet", "summary.parquet", "histograms.parquet", "manifest.json"];
+/// The files a run writes for `scenario`, in the order they are committed.
+pub fn output_files(scenario: &Scenario) -> Vec<&'static str> {
+    let mut files = vec!["replicas.parquet", "summary.parquet", "histograms.parquet"];
+    if !scenario.model.series().is_empty() {
+        files.push("timeseries.parquet");
+    }
+    files.push("manifest.json");
+    files
+}
 
-/// Paths of the output files of `scenario` under `out_root`.
-pub fn output_paths(out_root: &Path, scenario: &str) -> Vec<PathBuf> {
-    OUTPUT_FILES.iter().map(|f| out_root.join(scenario).join(f)).collect()
+fn timeseries_table(
+    dir: &Path,
+    scenario: &Scenario,
+    points: &[GridPoint],
+    results: &[crate::runner::PointResult],
+) -> Result<StagedFile> {
+    let series = scenario.model.series();
+    let mut columns = vec![
+        ColumnSpec::new("grid_point", ColumnType::U32),
+        ColumnSpec::new("bucket", ColumnType::U32),
+        ColumnSpec::new("t_s", ColumnType::F64),
+    ];
+    for def in series {
+        for suffix in ["mean", "ci_lo", "ci_hi"] {
+            columns.push(ColumnSpec::new(format!("{}_{suffix}", def.name), ColumnType::F64));
+        }
+    }
+    let mut table = TableWriter::create(dir, "timeseries.parquet", &columns)?;
+    let bucket_s = scenario.model.series_bucket_s();
+    for (point, result) in points.iter().zip(results) {
+        let buckets = result.series.buckets();
+        let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(buckets); series.len() * 3];
+        for bucket in 0..buckets {
+            for (index, def) in series.iter().enumerate() {
+                let scale = match def.kind {
+                    SeriesKind::Area => 1.0 / (bucket_s * 1e9),
+                    SeriesKind::Count => 1.0 / bucket_s,
+                };
+                let summary = result.series.summary(index, bucket, scale);
+                values[3 * index].push(summary.mean);
+                values[3 * index + 1].push(summary.ci_lo);
+                values[3 * index + 2].push(summary.ci_hi);
+            }
+        }
+        let mut batch = vec![
+            ColumnValues::U32(vec![point.index; buckets]),
+            ColumnValues::U32((0..buckets as u32).collect()),
+            ColumnValues::F64((0..buckets).map(|b| b as f64 * bucket_s).collect()),
+        ];
+        batch.extend(values.into_iter().map(ColumnValues::F64));
+        table.write(batch)?;
+    }
+    Ok(table.finish()?)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
-use crate::pipeline::{LatencyStats, OUTPUT_FILES, QUANTILES};
+use crate::pipeline::{output_files, LatencyStats, QUANTILES};
 use crate::runner::PointResult;
 use crate::scenario::{describe, GridPoint, Scenario};
 use crate::stats::Summary;
@@ -109,7 +109,8 @@ impl RunReport {
             "grid_points": self.points.len(),
             "metrics": self.scenario.model.metrics().iter().map(|m| m.name).collect::<Vec<_>>(),
             "latencies": self.scenario.model.latencies(),
-            "files": OUTPUT_FILES,
+            "files": output_files(&self.scenario),
+            "series": self.scenario.model.series().iter().map(|s| s.name).collect::<Vec<_>>(),
             "wall_time_s": self.wall_time_s,
             "host": {
                 "hostname": hostname,

@@ -11,8 +11,8 @@
 //!
 //! * every number is identical for any thread count (the chunking is fixed, the
 //!   fold order is fixed, histogram merging is exact);
-//! * memory is one chunk of records plus histograms for grid points × threads — it
-//!   does not grow with the number of replicas.
+//! * memory is one chunk of records plus histograms and time-series sums for grid
+//!   points × threads — it does not grow with the number of replicas.
 
 use std::sync::Mutex;
 
@@ -46,36 +46,118 @@ pub struct PointResult {
     pub summaries: Vec<Summary>,
     /// One per latency histogram, merged over replicas.
     pub latencies: Vec<LatencyHistogram>,
+    /// Per-bucket sums of the model's time series (empty for models without).
+    pub series: SeriesSums,
 }
 
-/// One worker thread's histograms for the grid points it has touched and that are
-/// not finished yet.
+/// Exact per-bucket sums and sums of squares of replicas' integer time series.
+/// Integer addition is associative, so the totals do not depend on which worker
+/// summed which replica.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesSums {
+    pub replicas: u64,
+    /// [series][bucket]
+    pub sum: Vec<Vec<u128>>,
+    pub sum_squares: Vec<Vec<u128>>,
+}
+
+impl SeriesSums {
+    fn add(&mut self, series: &[Vec<u128>]) {
+        if series.is_empty() {
+            return;
+        }
+        if self.sum.is_empty() {
+            self.sum = series.iter().map(|s| vec![0; s.len()]).collect();
+            self.sum_squares = self.sum.clone();
+        }
+        self.replicas += 1;
+        for ((sum, squares), values) in self.sum.iter_mut().zip(&mut self.sum_squares).zip(series) {
+            debug_assert_eq!(sum.len(), values.len(), "replicas of a grid point share their buckets");
+            for ((s, q), &v) in sum.iter_mut().zip(squares.iter_mut()).zip(values) {
+                *s += v;
+                *q += v * v;
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &SeriesSums) {
+        if other.replicas == 0 {
+            return;
+        }
+        if self.sum.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        self.replicas += other.replicas;
+        for (mine, theirs) in
+            self.sum.iter_mut().zip(&other.sum).chain(self.sum_squares.iter_mut().zip(&other.sum_squares))
+        {
+            mine.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
+        }
+    }
+
+    /// Mean and 95% Student-t interval of series `series` at `bucket`, each replica's
+    /// integer multiplied by `scale` (1/bucket ns for levels, 1/bucket s for rates).
+    pub fn summary(&self, series: usize, bucket: usize, scale: f64) -> Summary {
+        let n = self.replicas as f64;
+        let sum = self.sum[series][bucket] as f64;
+        let squares = self.sum_squares[series][bucket] as f64;
+        let mean = sum / n;
+        if self.replicas < 2 {
+            return Summary { mean: mean * scale, sd: f64::NAN, ci_lo: f64::NAN, ci_hi: f64::NAN };
+        }
+        let variance = ((squares - sum * sum / n) / (n - 1.0)).max(0.0);
+        let sd = variance.sqrt();
+        let half = crate::stats::t_quantile_975(self.replicas - 1) * sd / n.sqrt();
+        Summary { mean: mean * scale, sd: sd * scale, ci_lo: (mean - half) * scale, ci_hi: (mean + half) * scale }
+    }
+
+    /// Buckets per series.
+    pub fn buckets(&self) -> usize {
+        self.sum.first().map_or(0, Vec::len)
+    }
+}
+
+/// What one worker thread accumulates for a grid point it has touched.
+struct PointAccumulator {
+    grid_point: u32,
+    histograms: Vec<LatencyHistogram>,
+    series: SeriesSums,
+}
+
+/// One worker thread's accumulators for grid points not finished yet.
 #[derive(Default)]
-struct WorkerHistograms {
-    by_point: Vec<(u32, Vec<LatencyHistogram>)>,
+struct WorkerAccumulators {
+    by_point: Vec<PointAccumulator>,
 }
 
-impl WorkerHistograms {
-    fn for_point(&mut self, grid_point: u32, count: usize) -> &mut [LatencyHistogram] {
-        let position = match self.by_point.iter().position(|(g, _)| *g == grid_point) {
+impl WorkerAccumulators {
+    fn for_point(&mut self, grid_point: u32, count: usize) -> &mut PointAccumulator {
+        let position = match self.by_point.iter().position(|a| a.grid_point == grid_point) {
             Some(position) => position,
             None => {
-                self.by_point.push((grid_point, (0..count).map(|_| LatencyHistogram::new()).collect()));
+                self.by_point.push(PointAccumulator {
+                    grid_point,
+                    histograms: (0..count).map(|_| LatencyHistogram::new()).collect(),
+                    series: SeriesSums::default(),
+                });
                 self.by_point.len() - 1
             }
         };
-        &mut self.by_point[position].1
+        &mut self.by_point[position]
     }
 
     /// Merges into `totals` and frees every grid point below `finished_below`.
-    fn drain_finished(&mut self, finished_below: u32, totals: &mut [Vec<LatencyHistogram>]) {
-        self.by_point.retain(|(grid_point, histograms)| {
-            if *grid_point >= finished_below {
+    fn drain_finished(&mut self, finished_below: u32, totals: &mut [(Vec<LatencyHistogram>, SeriesSums)]) {
+        self.by_point.retain(|accumulator| {
+            if accumulator.grid_point >= finished_below {
                 return true;
             }
-            for (total, part) in totals[*grid_point as usize].iter_mut().zip(histograms) {
+            let (histograms, series) = &mut totals[accumulator.grid_point as usize];
+            for (total, part) in histograms.iter_mut().zip(&accumulator.histograms) {
                 total.merge(part);
             }
+            series.merge(&accumulator.series);
             false
         });
     }
@@ -100,10 +182,12 @@ pub fn run_grid(
         .num_threads(threads)
         .build()
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
-    let workers: Vec<Mutex<WorkerHistograms>> = (0..threads).map(|_| Mutex::default()).collect();
+    let workers: Vec<Mutex<WorkerAccumulators>> = (0..threads).map(|_| Mutex::default()).collect();
     let mut welfords = vec![vec![Welford::default(); metric_count]; points.len()];
-    let mut latencies: Vec<Vec<LatencyHistogram>> =
-        points.iter().map(|_| (0..latency_count).map(|_| LatencyHistogram::new()).collect()).collect();
+    let mut totals: Vec<(Vec<LatencyHistogram>, SeriesSums)> = points
+        .iter()
+        .map(|_| ((0..latency_count).map(|_| LatencyHistogram::new()).collect(), SeriesSums::default()))
+        .collect();
     let total = points.len() as u64 * replicas as u64;
     let mut start = 0;
     let mut records = Vec::with_capacity(CHUNK_TASKS as usize);
@@ -120,9 +204,12 @@ pub fn run_grid(
                     let point = &points[grid_point as usize];
                     let worker = rayon::current_thread_index().expect("runs on the pool");
                     // Each worker locks only its own slot: never contended.
-                    let mut histograms = workers[worker].lock().expect("no worker panicked");
-                    let histograms = histograms.for_point(grid_point, latency_count);
-                    let metrics = point.model.run_replica(&point.run, master_seed, replica as u64, histograms);
+                    let mut accumulators = workers[worker].lock().expect("no worker panicked");
+                    let accumulator = accumulators.for_point(grid_point, latency_count);
+                    let output =
+                        point.model.run_replica(&point.run, master_seed, replica as u64, &mut accumulator.histograms);
+                    accumulator.series.add(&output.series);
+                    let metrics = output.metrics;
                     debug_assert_eq!(metrics.len(), metric_count);
                     progress();
                     ReplicaRecord { grid_point, replica, seed: replica_seed(master_seed, replica as u64), metrics }
@@ -140,16 +227,17 @@ pub fn run_grid(
         // Grid points wholly before the next task are finished on every worker.
         let finished_below = if end == total { u32::MAX } else { (end / replicas as u64) as u32 };
         for worker in &workers {
-            worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut latencies);
+            worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut totals);
         }
         start = end;
     }
     Ok(welfords
         .into_iter()
-        .zip(latencies)
-        .map(|(point_welfords, latencies)| PointResult {
+        .zip(totals)
+        .map(|(point_welfords, (latencies, series))| PointResult {
             summaries: point_welfords.iter().map(Welford::summary).collect(),
             latencies,
+            series,
         })
         .collect())
 }

@@ -117,6 +117,8 @@ pub struct Scenario {
     pub model: ModelConfig,
     pub run: RunConfig,
     pub grid: Vec<GridAxis>,
+    /// `[[verify]]` assertions for `stampede verify`.
+    pub verify: Vec<Assertion>,
     /// The run and model sections after `--set`, before grid values are applied.
     body: toml::Table,
 }
@@ -131,7 +133,37 @@ pub struct GridPoint {
     pub run: RunConfig,
 }
 
-const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid"];
+const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify"];
+
+/// Which statistic of a metric an assertion bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Statistic {
+    Mean,
+    CiLo,
+    CiHi,
+}
+
+/// A `[[verify]]` entry: a bound on one statistic of one metric at one grid point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Assertion {
+    pub grid_point: u32,
+    pub metric: String,
+    pub statistic: Statistic,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<f64>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Assertions {
+    verify: Vec<Assertion>,
+}
 /// The most grid points one run may have.
 pub const MAX_GRID_POINTS: usize = 1_000_000;
 
@@ -241,6 +273,21 @@ fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<(
     Ok(())
 }
 
+/// Like [`set_path`], but a table value is merged key by key into the table already
+/// at `path` (recursively), so a grid axis over a section can change several of its
+/// fields together: `"retry" = [{policy = "naive"}, {policy = "backoff", budget = "ratio"}]`.
+fn merge_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<()> {
+    match value {
+        toml::Value::Table(fields) => {
+            for (key, inner) in fields {
+                merge_path(table, &format!("{path}.{key}"), inner)?;
+            }
+            Ok(())
+        }
+        other => set_path(table, path, other),
+    }
+}
+
 /// A value as it would be written in TOML, for messages and column values.
 pub fn describe(value: &toml::Value) -> String {
     match value {
@@ -282,7 +329,7 @@ fn collect_axes(prefix: &str, table: toml::Table, axes: &mut Vec<GridAxis>) -> R
 fn check_axis(axis: &GridAxis) -> Result<()> {
     check_path(&axis.path, "grid")?;
     let root = axis.path.split('.').next().unwrap_or_default();
-    let forbidden = ["name", "description", "model", "grid"].contains(&root)
+    let forbidden = ["name", "description", "model", "grid", "verify"].contains(&root)
         || axis.path == "run.replicas"
         || axis.path == "run.seed";
     if forbidden {
@@ -351,6 +398,14 @@ impl Scenario {
         for axis in &grid {
             check_axis(axis)?;
         }
+        let verify = match source.remove("verify") {
+            None => Vec::new(),
+            Some(value) => {
+                let mut wrapper = toml::Table::new();
+                wrapper.insert("verify".into(), value);
+                typed::<Assertions>(toml::Value::Table(wrapper))?.verify
+            }
+        };
         let points: usize = grid
             .iter()
             .map(|axis| axis.values.len())
@@ -360,9 +415,30 @@ impl Scenario {
             return Err(Error::bad_input(format!("grid: {points} points; at most {MAX_GRID_POINTS} are allowed")));
         }
         let (model, run) = Self::typed_body(&model_name, source.clone())?;
-        let scenario = Scenario { name, description, model, run, grid, body: source };
+        let scenario = Scenario { name, description, model, run, grid, verify, body: source };
         // Validate every point now: bad input must fail before anything is written.
-        scenario.grid_points()?;
+        let points = scenario.grid_points()?.len();
+        for (i, assertion) in scenario.verify.iter().enumerate() {
+            let path = format!("verify[{i}]");
+            if assertion.grid_point as usize >= points {
+                return Err(Error::bad_input(format!(
+                    "{path}.grid_point = {}: the grid has {points} point(s), numbered from 0",
+                    assertion.grid_point
+                )));
+            }
+            if !scenario.model.metrics().iter().any(|m| m.name == assertion.metric) {
+                let names: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
+                return Err(Error::bad_input(format!(
+                    "{path}.metric = {:?}: not a metric of model {}; its metrics: {}",
+                    assertion.metric,
+                    scenario.model.name(),
+                    names.join(", ")
+                )));
+            }
+            if assertion.at_least.is_none() && assertion.at_most.is_none() {
+                return Err(Error::bad_input(format!("{path}: needs at_least, at_most or both")));
+            }
+        }
         Ok(scenario)
     }
 
@@ -396,7 +472,7 @@ impl Scenario {
                 format!("grid point {index} ({})", shown.join(", "))
             };
             for (path, value) in &params {
-                set_path(&mut body, path, value.clone()).map_err(|e| e.context(context()))?;
+                merge_path(&mut body, path, value.clone()).map_err(|e| e.context(context()))?;
             }
             let (model, run) = Self::typed_body(self.model.name(), body).map_err(|e| {
                 if self.grid.is_empty() {
@@ -424,6 +500,10 @@ impl Scenario {
             let axes: toml::Table =
                 self.grid.iter().map(|axis| (axis.path.clone(), toml::Value::Array(axis.values.clone()))).collect();
             table.insert("grid".into(), toml::Value::Table(axes));
+        }
+        if !self.verify.is_empty() {
+            let entries = self.verify.iter().map(|a| toml::Value::try_from(a).expect("assertions serialise")).collect();
+            table.insert("verify".into(), toml::Value::Array(entries));
         }
         toml::to_string(&table).expect("a table serialises")
     }

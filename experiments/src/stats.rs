@@ -16,8 +16,12 @@ pub struct Welford {
 }
 
 impl Welford {
-    /// Adds one observation.
+    /// Adds one observation. NaN means "undefined for this replica" (say, the
+    /// recovery time of a replica that never recovered) and is skipped.
     pub fn push(&mut self, value: f64) {
+        if value.is_nan() {
+            return;
+        }
         self.count += 1;
         let delta = value - self.mean;
         self.mean += delta / self.count as f64;
