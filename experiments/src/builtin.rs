@@ -7,6 +7,9 @@ use crate::scenario::parse_text;
 /// (name, TOML text) of every built-in scenario, in `stampede list` order.
 pub const BUILTINS: &[(&str, &str)] = &[
     ("baltor", include_str!("../scenarios/baltor.toml")),
+    ("retry-storm", include_str!("../scenarios/retry-storm.toml")),
+    ("bounded-load", include_str!("../scenarios/bounded-load.toml")),
+    ("policy-grid", include_str!("../scenarios/policy-grid.toml")),
     ("mmc", include_str!("../scenarios/mmc.toml")),
     ("mmc-load", include_str!("../scenarios/mmc-load.toml")),
     ("mmck", include_str!("../scenarios/mmck.toml")),

@@ -252,6 +252,7 @@ fn timeseries_table(
     }
     let mut table = TableWriter::create(dir, "timeseries.parquet", &columns)?;
     let bucket_s = scenario.model.series_bucket_s();
+    let bucket_ns = stampede_engine::secs_to_nanos(bucket_s);
     for (point, result) in points.iter().zip(results) {
         let buckets = result.series.buckets();
         let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(buckets); series.len() * 3];
@@ -270,7 +271,8 @@ fn timeseries_table(
         let mut batch = vec![
             ColumnValues::U32(vec![point.index; buckets]),
             ColumnValues::U32((0..buckets as u32).collect()),
-            ColumnValues::F64((0..buckets).map(|b| b as f64 * bucket_s).collect()),
+            // From integer nanoseconds, so that bucket 301 of 10 ms starts at 3.01, not 3.0100000000000002.
+            ColumnValues::F64((0..buckets).map(|b| (b as u64 * bucket_ns) as f64 / 1e9).collect()),
         ];
         batch.extend(values.into_iter().map(ColumnValues::F64));
         table.write(batch)?;
