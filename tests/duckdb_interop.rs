@@ -80,3 +80,49 @@ fn duckdb_and_pandas_load_the_output() {
     );
     assert!(String::from_utf8_lossy(&check.stdout).contains("interop ok"));
 }
+
+const CLUSTER_CHECK: &str = r#"
+import sys, duckdb
+out = sys.argv[1]
+con = duckdb.connect()
+rows = con.execute(f"""
+    SELECT "router.capacity_factor" AS c, "retry.budget_ratio" AS budget,
+           "retry.breaker.failure_rate_threshold" AS breaker,
+           round(recovery_s_ci_hi, 3) AS recovery_ci_hi_s, round(wasted_work_s_mean, 2) AS wasted_s
+    FROM read_parquet('{out}/policy-grid/summary.parquet')
+    WHERE recovered_ratio_ci_lo >= 0.95 AND recovery_s_ci_hi <= 1.5
+    ORDER BY wasted_work_s_mean LIMIT 5""").fetchall()
+assert 1 <= len(rows) <= 5, rows
+assert all(r[3] <= 1.5 for r in rows), rows
+n = con.execute(f"SELECT count(*) FROM '{out}/policy-grid/summary.parquet'").fetchone()[0]
+assert n == 27, n
+ts = con.execute(f"""SELECT t_s, queue_depth_mean, queue_depth_ci_lo, queue_depth_ci_hi, goodput_rps_mean
+    FROM '{out}/policy-grid/timeseries.parquet' WHERE grid_point = 0 ORDER BY bucket""").fetchall()
+assert len(ts) == 1000, len(ts)
+assert ts[301][0] == 3.01
+before = sum(r[1] for r in ts[200:300]) / 100
+during = max(r[1] for r in ts[300:360])
+assert during > 5 * before, (before, during)
+assert all(r[2] <= r[1] <= r[3] for r in ts[150:])
+print("cluster interop ok")
+"#;
+
+#[test]
+fn duckdb_answers_the_policy_grid_question() {
+    if std::env::var("STAMPEDE_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: STAMPEDE_SKIP_PYTHON=1");
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().to_str().unwrap();
+    let run = stampede(&["run", "policy-grid", "--replicas", "8", "--quiet", "--out", out]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let check = Command::new(&python).args(["-c", CLUSTER_CHECK, out]).output().expect("python runs");
+    assert!(
+        check.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
