@@ -5,7 +5,9 @@
 //! `cargo bench -p stampede-benches --bench cluster`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use stampede_engine::models::cluster::{Cluster, ClusterParams, Fault, FaultKind, RetryPolicy, ServiceTime};
+use stampede_engine::models::cluster::{
+    Cluster, ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime,
+};
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
 use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
@@ -19,6 +21,9 @@ fn params() -> ClusterParams {
         arrival_rate_per_s: 1_200.0,
         keys: 100_000,
         zipf_s: 0.0,
+        hot_share: 0.0,
+        closed_loop_users: 0,
+        think_time: 0,
         attempt_timeout: 50 * MS,
         shards: 4,
         vnodes: 150,
@@ -27,7 +32,7 @@ fn params() -> ClusterParams {
         servers: 4,
         service: ServiceTime::Exponential { mean: 10 * MS },
         queue_capacity: 100,
-        lifo: false,
+        discipline: QueueDiscipline::Fifo,
         drop_abandoned: false,
         retry: RetryPolicy::Backoff {
             max_attempts: 4,

@@ -246,7 +246,9 @@ fn policy_decisions_allocate_nothing() {
 /// retry budget, a breaker per shard, a fault): no allocation once warmed up.
 #[test]
 fn cluster_allocates_nothing_per_event_after_warmup() {
-    use stampede_engine::models::cluster::{Cluster, ClusterParams, Fault, FaultKind, RetryPolicy, ServiceTime};
+    use stampede_engine::models::cluster::{
+        Cluster, ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime,
+    };
     use stampede_engine::policy::backoff::Backoff;
     use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
     use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
@@ -257,6 +259,9 @@ fn cluster_allocates_nothing_per_event_after_warmup() {
         arrival_rate_per_s: 1_200.0,
         keys: 10_000,
         zipf_s: 0.8,
+        hot_share: 0.05,
+        closed_loop_users: 50,
+        think_time: 100_000_000,
         attempt_timeout: 50 * MS,
         shards: 4,
         vnodes: 150,
@@ -265,7 +270,7 @@ fn cluster_allocates_nothing_per_event_after_warmup() {
         servers: 4,
         service: ServiceTime::Lognormal { median: 8 * MS, sigma: 0.5 },
         queue_capacity: 100,
-        lifo: false,
+        discipline: QueueDiscipline::Fifo,
         drop_abandoned: false,
         retry: RetryPolicy::Backoff {
             max_attempts: 4,

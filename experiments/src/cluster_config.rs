@@ -3,9 +3,10 @@
 //! `[retry.breaker]`), `[[faults]]`, `[series]`. Every field is validated with its dotted path.
 
 use serde::{Deserialize, Serialize};
-use stampede_engine::models::cluster::{ClusterParams, Fault, FaultKind, RetryPolicy, ServiceTime};
+use stampede_engine::models::cluster::{ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime};
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
+use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::retry_budget::{AdaptiveThrottle, GrpcThrottle, RatioBudget, RetryBudget, TtlBudget};
 use stampede_engine::ring::RingHash;
 use stampede_engine::{secs_to_nanos, Nanos};
@@ -35,6 +36,15 @@ pub struct ClientsConfig {
     /// Zipf skew of key popularity; 0 = uniform.
     #[serde(default)]
     pub zipf_s: f64,
+    /// Share of requests carrying one hot key (a hot tenant); 0 = none.
+    #[serde(default)]
+    pub hot_share: f64,
+    /// Users that wait for each answer, think, and ask again, beside the open-loop arrivals.
+    #[serde(default)]
+    pub closed_loop_users: u32,
+    /// Mean think time of a closed-loop user (exponential).
+    #[serde(default = "default_think")]
+    pub think_time_s: f64,
     /// Each attempt's client-side timeout.
     pub timeout_s: f64,
 }
@@ -57,6 +67,10 @@ pub struct RouterConfig {
     pub capacity_factor: f64,
     #[serde(default = "default_hash")]
     pub hash: HashName,
+}
+
+fn default_think() -> f64 {
+    1.0
 }
 
 fn default_vnodes() -> u32 {
@@ -82,6 +96,8 @@ pub enum ServiceName {
 pub enum QueueOrderName {
     Fifo,
     Lifo,
+    /// FIFO with CoDel drops at dequeue.
+    Codel,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -99,6 +115,20 @@ pub struct ShardsConfig {
     pub queue_order: QueueOrderName,
     #[serde(default)]
     pub drop_abandoned: bool,
+    /// CoDel's target sojourn (queue_order = "codel").
+    #[serde(default = "default_codel_target")]
+    pub codel_target_s: f64,
+    /// CoDel's interval (queue_order = "codel").
+    #[serde(default = "default_codel_interval")]
+    pub codel_interval_s: f64,
+}
+
+fn default_codel_target() -> f64 {
+    0.005
+}
+
+fn default_codel_interval() -> f64 {
+    0.1
 }
 
 fn default_order() -> QueueOrderName {
@@ -271,7 +301,12 @@ fn at_least_one(path: &str, value: u32) -> Result<()> {
 
 impl ClusterConfig {
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
-        positive("clients.arrival_rate_per_s", self.clients.arrival_rate_per_s, "a positive rate per second")?;
+        let rate = self.clients.arrival_rate_per_s;
+        if !(rate.is_finite() && rate >= 0.0) || (rate == 0.0 && self.clients.closed_loop_users == 0) {
+            return Err(Error::bad_input(format!(
+                "clients.arrival_rate_per_s = {rate}: must be a positive rate per second (0 only with closed_loop_users)"
+            )));
+        }
         if self.clients.keys == 0 || self.clients.keys > 10_000_000 {
             return Err(Error::bad_input(format!("clients.keys = {}: must be from 1 to 10000000", self.clients.keys)));
         }
@@ -282,6 +317,15 @@ impl ClusterConfig {
             )));
         }
         positive("clients.timeout_s", self.clients.timeout_s, "a positive number of seconds")?;
+        if !(0.0..=1.0).contains(&self.clients.hot_share) {
+            return Err(Error::bad_input(format!(
+                "clients.hot_share = {}: must be from 0 to 1",
+                self.clients.hot_share
+            )));
+        }
+        if self.clients.closed_loop_users > 0 {
+            positive("clients.think_time_s", self.clients.think_time_s, "a positive number of seconds")?;
+        }
         at_least_one("router.shards", self.router.shards)?;
         at_least_one("router.vnodes", self.router.vnodes)?;
         if self.router.shards as u64 * self.router.vnodes as u64 > 10_000_000 {
@@ -300,6 +344,10 @@ impl ClusterConfig {
             )));
         }
         at_least_one("shards.servers", self.shards.servers)?;
+        if self.shards.queue_order == QueueOrderName::Codel {
+            positive("shards.codel_target_s", self.shards.codel_target_s, "a positive number of seconds")?;
+            positive("shards.codel_interval_s", self.shards.codel_interval_s, "a positive number of seconds")?;
+        }
         positive("shards.service_s", self.shards.service_s, "a positive number of seconds")?;
         if self.shards.service == ServiceName::Lognormal {
             positive("shards.service_sigma", self.shards.service_sigma, "positive for a lognormal service")?;
@@ -458,6 +506,9 @@ impl ClusterConfig {
             arrival_rate_per_s: self.clients.arrival_rate_per_s,
             keys: self.clients.keys,
             zipf_s: self.clients.zipf_s,
+            hot_share: self.clients.hot_share,
+            closed_loop_users: self.clients.closed_loop_users,
+            think_time: secs_to_nanos(self.clients.think_time_s),
             attempt_timeout: secs_to_nanos(self.clients.timeout_s),
             shards: self.router.shards,
             vnodes: self.router.vnodes,
@@ -475,7 +526,14 @@ impl ClusterConfig {
                 ServiceName::Constant => ServiceTime::Constant { value: service_s },
             },
             queue_capacity: self.shards.queue_capacity,
-            lifo: self.shards.queue_order == QueueOrderName::Lifo,
+            discipline: match self.shards.queue_order {
+                QueueOrderName::Fifo => QueueDiscipline::Fifo,
+                QueueOrderName::Lifo => QueueDiscipline::Lifo,
+                QueueOrderName::Codel => QueueDiscipline::CoDel(CoDelConfig {
+                    target: secs_to_nanos(self.shards.codel_target_s),
+                    interval: secs_to_nanos(self.shards.codel_interval_s).max(1),
+                }),
+            },
             drop_abandoned: self.shards.drop_abandoned,
             retry,
             budget,

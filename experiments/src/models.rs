@@ -374,6 +374,7 @@ fn cluster_metric_values(r: &ClusterResults) -> Vec<f64> {
         r.refused_queue_full as f64,
         r.refused_breaker as f64,
         r.refused_no_shard as f64,
+        r.dropped_codel as f64,
         r.retries_denied_by_budget as f64,
         r.wasted_work_s,
         r.wasted_work_ratio,

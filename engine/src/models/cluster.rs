@@ -23,6 +23,7 @@ use crate::histogram::LatencyHistogram;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
 use crate::policy::classify::Outcome;
+use crate::policy::codel::{CoDel, CoDelConfig};
 use crate::policy::retry_budget::RetryBudget;
 use crate::ring::{BoundedLoadRouter, HashRing, RingHash, Route};
 use crate::rng::{RngStream, StreamPurpose};
@@ -35,6 +36,7 @@ const ARRIVALS: StreamPurpose = StreamPurpose::named("cluster.arrivals");
 const KEYS: StreamPurpose = StreamPurpose::named("cluster.keys");
 const SERVICE: StreamPurpose = StreamPurpose::named("cluster.service");
 const RETRIES: StreamPurpose = StreamPurpose::named("cluster.retries");
+const USERS: StreamPurpose = StreamPurpose::named("cluster.users");
 
 /// Service-time distribution of one request on an unloaded server.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -42,6 +44,16 @@ pub enum ServiceTime {
     Exponential { mean: Nanos },
     Lognormal { median: Nanos, sigma: f64 },
     Constant { value: Nanos },
+}
+
+/// The order in which a shard serves its queue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum QueueDiscipline {
+    Fifo,
+    /// Newest first.
+    Lifo,
+    /// FIFO with CoDel drops at dequeue; a dropped attempt is an error to its client.
+    CoDel(CoDelConfig),
 }
 
 /// The client's retry rule.
@@ -83,6 +95,12 @@ pub struct ClusterParams {
     /// Key space; keys are drawn uniformly or Zipf(s) when `zipf_s > 0`.
     pub keys: u64,
     pub zipf_s: f64,
+    /// Share of requests that carry the single hot key 0 (a hot tenant); 0 = none.
+    pub hot_share: f64,
+    /// A closed-loop population: users that wait for their answer, think, ask again (0 = none).
+    pub closed_loop_users: u32,
+    /// Mean think time of a closed-loop user (exponential).
+    pub think_time: Nanos,
     /// Each attempt's client-side timeout.
     pub attempt_timeout: Nanos,
     pub shards: u32,
@@ -94,8 +112,7 @@ pub struct ClusterParams {
     pub service: ServiceTime,
     /// Waiting room per shard.
     pub queue_capacity: u32,
-    /// Serve the newest waiter first.
-    pub lifo: bool,
+    pub discipline: QueueDiscipline,
     /// Drop, at dequeue, attempts whose client already gave up.
     pub drop_abandoned: bool,
     pub retry: RetryPolicy,
@@ -138,6 +155,7 @@ pub struct ClusterResults {
     pub refused_queue_full: u64,
     pub refused_breaker: u64,
     pub refused_no_shard: u64,
+    pub dropped_codel: u64,
     pub retries_denied_by_budget: u64,
     pub wasted_work_s: f64,
     pub wasted_work_ratio: f64,
@@ -154,17 +172,35 @@ pub struct ClusterResults {
 /// Events of the cluster model (24 bytes).
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
-    Arrival { generation: u32 },
-    Send { request: SlabKey },
-    Done { shard: u32, attempt: SlabKey },
-    Timeout { request: SlabKey, ticket: TimerTicket },
-    FaultStart { index: u32 },
-    FaultEnd { index: u32 },
+    Arrival {
+        generation: u32,
+    },
+    Send {
+        request: SlabKey,
+    },
+    Done {
+        shard: u32,
+        attempt: SlabKey,
+    },
+    Timeout {
+        request: SlabKey,
+        ticket: TimerTicket,
+    },
+    FaultStart {
+        index: u32,
+    },
+    FaultEnd {
+        index: u32,
+    },
+    /// A closed-loop user has finished thinking.
+    UserRequest,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Request {
     key_hash: u32,
+    /// Sent by a closed-loop user, who asks again after thinking.
+    closed_loop: bool,
     arrived_at: Nanos,
     counted: bool,
     attempts: u32,
@@ -189,6 +225,7 @@ struct Shard {
     slowdown: f64,
     stalls: u32,
     load_area: u128,
+    codel: Option<CoDel>,
 }
 
 /// Zipf sampler by inversion over a precomputed CDF (built once per replica).
@@ -230,6 +267,7 @@ pub struct Cluster<'h> {
     key_rng: RngStream,
     service_rng: RngStream,
     retry_rng: RngStream,
+    user_rng: RngStream,
     key_sampler: KeySampler,
     key_hashes: Vec<u32>,
     ring: HashRing,
@@ -270,6 +308,10 @@ impl<'h> Cluster<'h> {
                 slowdown: 1.0,
                 stalls: 0,
                 load_area: 0,
+                codel: match p.discipline {
+                    QueueDiscipline::CoDel(config) => Some(CoDel::new(config)),
+                    _ => None,
+                },
             })
             .collect();
         let breakers = match p.breaker {
@@ -281,6 +323,7 @@ impl<'h> Cluster<'h> {
             key_rng: RngStream::derive(master_seed, replica, KEYS),
             service_rng: RngStream::derive(master_seed, replica, SERVICE),
             retry_rng: RngStream::derive(master_seed, replica, RETRIES),
+            user_rng: RngStream::derive(master_seed, replica, USERS),
             key_sampler: KeySampler::new(p.keys, p.zipf_s),
             key_hashes,
             router: BoundedLoadRouter::new(p.shards, p.capacity_factor),
@@ -327,6 +370,12 @@ impl<'h> Cluster<'h> {
         let mut simulation = Simulation::new(self, 1024);
         let scheduler = simulation.scheduler();
         scheduler.at(first, Event::Arrival { generation: 0 });
+        let users = simulation.model.p.closed_loop_users;
+        for _ in 0..users {
+            let think = simulation.model.think();
+            simulation.scheduler().at(think, Event::UserRequest);
+        }
+        let scheduler = simulation.scheduler();
         for (index, fault) in faults.iter().enumerate() {
             scheduler.at(fault.start, Event::FaultStart { index: index as u32 });
             scheduler.at(fault.start.saturating_add(fault.duration), Event::FaultEnd { index: index as u32 });
@@ -334,8 +383,24 @@ impl<'h> Cluster<'h> {
         simulation
     }
 
+    fn think(&mut self) -> Nanos {
+        let mean = self.p.think_time as f64;
+        (self.user_rng.exponential(1.0) * mean).round() as Nanos
+    }
+
+    /// A request has ended (answered or given up): a closed-loop user thinks, then asks again.
+    fn request_ended(&mut self, closed_loop: bool, scheduler: &mut Scheduler<Event>) {
+        if closed_loop {
+            let think = self.think();
+            scheduler.after(think, Event::UserRequest);
+        }
+    }
+
     fn interarrival(&mut self) -> Nanos {
         let rate = self.p.arrival_rate_per_s * self.rate_factor;
+        if rate <= 0.0 {
+            return Nanos::MAX / 2; // a closed-loop-only cluster has no open arrivals
+        }
         (self.arrivals.exponential(rate) * NANOS_PER_SEC as f64).round() as Nanos
     }
 
@@ -376,6 +441,28 @@ impl<'h> Cluster<'h> {
 
     fn bucket_of(&self, now: Nanos) -> usize {
         (now / self.p.bucket) as usize
+    }
+
+    fn new_request(&mut self, now: Nanos, closed_loop: bool, scheduler: &mut Scheduler<Event>) {
+        let hot = self.p.hot_share > 0.0 && self.key_rng.bernoulli(self.p.hot_share);
+        let key = if hot { 0 } else { self.key_sampler.draw(&mut self.key_rng) };
+        let key_hash = if self.key_hashes.is_empty() { self.p.hash.key(key) } else { self.key_hashes[key as usize] };
+        let counted = self.counted(now);
+        if counted {
+            self.results.offered += 1;
+        }
+        let request = self.requests.insert(Request {
+            key_hash,
+            closed_loop,
+            arrived_at: now,
+            counted,
+            attempts: 0,
+            timer: TimerSlot::default(),
+            attempt: None,
+            previous_backoff: 0,
+        });
+        self.p.budget.on_request(now);
+        self.send(now, request, scheduler);
     }
 
     fn send(&mut self, now: Nanos, request_key: SlabKey, scheduler: &mut Scheduler<Event>) {
@@ -454,14 +541,27 @@ impl<'h> Cluster<'h> {
             if s.busy >= self.p.servers || s.stalls > 0 {
                 return;
             }
-            let next = if self.p.lifo { s.queue.pop_back() } else { s.queue.pop_front() };
+            let next =
+                if self.p.discipline == QueueDiscipline::Lifo { s.queue.pop_back() } else { s.queue.pop_front() };
             let Some(attempt) = next else { return };
             self.queued -= 1;
-            let abandoned = self.attempts.get(attempt).is_some_and(|a| a.abandoned);
-            if abandoned && self.p.drop_abandoned {
-                self.attempts.remove(attempt);
+            let (abandoned, sent_at) = self.attempts.get(attempt).map_or((true, now), |a| (a.abandoned, a.sent_at));
+            let queue_empty_after = self.shards[shard as usize].queue.is_empty();
+            let codel_drop = self.shards[shard as usize]
+                .codel
+                .as_mut()
+                .is_some_and(|codel| codel.should_drop(now, now - sent_at, queue_empty_after));
+            if codel_drop || (abandoned && self.p.drop_abandoned) {
+                let dropped = self.attempts.remove(attempt);
                 self.in_flight -= 1;
                 self.router.release(shard);
+                if let Some(dropped) = dropped.filter(|a| codel_drop && !a.abandoned) {
+                    // The server answers an error at once: the client may retry.
+                    if let Some(permit) = dropped.permit {
+                        self.breakers[shard as usize].record(now, permit, Outcome::Overloaded, now - dropped.sent_at);
+                    }
+                    self.attempt_failed(now, dropped.request, Refusal::CoDel, scheduler);
+                }
                 continue;
             }
             self.start(now, shard, attempt, scheduler);
@@ -490,6 +590,7 @@ impl<'h> Cluster<'h> {
                 self.results.successes += 1;
                 self.latency.record(now - request.arrived_at);
             }
+            self.request_ended(request.closed_loop, scheduler);
             let bucket = self.bucket_of(now);
             if let Some(b) = self.series.successes.get_mut(bucket) {
                 *b += 1;
@@ -531,6 +632,7 @@ impl<'h> Cluster<'h> {
                 Refusal::QueueFull => self.results.refused_queue_full += 1,
                 Refusal::Breaker => self.results.refused_breaker += 1,
                 Refusal::NoShard => self.results.refused_no_shard += 1,
+                Refusal::CoDel => self.results.dropped_codel += 1,
             }
         }
         self.p.budget.on_outcome(now, false);
@@ -566,6 +668,7 @@ impl<'h> Cluster<'h> {
         if request.counted {
             self.results.failed += 1;
         }
+        self.request_ended(request.closed_loop, scheduler);
     }
 
     fn fault(&mut self, now: Nanos, index: u32, starting: bool, scheduler: &mut Scheduler<Event>) {
@@ -655,6 +758,7 @@ enum Refusal {
     QueueFull,
     Breaker,
     NoShard,
+    CoDel,
 }
 
 /// Recovery after the last fault: the baseline is the mean queued depth over the
@@ -700,25 +804,9 @@ impl Model for Cluster<'_> {
                 }
                 let next = self.interarrival();
                 scheduler.after(next, Event::Arrival { generation });
-                let key = self.key_sampler.draw(&mut self.key_rng);
-                let key_hash =
-                    if self.key_hashes.is_empty() { self.p.hash.key(key) } else { self.key_hashes[key as usize] };
-                let counted = self.counted(now);
-                if counted {
-                    self.results.offered += 1;
-                }
-                let request = self.requests.insert(Request {
-                    key_hash,
-                    arrived_at: now,
-                    counted,
-                    attempts: 0,
-                    timer: TimerSlot::default(),
-                    attempt: None,
-                    previous_backoff: 0,
-                });
-                self.p.budget.on_request(now);
-                self.send(now, request, scheduler);
+                self.new_request(now, false, scheduler);
             }
+            Event::UserRequest => self.new_request(now, true, scheduler),
             Event::Send { request } => self.send(now, request, scheduler),
             Event::Done { shard, attempt } => self.done(now, shard, attempt, scheduler),
             Event::Timeout { request, ticket } => self.timeout(now, request, ticket, scheduler),
@@ -742,6 +830,9 @@ mod tests {
             arrival_rate_per_s: 1_200.0,
             keys: 10_000,
             zipf_s: 0.0,
+            hot_share: 0.0,
+            closed_loop_users: 0,
+            think_time: 0,
             attempt_timeout: 50 * MS,
             shards: 4,
             vnodes: 150,
@@ -750,7 +841,7 @@ mod tests {
             servers: 4,
             service: ServiceTime::Exponential { mean: 10 * MS },
             queue_capacity: 200,
-            lifo: false,
+            discipline: QueueDiscipline::Fifo,
             drop_abandoned: false,
             retry: RetryPolicy::None,
             budget: RetryBudget::Unlimited,
@@ -945,6 +1036,58 @@ mod tests {
         assert!(plain.peak_shard_load_ratio > 1.8, "hot keys pile onto one shard: {}", plain.peak_shard_load_ratio);
         assert!(bounded.peak_shard_load_ratio < 1.3, "{}", bounded.peak_shard_load_ratio);
         assert!(bounded.hops_mean > 0.0 && plain.hops_mean == 0.0);
+    }
+
+    #[test]
+    fn a_closed_loop_population_obeys_the_interactive_response_time_law() {
+        // N users, think time Z, response time R: throughput X = N / (R + Z).
+        let p = ClusterParams {
+            arrival_rate_per_s: 0.0,
+            closed_loop_users: 200,
+            think_time: 100 * MS,
+            attempt_timeout: secs_to_nanos(100.0),
+            queue_capacity: 100_000,
+            horizon: secs_to_nanos(30.0),
+            ..base()
+        };
+        let (r, _, histogram) = run(&p, 0);
+        let response_s = histogram.hdr().mean() / 1e9;
+        let law = 200.0 / (response_s + 0.1);
+        assert!((r.goodput_rps / law - 1.0).abs() < 0.02, "X = {} vs N/(R+Z) = {law}", r.goodput_rps);
+        assert!(r.goodput_rps > 1_000.0, "the users keep the cluster busy: {}", r.goodput_rps);
+    }
+
+    #[test]
+    fn a_hot_tenant_concentrates_load_unless_loads_are_bounded() {
+        let hot = |c: f64| ClusterParams {
+            hot_share: 0.3,
+            capacity_factor: c,
+            attempt_timeout: secs_to_nanos(100.0),
+            queue_capacity: 100_000,
+            arrival_rate_per_s: 800.0,
+            ..base()
+        };
+        let plain = run(&hot(f64::INFINITY), 0).0;
+        let bounded = run(&hot(1.25), 0).0;
+        assert!(plain.peak_shard_load_ratio > 1.5, "{}", plain.peak_shard_load_ratio);
+        assert!(bounded.peak_shard_load_ratio < plain.peak_shard_load_ratio * 0.8, "{}", bounded.peak_shard_load_ratio);
+    }
+
+    #[test]
+    fn codel_drops_from_a_standing_queue_and_keeps_latency_low() {
+        let overload = |discipline: QueueDiscipline| ClusterParams {
+            arrival_rate_per_s: 1_800.0, // above the 1,600/s the cluster serves
+            attempt_timeout: secs_to_nanos(100.0),
+            queue_capacity: 100_000,
+            discipline,
+            ..base()
+        };
+        let (fifo, _, fifo_latency) = run(&overload(QueueDiscipline::Fifo), 0);
+        let codel = QueueDiscipline::CoDel(CoDelConfig { target: 5 * MS, interval: 100 * MS });
+        let (dropped, _, codel_latency) = run(&overload(codel), 0);
+        assert_eq!(fifo.dropped_codel, 0);
+        assert!(dropped.dropped_codel > 1_000, "{}", dropped.dropped_codel);
+        assert!(codel_latency.hdr().mean() * 5.0 < fifo_latency.hdr().mean(), "CoDel keeps the queue short");
     }
 
     #[test]

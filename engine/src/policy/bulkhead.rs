@@ -16,6 +16,8 @@
 
 use std::collections::VecDeque;
 
+use super::codel::CoDel;
+pub use super::codel::CoDelConfig;
 use crate::time::Nanos;
 
 /// Which waiter a freed slot goes to.
@@ -27,13 +29,6 @@ pub enum QueueOrder {
     AdaptiveLifo {
         standing_after: Nanos,
     },
-}
-
-/// CoDel's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CoDelConfig {
-    pub target: Nanos,
-    pub interval: Nanos,
 }
 
 /// Bulkhead parameters.
@@ -73,35 +68,23 @@ pub enum Dropped {
     CoDel,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct CoDelState {
-    first_above_time: Nanos,
-    drop_next: Nanos,
-    count: u32,
-    last_count: u32,
-    dropping: bool,
-}
-
 /// A bulkhead with its wait queue.
 #[derive(Clone, Debug)]
 pub struct Bulkhead {
     config: BulkheadConfig,
     in_use: u32,
     queue: VecDeque<Waiter>,
-    codel: CoDelState,
+    codel: Option<CoDel>,
 }
 
 impl Bulkhead {
     pub fn new(config: BulkheadConfig) -> Self {
         assert!(config.slots > 0, "a bulkhead needs at least one slot");
-        if let Some(codel) = config.codel {
-            assert!(codel.interval > 0, "CoDel interval must be positive");
-        }
         Bulkhead {
             config,
             in_use: 0,
             queue: VecDeque::with_capacity(config.queue_capacity as usize),
-            codel: CoDelState::default(),
+            codel: config.codel.map(CoDel::new),
         }
     }
 
@@ -182,42 +165,10 @@ impl Bulkhead {
         }
     }
 
-    /// RFC 8289's dequeue logic for one candidate; true = drop it.
+    /// CoDel's verdict on the waiter about to be served.
     fn codel_drops(&mut self, now: Nanos, waiter: Waiter) -> bool {
-        let Some(CoDelConfig { target, interval }) = self.config.codel else { return false };
-        let sojourn = now - waiter.enqueued_at;
-        let control_law = |t: Nanos, count: u32| t + (interval as f64 / (count.max(1) as f64).sqrt()) as Nanos;
-        let state = &mut self.codel;
-        let ok_to_drop = if sojourn < target || self.queue.is_empty() {
-            state.first_above_time = 0;
-            false
-        } else if state.first_above_time == 0 {
-            state.first_above_time = now + interval;
-            false
-        } else {
-            now >= state.first_above_time
-        };
-        if state.dropping {
-            if !ok_to_drop {
-                state.dropping = false;
-                false
-            } else if now >= state.drop_next {
-                state.count += 1;
-                state.drop_next = control_law(state.drop_next, state.count);
-                true
-            } else {
-                false
-            }
-        } else if ok_to_drop {
-            state.dropping = true;
-            let delta = state.count.saturating_sub(state.last_count);
-            state.count = if delta > 1 && now.saturating_sub(state.drop_next) < 16 * interval { delta } else { 1 };
-            state.drop_next = control_law(now, state.count);
-            state.last_count = state.count;
-            true
-        } else {
-            false
-        }
+        let queue_empty_after = self.queue.is_empty();
+        self.codel.as_mut().is_some_and(|codel| codel.should_drop(now, now - waiter.enqueued_at, queue_empty_after))
     }
 
     #[inline]

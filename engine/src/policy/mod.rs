@@ -12,6 +12,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod bulkhead;
 pub mod classify;
+pub mod codel;
 pub mod limiter;
 pub mod quota;
 pub mod retry_budget;
