@@ -761,35 +761,10 @@ enum Refusal {
     CoDel,
 }
 
-/// Recovery after the last fault: the baseline is the mean queued depth over the
-/// buckets between warm-up and the first fault; the band is baseline × 1.5 + 2; the
-/// queue has recovered at the start of the first bucket after the last fault ends from
-/// which every bucket for `recovery_hold` stays within the band. `Some(0)` with no faults;
-/// `None` if it never recovers before the horizon.
+/// Recovery after the cluster's last fault (see [`super::recovery::recovery_time`]).
 pub fn recovery_time(queued_area: &[u128], p: &ClusterParams) -> Option<Nanos> {
-    let Some(first_start) = p.faults.iter().map(|f| f.start).min() else { return Some(0) };
-    let last_end = p.faults.iter().map(|f| f.start.saturating_add(f.duration)).max().expect("faults exist");
-    let depth = |b: usize| queued_area[b] as f64 / p.bucket as f64;
-    let from = p.warmup.div_ceil(p.bucket) as usize;
-    let to = (first_start / p.bucket) as usize;
-    let baseline = if to > from { (from..to).map(depth).sum::<f64>() / (to - from) as f64 } else { 0.0 };
-    let band = baseline * 1.5 + 2.0;
-    let hold = p.recovery_hold.div_ceil(p.bucket).max(1) as usize;
-    let start = last_end.div_ceil(p.bucket) as usize;
-    let buckets = queued_area.len();
-    let mut run = 0;
-    for b in start..buckets {
-        if depth(b) <= band {
-            run += 1;
-            if run == hold {
-                let recovered_at = (b + 1 - hold) as u64 * p.bucket;
-                return Some(recovered_at.saturating_sub(last_end));
-            }
-        } else {
-            run = 0;
-        }
-    }
-    None
+    let windows: Vec<(Nanos, Nanos)> = p.faults.iter().map(|f| (f.start, f.start.saturating_add(f.duration))).collect();
+    super::recovery::recovery_time(queued_area, p.bucket, p.warmup, &windows, p.recovery_hold)
 }
 
 impl Model for Cluster<'_> {

@@ -2,4 +2,6 @@
 //! with its own parameters struct, event enum and results struct.
 
 pub mod cluster;
+pub mod dependency;
 pub mod mmc;
+pub mod recovery;
