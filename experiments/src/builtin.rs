@@ -10,6 +10,7 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ("retry-storm", include_str!("../scenarios/retry-storm.toml")),
     ("bounded-load", include_str!("../scenarios/bounded-load.toml")),
     ("policy-grid", include_str!("../scenarios/policy-grid.toml")),
+    ("dependency-slowdown", include_str!("../scenarios/dependency-slowdown.toml")),
     ("mmc", include_str!("../scenarios/mmc.toml")),
     ("mmc-load", include_str!("../scenarios/mmc-load.toml")),
     ("mmck", include_str!("../scenarios/mmck.toml")),

@@ -7,6 +7,7 @@
 
 pub mod builtin;
 pub mod cluster_config;
+pub mod dependency_config;
 pub mod error;
 pub mod models;
 pub mod pipeline;

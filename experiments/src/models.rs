@@ -7,10 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 use stampede_engine::models::cluster::{Cluster, ClusterResults};
+use stampede_engine::models::dependency::{Dependency, DependencyResults};
 use stampede_engine::models::mmc::{Mmc, MmcParams, MmcResults};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use crate::cluster_config::ClusterConfig;
+use crate::dependency_config::DependencyConfig;
 use crate::error::{Error, Result};
 use crate::scenario::{typed, RunConfig};
 
@@ -61,10 +63,11 @@ pub struct ReplicaOutput {
 pub enum ModelConfig {
     Mmc(MmcConfig),
     Cluster(Box<ClusterConfig>),
+    Dependency(Box<DependencyConfig>),
 }
 
 /// Names accepted by `model = "…"`.
-pub const MODEL_NAMES: &[&str] = &["mmc", "cluster"];
+pub const MODEL_NAMES: &[&str] = &["mmc", "cluster", "dependency"];
 
 impl ModelConfig {
     /// The model's name as written in scenarios.
@@ -72,6 +75,7 @@ impl ModelConfig {
         match self {
             ModelConfig::Mmc(_) => "mmc",
             ModelConfig::Cluster(_) => "cluster",
+            ModelConfig::Dependency(_) => "dependency",
         }
     }
 
@@ -80,6 +84,7 @@ impl ModelConfig {
         match model {
             "mmc" => &["queue"],
             "cluster" => &["clients", "router", "shards", "retry", "faults", "series"],
+            "dependency" => &["service", "dependency", "protection", "series"],
             _ => &[],
         }
     }
@@ -89,6 +94,7 @@ impl ModelConfig {
         match model {
             "mmc" => Ok(ModelConfig::Mmc(typed(toml::Value::Table(sections))?)),
             "cluster" => Ok(ModelConfig::Cluster(Box::new(typed(toml::Value::Table(sections))?))),
+            "dependency" => Ok(ModelConfig::Dependency(Box::new(typed(toml::Value::Table(sections))?))),
             other => Err(Error::bad_input(format!(
                 "model = {other:?}: unknown model; known models: {}",
                 MODEL_NAMES.join(", ")
@@ -101,6 +107,7 @@ impl ModelConfig {
         let value = match self {
             ModelConfig::Mmc(config) => toml::Value::try_from(config),
             ModelConfig::Cluster(config) => toml::Value::try_from(config.as_ref()),
+            ModelConfig::Dependency(config) => toml::Value::try_from(config.as_ref()),
         };
         match value.expect("model configs serialise") {
             toml::Value::Table(table) => table,
@@ -113,6 +120,7 @@ impl ModelConfig {
         match self {
             ModelConfig::Mmc(config) => config.validate(run),
             ModelConfig::Cluster(config) => config.validate(run),
+            ModelConfig::Dependency(config) => config.validate(run),
         }
     }
 
@@ -121,6 +129,7 @@ impl ModelConfig {
         match self {
             ModelConfig::Mmc(_) => MMC_METRICS,
             ModelConfig::Cluster(_) => CLUSTER_METRICS,
+            ModelConfig::Dependency(_) => DEPENDENCY_METRICS,
         }
     }
 
@@ -129,6 +138,7 @@ impl ModelConfig {
         match self {
             ModelConfig::Mmc(_) => &[],
             ModelConfig::Cluster(_) => CLUSTER_SERIES,
+            ModelConfig::Dependency(_) => DEPENDENCY_SERIES,
         }
     }
 
@@ -137,13 +147,14 @@ impl ModelConfig {
         match self {
             ModelConfig::Mmc(_) => 0.0,
             ModelConfig::Cluster(config) => config.series.bucket_s,
+            ModelConfig::Dependency(config) => config.series.bucket_s,
         }
     }
 
     /// The latency histograms, in output order.
     pub fn latencies(&self) -> &'static [&'static str] {
         match self {
-            ModelConfig::Mmc(_) | ModelConfig::Cluster(_) => &["response_s"],
+            ModelConfig::Mmc(_) | ModelConfig::Cluster(_) | ModelConfig::Dependency(_) => &["response_s"],
         }
     }
 
@@ -174,6 +185,15 @@ impl ModelConfig {
                         counts(series.attempts),
                         counts(series.successes),
                     ],
+                }
+            }
+            ModelConfig::Dependency(config) => {
+                let [response] = histograms else { panic!("dependency records one histogram") };
+                let (results, series) = Dependency::new(config.params(run), master_seed, replica, response).run();
+                let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
+                ReplicaOutput {
+                    metrics: dependency_metric_values(&results),
+                    series: vec![series.busy_area, series.queued_area, counts(series.served), counts(series.fallbacks)],
                 }
             }
         }
@@ -386,6 +406,85 @@ fn cluster_metric_values(r: &ClusterResults) -> Vec<f64> {
         r.hops_mean,
         r.hops_max as f64,
         r.peak_shard_load_ratio,
+        r.breaker_trips as f64,
+        if r.recovered { 1.0 } else { 0.0 },
+        r.recovery_s,
+        r.events as f64,
+    ]
+}
+
+const DEPENDENCY_METRICS: &[MetricDef] = &[
+    MetricDef { name: "offered", kind: MetricKind::Count, description: "requests that arrived (after warm-up)" },
+    MetricDef {
+        name: "served_high",
+        kind: MetricKind::Count,
+        description: "HIGH requests answered by the dependency in time",
+    },
+    MetricDef { name: "served_normal", kind: MetricKind::Count, description: "NORMAL requests answered in time" },
+    MetricDef { name: "served_low", kind: MetricKind::Count, description: "LOW requests answered in time" },
+    MetricDef { name: "goodput_high_rps", kind: MetricKind::Real, description: "HIGH answers per second" },
+    MetricDef { name: "goodput_normal_rps", kind: MetricKind::Real, description: "NORMAL answers per second" },
+    MetricDef { name: "goodput_low_rps", kind: MetricKind::Real, description: "LOW answers per second" },
+    MetricDef {
+        name: "fallbacks",
+        kind: MetricKind::Count,
+        description: "degraded answers: shed, breaker open, or call timed out",
+    },
+    MetricDef { name: "shed", kind: MetricKind::Count, description: "requests the priority shedder refused" },
+    MetricDef { name: "breaker_refusals", kind: MetricKind::Count, description: "calls the open breaker refused" },
+    MetricDef {
+        name: "call_timeouts",
+        kind: MetricKind::Count,
+        description: "dependency calls that hit the call timeout",
+    },
+    MetricDef {
+        name: "client_timeouts",
+        kind: MetricKind::Count,
+        description: "requests answered after their client left",
+    },
+    MetricDef { name: "queue_full", kind: MetricKind::Count, description: "requests refused by a full worker queue" },
+    MetricDef {
+        name: "pool_saturation_ratio",
+        kind: MetricKind::Real,
+        description: "time-average busy workers ÷ workers",
+    },
+    MetricDef { name: "breaker_trips", kind: MetricKind::Count, description: "breaker trips" },
+    MetricDef {
+        name: "recovered_ratio",
+        kind: MetricKind::Real,
+        description: "1 if the queue returned to its band after the dependency healed",
+    },
+    MetricDef {
+        name: "recovery_s",
+        kind: MetricKind::Real,
+        description: "seconds from healing to recovery; NaN when not recovered",
+    },
+    MetricDef { name: "events", kind: MetricKind::Count, description: "events handled, warm-up included" },
+];
+
+const DEPENDENCY_SERIES: &[SeriesDef] = &[
+    SeriesDef { name: "pool_busy", kind: SeriesKind::Area },
+    SeriesDef { name: "queue_depth", kind: SeriesKind::Area },
+    SeriesDef { name: "goodput_rps", kind: SeriesKind::Count },
+    SeriesDef { name: "fallback_rps", kind: SeriesKind::Count },
+];
+
+fn dependency_metric_values(r: &DependencyResults) -> Vec<f64> {
+    vec![
+        r.offered as f64,
+        r.served[0] as f64,
+        r.served[1] as f64,
+        r.served[2] as f64,
+        r.goodput_rps[0],
+        r.goodput_rps[1],
+        r.goodput_rps[2],
+        r.fallbacks as f64,
+        r.shed as f64,
+        r.breaker_refusals as f64,
+        r.call_timeouts as f64,
+        r.client_timeouts as f64,
+        r.queue_full as f64,
+        r.pool_saturation_ratio,
         r.breaker_trips as f64,
         if r.recovered { 1.0 } else { 0.0 },
         r.recovery_s,
