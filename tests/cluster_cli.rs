@@ -59,7 +59,7 @@ fn cluster_output_is_identical_for_any_thread_count_and_has_a_time_series() {
     };
     let one = run("1");
     let two = run("2");
-    for file in ["summary.parquet", "replicas.parquet", "histograms.parquet", "timeseries.parquet"] {
+    for file in ["summary.parquet", "replicas.parquet", "histograms.parquet", "timeseries.parquet", "hops.parquet"] {
         let a = std::fs::read(one.join(file)).unwrap();
         assert!(a == std::fs::read(two.join(file)).unwrap(), "{file} differs between 1 and 2 threads");
     }

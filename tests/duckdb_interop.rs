@@ -104,6 +104,10 @@ before = sum(r[1] for r in ts[200:300]) / 100
 during = max(r[1] for r in ts[300:360])
 assert during > 5 * before, (before, during)
 assert all(r[2] <= r[1] <= r[3] for r in ts[150:])
+hops = con.execute(f"SELECT grid_point, sum(count), sum(share) FROM '{out}/policy-grid/hops.parquet' GROUP BY grid_point ORDER BY grid_point").fetchall()
+assert len(hops) == 27 and all(abs(h[2] - 1.0) < 1e-9 for h in hops if h[1] > 0), hops
+plain = con.execute(f"SELECT count FROM '{out}/policy-grid/hops.parquet' WHERE grid_point = 0 AND hops > 0").fetchall()
+assert sum(c[0] for c in plain) == 0, "c = inf never walks past a shard"
 print("cluster interop ok")
 "#;
 

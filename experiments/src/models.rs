@@ -56,6 +56,17 @@ pub struct ReplicaOutput {
     pub metrics: Vec<f64>,
     /// In [`ModelConfig::series`] order, one integer per bucket (empty without series).
     pub series: Vec<Vec<u128>>,
+    /// Counts of a small-integer quantity (see [`ModelConfig::count_histogram`]); empty without.
+    pub counts: Vec<u64>,
+}
+
+/// A model's histogram of a small-integer quantity, written to its own file.
+#[derive(Clone, Copy, Debug)]
+pub struct CountHistogramDef {
+    /// The file, e.g. `hops.parquet`.
+    pub file: &'static str,
+    /// The value column, e.g. `hops`; the last index means "this many or more".
+    pub column: &'static str,
 }
 
 /// Every model's configuration; the scenario's `model = "…"` picks the variant.
@@ -142,6 +153,14 @@ impl ModelConfig {
         }
     }
 
+    /// The model's count histogram, if it has one.
+    pub fn count_histogram(&self) -> Option<CountHistogramDef> {
+        match self {
+            ModelConfig::Cluster(_) => Some(CountHistogramDef { file: "hops.parquet", column: "hops" }),
+            _ => None,
+        }
+    }
+
     /// The width of a time-series bucket in seconds (models with series only).
     pub fn series_bucket_s(&self) -> f64 {
         match self {
@@ -171,7 +190,7 @@ impl ModelConfig {
             ModelConfig::Mmc(config) => {
                 let [response] = histograms else { panic!("mmc records one histogram") };
                 let results = Mmc::new(config.params(run), master_seed, replica, response).run();
-                ReplicaOutput { metrics: mmc_metric_values(&results), series: Vec::new() }
+                ReplicaOutput { metrics: mmc_metric_values(&results), ..ReplicaOutput::default() }
             }
             ModelConfig::Cluster(config) => {
                 let [response] = histograms else { panic!("cluster records one histogram") };
@@ -185,6 +204,7 @@ impl ModelConfig {
                         counts(series.attempts),
                         counts(series.successes),
                     ],
+                    counts: series.hops,
                 }
             }
             ModelConfig::Dependency(config) => {
@@ -194,6 +214,7 @@ impl ModelConfig {
                 ReplicaOutput {
                     metrics: dependency_metric_values(&results),
                     series: vec![series.busy_area, series.queued_area, counts(series.served), counts(series.fallbacks)],
+                    counts: Vec::new(),
                 }
             }
         }

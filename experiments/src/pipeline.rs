@@ -106,6 +106,26 @@ pub fn execute(
     if !model.series().is_empty() {
         staged.push(timeseries_table(&dir, scenario, &points, &results)?);
     }
+    if let Some(def) = model.count_histogram() {
+        let columns = [
+            ColumnSpec::new("grid_point", ColumnType::U32),
+            ColumnSpec::new(def.column, ColumnType::U32),
+            ColumnSpec::new("count", ColumnType::U64),
+            ColumnSpec::new("share", ColumnType::F64),
+        ];
+        let mut table = TableWriter::create(&dir, def.file, &columns)?;
+        for (point, result) in points.iter().zip(&results) {
+            let total: u64 = result.counts.iter().sum();
+            let share = |c: &u64| if total == 0 { 0.0 } else { *c as f64 / total as f64 };
+            table.write(vec![
+                ColumnValues::U32(vec![point.index; result.counts.len()]),
+                ColumnValues::U32((0..result.counts.len() as u32).collect()),
+                ColumnValues::U64(result.counts.clone()),
+                ColumnValues::F64(result.counts.iter().map(share).collect()),
+            ])?;
+        }
+        staged.push(table.finish()?);
+    }
 
     let report = RunReport {
         scenario: scenario.clone(),
@@ -228,6 +248,9 @@ pub fn output_files(scenario: &Scenario) -> Vec<&'static str> {
     let mut files = vec!["replicas.parquet", "summary.parquet", "histograms.parquet"];
     if !scenario.model.series().is_empty() {
         files.push("timeseries.parquet");
+    }
+    if let Some(def) = scenario.model.count_histogram() {
+        files.push(def.file);
     }
     files.push("manifest.json");
     files

@@ -48,6 +48,15 @@ pub struct PointResult {
     pub latencies: Vec<LatencyHistogram>,
     /// Per-bucket sums of the model's time series (empty for models without).
     pub series: SeriesSums,
+    /// Summed count histogram (empty for models without).
+    pub counts: Vec<u64>,
+}
+
+fn add_counts(total: &mut Vec<u64>, part: &[u64]) {
+    if total.len() < part.len() {
+        total.resize(part.len(), 0);
+    }
+    total.iter_mut().zip(part).for_each(|(t, p)| *t += p);
 }
 
 /// Exact per-bucket sums and sums of squares of replicas' integer time series.
@@ -123,6 +132,7 @@ struct PointAccumulator {
     grid_point: u32,
     histograms: Vec<LatencyHistogram>,
     series: SeriesSums,
+    counts: Vec<u64>,
 }
 
 /// One worker thread's accumulators for grid points not finished yet.
@@ -140,6 +150,7 @@ impl WorkerAccumulators {
                     grid_point,
                     histograms: (0..count).map(|_| LatencyHistogram::new()).collect(),
                     series: SeriesSums::default(),
+                    counts: Vec::new(),
                 });
                 self.by_point.len() - 1
             }
@@ -148,16 +159,17 @@ impl WorkerAccumulators {
     }
 
     /// Merges into `totals` and frees every grid point below `finished_below`.
-    fn drain_finished(&mut self, finished_below: u32, totals: &mut [(Vec<LatencyHistogram>, SeriesSums)]) {
+    fn drain_finished(&mut self, finished_below: u32, totals: &mut [(Vec<LatencyHistogram>, SeriesSums, Vec<u64>)]) {
         self.by_point.retain(|accumulator| {
             if accumulator.grid_point >= finished_below {
                 return true;
             }
-            let (histograms, series) = &mut totals[accumulator.grid_point as usize];
+            let (histograms, series, counts) = &mut totals[accumulator.grid_point as usize];
             for (total, part) in histograms.iter_mut().zip(&accumulator.histograms) {
                 total.merge(part);
             }
             series.merge(&accumulator.series);
+            add_counts(counts, &accumulator.counts);
             false
         });
     }
@@ -184,9 +196,9 @@ pub fn run_grid(
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
     let workers: Vec<Mutex<WorkerAccumulators>> = (0..threads).map(|_| Mutex::default()).collect();
     let mut welfords = vec![vec![Welford::default(); metric_count]; points.len()];
-    let mut totals: Vec<(Vec<LatencyHistogram>, SeriesSums)> = points
+    let mut totals: Vec<(Vec<LatencyHistogram>, SeriesSums, Vec<u64>)> = points
         .iter()
-        .map(|_| ((0..latency_count).map(|_| LatencyHistogram::new()).collect(), SeriesSums::default()))
+        .map(|_| ((0..latency_count).map(|_| LatencyHistogram::new()).collect(), SeriesSums::default(), Vec::new()))
         .collect();
     let total = points.len() as u64 * replicas as u64;
     let mut start = 0;
@@ -209,6 +221,7 @@ pub fn run_grid(
                     let output =
                         point.model.run_replica(&point.run, master_seed, replica as u64, &mut accumulator.histograms);
                     accumulator.series.add(&output.series);
+                    add_counts(&mut accumulator.counts, &output.counts);
                     let metrics = output.metrics;
                     debug_assert_eq!(metrics.len(), metric_count);
                     progress();
@@ -234,10 +247,11 @@ pub fn run_grid(
     Ok(welfords
         .into_iter()
         .zip(totals)
-        .map(|(point_welfords, (latencies, series))| PointResult {
+        .map(|(point_welfords, (latencies, series, counts))| PointResult {
             summaries: point_welfords.iter().map(Welford::summary).collect(),
             latencies,
             series,
+            counts,
         })
         .collect())
 }

@@ -139,7 +139,12 @@ pub struct ClusterSeries {
     pub attempts: Vec<u64>,
     /// Successful requests per bucket.
     pub successes: Vec<u64>,
+    /// Routed attempts (after warm-up) by hops walked: index h for h < 64, index 64 for 64 or more.
+    pub hops: Vec<u64>,
 }
+
+/// Exact hop counts are kept below this; longer walks share the last slot.
+pub const HOPS_TRACKED: usize = 64;
 
 /// Scalar results of one replica (after warm-up).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -343,6 +348,7 @@ impl<'h> Cluster<'h> {
                 in_flight_area: vec![0; buckets],
                 attempts: vec![0; buckets],
                 successes: vec![0; buckets],
+                hops: vec![0; HOPS_TRACKED + 1],
             },
             results: ClusterResults::default(),
             hops_total: 0,
@@ -485,6 +491,7 @@ impl<'h> Cluster<'h> {
                     self.hops_total += hops as u64;
                     self.routed += 1;
                     self.results.hops_max = self.results.hops_max.max(hops as u64);
+                    self.series.hops[(hops as usize).min(HOPS_TRACKED)] += 1;
                 }
                 shard
             }
