@@ -425,23 +425,28 @@ impl<'h> Cluster<'h> {
 
     /// Adds the state held since the last change to the per-bucket integrals.
     fn advance(&mut self, now: Nanos) {
-        let mut t = self.last_change;
-        while t < now {
-            let bucket = (t / self.p.bucket) as usize;
-            let end = ((bucket as u64 + 1) * self.p.bucket).min(now);
-            let dwell = (end - t) as u128;
-            if let Some(area) = self.series.queued_area.get_mut(bucket) {
-                *area += self.queued as u128 * dwell;
-                self.series.in_flight_area[bucket] += self.in_flight as u128 * dwell;
-            }
-            if t >= self.p.warmup {
-                for shard in &mut self.shards {
-                    shard.load_area += (shard.busy as u128 + shard.queue.len() as u128) * dwell;
+        let (queued, in_flight) = (self.queued as u128, self.in_flight as u128);
+        let series = &mut self.series;
+        let shards = &mut self.shards;
+        let busy_area = &mut self.busy_area;
+        super::buckets::for_each_span(
+            self.last_change,
+            now,
+            self.p.bucket,
+            self.p.warmup,
+            |bucket, after_warmup, dwell| {
+                if let Some(area) = series.queued_area.get_mut(bucket) {
+                    *area += queued * dwell;
+                    series.in_flight_area[bucket] += in_flight * dwell;
                 }
-                self.busy_area += self.shards.iter().map(|s| s.busy as u128).sum::<u128>() * dwell;
-            }
-            t = end;
-        }
+                if after_warmup {
+                    for shard in shards.iter_mut() {
+                        shard.load_area += (shard.busy as u128 + shard.queue.len() as u128) * dwell;
+                        *busy_area += shard.busy as u128 * dwell;
+                    }
+                }
+            },
+        );
         self.last_change = now;
     }
 

@@ -170,20 +170,24 @@ impl<'h> Dependency<'h> {
     }
 
     fn advance(&mut self, now: Nanos) {
-        let mut t = self.last_change;
-        while t < now {
-            let bucket = (t / self.p.bucket) as usize;
-            let end = ((bucket as u64 + 1) * self.p.bucket).min(now);
-            let dwell = (end - t) as u128;
-            if let Some(area) = self.series.busy_area.get_mut(bucket) {
-                *area += self.busy as u128 * dwell;
-                self.series.queued_area[bucket] += self.queue.len() as u128 * dwell;
-            }
-            if t >= self.p.warmup {
-                self.busy_window_area += self.busy as u128 * dwell;
-            }
-            t = end;
-        }
+        let (busy, queued) = (self.busy as u128, self.queue.len() as u128);
+        let series = &mut self.series;
+        let window = &mut self.busy_window_area;
+        super::buckets::for_each_span(
+            self.last_change,
+            now,
+            self.p.bucket,
+            self.p.warmup,
+            |bucket, after_warmup, dwell| {
+                if let Some(area) = series.busy_area.get_mut(bucket) {
+                    *area += busy * dwell;
+                    series.queued_area[bucket] += queued * dwell;
+                }
+                if after_warmup {
+                    *window += busy * dwell;
+                }
+            },
+        );
         self.last_change = now;
     }
 

@@ -1,6 +1,7 @@
 //! The simulated systems. Each model is a struct implementing [`crate::sim::Model`],
 //! with its own parameters struct, event enum and results struct.
 
+pub mod buckets;
 pub mod cluster;
 pub mod dependency;
 pub mod mmc;
