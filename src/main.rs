@@ -29,6 +29,22 @@ enum Command {
     Show(ShowArgs),
     /// Run a scenario and check its [[verify]] assertions; exit 1 if one fails.
     Verify(RunArgs),
+    /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
+    /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
+    Capacity(CapacityArgs),
+}
+
+#[derive(Args)]
+struct CapacityArgs {
+    /// A fixture TOML file (default: the shipped LLM-gateway fixture).
+    #[arg(long, value_name = "FILE")]
+    fixture: Option<String>,
+    /// The turns per second the product must serve.
+    #[arg(long, value_name = "R", default_value_t = 1000.0)]
+    target_turns_rps: f64,
+    /// Print the result as one JSON document.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -89,6 +105,7 @@ fn main() -> ExitCode {
         Command::List => list().map(|()| ExitStatus::Success),
         Command::Show(args) => show(args).map(|()| ExitStatus::Success),
         Command::Verify(args) => verify(args),
+        Command::Capacity(args) => capacity(args).map(|()| ExitStatus::Success),
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
@@ -181,6 +198,23 @@ fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<stampede
     let report = execute(scenario, &args.out, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
     Ok(report)
+}
+
+fn capacity(args: CapacityArgs) -> Result<()> {
+    if !(args.target_turns_rps.is_finite() && args.target_turns_rps > 0.0) {
+        return Err(Error::bad_input(format!(
+            "--target-turns-rps {}: must be a positive number of turns per second",
+            args.target_turns_rps
+        )));
+    }
+    let fixture = stampede_experiments::llm_fixture::Fixture::load(args.fixture.as_deref())?;
+    let report = stampede_experiments::capacity::analyse(&fixture, args.target_turns_rps);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
 }
 
 fn list() -> Result<()> {

@@ -157,3 +157,28 @@ fn manifest_records_the_resolved_scenario() {
     assert!(manifest["scenario_toml"].as_str().unwrap().contains("seed = 9"));
     assert!(manifest["wall_time_s"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn capacity_prints_the_arithmetic_and_reads_a_user_fixture() {
+    let output = stampede(&["capacity"]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(text.contains("sustainable: 6.94 turns/s, limited by think (OTPM reservation)"), "{text}");
+    assert!(text.contains("1000 turns/s is 144x"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&stampede(&["capacity", "--json", "--target-turns-rps", "100"]).stdout).unwrap();
+    assert_eq!(json["target_turns_rps"], 100.0);
+    assert_eq!(json["levers"][1]["lever"], "max_tokens sized to the p97 of observed output");
+    // A user's fixture: a think class that reserves only what it needs no longer pays the tax.
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("mine.toml");
+    let mine = stampede_experiments::llm_fixture::DEFAULT_FIXTURE.replace("max_tokens = 8192", "max_tokens = 4096");
+    std::fs::write(&file, mine).unwrap();
+    let text = stdout(&stampede(&["capacity", "--fixture", file.to_str().unwrap()]));
+    assert!(text.contains("sustainable: 12.25 turns/s"), "{text}");
+    let bad = stampede(&["capacity", "--target-turns-rps", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let missing = stampede(&["capacity", "--fixture", "/nonexistent.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("cannot read fixture file /nonexistent.toml"));
+}

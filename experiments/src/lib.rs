@@ -6,9 +6,11 @@
 //! [`pipeline::execute`] (which calls [`runner::run_grid`]) → [`report::RunReport`].
 
 pub mod builtin;
+pub mod capacity;
 pub mod cluster_config;
 pub mod dependency_config;
 pub mod error;
+pub mod llm_fixture;
 pub mod models;
 pub mod pipeline;
 pub mod report;
