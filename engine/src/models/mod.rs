@@ -5,4 +5,5 @@ pub mod buckets;
 pub mod cluster;
 pub mod dependency;
 pub mod mmc;
+pub mod provider;
 pub mod recovery;
