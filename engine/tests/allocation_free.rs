@@ -246,52 +246,21 @@ fn policy_decisions_allocate_nothing() {
 /// retry budget, a breaker per shard, a fault): no allocation once warmed up.
 #[test]
 fn cluster_allocates_nothing_per_event_after_warmup() {
-    use stampede_engine::models::cluster::{
-        Cluster, ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime,
-    };
-    use stampede_engine::policy::backoff::Backoff;
-    use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
-    use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
-    use stampede_engine::ring::RingHash;
+    use stampede_engine::models::cluster::{Cluster, ClusterParams, Fault, FaultKind, ServiceTime};
 
     const MS: Nanos = 1_000_000;
+    // Every policy on, plus skewed keys, a hot tenant and a closed-loop population.
     let params = ClusterParams {
-        arrival_rate_per_s: 1_200.0,
         keys: 10_000,
         zipf_s: 0.8,
         hot_share: 0.05,
         closed_loop_users: 50,
-        think_time: 100_000_000,
-        attempt_timeout: 50 * MS,
-        shards: 4,
-        vnodes: 150,
-        capacity_factor: 1.25,
-        hash: RingHash::Fast,
-        servers: 4,
+        think_time: 100 * MS,
         service: ServiceTime::Lognormal { median: 8 * MS, sigma: 0.5 },
-        queue_capacity: 100,
-        discipline: QueueDiscipline::Fifo,
-        drop_abandoned: false,
-        retry: RetryPolicy::Backoff {
-            max_attempts: 4,
-            backoff: Backoff::FullJitter { base: 10 * MS, cap: 1_000 * MS },
-        },
-        budget: RetryBudget::Ratio(RatioBudget::new(0.1, 100.0, 10.0)),
-        breaker: Some(BreakerConfig {
-            window: SlidingWindow::Time { window: 1_000 * MS, buckets: 10 },
-            minimum_calls: 20,
-            failure_rate_threshold: 0.5,
-            open_duration: 500 * MS,
-            max_open_duration: 500 * MS,
-            half_open_probes: 3,
-            ..BreakerConfig::default()
-        }),
         // The spike comes during warm-up, so every structure reaches its peak size first.
         faults: vec![Fault { kind: FaultKind::LatencySpike { factor: 3.0 }, start: 2_000 * MS, duration: 500 * MS }],
-        warmup: secs_to_nanos(1.0),
         horizon: secs_to_nanos(300.0),
-        bucket: 10 * MS,
-        recovery_hold: 200 * MS,
+        ..ClusterParams::every_policy_on()
     };
     let mut histogram = LatencyHistogram::new();
     let mut simulation = Cluster::new(params, 3, 0, &mut histogram).into_simulation();

@@ -128,6 +128,57 @@ pub struct ClusterParams {
     pub recovery_hold: Nanos,
 }
 
+impl ClusterParams {
+    /// The seed's harness cluster with every policy on: 4 shards × 4 servers (10 ms
+    /// exponential service) at 1,200 requests/s with 50 ms timeouts, bounded loads
+    /// (c = 1.25), full-jitter backoff (4 attempts), a 10% retry budget, a breaker per
+    /// shard, and a 5× surge plus a 10× single-shard brownout at 3 s; 60 s long. The
+    /// reference workload of the benchmark and the allocation test.
+    pub fn every_policy_on() -> Self {
+        const MS: Nanos = 1_000_000;
+        ClusterParams {
+            arrival_rate_per_s: 1_200.0,
+            keys: 100_000,
+            zipf_s: 0.0,
+            hot_share: 0.0,
+            closed_loop_users: 0,
+            think_time: 0,
+            attempt_timeout: 50 * MS,
+            shards: 4,
+            vnodes: 150,
+            capacity_factor: 1.25,
+            hash: RingHash::Fast,
+            servers: 4,
+            service: ServiceTime::Exponential { mean: 10 * MS },
+            queue_capacity: 100,
+            discipline: QueueDiscipline::Fifo,
+            drop_abandoned: false,
+            retry: RetryPolicy::Backoff {
+                max_attempts: 4,
+                backoff: Backoff::FullJitter { base: 10 * MS, cap: 1_000 * MS },
+            },
+            budget: RetryBudget::Ratio(crate::policy::retry_budget::RatioBudget::new(0.1, 100.0, 10.0)),
+            breaker: Some(BreakerConfig {
+                window: crate::policy::breaker::SlidingWindow::Time { window: 1_000 * MS, buckets: 10 },
+                minimum_calls: 20,
+                failure_rate_threshold: 0.5,
+                open_duration: 500 * MS,
+                max_open_duration: 500 * MS,
+                half_open_probes: 3,
+                ..BreakerConfig::default()
+            }),
+            faults: vec![
+                Fault { kind: FaultKind::Surge { multiplier: 5.0 }, start: 3_000 * MS, duration: 200 * MS },
+                Fault { kind: FaultKind::Brownout { shard: 0, slowdown: 10.0 }, start: 3_000 * MS, duration: 500 * MS },
+            ],
+            warmup: NANOS_PER_SEC,
+            horizon: 60 * NANOS_PER_SEC,
+            bucket: 10 * MS,
+            recovery_hold: 200 * MS,
+        }
+    }
+}
+
 /// Time series of one replica, per bucket, in exact integers.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClusterSeries {

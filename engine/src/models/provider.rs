@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use crate::policy::token_bucket::TokenBucket;
+use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Reserve};
 use crate::rng::RngStream;
 use crate::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
 
@@ -85,9 +85,9 @@ struct Waiting {
 #[derive(Clone, Debug)]
 pub struct ProviderTier {
     spec: TierSpec,
-    requests: TokenBucket,
-    input: TokenBucket,
-    output: TokenBucket,
+    /// The three meters: the same reserve-and-reconcile buckets a client keeps, with
+    /// no headroom and no waiting.
+    meters: QuotaMeter,
     in_service: u32,
     queue: VecDeque<Waiting>,
     health_scale: f64,
@@ -101,9 +101,14 @@ impl ProviderTier {
         assert!(spec.server_slots > 0);
         ProviderTier {
             spec,
-            requests: TokenBucket::per_minute(spec.rpm),
-            input: TokenBucket::per_minute(spec.itpm),
-            output: TokenBucket::per_minute(spec.otpm),
+            meters: QuotaMeter::new(
+                QuotaLimits {
+                    requests_per_minute: spec.rpm,
+                    input_tokens_per_minute: spec.itpm,
+                    output_tokens_per_minute: spec.otpm,
+                },
+                QuotaConfig { headroom: 1.0, longest_wait: 0, instances: 1, coordinated: true },
+            ),
             in_service: 0,
             queue: VecDeque::with_capacity(4 * spec.server_slots as usize + 1),
             health_scale: 1.0,
@@ -133,25 +138,15 @@ impl ProviderTier {
     /// A call arrives at `now`.
     pub fn arrive(&mut self, now: Nanos, call: CallSpec, rng: &mut RngStream) -> Arrival {
         // 1. Metering: all three or nothing.
-        let waits = [
-            self.requests.wait_time(now, 1),
-            self.input.wait_time(now, call.input_tokens),
-            self.output.wait_time(now, call.max_tokens),
-        ];
-        let longest = waits.iter().map(|w| w.unwrap_or(Nanos::MAX)).max().expect("three meters");
-        if longest > 0 {
-            let respond_at = now + secs_to_nanos(rng.uniform(0.020, 0.050));
-            return Arrival::RateLimited { respond_at, retry_after: longest.min(60 * NANOS_PER_SEC) };
-        }
-        let charged = self.requests.try_take(now, 1)
-            & self.input.try_take(now, call.input_tokens)
-            & self.output.try_take(now, call.max_tokens);
-        debug_assert!(charged);
+        let reservation = match self.meters.reserve(now, call.input_tokens, call.max_tokens) {
+            Reserve::Granted(reservation) => reservation,
+            Reserve::Wait(wait) | Reserve::Refused { wait: Some(wait) } => return self.rate_limited(now, wait, rng),
+            // More than a bucket holds: it never fits, and the answer says "a minute".
+            Reserve::Refused { wait: None } => return self.rate_limited(now, Nanos::MAX, rng),
+        };
         // 2. Fleet overload.
         if self.queue.len() > 3 * self.effective_slots() as usize {
-            self.requests.refund(now, 1);
-            self.input.refund(now, call.input_tokens);
-            self.output.refund(now, call.max_tokens);
+            self.meters.cancel(now, reservation);
             let respond_at = now + secs_to_nanos(rng.uniform(0.030, 0.080));
             return Arrival::Overloaded { respond_at, retry_after: secs_to_nanos(rng.uniform(5.0, 10.0)) };
         }
@@ -163,6 +158,12 @@ impl ProviderTier {
             self.queue.push_back(Waiting { call, enqueued_at: now });
             Arrival::Queued { gives_up_at: now + QUEUE_TIMEOUT }
         }
+    }
+
+    /// A 429 after a 20–50 ms round trip; retry-after is the wait, at most 60 s.
+    fn rate_limited(&self, now: Nanos, wait: Nanos, rng: &mut RngStream) -> Arrival {
+        let respond_at = now + secs_to_nanos(rng.uniform(0.020, 0.050));
+        Arrival::RateLimited { respond_at, retry_after: wait.min(60 * NANOS_PER_SEC) }
     }
 
     /// A call ended (answer or 500) and frees its slot. Reconciles its output charge
@@ -179,7 +180,8 @@ impl ProviderTier {
         debug_assert!(self.in_service > 0);
         self.in_service -= 1;
         let used = if server_error { 0 } else { call.output_tokens.min(call.max_tokens) };
-        self.output.refund(now, call.max_tokens - used);
+        let reservation = Reservation { input_tokens: call.input_tokens, max_tokens: call.max_tokens };
+        self.meters.reconcile(now, reservation, used);
         while self.in_service < self.effective_slots() {
             let waiting = self.queue.pop_front()?;
             if now - waiting.enqueued_at >= QUEUE_TIMEOUT {
@@ -215,7 +217,7 @@ impl ProviderTier {
 
     /// Output tokens the meter could grant now (for tests and the gateway's view).
     pub fn output_available(&mut self, now: Nanos) -> u64 {
-        self.output.whole_tokens(now)
+        self.meters.output_available(now)
     }
 }
 
