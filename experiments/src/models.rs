@@ -69,6 +69,29 @@ pub struct CountHistogramDef {
     pub column: &'static str,
 }
 
+/// A metric together with how to read it off a model's results: one table per model,
+/// so names, kinds and values cannot drift out of step.
+struct Metric<R> {
+    def: MetricDef,
+    value: fn(&R) -> f64,
+}
+
+const fn real<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
+    Metric { def: MetricDef { name, kind: MetricKind::Real, description }, value }
+}
+
+const fn count<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
+    Metric { def: MetricDef { name, kind: MetricKind::Count, description }, value }
+}
+
+fn defs<R>(table: &[Metric<R>]) -> Vec<MetricDef> {
+    table.iter().map(|m| m.def).collect()
+}
+
+fn values<R>(table: &[Metric<R>], results: &R) -> Vec<f64> {
+    table.iter().map(|m| (m.value)(results)).collect()
+}
+
 /// Every model's configuration; the scenario's `model = "…"` picks the variant.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ModelConfig {
@@ -136,11 +159,11 @@ impl ModelConfig {
     }
 
     /// The scalar metrics, in output column order.
-    pub fn metrics(&self) -> &'static [MetricDef] {
+    pub fn metrics(&self) -> Vec<MetricDef> {
         match self {
-            ModelConfig::Mmc(_) => MMC_METRICS,
-            ModelConfig::Cluster(_) => CLUSTER_METRICS,
-            ModelConfig::Dependency(_) => DEPENDENCY_METRICS,
+            ModelConfig::Mmc(_) => defs(MMC_METRICS),
+            ModelConfig::Cluster(_) => defs(CLUSTER_METRICS),
+            ModelConfig::Dependency(_) => defs(DEPENDENCY_METRICS),
         }
     }
 
@@ -190,14 +213,14 @@ impl ModelConfig {
             ModelConfig::Mmc(config) => {
                 let [response] = histograms else { panic!("mmc records one histogram") };
                 let results = Mmc::new(config.params(run), master_seed, replica, response).run();
-                ReplicaOutput { metrics: mmc_metric_values(&results), ..ReplicaOutput::default() }
+                ReplicaOutput { metrics: values(MMC_METRICS, &results), ..ReplicaOutput::default() }
             }
             ModelConfig::Cluster(config) => {
                 let [response] = histograms else { panic!("cluster records one histogram") };
                 let (results, series) = Cluster::new(config.params(run), master_seed, replica, response).run();
                 let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
                 ReplicaOutput {
-                    metrics: cluster_metric_values(&results),
+                    metrics: values(CLUSTER_METRICS, &results),
                     series: vec![
                         series.queued_area,
                         series.in_flight_area,
@@ -212,7 +235,7 @@ impl ModelConfig {
                 let (results, series) = Dependency::new(config.params(run), master_seed, replica, response).run();
                 let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
                 ReplicaOutput {
-                    metrics: dependency_metric_values(&results),
+                    metrics: values(DEPENDENCY_METRICS, &results),
                     series: vec![series.busy_area, series.queued_area, counts(series.served), counts(series.fallbacks)],
                     counts: Vec::new(),
                 }
@@ -301,103 +324,57 @@ fn positive_rate(path: &str, value: f64) -> Result<()> {
     }
 }
 
-const MMC_METRICS: &[MetricDef] = &[
-    MetricDef { name: "wait_mean_s", kind: MetricKind::Real, description: "mean wait in queue (Wq)" },
-    MetricDef { name: "response_mean_s", kind: MetricKind::Real, description: "mean time in system (W)" },
-    MetricDef {
-        name: "wait_probability_ratio",
-        kind: MetricKind::Real,
-        description: "fraction of admitted customers that waited at all (Erlang C's P(wait > 0))",
-    },
-    MetricDef {
-        name: "utilization_ratio",
-        kind: MetricKind::Real,
-        description: "time-average fraction of servers busy",
-    },
-    MetricDef { name: "queue_length_mean", kind: MetricKind::Real, description: "time-average number waiting (Lq)" },
-    MetricDef { name: "in_system_mean", kind: MetricKind::Real, description: "time-average number in the system (L)" },
-    MetricDef { name: "throughput_rps", kind: MetricKind::Real, description: "completions per second" },
-    MetricDef { name: "rejected_ratio", kind: MetricKind::Real, description: "fraction of arrivals refused (M/M/c/K)" },
-    MetricDef { name: "events", kind: MetricKind::Count, description: "events handled, warm-up included" },
+const MMC_METRICS: &[Metric<MmcResults>] = &[
+    real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s),
+    real("response_mean_s", "mean time in system (W)", |r| r.response_mean_s),
+    real("wait_probability_ratio", "fraction of admitted customers that waited at all (Erlang C's P(wait > 0))", |r| {
+        r.wait_probability_ratio
+    }),
+    real("utilization_ratio", "time-average fraction of servers busy", |r| r.utilization_ratio),
+    real("queue_length_mean", "time-average number waiting (Lq)", |r| r.queue_length_mean),
+    real("in_system_mean", "time-average number in the system (L)", |r| r.in_system_mean),
+    real("throughput_rps", "completions per second", |r| r.throughput_rps),
+    real("rejected_ratio", "fraction of arrivals refused (M/M/c/K)", |r| r.rejected_ratio),
+    count("events", "events handled, warm-up included", |r| r.events as f64),
 ];
 
-fn mmc_metric_values(r: &MmcResults) -> Vec<f64> {
-    vec![
-        r.wait_mean_s,
-        r.response_mean_s,
-        r.wait_probability_ratio,
-        r.utilization_ratio,
-        r.queue_length_mean,
-        r.in_system_mean,
-        r.throughput_rps,
-        r.rejected_ratio,
-        r.events as f64,
-    ]
-}
-
-const CLUSTER_METRICS: &[MetricDef] = &[
-    MetricDef { name: "offered", kind: MetricKind::Count, description: "requests the clients made (after warm-up)" },
-    MetricDef { name: "attempts", kind: MetricKind::Count, description: "attempts sent, retries included" },
-    MetricDef { name: "amplification_ratio", kind: MetricKind::Real, description: "attempts ÷ offered" },
-    MetricDef {
-        name: "successes",
-        kind: MetricKind::Count,
-        description: "requests answered within an attempt's timeout",
-    },
-    MetricDef { name: "success_ratio", kind: MetricKind::Real, description: "successes ÷ offered" },
-    MetricDef { name: "goodput_rps", kind: MetricKind::Real, description: "successes per second" },
-    MetricDef {
-        name: "failed",
-        kind: MetricKind::Count,
-        description: "requests that gave up (attempts or budget exhausted)",
-    },
-    MetricDef { name: "timeouts", kind: MetricKind::Count, description: "attempts the client timed out" },
-    MetricDef {
-        name: "refused_queue_full",
-        kind: MetricKind::Count,
-        description: "attempts refused by a full shard queue",
-    },
-    MetricDef { name: "refused_breaker", kind: MetricKind::Count, description: "attempts refused by an open breaker" },
-    MetricDef {
-        name: "refused_no_shard",
-        kind: MetricKind::Count,
-        description: "attempts with no healthy shard (or lost with a failed shard)",
-    },
-    MetricDef {
-        name: "dropped_codel",
-        kind: MetricKind::Count,
-        description: "attempts CoDel dropped at dequeue (an error to a waiting client)",
-    },
-    MetricDef { name: "retries_denied_by_budget", kind: MetricKind::Count, description: "retries the budget refused" },
-    MetricDef {
-        name: "wasted_work_s",
-        kind: MetricKind::Real,
-        description: "server seconds spent on attempts nobody waited for",
-    },
-    MetricDef { name: "wasted_work_ratio", kind: MetricKind::Real, description: "wasted ÷ busy server time" },
-    MetricDef {
-        name: "hops_mean",
-        kind: MetricKind::Real,
-        description: "virtual nodes walked past full shards, per routed attempt",
-    },
-    MetricDef { name: "hops_max", kind: MetricKind::Count, description: "the longest walk" },
-    MetricDef {
-        name: "peak_shard_load_ratio",
-        kind: MetricKind::Real,
-        description: "busiest shard's time-average load ÷ the mean",
-    },
-    MetricDef { name: "breaker_trips", kind: MetricKind::Count, description: "breaker trips over all shards" },
-    MetricDef {
-        name: "recovered_ratio",
-        kind: MetricKind::Real,
-        description: "1 if the queue returned to its band after the last fault, else 0",
-    },
-    MetricDef {
-        name: "recovery_s",
-        kind: MetricKind::Real,
-        description: "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",
-    },
-    MetricDef { name: "events", kind: MetricKind::Count, description: "events handled, warm-up included" },
+const CLUSTER_METRICS: &[Metric<ClusterResults>] = &[
+    count("offered", "requests the clients made (after warm-up)", |r| r.offered as f64),
+    count("attempts", "attempts sent, retries included", |r| r.attempts as f64),
+    real("amplification_ratio", "attempts ÷ offered", |r| r.amplification_ratio),
+    count("successes", "requests answered within an attempt's timeout", |r| r.successes as f64),
+    real("success_ratio", "successes ÷ offered", |r| r.success_ratio),
+    real("goodput_rps", "successes per second", |r| r.goodput_rps),
+    count("failed", "requests that gave up (attempts or budget exhausted)", |r| r.failed as f64),
+    count("timeouts", "attempts the client timed out", |r| r.timeouts as f64),
+    count("refused_queue_full", "attempts refused by a full shard queue", |r| r.refused_queue_full as f64),
+    count("refused_breaker", "attempts refused by an open breaker", |r| r.refused_breaker as f64),
+    count("refused_no_shard", "attempts with no healthy shard (or lost with a failed shard)", |r| {
+        r.refused_no_shard as f64
+    }),
+    count("dropped_codel", "attempts CoDel dropped at dequeue (an error to a waiting client)", |r| {
+        r.dropped_codel as f64
+    }),
+    count("retries_denied_by_budget", "retries the budget refused", |r| r.retries_denied_by_budget as f64),
+    real("wasted_work_s", "server seconds spent on attempts nobody waited for", |r| r.wasted_work_s),
+    real("wasted_work_ratio", "wasted ÷ busy server time", |r| r.wasted_work_ratio),
+    real("hops_mean", "virtual nodes walked past full shards, per routed attempt", |r| r.hops_mean),
+    count("hops_max", "the longest walk", |r| r.hops_max as f64),
+    real("peak_shard_load_ratio", "busiest shard's time-average load ÷ the mean", |r| r.peak_shard_load_ratio),
+    count("breaker_trips", "breaker trips over all shards", |r| r.breaker_trips as f64),
+    real("recovered_ratio", "1 if the queue returned to its band after the last fault, else 0", |r| {
+        if r.recovered {
+            1.0
+        } else {
+            0.0
+        }
+    }),
+    real(
+        "recovery_s",
+        "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",
+        |r| r.recovery_s,
+    ),
+    count("events", "events handled, warm-up included", |r| r.events as f64),
 ];
 
 const CLUSTER_SERIES: &[SeriesDef] = &[
@@ -407,80 +384,31 @@ const CLUSTER_SERIES: &[SeriesDef] = &[
     SeriesDef { name: "goodput_rps", kind: SeriesKind::Count },
 ];
 
-fn cluster_metric_values(r: &ClusterResults) -> Vec<f64> {
-    vec![
-        r.offered as f64,
-        r.attempts as f64,
-        r.amplification_ratio,
-        r.successes as f64,
-        r.success_ratio,
-        r.goodput_rps,
-        r.failed as f64,
-        r.timeouts as f64,
-        r.refused_queue_full as f64,
-        r.refused_breaker as f64,
-        r.refused_no_shard as f64,
-        r.dropped_codel as f64,
-        r.retries_denied_by_budget as f64,
-        r.wasted_work_s,
-        r.wasted_work_ratio,
-        r.hops_mean,
-        r.hops_max as f64,
-        r.peak_shard_load_ratio,
-        r.breaker_trips as f64,
-        if r.recovered { 1.0 } else { 0.0 },
-        r.recovery_s,
-        r.events as f64,
-    ]
-}
-
-const DEPENDENCY_METRICS: &[MetricDef] = &[
-    MetricDef { name: "offered", kind: MetricKind::Count, description: "requests that arrived (after warm-up)" },
-    MetricDef {
-        name: "served_high",
-        kind: MetricKind::Count,
-        description: "HIGH requests answered by the dependency in time",
-    },
-    MetricDef { name: "served_normal", kind: MetricKind::Count, description: "NORMAL requests answered in time" },
-    MetricDef { name: "served_low", kind: MetricKind::Count, description: "LOW requests answered in time" },
-    MetricDef { name: "goodput_high_rps", kind: MetricKind::Real, description: "HIGH answers per second" },
-    MetricDef { name: "goodput_normal_rps", kind: MetricKind::Real, description: "NORMAL answers per second" },
-    MetricDef { name: "goodput_low_rps", kind: MetricKind::Real, description: "LOW answers per second" },
-    MetricDef {
-        name: "fallbacks",
-        kind: MetricKind::Count,
-        description: "degraded answers: shed, breaker open, or call timed out",
-    },
-    MetricDef { name: "shed", kind: MetricKind::Count, description: "requests the priority shedder refused" },
-    MetricDef { name: "breaker_refusals", kind: MetricKind::Count, description: "calls the open breaker refused" },
-    MetricDef {
-        name: "call_timeouts",
-        kind: MetricKind::Count,
-        description: "dependency calls that hit the call timeout",
-    },
-    MetricDef {
-        name: "client_timeouts",
-        kind: MetricKind::Count,
-        description: "requests answered after their client left",
-    },
-    MetricDef { name: "queue_full", kind: MetricKind::Count, description: "requests refused by a full worker queue" },
-    MetricDef {
-        name: "pool_saturation_ratio",
-        kind: MetricKind::Real,
-        description: "time-average busy workers ÷ workers",
-    },
-    MetricDef { name: "breaker_trips", kind: MetricKind::Count, description: "breaker trips" },
-    MetricDef {
-        name: "recovered_ratio",
-        kind: MetricKind::Real,
-        description: "1 if the queue returned to its band after the dependency healed",
-    },
-    MetricDef {
-        name: "recovery_s",
-        kind: MetricKind::Real,
-        description: "seconds from healing to recovery; NaN when not recovered",
-    },
-    MetricDef { name: "events", kind: MetricKind::Count, description: "events handled, warm-up included" },
+const DEPENDENCY_METRICS: &[Metric<DependencyResults>] = &[
+    count("offered", "requests that arrived (after warm-up)", |r| r.offered as f64),
+    count("served_high", "HIGH requests answered by the dependency in time", |r| r.served[0] as f64),
+    count("served_normal", "NORMAL requests answered in time", |r| r.served[1] as f64),
+    count("served_low", "LOW requests answered in time", |r| r.served[2] as f64),
+    real("goodput_high_rps", "HIGH answers per second", |r| r.goodput_rps[0]),
+    real("goodput_normal_rps", "NORMAL answers per second", |r| r.goodput_rps[1]),
+    real("goodput_low_rps", "LOW answers per second", |r| r.goodput_rps[2]),
+    count("fallbacks", "degraded answers: shed, breaker open, or call timed out", |r| r.fallbacks as f64),
+    count("shed", "requests the priority shedder refused", |r| r.shed as f64),
+    count("breaker_refusals", "calls the open breaker refused", |r| r.breaker_refusals as f64),
+    count("call_timeouts", "dependency calls that hit the call timeout", |r| r.call_timeouts as f64),
+    count("client_timeouts", "requests answered after their client left", |r| r.client_timeouts as f64),
+    count("queue_full", "requests refused by a full worker queue", |r| r.queue_full as f64),
+    real("pool_saturation_ratio", "time-average busy workers ÷ workers", |r| r.pool_saturation_ratio),
+    count("breaker_trips", "breaker trips", |r| r.breaker_trips as f64),
+    real("recovered_ratio", "1 if the queue returned to its band after the dependency healed", |r| {
+        if r.recovered {
+            1.0
+        } else {
+            0.0
+        }
+    }),
+    real("recovery_s", "seconds from healing to recovery; NaN when not recovered", |r| r.recovery_s),
+    count("events", "events handled, warm-up included", |r| r.events as f64),
 ];
 
 const DEPENDENCY_SERIES: &[SeriesDef] = &[
@@ -489,29 +417,6 @@ const DEPENDENCY_SERIES: &[SeriesDef] = &[
     SeriesDef { name: "goodput_rps", kind: SeriesKind::Count },
     SeriesDef { name: "fallback_rps", kind: SeriesKind::Count },
 ];
-
-fn dependency_metric_values(r: &DependencyResults) -> Vec<f64> {
-    vec![
-        r.offered as f64,
-        r.served[0] as f64,
-        r.served[1] as f64,
-        r.served[2] as f64,
-        r.goodput_rps[0],
-        r.goodput_rps[1],
-        r.goodput_rps[2],
-        r.fallbacks as f64,
-        r.shed as f64,
-        r.breaker_refusals as f64,
-        r.call_timeouts as f64,
-        r.client_timeouts as f64,
-        r.queue_full as f64,
-        r.pool_saturation_ratio,
-        r.breaker_trips as f64,
-        if r.recovered { 1.0 } else { 0.0 },
-        r.recovery_s,
-        r.events as f64,
-    ]
-}
 
 #[cfg(test)]
 mod tests {
