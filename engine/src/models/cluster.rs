@@ -537,7 +537,8 @@ impl<'h> Cluster<'h> {
         if counted {
             self.results.attempts += 1;
         }
-        if let Some(b) = self.series.attempts.get_mut((now / self.p.bucket) as usize) {
+        let bucket = self.bucket_of(now);
+        if let Some(b) = self.series.attempts.get_mut(bucket) {
             *b += 1;
         }
         let shard = match self.router.route(&self.ring, key_hash) {
