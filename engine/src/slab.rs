@@ -23,6 +23,17 @@ impl SlabKey {
     pub fn index(self) -> usize {
         self.index as usize
     }
+
+    /// The key as one integer, for handles that cross into components that know
+    /// nothing of slabs (a provider's call id, say).
+    pub fn to_bits(self) -> u64 {
+        (self.generation as u64) << 32 | self.index as u64
+    }
+
+    /// The key [`Self::to_bits`] packed.
+    pub fn from_bits(bits: u64) -> Self {
+        SlabKey { index: bits as u32, generation: (bits >> 32) as u32 }
+    }
 }
 
 const NO_SLOT: u32 = u32::MAX;

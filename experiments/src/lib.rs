@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod cluster_config;
 pub mod dependency_config;
 pub mod error;
+pub mod gateway_config;
 pub mod llm_fixture;
 pub mod models;
 pub mod pipeline;

@@ -32,6 +32,17 @@ pub struct Tier {
     pub usd_per_mtok_in: f64,
     pub usd_per_mtok_out: f64,
     pub server_slots: u32,
+    /// The healthy rate of 500s (the fixture spec's 0.002).
+    #[serde(default = "default_error_rate")]
+    pub error_rate: f64,
+}
+
+fn default_error_rate() -> f64 {
+    0.002
+}
+
+fn default_ladder_classes() -> Vec<String> {
+    ["title", "rewrite", "think", "answer"].map(String::from).to_vec()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -112,6 +123,10 @@ pub struct Gateway {
     pub fleet_instances: u32,
     pub coordinated_quota: bool,
     pub ladder_rungs: [f64; 4],
+    /// The class each rung adds to what is refused: L1 refuses the first, L2 adds the
+    /// second… A class not listed is never refused by the ladder.
+    #[serde(default = "default_ladder_classes")]
+    pub ladder_classes: Vec<String>,
     pub adaptive_kind: String,
     pub adaptive_initial_limit: u32,
     pub cache_read_itpm_weight: f64,
@@ -147,8 +162,22 @@ impl Fixture {
                     return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be positive")));
                 }
             }
+            if !(0.0..=1.0).contains(&tier.error_rate) {
+                return Err(Error::bad_input(format!(
+                    "tiers.{name}.error_rate = {}: must be a probability from 0 to 1",
+                    tier.error_rate
+                )));
+            }
             if tier.rpm == 0 || tier.itpm == 0 || tier.otpm == 0 {
                 return Err(Error::bad_input(format!("tiers.{name}: rpm, itpm and otpm must be positive")));
+            }
+        }
+        for (rung, name) in self.gateway.ladder_classes.iter().enumerate() {
+            if !self.classes.contains_key(name) || rung >= 4 {
+                return Err(Error::bad_input(format!(
+                    "gateway.ladder_classes[{rung}] = {name:?}: must name one of the classes ({}), at most four",
+                    self.classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                )));
             }
         }
         for (name, class) in &self.classes {

@@ -8,12 +8,14 @@
 use serde::{Deserialize, Serialize};
 use stampede_engine::models::cluster::{Cluster, ClusterResults};
 use stampede_engine::models::dependency::{Dependency, DependencyResults};
+use stampede_engine::models::gateway::{Gateway, LATENCY_NAMES};
 use stampede_engine::models::mmc::{Mmc, MmcParams, MmcResults};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use crate::cluster_config::ClusterConfig;
 use crate::dependency_config::DependencyConfig;
 use crate::error::{Error, Result};
+use crate::gateway_config::{GatewayConfig, GATEWAY_METRICS};
 use crate::scenario::{typed, RunConfig};
 
 /// Whether a metric is a count (written as an unsigned integer per replica) or a real.
@@ -71,16 +73,24 @@ pub struct CountHistogramDef {
 
 /// A metric together with how to read it off a model's results: one table per model,
 /// so names, kinds and values cannot drift out of step.
-struct Metric<R> {
-    def: MetricDef,
+pub(crate) struct Metric<R> {
+    pub(crate) def: MetricDef,
     value: fn(&R) -> f64,
 }
 
-const fn real<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
+impl<R> Clone for Metric<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Metric<R> {}
+
+pub(crate) const fn real<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
     Metric { def: MetricDef { name, kind: MetricKind::Real, description }, value }
 }
 
-const fn count<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
+pub(crate) const fn count<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
     Metric { def: MetricDef { name, kind: MetricKind::Count, description }, value }
 }
 
@@ -98,10 +108,11 @@ pub enum ModelConfig {
     Mmc(MmcConfig),
     Cluster(Box<ClusterConfig>),
     Dependency(Box<DependencyConfig>),
+    Gateway(Box<GatewayConfig>),
 }
 
 /// Names accepted by `model = "…"`.
-pub const MODEL_NAMES: &[&str] = &["mmc", "cluster", "dependency"];
+pub const MODEL_NAMES: &[&str] = &["mmc", "cluster", "dependency", "gateway"];
 
 impl ModelConfig {
     /// The model's name as written in scenarios.
@@ -110,6 +121,7 @@ impl ModelConfig {
             ModelConfig::Mmc(_) => "mmc",
             ModelConfig::Cluster(_) => "cluster",
             ModelConfig::Dependency(_) => "dependency",
+            ModelConfig::Gateway(_) => "gateway",
         }
     }
 
@@ -119,6 +131,7 @@ impl ModelConfig {
             "mmc" => &["queue"],
             "cluster" => &["clients", "router", "shards", "retry", "faults", "series"],
             "dependency" => &["service", "dependency", "protection", "series"],
+            "gateway" => &["workload", "stack", "gateway", "incidents"],
             _ => &[],
         }
     }
@@ -129,6 +142,10 @@ impl ModelConfig {
             "mmc" => Ok(ModelConfig::Mmc(typed(toml::Value::Table(sections))?)),
             "cluster" => Ok(ModelConfig::Cluster(Box::new(typed(toml::Value::Table(sections))?))),
             "dependency" => Ok(ModelConfig::Dependency(Box::new(typed(toml::Value::Table(sections))?))),
+            "gateway" => {
+                let config: GatewayConfig = typed(toml::Value::Table(sections))?;
+                Ok(ModelConfig::Gateway(Box::new(config.resolve()?)))
+            }
             other => Err(Error::bad_input(format!(
                 "model = {other:?}: unknown model; known models: {}",
                 MODEL_NAMES.join(", ")
@@ -142,6 +159,7 @@ impl ModelConfig {
             ModelConfig::Mmc(config) => toml::Value::try_from(config),
             ModelConfig::Cluster(config) => toml::Value::try_from(config.as_ref()),
             ModelConfig::Dependency(config) => toml::Value::try_from(config.as_ref()),
+            ModelConfig::Gateway(config) => toml::Value::try_from(config.as_ref()),
         };
         match value.expect("model configs serialise") {
             toml::Value::Table(table) => table,
@@ -155,6 +173,7 @@ impl ModelConfig {
             ModelConfig::Mmc(config) => config.validate(run),
             ModelConfig::Cluster(config) => config.validate(run),
             ModelConfig::Dependency(config) => config.validate(run),
+            ModelConfig::Gateway(config) => config.validate(run),
         }
     }
 
@@ -164,13 +183,14 @@ impl ModelConfig {
             ModelConfig::Mmc(_) => defs(MMC_METRICS),
             ModelConfig::Cluster(_) => defs(CLUSTER_METRICS),
             ModelConfig::Dependency(_) => defs(DEPENDENCY_METRICS),
+            ModelConfig::Gateway(_) => defs(&GATEWAY_METRICS),
         }
     }
 
     /// The per-bucket time series, in output order (empty for models without).
     pub fn series(&self) -> &'static [SeriesDef] {
         match self {
-            ModelConfig::Mmc(_) => &[],
+            ModelConfig::Mmc(_) | ModelConfig::Gateway(_) => &[],
             ModelConfig::Cluster(_) => CLUSTER_SERIES,
             ModelConfig::Dependency(_) => DEPENDENCY_SERIES,
         }
@@ -187,7 +207,7 @@ impl ModelConfig {
     /// The width of a time-series bucket in seconds (models with series only).
     pub fn series_bucket_s(&self) -> f64 {
         match self {
-            ModelConfig::Mmc(_) => 0.0,
+            ModelConfig::Mmc(_) | ModelConfig::Gateway(_) => 0.0,
             ModelConfig::Cluster(config) => config.series.bucket_s,
             ModelConfig::Dependency(config) => config.series.bucket_s,
         }
@@ -197,6 +217,7 @@ impl ModelConfig {
     pub fn latencies(&self) -> &'static [&'static str] {
         match self {
             ModelConfig::Mmc(_) | ModelConfig::Cluster(_) | ModelConfig::Dependency(_) => &["response_s"],
+            ModelConfig::Gateway(_) => &LATENCY_NAMES,
         }
     }
 
@@ -239,6 +260,10 @@ impl ModelConfig {
                     series: vec![series.busy_area, series.queued_area, counts(series.served), counts(series.fallbacks)],
                     counts: Vec::new(),
                 }
+            }
+            ModelConfig::Gateway(config) => {
+                let results = Gateway::new(config.params(run), master_seed, replica, histograms).run();
+                ReplicaOutput { metrics: values(&GATEWAY_METRICS, &results), ..ReplicaOutput::default() }
             }
         }
     }

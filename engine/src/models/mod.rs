@@ -4,6 +4,7 @@
 pub mod buckets;
 pub mod cluster;
 pub mod dependency;
+pub mod gateway;
 pub mod mmc;
 pub mod provider;
 pub mod recovery;

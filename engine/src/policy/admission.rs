@@ -96,8 +96,24 @@ impl AdmissionController {
     /// against its tenant until [`Self::finished`].
     #[inline]
     pub fn admit(&mut self, now: Nanos, request: AdmissionRequest, pressure: f64) -> Admission {
-        let decision = if self.ladder.refuses(request.criticality, pressure) {
-            Admission::Shed { rung: self.ladder.rung(pressure) }
+        let refused_from = self.ladder.refused_from[request.criticality.index()];
+        self.admit_from_rung(now, request, pressure, refused_from)
+    }
+
+    /// Like [`Self::admit`], but the ladder refuses this request from rung
+    /// `refused_from` (1..=4; 5 or more: never) instead of its criticality's rung —
+    /// for product ladders that name features rather than criticality levels.
+    #[inline]
+    pub fn admit_from_rung(
+        &mut self,
+        now: Nanos,
+        request: AdmissionRequest,
+        pressure: f64,
+        refused_from: u8,
+    ) -> Admission {
+        let rung = self.ladder.rung(pressure);
+        let decision = if rung >= refused_from {
+            Admission::Shed { rung }
         } else if now.saturating_add(request.expected_latency) > request.deadline {
             Admission::Infeasible
         } else if pressure >= self.ladder.rungs[0] && self.over_fair_share(request.tenant) {

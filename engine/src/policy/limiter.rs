@@ -201,6 +201,34 @@ enum State {
     },
 }
 
+/// Netflix `WindowedLimit`: instead of one update per completion, the limiter
+/// updates once per window of at least `min_samples` samples spanning at least
+/// `min_time`, with the window's average latency, its largest in-flight count, and
+/// a drop if any sample dropped. Averaging keeps per-request noise (an LLM call's
+/// latency varies by ±25%) from reading as congestion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleWindow {
+    pub min_time: Nanos,
+    pub min_samples: u32,
+}
+
+impl Default for SampleWindow {
+    /// Netflix's defaults: 1 s and 10 samples.
+    fn default() -> Self {
+        SampleWindow { min_time: crate::time::NANOS_PER_SEC, min_samples: 10 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    started: Nanos,
+    samples: u32,
+    latency_sum: u128,
+    max_in_flight: u32,
+    dropped: bool,
+    rate_limited: bool,
+}
+
 /// An adaptive concurrency limiter.
 #[derive(Clone, Debug)]
 pub struct ConcurrencyLimiter {
@@ -210,6 +238,7 @@ pub struct ConcurrencyLimiter {
     in_flight: u32,
     lowest_limit: f64,
     state: State,
+    window: Option<(SampleWindow, Window)>,
 }
 
 fn log10_floor_at_least_1(limit: f64) -> f64 {
@@ -252,7 +281,13 @@ impl ConcurrencyLimiter {
             ),
         };
         assert!(min >= 1.0 && min <= max && (min..=max).contains(&limit), "need 1 ≤ min ≤ initial ≤ max");
-        ConcurrencyLimiter { limit, min, max, in_flight: 0, lowest_limit: limit, state }
+        ConcurrencyLimiter { limit, min, max, in_flight: 0, lowest_limit: limit, state, window: None }
+    }
+
+    /// A limiter that learns from windows of samples (see [`SampleWindow`]).
+    pub fn windowed(kind: LimiterKind, window: SampleWindow) -> Self {
+        assert!(window.min_samples > 0, "a window needs at least one sample");
+        ConcurrencyLimiter { window: Some((window, Window::default())), ..Self::new(kind) }
     }
 
     /// The current limit (whole requests).
@@ -292,9 +327,47 @@ impl ConcurrencyLimiter {
     #[inline]
     pub fn on_complete(&mut self, now: Nanos, latency: Nanos, signal: Signal, rng: &mut RngStream) {
         debug_assert!(self.in_flight > 0, "completion without acquire");
-        let in_flight = self.in_flight as f64;
-        self.update(now, latency.max(1), signal, in_flight, rng);
+        self.observe(now, latency, signal, rng);
         self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// Learns from a sample of a request still in flight — a streamed call's time to
+    /// first token, reported when the first token arrives rather than when the stream
+    /// ends many seconds later. Release the request with [`Self::abandon`] when it ends.
+    #[inline]
+    pub fn observe(&mut self, now: Nanos, latency: Nanos, signal: Signal, rng: &mut RngStream) {
+        debug_assert!(self.in_flight > 0, "a sample from a request that was not admitted");
+        let in_flight = self.in_flight;
+        let sample = match &mut self.window {
+            None => Some((latency.max(1), signal, in_flight as f64)),
+            Some((config, window)) => {
+                if window.samples == 0 {
+                    window.started = now;
+                }
+                window.samples += 1;
+                window.latency_sum += latency as u128;
+                window.max_in_flight = window.max_in_flight.max(in_flight);
+                window.dropped |= signal == Signal::Dropped;
+                window.rate_limited |= signal == Signal::RateLimited;
+                if window.samples >= config.min_samples && now - window.started >= config.min_time {
+                    let average = (window.latency_sum / window.samples as u128) as Nanos;
+                    let signal = if window.dropped {
+                        Signal::Dropped
+                    } else if window.rate_limited {
+                        Signal::RateLimited
+                    } else {
+                        Signal::Success
+                    };
+                    let max_in_flight = window.max_in_flight as f64;
+                    *window = Window::default();
+                    Some((average.max(1), signal, max_in_flight))
+                } else {
+                    None
+                }
+            }
+        };
+        let Some((latency, signal, in_flight)) = sample else { return };
+        self.update(now, latency, signal, in_flight, rng);
         debug_assert!(
             self.min <= self.limit && self.limit <= self.max,
             "limit {} outside [{}, {}]",
@@ -485,6 +558,49 @@ mod tests {
             *now += MS;
             limiter.on_complete(*now, latency, Signal::Success, rng);
         }
+    }
+
+    /// A windowed limiter learns once per window, from the window's average latency,
+    /// its largest in-flight count and whether anything dropped: exactly what a
+    /// per-sample limiter learns from that one summary sample.
+    #[test]
+    fn a_window_is_one_sample_of_its_average() {
+        let kind = LimiterKind::Gradient(GradientConfig { initial: 40.0, min: 1.0, ..GradientConfig::default() });
+        let window = SampleWindow { min_time: 3 * MS, min_samples: 4 };
+        let mut windowed = ConcurrencyLimiter::windowed(kind, window);
+        let mut single = ConcurrencyLimiter::new(kind);
+        let mut rng_w = rng();
+        let mut rng_s = rng();
+        // Two windows: the first all successes, the second with one drop.
+        let mut after_first = 0;
+        for (round, latencies) in [[100, 300, 200, 400], [150, 150, 250, 250]].iter().enumerate() {
+            while windowed.try_acquire() {}
+            for (i, latency) in latencies.iter().enumerate() {
+                let signal = if round == 1 && i == 2 { Signal::Dropped } else { Signal::Success };
+                let before = windowed.limit();
+                windowed.on_complete((round as u64 * 10 + i as u64 + 2) * MS, latency * MS, signal, &mut rng_w);
+                if i < 3 {
+                    assert_eq!(windowed.limit(), before, "no update before the window fills");
+                }
+            }
+            while single.try_acquire() {}
+            let average = latencies.iter().sum::<u64>() / 4 * MS;
+            let signal = if round == 1 { Signal::Dropped } else { Signal::Success };
+            single.on_complete((round as u64 * 10 + 5) * MS, average, signal, &mut rng_s);
+            assert_eq!(windowed.limit(), single.limit(), "round {round}");
+            if round == 0 {
+                after_first = windowed.limit();
+            }
+            // Drain both before the next window.
+            while windowed.in_flight() > 0 {
+                windowed.abandon();
+            }
+            while single.in_flight() > 0 {
+                single.abandon();
+            }
+        }
+        assert_eq!(windowed.limit(), single.limit());
+        assert!(windowed.limit() < after_first, "the drop cut it: {} → {}", after_first, windowed.limit());
     }
 
     #[test]

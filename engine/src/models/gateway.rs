@@ -1,0 +1,1478 @@
+//! The LLM gateway (seed 001): a chat product's turns fan out into LLM calls of five
+//! classes across metered model tiers ([`super::provider`]), and every call passes a
+//! configurable stack of defences built from [`crate::policy`].
+//!
+//! **A turn.** guard → rewrite (for its share of turns) → answer, or think for the
+//! hard share → title (for its share, fire and forget, after the turn is answered).
+//! A turn is answered when its answer path succeeds: answer, think, think's
+//! downgrade to an answer call, or — if configured — answer's fallback call on
+//! another tier. Without a fallback, a failed guard, rewrite, think or answer call
+//! fails the turn.
+//!
+//! **The stack.** `gates` lists the gates outermost first. Each wraps the ones after
+//! it, so a gate above the attempt loop ([`Gate::Retry`]) is passed once per call and
+//! sees the call's final outcome, and a gate below it is passed once per attempt and
+//! sees each attempt (so a quota gate below the loop takes a fresh reservation per
+//! attempt, and a breaker below it refuses retries while open). A refusal inside
+//! the loop is an attempt failure the loop may retry; a refusal above it ends the
+//! call. The edges of seed 001 are the feedback at release: attempt outcomes minus
+//! 429s go to the breaker, client-observed time to first token to the limiter,
+//! unused `max_tokens` back to the quota meter, and quota pressure to admission.
+//!
+//! * ① admission: a product ladder (each class is refused from its own rung;
+//!   pressure = max(tightest client meter's used fraction, the busiest tier's
+//!   attempts in flight ÷ its classes' bulkhead slots)), deadline feasibility against
+//!   the class's observed latency, tenant share.
+//! * ② bulkhead per class: slots, a bounded queue (LIFO by default), CoDel, a
+//!   deadline sweep every 100 ms.
+//! * ③ adaptive concurrency per class (or per tier: the pooling bug), fed the time
+//!   to first token the client saw (the whole response for a call that is not
+//!   streamed), averaged over windows of samples; calls wait for it FIFO or LIFO
+//!   (as the bulkhead), up to the bulkhead's queue size and their deadline. Timeouts and
+//!   529s are drops; 429s (quota, not congestion) and 500s feed it nothing.
+//! * ④ breaker per class; 429s are not failures unless `count_rate_limited`.
+//! * ⑤ client quota meters per tier (one fleet-wide set when coordinated, one per
+//!   instance when split): reserve `max_tokens`, reconcile on completion (unless
+//!   reconciliation is switched off), wait up to the longest wait.
+//! * ⑥ the attempt loop: connect / first-token / inter-token / total timeouts,
+//!   classification, full-jitter backoff with retry-after as a floor, a retry budget,
+//!   no retry of a stream past the delivered fraction, never past the call deadline.
+//! * ⑦ fallback: a failed call of a class with a fallback is served its fallback.
+//!
+//! The **naive client** has none of that: up to N immediate attempts and one global
+//! timeout per call.
+//!
+//! **Money.** An attempt that reached a server slot is billed its input and the
+//! output generated until it ended (a client timeout cancels the generation); 429s,
+//! 529s and 500s are not billed. Spend on attempts that succeeded is useful; the
+//! rest is wasted.
+//!
+//! Turns arrive (Poisson) until the horizon; the replica then runs until every call
+//! has ended, so every counted turn is either answered or failed, and every counted
+//! call is served or failed for exactly one reason (asserted).
+
+use std::collections::VecDeque;
+
+use crate::histogram::LatencyHistogram;
+use crate::policy::admission::{Admission, AdmissionController, AdmissionRequest, Ladder};
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
+use crate::policy::bulkhead::{Acquire, Bulkhead, BulkheadConfig, CoDelConfig, Dropped, QueueOrder, Waiter};
+use crate::policy::classify::{Outcome, RetryClassifier, RetryDecision};
+use crate::policy::limiter::{ConcurrencyLimiter, LimiterKind, SampleWindow, Signal};
+use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Reserve};
+use crate::policy::retry_budget::RatioBudget;
+use crate::policy::Criticality;
+use crate::rng::{RngStream, StreamPurpose};
+use crate::sim::{Model, Scheduler, Simulation};
+use crate::slab::{Slab, SlabKey};
+use crate::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
+
+use super::provider::{Arrival, CallSpec, ProviderTier, ServicePlan, TierSpec};
+
+const ARRIVALS: StreamPurpose = StreamPurpose::named("gateway.arrivals");
+const TURNS: StreamPurpose = StreamPurpose::named("gateway.turns");
+const TOKENS: StreamPurpose = StreamPurpose::named("gateway.tokens");
+const PROVIDER: StreamPurpose = StreamPurpose::named("gateway.provider");
+const BACKOFF: StreamPurpose = StreamPurpose::named("gateway.backoff");
+const LIMITER: StreamPurpose = StreamPurpose::named("gateway.limiter");
+
+/// The call classes, in the order of every per-class array.
+pub const CLASS_NAMES: [&str; CLASSES] = ["guard", "rewrite", "answer", "think", "title", "answer_fallback"];
+pub const CLASSES: usize = 6;
+pub const GUARD: usize = 0;
+pub const REWRITE: usize = 1;
+pub const ANSWER: usize = 2;
+pub const THINK: usize = 3;
+pub const TITLE: usize = 4;
+/// Answer re-sent to another tier when answer fails (only with a configured fallback tier).
+pub const ANSWER_FALLBACK: usize = 5;
+
+/// How often bulkhead queues are swept for expired deadlines.
+const SWEEP_PERIOD: Nanos = NANOS_PER_SEC / 10;
+
+/// The defences, in the order a scenario lists them (outermost first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    Admission,
+    Bulkhead,
+    Adaptive,
+    Breaker,
+    Quota,
+    Retry,
+    Fallback,
+}
+
+/// Per-attempt timeouts. Not streamed: the client sees nothing before the whole
+/// response, so "first token" and "total" both bound the response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Until the provider answers or gives the call a server slot.
+    pub connect: Nanos,
+    pub first_token: Nanos,
+    /// The longest gap between streamed tokens.
+    pub inter_token: Option<Nanos>,
+    pub total: Nanos,
+}
+
+/// One call class.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClassParams {
+    /// Index into [`GatewayParams::tiers`].
+    pub tier: usize,
+    /// Probability that a turn makes this call (rewrite, title; think: the hard share).
+    pub share: f64,
+    pub input_tokens: (f64, f64),
+    pub output_tokens: (f64, f64),
+    pub max_tokens: u64,
+    pub streamed: bool,
+    pub deadline: Nanos,
+    pub timeouts: Timeouts,
+    pub max_attempts: u32,
+    /// The ladder refuses this class from this rung (1..=4; 5: never).
+    pub shed_from_rung: u8,
+    /// The class has a fallback (serve flagged, raw query, downgrade, batch queue…).
+    pub has_fallback: bool,
+    pub bulkhead_slots: u32,
+    pub bulkhead_queue: u32,
+}
+
+/// A tier: the provider's side plus prices.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TierParams {
+    pub spec: TierSpec,
+    pub usd_per_mtok_in: f64,
+    pub usd_per_mtok_out: f64,
+    /// Healthy 500 rate (the fixture's 0.002).
+    pub error_rate: f64,
+}
+
+/// What an incident does to a tier.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum IncidentKind {
+    /// Health 0.2, error rate 0.25.
+    Brownout,
+    /// Health 0.05, error rate 1.0.
+    Outage,
+    /// Health `scale`, healthy error rate.
+    CapacityStep { scale: f64 },
+}
+
+/// An incident on one tier over [start, end).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Incident {
+    pub tier: usize,
+    pub kind: IncidentKind,
+    pub start: Nanos,
+    pub end: Nanos,
+}
+
+/// Who makes the calls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Client {
+    /// The configured gates.
+    Stack,
+    /// Up to `attempts` immediate attempts on any failure, one `timeout` per call.
+    Naive { attempts: u32, timeout: Nanos },
+}
+
+/// One limiter per class, or one per tier (the pooling bug).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimiterScope {
+    Class,
+    Tier,
+}
+
+/// Everything one replica needs.
+#[derive(Clone, Debug)]
+pub struct GatewayParams {
+    pub tiers: Vec<TierParams>,
+    /// [`CLASS_NAMES`] order; [`ANSWER_FALLBACK`] is used only when `answer_fallback`.
+    pub classes: [ClassParams; CLASSES],
+    pub answer_fallback: bool,
+    pub turns_per_s: f64,
+    pub tenants: u32,
+    /// Gateway instances; turns are spread uniformly (only a split quota notices).
+    pub instances: u32,
+    pub client: Client,
+    pub gates: Vec<Gate>,
+    pub ladder: Ladder,
+    pub limiter: LimiterKind,
+    pub limiter_scope: LimiterScope,
+    /// Learn from windows of samples (Netflix's WindowedLimit); `None`: from every sample.
+    pub limiter_window: Option<SampleWindow>,
+    pub breaker: BreakerConfig,
+    pub quota: QuotaConfig,
+    pub reconcile: bool,
+    /// Ratio retry budget (fraction of successes); `None`: unbudgeted.
+    pub retry_budget: Option<f64>,
+    pub backoff: Backoff,
+    pub classifier: RetryClassifier,
+    pub no_retry_past_delivered: f64,
+    pub bulkhead_order: QueueOrder,
+    pub codel: Option<CoDelConfig>,
+    pub incidents: Vec<Incident>,
+    pub warmup: Nanos,
+    pub horizon: Nanos,
+}
+
+/// Why a counted call ended without being served. Exactly one per failed call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Reason {
+    AdmissionShed,
+    AdmissionInfeasible,
+    AdmissionFairShare,
+    QueueFull,
+    QueueDeadline,
+    CoDel,
+    Limiter,
+    BreakerOpen,
+    LocalQuota,
+    TimeoutConnect,
+    TimeoutFirstToken,
+    TimeoutInterToken,
+    TimeoutTotal,
+    Http429,
+    Http529,
+    Http500,
+}
+
+pub const REASONS: usize = 16;
+
+/// Metric-name suffixes of [`Reason`], in order.
+pub const REASON_NAMES: [&str; REASONS] = [
+    "admission_shed",
+    "admission_infeasible",
+    "admission_fair_share",
+    "queue_full",
+    "queue_deadline",
+    "codel_drop",
+    "limiter",
+    "breaker_open",
+    "local_quota",
+    "timeout_connect",
+    "timeout_first_token",
+    "timeout_inter_token",
+    "timeout_total",
+    "http_429",
+    "http_529",
+    "http_500",
+];
+
+impl Reason {
+    /// A refusal by a local gate (as opposed to the provider or a timeout).
+    pub fn is_local(self) -> bool {
+        (self as u8) <= Reason::LocalQuota as u8
+    }
+
+    fn outcome(self) -> Outcome {
+        match self {
+            Reason::Http429 => Outcome::RateLimited,
+            Reason::Http500 => Outcome::ServerError,
+            Reason::TimeoutConnect | Reason::TimeoutFirstToken | Reason::TimeoutInterToken | Reason::TimeoutTotal => {
+                Outcome::Timeout
+            }
+            // 529s, and local refusals seen by a loop above the gate: back off and retry.
+            _ => Outcome::Overloaded,
+        }
+    }
+}
+
+/// Per-class results (calls counted from the warm-up on).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClassResults {
+    pub offered: u64,
+    pub attempts: u64,
+    pub retries: u64,
+    pub served: u64,
+    /// Failed calls that were served their fallback.
+    pub fallbacks: u64,
+    pub failed: u64,
+    /// Failed calls by [`Reason`].
+    pub reasons: [u64; REASONS],
+    pub retries_denied_by_budget: u64,
+    pub useful_usd: f64,
+    pub wasted_usd: f64,
+    pub tokens_reserved: u64,
+    pub tokens_handed_back: u64,
+    pub breaker_trips: u64,
+    pub limit_final: u32,
+    pub limit_min: u32,
+}
+
+impl ClassResults {
+    /// Calls refused by a local gate (admission, queue, limiter, breaker, quota).
+    pub fn refused_locally(&self) -> u64 {
+        self.reasons.iter().enumerate().filter(|(i, _)| *i <= Reason::LocalQuota as usize).map(|(_, n)| n).sum()
+    }
+}
+
+/// Scalar results of one replica.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GatewayResults {
+    pub classes: [ClassResults; CLASSES],
+    pub turns_offered: u64,
+    pub turns_answered: u64,
+    pub turns_failed: u64,
+    pub window_s: f64,
+    /// p95 of answer's total latency (successful answer calls), seconds; NaN without any.
+    pub answer_p95_s: f64,
+    pub events: u64,
+}
+
+impl GatewayResults {
+    pub fn offered_calls(&self) -> u64 {
+        self.classes.iter().map(|c| c.offered).sum()
+    }
+    pub fn attempts(&self) -> u64 {
+        self.classes.iter().map(|c| c.attempts).sum()
+    }
+    pub fn retries(&self) -> u64 {
+        self.classes.iter().map(|c| c.retries).sum()
+    }
+    pub fn useful_usd(&self) -> f64 {
+        self.classes.iter().map(|c| c.useful_usd).sum()
+    }
+    pub fn wasted_usd(&self) -> f64 {
+        self.classes.iter().map(|c| c.wasted_usd).sum()
+    }
+    pub fn reason(&self, reason: Reason) -> u64 {
+        self.classes.iter().map(|c| c.reasons[reason as usize]).sum()
+    }
+}
+
+/// The latency histograms a replica records, in this order.
+pub const LATENCY_NAMES: [&str; 11] = [
+    "turn_s",
+    "guard_ttft_s",
+    "guard_total_s",
+    "rewrite_ttft_s",
+    "rewrite_total_s",
+    "answer_ttft_s",
+    "answer_total_s",
+    "think_ttft_s",
+    "think_total_s",
+    "title_ttft_s",
+    "title_total_s",
+];
+
+/// Events (16 bytes).
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    TurnArrival,
+    /// An attempt's precomputed end (stale unless `ticket` matches).
+    AttemptEnd {
+        attempt: SlabKey,
+        ticket: u32,
+    },
+    /// A streamed attempt's first token reaches the client.
+    FirstToken {
+        attempt: SlabKey,
+        ticket: u32,
+    },
+    /// A call resumes its walk down the stack (after a backoff or a quota wait).
+    Resume {
+        call: SlabKey,
+    },
+    Sweep,
+    Incident {
+        index: u16,
+        starts: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Guard,
+    Rewrite,
+    Main,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Turn {
+    arrived_at: Nanos,
+    stage: Stage,
+    hard: bool,
+    rewrite: bool,
+    title: bool,
+    counted: bool,
+}
+
+/// How an attempt ends, decided when the provider answers or starts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    Success,
+    Failed(Reason),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttemptState {
+    /// Answered at the door (429, 529): never held a slot or a place in the queue.
+    Refused,
+    /// Waiting for a server slot.
+    Queued,
+    Started,
+    /// The client left while it was queued; the provider will find out when it starts it.
+    Abandoned,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    call: SlabKey,
+    spec: CallSpec,
+    tier: u8,
+    state: AttemptState,
+    ticket: u32,
+    sent_at: Nanos,
+    /// The client's deadline for this attempt's whole response.
+    give_up_at: Nanos,
+    ending: Ending,
+    end_at: Nanos,
+    retry_after: Option<Nanos>,
+    plan: Option<ServicePlan>,
+    /// Its time to first token went to the limiter when the token arrived.
+    sampled: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    class: u8,
+    turn: Option<SlabKey>,
+    instance: u16,
+    tenant: u16,
+    counted: bool,
+    deadline: Nanos,
+    input: u64,
+    output: u64,
+    /// Next gate to pass.
+    pos: u8,
+    attempts: u32,
+    admitted: bool,
+    bulkhead: bool,
+    limiter: bool,
+    permit: Option<Permit>,
+    reservation: Option<Reservation>,
+    quota_waited: Nanos,
+    previous_backoff: Nanos,
+    /// The attempt in flight.
+    attempt: Option<SlabKey>,
+}
+
+/// What an attempt (or a local refusal) tells the gates it passed.
+#[derive(Clone, Copy, Debug)]
+struct Feedback {
+    ending: Ending,
+    /// The attempt reached the provider (so it has a latency and an outcome).
+    reached_provider: bool,
+    /// Client-observed time to first token (the whole response when not streamed).
+    sample: Nanos,
+    duration: Nanos,
+    /// Output tokens the provider generated.
+    output_used: u64,
+    /// The limiter already learnt this attempt's time to first token.
+    sampled: bool,
+}
+
+/// The model.
+pub struct Gateway<'h> {
+    p: GatewayParams,
+    arrivals: RngStream,
+    turn_rng: RngStream,
+    tokens: RngStream,
+    provider_rng: RngStream,
+    backoff_rng: RngStream,
+    limiter_rng: RngStream,
+    providers: Vec<ProviderTier>,
+    /// `instances × tiers` when split, `tiers` when coordinated.
+    meters: Vec<QuotaMeter>,
+    admission: AdmissionController,
+    bulkheads: Vec<Bulkhead>,
+    limiters: Vec<ConcurrencyLimiter>,
+    /// Calls waiting for their limiter (its semaphore), with their deadlines.
+    limiter_queues: Vec<VecDeque<(SlabKey, Nanos)>>,
+    limiter_queue_capacity: Vec<usize>,
+    breakers: Vec<CircuitBreaker>,
+    budget: Option<RatioBudget>,
+    retry_pos: Option<u8>,
+    has_fallback_gate: bool,
+    turns: Slab<Turn>,
+    calls: Slab<Call>,
+    attempts: Slab<Attempt>,
+    /// Calls handed a bulkhead slot, to continue their walk.
+    ready: Vec<SlabKey>,
+    /// Waiters the bulkheads dropped.
+    dropped: Vec<(SlabKey, Reason)>,
+    /// Provider waiters that gave up or were started, to resolve.
+    provider_started: Vec<ServicePlan>,
+    provider_gave_up: Vec<u64>,
+    /// Attempts at the provider, per tier, and the bulkhead slots of the tier's classes.
+    in_flight: Vec<u32>,
+    tier_slots: Vec<u32>,
+    expected_latency: [Nanos; CLASSES],
+    sweeping: bool,
+    results: GatewayResults,
+    answer_latency: LatencyHistogram,
+    histograms: &'h mut [LatencyHistogram],
+}
+
+fn tokens(rng: &mut RngStream, (mean, sd): (f64, f64)) -> u64 {
+    rng.normal(mean, sd).round().max(1.0) as u64
+}
+
+impl<'h> Gateway<'h> {
+    /// `histograms` receives [`LATENCY_NAMES`] in order.
+    pub fn new(p: GatewayParams, master_seed: u64, replica: u64, histograms: &'h mut [LatencyHistogram]) -> Self {
+        assert_eq!(histograms.len(), LATENCY_NAMES.len(), "one histogram per LATENCY_NAMES entry");
+        assert!(p.turns_per_s > 0.0 && p.tenants > 0 && p.instances > 0 && !p.tiers.is_empty());
+        assert!(p.gates.len() < u8::MAX as usize);
+        for (i, gate) in p.gates.iter().enumerate() {
+            assert!(!p.gates[..i].contains(gate), "gate {gate:?} listed twice");
+        }
+        for class in &p.classes {
+            assert!(class.tier < p.tiers.len() && class.max_attempts > 0 && class.bulkhead_slots > 0);
+        }
+        let stack = p.client == Client::Stack;
+        let has = |gate| stack && p.gates.contains(&gate);
+        let providers = p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate)).collect();
+        let meter_sets = if p.quota.coordinated { 1 } else { p.instances as usize };
+        let mut meters = Vec::new();
+        if has(Gate::Quota) {
+            for _ in 0..meter_sets {
+                for tier in &p.tiers {
+                    let limits = QuotaLimits {
+                        requests_per_minute: tier.spec.rpm,
+                        input_tokens_per_minute: tier.spec.itpm,
+                        output_tokens_per_minute: tier.spec.otpm,
+                    };
+                    meters.push(QuotaMeter::new(limits, p.quota));
+                }
+            }
+        }
+        let in_flight_capacity: u32 = p.classes.iter().map(|c| c.bulkhead_slots).sum();
+        let in_use = if p.answer_fallback { CLASSES } else { ANSWER_FALLBACK };
+        let tier_slots = (0..p.tiers.len())
+            .map(|tier| p.classes[..in_use].iter().filter(|c| c.tier == tier).map(|c| c.bulkhead_slots).sum())
+            .collect();
+        let bulkheads = p
+            .classes
+            .iter()
+            .map(|c| {
+                Bulkhead::new(BulkheadConfig {
+                    slots: c.bulkhead_slots,
+                    queue_capacity: c.bulkhead_queue,
+                    order: p.bulkhead_order,
+                    codel: p.codel,
+                })
+            })
+            .collect();
+        let limiter_count = match p.limiter_scope {
+            LimiterScope::Class => CLASSES,
+            LimiterScope::Tier => p.tiers.len(),
+        };
+        let limiter_queue_capacity: Vec<usize> = (0..limiter_count)
+            .map(|limiter| match p.limiter_scope {
+                LimiterScope::Class => p.classes[limiter].bulkhead_queue as usize,
+                LimiterScope::Tier => {
+                    p.classes.iter().filter(|c| c.tier == limiter).map(|c| c.bulkhead_queue as usize).sum()
+                }
+            })
+            .collect();
+        let expected_latency = p.classes.map(|c| {
+            let tier = &p.tiers[c.tier].spec;
+            secs_to_nanos(
+                tier.base_latency_s
+                    + c.input_tokens.0 / tier.prefill_tokens_per_s
+                    + c.output_tokens.0 / tier.decode_tokens_per_s,
+            )
+        });
+        Gateway {
+            arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
+            turn_rng: RngStream::derive(master_seed, replica, TURNS),
+            tokens: RngStream::derive(master_seed, replica, TOKENS),
+            provider_rng: RngStream::derive(master_seed, replica, PROVIDER),
+            backoff_rng: RngStream::derive(master_seed, replica, BACKOFF),
+            limiter_rng: RngStream::derive(master_seed, replica, LIMITER),
+            providers,
+            meters,
+            admission: AdmissionController::new(p.ladder, p.tenants, in_flight_capacity),
+            bulkheads,
+            limiters: (0..limiter_count)
+                .map(|_| match p.limiter_window {
+                    Some(window) => ConcurrencyLimiter::windowed(p.limiter, window),
+                    None => ConcurrencyLimiter::new(p.limiter),
+                })
+                .collect(),
+            limiter_queues: limiter_queue_capacity.iter().map(|&n| VecDeque::with_capacity(n)).collect(),
+            limiter_queue_capacity,
+            breakers: (0..CLASSES).map(|_| CircuitBreaker::new(p.breaker)).collect(),
+            budget: p.retry_budget.map(|ratio| RatioBudget::new(ratio, 100.0, 10.0)),
+            retry_pos: if stack { p.gates.iter().position(|g| *g == Gate::Retry).map(|i| i as u8) } else { None },
+            has_fallback_gate: has(Gate::Fallback),
+            turns: Slab::with_capacity(1024),
+            calls: Slab::with_capacity(2048),
+            attempts: Slab::with_capacity(2048),
+            ready: Vec::with_capacity(64),
+            dropped: Vec::with_capacity(64),
+            provider_started: Vec::with_capacity(16),
+            provider_gave_up: Vec::with_capacity(16),
+            in_flight: vec![0; p.tiers.len()],
+            tier_slots,
+            expected_latency,
+            sweeping: false,
+            results: GatewayResults::default(),
+            answer_latency: LatencyHistogram::new(),
+            histograms,
+            p,
+        }
+    }
+
+    /// Runs the replica to the end and returns its results.
+    pub fn run(self) -> GatewayResults {
+        let mut simulation = Simulation::new(self, 4096);
+        let first = simulation.model.interarrival();
+        simulation.scheduler().at(first, Event::TurnArrival);
+        for (index, incident) in simulation.model.p.incidents.clone().iter().enumerate() {
+            simulation.scheduler().at(incident.start, Event::Incident { index: index as u16, starts: true });
+            simulation.scheduler().at(incident.end, Event::Incident { index: index as u16, starts: false });
+        }
+        if simulation.model.gate_on(Gate::Bulkhead) {
+            simulation.model.sweeping = true;
+            simulation.scheduler().at(SWEEP_PERIOD, Event::Sweep);
+        }
+        // Arrivals stop at the horizon; everything in flight then runs to its end.
+        simulation.run_until(Nanos::MAX);
+        let events = simulation.events_handled();
+        simulation.model.finish(events)
+    }
+
+    fn gate_on(&self, gate: Gate) -> bool {
+        self.p.client == Client::Stack && self.p.gates.contains(&gate)
+    }
+
+    fn interarrival(&mut self) -> Nanos {
+        secs_to_nanos(self.arrivals.exponential(self.p.turns_per_s))
+    }
+
+    fn finish(mut self, events: u64) -> GatewayResults {
+        debug_assert!(self.calls.is_empty() && self.turns.is_empty(), "the replica drained");
+        let r = &mut self.results;
+        r.events = events;
+        r.window_s = (self.p.horizon - self.p.warmup) as f64 / NANOS_PER_SEC as f64;
+        for (class, results) in r.classes.iter_mut().enumerate() {
+            let limiter = match self.p.limiter_scope {
+                LimiterScope::Class => class,
+                LimiterScope::Tier => self.p.classes[class].tier,
+            };
+            results.limit_final = self.limiters[limiter].limit();
+            results.limit_min = self.limiters[limiter].lowest_limit();
+            results.breaker_trips = self.breakers[class].counters().trips;
+            let accounted: u64 = results.reasons.iter().sum();
+            assert_eq!(results.failed, accounted, "{}: every failed call has one reason", CLASS_NAMES[class]);
+            assert_eq!(results.offered, results.served + results.failed, "{}: calls drained", CLASS_NAMES[class]);
+        }
+        assert_eq!(r.turns_offered, r.turns_answered + r.turns_failed, "turns drained");
+        r.answer_p95_s = if self.answer_latency.count() == 0 {
+            f64::NAN
+        } else {
+            self.answer_latency.hdr().value_at_quantile(0.95) as f64 / NANOS_PER_SEC as f64
+        };
+        self.results
+    }
+
+    // ---------------------------------------------------------------- turns
+
+    fn turn_arrival(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
+        let next = now + self.interarrival();
+        if next < self.p.horizon {
+            scheduler.at(next, Event::TurnArrival);
+        }
+        let c = &self.p.classes;
+        let (rewrite, hard, title) = (
+            self.turn_rng.bernoulli(c[REWRITE].share),
+            self.turn_rng.bernoulli(c[THINK].share),
+            self.turn_rng.bernoulli(c[TITLE].share),
+        );
+        let instance = self.turn_rng.below(self.p.instances as u64) as u16;
+        let tenant = self.turn_rng.below(self.p.tenants as u64) as u16;
+        let counted = now >= self.p.warmup;
+        self.results.turns_offered += counted as u64;
+        let turn = self.turns.insert(Turn { arrived_at: now, stage: Stage::Guard, hard, rewrite, title, counted });
+        self.start_call(now, GUARD, Some(turn), instance, tenant, scheduler);
+    }
+
+    /// A turn's call ended: move the turn on.
+    fn turn_step(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        class: usize,
+        served: bool,
+        fallback: bool,
+        call: &Call,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let turn = *self.turns.get(key).expect("a live turn");
+        let (instance, tenant) = (call.instance, call.tenant);
+        let next = match (turn.stage, class) {
+            (Stage::Guard, GUARD) | (Stage::Rewrite, REWRITE) if served || fallback => {
+                if turn.stage == Stage::Guard && turn.rewrite {
+                    Some((Stage::Rewrite, REWRITE))
+                } else {
+                    Some((Stage::Main, if turn.hard { THINK } else { ANSWER }))
+                }
+            }
+            (Stage::Main, THINK) if !served && fallback => Some((Stage::Main, ANSWER)),
+            (Stage::Main, ANSWER) if !served && fallback && self.p.answer_fallback => {
+                Some((Stage::Main, ANSWER_FALLBACK))
+            }
+            (Stage::Main, _) if served => {
+                self.end_turn(now, key, true);
+                if turn.title {
+                    self.start_call(now, TITLE, None, instance, tenant, scheduler);
+                }
+                return;
+            }
+            _ => None,
+        };
+        match next {
+            Some((stage, class)) => {
+                self.turns.get_mut(key).expect("live").stage = stage;
+                self.start_call(now, class, Some(key), instance, tenant, scheduler);
+            }
+            None => self.end_turn(now, key, false),
+        }
+    }
+
+    fn end_turn(&mut self, now: Nanos, key: SlabKey, answered: bool) {
+        let mut turn = self.turns.remove(key).expect("a live turn");
+        debug_assert!(turn.stage != Stage::Done);
+        turn.stage = Stage::Done;
+        if turn.counted {
+            if answered {
+                self.results.turns_answered += 1;
+                self.histograms[0].record(now - turn.arrived_at);
+            } else {
+                self.results.turns_failed += 1;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- calls
+
+    fn start_call(
+        &mut self,
+        now: Nanos,
+        class: usize,
+        turn: Option<SlabKey>,
+        instance: u16,
+        tenant: u16,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let params = self.p.classes[class];
+        // Common random numbers: the tokens are the call's, whatever the stack does.
+        let input = tokens(&mut self.tokens, params.input_tokens);
+        let output = tokens(&mut self.tokens, params.output_tokens).min(params.max_tokens);
+        let counted = now >= self.p.warmup;
+        self.results.classes[class].offered += counted as u64;
+        let deadline = match self.p.client {
+            Client::Stack => now + params.deadline,
+            Client::Naive { timeout, .. } => now + timeout,
+        };
+        let call = self.calls.insert(Call {
+            class: class as u8,
+            turn,
+            instance,
+            tenant,
+            counted,
+            deadline,
+            input,
+            output,
+            pos: 0,
+            attempts: 0,
+            admitted: false,
+            bulkhead: false,
+            limiter: false,
+            permit: None,
+            reservation: None,
+            quota_waited: 0,
+            previous_backoff: 0,
+            attempt: None,
+        });
+        self.walk(now, call, scheduler);
+    }
+
+    fn limiter_index(&self, class: usize) -> usize {
+        match self.p.limiter_scope {
+            LimiterScope::Class => class,
+            LimiterScope::Tier => self.p.classes[class].tier,
+        }
+    }
+
+    fn meter_index(&self, call: &Call) -> usize {
+        let tier = self.p.classes[call.class as usize].tier;
+        let set = if self.p.quota.coordinated { 0 } else { call.instance as usize };
+        set * self.p.tiers.len() + tier
+    }
+
+    /// Pressure: the tightest of the instance's quota meters (used fraction) or the
+    /// busiest tier's attempts in flight ÷ its classes' bulkhead slots, whichever is higher.
+    fn pressure(&mut self, now: Nanos, instance: u16) -> f64 {
+        let in_flight = self
+            .in_flight
+            .iter()
+            .zip(&self.tier_slots)
+            .map(|(&n, &slots)| n as f64 / slots.max(1) as f64)
+            .fold(0.0, f64::max);
+        let tiers = self.p.tiers.len();
+        let set = if self.p.quota.coordinated { 0 } else { instance as usize };
+        let meters = self.meters.iter_mut().skip(set * tiers).take(tiers);
+        meters.fold(in_flight, |pressure, meter| pressure.max(meter.pressure(now)))
+    }
+
+    /// Passes the call through the gates from `pos` on; sends an attempt when all are passed.
+    fn walk(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let Client::Stack = self.p.client else {
+            return self.send(now, key, scheduler);
+        };
+        loop {
+            let call = *self.calls.get(key).expect("a live call");
+            let Some(&gate) = self.p.gates.get(call.pos as usize) else {
+                return self.send(now, key, scheduler);
+            };
+            let class = call.class as usize;
+            let refusal = match gate {
+                Gate::Admission => {
+                    let pressure = self.pressure(now, call.instance);
+                    let request = AdmissionRequest {
+                        criticality: Criticality::CriticalPlus, // the product ladder decides, by class
+                        tenant: call.tenant as u32,
+                        deadline: call.deadline,
+                        expected_latency: self.expected_latency[class],
+                    };
+                    let rung = self.p.classes[class].shed_from_rung;
+                    match self.admission.admit_from_rung(now, request, pressure, rung) {
+                        Admission::Admitted => {
+                            self.calls.get_mut(key).expect("live").admitted = true;
+                            None
+                        }
+                        Admission::Shed { .. } => Some(Reason::AdmissionShed),
+                        Admission::Infeasible => Some(Reason::AdmissionInfeasible),
+                        Admission::OverFairShare => Some(Reason::AdmissionFairShare),
+                    }
+                }
+                Gate::Bulkhead => match self.bulkheads[class].try_acquire(now, key.to_bits(), call.deadline) {
+                    Acquire::Granted => {
+                        self.calls.get_mut(key).expect("live").bulkhead = true;
+                        None
+                    }
+                    Acquire::Queued => {
+                        // A release hands it the slot, or a sweep drops it.
+                        if !self.sweeping {
+                            self.sweeping = true;
+                            scheduler.at(now + SWEEP_PERIOD, Event::Sweep);
+                        }
+                        return;
+                    }
+                    Acquire::QueueFull => Some(Reason::QueueFull),
+                },
+                Gate::Adaptive => {
+                    let limiter = self.limiter_index(class);
+                    if self.limiters[limiter].try_acquire() {
+                        self.calls.get_mut(key).expect("live").limiter = true;
+                        None
+                    } else if self.limiter_queues[limiter].len() < self.limiter_queue_capacity[limiter] {
+                        // The limit is a semaphore: wait for a completion to free a place.
+                        self.limiter_queues[limiter].push_back((key, call.deadline));
+                        if !self.sweeping {
+                            self.sweeping = true;
+                            scheduler.at(now + SWEEP_PERIOD, Event::Sweep);
+                        }
+                        return;
+                    } else {
+                        Some(Reason::Limiter)
+                    }
+                }
+                Gate::Breaker => match self.breakers[class].try_acquire(now) {
+                    Some(permit) => {
+                        self.calls.get_mut(key).expect("live").permit = Some(permit);
+                        None
+                    }
+                    None => Some(Reason::BreakerOpen),
+                },
+                Gate::Quota => {
+                    let meter = self.meter_index(&call);
+                    let max_tokens = self.p.classes[class].max_tokens;
+                    match self.meters[meter].reserve(now, call.input, max_tokens) {
+                        Reserve::Granted(reservation) => {
+                            if call.counted {
+                                self.results.classes[class].tokens_reserved += max_tokens;
+                            }
+                            self.calls.get_mut(key).expect("live").reservation = Some(reservation);
+                            None
+                        }
+                        Reserve::Wait(wait) if call.quota_waited + wait <= self.p.quota.longest_wait => {
+                            self.calls.get_mut(key).expect("live").quota_waited += wait;
+                            scheduler.at(now + wait, Event::Resume { call: key });
+                            return;
+                        }
+                        Reserve::Wait(_) | Reserve::Refused { .. } => Some(Reason::LocalQuota),
+                    }
+                }
+                Gate::Retry | Gate::Fallback => None,
+            };
+            match refusal {
+                None => self.calls.get_mut(key).expect("live").pos += 1,
+                Some(reason) => return self.refused(now, key, reason, scheduler),
+            }
+        }
+    }
+
+    /// A gate at the call's `pos` refused it.
+    fn refused(&mut self, now: Nanos, key: SlabKey, reason: Reason, scheduler: &mut Scheduler<Event>) {
+        debug_assert!(reason.is_local());
+        let feedback = Feedback {
+            ending: Ending::Failed(reason),
+            reached_provider: false,
+            sample: 0,
+            duration: 0,
+            output_used: 0,
+            sampled: false,
+        };
+        self.attempt_over(now, key, feedback, None, scheduler);
+    }
+
+    /// Sends the call's attempt to its tier.
+    fn send(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let call = self.calls.get_mut(key).expect("a live call");
+        call.attempts += 1;
+        let (class, counted, attempts) = (call.class as usize, call.counted, call.attempts);
+        let params = self.p.classes[class];
+        let give_up_at = match self.p.client {
+            Client::Naive { .. } => call.deadline,
+            // Without the attempt loop there are no attempt timeouts, only the deadline.
+            Client::Stack if self.retry_pos.is_none() => call.deadline,
+            Client::Stack => (now + params.timeouts.total).min(call.deadline),
+        };
+        let spec =
+            CallSpec { id: 0, input_tokens: call.input, output_tokens: call.output, max_tokens: params.max_tokens };
+        let results = &mut self.results.classes[class];
+        if counted {
+            results.attempts += 1;
+            results.retries += (attempts > 1) as u64;
+        }
+        let tier = params.tier;
+        let attempt = self.attempts.insert(Attempt {
+            call: key,
+            spec,
+            tier: tier as u8,
+            state: AttemptState::Queued,
+            ticket: 0,
+            sent_at: now,
+            give_up_at,
+            ending: Ending::Success,
+            end_at: now,
+            retry_after: None,
+            plan: None,
+            sampled: false,
+        });
+        let spec = CallSpec { id: attempt.to_bits(), ..spec };
+        self.attempts.get_mut(attempt).expect("live").spec = spec;
+        self.calls.get_mut(key).expect("live").attempt = Some(attempt);
+        self.in_flight[tier] += 1;
+        match self.providers[tier].arrive(now, spec, &mut self.provider_rng) {
+            Arrival::RateLimited { respond_at, retry_after } => {
+                self.attempts.get_mut(attempt).expect("live").state = AttemptState::Refused;
+                self.resolve(attempt, Ending::Failed(Reason::Http429), respond_at, Some(retry_after), scheduler)
+            }
+            Arrival::Overloaded { respond_at, retry_after } => {
+                self.attempts.get_mut(attempt).expect("live").state = AttemptState::Refused;
+                self.resolve(attempt, Ending::Failed(Reason::Http529), respond_at, Some(retry_after), scheduler)
+            }
+            Arrival::Started(plan) => self.started(now, plan, scheduler),
+            Arrival::Queued { gives_up_at } => {
+                let connect = match self.p.client {
+                    Client::Stack if self.retry_pos.is_some() => now + params.timeouts.connect,
+                    _ => Nanos::MAX,
+                };
+                let (at, ending) = if connect.min(give_up_at) < gives_up_at {
+                    let reason = if connect <= give_up_at { Reason::TimeoutConnect } else { Reason::TimeoutTotal };
+                    (connect.min(give_up_at), Ending::Failed(reason))
+                } else {
+                    (gives_up_at, Ending::Failed(Reason::Http529)) // the provider's queue gave up
+                };
+                self.resolve(attempt, ending, at, None, scheduler);
+            }
+        }
+    }
+
+    /// Records how and when an attempt will end and schedules that end.
+    fn resolve(
+        &mut self,
+        key: SlabKey,
+        ending: Ending,
+        at: Nanos,
+        retry_after: Option<Nanos>,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let attempt = self.attempts.get_mut(key).expect("a live attempt");
+        attempt.ticket = attempt.ticket.wrapping_add(1);
+        attempt.ending = ending;
+        attempt.end_at = at;
+        attempt.retry_after = retry_after;
+        scheduler.at(at, Event::AttemptEnd { attempt: key, ticket: attempt.ticket });
+    }
+
+    /// The provider gave attempt `plan.id` a server slot: work out how it ends for the client.
+    fn started(&mut self, now: Nanos, plan: ServicePlan, scheduler: &mut Scheduler<Event>) {
+        let key = SlabKey::from_bits(plan.id);
+        let attempt = self.attempts.get_mut(key).expect("a started attempt is live");
+        if attempt.state == AttemptState::Abandoned {
+            // The client left while it queued: the provider drops it at once.
+            let spec = CallSpec { output_tokens: 0, ..attempt.spec };
+            let tier = attempt.tier as usize;
+            self.attempts.remove(key);
+            self.provider_finish(now, tier, spec, false);
+            return;
+        }
+        debug_assert_eq!(attempt.state, AttemptState::Queued);
+        attempt.state = AttemptState::Started;
+        attempt.plan = Some(plan);
+        let call = self.calls.get(attempt.call).expect("an attempt's call is live");
+        let params = self.p.classes[call.class as usize];
+        let (sent, give_up_at) = (attempt.sent_at, attempt.give_up_at);
+        let timed = self.p.client == Client::Stack && self.retry_pos.is_some();
+        let (at, ending) = if params.streamed {
+            let first_token_limit = if timed { sent + params.timeouts.first_token } else { Nanos::MAX };
+            let tokens = attempt.spec.output_tokens.max(1);
+            let gap = (plan.done_at - plan.first_token_at) / tokens;
+            let inter_token = if timed { params.timeouts.inter_token } else { None };
+            if plan.first_token_at > first_token_limit.min(give_up_at) {
+                if first_token_limit <= give_up_at {
+                    (first_token_limit, Ending::Failed(Reason::TimeoutFirstToken))
+                } else {
+                    (give_up_at, Ending::Failed(Reason::TimeoutTotal))
+                }
+            } else if let Some(limit) = inter_token.filter(|limit| gap > *limit) {
+                (
+                    (plan.first_token_at + limit).min(give_up_at),
+                    Ending::Failed(if plan.first_token_at + limit <= give_up_at {
+                        Reason::TimeoutInterToken
+                    } else {
+                        Reason::TimeoutTotal
+                    }),
+                )
+            } else if plan.done_at > give_up_at {
+                (give_up_at, Ending::Failed(Reason::TimeoutTotal))
+            } else {
+                (plan.done_at, if plan.server_error { Ending::Failed(Reason::Http500) } else { Ending::Success })
+            }
+        } else {
+            // Nothing arrives before the whole response.
+            let first_token_limit = if timed { sent + params.timeouts.first_token } else { Nanos::MAX };
+            let limit = first_token_limit.min(give_up_at);
+            if plan.done_at > limit {
+                let reason =
+                    if first_token_limit < give_up_at { Reason::TimeoutFirstToken } else { Reason::TimeoutTotal };
+                (limit, Ending::Failed(reason))
+            } else {
+                (plan.done_at, if plan.server_error { Ending::Failed(Reason::Http500) } else { Ending::Success })
+            }
+        };
+        let at = at.max(now);
+        self.resolve(key, ending, at, None, scheduler);
+        if params.streamed && plan.first_token_at < at {
+            let ticket = self.attempts.get(key).expect("live").ticket;
+            scheduler.at(plan.first_token_at, Event::FirstToken { attempt: key, ticket });
+        }
+    }
+
+    /// The first token of a streamed attempt: the limiter learns its latency now, not
+    /// when the stream ends.
+    fn first_token(&mut self, now: Nanos, key: SlabKey, ticket: u32) {
+        let Some(attempt) = self.attempts.get_mut(key) else { return };
+        if attempt.ticket != ticket || attempt.state != AttemptState::Started {
+            return;
+        }
+        let call = *self.calls.get(attempt.call).expect("an attempt's call is live");
+        if call.limiter {
+            attempt.sampled = true;
+            let sample = now - attempt.sent_at;
+            let index = self.limiter_index(call.class as usize);
+            self.limiters[index].observe(now, sample, Signal::Success, &mut self.limiter_rng);
+        }
+    }
+
+    /// Frees a server slot on `tier`; starts the waiters it hands slots to.
+    fn provider_finish(&mut self, now: Nanos, tier: usize, spec: CallSpec, server_error: bool) {
+        let mut gave_up = std::mem::take(&mut self.provider_gave_up);
+        if let Some(plan) =
+            self.providers[tier].finish(now, spec, server_error, &mut self.provider_rng, |id| gave_up.push(id))
+        {
+            self.provider_started.push(plan);
+        }
+        for id in gave_up.drain(..) {
+            let key = SlabKey::from_bits(id);
+            // An abandoned waiter is forgotten; a live one already has its give-up event.
+            if self.attempts.get(key).is_some_and(|a| a.state == AttemptState::Abandoned) {
+                self.attempts.remove(key);
+            }
+        }
+        self.provider_gave_up = gave_up;
+    }
+
+    fn attempt_end(&mut self, now: Nanos, key: SlabKey, ticket: u32, scheduler: &mut Scheduler<Event>) {
+        let Some(attempt) = self.attempts.get(key).copied() else { return };
+        if attempt.ticket != ticket || attempt.state == AttemptState::Abandoned {
+            return;
+        }
+        self.in_flight[attempt.tier as usize] -= 1;
+        let class = self.calls.get(attempt.call).expect("live").class as usize;
+        let counted = self.calls.get(attempt.call).expect("live").counted;
+        let tier = attempt.tier as usize;
+        let mut feedback = Feedback {
+            ending: attempt.ending,
+            reached_provider: true,
+            sample: now - attempt.sent_at,
+            duration: now - attempt.sent_at,
+            output_used: 0,
+            sampled: attempt.sampled,
+        };
+        match (attempt.state, attempt.plan) {
+            (AttemptState::Started, Some(plan)) => {
+                let generated = if now >= plan.done_at {
+                    if plan.server_error {
+                        0
+                    } else {
+                        attempt.spec.output_tokens
+                    }
+                } else if now <= plan.first_token_at {
+                    0
+                } else {
+                    let fraction = (now - plan.first_token_at) as f64 / (plan.done_at - plan.first_token_at) as f64;
+                    (attempt.spec.output_tokens as f64 * fraction) as u64
+                };
+                feedback.output_used = generated;
+                let streamed = self.p.classes[class].streamed;
+                feedback.sample = if streamed && now >= plan.first_token_at {
+                    plan.first_token_at - attempt.sent_at
+                } else {
+                    now - attempt.sent_at
+                };
+                // Billing: input once the server started, output as generated; errors are free.
+                if counted && !plan.server_error {
+                    let t = &self.p.tiers[tier];
+                    let usd = (attempt.spec.input_tokens as f64 * t.usd_per_mtok_in
+                        + generated as f64 * t.usd_per_mtok_out)
+                        / 1e6;
+                    let results = &mut self.results.classes[class];
+                    if attempt.ending == Ending::Success {
+                        results.useful_usd += usd;
+                    } else {
+                        results.wasted_usd += usd;
+                    }
+                }
+                if attempt.ending == Ending::Success {
+                    let total = now - attempt.sent_at;
+                    if class < ANSWER_FALLBACK {
+                        self.histograms[1 + 2 * class].record(feedback.sample);
+                        self.histograms[2 + 2 * class].record(total);
+                    }
+                    if class == ANSWER && counted {
+                        self.answer_latency.record(total);
+                    }
+                    let expected = &mut self.expected_latency[class];
+                    *expected = (*expected as f64 * 0.9 + total as f64 * 0.1) as Nanos;
+                }
+                self.attempts.remove(key);
+                let spec = CallSpec { output_tokens: generated, ..attempt.spec };
+                self.provider_finish(now, tier, spec, plan.server_error && now >= plan.done_at);
+            }
+            (AttemptState::Refused, _) => {
+                self.attempts.remove(key);
+            }
+            (AttemptState::Queued, _) => {
+                // The client (or the provider's queue) gave up while it waited for a slot:
+                // it stays in the provider's queue until the provider gets to it.
+                self.attempts.get_mut(key).expect("live").state = AttemptState::Abandoned;
+            }
+            _ => unreachable!("an attempt ends once"),
+        }
+        let call = attempt.call;
+        self.calls.get_mut(call).expect("live").attempt = None;
+        self.attempt_over(now, call, feedback, attempt.retry_after, scheduler);
+    }
+
+    /// An attempt ended (or a local gate refused the call at `pos`): release the gates
+    /// inside the attempt loop, then retry or end the call.
+    fn attempt_over(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        feedback: Feedback,
+        retry_after: Option<Nanos>,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let call = *self.calls.get(key).expect("a live call");
+        let inside_loop = self.retry_pos.is_some_and(|r| r < call.pos);
+        if let Some(retry_pos) = self.retry_pos.filter(|_| inside_loop) {
+            self.release(now, key, retry_pos as usize + 1, call.pos as usize, feedback);
+            if let Some(delay) = self.retry_delay(now, key, feedback, retry_after) {
+                let call = self.calls.get_mut(key).expect("live");
+                call.pos = retry_pos + 1;
+                call.previous_backoff = delay;
+                call.quota_waited = 0;
+                scheduler.at(now + delay, Event::Resume { call: key });
+                return;
+            }
+            self.release(now, key, 0, retry_pos as usize, feedback);
+        } else if let Client::Naive { attempts, .. } = self.p.client {
+            if let Ending::Failed(reason) = feedback.ending {
+                if call.attempts < attempts && !matches!(reason, Reason::TimeoutTotal) && now < call.deadline {
+                    return self.send(now, key, scheduler); // again, at once
+                }
+            }
+        } else {
+            self.release(now, key, 0, call.pos as usize, feedback);
+        }
+        self.end_call(now, key, feedback.ending, scheduler);
+    }
+
+    /// The wait before the next attempt, or `None` to stop.
+    fn retry_delay(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        feedback: Feedback,
+        retry_after: Option<Nanos>,
+    ) -> Option<Nanos> {
+        let Ending::Failed(reason) = feedback.ending else { return None };
+        let call = *self.calls.get(key).expect("live");
+        let class = call.class as usize;
+        let params = self.p.classes[class];
+        if call.attempts >= params.max_attempts {
+            return None;
+        }
+        // A stream past this fraction delivered is not worth starting over.
+        if params.streamed && feedback.output_used as f64 >= self.p.no_retry_past_delivered * call.output as f64 {
+            return None;
+        }
+        let honoured = match self.p.classifier.classify(reason.outcome()) {
+            RetryDecision::Never => return None,
+            RetryDecision::RetryAfterServerDelay => retry_after,
+            RetryDecision::Retry => None,
+        };
+        let delay = self.p.backoff.delay(call.attempts - 1, call.previous_backoff, honoured, &mut self.backoff_rng);
+        if now + delay >= call.deadline {
+            return None;
+        }
+        if let Some(budget) = &mut self.budget {
+            if !budget.try_retry() {
+                if call.counted {
+                    self.results.classes[class].retries_denied_by_budget += 1;
+                }
+                return None;
+            }
+        }
+        Some(delay)
+    }
+
+    /// Releases the gates at positions [from, to) that the call holds, innermost first,
+    /// feeding each what the attempt (or the call) taught.
+    fn release(&mut self, now: Nanos, key: SlabKey, from: usize, to: usize, feedback: Feedback) {
+        let call = *self.calls.get(key).expect("a live call");
+        let class = call.class as usize;
+        for pos in (from..to.min(self.p.gates.len())).rev() {
+            match self.p.gates[pos] {
+                Gate::Admission if call.admitted => {
+                    self.admission.finished(call.tenant as u32);
+                    self.calls.get_mut(key).expect("live").admitted = false;
+                }
+                Gate::Bulkhead if call.bulkhead => {
+                    self.calls.get_mut(key).expect("live").bulkhead = false;
+                    let mut dropped = std::mem::take(&mut self.dropped);
+                    let handed = self.bulkheads[class].release(now, |waiter: Waiter, why: Dropped| {
+                        let reason = match why {
+                            Dropped::DeadlineExpired => Reason::QueueDeadline,
+                            Dropped::CoDel => Reason::CoDel,
+                        };
+                        dropped.push((SlabKey::from_bits(waiter.id), reason));
+                    });
+                    self.dropped = dropped;
+                    if let Some(waiter) = handed {
+                        let waiting = SlabKey::from_bits(waiter.id);
+                        let w = self.calls.get_mut(waiting).expect("a queued call is live");
+                        w.bulkhead = true;
+                        w.pos += 1;
+                        self.ready.push(waiting);
+                    }
+                }
+                Gate::Adaptive if call.limiter => {
+                    self.calls.get_mut(key).expect("live").limiter = false;
+                    let index = self.limiter_index(class);
+                    let limiter = &mut self.limiters[index];
+                    // Netflix's listener: success, dropped (timeouts, overload), or ignored —
+                    // a 429 is quota, not congestion, and a 500 is an independent error.
+                    let signal = match feedback.ending {
+                        Ending::Success => Some(Signal::Success),
+                        Ending::Failed(Reason::Http429 | Reason::Http500) => None,
+                        Ending::Failed(_) => Some(Signal::Dropped),
+                    };
+                    match signal.filter(|_| feedback.reached_provider && !feedback.sampled) {
+                        Some(signal) => limiter.on_complete(now, feedback.sample, signal, &mut self.limiter_rng),
+                        None => limiter.abandon(),
+                    }
+                    self.wake_limiter_waiters(now, index);
+                }
+                Gate::Breaker => {
+                    if let Some(permit) = call.permit {
+                        self.calls.get_mut(key).expect("live").permit = None;
+                        let breaker = &mut self.breakers[class];
+                        if feedback.reached_provider {
+                            let outcome = match feedback.ending {
+                                Ending::Success => Outcome::Success,
+                                Ending::Failed(reason) => reason.outcome(),
+                            };
+                            breaker.record(now, permit, outcome, feedback.duration);
+                        } else {
+                            breaker.abandon(permit);
+                        }
+                    }
+                }
+                Gate::Quota => {
+                    if let Some(reservation) = call.reservation {
+                        self.calls.get_mut(key).expect("live").reservation = None;
+                        let meter = self.meter_index(&call);
+                        let sent = feedback.reached_provider
+                            && !matches!(feedback.ending, Ending::Failed(Reason::Http429 | Reason::Http529));
+                        if !sent {
+                            self.meters[meter].cancel(now, reservation);
+                        } else if self.p.reconcile {
+                            self.meters[meter].reconcile(now, reservation, feedback.output_used);
+                            if call.counted {
+                                self.results.classes[class].tokens_handed_back +=
+                                    reservation.max_tokens - feedback.output_used.min(reservation.max_tokens);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Lets waiters through while the limiter has room (LIFO unless the queue order is FIFO).
+    fn wake_limiter_waiters(&mut self, now: Nanos, index: usize) {
+        while self.limiters[index].in_flight() < self.limiters[index].limit() {
+            let queue = &mut self.limiter_queues[index];
+            let next = match self.p.bulkhead_order {
+                QueueOrder::Fifo => queue.pop_front(),
+                _ => queue.pop_back(),
+            };
+            let Some((key, deadline)) = next else { return };
+            if deadline <= now {
+                self.dropped.push((key, Reason::Limiter));
+                continue;
+            }
+            let acquired = self.limiters[index].try_acquire();
+            debug_assert!(acquired, "the limiter had room");
+            let call = self.calls.get_mut(key).expect("a waiting call is live");
+            call.limiter = true;
+            call.pos += 1;
+            self.ready.push(key);
+        }
+    }
+
+    fn end_call(&mut self, now: Nanos, key: SlabKey, ending: Ending, scheduler: &mut Scheduler<Event>) {
+        let call = self.calls.remove(key).expect("a live call");
+        debug_assert!(call.attempt.is_none() && !call.admitted && !call.bulkhead && !call.limiter);
+        debug_assert!(call.permit.is_none() && call.reservation.is_none());
+        let class = call.class as usize;
+        let served = ending == Ending::Success;
+        let fallback = !served && self.has_fallback_gate && self.p.classes[class].has_fallback;
+        if call.counted {
+            let results = &mut self.results.classes[class];
+            match ending {
+                Ending::Success => results.served += 1,
+                Ending::Failed(reason) => {
+                    results.failed += 1;
+                    results.reasons[reason as usize] += 1;
+                    results.fallbacks += fallback as u64;
+                }
+            }
+        }
+        if served {
+            if let Some(budget) = &mut self.budget {
+                budget.on_success();
+            }
+        }
+        if let Some(turn) = call.turn {
+            self.turn_step(now, turn, class, served, fallback, &call, scheduler);
+        }
+    }
+
+    /// Continues calls handed a bulkhead slot and fails the ones it dropped.
+    fn drain_worklists(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
+        loop {
+            if let Some((key, reason)) = self.dropped.pop() {
+                self.refused(now, key, reason, scheduler);
+            } else if let Some(key) = self.ready.pop() {
+                self.walk(now, key, scheduler);
+            } else if let Some(plan) = self.provider_started.pop() {
+                self.started(now, plan, scheduler);
+            } else {
+                return;
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
+        let mut dropped = std::mem::take(&mut self.dropped);
+        for bulkhead in &mut self.bulkheads {
+            bulkhead.sweep(now, |waiter, _| dropped.push((SlabKey::from_bits(waiter.id), Reason::QueueDeadline)));
+        }
+        for queue in &mut self.limiter_queues {
+            queue.retain(|&(key, deadline)| {
+                let expired = deadline <= now;
+                if expired {
+                    dropped.push((key, Reason::Limiter));
+                }
+                !expired
+            });
+        }
+        self.dropped = dropped;
+        let queued = self.bulkheads.iter().any(|b| b.queued() > 0) || self.limiter_queues.iter().any(|q| !q.is_empty());
+        if now < self.p.horizon || queued {
+            scheduler.at(now + SWEEP_PERIOD, Event::Sweep);
+        } else {
+            self.sweeping = false;
+        }
+    }
+
+    fn incident(&mut self, index: usize, starts: bool) {
+        let incident = self.p.incidents[index];
+        let health = match incident.kind {
+            IncidentKind::Brownout => (0.2, 0.25),
+            IncidentKind::Outage => (0.05, 1.0),
+            IncidentKind::CapacityStep { scale } => (scale, self.p.tiers[incident.tier].error_rate),
+        };
+        self.providers[incident.tier].set_incident(starts.then_some(health));
+    }
+}
+
+impl Model for Gateway<'_> {
+    type Event = Event;
+
+    fn handle(&mut self, now: Nanos, event: Event, scheduler: &mut Scheduler<Event>) {
+        match event {
+            Event::TurnArrival => self.turn_arrival(now, scheduler),
+            Event::AttemptEnd { attempt, ticket } => self.attempt_end(now, attempt, ticket, scheduler),
+            Event::FirstToken { attempt, ticket } => self.first_token(now, attempt, ticket),
+            Event::Resume { call } => self.walk(now, call, scheduler),
+            Event::Sweep => self.sweep(now, scheduler),
+            Event::Incident { index, starts } => self.incident(index as usize, starts),
+        }
+        self.drain_worklists(now, scheduler);
+    }
+}

@@ -1,0 +1,710 @@
+//! The scenario sections of the `gateway` model (seed 001): `[workload]`, `[stack]`,
+//! `[gateway]` (overrides of the fixture's gateway knobs) and `[[incidents]]`, and
+//! the gateway's metric table.
+//!
+//! The fixture (the shipped one, or `workload.fixture`) supplies tiers, classes and
+//! gateway defaults; it is read once when the scenario is loaded.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::models::gateway::{
+    ClassParams, Client, Gate, GatewayParams, GatewayResults, Incident, IncidentKind, LimiterScope, TierParams,
+    Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES, CLASS_NAMES, REASON_NAMES,
+};
+use stampede_engine::models::provider::TierSpec;
+use stampede_engine::policy::admission::Ladder;
+use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
+use stampede_engine::policy::bulkhead::{CoDelConfig, QueueOrder};
+use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, SampleWindow};
+use stampede_engine::policy::quota::QuotaConfig;
+use stampede_engine::secs_to_nanos;
+
+use crate::capacity;
+use crate::error::{Error, Result};
+use crate::llm_fixture::{Fixture, Gateway as GatewayKnobs, OnFailure};
+use crate::models::{count, real, Metric};
+use crate::scenario::{typed_at, RunConfig};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayConfig {
+    pub workload: WorkloadSection,
+    #[serde(default)]
+    pub stack: StackSection,
+    /// Overrides of the fixture's `[gateway]` knobs, by the same names.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub gateway: toml::Table,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incidents: Vec<IncidentSection>,
+    /// The fixture, read when the scenario is loaded.
+    #[serde(skip)]
+    pub fixture: Option<Fixture>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    pub turns_per_s: f64,
+    /// A fixture file; absent: the shipped fixture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture: Option<String>,
+    #[serde(default = "one")]
+    pub tenants: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientName {
+    Stack,
+    Naive,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateName {
+    Admission,
+    Bulkhead,
+    Adaptive,
+    Breaker,
+    Quota,
+    Retry,
+    Fallback,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimiterName {
+    Fixed,
+    Aimd,
+    Gradient,
+    Gradient2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScopeName {
+    Class,
+    Tier,
+}
+
+/// The defence stack and the client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackSection {
+    #[serde(default = "default_client")]
+    pub client: ClientName,
+    /// Gates, outermost first; a gate left out is off.
+    #[serde(default = "default_gates")]
+    pub gates: Vec<GateName>,
+    #[serde(default = "default_naive_attempts")]
+    pub naive_attempts: u32,
+    #[serde(default = "default_naive_timeout")]
+    pub naive_timeout_s: f64,
+    /// Overrides the fixture's `adaptive_kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limiter: Option<LimiterName>,
+    #[serde(default = "default_scope")]
+    pub limiter_scope: ScopeName,
+    /// Samples per limiter update (Netflix's WindowedLimit, windows of at least 1 s);
+    /// 1: learn from every sample.
+    #[serde(default = "default_window_samples")]
+    pub limiter_window_samples: u32,
+    /// Hand unused `max_tokens` back to the client meter when a call ends.
+    #[serde(default = "yes")]
+    pub reconcile: bool,
+    /// The fixture's ratio retry budget; false: retries are unbudgeted.
+    #[serde(default = "yes")]
+    pub retry_budget: bool,
+    /// Caps every class's attempts (1: no retries at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// Give answer a fallback: the same call on this tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_fallback_tier: Option<String>,
+    /// Bulkhead slots per class; absent classes get their Little's-law pool from
+    /// the capacity arithmetic (rate limit × service time).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bulkhead_slots: BTreeMap<String, u32>,
+}
+
+impl Default for StackSection {
+    fn default() -> Self {
+        StackSection {
+            client: default_client(),
+            gates: default_gates(),
+            naive_attempts: default_naive_attempts(),
+            naive_timeout_s: default_naive_timeout(),
+            limiter: None,
+            limiter_scope: default_scope(),
+            limiter_window_samples: default_window_samples(),
+            reconcile: true,
+            retry_budget: true,
+            max_attempts: None,
+            answer_fallback_tier: None,
+            bulkhead_slots: BTreeMap::new(),
+        }
+    }
+}
+
+fn default_client() -> ClientName {
+    ClientName::Stack
+}
+fn default_gates() -> Vec<GateName> {
+    use GateName::*;
+    vec![Admission, Bulkhead, Adaptive, Breaker, Quota, Retry, Fallback]
+}
+fn default_naive_attempts() -> u32 {
+    3
+}
+fn default_naive_timeout() -> f64 {
+    60.0
+}
+fn default_window_samples() -> u32 {
+    10
+}
+fn default_scope() -> ScopeName {
+    ScopeName::Class
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentName {
+    Brownout,
+    Outage,
+    CapacityStep,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncidentSection {
+    pub tier: String,
+    pub kind: IncidentName,
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// The health scale of a capacity step (0 < scale ≤ 1… or above 1 for a step up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
+}
+
+/// The pipeline's roles; the fixture must define a class for each.
+const PIPELINE: [&str; 5] = ["guard", "rewrite", "answer", "think", "title"];
+
+impl GatewayConfig {
+    /// Reads the fixture and checks everything that does not depend on `[run]`.
+    pub fn resolve(mut self) -> Result<Self> {
+        let fixture = Fixture::load(self.workload.fixture.as_deref())?;
+        for role in PIPELINE {
+            if !fixture.classes.contains_key(role) {
+                return Err(Error::bad_input(format!(
+                    "the fixture has no class {role:?}: the gateway's turn pipeline needs guard, rewrite, answer, think and title"
+                )));
+            }
+        }
+        self.fixture = Some(fixture);
+        self.knobs()?;
+        Ok(self)
+    }
+
+    fn fixture(&self) -> &Fixture {
+        self.fixture.as_ref().expect("resolve() read the fixture")
+    }
+
+    /// The fixture's gateway knobs with the scenario's overrides.
+    fn knobs(&self) -> Result<GatewayKnobs> {
+        let toml::Value::Table(mut table) =
+            toml::Value::try_from(&self.fixture().gateway).expect("the gateway knobs serialise")
+        else {
+            unreachable!("a struct serialises to a table")
+        };
+        for (key, value) in &self.gateway {
+            table.insert(key.clone(), value.clone());
+        }
+        typed_at("gateway", toml::Value::Table(table))
+    }
+
+    pub fn validate(&self, run: &RunConfig) -> Result<()> {
+        let w = &self.workload;
+        if !(w.turns_per_s.is_finite() && w.turns_per_s > 0.0 && w.turns_per_s <= 1e5) {
+            return Err(Error::bad_input(format!(
+                "workload.turns_per_s = {}: must be a positive rate, at most 100000",
+                w.turns_per_s
+            )));
+        }
+        if w.tenants == 0 || w.tenants > u16::MAX as u32 {
+            return Err(Error::bad_input(format!("workload.tenants = {}: must be from 1 to 65535", w.tenants)));
+        }
+        let s = &self.stack;
+        for (i, gate) in s.gates.iter().enumerate() {
+            if s.gates[..i].contains(gate) {
+                return Err(Error::bad_input(format!("stack.gates: {gate:?} is listed twice")));
+            }
+        }
+        if s.naive_attempts == 0 {
+            return Err(Error::bad_input("stack.naive_attempts = 0: must be at least 1"));
+        }
+        if !(s.naive_timeout_s.is_finite() && s.naive_timeout_s > 0.0) {
+            return Err(Error::bad_input(format!("stack.naive_timeout_s = {}: must be positive", s.naive_timeout_s)));
+        }
+        if s.limiter_window_samples == 0 {
+            return Err(Error::bad_input(
+                "stack.limiter_window_samples = 0: must be at least 1 (1 learns from every sample)",
+            ));
+        }
+        if s.max_attempts == Some(0) {
+            return Err(Error::bad_input("stack.max_attempts = 0: must be at least 1"));
+        }
+        let fixture = self.fixture();
+        let tier_names = || fixture.tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+        if let Some(tier) = &s.answer_fallback_tier {
+            if !fixture.tiers.contains_key(tier) {
+                return Err(Error::bad_input(format!(
+                    "stack.answer_fallback_tier = {tier:?}: no such tier; tiers: {}",
+                    tier_names()
+                )));
+            }
+        }
+        for (class, slots) in &s.bulkhead_slots {
+            if !PIPELINE.contains(&class.as_str()) || *slots == 0 {
+                return Err(Error::bad_input(format!(
+                    "stack.bulkhead_slots.{class} = {slots}: needs one of {} and at least 1 slot",
+                    PIPELINE.join(", ")
+                )));
+            }
+        }
+        for (i, incident) in self.incidents.iter().enumerate() {
+            if !fixture.tiers.contains_key(&incident.tier) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].tier = {:?}: no such tier; tiers: {}",
+                    incident.tier,
+                    tier_names()
+                )));
+            }
+            if !(incident.start_s >= 0.0 && incident.duration_s > 0.0 && incident.start_s.is_finite()) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}]: start_s = {} and duration_s = {} must be a non-negative start and a positive duration",
+                    incident.start_s, incident.duration_s
+                )));
+            }
+            match (incident.kind, incident.scale) {
+                (IncidentName::CapacityStep, Some(scale)) if scale > 0.0 && scale.is_finite() => {}
+                (IncidentName::CapacityStep, scale) => {
+                    return Err(Error::bad_input(format!(
+                        "incidents[{i}].scale = {scale:?}: a capacity_step needs a positive scale (0.5 halves the tier's slots)"
+                    )))
+                }
+                (_, Some(_)) => {
+                    return Err(Error::bad_input(format!(
+                        "incidents[{i}].scale: only a capacity_step takes a scale (brownout and outage have fixed health)"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        let knobs = self.knobs()?;
+        for (path, value) in [
+            ("gateway.retry_budget_ratio", knobs.retry_budget_ratio),
+            ("gateway.no_retry_past_delivered", knobs.no_retry_past_delivered),
+            ("gateway.breaker_failure_ratio", knobs.breaker_failure_ratio),
+            ("gateway.limiter_headroom", knobs.limiter_headroom),
+        ] {
+            if !(value > 0.0 && value <= 1.0) {
+                return Err(Error::bad_input(format!("{path} = {value}: must be in (0, 1]")));
+            }
+        }
+        for (path, value) in [
+            ("gateway.backoff_base_s", knobs.backoff_base_s),
+            ("gateway.backoff_cap_s", knobs.backoff_cap_s),
+            ("gateway.breaker_window_s", knobs.breaker_window_s),
+            ("gateway.breaker_open_s", knobs.breaker_open_s),
+            ("gateway.codel_target_s", knobs.codel_target_s),
+            ("gateway.codel_interval_s", knobs.codel_interval_s),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(Error::bad_input(format!("{path} = {value}: must be a positive number of seconds")));
+            }
+        }
+        if knobs.breaker_half_open_probes == 0 || knobs.fleet_instances == 0 || knobs.adaptive_initial_limit == 0 {
+            return Err(Error::bad_input(
+                "gateway.breaker_half_open_probes, gateway.fleet_instances and gateway.adaptive_initial_limit must be at least 1",
+            ));
+        }
+        if !knobs.ladder_rungs.windows(2).all(|w| w[0] <= w[1]) {
+            return Err(Error::bad_input(format!("gateway.ladder_rungs = {:?}: must ascend", knobs.ladder_rungs)));
+        }
+        queue_order(&knobs.bulkhead_queue)?;
+        limiter_name(&knobs.adaptive_kind)?;
+        if run.horizon_s <= run.warmup_s {
+            return Err(Error::bad_input(format!(
+                "run.horizon_s = {}: must exceed run.warmup_s ({})",
+                run.horizon_s, run.warmup_s
+            )));
+        }
+        Ok(())
+    }
+
+    /// The engine's parameters for one replica.
+    pub fn params(&self, run: &RunConfig) -> GatewayParams {
+        let fixture = self.fixture();
+        let knobs = self.knobs().expect("validated");
+        let tier_names: Vec<&String> = fixture.tiers.keys().collect();
+        let tier_index = |name: &str| tier_names.iter().position(|t| *t == name).expect("validated tier");
+        let tiers = fixture
+            .tiers
+            .values()
+            .map(|t| TierParams {
+                spec: TierSpec {
+                    rpm: t.rpm,
+                    itpm: t.itpm,
+                    otpm: t.otpm,
+                    prefill_tokens_per_s: t.prefill_tokens_per_s,
+                    decode_tokens_per_s: t.decode_tokens_per_s,
+                    base_latency_s: t.base_latency_s,
+                    server_slots: t.server_slots,
+                },
+                usd_per_mtok_in: t.usd_per_mtok_in,
+                usd_per_mtok_out: t.usd_per_mtok_out,
+                error_rate: t.error_rate,
+            })
+            .collect();
+        let pools = capacity::analyse(fixture, 1.0);
+        let pool = |name: &str| {
+            let computed = pools.classes.iter().find(|c| c.class == name).map_or(1.0, |c| c.pool_size);
+            self.stack.bulkhead_slots.get(name).copied().unwrap_or(computed.ceil().max(4.0) as u32)
+        };
+        let class = |name: &str| {
+            let c = &fixture.classes[name];
+            let shed_from_rung = knobs.ladder_classes.iter().position(|n| n == name).map_or(5, |rung| rung as u8 + 1);
+            let slots = pool(name);
+            ClassParams {
+                tier: tier_index(&c.tier),
+                share: c.calls_per_turn.min(1.0),
+                input_tokens: (c.input_tokens.mean, c.input_tokens.sd),
+                output_tokens: (c.output_tokens.mean, c.output_tokens.sd),
+                max_tokens: c.max_tokens,
+                streamed: c.streamed,
+                deadline: secs_to_nanos(c.deadline_s),
+                timeouts: Timeouts {
+                    connect: secs_to_nanos(c.timeouts_s.connect),
+                    first_token: secs_to_nanos(c.timeouts_s.first_token),
+                    inter_token: c.timeouts_s.inter_token.map(secs_to_nanos),
+                    total: secs_to_nanos(c.timeouts_s.total),
+                },
+                max_attempts: self.stack.max_attempts.map_or(c.max_attempts, |cap| cap.min(c.max_attempts)),
+                shed_from_rung,
+                has_fallback: c.on_failure != OnFailure::TurnFails,
+                bulkhead_slots: slots,
+                bulkhead_queue: slots,
+            }
+        };
+        let mut classes =
+            [class("guard"), class("rewrite"), class("answer"), class("think"), class("title"), class("answer")];
+        if let Some(tier) = &self.stack.answer_fallback_tier {
+            classes[ANSWER].has_fallback = true;
+            classes[ANSWER_FALLBACK].tier = tier_index(tier);
+        }
+        classes[ANSWER_FALLBACK].has_fallback = false;
+        let initial = knobs.adaptive_initial_limit as f64;
+        let limiter = match self.stack.limiter.unwrap_or_else(|| limiter_name(&knobs.adaptive_kind).expect("validated"))
+        {
+            LimiterName::Fixed => LimiterKind::Fixed { limit: knobs.adaptive_initial_limit },
+            LimiterName::Aimd => {
+                LimiterKind::Aimd(AimdConfig { initial, min: 1.0, max: 1000.0, ..AimdConfig::default() })
+            }
+            LimiterName::Gradient => {
+                LimiterKind::Gradient(GradientConfig { initial, min: 1.0, max: 1000.0, ..GradientConfig::default() })
+            }
+            LimiterName::Gradient2 => {
+                LimiterKind::Gradient2(Gradient2Config { initial, min: 1.0, max: 1000.0, ..Gradient2Config::default() })
+            }
+        };
+        let gates = self
+            .stack
+            .gates
+            .iter()
+            .map(|g| match g {
+                GateName::Admission => Gate::Admission,
+                GateName::Bulkhead => Gate::Bulkhead,
+                GateName::Adaptive => Gate::Adaptive,
+                GateName::Breaker => Gate::Breaker,
+                GateName::Quota => Gate::Quota,
+                GateName::Retry => Gate::Retry,
+                GateName::Fallback => Gate::Fallback,
+            })
+            .collect();
+        let open = secs_to_nanos(knobs.breaker_open_s);
+        GatewayParams {
+            tiers,
+            classes,
+            answer_fallback: self.stack.answer_fallback_tier.is_some(),
+            turns_per_s: self.workload.turns_per_s,
+            tenants: self.workload.tenants,
+            instances: knobs.fleet_instances,
+            client: match self.stack.client {
+                ClientName::Stack => Client::Stack,
+                ClientName::Naive => Client::Naive {
+                    attempts: self.stack.naive_attempts,
+                    timeout: secs_to_nanos(self.stack.naive_timeout_s),
+                },
+            },
+            gates,
+            ladder: Ladder { rungs: knobs.ladder_rungs, ..Ladder::default() },
+            limiter,
+            limiter_scope: match self.stack.limiter_scope {
+                ScopeName::Class => LimiterScope::Class,
+                ScopeName::Tier => LimiterScope::Tier,
+            },
+            limiter_window: (self.stack.limiter_window_samples > 1)
+                .then_some(SampleWindow { min_samples: self.stack.limiter_window_samples, ..SampleWindow::default() }),
+            breaker: BreakerConfig {
+                window: SlidingWindow::Time { window: secs_to_nanos(knobs.breaker_window_s), buckets: 12 },
+                minimum_calls: knobs.breaker_minimum_calls,
+                failure_rate_threshold: knobs.breaker_failure_ratio,
+                slow_call_rate_threshold: 2.0, // slow calls are the timeouts' business
+                slow_call_duration: open,
+                open_duration: open,
+                open_duration_multiplier: 1.0,
+                max_open_duration: open,
+                half_open_probes: knobs.breaker_half_open_probes,
+                count_rate_limited: knobs.breaker_counts_429,
+            },
+            quota: QuotaConfig {
+                headroom: knobs.limiter_headroom,
+                longest_wait: secs_to_nanos(knobs.limiter_longest_wait_s),
+                instances: knobs.fleet_instances,
+                coordinated: knobs.coordinated_quota,
+            },
+            reconcile: self.stack.reconcile,
+            retry_budget: self.stack.retry_budget.then_some(knobs.retry_budget_ratio),
+            backoff: Backoff::FullJitter {
+                base: secs_to_nanos(knobs.backoff_base_s),
+                cap: secs_to_nanos(knobs.backoff_cap_s),
+            },
+            classifier: RetryClassifier::default(),
+            no_retry_past_delivered: knobs.no_retry_past_delivered,
+            bulkhead_order: queue_order(&knobs.bulkhead_queue).expect("validated"),
+            codel: Some(CoDelConfig {
+                target: secs_to_nanos(knobs.codel_target_s),
+                interval: secs_to_nanos(knobs.codel_interval_s),
+            }),
+            incidents: self
+                .incidents
+                .iter()
+                .map(|i| Incident {
+                    tier: tier_index(&i.tier),
+                    kind: match i.kind {
+                        IncidentName::Brownout => IncidentKind::Brownout,
+                        IncidentName::Outage => IncidentKind::Outage,
+                        IncidentName::CapacityStep => IncidentKind::CapacityStep { scale: i.scale.expect("validated") },
+                    },
+                    start: secs_to_nanos(i.start_s),
+                    end: secs_to_nanos(i.start_s + i.duration_s),
+                })
+                .collect(),
+            warmup: secs_to_nanos(run.warmup_s),
+            horizon: secs_to_nanos(run.horizon_s),
+        }
+    }
+}
+
+fn queue_order(name: &str) -> Result<QueueOrder> {
+    match name {
+        "fifo" => Ok(QueueOrder::Fifo),
+        "lifo" => Ok(QueueOrder::Lifo),
+        "adaptive_lifo" => Ok(QueueOrder::AdaptiveLifo { standing_after: secs_to_nanos(0.1) }),
+        other => Err(Error::bad_input(format!(
+            "gateway.bulkhead_queue = {other:?}: unknown queue order; use fifo, lifo or adaptive_lifo"
+        ))),
+    }
+}
+
+fn limiter_name(name: &str) -> Result<LimiterName> {
+    match name {
+        "fixed" => Ok(LimiterName::Fixed),
+        "aimd" => Ok(LimiterName::Aimd),
+        "gradient" => Ok(LimiterName::Gradient),
+        "gradient2" => Ok(LimiterName::Gradient2),
+        other => Err(Error::bad_input(format!(
+            "gateway.adaptive_kind = {other:?}: unknown limiter; use fixed, aimd, gradient or gradient2"
+        ))),
+    }
+}
+
+fn ratio(numerator: f64, denominator: f64) -> f64 {
+    if denominator > 0.0 {
+        numerator / denominator
+    } else {
+        f64::NAN
+    }
+}
+
+const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
+    count("turns_offered", "user turns that arrived after the warm-up", |r| r.turns_offered as f64),
+    count(
+        "turns_answered",
+        "turns whose answer path succeeded (answer, think, its downgrade, or answer's fallback)",
+        |r| r.turns_answered as f64,
+    ),
+    count("turns_failed", "turns that were not answered", |r| r.turns_failed as f64),
+    real("turn_completion_ratio", "turns answered ÷ offered", |r| {
+        ratio(r.turns_answered as f64, r.turns_offered as f64)
+    }),
+    real("answered_turns_per_s", "goodput: turns answered per second of the window", |r| {
+        r.turns_answered as f64 / r.window_s
+    }),
+    count("calls_offered", "LLM calls the turns made, all classes", |r| r.offered_calls() as f64),
+    count("attempts", "attempts sent to the provider, all classes", |r| r.attempts() as f64),
+    real("amplification_ratio", "attempts ÷ calls offered", |r| ratio(r.attempts() as f64, r.offered_calls() as f64)),
+    real("retry_ratio", "retries ÷ attempts", |r| ratio(r.retries() as f64, r.attempts() as f64)),
+    real("useful_usd", "spend on attempts that succeeded", |r| r.useful_usd()),
+    real("wasted_usd", "spend on attempts that failed or timed out (billed input and generated output)", |r| {
+        r.wasted_usd()
+    }),
+    real("wasted_ratio", "wasted ÷ total spend", |r| ratio(r.wasted_usd(), r.wasted_usd() + r.useful_usd())),
+    count("calls_failed_http_429", "calls that ended on a provider 429, all classes", |r| {
+        r.reason(stampede_engine::models::gateway::Reason::Http429) as f64
+    }),
+    count("calls_failed_http_529", "calls that ended on a provider 529, all classes", |r| {
+        r.reason(stampede_engine::models::gateway::Reason::Http529) as f64
+    }),
+    real("answer_p95_s", "p95 of successful answer calls' total latency; NaN without any", |r| r.answer_p95_s),
+    count("events", "events handled", |r| r.events as f64),
+];
+
+/// The per-class metrics of class `$i`, named `$name_…`.
+macro_rules! class_metrics {
+    ($i:expr, $name:literal) => {
+        [
+            count(concat!($name, "_offered"), "calls of this class the turns made", |r| r.classes[$i].offered as f64),
+            count(concat!($name, "_attempts"), "attempts sent", |r| r.classes[$i].attempts as f64),
+            count(concat!($name, "_retries"), "attempts after the first", |r| r.classes[$i].retries as f64),
+            count(concat!($name, "_served"), "calls that succeeded", |r| r.classes[$i].served as f64),
+            count(concat!($name, "_failed"), "calls not served, for any reason (the sum of the reasons below)", |r| {
+                r.classes[$i].failed as f64
+            }),
+            real(concat!($name, "_unserved_ratio"), "calls not served ÷ offered", |r| {
+                ratio(r.classes[$i].failed as f64, r.classes[$i].offered as f64)
+            }),
+            real(
+                concat!($name, "_shed_ratio"),
+                "calls refused by any local gate (admission, queue, CoDel, limiter, breaker, quota) ÷ offered",
+                |r| ratio(r.classes[$i].refused_locally() as f64, r.classes[$i].offered as f64),
+            ),
+            count(concat!($name, "_fallbacks"), "failed calls served their fallback", |r| {
+                r.classes[$i].fallbacks as f64
+            }),
+            real(concat!($name, "_goodput_rps"), "calls served per second of the window", |r| {
+                r.classes[$i].served as f64 / r.window_s
+            }),
+            count(concat!($name, "_failed_admission_shed"), "refused by the ladder", |r| {
+                r.classes[$i].reasons[0] as f64
+            }),
+            count(concat!($name, "_failed_admission_infeasible"), "refused: the deadline could not be met", |r| {
+                r.classes[$i].reasons[1] as f64
+            }),
+            count(concat!($name, "_failed_admission_fair_share"), "refused: tenant over its share", |r| {
+                r.classes[$i].reasons[2] as f64
+            }),
+            count(concat!($name, "_failed_queue_full"), "refused by a full bulkhead queue", |r| {
+                r.classes[$i].reasons[3] as f64
+            }),
+            count(concat!($name, "_failed_queue_deadline"), "deadline expired in the bulkhead queue", |r| {
+                r.classes[$i].reasons[4] as f64
+            }),
+            count(concat!($name, "_failed_codel_drop"), "dropped by CoDel", |r| r.classes[$i].reasons[5] as f64),
+            count(concat!($name, "_failed_limiter"), "refused by the adaptive limiter", |r| {
+                r.classes[$i].reasons[6] as f64
+            }),
+            count(concat!($name, "_failed_breaker_open"), "refused by an open breaker", |r| {
+                r.classes[$i].reasons[7] as f64
+            }),
+            count(concat!($name, "_failed_local_quota"), "refused by the client quota", |r| {
+                r.classes[$i].reasons[8] as f64
+            }),
+            count(concat!($name, "_failed_timeout_connect"), "last attempt: no slot within the connect timeout", |r| {
+                r.classes[$i].reasons[9] as f64
+            }),
+            count(concat!($name, "_failed_timeout_first_token"), "last attempt: first-token timeout", |r| {
+                r.classes[$i].reasons[10] as f64
+            }),
+            count(concat!($name, "_failed_timeout_inter_token"), "last attempt: inter-token timeout", |r| {
+                r.classes[$i].reasons[11] as f64
+            }),
+            count(concat!($name, "_failed_timeout_total"), "last attempt: total timeout or the call deadline", |r| {
+                r.classes[$i].reasons[12] as f64
+            }),
+            count(concat!($name, "_failed_http_429"), "last attempt: provider 429", |r| {
+                r.classes[$i].reasons[13] as f64
+            }),
+            count(concat!($name, "_failed_http_529"), "last attempt: provider 529 (or its queue gave up)", |r| {
+                r.classes[$i].reasons[14] as f64
+            }),
+            count(concat!($name, "_failed_http_500"), "last attempt: provider 500", |r| {
+                r.classes[$i].reasons[15] as f64
+            }),
+            count(concat!($name, "_retries_denied_by_budget"), "retries the budget refused", |r| {
+                r.classes[$i].retries_denied_by_budget as f64
+            }),
+            real(concat!($name, "_retry_ratio"), "retries ÷ attempts", |r| {
+                ratio(r.classes[$i].retries as f64, r.classes[$i].attempts as f64)
+            }),
+            real(concat!($name, "_useful_usd"), "spend on attempts that succeeded", |r| r.classes[$i].useful_usd),
+            real(concat!($name, "_wasted_usd"), "spend on attempts that did not", |r| r.classes[$i].wasted_usd),
+            count(concat!($name, "_tokens_reserved"), "output tokens reserved on the client meter", |r| {
+                r.classes[$i].tokens_reserved as f64
+            }),
+            count(concat!($name, "_tokens_handed_back"), "reserved output tokens reconciled back", |r| {
+                r.classes[$i].tokens_handed_back as f64
+            }),
+            count(concat!($name, "_breaker_trips"), "times this class's breaker opened", |r| {
+                r.classes[$i].breaker_trips as f64
+            }),
+            count(concat!($name, "_limit_final"), "the adaptive limit at the end", |r| {
+                r.classes[$i].limit_final as f64
+            }),
+            count(concat!($name, "_limit_min"), "the lowest adaptive limit", |r| r.classes[$i].limit_min as f64),
+        ]
+    };
+}
+
+const PER_CLASS: usize = 34;
+const CLASS_TABLES: [[Metric<GatewayResults>; PER_CLASS]; CLASSES] = [
+    class_metrics!(0, "guard"),
+    class_metrics!(1, "rewrite"),
+    class_metrics!(2, "answer"),
+    class_metrics!(3, "think"),
+    class_metrics!(4, "title"),
+    class_metrics!(5, "answer_fallback"),
+];
+
+/// Every gateway metric: the global ones, then each class's.
+pub(crate) static GATEWAY_METRICS: LazyLock<Vec<Metric<GatewayResults>>> = LazyLock::new(|| {
+    debug_assert_eq!(CLASS_NAMES.len(), CLASS_TABLES.len());
+    debug_assert_eq!(REASON_NAMES.len(), 16);
+    GLOBAL_METRICS.iter().chain(CLASS_TABLES.iter().flatten()).copied().collect()
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reason columns follow the engine's reason order.
+    #[test]
+    fn reason_columns_follow_the_engine() {
+        for (class, table) in CLASS_NAMES.iter().zip(CLASS_TABLES.iter()) {
+            for (i, reason) in REASON_NAMES.iter().enumerate() {
+                assert_eq!(table[9 + i].def.name, format!("{class}_failed_{reason}"));
+            }
+        }
+    }
+}
