@@ -40,6 +40,12 @@ pub struct GatewayConfig {
     pub gateway: toml::Table,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub incidents: Vec<IncidentSection>,
+    /// Overrides of the fixture's tiers: `[tiers.sonnet] server_slots = 1000`.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub tiers: toml::Table,
+    /// Overrides of the fixture's call classes: `[classes.guard] tier = "sonnet"`.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub classes: toml::Table,
     /// The fixture, read when the scenario is loaded.
     #[serde(skip)]
     pub fixture: Option<Fixture>,
@@ -203,7 +209,10 @@ const PIPELINE: [&str; 5] = ["guard", "rewrite", "answer", "think", "title"];
 impl GatewayConfig {
     /// Reads the fixture and checks everything that does not depend on `[run]`.
     pub fn resolve(mut self) -> Result<Self> {
-        let fixture = Fixture::load(self.workload.fixture.as_deref())?;
+        let mut fixture = Fixture::load(self.workload.fixture.as_deref())?;
+        override_entries(&mut fixture.tiers, &self.tiers, "tiers")?;
+        override_entries(&mut fixture.classes, &self.classes, "classes")?;
+        fixture.validate()?;
         for role in PIPELINE {
             if !fixture.classes.contains_key(role) {
                 return Err(Error::bad_input(format!(
@@ -517,6 +526,32 @@ impl GatewayConfig {
     }
 }
 
+/// Merges `overrides` (`name → {field = value}`) into the fixture's `entries`,
+/// re-typing each changed entry so that a wrong field is named with its path.
+fn override_entries<T>(entries: &mut BTreeMap<String, T>, overrides: &toml::Table, section: &str) -> Result<()>
+where
+    T: Serialize + serde::de::DeserializeOwned,
+{
+    for (name, fields) in overrides {
+        let Some(entry) = entries.get(name) else {
+            return Err(Error::bad_input(format!(
+                "{section}.{name}: the fixture has no such entry; it has: {}",
+                entries.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        let toml::Value::Table(fields) = fields else {
+            return Err(Error::bad_input(format!("{section}.{name}: must be a table of fields")));
+        };
+        let toml::Value::Table(mut merged) = toml::Value::try_from(entry).expect("fixture entries serialise") else {
+            unreachable!("a struct serialises to a table")
+        };
+        merged.extend(fields.clone());
+        let entry = typed_at(&format!("{section}.{name}"), toml::Value::Table(merged))?;
+        entries.insert(name.clone(), entry);
+    }
+    Ok(())
+}
+
 fn queue_order(name: &str) -> Result<QueueOrder> {
     match name {
         "fifo" => Ok(QueueOrder::Fifo),
@@ -578,6 +613,11 @@ const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
         r.reason(stampede_engine::models::gateway::Reason::Http529) as f64
     }),
     real("answer_p95_s", "p95 of successful answer calls' total latency; NaN without any", |r| r.answer_p95_s),
+    real(
+        "answer_call_p95_s",
+        "p95 of every answer call's duration, entering the stack to its answer or its failure (what the user waited)",
+        |r| r.answer_call_p95_s,
+    ),
     count("events", "events handled", |r| r.events as f64),
 ];
 
@@ -673,11 +713,12 @@ macro_rules! class_metrics {
                 r.classes[$i].limit_final as f64
             }),
             count(concat!($name, "_limit_min"), "the lowest adaptive limit", |r| r.classes[$i].limit_min as f64),
+            count(concat!($name, "_limit_max"), "the highest adaptive limit", |r| r.classes[$i].limit_max as f64),
         ]
     };
 }
 
-const PER_CLASS: usize = 34;
+const PER_CLASS: usize = 35;
 const CLASS_TABLES: [[Metric<GatewayResults>; PER_CLASS]; CLASSES] = [
     class_metrics!(0, "guard"),
     class_metrics!(1, "rewrite"),

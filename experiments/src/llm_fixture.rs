@@ -153,7 +153,8 @@ impl Fixture {
         }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Checks ranges and cross-references.
+    pub fn validate(&self) -> Result<()> {
         for (name, tier) in &self.tiers {
             for (field, value) in
                 [("prefill_tokens_per_s", tier.prefill_tokens_per_s), ("decode_tokens_per_s", tier.decode_tokens_per_s)]

@@ -131,7 +131,7 @@ impl ModelConfig {
             "mmc" => &["queue"],
             "cluster" => &["clients", "router", "shards", "retry", "faults", "series"],
             "dependency" => &["service", "dependency", "protection", "series"],
-            "gateway" => &["workload", "stack", "gateway", "incidents"],
+            "gateway" => &["workload", "stack", "gateway", "incidents", "tiers", "classes"],
             _ => &[],
         }
     }

@@ -133,6 +133,10 @@ pub struct GridPoint {
     pub run: RunConfig,
 }
 
+/// The grid axis whose values are labelled patches of several sections:
+/// `case = [{ label = "naive", stack = { client = "naive" } }, { label = "brownout", incidents = [...] }]`.
+pub const CASE_AXIS: &str = "case";
+
 const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify"];
 
 /// Which statistic of a metric an assertion bounds.
@@ -155,8 +159,30 @@ pub struct Assertion {
     pub at_least: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_most: Option<f64>,
+    /// The statistic must exceed `factor` × a statistic of the same metric at another point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<Relative>,
+    /// The statistic must stay below `factor` × a statistic of the same metric at another point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below: Option<Relative>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+}
+
+/// Another grid point's statistic of the same metric, times `factor` — for claims
+/// that are differences (`statistic = "ci_lo"`, `above = { grid_point = 0,
+/// statistic = "ci_hi" }` says the two intervals do not overlap).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Relative {
+    pub grid_point: u32,
+    pub statistic: Statistic,
+    #[serde(default = "unit_factor")]
+    pub factor: f64,
+}
+
+fn unit_factor() -> f64 {
+    1.0
 }
 
 #[derive(Deserialize)]
@@ -435,8 +461,28 @@ impl Scenario {
                     names.join(", ")
                 )));
             }
-            if assertion.at_least.is_none() && assertion.at_most.is_none() {
-                return Err(Error::bad_input(format!("{path}: needs at_least, at_most or both")));
+            for (side, relative) in [("above", &assertion.above), ("below", &assertion.below)] {
+                if let Some(relative) = relative {
+                    if relative.grid_point as usize >= points {
+                        return Err(Error::bad_input(format!(
+                            "{path}.{side}.grid_point = {}: the grid has {points} point(s), numbered from 0",
+                            relative.grid_point
+                        )));
+                    }
+                    if !(relative.factor.is_finite() && relative.factor > 0.0) {
+                        return Err(Error::bad_input(format!(
+                            "{path}.{side}.factor = {}: must be a positive number",
+                            relative.factor
+                        )));
+                    }
+                }
+            }
+            if assertion.at_least.is_none()
+                && assertion.at_most.is_none()
+                && assertion.above.is_none()
+                && assertion.below.is_none()
+            {
+                return Err(Error::bad_input(format!("{path}: needs at least one of at_least, at_most, above, below")));
             }
         }
         Ok(scenario)
@@ -464,16 +510,39 @@ impl Scenario {
                 *slot = rest % axis.values.len();
                 rest /= axis.values.len();
             }
-            let params: Vec<(String, toml::Value)> =
+            let chosen: Vec<(String, toml::Value)> =
                 self.grid.iter().zip(&choice).map(|(axis, &i)| (axis.path.clone(), axis.values[i].clone())).collect();
             let mut body = self.body.clone();
+            let mut params = Vec::with_capacity(chosen.len());
+            for (path, value) in chosen {
+                if path == CASE_AXIS {
+                    // A case patches several sections at once; its label is its column value.
+                    let toml::Value::Table(mut patch) = value else {
+                        return Err(Error::bad_input(format!(
+                            "grid.case: each case must be a table with a label, e.g. {{ label = \"naive\", stack = {{ client = \"naive\" }} }}; got {}",
+                            describe(&value)
+                        )));
+                    };
+                    let Some(toml::Value::String(label)) = patch.remove("label") else {
+                        return Err(Error::bad_input(
+                            "grid.case: every case needs label = \"…\" (it names the grid point)",
+                        ));
+                    };
+                    for (key, inner) in patch {
+                        merge_path(&mut body, &key, inner)
+                            .map_err(|e| e.context(format!("grid point {index} (case {label:?})")))?;
+                    }
+                    params.push((path, toml::Value::String(label)));
+                } else {
+                    merge_path(&mut body, &path, value.clone())
+                        .map_err(|e| e.context(format!("grid point {index} ({path} = {})", describe(&value))))?;
+                    params.push((path, value));
+                }
+            }
             let context = || {
                 let shown: Vec<String> = params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
                 format!("grid point {index} ({})", shown.join(", "))
             };
-            for (path, value) in &params {
-                merge_path(&mut body, path, value.clone()).map_err(|e| e.context(context()))?;
-            }
             let (model, run) = Self::typed_body(self.model.name(), body).map_err(|e| {
                 if self.grid.is_empty() {
                     e

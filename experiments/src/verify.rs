@@ -1,9 +1,26 @@
 //! `stampede verify`: checks a run against the scenario's `[[verify]]` assertions —
-//! bounds on a metric's mean or confidence-interval end at a grid point — for
-//! nightly CI jobs.
+//! bounds on a metric's mean or confidence-interval end at a grid point, fixed or
+//! relative to another grid point's — for nightly CI jobs.
 
 use crate::report::RunReport;
-use crate::scenario::{Assertion, Statistic};
+use crate::scenario::{Assertion, Relative, Statistic};
+use crate::stats::Summary;
+
+fn pick(summary: &Summary, statistic: Statistic) -> f64 {
+    match statistic {
+        Statistic::Mean => summary.mean,
+        Statistic::CiLo => summary.ci_lo,
+        Statistic::CiHi => summary.ci_hi,
+    }
+}
+
+fn statistic_name(statistic: Statistic) -> &'static str {
+    match statistic {
+        Statistic::Mean => "mean",
+        Statistic::CiLo => "ci_lo",
+        Statistic::CiHi => "ci_hi",
+    }
+}
 
 /// One assertion's outcome.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,6 +32,8 @@ pub struct Check {
     pub ci_lo: f64,
     pub ci_hi: f64,
     pub passed: bool,
+    /// The relative bounds, spelt out with the other point's value.
+    pub relative_bounds: Vec<String>,
 }
 
 /// Evaluates every assertion of the report's scenario.
@@ -27,15 +46,26 @@ pub fn check(report: &RunReport) -> Vec<Check> {
         .map(|assertion| {
             let index = metrics.iter().position(|m| m.name == assertion.metric).expect("validated metric");
             let summary = report.results[assertion.grid_point as usize].summaries[index];
-            let value = match assertion.statistic {
-                Statistic::Mean => summary.mean,
-                Statistic::CiLo => summary.ci_lo,
-                Statistic::CiHi => summary.ci_hi,
+            let value = pick(&summary, assertion.statistic);
+            let other = |relative: &Relative| {
+                relative.factor
+                    * pick(&report.results[relative.grid_point as usize].summaries[index], relative.statistic)
             };
             // NaN compares false: an undefined statistic never passes.
             let passed = assertion.at_least.is_none_or(|bound| value >= bound)
                 && assertion.at_most.is_none_or(|bound| value <= bound)
+                && assertion.above.as_ref().is_none_or(|relative| value > other(relative))
+                && assertion.below.as_ref().is_none_or(|relative| value < other(relative))
                 && !value.is_nan();
+            let relative_bounds = [("above", &assertion.above), ("below", &assertion.below)]
+                .into_iter()
+                .filter_map(|(side, relative)| relative.as_ref().map(|r| (side, r, other(r))))
+                .map(|(side, r, bound)| {
+                    let times = if r.factor == 1.0 { String::new() } else { format!("{} × ", r.factor) };
+                    let sign = if side == "above" { ">" } else { "<" };
+                    format!("{sign} {times}grid point {} {} ({bound:.4})", r.grid_point, statistic_name(r.statistic))
+                })
+                .collect();
             Check {
                 assertion: assertion.clone(),
                 value,
@@ -43,6 +73,7 @@ pub fn check(report: &RunReport) -> Vec<Check> {
                 ci_lo: summary.ci_lo,
                 ci_hi: summary.ci_hi,
                 passed,
+                relative_bounds,
             }
         })
         .collect()
@@ -53,11 +84,7 @@ pub fn render(checks: &[Check]) -> String {
     let mut out = String::new();
     for c in checks {
         let a = &c.assertion;
-        let statistic = match a.statistic {
-            Statistic::Mean => "mean",
-            Statistic::CiLo => "ci_lo",
-            Statistic::CiHi => "ci_hi",
-        };
+        let statistic = statistic_name(a.statistic);
         let mut bounds = Vec::new();
         if let Some(bound) = a.at_least {
             bounds.push(format!("≥ {bound}"));
@@ -65,6 +92,7 @@ pub fn render(checks: &[Check]) -> String {
         if let Some(bound) = a.at_most {
             bounds.push(format!("≤ {bound}"));
         }
+        bounds.extend(c.relative_bounds.iter().cloned());
         out.push_str(&format!(
             "{}  grid point {} {} {statistic} = {:.4} {}   (mean {:.4}, 95% interval [{:.4}, {:.4}])",
             if c.passed { "PASS" } else { "FAIL" },

@@ -299,6 +299,7 @@ pub struct ClassResults {
     pub breaker_trips: u64,
     pub limit_final: u32,
     pub limit_min: u32,
+    pub limit_max: u32,
 }
 
 impl ClassResults {
@@ -318,6 +319,9 @@ pub struct GatewayResults {
     pub window_s: f64,
     /// p95 of answer's total latency (successful answer calls), seconds; NaN without any.
     pub answer_p95_s: f64,
+    /// p95 of every answer call's duration, from entering the stack to its answer or
+    /// its failure — what the user waited for either; NaN without any.
+    pub answer_call_p95_s: f64,
     pub events: u64,
 }
 
@@ -443,6 +447,7 @@ struct Call {
     instance: u16,
     tenant: u16,
     counted: bool,
+    started_at: Nanos,
     deadline: Nanos,
     input: u64,
     output: u64,
@@ -514,6 +519,7 @@ pub struct Gateway<'h> {
     sweeping: bool,
     results: GatewayResults,
     answer_latency: LatencyHistogram,
+    answer_calls: LatencyHistogram,
     histograms: &'h mut [LatencyHistogram],
 }
 
@@ -623,6 +629,7 @@ impl<'h> Gateway<'h> {
             sweeping: false,
             results: GatewayResults::default(),
             answer_latency: LatencyHistogram::new(),
+            answer_calls: LatencyHistogram::new(),
             histograms,
             p,
         }
@@ -667,17 +674,22 @@ impl<'h> Gateway<'h> {
             };
             results.limit_final = self.limiters[limiter].limit();
             results.limit_min = self.limiters[limiter].lowest_limit();
+            results.limit_max = self.limiters[limiter].highest_limit();
             results.breaker_trips = self.breakers[class].counters().trips;
             let accounted: u64 = results.reasons.iter().sum();
             assert_eq!(results.failed, accounted, "{}: every failed call has one reason", CLASS_NAMES[class]);
             assert_eq!(results.offered, results.served + results.failed, "{}: calls drained", CLASS_NAMES[class]);
         }
         assert_eq!(r.turns_offered, r.turns_answered + r.turns_failed, "turns drained");
-        r.answer_p95_s = if self.answer_latency.count() == 0 {
-            f64::NAN
-        } else {
-            self.answer_latency.hdr().value_at_quantile(0.95) as f64 / NANOS_PER_SEC as f64
+        let p95 = |h: &LatencyHistogram| {
+            if h.count() == 0 {
+                f64::NAN
+            } else {
+                h.hdr().value_at_quantile(0.95) as f64 / NANOS_PER_SEC as f64
+            }
         };
+        r.answer_p95_s = p95(&self.answer_latency);
+        r.answer_call_p95_s = p95(&self.answer_calls);
         self.results
     }
 
@@ -786,6 +798,7 @@ impl<'h> Gateway<'h> {
             instance,
             tenant,
             counted,
+            started_at: now,
             deadline,
             input,
             output,
@@ -1391,6 +1404,9 @@ impl<'h> Gateway<'h> {
         let class = call.class as usize;
         let served = ending == Ending::Success;
         let fallback = !served && self.has_fallback_gate && self.p.classes[class].has_fallback;
+        if call.counted && class == ANSWER {
+            self.answer_calls.record(now - call.started_at);
+        }
         if call.counted {
             let results = &mut self.results.classes[class];
             match ending {

@@ -237,6 +237,7 @@ pub struct ConcurrencyLimiter {
     max: f64,
     in_flight: u32,
     lowest_limit: f64,
+    highest_limit: f64,
     state: State,
     window: Option<(SampleWindow, Window)>,
 }
@@ -281,7 +282,16 @@ impl ConcurrencyLimiter {
             ),
         };
         assert!(min >= 1.0 && min <= max && (min..=max).contains(&limit), "need 1 ≤ min ≤ initial ≤ max");
-        ConcurrencyLimiter { limit, min, max, in_flight: 0, lowest_limit: limit, state, window: None }
+        ConcurrencyLimiter {
+            limit,
+            min,
+            max,
+            in_flight: 0,
+            lowest_limit: limit,
+            highest_limit: limit,
+            state,
+            window: None,
+        }
     }
 
     /// A limiter that learns from windows of samples (see [`SampleWindow`]).
@@ -298,6 +308,11 @@ impl ConcurrencyLimiter {
     /// The lowest limit so far.
     pub fn lowest_limit(&self) -> u32 {
         self.lowest_limit as u32
+    }
+
+    /// The highest limit so far.
+    pub fn highest_limit(&self) -> u32 {
+        self.highest_limit as u32
     }
 
     /// Requests admitted and not yet completed.
@@ -376,6 +391,7 @@ impl ConcurrencyLimiter {
             self.max
         );
         self.lowest_limit = self.lowest_limit.min(self.limit);
+        self.highest_limit = self.highest_limit.max(self.limit);
     }
 
     fn update(&mut self, now: Nanos, rtt: Nanos, signal: Signal, in_flight: f64, rng: &mut RngStream) {
