@@ -14,6 +14,13 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ("mmc", include_str!("../scenarios/mmc.toml")),
     ("mmc-load", include_str!("../scenarios/mmc-load.toml")),
     ("mmck", include_str!("../scenarios/mmck.toml")),
+    ("llm-naive", include_str!("../scenarios/llm-naive.toml")),
+    ("llm-stack", include_str!("../scenarios/llm-stack.toml")),
+    ("llm-breaker", include_str!("../scenarios/llm-breaker.toml")),
+    ("llm-retries", include_str!("../scenarios/llm-retries.toml")),
+    ("llm-adaptive", include_str!("../scenarios/llm-adaptive.toml")),
+    ("llm-ladder", include_str!("../scenarios/llm-ladder.toml")),
+    ("llm-meters", include_str!("../scenarios/llm-meters.toml")),
 ];
 
 /// What `stampede run` runs without a scenario argument.

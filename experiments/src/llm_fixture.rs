@@ -169,6 +169,18 @@ impl Fixture {
                     tier.error_rate
                 )));
             }
+            if tier.server_slots == 0 {
+                return Err(Error::bad_input(format!("tiers.{name}.server_slots = 0: must be at least 1")));
+            }
+            for (field, value) in [
+                ("base_latency_s", tier.base_latency_s),
+                ("usd_per_mtok_in", tier.usd_per_mtok_in),
+                ("usd_per_mtok_out", tier.usd_per_mtok_out),
+            ] {
+                if !(value.is_finite() && value >= 0.0) {
+                    return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be zero or more")));
+                }
+            }
             if tier.rpm == 0 || tier.itpm == 0 || tier.otpm == 0 {
                 return Err(Error::bad_input(format!("tiers.{name}: rpm, itpm and otpm must be positive")));
             }
@@ -192,6 +204,28 @@ impl Fixture {
             }
             if !(class.input_tokens.mean > 0.0 && class.output_tokens.mean > 0.0) {
                 return Err(Error::bad_input(format!("classes.{name}: token means must be positive")));
+            }
+            if class.max_attempts == 0 {
+                return Err(Error::bad_input(format!("classes.{name}.max_attempts = 0: must be at least 1")));
+            }
+            let t = &class.timeouts_s;
+            for (field, value) in [
+                ("deadline_s", class.deadline_s),
+                ("timeouts_s.connect", t.connect),
+                ("timeouts_s.first_token", t.first_token),
+                ("timeouts_s.total", t.total),
+                ("timeouts_s.inter_token", t.inter_token.unwrap_or(1.0)),
+            ] {
+                if !(value.is_finite() && value > 0.0) {
+                    return Err(Error::bad_input(format!(
+                        "classes.{name}.{field} = {value}: must be a positive number of seconds"
+                    )));
+                }
+            }
+            if !(class.input_tokens.sd >= 0.0 && class.output_tokens.sd >= 0.0) {
+                return Err(Error::bad_input(format!(
+                    "classes.{name}: token standard deviations must be zero or more"
+                )));
             }
             if class.max_tokens == 0 {
                 return Err(Error::bad_input(format!("classes.{name}.max_tokens = 0: must be positive")));
