@@ -734,12 +734,12 @@ impl<'h> Gateway<'h> {
         &mut self,
         now: Nanos,
         key: SlabKey,
-        class: usize,
+        call: &Call,
         served: bool,
         fallback: bool,
-        call: &Call,
         scheduler: &mut Scheduler<Event>,
     ) {
+        let class = call.class as usize;
         let turn = *self.turns.get(key).expect("a live turn");
         let (instance, tenant) = (call.instance, call.tenant);
         let next = match (turn.stage, class) {
@@ -1441,7 +1441,7 @@ impl<'h> Gateway<'h> {
             }
         }
         if let Some(turn) = call.turn {
-            self.turn_step(now, turn, class, served, fallback, &call, scheduler);
+            self.turn_step(now, turn, &call, served, fallback, scheduler);
         }
     }
 
