@@ -11,6 +11,7 @@ pub mod ring;
 pub mod rng;
 pub mod sim;
 pub mod slab;
+pub mod testing;
 pub mod theory;
 pub mod time;
 pub mod timer;

@@ -4,8 +4,7 @@
 //! warm-up stretch (queues, slabs and the event heap reach their working size), then
 //! runs for millions more events while the allocation counter must not move.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use stampede_engine::testing::{allocations, CountingAllocator};
 
 use stampede_engine::models::mmc::{Mmc, MmcParams};
 use stampede_engine::{
@@ -13,38 +12,8 @@ use stampede_engine::{
     TimerSlot, TimerTicket,
 };
 
-struct CountingAllocator;
-
-thread_local! {
-    // Per thread, because the test harness runs tests (and prints) on other threads.
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    // `try_with`: during thread teardown the slot may be gone; those frees are not ours.
-    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 #[test]
 fn mmc_allocates_nothing_per_event_after_warmup() {

@@ -3,8 +3,7 @@
 //! brownout: turns, calls and attempts live in slabs, queues were sized up front,
 //! and the worklists keep their capacity.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use stampede_engine::testing::{allocations, CountingAllocator};
 
 use stampede_engine::models::gateway::{Gateway, Incident, IncidentKind, LATENCY_NAMES};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
@@ -12,36 +11,8 @@ use stampede_experiments::builtin::load_scenario_source;
 use stampede_experiments::models::ModelConfig;
 use stampede_experiments::{Overrides, Scenario};
 
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 #[test]
 fn the_gateway_allocates_nothing_per_event_after_warmup() {
@@ -58,6 +29,10 @@ fn the_gateway_allocates_nothing_per_event_after_warmup() {
     let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
     let mut simulation = Gateway::new(params, 5, 0, &mut histograms).into_simulation();
     simulation.run_until(secs_to_nanos(300.0));
+    // The counter counts (it is this binary's global allocator).
+    let probe = allocations();
+    drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
+    assert_eq!(allocations(), probe + 1);
     let before = allocations();
     let events = simulation.run_until(secs_to_nanos(1_200.0));
     let allocated = allocations() - before;
