@@ -130,3 +130,46 @@ fn duckdb_answers_the_policy_grid_question() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+const GATEWAY_CHECK: &str = r#"
+import sys, duckdb
+out = sys.argv[1]
+con = duckdb.connect()
+# The README's gateway query.
+rows = con.execute(f"""
+    SELECT "case", turn_completion_ratio_mean, answer_call_p95_s_mean, wasted_usd_mean
+    FROM '{out}/llm-breaker/summary.parquet' ORDER BY grid_point""").fetchall()
+assert [r[0] for r in rows] == [
+    "rate-limited, 429 excluded", "rate-limited, 429 counted", "brownout, no breaker", "brownout, breaker",
+    "brownout, breaker, answer falls back to haiku"], rows
+assert all(0.0 <= r[1] <= 1.0 and r[2] > 0 and r[3] > 0 for r in rows), rows
+# Per class, the reasons add up to the failed calls, replica by replica.
+reasons = ["admission_shed", "admission_infeasible", "admission_fair_share", "queue_full", "queue_deadline",
+           "codel_drop", "limiter", "breaker_open", "local_quota", "timeout_connect", "timeout_first_token",
+           "timeout_inter_token", "timeout_total", "http_429", "http_529", "http_500"]
+for cls in ["guard", "rewrite", "answer", "think", "title", "answer_fallback"]:
+    total = " + ".join(f"{cls}_failed_{r}" for r in reasons)
+    bad = con.execute(f"SELECT count(*) FROM '{out}/llm-breaker/replicas.parquet' WHERE {total} <> {cls}_failed").fetchone()[0]
+    assert bad == 0, cls
+print("gateway interop ok")
+"#;
+
+#[test]
+fn duckdb_reads_a_gateway_act_by_case() {
+    if std::env::var("STAMPEDE_SKIP_PYTHON").is_ok_and(|v| v == "1") {
+        eprintln!("skipped: STAMPEDE_SKIP_PYTHON=1");
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().to_str().unwrap();
+    let run = stampede(&["run", "llm-breaker", "--replicas", "4", "--quiet", "--out", out]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let check = Command::new(&python).args(["-c", GATEWAY_CHECK, out]).output().expect("python runs");
+    assert!(
+        check.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
