@@ -706,9 +706,14 @@ macro_rules! class_metrics {
             count(concat!($name, "_tokens_handed_back"), "reserved output tokens reconciled back", |r| {
                 r.classes[$i].tokens_handed_back as f64
             }),
-            count(concat!($name, "_breaker_trips"), "times this class's breaker opened", |r| {
+            count(concat!($name, "_breaker_trips"), "times this class's breaker opened (warm-up included)", |r| {
                 r.classes[$i].breaker_trips as f64
             }),
+            count(
+                concat!($name, "_breaker_refusals"),
+                "every refusal by the breaker, warm-up included (above the calls it failed when retries hit it)",
+                |r| r.classes[$i].breaker_refusals as f64,
+            ),
             count(concat!($name, "_limit_final"), "the adaptive limit at the end", |r| {
                 r.classes[$i].limit_final as f64
             }),
@@ -718,7 +723,7 @@ macro_rules! class_metrics {
     };
 }
 
-const PER_CLASS: usize = 35;
+const PER_CLASS: usize = 36;
 const CLASS_TABLES: [[Metric<GatewayResults>; PER_CLASS]; CLASSES] = [
     class_metrics!(0, "guard"),
     class_metrics!(1, "rewrite"),

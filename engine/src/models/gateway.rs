@@ -299,6 +299,9 @@ pub struct ClassResults {
     pub tokens_reserved: u64,
     pub tokens_handed_back: u64,
     pub breaker_trips: u64,
+    /// Every refusal by the class's breaker — more than the calls it failed when a
+    /// loop above it retries into the open circuit.
+    pub breaker_refusals: u64,
     pub limit_final: u32,
     pub limit_min: u32,
     pub limit_max: u32,
@@ -455,7 +458,11 @@ struct Call {
     output: u64,
     /// Next gate to pass.
     pos: u8,
+    /// Attempts sent to the provider.
     attempts: u32,
+    /// Passes through the attempt loop: attempts sent plus refusals by gates inside
+    /// the loop (a retry into an open breaker is a try). `max_attempts` bounds these.
+    tries: u32,
     admitted: bool,
     bulkhead: bool,
     limiter: bool,
@@ -691,6 +698,7 @@ impl<'h> Gateway<'h> {
             results.limit_min = self.limiters[limiter].lowest_limit();
             results.limit_max = self.limiters[limiter].highest_limit();
             results.breaker_trips = self.breakers[class].counters().trips;
+            results.breaker_refusals = self.breakers[class].counters().refusals;
             let accounted: u64 = results.reasons.iter().sum();
             assert_eq!(results.failed, accounted, "{}: every failed call has one reason", CLASS_NAMES[class]);
             assert_eq!(results.offered, results.served + results.failed, "{}: calls drained", CLASS_NAMES[class]);
@@ -819,6 +827,7 @@ impl<'h> Gateway<'h> {
             output,
             pos: 0,
             attempts: 0,
+            tries: 0,
             admitted: false,
             bulkhead: false,
             limiter: false,
@@ -1247,6 +1256,7 @@ impl<'h> Gateway<'h> {
         let call = *self.calls.get(key).expect("a live call");
         let inside_loop = self.retry_pos.is_some_and(|r| r < call.pos);
         if let Some(retry_pos) = self.retry_pos.filter(|_| inside_loop) {
+            self.calls.get_mut(key).expect("live").tries += 1;
             self.release(now, key, retry_pos as usize + 1, call.pos as usize, feedback);
             if let Some(delay) = self.retry_delay(now, key, feedback, retry_after) {
                 let call = self.calls.get_mut(key).expect("live");
@@ -1281,7 +1291,8 @@ impl<'h> Gateway<'h> {
         let call = *self.calls.get(key).expect("live");
         let class = call.class as usize;
         let params = self.p.classes[class];
-        if call.attempts >= params.max_attempts {
+        debug_assert!(call.tries >= call.attempts && call.tries > 0);
+        if call.tries >= params.max_attempts {
             return None;
         }
         // A stream past this fraction delivered is not worth starting over.
@@ -1293,7 +1304,7 @@ impl<'h> Gateway<'h> {
             RetryDecision::RetryAfterServerDelay => retry_after,
             RetryDecision::Retry => None,
         };
-        let delay = self.p.backoff.delay(call.attempts - 1, call.previous_backoff, honoured, &mut self.backoff_rng);
+        let delay = self.p.backoff.delay(call.tries - 1, call.previous_backoff, honoured, &mut self.backoff_rng);
         if now + delay >= call.deadline {
             return None;
         }
@@ -1715,6 +1726,25 @@ mod tests {
         let per_call = run(p).classes[GUARD];
         assert!(per_call.retries > 100);
         assert_eq!(per_call.tokens_reserved, per_call.offered * 200);
+    }
+
+    /// Order is semantics, again: a breaker below the attempt loop is asked on every
+    /// try, so during an outage the loop retries into the open circuit and each try is
+    /// refused again; a breaker above the loop refuses each call once.
+    #[test]
+    fn a_loop_above_the_breaker_retries_into_the_open_circuit() {
+        let mut p = params(&[Gate::Retry, Gate::Breaker]);
+        p.tiers[0].error_rate = 1.0;
+        p.classes[GUARD].max_attempts = 3;
+        let inside = run(p.clone()).classes[GUARD];
+        p.gates = vec![Gate::Breaker, Gate::Retry];
+        let outside = run(p).classes[GUARD];
+        let refused = |c: &ClassResults| c.reasons[Reason::BreakerOpen as usize];
+        assert!(refused(&outside) > 500, "{outside:?}");
+        assert_eq!(outside.breaker_refusals, refused(&outside), "one refusal per refused call");
+        assert!(inside.breaker_refusals > refused(&inside) + 500, "{inside:?}");
+        // Tries, not only attempts sent, are bounded by max_attempts.
+        assert!(inside.attempts <= 3 * inside.offered);
     }
 
     /// Every counted call ends served or failed for exactly one reason, every turn
