@@ -60,6 +60,13 @@ pub struct WorkloadSection {
     pub fixture: Option<String>,
     #[serde(default = "one")]
     pub tenants: u32,
+    /// Share of turns from tenant 0; the rest spread evenly over the other tenants.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hot_tenant_share: f64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 fn one() -> u32 {
@@ -252,6 +259,12 @@ impl GatewayConfig {
         }
         if w.tenants == 0 || w.tenants > u16::MAX as u32 {
             return Err(Error::bad_input(format!("workload.tenants = {}: must be from 1 to 65535", w.tenants)));
+        }
+        if !(0.0..=1.0).contains(&w.hot_tenant_share) {
+            return Err(Error::bad_input(format!(
+                "workload.hot_tenant_share = {}: must be a fraction from 0 to 1",
+                w.hot_tenant_share
+            )));
         }
         let s = &self.stack;
         for (i, gate) in s.gates.iter().enumerate() {
@@ -458,6 +471,7 @@ impl GatewayConfig {
             answer_fallback: self.stack.answer_fallback_tier.is_some(),
             turns_per_s: self.workload.turns_per_s,
             tenants: self.workload.tenants,
+            hot_tenant_share: if self.workload.tenants > 1 { self.workload.hot_tenant_share } else { 0.0 },
             instances: knobs.fleet_instances,
             client: match self.stack.client {
                 ClientName::Stack => Client::Stack,

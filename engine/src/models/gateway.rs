@@ -194,6 +194,9 @@ pub struct GatewayParams {
     pub answer_fallback: bool,
     pub turns_per_s: f64,
     pub tenants: u32,
+    /// Share of turns from tenant 0 (the rest spread evenly over the others); 0 with
+    /// one tenant.
+    pub hot_tenant_share: f64,
     /// Gateway instances; turns are spread uniformly (only a split quota notices).
     pub instances: u32,
     pub client: Client,
@@ -730,7 +733,10 @@ impl<'h> Gateway<'h> {
             self.turn_rng.bernoulli(c[TITLE].share),
         );
         let instance = self.turn_rng.below(self.p.instances as u64) as u16;
-        let tenant = self.turn_rng.below(self.p.tenants as u64) as u16;
+        // Tenant 0 sends `hot_tenant_share` of the turns; the others share the rest.
+        let hot = self.turn_rng.bernoulli(self.p.hot_tenant_share);
+        let other = self.turn_rng.below(self.p.tenants as u64);
+        let tenant = if hot || self.p.tenants == 1 { 0 } else { 1 + other % (self.p.tenants as u64 - 1) } as u16;
         let counted = now >= self.p.warmup;
         self.results.turns_offered += counted as u64;
         let turn = self.turns.insert(Turn { arrived_at: now, stage: Stage::Guard, hard, rewrite, title, counted });
@@ -1562,6 +1568,7 @@ mod tests {
             answer_fallback: false,
             turns_per_s: 20.0,
             tenants: 1,
+            hot_tenant_share: 0.0,
             instances: 1,
             client: Client::Stack,
             gates: gates.to_vec(),
@@ -1726,6 +1733,32 @@ mod tests {
         let per_call = run(p).classes[GUARD];
         assert!(per_call.retries > 100);
         assert_eq!(per_call.tokens_reserved, per_call.offered * 200);
+    }
+
+    /// ① tenant share: under pressure, a tenant holding more than its share of the
+    /// in-flight capacity is refused; without pressure the share is not enforced.
+    #[test]
+    fn a_hot_tenant_is_held_to_its_fair_share_under_pressure() {
+        let mut p = params(&[Gate::Admission, Gate::Retry]);
+        p.tenants = 4;
+        p.turns_per_s = 40.0;
+        // An overloaded tier (20 slots for about 28 calls in service): attempts pile up
+        // and the in-flight pressure passes the first rung at 0.8 × 39 slots.
+        p.tiers[0].spec.server_slots = 20;
+        for class in &mut p.classes {
+            class.bulkhead_slots = 1;
+        }
+        for class in [GUARD, ANSWER, ANSWER_FALLBACK] {
+            p.classes[class].bulkhead_slots = 18; // capacity 57: a fair share of 15 in flight
+        }
+        p.hot_tenant_share = 0.9;
+        let pressed = run(p.clone());
+        p.turns_per_s = 5.0; // the tier keeps up: no pressure, no share to enforce
+        let relaxed = run(p);
+        let share = |r: &GatewayResults| r.reason(Reason::AdmissionFairShare);
+        assert!(share(&pressed) > 100, "{}", share(&pressed));
+        assert_eq!(share(&relaxed), 0);
+        assert!(relaxed.turns_offered > 200 && relaxed.turns_answered > 200);
     }
 
     /// Order is semantics, again: a breaker below the attempt loop is asked on every
