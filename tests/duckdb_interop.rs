@@ -60,25 +60,8 @@ print("interop ok")
 
 #[test]
 fn duckdb_and_pandas_load_the_output() {
-    if std::env::var("STAMPEDE_SKIP_PYTHON").is_ok_and(|v| v == "1") {
-        eprintln!("skipped: STAMPEDE_SKIP_PYTHON=1");
-        return;
-    }
-    let scratch = tempfile::tempdir().unwrap();
-    let out = scratch.path().to_str().unwrap();
-    let run = stampede(&["run", "mmc", "--replicas", "6", "--quiet", "--out", out]);
-    assert!(run.status.success(), "{}", stderr(&run));
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    let check = Command::new(&python).args(["-c", CHECK, out]).output().unwrap_or_else(|e| {
-        panic!("cannot start {python}: {e}; install Python with duckdb, pyarrow and pandas (see .ci/run)")
-    });
-    assert!(
-        check.status.success(),
-        "the DuckDB/pandas check failed (are duckdb, pyarrow and pandas installed? see .ci/run):\n{}\n{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
-    assert!(String::from_utf8_lossy(&check.stdout).contains("interop ok"));
+    let Some(stdout) = run_and_check(&["mmc", "--replicas", "6"], CHECK) else { return };
+    assert!(stdout.contains("interop ok"));
 }
 
 const CLUSTER_CHECK: &str = r#"
@@ -113,22 +96,7 @@ print("cluster interop ok")
 
 #[test]
 fn duckdb_answers_the_policy_grid_question() {
-    if std::env::var("STAMPEDE_SKIP_PYTHON").is_ok_and(|v| v == "1") {
-        eprintln!("skipped: STAMPEDE_SKIP_PYTHON=1");
-        return;
-    }
-    let scratch = tempfile::tempdir().unwrap();
-    let out = scratch.path().to_str().unwrap();
-    let run = stampede(&["run", "policy-grid", "--replicas", "8", "--quiet", "--out", out]);
-    assert!(run.status.success(), "{}", stderr(&run));
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    let check = Command::new(&python).args(["-c", CLUSTER_CHECK, out]).output().expect("python runs");
-    assert!(
-        check.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
+    run_and_check(&["policy-grid", "--replicas", "8"], CLUSTER_CHECK);
 }
 
 const GATEWAY_CHECK: &str = r#"
@@ -156,20 +124,30 @@ print("gateway interop ok")
 
 #[test]
 fn duckdb_reads_a_gateway_act_by_case() {
+    run_and_check(&["llm-breaker", "--replicas", "4"], GATEWAY_CHECK);
+}
+
+/// Runs `stampede run ARGS` into a scratch folder, then the Python `script` on it;
+/// asserts both succeed and returns the script's output. `None`: skipped by
+/// `STAMPEDE_SKIP_PYTHON=1`.
+fn run_and_check(args: &[&str], script: &str) -> Option<String> {
     if std::env::var("STAMPEDE_SKIP_PYTHON").is_ok_and(|v| v == "1") {
         eprintln!("skipped: STAMPEDE_SKIP_PYTHON=1");
-        return;
+        return None;
     }
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().to_str().unwrap();
-    let run = stampede(&["run", "llm-breaker", "--replicas", "4", "--quiet", "--out", out]);
+    let run = stampede(&[&["run"][..], args, &["--quiet", "--out", out]].concat());
     assert!(run.status.success(), "{}", stderr(&run));
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    let check = Command::new(&python).args(["-c", GATEWAY_CHECK, out]).output().expect("python runs");
+    let check = Command::new(&python).args(["-c", script, out]).output().unwrap_or_else(|e| {
+        panic!("cannot start {python}: {e}; install Python with duckdb, pyarrow and pandas (see .ci/run)")
+    });
     assert!(
         check.status.success(),
-        "{}\n{}",
+        "the DuckDB/pandas check failed (are duckdb, pyarrow and pandas installed? see .ci/run):\n{}\n{}",
         String::from_utf8_lossy(&check.stdout),
         String::from_utf8_lossy(&check.stderr)
     );
+    Some(String::from_utf8_lossy(&check.stdout).into_owned())
 }

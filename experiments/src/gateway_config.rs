@@ -46,9 +46,18 @@ pub struct GatewayConfig {
     /// Overrides of the fixture's call classes: `[classes.guard] tier = "sonnet"`.
     #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
     pub classes: toml::Table,
-    /// The fixture, read when the scenario is loaded.
+    /// Worked out once when the scenario is loaded, not per replica.
     #[serde(skip)]
-    pub fixture: Option<Fixture>,
+    resolved: Option<Resolved>,
+}
+
+/// The fixture with the scenario's overrides applied, and each class's Little's-law
+/// pool (the default bulkhead size).
+#[derive(Clone, Debug, PartialEq)]
+struct Resolved {
+    fixture: Fixture,
+    knobs: GatewayKnobs,
+    pools: BTreeMap<String, f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -227,26 +236,14 @@ impl GatewayConfig {
                 )));
             }
         }
-        self.fixture = Some(fixture);
-        self.knobs()?;
+        let knobs = overridden(&fixture.gateway, &self.gateway, "gateway")?;
+        let pools = capacity::analyse(&fixture, 1.0).classes.into_iter().map(|c| (c.class, c.pool_size)).collect();
+        self.resolved = Some(Resolved { fixture, knobs, pools });
         Ok(self)
     }
 
-    fn fixture(&self) -> &Fixture {
-        self.fixture.as_ref().expect("resolve() read the fixture")
-    }
-
-    /// The fixture's gateway knobs with the scenario's overrides.
-    fn knobs(&self) -> Result<GatewayKnobs> {
-        let toml::Value::Table(mut table) =
-            toml::Value::try_from(&self.fixture().gateway).expect("the gateway knobs serialise")
-        else {
-            unreachable!("a struct serialises to a table")
-        };
-        for (key, value) in &self.gateway {
-            table.insert(key.clone(), value.clone());
-        }
-        typed_at("gateway", toml::Value::Table(table))
+    fn resolved(&self) -> &Resolved {
+        self.resolved.as_ref().expect("resolve() ran when the scenario was loaded")
     }
 
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
@@ -286,7 +283,7 @@ impl GatewayConfig {
         if s.max_attempts == Some(0) {
             return Err(Error::bad_input("stack.max_attempts = 0: must be at least 1"));
         }
-        let fixture = self.fixture();
+        let fixture = &self.resolved().fixture;
         let tier_names = || fixture.tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
         if let Some(tier) = &s.answer_fallback_tier {
             if !fixture.tiers.contains_key(tier) {
@@ -333,7 +330,7 @@ impl GatewayConfig {
                 _ => {}
             }
         }
-        let knobs = self.knobs()?;
+        let knobs = &self.resolved().knobs;
         for (path, value) in [
             ("gateway.retry_budget_ratio", knobs.retry_budget_ratio),
             ("gateway.no_retry_past_delivered", knobs.no_retry_past_delivered),
@@ -377,8 +374,7 @@ impl GatewayConfig {
 
     /// The engine's parameters for one replica.
     pub fn params(&self, run: &RunConfig) -> GatewayParams {
-        let fixture = self.fixture();
-        let knobs = self.knobs().expect("validated");
+        let Resolved { fixture, knobs, pools } = self.resolved();
         let tier_names: Vec<&String> = fixture.tiers.keys().collect();
         let tier_index = |name: &str| tier_names.iter().position(|t| *t == name).expect("validated tier");
         let tiers = fixture
@@ -399,9 +395,8 @@ impl GatewayConfig {
                 error_rate: t.error_rate,
             })
             .collect();
-        let pools = capacity::analyse(fixture, 1.0);
         let pool = |name: &str| {
-            let computed = pools.classes.iter().find(|c| c.class == name).map_or(1.0, |c| c.pool_size);
+            let computed = pools.get(name).copied().unwrap_or(1.0);
             self.stack.bulkhead_slots.get(name).copied().unwrap_or(computed.ceil().max(4.0) as u32)
         };
         let class = |name: &str| {
@@ -540,8 +535,20 @@ impl GatewayConfig {
     }
 }
 
-/// Merges `overrides` (`name → {field = value}`) into the fixture's `entries`,
-/// re-typing each changed entry so that a wrong field is named with its path.
+/// `base` with `overrides` (field → value) merged over it, re-typed so that a wrong
+/// field is named with its path (`section`).
+fn overridden<T>(base: &T, overrides: &toml::Table, section: &str) -> Result<T>
+where
+    T: Serialize + serde::de::DeserializeOwned,
+{
+    let toml::Value::Table(mut merged) = toml::Value::try_from(base).expect("fixture entries serialise") else {
+        unreachable!("a struct serialises to a table")
+    };
+    merged.extend(overrides.iter().map(|(key, value)| (key.clone(), value.clone())));
+    typed_at(section, toml::Value::Table(merged))
+}
+
+/// Applies `overrides` (`name → {field = value}`) to the fixture's `entries`.
 fn override_entries<T>(entries: &mut BTreeMap<String, T>, overrides: &toml::Table, section: &str) -> Result<()>
 where
     T: Serialize + serde::de::DeserializeOwned,
@@ -556,11 +563,7 @@ where
         let toml::Value::Table(fields) = fields else {
             return Err(Error::bad_input(format!("{section}.{name}: must be a table of fields")));
         };
-        let toml::Value::Table(mut merged) = toml::Value::try_from(entry).expect("fixture entries serialise") else {
-            unreachable!("a struct serialises to a table")
-        };
-        merged.extend(fields.clone());
-        let entry = typed_at(&format!("{section}.{name}"), toml::Value::Table(merged))?;
+        let entry = overridden(entry, fields, &format!("{section}.{name}"))?;
         entries.insert(name.clone(), entry);
     }
     Ok(())

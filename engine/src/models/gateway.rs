@@ -313,7 +313,7 @@ pub struct ClassResults {
 impl ClassResults {
     /// Calls refused by a local gate (admission, queue, limiter, breaker, quota).
     pub fn refused_locally(&self) -> u64 {
-        self.reasons.iter().enumerate().filter(|(i, _)| *i <= Reason::LocalQuota as usize).map(|(_, n)| n).sum()
+        self.reasons[..=Reason::LocalQuota as usize].iter().sum()
     }
 }
 
@@ -399,7 +399,6 @@ enum Stage {
     Guard,
     Rewrite,
     Main,
-    Done,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -441,7 +440,6 @@ struct Attempt {
     /// The client's deadline for this attempt's whole response.
     give_up_at: Nanos,
     ending: Ending,
-    end_at: Nanos,
     retry_after: Option<Nanos>,
     plan: Option<ServicePlan>,
     /// Its time to first token went to the limiter when the token arrived.
@@ -535,6 +533,18 @@ pub struct Gateway<'h> {
     answer_latency: Histogram<u32>,
     answer_calls: Histogram<u32>,
     histograms: &'h mut [LatencyHistogram],
+}
+
+/// The earliest of the timeouts that fire (the first listed wins a tie), or `otherwise`
+/// when none fires before it.
+fn earliest(candidates: [Option<(Nanos, Reason)>; 3], otherwise: (Nanos, Ending)) -> (Nanos, Ending) {
+    let (mut at, mut ending) = otherwise;
+    for (time, reason) in candidates.into_iter().flatten() {
+        if time < at {
+            (at, ending) = (time, Ending::Failed(reason));
+        }
+    }
+    (at, ending)
 }
 
 fn replica_histogram() -> Histogram<u32> {
@@ -667,9 +677,10 @@ impl<'h> Gateway<'h> {
         let mut simulation = Simulation::new(self, 4096);
         let first = simulation.model.interarrival();
         simulation.scheduler().at(first, Event::TurnArrival);
-        for (index, incident) in simulation.model.p.incidents.clone().iter().enumerate() {
-            simulation.scheduler().at(incident.start, Event::Incident { index: index as u16, starts: true });
-            simulation.scheduler().at(incident.end, Event::Incident { index: index as u16, starts: false });
+        for index in 0..simulation.model.p.incidents.len() {
+            let Incident { start, end, .. } = simulation.model.p.incidents[index];
+            simulation.scheduler().at(start, Event::Incident { index: index as u16, starts: true });
+            simulation.scheduler().at(end, Event::Incident { index: index as u16, starts: false });
         }
         if simulation.model.gate_on(Gate::Bulkhead) {
             simulation.model.sweeping = true;
@@ -689,23 +700,21 @@ impl<'h> Gateway<'h> {
     /// The results once the simulation has drained (asserts that it has).
     pub fn finish(mut self, events: u64) -> GatewayResults {
         debug_assert!(self.calls.is_empty() && self.turns.is_empty(), "the replica drained");
-        let r = &mut self.results;
-        r.events = events;
-        r.window_s = (self.p.horizon - self.p.warmup) as f64 / NANOS_PER_SEC as f64;
-        for (class, results) in r.classes.iter_mut().enumerate() {
-            let limiter = match self.p.limiter_scope {
-                LimiterScope::Class => class,
-                LimiterScope::Tier => self.p.classes[class].tier,
-            };
-            results.limit_final = self.limiters[limiter].limit();
-            results.limit_min = self.limiters[limiter].lowest_limit();
-            results.limit_max = self.limiters[limiter].highest_limit();
+        for (class, name) in CLASS_NAMES.iter().enumerate() {
+            let limiter = &self.limiters[self.limiter_index(class)];
+            let results = &mut self.results.classes[class];
+            results.limit_final = limiter.limit();
+            results.limit_min = limiter.lowest_limit();
+            results.limit_max = limiter.highest_limit();
             results.breaker_trips = self.breakers[class].counters().trips;
             results.breaker_refusals = self.breakers[class].counters().refusals;
             let accounted: u64 = results.reasons.iter().sum();
-            assert_eq!(results.failed, accounted, "{}: every failed call has one reason", CLASS_NAMES[class]);
-            assert_eq!(results.offered, results.served + results.failed, "{}: calls drained", CLASS_NAMES[class]);
+            assert_eq!(results.failed, accounted, "{name}: every failed call has one reason");
+            assert_eq!(results.offered, results.served + results.failed, "{name}: calls drained");
         }
+        let r = &mut self.results;
+        r.events = events;
+        r.window_s = (self.p.horizon - self.p.warmup) as f64 / NANOS_PER_SEC as f64;
         assert_eq!(r.turns_offered, r.turns_answered + r.turns_failed, "turns drained");
         let p95 = |h: &Histogram<u32>| {
             if h.is_empty() {
@@ -787,9 +796,7 @@ impl<'h> Gateway<'h> {
     }
 
     fn end_turn(&mut self, now: Nanos, key: SlabKey, answered: bool) {
-        let mut turn = self.turns.remove(key).expect("a live turn");
-        debug_assert!(turn.stage != Stage::Done);
-        turn.stage = Stage::Done;
+        let turn = self.turns.remove(key).expect("a live turn");
         if turn.counted {
             if answered {
                 self.results.turns_answered += 1;
@@ -912,14 +919,7 @@ impl<'h> Gateway<'h> {
                         self.calls.get_mut(key).expect("live").bulkhead = true;
                         None
                     }
-                    Acquire::Queued => {
-                        // A release hands it the slot, or a sweep drops it.
-                        if !self.sweeping {
-                            self.sweeping = true;
-                            scheduler.at(now + SWEEP_PERIOD, Event::Sweep);
-                        }
-                        return;
-                    }
+                    Acquire::Queued => return self.keep_sweeping(now, scheduler), // a release or a sweep ends the wait
                     Acquire::QueueFull => Some(Reason::QueueFull),
                 },
                 Gate::Adaptive => {
@@ -930,11 +930,7 @@ impl<'h> Gateway<'h> {
                     } else if self.limiter_queues[limiter].len() < self.limiter_queue_capacity[limiter] {
                         // The limit is a semaphore: wait for a completion to free a place.
                         self.limiter_queues[limiter].push_back((key, call.deadline));
-                        if !self.sweeping {
-                            self.sweeping = true;
-                            scheduler.at(now + SWEEP_PERIOD, Event::Sweep);
-                        }
-                        return;
+                        return self.keep_sweeping(now, scheduler);
                     } else {
                         Some(Reason::Limiter)
                     }
@@ -1017,7 +1013,6 @@ impl<'h> Gateway<'h> {
             sent_at: now,
             give_up_at,
             ending: Ending::Success,
-            end_at: now,
             retry_after: None,
             plan: None,
             sampled: false,
@@ -1037,16 +1032,11 @@ impl<'h> Gateway<'h> {
             }
             Arrival::Started(plan) => self.started(now, plan, scheduler),
             Arrival::Queued { gives_up_at } => {
-                let connect = match self.p.client {
-                    Client::Stack if self.retry_pos.is_some() => now + params.timeouts.connect,
-                    _ => Nanos::MAX,
-                };
-                let (at, ending) = if connect.min(give_up_at) < gives_up_at {
-                    let reason = if connect <= give_up_at { Reason::TimeoutConnect } else { Reason::TimeoutTotal };
-                    (connect.min(give_up_at), Ending::Failed(reason))
-                } else {
-                    (gives_up_at, Ending::Failed(Reason::Http529)) // the provider's queue gave up
-                };
+                let connect = Some((now + params.timeouts.connect, Reason::TimeoutConnect))
+                    .filter(|_| self.p.client == Client::Stack && self.retry_pos.is_some());
+                // The provider's queue giving up reads as a 529; on a tie it answers first.
+                let candidates = [connect, Some((give_up_at, Reason::TimeoutTotal)), None];
+                let (at, ending) = earliest(candidates, (gives_up_at, Ending::Failed(Reason::Http529)));
                 self.resolve(attempt, ending, at, None, scheduler);
             }
         }
@@ -1064,7 +1054,6 @@ impl<'h> Gateway<'h> {
         let attempt = self.attempts.get_mut(key).expect("a live attempt");
         attempt.ticket = attempt.ticket.wrapping_add(1);
         attempt.ending = ending;
-        attempt.end_at = at;
         attempt.retry_after = retry_after;
         scheduler.at(at, Event::AttemptEnd { attempt: key, ticket: attempt.ticket });
     }
@@ -1086,45 +1075,23 @@ impl<'h> Gateway<'h> {
         attempt.plan = Some(plan);
         let call = self.calls.get(attempt.call).expect("an attempt's call is live");
         let params = self.p.classes[call.class as usize];
-        let (sent, give_up_at) = (attempt.sent_at, attempt.give_up_at);
         let timed = self.p.client == Client::Stack && self.retry_pos.is_some();
-        let (at, ending) = if params.streamed {
-            let first_token_limit = if timed { sent + params.timeouts.first_token } else { Nanos::MAX };
-            let tokens = attempt.spec.output_tokens.max(1);
-            let gap = (plan.done_at - plan.first_token_at) / tokens;
-            let inter_token = if timed { params.timeouts.inter_token } else { None };
-            if plan.first_token_at > first_token_limit.min(give_up_at) {
-                if first_token_limit <= give_up_at {
-                    (first_token_limit, Ending::Failed(Reason::TimeoutFirstToken))
-                } else {
-                    (give_up_at, Ending::Failed(Reason::TimeoutTotal))
-                }
-            } else if let Some(limit) = inter_token.filter(|limit| gap > *limit) {
-                (
-                    (plan.first_token_at + limit).min(give_up_at),
-                    Ending::Failed(if plan.first_token_at + limit <= give_up_at {
-                        Reason::TimeoutInterToken
-                    } else {
-                        Reason::TimeoutTotal
-                    }),
-                )
-            } else if plan.done_at > give_up_at {
-                (give_up_at, Ending::Failed(Reason::TimeoutTotal))
-            } else {
-                (plan.done_at, if plan.server_error { Ending::Failed(Reason::Http500) } else { Ending::Success })
-            }
-        } else {
-            // Nothing arrives before the whole response.
-            let first_token_limit = if timed { sent + params.timeouts.first_token } else { Nanos::MAX };
-            let limit = first_token_limit.min(give_up_at);
-            if plan.done_at > limit {
-                let reason =
-                    if first_token_limit < give_up_at { Reason::TimeoutFirstToken } else { Reason::TimeoutTotal };
-                (limit, Ending::Failed(reason))
-            } else {
-                (plan.done_at, if plan.server_error { Ending::Failed(Reason::Http500) } else { Ending::Success })
-            }
-        };
+        let timeouts = params.timeouts;
+        // What the client sees first: the first token of a stream, else the whole response.
+        let visible = if params.streamed { plan.first_token_at } else { plan.done_at };
+        let first_token = (attempt.sent_at + timeouts.first_token, Reason::TimeoutFirstToken);
+        let first_token = Some(first_token).filter(|&(limit, _)| timed && visible > limit);
+        let gap = (plan.done_at - plan.first_token_at) / attempt.spec.output_tokens.max(1);
+        let inter_token = timeouts
+            .inter_token
+            .filter(|&limit| timed && params.streamed && gap > limit)
+            .map(|limit| (plan.first_token_at + limit, Reason::TimeoutInterToken));
+        let total = Some((attempt.give_up_at, Reason::TimeoutTotal)).filter(|_| plan.done_at > attempt.give_up_at);
+        // On a tie a stream blames the token it waited for; a whole response, the total.
+        let candidates = if params.streamed { [first_token, inter_token, total] } else { [total, first_token, None] };
+        let completed =
+            (plan.done_at, if plan.server_error { Ending::Failed(Reason::Http500) } else { Ending::Success });
+        let (at, ending) = earliest(candidates, completed);
         let at = at.max(now);
         self.resolve(key, ending, at, None, scheduler);
         if params.streamed && plan.first_token_at < at {
@@ -1173,8 +1140,8 @@ impl<'h> Gateway<'h> {
             return;
         }
         self.in_flight[attempt.tier as usize] -= 1;
-        let class = self.calls.get(attempt.call).expect("live").class as usize;
-        let counted = self.calls.get(attempt.call).expect("live").counted;
+        let call = self.calls.get(attempt.call).expect("an attempt's call is live");
+        let (class, counted) = (call.class as usize, call.counted);
         let tier = attempt.tier as usize;
         let mut feedback = Feedback {
             ending: attempt.ending,
@@ -1474,6 +1441,14 @@ impl<'h> Gateway<'h> {
             } else {
                 return;
             }
+        }
+    }
+
+    /// Makes sure a sweep is scheduled while anything waits in a queue.
+    fn keep_sweeping(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
+        if !self.sweeping {
+            self.sweeping = true;
+            scheduler.at(now + SWEEP_PERIOD, Event::Sweep);
         }
     }
 
