@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use stampede_experiments::builtin::{load_scenario_source, BUILTINS, DEFAULT_SCENARIO};
-use stampede_experiments::pipeline::execute;
-use stampede_experiments::scenario::{parse_grid, parse_set, parse_text};
+use stampede_experiments::scenario::builtin::{load_scenario_source, BUILTINS, DEFAULT_SCENARIO};
+use stampede_experiments::run::pipeline::execute;
+use stampede_experiments::base::typing::parse_text;
+use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
 use stampede_experiments::{Error, Overrides, Result, Scenario};
 
 #[derive(Parser)]
@@ -176,7 +177,7 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
     Ok(if checks.iter().all(|c| c.passed) { ExitStatus::Success } else { ExitStatus::VerificationFailed })
 }
 
-fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<stampede_experiments::report::RunReport> {
+fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<stampede_experiments::run::report::RunReport> {
     let threads = match args.threads {
         Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
         Some(threads) => threads,
@@ -207,8 +208,8 @@ fn capacity(args: CapacityArgs) -> Result<()> {
             args.target_turns_rps
         )));
     }
-    let fixture = stampede_experiments::llm_fixture::Fixture::load(args.fixture.as_deref())?;
-    let report = stampede_experiments::capacity::analyse(&fixture, args.target_turns_rps);
+    let fixture = stampede_experiments::models::gateway::fixture::Fixture::load(args.fixture.as_deref())?;
+    let report = stampede_experiments::models::gateway::capacity::analyse(&fixture, args.target_turns_rps);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else {

@@ -1,24 +1,31 @@
-//! stampede's engine: the allocation-light discrete-event kernel, named random
-//! streams, latency histograms, closed-form theory, and the models.
+//! stampede's engine: the policies, the components and measurements models share,
+//! and the models, on top of the kernel (the `stampede-kernel` crate, re-exported
+//! as [`kernel`]).
 //!
-//! Start with [`sim`] (the kernel) and [`models::mmc`] (the smallest complete model).
+//! Layers, each using only the ones before it:
+//!
+//! * [`kernel`] — time, the event queue, the simulation loop, slabs, timers and
+//!   tickets, random streams, histograms (its own crate: it knows no model and no policy);
+//! * [`policy`] — the resilience policy library: plain structs taking `now` and an RNG;
+//! * [`components`] — simulated parts that several models may compose (the hash ring,
+//!   an LLM provider tier);
+//! * [`measurement`] — closed-form theory and the time-series measurements models report;
+//! * [`models`] — the simulated systems.
+//!
+//! Start with [`kernel::sim`] and [`models::mmc`] (the smallest complete model).
 
-pub mod event_queue;
-pub mod histogram;
+pub use stampede_kernel as kernel;
+pub use stampede_kernel::named_enum;
+
+pub mod components;
+pub mod measurement;
 pub mod models;
 pub mod policy;
-pub mod ring;
-pub mod rng;
-pub mod sim;
-pub mod slab;
 pub mod testing;
-pub mod theory;
-pub mod time;
-pub mod timer;
 
-pub use histogram::LatencyHistogram;
-pub use rng::{RngStream, StreamPurpose};
-pub use sim::{Model, Scheduler, Simulation};
-pub use slab::{Slab, SlabKey};
-pub use time::{nanos_to_secs, secs_to_nanos, Nanos, NANOS_PER_SEC};
-pub use timer::{TimerSlot, TimerTicket};
+pub use kernel::histogram::LatencyHistogram;
+pub use kernel::rng::{RngStream, StreamPurpose};
+pub use kernel::sim::{Model, Scheduler, Simulation};
+pub use kernel::slab::{Slab, SlabKey};
+pub use kernel::time::{nanos_to_secs, secs_to_nanos, Nanos, NANOS_PER_SEC};
+pub use kernel::timer::{Ticket, TicketStamp, TimerSlot, TimerTicket};

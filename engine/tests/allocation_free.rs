@@ -4,6 +4,7 @@
 //! warm-up stretch (queues, slabs and the event heap reach their working size), then
 //! runs for millions more events while the allocation counter must not move.
 
+use stampede_engine::kernel::Named;
 use stampede_engine::testing::{allocations, CountingAllocator};
 
 use stampede_engine::models::mmc::{Mmc, MmcParams};

@@ -1,24 +1,33 @@
-//! stampede's experiments layer: scenario files and policy grids, the parallel
-//! replica runner, statistics over replicas, and the pipeline that turns a run
-//! into the output folder.
+//! stampede's experiments layer: scenario files and policy grids, the models'
+//! configurations, the parallel replica runner, statistics over replicas, and the
+//! pipeline that turns a run into the output folder.
 //!
-//! Flow: [`builtin::load_scenario_source`] → [`scenario::Scenario::resolve`] →
-//! [`pipeline::execute`] (which calls [`runner::run_grid`]) → [`report::RunReport`].
+//! Layers, bottom to top — each module imports only from the layers below it (a
+//! test, [`layering`], fails on an upward import or a cycle between modules):
+//!
+//! 1. [`base`] — errors, TOML typing with field paths, enum names;
+//! 2. [`scenario`] — the scenario document, overrides, the grid, claims, built-ins;
+//! 3. [`models`] — the model registry and one module per model;
+//! 4. [`resolved`] — a scenario typed by its model, every grid point validated;
+//! 5. [`run`] — runner, statistics, output layout, pipeline, report;
+//! 6. [`verify`] — checking `[[verify]]` claims against a run.
+//!
+//! Flow: [`scenario::builtin::load_scenario_source`] → [`Scenario::resolve`] →
+//! [`run::pipeline::execute`] (which calls [`run::runner::run_grid`]) →
+//! [`run::report::RunReport`] → [`verify::check`].
 
-pub mod builtin;
-pub mod capacity;
-pub mod cluster_config;
-pub mod dependency_config;
-pub mod error;
-pub mod gateway_config;
-pub mod llm_fixture;
+pub mod base;
 pub mod models;
-pub mod pipeline;
-pub mod report;
-pub mod runner;
+pub mod resolved;
+pub mod run;
 pub mod scenario;
-pub mod stats;
 pub mod verify;
 
-pub use error::{Error, ErrorKind, Result};
-pub use scenario::{Overrides, Scenario};
+#[cfg(test)]
+mod layering;
+#[cfg(test)]
+mod tests;
+
+pub use base::error::{Error, ErrorKind, Result};
+pub use resolved::{GridPoint, Scenario};
+pub use scenario::Overrides;

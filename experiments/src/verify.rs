@@ -2,9 +2,9 @@
 //! bounds on a metric's mean or confidence-interval end at a grid point, fixed or
 //! relative to another grid point's — for nightly CI jobs.
 
-use crate::report::RunReport;
-use crate::scenario::{Assertion, Relative, Statistic};
-use crate::stats::Summary;
+use crate::run::report::RunReport;
+use crate::run::stats::Summary;
+use crate::scenario::claims::{Assertion, Relative, Statistic};
 
 fn pick(summary: &Summary, statistic: Statistic) -> f64 {
     match statistic {

@@ -7,8 +7,8 @@ use stampede_engine::testing::{allocations, CountingAllocator};
 
 use stampede_engine::models::gateway::{Gateway, Incident, IncidentKind, LATENCY_NAMES};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
-use stampede_experiments::builtin::load_scenario_source;
-use stampede_experiments::models::ModelConfig;
+use stampede_experiments::scenario::builtin::load_scenario_source;
+use stampede_experiments::models::gateway::Gateway as GatewayModel;
 use stampede_experiments::{Overrides, Scenario};
 
 #[global_allocator]
@@ -19,7 +19,7 @@ fn the_gateway_allocates_nothing_per_event_after_warmup() {
     let source = load_scenario_source("llm-stack").unwrap();
     let scenario = Scenario::resolve(source, &Overrides::default()).unwrap();
     let point = scenario.grid_points().unwrap().remove(1);
-    let ModelConfig::Gateway(config) = &point.model else { panic!("llm-stack is a gateway scenario") };
+    let config = point.model.downcast::<GatewayModel>().expect("llm-stack is a gateway scenario");
     let mut params = config.params(&point.run);
     params.horizon = secs_to_nanos(1_200.0);
     // A brownout during warm-up, so every queue and slab reaches its peak size first;

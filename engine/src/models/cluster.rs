@@ -19,18 +19,18 @@
 
 use std::collections::VecDeque;
 
-use crate::histogram::LatencyHistogram;
+use crate::kernel::histogram::LatencyHistogram;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
 use crate::policy::classify::Outcome;
 use crate::policy::codel::{CoDel, CoDelConfig};
 use crate::policy::retry_budget::RetryBudget;
-use crate::ring::{BoundedLoadRouter, HashRing, RingHash, Route};
-use crate::rng::{RngStream, StreamPurpose};
-use crate::sim::{Model, Scheduler, Simulation};
-use crate::slab::{Slab, SlabKey};
-use crate::time::{Nanos, NANOS_PER_SEC};
-use crate::timer::{TimerSlot, TimerTicket};
+use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash, Route};
+use crate::kernel::rng::{RngStream, StreamPurpose};
+use crate::kernel::sim::{Model, Scheduler, Simulation};
+use crate::kernel::slab::{Slab, SlabKey};
+use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::timer::{TimerSlot, TimerTicket};
 
 const ARRIVALS: StreamPurpose = StreamPurpose::named("cluster.arrivals");
 const KEYS: StreamPurpose = StreamPurpose::named("cluster.keys");
@@ -480,7 +480,7 @@ impl<'h> Cluster<'h> {
         let series = &mut self.series;
         let shards = &mut self.shards;
         let busy_area = &mut self.busy_area;
-        super::buckets::for_each_span(
+        crate::measurement::buckets::for_each_span(
             self.last_change,
             now,
             self.p.bucket,
@@ -825,10 +825,10 @@ enum Refusal {
     CoDel,
 }
 
-/// Recovery after the cluster's last fault (see [`super::recovery::recovery_time`]).
+/// Recovery after the cluster's last fault (see [`crate::measurement::recovery::recovery_time`]).
 pub fn recovery_time(queued_area: &[u128], p: &ClusterParams) -> Option<Nanos> {
     let windows: Vec<(Nanos, Nanos)> = p.faults.iter().map(|f| (f.start, f.start.saturating_add(f.duration))).collect();
-    super::recovery::recovery_time(queued_area, p.bucket, p.warmup, &windows, p.recovery_hold)
+    crate::measurement::recovery::recovery_time(queued_area, p.bucket, p.warmup, &windows, p.recovery_hold)
 }
 
 impl Model for Cluster<'_> {
@@ -859,8 +859,8 @@ impl Model for Cluster<'_> {
 mod tests {
     use super::*;
     use crate::policy::retry_budget::RatioBudget;
-    use crate::theory::erlang_c;
-    use crate::time::secs_to_nanos;
+    use crate::measurement::theory::erlang_c;
+    use crate::kernel::time::secs_to_nanos;
 
     const MS: Nanos = 1_000_000;
 

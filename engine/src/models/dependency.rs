@@ -14,15 +14,15 @@
 
 use std::collections::VecDeque;
 
-use crate::histogram::LatencyHistogram;
+use crate::kernel::histogram::LatencyHistogram;
 use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
 use crate::policy::classify::Outcome;
 use crate::policy::shedder::{PriorityShedder, ShedMarks};
 use crate::policy::Criticality;
-use crate::rng::{RngStream, StreamPurpose};
-use crate::sim::{Model, Scheduler, Simulation};
-use crate::slab::{Slab, SlabKey};
-use crate::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::rng::{RngStream, StreamPurpose};
+use crate::kernel::sim::{Model, Scheduler, Simulation};
+use crate::kernel::slab::{Slab, SlabKey};
+use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 
 const ARRIVALS: StreamPurpose = StreamPurpose::named("dependency.arrivals");
 const PRIORITIES: StreamPurpose = StreamPurpose::named("dependency.priorities");
@@ -173,7 +173,7 @@ impl<'h> Dependency<'h> {
         let (busy, queued) = (self.busy as u128, self.queue.len() as u128);
         let series = &mut self.series;
         let window = &mut self.busy_window_area;
-        super::buckets::for_each_span(
+        crate::measurement::buckets::for_each_span(
             self.last_change,
             now,
             self.p.bucket,
@@ -352,7 +352,7 @@ impl<'h> Dependency<'h> {
         // A slowdown that starts after the horizon never happened in this run.
         let fault = [(self.p.slow_start, self.p.slow_start.saturating_add(self.p.slow_duration))];
         let faults: &[(Nanos, Nanos)] = if self.p.slow_start < now { &fault } else { &[] };
-        let recovery = super::recovery::recovery_time(
+        let recovery = crate::measurement::recovery::recovery_time(
             &self.series.queued_area,
             self.p.bucket,
             self.p.warmup,
@@ -381,7 +381,7 @@ impl Model for Dependency<'_> {
 mod tests {
     use super::*;
     use crate::policy::breaker::SlidingWindow;
-    use crate::time::secs_to_nanos;
+    use crate::kernel::time::secs_to_nanos;
 
     const MS: Nanos = 1_000_000;
 

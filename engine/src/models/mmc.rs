@@ -17,10 +17,10 @@
 
 use std::collections::VecDeque;
 
-use crate::histogram::LatencyHistogram;
-use crate::rng::{RngStream, StreamPurpose};
-use crate::sim::{Model, Scheduler, Simulation};
-use crate::time::{nanos_to_secs, Nanos, NANOS_PER_SEC};
+use crate::kernel::histogram::LatencyHistogram;
+use crate::kernel::rng::{RngStream, StreamPurpose};
+use crate::kernel::sim::{Model, Scheduler, Simulation};
+use crate::kernel::time::{nanos_to_secs, Nanos, NANOS_PER_SEC};
 
 /// Stream of inter-arrival times.
 pub const ARRIVALS: StreamPurpose = StreamPurpose::named("mmc.arrivals");
@@ -292,8 +292,8 @@ impl Model for Mmc<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::theory::{erlang_c, mmck, QueueMeasures};
-    use crate::time::secs_to_nanos;
+    use crate::measurement::theory::{erlang_c, mmck, QueueMeasures};
+    use crate::kernel::time::secs_to_nanos;
 
     /// Mean and standard error over replicas of each measure.
     fn simulate(params: MmcParams, replicas: u64) -> Vec<(f64, f64)> {

@@ -1,10 +1,8 @@
-//! The simulated systems. Each model is a struct implementing [`crate::sim::Model`],
+//! The simulated systems. Each model is a struct implementing [`crate::kernel::sim::Model`],
 //! with its own parameters struct, event enum and results struct.
 
-pub mod buckets;
 pub mod cluster;
 pub mod dependency;
 pub mod gateway;
+pub mod mg1;
 pub mod mmc;
-pub mod provider;
-pub mod recovery;

@@ -7,7 +7,7 @@
 //! SHEDDABLE_PLUS, L3 at 0.95 adds CRITICAL, L4 at the cap (1.0) adds CRITICAL_PLUS.
 
 use super::Criticality;
-use crate::time::Nanos;
+use crate::kernel::time::Nanos;
 
 /// Rung thresholds and the rung from which each criticality is refused.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -155,7 +155,8 @@ impl AdmissionController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::NANOS_PER_SEC;
+    use crate::kernel::Named;
+    use crate::kernel::time::NANOS_PER_SEC;
 
     #[test]
     fn the_ladder_drops_from_the_outside_in() {

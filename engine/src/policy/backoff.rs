@@ -2,8 +2,8 @@
 //! AWS Architecture Blog's "Exponential Backoff and Jitter" (full, equal,
 //! decorrelated). A server's retry-after is a floor the result never undercuts.
 
-use crate::rng::RngStream;
-use crate::time::Nanos;
+use crate::kernel::rng::RngStream;
+use crate::kernel::time::Nanos;
 
 /// A backoff rule. `attempt` counts retries from 0 (the wait before the first retry).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,8 +68,8 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::StreamPurpose;
-    use crate::time::{secs_to_nanos, NANOS_PER_SEC};
+    use crate::kernel::rng::StreamPurpose;
+    use crate::kernel::time::{secs_to_nanos, NANOS_PER_SEC};
 
     fn rng() -> RngStream {
         RngStream::derive(1, 0, StreamPurpose::named("test.backoff"))

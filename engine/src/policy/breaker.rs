@@ -19,7 +19,7 @@
 //! while half-open; window counts ≤ window calls.
 
 use super::classify::Outcome;
-use crate::time::Nanos;
+use crate::kernel::time::Nanos;
 
 /// Which calls the failure rate is computed over.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,10 +58,10 @@ impl Default for BreakerConfig {
             minimum_calls: 100,
             failure_rate_threshold: 0.5,
             slow_call_rate_threshold: 1.0,
-            slow_call_duration: 60 * crate::time::NANOS_PER_SEC,
-            open_duration: 60 * crate::time::NANOS_PER_SEC,
+            slow_call_duration: 60 * crate::kernel::time::NANOS_PER_SEC,
+            open_duration: 60 * crate::kernel::time::NANOS_PER_SEC,
             open_duration_multiplier: 1.0,
-            max_open_duration: 60 * crate::time::NANOS_PER_SEC,
+            max_open_duration: 60 * crate::kernel::time::NANOS_PER_SEC,
             half_open_probes: 10,
             count_rate_limited: false,
         }
@@ -395,7 +395,7 @@ impl CircuitBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{secs_to_nanos, NANOS_PER_SEC};
+    use crate::kernel::time::{secs_to_nanos, NANOS_PER_SEC};
     use proptest::prelude::*;
 
     const MS: Nanos = 1_000_000;

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 
 use super::codel::CoDel;
 pub use super::codel::CoDelConfig;
-use crate::time::Nanos;
+use crate::kernel::time::Nanos;
 
 /// Which waiter a freed slot goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! falls below the target (or the queue empties). Used by the bulkhead and by the
 //! cluster model's shard queues.
 
-use crate::time::Nanos;
+use crate::kernel::time::Nanos;
 
 /// CoDel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

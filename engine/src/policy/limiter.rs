@@ -12,8 +12,8 @@
 //!
 //! Invariants (asserted): min ≤ limit ≤ max; in-flight never exceeds what was admitted.
 
-use crate::rng::RngStream;
-use crate::time::Nanos;
+use crate::kernel::rng::RngStream;
+use crate::kernel::time::Nanos;
 
 /// What a completion tells the limiter besides its latency.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl Default for AimdConfig {
             max: 200.0,
             backoff_ratio: 0.9,
             rate_limited_backoff_ratio: 0.95,
-            timeout: 5 * crate::time::NANOS_PER_SEC,
+            timeout: 5 * crate::kernel::time::NANOS_PER_SEC,
         }
     }
 }
@@ -148,7 +148,7 @@ impl Default for EnvoyGradientConfig {
             max: 1000.0,
             sample_percentile: 0.5,
             concurrency_update_interval: 100_000_000,
-            min_rtt_calc_interval: 60 * crate::time::NANOS_PER_SEC,
+            min_rtt_calc_interval: 60 * crate::kernel::time::NANOS_PER_SEC,
             min_rtt_request_count: 50,
             min_rtt_buffer: 0.25,
             jitter: 0.10,
@@ -215,7 +215,7 @@ pub struct SampleWindow {
 impl Default for SampleWindow {
     /// Netflix's defaults: 1 s and 10 samples.
     fn default() -> Self {
-        SampleWindow { min_time: crate::time::NANOS_PER_SEC, min_samples: 10 }
+        SampleWindow { min_time: crate::kernel::time::NANOS_PER_SEC, min_samples: 10 }
     }
 }
 
@@ -545,7 +545,7 @@ impl ConcurrencyLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::StreamPurpose;
+    use crate::kernel::rng::StreamPurpose;
     use proptest::prelude::*;
 
     const MS: Nanos = 1_000_000;

@@ -19,22 +19,20 @@ pub mod retry_budget;
 pub mod shedder;
 pub mod token_bucket;
 
-/// How much a request matters, most protected first (Google's criticality levels).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Criticality {
-    /// Never shed by policy: only refused when there is no room at all.
-    CriticalPlus = 0,
-    Critical = 1,
-    SheddablePlus = 2,
-    /// Shed first.
-    Sheddable = 3,
+stampede_kernel::named_enum! {
+    /// How much a request matters, most protected first (Google's criticality levels).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Criticality {
+        /// Never shed by policy: only refused when there is no room at all.
+        CriticalPlus = "critical_plus",
+        Critical = "critical",
+        SheddablePlus = "sheddable_plus",
+        /// Shed first.
+        Sheddable = "sheddable",
+    }
 }
 
 impl Criticality {
-    /// All levels, most protected first.
-    pub const ALL: [Criticality; 4] =
-        [Criticality::CriticalPlus, Criticality::Critical, Criticality::SheddablePlus, Criticality::Sheddable];
-
     /// Index into per-level arrays (0 = CRITICAL_PLUS).
     pub fn index(self) -> usize {
         self as usize

@@ -12,7 +12,7 @@
 //! Invariant: every bucket stays within [0, capacity] (see `TokenBucket`).
 
 use super::token_bucket::TokenBucket;
-use crate::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 
 /// Published per-minute limits of one model tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,7 +161,7 @@ impl QuotaMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::secs_to_nanos;
+    use crate::kernel::time::secs_to_nanos;
 
     /// The fixture's sonnet tier.
     const SONNET: QuotaLimits = QuotaLimits {

@@ -16,8 +16,8 @@
 //! Fractional tokens are kept in integer micro-tokens so that "100 successes at 10%
 //! buy exactly 10 retries" holds exactly.
 
-use crate::rng::RngStream;
-use crate::time::Nanos;
+use crate::kernel::rng::RngStream;
+use crate::kernel::time::Nanos;
 
 const MICRO: u64 = 1_000_000;
 
@@ -177,7 +177,7 @@ impl TtlBudget {
         } else {
             (1000, (1000.0 / percent) as i64)
         };
-        let ttl_secs = (ttl / crate::time::NANOS_PER_SEC) as i64;
+        let ttl_secs = (ttl / crate::kernel::time::NANOS_PER_SEC) as i64;
         let reserve = (min_per_sec as i64).saturating_mul(ttl_secs).saturating_mul(withdraw_amount);
         TtlBudget { window: WindowedSum::new(ttl), deposit_amount, withdraw_amount, reserve }
     }
@@ -349,8 +349,8 @@ impl RetryBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::StreamPurpose;
-    use crate::time::{secs_to_nanos, NANOS_PER_SEC};
+    use crate::kernel::rng::StreamPurpose;
+    use crate::kernel::time::{secs_to_nanos, NANOS_PER_SEC};
 
     #[test]
     fn an_empty_ratio_budget_grants_almost_nothing() {

@@ -80,6 +80,7 @@ pub fn pool_size(arrival_rate_per_s: f64, mean_latency_s: f64, headroom: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::Named;
     use proptest::prelude::*;
 
     #[test]

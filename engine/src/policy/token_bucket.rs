@@ -6,7 +6,7 @@
 //!
 //! Invariant: 0 ≤ level ≤ capacity (asserted after every change).
 
-use crate::time::Nanos;
+use crate::kernel::time::Nanos;
 
 /// A token bucket: `capacity` tokens, refilled by `refill` tokens every `period`
 /// nanoseconds, continuously. Starts full.
@@ -29,7 +29,7 @@ impl TokenBucket {
 
     /// The usual rate limit: `limit` per minute, bursting up to `limit`.
     pub fn per_minute(limit: u64) -> Self {
-        Self::new(limit, limit, 60 * crate::time::NANOS_PER_SEC)
+        Self::new(limit, limit, 60 * crate::kernel::time::NANOS_PER_SEC)
     }
 
     /// Capacity in tokens.
@@ -104,7 +104,7 @@ impl TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::secs_to_nanos;
+    use crate::kernel::time::secs_to_nanos;
     use proptest::prelude::*;
 
     #[test]

@@ -1,0 +1,6 @@
+//! Simulated parts a model composes that are neither the kernel nor a policy: they
+//! have state of their own and answer a model's requests, but decide nothing about
+//! overload. Each is tested alone.
+
+pub mod provider;
+pub mod ring;

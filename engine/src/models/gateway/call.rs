@@ -1,0 +1,135 @@
+//! A call's life above the attempt: it is created with its tokens drawn (common
+//! random numbers: the same call whatever the stack), walks down the gates from its
+//! position, is refused by one or parked in one, is released gate by gate with what
+//! its attempts taught, and ends served or failed for exactly one reason.
+
+use crate::kernel::sim::Scheduler;
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::kernel::Named;
+
+use super::gates::Entry;
+use super::model::{tokens, Gateway};
+use super::params::{Client, ANSWER};
+use super::reason::Reason;
+use super::state::{Call, Ending, Event, Feedback};
+
+impl Gateway<'_> {
+    pub(super) fn start_call(
+        &mut self,
+        now: Nanos,
+        class: usize,
+        turn: Option<SlabKey>,
+        instance: u16,
+        tenant: u16,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let params = self.p.classes[class];
+        // Common random numbers: the tokens are the call's, whatever the stack does.
+        let input = tokens(&mut self.tokens, params.input_tokens);
+        let output = tokens(&mut self.tokens, params.output_tokens).min(params.max_tokens);
+        let counted = now >= self.p.warmup;
+        self.results.classes[class].offered += counted as u64;
+        let deadline = match self.p.client {
+            Client::Stack => now + params.deadline,
+            Client::Naive { timeout, .. } => now + timeout,
+        };
+        let call = self.calls.insert(Call {
+            class: class as u8,
+            turn,
+            instance,
+            tenant,
+            counted,
+            started_at: now,
+            deadline,
+            input,
+            output,
+            pos: 0,
+            attempts: 0,
+            tries: 0,
+            admitted: false,
+            bulkhead: false,
+            limiter: false,
+            permit: None,
+            reservation: None,
+            quota_waited: 0,
+            previous_backoff: 0,
+            attempt: None,
+        });
+        self.walk(now, call, scheduler);
+    }
+
+
+    /// Passes the call through the gates from `pos` on; sends an attempt when all are passed.
+    pub(super) fn walk(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let Client::Stack = self.p.client else {
+            return self.send(now, key, scheduler);
+        };
+        loop {
+            let call = *self.call(key);
+            let Some(&gate) = self.p.gates.get(call.pos as usize) else {
+                return self.send(now, key, scheduler);
+            };
+            match self.enter(gate, now, key, &call, scheduler) {
+                Entry::Pass => self.call_mut(key).pos += 1,
+                Entry::Refuse(reason) => return self.refused(now, key, reason, scheduler),
+                Entry::Park => return,
+            }
+        }
+    }
+
+    pub(super) fn refused(&mut self, now: Nanos, key: SlabKey, reason: Reason, scheduler: &mut Scheduler<Event>) {
+        debug_assert!(reason.is_local());
+        let feedback = Feedback {
+            ending: Ending::Failed(reason),
+            reached_provider: false,
+            sample: 0,
+            duration: 0,
+            output_used: 0,
+            sampled: false,
+        };
+        self.attempt_over(now, key, feedback, None, scheduler);
+    }
+
+
+    /// Releases the gates at positions [from, to) that the call holds, innermost first,
+    /// feeding each what the attempt (or the call) taught.
+    pub(super) fn release(&mut self, now: Nanos, key: SlabKey, from: usize, to: usize, feedback: Feedback) {
+        let call = *self.call(key);
+        for pos in (from..to.min(self.p.gates.len())).rev() {
+            self.release_gate(self.p.gates[pos], now, key, &call, feedback);
+        }
+    }
+
+    pub(super) fn end_call(&mut self, now: Nanos, key: SlabKey, ending: Ending, scheduler: &mut Scheduler<Event>) {
+        let call = self.calls.remove(key).expect("a live call");
+        debug_assert!(call.attempt.is_none() && !call.admitted && !call.bulkhead && !call.limiter);
+        debug_assert!(call.permit.is_none() && call.reservation.is_none());
+        let class = call.class as usize;
+        let served = ending == Ending::Success;
+        let fallback = !served && self.serves_fallback(class);
+        if call.counted && class == ANSWER {
+            self.answer_calls.saturating_record(now - call.started_at);
+        }
+        if call.counted {
+            let results = &mut self.results.classes[class];
+            match ending {
+                Ending::Success => results.served += 1,
+                Ending::Failed(reason) => {
+                    results.failed += 1;
+                    results.reasons[reason.index()] += 1;
+                    results.fallbacks += fallback as u64;
+                }
+            }
+        }
+        if served {
+            if let Some(budget) = &mut self.budget {
+                budget.on_success();
+            }
+        }
+        if let Some(turn) = call.turn {
+            self.turn_step(now, turn, &call, served, fallback, scheduler);
+        }
+    }
+
+}

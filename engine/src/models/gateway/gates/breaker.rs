@@ -1,0 +1,45 @@
+//! ④ A circuit breaker per class (`policy::breaker`): an open breaker refuses; a
+//! permit's outcome is recorded on release. 429s are not failures unless
+//! `count_rate_limited`; a call that never reached the provider gives its permit back.
+
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::policy::classify::Outcome;
+
+use super::Entry;
+use crate::models::gateway::model::Gateway;
+use crate::models::gateway::reason::Reason;
+use crate::models::gateway::state::{Call, Ending, Feedback};
+
+impl Gateway<'_> {
+    pub(in crate::models::gateway) fn enter_breaker(&mut self, now: Nanos, key: SlabKey, call: &Call) -> Entry {
+        match self.breakers[call.class as usize].try_acquire(now) {
+            Some(permit) => {
+                self.call_mut(key).permit = Some(permit);
+                Entry::Pass
+            }
+            None => Entry::Refuse(Reason::BreakerOpen),
+        }
+    }
+
+    pub(in crate::models::gateway) fn release_breaker(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        call: &Call,
+        feedback: Feedback,
+    ) {
+        let Some(permit) = call.permit else { return };
+        self.call_mut(key).permit = None;
+        let breaker = &mut self.breakers[call.class as usize];
+        if feedback.reached_provider {
+            let outcome = match feedback.ending {
+                Ending::Success => Outcome::Success,
+                Ending::Failed(reason) => reason.outcome(),
+            };
+            breaker.record(now, permit, outcome, feedback.duration);
+        } else {
+            breaker.abandon(permit);
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! ② Bulkhead per class: slots and a bounded queue (LIFO by default), CoDel at
+//! dequeue, a deadline sweep every 100 ms (`policy::bulkhead`). A release hands the
+//! slot to a waiter, which continues its walk from the worklist.
+
+use crate::kernel::sim::Scheduler;
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::policy::bulkhead::{Acquire, Dropped, Waiter};
+
+use super::Entry;
+use crate::models::gateway::model::Gateway;
+use crate::models::gateway::reason::Reason;
+use crate::models::gateway::state::{Call, Event};
+
+impl Gateway<'_> {
+    pub(in crate::models::gateway) fn enter_bulkhead(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        call: &Call,
+        scheduler: &mut Scheduler<Event>,
+    ) -> Entry {
+        match self.bulkheads[call.class as usize].try_acquire(now, key.to_bits(), call.deadline) {
+            Acquire::Granted => {
+                self.call_mut(key).bulkhead = true;
+                Entry::Pass
+            }
+            Acquire::Queued => {
+                self.keep_sweeping(now, scheduler); // a release or a sweep ends the wait
+                Entry::Park
+            }
+            Acquire::QueueFull => Entry::Refuse(Reason::QueueFull),
+        }
+    }
+
+    pub(in crate::models::gateway) fn release_bulkhead(&mut self, now: Nanos, key: SlabKey, call: &Call) {
+        if !call.bulkhead {
+            return;
+        }
+        self.call_mut(key).bulkhead = false;
+        let mut dropped = std::mem::take(&mut self.dropped);
+        let handed = self.bulkheads[call.class as usize].release(now, |waiter: Waiter, why: Dropped| {
+            let reason = match why {
+                Dropped::DeadlineExpired => Reason::QueueDeadline,
+                Dropped::CoDel => Reason::CoDel,
+            };
+            dropped.push((SlabKey::from_bits(waiter.id), reason));
+        });
+        self.dropped = dropped;
+        if let Some(waiter) = handed {
+            let waiting = SlabKey::from_bits(waiter.id);
+            let w = self.call_mut(waiting);
+            w.bulkhead = true;
+            w.pos += 1;
+            self.ready.push(waiting);
+        }
+    }
+
+    /// Fails the queued calls whose deadline passed (the periodic sweep).
+    pub(in crate::models::gateway) fn sweep_bulkheads(&mut self, now: Nanos) {
+        let dropped = &mut self.dropped;
+        for bulkhead in &mut self.bulkheads {
+            bulkhead.sweep(now, |waiter, _| dropped.push((SlabKey::from_bits(waiter.id), Reason::QueueDeadline)));
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The gateway's gates, one file each. A gate owns two moments of a call:
+//!
+//! * **entering** — [`Entry::Pass`] (the call moves to the next gate), [`Entry::Refuse`]
+//!   with a [`Reason`] (a local failure the attempt loop may retry), or
+//!   [`Entry::Park`] (the call waits in the gate's queue; a release, a sweep or a
+//!   `Resume` event continues it);
+//! * **release** — when the attempt (inside the loop) or the call (above it) is over,
+//!   innermost first, with the [`Feedback`] the gate learns from: the breaker records
+//!   the outcome, the limiter the latency, the quota meter the tokens used.
+//!
+//! Dispatch is a `match` over [`Gate`], so a call never goes through `dyn`. Adding
+//! a gate: a variant here (with its name), a file with its `enter_…`/`release_…`,
+//! one arm in each `match` below, and the reasons it refuses with in
+//! [`super::reason`].
+
+mod adaptive;
+mod admission;
+mod breaker;
+mod bulkhead;
+mod fallback;
+mod quota;
+mod retry;
+
+use crate::kernel::sim::Scheduler;
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+
+use super::model::Gateway;
+use super::reason::Reason;
+use super::state::{Call, Event, Feedback};
+
+stampede_kernel::named_enum! {
+    /// The defences, in the order a scenario lists them (outermost first).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Gate {
+        /// ① the product ladder, deadline feasibility and tenant share.
+        Admission = "admission",
+        /// ② slots and a bounded queue per class.
+        Bulkhead = "bulkhead",
+        /// ③ an adaptive concurrency limit per class (or per tier).
+        Adaptive = "adaptive",
+        /// ④ a circuit breaker per class.
+        Breaker = "breaker",
+        /// ⑤ client-side quota meters per tier.
+        Quota = "quota",
+        /// ⑥ the attempt loop: gates after it are passed once per attempt.
+        Retry = "retry",
+        /// ⑦ a failed call of a class with a fallback is served its fallback.
+        Fallback = "fallback",
+    }
+}
+
+/// What a gate does with a call that reaches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Entry {
+    Pass,
+    Refuse(Reason),
+    /// The gate holds the call and will continue it; the walk stops here.
+    Park,
+}
+
+impl Gateway<'_> {
+    /// The call at `key` (a copy in `call`) reaches `gate`.
+    pub(super) fn enter(
+        &mut self,
+        gate: Gate,
+        now: Nanos,
+        key: SlabKey,
+        call: &Call,
+        scheduler: &mut Scheduler<Event>,
+    ) -> Entry {
+        match gate {
+            Gate::Admission => self.enter_admission(now, key, call),
+            Gate::Bulkhead => self.enter_bulkhead(now, key, call, scheduler),
+            Gate::Adaptive => self.enter_adaptive(now, key, call, scheduler),
+            Gate::Breaker => self.enter_breaker(now, key, call),
+            Gate::Quota => self.enter_quota(now, key, call, scheduler),
+            // The loop and the fallback act when an attempt or a call ends.
+            Gate::Retry | Gate::Fallback => Entry::Pass,
+        }
+    }
+
+    /// Releases what the call holds of `gate`, teaching it `feedback`.
+    pub(super) fn release_gate(&mut self, gate: Gate, now: Nanos, key: SlabKey, call: &Call, feedback: Feedback) {
+        match gate {
+            Gate::Admission => self.release_admission(key, call),
+            Gate::Bulkhead => self.release_bulkhead(now, key, call),
+            Gate::Adaptive => self.release_adaptive(now, key, call, feedback),
+            Gate::Breaker => self.release_breaker(now, key, call, feedback),
+            Gate::Quota => self.release_quota(now, key, call, feedback),
+            Gate::Retry | Gate::Fallback => {}
+        }
+    }
+}

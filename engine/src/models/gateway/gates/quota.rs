@@ -1,0 +1,60 @@
+//! ⑤ Client quota meters per tier — one fleet-wide set when coordinated, one per
+//! instance when split (`policy::quota`): reserve `max_tokens`, wait up to the
+//! longest wait, and reconcile the unused reservation when the attempt ends (a 429 or
+//! 529 never reached a server, so its reservation is cancelled).
+
+use crate::kernel::sim::Scheduler;
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::policy::quota::Reserve;
+
+use super::Entry;
+use crate::models::gateway::model::Gateway;
+use crate::models::gateway::reason::Reason;
+use crate::models::gateway::state::{Call, Ending, Event, Feedback};
+
+impl Gateway<'_> {
+    pub(in crate::models::gateway) fn enter_quota(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        call: &Call,
+        scheduler: &mut Scheduler<Event>,
+    ) -> Entry {
+        let class = call.class as usize;
+        let meter = self.meter_index(call);
+        let max_tokens = self.p.classes[class].max_tokens;
+        match self.meters[meter].reserve(now, call.input, max_tokens) {
+            Reserve::Granted(reservation) => {
+                if call.counted {
+                    self.results.classes[class].tokens_reserved += max_tokens;
+                }
+                self.call_mut(key).reservation = Some(reservation);
+                Entry::Pass
+            }
+            Reserve::Wait(wait) if call.quota_waited + wait <= self.p.quota.longest_wait => {
+                self.call_mut(key).quota_waited += wait;
+                scheduler.at(now + wait, Event::Resume { call: key });
+                Entry::Park
+            }
+            Reserve::Wait(_) | Reserve::Refused { .. } => Entry::Refuse(Reason::LocalQuota),
+        }
+    }
+
+    pub(in crate::models::gateway) fn release_quota(&mut self, now: Nanos, key: SlabKey, call: &Call, feedback: Feedback) {
+        let Some(reservation) = call.reservation else { return };
+        self.call_mut(key).reservation = None;
+        let meter = self.meter_index(call);
+        let sent =
+            feedback.reached_provider && !matches!(feedback.ending, Ending::Failed(Reason::Http429 | Reason::Http529));
+        if !sent {
+            self.meters[meter].cancel(now, reservation);
+        } else if self.p.reconcile {
+            self.meters[meter].reconcile(now, reservation, feedback.output_used);
+            if call.counted {
+                self.results.classes[call.class as usize].tokens_handed_back +=
+                    reservation.max_tokens - feedback.output_used.min(reservation.max_tokens);
+            }
+        }
+    }
+}

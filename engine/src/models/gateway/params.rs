@@ -1,0 +1,162 @@
+//! What one gateway replica is given: tiers, call classes, the client and its
+//! stack, the policies' configurations, incidents, warm-up and horizon. Built by the
+//! experiments layer from a scenario and the fixture; read-only during a replica.
+
+use crate::components::provider::TierSpec;
+use crate::kernel::time::Nanos;
+use crate::kernel::Named;
+use crate::policy::admission::Ladder;
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::BreakerConfig;
+use crate::policy::bulkhead::{CoDelConfig, QueueOrder};
+use crate::policy::classify::RetryClassifier;
+use crate::policy::limiter::{LimiterKind, SampleWindow};
+use crate::policy::quota::QuotaConfig;
+
+use super::gates::Gate;
+
+stampede_kernel::named_enum! {
+    /// The call classes, in the order of every per-class array. A turn makes guard,
+    /// maybe rewrite, answer or think, maybe title; answer_fallback is answer re-sent
+    /// to another tier (only with a configured fallback tier).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum CallClass {
+        Guard = "guard",
+        Rewrite = "rewrite",
+        Answer = "answer",
+        Think = "think",
+        Title = "title",
+        AnswerFallback = "answer_fallback",
+    }
+}
+
+/// [`CallClass`]'s names, in order.
+pub const CLASS_NAMES: &[&str] = <CallClass as Named>::NAMES;
+pub const CLASSES: usize = <CallClass as Named>::ALL.len();
+// Per-class arrays are indexed by these (the enum's discriminants).
+pub const GUARD: usize = CallClass::Guard as usize;
+pub const REWRITE: usize = CallClass::Rewrite as usize;
+pub const ANSWER: usize = CallClass::Answer as usize;
+pub const THINK: usize = CallClass::Think as usize;
+pub const TITLE: usize = CallClass::Title as usize;
+pub const ANSWER_FALLBACK: usize = CallClass::AnswerFallback as usize;
+
+
+/// Per-attempt timeouts. Not streamed: the client sees nothing before the whole
+/// response, so "first token" and "total" both bound the response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Until the provider answers or gives the call a server slot.
+    pub connect: Nanos,
+    pub first_token: Nanos,
+    /// The longest gap between streamed tokens.
+    pub inter_token: Option<Nanos>,
+    pub total: Nanos,
+}
+
+/// One call class.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClassParams {
+    /// Index into [`GatewayParams::tiers`].
+    pub tier: usize,
+    /// Probability that a turn makes this call (rewrite, title; think: the hard share).
+    pub share: f64,
+    pub input_tokens: (f64, f64),
+    pub output_tokens: (f64, f64),
+    pub max_tokens: u64,
+    pub streamed: bool,
+    pub deadline: Nanos,
+    pub timeouts: Timeouts,
+    pub max_attempts: u32,
+    /// The ladder refuses this class from this rung (1..=4; 5: never).
+    pub shed_from_rung: u8,
+    /// The class has a fallback (serve flagged, raw query, downgrade, batch queue…).
+    pub has_fallback: bool,
+    pub bulkhead_slots: u32,
+    pub bulkhead_queue: u32,
+}
+
+/// A tier: the provider's side plus prices.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TierParams {
+    pub spec: TierSpec,
+    pub usd_per_mtok_in: f64,
+    pub usd_per_mtok_out: f64,
+    /// Healthy 500 rate (the fixture's 0.002).
+    pub error_rate: f64,
+}
+
+/// What an incident does to a tier.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum IncidentKind {
+    /// Health 0.2, error rate 0.25.
+    Brownout,
+    /// Health 0.05, error rate 1.0.
+    Outage,
+    /// Health `scale`, healthy error rate.
+    CapacityStep { scale: f64 },
+}
+
+/// An incident on one tier over [start, end).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Incident {
+    pub tier: usize,
+    pub kind: IncidentKind,
+    pub start: Nanos,
+    pub end: Nanos,
+}
+
+/// Who makes the calls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Client {
+    /// The configured gates.
+    Stack,
+    /// Up to `attempts` immediate attempts on any failure, one `timeout` per call.
+    Naive { attempts: u32, timeout: Nanos },
+}
+
+stampede_kernel::named_enum! {
+    /// One limiter per class, or one per tier (the pooling bug).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum LimiterScope {
+        Class = "class",
+        Tier = "tier",
+    }
+}
+
+/// Everything one replica needs.
+#[derive(Clone, Debug)]
+pub struct GatewayParams {
+    pub tiers: Vec<TierParams>,
+    /// [`CLASS_NAMES`] order; [`ANSWER_FALLBACK`] is used only when `answer_fallback`.
+    pub classes: [ClassParams; CLASSES],
+    pub answer_fallback: bool,
+    pub turns_per_s: f64,
+    pub tenants: u32,
+    /// Share of turns from tenant 0 (the rest spread evenly over the others); 0 with
+    /// one tenant.
+    pub hot_tenant_share: f64,
+    /// Gateway instances; turns are spread uniformly (only a split quota notices).
+    pub instances: u32,
+    pub client: Client,
+    pub gates: Vec<Gate>,
+    pub ladder: Ladder,
+    pub limiter: LimiterKind,
+    pub limiter_scope: LimiterScope,
+    /// Learn from windows of samples (Netflix's WindowedLimit); `None`: from every sample.
+    pub limiter_window: Option<SampleWindow>,
+    pub breaker: BreakerConfig,
+    pub quota: QuotaConfig,
+    pub reconcile: bool,
+    /// Ratio retry budget (fraction of successes); `None`: unbudgeted.
+    pub retry_budget: Option<f64>,
+    pub backoff: Backoff,
+    pub classifier: RetryClassifier,
+    pub no_retry_past_delivered: f64,
+    pub bulkhead_order: QueueOrder,
+    pub codel: Option<CoDelConfig>,
+    pub incidents: Vec<Incident>,
+    pub warmup: Nanos,
+    pub horizon: Nanos,
+}
+

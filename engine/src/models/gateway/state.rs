@@ -1,0 +1,138 @@
+//! The gateway's entities and events. A turn owns its stage; a call owns its place
+//! in the stack (`pos`) and what it holds of each gate (a permit, a reservation, a
+//! slot); an attempt owns its provider-side state and the ticket that keeps its
+//! scheduled events valid. All live in slabs inside [`super::Gateway`], addressed by
+//! small `Copy` keys; events carry keys, never references.
+
+use crate::components::provider::{CallSpec, ServicePlan};
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::kernel::timer::{Ticket, TicketStamp};
+use crate::policy::breaker::Permit;
+use crate::policy::quota::Reservation;
+
+use super::reason::Reason;
+
+/// Events (16 bytes).
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    TurnArrival,
+    /// An attempt's precomputed end (stale unless `stamp` matches its ticket).
+    AttemptEnd {
+        attempt: SlabKey,
+        stamp: TicketStamp,
+    },
+    /// A streamed attempt's first token reaches the client (same stamp as its end).
+    FirstToken {
+        attempt: SlabKey,
+        stamp: TicketStamp,
+    },
+    /// A call resumes its walk down the stack (after a backoff or a quota wait).
+    Resume {
+        call: SlabKey,
+    },
+    Sweep,
+    Incident {
+        index: u16,
+        starts: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stage {
+    Guard,
+    Rewrite,
+    Main,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Turn {
+    pub(super) arrived_at: Nanos,
+    pub(super) stage: Stage,
+    pub(super) hard: bool,
+    pub(super) rewrite: bool,
+    pub(super) title: bool,
+    pub(super) counted: bool,
+}
+
+/// How an attempt ends, decided when the provider answers or starts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ending {
+    Success,
+    Failed(Reason),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AttemptState {
+    /// Answered at the door (429, 529): never held a slot or a place in the queue.
+    Refused,
+    /// Waiting for a server slot.
+    Queued,
+    Started,
+    /// The client left while it was queued; the provider will find out when it starts it.
+    Abandoned,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Attempt {
+    pub(super) call: SlabKey,
+    pub(super) spec: CallSpec,
+    pub(super) tier: u8,
+    pub(super) state: AttemptState,
+    /// Renewed whenever the attempt's end is (re)scheduled: its end and first-token
+    /// events share one stamp, and a reschedule makes both stale.
+    pub(super) ticket: Ticket,
+    pub(super) sent_at: Nanos,
+    /// The client's deadline for this attempt's whole response.
+    pub(super) give_up_at: Nanos,
+    pub(super) ending: Ending,
+    pub(super) retry_after: Option<Nanos>,
+    pub(super) plan: Option<ServicePlan>,
+    /// Its time to first token went to the limiter when the token arrived.
+    pub(super) sampled: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Call {
+    pub(super) class: u8,
+    pub(super) turn: Option<SlabKey>,
+    pub(super) instance: u16,
+    pub(super) tenant: u16,
+    pub(super) counted: bool,
+    pub(super) started_at: Nanos,
+    pub(super) deadline: Nanos,
+    pub(super) input: u64,
+    pub(super) output: u64,
+    /// Next gate to pass.
+    pub(super) pos: u8,
+    /// Attempts sent to the provider.
+    pub(super) attempts: u32,
+    /// Passes through the attempt loop: attempts sent plus refusals by gates inside
+    /// the loop (a retry into an open breaker is a try). `max_attempts` bounds these.
+    pub(super) tries: u32,
+    pub(super) admitted: bool,
+    pub(super) bulkhead: bool,
+    pub(super) limiter: bool,
+    pub(super) permit: Option<Permit>,
+    pub(super) reservation: Option<Reservation>,
+    pub(super) quota_waited: Nanos,
+    pub(super) previous_backoff: Nanos,
+    /// The attempt in flight.
+    pub(super) attempt: Option<SlabKey>,
+}
+
+/// What an attempt (or a local refusal) tells the gates it passed.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Feedback {
+    pub(super) ending: Ending,
+    /// The attempt reached the provider (so it has a latency and an outcome).
+    pub(super) reached_provider: bool,
+    /// Client-observed time to first token (the whole response when not streamed).
+    pub(super) sample: Nanos,
+    pub(super) duration: Nanos,
+    /// Output tokens the provider generated.
+    pub(super) output_used: u64,
+    /// The limiter already learnt this attempt's time to first token.
+    pub(super) sampled: bool,
+}
+

@@ -1,0 +1,289 @@
+//! The gateway's wiring, tested on one generous tier with fixed token counts.
+
+use super::*;
+use crate::components::provider::TierSpec;
+use crate::kernel::histogram::LatencyHistogram;
+use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::policy::admission::Ladder;
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::BreakerConfig;
+use crate::policy::bulkhead::QueueOrder;
+use crate::policy::classify::RetryClassifier;
+use crate::policy::bulkhead::CoDelConfig;
+use crate::policy::limiter::{AimdConfig, GradientConfig, LimiterKind, SampleWindow};
+use crate::policy::quota::QuotaConfig;
+
+const S: Nanos = NANOS_PER_SEC;
+
+/// One generous tier and five classes with fixed token counts (sd 0), so that
+/// token arithmetic is exact; only guard → answer runs unless a test says so.
+fn params(gates: &[Gate]) -> GatewayParams {
+    let spec = TierSpec {
+        rpm: 1_000_000,
+        itpm: 1_000_000_000,
+        otpm: 1_000_000_000,
+        prefill_tokens_per_s: 10_000.0,
+        decode_tokens_per_s: 100.0,
+        base_latency_s: 0.1,
+        server_slots: 1_000,
+    };
+    let class = ClassParams {
+        tier: 0,
+        share: 0.0,
+        input_tokens: (1_000.0, 0.0),
+        output_tokens: (50.0, 0.0),
+        max_tokens: 200,
+        streamed: false,
+        deadline: 30 * S,
+        timeouts: Timeouts { connect: 2 * S, first_token: 10 * S, inter_token: None, total: 20 * S },
+        max_attempts: 2,
+        shed_from_rung: 5,
+        has_fallback: false,
+        bulkhead_slots: 500,
+        bulkhead_queue: 500,
+    };
+    let answer = ClassParams { streamed: true, shed_from_rung: 4, ..class };
+    GatewayParams {
+        tiers: vec![TierParams { spec, usd_per_mtok_in: 1.0, usd_per_mtok_out: 5.0, error_rate: 0.0 }],
+        classes: [class, class, answer, class, ClassParams { shed_from_rung: 1, ..class }, answer],
+        answer_fallback: false,
+        turns_per_s: 20.0,
+        tenants: 1,
+        hot_tenant_share: 0.0,
+        instances: 1,
+        client: Client::Stack,
+        gates: gates.to_vec(),
+        ladder: Ladder::default(),
+        limiter: LimiterKind::Fixed { limit: 1_000 },
+        limiter_scope: LimiterScope::Class,
+        limiter_window: None,
+        breaker: BreakerConfig {
+            window: crate::policy::breaker::SlidingWindow::Time { window: 60 * S, buckets: 12 },
+            minimum_calls: 20,
+            failure_rate_threshold: 0.3,
+            slow_call_rate_threshold: 2.0,
+            slow_call_duration: 20 * S,
+            open_duration: 20 * S,
+            open_duration_multiplier: 1.0,
+            max_open_duration: 20 * S,
+            half_open_probes: 3,
+            count_rate_limited: false,
+        },
+        quota: QuotaConfig { headroom: 1.0, longest_wait: 2 * S, instances: 1, coordinated: true },
+        reconcile: true,
+        retry_budget: None,
+        backoff: Backoff::FullJitter { base: S / 10, cap: S },
+        classifier: RetryClassifier::default(),
+        no_retry_past_delivered: 0.8,
+        bulkhead_order: QueueOrder::Lifo,
+        codel: None,
+        incidents: Vec::new(),
+        warmup: 0,
+        horizon: 60 * S,
+    }
+}
+
+fn run(p: GatewayParams) -> GatewayResults {
+    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    Gateway::new(p, 7, 0, &mut histograms).run()
+}
+
+/// The seed's arithmetic for a naive client: with failure probability p and up to
+/// n immediate attempts, attempts per call = (1 − pⁿ)/(1 − p) and a call still
+/// fails with probability pⁿ.
+#[test]
+fn naive_attempts_follow_the_geometric_series() {
+    let mut p = params(&[]);
+    p.client = Client::Naive { attempts: 3, timeout: 60 * S };
+    p.tiers[0].error_rate = 0.3;
+    p.turns_per_s = 100.0;
+    p.horizon = 200 * S;
+    let r = run(p);
+    let calls = r.offered_calls() as f64;
+    let attempts_per_call = r.attempts() as f64 / calls;
+    let expected = (1.0 - 0.3f64.powi(3)) / (1.0 - 0.3);
+    assert!((attempts_per_call - expected).abs() < 0.01, "{attempts_per_call} vs {expected}");
+    let failed = r.reason(Reason::Http500) as f64 / calls;
+    assert!((failed - 0.027).abs() < 0.004, "{failed} vs 0.027");
+    // Without a fallback a failed guard fails its turn.
+    assert_eq!(r.turns_offered, r.turns_answered + r.turns_failed);
+    assert!(r.turns_failed > 0);
+}
+
+/// ⑥ → ④ minus 429s: on a healthy tier whose request meter is far too small, the
+/// breaker stays closed unless 429s are counted as failures.
+#[test]
+fn rate_limits_reach_the_breaker_only_when_counted() {
+    let mut p = params(&[Gate::Breaker, Gate::Retry]);
+    p.tiers[0].spec.rpm = 600; // 10 requests/s against about 40 calls/s
+    p.classes[GUARD].max_attempts = 1;
+    p.classes[ANSWER].max_attempts = 1;
+    let excluded = run(p.clone());
+    p.breaker.count_rate_limited = true;
+    let counted = run(p);
+    for r in [&excluded, &counted] {
+        assert!(r.reason(Reason::Http429) > 200, "the meter answers 429s: {}", r.reason(Reason::Http429));
+    }
+    assert_eq!(excluded.classes[GUARD].breaker_trips, 0);
+    assert_eq!(excluded.reason(Reason::BreakerOpen), 0);
+    assert!(counted.classes[GUARD].breaker_trips > 0);
+    assert!(counted.reason(Reason::BreakerOpen) > 200, "{}", counted.reason(Reason::BreakerOpen));
+}
+
+/// ⑥ → ③: a streamed call feeds its limiter the time to first token. AIMD counts a
+/// sample slower than 5 s as a drop: answer streams for 20 s after a 0.2 s first
+/// token and its limit grows; the same call not streamed is sampled at 20 s and
+/// its limit falls.
+#[test]
+fn the_limiter_learns_time_to_first_token_for_streams_and_the_whole_call_otherwise() {
+    let mut p = params(&[Gate::Adaptive, Gate::Retry]);
+    p.limiter = LimiterKind::Aimd(AimdConfig { initial: 20.0, min: 1.0, max: 1_000.0, ..AimdConfig::default() });
+    p.classes[ANSWER].output_tokens = (2_000.0, 0.0);
+    p.classes[ANSWER].max_tokens = 4_000;
+    p.classes[ANSWER].timeouts.total = 60 * S;
+    let streamed = run(p.clone());
+    assert!(streamed.classes[ANSWER].limit_max > 20, "{:?}", streamed.classes[ANSWER]);
+    assert_eq!(streamed.classes[ANSWER].limit_min, 20);
+    p.classes[ANSWER].streamed = false;
+    let whole = run(p);
+    assert_eq!(whole.classes[ANSWER].limit_max, 20);
+    assert!(whole.classes[ANSWER].limit_min < 10, "{:?}", whole.classes[ANSWER]);
+}
+
+/// ⑥ → ⑤: reconciliation hands back exactly max_tokens − output per served call.
+#[test]
+fn reconciliation_hands_back_the_unused_reservation() {
+    let p = params(&[Gate::Quota, Gate::Retry]);
+    let r = run(p.clone());
+    let guard = r.classes[GUARD];
+    assert!(guard.served > 1_000 && guard.failed == 0);
+    assert_eq!(guard.tokens_reserved, guard.served * 200);
+    assert_eq!(guard.tokens_handed_back, guard.served * 150);
+    let mut p = p;
+    p.reconcile = false;
+    let r = run(p);
+    assert_eq!(r.classes[GUARD].tokens_handed_back, 0);
+}
+
+/// Without reconciliation the output meter holds every reservation in full, so it
+/// caps the rate at OTPM / max_tokens instead of OTPM / output.
+#[test]
+fn an_unreconciled_reservation_throttles_to_otpm_over_max_tokens() {
+    let mut p = params(&[Gate::Quota, Gate::Retry]);
+    p.tiers[0].spec.otpm = 120_000; // 2,000 tokens/s: 10 calls/s of max 200, 40 of output 50
+    p.classes[GUARD].deadline = 3 * S;
+    p.warmup = 60 * S; // the meter's one-minute burst is spent by then
+    p.horizon = 180 * S;
+    let reconciled = run(p.clone());
+    p.reconcile = false;
+    let unreconciled = run(p);
+    let window = 120.0;
+    let rate = |r: &GatewayResults| (r.classes[GUARD].served + r.classes[ANSWER].served) as f64 / window;
+    // Offered: 20 guard + 20 answer calls/s; reconciled, 40/s fits exactly.
+    assert!(rate(&reconciled) > 36.0, "{}", rate(&reconciled));
+    assert!((rate(&unreconciled) - 10.0).abs() < 0.5, "{}", rate(&unreconciled));
+}
+
+/// ⑤ → ①: as the quota meter drains, pressure rises and the ladder sheds the class
+/// on its first rung; with quota to spare it sheds nothing.
+#[test]
+fn quota_pressure_drives_the_ladder() {
+    let mut p = params(&[Gate::Admission, Gate::Quota, Gate::Retry]);
+    p.classes[TITLE].share = 1.0;
+    p.tiers[0].spec.rpm = 1_800; // 30 requests/s: about 60 are offered
+    p.horizon = 120 * S;
+    let pressed = run(p.clone());
+    assert!(pressed.classes[TITLE].reasons[Reason::AdmissionShed as usize] > 100, "{:?}", pressed.classes[TITLE]);
+    assert_eq!(pressed.classes[GUARD].reasons[Reason::AdmissionShed as usize], 0, "guard has no rung");
+    p.tiers[0].spec.rpm = 60_000;
+    let relaxed = run(p);
+    assert_eq!(relaxed.reason(Reason::AdmissionShed), 0);
+}
+
+/// Order is semantics: a quota gate below the attempt loop reserves per attempt,
+/// above it once per call.
+#[test]
+fn a_quota_gate_inside_the_attempt_loop_reserves_per_attempt() {
+    let mut p = params(&[Gate::Retry, Gate::Quota]);
+    p.tiers[0].error_rate = 0.5;
+    let per_attempt = run(p.clone());
+    let guard = per_attempt.classes[GUARD];
+    assert!(guard.retries > 100);
+    assert_eq!(guard.tokens_reserved, guard.attempts * 200);
+    p.gates = vec![Gate::Quota, Gate::Retry];
+    let per_call = run(p).classes[GUARD];
+    assert!(per_call.retries > 100);
+    assert_eq!(per_call.tokens_reserved, per_call.offered * 200);
+}
+
+/// ① tenant share: under pressure, a tenant holding more than its share of the
+/// in-flight capacity is refused; without pressure the share is not enforced.
+#[test]
+fn a_hot_tenant_is_held_to_its_fair_share_under_pressure() {
+    let mut p = params(&[Gate::Admission, Gate::Retry]);
+    p.tenants = 4;
+    p.turns_per_s = 40.0;
+    // An overloaded tier (20 slots for about 28 calls in service): attempts pile up
+    // and the in-flight pressure passes the first rung at 0.8 × 39 slots.
+    p.tiers[0].spec.server_slots = 20;
+    for class in &mut p.classes {
+        class.bulkhead_slots = 1;
+    }
+    for class in [GUARD, ANSWER, ANSWER_FALLBACK] {
+        p.classes[class].bulkhead_slots = 18; // capacity 57: a fair share of 15 in flight
+    }
+    p.hot_tenant_share = 0.9;
+    let pressed = run(p.clone());
+    p.turns_per_s = 5.0; // the tier keeps up: no pressure, no share to enforce
+    let relaxed = run(p);
+    let share = |r: &GatewayResults| r.reason(Reason::AdmissionFairShare);
+    assert!(share(&pressed) > 100, "{}", share(&pressed));
+    assert_eq!(share(&relaxed), 0);
+    assert!(relaxed.turns_offered > 200 && relaxed.turns_answered > 200);
+}
+
+/// Order is semantics, again: a breaker below the attempt loop is asked on every
+/// try, so during an outage the loop retries into the open circuit and each try is
+/// refused again; a breaker above the loop refuses each call once.
+#[test]
+fn a_loop_above_the_breaker_retries_into_the_open_circuit() {
+    let mut p = params(&[Gate::Retry, Gate::Breaker]);
+    p.tiers[0].error_rate = 1.0;
+    p.classes[GUARD].max_attempts = 3;
+    let inside = run(p.clone()).classes[GUARD];
+    p.gates = vec![Gate::Breaker, Gate::Retry];
+    let outside = run(p).classes[GUARD];
+    let refused = |c: &ClassResults| c.reasons[Reason::BreakerOpen as usize];
+    assert!(refused(&outside) > 500, "{outside:?}");
+    assert_eq!(outside.breaker_refusals, refused(&outside), "one refusal per refused call");
+    assert!(inside.breaker_refusals > refused(&inside) + 500, "{inside:?}");
+    // Tries, not only attempts sent, are bounded by max_attempts.
+    assert!(inside.attempts <= 3 * inside.offered);
+}
+
+/// Every counted call ends served or failed for exactly one reason, every turn
+/// answered or failed, whatever the stack (asserted inside `finish`); the same
+/// seed gives the same results and another replica different ones.
+#[test]
+fn the_full_stack_drains_and_reproduces() {
+    let gates =
+        [Gate::Admission, Gate::Bulkhead, Gate::Adaptive, Gate::Breaker, Gate::Quota, Gate::Retry, Gate::Fallback];
+    let mut p = params(&gates);
+    p.limiter = LimiterKind::Gradient(GradientConfig { initial: 40.0, min: 1.0, ..GradientConfig::default() });
+    p.limiter_window = Some(SampleWindow::default());
+    p.codel = Some(CoDelConfig { target: S / 20, interval: S });
+    p.tiers[0].spec.server_slots = 30;
+    p.tiers[0].error_rate = 0.05;
+    p.classes[REWRITE].share = 0.5;
+    p.classes[TITLE].share = 0.3;
+    p.classes[THINK].share = 0.1;
+    p.classes[GUARD].has_fallback = true;
+    p.retry_budget = Some(0.1);
+    p.incidents = vec![Incident { tier: 0, kind: IncidentKind::Brownout, start: 20 * S, end: 35 * S }];
+    let a = run(p.clone());
+    assert_eq!(a, run(p.clone()));
+    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let other = Gateway::new(p, 7, 1, &mut histograms).run();
+    assert_ne!(a.turns_answered, other.turns_answered);
+    assert!(a.turns_failed > 0 && a.turns_answered > 0);
+}

@@ -1,0 +1,635 @@
+//! The scenario sections of the `cluster` model and their translation into
+//! `ClusterParams`: `[clients]`, `[router]`, `[shards]`, `[retry]` (with
+//! `[retry.breaker]`), `[[faults]]`, `[series]`. Every field is validated with its dotted path.
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::models::cluster::{ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime};
+use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
+use stampede_engine::policy::codel::CoDelConfig;
+use stampede_engine::policy::retry_budget::{AdaptiveThrottle, GrpcThrottle, RatioBudget, RetryBudget, TtlBudget};
+use stampede_engine::components::ring::RingHash;
+use stampede_engine::{secs_to_nanos, Nanos};
+
+use stampede_engine::models::cluster::{Cluster as ClusterModel, ClusterResults};
+use stampede_engine::LatencyHistogram;
+
+use super::metrics::{
+    count, defs, flag, real, values, CountHistogramDef, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind,
+};
+use super::series::SeriesConfig;
+use super::spec::ModelSpec;
+use crate::base::error::{Error, Result};
+use crate::scenario::RunConfig;
+
+/// The sharded cluster model.
+pub struct Cluster;
+
+impl ModelSpec for Cluster {
+    type Config = ClusterConfig;
+    const NAME: &'static str = "cluster";
+    const DESCRIPTION: &'static str =
+        "sharded cluster: keyed clients, a hash ring with bounded loads, shards with queues, retries, breakers, faults";
+    const SECTIONS: &'static [&'static str] = &["clients", "router", "shards", "retry", "faults", "series"];
+
+    fn validate(config: &ClusterConfig, run: &RunConfig) -> Result<()> {
+        config.validate(run)
+    }
+
+    fn metrics(_: &ClusterConfig) -> Vec<MetricDef> {
+        defs(CLUSTER_METRICS)
+    }
+
+    fn latencies(_: &ClusterConfig) -> &'static [&'static str] {
+        &["response_s"]
+    }
+
+    fn series(_: &ClusterConfig) -> &'static [SeriesDef] {
+        CLUSTER_SERIES
+    }
+
+    fn series_bucket_s(config: &ClusterConfig) -> f64 {
+        config.series.bucket_s
+    }
+
+    fn count_histogram(_: &ClusterConfig) -> Option<CountHistogramDef> {
+        Some(CountHistogramDef { file: "hops.parquet", column: "hops" })
+    }
+
+    fn run_replica(
+        config: &ClusterConfig,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> ReplicaOutput {
+        let [response] = histograms else { panic!("cluster records one histogram") };
+        let (results, series) = ClusterModel::new(config.params(run), master_seed, replica, response).run();
+        let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
+        ReplicaOutput {
+            metrics: values(CLUSTER_METRICS, &results),
+            series: vec![series.queued_area, series.in_flight_area, counts(series.attempts), counts(series.successes)],
+            counts: series.hops,
+        }
+    }
+}
+
+/// All sections of a `cluster` scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    pub clients: ClientsConfig,
+    pub router: RouterConfig,
+    pub shards: ShardsConfig,
+    pub retry: RetryConfig,
+    #[serde(default)]
+    pub faults: Vec<FaultConfig>,
+    #[serde(default)]
+    pub series: SeriesConfig,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientsConfig {
+    pub arrival_rate_per_s: f64,
+    pub keys: u64,
+    /// Zipf skew of key popularity; 0 = uniform.
+    #[serde(default)]
+    pub zipf_s: f64,
+    /// Share of requests carrying one hot key (a hot tenant); 0 = none.
+    #[serde(default)]
+    pub hot_share: f64,
+    /// Users that wait for each answer, think, and ask again, beside the open-loop arrivals.
+    #[serde(default)]
+    pub closed_loop_users: u32,
+    /// Mean think time of a closed-loop user (exponential).
+    #[serde(default = "default_think")]
+    pub think_time_s: f64,
+    /// Each attempt's client-side timeout.
+    pub timeout_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HashName {
+    Fast,
+    Sha256,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    pub shards: u32,
+    #[serde(default = "default_vnodes")]
+    pub vnodes: u32,
+    /// Bounded-load factor c (≥ 1); `inf` = plain consistent hashing.
+    #[serde(default = "default_capacity_factor")]
+    pub capacity_factor: f64,
+    #[serde(default = "default_hash")]
+    pub hash: HashName,
+}
+
+fn default_think() -> f64 {
+    1.0
+}
+
+fn default_vnodes() -> u32 {
+    150
+}
+fn default_capacity_factor() -> f64 {
+    1.25
+}
+fn default_hash() -> HashName {
+    HashName::Fast
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceName {
+    Exponential,
+    Lognormal,
+    Constant,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueOrderName {
+    Fifo,
+    Lifo,
+    /// FIFO with CoDel drops at dequeue.
+    Codel,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardsConfig {
+    pub servers: u32,
+    pub service: ServiceName,
+    /// Mean (exponential), median (lognormal) or value (constant), seconds.
+    pub service_s: f64,
+    /// Lognormal σ of the log.
+    #[serde(default)]
+    pub service_sigma: f64,
+    pub queue_capacity: u32,
+    #[serde(default = "default_order")]
+    pub queue_order: QueueOrderName,
+    #[serde(default)]
+    pub drop_abandoned: bool,
+    /// CoDel's target sojourn (queue_order = "codel").
+    #[serde(default = "default_codel_target")]
+    pub codel_target_s: f64,
+    /// CoDel's interval (queue_order = "codel").
+    #[serde(default = "default_codel_interval")]
+    pub codel_interval_s: f64,
+}
+
+fn default_codel_target() -> f64 {
+    0.005
+}
+
+fn default_codel_interval() -> f64 {
+    0.1
+}
+
+fn default_order() -> QueueOrderName {
+    QueueOrderName::Fifo
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryName {
+    None,
+    Naive,
+    Backoff,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffName {
+    Constant,
+    Exponential,
+    FullJitter,
+    EqualJitter,
+    Decorrelated,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetName {
+    None,
+    Ratio,
+    Grpc,
+    Ttl,
+    Adaptive,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    pub policy: RetryName,
+    #[serde(default = "default_attempts")]
+    pub max_attempts: u32,
+    #[serde(default = "default_backoff")]
+    pub backoff: BackoffName,
+    #[serde(default = "default_backoff_base")]
+    pub backoff_base_s: f64,
+    #[serde(default = "default_backoff_cap")]
+    pub backoff_cap_s: f64,
+    #[serde(default = "default_budget")]
+    pub budget: BudgetName,
+    /// ratio: tokens per success · grpc: token ratio · ttl: percent (0..1) · adaptive: K.
+    #[serde(default = "default_budget_ratio")]
+    pub budget_ratio: f64,
+    /// ratio: cap · grpc: max tokens · ttl: minimum retries per second.
+    #[serde(default = "default_budget_cap")]
+    pub budget_cap: f64,
+    /// ratio: initial tokens.
+    #[serde(default = "default_budget_initial")]
+    pub budget_initial: f64,
+    /// ttl: deposit lifetime · adaptive: window.
+    #[serde(default = "default_budget_window")]
+    pub budget_window_s: f64,
+    /// A circuit breaker per shard, on the client side.
+    #[serde(default)]
+    pub breaker: BreakerSection,
+}
+
+fn default_attempts() -> u32 {
+    3
+}
+fn default_backoff() -> BackoffName {
+    BackoffName::FullJitter
+}
+fn default_backoff_base() -> f64 {
+    0.01
+}
+fn default_backoff_cap() -> f64 {
+    1.0
+}
+fn default_budget() -> BudgetName {
+    BudgetName::None
+}
+fn default_budget_ratio() -> f64 {
+    0.1
+}
+fn default_budget_cap() -> f64 {
+    100.0
+}
+fn default_budget_initial() -> f64 {
+    10.0
+}
+fn default_budget_window() -> f64 {
+    10.0
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSection {
+    pub enabled: bool,
+    pub failure_rate_threshold: f64,
+    pub minimum_calls: u32,
+    pub window_s: f64,
+    pub open_s: f64,
+    pub half_open_probes: u32,
+}
+
+impl Default for BreakerSection {
+    fn default() -> Self {
+        BreakerSection {
+            enabled: false,
+            failure_rate_threshold: 0.5,
+            minimum_calls: 20,
+            window_s: 1.0,
+            open_s: 0.5,
+            half_open_probes: 3,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultName {
+    Surge,
+    Brownout,
+    Stall,
+    ShardFailure,
+    LatencySpike,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultConfig {
+    pub kind: FaultName,
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// surge: arrival multiplier · brownout: service slowdown · latency_spike: service factor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    /// brownout, stall, shard_failure: which shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
+}
+
+fn positive(path: &str, value: f64, what: &str) -> Result<()> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!("{path} = {value}: must be {what}")))
+    }
+}
+
+fn at_least_one(path: &str, value: u32) -> Result<()> {
+    if value >= 1 {
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!("{path} = {value}: must be at least 1")))
+    }
+}
+
+impl ClusterConfig {
+    pub fn validate(&self, run: &RunConfig) -> Result<()> {
+        let rate = self.clients.arrival_rate_per_s;
+        if !(rate.is_finite() && rate >= 0.0) || (rate == 0.0 && self.clients.closed_loop_users == 0) {
+            return Err(Error::bad_input(format!(
+                "clients.arrival_rate_per_s = {rate}: must be a positive rate per second (0 only with closed_loop_users)"
+            )));
+        }
+        if self.clients.keys == 0 || self.clients.keys > 10_000_000 {
+            return Err(Error::bad_input(format!("clients.keys = {}: must be from 1 to 10000000", self.clients.keys)));
+        }
+        if !(self.clients.zipf_s.is_finite() && self.clients.zipf_s >= 0.0) {
+            return Err(Error::bad_input(format!(
+                "clients.zipf_s = {}: must be 0 (uniform) or a positive skew",
+                self.clients.zipf_s
+            )));
+        }
+        positive("clients.timeout_s", self.clients.timeout_s, "a positive number of seconds")?;
+        if !(0.0..=1.0).contains(&self.clients.hot_share) {
+            return Err(Error::bad_input(format!(
+                "clients.hot_share = {}: must be from 0 to 1",
+                self.clients.hot_share
+            )));
+        }
+        if self.clients.closed_loop_users > 0 {
+            positive("clients.think_time_s", self.clients.think_time_s, "a positive number of seconds")?;
+        }
+        at_least_one("router.shards", self.router.shards)?;
+        at_least_one("router.vnodes", self.router.vnodes)?;
+        if self.router.shards as u64 * self.router.vnodes as u64 > 10_000_000 {
+            return Err(Error::bad_input("router.vnodes: shards × vnodes must stay below 10000000"));
+        }
+        if self.router.capacity_factor.is_nan() || self.router.capacity_factor < 1.0 {
+            return Err(Error::bad_input(format!(
+                "router.capacity_factor = {}: must be at least 1 (inf = plain consistent hashing)",
+                self.router.capacity_factor
+            )));
+        }
+        if self.router.hash == HashName::Sha256 && self.clients.keys > 1_000_000 {
+            return Err(Error::bad_input(format!(
+                "clients.keys = {}: with router.hash = \"sha256\" at most 1000000 keys (their hashes are precomputed)",
+                self.clients.keys
+            )));
+        }
+        at_least_one("shards.servers", self.shards.servers)?;
+        if self.shards.queue_order == QueueOrderName::Codel {
+            positive("shards.codel_target_s", self.shards.codel_target_s, "a positive number of seconds")?;
+            positive("shards.codel_interval_s", self.shards.codel_interval_s, "a positive number of seconds")?;
+        }
+        positive("shards.service_s", self.shards.service_s, "a positive number of seconds")?;
+        if self.shards.service == ServiceName::Lognormal {
+            positive("shards.service_sigma", self.shards.service_sigma, "positive for a lognormal service")?;
+        }
+        at_least_one("retry.max_attempts", self.retry.max_attempts)?;
+        if self.retry.policy == RetryName::Backoff {
+            positive("retry.backoff_base_s", self.retry.backoff_base_s, "a positive number of seconds")?;
+            if self.retry.backoff_cap_s.is_nan() || self.retry.backoff_cap_s < self.retry.backoff_base_s {
+                return Err(Error::bad_input(format!(
+                    "retry.backoff_cap_s = {}: must be at least retry.backoff_base_s ({})",
+                    self.retry.backoff_cap_s, self.retry.backoff_base_s
+                )));
+            }
+        }
+        if self.retry.budget != BudgetName::None {
+            positive("retry.budget_ratio", self.retry.budget_ratio, "positive")?;
+            positive("retry.budget_cap", self.retry.budget_cap, "positive")?;
+            positive("retry.budget_window_s", self.retry.budget_window_s, "a positive number of seconds")?;
+            if self.retry.budget == BudgetName::Adaptive && self.retry.budget_ratio < 1.0 {
+                return Err(Error::bad_input(format!(
+                    "retry.budget_ratio = {}: the adaptive throttle's K must be at least 1",
+                    self.retry.budget_ratio
+                )));
+            }
+            if self.retry.budget == BudgetName::Ttl && self.retry.budget_ratio > 1000.0 {
+                return Err(Error::bad_input("retry.budget_ratio: the TTL budget's percent must be at most 1000"));
+            }
+        }
+        let b = &self.retry.breaker;
+        if b.enabled {
+            if !(b.failure_rate_threshold > 0.0 && b.failure_rate_threshold <= 1.0) {
+                return Err(Error::bad_input(format!(
+                    "retry.breaker.failure_rate_threshold = {}: must be in (0, 1]",
+                    b.failure_rate_threshold
+                )));
+            }
+            positive("retry.breaker.window_s", b.window_s, "a positive number of seconds")?;
+            positive("retry.breaker.open_s", b.open_s, "a positive number of seconds")?;
+            at_least_one("retry.breaker.half_open_probes", b.half_open_probes)?;
+        }
+        for (i, fault) in self.faults.iter().enumerate() {
+            let path = format!("faults[{i}]");
+            if !(fault.start_s.is_finite() && fault.start_s >= 0.0 && fault.start_s < run.horizon_s) {
+                return Err(Error::bad_input(format!(
+                    "{path}.start_s = {}: must be within the run (0 to run.horizon_s = {})",
+                    fault.start_s, run.horizon_s
+                )));
+            }
+            positive(&format!("{path}.duration_s"), fault.duration_s, "a positive number of seconds")?;
+            let needs_factor = matches!(fault.kind, FaultName::Surge | FaultName::Brownout | FaultName::LatencySpike);
+            match (needs_factor, fault.factor) {
+                (true, None) => {
+                    return Err(Error::bad_input(format!(
+                        "{path}.factor: missing; a {:?} fault needs its factor",
+                        fault.kind
+                    )))
+                }
+                (true, Some(f)) if !(f.is_finite() && f > 0.0) => {
+                    return Err(Error::bad_input(format!("{path}.factor = {f}: must be a positive number")))
+                }
+                (false, Some(_)) => {
+                    return Err(Error::bad_input(format!("{path}.factor: a {:?} fault takes no factor", fault.kind)))
+                }
+                _ => {}
+            }
+            let needs_shard = matches!(fault.kind, FaultName::Brownout | FaultName::Stall | FaultName::ShardFailure);
+            match (needs_shard, fault.shard) {
+                (true, None) => {
+                    return Err(Error::bad_input(format!(
+                        "{path}.shard: missing; a {:?} fault needs a shard",
+                        fault.kind
+                    )))
+                }
+                (true, Some(s)) if s >= self.router.shards => {
+                    return Err(Error::bad_input(format!(
+                        "{path}.shard = {s}: must be below router.shards ({})",
+                        self.router.shards
+                    )))
+                }
+                (false, Some(_)) => {
+                    return Err(Error::bad_input(format!("{path}.shard: a {:?} fault takes no shard", fault.kind)))
+                }
+                _ => {}
+            }
+        }
+        positive("series.bucket_s", self.series.bucket_s, "a positive number of seconds")?;
+        if run.horizon_s / self.series.bucket_s > 1_000_000.0 {
+            return Err(Error::bad_input(format!(
+                "series.bucket_s = {}: gives more than 1000000 buckets over run.horizon_s",
+                self.series.bucket_s
+            )));
+        }
+        if !(self.series.recovery_hold_s.is_finite() && self.series.recovery_hold_s >= 0.0) {
+            return Err(Error::bad_input(format!(
+                "series.recovery_hold_s = {}: must be a non-negative number of seconds",
+                self.series.recovery_hold_s
+            )));
+        }
+        Ok(())
+    }
+
+    /// The engine parameters for one replica.
+    pub fn params(&self, run: &RunConfig) -> ClusterParams {
+        let r = &self.retry;
+        let backoff_base = secs_to_nanos(r.backoff_base_s);
+        let backoff_cap = secs_to_nanos(r.backoff_cap_s);
+        let backoff = match r.backoff {
+            BackoffName::Constant => Backoff::Constant { delay: backoff_base },
+            BackoffName::Exponential => Backoff::Exponential { base: backoff_base, cap: backoff_cap },
+            BackoffName::FullJitter => Backoff::FullJitter { base: backoff_base, cap: backoff_cap },
+            BackoffName::EqualJitter => Backoff::EqualJitter { base: backoff_base, cap: backoff_cap },
+            BackoffName::Decorrelated => Backoff::Decorrelated { base: backoff_base, cap: backoff_cap },
+        };
+        let retry = match r.policy {
+            RetryName::None => RetryPolicy::None,
+            RetryName::Naive => RetryPolicy::Naive { max_attempts: r.max_attempts },
+            RetryName::Backoff => RetryPolicy::Backoff { max_attempts: r.max_attempts, backoff },
+        };
+        let window: Nanos = secs_to_nanos(r.budget_window_s);
+        let budget = match r.budget {
+            BudgetName::None => RetryBudget::Unlimited,
+            BudgetName::Ratio => RetryBudget::Ratio(RatioBudget::new(r.budget_ratio, r.budget_cap, r.budget_initial)),
+            BudgetName::Grpc => RetryBudget::Grpc(GrpcThrottle::new(r.budget_cap, r.budget_ratio)),
+            BudgetName::Ttl => RetryBudget::Ttl(TtlBudget::new(window, r.budget_cap as u32, r.budget_ratio)),
+            BudgetName::Adaptive => RetryBudget::Adaptive(Box::new(AdaptiveThrottle::new(r.budget_ratio, window))),
+        };
+        let b = &self.retry.breaker;
+        let breaker = b.enabled.then(|| BreakerConfig {
+            window: SlidingWindow::Time { window: secs_to_nanos(b.window_s).max(10), buckets: 10 },
+            minimum_calls: b.minimum_calls,
+            failure_rate_threshold: b.failure_rate_threshold,
+            open_duration: secs_to_nanos(b.open_s),
+            max_open_duration: secs_to_nanos(b.open_s),
+            half_open_probes: b.half_open_probes,
+            ..BreakerConfig::default()
+        });
+        let service_s = secs_to_nanos(self.shards.service_s);
+        let faults = self
+            .faults
+            .iter()
+            .map(|f| Fault {
+                kind: match f.kind {
+                    FaultName::Surge => FaultKind::Surge { multiplier: f.factor.unwrap_or(1.0) },
+                    FaultName::Brownout => {
+                        FaultKind::Brownout { shard: f.shard.unwrap_or(0), slowdown: f.factor.unwrap_or(1.0) }
+                    }
+                    FaultName::Stall => FaultKind::Brownout { shard: f.shard.unwrap_or(0), slowdown: f64::INFINITY },
+                    FaultName::ShardFailure => FaultKind::ShardFailure { shard: f.shard.unwrap_or(0) },
+                    FaultName::LatencySpike => FaultKind::LatencySpike { factor: f.factor.unwrap_or(1.0) },
+                },
+                start: secs_to_nanos(f.start_s),
+                duration: secs_to_nanos(f.duration_s),
+            })
+            .collect();
+        ClusterParams {
+            arrival_rate_per_s: self.clients.arrival_rate_per_s,
+            keys: self.clients.keys,
+            zipf_s: self.clients.zipf_s,
+            hot_share: self.clients.hot_share,
+            closed_loop_users: self.clients.closed_loop_users,
+            think_time: secs_to_nanos(self.clients.think_time_s),
+            attempt_timeout: secs_to_nanos(self.clients.timeout_s),
+            shards: self.router.shards,
+            vnodes: self.router.vnodes,
+            capacity_factor: self.router.capacity_factor,
+            hash: match self.router.hash {
+                HashName::Fast => RingHash::Fast,
+                HashName::Sha256 => RingHash::Sha256,
+            },
+            servers: self.shards.servers,
+            service: match self.shards.service {
+                ServiceName::Exponential => ServiceTime::Exponential { mean: service_s },
+                ServiceName::Lognormal => {
+                    ServiceTime::Lognormal { median: service_s, sigma: self.shards.service_sigma }
+                }
+                ServiceName::Constant => ServiceTime::Constant { value: service_s },
+            },
+            queue_capacity: self.shards.queue_capacity,
+            discipline: match self.shards.queue_order {
+                QueueOrderName::Fifo => QueueDiscipline::Fifo,
+                QueueOrderName::Lifo => QueueDiscipline::Lifo,
+                QueueOrderName::Codel => QueueDiscipline::CoDel(CoDelConfig {
+                    target: secs_to_nanos(self.shards.codel_target_s),
+                    interval: secs_to_nanos(self.shards.codel_interval_s).max(1),
+                }),
+            },
+            drop_abandoned: self.shards.drop_abandoned,
+            retry,
+            budget,
+            breaker,
+            faults,
+            warmup: secs_to_nanos(run.warmup_s),
+            horizon: secs_to_nanos(run.horizon_s),
+            bucket: secs_to_nanos(self.series.bucket_s).max(1),
+            recovery_hold: secs_to_nanos(self.series.recovery_hold_s),
+        }
+    }
+}
+
+const CLUSTER_METRICS: &[Metric<ClusterResults>] = &[
+    count("offered", "requests the clients made (after warm-up)", |r| r.offered as f64),
+    count("attempts", "attempts sent, retries included", |r| r.attempts as f64),
+    real("amplification_ratio", "attempts ÷ offered", |r| r.amplification_ratio),
+    count("successes", "requests answered within an attempt's timeout", |r| r.successes as f64),
+    real("success_ratio", "successes ÷ offered", |r| r.success_ratio),
+    real("goodput_rps", "successes per second", |r| r.goodput_rps),
+    count("failed", "requests that gave up (attempts or budget exhausted)", |r| r.failed as f64),
+    count("timeouts", "attempts the client timed out", |r| r.timeouts as f64),
+    count("refused_queue_full", "attempts refused by a full shard queue", |r| r.refused_queue_full as f64),
+    count("refused_breaker", "attempts refused by an open breaker", |r| r.refused_breaker as f64),
+    count("refused_no_shard", "attempts with no healthy shard (or lost with a failed shard)", |r| {
+        r.refused_no_shard as f64
+    }),
+    count("dropped_codel", "attempts CoDel dropped at dequeue (an error to a waiting client)", |r| {
+        r.dropped_codel as f64
+    }),
+    count("retries_denied_by_budget", "retries the budget refused", |r| r.retries_denied_by_budget as f64),
+    real("wasted_work_s", "server seconds spent on attempts nobody waited for", |r| r.wasted_work_s),
+    real("wasted_work_ratio", "wasted ÷ busy server time", |r| r.wasted_work_ratio),
+    real("hops_mean", "virtual nodes walked past full shards, per routed attempt", |r| r.hops_mean),
+    count("hops_max", "the longest walk", |r| r.hops_max as f64),
+    real("peak_shard_load_ratio", "busiest shard's time-average load ÷ the mean", |r| r.peak_shard_load_ratio),
+    count("breaker_trips", "breaker trips over all shards", |r| r.breaker_trips as f64),
+    real("recovered_ratio", "1 if the queue returned to its band after the last fault, else 0", |r| flag(r.recovered)),
+    real(
+        "recovery_s",
+        "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",
+        |r| r.recovery_s,
+    ),
+    count("events", "events handled, warm-up included", |r| r.events as f64),
+];
+
+const CLUSTER_SERIES: &[SeriesDef] = &[
+    SeriesDef { name: "queue_depth", kind: SeriesKind::Area },
+    SeriesDef { name: "in_flight", kind: SeriesKind::Area },
+    SeriesDef { name: "attempt_rps", kind: SeriesKind::Count },
+    SeriesDef { name: "goodput_rps", kind: SeriesKind::Count },
+];

@@ -1,0 +1,194 @@
+//! The gateway's metric table: the global metrics, then each call class's block —
+//! built by iterating the engine's [`CallClass`] and [`Reason`] enums, so a new class
+//! or reason gets its columns without anyone counting indexes. Names are built once
+//! (and live as long as the program); values are read with [`Metric::indexed`].
+
+use std::sync::LazyLock;
+
+use stampede_engine::kernel::Named;
+use stampede_engine::models::gateway::{CallClass, GatewayResults, Reason, REASONS};
+
+use crate::models::metrics::{count, real, Metric, MetricDef, MetricKind};
+
+fn ratio(numerator: f64, denominator: f64) -> f64 {
+    if denominator > 0.0 {
+        numerator / denominator
+    } else {
+        f64::NAN
+    }
+}
+
+const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
+    count("turns_offered", "user turns that arrived after the warm-up", |r| r.turns_offered as f64),
+    count(
+        "turns_answered",
+        "turns whose answer path succeeded (answer, think, its downgrade, or answer's fallback)",
+        |r| r.turns_answered as f64,
+    ),
+    count("turns_failed", "turns that were not answered", |r| r.turns_failed as f64),
+    real("turn_completion_ratio", "turns answered ÷ offered", |r| {
+        ratio(r.turns_answered as f64, r.turns_offered as f64)
+    }),
+    real("answered_turns_per_s", "goodput: turns answered per second of the window", |r| {
+        r.turns_answered as f64 / r.window_s
+    }),
+    count("calls_offered", "LLM calls the turns made, all classes", |r| r.offered_calls() as f64),
+    count("attempts", "attempts sent to the provider, all classes", |r| r.attempts() as f64),
+    real("amplification_ratio", "attempts ÷ calls offered", |r| ratio(r.attempts() as f64, r.offered_calls() as f64)),
+    real("retry_ratio", "retries ÷ attempts", |r| ratio(r.retries() as f64, r.attempts() as f64)),
+    real("useful_usd", "spend on attempts that succeeded", |r| r.useful_usd()),
+    real("wasted_usd", "spend on attempts that failed or timed out (billed input and generated output)", |r| {
+        r.wasted_usd()
+    }),
+    real("wasted_ratio", "wasted ÷ total spend", |r| ratio(r.wasted_usd(), r.wasted_usd() + r.useful_usd())),
+    count("calls_failed_http_429", "calls that ended on a provider 429, all classes", |r| {
+        r.reason(Reason::Http429) as f64
+    }),
+    count("calls_failed_http_529", "calls that ended on a provider 529, all classes", |r| {
+        r.reason(Reason::Http529) as f64
+    }),
+    real("answer_p95_s", "p95 of successful answer calls' total latency; NaN without any", |r| r.answer_p95_s),
+    real(
+        "answer_call_p95_s",
+        "p95 of every answer call's duration, entering the stack to its answer or its failure (what the user waited)",
+        |r| r.answer_call_p95_s,
+    ),
+    count("events", "events handled", |r| r.events as f64),
+];
+
+/// Reads a per-class value: `(results, class index)`.
+type ClassReader = fn(&GatewayResults, usize) -> f64;
+
+/// The metrics every class reports before its failure reasons, in column order:
+/// (suffix, kind, description, reader).
+const BEFORE_REASONS: &[(&str, MetricKind, &str, ClassReader)] = &[
+    ("offered", MetricKind::Count, "calls of this class the turns made", |r, c| r.classes[c].offered as f64),
+    ("attempts", MetricKind::Count, "attempts sent", |r, c| r.classes[c].attempts as f64),
+    ("retries", MetricKind::Count, "attempts after the first", |r, c| r.classes[c].retries as f64),
+    ("served", MetricKind::Count, "calls that succeeded", |r, c| r.classes[c].served as f64),
+    ("failed", MetricKind::Count, "calls not served, for any reason (the sum of the reasons below)", |r, c| {
+        r.classes[c].failed as f64
+    }),
+    ("unserved_ratio", MetricKind::Real, "calls not served ÷ offered", |r, c| {
+        ratio(r.classes[c].failed as f64, r.classes[c].offered as f64)
+    }),
+    (
+        "shed_ratio",
+        MetricKind::Real,
+        "calls refused by any local gate (admission, queue, CoDel, limiter, breaker, quota) ÷ offered",
+        |r, c| ratio(r.classes[c].refused_locally() as f64, r.classes[c].offered as f64),
+    ),
+    ("fallbacks", MetricKind::Count, "failed calls served their fallback", |r, c| r.classes[c].fallbacks as f64),
+    ("goodput_rps", MetricKind::Real, "calls served per second of the window", |r, c| {
+        r.classes[c].served as f64 / r.window_s
+    }),
+];
+
+/// The metrics every class reports after its failure reasons, in column order.
+const AFTER_REASONS: &[(&str, MetricKind, &str, ClassReader)] = &[
+    ("retries_denied_by_budget", MetricKind::Count, "retries the budget refused", |r, c| {
+        r.classes[c].retries_denied_by_budget as f64
+    }),
+    ("retry_ratio", MetricKind::Real, "retries ÷ attempts", |r, c| {
+        ratio(r.classes[c].retries as f64, r.classes[c].attempts as f64)
+    }),
+    ("useful_usd", MetricKind::Real, "spend on attempts that succeeded", |r, c| r.classes[c].useful_usd),
+    ("wasted_usd", MetricKind::Real, "spend on attempts that did not", |r, c| r.classes[c].wasted_usd),
+    ("tokens_reserved", MetricKind::Count, "output tokens reserved on the client meter", |r, c| {
+        r.classes[c].tokens_reserved as f64
+    }),
+    ("tokens_handed_back", MetricKind::Count, "reserved output tokens reconciled back", |r, c| {
+        r.classes[c].tokens_handed_back as f64
+    }),
+    ("breaker_trips", MetricKind::Count, "times this class's breaker opened (warm-up included)", |r, c| {
+        r.classes[c].breaker_trips as f64
+    }),
+    (
+        "breaker_refusals",
+        MetricKind::Count,
+        "every refusal by the breaker, warm-up included (above the calls it failed when retries hit it)",
+        |r, c| r.classes[c].breaker_refusals as f64,
+    ),
+    ("limit_final", MetricKind::Count, "the adaptive limit at the end", |r, c| r.classes[c].limit_final as f64),
+    ("limit_min", MetricKind::Count, "the lowest adaptive limit", |r, c| r.classes[c].limit_min as f64),
+    ("limit_max", MetricKind::Count, "the highest adaptive limit", |r, c| r.classes[c].limit_max as f64),
+];
+
+/// What a `…_failed_<reason>` column counts. Exhaustive: a new reason does not
+/// compile until it is described here.
+fn reason_description(reason: Reason) -> &'static str {
+    match reason {
+        Reason::AdmissionShed => "refused by the ladder",
+        Reason::AdmissionInfeasible => "refused: the deadline could not be met",
+        Reason::AdmissionFairShare => "refused: tenant over its share",
+        Reason::QueueFull => "refused by a full bulkhead queue",
+        Reason::QueueDeadline => "deadline expired in the bulkhead queue",
+        Reason::CoDel => "dropped by CoDel",
+        Reason::Limiter => "refused by the adaptive limiter",
+        Reason::BreakerOpen => "refused by an open breaker",
+        Reason::LocalQuota => "refused by the client quota",
+        Reason::TimeoutConnect => "last attempt: no slot within the connect timeout",
+        Reason::TimeoutFirstToken => "last attempt: first-token timeout",
+        Reason::TimeoutInterToken => "last attempt: inter-token timeout",
+        Reason::TimeoutTotal => "last attempt: total timeout or the call deadline",
+        Reason::Http429 => "last attempt: provider 429",
+        Reason::Http529 => "last attempt: provider 529 (or its queue gave up)",
+        Reason::Http500 => "last attempt: provider 500",
+    }
+}
+
+/// A name built once for the program's lifetime (the metric table is built once).
+fn leak(name: String) -> &'static str {
+    Box::leak(name.into_boxed_str())
+}
+
+fn class_block(class: CallClass) -> Vec<Metric<GatewayResults>> {
+    let prefix = class.name();
+    let c = class.index();
+    let metric = |suffix: &str, kind, description, read: ClassReader, index| {
+        let def = MetricDef { name: leak(format!("{prefix}_{suffix}")), kind, description };
+        Metric::indexed(def, read, index)
+    };
+    let mut block: Vec<_> = BEFORE_REASONS.iter().map(|&(s, k, d, read)| metric(s, k, d, read, c)).collect();
+    // The reason's column reads index class × REASONS + reason.
+    let by_reason: ClassReader = |r, i| r.classes[i / REASONS].reasons[i % REASONS] as f64;
+    block.extend(Reason::ALL.iter().map(|&reason| {
+        let suffix = format!("failed_{}", reason.name());
+        metric(&suffix, MetricKind::Count, reason_description(reason), by_reason, c * REASONS + reason.index())
+    }));
+    block.extend(AFTER_REASONS.iter().map(|&(s, k, d, read)| metric(s, k, d, read, c)));
+    block
+}
+
+/// Every gateway metric: the global ones, then each class's block.
+pub(super) static GATEWAY_METRICS: LazyLock<Vec<Metric<GatewayResults>>> = LazyLock::new(|| {
+    let mut table = GLOBAL_METRICS.to_vec();
+    table.extend(CallClass::ALL.iter().flat_map(|&class| class_block(class)));
+    table
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_engine::models::gateway::CLASS_NAMES;
+
+    /// Every class has its block, each reason its column, read from its own counter.
+    #[test]
+    fn reason_columns_read_their_own_reason() {
+        let mut results = GatewayResults::default();
+        for (c, class) in results.classes.iter_mut().enumerate() {
+            for (i, count) in class.reasons.iter_mut().enumerate() {
+                *count = (c * 100 + i) as u64;
+            }
+        }
+        for (c, class) in CLASS_NAMES.iter().enumerate() {
+            for &reason in Reason::ALL {
+                let name = format!("{class}_failed_{}", reason.name());
+                let metric = GATEWAY_METRICS.iter().find(|m| m.def.name == name).expect("a column per reason");
+                assert_eq!(metric.value(&results), (c * 100 + reason.index()) as f64, "{name}");
+            }
+        }
+        let per_class = BEFORE_REASONS.len() + REASONS + AFTER_REASONS.len();
+        assert_eq!(GATEWAY_METRICS.len(), GLOBAL_METRICS.len() + CLASS_NAMES.len() * per_class);
+    }
+}

@@ -1,0 +1,607 @@
+//! The scenario sections of the `gateway` model (seed 001): `[workload]`, `[stack]`,
+//! `[gateway]` (overrides of the fixture's gateway knobs) and `[[incidents]]`, and
+//! the gateway's metric table.
+//!
+//! The fixture (the shipped one, or `workload.fixture`) supplies tiers, classes and
+//! gateway defaults; it is read once when the scenario is loaded.
+
+pub mod capacity;
+pub mod fixture;
+mod metrics;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::models::gateway::{
+    ClassParams, Client, Gate, Gateway as GatewayModel, GatewayParams, Incident, IncidentKind, LimiterScope,
+    TierParams, Timeouts, ANSWER, ANSWER_FALLBACK, LATENCY_NAMES,
+};
+use stampede_engine::LatencyHistogram;
+use stampede_engine::components::provider::TierSpec;
+use stampede_engine::policy::admission::Ladder;
+use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
+use stampede_engine::policy::bulkhead::{CoDelConfig, QueueOrder};
+use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, SampleWindow};
+use stampede_engine::policy::quota::QuotaConfig;
+use stampede_engine::kernel::Named;
+use stampede_engine::secs_to_nanos;
+
+use self::fixture::{Fixture, Gateway as GatewayKnobs, OnFailure};
+use self::metrics::GATEWAY_METRICS;
+use super::metrics::{defs, values, MetricDef, ReplicaOutput};
+use super::spec::ModelSpec;
+use crate::base::error::{Error, Result};
+use crate::base::typing::typed_at;
+use crate::scenario::RunConfig;
+
+/// The LLM gateway model (seed 001).
+pub struct Gateway;
+
+impl ModelSpec for Gateway {
+    type Config = GatewayConfig;
+    const NAME: &'static str = "gateway";
+    const DESCRIPTION: &'static str =
+        "LLM gateway: turns fan out into five call classes over metered tiers, through a reorderable stack of defences";
+    const SECTIONS: &'static [&'static str] = &["workload", "stack", "gateway", "incidents", "tiers", "classes"];
+
+    fn prepare(config: GatewayConfig) -> Result<GatewayConfig> {
+        config.resolve()
+    }
+
+    fn validate(config: &GatewayConfig, run: &RunConfig) -> Result<()> {
+        config.validate(run)
+    }
+
+    fn metrics(_: &GatewayConfig) -> Vec<MetricDef> {
+        defs(&GATEWAY_METRICS)
+    }
+
+    fn latencies(_: &GatewayConfig) -> &'static [&'static str] {
+        &LATENCY_NAMES
+    }
+
+    fn run_replica(
+        config: &GatewayConfig,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> ReplicaOutput {
+        let results = GatewayModel::new(config.params(run), master_seed, replica, histograms).run();
+        ReplicaOutput { metrics: values(&GATEWAY_METRICS, &results), ..ReplicaOutput::default() }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayConfig {
+    pub workload: WorkloadSection,
+    #[serde(default)]
+    pub stack: StackSection,
+    /// Overrides of the fixture's `[gateway]` knobs, by the same names.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub gateway: toml::Table,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incidents: Vec<IncidentSection>,
+    /// Overrides of the fixture's tiers: `[tiers.sonnet] server_slots = 1000`.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub tiers: toml::Table,
+    /// Overrides of the fixture's call classes: `[classes.guard] tier = "sonnet"`.
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub classes: toml::Table,
+    /// Worked out once when the scenario is loaded, not per replica.
+    #[serde(skip)]
+    resolved: Option<Resolved>,
+}
+
+/// The fixture with the scenario's overrides applied, and each class's Little's-law
+/// pool (the default bulkhead size).
+#[derive(Clone, Debug, PartialEq)]
+struct Resolved {
+    fixture: Fixture,
+    knobs: GatewayKnobs,
+    pools: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    pub turns_per_s: f64,
+    /// A fixture file; absent: the shipped fixture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture: Option<String>,
+    #[serde(default = "one")]
+    pub tenants: u32,
+    /// Share of turns from tenant 0; the rest spread evenly over the other tenants.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hot_tenant_share: f64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
+}
+
+fn one() -> u32 {
+    1
+}
+
+stampede_engine::named_enum! {
+    /// `stack.client`. An adapter, not a copy of the engine's `Client`: that one carries the
+    /// naive client's attempts and timeout, which TOML gives as separate fields.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ClientName {
+        Stack = "stack",
+        Naive = "naive",
+    }
+}
+
+stampede_engine::named_enum! {
+    /// `stack.limiter` and the fixture's `adaptive_kind`. An adapter: the engine's `LimiterKind`
+    /// carries each algorithm's configuration, which the gateway derives from the fixture.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum LimiterName {
+        Fixed = "fixed",
+        Aimd = "aimd",
+        Gradient = "gradient",
+        Gradient2 = "gradient2",
+    }
+}
+
+/// The defence stack and the client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackSection {
+    #[serde(default = "default_client", with = "crate::base::names")]
+    pub client: ClientName,
+    /// Gates, outermost first; a gate left out is off.
+    #[serde(default = "default_gates", with = "crate::base::names::list")]
+    pub gates: Vec<Gate>,
+    #[serde(default = "default_naive_attempts")]
+    pub naive_attempts: u32,
+    #[serde(default = "default_naive_timeout")]
+    pub naive_timeout_s: f64,
+    /// Overrides the fixture's `adaptive_kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::base::names::optional")]
+    pub limiter: Option<LimiterName>,
+    #[serde(default = "default_scope", with = "crate::base::names")]
+    pub limiter_scope: LimiterScope,
+    /// Samples per limiter update (Netflix's WindowedLimit, windows of at least 1 s);
+    /// 1: learn from every sample.
+    #[serde(default = "default_window_samples")]
+    pub limiter_window_samples: u32,
+    /// Hand unused `max_tokens` back to the client meter when a call ends.
+    #[serde(default = "yes")]
+    pub reconcile: bool,
+    /// The fixture's ratio retry budget; false: retries are unbudgeted.
+    #[serde(default = "yes")]
+    pub retry_budget: bool,
+    /// Caps every class's attempts (1: no retries at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// Give answer a fallback: the same call on this tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_fallback_tier: Option<String>,
+    /// Bulkhead slots per class; absent classes get their Little's-law pool from
+    /// the capacity arithmetic (rate limit × service time).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bulkhead_slots: BTreeMap<String, u32>,
+}
+
+impl Default for StackSection {
+    fn default() -> Self {
+        StackSection {
+            client: default_client(),
+            gates: default_gates(),
+            naive_attempts: default_naive_attempts(),
+            naive_timeout_s: default_naive_timeout(),
+            limiter: None,
+            limiter_scope: default_scope(),
+            limiter_window_samples: default_window_samples(),
+            reconcile: true,
+            retry_budget: true,
+            max_attempts: None,
+            answer_fallback_tier: None,
+            bulkhead_slots: BTreeMap::new(),
+        }
+    }
+}
+
+fn default_client() -> ClientName {
+    ClientName::Stack
+}
+fn default_gates() -> Vec<Gate> {
+    Gate::ALL.to_vec()
+}
+fn default_naive_attempts() -> u32 {
+    3
+}
+fn default_naive_timeout() -> f64 {
+    60.0
+}
+fn default_window_samples() -> u32 {
+    10
+}
+fn default_scope() -> LimiterScope {
+    LimiterScope::Class
+}
+fn yes() -> bool {
+    true
+}
+
+stampede_engine::named_enum! {
+    /// `incidents[].kind`. An adapter: the engine's `IncidentKind::CapacityStep` carries the
+    /// scale, which TOML gives as its own field.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum IncidentName {
+        Brownout = "brownout",
+        Outage = "outage",
+        CapacityStep = "capacity_step",
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncidentSection {
+    pub tier: String,
+    #[serde(with = "crate::base::names")]
+    pub kind: IncidentName,
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// The health scale of a capacity step (0 < scale ≤ 1… or above 1 for a step up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
+}
+
+/// The pipeline's roles; the fixture must define a class for each.
+const PIPELINE: [&str; 5] = ["guard", "rewrite", "answer", "think", "title"];
+
+impl GatewayConfig {
+    /// Reads the fixture and checks everything that does not depend on `[run]`.
+    pub fn resolve(mut self) -> Result<Self> {
+        let mut fixture = Fixture::load(self.workload.fixture.as_deref())?;
+        override_entries(&mut fixture.tiers, &self.tiers, "tiers")?;
+        override_entries(&mut fixture.classes, &self.classes, "classes")?;
+        fixture.validate()?;
+        for role in PIPELINE {
+            if !fixture.classes.contains_key(role) {
+                return Err(Error::bad_input(format!(
+                    "the fixture has no class {role:?}: the gateway's turn pipeline needs guard, rewrite, answer, think and title"
+                )));
+            }
+        }
+        let knobs = overridden(&fixture.gateway, &self.gateway, "gateway")?;
+        let pools = capacity::analyse(&fixture, 1.0).classes.into_iter().map(|c| (c.class, c.pool_size)).collect();
+        self.resolved = Some(Resolved { fixture, knobs, pools });
+        Ok(self)
+    }
+
+    fn resolved(&self) -> &Resolved {
+        self.resolved.as_ref().expect("resolve() ran when the scenario was loaded")
+    }
+
+    pub fn validate(&self, run: &RunConfig) -> Result<()> {
+        let w = &self.workload;
+        if !(w.turns_per_s.is_finite() && w.turns_per_s > 0.0 && w.turns_per_s <= 1e5) {
+            return Err(Error::bad_input(format!(
+                "workload.turns_per_s = {}: must be a positive rate, at most 100000",
+                w.turns_per_s
+            )));
+        }
+        if w.tenants == 0 || w.tenants > u16::MAX as u32 {
+            return Err(Error::bad_input(format!("workload.tenants = {}: must be from 1 to 65535", w.tenants)));
+        }
+        if !(0.0..=1.0).contains(&w.hot_tenant_share) {
+            return Err(Error::bad_input(format!(
+                "workload.hot_tenant_share = {}: must be a fraction from 0 to 1",
+                w.hot_tenant_share
+            )));
+        }
+        let s = &self.stack;
+        for (i, gate) in s.gates.iter().enumerate() {
+            if s.gates[..i].contains(gate) {
+                return Err(Error::bad_input(format!("stack.gates: {:?} is listed twice", gate.name())));
+            }
+        }
+        if s.naive_attempts == 0 {
+            return Err(Error::bad_input("stack.naive_attempts = 0: must be at least 1"));
+        }
+        if !(s.naive_timeout_s.is_finite() && s.naive_timeout_s > 0.0) {
+            return Err(Error::bad_input(format!("stack.naive_timeout_s = {}: must be positive", s.naive_timeout_s)));
+        }
+        if s.limiter_window_samples == 0 {
+            return Err(Error::bad_input(
+                "stack.limiter_window_samples = 0: must be at least 1 (1 learns from every sample)",
+            ));
+        }
+        if s.max_attempts == Some(0) {
+            return Err(Error::bad_input("stack.max_attempts = 0: must be at least 1"));
+        }
+        let fixture = &self.resolved().fixture;
+        let tier_names = || fixture.tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+        if let Some(tier) = &s.answer_fallback_tier {
+            if !fixture.tiers.contains_key(tier) {
+                return Err(Error::bad_input(format!(
+                    "stack.answer_fallback_tier = {tier:?}: no such tier; tiers: {}",
+                    tier_names()
+                )));
+            }
+        }
+        for (class, slots) in &s.bulkhead_slots {
+            if !PIPELINE.contains(&class.as_str()) || *slots == 0 {
+                return Err(Error::bad_input(format!(
+                    "stack.bulkhead_slots.{class} = {slots}: needs one of {} and at least 1 slot",
+                    PIPELINE.join(", ")
+                )));
+            }
+        }
+        for (i, incident) in self.incidents.iter().enumerate() {
+            if !fixture.tiers.contains_key(&incident.tier) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].tier = {:?}: no such tier; tiers: {}",
+                    incident.tier,
+                    tier_names()
+                )));
+            }
+            if !(incident.start_s >= 0.0 && incident.duration_s > 0.0 && incident.start_s.is_finite()) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}]: start_s = {} and duration_s = {} must be a non-negative start and a positive duration",
+                    incident.start_s, incident.duration_s
+                )));
+            }
+            match (incident.kind, incident.scale) {
+                (IncidentName::CapacityStep, Some(scale)) if scale > 0.0 && scale.is_finite() => {}
+                (IncidentName::CapacityStep, scale) => {
+                    return Err(Error::bad_input(format!(
+                        "incidents[{i}].scale = {scale:?}: a capacity_step needs a positive scale (0.5 halves the tier's slots)"
+                    )))
+                }
+                (_, Some(_)) => {
+                    return Err(Error::bad_input(format!(
+                        "incidents[{i}].scale: only a capacity_step takes a scale (brownout and outage have fixed health)"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        let knobs = &self.resolved().knobs;
+        for (path, value) in [
+            ("gateway.retry_budget_ratio", knobs.retry_budget_ratio),
+            ("gateway.no_retry_past_delivered", knobs.no_retry_past_delivered),
+            ("gateway.breaker_failure_ratio", knobs.breaker_failure_ratio),
+            ("gateway.limiter_headroom", knobs.limiter_headroom),
+        ] {
+            if !(value > 0.0 && value <= 1.0) {
+                return Err(Error::bad_input(format!("{path} = {value}: must be in (0, 1]")));
+            }
+        }
+        for (path, value) in [
+            ("gateway.backoff_base_s", knobs.backoff_base_s),
+            ("gateway.backoff_cap_s", knobs.backoff_cap_s),
+            ("gateway.breaker_window_s", knobs.breaker_window_s),
+            ("gateway.breaker_open_s", knobs.breaker_open_s),
+            ("gateway.codel_target_s", knobs.codel_target_s),
+            ("gateway.codel_interval_s", knobs.codel_interval_s),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(Error::bad_input(format!("{path} = {value}: must be a positive number of seconds")));
+            }
+        }
+        if knobs.breaker_half_open_probes == 0 || knobs.fleet_instances == 0 || knobs.adaptive_initial_limit == 0 {
+            return Err(Error::bad_input(
+                "gateway.breaker_half_open_probes, gateway.fleet_instances and gateway.adaptive_initial_limit must be at least 1",
+            ));
+        }
+        if !knobs.ladder_rungs.windows(2).all(|w| w[0] <= w[1]) {
+            return Err(Error::bad_input(format!("gateway.ladder_rungs = {:?}: must ascend", knobs.ladder_rungs)));
+        }
+        queue_order(&knobs.bulkhead_queue)?;
+        limiter_name(&knobs.adaptive_kind)?;
+        if run.horizon_s <= run.warmup_s {
+            return Err(Error::bad_input(format!(
+                "run.horizon_s = {}: must exceed run.warmup_s ({})",
+                run.horizon_s, run.warmup_s
+            )));
+        }
+        Ok(())
+    }
+
+    /// The engine's parameters for one replica.
+    pub fn params(&self, run: &RunConfig) -> GatewayParams {
+        let Resolved { fixture, knobs, pools } = self.resolved();
+        let tier_names: Vec<&String> = fixture.tiers.keys().collect();
+        let tier_index = |name: &str| tier_names.iter().position(|t| *t == name).expect("validated tier");
+        let tiers = fixture
+            .tiers
+            .values()
+            .map(|t| TierParams {
+                spec: TierSpec {
+                    rpm: t.rpm,
+                    itpm: t.itpm,
+                    otpm: t.otpm,
+                    prefill_tokens_per_s: t.prefill_tokens_per_s,
+                    decode_tokens_per_s: t.decode_tokens_per_s,
+                    base_latency_s: t.base_latency_s,
+                    server_slots: t.server_slots,
+                },
+                usd_per_mtok_in: t.usd_per_mtok_in,
+                usd_per_mtok_out: t.usd_per_mtok_out,
+                error_rate: t.error_rate,
+            })
+            .collect();
+        let pool = |name: &str| {
+            let computed = pools.get(name).copied().unwrap_or(1.0);
+            self.stack.bulkhead_slots.get(name).copied().unwrap_or(computed.ceil().max(4.0) as u32)
+        };
+        let class = |name: &str| {
+            let c = &fixture.classes[name];
+            let shed_from_rung = knobs.ladder_classes.iter().position(|n| n == name).map_or(5, |rung| rung as u8 + 1);
+            let slots = pool(name);
+            ClassParams {
+                tier: tier_index(&c.tier),
+                share: c.calls_per_turn.min(1.0),
+                input_tokens: (c.input_tokens.mean, c.input_tokens.sd),
+                output_tokens: (c.output_tokens.mean, c.output_tokens.sd),
+                max_tokens: c.max_tokens,
+                streamed: c.streamed,
+                deadline: secs_to_nanos(c.deadline_s),
+                timeouts: Timeouts {
+                    connect: secs_to_nanos(c.timeouts_s.connect),
+                    first_token: secs_to_nanos(c.timeouts_s.first_token),
+                    inter_token: c.timeouts_s.inter_token.map(secs_to_nanos),
+                    total: secs_to_nanos(c.timeouts_s.total),
+                },
+                max_attempts: self.stack.max_attempts.map_or(c.max_attempts, |cap| cap.min(c.max_attempts)),
+                shed_from_rung,
+                has_fallback: c.on_failure != OnFailure::TurnFails,
+                bulkhead_slots: slots,
+                bulkhead_queue: slots,
+            }
+        };
+        let mut classes =
+            [class("guard"), class("rewrite"), class("answer"), class("think"), class("title"), class("answer")];
+        if let Some(tier) = &self.stack.answer_fallback_tier {
+            classes[ANSWER].has_fallback = true;
+            classes[ANSWER_FALLBACK].tier = tier_index(tier);
+        }
+        classes[ANSWER_FALLBACK].has_fallback = false;
+        let initial = knobs.adaptive_initial_limit as f64;
+        let limiter = match self.stack.limiter.unwrap_or_else(|| limiter_name(&knobs.adaptive_kind).expect("validated"))
+        {
+            LimiterName::Fixed => LimiterKind::Fixed { limit: knobs.adaptive_initial_limit },
+            LimiterName::Aimd => {
+                LimiterKind::Aimd(AimdConfig { initial, min: 1.0, max: 1000.0, ..AimdConfig::default() })
+            }
+            LimiterName::Gradient => {
+                LimiterKind::Gradient(GradientConfig { initial, min: 1.0, max: 1000.0, ..GradientConfig::default() })
+            }
+            LimiterName::Gradient2 => {
+                LimiterKind::Gradient2(Gradient2Config { initial, min: 1.0, max: 1000.0, ..Gradient2Config::default() })
+            }
+        };
+        let open = secs_to_nanos(knobs.breaker_open_s);
+        GatewayParams {
+            tiers,
+            classes,
+            answer_fallback: self.stack.answer_fallback_tier.is_some(),
+            turns_per_s: self.workload.turns_per_s,
+            tenants: self.workload.tenants,
+            hot_tenant_share: if self.workload.tenants > 1 { self.workload.hot_tenant_share } else { 0.0 },
+            instances: knobs.fleet_instances,
+            client: match self.stack.client {
+                ClientName::Stack => Client::Stack,
+                ClientName::Naive => Client::Naive {
+                    attempts: self.stack.naive_attempts,
+                    timeout: secs_to_nanos(self.stack.naive_timeout_s),
+                },
+            },
+            gates: self.stack.gates.clone(),
+            ladder: Ladder { rungs: knobs.ladder_rungs, ..Ladder::default() },
+            limiter,
+            limiter_scope: self.stack.limiter_scope,
+            limiter_window: (self.stack.limiter_window_samples > 1)
+                .then_some(SampleWindow { min_samples: self.stack.limiter_window_samples, ..SampleWindow::default() }),
+            breaker: BreakerConfig {
+                window: SlidingWindow::Time { window: secs_to_nanos(knobs.breaker_window_s), buckets: 12 },
+                minimum_calls: knobs.breaker_minimum_calls,
+                failure_rate_threshold: knobs.breaker_failure_ratio,
+                slow_call_rate_threshold: 2.0, // slow calls are the timeouts' business
+                slow_call_duration: open,
+                open_duration: open,
+                open_duration_multiplier: 1.0,
+                max_open_duration: open,
+                half_open_probes: knobs.breaker_half_open_probes,
+                count_rate_limited: knobs.breaker_counts_429,
+            },
+            quota: QuotaConfig {
+                headroom: knobs.limiter_headroom,
+                longest_wait: secs_to_nanos(knobs.limiter_longest_wait_s),
+                instances: knobs.fleet_instances,
+                coordinated: knobs.coordinated_quota,
+            },
+            reconcile: self.stack.reconcile,
+            retry_budget: self.stack.retry_budget.then_some(knobs.retry_budget_ratio),
+            backoff: Backoff::FullJitter {
+                base: secs_to_nanos(knobs.backoff_base_s),
+                cap: secs_to_nanos(knobs.backoff_cap_s),
+            },
+            classifier: RetryClassifier::default(),
+            no_retry_past_delivered: knobs.no_retry_past_delivered,
+            bulkhead_order: queue_order(&knobs.bulkhead_queue).expect("validated"),
+            codel: Some(CoDelConfig {
+                target: secs_to_nanos(knobs.codel_target_s),
+                interval: secs_to_nanos(knobs.codel_interval_s),
+            }),
+            incidents: self
+                .incidents
+                .iter()
+                .map(|i| Incident {
+                    tier: tier_index(&i.tier),
+                    kind: match i.kind {
+                        IncidentName::Brownout => IncidentKind::Brownout,
+                        IncidentName::Outage => IncidentKind::Outage,
+                        IncidentName::CapacityStep => IncidentKind::CapacityStep { scale: i.scale.expect("validated") },
+                    },
+                    start: secs_to_nanos(i.start_s),
+                    end: secs_to_nanos(i.start_s + i.duration_s),
+                })
+                .collect(),
+            warmup: secs_to_nanos(run.warmup_s),
+            horizon: secs_to_nanos(run.horizon_s),
+        }
+    }
+}
+
+/// `base` with `overrides` (field → value) merged over it, re-typed so that a wrong
+/// field is named with its path (`section`).
+fn overridden<T>(base: &T, overrides: &toml::Table, section: &str) -> Result<T>
+where
+    T: Serialize + serde::de::DeserializeOwned,
+{
+    let toml::Value::Table(mut merged) = toml::Value::try_from(base).expect("fixture entries serialise") else {
+        unreachable!("a struct serialises to a table")
+    };
+    merged.extend(overrides.iter().map(|(key, value)| (key.clone(), value.clone())));
+    typed_at(section, toml::Value::Table(merged))
+}
+
+/// Applies `overrides` (`name → {field = value}`) to the fixture's `entries`.
+fn override_entries<T>(entries: &mut BTreeMap<String, T>, overrides: &toml::Table, section: &str) -> Result<()>
+where
+    T: Serialize + serde::de::DeserializeOwned,
+{
+    for (name, fields) in overrides {
+        let Some(entry) = entries.get(name) else {
+            return Err(Error::bad_input(format!(
+                "{section}.{name}: the fixture has no such entry; it has: {}",
+                entries.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        let toml::Value::Table(fields) = fields else {
+            return Err(Error::bad_input(format!("{section}.{name}: must be a table of fields")));
+        };
+        let entry = overridden(entry, fields, &format!("{section}.{name}"))?;
+        entries.insert(name.clone(), entry);
+    }
+    Ok(())
+}
+
+fn queue_order(name: &str) -> Result<QueueOrder> {
+    match name {
+        "fifo" => Ok(QueueOrder::Fifo),
+        "lifo" => Ok(QueueOrder::Lifo),
+        "adaptive_lifo" => Ok(QueueOrder::AdaptiveLifo { standing_after: secs_to_nanos(0.1) }),
+        other => Err(Error::bad_input(format!(
+            "gateway.bulkhead_queue = {other:?}: unknown queue order; use fifo, lifo or adaptive_lifo"
+        ))),
+    }
+}
+
+fn limiter_name(name: &str) -> Result<LimiterName> {
+    LimiterName::from_name(name).ok_or_else(|| {
+        Error::bad_input(format!(
+            "gateway.adaptive_kind = {name:?}: unknown limiter; use fixed, aimd, gradient or gradient2"
+        ))
+    })
+}

@@ -1,0 +1,132 @@
+//! What a model reports, declared next to how it is read: scalar metrics per
+//! replica (each a count or a real, named with its unit), per-bucket time series,
+//! latency histograms by name, and a histogram of a small-integer quantity.
+//!
+//! A model keeps one table of [`Metric`]s — name, kind, description and the
+//! function that reads the value off its results — so names and values cannot drift
+//! out of step.
+
+/// Whether a metric is a count (written as an unsigned integer per replica) or a real.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricKind {
+    Real,
+    Count,
+}
+
+/// A scalar metric a model reports per replica.
+#[derive(Clone, Copy, Debug)]
+pub struct MetricDef {
+    /// snake_case, ending in its unit where it has one.
+    pub name: &'static str,
+    pub kind: MetricKind,
+    /// One line for the README and `--help`-style listings.
+    pub description: &'static str,
+}
+
+/// How a time series' per-bucket integers become a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesKind {
+    /// Σ level × ns: divided by the bucket's nanoseconds it is the bucket's mean level.
+    Area,
+    /// A count: divided by the bucket's seconds it is a rate per second.
+    Count,
+}
+
+/// A per-bucket time series a model reports.
+#[derive(Clone, Copy, Debug)]
+pub struct SeriesDef {
+    pub name: &'static str,
+    pub kind: SeriesKind,
+}
+
+/// What one replica produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplicaOutput {
+    /// In the model's metric order.
+    pub metrics: Vec<f64>,
+    /// In the model's series order, one integer per bucket (empty without series).
+    pub series: Vec<Vec<u128>>,
+    /// Counts of a small-integer quantity (the model's count histogram); empty without.
+    pub counts: Vec<u64>,
+}
+
+/// A model's histogram of a small-integer quantity, written to its own file.
+#[derive(Clone, Copy, Debug)]
+pub struct CountHistogramDef {
+    /// The file, e.g. `hops.parquet`.
+    pub file: &'static str,
+    /// The value column, e.g. `hops`; the last index means "this many or more".
+    pub column: &'static str,
+}
+
+/// A metric together with how to read it off a model's results: one table per model,
+/// so names, kinds and values cannot drift out of step.
+pub struct Metric<R> {
+    pub def: MetricDef,
+    read: Read<R>,
+}
+
+/// How a metric's value is read: a plain function, or one applied to an index (a
+/// class, a reason) so that per-variant metrics are built by iterating an enum.
+enum Read<R> {
+    Value(fn(&R) -> f64),
+    Indexed(fn(&R, usize) -> f64, usize),
+}
+
+impl<R> Clone for Read<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Read<R> {}
+
+impl<R> Clone for Metric<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Metric<R> {}
+
+impl<R> Metric<R> {
+    /// A metric read by `value(results, index)`.
+    pub const fn indexed(def: MetricDef, value: fn(&R, usize) -> f64, index: usize) -> Metric<R> {
+        Metric { def, read: Read::Indexed(value, index) }
+    }
+
+    /// The metric's value in `results`.
+    pub fn value(&self, results: &R) -> f64 {
+        match self.read {
+            Read::Value(value) => value(results),
+            Read::Indexed(value, index) => value(results, index),
+        }
+    }
+}
+
+pub const fn real<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
+    Metric { def: MetricDef { name, kind: MetricKind::Real, description }, read: Read::Value(value) }
+}
+
+pub const fn count<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
+    Metric { def: MetricDef { name, kind: MetricKind::Count, description }, read: Read::Value(value) }
+}
+
+/// The definitions of a table, in order.
+pub fn defs<R>(table: &[Metric<R>]) -> Vec<MetricDef> {
+    table.iter().map(|m| m.def).collect()
+}
+
+/// The values of a table read off `results`, in order.
+pub fn values<R>(table: &[Metric<R>], results: &R) -> Vec<f64> {
+    table.iter().map(|m| m.value(results)).collect()
+}
+
+/// 1 for true, 0 for false: a flag's share over replicas.
+pub fn flag(value: bool) -> f64 {
+    if value {
+        1.0
+    } else {
+        0.0
+    }
+}

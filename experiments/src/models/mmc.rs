@@ -1,0 +1,141 @@
+//! The M/M/c(/K) queue (`model = "mmc"`): Poisson arrivals, exponential service, c
+//! servers, an optional bound K on customers in the system. The model theory knows
+//! exactly (Erlang C, M/M/c/K), which validates the whole pipeline.
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::models::mmc::{Mmc as MmcModel, MmcParams, MmcResults};
+use stampede_engine::{secs_to_nanos, LatencyHistogram};
+
+use super::metrics::{count, defs, real, values, Metric, MetricDef, ReplicaOutput};
+use super::spec::ModelSpec;
+use crate::base::error::{Error, Result};
+use crate::scenario::RunConfig;
+
+/// The M/M/c(/K) model.
+pub struct Mmc;
+
+impl ModelSpec for Mmc {
+    type Config = MmcConfig;
+    const NAME: &'static str = "mmc";
+    const DESCRIPTION: &'static str = "M/M/c(/K): Poisson arrivals, exponential service, c servers, optional capacity K";
+    const SECTIONS: &'static [&'static str] = &["queue"];
+
+    fn validate(config: &MmcConfig, run: &RunConfig) -> Result<()> {
+        config.validate(run)
+    }
+
+    fn metrics(_: &MmcConfig) -> Vec<MetricDef> {
+        defs(MMC_METRICS)
+    }
+
+    fn latencies(_: &MmcConfig) -> &'static [&'static str] {
+        &["response_s"]
+    }
+
+    fn run_replica(
+        config: &MmcConfig,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> ReplicaOutput {
+        let [response] = histograms else { panic!("mmc records one histogram") };
+        let results = MmcModel::new(config.params(run), master_seed, replica, response).run();
+        ReplicaOutput { metrics: values(MMC_METRICS, &results), ..ReplicaOutput::default() }
+    }
+}
+
+/// The `[queue]` section of an `mmc` scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MmcConfig {
+    pub queue: QueueConfig,
+}
+
+/// An M/M/c(/K) queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// λ, arrivals per second.
+    pub arrival_rate_per_s: f64,
+    /// μ, services per second per server.
+    pub service_rate_per_s: f64,
+    /// c, number of servers.
+    pub servers: u32,
+    /// K, the most customers in the system; absent = unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<u32>,
+}
+
+impl MmcConfig {
+    pub fn params(&self, run: &RunConfig) -> MmcParams {
+        MmcParams {
+            arrival_rate_per_s: self.queue.arrival_rate_per_s,
+            service_rate_per_s: self.queue.service_rate_per_s,
+            servers: self.queue.servers,
+            capacity: self.queue.capacity,
+            warmup: secs_to_nanos(run.warmup_s),
+            horizon: secs_to_nanos(run.horizon_s),
+        }
+    }
+
+    fn validate(&self, run: &RunConfig) -> Result<()> {
+        let q = &self.queue;
+        positive_rate("queue.arrival_rate_per_s", q.arrival_rate_per_s)?;
+        positive_rate("queue.service_rate_per_s", q.service_rate_per_s)?;
+        if q.servers == 0 {
+            return Err(Error::bad_input("queue.servers = 0: must be at least 1"));
+        }
+        if let Some(capacity) = q.capacity {
+            if capacity < q.servers {
+                return Err(Error::bad_input(format!(
+                    "queue.capacity = {capacity}: must be at least queue.servers ({}); it counts customers in service too",
+                    q.servers
+                )));
+            }
+        } else {
+            let rho = q.arrival_rate_per_s / (q.servers as f64 * q.service_rate_per_s);
+            if rho >= 1.0 {
+                return Err(Error::bad_input(format!(
+                    "queue.arrival_rate_per_s = {}: with queue.servers = {} and queue.service_rate_per_s = {} the load \
+                     ρ = λ/(c·μ) = {rho:.3} is not below 1, so an unbounded queue grows forever and has no steady state",
+                    q.arrival_rate_per_s, q.servers, q.service_rate_per_s
+                ))
+                .with_hint("set queue.capacity to study an overloaded M/M/c/K queue, or lower the arrival rate"));
+            }
+        }
+        // A replica's events are about 2 × λ × horizon; refuse runs that cannot finish.
+        let events = 2.0 * q.arrival_rate_per_s * run.horizon_s;
+        if events > 1e12 {
+            return Err(Error::bad_input(format!(
+                "run.horizon_s = {}: with queue.arrival_rate_per_s = {} a replica would need about {events:.1e} events; \
+                 at most 1e12 are allowed",
+                run.horizon_s, q.arrival_rate_per_s
+            )));
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn positive_rate(path: &str, value: f64) -> Result<()> {
+    if value.is_finite() && value > 0.0 && value <= 1e12 {
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!("{path} = {value}: must be a positive rate per second, at most 1e12")))
+    }
+}
+
+const MMC_METRICS: &[Metric<MmcResults>] = &[
+    real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s),
+    real("response_mean_s", "mean time in system (W)", |r| r.response_mean_s),
+    real("wait_probability_ratio", "fraction of admitted customers that waited at all (Erlang C's P(wait > 0))", |r| {
+        r.wait_probability_ratio
+    }),
+    real("utilization_ratio", "time-average fraction of servers busy", |r| r.utilization_ratio),
+    real("queue_length_mean", "time-average number waiting (Lq)", |r| r.queue_length_mean),
+    real("in_system_mean", "time-average number in the system (L)", |r| r.in_system_mean),
+    real("throughput_rps", "completions per second", |r| r.throughput_rps),
+    real("rejected_ratio", "fraction of arrivals refused (M/M/c/K)", |r| r.rejected_ratio),
+    count("events", "events handled, warm-up included", |r| r.events as f64),
+];
+

@@ -1,0 +1,222 @@
+//! What a model is to the layers above: [`ModelSpec`], implemented once per model
+//! on a unit struct and listed once in [`super::registry::MODELS`], and
+//! [`ModelConfig`], a typed, validated configuration of some model at one grid point.
+//!
+//! The run layer never names a model: it asks a [`ModelConfig`] for its metrics,
+//! series and histograms and to run a replica. Dispatch through `dyn` happens once
+//! per replica, never per event (the engine's models are monomorphised).
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use stampede_engine::LatencyHistogram;
+
+use super::metrics::{CountHistogramDef, MetricDef, ReplicaOutput, SeriesDef};
+use crate::base::error::Result;
+use crate::base::typing::{to_table, typed};
+use crate::scenario::RunConfig;
+
+/// One model: its name and sections, how its configuration is typed and
+/// validated, what it reports, and how one replica runs.
+pub trait ModelSpec: Send + Sync + 'static {
+    /// The model's sections, typed (serde, unknown fields refused).
+    type Config: Serialize + DeserializeOwned + Clone + fmt::Debug + Send + Sync + 'static;
+
+    /// `model = "…"` in scenarios.
+    const NAME: &'static str;
+    /// One line for listings.
+    const DESCRIPTION: &'static str;
+    /// The top-level sections the model reads.
+    const SECTIONS: &'static [&'static str];
+
+    /// Work done once when a grid point is typed, before validation (reading a
+    /// fixture, say); the default does nothing.
+    fn prepare(config: Self::Config) -> Result<Self::Config> {
+        Ok(config)
+    }
+
+    /// Ranges and cross-field constraints, each error naming its field path.
+    fn validate(config: &Self::Config, run: &RunConfig) -> Result<()>;
+
+    /// The scalar metrics, in output column order.
+    fn metrics(config: &Self::Config) -> Vec<MetricDef>;
+
+    /// The latency histograms, in output order.
+    fn latencies(config: &Self::Config) -> &'static [&'static str];
+
+    /// The per-bucket time series, in output order (none by default).
+    fn series(_config: &Self::Config) -> &'static [SeriesDef] {
+        &[]
+    }
+
+    /// The width of a time-series bucket in seconds (models with series only).
+    fn series_bucket_s(_config: &Self::Config) -> f64 {
+        0.0
+    }
+
+    /// A histogram of a small-integer quantity written to its own file (none by default).
+    fn count_histogram(_config: &Self::Config) -> Option<CountHistogramDef> {
+        None
+    }
+
+    /// Runs replica `replica`: metrics in [`Self::metrics`] order; latencies recorded
+    /// into `histograms` (one per [`Self::latencies`] entry).
+    fn run_replica(
+        config: &Self::Config,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> ReplicaOutput;
+}
+
+/// A [`ModelSpec`] with its types erased, so models of different configuration
+/// types can sit in one list. Implemented for every model by [`Registered`].
+pub trait DynModel: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn sections(&self) -> &'static [&'static str];
+    /// Types the model's sections (after [`ModelSpec::prepare`]) and validates them.
+    fn configure(&'static self, sections: toml::Table, run: &RunConfig) -> Result<ModelConfig>;
+    fn to_sections(&self, config: &dyn Any) -> toml::Table;
+    fn metrics(&self, config: &dyn Any) -> Vec<MetricDef>;
+    fn latencies(&self, config: &dyn Any) -> &'static [&'static str];
+    fn series(&self, config: &dyn Any) -> &'static [SeriesDef];
+    fn series_bucket_s(&self, config: &dyn Any) -> f64;
+    fn count_histogram(&self, config: &dyn Any) -> Option<CountHistogramDef>;
+    fn run_replica(
+        &self,
+        config: &dyn Any,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> ReplicaOutput;
+}
+
+/// The erased form of model `M`, as listed in the registry.
+pub struct Registered<M>(std::marker::PhantomData<M>);
+
+impl<M> Registered<M> {
+    pub const MODEL: Registered<M> = Registered(std::marker::PhantomData);
+}
+
+fn config<M: ModelSpec>(config: &dyn Any) -> &M::Config {
+    config.downcast_ref().expect("a ModelConfig holds its own model's configuration")
+}
+
+impl<M: ModelSpec> DynModel for Registered<M> {
+    fn name(&self) -> &'static str {
+        M::NAME
+    }
+    fn description(&self) -> &'static str {
+        M::DESCRIPTION
+    }
+    fn sections(&self) -> &'static [&'static str] {
+        M::SECTIONS
+    }
+    fn configure(&'static self, sections: toml::Table, run: &RunConfig) -> Result<ModelConfig> {
+        let config = M::prepare(typed(toml::Value::Table(sections))?)?;
+        M::validate(&config, run)?;
+        Ok(ModelConfig { model: self, config: Arc::new(config) })
+    }
+    fn to_sections(&self, c: &dyn Any) -> toml::Table {
+        to_table(config::<M>(c))
+    }
+    fn metrics(&self, c: &dyn Any) -> Vec<MetricDef> {
+        M::metrics(config::<M>(c))
+    }
+    fn latencies(&self, c: &dyn Any) -> &'static [&'static str] {
+        M::latencies(config::<M>(c))
+    }
+    fn series(&self, c: &dyn Any) -> &'static [SeriesDef] {
+        M::series(config::<M>(c))
+    }
+    fn series_bucket_s(&self, c: &dyn Any) -> f64 {
+        M::series_bucket_s(config::<M>(c))
+    }
+    fn count_histogram(&self, c: &dyn Any) -> Option<CountHistogramDef> {
+        M::count_histogram(config::<M>(c))
+    }
+    fn run_replica(
+        &self,
+        c: &dyn Any,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> ReplicaOutput {
+        M::run_replica(config::<M>(c), run, master_seed, replica, histograms)
+    }
+}
+
+/// A typed, validated configuration of one model (at one grid point, or the
+/// scenario's base). Cheap to clone.
+#[derive(Clone)]
+pub struct ModelConfig {
+    model: &'static dyn DynModel,
+    config: Arc<dyn Any + Send + Sync>,
+}
+
+impl fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelConfig").field("model", &self.name()).field("sections", &self.to_sections()).finish()
+    }
+}
+
+impl ModelConfig {
+    /// The model's name as written in scenarios.
+    pub fn name(&self) -> &'static str {
+        self.model.name()
+    }
+
+    /// The configuration of model `M`, or `None` if this is another model's.
+    pub fn downcast<M: ModelSpec>(&self) -> Option<&M::Config> {
+        self.config.downcast_ref()
+    }
+
+    /// The model sections as TOML, for `stampede show`.
+    pub fn to_sections(&self) -> toml::Table {
+        self.model.to_sections(self.config.as_ref())
+    }
+
+    /// The scalar metrics, in output column order.
+    pub fn metrics(&self) -> Vec<MetricDef> {
+        self.model.metrics(self.config.as_ref())
+    }
+
+    /// The per-bucket time series, in output order (empty for models without).
+    pub fn series(&self) -> &'static [SeriesDef] {
+        self.model.series(self.config.as_ref())
+    }
+
+    /// The width of a time-series bucket in seconds (models with series only).
+    pub fn series_bucket_s(&self) -> f64 {
+        self.model.series_bucket_s(self.config.as_ref())
+    }
+
+    /// The model's count histogram, if it has one.
+    pub fn count_histogram(&self) -> Option<CountHistogramDef> {
+        self.model.count_histogram(self.config.as_ref())
+    }
+
+    /// The latency histograms, in output order.
+    pub fn latencies(&self) -> &'static [&'static str] {
+        self.model.latencies(self.config.as_ref())
+    }
+
+    /// Runs replica `replica` and returns its metrics in [`Self::metrics`] order;
+    /// latencies are recorded into `histograms` (one per [`Self::latencies`] entry).
+    pub fn run_replica(
+        &self,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+        histograms: &mut [LatencyHistogram],
+    ) -> ReplicaOutput {
+        self.model.run_replica(self.config.as_ref(), run, master_seed, replica, histograms)
+    }
+}

@@ -1,0 +1,109 @@
+//! A scenario resolved: the [`Document`] typed by its model, every grid point's
+//! configuration validated. Bad input anywhere fails here, before any file exists.
+//! This is what `run`, `verify` and `show` work from.
+
+use crate::base::error::{Error, Result};
+use crate::base::typing::typed_at;
+use crate::models::registry;
+use crate::models::ModelConfig;
+use crate::scenario::claims::Assertion;
+use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
+
+/// A fully resolved, validated scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    /// The base configuration (after `--set`, before grid values).
+    pub model: ModelConfig,
+    pub run: RunConfig,
+    pub grid: Vec<GridAxis>,
+    /// `[[verify]]` assertions for `stampede verify`.
+    pub verify: Vec<Assertion>,
+    document: Document,
+}
+
+/// One point of the grid, typed and validated.
+#[derive(Clone, Debug)]
+pub struct GridPoint {
+    pub index: u32,
+    /// (axis path, value) in axis order.
+    pub params: Vec<(String, toml::Value)>,
+    pub model: ModelConfig,
+    pub run: RunConfig,
+}
+
+/// Types `[run]` and the model's sections of one table.
+fn typed_body(model_name: &str, mut body: toml::Table) -> Result<(ModelConfig, RunConfig)> {
+    let run_value = body
+        .remove("run")
+        .ok_or_else(|| Error::bad_input("scenario field run: missing; every scenario needs a [run] section"))?;
+    let run: RunConfig = typed_at("run", run_value)?;
+    run.validate()?;
+    let model = registry::model(model_name).expect("the document checked the model name");
+    Ok((model.configure(body, &run)?, run))
+}
+
+impl Scenario {
+    /// Resolves a parsed scenario file with command-line overrides and validates
+    /// every grid point and every claim.
+    pub fn resolve(source: toml::Table, overrides: &Overrides) -> Result<Scenario> {
+        let document = Document::parse(source, overrides, &registry::sections())?;
+        let (model, run) = typed_body(&document.model, document.body.clone())?;
+        let scenario = Scenario {
+            name: document.name.clone(),
+            description: document.description.clone(),
+            model,
+            run,
+            grid: document.grid.clone(),
+            verify: document.verify.clone(),
+            document,
+        };
+        // Validate every point now: bad input must fail before anything is written.
+        let points = scenario.grid_points()?.len();
+        let metrics: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
+        for (i, assertion) in scenario.verify.iter().enumerate() {
+            assertion.check(&format!("verify[{i}]"), points, &metrics, scenario.model.name())?;
+        }
+        Ok(scenario)
+    }
+
+    /// Every grid point, typed and validated, in row-major order.
+    pub fn grid_points(&self) -> Result<Vec<GridPoint>> {
+        (0..self.document.point_count())
+            .map(|index| {
+                let point = self.document.point(index)?;
+                let (model, run) = typed_body(&self.document.model, point.body.clone()).map_err(|e| {
+                    if self.grid.is_empty() {
+                        e
+                    } else {
+                        e.context(point.context())
+                    }
+                })?;
+                Ok(GridPoint { index: point.index, params: point.params, model, run })
+            })
+            .collect()
+    }
+
+    /// The resolved scenario as a complete TOML file; `run` gives the same results from it.
+    pub fn to_toml(&self) -> String {
+        let mut table = toml::Table::new();
+        table.insert("name".into(), toml::Value::String(self.name.clone()));
+        table.insert("description".into(), toml::Value::String(self.description.clone()));
+        table.insert("model".into(), toml::Value::String(self.model.name().into()));
+        table.insert("run".into(), toml::Value::try_from(&self.run).expect("run serialises"));
+        for (key, value) in self.model.to_sections() {
+            table.insert(key, value);
+        }
+        if !self.grid.is_empty() {
+            let axes: toml::Table =
+                self.grid.iter().map(|axis| (axis.path.clone(), toml::Value::Array(axis.values.clone()))).collect();
+            table.insert("grid".into(), toml::Value::Table(axes));
+        }
+        if !self.verify.is_empty() {
+            let entries = self.verify.iter().map(|a| toml::Value::try_from(a).expect("assertions serialise")).collect();
+            table.insert("verify".into(), toml::Value::Array(entries));
+        }
+        toml::to_string(&table).expect("a table serialises")
+    }
+}

@@ -1,0 +1,11 @@
+//! The run machinery: the parallel replica [`runner`], [`stats`] over replicas,
+//! the output folder's [`layout`], latency headline numbers ([`latency`]), the
+//! [`pipeline`] that turns a resolved scenario into the output folder, and the
+//! [`report`] (JSON, manifest, terminal table). It names no model.
+
+pub mod latency;
+pub mod layout;
+pub mod pipeline;
+pub mod report;
+pub mod runner;
+pub mod stats;

@@ -1,0 +1,184 @@
+//! What a finished run tells its user: the `--json` document, the manifest and the
+//! table printed on stdout. All three are built from one [`RunReport`].
+
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use super::latency::{LatencyStats, QUANTILES};
+use super::layout::output_files;
+use super::runner::PointResult;
+use super::stats::Summary;
+use crate::base::typing::describe;
+use crate::resolved::{GridPoint, Scenario};
+
+/// A finished run.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    pub scenario: Scenario,
+    pub points: Vec<GridPoint>,
+    pub results: Vec<PointResult>,
+    pub output_dir: PathBuf,
+    pub wall_time_s: f64,
+    pub threads: usize,
+}
+
+/// A TOML value as JSON (datetimes become strings).
+pub fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::String(s.clone()),
+        toml::Value::Integer(i) => json!(i),
+        toml::Value::Float(f) => json!(f),
+        toml::Value::Boolean(b) => json!(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(values) => Value::Array(values.iter().map(toml_to_json).collect()),
+        toml::Value::Table(table) => Value::Object(table.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect()),
+    }
+}
+
+fn summary_json(summary: &Summary) -> Value {
+    // serde_json writes non-finite floats as null.
+    json!({"mean": summary.mean, "sd": summary.sd, "ci_lo": summary.ci_lo, "ci_hi": summary.ci_hi})
+}
+
+fn latency_json(stats: &LatencyStats) -> Value {
+    let mut object = Map::new();
+    object.insert("count".into(), json!(stats.count));
+    for ((name, _), value) in QUANTILES.iter().zip(&stats.quantiles_s) {
+        object.insert((*name).into(), json!(value));
+    }
+    object.insert("max_s".into(), json!(stats.max_s));
+    Value::Object(object)
+}
+
+impl RunReport {
+    /// The `--json` document of the command-line contract.
+    pub fn to_json(&self) -> Value {
+        let model = &self.scenario.model;
+        let grid: Vec<Value> = self
+            .points
+            .iter()
+            .zip(&self.results)
+            .map(|(point, result)| {
+                let params: Map<String, Value> =
+                    point.params.iter().map(|(path, value)| (path.clone(), toml_to_json(value))).collect();
+                let metrics: Map<String, Value> = model
+                    .metrics()
+                    .iter()
+                    .zip(&result.summaries)
+                    .map(|(metric, summary)| (metric.name.to_string(), summary_json(summary)))
+                    .collect();
+                let latency: Map<String, Value> = model
+                    .latencies()
+                    .iter()
+                    .zip(&result.latencies)
+                    .map(|(name, histogram)| (name.to_string(), latency_json(&LatencyStats::of(histogram))))
+                    .collect();
+                json!({"grid_point": point.index, "params": params, "metrics": metrics, "latency": latency})
+            })
+            .collect();
+        json!({
+            "scenario": self.scenario.name,
+            "seed": self.scenario.run.seed,
+            "replicas": self.scenario.run.replicas,
+            "output_dir": self.output_dir.display().to_string(),
+            "grid": grid,
+        })
+    }
+
+    /// `manifest.json`: everything needed to reproduce and identify the run.
+    /// Only `wall_time_s` and `host` differ between runs with the same inputs.
+    pub fn manifest(&self) -> Value {
+        let grid: Vec<Value> = self
+            .scenario
+            .grid
+            .iter()
+            .map(|axis| json!({"path": axis.path, "values": axis.values.iter().map(toml_to_json).collect::<Vec<_>>()}))
+            .collect();
+        let hostname = std::fs::read_to_string("/etc/hostname")
+            .map(|s| s.trim().to_string())
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_default();
+        json!({
+            "tool": "stampede",
+            "version": env!("CARGO_PKG_VERSION"),
+            "scenario": self.scenario.name,
+            "model": self.scenario.model.name(),
+            "scenario_toml": self.scenario.to_toml(),
+            "seed": self.scenario.run.seed,
+            "replicas": self.scenario.run.replicas,
+            "grid": grid,
+            "grid_points": self.points.len(),
+            "metrics": self.scenario.model.metrics().iter().map(|m| m.name).collect::<Vec<_>>(),
+            "latencies": self.scenario.model.latencies(),
+            "files": output_files(&self.scenario),
+            "series": self.scenario.model.series().iter().map(|s| s.name).collect::<Vec<_>>(),
+            "wall_time_s": self.wall_time_s,
+            "host": {
+                "hostname": hostname,
+                "threads": self.threads,
+                "os": std::env::consts::OS,
+                "arch": std::env::consts::ARCH,
+            },
+        })
+    }
+
+    /// The human-readable table: per grid point, each metric's mean and 95% interval,
+    /// then each latency histogram's quantiles.
+    pub fn to_table(&self) -> String {
+        let model = &self.scenario.model;
+        let width = model.metrics().iter().map(|m| m.name.len()).max().unwrap_or(0).max(12);
+        let mut out = String::new();
+        out.push_str(&format!(
+            "{} · {} grid point(s) × {} replicas · seed {} · {:.1}s\n",
+            self.scenario.name,
+            self.points.len(),
+            self.scenario.run.replicas,
+            self.scenario.run.seed,
+            self.wall_time_s
+        ));
+        for (point, result) in self.points.iter().zip(&self.results) {
+            let params: Vec<String> = point.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
+            out.push_str(&format!("\ngrid point {}  {}\n", point.index, params.join("  ")));
+            out.push_str(&format!("  {:<width$}  {:>14}  {:>31}\n", "metric", "mean", "95% interval"));
+            for (metric, summary) in model.metrics().iter().zip(&result.summaries) {
+                out.push_str(&format!(
+                    "  {:<width$}  {:>14}  [{:>14}, {:>14}]\n",
+                    metric.name,
+                    number(summary.mean),
+                    number(summary.ci_lo),
+                    number(summary.ci_hi)
+                ));
+            }
+            for (name, histogram) in model.latencies().iter().zip(&result.latencies) {
+                let stats = LatencyStats::of(histogram);
+                let quantiles: Vec<String> = QUANTILES
+                    .iter()
+                    .zip(&stats.quantiles_s)
+                    .map(|((q, _), v)| format!("{}={}", q.trim_end_matches("_s"), number(*v)))
+                    .collect();
+                out.push_str(&format!(
+                    "  {name}: n={} {} max={}\n",
+                    stats.count,
+                    quantiles.join(" "),
+                    number(stats.max_s)
+                ));
+            }
+        }
+        out.push_str(&format!("\nwrote {}\n", self.output_dir.display()));
+        out
+    }
+}
+
+/// Compact, aligned number formatting for the table.
+fn number(value: f64) -> String {
+    if !value.is_finite() {
+        "–".to_string()
+    } else if value == 0.0 {
+        "0".to_string()
+    } else if value.abs() >= 1e6 || value.abs() < 1e-3 {
+        format!("{value:.4e}")
+    } else {
+        format!("{value:.6}")
+    }
+}

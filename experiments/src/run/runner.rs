@@ -1,0 +1,257 @@
+//! The parallel replica runner: grid points × replicas on a rayon pool.
+//!
+//! Work is the flat list of tasks (grid point, replica), grid-point major, cut into
+//! fixed chunks of [`CHUNK_TASKS`]. A chunk runs in parallel and its per-replica
+//! records come back in task order; they are then consumed sequentially: the
+//! statistics fold them in replica order and the sink streams them to
+//! `replicas.parquet`. Latencies go straight into histograms owned by the worker
+//! thread that ran the replica, one set per grid point; when every replica of a grid
+//! point is done, the workers' histograms for it are merged (integer addition, so the
+//! order does not matter) and freed. Hence:
+//!
+//! * every number is identical for any thread count (the chunking is fixed, the
+//!   fold order is fixed, histogram merging is exact);
+//! * memory is one chunk of records plus histograms and time-series sums for grid
+//!   points × threads — it does not grow with the number of replicas.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+use stampede_engine::kernel::rng::replica_seed;
+use stampede_engine::LatencyHistogram;
+
+use super::stats::{t_quantile_975, Summary, Welford};
+use crate::base::error::{Error, Result};
+use crate::resolved::GridPoint;
+
+/// Tasks per chunk. Fixed (never derived from the thread count) so that results and
+/// output bytes do not depend on it.
+pub const CHUNK_TASKS: u64 = 2048;
+
+/// What one replica reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplicaRecord {
+    pub grid_point: u32,
+    pub replica: u32,
+    /// The replica's seed (derived from the master seed and the replica index).
+    pub seed: u64,
+    /// Metric values in the model's metric order.
+    pub metrics: Vec<f64>,
+}
+
+/// A grid point's aggregated results.
+#[derive(Clone, Debug)]
+pub struct PointResult {
+    /// One per metric, in the model's order.
+    pub summaries: Vec<Summary>,
+    /// One per latency histogram, merged over replicas.
+    pub latencies: Vec<LatencyHistogram>,
+    /// Per-bucket sums of the model's time series (empty for models without).
+    pub series: SeriesSums,
+    /// Summed count histogram (empty for models without).
+    pub counts: Vec<u64>,
+}
+
+fn add_counts(total: &mut Vec<u64>, part: &[u64]) {
+    if total.len() < part.len() {
+        total.resize(part.len(), 0);
+    }
+    total.iter_mut().zip(part).for_each(|(t, p)| *t += p);
+}
+
+/// Exact per-bucket sums and sums of squares of replicas' integer time series.
+/// Integer addition is associative, so the totals do not depend on which worker
+/// summed which replica.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesSums {
+    pub replicas: u64,
+    /// [series][bucket]
+    pub sum: Vec<Vec<u128>>,
+    pub sum_squares: Vec<Vec<u128>>,
+}
+
+impl SeriesSums {
+    fn add(&mut self, series: &[Vec<u128>]) {
+        if series.is_empty() {
+            return;
+        }
+        if self.sum.is_empty() {
+            self.sum = series.iter().map(|s| vec![0; s.len()]).collect();
+            self.sum_squares = self.sum.clone();
+        }
+        self.replicas += 1;
+        for ((sum, squares), values) in self.sum.iter_mut().zip(&mut self.sum_squares).zip(series) {
+            debug_assert_eq!(sum.len(), values.len(), "replicas of a grid point share their buckets");
+            for ((s, q), &v) in sum.iter_mut().zip(squares.iter_mut()).zip(values) {
+                *s += v;
+                *q += v * v;
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &SeriesSums) {
+        if other.replicas == 0 {
+            return;
+        }
+        if self.sum.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        self.replicas += other.replicas;
+        for (mine, theirs) in
+            self.sum.iter_mut().zip(&other.sum).chain(self.sum_squares.iter_mut().zip(&other.sum_squares))
+        {
+            mine.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
+        }
+    }
+
+    /// Mean and 95% Student-t interval of series `series` at `bucket`, each replica's
+    /// integer multiplied by `scale` (1/bucket ns for levels, 1/bucket s for rates).
+    pub fn summary(&self, series: usize, bucket: usize, scale: f64) -> Summary {
+        let n = self.replicas as f64;
+        let sum = self.sum[series][bucket] as f64;
+        let squares = self.sum_squares[series][bucket] as f64;
+        let mean = sum / n;
+        if self.replicas < 2 {
+            return Summary { mean: mean * scale, sd: f64::NAN, ci_lo: f64::NAN, ci_hi: f64::NAN };
+        }
+        let variance = ((squares - sum * sum / n) / (n - 1.0)).max(0.0);
+        let sd = variance.sqrt();
+        let half = t_quantile_975(self.replicas - 1) * sd / n.sqrt();
+        Summary { mean: mean * scale, sd: sd * scale, ci_lo: (mean - half) * scale, ci_hi: (mean + half) * scale }
+    }
+
+    /// Buckets per series.
+    pub fn buckets(&self) -> usize {
+        self.sum.first().map_or(0, Vec::len)
+    }
+}
+
+/// What one worker thread accumulates for a grid point it has touched.
+struct PointAccumulator {
+    grid_point: u32,
+    histograms: Vec<LatencyHistogram>,
+    series: SeriesSums,
+    counts: Vec<u64>,
+}
+
+/// One worker thread's accumulators for grid points not finished yet.
+#[derive(Default)]
+struct WorkerAccumulators {
+    by_point: Vec<PointAccumulator>,
+}
+
+impl WorkerAccumulators {
+    fn for_point(&mut self, grid_point: u32, count: usize) -> &mut PointAccumulator {
+        let position = match self.by_point.iter().position(|a| a.grid_point == grid_point) {
+            Some(position) => position,
+            None => {
+                self.by_point.push(PointAccumulator {
+                    grid_point,
+                    histograms: (0..count).map(|_| LatencyHistogram::new()).collect(),
+                    series: SeriesSums::default(),
+                    counts: Vec::new(),
+                });
+                self.by_point.len() - 1
+            }
+        };
+        &mut self.by_point[position]
+    }
+
+    /// Merges into `totals` and frees every grid point below `finished_below`.
+    fn drain_finished(&mut self, finished_below: u32, totals: &mut [(Vec<LatencyHistogram>, SeriesSums, Vec<u64>)]) {
+        self.by_point.retain(|accumulator| {
+            if accumulator.grid_point >= finished_below {
+                return true;
+            }
+            let (histograms, series, counts) = &mut totals[accumulator.grid_point as usize];
+            for (total, part) in histograms.iter_mut().zip(&accumulator.histograms) {
+                total.merge(part);
+            }
+            series.merge(&accumulator.series);
+            add_counts(counts, &accumulator.counts);
+            false
+        });
+    }
+}
+
+/// Runs `replicas` replicas of every point on `threads` threads.
+///
+/// `progress` is called once per finished replica (from worker threads); `sink`
+/// receives every record exactly once, in (grid point, replica) order.
+pub fn run_grid(
+    points: &[GridPoint],
+    replicas: u32,
+    master_seed: u64,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+    sink: &mut dyn FnMut(&[ReplicaRecord]) -> Result<()>,
+) -> Result<Vec<PointResult>> {
+    assert!(!points.is_empty() && replicas > 0 && threads > 0);
+    let metric_count = points[0].model.metrics().len();
+    let latency_count = points[0].model.latencies().len();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
+    let workers: Vec<Mutex<WorkerAccumulators>> = (0..threads).map(|_| Mutex::default()).collect();
+    let mut welfords = vec![vec![Welford::default(); metric_count]; points.len()];
+    let mut totals: Vec<(Vec<LatencyHistogram>, SeriesSums, Vec<u64>)> = points
+        .iter()
+        .map(|_| ((0..latency_count).map(|_| LatencyHistogram::new()).collect(), SeriesSums::default(), Vec::new()))
+        .collect();
+    let total = points.len() as u64 * replicas as u64;
+    let mut start = 0;
+    let mut records = Vec::with_capacity(CHUNK_TASKS as usize);
+    while start < total {
+        let end = (start + CHUNK_TASKS).min(total);
+        pool.install(|| {
+            // usize, because rayon's u64 ranges are not indexed (no ordered collect).
+            (start as usize..end as usize)
+                .into_par_iter()
+                .map(|task| {
+                    let task = task as u64;
+                    let grid_point = (task / replicas as u64) as u32;
+                    let replica = (task % replicas as u64) as u32;
+                    let point = &points[grid_point as usize];
+                    let worker = rayon::current_thread_index().expect("runs on the pool");
+                    // Each worker locks only its own slot: never contended.
+                    let mut accumulators = workers[worker].lock().expect("no worker panicked");
+                    let accumulator = accumulators.for_point(grid_point, latency_count);
+                    let output =
+                        point.model.run_replica(&point.run, master_seed, replica as u64, &mut accumulator.histograms);
+                    accumulator.series.add(&output.series);
+                    add_counts(&mut accumulator.counts, &output.counts);
+                    let metrics = output.metrics;
+                    debug_assert_eq!(metrics.len(), metric_count);
+                    progress();
+                    ReplicaRecord { grid_point, replica, seed: replica_seed(master_seed, replica as u64), metrics }
+                })
+                .collect_into_vec(&mut records)
+        });
+        debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
+        for record in &records {
+            let point_welfords = &mut welfords[record.grid_point as usize];
+            for (welford, &value) in point_welfords.iter_mut().zip(&record.metrics) {
+                welford.push(value);
+            }
+        }
+        sink(&records)?;
+        // Grid points wholly before the next task are finished on every worker.
+        let finished_below = if end == total { u32::MAX } else { (end / replicas as u64) as u32 };
+        for worker in &workers {
+            worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut totals);
+        }
+        start = end;
+    }
+    Ok(welfords
+        .into_iter()
+        .zip(totals)
+        .map(|(point_welfords, (latencies, series, counts))| PointResult {
+            summaries: point_welfords.iter().map(Welford::summary).collect(),
+            latencies,
+            series,
+            counts,
+        })
+        .collect())
+}

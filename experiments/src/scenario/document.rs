@@ -1,0 +1,252 @@
+//! Scenarios: TOML files naming a model, its sections, a run section and a grid.
+//!
+//! ```toml
+//! name = "mmc"
+//! description = "…"
+//! model = "mmc"
+//! [run]
+//! horizon_s = 20000.0
+//! warmup_s = 1000.0
+//! replicas = 40
+//! seed = 1
+//! [queue]
+//! arrival_rate_per_s = 1.6
+//! service_rate_per_s = 1.0
+//! servers = 2
+//! [grid]
+//! "queue.servers" = [2, 3, 4]
+//! ```
+//!
+//! This layer knows no model: the caller says which sections each model reads
+//! ([`ModelSections`]), and types each grid point's table ([`PointBody`]) itself.
+//!
+//! Resolution order: the file, then every `--set PATH=VALUE`, then the grid (the
+//! file's axes, replaced or extended by `--grid PATH=V1,V2`). Every grid point is
+//! typed and validated before anything runs, so a bad value anywhere is reported
+//! up front with its field path. Grid points are numbered row-major: the first axis
+//! varies slowest.
+
+use crate::base::error::{Error, Result};
+use crate::base::typing::{describe, typed};
+
+use super::claims::{Assertion, Assertions};
+use super::overrides::{check_path, merge_path, set_path, GridAxis, Overrides};
+
+/// The grid axis whose values are labelled patches of several sections:
+/// `case = [{ label = "naive", stack = { client = "naive" } }, { label = "brownout", incidents = [...] }]`.
+pub const CASE_AXIS: &str = "case";
+
+/// The most grid points one run may have.
+pub const MAX_GRID_POINTS: usize = 1_000_000;
+
+const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify"];
+
+/// Every model's name with the top-level sections it reads, in listing order.
+pub type ModelSections<'a> = &'a [(&'static str, &'static [&'static str])];
+
+/// A scenario file with the command line's overrides applied, not yet typed.
+#[derive(Clone, Debug)]
+pub struct Document {
+    pub name: String,
+    pub description: String,
+    /// `model = "…"`, one of the known models.
+    pub model: String,
+    pub grid: Vec<GridAxis>,
+    /// `[[verify]]` claims.
+    pub verify: Vec<Assertion>,
+    /// `[run]` and the model's sections after `--set`, before grid values are applied.
+    pub body: toml::Table,
+}
+
+/// One grid point's `[run]` and model sections, with the axis values that made it.
+#[derive(Clone, Debug)]
+pub struct PointBody {
+    pub index: u32,
+    /// (axis path, value) in axis order; a case's value is its label.
+    pub params: Vec<(String, toml::Value)>,
+    pub body: toml::Table,
+}
+
+impl PointBody {
+    /// `grid point 3 (queue.servers = 4)`, to prefix this point's errors with.
+    pub fn context(&self) -> String {
+        let shown: Vec<String> = self.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
+        format!("grid point {} ({})", self.index, shown.join(", "))
+    }
+}
+
+fn take_string(table: &mut toml::Table, key: &str, required: bool) -> Result<Option<String>> {
+    match table.remove(key) {
+        None if required => Err(Error::bad_input(format!("scenario field {key}: missing; every scenario needs one"))),
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(Error::bad_input(format!("scenario field {key} = {}: must be a string", describe(&other)))),
+    }
+}
+
+/// Flattens a `[grid]` table: quoted dotted keys and nested tables both name paths.
+fn collect_axes(prefix: &str, table: toml::Table, axes: &mut Vec<GridAxis>) -> Result<()> {
+    for (key, value) in table {
+        let path = if prefix.is_empty() { key } else { format!("{prefix}.{key}") };
+        match value {
+            toml::Value::Array(values) if !values.is_empty() => axes.push(GridAxis { path, values }),
+            toml::Value::Array(_) => {
+                return Err(Error::bad_input(format!("grid.\"{path}\" = []: a grid axis needs at least one value")))
+            }
+            toml::Value::Table(inner) => collect_axes(&path, inner, axes)?,
+            other => {
+                return Err(Error::bad_input(format!(
+                    "grid.\"{path}\" = {}: a grid axis must be a list of values, e.g. [1, 2, 3]",
+                    describe(&other)
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_axis(axis: &GridAxis) -> Result<()> {
+    check_path(&axis.path, "grid")?;
+    let root = axis.path.split('.').next().unwrap_or_default();
+    let forbidden = ["name", "description", "model", "grid", "verify"].contains(&root)
+        || axis.path == "run.replicas"
+        || axis.path == "run.seed";
+    if forbidden {
+        return Err(Error::bad_input(format!(
+            "grid axis {}: cannot be varied; a grid varies model fields and run.horizon_s / run.warmup_s",
+            axis.path
+        ))
+        .with_hint("use --replicas and --seed for the replica count and the master seed"));
+    }
+    Ok(())
+}
+
+impl Document {
+    /// Applies `overrides` to a parsed scenario file and checks its shape: the name,
+    /// the model (one of `models`), which sections it may have, the grid and the claims.
+    pub fn parse(mut source: toml::Table, overrides: &Overrides, models: ModelSections) -> Result<Document> {
+        for (path, value) in &overrides.sets {
+            if path == "grid" || path.starts_with("grid.") {
+                return Err(Error::bad_input(format!("--set {path}: grid axes are changed with --grid, not --set")));
+            }
+            set_path(&mut source, path, value.clone())?;
+        }
+        let name = take_string(&mut source, "name", true)?.expect("required");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(Error::bad_input(format!(
+                "scenario field name = {name:?}: must be letters, digits, '-' or '_' (it names the output folder)"
+            )));
+        }
+        let description = take_string(&mut source, "description", false)?.unwrap_or_default();
+        let model = take_string(&mut source, "model", true)?.expect("required");
+        // The model name first: its sections decide which other fields are allowed.
+        let Some(&(_, sections)) = models.iter().find(|(known, _)| *known == model) else {
+            let names: Vec<&str> = models.iter().map(|(known, _)| *known).collect();
+            return Err(Error::bad_input(format!(
+                "scenario field model = {model:?}: unknown model; known models: {}",
+                names.join(", ")
+            )));
+        };
+        for key in source.keys() {
+            if !TOP_LEVEL.contains(&key.as_str()) && !sections.contains(&key.as_str()) {
+                let mut allowed: Vec<&str> = TOP_LEVEL.to_vec();
+                allowed.extend_from_slice(sections);
+                return Err(Error::bad_input(format!(
+                    "scenario field {key}: unknown field for model {model:?}; expected one of: {}",
+                    allowed.join(", ")
+                )));
+            }
+        }
+        let grid = Self::take_grid(&mut source, overrides)?;
+        let verify = match source.remove("verify") {
+            None => Vec::new(),
+            Some(value) => {
+                let mut wrapper = toml::Table::new();
+                wrapper.insert("verify".into(), value);
+                typed::<Assertions>(toml::Value::Table(wrapper))?.verify
+            }
+        };
+        let points: usize = grid
+            .iter()
+            .map(|axis| axis.values.len())
+            .try_fold(1usize, |acc, n| acc.checked_mul(n))
+            .unwrap_or(usize::MAX);
+        if points > MAX_GRID_POINTS {
+            return Err(Error::bad_input(format!("grid: {points} points; at most {MAX_GRID_POINTS} are allowed")));
+        }
+        Ok(Document { name, description, model, grid, verify, body: source })
+    }
+
+    /// The file's `[grid]` axes, replaced or extended by `--grid`.
+    fn take_grid(source: &mut toml::Table, overrides: &Overrides) -> Result<Vec<GridAxis>> {
+        let mut grid = Vec::new();
+        match source.remove("grid") {
+            None => {}
+            Some(toml::Value::Table(table)) => collect_axes("", table, &mut grid)?,
+            Some(other) => {
+                return Err(Error::bad_input(format!(
+                    "scenario field grid = {}: must be a table of axes, e.g. [grid] \"queue.servers\" = [1, 2]",
+                    describe(&other)
+                )))
+            }
+        }
+        for axis in &overrides.grids {
+            match grid.iter_mut().find(|existing| existing.path == axis.path) {
+                Some(existing) => existing.values = axis.values.clone(),
+                None => grid.push(axis.clone()),
+            }
+        }
+        for axis in &grid {
+            check_axis(axis)?;
+        }
+        Ok(grid)
+    }
+
+    /// How many grid points there are.
+    pub fn point_count(&self) -> usize {
+        self.grid.iter().map(|axis| axis.values.len()).product()
+    }
+
+    /// Grid point `index`'s table: the body with its axis values merged in (a case
+    /// patches several sections). Row-major: the first axis varies slowest.
+    pub fn point(&self, index: usize) -> Result<PointBody> {
+        let mut rest = index;
+        let mut choice = vec![0; self.grid.len()];
+        for (slot, axis) in choice.iter_mut().zip(&self.grid).rev() {
+            *slot = rest % axis.values.len();
+            rest /= axis.values.len();
+        }
+        let mut body = self.body.clone();
+        let mut params = Vec::with_capacity(self.grid.len());
+        for (axis, &i) in self.grid.iter().zip(&choice) {
+            let (path, value) = (&axis.path, &axis.values[i]);
+            if path == CASE_AXIS {
+                let label = merge_case(&mut body, value, index)?;
+                params.push((path.clone(), toml::Value::String(label)));
+            } else {
+                merge_path(&mut body, path, value.clone())
+                    .map_err(|e| e.context(format!("grid point {index} ({path} = {})", describe(value))))?;
+                params.push((path.clone(), value.clone()));
+            }
+        }
+        Ok(PointBody { index: index as u32, params, body })
+    }
+}
+
+/// Merges a case's sections into `body` and returns its label (its column value).
+fn merge_case(body: &mut toml::Table, case: &toml::Value, index: usize) -> Result<String> {
+    let toml::Value::Table(patch) = case else {
+        return Err(Error::bad_input(format!(
+            "grid.case: each case must be a table with a label, e.g. {{ label = \"naive\", stack = {{ client = \"naive\" }} }}; got {}",
+            describe(case)
+        )));
+    };
+    let mut patch = patch.clone();
+    let Some(toml::Value::String(label)) = patch.remove("label") else {
+        return Err(Error::bad_input("grid.case: every case needs label = \"…\" (it names the grid point)"));
+    };
+    for (key, inner) in patch {
+        merge_path(body, &key, inner).map_err(|e| e.context(format!("grid point {index} (case {label:?})")))?;
+    }
+    Ok(label)
+}
