@@ -20,6 +20,32 @@ pub enum Backoff {
     Decorrelated { base: Nanos, cap: Nanos },
 }
 
+stampede_kernel::named_enum! {
+    /// The [`Backoff`] rules by name, without their durations: what a configuration
+    /// chooses before it gives a base and a cap.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum BackoffKind {
+        Constant = "constant",
+        Exponential = "exponential",
+        FullJitter = "full_jitter",
+        EqualJitter = "equal_jitter",
+        Decorrelated = "decorrelated",
+    }
+}
+
+impl BackoffKind {
+    /// The rule with its durations (`Constant` waits `base` every time).
+    pub fn with(self, base: Nanos, cap: Nanos) -> Backoff {
+        match self {
+            BackoffKind::Constant => Backoff::Constant { delay: base },
+            BackoffKind::Exponential => Backoff::Exponential { base, cap },
+            BackoffKind::FullJitter => Backoff::FullJitter { base, cap },
+            BackoffKind::EqualJitter => Backoff::EqualJitter { base, cap },
+            BackoffKind::Decorrelated => Backoff::Decorrelated { base, cap },
+        }
+    }
+}
+
 /// min(cap, base·2ⁿ) without overflow.
 fn capped_exponential(base: Nanos, cap: Nanos, attempt: u32) -> Nanos {
     let factor = 1u64.checked_shl(attempt.min(63)).unwrap_or(u64::MAX);

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use stampede_engine::models::cluster::{ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime};
-use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::backoff::BackoffKind;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
 use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::retry_budget::{AdaptiveThrottle, GrpcThrottle, RatioBudget, RetryBudget, TtlBudget};
@@ -109,13 +109,6 @@ pub struct ClientsConfig {
     pub timeout_s: f64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HashName {
-    Fast,
-    Sha256,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterConfig {
@@ -125,8 +118,8 @@ pub struct RouterConfig {
     /// Bounded-load factor c (≥ 1); `inf` = plain consistent hashing.
     #[serde(default = "default_capacity_factor")]
     pub capacity_factor: f64,
-    #[serde(default = "default_hash")]
-    pub hash: HashName,
+    #[serde(default = "default_hash", with = "crate::base::names")]
+    pub hash: RingHash,
 }
 
 fn default_think() -> f64 {
@@ -139,31 +132,38 @@ fn default_vnodes() -> u32 {
 fn default_capacity_factor() -> f64 {
     1.25
 }
-fn default_hash() -> HashName {
-    HashName::Fast
+fn default_hash() -> RingHash {
+    RingHash::Fast
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServiceName {
-    Exponential,
-    Lognormal,
-    Constant,
+stampede_engine::named_enum! {
+    /// `shards.service`. An adapter: the engine's `ServiceTime` carries the mean, median or
+    /// value and σ, which TOML gives as `service_s` and `service_sigma`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ServiceName {
+        Exponential = "exponential",
+        Lognormal = "lognormal",
+        Constant = "constant",
+    }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QueueOrderName {
-    Fifo,
-    Lifo,
-    /// FIFO with CoDel drops at dequeue.
-    Codel,
+stampede_engine::named_enum! {
+    /// `shards.queue_order`. An adapter: the engine's `QueueDiscipline::CoDel` carries its
+    /// target and interval, which TOML gives as their own fields.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QueueOrderName {
+        Fifo = "fifo",
+        Lifo = "lifo",
+        /// FIFO with CoDel drops at dequeue.
+        Codel = "codel",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShardsConfig {
     pub servers: u32,
+    #[serde(with = "crate::base::names")]
     pub service: ServiceName,
     /// Mean (exponential), median (lognormal) or value (constant), seconds.
     pub service_s: f64,
@@ -171,7 +171,7 @@ pub struct ShardsConfig {
     #[serde(default)]
     pub service_sigma: f64,
     pub queue_capacity: u32,
-    #[serde(default = "default_order")]
+    #[serde(default = "default_order", with = "crate::base::names")]
     pub queue_order: QueueOrderName,
     #[serde(default)]
     pub drop_abandoned: bool,
@@ -195,47 +195,44 @@ fn default_order() -> QueueOrderName {
     QueueOrderName::Fifo
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RetryName {
-    None,
-    Naive,
-    Backoff,
+stampede_engine::named_enum! {
+    /// `retry.policy`. An adapter: the engine's `RetryPolicy` carries the attempts and the
+    /// backoff, which TOML gives as their own fields.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum RetryName {
+        None = "none",
+        Naive = "naive",
+        Backoff = "backoff",
+    }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackoffName {
-    Constant,
-    Exponential,
-    FullJitter,
-    EqualJitter,
-    Decorrelated,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BudgetName {
-    None,
-    Ratio,
-    Grpc,
-    Ttl,
-    Adaptive,
+stampede_engine::named_enum! {
+    /// `retry.budget`. An adapter: the engine's `RetryBudget` holds a constructed budget
+    /// whose parameters TOML gives as `budget_ratio`, `budget_cap`, ….
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum BudgetName {
+        None = "none",
+        Ratio = "ratio",
+        Grpc = "grpc",
+        Ttl = "ttl",
+        Adaptive = "adaptive",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
+    #[serde(with = "crate::base::names")]
     pub policy: RetryName,
     #[serde(default = "default_attempts")]
     pub max_attempts: u32,
-    #[serde(default = "default_backoff")]
-    pub backoff: BackoffName,
+    #[serde(default = "default_backoff", with = "crate::base::names")]
+    pub backoff: BackoffKind,
     #[serde(default = "default_backoff_base")]
     pub backoff_base_s: f64,
     #[serde(default = "default_backoff_cap")]
     pub backoff_cap_s: f64,
-    #[serde(default = "default_budget")]
+    #[serde(default = "default_budget", with = "crate::base::names")]
     pub budget: BudgetName,
     /// ratio: tokens per success · grpc: token ratio · ttl: percent (0..1) · adaptive: K.
     #[serde(default = "default_budget_ratio")]
@@ -257,8 +254,8 @@ pub struct RetryConfig {
 fn default_attempts() -> u32 {
     3
 }
-fn default_backoff() -> BackoffName {
-    BackoffName::FullJitter
+fn default_backoff() -> BackoffKind {
+    BackoffKind::FullJitter
 }
 fn default_backoff_base() -> f64 {
     0.01
@@ -306,19 +303,23 @@ impl Default for BreakerSection {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultName {
-    Surge,
-    Brownout,
-    Stall,
-    ShardFailure,
-    LatencySpike,
+stampede_engine::named_enum! {
+    /// `faults[].kind`. An adapter: the engine's `FaultKind` carries each fault's factor and
+    /// shard, and has no stall (a brownout with an infinite slowdown).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum FaultName {
+        Surge = "surge",
+        Brownout = "brownout",
+        Stall = "stall",
+        ShardFailure = "shard_failure",
+        LatencySpike = "latency_spike",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultConfig {
+    #[serde(with = "crate::base::names")]
     pub kind: FaultName,
     pub start_s: f64,
     pub duration_s: f64,
@@ -384,7 +385,7 @@ impl ClusterConfig {
                 self.router.capacity_factor
             )));
         }
-        if self.router.hash == HashName::Sha256 && self.clients.keys > 1_000_000 {
+        if self.router.hash == RingHash::Sha256 && self.clients.keys > 1_000_000 {
             return Err(Error::bad_input(format!(
                 "clients.keys = {}: with router.hash = \"sha256\" at most 1000000 keys (their hashes are precomputed)",
                 self.clients.keys
@@ -501,13 +502,7 @@ impl ClusterConfig {
         let r = &self.retry;
         let backoff_base = secs_to_nanos(r.backoff_base_s);
         let backoff_cap = secs_to_nanos(r.backoff_cap_s);
-        let backoff = match r.backoff {
-            BackoffName::Constant => Backoff::Constant { delay: backoff_base },
-            BackoffName::Exponential => Backoff::Exponential { base: backoff_base, cap: backoff_cap },
-            BackoffName::FullJitter => Backoff::FullJitter { base: backoff_base, cap: backoff_cap },
-            BackoffName::EqualJitter => Backoff::EqualJitter { base: backoff_base, cap: backoff_cap },
-            BackoffName::Decorrelated => Backoff::Decorrelated { base: backoff_base, cap: backoff_cap },
-        };
+        let backoff = r.backoff.with(backoff_base, backoff_cap);
         let retry = match r.policy {
             RetryName::None => RetryPolicy::None,
             RetryName::Naive => RetryPolicy::Naive { max_attempts: r.max_attempts },
@@ -560,10 +555,7 @@ impl ClusterConfig {
             shards: self.router.shards,
             vnodes: self.router.vnodes,
             capacity_factor: self.router.capacity_factor,
-            hash: match self.router.hash {
-                HashName::Fast => RingHash::Fast,
-                HashName::Sha256 => RingHash::Sha256,
-            },
+            hash: self.router.hash,
             servers: self.shards.servers,
             service: match self.shards.service {
                 ServiceName::Exponential => ServiceTime::Exponential { mean: service_s },

@@ -97,18 +97,22 @@ pub struct DependencySection {
     pub slow_duration_s: f64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProtectionName {
-    None,
-    Breaker,
-    Shedder,
-    Both,
+stampede_engine::named_enum! {
+    /// `protection.policy`: which defences are on. Configuration only — the engine
+    /// takes an optional breaker and an optional shedder.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ProtectionName {
+        None = "none",
+        Breaker = "breaker",
+        Shedder = "shedder",
+        Both = "both",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtectionSection {
+    #[serde(with = "crate::base::names")]
     pub policy: ProtectionName,
     /// Pool utilisation above which LOW (and NORMAL) requests are shed; HIGH only when full.
     #[serde(default = "default_shed_low")]
