@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use stampede_experiments::scenario::builtin::{load_scenario_source, BUILTINS, DEFAULT_SCENARIO};
-use stampede_experiments::run::pipeline::execute;
 use stampede_experiments::base::typing::parse_text;
+use stampede_experiments::run::pipeline::execute;
+use stampede_experiments::scenario::builtin::{load_scenario_source, BUILTINS, DEFAULT_SCENARIO};
 use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
 use stampede_experiments::{Error, Overrides, Result, Scenario};
 

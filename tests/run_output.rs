@@ -172,7 +172,8 @@ fn capacity_prints_the_arithmetic_and_reads_a_user_fixture() {
     // A user's fixture: a think class that reserves only what it needs no longer pays the tax.
     let scratch = tempfile::tempdir().unwrap();
     let file = scratch.path().join("mine.toml");
-    let mine = stampede_experiments::models::gateway::fixture::DEFAULT_FIXTURE.replace("max_tokens = 8192", "max_tokens = 4096");
+    let mine = stampede_experiments::models::gateway::fixture::DEFAULT_FIXTURE
+        .replace("max_tokens = 8192", "max_tokens = 4096");
     std::fs::write(&file, mine).unwrap();
     let text = stdout(&stampede(&["capacity", "--fixture", file.to_str().unwrap()]));
     assert!(text.contains("sustainable: 12.25 turns/s"), "{text}");

@@ -8,8 +8,8 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use stampede_engine::models::gateway::{Gateway, GatewayParams, LATENCY_NAMES};
 use stampede_engine::LatencyHistogram;
-use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::models::gateway::Gateway as GatewayModel;
+use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::{Overrides, Scenario};
 
 /// The parameters of `llm-stack`'s grid points (0: naive, 1: stack).
@@ -20,7 +20,9 @@ fn llm_stack() -> Vec<GatewayParams> {
         .grid_points()
         .expect("valid")
         .iter()
-        .map(|point| point.model.downcast::<GatewayModel>().expect("llm-stack is a gateway scenario").params(&point.run))
+        .map(|point| {
+            point.model.downcast::<GatewayModel>().expect("llm-stack is a gateway scenario").params(&point.run)
+        })
         .collect()
 }
 

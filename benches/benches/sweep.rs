@@ -4,8 +4,8 @@
 //! `cargo bench -p stampede-benches --bench sweep`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::run::runner::run_grid;
+use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::{Overrides, Scenario};
 
 fn sweep(c: &mut Criterion) {

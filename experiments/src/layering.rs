@@ -27,7 +27,8 @@ fn modules() -> BTreeMap<String, String> {
                 let text = std::fs::read_to_string(&path).unwrap();
                 let code = text.split("#[cfg(test)]").next().unwrap_or_default();
                 // Comments (doc links included) are not imports.
-                let code: String = code.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+                let code: String =
+                    code.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
                 found.insert(name.join("::"), code);
             }
         }
@@ -41,11 +42,9 @@ fn modules() -> BTreeMap<String, String> {
 fn references(module: &str, code: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
     let own: Vec<&str> = if module.is_empty() { vec![] } else { module.split("::").collect() };
     let mut found = BTreeSet::new();
-    for (anchor, base) in [
-        ("crate::", Vec::new()),
-        ("super::", own[..own.len().saturating_sub(1)].to_vec()),
-        ("self::", own.clone()),
-    ] {
+    for (anchor, base) in
+        [("crate::", Vec::new()), ("super::", own[..own.len().saturating_sub(1)].to_vec()), ("self::", own.clone())]
+    {
         for (at, _) in code.match_indices(anchor) {
             let preceded = code[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
             if preceded {

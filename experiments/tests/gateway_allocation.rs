@@ -7,8 +7,8 @@ use stampede_engine::testing::{allocations, CountingAllocator};
 
 use stampede_engine::models::gateway::{Gateway, Incident, IncidentKind, LATENCY_NAMES};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
-use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::models::gateway::Gateway as GatewayModel;
+use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::{Overrides, Scenario};
 
 #[global_allocator]

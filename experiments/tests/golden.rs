@@ -62,7 +62,9 @@ fn every_builtin_writes_its_golden_bytes() {
             Some(_) => {}
         }
     }
-    problems.extend(actual.keys().filter(|k| !expected.contains_key(*k)).map(|k| format!("  {k}: new, not in the golden file")));
+    problems.extend(
+        actual.keys().filter(|k| !expected.contains_key(*k)).map(|k| format!("  {k}: new, not in the golden file")),
+    );
     assert!(
         problems.is_empty(),
         "output bytes changed:\n{}\nIf the change is intended, rerun with STAMPEDE_BLESS=1 and say why in the commit.",

@@ -23,9 +23,9 @@
 
 use std::collections::VecDeque;
 
-use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Reserve};
 use crate::kernel::rng::RngStream;
 use crate::kernel::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
+use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Reserve};
 
 /// A tier's published limits and speeds.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -19,18 +19,18 @@
 
 use std::collections::VecDeque;
 
-use crate::kernel::histogram::LatencyHistogram;
-use crate::policy::backoff::Backoff;
-use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
-use crate::policy::classify::Outcome;
-use crate::policy::codel::{CoDel, CoDelConfig};
-use crate::policy::retry_budget::RetryBudget;
 use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash, Route};
+use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timer::{TimerSlot, TimerTicket};
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
+use crate::policy::classify::Outcome;
+use crate::policy::codel::{CoDel, CoDelConfig};
+use crate::policy::retry_budget::RetryBudget;
 
 const ARRIVALS: StreamPurpose = StreamPurpose::named("cluster.arrivals");
 const KEYS: StreamPurpose = StreamPurpose::named("cluster.keys");
@@ -858,9 +858,9 @@ impl Model for Cluster<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::retry_budget::RatioBudget;
-    use crate::measurement::theory::erlang_c;
     use crate::kernel::time::secs_to_nanos;
+    use crate::measurement::theory::erlang_c;
+    use crate::policy::retry_budget::RatioBudget;
 
     const MS: Nanos = 1_000_000;
 

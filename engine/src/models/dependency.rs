@@ -15,14 +15,14 @@
 use std::collections::VecDeque;
 
 use crate::kernel::histogram::LatencyHistogram;
-use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
-use crate::policy::classify::Outcome;
-use crate::policy::shedder::{PriorityShedder, ShedMarks};
-use crate::policy::Criticality;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
+use crate::policy::classify::Outcome;
+use crate::policy::shedder::{PriorityShedder, ShedMarks};
+use crate::policy::Criticality;
 
 const ARRIVALS: StreamPurpose = StreamPurpose::named("dependency.arrivals");
 const PRIORITIES: StreamPurpose = StreamPurpose::named("dependency.priorities");
@@ -380,8 +380,8 @@ impl Model for Dependency<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::breaker::SlidingWindow;
     use crate::kernel::time::secs_to_nanos;
+    use crate::policy::breaker::SlidingWindow;
 
     const MS: Nanos = 1_000_000;
 

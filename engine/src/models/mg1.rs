@@ -124,7 +124,9 @@ pub struct Mg1Results {
 pub enum Mg1Event {
     Arrival,
     /// The customer in service, who arrived at `arrived_at`, leaves.
-    Departure { arrived_at: Nanos },
+    Departure {
+        arrived_at: Nanos,
+    },
 }
 
 /// The M/G/1 model state.
@@ -152,7 +154,12 @@ fn nanos(seconds: f64) -> Nanos {
 
 impl<'h> Mg1<'h> {
     /// A model for replica `replica` of a run seeded `master_seed`.
-    pub fn new(params: Mg1Params, master_seed: u64, replica: u64, response_histogram: &'h mut LatencyHistogram) -> Self {
+    pub fn new(
+        params: Mg1Params,
+        master_seed: u64,
+        replica: u64,
+        response_histogram: &'h mut LatencyHistogram,
+    ) -> Self {
         assert!(params.arrival_rate_per_s > 0.0 && params.service.mean_s > 0.0);
         assert!(params.warmup <= params.horizon, "warm-up past the horizon");
         Mg1 {
@@ -280,7 +287,8 @@ mod tests {
     /// Mean and 99% half-width over replicas of the mean wait.
     fn wait(params: Mg1Params, replicas: u64) -> (f64, f64) {
         let mut histogram = LatencyHistogram::new();
-        let waits: Vec<f64> = (0..replicas).map(|r| Mg1::new(params, 11, r, &mut histogram).run().wait_mean_s).collect();
+        let waits: Vec<f64> =
+            (0..replicas).map(|r| Mg1::new(params, 11, r, &mut histogram).run().wait_mean_s).collect();
         let n = waits.len() as f64;
         let mean = waits.iter().sum::<f64>() / n;
         let var = waits.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / (n - 1.0);

@@ -292,8 +292,8 @@ impl Model for Mmc<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measurement::theory::{erlang_c, mmck, QueueMeasures};
     use crate::kernel::time::secs_to_nanos;
+    use crate::measurement::theory::{erlang_c, mmck, QueueMeasures};
 
     /// Mean and standard error over replicas of each measure.
     fn simulate(params: MmcParams, replicas: u64) -> Vec<(f64, f64)> {

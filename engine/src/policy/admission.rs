@@ -155,8 +155,8 @@ impl AdmissionController {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::Named;
     use crate::kernel::time::NANOS_PER_SEC;
+    use crate::kernel::Named;
 
     #[test]
     fn the_ladder_drops_from_the_outside_in() {

@@ -173,32 +173,54 @@ const SAMPLE_CAPACITY: usize = 4096;
 enum State {
     Fixed,
     Aimd(AimdConfig),
-    Vegas {
-        config: VegasConfig,
-        rtt_noload: Nanos,
-        probe_count: u64,
-        probe_jitter: f64,
-    },
-    Gradient {
-        config: GradientConfig,
-        rtt_noload: Nanos,
-        countdown: i64,
-    },
-    Gradient2 {
-        config: Gradient2Config,
-        long_rtt: f64,
-        samples: u32,
-    },
-    Envoy {
-        config: EnvoyGradientConfig,
-        samples: Box<[Nanos]>,
-        count: usize,
-        min_rtt: Nanos,
-        measuring: bool,
-        next_update: Nanos,
-        next_min_rtt: Nanos,
-        saved_limit: f64,
-    },
+    Vegas(VegasState),
+    Gradient(GradientState),
+    Gradient2(Gradient2State),
+    Envoy(EnvoyState),
+}
+
+/// What one update learns from: when, the round-trip time, how it ended, and the
+/// calls in flight (for the app-limited checks).
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    now: Nanos,
+    rtt: Nanos,
+    signal: Signal,
+    in_flight: f64,
+}
+
+#[derive(Clone, Debug)]
+struct VegasState {
+    config: VegasConfig,
+    rtt_noload: Nanos,
+    probe_count: u64,
+    probe_jitter: f64,
+}
+
+#[derive(Clone, Debug)]
+struct GradientState {
+    config: GradientConfig,
+    rtt_noload: Nanos,
+    countdown: i64,
+}
+
+#[derive(Clone, Debug)]
+struct Gradient2State {
+    config: Gradient2Config,
+    long_rtt: f64,
+    samples: u32,
+}
+
+#[derive(Clone, Debug)]
+struct EnvoyState {
+    config: EnvoyGradientConfig,
+    samples: Box<[Nanos]>,
+    count: usize,
+    min_rtt: Nanos,
+    measuring: bool,
+    next_update: Nanos,
+    next_min_rtt: Nanos,
+    saved_limit: f64,
 }
 
 /// Netflix `WindowedLimit`: instead of one update per completion, the limiter
@@ -253,23 +275,26 @@ impl ConcurrencyLimiter {
         let (limit, min, max, state) = match kind {
             LimiterKind::Fixed { limit } => (limit as f64, limit as f64, limit as f64, State::Fixed),
             LimiterKind::Aimd(c) => (c.initial, c.min, c.max, State::Aimd(c)),
-            LimiterKind::Vegas(c) => {
-                (c.initial, 1.0, c.max, State::Vegas { config: c, rtt_noload: 0, probe_count: 0, probe_jitter: 0.75 })
-            }
+            LimiterKind::Vegas(c) => (
+                c.initial,
+                1.0,
+                c.max,
+                State::Vegas(VegasState { config: c, rtt_noload: 0, probe_count: 0, probe_jitter: 0.75 }),
+            ),
             LimiterKind::Gradient(c) => (
                 c.initial,
                 c.min,
                 c.max,
-                State::Gradient { config: c, rtt_noload: 0, countdown: c.probe_interval as i64 },
+                State::Gradient(GradientState { config: c, rtt_noload: 0, countdown: c.probe_interval as i64 }),
             ),
             LimiterKind::Gradient2(c) => {
-                (c.initial, c.min, c.max, State::Gradient2 { config: c, long_rtt: 0.0, samples: 0 })
+                (c.initial, c.min, c.max, State::Gradient2(Gradient2State { config: c, long_rtt: 0.0, samples: 0 }))
             }
             LimiterKind::EnvoyGradient(c) => (
                 c.min_concurrency,
                 c.min_concurrency,
                 c.max,
-                State::Envoy {
+                State::Envoy(EnvoyState {
                     config: c,
                     samples: vec![0; SAMPLE_CAPACITY].into_boxed_slice(),
                     count: 0,
@@ -278,7 +303,7 @@ impl ConcurrencyLimiter {
                     next_update: 0,
                     next_min_rtt: 0,
                     saved_limit: c.initial,
-                },
+                }),
             ),
         };
         assert!(min >= 1.0 && min <= max && (min..=max).contains(&limit), "need 1 ≤ min ≤ initial ≤ max");
@@ -396,149 +421,177 @@ impl ConcurrencyLimiter {
 
     fn update(&mut self, now: Nanos, rtt: Nanos, signal: Signal, in_flight: f64, rng: &mut RngStream) {
         let limit = self.limit;
+        let sample = Sample { now, rtt, signal, in_flight };
         let new_limit = match &mut self.state {
             State::Fixed => limit,
-            State::Aimd(c) => {
-                // Netflix: a back-off takes the integer floor and at least one off.
-                let back_off = |ratio: f64| (limit * ratio).floor().min(limit - 1.0);
-                if signal == Signal::Dropped || rtt > c.timeout {
-                    back_off(c.backoff_ratio)
-                } else if signal == Signal::RateLimited {
-                    back_off(c.rate_limited_backoff_ratio)
-                } else if in_flight * 2.0 >= limit {
-                    limit + 1.0
-                } else {
-                    limit
-                }
-            }
-            State::Vegas { config, rtt_noload, probe_count, probe_jitter } => {
-                *probe_count += 1;
-                if *probe_jitter * config.probe_multiplier * limit <= *probe_count as f64 {
-                    // Probe: forget the no-load RTT so that a faster dependency is noticed.
-                    *probe_jitter = rng.uniform(0.5, 1.0);
-                    *probe_count = 0;
-                    *rtt_noload = rtt;
-                    limit
-                } else if *rtt_noload == 0 || rtt < *rtt_noload {
-                    *rtt_noload = rtt;
-                    limit
-                } else {
-                    let queue = (limit * (1.0 - *rtt_noload as f64 / rtt as f64)).ceil();
-                    let log = log10_floor_at_least_1(limit);
-                    let (alpha, beta, threshold) = (3.0 * log, 6.0 * log, log);
-                    let target = if signal != Signal::Success {
-                        Some(limit - log)
-                    } else if in_flight * 2.0 < limit {
-                        None // app-limited: no evidence either way
-                    } else if queue <= threshold {
-                        Some(limit + beta)
-                    } else if queue < alpha {
-                        Some(limit + log)
-                    } else if queue > beta {
-                        Some(limit - log)
-                    } else {
-                        None
-                    };
-                    match target {
-                        Some(target) => {
-                            let target = target.clamp(1.0, config.max);
-                            (1.0 - config.smoothing) * limit + config.smoothing * target
-                        }
-                        None => limit,
-                    }
-                }
-            }
-            State::Gradient { config, rtt_noload, countdown } => {
-                let queue = limit.sqrt();
-                *countdown -= 1;
-                if *countdown <= 0 {
-                    *countdown = (config.probe_interval as f64 * rng.uniform(1.0, 2.0)) as i64;
-                    *rtt_noload = 0;
-                    queue.max(config.min)
-                } else {
-                    if *rtt_noload == 0 || rtt < *rtt_noload {
-                        *rtt_noload = rtt;
-                    }
-                    let candidate = if signal != Signal::Success {
-                        Some(limit / 2.0)
-                    } else if in_flight < limit / 2.0 {
-                        None
-                    } else {
-                        let gradient = (config.rtt_tolerance * *rtt_noload as f64 / rtt as f64).clamp(0.5, 1.0);
-                        Some(limit * gradient + queue)
-                    };
-                    match candidate {
-                        None => limit,
-                        Some(mut candidate) => {
-                            if candidate < limit {
-                                candidate =
-                                    (limit * (1.0 - config.smoothing) + config.smoothing * candidate).max(config.min);
-                            }
-                            candidate.min(config.max).max(queue)
-                        }
-                    }
-                }
-            }
-            State::Gradient2 { config, long_rtt, samples } => {
-                let short = rtt as f64;
-                // Long-term RTT: a plain mean while warming up (10 samples), then an
-                // exponential average over `long_window` samples.
-                *samples += 1;
-                if *samples <= 10 {
-                    *long_rtt += (short - *long_rtt) / *samples as f64;
-                } else {
-                    let factor = 2.0 / (config.long_window as f64 + 1.0);
-                    *long_rtt = *long_rtt * (1.0 - factor) + short * factor;
-                }
-                if *long_rtt / short > 2.0 {
-                    *long_rtt *= 0.9; // drift back down after a latency spike
-                }
-                if in_flight < limit / 2.0 {
-                    limit
-                } else {
-                    let gradient = (config.rtt_tolerance * *long_rtt / short).clamp(0.5, 1.0);
-                    let candidate = limit * gradient + config.queue_size;
-                    limit * (1.0 - config.smoothing) + candidate * config.smoothing
-                }
-            }
-            State::Envoy { config, samples, count, min_rtt, measuring, next_update, next_min_rtt, saved_limit } => {
-                samples[*count % SAMPLE_CAPACITY] = rtt;
-                *count += 1;
-                let percentile = |samples: &mut [Nanos], n: usize, q: f64| -> Nanos {
-                    let n = n.min(SAMPLE_CAPACITY);
-                    let k = ((n as f64 * q).ceil() as usize).clamp(1, n) - 1;
-                    *samples[..n].select_nth_unstable(k).1
-                };
-                if *measuring {
-                    if *count >= config.min_rtt_request_count as usize {
-                        *min_rtt = percentile(samples, *count, config.sample_percentile);
-                        *measuring = false;
-                        *count = 0;
-                        *next_update = now + config.concurrency_update_interval;
-                        let jitter = rng.uniform(0.0, config.jitter);
-                        *next_min_rtt = now + (config.min_rtt_calc_interval as f64 * (1.0 + jitter)) as Nanos;
-                        *saved_limit
-                    } else {
-                        config.min_concurrency
-                    }
-                } else if now >= *next_min_rtt {
-                    *saved_limit = limit;
-                    *measuring = true;
-                    *count = 0;
-                    config.min_concurrency
-                } else if now >= *next_update {
-                    let sample_rtt = percentile(samples, *count, config.sample_percentile) as f64;
-                    *count = 0;
-                    *next_update = now + config.concurrency_update_interval;
-                    let buffered = *min_rtt as f64 * (1.0 + config.min_rtt_buffer);
-                    let gradient = (buffered / sample_rtt).clamp(0.5, 2.0);
-                    (gradient * limit + limit.sqrt()).ceil()
-                } else {
-                    limit
-                }
-            }
+            State::Aimd(config) => aimd(config, limit, sample),
+            State::Vegas(state) => state.next_limit(limit, sample, rng),
+            State::Gradient(state) => state.next_limit(limit, sample, rng),
+            State::Gradient2(state) => state.next_limit(limit, sample),
+            State::Envoy(state) => state.next_limit(limit, sample, rng),
         };
         self.limit = new_limit.clamp(self.min, self.max);
+    }
+}
+
+/// Netflix's AIMD: a back-off takes the integer floor and at least one off.
+fn aimd(c: &AimdConfig, limit: f64, Sample { rtt, signal, in_flight, .. }: Sample) -> f64 {
+    let back_off = |ratio: f64| (limit * ratio).floor().min(limit - 1.0);
+    if signal == Signal::Dropped || rtt > c.timeout {
+        back_off(c.backoff_ratio)
+    } else if signal == Signal::RateLimited {
+        back_off(c.rate_limited_backoff_ratio)
+    } else if in_flight * 2.0 >= limit {
+        limit + 1.0
+    } else {
+        limit
+    }
+}
+
+impl VegasState {
+    /// Netflix's Vegas: compare the queue estimate limit·(1 − rtt_noload/rtt) with
+    /// thresholds that scale with log10(limit); probe the no-load RTT now and then.
+    fn next_limit(&mut self, limit: f64, Sample { rtt, signal, in_flight, .. }: Sample, rng: &mut RngStream) -> f64 {
+        let config = &self.config;
+        self.probe_count += 1;
+        if self.probe_jitter * config.probe_multiplier * limit <= self.probe_count as f64 {
+            // Probe: forget the no-load RTT so that a faster dependency is noticed.
+            self.probe_jitter = rng.uniform(0.5, 1.0);
+            self.probe_count = 0;
+            self.rtt_noload = rtt;
+            return limit;
+        }
+        if self.rtt_noload == 0 || rtt < self.rtt_noload {
+            self.rtt_noload = rtt;
+            return limit;
+        }
+        let queue = (limit * (1.0 - self.rtt_noload as f64 / rtt as f64)).ceil();
+        let log = log10_floor_at_least_1(limit);
+        let (alpha, beta, threshold) = (3.0 * log, 6.0 * log, log);
+        let target = if signal != Signal::Success {
+            Some(limit - log)
+        } else if in_flight * 2.0 < limit {
+            None // app-limited: no evidence either way
+        } else if queue <= threshold {
+            Some(limit + beta)
+        } else if queue < alpha {
+            Some(limit + log)
+        } else if queue > beta {
+            Some(limit - log)
+        } else {
+            None
+        };
+        match target {
+            Some(target) => {
+                let target = target.clamp(1.0, config.max);
+                (1.0 - config.smoothing) * limit + config.smoothing * target
+            }
+            None => limit,
+        }
+    }
+}
+
+impl GradientState {
+    /// Netflix's Gradient: limit × clamp(tolerance · rtt_noload / rtt) + √limit, with
+    /// the no-load RTT reset every probe interval (jittered).
+    fn next_limit(&mut self, limit: f64, Sample { rtt, signal, in_flight, .. }: Sample, rng: &mut RngStream) -> f64 {
+        let config = &self.config;
+        let queue = limit.sqrt();
+        self.countdown -= 1;
+        if self.countdown <= 0 {
+            self.countdown = (config.probe_interval as f64 * rng.uniform(1.0, 2.0)) as i64;
+            self.rtt_noload = 0;
+            return queue.max(config.min);
+        }
+        if self.rtt_noload == 0 || rtt < self.rtt_noload {
+            self.rtt_noload = rtt;
+        }
+        let candidate = if signal != Signal::Success {
+            Some(limit / 2.0)
+        } else if in_flight < limit / 2.0 {
+            None
+        } else {
+            let gradient = (config.rtt_tolerance * self.rtt_noload as f64 / rtt as f64).clamp(0.5, 1.0);
+            Some(limit * gradient + queue)
+        };
+        match candidate {
+            None => limit,
+            Some(mut candidate) => {
+                if candidate < limit {
+                    candidate = (limit * (1.0 - config.smoothing) + config.smoothing * candidate).max(config.min);
+                }
+                candidate.min(config.max).max(queue)
+            }
+        }
+    }
+}
+
+impl Gradient2State {
+    /// Netflix's Gradient2: the short RTT against a long-term exponential average.
+    fn next_limit(&mut self, limit: f64, Sample { rtt, in_flight, .. }: Sample) -> f64 {
+        let config = &self.config;
+        let short = rtt as f64;
+        // Long-term RTT: a plain mean while warming up (10 samples), then an
+        // exponential average over `long_window` samples.
+        self.samples += 1;
+        if self.samples <= 10 {
+            self.long_rtt += (short - self.long_rtt) / self.samples as f64;
+        } else {
+            let factor = 2.0 / (config.long_window as f64 + 1.0);
+            self.long_rtt = self.long_rtt * (1.0 - factor) + short * factor;
+        }
+        if self.long_rtt / short > 2.0 {
+            self.long_rtt *= 0.9; // drift back down after a latency spike
+        }
+        if in_flight < limit / 2.0 {
+            limit
+        } else {
+            let gradient = (config.rtt_tolerance * self.long_rtt / short).clamp(0.5, 1.0);
+            let candidate = limit * gradient + config.queue_size;
+            limit * (1.0 - config.smoothing) + candidate * config.smoothing
+        }
+    }
+}
+
+impl EnvoyState {
+    /// Envoy's adaptive concurrency: measure min RTT at minimum concurrency every
+    /// interval (jittered), then update from a percentile of the samples each period.
+    fn next_limit(&mut self, limit: f64, Sample { now, rtt, .. }: Sample, rng: &mut RngStream) -> f64 {
+        let config = self.config;
+        self.samples[self.count % SAMPLE_CAPACITY] = rtt;
+        self.count += 1;
+        let percentile = |samples: &mut [Nanos], n: usize, q: f64| -> Nanos {
+            let n = n.min(SAMPLE_CAPACITY);
+            let k = ((n as f64 * q).ceil() as usize).clamp(1, n) - 1;
+            *samples[..n].select_nth_unstable(k).1
+        };
+        if self.measuring {
+            if self.count >= config.min_rtt_request_count as usize {
+                self.min_rtt = percentile(&mut self.samples, self.count, config.sample_percentile);
+                self.measuring = false;
+                self.count = 0;
+                self.next_update = now + config.concurrency_update_interval;
+                let jitter = rng.uniform(0.0, config.jitter);
+                self.next_min_rtt = now + (config.min_rtt_calc_interval as f64 * (1.0 + jitter)) as Nanos;
+                self.saved_limit
+            } else {
+                config.min_concurrency
+            }
+        } else if now >= self.next_min_rtt {
+            self.saved_limit = limit;
+            self.measuring = true;
+            self.count = 0;
+            config.min_concurrency
+        } else if now >= self.next_update {
+            let sample_rtt = percentile(&mut self.samples, self.count, config.sample_percentile) as f64;
+            self.count = 0;
+            self.next_update = now + config.concurrency_update_interval;
+            let buffered = self.min_rtt as f64 * (1.0 + config.min_rtt_buffer);
+            let gradient = (buffered / sample_rtt).clamp(0.5, 2.0);
+            (gradient * limit + limit.sqrt()).ceil()
+        } else {
+            limit
+        }
     }
 }
 

@@ -3,12 +3,12 @@
 //! `[retry.breaker]`), `[[faults]]`, `[series]`. Every field is validated with its dotted path.
 
 use serde::{Deserialize, Serialize};
+use stampede_engine::components::ring::RingHash;
 use stampede_engine::models::cluster::{ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime};
 use stampede_engine::policy::backoff::BackoffKind;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
 use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::retry_budget::{AdaptiveThrottle, GrpcThrottle, RatioBudget, RetryBudget, TtlBudget};
-use stampede_engine::components::ring::RingHash;
 use stampede_engine::{secs_to_nanos, Nanos};
 
 use stampede_engine::models::cluster::{Cluster as ClusterModel, ClusterResults};
@@ -19,6 +19,7 @@ use super::metrics::{
 };
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
+use crate::base::checks::{at_least_one, positive};
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
 
@@ -331,24 +332,17 @@ pub struct FaultConfig {
     pub shard: Option<u32>,
 }
 
-fn positive(path: &str, value: f64, what: &str) -> Result<()> {
-    if value.is_finite() && value > 0.0 {
-        Ok(())
-    } else {
-        Err(Error::bad_input(format!("{path} = {value}: must be {what}")))
-    }
-}
-
-fn at_least_one(path: &str, value: u32) -> Result<()> {
-    if value >= 1 {
-        Ok(())
-    } else {
-        Err(Error::bad_input(format!("{path} = {value}: must be at least 1")))
-    }
-}
-
 impl ClusterConfig {
+    /// Checks every section, in order, each error naming its field path.
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
+        self.validate_clients()?;
+        self.validate_router_and_shards()?;
+        self.validate_retry()?;
+        self.validate_faults(run)?;
+        self.series.validate(run)
+    }
+
+    fn validate_clients(&self) -> Result<()> {
         let rate = self.clients.arrival_rate_per_s;
         if !(rate.is_finite() && rate >= 0.0) || (rate == 0.0 && self.clients.closed_loop_users == 0) {
             return Err(Error::bad_input(format!(
@@ -374,6 +368,10 @@ impl ClusterConfig {
         if self.clients.closed_loop_users > 0 {
             positive("clients.think_time_s", self.clients.think_time_s, "a positive number of seconds")?;
         }
+        Ok(())
+    }
+
+    fn validate_router_and_shards(&self) -> Result<()> {
         at_least_one("router.shards", self.router.shards)?;
         at_least_one("router.vnodes", self.router.vnodes)?;
         if self.router.shards as u64 * self.router.vnodes as u64 > 10_000_000 {
@@ -400,6 +398,10 @@ impl ClusterConfig {
         if self.shards.service == ServiceName::Lognormal {
             positive("shards.service_sigma", self.shards.service_sigma, "positive for a lognormal service")?;
         }
+        Ok(())
+    }
+
+    fn validate_retry(&self) -> Result<()> {
         at_least_one("retry.max_attempts", self.retry.max_attempts)?;
         if self.retry.policy == RetryName::Backoff {
             positive("retry.backoff_base_s", self.retry.backoff_base_s, "a positive number of seconds")?;
@@ -436,6 +438,10 @@ impl ClusterConfig {
             positive("retry.breaker.open_s", b.open_s, "a positive number of seconds")?;
             at_least_one("retry.breaker.half_open_probes", b.half_open_probes)?;
         }
+        Ok(())
+    }
+
+    fn validate_faults(&self, run: &RunConfig) -> Result<()> {
         for (i, fault) in self.faults.iter().enumerate() {
             let path = format!("faults[{i}]");
             if !(fault.start_s.is_finite() && fault.start_s >= 0.0 && fault.start_s < run.horizon_s) {
@@ -481,69 +487,11 @@ impl ClusterConfig {
                 _ => {}
             }
         }
-        positive("series.bucket_s", self.series.bucket_s, "a positive number of seconds")?;
-        if run.horizon_s / self.series.bucket_s > 1_000_000.0 {
-            return Err(Error::bad_input(format!(
-                "series.bucket_s = {}: gives more than 1000000 buckets over run.horizon_s",
-                self.series.bucket_s
-            )));
-        }
-        if !(self.series.recovery_hold_s.is_finite() && self.series.recovery_hold_s >= 0.0) {
-            return Err(Error::bad_input(format!(
-                "series.recovery_hold_s = {}: must be a non-negative number of seconds",
-                self.series.recovery_hold_s
-            )));
-        }
         Ok(())
     }
 
     /// The engine parameters for one replica.
     pub fn params(&self, run: &RunConfig) -> ClusterParams {
-        let r = &self.retry;
-        let backoff_base = secs_to_nanos(r.backoff_base_s);
-        let backoff_cap = secs_to_nanos(r.backoff_cap_s);
-        let backoff = r.backoff.with(backoff_base, backoff_cap);
-        let retry = match r.policy {
-            RetryName::None => RetryPolicy::None,
-            RetryName::Naive => RetryPolicy::Naive { max_attempts: r.max_attempts },
-            RetryName::Backoff => RetryPolicy::Backoff { max_attempts: r.max_attempts, backoff },
-        };
-        let window: Nanos = secs_to_nanos(r.budget_window_s);
-        let budget = match r.budget {
-            BudgetName::None => RetryBudget::Unlimited,
-            BudgetName::Ratio => RetryBudget::Ratio(RatioBudget::new(r.budget_ratio, r.budget_cap, r.budget_initial)),
-            BudgetName::Grpc => RetryBudget::Grpc(GrpcThrottle::new(r.budget_cap, r.budget_ratio)),
-            BudgetName::Ttl => RetryBudget::Ttl(TtlBudget::new(window, r.budget_cap as u32, r.budget_ratio)),
-            BudgetName::Adaptive => RetryBudget::Adaptive(Box::new(AdaptiveThrottle::new(r.budget_ratio, window))),
-        };
-        let b = &self.retry.breaker;
-        let breaker = b.enabled.then(|| BreakerConfig {
-            window: SlidingWindow::Time { window: secs_to_nanos(b.window_s).max(10), buckets: 10 },
-            minimum_calls: b.minimum_calls,
-            failure_rate_threshold: b.failure_rate_threshold,
-            open_duration: secs_to_nanos(b.open_s),
-            max_open_duration: secs_to_nanos(b.open_s),
-            half_open_probes: b.half_open_probes,
-            ..BreakerConfig::default()
-        });
-        let service_s = secs_to_nanos(self.shards.service_s);
-        let faults = self
-            .faults
-            .iter()
-            .map(|f| Fault {
-                kind: match f.kind {
-                    FaultName::Surge => FaultKind::Surge { multiplier: f.factor.unwrap_or(1.0) },
-                    FaultName::Brownout => {
-                        FaultKind::Brownout { shard: f.shard.unwrap_or(0), slowdown: f.factor.unwrap_or(1.0) }
-                    }
-                    FaultName::Stall => FaultKind::Brownout { shard: f.shard.unwrap_or(0), slowdown: f64::INFINITY },
-                    FaultName::ShardFailure => FaultKind::ShardFailure { shard: f.shard.unwrap_or(0) },
-                    FaultName::LatencySpike => FaultKind::LatencySpike { factor: f.factor.unwrap_or(1.0) },
-                },
-                start: secs_to_nanos(f.start_s),
-                duration: secs_to_nanos(f.duration_s),
-            })
-            .collect();
         ClusterParams {
             arrival_rate_per_s: self.clients.arrival_rate_per_s,
             keys: self.clients.keys,
@@ -557,32 +505,92 @@ impl ClusterConfig {
             capacity_factor: self.router.capacity_factor,
             hash: self.router.hash,
             servers: self.shards.servers,
-            service: match self.shards.service {
-                ServiceName::Exponential => ServiceTime::Exponential { mean: service_s },
-                ServiceName::Lognormal => {
-                    ServiceTime::Lognormal { median: service_s, sigma: self.shards.service_sigma }
-                }
-                ServiceName::Constant => ServiceTime::Constant { value: service_s },
-            },
+            service: self.shards.service_time(),
             queue_capacity: self.shards.queue_capacity,
-            discipline: match self.shards.queue_order {
-                QueueOrderName::Fifo => QueueDiscipline::Fifo,
-                QueueOrderName::Lifo => QueueDiscipline::Lifo,
-                QueueOrderName::Codel => QueueDiscipline::CoDel(CoDelConfig {
-                    target: secs_to_nanos(self.shards.codel_target_s),
-                    interval: secs_to_nanos(self.shards.codel_interval_s).max(1),
-                }),
-            },
+            discipline: self.shards.discipline(),
             drop_abandoned: self.shards.drop_abandoned,
-            retry,
-            budget,
-            breaker,
-            faults,
+            retry: self.retry.policy(),
+            budget: self.retry.budget(),
+            breaker: self.retry.breaker.config(),
+            faults: self.faults.iter().map(FaultConfig::fault).collect(),
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
             bucket: secs_to_nanos(self.series.bucket_s).max(1),
             recovery_hold: secs_to_nanos(self.series.recovery_hold_s),
         }
+    }
+}
+
+impl ShardsConfig {
+    fn service_time(&self) -> ServiceTime {
+        let service_s = secs_to_nanos(self.service_s);
+        match self.service {
+            ServiceName::Exponential => ServiceTime::Exponential { mean: service_s },
+            ServiceName::Lognormal => ServiceTime::Lognormal { median: service_s, sigma: self.service_sigma },
+            ServiceName::Constant => ServiceTime::Constant { value: service_s },
+        }
+    }
+
+    fn discipline(&self) -> QueueDiscipline {
+        match self.queue_order {
+            QueueOrderName::Fifo => QueueDiscipline::Fifo,
+            QueueOrderName::Lifo => QueueDiscipline::Lifo,
+            QueueOrderName::Codel => QueueDiscipline::CoDel(CoDelConfig {
+                target: secs_to_nanos(self.codel_target_s),
+                interval: secs_to_nanos(self.codel_interval_s).max(1),
+            }),
+        }
+    }
+}
+
+impl RetryConfig {
+    fn policy(&self) -> RetryPolicy {
+        let backoff = self.backoff.with(secs_to_nanos(self.backoff_base_s), secs_to_nanos(self.backoff_cap_s));
+        match self.policy {
+            RetryName::None => RetryPolicy::None,
+            RetryName::Naive => RetryPolicy::Naive { max_attempts: self.max_attempts },
+            RetryName::Backoff => RetryPolicy::Backoff { max_attempts: self.max_attempts, backoff },
+        }
+    }
+
+    fn budget(&self) -> RetryBudget {
+        let window: Nanos = secs_to_nanos(self.budget_window_s);
+        let (ratio, cap) = (self.budget_ratio, self.budget_cap);
+        match self.budget {
+            BudgetName::None => RetryBudget::Unlimited,
+            BudgetName::Ratio => RetryBudget::Ratio(RatioBudget::new(ratio, cap, self.budget_initial)),
+            BudgetName::Grpc => RetryBudget::Grpc(GrpcThrottle::new(cap, ratio)),
+            BudgetName::Ttl => RetryBudget::Ttl(TtlBudget::new(window, cap as u32, ratio)),
+            BudgetName::Adaptive => RetryBudget::Adaptive(Box::new(AdaptiveThrottle::new(ratio, window))),
+        }
+    }
+}
+
+impl BreakerSection {
+    fn config(&self) -> Option<BreakerConfig> {
+        self.enabled.then(|| BreakerConfig {
+            window: SlidingWindow::Time { window: secs_to_nanos(self.window_s).max(10), buckets: 10 },
+            minimum_calls: self.minimum_calls,
+            failure_rate_threshold: self.failure_rate_threshold,
+            open_duration: secs_to_nanos(self.open_s),
+            max_open_duration: secs_to_nanos(self.open_s),
+            half_open_probes: self.half_open_probes,
+            ..BreakerConfig::default()
+        })
+    }
+}
+
+impl FaultConfig {
+    fn fault(&self) -> Fault {
+        let (shard, factor) = (self.shard.unwrap_or(0), self.factor.unwrap_or(1.0));
+        let kind = match self.kind {
+            FaultName::Surge => FaultKind::Surge { multiplier: factor },
+            FaultName::Brownout => FaultKind::Brownout { shard, slowdown: factor },
+            FaultName::Stall => FaultKind::Brownout { shard, slowdown: f64::INFINITY },
+            FaultName::ShardFailure => FaultKind::ShardFailure { shard },
+            FaultName::LatencySpike => FaultKind::LatencySpike { factor },
+        };
+        Fault { kind, start: secs_to_nanos(self.start_s), duration: secs_to_nanos(self.duration_s) }
     }
 }
 

@@ -7,9 +7,9 @@
 //! `models/mg1.rs`, one line in [`super::registry`] and its built-in scenario.
 
 use serde::{Deserialize, Serialize};
+use stampede_engine::kernel::Named;
 use stampede_engine::measurement::theory::pollaczek_khinchine_wait;
 use stampede_engine::models::mg1::{Mg1 as Mg1Model, Mg1Params, Mg1Results, ServiceDistribution, ServiceShape};
-use stampede_engine::kernel::Named;
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{count, defs, real, values, Metric, MetricDef, MetricKind, ReplicaOutput};
@@ -79,7 +79,8 @@ impl ModelSpec for Mg1 {
             (ServiceShape::Lognormal, Some(scv)) if scv.is_finite() && scv > 0.0 => {}
             (ServiceShape::HyperExponential, Some(scv)) if scv.is_finite() && scv >= 1.0 => {}
             (shape, scv) => {
-                let allowed = if shape == ServiceShape::Lognormal { "a number above 0" } else { "a number of at least 1" };
+                let allowed =
+                    if shape == ServiceShape::Lognormal { "a number above 0" } else { "a number of at least 1" };
                 return Err(Error::bad_input(format!(
                     "queue.service_scv = {}: a {} service needs {allowed} (the squared coefficient of variation)",
                     scv.map_or("(missing)".to_string(), |v| v.to_string()),

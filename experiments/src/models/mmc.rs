@@ -17,7 +17,8 @@ pub struct Mmc;
 impl ModelSpec for Mmc {
     type Config = MmcConfig;
     const NAME: &'static str = "mmc";
-    const DESCRIPTION: &'static str = "M/M/c(/K): Poisson arrivals, exponential service, c servers, optional capacity K";
+    const DESCRIPTION: &'static str =
+        "M/M/c(/K): Poisson arrivals, exponential service, c servers, optional capacity K";
     const SECTIONS: &'static [&'static str] = &["queue"];
 
     fn validate(config: &MmcConfig, run: &RunConfig) -> Result<()> {
@@ -138,4 +139,3 @@ const MMC_METRICS: &[Metric<MmcResults>] = &[
     real("rejected_ratio", "fraction of arrivals refused (M/M/c/K)", |r| r.rejected_ratio),
     count("events", "events handled, warm-up included", |r| r.events as f64),
 ];
-

@@ -3,6 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::checks::positive;
+use crate::base::error::{Error, Result};
+use crate::scenario::RunConfig;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SeriesConfig {
@@ -13,5 +17,25 @@ pub struct SeriesConfig {
 impl Default for SeriesConfig {
     fn default() -> Self {
         SeriesConfig { bucket_s: 0.01, recovery_hold_s: 0.2 }
+    }
+}
+
+impl SeriesConfig {
+    /// A positive bucket, at most a million buckets over the run, a non-negative hold.
+    pub fn validate(&self, run: &RunConfig) -> Result<()> {
+        positive("series.bucket_s", self.bucket_s, "a positive number of seconds")?;
+        if run.horizon_s / self.bucket_s > 1_000_000.0 {
+            return Err(Error::bad_input(format!(
+                "series.bucket_s = {}: gives more than 1000000 buckets over run.horizon_s",
+                self.bucket_s
+            )));
+        }
+        if !(self.recovery_hold_s.is_finite() && self.recovery_hold_s >= 0.0) {
+            return Err(Error::bad_input(format!(
+                "series.recovery_hold_s = {}: must be a non-negative number of seconds",
+                self.recovery_hold_s
+            )));
+        }
+        Ok(())
     }
 }

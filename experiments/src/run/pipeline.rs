@@ -15,7 +15,7 @@ use super::report::RunReport;
 use super::runner::{run_grid, PointResult, ReplicaRecord};
 use crate::base::error::{Error, Result};
 use crate::base::typing::describe;
-use crate::models::{MetricKind, SeriesKind};
+use crate::models::{CountHistogramDef, MetricKind, SeriesKind};
 use crate::resolved::{GridPoint, Scenario};
 use crate::scenario::GridAxis;
 
@@ -54,15 +54,46 @@ pub fn execute(
     summary.write(summary_values(scenario, &points, &results))?;
     staged.push(summary.finish()?);
 
-    let latency_names = model.latencies();
-    let mut histograms = TableWriter::create(&dir, "histograms.parquet", &histogram_columns())?;
+    staged.push(histograms_table(&dir, scenario, &points, &results)?);
+
+    if !model.series().is_empty() {
+        staged.push(timeseries_table(&dir, scenario, &points, &results)?);
+    }
+    if let Some(def) = model.count_histogram() {
+        staged.push(count_histogram_table(&dir, def, &points, &results)?);
+    }
+
+    let report = RunReport {
+        scenario: scenario.clone(),
+        points,
+        results,
+        output_dir: dir.clone(),
+        wall_time_s: started.elapsed().as_secs_f64(),
+        threads,
+    };
+    let manifest = serde_json::to_vec_pretty(&report.manifest()).expect("JSON serialises");
+    staged.push(StagedFile::with_contents(&dir, "manifest.json", &manifest)?);
+    staged.commit()?;
+    Ok(report)
+}
+
+/// `histograms.parquet`: per grid point and latency, the count, the quantiles, the
+/// maximum and the whole HDR histogram (V2 serialisation).
+fn histograms_table(
+    dir: &Path,
+    scenario: &Scenario,
+    points: &[GridPoint],
+    results: &[PointResult],
+) -> Result<StagedFile> {
+    let latency_names = scenario.model.latencies();
+    let mut histograms = TableWriter::create(dir, "histograms.parquet", &histogram_columns())?;
     let mut grid_point = Vec::new();
     let mut metric = Vec::new();
     let mut count = Vec::new();
     let mut quantiles: Vec<Vec<f64>> = vec![Vec::new(); QUANTILES.len()];
     let mut max = Vec::new();
     let mut hdr = Vec::new();
-    for (point, result) in points.iter().zip(&results) {
+    for (point, result) in points.iter().zip(results) {
         for (name, histogram) in latency_names.iter().zip(&result.latencies) {
             let stats = LatencyStats::of(histogram);
             grid_point.push(point.index);
@@ -78,44 +109,35 @@ pub fn execute(
     columns.push(ColumnValues::F64(max));
     columns.push(ColumnValues::Binary(hdr));
     histograms.write(columns)?;
-    staged.push(histograms.finish()?);
+    Ok(histograms.finish()?)
+}
 
-    if !model.series().is_empty() {
-        staged.push(timeseries_table(&dir, scenario, &points, &results)?);
+/// The model's histogram of a small-integer quantity (e.g. `hops.parquet`): exact
+/// counts summed over replicas, and each value's share.
+fn count_histogram_table(
+    dir: &Path,
+    def: CountHistogramDef,
+    points: &[GridPoint],
+    results: &[PointResult],
+) -> Result<StagedFile> {
+    let columns = [
+        ColumnSpec::new("grid_point", ColumnType::U32),
+        ColumnSpec::new(def.column, ColumnType::U32),
+        ColumnSpec::new("count", ColumnType::U64),
+        ColumnSpec::new("share", ColumnType::F64),
+    ];
+    let mut table = TableWriter::create(dir, def.file, &columns)?;
+    for (point, result) in points.iter().zip(results) {
+        let total: u64 = result.counts.iter().sum();
+        let share = |c: &u64| if total == 0 { 0.0 } else { *c as f64 / total as f64 };
+        table.write(vec![
+            ColumnValues::U32(vec![point.index; result.counts.len()]),
+            ColumnValues::U32((0..result.counts.len() as u32).collect()),
+            ColumnValues::U64(result.counts.clone()),
+            ColumnValues::F64(result.counts.iter().map(share).collect()),
+        ])?;
     }
-    if let Some(def) = model.count_histogram() {
-        let columns = [
-            ColumnSpec::new("grid_point", ColumnType::U32),
-            ColumnSpec::new(def.column, ColumnType::U32),
-            ColumnSpec::new("count", ColumnType::U64),
-            ColumnSpec::new("share", ColumnType::F64),
-        ];
-        let mut table = TableWriter::create(&dir, def.file, &columns)?;
-        for (point, result) in points.iter().zip(&results) {
-            let total: u64 = result.counts.iter().sum();
-            let share = |c: &u64| if total == 0 { 0.0 } else { *c as f64 / total as f64 };
-            table.write(vec![
-                ColumnValues::U32(vec![point.index; result.counts.len()]),
-                ColumnValues::U32((0..result.counts.len() as u32).collect()),
-                ColumnValues::U64(result.counts.clone()),
-                ColumnValues::F64(result.counts.iter().map(share).collect()),
-            ])?;
-        }
-        staged.push(table.finish()?);
-    }
-
-    let report = RunReport {
-        scenario: scenario.clone(),
-        points,
-        results,
-        output_dir: dir.clone(),
-        wall_time_s: started.elapsed().as_secs_f64(),
-        threads,
-    };
-    let manifest = serde_json::to_vec_pretty(&report.manifest()).expect("JSON serialises");
-    staged.push(StagedFile::with_contents(&dir, "manifest.json", &manifest)?);
-    staged.commit()?;
-    Ok(report)
+    Ok(table.finish()?)
 }
 
 fn metric_column_type(kind: MetricKind) -> ColumnType {
@@ -189,11 +211,7 @@ fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     columns
 }
 
-fn summary_values(
-    scenario: &Scenario,
-    points: &[GridPoint],
-    results: &[PointResult],
-) -> Vec<ColumnValues> {
+fn summary_values(scenario: &Scenario, points: &[GridPoint], results: &[PointResult]) -> Vec<ColumnValues> {
     let mut columns = vec![ColumnValues::U32(points.iter().map(|p| p.index).collect())];
     for (i, axis) in scenario.grid.iter().enumerate() {
         columns.push(axis_values(i, axis_column_type(axis), points));

@@ -175,6 +175,38 @@ impl WorkerAccumulators {
     }
 }
 
+/// What every task of one run shares.
+struct Work<'a> {
+    points: &'a [GridPoint],
+    replicas: u32,
+    master_seed: u64,
+    workers: &'a [Mutex<WorkerAccumulators>],
+    latency_count: usize,
+    metric_count: usize,
+    progress: &'a (dyn Fn() + Sync),
+}
+
+impl Work<'_> {
+    /// Runs task `task` (grid point major) on the current worker thread, recording its
+    /// latencies, series and counts into that worker's accumulators.
+    fn run(&self, task: u64) -> ReplicaRecord {
+        let grid_point = (task / self.replicas as u64) as u32;
+        let replica = (task % self.replicas as u64) as u32;
+        let point = &self.points[grid_point as usize];
+        let worker = rayon::current_thread_index().expect("runs on the pool");
+        // Each worker locks only its own slot: never contended.
+        let mut accumulators = self.workers[worker].lock().expect("no worker panicked");
+        let accumulator = accumulators.for_point(grid_point, self.latency_count);
+        let output = point.model.run_replica(&point.run, self.master_seed, replica as u64, &mut accumulator.histograms);
+        accumulator.series.add(&output.series);
+        add_counts(&mut accumulator.counts, &output.counts);
+        let metrics = output.metrics;
+        debug_assert_eq!(metrics.len(), self.metric_count);
+        (self.progress)();
+        ReplicaRecord { grid_point, replica, seed: replica_seed(self.master_seed, replica as u64), metrics }
+    }
+}
+
 /// Runs `replicas` replicas of every point on `threads` threads.
 ///
 /// `progress` is called once per finished replica (from worker threads); `sink`
@@ -201,6 +233,7 @@ pub fn run_grid(
         .map(|_| ((0..latency_count).map(|_| LatencyHistogram::new()).collect(), SeriesSums::default(), Vec::new()))
         .collect();
     let total = points.len() as u64 * replicas as u64;
+    let work = Work { points, replicas, master_seed, workers: &workers, latency_count, metric_count, progress };
     let mut start = 0;
     let mut records = Vec::with_capacity(CHUNK_TASKS as usize);
     while start < total {
@@ -209,24 +242,7 @@ pub fn run_grid(
             // usize, because rayon's u64 ranges are not indexed (no ordered collect).
             (start as usize..end as usize)
                 .into_par_iter()
-                .map(|task| {
-                    let task = task as u64;
-                    let grid_point = (task / replicas as u64) as u32;
-                    let replica = (task % replicas as u64) as u32;
-                    let point = &points[grid_point as usize];
-                    let worker = rayon::current_thread_index().expect("runs on the pool");
-                    // Each worker locks only its own slot: never contended.
-                    let mut accumulators = workers[worker].lock().expect("no worker panicked");
-                    let accumulator = accumulators.for_point(grid_point, latency_count);
-                    let output =
-                        point.model.run_replica(&point.run, master_seed, replica as u64, &mut accumulator.histograms);
-                    accumulator.series.add(&output.series);
-                    add_counts(&mut accumulator.counts, &output.counts);
-                    let metrics = output.metrics;
-                    debug_assert_eq!(metrics.len(), metric_count);
-                    progress();
-                    ReplicaRecord { grid_point, replica, seed: replica_seed(master_seed, replica as u64), metrics }
-                })
+                .map(|task| work.run(task as u64))
                 .collect_into_vec(&mut records)
         });
         debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));

@@ -113,4 +113,3 @@ pub(crate) fn merge_path(table: &mut toml::Table, path: &str, value: toml::Value
         other => set_path(table, path, other),
     }
 }
-

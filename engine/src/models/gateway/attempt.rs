@@ -167,15 +167,18 @@ impl Gateway<'_> {
         self.provider_gave_up = gave_up;
     }
 
-    pub(super) fn attempt_end(&mut self, now: Nanos, key: SlabKey, stamp: TicketStamp, scheduler: &mut Scheduler<Event>) {
+    pub(super) fn attempt_end(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        stamp: TicketStamp,
+        scheduler: &mut Scheduler<Event>,
+    ) {
         let Some(attempt) = self.attempts.get(key).copied() else { return };
         if !attempt.ticket.matches(stamp) || attempt.state == AttemptState::Abandoned {
             return;
         }
         self.in_flight[attempt.tier as usize] -= 1;
-        let call = self.calls.get(attempt.call).expect("an attempt's call is live");
-        let (class, counted) = (call.class as usize, call.counted);
-        let tier = attempt.tier as usize;
         let mut feedback = Feedback {
             ending: attempt.ending,
             reached_provider: true,
@@ -185,55 +188,7 @@ impl Gateway<'_> {
             sampled: attempt.sampled,
         };
         match (attempt.state, attempt.plan) {
-            (AttemptState::Started, Some(plan)) => {
-                let generated = if now >= plan.done_at {
-                    if plan.server_error {
-                        0
-                    } else {
-                        attempt.spec.output_tokens
-                    }
-                } else if now <= plan.first_token_at {
-                    0
-                } else {
-                    let fraction = (now - plan.first_token_at) as f64 / (plan.done_at - plan.first_token_at) as f64;
-                    (attempt.spec.output_tokens as f64 * fraction) as u64
-                };
-                feedback.output_used = generated;
-                let streamed = self.p.classes[class].streamed;
-                feedback.sample = if streamed && now >= plan.first_token_at {
-                    plan.first_token_at - attempt.sent_at
-                } else {
-                    now - attempt.sent_at
-                };
-                // Billing: input once the server started, output as generated; errors are free.
-                if counted && !plan.server_error {
-                    let t = &self.p.tiers[tier];
-                    let usd = (attempt.spec.input_tokens as f64 * t.usd_per_mtok_in
-                        + generated as f64 * t.usd_per_mtok_out)
-                        / 1e6;
-                    let results = &mut self.results.classes[class];
-                    if attempt.ending == Ending::Success {
-                        results.useful_usd += usd;
-                    } else {
-                        results.wasted_usd += usd;
-                    }
-                }
-                if attempt.ending == Ending::Success {
-                    let total = now - attempt.sent_at;
-                    if let Some((ttft, whole)) = class_histograms(class) {
-                        self.histograms[ttft].record(feedback.sample);
-                        self.histograms[whole].record(total);
-                    }
-                    if class == ANSWER && counted {
-                        self.answer_latency.saturating_record(total);
-                    }
-                    let expected = &mut self.expected_latency[class];
-                    *expected = (*expected as f64 * 0.9 + total as f64 * 0.1) as Nanos;
-                }
-                self.attempts.remove(key);
-                let spec = CallSpec { output_tokens: generated, ..attempt.spec };
-                self.provider_finish(now, tier, spec, plan.server_error && now >= plan.done_at);
-            }
+            (AttemptState::Started, Some(plan)) => self.started_attempt_ended(now, key, &attempt, plan, &mut feedback),
             (AttemptState::Refused, _) => {
                 self.attempts.remove(key);
             }
@@ -247,6 +202,56 @@ impl Gateway<'_> {
         let call = attempt.call;
         self.call_mut(call).attempt = None;
         self.attempt_over(now, call, feedback, attempt.retry_after, scheduler);
+    }
+
+    /// A started attempt ended at `now` (done, failed or timed out): what it generated,
+    /// what the client saw first, what it cost, its latencies; the server slot is freed.
+    fn started_attempt_ended(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        attempt: &Attempt,
+        plan: ServicePlan,
+        feedback: &mut Feedback,
+    ) {
+        let call = self.calls.get(attempt.call).expect("an attempt's call is live");
+        let (class, counted) = (call.class as usize, call.counted);
+        let tier = attempt.tier as usize;
+        let generated = generated_tokens(now, &plan, attempt.spec.output_tokens);
+        feedback.output_used = generated;
+        let streamed = self.p.classes[class].streamed;
+        feedback.sample = if streamed && now >= plan.first_token_at {
+            plan.first_token_at - attempt.sent_at
+        } else {
+            now - attempt.sent_at
+        };
+        // Billing: input once the server started, output as generated; errors are free.
+        if counted && !plan.server_error {
+            let t = &self.p.tiers[tier];
+            let usd =
+                (attempt.spec.input_tokens as f64 * t.usd_per_mtok_in + generated as f64 * t.usd_per_mtok_out) / 1e6;
+            let results = &mut self.results.classes[class];
+            if attempt.ending == Ending::Success {
+                results.useful_usd += usd;
+            } else {
+                results.wasted_usd += usd;
+            }
+        }
+        if attempt.ending == Ending::Success {
+            let total = now - attempt.sent_at;
+            if let Some((ttft, whole)) = class_histograms(class) {
+                self.histograms[ttft].record(feedback.sample);
+                self.histograms[whole].record(total);
+            }
+            if class == ANSWER && counted {
+                self.answer_latency.saturating_record(total);
+            }
+            let expected = &mut self.expected_latency[class];
+            *expected = (*expected as f64 * 0.9 + total as f64 * 0.1) as Nanos;
+        }
+        self.attempts.remove(key);
+        let spec = CallSpec { output_tokens: generated, ..attempt.spec };
+        self.provider_finish(now, tier, spec, plan.server_error && now >= plan.done_at);
     }
 
     /// An attempt ended (or a local gate refused the call at `pos`): release the gates
@@ -284,5 +289,21 @@ impl Gateway<'_> {
         }
         self.end_call(now, key, feedback.ending, scheduler);
     }
+}
 
+/// Output tokens the provider generated by `now`: all of them once done (none on a
+/// server error), none before the first token, in proportion in between.
+fn generated_tokens(now: Nanos, plan: &ServicePlan, output_tokens: u64) -> u64 {
+    if now >= plan.done_at {
+        if plan.server_error {
+            0
+        } else {
+            output_tokens
+        }
+    } else if now <= plan.first_token_at {
+        0
+    } else {
+        let fraction = (now - plan.first_token_at) as f64 / (plan.done_at - plan.first_token_at) as f64;
+        (output_tokens as f64 * fraction) as u64
+    }
 }

@@ -59,7 +59,6 @@ impl Gateway<'_> {
         self.walk(now, call, scheduler);
     }
 
-
     /// Passes the call through the gates from `pos` on; sends an attempt when all are passed.
     pub(super) fn walk(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
         let Client::Stack = self.p.client else {
@@ -90,7 +89,6 @@ impl Gateway<'_> {
         };
         self.attempt_over(now, key, feedback, None, scheduler);
     }
-
 
     /// Releases the gates at positions [from, to) that the call holds, innermost first,
     /// feeding each what the attempt (or the call) taught.
@@ -131,5 +129,4 @@ impl Gateway<'_> {
             self.turn_step(now, turn, &call, served, fallback, scheduler);
         }
     }
-
 }

@@ -19,13 +19,15 @@ use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
 use crate::policy::admission::AdmissionController;
 use crate::policy::breaker::CircuitBreaker;
-use crate::policy::bulkhead::{Bulkhead, BulkheadConfig};
+use crate::policy::bulkhead::Bulkhead;
 use crate::policy::limiter::ConcurrencyLimiter;
-use crate::policy::quota::{QuotaLimits, QuotaMeter};
+use crate::policy::quota::QuotaMeter;
 use crate::policy::retry_budget::RatioBudget;
 
-use super::gates::Gate;
-use super::params::{Client, GatewayParams, Incident, IncidentKind, LimiterScope, ANSWER_FALLBACK, CLASSES, CLASS_NAMES};
+use super::gates::{bulkheads, limiter_queue_capacity, limiters, quota_meters, Gate};
+use super::params::{
+    Client, GatewayParams, Incident, IncidentKind, LimiterScope, ANSWER_FALLBACK, CLASSES, CLASS_NAMES,
+};
 use super::reason::Reason;
 use super::results::{GatewayResults, LATENCY_NAMES};
 use super::state::{Attempt, Call, Ending, Event, Turn};
@@ -109,60 +111,17 @@ impl<'h> Gateway<'h> {
     /// `histograms` receives [`LATENCY_NAMES`] in order.
     pub fn new(p: GatewayParams, master_seed: u64, replica: u64, histograms: &'h mut [LatencyHistogram]) -> Self {
         assert_eq!(histograms.len(), LATENCY_NAMES.len(), "one histogram per LATENCY_NAMES entry");
-        assert!(p.turns_per_s > 0.0 && p.tenants > 0 && p.instances > 0 && !p.tiers.is_empty());
-        assert!(p.gates.len() < u8::MAX as usize);
-        for (i, gate) in p.gates.iter().enumerate() {
-            assert!(!p.gates[..i].contains(gate), "gate {gate:?} listed twice");
-        }
-        for class in &p.classes {
-            assert!(class.tier < p.tiers.len() && class.max_attempts > 0 && class.bulkhead_slots > 0);
-        }
+        p.check();
         let stack = p.client == Client::Stack;
         let has = |gate| stack && p.gates.contains(&gate);
         let providers = p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate)).collect();
-        let meter_sets = if p.quota.coordinated { 1 } else { p.instances as usize };
-        let mut meters = Vec::new();
-        if has(Gate::Quota) {
-            for _ in 0..meter_sets {
-                for tier in &p.tiers {
-                    let limits = QuotaLimits {
-                        requests_per_minute: tier.spec.rpm,
-                        input_tokens_per_minute: tier.spec.itpm,
-                        output_tokens_per_minute: tier.spec.otpm,
-                    };
-                    meters.push(QuotaMeter::new(limits, p.quota));
-                }
-            }
-        }
+        let meters = if has(Gate::Quota) { quota_meters(&p) } else { Vec::new() };
         let in_flight_capacity: u32 = p.classes.iter().map(|c| c.bulkhead_slots).sum();
         let in_use = if p.answer_fallback { CLASSES } else { ANSWER_FALLBACK };
         let tier_slots = (0..p.tiers.len())
             .map(|tier| p.classes[..in_use].iter().filter(|c| c.tier == tier).map(|c| c.bulkhead_slots).sum())
             .collect();
-        let bulkheads = p
-            .classes
-            .iter()
-            .map(|c| {
-                Bulkhead::new(BulkheadConfig {
-                    slots: c.bulkhead_slots,
-                    queue_capacity: c.bulkhead_queue,
-                    order: p.bulkhead_order,
-                    codel: p.codel,
-                })
-            })
-            .collect();
-        let limiter_count = match p.limiter_scope {
-            LimiterScope::Class => CLASSES,
-            LimiterScope::Tier => p.tiers.len(),
-        };
-        let limiter_queue_capacity: Vec<usize> = (0..limiter_count)
-            .map(|limiter| match p.limiter_scope {
-                LimiterScope::Class => p.classes[limiter].bulkhead_queue as usize,
-                LimiterScope::Tier => {
-                    p.classes.iter().filter(|c| c.tier == limiter).map(|c| c.bulkhead_queue as usize).sum()
-                }
-            })
-            .collect();
+        let limiter_queue_capacity = limiter_queue_capacity(&p);
         let expected_latency = p.classes.map(|c| {
             let tier = &p.tiers[c.tier].spec;
             secs_to_nanos(
@@ -181,13 +140,8 @@ impl<'h> Gateway<'h> {
             providers,
             meters,
             admission: AdmissionController::new(p.ladder, p.tenants, in_flight_capacity),
-            bulkheads,
-            limiters: (0..limiter_count)
-                .map(|_| match p.limiter_window {
-                    Some(window) => ConcurrencyLimiter::windowed(p.limiter, window),
-                    None => ConcurrencyLimiter::new(p.limiter),
-                })
-                .collect(),
+            bulkheads: bulkheads(&p),
+            limiters: limiters(&p),
             limiter_queues: limiter_queue_capacity.iter().map(|&n| VecDeque::with_capacity(n)).collect(),
             limiter_queue_capacity,
             breakers: (0..CLASSES).map(|_| CircuitBreaker::new(p.breaker)).collect(),
@@ -321,7 +275,6 @@ impl<'h> Gateway<'h> {
         let meters = self.meters.iter_mut().skip(set * tiers).take(tiers);
         meters.fold(in_flight, |pressure, meter| pressure.max(meter.pressure(now)))
     }
-
 
     /// Continues calls handed a bulkhead slot and fails the ones it dropped.
     pub(super) fn drain_worklists(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {

@@ -41,7 +41,6 @@ pub const THINK: usize = CallClass::Think as usize;
 pub const TITLE: usize = CallClass::Title as usize;
 pub const ANSWER_FALLBACK: usize = CallClass::AnswerFallback as usize;
 
-
 /// Per-attempt timeouts. Not streamed: the client sees nothing before the whole
 /// response, so "first token" and "total" both bound the response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,3 +159,16 @@ pub struct GatewayParams {
     pub horizon: Nanos,
 }
 
+impl GatewayParams {
+    /// Panics on parameters the experiments layer should never produce.
+    pub(super) fn check(&self) {
+        assert!(self.turns_per_s > 0.0 && self.tenants > 0 && self.instances > 0 && !self.tiers.is_empty());
+        assert!(self.gates.len() < u8::MAX as usize);
+        for (i, gate) in self.gates.iter().enumerate() {
+            assert!(!self.gates[..i].contains(gate), "gate {gate:?} listed twice");
+        }
+        for class in &self.classes {
+            assert!(class.tier < self.tiers.len() && class.max_attempts > 0 && class.bulkhead_slots > 0);
+        }
+    }
+}

@@ -94,7 +94,6 @@ pub const LATENCY_NAMES: [&str; 11] = [
     "title_total_s",
 ];
 
-
 /// The latency histogram of class `class`'s time to first token (or whole response)
 /// and of its total, as indexes into [`LATENCY_NAMES`]; answer_fallback has none.
 pub(super) fn class_histograms(class: usize) -> Option<(usize, usize)> {

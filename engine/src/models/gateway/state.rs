@@ -135,4 +135,3 @@ pub(super) struct Feedback {
     /// The limiter already learnt this attempt's time to first token.
     pub(super) sampled: bool,
 }
-

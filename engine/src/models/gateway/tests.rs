@@ -7,9 +7,9 @@ use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::policy::admission::Ladder;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
+use crate::policy::bulkhead::CoDelConfig;
 use crate::policy::bulkhead::QueueOrder;
 use crate::policy::classify::RetryClassifier;
-use crate::policy::bulkhead::CoDelConfig;
 use crate::policy::limiter::{AimdConfig, GradientConfig, LimiterKind, SampleWindow};
 use crate::policy::quota::QuotaConfig;
 

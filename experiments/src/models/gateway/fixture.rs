@@ -150,34 +150,7 @@ impl Fixture {
     /// Checks ranges and cross-references.
     pub fn validate(&self) -> Result<()> {
         for (name, tier) in &self.tiers {
-            for (field, value) in
-                [("prefill_tokens_per_s", tier.prefill_tokens_per_s), ("decode_tokens_per_s", tier.decode_tokens_per_s)]
-            {
-                if !(value.is_finite() && value > 0.0) {
-                    return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be positive")));
-                }
-            }
-            if !(0.0..=1.0).contains(&tier.error_rate) {
-                return Err(Error::bad_input(format!(
-                    "tiers.{name}.error_rate = {}: must be a probability from 0 to 1",
-                    tier.error_rate
-                )));
-            }
-            if tier.server_slots == 0 {
-                return Err(Error::bad_input(format!("tiers.{name}.server_slots = 0: must be at least 1")));
-            }
-            for (field, value) in [
-                ("base_latency_s", tier.base_latency_s),
-                ("usd_per_mtok_in", tier.usd_per_mtok_in),
-                ("usd_per_mtok_out", tier.usd_per_mtok_out),
-            ] {
-                if !(value.is_finite() && value >= 0.0) {
-                    return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be zero or more")));
-                }
-            }
-            if tier.rpm == 0 || tier.itpm == 0 || tier.otpm == 0 {
-                return Err(Error::bad_input(format!("tiers.{name}: rpm, itpm and otpm must be positive")));
-            }
+            tier.validate(name)?;
         }
         for (rung, name) in self.gateway.ladder_classes.iter().enumerate() {
             if !self.classes.contains_key(name) || rung >= 4 {
@@ -188,54 +161,95 @@ impl Fixture {
             }
         }
         for (name, class) in &self.classes {
-            if !self.tiers.contains_key(&class.tier) {
-                let tiers: Vec<&str> = self.tiers.keys().map(String::as_str).collect();
+            class.validate(name, &self.tiers)?;
+        }
+        Ok(())
+    }
+}
+
+impl Tier {
+    /// Rates and slots positive, the error rate a probability, prices not negative.
+    fn validate(&self, name: &str) -> Result<()> {
+        for (field, value) in
+            [("prefill_tokens_per_s", self.prefill_tokens_per_s), ("decode_tokens_per_s", self.decode_tokens_per_s)]
+        {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be positive")));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.error_rate) {
+            return Err(Error::bad_input(format!(
+                "tiers.{name}.error_rate = {}: must be a probability from 0 to 1",
+                self.error_rate
+            )));
+        }
+        if self.server_slots == 0 {
+            return Err(Error::bad_input(format!("tiers.{name}.server_slots = 0: must be at least 1")));
+        }
+        for (field, value) in [
+            ("base_latency_s", self.base_latency_s),
+            ("usd_per_mtok_in", self.usd_per_mtok_in),
+            ("usd_per_mtok_out", self.usd_per_mtok_out),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be zero or more")));
+            }
+        }
+        if self.rpm == 0 || self.itpm == 0 || self.otpm == 0 {
+            return Err(Error::bad_input(format!("tiers.{name}: rpm, itpm and otpm must be positive")));
+        }
+        Ok(())
+    }
+}
+
+impl CallClass {
+    /// Its tier exists; tokens, attempts, deadlines and timeouts are in range.
+    fn validate(&self, name: &str, tiers: &BTreeMap<String, Tier>) -> Result<()> {
+        if !tiers.contains_key(&self.tier) {
+            let tiers: Vec<&str> = tiers.keys().map(String::as_str).collect();
+            return Err(Error::bad_input(format!(
+                "classes.{name}.tier = {:?}: no such tier; tiers: {}",
+                self.tier,
+                tiers.join(", ")
+            )));
+        }
+        if !(self.input_tokens.mean > 0.0 && self.output_tokens.mean > 0.0) {
+            return Err(Error::bad_input(format!("classes.{name}: token means must be positive")));
+        }
+        if self.max_attempts == 0 {
+            return Err(Error::bad_input(format!("classes.{name}.max_attempts = 0: must be at least 1")));
+        }
+        let t = &self.timeouts_s;
+        for (field, value) in [
+            ("deadline_s", self.deadline_s),
+            ("timeouts_s.connect", t.connect),
+            ("timeouts_s.first_token", t.first_token),
+            ("timeouts_s.total", t.total),
+            ("timeouts_s.inter_token", t.inter_token.unwrap_or(1.0)),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
                 return Err(Error::bad_input(format!(
-                    "classes.{name}.tier = {:?}: no such tier; tiers: {}",
-                    class.tier,
-                    tiers.join(", ")
+                    "classes.{name}.{field} = {value}: must be a positive number of seconds"
                 )));
             }
-            if !(class.input_tokens.mean > 0.0 && class.output_tokens.mean > 0.0) {
-                return Err(Error::bad_input(format!("classes.{name}: token means must be positive")));
-            }
-            if class.max_attempts == 0 {
-                return Err(Error::bad_input(format!("classes.{name}.max_attempts = 0: must be at least 1")));
-            }
-            let t = &class.timeouts_s;
-            for (field, value) in [
-                ("deadline_s", class.deadline_s),
-                ("timeouts_s.connect", t.connect),
-                ("timeouts_s.first_token", t.first_token),
-                ("timeouts_s.total", t.total),
-                ("timeouts_s.inter_token", t.inter_token.unwrap_or(1.0)),
-            ] {
-                if !(value.is_finite() && value > 0.0) {
-                    return Err(Error::bad_input(format!(
-                        "classes.{name}.{field} = {value}: must be a positive number of seconds"
-                    )));
-                }
-            }
-            if !(class.input_tokens.sd >= 0.0 && class.output_tokens.sd >= 0.0) {
-                return Err(Error::bad_input(format!(
-                    "classes.{name}: token standard deviations must be zero or more"
-                )));
-            }
-            if class.max_tokens == 0 {
-                return Err(Error::bad_input(format!("classes.{name}.max_tokens = 0: must be positive")));
-            }
-            if !(class.calls_per_turn.is_finite() && class.calls_per_turn >= 0.0) {
-                return Err(Error::bad_input(format!(
-                    "classes.{name}.calls_per_turn = {}: must be non-negative",
-                    class.calls_per_turn
-                )));
-            }
-            if !(0.0..=1.0).contains(&class.cacheable_prefix) {
-                return Err(Error::bad_input(format!(
-                    "classes.{name}.cacheable_prefix = {}: must be from 0 to 1",
-                    class.cacheable_prefix
-                )));
-            }
+        }
+        if !(self.input_tokens.sd >= 0.0 && self.output_tokens.sd >= 0.0) {
+            return Err(Error::bad_input(format!("classes.{name}: token standard deviations must be zero or more")));
+        }
+        if self.max_tokens == 0 {
+            return Err(Error::bad_input(format!("classes.{name}.max_tokens = 0: must be positive")));
+        }
+        if !(self.calls_per_turn.is_finite() && self.calls_per_turn >= 0.0) {
+            return Err(Error::bad_input(format!(
+                "classes.{name}.calls_per_turn = {}: must be non-negative",
+                self.calls_per_turn
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.cacheable_prefix) {
+            return Err(Error::bad_input(format!(
+                "classes.{name}.cacheable_prefix = {}: must be from 0 to 1",
+                self.cacheable_prefix
+            )));
         }
         Ok(())
     }

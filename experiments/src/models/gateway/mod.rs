@@ -12,12 +12,12 @@ mod metrics;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use stampede_engine::models::gateway::{
-    ClassParams, Client, Gate, Gateway as GatewayModel, GatewayParams, Incident, IncidentKind, LimiterScope,
-    TierParams, Timeouts, ANSWER, ANSWER_FALLBACK, LATENCY_NAMES,
-};
-use stampede_engine::LatencyHistogram;
 use stampede_engine::components::provider::TierSpec;
+use stampede_engine::kernel::Named;
+use stampede_engine::models::gateway::{
+    CallClass, ClassParams, Client, Gate, Gateway as GatewayModel, GatewayParams, Incident, IncidentKind, LimiterScope,
+    TierParams, Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES, LATENCY_NAMES,
+};
 use stampede_engine::policy::admission::Ladder;
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
@@ -25,8 +25,8 @@ use stampede_engine::policy::bulkhead::{CoDelConfig, QueueOrder};
 use stampede_engine::policy::classify::RetryClassifier;
 use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, SampleWindow};
 use stampede_engine::policy::quota::QuotaConfig;
-use stampede_engine::kernel::Named;
 use stampede_engine::secs_to_nanos;
+use stampede_engine::LatencyHistogram;
 
 use self::fixture::{Fixture, Gateway as GatewayKnobs, OnFailure};
 use self::metrics::GATEWAY_METRICS;
@@ -281,7 +281,22 @@ impl GatewayConfig {
         self.resolved.as_ref().expect("resolve() ran when the scenario was loaded")
     }
 
+    /// Checks every section, in order, each error naming its field path.
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
+        self.validate_workload()?;
+        self.validate_stack()?;
+        self.validate_incidents()?;
+        self.validate_knobs()?;
+        if run.horizon_s <= run.warmup_s {
+            return Err(Error::bad_input(format!(
+                "run.horizon_s = {}: must exceed run.warmup_s ({})",
+                run.horizon_s, run.warmup_s
+            )));
+        }
+        Ok(())
+    }
+
+    fn validate_workload(&self) -> Result<()> {
         let w = &self.workload;
         if !(w.turns_per_s.is_finite() && w.turns_per_s > 0.0 && w.turns_per_s <= 1e5) {
             return Err(Error::bad_input(format!(
@@ -298,6 +313,10 @@ impl GatewayConfig {
                 w.hot_tenant_share
             )));
         }
+        Ok(())
+    }
+
+    fn validate_stack(&self) -> Result<()> {
         let s = &self.stack;
         for (i, gate) in s.gates.iter().enumerate() {
             if s.gates[..i].contains(gate) {
@@ -336,6 +355,12 @@ impl GatewayConfig {
                 )));
             }
         }
+        Ok(())
+    }
+
+    fn validate_incidents(&self) -> Result<()> {
+        let fixture = &self.resolved().fixture;
+        let tier_names = || fixture.tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
         for (i, incident) in self.incidents.iter().enumerate() {
             if !fixture.tiers.contains_key(&incident.tier) {
                 return Err(Error::bad_input(format!(
@@ -365,6 +390,10 @@ impl GatewayConfig {
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    fn validate_knobs(&self) -> Result<()> {
         let knobs = &self.resolved().knobs;
         for (path, value) in [
             ("gateway.retry_budget_ratio", knobs.retry_budget_ratio),
@@ -398,92 +427,15 @@ impl GatewayConfig {
         }
         queue_order(&knobs.bulkhead_queue)?;
         limiter_name(&knobs.adaptive_kind)?;
-        if run.horizon_s <= run.warmup_s {
-            return Err(Error::bad_input(format!(
-                "run.horizon_s = {}: must exceed run.warmup_s ({})",
-                run.horizon_s, run.warmup_s
-            )));
-        }
         Ok(())
     }
 
     /// The engine's parameters for one replica.
     pub fn params(&self, run: &RunConfig) -> GatewayParams {
-        let Resolved { fixture, knobs, pools } = self.resolved();
-        let tier_names: Vec<&String> = fixture.tiers.keys().collect();
-        let tier_index = |name: &str| tier_names.iter().position(|t| *t == name).expect("validated tier");
-        let tiers = fixture
-            .tiers
-            .values()
-            .map(|t| TierParams {
-                spec: TierSpec {
-                    rpm: t.rpm,
-                    itpm: t.itpm,
-                    otpm: t.otpm,
-                    prefill_tokens_per_s: t.prefill_tokens_per_s,
-                    decode_tokens_per_s: t.decode_tokens_per_s,
-                    base_latency_s: t.base_latency_s,
-                    server_slots: t.server_slots,
-                },
-                usd_per_mtok_in: t.usd_per_mtok_in,
-                usd_per_mtok_out: t.usd_per_mtok_out,
-                error_rate: t.error_rate,
-            })
-            .collect();
-        let pool = |name: &str| {
-            let computed = pools.get(name).copied().unwrap_or(1.0);
-            self.stack.bulkhead_slots.get(name).copied().unwrap_or(computed.ceil().max(4.0) as u32)
-        };
-        let class = |name: &str| {
-            let c = &fixture.classes[name];
-            let shed_from_rung = knobs.ladder_classes.iter().position(|n| n == name).map_or(5, |rung| rung as u8 + 1);
-            let slots = pool(name);
-            ClassParams {
-                tier: tier_index(&c.tier),
-                share: c.calls_per_turn.min(1.0),
-                input_tokens: (c.input_tokens.mean, c.input_tokens.sd),
-                output_tokens: (c.output_tokens.mean, c.output_tokens.sd),
-                max_tokens: c.max_tokens,
-                streamed: c.streamed,
-                deadline: secs_to_nanos(c.deadline_s),
-                timeouts: Timeouts {
-                    connect: secs_to_nanos(c.timeouts_s.connect),
-                    first_token: secs_to_nanos(c.timeouts_s.first_token),
-                    inter_token: c.timeouts_s.inter_token.map(secs_to_nanos),
-                    total: secs_to_nanos(c.timeouts_s.total),
-                },
-                max_attempts: self.stack.max_attempts.map_or(c.max_attempts, |cap| cap.min(c.max_attempts)),
-                shed_from_rung,
-                has_fallback: c.on_failure != OnFailure::TurnFails,
-                bulkhead_slots: slots,
-                bulkhead_queue: slots,
-            }
-        };
-        let mut classes =
-            [class("guard"), class("rewrite"), class("answer"), class("think"), class("title"), class("answer")];
-        if let Some(tier) = &self.stack.answer_fallback_tier {
-            classes[ANSWER].has_fallback = true;
-            classes[ANSWER_FALLBACK].tier = tier_index(tier);
-        }
-        classes[ANSWER_FALLBACK].has_fallback = false;
-        let initial = knobs.adaptive_initial_limit as f64;
-        let limiter = match self.stack.limiter.unwrap_or_else(|| limiter_name(&knobs.adaptive_kind).expect("validated"))
-        {
-            LimiterName::Fixed => LimiterKind::Fixed { limit: knobs.adaptive_initial_limit },
-            LimiterName::Aimd => {
-                LimiterKind::Aimd(AimdConfig { initial, min: 1.0, max: 1000.0, ..AimdConfig::default() })
-            }
-            LimiterName::Gradient => {
-                LimiterKind::Gradient(GradientConfig { initial, min: 1.0, max: 1000.0, ..GradientConfig::default() })
-            }
-            LimiterName::Gradient2 => {
-                LimiterKind::Gradient2(Gradient2Config { initial, min: 1.0, max: 1000.0, ..Gradient2Config::default() })
-            }
-        };
-        let open = secs_to_nanos(knobs.breaker_open_s);
+        let knobs = &self.resolved().knobs;
         GatewayParams {
-            tiers,
-            classes,
+            tiers: self.tiers(),
+            classes: self.classes(),
             answer_fallback: self.stack.answer_fallback_tier.is_some(),
             turns_per_s: self.workload.turns_per_s,
             tenants: self.workload.tenants,
@@ -498,22 +450,11 @@ impl GatewayConfig {
             },
             gates: self.stack.gates.clone(),
             ladder: Ladder { rungs: knobs.ladder_rungs, ..Ladder::default() },
-            limiter,
+            limiter: self.limiter(),
             limiter_scope: self.stack.limiter_scope,
             limiter_window: (self.stack.limiter_window_samples > 1)
                 .then_some(SampleWindow { min_samples: self.stack.limiter_window_samples, ..SampleWindow::default() }),
-            breaker: BreakerConfig {
-                window: SlidingWindow::Time { window: secs_to_nanos(knobs.breaker_window_s), buckets: 12 },
-                minimum_calls: knobs.breaker_minimum_calls,
-                failure_rate_threshold: knobs.breaker_failure_ratio,
-                slow_call_rate_threshold: 2.0, // slow calls are the timeouts' business
-                slow_call_duration: open,
-                open_duration: open,
-                open_duration_multiplier: 1.0,
-                max_open_duration: open,
-                half_open_probes: knobs.breaker_half_open_probes,
-                count_rate_limited: knobs.breaker_counts_429,
-            },
+            breaker: self.breaker(),
             quota: QuotaConfig {
                 headroom: knobs.limiter_headroom,
                 longest_wait: secs_to_nanos(knobs.limiter_longest_wait_s),
@@ -533,23 +474,130 @@ impl GatewayConfig {
                 target: secs_to_nanos(knobs.codel_target_s),
                 interval: secs_to_nanos(knobs.codel_interval_s),
             }),
-            incidents: self
-                .incidents
-                .iter()
-                .map(|i| Incident {
-                    tier: tier_index(&i.tier),
-                    kind: match i.kind {
-                        IncidentName::Brownout => IncidentKind::Brownout,
-                        IncidentName::Outage => IncidentKind::Outage,
-                        IncidentName::CapacityStep => IncidentKind::CapacityStep { scale: i.scale.expect("validated") },
-                    },
-                    start: secs_to_nanos(i.start_s),
-                    end: secs_to_nanos(i.start_s + i.duration_s),
-                })
-                .collect(),
+            incidents: self.incidents(),
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
         }
+    }
+
+    /// The index of tier `name` in the fixture's (sorted) tier order.
+    fn tier_index(&self, name: &str) -> usize {
+        self.resolved().fixture.tiers.keys().position(|t| t == name).expect("validated tier")
+    }
+
+    fn tiers(&self) -> Vec<TierParams> {
+        let fixture = &self.resolved().fixture;
+        fixture
+            .tiers
+            .values()
+            .map(|t| TierParams {
+                spec: TierSpec {
+                    rpm: t.rpm,
+                    itpm: t.itpm,
+                    otpm: t.otpm,
+                    prefill_tokens_per_s: t.prefill_tokens_per_s,
+                    decode_tokens_per_s: t.decode_tokens_per_s,
+                    base_latency_s: t.base_latency_s,
+                    server_slots: t.server_slots,
+                },
+                usd_per_mtok_in: t.usd_per_mtok_in,
+                usd_per_mtok_out: t.usd_per_mtok_out,
+                error_rate: t.error_rate,
+            })
+            .collect()
+    }
+
+    /// One class's parameters from the fixture, the ladder and the bulkhead pools.
+    fn class(&self, name: &str) -> ClassParams {
+        let Resolved { fixture, knobs, pools } = self.resolved();
+        let c = &fixture.classes[name];
+        let shed_from_rung = knobs.ladder_classes.iter().position(|n| n == name).map_or(5, |rung| rung as u8 + 1);
+        let computed = pools.get(name).copied().unwrap_or(1.0);
+        let slots = self.stack.bulkhead_slots.get(name).copied().unwrap_or(computed.ceil().max(4.0) as u32);
+        ClassParams {
+            tier: self.tier_index(&c.tier),
+            share: c.calls_per_turn.min(1.0),
+            input_tokens: (c.input_tokens.mean, c.input_tokens.sd),
+            output_tokens: (c.output_tokens.mean, c.output_tokens.sd),
+            max_tokens: c.max_tokens,
+            streamed: c.streamed,
+            deadline: secs_to_nanos(c.deadline_s),
+            timeouts: Timeouts {
+                connect: secs_to_nanos(c.timeouts_s.connect),
+                first_token: secs_to_nanos(c.timeouts_s.first_token),
+                inter_token: c.timeouts_s.inter_token.map(secs_to_nanos),
+                total: secs_to_nanos(c.timeouts_s.total),
+            },
+            max_attempts: self.stack.max_attempts.map_or(c.max_attempts, |cap| cap.min(c.max_attempts)),
+            shed_from_rung,
+            has_fallback: c.on_failure != OnFailure::TurnFails,
+            bulkhead_slots: slots,
+            bulkhead_queue: slots,
+        }
+    }
+
+    /// The classes in the engine's order; answer_fallback is answer on the fallback tier.
+    fn classes(&self) -> [ClassParams; CLASSES] {
+        let mut classes: [ClassParams; CLASSES] = std::array::from_fn(|i| match CallClass::ALL[i] {
+            CallClass::AnswerFallback => self.class(CallClass::Answer.name()),
+            other => self.class(other.name()),
+        });
+        if let Some(tier) = &self.stack.answer_fallback_tier {
+            classes[ANSWER].has_fallback = true;
+            classes[ANSWER_FALLBACK].tier = self.tier_index(tier);
+        }
+        classes[ANSWER_FALLBACK].has_fallback = false;
+        classes
+    }
+
+    fn limiter(&self) -> LimiterKind {
+        let knobs = &self.resolved().knobs;
+        let initial = knobs.adaptive_initial_limit as f64;
+        match self.stack.limiter.unwrap_or_else(|| limiter_name(&knobs.adaptive_kind).expect("validated")) {
+            LimiterName::Fixed => LimiterKind::Fixed { limit: knobs.adaptive_initial_limit },
+            LimiterName::Aimd => {
+                LimiterKind::Aimd(AimdConfig { initial, min: 1.0, max: 1000.0, ..AimdConfig::default() })
+            }
+            LimiterName::Gradient => {
+                LimiterKind::Gradient(GradientConfig { initial, min: 1.0, max: 1000.0, ..GradientConfig::default() })
+            }
+            LimiterName::Gradient2 => {
+                LimiterKind::Gradient2(Gradient2Config { initial, min: 1.0, max: 1000.0, ..Gradient2Config::default() })
+            }
+        }
+    }
+
+    fn breaker(&self) -> BreakerConfig {
+        let knobs = &self.resolved().knobs;
+        let open = secs_to_nanos(knobs.breaker_open_s);
+        BreakerConfig {
+            window: SlidingWindow::Time { window: secs_to_nanos(knobs.breaker_window_s), buckets: 12 },
+            minimum_calls: knobs.breaker_minimum_calls,
+            failure_rate_threshold: knobs.breaker_failure_ratio,
+            slow_call_rate_threshold: 2.0, // slow calls are the timeouts' business
+            slow_call_duration: open,
+            open_duration: open,
+            open_duration_multiplier: 1.0,
+            max_open_duration: open,
+            half_open_probes: knobs.breaker_half_open_probes,
+            count_rate_limited: knobs.breaker_counts_429,
+        }
+    }
+
+    fn incidents(&self) -> Vec<Incident> {
+        self.incidents
+            .iter()
+            .map(|i| Incident {
+                tier: self.tier_index(&i.tier),
+                kind: match i.kind {
+                    IncidentName::Brownout => IncidentKind::Brownout,
+                    IncidentName::Outage => IncidentKind::Outage,
+                    IncidentName::CapacityStep => IncidentKind::CapacityStep { scale: i.scale.expect("validated") },
+                },
+                start: secs_to_nanos(i.start_s),
+                end: secs_to_nanos(i.start_s + i.duration_s),
+            })
+            .collect()
     }
 }
 

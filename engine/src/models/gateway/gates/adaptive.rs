@@ -7,7 +7,9 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
+use crate::models::gateway::params::{GatewayParams, LimiterScope, CLASSES};
 use crate::policy::bulkhead::QueueOrder;
+use crate::policy::limiter::ConcurrencyLimiter;
 use crate::policy::limiter::Signal;
 
 use super::Entry;
@@ -105,5 +107,28 @@ impl Gateway<'_> {
     pub(in crate::models::gateway) fn limiter_learns_first_token(&mut self, now: Nanos, call: &Call, sample: Nanos) {
         let index = self.limiter_index(call.class as usize);
         self.limiters[index].observe(now, sample, Signal::Success, &mut self.limiter_rng);
+    }
+}
+
+/// One limiter per class, or one per tier (the pooling bug).
+pub(in crate::models::gateway) fn limiters(p: &GatewayParams) -> Vec<ConcurrencyLimiter> {
+    let count = match p.limiter_scope {
+        LimiterScope::Class => CLASSES,
+        LimiterScope::Tier => p.tiers.len(),
+    };
+    let limiter = |_| match p.limiter_window {
+        Some(window) => ConcurrencyLimiter::windowed(p.limiter, window),
+        None => ConcurrencyLimiter::new(p.limiter),
+    };
+    (0..count).map(limiter).collect()
+}
+
+/// How many calls may wait for each limiter: its classes' bulkhead queues.
+pub(in crate::models::gateway) fn limiter_queue_capacity(p: &GatewayParams) -> Vec<usize> {
+    match p.limiter_scope {
+        LimiterScope::Class => p.classes.iter().map(|c| c.bulkhead_queue as usize).collect(),
+        LimiterScope::Tier => (0..p.tiers.len())
+            .map(|tier| p.classes.iter().filter(|c| c.tier == tier).map(|c| c.bulkhead_queue as usize).sum())
+            .collect(),
     }
 }

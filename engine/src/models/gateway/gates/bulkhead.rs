@@ -5,7 +5,9 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
+use crate::models::gateway::params::GatewayParams;
 use crate::policy::bulkhead::{Acquire, Dropped, Waiter};
+use crate::policy::bulkhead::{Bulkhead, BulkheadConfig};
 
 use super::Entry;
 use crate::models::gateway::model::Gateway;
@@ -63,4 +65,17 @@ impl Gateway<'_> {
             bulkhead.sweep(now, |waiter, _| dropped.push((SlabKey::from_bits(waiter.id), Reason::QueueDeadline)));
         }
     }
+}
+
+/// One bulkhead per class, sized by the class.
+pub(in crate::models::gateway) fn bulkheads(p: &GatewayParams) -> Vec<Bulkhead> {
+    let bulkhead = |c: &crate::models::gateway::params::ClassParams| {
+        Bulkhead::new(BulkheadConfig {
+            slots: c.bulkhead_slots,
+            queue_capacity: c.bulkhead_queue,
+            order: p.bulkhead_order,
+            codel: p.codel,
+        })
+    };
+    p.classes.iter().map(bulkhead).collect()
 }

@@ -6,7 +6,9 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
+use crate::models::gateway::params::GatewayParams;
 use crate::policy::quota::Reserve;
+use crate::policy::quota::{QuotaLimits, QuotaMeter};
 
 use super::Entry;
 use crate::models::gateway::model::Gateway;
@@ -41,7 +43,13 @@ impl Gateway<'_> {
         }
     }
 
-    pub(in crate::models::gateway) fn release_quota(&mut self, now: Nanos, key: SlabKey, call: &Call, feedback: Feedback) {
+    pub(in crate::models::gateway) fn release_quota(
+        &mut self,
+        now: Nanos,
+        key: SlabKey,
+        call: &Call,
+        feedback: Feedback,
+    ) {
         let Some(reservation) = call.reservation else { return };
         self.call_mut(key).reservation = None;
         let meter = self.meter_index(call);
@@ -57,4 +65,16 @@ impl Gateway<'_> {
             }
         }
     }
+}
+
+/// The client meters: one set of tiers fleet-wide when coordinated, one per instance
+/// when split (`instances × tiers`, instance-major).
+pub(in crate::models::gateway) fn quota_meters(p: &GatewayParams) -> Vec<QuotaMeter> {
+    let meter_sets = if p.quota.coordinated { 1 } else { p.instances as usize };
+    let limits = |tier: &crate::models::gateway::params::TierParams| QuotaLimits {
+        requests_per_minute: tier.spec.rpm,
+        input_tokens_per_minute: tier.spec.itpm,
+        output_tokens_per_minute: tier.spec.otpm,
+    };
+    (0..meter_sets).flat_map(|_| p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), p.quota))).collect()
 }

@@ -52,5 +52,4 @@ impl Gateway<'_> {
         }
         Some(delay)
     }
-
 }
