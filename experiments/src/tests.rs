@@ -25,3 +25,195 @@ fn models_report_what_they_declare() {
         assert_eq!(names.len(), point.model.metrics().len(), "{name}: duplicate metric names");
     }
 }
+
+/// A minimal `mmc` scenario, with `extra` appended (more sections, a grid, claims).
+fn mmc(extra: &str) -> String {
+    format!(
+        "name = \"t\"\nmodel = \"mmc\"\n[run]\nhorizon_s = 100.0\nreplicas = 2\n\
+         [queue]\narrival_rate_per_s = 1.0\nservice_rate_per_s = 1.5\nservers = 1\n{extra}"
+    )
+}
+
+/// Resolves `text` with `--set` and `--grid` arguments as the command line would
+/// parse them; `Ok` is each grid point as `index: path = value, …`.
+fn resolve(text: &str, sets: &[&str], grids: &[&str]) -> crate::Result<Vec<String>> {
+    use crate::scenario::overrides::{parse_grid, parse_set};
+    let source = crate::base::typing::parse_text(text, "test scenario")?;
+    let mut overrides = Overrides::default();
+    for set in sets {
+        overrides.sets.push(parse_set(set)?);
+    }
+    for grid in grids {
+        overrides.grids.push(parse_grid(grid)?);
+    }
+    let scenario = Scenario::resolve(source, &overrides)?;
+    Ok(scenario
+        .grid_points()?
+        .iter()
+        .map(|p| {
+            let params: Vec<String> =
+                p.params.iter().map(|(k, v)| format!("{k} = {}", crate::base::typing::describe(v))).collect();
+            format!("{}: {}", p.index, params.join(", "))
+        })
+        .collect())
+}
+
+/// `expected` is either the grid points (`Ok`) or a fragment of the error message
+/// with its exit code (`Err`).
+fn check(text: &str, sets: &[&str], grids: &[&str], expected: std::result::Result<&[&str], (&str, i32)>) {
+    match (resolve(text, sets, grids), expected) {
+        (Ok(points), Ok(want)) => assert_eq!(points, want, "scenario:\n{text}"),
+        (Err(error), Err((fragment, code))) => {
+            assert!(error.to_string().contains(fragment), "{error}\n  should contain: {fragment}");
+            assert_eq!(error.exit_code(), code, "{error}");
+        }
+        (got, want) => panic!("scenario:\n{text}\ngot {got:?}, expected {want:?}"),
+    }
+}
+
+#[test]
+fn grids_expand_row_major_and_overrides_apply_in_order() {
+    // No grid: one point with no parameters.
+    check(&mmc(""), &[], &[], Ok(&["0: "]));
+    // The first axis varies slowest.
+    check(
+        &mmc("[grid]\n\"queue.servers\" = [1, 2]\n\"run.horizon_s\" = [50.0, 60.0]\n"),
+        &[],
+        &[],
+        Ok(&[
+            "0: queue.servers = 1, run.horizon_s = 50.0",
+            "1: queue.servers = 1, run.horizon_s = 60.0",
+            "2: queue.servers = 2, run.horizon_s = 50.0",
+            "3: queue.servers = 2, run.horizon_s = 60.0",
+        ]),
+    );
+    // --grid replaces the file's axis of the same path and adds new ones after it.
+    check(
+        &mmc("[grid]\n\"queue.servers\" = [1, 2]\n"),
+        &[],
+        &["queue.servers=3", "queue.service_rate_per_s=2.0,3"],
+        Ok(&[
+            "0: queue.servers = 3, queue.service_rate_per_s = 2.0",
+            "1: queue.servers = 3, queue.service_rate_per_s = 3",
+        ]),
+    );
+    // Nested grid tables name the same paths as quoted dotted keys.
+    check(&mmc("[grid.queue]\nservers = [2, 3]\n"), &[], &[], Ok(&["0: queue.servers = 2", "1: queue.servers = 3"]));
+    // A case patches several sections and is named by its label.
+    check(
+        &mmc("[[grid.case]]\nlabel = \"slow\"\nqueue = { service_rate_per_s = 1.1 }\nrun = { horizon_s = 10.0 }\n"),
+        &[],
+        &[],
+        Ok(&["0: case = \"slow\""]),
+    );
+    // --set applies before validation: an overloaded base made stable.
+    check(&mmc(""), &["queue.servers=2", "queue.arrival_rate_per_s=2.5"], &[], Ok(&["0: "]));
+}
+
+#[test]
+fn bad_scenarios_name_the_field_the_value_and_what_is_allowed() {
+    let bad = |text: &str, sets: &[&str], grids: &[&str], fragment: &str| check(text, sets, grids, Err((fragment, 2)));
+    bad(
+        &mmc("").replace("mmc\"", "mmm\""),
+        &[],
+        &[],
+        "model = \"mmm\": unknown model; known models: mmc, mg1, cluster",
+    );
+    bad(&mmc("[queues]\nx = 1\n"), &[], &[], "scenario field queues: unknown field for model \"mmc\"; expected one of");
+    bad(&mmc(""), &["queue.servers=0"], &[], "queue.servers = 0: must be at least 1");
+    bad(&mmc(""), &["queue.arrival_rate_per_s=2.0"], &[], "ρ = λ/(c·μ) = 1.333 is not below 1");
+    bad(&mmc(""), &["queue.servers=\"two\""], &[], "scenario field queue.servers: invalid type: string \"two\"");
+    bad(&mmc(""), &["queue.extra=1"], &[], "unknown field `extra`, expected one of");
+    bad(&mmc(""), &["run.replicas=0"], &[], "run.replicas = 0: must be at least 1");
+    bad(&mmc(""), &["run.warmup_s=200.0"], &[], "run.warmup_s = 200: must be at least 0 and below run.horizon_s");
+    bad(&mmc(""), &[], &["run.seed=1,2"], "grid axis run.seed: cannot be varied");
+    bad(&mmc(""), &["grid.x=1"], &[], "--set grid.x: grid axes are changed with --grid, not --set");
+    bad(&mmc("[grid]\n\"queue.servers\" = []\n"), &[], &[], "a grid axis needs at least one value");
+    // A bad value at one grid point names the point.
+    bad(
+        &mmc(""),
+        &[],
+        &["queue.servers=1,0"],
+        "grid point 1 (queue.servers = 0): queue.servers = 0: must be at least 1",
+    );
+    bad(&mmc("[[grid.case]]\nqueue = { servers = 2 }\n"), &[], &[], "every case needs label");
+    bad(&mmc("").replace("name = \"t\"", "name = \"a/b\""), &[], &[], "name = \"a/b\": must be letters, digits");
+    // Names parsed through the engine's enums list the names allowed.
+    let mg1 = "name = \"g\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 10.0\nreplicas = 2\n\
+               [queue]\narrival_rate_per_s = 0.5\nservice = \"gamma\"\nservice_mean_s = 1.0\n";
+    bad(mg1, &[], &[], "unknown variant `gamma`, expected one of `deterministic`, `exponential`, `lognormal`");
+    bad(mg1, &["queue.service=\"deterministic\"", "queue.service_scv=2.0"], &[], "a deterministic service fixes its");
+    bad(mg1, &["queue.service=\"hyperexponential\"", "queue.service_scv=0.5"], &[], "needs a number of at least 1");
+}
+
+#[test]
+fn claims_are_checked_against_the_grid_and_the_metrics() {
+    let claim = |body: &str| mmc(&format!("[[verify]]\n{body}\n"));
+    let bad = |text: &str, fragment: &str| check(text, &[], &[], Err((fragment, 2)));
+    check(
+        &claim("grid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nat_most = 5.0"),
+        &[],
+        &[],
+        Ok(&["0: "]),
+    );
+    bad(
+        &claim("grid_point = 1\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nat_most = 5.0"),
+        "verify[0].grid_point = 1: the grid has 1 point(s)",
+    );
+    bad(
+        &claim("grid_point = 0\nmetric = \"wait_s\"\nstatistic = \"mean\"\nat_most = 5.0"),
+        "verify[0].metric = \"wait_s\": not a metric of model mmc; its metrics: wait_mean_s",
+    );
+    bad(
+        &claim("grid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"mean\""),
+        "verify[0]: needs at least one of at_least, at_most, above, below",
+    );
+    bad(
+        &claim("grid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nabove = { grid_point = 0, statistic = \"mean\", factor = -1.0 }"),
+        "verify[0].above.factor = -1: must be a positive number",
+    );
+    bad(
+        &claim("grid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"median\"\nat_most = 1.0"),
+        "unknown variant `median`",
+    );
+}
+
+/// `verify::check` passes and fails claims on the statistics, fixed or relative.
+#[test]
+fn verify_checks_bounds_on_means_and_interval_ends() {
+    use crate::run::report::RunReport;
+    use crate::run::runner::PointResult;
+    use crate::run::stats::Summary;
+    let text = mmc(
+        "[grid]\n\"queue.servers\" = [1, 2]\n\
+         [[verify]]\ngrid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"ci_lo\"\nat_least = 1.0\n\
+         [[verify]]\ngrid_point = 1\nmetric = \"wait_mean_s\"\nstatistic = \"ci_hi\"\nbelow = { grid_point = 0, statistic = \"ci_lo\", factor = 0.5 }\n\
+         [[verify]]\ngrid_point = 1\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nat_least = 0.5\nat_most = 0.6\n",
+    );
+    let scenario =
+        Scenario::resolve(crate::base::typing::parse_text(&text, "t").unwrap(), &Overrides::default()).unwrap();
+    let metrics = scenario.model.metrics().len();
+    let wait = |mean: f64, half: f64| {
+        let mut summaries = vec![Summary { mean: 0.0, sd: 0.0, ci_lo: 0.0, ci_hi: 0.0 }; metrics];
+        summaries[0] = Summary { mean, sd: 1.0, ci_lo: mean - half, ci_hi: mean + half };
+        PointResult { summaries, latencies: Vec::new(), series: Default::default(), counts: Vec::new() }
+    };
+    let report = |first: f64, second: f64| RunReport {
+        points: scenario.grid_points().unwrap(),
+        results: vec![wait(first, 0.2), wait(second, 0.1)],
+        scenario: scenario.clone(),
+        output_dir: "out".into(),
+        wall_time_s: 0.0,
+        threads: 1,
+    };
+    let passed = |r: &RunReport| crate::verify::check(r).iter().map(|c| c.passed).collect::<Vec<_>>();
+    // Point 0: ci_lo 1.4 ≥ 1; point 1: ci_hi 0.65 < 0.5 × 1.4; mean 0.55 within [0.5, 0.6].
+    assert_eq!(passed(&report(1.6, 0.55)), [true, true, true]);
+    // Point 0's ci_lo 0.9 < 1; 0.5 × 0.9 = 0.45 < point 1's ci_hi 0.65; 0.55 still fine.
+    assert_eq!(passed(&report(1.1, 0.55)), [false, false, true]);
+    // A NaN statistic never passes.
+    assert_eq!(passed(&report(1.6, f64::NAN)), [true, false, false]);
+    let rendered = crate::verify::render(&crate::verify::check(&report(1.1, 0.55)));
+    assert!(rendered.contains("FAIL  grid point 0 wait_mean_s ci_lo = 0.9000 ≥ 1"), "{rendered}");
+    assert!(rendered.ends_with("1 passed, 2 failed\n"), "{rendered}");
+}

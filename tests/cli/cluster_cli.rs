@@ -1,9 +1,7 @@
 //! The cluster model through the command line: `verify` and its exit codes,
 //! `timeseries.parquet`, determinism across threads, and cluster-specific bad input.
 
-mod common;
-
-use common::{files_below, stampede, stderr, stdout};
+use crate::common::{files_below, stampede, stderr, stdout};
 
 #[test]
 fn verify_passes_on_the_harness_and_exits_1_on_a_broken_promise() {

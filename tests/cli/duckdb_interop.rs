@@ -3,11 +3,9 @@
 //! Needs Python with `duckdb`, `pyarrow` and `pandas` (`.ci/run` installs them).
 //! Set `STAMPEDE_SKIP_PYTHON=1` to skip on a machine without them; CI never does.
 
-mod common;
-
 use std::process::Command;
 
-use common::{stampede, stderr};
+use crate::common::{stampede, stderr};
 
 const CHECK: &str = r#"
 import sys, duckdb, pandas as pd, pyarrow.parquet as pq

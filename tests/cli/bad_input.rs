@@ -1,9 +1,7 @@
 //! Bad input gets a clear message naming the field, the value and what is allowed,
 //! exits 2 (3 for an unwritable folder), and writes nothing.
 
-mod common;
-
-use common::{files_below, stampede, stderr};
+use crate::common::{files_below, stampede, stderr};
 
 /// Runs `stampede run` with `args` plus an output folder in a scratch directory,
 /// asserts the exit code, that every `expected` fragment is in the message, and

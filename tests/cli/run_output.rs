@@ -1,11 +1,9 @@
 //! The output contract: determinism across thread counts, `show` round trips,
 //! `--json`, `list`, the manifest, and agreement of the summary with Erlang C.
 
-mod common;
-
 use std::path::Path;
 
-use common::{stampede, stderr, stdout};
+use crate::common::{stampede, stderr, stdout};
 use stampede_engine::measurement::theory::erlang_c;
 
 const PARQUETS: [&str; 3] = ["summary.parquet", "replicas.parquet", "histograms.parquet"];
@@ -113,7 +111,7 @@ fn json_summary_follows_the_contract_and_matches_erlang_c() {
         let p99 = response["p99_s"].as_f64().unwrap();
         assert!(0.0 < p50 && p50 < p99 && p99 <= response["max_s"].as_f64().unwrap());
     }
-    let written: Vec<_> = common::files_below(&scratch.path().join("mmc"));
+    let written: Vec<_> = crate::common::files_below(&scratch.path().join("mmc"));
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     assert_eq!(names, ["histograms.parquet", "manifest.json", "replicas.parquet", "summary.parquet"]);
 }

@@ -2,9 +2,7 @@
 //! output is byte-identical across thread counts, `show` round-trips case axes and
 //! fixture overrides, and bad gateway input is refused with the field named.
 
-mod common;
-
-use common::{files_below, stampede, stderr, stdout};
+use crate::common::{files_below, stampede, stderr, stdout};
 
 const ACTS: [&str; 7] =
     ["llm-naive", "llm-stack", "llm-breaker", "llm-retries", "llm-adaptive", "llm-ladder", "llm-meters"];
