@@ -1,0 +1,207 @@
+//! The clients' side: open-loop arrivals and closed-loop users make requests; a
+//! request's attempt is routed through the ring (bounded loads, failover) past the
+//! shard's breaker into its queue; a timeout, a refusal or an error leads to a retry
+//! (policy, backoff, budget) or to giving up.
+
+use super::model::*;
+use super::params::*;
+use super::results::*;
+use super::state::*;
+use crate::components::ring::Route;
+use crate::kernel::sim::Scheduler;
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::timer::{TimerSlot, TimerTicket};
+use crate::policy::classify::Outcome;
+
+impl Cluster<'_> {
+    pub(super) fn think(&mut self) -> Nanos {
+        let mean = self.p.think_time as f64;
+        (self.user_rng.exponential(1.0) * mean).round() as Nanos
+    }
+
+    /// A request has ended (answered or given up): a closed-loop user thinks, then asks again.
+    pub(super) fn request_ended(&mut self, closed_loop: bool, scheduler: &mut Scheduler<Event>) {
+        if closed_loop {
+            let think = self.think();
+            scheduler.after(think, Event::UserRequest);
+        }
+    }
+
+    pub(super) fn interarrival(&mut self) -> Nanos {
+        let rate = self.p.arrival_rate_per_s * self.rate_factor;
+        if rate <= 0.0 {
+            return Nanos::MAX / 2; // a closed-loop-only cluster has no open arrivals
+        }
+        (self.arrivals.exponential(rate) * NANOS_PER_SEC as f64).round() as Nanos
+    }
+
+    pub(super) fn new_request(&mut self, now: Nanos, closed_loop: bool, scheduler: &mut Scheduler<Event>) {
+        let hot = self.p.hot_share > 0.0 && self.key_rng.bernoulli(self.p.hot_share);
+        let key = if hot { 0 } else { self.key_sampler.draw(&mut self.key_rng) };
+        let key_hash = if self.key_hashes.is_empty() { self.p.hash.key(key) } else { self.key_hashes[key as usize] };
+        let counted = self.counted(now);
+        if counted {
+            self.results.offered += 1;
+        }
+        let request = self.requests.insert(Request {
+            key_hash,
+            closed_loop,
+            arrived_at: now,
+            counted,
+            attempts: 0,
+            timer: TimerSlot::default(),
+            attempt: None,
+            previous_backoff: 0,
+        });
+        self.p.budget.on_request(now);
+        self.send(now, request, scheduler);
+    }
+
+    pub(super) fn send(&mut self, now: Nanos, request_key: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let Some(request) = self.requests.get_mut(request_key) else { return };
+        request.attempts += 1;
+        let key_hash = request.key_hash;
+        let counted = request.counted;
+        let ticket = request.timer.arm();
+        scheduler.after(self.p.attempt_timeout, Event::Timeout { request: request_key, ticket });
+        if counted {
+            self.results.attempts += 1;
+        }
+        let bucket = self.bucket_of(now);
+        if let Some(b) = self.series.attempts.get_mut(bucket) {
+            *b += 1;
+        }
+        let shard = match self.router.route(&self.ring, key_hash) {
+            Route::Refused => return self.attempt_failed(now, request_key, Refusal::NoShard, scheduler),
+            Route::Shard { shard, hops } => {
+                if counted {
+                    self.hops_total += hops as u64;
+                    self.routed += 1;
+                    self.results.hops_max = self.results.hops_max.max(hops as u64);
+                    self.series.hops[(hops as usize).min(HOPS_TRACKED)] += 1;
+                }
+                shard
+            }
+        };
+        let permit = match self.breakers.get_mut(shard as usize) {
+            None => None,
+            Some(breaker) => match breaker.try_acquire(now) {
+                Some(permit) => Some(permit),
+                None => {
+                    self.router.release(shard);
+                    return self.attempt_failed(now, request_key, Refusal::Breaker, scheduler);
+                }
+            },
+        };
+        let s = &self.shards[shard as usize];
+        let can_start = s.busy < self.p.servers && s.stalls == 0;
+        if !can_start && s.queue.len() >= self.p.queue_capacity as usize {
+            self.router.release(shard);
+            if let Some(permit) = permit {
+                self.breakers[shard as usize].record(now, permit, Outcome::Overloaded, 0);
+            }
+            return self.attempt_failed(now, request_key, Refusal::QueueFull, scheduler);
+        }
+        let attempt = self.attempts.insert(Attempt {
+            request: request_key,
+            shard,
+            service_started: 0,
+            abandoned: false,
+            permit,
+            sent_at: now,
+        });
+        self.requests.get_mut(request_key).expect("live").attempt = Some(attempt);
+        self.in_flight += 1;
+        if can_start {
+            self.start(now, shard, attempt, scheduler);
+        } else {
+            self.shards[shard as usize].queue.push_back(attempt);
+            self.queued += 1;
+        }
+        self.check(shard);
+    }
+
+    pub(super) fn timeout(
+        &mut self,
+        now: Nanos,
+        request_key: SlabKey,
+        ticket: TimerTicket,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let Some(request) = self.requests.get_mut(request_key) else { return };
+        if !request.timer.fire(ticket) {
+            return;
+        }
+        let counted = request.counted;
+        if let Some(attempt_key) = request.attempt.take() {
+            if let Some(attempt) = self.attempts.get_mut(attempt_key) {
+                // The server keeps the attempt: its work is now wasted.
+                attempt.abandoned = true;
+                if let Some(permit) = attempt.permit.take() {
+                    let shard = attempt.shard;
+                    self.breakers[shard as usize].record(now, permit, Outcome::Timeout, self.p.attempt_timeout);
+                }
+            }
+        }
+        if counted {
+            self.results.timeouts += 1;
+        }
+        self.p.budget.on_outcome(now, false);
+        self.retry_or_fail(now, request_key, scheduler);
+    }
+
+    pub(super) fn attempt_failed(
+        &mut self,
+        now: Nanos,
+        request_key: SlabKey,
+        why: Refusal,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let Some(request) = self.requests.get_mut(request_key) else { return };
+        request.timer.cancel();
+        request.attempt = None;
+        if request.counted {
+            match why {
+                Refusal::QueueFull => self.results.refused_queue_full += 1,
+                Refusal::Breaker => self.results.refused_breaker += 1,
+                Refusal::NoShard => self.results.refused_no_shard += 1,
+                Refusal::CoDel => self.results.dropped_codel += 1,
+            }
+        }
+        self.p.budget.on_outcome(now, false);
+        self.retry_or_fail(now, request_key, scheduler);
+    }
+
+    pub(super) fn retry_or_fail(&mut self, now: Nanos, request_key: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let request = *self.requests.get(request_key).expect("live request");
+        let (max_attempts, backoff) = match self.p.retry {
+            RetryPolicy::None => (1, None),
+            RetryPolicy::Naive { max_attempts } => (max_attempts, None),
+            RetryPolicy::Backoff { max_attempts, backoff } => (max_attempts, Some(backoff)),
+        };
+        if request.attempts < max_attempts {
+            let active = self.in_flight as u32;
+            if self.p.budget.try_retry(now, active, self.queued as u32, &mut self.retry_rng) {
+                match backoff {
+                    None => scheduler.after(0, Event::Send { request: request_key }),
+                    Some(backoff) => {
+                        let delay =
+                            backoff.delay(request.attempts - 1, request.previous_backoff, None, &mut self.retry_rng);
+                        self.requests.get_mut(request_key).expect("live").previous_backoff = delay;
+                        scheduler.after(delay, Event::Send { request: request_key });
+                    }
+                }
+                return;
+            }
+            if request.counted {
+                self.results.retries_denied_by_budget += 1;
+            }
+        }
+        self.requests.remove(request_key);
+        if request.counted {
+            self.results.failed += 1;
+        }
+        self.request_ended(request.closed_loop, scheduler);
+    }
+}

@@ -1,0 +1,58 @@
+//! Faults opening and closing: a surge changes the arrival rate, a brownout or stall
+//! slows one shard, a shard failure takes it off the ring (its queue fails), a
+//! latency spike slows every shard.
+
+use super::model::*;
+use super::params::*;
+use super::state::*;
+use crate::kernel::sim::Scheduler;
+use crate::kernel::time::Nanos;
+
+impl Cluster<'_> {
+    pub(super) fn fault(&mut self, now: Nanos, index: u32, starting: bool, scheduler: &mut Scheduler<Event>) {
+        let fault = self.p.faults[index as usize];
+        match fault.kind {
+            FaultKind::Surge { multiplier } => {
+                self.rate_factor = if starting { self.rate_factor * multiplier } else { self.rate_factor / multiplier };
+                // Poisson arrivals are memoryless: redraw the next one at the new rate.
+                self.arrival_generation = self.arrival_generation.wrapping_add(1);
+                let next = self.interarrival();
+                scheduler.after(next, Event::Arrival { generation: self.arrival_generation });
+            }
+            FaultKind::Brownout { shard, slowdown } => {
+                let s = &mut self.shards[shard as usize];
+                if slowdown.is_infinite() {
+                    if starting {
+                        s.stalls += 1;
+                    } else {
+                        s.stalls -= 1;
+                    }
+                } else {
+                    s.slowdown = if starting { s.slowdown * slowdown } else { s.slowdown / slowdown };
+                }
+                if !starting {
+                    self.drain_queue(now, shard, scheduler);
+                }
+            }
+            FaultKind::ShardFailure { shard } => {
+                self.ring.set_healthy(shard, !starting);
+                if starting {
+                    // Queued attempts are lost; their clients see a refusal and may retry elsewhere.
+                    while let Some(attempt_key) = self.shards[shard as usize].queue.pop_front() {
+                        self.queued -= 1;
+                        self.in_flight -= 1;
+                        self.router.release(shard);
+                        if let Some(attempt) = self.attempts.remove(attempt_key) {
+                            if !attempt.abandoned {
+                                self.attempt_failed(now, attempt.request, Refusal::NoShard, scheduler);
+                            }
+                        }
+                    }
+                }
+            }
+            FaultKind::LatencySpike { factor } => {
+                self.spike_factor = if starting { self.spike_factor * factor } else { self.spike_factor / factor };
+            }
+        }
+    }
+}
