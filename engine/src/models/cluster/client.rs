@@ -3,10 +3,10 @@
 //! shard's breaker into its queue; a timeout, a refusal or an error leads to a retry
 //! (policy, backoff, budget) or to giving up.
 
-use super::model::*;
-use super::params::*;
-use super::results::*;
-use super::state::*;
+use super::model::Cluster;
+use super::params::RetryPolicy;
+use super::results::HOPS_TRACKED;
+use super::state::{Attempt, Event, Refusal, Request};
 use crate::components::ring::Route;
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;

@@ -2,9 +2,9 @@
 //! slows one shard, a shard failure takes it off the ring (its queue fails), a
 //! latency spike slows every shard.
 
-use super::model::*;
-use super::params::*;
-use super::state::*;
+use super::model::Cluster;
+use super::params::FaultKind;
+use super::state::{Event, Refusal};
 use crate::kernel::sim::Scheduler;
 use crate::kernel::time::Nanos;
 

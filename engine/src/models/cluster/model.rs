@@ -3,9 +3,9 @@
 
 use std::collections::VecDeque;
 
-use super::params::*;
-use super::results::*;
-use super::state::*;
+use super::params::{ClusterParams, Fault, QueueDiscipline};
+use super::results::{recovery_time, ClusterResults, ClusterSeries, HOPS_TRACKED};
+use super::state::{Attempt, Event, KeySampler, Request, Shard};
 use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};

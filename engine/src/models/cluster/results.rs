@@ -1,7 +1,7 @@
 //! What one cluster replica reports: scalar results, per-bucket integer series and
 //! the hops histogram, and recovery after the last fault.
 
-use super::params::*;
+use super::params::ClusterParams;
 use crate::kernel::time::Nanos;
 
 /// Time series of one replica, per bucket, in exact integers.

@@ -2,9 +2,9 @@
 //! taking attempts from the queue (FIFO, LIFO or CoDel, dropping abandoned work if
 //! asked), and an attempt's completion reaching its client — or nobody.
 
-use super::model::*;
-use super::params::*;
-use super::state::*;
+use super::model::Cluster;
+use super::params::{QueueDiscipline, ServiceTime};
+use super::state::{Event, Refusal};
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
