@@ -157,22 +157,22 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
     if scenario.verify.is_empty() {
         return Err(Error::bad_input(format!("scenario {name} declares no [[verify]] assertions")));
     }
+    // Claims are checked against this run's grid and replicas before anything runs.
+    let (claims, skipped) = scenario.claims_to_check()?;
+    if claims.is_empty() {
+        return Err(Error::bad_input(format!(
+            "none of the {} [[verify]] claims of {name} applies to this run: {}",
+            skipped.len(),
+            skipped.iter().map(|s| format!("verify[{}]: {}", s.index, s.why)).collect::<Vec<_>>().join("; ")
+        )));
+    }
     let report = execute_with_progress(&scenario, &args)?;
     let checks = stampede_experiments::verify::check(&report);
     if args.json {
-        let json: Vec<serde_json::Value> = checks
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "grid_point": c.assertion.grid_point, "metric": c.assertion.metric,
-                    "value": c.value, "mean": c.mean, "ci_lo": c.ci_lo, "ci_hi": c.ci_hi,
-                    "at_least": c.assertion.at_least, "at_most": c.assertion.at_most, "passed": c.passed,
-                })
-            })
-            .collect();
+        let json = stampede_experiments::verify::to_json(&checks, &skipped);
         println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
     } else {
-        print!("{}", stampede_experiments::verify::render(&checks));
+        print!("{}", stampede_experiments::verify::render(&checks, &skipped));
     }
     Ok(if checks.iter().all(|c| c.passed) { ExitStatus::Success } else { ExitStatus::VerificationFailed })
 }

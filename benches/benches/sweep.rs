@@ -4,7 +4,7 @@
 //! `cargo bench -p stampede-benches --bench sweep`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use stampede_experiments::run::runner::run_grid;
+use stampede_experiments::run::runner::{run_grid, Sinks};
 use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::{Overrides, Scenario};
 
@@ -20,13 +20,15 @@ fn sweep(c: &mut Criterion) {
     let mut source = load_scenario_source("mmc").expect("built-in");
     source.remove("grid");
     let scenario = Scenario::resolve(source, &overrides).expect("valid");
-    let points = scenario.grid_points().expect("valid");
     let mut group = c.benchmark_group("sweep_1000_replicas");
     group.sample_size(10);
     group.throughput(Throughput::Elements(1000));
     for threads in [1usize, 2] {
         group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, &threads| {
-            b.iter(|| run_grid(&points, 1000, 1, threads, &|| {}, &mut |_| Ok(())).expect("runs"));
+            b.iter(|| {
+                let sinks = Sinks { records: &mut |_| Ok(()), point: &mut |_, _| Ok(()) };
+                run_grid(&scenario, threads, &|| {}, sinks).expect("runs")
+            });
         });
     }
     group.finish();

@@ -6,7 +6,7 @@ use crate::base::error::{Error, Result};
 use crate::base::typing::typed_at;
 use crate::models::registry;
 use crate::models::ModelConfig;
-use crate::scenario::claims::Assertion;
+use crate::scenario::claims::{Assertion, Skipped};
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
 
 /// A fully resolved, validated scenario.
@@ -60,29 +60,68 @@ impl Scenario {
             document,
         };
         // Validate every point now: bad input must fail before anything is written.
-        let points = scenario.grid_points()?.len();
+        // Points are typed one at a time and dropped: memory stays flat in the grid.
+        for index in 0..scenario.point_count() {
+            scenario.grid_point(index)?;
+        }
         let metrics: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
         for (i, assertion) in scenario.verify.iter().enumerate() {
-            assertion.check(&format!("verify[{i}]"), points, &metrics, scenario.model.name())?;
+            assertion.check(&format!("verify[{i}]"), &metrics, scenario.model.name())?;
         }
         Ok(scenario)
     }
 
     /// Every grid point, typed and validated, in row-major order.
     pub fn grid_points(&self) -> Result<Vec<GridPoint>> {
-        (0..self.document.point_count())
-            .map(|index| {
-                let point = self.document.point(index)?;
-                let (model, run) = typed_body(&self.document.model, point.body.clone()).map_err(|e| {
-                    if self.grid.is_empty() {
-                        e
-                    } else {
-                        e.context(point.context())
-                    }
-                })?;
-                Ok(GridPoint { index: point.index, params: point.params, model, run })
-            })
-            .collect()
+        (0..self.point_count()).map(|index| self.grid_point(index)).collect()
+    }
+
+    /// How many grid points there are.
+    pub fn point_count(&self) -> u32 {
+        self.document.point_count() as u32
+    }
+
+    /// Grid point `index`, typed and validated.
+    pub fn grid_point(&self, index: u32) -> Result<GridPoint> {
+        let point = self.document.point(index as usize)?;
+        let (model, run) = typed_body(&self.document.model, point.body.clone()).map_err(|e| {
+            if self.grid.is_empty() {
+                e
+            } else {
+                e.context(point.context())
+            }
+        })?;
+        Ok(GridPoint { index: point.index, params: point.params, model, run })
+    }
+
+    /// The claims `verify` checks on this run, and the ones it skips with the reason
+    /// (a grid point a narrowed grid no longer has). An error if a claim can never
+    /// hold on this run (an interval with one replica).
+    pub fn claims_to_check(&self) -> Result<(Vec<&Assertion>, Vec<Skipped>)> {
+        let (mut checked, mut skipped) = (Vec::new(), Vec::new());
+        for (index, claim) in self.verify.iter().enumerate() {
+            let path = format!("verify[{index}]");
+            match claim.check_for_run(&path, self.point_count() as usize, self.run.replicas)? {
+                None => checked.push(claim),
+                Some(why) => skipped.push(Skipped { index, why }),
+            }
+        }
+        Ok((checked, skipped))
+    }
+
+    /// The (grid point, metric index) pairs whose every replica's value a checked
+    /// claim reads (a quantile or a fraction over replicas), sorted.
+    pub fn replica_metrics(&self) -> Vec<(u32, usize)> {
+        let metrics = self.model.metrics();
+        let Ok((claims, _)) = self.claims_to_check() else { return Vec::new() };
+        let mut pairs: Vec<(u32, usize)> = claims
+            .into_iter()
+            .filter(|claim| claim.statistic.reads_replicas())
+            .filter_map(|claim| Some((claim.grid_point, metrics.iter().position(|m| m.name == claim.metric)?)))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        pairs
     }
 
     /// The resolved scenario as a complete TOML file; `run` gives the same results from it.

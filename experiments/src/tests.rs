@@ -156,9 +156,16 @@ fn claims_are_checked_against_the_grid_and_the_metrics() {
         &[],
         Ok(&["0: "]),
     );
+    let claim_with = |statistic: &str, rest: &str| {
+        claim(&format!("grid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"{statistic}\"\n{rest}"))
+    };
+    bad(&claim_with("mean", "at_least = 5.0\nat_most = 1.0"), "verify[0]: at_least = 5 is above at_most = 1");
+    bad(&claim_with("mean", "at_most = nan"), "verify[0].at_most = nan: a bound must be a number");
+    bad(&claim_with("fraction_ci_lo", "at_least = 0.9"), "a fraction of replicas needs replica_at_least");
+    bad(&claim_with("p95", "replica_at_most = 1.0\nat_most = 2.0"), "replica_at_most only apply to statistic");
     bad(
-        &claim("grid_point = 1\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nat_most = 5.0"),
-        "verify[0].grid_point = 1: the grid has 1 point(s)",
+        &claim_with("fraction", "replica_at_least = 3.0\nreplica_at_most = 1.0\nat_least = 0.5"),
+        "replica_at_least = 3 is above",
     );
     bad(
         &claim("grid_point = 0\nmetric = \"wait_s\"\nstatistic = \"mean\"\nat_most = 5.0"),
@@ -178,11 +185,37 @@ fn claims_are_checked_against_the_grid_and_the_metrics() {
     );
 }
 
+/// `run` ignores claims it does not check; `verify` skips claims whose grid point a
+/// narrowed grid lost, and refuses intervals with one replica before running.
+#[test]
+fn verify_skips_claims_a_narrowed_grid_lost_and_refuses_intervals_of_one_replica() {
+    let text = mmc("[grid]\n\"queue.servers\" = [1, 2]\n\
+         [[verify]]\ngrid_point = 1\nmetric = \"wait_mean_s\"\nstatistic = \"ci_hi\"\nat_most = 5.0\n\
+         [[verify]]\ngrid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nat_most = 5.0\n");
+    let resolve = |sets: &[&str], grids: &[&str]| {
+        let overrides = Overrides {
+            sets: sets.iter().map(|s| crate::scenario::overrides::parse_set(s).unwrap()).collect(),
+            grids: grids.iter().map(|g| crate::scenario::overrides::parse_grid(g).unwrap()).collect(),
+        };
+        Scenario::resolve(crate::base::typing::parse_text(&text, "t").unwrap(), &overrides)
+    };
+    let full = resolve(&[], &[]).unwrap();
+    let (checked, skipped) = full.claims_to_check().unwrap();
+    assert_eq!((checked.len(), skipped.len()), (2, 0));
+    let narrowed = resolve(&[], &["queue.servers=2"]).expect("run accepts a narrowed grid");
+    let (checked, skipped) = narrowed.claims_to_check().unwrap();
+    assert_eq!(checked.len(), 1);
+    assert_eq!(skipped[0].index, 0);
+    assert_eq!(skipped[0].why, "grid point 1 is not in this run's grid of 1 point(s)");
+    let one = resolve(&["run.replicas=1"], &[]).unwrap();
+    let error = one.claims_to_check().unwrap_err();
+    assert!(error.to_string().contains("verify[0].statistic = \"ci_hi\": a 95% interval needs at least 2"), "{error}");
+}
+
 /// `verify::check` passes and fails claims on the statistics, fixed or relative.
 #[test]
 fn verify_checks_bounds_on_means_and_interval_ends() {
-    use crate::run::report::RunReport;
-    use crate::run::runner::PointResult;
+    use crate::run::report::{PointReport, RunReport};
     use crate::run::stats::Summary;
     let text = mmc(
         "[grid]\n\"queue.servers\" = [1, 2]\n\
@@ -193,14 +226,13 @@ fn verify_checks_bounds_on_means_and_interval_ends() {
     let scenario =
         Scenario::resolve(crate::base::typing::parse_text(&text, "t").unwrap(), &Overrides::default()).unwrap();
     let metrics = scenario.model.metrics().len();
-    let wait = |mean: f64, half: f64| {
+    let wait = |index: u32, mean: f64, half: f64| {
         let mut summaries = vec![Summary { mean: 0.0, sd: 0.0, ci_lo: 0.0, ci_hi: 0.0 }; metrics];
         summaries[0] = Summary { mean, sd: 1.0, ci_lo: mean - half, ci_hi: mean + half };
-        PointResult { summaries, latencies: Vec::new(), series: Default::default(), counts: Vec::new() }
+        PointReport { index, params: Vec::new(), summaries, latencies: Vec::new(), replica_values: Default::default() }
     };
     let report = |first: f64, second: f64| RunReport {
-        points: scenario.grid_points().unwrap(),
-        results: vec![wait(first, 0.2), wait(second, 0.1)],
+        points: vec![wait(0, first, 0.2), wait(1, second, 0.1)],
         scenario: scenario.clone(),
         output_dir: "out".into(),
         wall_time_s: 0.0,
@@ -213,7 +245,34 @@ fn verify_checks_bounds_on_means_and_interval_ends() {
     assert_eq!(passed(&report(1.1, 0.55)), [false, false, true]);
     // A NaN statistic never passes.
     assert_eq!(passed(&report(1.6, f64::NAN)), [true, false, false]);
-    let rendered = crate::verify::render(&crate::verify::check(&report(1.1, 0.55)));
+    let rendered = crate::verify::render(&crate::verify::check(&report(1.1, 0.55)), &[]);
     assert!(rendered.contains("FAIL  grid point 0 wait_mean_s ci_lo = 0.9000 ≥ 1"), "{rendered}");
     assert!(rendered.ends_with("1 passed, 2 failed\n"), "{rendered}");
+}
+
+/// Quantiles and fractions across replicas read every replica's value; a replica
+/// without a value (NaN) ranks last and never meets a bound.
+#[test]
+fn claims_over_replicas_read_every_replica() {
+    use crate::run::report::{PointReport, RunReport};
+    use crate::run::stats::Summary;
+    let text = mmc("[[verify]]\ngrid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"p50\"\nat_most = 1.2\n\
+                    [[verify]]\ngrid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"max\"\nat_most = 100.0\n\
+                    [[verify]]\ngrid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"fraction\"\nreplica_at_most = 1.5\nat_least = 0.6\n\
+                    [[verify]]\ngrid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"fraction_ci_lo\"\nreplica_at_most = 1.5\nat_least = 0.2\n");
+    let scenario =
+        Scenario::resolve(crate::base::typing::parse_text(&text, "t").unwrap(), &Overrides::default()).unwrap();
+    assert_eq!(scenario.replica_metrics(), [(0, 0)], "only the metric the claims read is kept per replica");
+    let summaries = vec![Summary { mean: 1.0, sd: 0.5, ci_lo: 0.5, ci_hi: 1.5 }; scenario.model.metrics().len()];
+    let replica_values = [(0, vec![0.5, 1.0, 1.2, 2.0, f64::NAN])].into_iter().collect();
+    let point = PointReport { index: 0, params: Vec::new(), summaries, latencies: Vec::new(), replica_values };
+    let report = RunReport { scenario, points: vec![point], output_dir: "out".into(), wall_time_s: 0.0, threads: 1 };
+    let checks = crate::verify::check(&report);
+    let values: Vec<f64> = checks.iter().map(|c| c.value).collect();
+    assert_eq!(values[0], 1.2, "p50 of five values is the third");
+    assert!(values[1].is_nan(), "the replica without a value is the maximum, so max is undefined");
+    assert_eq!(values[2], 0.6, "three of five replicas are within 1.5");
+    let (lo, _) = crate::verify::wilson(3, 5);
+    assert_eq!(values[3], lo);
+    assert_eq!(checks.iter().map(|c| c.passed).collect::<Vec<_>>(), [true, false, true, true]);
 }

@@ -5,6 +5,7 @@
 //! which columns a table has and this crate writes them.
 
 pub mod atomic;
+pub mod folder;
 pub mod hdr;
 pub mod table;
 
@@ -12,6 +13,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use atomic::{StagedFile, StagedSet};
+pub use folder::{FolderLock, LockError, StagedFolder};
 pub use table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 
 /// An output failure: which file, and why.

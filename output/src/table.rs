@@ -78,7 +78,57 @@ pub enum ColumnValues {
     Binary(Vec<Vec<u8>>),
 }
 
+/// Applies `$body` to the vector inside any [`ColumnValues`] variant.
+macro_rules! each_variant {
+    ($value:expr, $v:ident => $body:expr) => {
+        match $value {
+            ColumnValues::U32($v) => $body,
+            ColumnValues::U64($v) => $body,
+            ColumnValues::I64($v) => $body,
+            ColumnValues::F64($v) => $body,
+            ColumnValues::Bool($v) => $body,
+            ColumnValues::Utf8($v) => $body,
+            ColumnValues::Binary($v) => $body,
+        }
+    };
+}
+
 impl ColumnValues {
+    fn len(&self) -> usize {
+        each_variant!(self, v => v.len())
+    }
+
+    /// Moves `other`'s values to the end of `self` (same variant).
+    fn append(&mut self, other: ColumnValues) {
+        match (self, other) {
+            (ColumnValues::U32(a), ColumnValues::U32(b)) => a.extend(b),
+            (ColumnValues::U64(a), ColumnValues::U64(b)) => a.extend(b),
+            (ColumnValues::I64(a), ColumnValues::I64(b)) => a.extend(b),
+            (ColumnValues::F64(a), ColumnValues::F64(b)) => a.extend(b),
+            (ColumnValues::Bool(a), ColumnValues::Bool(b)) => a.extend(b),
+            (ColumnValues::Utf8(a), ColumnValues::Utf8(b)) => a.extend(b),
+            (ColumnValues::Binary(a), ColumnValues::Binary(b)) => a.extend(b),
+            (a, b) => panic!("appending {:?} values to a {:?} column", b.kind(), a.kind()),
+        }
+    }
+
+    /// Splits off the first `rows` values, leaving the rest in `self`.
+    fn take_front(&mut self, rows: usize) -> ColumnValues {
+        fn split<T>(v: &mut Vec<T>, rows: usize) -> Vec<T> {
+            let tail = v.split_off(rows);
+            std::mem::replace(v, tail)
+        }
+        match self {
+            ColumnValues::U32(v) => ColumnValues::U32(split(v, rows)),
+            ColumnValues::U64(v) => ColumnValues::U64(split(v, rows)),
+            ColumnValues::I64(v) => ColumnValues::I64(split(v, rows)),
+            ColumnValues::F64(v) => ColumnValues::F64(split(v, rows)),
+            ColumnValues::Bool(v) => ColumnValues::Bool(split(v, rows)),
+            ColumnValues::Utf8(v) => ColumnValues::Utf8(split(v, rows)),
+            ColumnValues::Binary(v) => ColumnValues::Binary(split(v, rows)),
+        }
+    }
+
     fn kind(&self) -> ColumnType {
         match self {
             ColumnValues::U32(_) => ColumnType::U32,
@@ -104,11 +154,20 @@ impl ColumnValues {
     }
 }
 
+/// Rows handed to the Parquet writer at a time. Writes are buffered to exact
+/// multiples of this (the writer's own mini-batch size, which divides
+/// [`ROW_GROUP_ROWS`]), so page boundaries — and the file's bytes — never depend on
+/// how the caller batched its rows: a table streamed one grid point at a time equals
+/// the same table written at once.
+const WRITE_BATCH_ROWS: usize = 1024;
+
 /// A Parquet file being written, staged until [`TableWriter::finish`].
 pub struct TableWriter {
     staged: StagedFile,
     schema: SchemaRef,
     writer: ArrowWriter<BufWriter<File>>,
+    /// Rows not yet handed to the writer (fewer than [`WRITE_BATCH_ROWS`] between calls).
+    pending: Vec<ColumnValues>,
 }
 
 impl TableWriter {
@@ -133,7 +192,7 @@ impl TableWriter {
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
             .map_err(|e| OutputError::new(staged.destination(), e))?;
-        Ok(TableWriter { staged, schema, writer })
+        Ok(TableWriter { staged, schema, writer, pending: Vec::new() })
     }
 
     /// Appends rows, one vector per column in schema order, all of equal length.
@@ -142,6 +201,19 @@ impl TableWriter {
         for (values, field) in columns.iter().zip(self.schema.fields()) {
             assert_eq!(values.kind().arrow(), *field.data_type(), "column {} has the wrong type", field.name());
         }
+        if self.pending.is_empty() {
+            self.pending = columns;
+        } else {
+            self.pending.iter_mut().zip(columns).for_each(|(pending, more)| pending.append(more));
+        }
+        while self.pending.first().map_or(0, ColumnValues::len) >= WRITE_BATCH_ROWS {
+            let batch = self.pending.iter_mut().map(|c| c.take_front(WRITE_BATCH_ROWS)).collect();
+            self.write_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self, columns: Vec<ColumnValues>) -> Result<()> {
         let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnValues::into_array).collect();
         let batch = RecordBatch::try_new(self.schema.clone(), arrays)
             .map_err(|e| OutputError::new(self.staged.destination(), e))?;
@@ -149,7 +221,11 @@ impl TableWriter {
     }
 
     /// Writes the footer and returns the staged file, ready to commit.
-    pub fn finish(self) -> Result<StagedFile> {
+    pub fn finish(mut self) -> Result<StagedFile> {
+        let rest = std::mem::take(&mut self.pending);
+        if rest.first().is_some_and(|c| c.len() > 0) {
+            self.write_batch(rest)?;
+        }
         let destination = self.staged.destination().to_path_buf();
         let buffered = self.writer.into_inner().map_err(|e| OutputError::new(&destination, e))?;
         let file = buffered.into_inner().map_err(|e| OutputError::new(&destination, e.error().to_string()))?;

@@ -1,18 +1,28 @@
-//! One `stampede run`, end to end: grid points → runner → the output folder.
+//! One `stampede run`, end to end: the runner's results → the output folder.
 //!
-//! Files are staged under temporary names while the run goes on and renamed into
-//! `OUT/<scenario>/` only once all of them are complete, so a reader never sees a
-//! half-written file and a failed run leaves the previous output untouched.
+//! The output folder is one unit ([`stampede_output::StagedFolder`]): files are
+//! written into a hidden staging folder beside it, under an advisory lock on the
+//! folder, and swapped in with one atomic rename once all of them are complete. A
+//! reader sees the previous run or the new one, never a mix; a failed or killed run
+//! leaves the previous output untouched (the next run cleans what a killed one left).
+//!
+//! Memory is flat in the size of the grid: every table is written as the rows
+//! arrive — a replica's row when its chunk is done, a grid point's summary,
+//! histograms, series and counts when its last replica is — and only a few numbers
+//! per grid point stay for the report.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
 use stampede_output::hdr::serialize_v2;
-use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedFile, StagedSet, TableWriter};
+use stampede_output::{
+    ColumnSpec, ColumnType, ColumnValues, FolderLock, LockError, StagedFile, StagedFolder, StagedSet, TableWriter,
+};
 
 use super::latency::{LatencyStats, QUANTILES};
-use super::report::RunReport;
-use super::runner::{run_grid, PointResult, ReplicaRecord};
+use super::report::{PointReport, RunReport};
+use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
 use crate::base::error::{Error, Result};
 use crate::base::typing::describe;
 use crate::models::{CountHistogramDef, MetricKind, SeriesKind};
@@ -27,117 +37,177 @@ pub fn execute(
     progress: &(dyn Fn() + Sync),
 ) -> Result<RunReport> {
     let started = Instant::now();
-    let points = scenario.grid_points()?;
-    let dir = out_root.join(&scenario.name);
-    std::fs::create_dir_all(&dir).map_err(|error| {
-        Error::io(format!("cannot create output folder {}: {error}", dir.display()))
-            .with_hint("choose another folder with --out")
-    })?;
-    let model = &scenario.model;
-    let mut replicas_table = TableWriter::create(&dir, "replicas.parquet", &replica_columns(scenario))?;
-    let mut write_error = None;
-    let mut sink = |records: &[ReplicaRecord]| -> Result<()> {
-        replicas_table.write(replica_values(scenario, records)).map_err(|error| {
-            let error = Error::from(error);
-            write_error = Some(error.clone());
-            error
-        })
+    let folder = begin_folder(out_root, &scenario.name)?;
+    let dir = folder.path();
+    let mut replicas_table = TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?;
+    let mut tables = Tables::create(dir, scenario)?;
+    let kept = scenario.replica_metrics();
+    let mut replica_values: BTreeMap<u32, BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
+    let mut reports = Vec::new();
+    let mut records = |records: &[ReplicaRecord]| -> Result<()> {
+        for record in records {
+            for &(point, metric) in kept.iter().filter(|(point, _)| *point == record.grid_point) {
+                let values = replica_values.entry(point).or_default().entry(metric).or_default();
+                values.push(record.metrics[metric]);
+            }
+        }
+        Ok(replicas_table.write(replica_values_columns(scenario, records))?)
     };
-    let results = run_grid(&points, scenario.run.replicas, scenario.run.seed, threads, progress, &mut sink)?;
-    if let Some(error) = write_error {
-        return Err(error);
+    let mut points = |point: &GridPoint, result: PointResult| -> Result<()> {
+        tables.write_point(scenario, point, &result)?;
+        reports.push(PointReport {
+            index: point.index,
+            params: point.params.clone(),
+            summaries: result.summaries,
+            latencies: result.latencies.iter().map(LatencyStats::of).collect(),
+            replica_values: BTreeMap::new(),
+        });
+        Ok(())
+    };
+    run_grid(scenario, threads, progress, Sinks { records: &mut records, point: &mut points })?;
+    for report in &mut reports {
+        report.replica_values = replica_values.remove(&report.index).unwrap_or_default();
     }
     let mut staged = StagedSet::default();
     staged.push(replicas_table.finish()?);
-
-    let mut summary = TableWriter::create(&dir, "summary.parquet", &summary_columns(scenario))?;
-    summary.write(summary_values(scenario, &points, &results))?;
-    staged.push(summary.finish()?);
-
-    staged.push(histograms_table(&dir, scenario, &points, &results)?);
-
-    if !model.series().is_empty() {
-        staged.push(timeseries_table(&dir, scenario, &points, &results)?);
-    }
-    if let Some(def) = model.count_histogram() {
-        staged.push(count_histogram_table(&dir, def, &points, &results)?);
-    }
-
+    tables.finish(&mut staged)?;
     let report = RunReport {
         scenario: scenario.clone(),
-        points,
-        results,
-        output_dir: dir.clone(),
+        points: reports,
+        output_dir: folder.destination().to_path_buf(),
         wall_time_s: started.elapsed().as_secs_f64(),
         threads,
     };
     let manifest = serde_json::to_vec_pretty(&report.manifest()).expect("JSON serialises");
-    staged.push(StagedFile::with_contents(&dir, "manifest.json", &manifest)?);
+    staged.push(StagedFile::with_contents(dir, "manifest.json", &manifest)?);
     staged.commit()?;
+    folder.commit()?;
     Ok(report)
 }
 
-/// `histograms.parquet`: per grid point and latency, the count, the quantiles, the
-/// maximum and the whole HDR histogram (V2 serialisation).
-fn histograms_table(
-    dir: &Path,
-    scenario: &Scenario,
-    points: &[GridPoint],
-    results: &[PointResult],
-) -> Result<StagedFile> {
-    let latency_names = scenario.model.latencies();
-    let mut histograms = TableWriter::create(dir, "histograms.parquet", &histogram_columns())?;
-    let mut grid_point = Vec::new();
-    let mut metric = Vec::new();
-    let mut count = Vec::new();
-    let mut quantiles: Vec<Vec<f64>> = vec![Vec::new(); QUANTILES.len()];
-    let mut max = Vec::new();
-    let mut hdr = Vec::new();
-    for (point, result) in points.iter().zip(results) {
-        for (name, histogram) in latency_names.iter().zip(&result.latencies) {
-            let stats = LatencyStats::of(histogram);
-            grid_point.push(point.index);
-            metric.push(name.to_string());
-            count.push(stats.count);
-            quantiles.iter_mut().zip(&stats.quantiles_s).for_each(|(column, &q)| column.push(q));
-            max.push(stats.max_s);
-            hdr.push(serialize_v2(histogram.hdr()));
+/// Locks `root/name` and starts its staging folder.
+fn begin_folder(root: &Path, name: &str) -> Result<StagedFolder> {
+    let destination = root.join(name);
+    let cannot = |error: stampede_output::OutputError| {
+        Error::io(format!("cannot create output folder {}: {}", destination.display(), error.reason))
+            .with_hint("choose another folder with --out")
+    };
+    let lock = match FolderLock::acquire(root, name) {
+        Ok(lock) => lock,
+        Err(LockError::Busy(pid)) => {
+            let who =
+                pid.map_or("another stampede run".to_string(), |pid| format!("another stampede run (process {pid})"));
+            return Err(Error::io(format!(
+                "{who} is writing {} right now; nothing was written",
+                destination.display()
+            ))
+            .with_hint("wait for it to finish, or choose another folder with --out"));
         }
-    }
-    let mut columns = vec![ColumnValues::U32(grid_point), ColumnValues::Utf8(metric), ColumnValues::U64(count)];
-    columns.extend(quantiles.into_iter().map(ColumnValues::F64));
-    columns.push(ColumnValues::F64(max));
-    columns.push(ColumnValues::Binary(hdr));
-    histograms.write(columns)?;
-    Ok(histograms.finish()?)
+        Err(LockError::Io(error)) => return Err(cannot(error)),
+    };
+    StagedFolder::begin(root, name, lock).map_err(cannot)
 }
 
-/// The model's histogram of a small-integer quantity (e.g. `hops.parquet`): exact
-/// counts summed over replicas, and each value's share.
-fn count_histogram_table(
-    dir: &Path,
-    def: CountHistogramDef,
-    points: &[GridPoint],
-    results: &[PointResult],
-) -> Result<StagedFile> {
-    let columns = [
+/// Every per-point table of one run, written as points finish.
+struct Tables {
+    summary: TableWriter,
+    histograms: TableWriter,
+    timeseries: Option<TableWriter>,
+    counts: Option<(CountHistogramDef, TableWriter)>,
+}
+
+impl Tables {
+    fn create(dir: &Path, scenario: &Scenario) -> Result<Tables> {
+        let model = &scenario.model;
+        Ok(Tables {
+            summary: TableWriter::create(dir, "summary.parquet", &summary_columns(scenario))?,
+            histograms: TableWriter::create(dir, "histograms.parquet", &histogram_columns())?,
+            timeseries: match model.series().is_empty() {
+                true => None,
+                false => Some(TableWriter::create(dir, "timeseries.parquet", &timeseries_columns(scenario))?),
+            },
+            counts: match model.count_histogram() {
+                None => None,
+                Some(def) => Some((def, TableWriter::create(dir, def.file, &count_columns(def))?)),
+            },
+        })
+    }
+
+    /// Writes a finished grid point's rows to every per-point table.
+    fn write_point(&mut self, scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Result<()> {
+        self.summary.write(summary_row(scenario, point, result))?;
+        self.histograms.write(histogram_rows(scenario, point, result))?;
+        if let Some(table) = &mut self.timeseries {
+            table.write(timeseries_rows(scenario, point, result))?;
+        }
+        if let Some((_, table)) = &mut self.counts {
+            table.write(count_rows(point, result))?;
+        }
+        Ok(())
+    }
+
+    /// Closes every table, in the order they are committed.
+    fn finish(self, staged: &mut StagedSet) -> Result<()> {
+        staged.push(self.summary.finish()?);
+        staged.push(self.histograms.finish()?);
+        if let Some(table) = self.timeseries {
+            staged.push(table.finish()?);
+        }
+        if let Some((_, table)) = self.counts {
+            staged.push(table.finish()?);
+        }
+        Ok(())
+    }
+}
+
+fn histogram_columns() -> Vec<ColumnSpec> {
+    let mut columns = vec![
+        ColumnSpec::new("grid_point", ColumnType::U32),
+        ColumnSpec::new("metric", ColumnType::Utf8),
+        ColumnSpec::new("count", ColumnType::U64),
+    ];
+    columns.extend(QUANTILES.iter().map(|(name, _)| ColumnSpec::new(*name, ColumnType::F64)));
+    columns.push(ColumnSpec::new("max_s", ColumnType::F64));
+    columns.push(ColumnSpec::new("hdr", ColumnType::Binary));
+    columns
+}
+
+/// `histograms.parquet` rows of one point: per latency, the count, the quantiles,
+/// the maximum and the whole HDR histogram (V2 serialisation).
+fn histogram_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+    let names = scenario.model.latencies();
+    let stats: Vec<LatencyStats> = result.latencies.iter().map(LatencyStats::of).collect();
+    let mut columns = vec![
+        ColumnValues::U32(vec![point.index; names.len()]),
+        ColumnValues::Utf8(names.iter().map(|n| n.to_string()).collect()),
+        ColumnValues::U64(stats.iter().map(|s| s.count).collect()),
+    ];
+    columns.extend((0..QUANTILES.len()).map(|q| ColumnValues::F64(stats.iter().map(|s| s.quantiles_s[q]).collect())));
+    columns.push(ColumnValues::F64(stats.iter().map(|s| s.max_s).collect()));
+    columns.push(ColumnValues::Binary(result.latencies.iter().map(|h| serialize_v2(h.hdr())).collect()));
+    columns
+}
+
+fn count_columns(def: CountHistogramDef) -> [ColumnSpec; 4] {
+    [
         ColumnSpec::new("grid_point", ColumnType::U32),
         ColumnSpec::new(def.column, ColumnType::U32),
         ColumnSpec::new("count", ColumnType::U64),
         ColumnSpec::new("share", ColumnType::F64),
-    ];
-    let mut table = TableWriter::create(dir, def.file, &columns)?;
-    for (point, result) in points.iter().zip(results) {
-        let total: u64 = result.counts.iter().sum();
-        let share = |c: &u64| if total == 0 { 0.0 } else { *c as f64 / total as f64 };
-        table.write(vec![
-            ColumnValues::U32(vec![point.index; result.counts.len()]),
-            ColumnValues::U32((0..result.counts.len() as u32).collect()),
-            ColumnValues::U64(result.counts.clone()),
-            ColumnValues::F64(result.counts.iter().map(share).collect()),
-        ])?;
-    }
-    Ok(table.finish()?)
+    ]
+}
+
+/// The model's histogram of a small-integer quantity (e.g. `hops.parquet`): exact
+/// counts summed over replicas, and each value's share.
+fn count_rows(point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+    let total: u64 = result.counts.iter().sum();
+    let share = |c: &u64| if total == 0 { 0.0 } else { *c as f64 / total as f64 };
+    vec![
+        ColumnValues::U32(vec![point.index; result.counts.len()]),
+        ColumnValues::U32((0..result.counts.len() as u32).collect()),
+        ColumnValues::U64(result.counts.clone()),
+        ColumnValues::F64(result.counts.iter().map(share).collect()),
+    ]
 }
 
 fn metric_column_type(kind: MetricKind) -> ColumnType {
@@ -157,7 +227,7 @@ fn replica_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     columns
 }
 
-fn replica_values(scenario: &Scenario, records: &[ReplicaRecord]) -> Vec<ColumnValues> {
+fn replica_values_columns(scenario: &Scenario, records: &[ReplicaRecord]) -> Vec<ColumnValues> {
     let mut columns = vec![
         ColumnValues::U32(records.iter().map(|r| r.grid_point).collect()),
         ColumnValues::U32(records.iter().map(|r| r.replica).collect()),
@@ -175,7 +245,7 @@ fn replica_values(scenario: &Scenario, records: &[ReplicaRecord]) -> Vec<ColumnV
 /// How a grid axis is typed in `summary.parquet`: integers stay integers, numbers
 /// become floats, booleans stay booleans, anything else is its TOML text.
 fn axis_column_type(axis: &GridAxis) -> ColumnType {
-    use toml::Value::*;
+    use toml::Value::{Boolean, Float, Integer};
     if axis.values.iter().all(|v| matches!(v, Integer(_))) {
         ColumnType::I64
     } else if axis.values.iter().all(|v| matches!(v, Integer(_) | Float(_))) {
@@ -187,15 +257,15 @@ fn axis_column_type(axis: &GridAxis) -> ColumnType {
     }
 }
 
-fn axis_values(axis_index: usize, kind: ColumnType, points: &[GridPoint]) -> ColumnValues {
-    let values = points.iter().map(|p| &p.params[axis_index].1);
+fn axis_value(kind: ColumnType, value: &toml::Value) -> ColumnValues {
     match kind {
-        ColumnType::I64 => ColumnValues::I64(values.map(|v| v.as_integer().expect("typed axis")).collect()),
-        ColumnType::F64 => ColumnValues::F64(
-            values.map(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).expect("typed axis")).collect(),
-        ),
-        ColumnType::Bool => ColumnValues::Bool(values.map(|v| v.as_bool().expect("typed axis")).collect()),
-        _ => ColumnValues::Utf8(values.map(|v| v.as_str().map_or_else(|| describe(v), str::to_string)).collect()),
+        ColumnType::I64 => ColumnValues::I64(vec![value.as_integer().expect("typed axis")]),
+        ColumnType::F64 => ColumnValues::F64(vec![value
+            .as_float()
+            .or_else(|| value.as_integer().map(|i| i as f64))
+            .expect("typed axis")]),
+        ColumnType::Bool => ColumnValues::Bool(vec![value.as_bool().expect("typed axis")]),
+        _ => ColumnValues::Utf8(vec![value.as_str().map_or_else(|| describe(value), str::to_string)]),
     }
 }
 
@@ -211,76 +281,59 @@ fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     columns
 }
 
-fn summary_values(scenario: &Scenario, points: &[GridPoint], results: &[PointResult]) -> Vec<ColumnValues> {
-    let mut columns = vec![ColumnValues::U32(points.iter().map(|p| p.index).collect())];
-    for (i, axis) in scenario.grid.iter().enumerate() {
-        columns.push(axis_values(i, axis_column_type(axis), points));
+/// One point's row of `summary.parquet`.
+fn summary_row(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+    let mut columns = vec![ColumnValues::U32(vec![point.index])];
+    for (axis, (_, value)) in scenario.grid.iter().zip(&point.params) {
+        columns.push(axis_value(axis_column_type(axis), value));
     }
-    columns.push(ColumnValues::U32(vec![scenario.run.replicas; points.len()]));
-    for m in 0..scenario.model.metrics().len() {
-        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].mean).collect()));
-        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].sd).collect()));
-        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].ci_lo).collect()));
-        columns.push(ColumnValues::F64(results.iter().map(|r| r.summaries[m].ci_hi).collect()));
+    columns.push(ColumnValues::U32(vec![scenario.run.replicas]));
+    for s in &result.summaries {
+        columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
     }
     columns
 }
 
-fn histogram_columns() -> Vec<ColumnSpec> {
-    let mut columns = vec![
-        ColumnSpec::new("grid_point", ColumnType::U32),
-        ColumnSpec::new("metric", ColumnType::Utf8),
-        ColumnSpec::new("count", ColumnType::U64),
-    ];
-    columns.extend(QUANTILES.iter().map(|(name, _)| ColumnSpec::new(*name, ColumnType::F64)));
-    columns.push(ColumnSpec::new("max_s", ColumnType::F64));
-    columns.push(ColumnSpec::new("hdr", ColumnType::Binary));
-    columns
-}
-
-fn timeseries_table(
-    dir: &Path,
-    scenario: &Scenario,
-    points: &[GridPoint],
-    results: &[PointResult],
-) -> Result<StagedFile> {
-    let series = scenario.model.series();
+fn timeseries_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![
         ColumnSpec::new("grid_point", ColumnType::U32),
         ColumnSpec::new("bucket", ColumnType::U32),
         ColumnSpec::new("t_s", ColumnType::F64),
     ];
-    for def in series {
+    for def in scenario.model.series() {
         for suffix in ["mean", "ci_lo", "ci_hi"] {
             columns.push(ColumnSpec::new(format!("{}_{suffix}", def.name), ColumnType::F64));
         }
     }
-    let mut table = TableWriter::create(dir, "timeseries.parquet", &columns)?;
+    columns
+}
+
+/// One point's rows of `timeseries.parquet`: per bucket, each series' mean and
+/// 95% interval over replicas, from the exact integer sums.
+fn timeseries_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+    let series = scenario.model.series();
     let bucket_s = scenario.model.series_bucket_s();
     let bucket_ns = stampede_engine::secs_to_nanos(bucket_s);
-    for (point, result) in points.iter().zip(results) {
-        let buckets = result.series.buckets();
-        let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(buckets); series.len() * 3];
-        for bucket in 0..buckets {
-            for (index, def) in series.iter().enumerate() {
-                let scale = match def.kind {
-                    SeriesKind::Area => 1.0 / (bucket_s * 1e9),
-                    SeriesKind::Count => 1.0 / bucket_s,
-                };
-                let summary = result.series.summary(index, bucket, scale);
-                values[3 * index].push(summary.mean);
-                values[3 * index + 1].push(summary.ci_lo);
-                values[3 * index + 2].push(summary.ci_hi);
-            }
+    let buckets = result.series.buckets();
+    let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(buckets); series.len() * 3];
+    for bucket in 0..buckets {
+        for (index, def) in series.iter().enumerate() {
+            let scale = match def.kind {
+                SeriesKind::Area => 1.0 / (bucket_s * 1e9),
+                SeriesKind::Count => 1.0 / bucket_s,
+            };
+            let summary = result.series.summary(index, bucket, scale);
+            values[3 * index].push(summary.mean);
+            values[3 * index + 1].push(summary.ci_lo);
+            values[3 * index + 2].push(summary.ci_hi);
         }
-        let mut batch = vec![
-            ColumnValues::U32(vec![point.index; buckets]),
-            ColumnValues::U32((0..buckets as u32).collect()),
-            // From integer nanoseconds, so that bucket 301 of 10 ms starts at 3.01, not 3.0100000000000002.
-            ColumnValues::F64((0..buckets).map(|b| (b as u64 * bucket_ns) as f64 / 1e9).collect()),
-        ];
-        batch.extend(values.into_iter().map(ColumnValues::F64));
-        table.write(batch)?;
     }
-    Ok(table.finish()?)
+    let mut batch = vec![
+        ColumnValues::U32(vec![point.index; buckets]),
+        ColumnValues::U32((0..buckets as u32).collect()),
+        // From integer nanoseconds, so that bucket 301 of 10 ms starts at 3.01, not 3.0100000000000002.
+        ColumnValues::F64((0..buckets).map(|b| (b as u64 * bucket_ns) as f64 / 1e9).collect()),
+    ];
+    batch.extend(values.into_iter().map(ColumnValues::F64));
+    batch
 }

@@ -1,23 +1,38 @@
 //! What a finished run tells its user: the `--json` document, the manifest and the
 //! table printed on stdout. All three are built from one [`RunReport`].
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
 use super::latency::{LatencyStats, QUANTILES};
 use super::layout::output_files;
-use super::runner::PointResult;
 use super::stats::Summary;
 use crate::base::typing::describe;
-use crate::resolved::{GridPoint, Scenario};
+use crate::resolved::Scenario;
+
+/// What a finished run keeps of one grid point: a few numbers per metric, not its
+/// histograms or series (those are written and freed as the point finishes).
+#[derive(Clone, Debug)]
+pub struct PointReport {
+    pub index: u32,
+    /// (axis path, value) in axis order.
+    pub params: Vec<(String, toml::Value)>,
+    /// One per metric, in the model's order.
+    pub summaries: Vec<Summary>,
+    /// One per latency histogram, in the model's order.
+    pub latencies: Vec<LatencyStats>,
+    /// Every replica's value of the metrics that claims over replicas read, by
+    /// metric index, in replica order.
+    pub replica_values: BTreeMap<usize, Vec<f64>>,
+}
 
 /// A finished run.
 #[derive(Clone, Debug)]
 pub struct RunReport {
     pub scenario: Scenario,
-    pub points: Vec<GridPoint>,
-    pub results: Vec<PointResult>,
+    pub points: Vec<PointReport>,
     pub output_dir: PathBuf,
     pub wall_time_s: f64,
     pub threads: usize,
@@ -58,21 +73,20 @@ impl RunReport {
         let grid: Vec<Value> = self
             .points
             .iter()
-            .zip(&self.results)
-            .map(|(point, result)| {
+            .map(|point| {
                 let params: Map<String, Value> =
                     point.params.iter().map(|(path, value)| (path.clone(), toml_to_json(value))).collect();
                 let metrics: Map<String, Value> = model
                     .metrics()
                     .iter()
-                    .zip(&result.summaries)
+                    .zip(&point.summaries)
                     .map(|(metric, summary)| (metric.name.to_string(), summary_json(summary)))
                     .collect();
                 let latency: Map<String, Value> = model
                     .latencies()
                     .iter()
-                    .zip(&result.latencies)
-                    .map(|(name, histogram)| (name.to_string(), latency_json(&LatencyStats::of(histogram))))
+                    .zip(&point.latencies)
+                    .map(|(name, stats)| (name.to_string(), latency_json(stats)))
                     .collect();
                 json!({"grid_point": point.index, "params": params, "metrics": metrics, "latency": latency})
             })
@@ -137,11 +151,11 @@ impl RunReport {
             self.scenario.run.seed,
             self.wall_time_s
         ));
-        for (point, result) in self.points.iter().zip(&self.results) {
+        for point in &self.points {
             let params: Vec<String> = point.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
             out.push_str(&format!("\ngrid point {}  {}\n", point.index, params.join("  ")));
             out.push_str(&format!("  {:<width$}  {:>14}  {:>31}\n", "metric", "mean", "95% interval"));
-            for (metric, summary) in model.metrics().iter().zip(&result.summaries) {
+            for (metric, summary) in model.metrics().iter().zip(&point.summaries) {
                 out.push_str(&format!(
                     "  {:<width$}  {:>14}  [{:>14}, {:>14}]\n",
                     metric.name,
@@ -150,8 +164,7 @@ impl RunReport {
                     number(summary.ci_hi)
                 ));
             }
-            for (name, histogram) in model.latencies().iter().zip(&result.latencies) {
-                let stats = LatencyStats::of(histogram);
+            for (name, stats) in model.latencies().iter().zip(&point.latencies) {
                 let quantiles: Vec<String> = QUANTILES
                     .iter()
                     .zip(&stats.quantiles_s)

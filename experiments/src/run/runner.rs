@@ -1,19 +1,24 @@
 //! The parallel replica runner: grid points × replicas on a rayon pool.
 //!
 //! Work is the flat list of tasks (grid point, replica), grid-point major, cut into
-//! fixed chunks of [`CHUNK_TASKS`]. A chunk runs in parallel and its per-replica
-//! records come back in task order; they are then consumed sequentially: the
-//! statistics fold them in replica order and the sink streams them to
-//! `replicas.parquet`. Latencies go straight into histograms owned by the worker
-//! thread that ran the replica, one set per grid point; when every replica of a grid
-//! point is done, the workers' histograms for it are merged (integer addition, so the
-//! order does not matter) and freed. Hence:
+//! chunks of at most [`CHUNK_TASKS`] tasks spanning at most [`CHUNK_POINTS`] grid
+//! points (both fixed, never derived from the thread count). A chunk runs in
+//! parallel and its per-replica records come back in task order; they are then
+//! consumed sequentially: the statistics fold them in replica order and the record
+//! sink streams them to `replicas.parquet`. Latencies go straight into histograms
+//! owned by the worker thread that ran the replica, one set per grid point; when
+//! every replica of a grid point is done, the workers' histograms for it are merged
+//! (integer addition, so the order does not matter), handed to the point sink with
+//! the point's statistics, and freed. Grid points are typed when their first chunk
+//! starts and dropped when they are finished. Hence:
 //!
-//! * every number is identical for any thread count (the chunking is fixed, the
-//!   fold order is fixed, histogram merging is exact);
-//! * memory is one chunk of records plus histograms and time-series sums for grid
-//!   points × threads — it does not grow with the number of replicas.
+//! * every number is identical for any thread count (the fold order is fixed,
+//!   histogram merging is exact, and the chunking changes no output byte);
+//! * memory is one chunk of records plus histograms and time-series sums for the
+//!   grid points of one chunk, per thread — flat in the number of replicas *and* in
+//!   the number of grid points.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -22,11 +27,14 @@ use stampede_engine::LatencyHistogram;
 
 use super::stats::{t_quantile_975, Summary, Welford};
 use crate::base::error::{Error, Result};
-use crate::resolved::GridPoint;
+use crate::resolved::{GridPoint, Scenario};
 
-/// Tasks per chunk. Fixed (never derived from the thread count) so that results and
-/// output bytes do not depend on it.
+/// The most tasks per chunk.
 pub const CHUNK_TASKS: u64 = 2048;
+
+/// The most grid points one chunk spans: bounds the histograms alive at once when
+/// grid points have few replicas.
+pub const CHUNK_POINTS: u64 = 16;
 
 /// What one replica reported.
 #[derive(Clone, Debug, PartialEq)]
@@ -158,26 +166,37 @@ impl WorkerAccumulators {
         &mut self.by_point[position]
     }
 
-    /// Merges into `totals` and frees every grid point below `finished_below`.
-    fn drain_finished(&mut self, finished_below: u32, totals: &mut [(Vec<LatencyHistogram>, SeriesSums, Vec<u64>)]) {
+    /// Merges every grid point below `finished_below` into `live` and frees it here.
+    fn drain_finished(&mut self, finished_below: u32, live: &mut BTreeMap<u32, LivePoint>) {
         self.by_point.retain(|accumulator| {
             if accumulator.grid_point >= finished_below {
                 return true;
             }
-            let (histograms, series, counts) = &mut totals[accumulator.grid_point as usize];
-            for (total, part) in histograms.iter_mut().zip(&accumulator.histograms) {
+            let point = live.get_mut(&accumulator.grid_point).expect("a point is live until finished");
+            for (total, part) in point.histograms.iter_mut().zip(&accumulator.histograms) {
                 total.merge(part);
             }
-            series.merge(&accumulator.series);
-            add_counts(counts, &accumulator.counts);
+            point.series.merge(&accumulator.series);
+            add_counts(&mut point.counts, &accumulator.counts);
             false
         });
     }
 }
 
-/// What every task of one run shares.
+/// A grid point between its first task and its last: the typed point and its totals.
+struct LivePoint {
+    point: GridPoint,
+    welfords: Vec<Welford>,
+    histograms: Vec<LatencyHistogram>,
+    series: SeriesSums,
+    counts: Vec<u64>,
+}
+
+/// What every task of one chunk shares.
 struct Work<'a> {
-    points: &'a [GridPoint],
+    /// The chunk's grid points, from `first_point` on.
+    points: Vec<&'a GridPoint>,
+    first_point: u32,
     replicas: u32,
     master_seed: u64,
     workers: &'a [Mutex<WorkerAccumulators>],
@@ -192,7 +211,7 @@ impl Work<'_> {
     fn run(&self, task: u64) -> ReplicaRecord {
         let grid_point = (task / self.replicas as u64) as u32;
         let replica = (task % self.replicas as u64) as u32;
-        let point = &self.points[grid_point as usize];
+        let point = self.points[(grid_point - self.first_point) as usize];
         let worker = rayon::current_thread_index().expect("runs on the pool");
         // Each worker locks only its own slot: never contended.
         let mut accumulators = self.workers[worker].lock().expect("no worker panicked");
@@ -207,67 +226,93 @@ impl Work<'_> {
     }
 }
 
-/// Runs `replicas` replicas of every point on `threads` threads.
+/// Where a run's results go, in order: every replica's record, and every grid point
+/// once all its replicas are done.
+pub struct Sinks<'a> {
+    pub records: &'a mut dyn FnMut(&[ReplicaRecord]) -> Result<()>,
+    pub point: &'a mut dyn FnMut(&GridPoint, PointResult) -> Result<()>,
+}
+
+/// Runs `scenario.run.replicas` replicas of every grid point on `threads` threads.
 ///
-/// `progress` is called once per finished replica (from worker threads); `sink`
-/// receives every record exactly once, in (grid point, replica) order.
-pub fn run_grid(
-    points: &[GridPoint],
-    replicas: u32,
-    master_seed: u64,
-    threads: usize,
-    progress: &(dyn Fn() + Sync),
-    sink: &mut dyn FnMut(&[ReplicaRecord]) -> Result<()>,
-) -> Result<Vec<PointResult>> {
-    assert!(!points.is_empty() && replicas > 0 && threads > 0);
-    let metric_count = points[0].model.metrics().len();
-    let latency_count = points[0].model.latencies().len();
+/// `progress` is called once per finished replica (from worker threads); the sinks
+/// receive every record exactly once, in (grid point, replica) order, and every grid
+/// point exactly once, in order, as soon as its last replica is folded.
+pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync), sinks: Sinks) -> Result<()> {
+    let (points, replicas, master_seed) = (scenario.point_count() as u64, scenario.run.replicas, scenario.run.seed);
+    assert!(points > 0 && replicas > 0 && threads > 0);
+    let metric_count = scenario.model.metrics().len();
+    let latency_count = scenario.model.latencies().len();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
     let workers: Vec<Mutex<WorkerAccumulators>> = (0..threads).map(|_| Mutex::default()).collect();
-    let mut welfords = vec![vec![Welford::default(); metric_count]; points.len()];
-    let mut totals: Vec<(Vec<LatencyHistogram>, SeriesSums, Vec<u64>)> = points
-        .iter()
-        .map(|_| ((0..latency_count).map(|_| LatencyHistogram::new()).collect(), SeriesSums::default(), Vec::new()))
-        .collect();
-    let total = points.len() as u64 * replicas as u64;
-    let work = Work { points, replicas, master_seed, workers: &workers, latency_count, metric_count, progress };
+    let mut live: BTreeMap<u32, LivePoint> = BTreeMap::new();
+    let total = points * replicas as u64;
+    let chunk = CHUNK_TASKS.min(CHUNK_POINTS * replicas as u64);
+    let mut records = Vec::with_capacity(chunk as usize);
     let mut start = 0;
-    let mut records = Vec::with_capacity(CHUNK_TASKS as usize);
     while start < total {
-        let end = (start + CHUNK_TASKS).min(total);
+        let end = (start + chunk).min(total);
+        let (first, last) = ((start / replicas as u64) as u32, ((end - 1) / replicas as u64) as u32);
+        for index in first..=last {
+            if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(index) {
+                let point = scenario.grid_point(index)?;
+                let histograms = (0..latency_count).map(|_| LatencyHistogram::new()).collect();
+                let welfords = vec![Welford::default(); metric_count];
+                slot.insert(LivePoint {
+                    point,
+                    welfords,
+                    histograms,
+                    series: SeriesSums::default(),
+                    counts: Vec::new(),
+                });
+            }
+        }
+        let work = Work {
+            points: (first..=last).map(|i| &live[&i].point).collect(),
+            first_point: first,
+            replicas,
+            master_seed,
+            workers: &workers,
+            latency_count,
+            metric_count,
+            progress,
+        };
+        // usize, because rayon's u64 ranges are not indexed (no ordered collect).
         pool.install(|| {
-            // usize, because rayon's u64 ranges are not indexed (no ordered collect).
             (start as usize..end as usize)
                 .into_par_iter()
                 .map(|task| work.run(task as u64))
                 .collect_into_vec(&mut records)
         });
+        drop(work);
         debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
         for record in &records {
-            let point_welfords = &mut welfords[record.grid_point as usize];
-            for (welford, &value) in point_welfords.iter_mut().zip(&record.metrics) {
+            let point = live.get_mut(&record.grid_point).expect("live");
+            for (welford, &value) in point.welfords.iter_mut().zip(&record.metrics) {
                 welford.push(value);
             }
         }
-        sink(&records)?;
+        (sinks.records)(&records)?;
         // Grid points wholly before the next task are finished on every worker.
         let finished_below = if end == total { u32::MAX } else { (end / replicas as u64) as u32 };
         for worker in &workers {
-            worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut totals);
+            worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut live);
+        }
+        while let Some(entry) = live.first_entry().filter(|e| *e.key() < finished_below) {
+            let done = entry.remove();
+            let result = PointResult {
+                summaries: done.welfords.iter().map(Welford::summary).collect(),
+                latencies: done.histograms,
+                series: done.series,
+                counts: done.counts,
+            };
+            (sinks.point)(&done.point, result)?;
         }
         start = end;
     }
-    Ok(welfords
-        .into_iter()
-        .zip(totals)
-        .map(|(point_welfords, (latencies, series, counts))| PointResult {
-            summaries: point_welfords.iter().map(Welford::summary).collect(),
-            latencies,
-            series,
-            counts,
-        })
-        .collect())
+    debug_assert!(live.is_empty());
+    Ok(())
 }

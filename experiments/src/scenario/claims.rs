@@ -1,7 +1,16 @@
 //! `[[verify]]` claims as written: a bound on one statistic of one metric at one
-//! grid point, fixed or relative to another point. Checked against a run by
-//! [`crate::verify`]; their grid points and metrics are checked against the typed
-//! scenario when it is resolved.
+//! grid point, fixed or relative to another point. The statistic is either about the
+//! mean over replicas (`mean`, `ci_lo`, `ci_hi`: the mean and its 95% Student-t
+//! interval) or about the replicas themselves: a quantile across replicas (`min`,
+//! `p05` … `p99`, `max`), or the fraction of replicas whose value lies within
+//! `replica_at_least`/`replica_at_most` (`fraction`, and its 95% Wilson interval
+//! `fraction_ci_lo`/`fraction_ci_hi`). A replica whose value is undefined (NaN, such as
+//! the recovery time of a replica that never recovered) ranks above every value and
+//! never meets a bound.
+//!
+//! Their shape is checked when the scenario is resolved; whether their grid points
+//! exist and intervals can exist is checked by `verify` before it runs
+//! ([`Assertion::check_for_run`]); [`crate::verify`] evaluates them.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +23,69 @@ pub enum Statistic {
     Mean,
     CiLo,
     CiHi,
+    Min,
+    P05,
+    P10,
+    P50,
+    P90,
+    P95,
+    P99,
+    Max,
+    Fraction,
+    FractionCiLo,
+    FractionCiHi,
+}
+
+impl Statistic {
+    /// The name as written in scenarios.
+    pub fn name(self) -> &'static str {
+        match self {
+            Statistic::Mean => "mean",
+            Statistic::CiLo => "ci_lo",
+            Statistic::CiHi => "ci_hi",
+            Statistic::Min => "min",
+            Statistic::P05 => "p05",
+            Statistic::P10 => "p10",
+            Statistic::P50 => "p50",
+            Statistic::P90 => "p90",
+            Statistic::P95 => "p95",
+            Statistic::P99 => "p99",
+            Statistic::Max => "max",
+            Statistic::Fraction => "fraction",
+            Statistic::FractionCiLo => "fraction_ci_lo",
+            Statistic::FractionCiHi => "fraction_ci_hi",
+        }
+    }
+
+    /// The quantile across replicas this statistic is, if it is one.
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            Statistic::Min => Some(0.0),
+            Statistic::P05 => Some(0.05),
+            Statistic::P10 => Some(0.10),
+            Statistic::P50 => Some(0.50),
+            Statistic::P90 => Some(0.90),
+            Statistic::P95 => Some(0.95),
+            Statistic::P99 => Some(0.99),
+            Statistic::Max => Some(1.0),
+            _ => None,
+        }
+    }
+
+    /// A fraction of replicas meeting a per-replica bound.
+    pub fn is_fraction(self) -> bool {
+        matches!(self, Statistic::Fraction | Statistic::FractionCiLo | Statistic::FractionCiHi)
+    }
+
+    /// An interval end: needs at least two replicas.
+    pub fn is_interval(self) -> bool {
+        matches!(self, Statistic::CiLo | Statistic::CiHi | Statistic::FractionCiLo | Statistic::FractionCiHi)
+    }
+
+    /// Computed from every replica's value rather than from the summary.
+    pub fn reads_replicas(self) -> bool {
+        self.quantile().is_some() || self.is_fraction()
+    }
 }
 
 /// A `[[verify]]` entry: a bound on one statistic of one metric at one grid point.
@@ -33,6 +105,12 @@ pub struct Assertion {
     /// The statistic must stay below `factor` × a statistic of the same metric at another point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below: Option<Relative>,
+    /// For `fraction…`: a replica counts if its value is at least this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_at_least: Option<f64>,
+    /// For `fraction…`: a replica counts if its value is at most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_at_most: Option<f64>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
 }
@@ -59,16 +137,19 @@ pub(crate) struct Assertions {
     pub(crate) verify: Vec<Assertion>,
 }
 
+/// Why `verify` leaves a claim out on this run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    /// Its position in `[[verify]]`.
+    pub index: usize,
+    pub why: String,
+}
+
 impl Assertion {
-    /// Checks the claim against a scenario with `points` grid points and these
-    /// `metrics` (of model `model`); `path` names it in messages (`verify[2]`).
-    pub fn check(&self, path: &str, points: usize, metrics: &[&str], model: &str) -> Result<()> {
-        if self.grid_point as usize >= points {
-            return Err(Error::bad_input(format!(
-                "{path}.grid_point = {}: the grid has {points} point(s), numbered from 0",
-                self.grid_point
-            )));
-        }
+    /// Checks the claim's shape against a model's `metrics` (of model `model`):
+    /// a known metric, at least one bound, bounds that can hold. `path` names it in
+    /// messages (`verify[2]`).
+    pub fn check(&self, path: &str, metrics: &[&str], model: &str) -> Result<()> {
         if !metrics.contains(&self.metric.as_str()) {
             return Err(Error::bad_input(format!(
                 "{path}.metric = {:?}: not a metric of model {model}; its metrics: {}",
@@ -76,14 +157,28 @@ impl Assertion {
                 metrics.join(", ")
             )));
         }
+        if self.at_least.is_none() && self.at_most.is_none() && self.above.is_none() && self.below.is_none() {
+            return Err(Error::bad_input(format!("{path}: needs at least one of at_least, at_most, above, below")));
+        }
+        bounds(path, "at_least", self.at_least, "at_most", self.at_most)?;
+        bounds(path, "replica_at_least", self.replica_at_least, "replica_at_most", self.replica_at_most)?;
+        let per_replica = self.replica_at_least.is_some() || self.replica_at_most.is_some();
+        if self.statistic.is_fraction() && !per_replica {
+            return Err(Error::bad_input(format!(
+                "{path}.statistic = {:?}: a fraction of replicas needs replica_at_least and/or replica_at_most \
+                 (the bound each replica must meet)",
+                self.statistic.name()
+            )));
+        }
+        if per_replica && !self.statistic.is_fraction() {
+            return Err(Error::bad_input(format!(
+                "{path}: replica_at_least/replica_at_most only apply to statistic = \"fraction\", \
+                 \"fraction_ci_lo\" or \"fraction_ci_hi\" (here {:?})",
+                self.statistic.name()
+            )));
+        }
         for (side, relative) in [("above", &self.above), ("below", &self.below)] {
             if let Some(relative) = relative {
-                if relative.grid_point as usize >= points {
-                    return Err(Error::bad_input(format!(
-                        "{path}.{side}.grid_point = {}: the grid has {points} point(s), numbered from 0",
-                        relative.grid_point
-                    )));
-                }
                 if !(relative.factor.is_finite() && relative.factor > 0.0) {
                     return Err(Error::bad_input(format!(
                         "{path}.{side}.factor = {}: must be a positive number",
@@ -92,9 +187,47 @@ impl Assertion {
                 }
             }
         }
-        if self.at_least.is_none() && self.at_most.is_none() && self.above.is_none() && self.below.is_none() {
-            return Err(Error::bad_input(format!("{path}: needs at least one of at_least, at_most, above, below")));
-        }
         Ok(())
     }
+
+    /// Whether `verify` can check the claim on a run of `points` grid points ×
+    /// `replicas`: `Ok(None)` if it can, `Ok(Some(why))` if a grid point it names is
+    /// not in this (narrowed) grid, an error if it can never hold here.
+    pub fn check_for_run(&self, path: &str, points: usize, replicas: u32) -> Result<Option<String>> {
+        let relatives = [&self.above, &self.below].into_iter().flatten();
+        let missing =
+            std::iter::once(self.grid_point).chain(relatives.map(|r| r.grid_point)).find(|&p| p as usize >= points);
+        if let Some(point) = missing {
+            return Ok(Some(format!("grid point {point} is not in this run's grid of {points} point(s)")));
+        }
+        let statistics = std::iter::once(self.statistic)
+            .chain([&self.above, &self.below].into_iter().flatten().map(|r| r.statistic));
+        if replicas < 2 {
+            if let Some(statistic) = statistics.into_iter().find(|s| s.is_interval()) {
+                return Err(Error::bad_input(format!(
+                    "{path}.statistic = {:?}: a 95% interval needs at least 2 replicas, and this run has 1",
+                    statistic.name()
+                ))
+                .with_hint("run with --replicas 2 or more"));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Both bounds are numbers (not NaN) and the lower is not above the upper.
+fn bounds(path: &str, low_name: &str, low: Option<f64>, high_name: &str, high: Option<f64>) -> Result<()> {
+    for (name, value) in [(low_name, low), (high_name, high)] {
+        if value.is_some_and(f64::is_nan) {
+            return Err(Error::bad_input(format!("{path}.{name} = nan: a bound must be a number")));
+        }
+    }
+    if let (Some(low), Some(high)) = (low, high) {
+        if low > high {
+            return Err(Error::bad_input(format!(
+                "{path}: {low_name} = {low} is above {high_name} = {high}, so the claim could never hold"
+            )));
+        }
+    }
+    Ok(())
 }
