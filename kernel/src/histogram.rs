@@ -51,6 +51,11 @@ impl LatencyHistogram {
         self.saturated += other.saturated;
     }
 
+    /// The bytes its counts array occupies (fixed by the bounds).
+    pub fn footprint_bytes(&self) -> usize {
+        self.histogram.distinct_values() * std::mem::size_of::<u64>()
+    }
+
     /// Number of values recorded.
     pub fn count(&self) -> u64 {
         self.histogram.len()

@@ -129,6 +129,24 @@ fn remove_stale(root: &Path, name: &str) {
     }
 }
 
+/// Free bytes on the filesystem holding `path` (`statvfs`).
+#[cfg(unix)]
+pub(crate) fn free_space(path: &Path) -> Option<u64> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let path = CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `stats` is a plain C struct that statvfs fills; `path` is a valid
+    // NUL-terminated string that outlives the call.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    let status = unsafe { libc::statvfs(path.as_ptr(), &mut stats) };
+    (status == 0).then(|| stats.f_bavail as u64 * stats.f_frsize as u64)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn free_space(_path: &Path) -> Option<u64> {
+    None
+}
+
 /// Exchanges two folders atomically.
 #[cfg(target_os = "linux")]
 fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {

@@ -41,3 +41,8 @@ impl std::error::Error for OutputError {}
 
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, OutputError>;
+
+/// Free bytes on the filesystem holding `path`, where the system reports them.
+pub fn free_space(path: &std::path::Path) -> Option<u64> {
+    folder::free_space(path)
+}

@@ -7,5 +7,6 @@ mod bad_input;
 mod cluster_cli;
 mod common;
 mod duckdb_interop;
+mod folder;
 mod gateway_cli;
 mod run_output;

@@ -181,3 +181,33 @@ fn capacity_prints_the_arithmetic_and_reads_a_user_fixture() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("cannot read fixture file /nonexistent.toml"));
 }
+
+/// Memory is flat in the number of grid points: 40× the points, the same peak
+/// resident memory within a few MB (it was about 340 KB per point: 3.9 GB here).
+#[test]
+fn peak_memory_does_not_grow_with_the_grid() {
+    let scratch = tempfile::tempdir().unwrap();
+    let peak = |points: usize| {
+        let values: Vec<String> = (0..points).map(|i| format!("{:.4}", 0.5 + i as f64 * 1e-4)).collect();
+        let grid = format!("run.horizon_s={}", values.join(","));
+        let out = scratch.path().join(points.to_string());
+        let args = [
+            "mmc",
+            "--replicas",
+            "1",
+            "--set",
+            "run.warmup_s=0",
+            "--grid",
+            "queue.servers=2",
+            "--grid",
+            &grid,
+            "--quiet",
+        ];
+        run_into(&out, &args);
+        let manifest: serde_json::Value = serde_json::from_slice(&read(&out, "mmc", "manifest.json")).unwrap();
+        assert_eq!(manifest["grid_points"].as_u64(), Some(points as u64));
+        manifest["host"]["peak_rss_bytes"].as_f64().expect("Linux reports the peak resident memory")
+    };
+    let (small, large) = (peak(300), peak(12_000));
+    assert!(large < small + 24e6, "peak RSS {:.0} MB at 300 points, {:.0} MB at 12,000", small / 1e6, large / 1e6);
+}

@@ -3,6 +3,7 @@
 //! [`pipeline`] that turns a resolved scenario into the output folder, and the
 //! [`report`] (JSON, manifest, terminal table). It names no model.
 
+pub mod budget;
 pub mod latency;
 pub mod layout;
 pub mod pipeline;

@@ -20,6 +20,7 @@ use stampede_output::{
     ColumnSpec, ColumnType, ColumnValues, FolderLock, LockError, StagedFile, StagedFolder, StagedSet, TableWriter,
 };
 
+use super::budget;
 use super::latency::{LatencyStats, QUANTILES};
 use super::report::{PointReport, RunReport};
 use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
@@ -37,6 +38,7 @@ pub fn execute(
     progress: &(dyn Fn() + Sync),
 ) -> Result<RunReport> {
     let started = Instant::now();
+    budget::check(budget::estimate(scenario, threads), out_root)?;
     let folder = begin_folder(out_root, &scenario.name)?;
     let dir = folder.path();
     let mut replicas_table = TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?;

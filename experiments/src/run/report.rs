@@ -133,6 +133,7 @@ impl RunReport {
                 "threads": self.threads,
                 "os": std::env::consts::OS,
                 "arch": std::env::consts::ARCH,
+                "peak_rss_bytes": super::budget::peak_rss_bytes(),
             },
         })
     }

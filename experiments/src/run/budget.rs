@@ -1,0 +1,122 @@
+//! What a run will need, estimated before it starts, and a refusal (exit 2, with
+//! the estimate and the limit) when it cannot fit, instead of letting the kernel
+//! kill it half way. Estimates are upper bounds from the shapes involved — the
+//! tables before compression, the histograms and series the runner holds for one
+//! chunk per thread, and a few numbers per grid point for the report.
+
+use std::path::Path;
+
+use stampede_engine::LatencyHistogram;
+
+use super::runner::{CHUNK_POINTS, CHUNK_TASKS};
+use crate::base::error::{Error, Result};
+use crate::resolved::Scenario;
+
+/// A run's estimated needs, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    pub memory_bytes: f64,
+    pub disk_bytes: f64,
+}
+
+/// The estimate for `scenario` on `threads` threads.
+pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
+    let model = &scenario.model;
+    let (metrics, latencies, series) =
+        (model.metrics().len() as f64, model.latencies().len() as f64, model.series().len() as f64);
+    let points = scenario.point_count() as f64;
+    let replicas = scenario.run.replicas as f64;
+    let buckets = if series > 0.0 { (scenario.run.horizon_s / model.series_bucket_s()).ceil() } else { 0.0 };
+    let histogram = LatencyHistogram::new().footprint_bytes() as f64;
+    let live_points = (CHUNK_POINTS as f64).min(points) + 1.0;
+    // Each live point: its totals plus one copy per worker (histograms, exact series sums).
+    let per_live_point = (threads as f64 + 1.0) * (latencies * histogram + series * buckets * 32.0);
+    let chunk_records = (CHUNK_TASKS as f64) * (metrics * 8.0 + 64.0);
+    // The Parquet writers hold a row group (2,048 rows) of every table.
+    let row_groups = 2048.0 * (metrics * 8.0 + metrics * 32.0 + series * 24.0 + 64.0);
+    // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
+    let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
+    let memory_bytes = live_points * per_live_point + chunk_records + row_groups + points * per_point_report + 64e6;
+    let disk_bytes = points * replicas * (16.0 + metrics * 8.0)
+        + points * (metrics * 32.0 + latencies * 8_192.0)
+        + points * buckets * (12.0 + series * 24.0);
+    Estimate { memory_bytes, disk_bytes }
+}
+
+/// Refuses a run that cannot fit in the memory available now or on the disk of `out_root`.
+pub fn check(estimate: Estimate, out_root: &Path) -> Result<()> {
+    if let Some(available) = available_memory() {
+        if estimate.memory_bytes > available as f64 {
+            return Err(Error::bad_input(format!(
+                "this run needs about {} of memory and {} is available; nothing was run",
+                bytes(estimate.memory_bytes),
+                bytes(available as f64)
+            ))
+            .with_hint("use fewer threads (--threads), or split the grid over several runs"));
+        }
+    }
+    let existing = out_root.ancestors().find(|p| p.exists()).unwrap_or(Path::new("."));
+    if let Some(free) = stampede_output::free_space(existing) {
+        if estimate.disk_bytes > free as f64 {
+            return Err(Error::bad_input(format!(
+                "this run writes up to {} (before compression) and {} has {} free; nothing was run",
+                bytes(estimate.disk_bytes),
+                existing.display(),
+                bytes(free as f64)
+            ))
+            .with_hint("choose another folder with --out, or run fewer replicas or grid points"));
+        }
+    }
+    Ok(())
+}
+
+/// `MemAvailable` from `/proc/meminfo`, where there is one.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// This process's peak resident memory (`VmHWM`), where the system reports it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// `1.5 GB`, `340 MB`, `12 KB`.
+pub fn bytes(value: f64) -> String {
+    let units = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)];
+    match units.iter().find(|(_, size)| value >= *size) {
+        Some((unit, size)) => format!("{:.1} {unit}", value / size),
+        None => format!("{value:.0} B"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::builtin::load_scenario_source;
+    use crate::Overrides;
+
+    #[test]
+    fn memory_does_not_grow_with_points_beyond_the_report_and_disk_grows_with_rows() {
+        let resolve = |grid: &str| {
+            let overrides = Overrides {
+                sets: vec![("run.replicas".into(), toml::Value::Integer(10))],
+                grids: vec![crate::scenario::overrides::parse_grid(grid).unwrap()],
+            };
+            Scenario::resolve(load_scenario_source("mmc").unwrap(), &overrides).unwrap()
+        };
+        let small = estimate(&resolve("queue.servers=2,3"), 2);
+        let values: Vec<String> = (2..2002).map(|s| s.to_string()).collect();
+        let large = estimate(&resolve(&format!("queue.servers={}", values.join(","))), 2);
+        // 1,000× the points: memory grows by the report's few hundred bytes per point only.
+        assert!(large.memory_bytes - small.memory_bytes < 2000.0 * 1024.0, "{small:?} {large:?}");
+        assert!(large.disk_bytes > 900.0 * small.disk_bytes, "{small:?} {large:?}");
+        assert_eq!(bytes(1.5e9), "1.5 GB");
+        assert_eq!(bytes(999.0), "999 B");
+    }
+}
