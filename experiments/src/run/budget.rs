@@ -110,12 +110,14 @@ mod tests {
             };
             Scenario::resolve(load_scenario_source("mmc").unwrap(), &overrides).unwrap()
         };
-        let small = estimate(&resolve("queue.servers=2,3"), 2);
-        let values: Vec<String> = (2..2002).map(|s| s.to_string()).collect();
-        let large = estimate(&resolve(&format!("queue.servers={}", values.join(","))), 2);
-        // 1,000× the points: memory grows by the report's few hundred bytes per point only.
-        assert!(large.memory_bytes - small.memory_bytes < 2000.0 * 1024.0, "{small:?} {large:?}");
-        assert!(large.disk_bytes > 900.0 * small.disk_bytes, "{small:?} {large:?}");
+        let grid = |points: u32| {
+            let values: Vec<String> = (2..2 + points).map(|s| s.to_string()).collect();
+            estimate(&resolve(&format!("queue.servers={}", values.join(","))), 2)
+        };
+        let (small, large) = (grid(100), grid(1_000));
+        // 10× the points: memory grows by the report's few hundred bytes per point only.
+        assert!(large.memory_bytes - small.memory_bytes < 900.0 * 1024.0, "{small:?} {large:?}");
+        assert!(large.disk_bytes > 9.0 * small.disk_bytes, "{small:?} {large:?}");
         assert_eq!(bytes(1.5e9), "1.5 GB");
         assert_eq!(bytes(999.0), "999 B");
     }
