@@ -50,10 +50,13 @@ struct CapacityArgs {
 
 #[derive(Args)]
 struct ScenarioArgs {
-    /// Override one scenario field: --set queue.servers=3 (repeatable).
+    /// Override one scenario field: --set queue.servers=3 (repeatable, later wins). A table
+    /// merges into its section (--set 'retry={policy="backoff"}'); a path that is a grid axis
+    /// replaces the axis with this one value.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
-    /// Add or replace a grid axis: --grid queue.servers=2,3,4 (repeatable; axes multiply).
+    /// Add or replace a grid axis: --grid queue.servers=2,3,4, or a TOML array whose values may
+    /// be tables: --grid 'retry=[{policy="naive"}, {policy="backoff"}]' (repeatable; axes multiply).
     #[arg(long = "grid", value_name = "PATH=V1,V2,...")]
     grids: Vec<String>,
     /// Replicas per grid point (default: the scenario's run.replicas).

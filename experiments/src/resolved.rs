@@ -33,15 +33,17 @@ pub struct GridPoint {
     pub run: RunConfig,
 }
 
-/// Types `[run]` and the model's sections of one table.
-fn typed_body(model_name: &str, mut body: toml::Table) -> Result<(ModelConfig, RunConfig)> {
+/// Types `[run]` and the model's sections of one table, validating them if `validate`.
+fn typed_body(model_name: &str, mut body: toml::Table, validate: bool) -> Result<(ModelConfig, RunConfig)> {
     let run_value = body
         .remove("run")
         .ok_or_else(|| Error::bad_input("scenario field run: missing; every scenario needs a [run] section"))?;
     let run: RunConfig = typed_at("run", run_value)?;
-    run.validate()?;
+    if validate {
+        run.validate()?;
+    }
     let model = registry::model(model_name).expect("the document checked the model name");
-    Ok((model.configure(body, &run)?, run))
+    Ok((model.configure(body, &run, validate)?, run))
 }
 
 impl Scenario {
@@ -49,7 +51,9 @@ impl Scenario {
     /// every grid point and every claim.
     pub fn resolve(source: toml::Table, overrides: &Overrides) -> Result<Scenario> {
         let document = Document::parse(source, overrides, &registry::sections())?;
-        let (model, run) = typed_body(&document.model, document.body.clone())?;
+        // With a grid, only the points' values are validated: the base may hold values
+        // that every point overrides.
+        let (model, run) = typed_body(&document.model, document.body.clone(), document.grid.is_empty())?;
         let scenario = Scenario {
             name: document.name.clone(),
             description: document.description.clone(),
@@ -84,7 +88,7 @@ impl Scenario {
     /// Grid point `index`, typed and validated.
     pub fn grid_point(&self, index: u32) -> Result<GridPoint> {
         let point = self.document.point(index as usize)?;
-        let (model, run) = typed_body(&self.document.model, point.body.clone()).map_err(|e| {
+        let (model, run) = typed_body(&self.document.model, point.body.clone(), true).map_err(|e| {
             if self.grid.is_empty() {
                 e
             } else {

@@ -276,3 +276,32 @@ fn claims_over_replicas_read_every_replica() {
     assert_eq!(values[3], lo);
     assert_eq!(checks.iter().map(|c| c.passed).collect::<Vec<_>>(), [true, false, true, true]);
 }
+
+/// `--grid` takes a TOML array (tables, lists); `--set` of a table merges into the
+/// section; `--set` on an axis's path replaces the axis; only grid points are validated.
+#[test]
+fn overrides_merge_tables_replace_axes_and_validate_only_the_points() {
+    // A table-valued axis from the command line: commas inside the tables are not separators.
+    check(
+        &mmc(""),
+        &[],
+        &["queue=[{servers = 2, arrival_rate_per_s = 2.5}, {servers = 3}]"],
+        Ok(&["0: queue = { servers = 2, arrival_rate_per_s = 2.5 }", "1: queue = { servers = 3 }"]),
+    );
+    check(&mmc(""), &[], &["queue.servers=[2, 3]"], Ok(&["0: queue.servers = 2", "1: queue.servers = 3"]));
+    check(&mmc(""), &[], &["queue.servers=[]"], Err(("the list of values is empty", 2)));
+    check(&mmc(""), &[], &["queue.servers=[2, 3"], Err(("starts with '[' but is not a TOML array", 2)));
+    // --set of a table merges: the other fields of [queue] stay.
+    check(&mmc(""), &["queue={servers = 2, arrival_rate_per_s = 2.5}"], &[], Ok(&["0: "]));
+    // --set on an axis's path replaces the axis with the one value.
+    check(&mmc("[grid]\n\"queue.servers\" = [1, 2, 3]\n"), &["queue.servers=2"], &[], Ok(&["0: queue.servers = 2"]));
+    // The base is overloaded (ρ = 2.5/1.5 with one server), every point is not: accepted.
+    check(
+        &mmc(""),
+        &["queue.arrival_rate_per_s=2.5"],
+        &["queue.servers=2,3"],
+        Ok(&["0: queue.servers = 2", "1: queue.servers = 3"]),
+    );
+    // Without a grid, the base is the one point and is validated.
+    check(&mmc(""), &["queue.arrival_rate_per_s=2.5"], &[], Err(("is not below 1", 2)));
+}

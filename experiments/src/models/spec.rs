@@ -79,8 +79,10 @@ pub trait DynModel: Send + Sync {
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
     fn sections(&self) -> &'static [&'static str];
-    /// Types the model's sections (after [`ModelSpec::prepare`]) and validates them.
-    fn configure(&'static self, sections: toml::Table, run: &RunConfig) -> Result<ModelConfig>;
+    /// Types the model's sections (after [`ModelSpec::prepare`]) and, if `validate`,
+    /// checks them against `run`. A scenario with a grid validates only its points:
+    /// the base may hold values that every point overrides.
+    fn configure(&'static self, sections: toml::Table, run: &RunConfig, validate: bool) -> Result<ModelConfig>;
     fn to_sections(&self, config: &dyn Any) -> toml::Table;
     fn metrics(&self, config: &dyn Any) -> Vec<MetricDef>;
     fn latencies(&self, config: &dyn Any) -> &'static [&'static str];
@@ -118,9 +120,11 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     fn sections(&self) -> &'static [&'static str] {
         M::SECTIONS
     }
-    fn configure(&'static self, sections: toml::Table, run: &RunConfig) -> Result<ModelConfig> {
+    fn configure(&'static self, sections: toml::Table, run: &RunConfig, validate: bool) -> Result<ModelConfig> {
         let config = M::prepare(typed(toml::Value::Table(sections))?)?;
-        M::validate(&config, run)?;
+        if validate {
+            M::validate(&config, run)?;
+        }
         Ok(ModelConfig { model: self, config: Arc::new(config) })
     }
     fn to_sections(&self, c: &dyn Any) -> toml::Table {

@@ -28,7 +28,7 @@ use crate::base::error::{Error, Result};
 use crate::base::typing::describe;
 use crate::models::{CountHistogramDef, MetricKind, SeriesKind};
 use crate::resolved::{GridPoint, Scenario};
-use crate::scenario::GridAxis;
+use crate::scenario::{GridAxis, CASE_AXIS};
 
 /// Runs `scenario` with `threads` workers and writes `out_root/<name>/`.
 pub fn execute(
@@ -271,9 +271,93 @@ fn axis_value(kind: ColumnType, value: &toml::Value) -> ColumnValues {
     }
 }
 
+/// A column per leaf of a table-valued axis (`retry.policy`, `retry.budget`, …) or
+/// of a case (`stack.client`, …), beside the axis's own column, so that DuckDB can
+/// filter on one field without matching TOML text.
+struct LeafColumn {
+    name: String,
+    kind: ColumnType,
+    axis: usize,
+    /// The leaf's dotted path inside the axis value.
+    path: Vec<String>,
+}
+
+/// Every leaf of a table, as dotted paths (a `label` at the top is the case's name).
+fn leaves(table: &toml::Table, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    for (key, value) in table {
+        if prefix.is_empty() && key == "label" {
+            continue;
+        }
+        prefix.push(key.clone());
+        match value {
+            toml::Value::Table(inner) => leaves(inner, prefix, out),
+            _ => {
+                if !out.contains(prefix) {
+                    out.push(prefix.clone());
+                }
+            }
+        }
+        prefix.pop();
+    }
+}
+
+fn leaf_value<'v>(value: &'v toml::Value, path: &[String]) -> Option<&'v toml::Value> {
+    path.iter().try_fold(value, |v, key| v.as_table()?.get(key))
+}
+
+fn leaf_columns(scenario: &Scenario) -> Vec<LeafColumn> {
+    let mut taken: Vec<String> = scenario.grid.iter().map(|a| a.path.clone()).collect();
+    let mut columns = Vec::new();
+    for (axis_index, axis) in scenario.grid.iter().enumerate() {
+        let mut paths = Vec::new();
+        for value in &axis.values {
+            if let toml::Value::Table(table) = value {
+                leaves(table, &mut Vec::new(), &mut paths);
+            }
+        }
+        for path in paths {
+            let name =
+                if axis.path == CASE_AXIS { path.join(".") } else { format!("{}.{}", axis.path, path.join(".")) };
+            if taken.contains(&name) {
+                continue;
+            }
+            let values: Vec<Option<&toml::Value>> = axis.values.iter().map(|v| leaf_value(v, &path)).collect();
+            let numeric = values.iter().all(|v| v.is_none_or(|v| v.is_integer() || v.is_float()));
+            let integers = values.iter().all(|v| v.is_some_and(toml::Value::is_integer));
+            let kind = match (integers, numeric) {
+                (true, _) => ColumnType::I64,
+                (false, true) => ColumnType::F64,
+                _ => ColumnType::Utf8,
+            };
+            taken.push(name.clone());
+            columns.push(LeafColumn { name, kind, axis: axis_index, path });
+        }
+    }
+    columns
+}
+
+/// A leaf's value at `point` (missing: NaN or an empty string).
+fn leaf_column_value(scenario: &Scenario, leaf: &LeafColumn, point: &GridPoint) -> ColumnValues {
+    let axis = &scenario.grid[leaf.axis];
+    let chosen = &point.params[leaf.axis].1;
+    // A case's column value is its label: find the case it names.
+    let value =
+        if axis.path == CASE_AXIS { axis.values.iter().find(|v| v.get("label") == Some(chosen)) } else { Some(chosen) };
+    let leaf_value = value.and_then(|v| leaf_value(v, &leaf.path));
+    match leaf.kind {
+        ColumnType::I64 => ColumnValues::I64(vec![leaf_value.and_then(toml::Value::as_integer).expect("typed leaf")]),
+        ColumnType::F64 => ColumnValues::F64(vec![leaf_value
+            .map_or(f64::NAN, |v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).unwrap_or(f64::NAN))]),
+        _ => ColumnValues::Utf8(vec![
+            leaf_value.map_or(String::new(), |v| v.as_str().map_or_else(|| describe(v), str::to_string))
+        ]),
+    }
+}
+
 fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![ColumnSpec::new("grid_point", ColumnType::U32)];
     columns.extend(scenario.grid.iter().map(|axis| ColumnSpec::new(&axis.path, axis_column_type(axis))));
+    columns.extend(leaf_columns(scenario).into_iter().map(|leaf| ColumnSpec::new(leaf.name, leaf.kind)));
     columns.push(ColumnSpec::new("replicas", ColumnType::U32));
     for metric in scenario.model.metrics() {
         for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {
@@ -289,6 +373,7 @@ fn summary_row(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> 
     for (axis, (_, value)) in scenario.grid.iter().zip(&point.params) {
         columns.push(axis_value(axis_column_type(axis), value));
     }
+    columns.extend(leaf_columns(scenario).iter().map(|leaf| leaf_column_value(scenario, leaf, point)));
     columns.push(ColumnValues::U32(vec![scenario.run.replicas]));
     for s in &result.summaries {
         columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));

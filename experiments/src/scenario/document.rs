@@ -30,7 +30,7 @@ use crate::base::error::{Error, Result};
 use crate::base::typing::{describe, typed};
 
 use super::claims::{Assertion, Assertions};
-use super::overrides::{check_path, merge_path, set_path, GridAxis, Overrides};
+use super::overrides::{check_path, merge_path, GridAxis, Overrides};
 
 /// The grid axis whose values are labelled patches of several sections:
 /// `case = [{ label = "naive", stack = { client = "naive" } }, { label = "brownout", incidents = [...] }]`.
@@ -129,7 +129,8 @@ impl Document {
             if path == "grid" || path.starts_with("grid.") {
                 return Err(Error::bad_input(format!("--set {path}: grid axes are changed with --grid, not --set")));
             }
-            set_path(&mut source, path, value.clone())?;
+            // A table merges into the section, as a grid axis over a section does.
+            merge_path(&mut source, path, value.clone())?;
         }
         let name = take_string(&mut source, "name", true)?.expect("required");
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
@@ -157,7 +158,13 @@ impl Document {
                 )));
             }
         }
-        let grid = Self::take_grid(&mut source, overrides)?;
+        let mut grid = Self::take_grid(&mut source, overrides)?;
+        // --set on a path that is a grid axis replaces the axis with that one value.
+        for (path, value) in &overrides.sets {
+            if let Some(axis) = grid.iter_mut().find(|axis| axis.path == *path) {
+                axis.values = vec![value.clone()];
+            }
+        }
         let verify = match source.remove("verify") {
             None => Vec::new(),
             Some(value) => {

@@ -57,7 +57,8 @@ pub fn parse_set(argument: &str) -> Result<(String, toml::Value)> {
     Ok((path.to_string(), parse_cli_value(value)))
 }
 
-/// Parses `--grid PATH=V1,V2,…`.
+/// Parses `--grid PATH=V1,V2,…` or `--grid PATH=[V1, V2, …]` (a TOML array, whose
+/// values may be tables: `--grid 'retry=[{policy = "naive"}, {policy = "backoff"}]'`).
 pub fn parse_grid(argument: &str) -> Result<GridAxis> {
     let Some((path, values)) = argument.split_once('=') else {
         return Err(Error::bad_input(format!(
@@ -66,6 +67,17 @@ pub fn parse_grid(argument: &str) -> Result<GridAxis> {
     };
     let path = path.trim();
     check_path(path, "--grid")?;
+    if values.trim_start().starts_with('[') {
+        // A TOML array: its values may be tables or lists, which contain commas.
+        return match parse_cli_value(values) {
+            toml::Value::Array(values) if !values.is_empty() => Ok(GridAxis { path: path.to_string(), values }),
+            toml::Value::Array(_) => Err(Error::bad_input(format!("--grid {argument:?}: the list of values is empty"))),
+            _ => Err(Error::bad_input(format!(
+                "--grid {argument:?}: the value starts with '[' but is not a TOML array, \
+                 e.g. --grid 'retry=[{{policy = \"naive\"}}, {{policy = \"backoff\"}}]'"
+            ))),
+        };
+    }
     let parts: Vec<&str> = values.split(',').map(str::trim).collect();
     if parts.iter().any(|part| part.is_empty()) {
         return Err(Error::bad_input(format!("--grid {argument:?}: every value between commas must be non-empty")));
