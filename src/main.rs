@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
 use stampede_experiments::run::pipeline::execute;
-use stampede_experiments::scenario::builtin::{load_scenario_source, BUILTINS, DEFAULT_SCENARIO};
+use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
 use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
 use stampede_experiments::{Error, Overrides, Result, Scenario};
 
@@ -137,7 +137,10 @@ fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
     for grid in &args.grids {
         overrides.grids.push(parse_grid(grid)?);
     }
-    Scenario::resolve(source, &overrides)
+    match scenario_dir(scenario) {
+        Some(dir) => Scenario::resolve_in(source, &overrides, &dir),
+        None => Scenario::resolve(source, &overrides),
+    }
 }
 
 fn run(args: RunArgs) -> Result<()> {

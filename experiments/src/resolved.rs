@@ -85,6 +85,24 @@ impl Scenario {
         self.document.point_count() as u32
     }
 
+    /// Like [`Self::resolve`] for a scenario read from a file in `dir`: relative file
+    /// paths in its fields (a gateway's `workload.fixture`) are read from `dir`, not
+    /// from the current folder. Paths given on the command line (`--set`) stay as given.
+    pub fn resolve_in(mut source: toml::Table, overrides: &Overrides, dir: &std::path::Path) -> Result<Scenario> {
+        let model = source.get("model").and_then(toml::Value::as_str).and_then(registry::model);
+        for field in model.map(|m| m.path_fields()).unwrap_or_default() {
+            let mut parts: Vec<&str> = field.split('.').collect();
+            let last = parts.pop().expect("a dotted path");
+            let section = parts.iter().try_fold(&mut source, |table, key| table.get_mut(*key)?.as_table_mut());
+            if let Some(toml::Value::String(path)) = section.and_then(|table| table.get_mut(last)) {
+                if std::path::Path::new(path.as_str()).is_relative() {
+                    *path = dir.join(&*path).to_string_lossy().into_owned();
+                }
+            }
+        }
+        Self::resolve(source, overrides)
+    }
+
     /// Grid point `index`, typed and validated.
     pub fn grid_point(&self, index: u32) -> Result<GridPoint> {
         let point = self.document.point(index as usize)?;

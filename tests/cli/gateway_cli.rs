@@ -69,3 +69,32 @@ fn bad_gateway_input_names_the_field_and_writes_nothing() {
         assert!(files_below(scratch.path()).is_empty(), "{overrides:?} wrote something");
     }
 }
+
+/// A scenario's relative fixture path is read from the scenario file's folder, not
+/// the current one, and the manifest embeds the fixture's content and the command.
+#[test]
+fn a_fixture_path_is_relative_to_its_scenario_and_the_manifest_embeds_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("lab");
+    std::fs::create_dir(&dir).unwrap();
+    let fixture =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures/llm-gateway.toml"))
+            .unwrap()
+            .replace("# ", "#  ");
+    std::fs::write(dir.join("my-fixture.toml"), &fixture).unwrap();
+    let shown = stdout(&stampede(&["show", "llm-naive"]));
+    let scenario = shown.replace("[workload]\n", "[workload]\nfixture = \"my-fixture.toml\"\n");
+    assert!(scenario.contains("fixture = \"my-fixture.toml\""), "{scenario}");
+    std::fs::write(dir.join("lab.toml"), scenario).unwrap();
+    let out = scratch.path().join("out");
+    let file = dir.join("lab.toml");
+    let args = ["run", file.to_str().unwrap(), "--replicas", "2", "--quiet", "--out", out.to_str().unwrap()];
+    let run = stampede(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let name = files_below(&out).into_iter().find(|p| p.ends_with("manifest.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join(name)).unwrap()).unwrap();
+    assert_eq!(manifest["inputs"][0]["field"], "workload.fixture");
+    assert_eq!(manifest["inputs"][0]["content"].as_str().unwrap(), fixture, "the fixture's content, byte for byte");
+    let command: Vec<&str> = manifest["command_line"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(&command[1..], &args[..], "the command line that produced the run");
+}

@@ -32,6 +32,16 @@ pub trait ModelSpec: Send + Sync + 'static {
     /// The top-level sections the model reads.
     const SECTIONS: &'static [&'static str];
 
+    /// Dotted paths of fields that name files; a relative one in a scenario file is
+    /// read from the scenario file's folder.
+    const PATH_FIELDS: &'static [&'static str] = &[];
+
+    /// Files the configuration read, as (field path, content), for the manifest: one
+    /// manifest then reproduces the run.
+    fn inputs(_config: &Self::Config) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// Work done once when a grid point is typed, before validation (reading a
     /// fixture, say); the default does nothing.
     fn prepare(config: Self::Config) -> Result<Self::Config> {
@@ -79,6 +89,8 @@ pub trait DynModel: Send + Sync {
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
     fn sections(&self) -> &'static [&'static str];
+    fn path_fields(&self) -> &'static [&'static str];
+    fn inputs(&self, config: &dyn Any) -> Vec<(String, String)>;
     /// Types the model's sections (after [`ModelSpec::prepare`]) and, if `validate`,
     /// checks them against `run`. A scenario with a grid validates only its points:
     /// the base may hold values that every point overrides.
@@ -119,6 +131,12 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn sections(&self) -> &'static [&'static str] {
         M::SECTIONS
+    }
+    fn path_fields(&self) -> &'static [&'static str] {
+        M::PATH_FIELDS
+    }
+    fn inputs(&self, c: &dyn Any) -> Vec<(String, String)> {
+        M::inputs(config::<M>(c))
     }
     fn configure(&'static self, sections: toml::Table, run: &RunConfig, validate: bool) -> Result<ModelConfig> {
         let config = M::prepare(typed(toml::Value::Table(sections))?)?;
@@ -180,6 +198,11 @@ impl ModelConfig {
     /// The configuration of model `M`, or `None` if this is another model's.
     pub fn downcast<M: ModelSpec>(&self) -> Option<&M::Config> {
         self.config.downcast_ref()
+    }
+
+    /// Files the configuration read, as (field path, content).
+    pub fn inputs(&self) -> Vec<(String, String)> {
+        self.model.inputs(self.config.as_ref())
     }
 
     /// The model sections as TOML, for `stampede show`.

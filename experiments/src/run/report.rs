@@ -119,6 +119,8 @@ impl RunReport {
             "scenario": self.scenario.name,
             "model": self.scenario.model.name(),
             "scenario_toml": self.scenario.to_toml(),
+            "inputs": self.scenario.model.inputs().into_iter().map(|(field, content)| json!({"field": field, "content": content})).collect::<Vec<_>>(),
+            "command_line": std::env::args().collect::<Vec<_>>(),
             "seed": self.scenario.run.seed,
             "replicas": self.scenario.run.replicas,
             "grid": grid,

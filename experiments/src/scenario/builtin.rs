@@ -32,6 +32,16 @@ pub fn builtin_text(name: &str) -> Option<&'static str> {
     BUILTINS.iter().find(|(builtin, _)| *builtin == name).map(|(_, text)| *text)
 }
 
+/// The folder a scenario argument's relative paths are read from: the scenario
+/// file's folder, or `None` for a built-in.
+pub fn scenario_dir(argument: &str) -> Option<std::path::PathBuf> {
+    if builtin_text(argument).is_some() {
+        return None;
+    }
+    let parent = std::path::Path::new(argument).parent()?;
+    Some(if parent.as_os_str().is_empty() { std::path::PathBuf::from(".") } else { parent.to_path_buf() })
+}
+
 /// Loads a scenario argument: a built-in name, or a path to a `.toml` file.
 pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
     if let Some(text) = builtin_text(argument) {

@@ -45,6 +45,14 @@ impl ModelSpec for Gateway {
     const DESCRIPTION: &'static str =
         "LLM gateway: turns fan out into five call classes over metered tiers, through a reorderable stack of defences";
     const SECTIONS: &'static [&'static str] = &["workload", "stack", "gateway", "incidents", "tiers", "classes"];
+    const PATH_FIELDS: &'static [&'static str] = &["workload.fixture"];
+
+    fn inputs(config: &GatewayConfig) -> Vec<(String, String)> {
+        match &config.workload.fixture {
+            Some(path) => vec![("workload.fixture".into(), std::fs::read_to_string(path).unwrap_or_default())],
+            None => Vec::new(),
+        }
+    }
 
     fn prepare(config: GatewayConfig) -> Result<GatewayConfig> {
         config.resolve()
