@@ -103,6 +103,13 @@ enum ExitStatus {
 }
 
 fn main() -> ExitCode {
+    // A closed pipe (`stampede list | head -1`) ends the process quietly, as it does
+    // for other Unix tools, instead of a panic in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run(args).map(|()| ExitStatus::Success),

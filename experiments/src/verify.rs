@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::run::report::{PointReport, RunReport};
+use crate::run::report::{json_number, PointReport, RunReport};
 use crate::scenario::claims::{Assertion, Relative, Skipped, Statistic};
 
 /// The 0.975 quantile of the standard normal, for Wilson intervals.
@@ -192,10 +192,10 @@ pub fn to_json(checks: &[Check], skipped: &[Skipped]) -> Value {
             let mut claim = serde_json::to_value(&c.assertion).expect("claims serialise");
             let object = claim.as_object_mut().expect("a claim is an object");
             object.insert("statistic".into(), json!(c.assertion.statistic.name()));
-            object.insert("value".into(), json!(c.value));
-            object.insert("mean".into(), json!(c.mean));
-            object.insert("ci_lo".into(), json!(c.ci_lo));
-            object.insert("ci_hi".into(), json!(c.ci_hi));
+            object.insert("value".into(), json_number(c.value));
+            object.insert("mean".into(), json_number(c.mean));
+            object.insert("ci_lo".into(), json_number(c.ci_lo));
+            object.insert("ci_hi".into(), json_number(c.ci_hi));
             object.insert("relative_bounds".into(), json!(c.relative_bounds));
             object.insert("passed".into(), json!(c.passed));
             claim

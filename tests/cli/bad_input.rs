@@ -56,7 +56,7 @@ fn unknown_field_names_it_and_lists_the_allowed_ones() {
 
 #[test]
 fn wrong_type_names_field_and_value() {
-    refuse(&["--set", "queue.servers=two"], 2, &["queue.servers", "\"two\"", "u32"]);
+    refuse(&["--set", "queue.servers=two"], 2, &["queue.servers", "\"two\"", "a whole number from 0 to 4294967295"]);
     refuse(&["--set", "run.horizon_s=\"long\""], 2, &["run.horizon_s", "long"]);
 }
 
@@ -143,4 +143,28 @@ fn unwritable_output_folder_exits_3_and_writes_nothing() {
     assert_eq!(output.status.code(), Some(3), "{message}");
     assert!(message.contains("cannot create output folder") && message.contains("blocker"), "{message}");
     assert_eq!(files_below(scratch.path()), vec![std::path::PathBuf::from("blocker")]);
+}
+
+#[test]
+fn a_run_that_cannot_fit_is_refused_with_its_estimate() {
+    // 3 points × 4 billion replicas: about a terabyte of replica rows.
+    refuse(&["--replicas", "4000000000"], 2, &["this run writes up to", "before compression", "free; nothing was run"]);
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader went away, as `| head -0` does
+    let mut errors = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut errors).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!errors.contains("panicked"), "{errors}");
+    assert_ne!(status.code(), Some(101), "no panic exit");
 }

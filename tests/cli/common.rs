@@ -41,3 +41,26 @@ pub fn files_below(dir: &Path) -> Vec<PathBuf> {
     found.sort();
     found
 }
+
+/// Python with duckdb, pyarrow and pandas, or why not. CI sets
+/// `STAMPEDE_REQUIRE_PYTHON=1`, which turns a missing package into a failure.
+pub fn python_with_duckdb() -> Result<String, String> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = std::process::Command::new(&python).args(["-c", "import duckdb, pyarrow, pandas"]).output();
+    match probe {
+        Ok(output) if output.status.success() => Ok(python),
+        Ok(_) => Err(format!("{python} lacks duckdb, pyarrow or pandas: python3 -m pip install duckdb pyarrow pandas")),
+        Err(e) => Err(format!("cannot start {python} ({e}): install Python 3 with duckdb, pyarrow and pandas")),
+    }
+}
+
+/// Says loudly that a test was skipped and what to install — written to the
+/// terminal directly, past the test harness's output capture, so a skip never reads
+/// as a silent pass. Panics instead when `STAMPEDE_REQUIRE_PYTHON=1` (CI).
+pub fn skip(test: &str, why: &str) {
+    if std::env::var("STAMPEDE_REQUIRE_PYTHON").is_ok_and(|v| v == "1") {
+        panic!("{test}: {why} (STAMPEDE_REQUIRE_PYTHON=1 makes this a failure)");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}

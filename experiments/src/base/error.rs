@@ -26,8 +26,9 @@ pub struct Error {
 
 impl Error {
     /// Bad input: the message names the field, the value and what is allowed.
+    /// Very long numbers are abbreviated (`1e308`, not 309 digits).
     pub fn bad_input(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::BadInput, message: message.into(), hint: None }
+        Error { kind: ErrorKind::BadInput, message: abbreviate_numbers(&message.into()), hint: None }
     }
 
     /// A file-system failure.
@@ -74,5 +75,37 @@ impl From<stampede_output::OutputError> for Error {
     }
 }
 
+/// Rewrites every number of more than 15 digits in scientific notation.
+fn abbreviate_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        let end = tail.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(tail.len());
+        let number = &tail[..end];
+        let digits = number.chars().filter(char::is_ascii_digit).count();
+        match number.parse::<f64>() {
+            Ok(value) if digits > 15 => out.push_str(&format!("{value:e}")),
+            _ => out.push_str(number),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_numbers_are_abbreviated_and_short_ones_kept() {
+        let huge = format!("queue.arrival_rate_per_s = {}: must be at most 1e12", 1e308);
+        assert_eq!(Error::bad_input(huge).message, "queue.arrival_rate_per_s = 1e308: must be at most 1e12");
+        assert_eq!(Error::bad_input("verify[2].x = 0.25 of 1000000").message, "verify[2].x = 0.25 of 1000000");
+    }
+}

@@ -23,8 +23,34 @@ pub fn typed_at<T: DeserializeOwned>(prefix: &str, value: toml::Value) -> Result
         // toml's message ends with its own "in `key`" line; the path above says it better.
         let message = error.into_inner().to_string();
         let message = message.split("\nin `").next().unwrap_or_default().trim_end();
-        Error::bad_input(format!("scenario field {path}: {message}"))
+        Error::bad_input(format!("scenario field {path}: {}", plain_words(message)))
     })
+}
+
+/// serde's messages name Rust types (`expected u32`, `struct QueueConfig`); say
+/// what a user writes instead.
+fn plain_words(message: &str) -> String {
+    let mut text = message.to_string();
+    for (rust, words) in [
+        ("u8", "a whole number from 0 to 255"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u32", "a whole number from 0 to 4294967295"),
+        ("u64", "a whole number from 0 to 18446744073709551615"),
+        ("usize", "a whole number of at least 0"),
+        ("i64", "a whole number"),
+        ("f64", "a number"),
+        ("a sequence", "a list"),
+        ("a map", "a table"),
+    ] {
+        text = text.replace(&format!("expected {rust}"), &format!("expected {words}"));
+    }
+    // `struct QueueConfig`, `struct variant …`: a table.
+    while let Some(start) = text.find("struct ") {
+        let end =
+            text[start + 7..].find(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(text.len(), |e| start + 7 + e);
+        text.replace_range(start..end, "a table");
+    }
+    text
 }
 
 /// Parses scenario text. `origin` names it in messages (a path or `built-in x`).

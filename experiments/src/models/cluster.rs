@@ -15,7 +15,8 @@ use stampede_engine::models::cluster::{Cluster as ClusterModel, ClusterResults};
 use stampede_engine::LatencyHistogram;
 
 use super::metrics::{
-    count, defs, flag, real, values, CountHistogramDef, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind,
+    count, defs, flag, fraction, real, values, CountHistogramDef, Metric, MetricDef, ReplicaOutput, SeriesDef,
+    SeriesKind,
 };
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
@@ -599,7 +600,7 @@ const CLUSTER_METRICS: &[Metric<ClusterResults>] = &[
     count("attempts", "attempts sent, retries included", |r| r.attempts as f64),
     real("amplification_ratio", "attempts ÷ offered", |r| r.amplification_ratio),
     count("successes", "requests answered within an attempt's timeout", |r| r.successes as f64),
-    real("success_ratio", "successes ÷ offered", |r| r.success_ratio),
+    fraction("success_ratio", "successes ÷ offered", |r| r.success_ratio),
     real("goodput_rps", "successes per second", |r| r.goodput_rps),
     count("failed", "requests that gave up (attempts or budget exhausted)", |r| r.failed as f64),
     count("timeouts", "attempts the client timed out", |r| r.timeouts as f64),
@@ -613,12 +614,14 @@ const CLUSTER_METRICS: &[Metric<ClusterResults>] = &[
     }),
     count("retries_denied_by_budget", "retries the budget refused", |r| r.retries_denied_by_budget as f64),
     real("wasted_work_s", "server seconds spent on attempts nobody waited for", |r| r.wasted_work_s),
-    real("wasted_work_ratio", "wasted ÷ busy server time", |r| r.wasted_work_ratio),
+    fraction("wasted_work_ratio", "wasted ÷ busy server time", |r| r.wasted_work_ratio),
     real("hops_mean", "virtual nodes walked past full shards, per routed attempt", |r| r.hops_mean),
     count("hops_max", "the longest walk", |r| r.hops_max as f64),
     real("peak_shard_load_ratio", "busiest shard's time-average load ÷ the mean", |r| r.peak_shard_load_ratio),
     count("breaker_trips", "breaker trips over all shards", |r| r.breaker_trips as f64),
-    real("recovered_ratio", "1 if the queue returned to its band after the last fault, else 0", |r| flag(r.recovered)),
+    fraction("recovered_ratio", "1 if the queue returned to its band after the last fault, else 0", |r| {
+        flag(r.recovered)
+    }),
     real(
         "recovery_s",
         "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",

@@ -10,7 +10,9 @@ use stampede_engine::secs_to_nanos;
 use stampede_engine::models::dependency::{Dependency as DependencyModel, DependencyResults};
 use stampede_engine::LatencyHistogram;
 
-use super::metrics::{count, defs, flag, real, values, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind};
+use super::metrics::{
+    count, defs, flag, fraction, real, values, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind,
+};
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
@@ -165,7 +167,7 @@ fn positive(path: &str, value: f64) -> Result<()> {
     }
 }
 
-fn fraction(path: &str, value: f64) -> Result<()> {
+fn share(path: &str, value: f64) -> Result<()> {
     if value > 0.0 && value <= 1.0 {
         Ok(())
     } else {
@@ -202,9 +204,9 @@ impl DependencyConfig {
             )));
         }
         let p = &self.protection;
-        fraction("protection.shed_low_at", p.shed_low_at)?;
-        fraction("protection.shed_normal_at", p.shed_normal_at)?;
-        fraction("protection.breaker_failure_rate_threshold", p.breaker_failure_rate_threshold)?;
+        share("protection.shed_low_at", p.shed_low_at)?;
+        share("protection.shed_normal_at", p.shed_normal_at)?;
+        share("protection.breaker_failure_rate_threshold", p.breaker_failure_rate_threshold)?;
         positive("protection.breaker_slow_call_s", p.breaker_slow_call_s)?;
         positive("protection.breaker_window_s", p.breaker_window_s)?;
         positive("protection.breaker_open_s", p.breaker_open_s)?;
@@ -275,9 +277,11 @@ const DEPENDENCY_METRICS: &[Metric<DependencyResults>] = &[
     count("call_timeouts", "dependency calls that hit the call timeout", |r| r.call_timeouts as f64),
     count("client_timeouts", "requests answered after their client left", |r| r.client_timeouts as f64),
     count("queue_full", "requests refused by a full worker queue", |r| r.queue_full as f64),
-    real("pool_saturation_ratio", "time-average busy workers ÷ workers", |r| r.pool_saturation_ratio),
+    fraction("pool_saturation_ratio", "time-average busy workers ÷ workers", |r| r.pool_saturation_ratio),
     count("breaker_trips", "breaker trips", |r| r.breaker_trips as f64),
-    real("recovered_ratio", "1 if the queue returned to its band after the dependency healed", |r| flag(r.recovered)),
+    fraction("recovered_ratio", "1 if the queue returned to its band after the dependency healed", |r| {
+        flag(r.recovered)
+    }),
     real("recovery_s", "seconds from healing to recovery; NaN when not recovered", |r| r.recovery_s),
     count("events", "events handled, warm-up included", |r| r.events as f64),
 ];

@@ -21,6 +21,19 @@ pub struct MetricDef {
     pub kind: MetricKind,
     /// One line for the README and `--help`-style listings.
     pub description: &'static str,
+    /// A share from 0 to 1; otherwise the value is only known to be at least 0
+    /// (every metric stampede reports is non-negative). Intervals are clipped to this.
+    pub fraction: bool,
+}
+
+impl MetricDef {
+    /// The interval `[lo, hi]` clipped to the metric's domain.
+    pub fn clip(&self, lo: f64, hi: f64) -> (f64, f64) {
+        let top = if self.fraction { 1.0 } else { f64::INFINITY };
+        // NaN stays NaN: max/min would turn it into the bound.
+        let clip = |v: f64| if v.is_nan() { v } else { v.clamp(0.0, top) };
+        (clip(lo), clip(hi))
+    }
 }
 
 /// How a time series' per-bucket integers become a value.
@@ -105,11 +118,16 @@ impl<R> Metric<R> {
 }
 
 pub const fn real<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
-    Metric { def: MetricDef { name, kind: MetricKind::Real, description }, read: Read::Value(value) }
+    Metric { def: MetricDef { name, kind: MetricKind::Real, description, fraction: false }, read: Read::Value(value) }
+}
+
+/// A real metric that is a share from 0 to 1.
+pub const fn fraction<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
+    Metric { def: MetricDef { name, kind: MetricKind::Real, description, fraction: true }, read: Read::Value(value) }
 }
 
 pub const fn count<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
-    Metric { def: MetricDef { name, kind: MetricKind::Count, description }, read: Read::Value(value) }
+    Metric { def: MetricDef { name, kind: MetricKind::Count, description, fraction: false }, read: Read::Value(value) }
 }
 
 /// The definitions of a table, in order.

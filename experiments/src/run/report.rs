@@ -10,6 +10,7 @@ use super::latency::{LatencyStats, QUANTILES};
 use super::layout::output_files;
 use super::stats::Summary;
 use crate::base::typing::describe;
+use crate::models::MetricKind;
 use crate::resolved::Scenario;
 
 /// What a finished run keeps of one grid point: a few numbers per metric, not its
@@ -43,7 +44,8 @@ pub fn toml_to_json(value: &toml::Value) -> Value {
     match value {
         toml::Value::String(s) => Value::String(s.clone()),
         toml::Value::Integer(i) => json!(i),
-        toml::Value::Float(f) => json!(f),
+        toml::Value::Float(f) if f.is_nan() => Value::String("nan".into()),
+        toml::Value::Float(f) => json_number(*f),
         toml::Value::Boolean(b) => json!(b),
         toml::Value::Datetime(d) => Value::String(d.to_string()),
         toml::Value::Array(values) => Value::Array(values.iter().map(toml_to_json).collect()),
@@ -53,16 +55,21 @@ pub fn toml_to_json(value: &toml::Value) -> Value {
 
 fn summary_json(summary: &Summary) -> Value {
     // serde_json writes non-finite floats as null.
-    json!({"mean": summary.mean, "sd": summary.sd, "ci_lo": summary.ci_lo, "ci_hi": summary.ci_hi})
+    json!({
+        "mean": json_number(summary.mean),
+        "sd": json_number(summary.sd),
+        "ci_lo": json_number(summary.ci_lo),
+        "ci_hi": json_number(summary.ci_hi),
+    })
 }
 
 fn latency_json(stats: &LatencyStats) -> Value {
     let mut object = Map::new();
     object.insert("count".into(), json!(stats.count));
     for ((name, _), value) in QUANTILES.iter().zip(&stats.quantiles_s) {
-        object.insert((*name).into(), json!(value));
+        object.insert((*name).into(), json_number(*value));
     }
-    object.insert("max_s".into(), json!(stats.max_s));
+    object.insert("max_s".into(), json_number(stats.max_s));
     Value::Object(object)
 }
 
@@ -101,7 +108,7 @@ impl RunReport {
     }
 
     /// `manifest.json`: everything needed to reproduce and identify the run.
-    /// Only `wall_time_s` and `host` differ between runs with the same inputs.
+    /// Only `wall_time_s`, `host` and `command_line` differ between runs with the same inputs.
     pub fn manifest(&self) -> Value {
         let grid: Vec<Value> = self
             .scenario
@@ -162,22 +169,22 @@ impl RunReport {
                 out.push_str(&format!(
                     "  {:<width$}  {:>14}  [{:>14}, {:>14}]\n",
                     metric.name,
-                    number(summary.mean),
-                    number(summary.ci_lo),
-                    number(summary.ci_hi)
+                    number(summary.mean, metric.kind),
+                    number(summary.ci_lo, metric.kind),
+                    number(summary.ci_hi, metric.kind)
                 ));
             }
             for (name, stats) in model.latencies().iter().zip(&point.latencies) {
                 let quantiles: Vec<String> = QUANTILES
                     .iter()
                     .zip(&stats.quantiles_s)
-                    .map(|((q, _), v)| format!("{}={}", q.trim_end_matches("_s"), number(*v)))
+                    .map(|((q, _), v)| format!("{}={}", q.trim_end_matches("_s"), number(*v, MetricKind::Real)))
                     .collect();
                 out.push_str(&format!(
                     "  {name}: n={} {} max={}\n",
                     stats.count,
                     quantiles.join(" "),
-                    number(stats.max_s)
+                    number(stats.max_s, MetricKind::Real)
                 ));
             }
         }
@@ -186,15 +193,55 @@ impl RunReport {
     }
 }
 
-/// Compact, aligned number formatting for the table.
-fn number(value: f64) -> String {
+/// Compact number formatting for the table: a count's whole values as integers
+/// (its means with one decimal), reals with four significant digits.
+pub fn number(value: f64, kind: MetricKind) -> String {
     if !value.is_finite() {
-        "–".to_string()
-    } else if value == 0.0 {
-        "0".to_string()
-    } else if value.abs() >= 1e6 || value.abs() < 1e-3 {
-        format!("{value:.4e}")
+        return "–".to_string();
+    }
+    if value == 0.0 {
+        return "0".to_string();
+    }
+    let magnitude = value.abs();
+    match kind {
+        MetricKind::Count if magnitude >= 1e12 => format!("{value:.3e}"),
+        MetricKind::Count if value.fract() == 0.0 => format!("{value:.0}"),
+        MetricKind::Count if magnitude >= 100.0 => format!("{value:.0}"),
+        MetricKind::Count => format!("{value:.1}"),
+        MetricKind::Real if !(1e-3..1e6).contains(&magnitude) => format!("{value:.3e}"),
+        MetricKind::Real => {
+            let decimals = (3 - magnitude.log10().floor() as i32).clamp(0, 6) as usize;
+            format!("{value:.decimals$}")
+        }
+    }
+}
+
+/// A number as JSON: an undefined value (NaN) is `null`; an infinite one is the
+/// string `"inf"` or `"-inf"`, as TOML writes it (JSON has no infinity).
+pub fn json_number(value: f64) -> Value {
+    if value.is_nan() {
+        Value::Null
+    } else if value.is_infinite() {
+        Value::String(if value > 0.0 { "inf" } else { "-inf" }.into())
     } else {
-        format!("{value:.6}")
+        json!(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_print_as_integers_and_reals_with_four_significant_digits() {
+        assert_eq!(number(1234.0, MetricKind::Count), "1234");
+        assert_eq!(number(12.25, MetricKind::Count), "12.2");
+        assert_eq!(number(0.123456, MetricKind::Real), "0.1235");
+        assert_eq!(number(123.456, MetricKind::Real), "123.5");
+        assert_eq!(number(2.5e-5, MetricKind::Real), "2.500e-5");
+        assert_eq!(number(f64::NAN, MetricKind::Real), "–");
+        assert_eq!(json_number(f64::INFINITY), json!("inf"));
+        assert_eq!(json_number(f64::NAN), Value::Null);
+        assert_eq!(toml_to_json(&toml::Value::Float(f64::INFINITY)), json!("inf"));
     }
 }

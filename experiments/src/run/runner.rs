@@ -126,7 +126,9 @@ impl SeriesSums {
         let variance = ((squares - sum * sum / n) / (n - 1.0)).max(0.0);
         let sd = variance.sqrt();
         let half = t_quantile_975(self.replicas - 1) * sd / n.sqrt();
-        Summary { mean: mean * scale, sd: sd * scale, ci_lo: (mean - half) * scale, ci_hi: (mean + half) * scale }
+        // Levels and rates are never negative: the interval is clipped at 0.
+        let ci_lo = ((mean - half) * scale).max(0.0);
+        Summary { mean: mean * scale, sd: sd * scale, ci_lo, ci_hi: (mean + half) * scale }
     }
 
     /// Buckets per series.
@@ -241,7 +243,8 @@ pub struct Sinks<'a> {
 pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync), sinks: Sinks) -> Result<()> {
     let (points, replicas, master_seed) = (scenario.point_count() as u64, scenario.run.replicas, scenario.run.seed);
     assert!(points > 0 && replicas > 0 && threads > 0);
-    let metric_count = scenario.model.metrics().len();
+    let metric_defs = scenario.model.metrics();
+    let metric_count = metric_defs.len();
     let latency_count = scenario.model.latencies().len();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -303,8 +306,13 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
         }
         while let Some(entry) = live.first_entry().filter(|e| *e.key() < finished_below) {
             let done = entry.remove();
+            let clip = |(welford, def): (&Welford, &crate::models::MetricDef)| {
+                let summary = welford.summary();
+                let (ci_lo, ci_hi) = def.clip(summary.ci_lo, summary.ci_hi);
+                Summary { ci_lo, ci_hi, ..summary }
+            };
             let result = PointResult {
-                summaries: done.welfords.iter().map(Welford::summary).collect(),
+                summaries: done.welfords.iter().zip(&metric_defs).map(clip).collect(),
                 latencies: done.histograms,
                 series: done.series,
                 counts: done.counts,
