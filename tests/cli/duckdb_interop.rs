@@ -109,6 +109,13 @@ assert [r[0] for r in rows] == [
     "rate-limited, 429 excluded", "rate-limited, 429 counted", "brownout, no breaker", "brownout, breaker",
     "brownout, breaker, answer falls back to haiku"], rows
 assert all(0.0 <= r[1] <= 1.0 and r[2] > 0 and r[3] > 0 for r in rows), rows
+# A case's fields are columns of their own: filter on one without matching TOML text.
+fallback = con.execute(f"""SELECT grid_point FROM '{out}/llm-breaker/summary.parquet'
+    WHERE "stack.answer_fallback_tier" = 'haiku'""").fetchall()
+assert fallback == [(4,)], fallback
+counted = con.execute(f"""SELECT grid_point FROM '{out}/llm-breaker/summary.parquet'
+    WHERE "gateway.breaker_counts_429" = 'true'""").fetchall()
+assert counted == [(1,)], counted
 # Per class, the reasons add up to the failed calls, replica by replica.
 reasons = ["admission_shed", "admission_infeasible", "admission_fair_share", "queue_full", "queue_deadline",
            "codel_drop", "limiter", "breaker_open", "local_quota", "timeout_connect", "timeout_first_token",

@@ -9,4 +9,5 @@ mod common;
 mod duckdb_interop;
 mod folder;
 mod gateway_cli;
+mod readme;
 mod run_output;

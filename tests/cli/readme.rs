@@ -1,0 +1,108 @@
+//! The README's examples work: its `stampede` commands, every SQL block and every
+//! Python block run in order on a fresh output folder — with the scenarios they read
+//! run first at a few replicas — so an example cannot rot unnoticed.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{python_with_duckdb, skip, stderr};
+
+/// The README's fenced blocks as (info string, text), in order.
+fn blocks(readme: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for line in readme.lines() {
+        match (&mut current, line.strip_prefix("```")) {
+            (None, Some(info)) => current = Some((info.trim().to_string(), String::new())),
+            (Some(_), Some(rest)) => {
+                assert!(rest.trim().is_empty(), "a closing fence with text after it: {line:?}");
+                found.push(current.take().unwrap());
+            }
+            (Some((_, text)), None) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    assert!(current.is_none(), "an unclosed code fence");
+    found
+}
+
+/// Runs `stampede ARGS` in `dir` with few replicas, asserting success.
+fn stampede_in(dir: &Path, args: &[&str]) {
+    let mut args: Vec<&str> = args.to_vec();
+    if matches!(args.first(), Some(&"run") | Some(&"verify")) && !args.contains(&"--replicas") {
+        args.extend_from_slice(&["--replicas", "20"]);
+    }
+    args.push("--quiet");
+    let output = Command::new(env!("CARGO_BIN_EXE_stampede")).args(&args).current_dir(dir).output().unwrap();
+    assert!(output.status.success(), "README: stampede {args:?}: {}", stderr(&output));
+}
+
+/// Runs the scenarios `text` reads from `out/NAME/` that have not run yet.
+fn run_what_is_read(dir: &Path, text: &str, done: &mut BTreeSet<String>) {
+    for part in text.split("out/").skip(1) {
+        let name: String = part.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+        if !name.is_empty() && part[name.len()..].starts_with('/') && done.insert(name.clone()) {
+            stampede_in(dir, &["run", &name, "--out", "out"]);
+        }
+    }
+}
+
+#[test]
+fn every_readme_example_runs() {
+    let python = match python_with_duckdb() {
+        Ok(python) => python,
+        Err(why) => return skip("README examples", &why),
+    };
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let mut done = BTreeSet::new();
+    let (mut commands, mut queries, mut scripts) = (0, 0, 0);
+    for (info, text) in blocks(&readme) {
+        match info.as_str() {
+            "sh" => {
+                for line in text.lines().map(str::trim) {
+                    let line = line.split(" #").next().unwrap().trim();
+                    let args = if let Some(rest) = line.strip_prefix("cargo run --release -- ") {
+                        rest
+                    } else if let Some(rest) = line.strip_prefix("stampede ") {
+                        rest
+                    } else {
+                        continue;
+                    };
+                    let args: Vec<&str> = args.split_whitespace().collect();
+                    stampede_in(dir, &args);
+                    if args.first() == Some(&"run") || args.first() == Some(&"verify") {
+                        let name = args.get(1).filter(|a| !a.starts_with('-')).copied().unwrap_or("baltor");
+                        done.insert(name.to_string());
+                    }
+                    commands += 1;
+                }
+            }
+            "sql" => {
+                run_what_is_read(dir, &text, &mut done);
+                let without_comments: String =
+                    text.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n");
+                for statement in without_comments.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+                    let script = "import sys, duckdb\nprint(duckdb.sql(sys.argv[1]).fetchall()[:3])";
+                    let output =
+                        Command::new(&python).args(["-c", script, statement]).current_dir(dir).output().unwrap();
+                    assert!(output.status.success(), "README SQL failed:\n{statement}\n{}", stderr(&output));
+                    queries += 1;
+                }
+            }
+            "python" => {
+                run_what_is_read(dir, &text, &mut done);
+                let output = Command::new(&python).args(["-c", &text]).current_dir(dir).output().unwrap();
+                assert!(output.status.success(), "README Python failed:\n{text}\n{}", stderr(&output));
+                scripts += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(commands >= 1 && queries >= 7 && scripts >= 1, "{commands} commands, {queries} queries, {scripts} scripts");
+}
