@@ -305,3 +305,34 @@ fn overrides_merge_tables_replace_axes_and_validate_only_the_points() {
     // Without a grid, the base is the one point and is validated.
     check(&mmc(""), &["queue.arrival_rate_per_s=2.5"], &[], Err(("is not below 1", 2)));
 }
+
+/// The gateway's backoff is chosen per class, by name, through the fixture's class
+/// overrides; a coordinator outage needs no tier.
+#[test]
+fn gateway_backoff_is_per_class_and_a_coordinator_outage_has_no_tier() {
+    use stampede_engine::models::gateway::{IncidentKind, ANSWER, GUARD};
+    use stampede_engine::policy::backoff::Backoff;
+    let text = "name = \"g\"\nmodel = \"gateway\"\n[run]\nhorizon_s = 10.0\nreplicas = 2\n\
+                [workload]\nturns_per_s = 1.0\n[classes.answer]\nbackoff = \"equal_jitter\"\n\
+                [[incidents]]\nkind = \"coordinator_outage\"\nstart_s = 1.0\nduration_s = 2.0\n";
+    let scenario =
+        Scenario::resolve(crate::base::typing::parse_text(text, "t").unwrap(), &Overrides::default()).unwrap();
+    let point = scenario.grid_point(0).unwrap();
+    let params = point.model.downcast::<crate::models::gateway::Gateway>().unwrap().params(&point.run);
+    assert!(
+        matches!(params.classes[ANSWER].backoff, Backoff::EqualJitter { .. }),
+        "{:?}",
+        params.classes[ANSWER].backoff
+    );
+    assert!(matches!(params.classes[GUARD].backoff, Backoff::FullJitter { .. }), "the default");
+    assert_eq!(params.incidents[0].kind, IncidentKind::CoordinatorOutage);
+    let bad = text.replace("equal_jitter", "wobbly");
+    check(
+        &bad,
+        &[],
+        &[],
+        Err(("unknown variant `wobbly`, expected one of `constant`, `exponential`, `full_jitter`", 2)),
+    );
+    let tiered = text.replace("kind = \"coordinator_outage\"", "tier = \"sonnet\"\nkind = \"coordinator_outage\"");
+    check(&tiered, &[], &[], Err(("a coordinator_outage strikes the quota coordinator, not a tier", 2)));
+}

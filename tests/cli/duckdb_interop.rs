@@ -107,7 +107,8 @@ rows = con.execute(f"""
     FROM '{out}/llm-breaker/summary.parquet' ORDER BY grid_point""").fetchall()
 assert [r[0] for r in rows] == [
     "rate-limited, 429 excluded", "rate-limited, 429 counted", "brownout, no breaker", "brownout, breaker",
-    "brownout, breaker, answer falls back to haiku"], rows
+    "brownout, breaker, answer falls back to haiku", "dead tier, constant open time",
+    "dead tier, growing open time"], rows
 assert all(0.0 <= r[1] <= 1.0 and r[2] > 0 and r[3] > 0 for r in rows), rows
 # A case's fields are columns of their own: filter on one without matching TOML text.
 fallback = con.execute(f"""SELECT grid_point FROM '{out}/llm-breaker/summary.parquet'
@@ -119,7 +120,7 @@ assert counted == [(1,)], counted
 # Per class, the reasons add up to the failed calls, replica by replica.
 reasons = ["admission_shed", "admission_infeasible", "admission_fair_share", "queue_full", "queue_deadline",
            "codel_drop", "limiter", "breaker_open", "local_quota", "timeout_connect", "timeout_first_token",
-           "timeout_inter_token", "timeout_total", "http_429", "http_529", "http_500"]
+           "timeout_inter_token", "timeout_total", "timeout_deadline", "http_429", "http_529", "http_500"]
 for cls in ["guard", "rewrite", "answer", "think", "title", "answer_fallback"]:
     total = " + ".join(f"{cls}_failed_{r}" for r in reasons)
     bad = con.execute(f"SELECT count(*) FROM '{out}/llm-breaker/replicas.parquet' WHERE {total} <> {cls}_failed").fetchone()[0]

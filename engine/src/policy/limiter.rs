@@ -225,9 +225,9 @@ struct EnvoyState {
 
 /// Netflix `WindowedLimit`: instead of one update per completion, the limiter
 /// updates once per window of at least `min_samples` samples spanning at least
-/// `min_time`, with the window's average latency, its largest in-flight count, and
-/// a drop if any sample dropped. Averaging keeps per-request noise (an LLM call's
-/// latency varies by ±25%) from reading as congestion.
+/// `min_time`, with the window's latency, its largest in-flight count, and a drop if
+/// any sample dropped. Windowing keeps per-request noise (an LLM call's latency
+/// varies by ±25%) from reading as congestion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleWindow {
     pub min_time: Nanos,
@@ -235,7 +235,7 @@ pub struct SampleWindow {
 }
 
 impl Default for SampleWindow {
-    /// Netflix's defaults: 1 s and 10 samples.
+    /// Netflix's defaults: 1 s and 10 samples, averaged.
     fn default() -> Self {
         SampleWindow { min_time: crate::kernel::time::NANOS_PER_SEC, min_samples: 10 }
     }
@@ -245,6 +245,8 @@ impl Default for SampleWindow {
 struct Window {
     started: Nanos,
     samples: u32,
+    /// Samples with a latency (every one but drops).
+    timed: u32,
     latency_sum: u128,
     max_in_flight: u32,
     dropped: bool,
@@ -385,12 +387,20 @@ impl ConcurrencyLimiter {
                     window.started = now;
                 }
                 window.samples += 1;
-                window.latency_sum += latency as u128;
+                // A drop's latency is not a service time (a 529 at the door answers
+                // in 50 ms): it marks the window dropped but joins no latency statistic,
+                // or it would become the no-load baseline and read every healthy
+                // window as congestion ever after.
+                if signal != Signal::Dropped {
+                    window.timed += 1;
+                    window.latency_sum += latency as u128;
+                }
                 window.max_in_flight = window.max_in_flight.max(in_flight);
                 window.dropped |= signal == Signal::Dropped;
                 window.rate_limited |= signal == Signal::RateLimited;
                 if window.samples >= config.min_samples && now - window.started >= config.min_time {
-                    let average = (window.latency_sum / window.samples as u128) as Nanos;
+                    // Only drops: no latency to learn; the drop still counts.
+                    let average = (window.latency_sum / window.timed.max(1) as u128) as Nanos;
                     let signal = if window.dropped {
                         Signal::Dropped
                     } else if window.rate_limited {
@@ -454,14 +464,14 @@ impl VegasState {
     fn next_limit(&mut self, limit: f64, Sample { rtt, signal, in_flight, .. }: Sample, rng: &mut RngStream) -> f64 {
         let config = &self.config;
         self.probe_count += 1;
-        if self.probe_jitter * config.probe_multiplier * limit <= self.probe_count as f64 {
+        if signal == Signal::Success && self.probe_jitter * config.probe_multiplier * limit <= self.probe_count as f64 {
             // Probe: forget the no-load RTT so that a faster dependency is noticed.
             self.probe_jitter = rng.uniform(0.5, 1.0);
             self.probe_count = 0;
             self.rtt_noload = rtt;
             return limit;
         }
-        if self.rtt_noload == 0 || rtt < self.rtt_noload {
+        if signal == Signal::Success && (self.rtt_noload == 0 || rtt < self.rtt_noload) {
             self.rtt_noload = rtt;
             return limit;
         }
@@ -503,7 +513,8 @@ impl GradientState {
             self.rtt_noload = 0;
             return queue.max(config.min);
         }
-        if self.rtt_noload == 0 || rtt < self.rtt_noload {
+        // The no-load RTT learns from successes only: a fast rejection is no baseline.
+        if signal == Signal::Success && (self.rtt_noload == 0 || rtt < self.rtt_noload) {
             self.rtt_noload = rtt;
         }
         let candidate = if signal != Signal::Success {
@@ -528,9 +539,13 @@ impl GradientState {
 
 impl Gradient2State {
     /// Netflix's Gradient2: the short RTT against a long-term exponential average.
-    fn next_limit(&mut self, limit: f64, Sample { rtt, in_flight, .. }: Sample) -> f64 {
+    fn next_limit(&mut self, limit: f64, Sample { rtt, in_flight, signal, .. }: Sample) -> f64 {
         let config = &self.config;
         let short = rtt as f64;
+        if signal == Signal::Dropped {
+            // A drop's latency is no service time; Netflix's Gradient2 ignores drops too.
+            return limit;
+        }
         // Long-term RTT: a plain mean while warming up (10 samples), then an
         // exponential average over `long_window` samples.
         self.samples += 1;

@@ -12,7 +12,7 @@ use crate::kernel::time::Nanos;
 use crate::kernel::timer::{Ticket, TicketStamp};
 
 use super::model::{earliest, Gateway};
-use super::params::{Client, ANSWER};
+use super::params::Client;
 use super::reason::Reason;
 use super::results::class_histograms;
 use super::state::{Attempt, AttemptState, Ending, Event, Feedback};
@@ -24,14 +24,16 @@ impl Gateway<'_> {
         let call = *self.call(key);
         let (class, counted, attempts) = (call.class as usize, call.counted, call.attempts);
         let params = self.p.classes[class];
-        let give_up_at = match self.p.client {
-            Client::Naive { .. } => call.deadline,
+        let (give_up_at, give_up_reason) = match self.p.client {
+            // The naive client's one timeout per call is all it has.
+            Client::Naive { .. } => (call.deadline, Reason::TimeoutTotal),
             // Without the attempt loop there are no attempt timeouts, only the deadline.
-            Client::Stack if self.retry_pos.is_none() => call.deadline,
-            Client::Stack => (now + params.timeouts.total).min(call.deadline),
+            Client::Stack if self.retry_pos.is_none() => (call.deadline, Reason::TimeoutDeadline),
+            Client::Stack if call.deadline <= now + params.timeouts.total => (call.deadline, Reason::TimeoutDeadline),
+            Client::Stack => (now + params.timeouts.total, Reason::TimeoutTotal),
         };
-        let spec =
-            CallSpec { id: 0, input_tokens: call.input, output_tokens: call.output, max_tokens: params.max_tokens };
+        let input_tokens = self.metered_input(&call);
+        let spec = CallSpec { id: 0, input_tokens, output_tokens: call.output, max_tokens: params.max_tokens };
         let results = &mut self.results.classes[class];
         if counted {
             results.attempts += 1;
@@ -46,6 +48,7 @@ impl Gateway<'_> {
             ticket: Ticket::default(),
             sent_at: now,
             give_up_at,
+            give_up_reason,
             ending: Ending::Success,
             retry_after: None,
             plan: None,
@@ -69,7 +72,7 @@ impl Gateway<'_> {
                 let connect = Some((now + params.timeouts.connect, Reason::TimeoutConnect))
                     .filter(|_| self.p.client == Client::Stack && self.retry_pos.is_some());
                 // The provider's queue giving up reads as a 529; on a tie it answers first.
-                let candidates = [connect, Some((give_up_at, Reason::TimeoutTotal)), None];
+                let candidates = [connect, Some((give_up_at, give_up_reason)), None];
                 let (at, ending) = earliest(candidates, (gives_up_at, Ending::Failed(Reason::Http529)));
                 self.resolve(attempt, ending, at, None, scheduler);
             }
@@ -120,7 +123,7 @@ impl Gateway<'_> {
             .inter_token
             .filter(|&limit| timed && params.streamed && gap > limit)
             .map(|limit| (plan.first_token_at + limit, Reason::TimeoutInterToken));
-        let total = Some((attempt.give_up_at, Reason::TimeoutTotal)).filter(|_| plan.done_at > attempt.give_up_at);
+        let total = Some((attempt.give_up_at, attempt.give_up_reason)).filter(|_| plan.done_at > attempt.give_up_at);
         // On a tie a stream blames the token it waited for; a whole response, the total.
         let candidates = if params.streamed { [first_token, inter_token, total] } else { [total, first_token, None] };
         let completed =
@@ -214,7 +217,7 @@ impl Gateway<'_> {
         plan: ServicePlan,
         feedback: &mut Feedback,
     ) {
-        let call = self.calls.get(attempt.call).expect("an attempt's call is live");
+        let call = *self.calls.get(attempt.call).expect("an attempt's call is live");
         let (class, counted) = (call.class as usize, call.counted);
         let tier = attempt.tier as usize;
         let generated = generated_tokens(now, &plan, attempt.spec.output_tokens);
@@ -225,11 +228,12 @@ impl Gateway<'_> {
         } else {
             now - attempt.sent_at
         };
-        // Billing: input once the server started, output as generated; errors are free.
+        // Billing: input once the server started (a cached token at the cache price),
+        // output as generated; errors are free.
         if counted && !plan.server_error {
             let t = &self.p.tiers[tier];
-            let usd =
-                (attempt.spec.input_tokens as f64 * t.usd_per_mtok_in + generated as f64 * t.usd_per_mtok_out) / 1e6;
+            let billed_input = (call.input - call.cached) as f64 + call.cached as f64 * self.p.cache_price_weight;
+            let usd = (billed_input * t.usd_per_mtok_in + generated as f64 * t.usd_per_mtok_out) / 1e6;
             let results = &mut self.results.classes[class];
             if attempt.ending == Ending::Success {
                 results.useful_usd += usd;
@@ -239,12 +243,13 @@ impl Gateway<'_> {
         }
         if attempt.ending == Ending::Success {
             let total = now - attempt.sent_at;
-            if let Some((ttft, whole)) = class_histograms(class) {
-                self.histograms[ttft].record(feedback.sample);
-                self.histograms[whole].record(total);
-            }
-            if class == ANSWER && counted {
-                self.answer_latency.saturating_record(total);
+            // Counted like the counts: from the warm-up on.
+            if counted {
+                if let Some((ttft, whole)) = class_histograms(class) {
+                    self.histograms[ttft].record(feedback.sample);
+                    self.histograms[whole].record(total);
+                }
+                self.attempt_latency[class].saturating_record(total);
             }
             let expected = &mut self.expected_latency[class];
             *expected = (*expected as f64 * 0.9 + total as f64 * 0.1) as Nanos;

@@ -10,7 +10,7 @@ use crate::kernel::Named;
 
 use super::gates::Entry;
 use super::model::{tokens, Gateway};
-use super::params::{Client, ANSWER};
+use super::params::Client;
 use super::reason::Reason;
 use super::state::{Call, Ending, Event, Feedback};
 
@@ -27,6 +27,11 @@ impl Gateway<'_> {
         let params = self.p.classes[class];
         // Common random numbers: the tokens are the call's, whatever the stack does.
         let input = tokens(&mut self.tokens, params.input_tokens);
+        let cached = if params.cache_hit_ratio > 0.0 && self.cache_rng.bernoulli(params.cache_hit_ratio) {
+            (input as f64 * params.cacheable_prefix) as u64
+        } else {
+            0
+        };
         let output = tokens(&mut self.tokens, params.output_tokens).min(params.max_tokens);
         let counted = now >= self.p.warmup;
         self.results.classes[class].offered += counted as u64;
@@ -43,6 +48,7 @@ impl Gateway<'_> {
             started_at: now,
             deadline,
             input,
+            cached,
             output,
             pos: 0,
             attempts: 0,
@@ -52,6 +58,7 @@ impl Gateway<'_> {
             limiter: false,
             permit: None,
             reservation: None,
+            meter: 0,
             quota_waited: 0,
             previous_backoff: 0,
             attempt: None,
@@ -106,8 +113,11 @@ impl Gateway<'_> {
         let class = call.class as usize;
         let served = ending == Ending::Success;
         let fallback = !served && self.serves_fallback(class);
-        if call.counted && class == ANSWER {
-            self.answer_calls.saturating_record(now - call.started_at);
+        if call.counted {
+            self.call_latency[class].saturating_record(now - call.started_at);
+            let results = &mut self.results.classes[class];
+            results.cache_hits += (call.cached > 0) as u64;
+            results.cached_tokens += call.cached;
         }
         if call.counted {
             let results = &mut self.results.classes[class];

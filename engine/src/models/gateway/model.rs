@@ -38,6 +38,9 @@ const TOKENS: StreamPurpose = StreamPurpose::named("gateway.tokens");
 const PROVIDER: StreamPurpose = StreamPurpose::named("gateway.provider");
 const BACKOFF: StreamPurpose = StreamPurpose::named("gateway.backoff");
 const LIMITER: StreamPurpose = StreamPurpose::named("gateway.limiter");
+/// Prompt-cache hits: its own stream, drawn only for classes with a hit ratio, so a
+/// scenario without caching draws exactly what it drew before caching existed.
+const CACHE: StreamPurpose = StreamPurpose::named("gateway.cache");
 
 /// How often bulkhead queues are swept for expired deadlines.
 const SWEEP_PERIOD: Nanos = NANOS_PER_SEC / 10;
@@ -80,10 +83,14 @@ pub struct Gateway<'h> {
     pub(super) expected_latency: [Nanos; CLASSES],
     pub(super) sweeping: bool,
     pub(super) results: GatewayResults,
-    /// Per-replica answer latencies for the p95 metrics: 1 µs to 1 h at 1% precision,
-    /// 13 KB instead of a full-range latency histogram's 280 KB per replica.
-    pub(super) answer_latency: Histogram<u32>,
-    pub(super) answer_calls: Histogram<u32>,
+    /// Per-replica, per-class latencies for the p95 metrics (successful attempts, and
+    /// whole calls): 1 µs to 1 h at 1% precision, 13 KB each instead of a full-range
+    /// latency histogram's 280 KB.
+    pub(super) attempt_latency: Vec<Histogram<u32>>,
+    pub(super) call_latency: Vec<Histogram<u32>>,
+    pub(super) cache_rng: RngStream,
+    /// The quota coordinator is down: a coordinated quota uses the per-instance meters.
+    pub(super) coordinator_down: bool,
     pub(super) histograms: &'h mut [LatencyHistogram],
 }
 
@@ -137,6 +144,8 @@ impl<'h> Gateway<'h> {
             provider_rng: RngStream::derive(master_seed, replica, PROVIDER),
             backoff_rng: RngStream::derive(master_seed, replica, BACKOFF),
             limiter_rng: RngStream::derive(master_seed, replica, LIMITER),
+            cache_rng: RngStream::derive(master_seed, replica, CACHE),
+            coordinator_down: false,
             providers,
             meters,
             admission: AdmissionController::new(p.ladder, p.tenants, in_flight_capacity),
@@ -160,8 +169,8 @@ impl<'h> Gateway<'h> {
             expected_latency,
             sweeping: false,
             results: GatewayResults::default(),
-            answer_latency: replica_histogram(),
-            answer_calls: replica_histogram(),
+            attempt_latency: (0..CLASSES).map(|_| replica_histogram()).collect(),
+            call_latency: (0..CLASSES).map(|_| replica_histogram()).collect(),
             histograms,
             p,
         }
@@ -203,6 +212,13 @@ impl<'h> Gateway<'h> {
 
     /// The results once the simulation has drained (asserts that it has).
     pub fn finish(mut self, events: u64) -> GatewayResults {
+        let p95 = |h: &Histogram<u32>| {
+            if h.is_empty() {
+                f64::NAN
+            } else {
+                h.value_at_quantile(0.95) as f64 / NANOS_PER_SEC as f64
+            }
+        };
         debug_assert!(self.calls.is_empty() && self.turns.is_empty(), "the replica drained");
         for (class, name) in CLASS_NAMES.iter().enumerate() {
             let limiter = &self.limiters[self.limiter_index(class)];
@@ -212,6 +228,8 @@ impl<'h> Gateway<'h> {
             results.limit_max = limiter.highest_limit();
             results.breaker_trips = self.breakers[class].counters().trips;
             results.breaker_refusals = self.breakers[class].counters().refusals;
+            results.attempt_p95_s = p95(&self.attempt_latency[class]);
+            results.call_p95_s = p95(&self.call_latency[class]);
             let accounted: u64 = results.reasons.iter().sum();
             assert_eq!(results.failed, accounted, "{name}: every failed call has one reason");
             assert_eq!(results.offered, results.served + results.failed, "{name}: calls drained");
@@ -220,15 +238,6 @@ impl<'h> Gateway<'h> {
         r.events = events;
         r.window_s = (self.p.horizon - self.p.warmup) as f64 / NANOS_PER_SEC as f64;
         assert_eq!(r.turns_offered, r.turns_answered + r.turns_failed, "turns drained");
-        let p95 = |h: &Histogram<u32>| {
-            if h.is_empty() {
-                f64::NAN
-            } else {
-                h.value_at_quantile(0.95) as f64 / NANOS_PER_SEC as f64
-            }
-        };
-        r.answer_p95_s = p95(&self.answer_latency);
-        r.answer_call_p95_s = p95(&self.answer_calls);
         self.results
     }
 
@@ -255,10 +264,26 @@ impl<'h> Gateway<'h> {
         }
     }
 
+    /// The first of the `tiers` meters serving `instance` now: the fleet-wide set of a
+    /// coordinated quota, or the instance's own (when split, or while the coordinator
+    /// is down — the per-instance sets then follow the coordinated one).
+    fn meter_set(&self, instance: u16) -> usize {
+        let tiers = self.p.tiers.len();
+        match (self.p.quota.coordinated, self.coordinator_down) {
+            (true, false) => 0,
+            (true, true) => tiers + instance as usize * tiers,
+            (false, _) => instance as usize * tiers,
+        }
+    }
+
     pub(super) fn meter_index(&self, call: &Call) -> usize {
-        let tier = self.p.classes[call.class as usize].tier;
-        let set = if self.p.quota.coordinated { 0 } else { call.instance as usize };
-        set * self.p.tiers.len() + tier
+        self.meter_set(call.instance) + self.p.classes[call.class as usize].tier
+    }
+
+    /// Input tokens as the meters count them: a cached token weighs `cache_itpm_weight`.
+    pub(super) fn metered_input(&self, call: &Call) -> u64 {
+        let cached = call.cached as f64 * self.p.cache_itpm_weight;
+        call.input - call.cached + cached.round() as u64
     }
 
     /// Pressure: the tightest of the instance's quota meters (used fraction) or the
@@ -271,8 +296,8 @@ impl<'h> Gateway<'h> {
             .map(|(&n, &slots)| n as f64 / slots.max(1) as f64)
             .fold(0.0, f64::max);
         let tiers = self.p.tiers.len();
-        let set = if self.p.quota.coordinated { 0 } else { instance as usize };
-        let meters = self.meters.iter_mut().skip(set * tiers).take(tiers);
+        let set = self.meter_set(instance);
+        let meters = self.meters.iter_mut().skip(set).take(tiers);
         meters.fold(in_flight, |pressure, meter| pressure.max(meter.pressure(now)))
     }
 
@@ -316,6 +341,10 @@ impl<'h> Gateway<'h> {
             IncidentKind::Brownout => (0.2, 0.25),
             IncidentKind::Outage => (0.05, 1.0),
             IncidentKind::CapacityStep { scale } => (scale, self.p.tiers[incident.tier].error_rate),
+            IncidentKind::CoordinatorOutage => {
+                self.coordinator_down = starts;
+                return;
+            }
         };
         self.providers[incident.tier].set_incident(starts.then_some(health));
     }

@@ -73,6 +73,12 @@ pub struct ClassParams {
     pub has_fallback: bool,
     pub bulkhead_slots: u32,
     pub bulkhead_queue: u32,
+    /// How this class waits between attempts (none, equal, full or decorrelated jitter).
+    pub backoff: Backoff,
+    /// Share of calls whose cacheable prefix is a prompt-cache hit.
+    pub cache_hit_ratio: f64,
+    /// Share of the input that is a cacheable prefix.
+    pub cacheable_prefix: f64,
 }
 
 /// A tier: the provider's side plus prices.
@@ -94,6 +100,9 @@ pub enum IncidentKind {
     Outage,
     /// Health `scale`, healthy error rate.
     CapacityStep { scale: f64 },
+    /// The quota coordinator fails: a coordinated quota falls back to per-instance
+    /// meters of 1/N each until it returns (the tier is not used).
+    CoordinatorOutage,
 }
 
 /// An incident on one tier over [start, end).
@@ -149,12 +158,15 @@ pub struct GatewayParams {
     pub reconcile: bool,
     /// Ratio retry budget (fraction of successes); `None`: unbudgeted.
     pub retry_budget: Option<f64>,
-    pub backoff: Backoff,
     pub classifier: RetryClassifier,
     pub no_retry_past_delivered: f64,
     pub bulkhead_order: QueueOrder,
     pub codel: Option<CoDelConfig>,
     pub incidents: Vec<Incident>,
+    /// A cached input token counts this much against input-token meters (ITPM).
+    pub cache_itpm_weight: f64,
+    /// A cached input token is billed this share of the input price.
+    pub cache_price_weight: f64,
     pub warmup: Nanos,
     pub horizon: Nanos,
 }

@@ -26,6 +26,9 @@ stampede_kernel::named_enum! {
         TimeoutFirstToken = "timeout_first_token",
         TimeoutInterToken = "timeout_inter_token",
         TimeoutTotal = "timeout_total",
+        /// The caller's own deadline ran out: it says nothing about the provider, so
+        /// neither the breaker nor the limiter learns from it.
+        TimeoutDeadline = "timeout_deadline",
         Http429 = "http_429",
         Http529 = "http_529",
         Http500 = "http_500",
@@ -57,11 +60,19 @@ impl Reason {
             Reason::Limiter => Source::Gate(Gate::Adaptive),
             Reason::BreakerOpen => Source::Gate(Gate::Breaker),
             Reason::LocalQuota => Source::Gate(Gate::Quota),
-            Reason::TimeoutConnect | Reason::TimeoutFirstToken | Reason::TimeoutInterToken | Reason::TimeoutTotal => {
-                Source::Timeout
-            }
+            Reason::TimeoutConnect
+            | Reason::TimeoutFirstToken
+            | Reason::TimeoutInterToken
+            | Reason::TimeoutTotal
+            | Reason::TimeoutDeadline => Source::Timeout,
             Reason::Http429 | Reason::Http529 | Reason::Http500 => Source::Provider,
         }
+    }
+
+    /// The caller's budget ran out, not the provider's patience: not a signal about
+    /// the provider, so the breaker and the limiter are not taught it.
+    pub fn is_callers_deadline(self) -> bool {
+        self == Reason::TimeoutDeadline
     }
 
     /// A refusal by a local gate (as opposed to the provider or a timeout).

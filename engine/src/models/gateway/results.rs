@@ -19,6 +19,12 @@ pub struct ClassResults {
     /// Failed calls by [`Reason`].
     pub reasons: [u64; REASONS],
     pub retries_denied_by_budget: u64,
+    /// Retries not made because the backoff plus the class's expected call time did
+    /// not fit the call's remaining deadline.
+    pub retries_denied_by_deadline: u64,
+    /// Calls whose cacheable prefix hit the prompt cache, and the input tokens cached.
+    pub cache_hits: u64,
+    pub cached_tokens: u64,
     pub useful_usd: f64,
     pub wasted_usd: f64,
     pub tokens_reserved: u64,
@@ -30,6 +36,11 @@ pub struct ClassResults {
     pub limit_final: u32,
     pub limit_min: u32,
     pub limit_max: u32,
+    /// p95 of successful attempts' duration (sent to last token), seconds; NaN without any.
+    pub attempt_p95_s: f64,
+    /// p95 of every call's duration, entering the stack to its answer or its failure
+    /// (what the caller waited); NaN without any.
+    pub call_p95_s: f64,
 }
 
 impl ClassResults {
@@ -47,11 +58,6 @@ pub struct GatewayResults {
     pub turns_answered: u64,
     pub turns_failed: u64,
     pub window_s: f64,
-    /// p95 of answer's total latency (successful answer calls), seconds; NaN without any.
-    pub answer_p95_s: f64,
-    /// p95 of every answer call's duration, from entering the stack to its answer or
-    /// its failure — what the user waited for either; NaN without any.
-    pub answer_call_p95_s: f64,
     pub events: u64,
 }
 

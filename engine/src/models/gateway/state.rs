@@ -83,8 +83,10 @@ pub(super) struct Attempt {
     /// events share one stamp, and a reschedule makes both stale.
     pub(super) ticket: Ticket,
     pub(super) sent_at: Nanos,
-    /// The client's deadline for this attempt's whole response.
+    /// The client's deadline for this attempt's whole response, and what it is: the
+    /// attempt's total timeout, or the caller's deadline when that comes first.
     pub(super) give_up_at: Nanos,
+    pub(super) give_up_reason: Reason,
     pub(super) ending: Ending,
     pub(super) retry_after: Option<Nanos>,
     pub(super) plan: Option<ServicePlan>,
@@ -102,6 +104,8 @@ pub(super) struct Call {
     pub(super) started_at: Nanos,
     pub(super) deadline: Nanos,
     pub(super) input: u64,
+    /// Input tokens served from the prompt cache (0 on a miss).
+    pub(super) cached: u64,
     pub(super) output: u64,
     /// Next gate to pass.
     pub(super) pos: u8,
@@ -115,6 +119,9 @@ pub(super) struct Call {
     pub(super) limiter: bool,
     pub(super) permit: Option<Permit>,
     pub(super) reservation: Option<Reservation>,
+    /// The meter the reservation was taken from (a coordinator outage may change
+    /// which meter serves the call before it gives the reservation back).
+    pub(super) meter: u16,
     pub(super) quota_waited: Nanos,
     pub(super) previous_backoff: Nanos,
     /// The attempt in flight.

@@ -178,6 +178,10 @@ fn sustainable(fixture: &Fixture, caching: Option<f64>) -> (Vec<ClassCapacity>, 
     (classes, tiers, best.0, best.1)
 }
 
+/// The hit ratio of the whole-response cache lever: answered from the cache, a call
+/// never reaches the provider (semantic caches report 10–30% on repeated traffic).
+pub const RESPONSE_CACHE_HIT_RATIO: f64 = 0.2;
+
 /// Runs the arithmetic for `fixture` against `target_turns_rps`.
 pub fn analyse(fixture: &Fixture, target_turns_rps: f64) -> CapacityReport {
     let (classes, tiers, baseline, limited_by) = sustainable(fixture, None);
@@ -201,6 +205,10 @@ pub fn analyse(fixture: &Fixture, target_turns_rps: f64) -> CapacityReport {
         t.itpm *= 2;
         t.otpm *= 2;
     });
+    // A whole-response cache answers a share of calls without the provider: every
+    // class sends that much less.
+    let mut response_cache = fixture.clone();
+    response_cache.classes.values_mut().for_each(|c| c.calls_per_turn *= 1.0 - RESPONSE_CACHE_HIT_RATIO);
     let levers = vec![
         Lever { name: "baseline", turns_rps: baseline, multiplier: 1.0 },
         lever("max_tokens sized to the p97 of observed output", p97, None),
@@ -212,6 +220,7 @@ pub fn analyse(fixture: &Fixture, target_turns_rps: f64) -> CapacityReport {
         ),
         lever("double every tier's RPM", more_rpm, None),
         lever("a bigger tier (2x every meter)", bigger, None),
+        lever("a whole-response cache answering 20% of calls", response_cache, None),
     ];
     CapacityReport {
         classes,
@@ -336,6 +345,8 @@ mod tests {
         assert_eq!(format!("{:.1}", answer.otpm_rps), "32.1");
         // Relieving a meter that does not bind buys nothing.
         assert_eq!(two(r.levers[4].multiplier), "1.00");
+        // Every class sends 20% fewer calls: every meter's bound rises by 1/0.8.
+        assert_eq!(two(r.levers[6].multiplier), "1.25");
     }
 
     #[test]

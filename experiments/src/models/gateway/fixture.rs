@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use stampede_engine::policy::backoff::BackoffKind;
 use stampede_engine::policy::Criticality;
 
 use crate::base::error::{Error, Result};
@@ -94,6 +95,23 @@ pub struct CallClass {
     pub cacheable_prefix: f64,
     /// True when the input carries retrieved context (the "halve the context" lever).
     pub retrieval_context: bool,
+    /// Share of calls whose cacheable prefix is a prompt-cache hit (simulated: the
+    /// cached tokens are metered at `cache_read_itpm_weight` and billed at
+    /// `cache_read_price_weight`). 0: no prompt caching.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_hit_ratio: f64,
+    /// How the class waits between attempts: constant, exponential (no jitter),
+    /// full_jitter, equal_jitter or decorrelated.
+    #[serde(default = "full_jitter", with = "crate::base::names")]
+    pub backoff: BackoffKind,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
+}
+
+fn full_jitter() -> BackoffKind {
+    BackoffKind::FullJitter
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,6 +125,13 @@ pub struct Gateway {
     pub breaker_window_s: f64,
     pub breaker_minimum_calls: u32,
     pub breaker_open_s: f64,
+    /// Each consecutive trip multiplies the open time by this (Resilience4j's
+    /// exponential wait interval; 1 keeps it constant).
+    #[serde(default = "default_open_multiplier")]
+    pub breaker_open_multiplier: f64,
+    /// The longest open time repeated trips grow to.
+    #[serde(default = "default_max_open")]
+    pub breaker_max_open_s: f64,
     pub breaker_half_open_probes: u32,
     pub breaker_counts_429: bool,
     pub bulkhead_queue: String,
@@ -124,6 +149,23 @@ pub struct Gateway {
     pub adaptive_kind: String,
     pub adaptive_initial_limit: u32,
     pub cache_read_itpm_weight: f64,
+    /// A cached input token's price, as a share of the input price (Anthropic's
+    /// cache reads: 0.1).
+    #[serde(default = "default_cache_price")]
+    pub cache_read_price_weight: f64,
+}
+
+/// Resilience4j's `IntervalFunction.DEFAULT_MULTIPLIER`.
+fn default_open_multiplier() -> f64 {
+    1.5
+}
+
+fn default_max_open() -> f64 {
+    300.0
+}
+
+fn default_cache_price() -> f64 {
+    0.1
 }
 
 impl Fixture {
@@ -243,6 +285,12 @@ impl CallClass {
             return Err(Error::bad_input(format!(
                 "classes.{name}.calls_per_turn = {}: must be non-negative",
                 self.calls_per_turn
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.cache_hit_ratio) {
+            return Err(Error::bad_input(format!(
+                "classes.{name}.cache_hit_ratio = {}: must be from 0 to 1",
+                self.cache_hit_ratio
             )));
         }
         if !(0.0..=1.0).contains(&self.cacheable_prefix) {

@@ -47,12 +47,6 @@ const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
     count("calls_failed_http_529", "calls that ended on a provider 529, all classes", |r| {
         r.reason(Reason::Http529) as f64
     }),
-    real("answer_p95_s", "p95 of successful answer calls' total latency; NaN without any", |r| r.answer_p95_s),
-    real(
-        "answer_call_p95_s",
-        "p95 of every answer call's duration, entering the stack to its answer or its failure (what the user waited)",
-        |r| r.answer_call_p95_s,
-    ),
     count("events", "events handled", |r| r.events as f64),
 ];
 
@@ -112,6 +106,27 @@ const AFTER_REASONS: &[(&str, MetricKind, &str, ClassReader)] = &[
     ("limit_final", MetricKind::Count, "the adaptive limit at the end", |r, c| r.classes[c].limit_final as f64),
     ("limit_min", MetricKind::Count, "the lowest adaptive limit", |r, c| r.classes[c].limit_min as f64),
     ("limit_max", MetricKind::Count, "the highest adaptive limit", |r, c| r.classes[c].limit_max as f64),
+    (
+        "retries_denied_by_deadline",
+        MetricKind::Count,
+        "retries whose backoff plus expected call time did not fit the deadline",
+        |r, c| r.classes[c].retries_denied_by_deadline as f64,
+    ),
+    ("attempt_p95_s", MetricKind::Real, "p95 of successful attempts, sent to last token (seconds)", |r, c| {
+        r.classes[c].attempt_p95_s
+    }),
+    (
+        "call_p95_s",
+        MetricKind::Real,
+        "p95 of every call, entering the stack to its answer or failure: what the caller waited (seconds)",
+        |r, c| r.classes[c].call_p95_s,
+    ),
+    ("cache_hits", MetricKind::Count, "calls whose cacheable prefix hit the prompt cache", |r, c| {
+        r.classes[c].cache_hits as f64
+    }),
+    ("cached_tokens", MetricKind::Count, "input tokens served from the prompt cache", |r, c| {
+        r.classes[c].cached_tokens as f64
+    }),
 ];
 
 /// What a `…_failed_<reason>` column counts. Exhaustive: a new reason does not
@@ -130,7 +145,8 @@ fn reason_description(reason: Reason) -> &'static str {
         Reason::TimeoutConnect => "last attempt: no slot within the connect timeout",
         Reason::TimeoutFirstToken => "last attempt: first-token timeout",
         Reason::TimeoutInterToken => "last attempt: inter-token timeout",
-        Reason::TimeoutTotal => "last attempt: total timeout or the call deadline",
+        Reason::TimeoutTotal => "last attempt: its total timeout",
+        Reason::TimeoutDeadline => "last attempt: the caller's deadline ran out (not fed to the breaker or limiter)",
         Reason::Http429 => "last attempt: provider 429",
         Reason::Http529 => "last attempt: provider 529 (or its queue gave up)",
         Reason::Http500 => "last attempt: provider 500",

@@ -19,7 +19,6 @@ use stampede_engine::models::gateway::{
     TierParams, Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES, LATENCY_NAMES,
 };
 use stampede_engine::policy::admission::Ladder;
-use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
 use stampede_engine::policy::bulkhead::{CoDelConfig, QueueOrder};
 use stampede_engine::policy::classify::RetryClassifier;
@@ -246,12 +245,15 @@ stampede_engine::named_enum! {
         Brownout = "brownout",
         Outage = "outage",
         CapacityStep = "capacity_step",
+        CoordinatorOutage = "coordinator_outage",
     }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IncidentSection {
+    /// The tier it strikes (not for a coordinator outage).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tier: String,
     #[serde(with = "crate::base::names")]
     pub kind: IncidentName,
@@ -370,7 +372,14 @@ impl GatewayConfig {
         let fixture = &self.resolved().fixture;
         let tier_names = || fixture.tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
         for (i, incident) in self.incidents.iter().enumerate() {
-            if !fixture.tiers.contains_key(&incident.tier) {
+            let coordinator = incident.kind == IncidentName::CoordinatorOutage;
+            if coordinator && !incident.tier.is_empty() {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].tier = {:?}: a coordinator_outage strikes the quota coordinator, not a tier",
+                    incident.tier
+                )));
+            }
+            if !coordinator && !fixture.tiers.contains_key(&incident.tier) {
                 return Err(Error::bad_input(format!(
                     "incidents[{i}].tier = {:?}: no such tier; tiers: {}",
                     incident.tier,
@@ -425,6 +434,24 @@ impl GatewayConfig {
                 return Err(Error::bad_input(format!("{path} = {value}: must be a positive number of seconds")));
             }
         }
+        if !(knobs.breaker_open_multiplier >= 1.0 && knobs.breaker_open_multiplier.is_finite()) {
+            return Err(Error::bad_input(format!(
+                "gateway.breaker_open_multiplier = {}: must be at least 1 (1 keeps the open time constant)",
+                knobs.breaker_open_multiplier
+            )));
+        }
+        if knobs.breaker_max_open_s.is_nan() || knobs.breaker_max_open_s < knobs.breaker_open_s {
+            return Err(Error::bad_input(format!(
+                "gateway.breaker_max_open_s = {}: must be at least gateway.breaker_open_s ({})",
+                knobs.breaker_max_open_s, knobs.breaker_open_s
+            )));
+        }
+        if !(0.0..=1.0).contains(&knobs.cache_read_price_weight) {
+            return Err(Error::bad_input(format!(
+                "gateway.cache_read_price_weight = {}: must be a share of the input price from 0 to 1",
+                knobs.cache_read_price_weight
+            )));
+        }
         if knobs.breaker_half_open_probes == 0 || knobs.fleet_instances == 0 || knobs.adaptive_initial_limit == 0 {
             return Err(Error::bad_input(
                 "gateway.breaker_half_open_probes, gateway.fleet_instances and gateway.adaptive_initial_limit must be at least 1",
@@ -471,10 +498,6 @@ impl GatewayConfig {
             },
             reconcile: self.stack.reconcile,
             retry_budget: self.stack.retry_budget.then_some(knobs.retry_budget_ratio),
-            backoff: Backoff::FullJitter {
-                base: secs_to_nanos(knobs.backoff_base_s),
-                cap: secs_to_nanos(knobs.backoff_cap_s),
-            },
             classifier: RetryClassifier::default(),
             no_retry_past_delivered: knobs.no_retry_past_delivered,
             bulkhead_order: queue_order(&knobs.bulkhead_queue).expect("validated"),
@@ -483,6 +506,8 @@ impl GatewayConfig {
                 interval: secs_to_nanos(knobs.codel_interval_s),
             }),
             incidents: self.incidents(),
+            cache_itpm_weight: knobs.cache_read_itpm_weight,
+            cache_price_weight: knobs.cache_read_price_weight,
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
         }
@@ -541,6 +566,9 @@ impl GatewayConfig {
             has_fallback: c.on_failure != OnFailure::TurnFails,
             bulkhead_slots: slots,
             bulkhead_queue: slots,
+            backoff: c.backoff.with(secs_to_nanos(knobs.backoff_base_s), secs_to_nanos(knobs.backoff_cap_s)),
+            cache_hit_ratio: c.cache_hit_ratio,
+            cacheable_prefix: c.cacheable_prefix,
         }
     }
 
@@ -585,8 +613,8 @@ impl GatewayConfig {
             slow_call_rate_threshold: 2.0, // slow calls are the timeouts' business
             slow_call_duration: open,
             open_duration: open,
-            open_duration_multiplier: 1.0,
-            max_open_duration: open,
+            open_duration_multiplier: knobs.breaker_open_multiplier,
+            max_open_duration: secs_to_nanos(knobs.breaker_max_open_s),
             half_open_probes: knobs.breaker_half_open_probes,
             count_rate_limited: knobs.breaker_counts_429,
         }
@@ -596,11 +624,12 @@ impl GatewayConfig {
         self.incidents
             .iter()
             .map(|i| Incident {
-                tier: self.tier_index(&i.tier),
+                tier: if i.kind == IncidentName::CoordinatorOutage { 0 } else { self.tier_index(&i.tier) },
                 kind: match i.kind {
                     IncidentName::Brownout => IncidentKind::Brownout,
                     IncidentName::Outage => IncidentKind::Outage,
                     IncidentName::CapacityStep => IncidentKind::CapacityStep { scale: i.scale.expect("validated") },
+                    IncidentName::CoordinatorOutage => IncidentKind::CoordinatorOutage,
                 },
                 start: secs_to_nanos(i.start_s),
                 end: secs_to_nanos(i.start_s + i.duration_s),

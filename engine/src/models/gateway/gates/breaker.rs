@@ -32,7 +32,8 @@ impl Gateway<'_> {
         let Some(permit) = call.permit else { return };
         self.call_mut(key).permit = None;
         let breaker = &mut self.breakers[call.class as usize];
-        if feedback.reached_provider {
+        let callers_deadline = matches!(feedback.ending, Ending::Failed(reason) if reason.is_callers_deadline());
+        if feedback.reached_provider && !callers_deadline {
             let outcome = match feedback.ending {
                 Ending::Success => Outcome::Success,
                 Ending::Failed(reason) => reason.outcome(),

@@ -7,8 +7,9 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::models::gateway::params::GatewayParams;
+use crate::models::gateway::params::IncidentKind;
 use crate::policy::quota::Reserve;
-use crate::policy::quota::{QuotaLimits, QuotaMeter};
+use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter};
 
 use super::Entry;
 use crate::models::gateway::model::Gateway;
@@ -26,12 +27,15 @@ impl Gateway<'_> {
         let class = call.class as usize;
         let meter = self.meter_index(call);
         let max_tokens = self.p.classes[class].max_tokens;
-        match self.meters[meter].reserve(now, call.input, max_tokens) {
+        let input = self.metered_input(call);
+        match self.meters[meter].reserve(now, input, max_tokens) {
             Reserve::Granted(reservation) => {
                 if call.counted {
                     self.results.classes[class].tokens_reserved += max_tokens;
                 }
-                self.call_mut(key).reservation = Some(reservation);
+                let call = self.call_mut(key);
+                call.reservation = Some(reservation);
+                call.meter = meter as u16;
                 Entry::Pass
             }
             Reserve::Wait(wait) if call.quota_waited + wait <= self.p.quota.longest_wait => {
@@ -52,7 +56,8 @@ impl Gateway<'_> {
     ) {
         let Some(reservation) = call.reservation else { return };
         self.call_mut(key).reservation = None;
-        let meter = self.meter_index(call);
+        // The meter that granted it, even if a coordinator outage began or ended since.
+        let meter = call.meter as usize;
         let sent =
             feedback.reached_provider && !matches!(feedback.ending, Ending::Failed(Reason::Http429 | Reason::Http529));
         if !sent {
@@ -68,13 +73,23 @@ impl Gateway<'_> {
 }
 
 /// The client meters: one set of tiers fleet-wide when coordinated, one per instance
-/// when split (`instances × tiers`, instance-major).
+/// when split (`instances × tiers`, instance-major). A coordinated quota that may lose
+/// its coordinator also gets the per-instance sets it falls back to, after its own.
 pub(in crate::models::gateway) fn quota_meters(p: &GatewayParams) -> Vec<QuotaMeter> {
-    let meter_sets = if p.quota.coordinated { 1 } else { p.instances as usize };
     let limits = |tier: &crate::models::gateway::params::TierParams| QuotaLimits {
         requests_per_minute: tier.spec.rpm,
         input_tokens_per_minute: tier.spec.itpm,
         output_tokens_per_minute: tier.spec.otpm,
     };
-    (0..meter_sets).flat_map(|_| p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), p.quota))).collect()
+    let split = QuotaConfig { coordinated: false, ..p.quota };
+    let per_instance =
+        || (0..p.instances).flat_map(|_| p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), split)));
+    let can_fail = p.incidents.iter().any(|i| i.kind == IncidentKind::CoordinatorOutage);
+    match (p.quota.coordinated, can_fail) {
+        (true, false) => p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), p.quota)).collect(),
+        (true, true) => {
+            p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), p.quota)).chain(per_instance()).collect()
+        }
+        (false, _) => per_instance().collect(),
+    }
 }

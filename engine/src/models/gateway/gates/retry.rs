@@ -38,8 +38,13 @@ impl Gateway<'_> {
             RetryDecision::RetryAfterServerDelay => retry_after,
             RetryDecision::Retry => None,
         };
-        let delay = self.p.backoff.delay(call.tries - 1, call.previous_backoff, honoured, &mut self.backoff_rng);
-        if now + delay >= call.deadline {
+        let delay = params.backoff.delay(call.tries - 1, call.previous_backoff, honoured, &mut self.backoff_rng);
+        // The retry must fit the deadline with the call it makes: the backoff plus the
+        // class's expected call time (an average of its recent successes).
+        if now + delay + self.expected_latency[class] > call.deadline {
+            if call.counted {
+                self.results.classes[class].retries_denied_by_deadline += 1;
+            }
             return None;
         }
         if let Some(budget) = &mut self.budget {
