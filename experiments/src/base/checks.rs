@@ -17,3 +17,25 @@ pub fn at_least_one(path: &str, value: u32) -> Result<()> {
         Err(Error::bad_input(format!("{path} = {value}: must be at least 1")))
     }
 }
+
+/// A queue replica handles about 2 × λ × horizon events (an arrival and a
+/// departure per customer); refuse runs that could not finish (over 1e12).
+pub fn events_within_budget(horizon_s: f64, rate_path: &str, rate_per_s: f64) -> Result<()> {
+    let events = 2.0 * rate_per_s * horizon_s;
+    if events > 1e12 {
+        return Err(Error::bad_input(format!(
+            "run.horizon_s = {horizon_s}: with {rate_path} = {rate_per_s} a replica would need about {events:.1e} \
+             events; at most 1e12 are allowed"
+        )));
+    }
+    Ok(())
+}
+
+/// A positive rate per second, at most 1e12.
+pub fn positive_rate(path: &str, value: f64) -> Result<()> {
+    if value.is_finite() && value > 0.0 && value <= 1e12 {
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!("{path} = {value}: must be a positive rate per second, at most 1e12")))
+    }
+}

@@ -13,8 +13,8 @@ use stampede_engine::models::mg1::{Mg1 as Mg1Model, Mg1Params, Mg1Results, Servi
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{count, defs, fraction, real, values, Metric, MetricDef, MetricKind, ReplicaOutput};
-use super::mmc::positive_rate;
 use super::spec::ModelSpec;
+use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
 
@@ -96,15 +96,7 @@ impl ModelSpec for Mg1 {
                 q.arrival_rate_per_s, q.service_mean_s
             )));
         }
-        let events = 2.0 * q.arrival_rate_per_s * run.horizon_s;
-        if events > 1e12 {
-            return Err(Error::bad_input(format!(
-                "run.horizon_s = {}: with queue.arrival_rate_per_s = {} a replica would need about {events:.1e} events; \
-                 at most 1e12 are allowed",
-                run.horizon_s, q.arrival_rate_per_s
-            )));
-        }
-        Ok(())
+        events_within_budget(run.horizon_s, "queue.arrival_rate_per_s", q.arrival_rate_per_s)
     }
 
     fn metrics(_: &Mg1Config) -> Vec<MetricDef> {

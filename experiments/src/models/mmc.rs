@@ -8,6 +8,7 @@ use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{count, defs, fraction, real, values, Metric, MetricDef, ReplicaOutput};
 use super::spec::ModelSpec;
+use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
 
@@ -105,26 +106,10 @@ impl MmcConfig {
                 .with_hint("set queue.capacity to study an overloaded M/M/c/K queue, or lower the arrival rate"));
             }
         }
-        // A replica's events are about 2 × λ × horizon; refuse runs that cannot finish.
-        let events = 2.0 * q.arrival_rate_per_s * run.horizon_s;
-        if events > 1e12 {
-            return Err(Error::bad_input(format!(
-                "run.horizon_s = {}: with queue.arrival_rate_per_s = {} a replica would need about {events:.1e} events; \
-                 at most 1e12 are allowed",
-                run.horizon_s, q.arrival_rate_per_s
-            )));
-        }
-        Ok(())
+        events_within_budget(run.horizon_s, "queue.arrival_rate_per_s", q.arrival_rate_per_s)
     }
 }
 
-pub(crate) fn positive_rate(path: &str, value: f64) -> Result<()> {
-    if value.is_finite() && value > 0.0 && value <= 1e12 {
-        Ok(())
-    } else {
-        Err(Error::bad_input(format!("{path} = {value}: must be a positive rate per second, at most 1e12")))
-    }
-}
 
 const MMC_METRICS: &[Metric<MmcResults>] = &[
     real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s),
