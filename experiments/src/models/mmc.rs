@@ -110,7 +110,6 @@ impl MmcConfig {
     }
 }
 
-
 const MMC_METRICS: &[Metric<MmcResults>] = &[
     real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s),
     real("response_mean_s", "mean time in system (W)", |r| r.response_mean_s),
