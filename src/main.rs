@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
 use stampede_experiments::run::pipeline::execute;
+use stampede_experiments::run::summary::SummaryOptions;
 use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
 use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
 use stampede_experiments::{Error, Overrides, Result, Scenario};
@@ -85,6 +86,12 @@ struct RunArgs {
     /// No progress bar and no table.
     #[arg(long)]
     quiet: bool,
+    /// Show every metric in the summary table, not only the headline ones.
+    #[arg(long)]
+    all_metrics: bool,
+    /// When the grid is too wide for the terminal, show its best and worst points by this metric.
+    #[arg(long, value_name = "METRIC")]
+    rank_by: Option<String>,
 }
 
 #[derive(Args)]
@@ -153,11 +160,12 @@ fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
 fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = resolve(name, &args.scenario_args)?;
+    check_rank_by(&scenario, &args)?;
     let report = execute_with_progress(&scenario, &args)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else if !args.quiet {
-        print!("{}", report.to_table());
+        print!("{}", summary(&report, &args));
     }
     Ok(())
 }
@@ -167,6 +175,7 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
         return Err(Error::bad_input("verify needs a scenario: stampede verify SCENARIO"));
     };
     let scenario = resolve(name, &args.scenario_args)?;
+    check_rank_by(&scenario, &args)?;
     if scenario.verify.is_empty() {
         return Err(Error::bad_input(format!("scenario {name} declares no [[verify]] assertions")));
     }
@@ -185,9 +194,40 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
         let json = stampede_experiments::verify::to_json(&checks, &skipped);
         println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
     } else {
+        if !args.quiet {
+            println!("{}", summary(&report, &args));
+        }
         print!("{}", stampede_experiments::verify::render(&checks, &skipped));
     }
     Ok(if checks.iter().all(|c| c.passed) { ExitStatus::Success } else { ExitStatus::VerificationFailed })
+}
+
+/// `--rank-by` names a metric of the scenario's model.
+fn check_rank_by(scenario: &Scenario, args: &RunArgs) -> Result<()> {
+    let Some(name) = &args.rank_by else { return Ok(()) };
+    let metrics = scenario.model.metrics();
+    if metrics.iter().any(|m| m.name == name.as_str()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = metrics.iter().map(|m| m.name).collect();
+    Err(Error::bad_input(format!(
+        "--rank-by {name:?}: not a metric of model {}; its metrics: {}",
+        scenario.model.name(),
+        names.join(", ")
+    )))
+}
+
+/// The terminal summary, fitted to the terminal; bold only on a terminal without `NO_COLOR`.
+fn summary(report: &stampede_experiments::run::report::RunReport, args: &RunArgs) -> String {
+    let terminal = std::io::stdout().is_terminal();
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .or_else(|| terminal.then(|| console::Term::stdout().size().1 as usize))
+        .unwrap_or(120);
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let options = SummaryOptions { all_metrics: args.all_metrics, rank_by: args.rank_by.clone(), width, colour };
+    stampede_experiments::run::summary::render(report, &options)
 }
 
 fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<stampede_experiments::run::report::RunReport> {

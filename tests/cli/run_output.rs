@@ -122,10 +122,14 @@ fn quiet_prints_nothing_and_the_table_names_every_metric() {
     let scratch = tempfile::tempdir().unwrap();
     let quiet = run_into(scratch.path(), &["mmck", "--replicas", "3", "--quiet"]);
     assert!(quiet.stdout.is_empty() && quiet.stderr.is_empty());
-    let table = stdout(&run_into(scratch.path(), &["mmck", "--replicas", "3"]));
-    for name in ["wait_mean_s", "rejected_ratio", "throughput_rps", "response_s", "queue.capacity = 32"] {
+    let table = stdout(&run_into(scratch.path(), &["mmck", "--replicas", "3", "--all-metrics"]));
+    for name in ["wait_mean_s", "in_system_mean", "rejected_ratio", "throughput_rps", "response p99_s", "capacity=32"] {
         assert!(table.contains(name), "{name} missing from\n{table}");
     }
+    // By default, the headline metrics only, fitted to the terminal, and no colour off one.
+    let compact = stdout(&run_into(scratch.path(), &["mmck", "--replicas", "3"]));
+    assert!(compact.contains("wait_mean_s") && !compact.contains("in_system_mean"), "{compact}");
+    assert!(compact.contains("more metrics with --all-metrics") && !compact.contains('\x1b'), "{compact}");
 }
 
 #[test]

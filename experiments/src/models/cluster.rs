@@ -15,8 +15,8 @@ use stampede_engine::models::cluster::{Cluster as ClusterModel, ClusterResults};
 use stampede_engine::LatencyHistogram;
 
 use super::metrics::{
-    count, defs, flag, fraction, real, values, CountHistogramDef, Metric, MetricDef, ReplicaOutput, SeriesDef,
-    SeriesKind,
+    count, defs, flag, fraction, headline, real, values, CountHistogramDef, Direction, Metric, MetricDef,
+    ReplicaOutput, SeriesDef, SeriesKind,
 };
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
@@ -598,10 +598,10 @@ impl FaultConfig {
 const CLUSTER_METRICS: &[Metric<ClusterResults>] = &[
     count("offered", "requests the clients made (after warm-up)", |r| r.offered as f64),
     count("attempts", "attempts sent, retries included", |r| r.attempts as f64),
-    real("amplification_ratio", "attempts ÷ offered", |r| r.amplification_ratio),
+    headline(Direction::Lower, real("amplification_ratio", "attempts ÷ offered", |r| r.amplification_ratio)),
     count("successes", "requests answered within an attempt's timeout", |r| r.successes as f64),
-    fraction("success_ratio", "successes ÷ offered", |r| r.success_ratio),
-    real("goodput_rps", "successes per second", |r| r.goodput_rps),
+    headline(Direction::Higher, fraction("success_ratio", "successes ÷ offered", |r| r.success_ratio)),
+    headline(Direction::Higher, real("goodput_rps", "successes per second", |r| r.goodput_rps)),
     count("failed", "requests that gave up (attempts or budget exhausted)", |r| r.failed as f64),
     count("timeouts", "attempts the client timed out", |r| r.timeouts as f64),
     count("refused_queue_full", "attempts refused by a full shard queue", |r| r.refused_queue_full as f64),
@@ -614,18 +614,24 @@ const CLUSTER_METRICS: &[Metric<ClusterResults>] = &[
     }),
     count("retries_denied_by_budget", "retries the budget refused", |r| r.retries_denied_by_budget as f64),
     real("wasted_work_s", "server seconds spent on attempts nobody waited for", |r| r.wasted_work_s),
-    fraction("wasted_work_ratio", "wasted ÷ busy server time", |r| r.wasted_work_ratio),
+    headline(Direction::Lower, fraction("wasted_work_ratio", "wasted ÷ busy server time", |r| r.wasted_work_ratio)),
     real("hops_mean", "virtual nodes walked past full shards, per routed attempt", |r| r.hops_mean),
     count("hops_max", "the longest walk", |r| r.hops_max as f64),
     real("peak_shard_load_ratio", "busiest shard's time-average load ÷ the mean", |r| r.peak_shard_load_ratio),
     count("breaker_trips", "breaker trips over all shards", |r| r.breaker_trips as f64),
-    fraction("recovered_ratio", "1 if the queue returned to its band after the last fault, else 0", |r| {
-        flag(r.recovered)
-    }),
-    real(
-        "recovery_s",
-        "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",
-        |r| r.recovery_s,
+    headline(
+        Direction::Higher,
+        fraction("recovered_ratio", "1 if the queue returned to its band after the last fault, else 0", |r| {
+            flag(r.recovered)
+        }),
+    ),
+    headline(
+        Direction::Lower,
+        real(
+            "recovery_s",
+            "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",
+            |r| r.recovery_s,
+        ),
     ),
     count("events", "events handled, warm-up included", |r| r.events as f64),
 ];

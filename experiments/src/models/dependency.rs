@@ -11,7 +11,8 @@ use stampede_engine::models::dependency::{Dependency as DependencyModel, Depende
 use stampede_engine::LatencyHistogram;
 
 use super::metrics::{
-    count, defs, flag, fraction, real, values, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind,
+    count, defs, flag, fraction, headline, real, values, Direction, Metric, MetricDef, ReplicaOutput, SeriesDef,
+    SeriesKind,
 };
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
@@ -268,21 +269,33 @@ const DEPENDENCY_METRICS: &[Metric<DependencyResults>] = &[
     count("served_high", "HIGH requests answered by the dependency in time", |r| r.served[0] as f64),
     count("served_normal", "NORMAL requests answered in time", |r| r.served[1] as f64),
     count("served_low", "LOW requests answered in time", |r| r.served[2] as f64),
-    real("goodput_high_rps", "HIGH answers per second", |r| r.goodput_rps[0]),
+    headline(Direction::Higher, real("goodput_high_rps", "HIGH answers per second", |r| r.goodput_rps[0])),
     real("goodput_normal_rps", "NORMAL answers per second", |r| r.goodput_rps[1]),
-    real("goodput_low_rps", "LOW answers per second", |r| r.goodput_rps[2]),
-    count("fallbacks", "degraded answers: shed, breaker open, or call timed out", |r| r.fallbacks as f64),
+    headline(Direction::Higher, real("goodput_low_rps", "LOW answers per second", |r| r.goodput_rps[2])),
+    headline(
+        Direction::Lower,
+        count("fallbacks", "degraded answers: shed, breaker open, or call timed out", |r| r.fallbacks as f64),
+    ),
     count("shed", "requests the priority shedder refused", |r| r.shed as f64),
     count("breaker_refusals", "calls the open breaker refused", |r| r.breaker_refusals as f64),
     count("call_timeouts", "dependency calls that hit the call timeout", |r| r.call_timeouts as f64),
     count("client_timeouts", "requests answered after their client left", |r| r.client_timeouts as f64),
     count("queue_full", "requests refused by a full worker queue", |r| r.queue_full as f64),
-    fraction("pool_saturation_ratio", "time-average busy workers ÷ workers", |r| r.pool_saturation_ratio),
+    headline(
+        Direction::Lower,
+        fraction("pool_saturation_ratio", "time-average busy workers ÷ workers", |r| r.pool_saturation_ratio),
+    ),
     count("breaker_trips", "breaker trips", |r| r.breaker_trips as f64),
-    fraction("recovered_ratio", "1 if the queue returned to its band after the dependency healed", |r| {
-        flag(r.recovered)
-    }),
-    real("recovery_s", "seconds from healing to recovery; NaN when not recovered", |r| r.recovery_s),
+    headline(
+        Direction::Higher,
+        fraction("recovered_ratio", "1 if the queue returned to its band after the dependency healed", |r| {
+            flag(r.recovered)
+        }),
+    ),
+    headline(
+        Direction::Lower,
+        real("recovery_s", "seconds from healing to recovery; NaN when not recovered", |r| r.recovery_s),
+    ),
     count("events", "events handled, warm-up included", |r| r.events as f64),
 ];
 

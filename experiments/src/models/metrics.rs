@@ -24,9 +24,26 @@ pub struct MetricDef {
     /// A share from 0 to 1; otherwise the value is only known to be at least 0
     /// (every metric stampede reports is non-negative). Intervals are clipped to this.
     pub fraction: bool,
+    /// Shown first, and by default the only ones, in the terminal summary.
+    pub headline: bool,
+    /// Whether more is better, less is better, or neither (a description).
+    pub direction: Direction,
+}
+
+/// Which way a metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Higher,
+    Lower,
+    Neither,
 }
 
 impl MetricDef {
+    /// A metric that is no headline and has no direction.
+    pub const fn new(name: &'static str, kind: MetricKind, description: &'static str, fraction: bool) -> Self {
+        MetricDef { name, kind, description, fraction, headline: false, direction: Direction::Neither }
+    }
+
     /// The interval `[lo, hi]` clipped to the metric's domain.
     pub fn clip(&self, lo: f64, hi: f64) -> (f64, f64) {
         let top = if self.fraction { 1.0 } else { f64::INFINITY };
@@ -102,6 +119,13 @@ impl<R> Clone for Metric<R> {
 
 impl<R> Copy for Metric<R> {}
 
+/// Marks `metric` as a headline, better in `direction`.
+pub const fn headline<R>(direction: Direction, mut metric: Metric<R>) -> Metric<R> {
+    metric.def.headline = true;
+    metric.def.direction = direction;
+    metric
+}
+
 impl<R> Metric<R> {
     /// A metric read by `value(results, index)`.
     pub const fn indexed(def: MetricDef, value: fn(&R, usize) -> f64, index: usize) -> Metric<R> {
@@ -118,16 +142,16 @@ impl<R> Metric<R> {
 }
 
 pub const fn real<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
-    Metric { def: MetricDef { name, kind: MetricKind::Real, description, fraction: false }, read: Read::Value(value) }
+    Metric { def: MetricDef::new(name, MetricKind::Real, description, false), read: Read::Value(value) }
 }
 
 /// A real metric that is a share from 0 to 1.
 pub const fn fraction<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
-    Metric { def: MetricDef { name, kind: MetricKind::Real, description, fraction: true }, read: Read::Value(value) }
+    Metric { def: MetricDef::new(name, MetricKind::Real, description, true), read: Read::Value(value) }
 }
 
 pub const fn count<R>(name: &'static str, description: &'static str, value: fn(&R) -> f64) -> Metric<R> {
-    Metric { def: MetricDef { name, kind: MetricKind::Count, description, fraction: false }, read: Read::Value(value) }
+    Metric { def: MetricDef::new(name, MetricKind::Count, description, false), read: Read::Value(value) }
 }
 
 /// The definitions of a table, in order.

@@ -12,7 +12,9 @@ use stampede_engine::measurement::theory::pollaczek_khinchine_wait;
 use stampede_engine::models::mg1::{Mg1 as Mg1Model, Mg1Params, Mg1Results, ServiceDistribution, ServiceShape};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
-use super::metrics::{count, defs, fraction, real, values, Metric, MetricDef, MetricKind, ReplicaOutput};
+use super::metrics::{
+    count, defs, fraction, headline, real, values, Direction, Metric, MetricDef, MetricKind, ReplicaOutput,
+};
 use super::spec::ModelSpec;
 use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
@@ -134,9 +136,12 @@ impl ModelSpec for Mg1 {
 }
 
 const MG1_METRICS: &[Metric<Mg1Results>] = &[
-    real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s),
-    real("response_mean_s", "mean time in system (W)", |r| r.response_mean_s),
-    fraction("utilization_ratio", "time-average fraction of time the server is busy (ρ)", |r| r.utilization_ratio),
+    headline(Direction::Lower, real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s)),
+    headline(Direction::Lower, real("response_mean_s", "mean time in system (W)", |r| r.response_mean_s)),
+    headline(
+        Direction::Neither,
+        fraction("utilization_ratio", "time-average fraction of time the server is busy (ρ)", |r| r.utilization_ratio),
+    ),
     real("queue_length_mean", "time-average number waiting (Lq)", |r| r.queue_length_mean),
     real("throughput_rps", "completions per second", |r| r.throughput_rps),
     count("events", "events handled, warm-up included", |r| r.events as f64),
@@ -144,8 +149,11 @@ const MG1_METRICS: &[Metric<Mg1Results>] = &[
 
 /// The theory beside the measurement, so a reader (and `[[verify]]`) compares them.
 const WAIT_THEORY: MetricDef = MetricDef {
-    name: "wait_theory_s",
-    kind: MetricKind::Real,
-    description: "the Pollaczek–Khinchine mean wait for these parameters (theory; the same in every replica)",
-    fraction: false,
+    headline: true,
+    ..MetricDef::new(
+        "wait_theory_s",
+        MetricKind::Real,
+        "the Pollaczek–Khinchine mean wait for these parameters (theory; the same in every replica)",
+        false,
+    )
 };

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use stampede_engine::models::mmc::{Mmc as MmcModel, MmcParams, MmcResults};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
-use super::metrics::{count, defs, fraction, real, values, Metric, MetricDef, ReplicaOutput};
+use super::metrics::{count, defs, fraction, headline, real, values, Direction, Metric, MetricDef, ReplicaOutput};
 use super::spec::ModelSpec;
 use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
@@ -111,17 +111,23 @@ impl MmcConfig {
 }
 
 const MMC_METRICS: &[Metric<MmcResults>] = &[
-    real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s),
-    real("response_mean_s", "mean time in system (W)", |r| r.response_mean_s),
+    headline(Direction::Lower, real("wait_mean_s", "mean wait in queue (Wq)", |r| r.wait_mean_s)),
+    headline(Direction::Lower, real("response_mean_s", "mean time in system (W)", |r| r.response_mean_s)),
     fraction(
         "wait_probability_ratio",
         "fraction of admitted customers that waited at all (Erlang C's P(wait > 0))",
         |r| r.wait_probability_ratio,
     ),
-    fraction("utilization_ratio", "time-average fraction of servers busy", |r| r.utilization_ratio),
+    headline(
+        Direction::Neither,
+        fraction("utilization_ratio", "time-average fraction of servers busy", |r| r.utilization_ratio),
+    ),
     real("queue_length_mean", "time-average number waiting (Lq)", |r| r.queue_length_mean),
     real("in_system_mean", "time-average number in the system (L)", |r| r.in_system_mean),
-    real("throughput_rps", "completions per second", |r| r.throughput_rps),
-    fraction("rejected_ratio", "fraction of arrivals refused (M/M/c/K)", |r| r.rejected_ratio),
+    headline(Direction::Higher, real("throughput_rps", "completions per second", |r| r.throughput_rps)),
+    headline(
+        Direction::Lower,
+        fraction("rejected_ratio", "fraction of arrivals refused (M/M/c/K)", |r| r.rejected_ratio),
+    ),
     count("events", "events handled, warm-up included", |r| r.events as f64),
 ];

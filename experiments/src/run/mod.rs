@@ -10,3 +10,4 @@ pub mod pipeline;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod summary;

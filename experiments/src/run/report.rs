@@ -9,7 +9,6 @@ use serde_json::{json, Map, Value};
 use super::latency::{LatencyStats, QUANTILES};
 use super::layout::output_files;
 use super::stats::Summary;
-use crate::base::typing::describe;
 use crate::models::MetricKind;
 use crate::resolved::Scenario;
 
@@ -145,51 +144,6 @@ impl RunReport {
                 "peak_rss_bytes": super::budget::peak_rss_bytes(),
             },
         })
-    }
-
-    /// The human-readable table: per grid point, each metric's mean and 95% interval,
-    /// then each latency histogram's quantiles.
-    pub fn to_table(&self) -> String {
-        let model = &self.scenario.model;
-        let width = model.metrics().iter().map(|m| m.name.len()).max().unwrap_or(0).max(12);
-        let mut out = String::new();
-        out.push_str(&format!(
-            "{} · {} grid point(s) × {} replicas · seed {} · {:.1}s\n",
-            self.scenario.name,
-            self.points.len(),
-            self.scenario.run.replicas,
-            self.scenario.run.seed,
-            self.wall_time_s
-        ));
-        for point in &self.points {
-            let params: Vec<String> = point.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
-            out.push_str(&format!("\ngrid point {}  {}\n", point.index, params.join("  ")));
-            out.push_str(&format!("  {:<width$}  {:>14}  {:>31}\n", "metric", "mean", "95% interval"));
-            for (metric, summary) in model.metrics().iter().zip(&point.summaries) {
-                out.push_str(&format!(
-                    "  {:<width$}  {:>14}  [{:>14}, {:>14}]\n",
-                    metric.name,
-                    number(summary.mean, metric.kind),
-                    number(summary.ci_lo, metric.kind),
-                    number(summary.ci_hi, metric.kind)
-                ));
-            }
-            for (name, stats) in model.latencies().iter().zip(&point.latencies) {
-                let quantiles: Vec<String> = QUANTILES
-                    .iter()
-                    .zip(&stats.quantiles_s)
-                    .map(|((q, _), v)| format!("{}={}", q.trim_end_matches("_s"), number(*v, MetricKind::Real)))
-                    .collect();
-                out.push_str(&format!(
-                    "  {name}: n={} {} max={}\n",
-                    stats.count,
-                    quantiles.join(" "),
-                    number(stats.max_s, MetricKind::Real)
-                ));
-            }
-        }
-        out.push_str(&format!("\nwrote {}\n", self.output_dir.display()));
-        out
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::{CallClass, GatewayResults, Reason, REASONS};
 
-use crate::models::metrics::{count, fraction, real, Metric, MetricDef, MetricKind};
+use crate::models::metrics::{count, fraction, headline, real, Direction, Metric, MetricDef, MetricKind};
 
 fn ratio(numerator: f64, denominator: f64) -> f64 {
     if denominator > 0.0 {
@@ -26,20 +26,34 @@ const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
         |r| r.turns_answered as f64,
     ),
     count("turns_failed", "turns that were not answered", |r| r.turns_failed as f64),
-    fraction("turn_completion_ratio", "turns answered ÷ offered", |r| {
-        ratio(r.turns_answered as f64, r.turns_offered as f64)
-    }),
-    real("answered_turns_per_s", "goodput: turns answered per second of the window", |r| {
-        r.turns_answered as f64 / r.window_s
-    }),
+    headline(
+        Direction::Higher,
+        fraction("turn_completion_ratio", "turns answered ÷ offered", |r| {
+            ratio(r.turns_answered as f64, r.turns_offered as f64)
+        }),
+    ),
+    headline(
+        Direction::Higher,
+        real("answered_turns_per_s", "goodput: turns answered per second of the window", |r| {
+            r.turns_answered as f64 / r.window_s
+        }),
+    ),
     count("calls_offered", "LLM calls the turns made, all classes", |r| r.offered_calls() as f64),
     count("attempts", "attempts sent to the provider, all classes", |r| r.attempts() as f64),
-    real("amplification_ratio", "attempts ÷ calls offered", |r| ratio(r.attempts() as f64, r.offered_calls() as f64)),
+    headline(
+        Direction::Lower,
+        real("amplification_ratio", "attempts ÷ calls offered", |r| {
+            ratio(r.attempts() as f64, r.offered_calls() as f64)
+        }),
+    ),
     fraction("retry_ratio", "retries ÷ attempts", |r| ratio(r.retries() as f64, r.attempts() as f64)),
     real("useful_usd", "spend on attempts that succeeded", |r| r.useful_usd()),
-    real("wasted_usd", "spend on attempts that failed or timed out (billed input and generated output)", |r| {
-        r.wasted_usd()
-    }),
+    headline(
+        Direction::Lower,
+        real("wasted_usd", "spend on attempts that failed or timed out (billed input and generated output)", |r| {
+            r.wasted_usd()
+        }),
+    ),
     fraction("wasted_ratio", "wasted ÷ total spend", |r| ratio(r.wasted_usd(), r.wasted_usd() + r.useful_usd())),
     count("calls_failed_http_429", "calls that ended on a provider 429, all classes", |r| {
         r.reason(Reason::Http429) as f64
@@ -164,7 +178,13 @@ fn class_block(class: CallClass) -> Vec<Metric<GatewayResults>> {
     let metric = |suffix: &str, kind, description, read: ClassReader, index| {
         // The class's ratios are shares of its calls or attempts.
         let fraction = suffix.ends_with("_ratio");
-        let def = MetricDef { name: leak(format!("{prefix}_{suffix}")), kind, description, fraction };
+        let name = leak(format!("{prefix}_{suffix}"));
+        let mut def = MetricDef::new(name, kind, description, fraction);
+        // What a user waited for the answer is a headline of the whole product.
+        if name == "answer_call_p95_s" {
+            def.headline = true;
+            def.direction = Direction::Lower;
+        }
         Metric::indexed(def, read, index)
     };
     let mut block: Vec<_> = BEFORE_REASONS.iter().map(|&(s, k, d, read)| metric(s, k, d, read, c)).collect();
