@@ -83,10 +83,8 @@ impl Gateway<'_> {
             }
             let acquired = self.limiters[index].try_acquire();
             debug_assert!(acquired, "the limiter had room");
-            let call = self.call_mut(key);
-            call.limiter = true;
-            call.pos += 1;
-            self.ready.push(key);
+            self.call_mut(key).limiter = true;
+            self.pass_parked(key);
         }
     }
 

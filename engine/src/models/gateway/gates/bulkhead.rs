@@ -51,10 +51,8 @@ impl Gateway<'_> {
         self.dropped = dropped;
         if let Some(waiter) = handed {
             let waiting = SlabKey::from_bits(waiter.id);
-            let w = self.call_mut(waiting);
-            w.bulkhead = true;
-            w.pos += 1;
-            self.ready.push(waiting);
+            self.call_mut(waiting).bulkhead = true;
+            self.pass_parked(waiting);
         }
     }
 

@@ -84,6 +84,13 @@ impl Gateway<'_> {
         }
     }
 
+    /// A gate that parked the call lets it through (after marking what it now
+    /// holds): the call moves past the gate and continues its walk from the worklist.
+    pub(super) fn pass_parked(&mut self, key: SlabKey) {
+        self.call_mut(key).pos += 1;
+        self.ready.push(key);
+    }
+
     /// Releases what the call holds of `gate`, teaching it `feedback`.
     pub(super) fn release_gate(&mut self, gate: Gate, now: Nanos, key: SlabKey, call: &Call, feedback: Feedback) {
         match gate {
