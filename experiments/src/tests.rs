@@ -229,7 +229,14 @@ fn verify_checks_bounds_on_means_and_interval_ends() {
     let wait = |index: u32, mean: f64, half: f64| {
         let mut summaries = vec![Summary { mean: 0.0, sd: 0.0, ci_lo: 0.0, ci_hi: 0.0 }; metrics];
         summaries[0] = Summary { mean, sd: 1.0, ci_lo: mean - half, ci_hi: mean + half };
-        PointReport { index, params: Vec::new(), summaries, latencies: Vec::new(), replica_values: Default::default() }
+        PointReport {
+            index,
+            params: Vec::new(),
+            summaries,
+            latencies: Vec::new(),
+            replica_values: Default::default(),
+            compute_s: 0.0,
+        }
     };
     let report = |first: f64, second: f64| RunReport {
         points: vec![wait(0, first, 0.2), wait(1, second, 0.1)],
@@ -265,7 +272,8 @@ fn claims_over_replicas_read_every_replica() {
     assert_eq!(scenario.replica_metrics(), [(0, 0)], "only the metric the claims read is kept per replica");
     let summaries = vec![Summary { mean: 1.0, sd: 0.5, ci_lo: 0.5, ci_hi: 1.5 }; scenario.model.metrics().len()];
     let replica_values = [(0, vec![0.5, 1.0, 1.2, 2.0, f64::NAN])].into_iter().collect();
-    let point = PointReport { index: 0, params: Vec::new(), summaries, latencies: Vec::new(), replica_values };
+    let point =
+        PointReport { index: 0, params: Vec::new(), summaries, latencies: Vec::new(), replica_values, compute_s: 0.0 };
     let report = RunReport { scenario, points: vec![point], output_dir: "out".into(), wall_time_s: 0.0, threads: 1 };
     let checks = crate::verify::check(&report);
     let values: Vec<f64> = checks.iter().map(|c| c.value).collect();

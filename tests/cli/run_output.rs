@@ -212,6 +212,9 @@ fn peak_memory_does_not_grow_with_the_grid() {
         run_into(&out, &args);
         let manifest: serde_json::Value = serde_json::from_slice(&read(&out, "mmc", "manifest.json")).unwrap();
         assert_eq!(manifest["grid_points"].as_u64(), Some(points as u64));
+        // What each point cost, from the model's events and the replicas' compute time.
+        let cost = &manifest["host"]["throughput"][0];
+        assert!(cost["ns_per_event"].as_f64().unwrap() > 0.0 && cost["events_per_s"].as_f64().unwrap() > 0.0);
         manifest["host"]["peak_rss_bytes"].as_f64().expect("Linux reports the peak resident memory")
     };
     let (small, large) = (peak(300), peak(12_000));

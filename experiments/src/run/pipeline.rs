@@ -63,6 +63,7 @@ pub fn execute(
             summaries: result.summaries,
             latencies: result.latencies.iter().map(LatencyStats::of).collect(),
             replica_values: BTreeMap::new(),
+            compute_s: result.compute_s,
         });
         Ok(())
     };

@@ -26,6 +26,17 @@ pub struct PointReport {
     /// Every replica's value of the metrics that claims over replicas read, by
     /// metric index, in replica order.
     pub replica_values: BTreeMap<usize, Vec<f64>>,
+    /// Wall-clock seconds its replicas took on their workers, summed.
+    pub compute_s: f64,
+}
+
+impl PointReport {
+    /// Events per second of one core and nanoseconds per event, from the model's
+    /// `events` metric (mean per replica) and the replicas' compute time.
+    pub fn cost(&self, events_index: Option<usize>, replicas: u32) -> Option<(f64, f64)> {
+        let events = self.summaries.get(events_index?)?.mean * replicas as f64;
+        (events > 0.0 && self.compute_s > 0.0).then(|| (events / self.compute_s, self.compute_s * 1e9 / events))
+    }
 }
 
 /// A finished run.
@@ -109,6 +120,7 @@ impl RunReport {
     /// `manifest.json`: everything needed to reproduce and identify the run.
     /// Only `wall_time_s`, `host` and `command_line` differ between runs with the same inputs.
     pub fn manifest(&self) -> Value {
+        let events = self.scenario.model.metrics().iter().position(|m| m.name == "events");
         let grid: Vec<Value> = self
             .scenario
             .grid
@@ -142,6 +154,11 @@ impl RunReport {
                 "os": std::env::consts::OS,
                 "arch": std::env::consts::ARCH,
                 "peak_rss_bytes": super::budget::peak_rss_bytes(),
+                // What each grid point cost: events per second of one core, ns per event.
+                "throughput": self.points.iter().filter_map(|p| {
+                    let (per_s, ns) = p.cost(events, self.scenario.run.replicas)?;
+                    Some(json!({"grid_point": p.index, "compute_s": p.compute_s, "events_per_s": per_s, "ns_per_event": ns}))
+                }).collect::<Vec<_>>(),
             },
         })
     }

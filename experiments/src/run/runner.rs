@@ -45,6 +45,9 @@ pub struct ReplicaRecord {
     pub seed: u64,
     /// Metric values in the model's metric order.
     pub metrics: Vec<f64>,
+    /// Wall-clock nanoseconds the replica took on its worker (for the cost figures of
+    /// the manifest and the terminal; never written to a table, which stay byte-identical).
+    pub compute_ns: u64,
 }
 
 /// A grid point's aggregated results.
@@ -58,6 +61,8 @@ pub struct PointResult {
     pub series: SeriesSums,
     /// Summed count histogram (empty for models without).
     pub counts: Vec<u64>,
+    /// Wall-clock seconds its replicas took on their workers, summed.
+    pub compute_s: f64,
 }
 
 fn add_counts(total: &mut Vec<u64>, part: &[u64]) {
@@ -192,6 +197,7 @@ struct LivePoint {
     histograms: Vec<LatencyHistogram>,
     series: SeriesSums,
     counts: Vec<u64>,
+    compute_ns: u64,
 }
 
 /// What every task of one chunk shares.
@@ -218,13 +224,15 @@ impl Work<'_> {
         // Each worker locks only its own slot: never contended.
         let mut accumulators = self.workers[worker].lock().expect("no worker panicked");
         let accumulator = accumulators.for_point(grid_point, self.latency_count);
+        let started = std::time::Instant::now();
         let output = point.model.run_replica(&point.run, self.master_seed, replica as u64, &mut accumulator.histograms);
+        let compute_ns = started.elapsed().as_nanos() as u64;
         accumulator.series.add(&output.series);
         add_counts(&mut accumulator.counts, &output.counts);
         let metrics = output.metrics;
         debug_assert_eq!(metrics.len(), self.metric_count);
         (self.progress)();
-        ReplicaRecord { grid_point, replica, seed: replica_seed(self.master_seed, replica as u64), metrics }
+        ReplicaRecord { grid_point, replica, seed: replica_seed(self.master_seed, replica as u64), metrics, compute_ns }
     }
 }
 
@@ -270,6 +278,7 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
                     histograms,
                     series: SeriesSums::default(),
                     counts: Vec::new(),
+                    compute_ns: 0,
                 });
             }
         }
@@ -297,6 +306,7 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
             for (welford, &value) in point.welfords.iter_mut().zip(&record.metrics) {
                 welford.push(value);
             }
+            point.compute_ns += record.compute_ns;
         }
         (sinks.records)(&records)?;
         // Grid points wholly before the next task are finished on every worker.
@@ -316,6 +326,7 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
                 latencies: done.histograms,
                 series: done.series,
                 counts: done.counts,
+                compute_s: done.compute_ns as f64 / 1e9,
             };
             (sinks.point)(&done.point, result)?;
         }

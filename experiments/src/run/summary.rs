@@ -165,6 +165,18 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
             out.push('\n');
         }
     }
+    // What each point cost: nanoseconds per event on one core (wall clock, so it varies run to run).
+    let events = metrics.iter().position(|m| m.name == "events");
+    let costs: Vec<Option<(f64, f64)>> =
+        columns.iter().map(|&c| report.points[c].cost(events, report.scenario.run.replicas)).collect();
+    if costs.iter().any(Option::is_some) {
+        out.push_str(&format!("{:<NAME_COLUMN$}", "ns per event (1 core)"));
+        for cost in &costs {
+            let shown = cost.map_or("–".to_string(), |(_, ns)| format!("{ns:.0}"));
+            out.push_str(&format!("  {shown:>CELL$}"));
+        }
+        out.push('\n');
+    }
     out.push('\n');
     for line in legend {
         out.push_str(&fit(&line, options.width.max(40)));
@@ -209,6 +221,7 @@ mod tests {
                     summaries,
                     latencies: Vec::new(),
                     replica_values: Default::default(),
+                    compute_s: 0.0,
                 }
             })
             .collect();
