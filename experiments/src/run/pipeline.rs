@@ -114,6 +114,10 @@ fn begin_folder(root: &Path, name: &str) -> Result<StagedFolder> {
 /// Every per-point table of one run, written as points finish.
 struct Tables {
     summary: TableWriter,
+    /// How each grid axis is typed, and the leaf columns: fixed by the grid, worked
+    /// out once rather than per row.
+    axis_types: Vec<ColumnType>,
+    leaves: Vec<LeafColumn>,
     histograms: TableWriter,
     timeseries: Option<TableWriter>,
     counts: Option<(CountHistogramDef, TableWriter)>,
@@ -124,6 +128,8 @@ impl Tables {
         let model = &scenario.model;
         Ok(Tables {
             summary: TableWriter::create(dir, "summary.parquet", &summary_columns(scenario))?,
+            axis_types: scenario.grid.iter().map(axis_column_type).collect(),
+            leaves: leaf_columns(scenario),
             histograms: TableWriter::create(dir, "histograms.parquet", &histogram_columns())?,
             timeseries: match model.series().is_empty() {
                 true => None,
@@ -138,7 +144,7 @@ impl Tables {
 
     /// Writes a finished grid point's rows to every per-point table.
     fn write_point(&mut self, scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Result<()> {
-        self.summary.write(summary_row(scenario, point, result))?;
+        self.summary.write(self.summary_row(scenario, point, result))?;
         self.histograms.write(histogram_rows(scenario, point, result))?;
         if let Some(table) = &mut self.timeseries {
             table.write(timeseries_rows(scenario, point, result))?;
@@ -147,6 +153,20 @@ impl Tables {
             table.write(count_rows(point, result))?;
         }
         Ok(())
+    }
+
+    /// One point's row of `summary.parquet`.
+    fn summary_row(&self, scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+        let mut columns = vec![ColumnValues::U32(vec![point.index])];
+        for (&kind, (_, value)) in self.axis_types.iter().zip(&point.params) {
+            columns.push(axis_value(kind, value));
+        }
+        columns.extend(self.leaves.iter().map(|leaf| leaf_column_value(scenario, leaf, point)));
+        columns.push(ColumnValues::U32(vec![scenario.run.replicas]));
+        for s in &result.summaries {
+            columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
+        }
+        columns
     }
 
     /// Closes every table, in the order they are committed.
@@ -369,18 +389,6 @@ fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
 }
 
 /// One point's row of `summary.parquet`.
-fn summary_row(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
-    let mut columns = vec![ColumnValues::U32(vec![point.index])];
-    for (axis, (_, value)) in scenario.grid.iter().zip(&point.params) {
-        columns.push(axis_value(axis_column_type(axis), value));
-    }
-    columns.extend(leaf_columns(scenario).iter().map(|leaf| leaf_column_value(scenario, leaf, point)));
-    columns.push(ColumnValues::U32(vec![scenario.run.replicas]));
-    for s in &result.summaries {
-        columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
-    }
-    columns
-}
 
 fn timeseries_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![

@@ -130,8 +130,7 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         let means: Vec<f64> = columns.iter().map(|&c| report.points[c].summaries[m].mean).collect();
         let best = best(&means, def.direction).filter(|_| columns.len() > 1);
         let is_best = |i: usize| best.is_some_and(|b| means[i] == b);
-        out.push_str(&fit(def.name, NAME_COLUMN).to_string());
-        out.push_str(&" ".repeat(NAME_COLUMN.saturating_sub(def.name.chars().count().min(NAME_COLUMN))));
+        out.push_str(&format!("{:<NAME_COLUMN$}", fit(def.name, NAME_COLUMN)));
         for (i, &c) in columns.iter().enumerate() {
             let s = report.points[c].summaries[m];
             let half = (s.ci_hi - s.ci_lo) / 2.0;

@@ -95,9 +95,6 @@ impl Reason {
     }
 }
 
-/// Every reason's name, in order (the per-class metric columns' suffixes).
-pub const REASON_NAMES: &[&str] = <Reason as Named>::NAMES;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,7 +58,7 @@ impl Gateway<'_> {
             Ending::Success => Some(Signal::Success),
             Ending::Failed(Reason::Http429 | Reason::Http500) => None,
             // The caller's deadline says nothing about the provider.
-            Ending::Failed(Reason::TimeoutDeadline) => None,
+            Ending::Failed(reason) if reason.is_callers_deadline() => None,
             Ending::Failed(_) => Some(Signal::Dropped),
         };
         match signal.filter(|_| feedback.reached_provider && !feedback.sampled) {
