@@ -388,8 +388,6 @@ fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     columns
 }
 
-/// One point's row of `summary.parquet`.
-
 fn timeseries_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![
         ColumnSpec::new("grid_point", ColumnType::U32),
