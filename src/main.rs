@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
 use stampede_experiments::run::pipeline::execute;
+use stampede_experiments::run::report::RunReport;
 use stampede_experiments::run::summary::SummaryOptions;
 use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
 use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
@@ -31,6 +32,9 @@ enum Command {
     Show(ShowArgs),
     /// Run a scenario and check its [[verify]] assertions; exit 1 if one fails.
     Verify(RunArgs),
+    /// Write DIR/report.html: a self-contained HTML report of an output folder (tables,
+    /// time series, latency, the grid's shape, claims), readable offline.
+    Report(ReportArgs),
     /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
     /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
     Capacity(CapacityArgs),
@@ -47,6 +51,12 @@ struct CapacityArgs {
     /// Print the result as one JSON document.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// An output folder written by `stampede run` or `verify` (e.g. out/baltor).
+    dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -92,6 +102,9 @@ struct RunArgs {
     /// When the grid is too wide for the terminal, show its best and worst points by this metric.
     #[arg(long, value_name = "METRIC")]
     rank_by: Option<String>,
+    /// Do not write report.html into the output folder.
+    #[arg(long)]
+    no_report: bool,
 }
 
 #[derive(Args)]
@@ -124,6 +137,7 @@ fn main() -> ExitCode {
         Command::Show(args) => show(args).map(|()| ExitStatus::Success),
         Command::Verify(args) => verify(args),
         Command::Capacity(args) => capacity(args).map(|()| ExitStatus::Success),
+        Command::Report(args) => report(args).map(|()| ExitStatus::Success),
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
@@ -162,11 +176,29 @@ fn run(args: RunArgs) -> Result<()> {
     let scenario = resolve(name, &args.scenario_args)?;
     check_rank_by(&scenario, &args)?;
     let report = execute_with_progress(&scenario, &args)?;
+    let html = write_report(&report, &args)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else if !args.quiet {
         print!("{}", summary(&report, &args));
+        if let Some(html) = html {
+            println!("report: {}", html.display());
+        }
     }
+    Ok(())
+}
+
+/// Writes the folder's report.html unless `--no-report`.
+fn write_report(report: &RunReport, args: &RunArgs) -> Result<Option<PathBuf>> {
+    if args.no_report {
+        return Ok(None);
+    }
+    stampede_report::write(&report.output_dir).map(Some)
+}
+
+fn report(args: ReportArgs) -> Result<()> {
+    let path = stampede_report::write(&args.dir)?;
+    println!("{}", path.display());
     Ok(())
 }
 
@@ -190,14 +222,20 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
     }
     let report = execute_with_progress(&scenario, &args)?;
     let checks = stampede_experiments::verify::check(&report);
+    let json = stampede_experiments::verify::to_json(&checks, &skipped);
+    // The claims go into the folder too, so its report shows them.
+    stampede_experiments::verify::write(&report.output_dir, &json)?;
+    let html = write_report(&report, &args)?;
     if args.json {
-        let json = stampede_experiments::verify::to_json(&checks, &skipped);
         println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
     } else {
         if !args.quiet {
             println!("{}", summary(&report, &args));
         }
         print!("{}", stampede_experiments::verify::render(&checks, &skipped));
+        if let Some(html) = html {
+            println!("report: {}", html.display());
+        }
     }
     Ok(if checks.iter().all(|c| c.passed) { ExitStatus::Success } else { ExitStatus::VerificationFailed })
 }
@@ -218,7 +256,7 @@ fn check_rank_by(scenario: &Scenario, args: &RunArgs) -> Result<()> {
 }
 
 /// The terminal summary, fitted to the terminal; bold only on a terminal without `NO_COLOR`.
-fn summary(report: &stampede_experiments::run::report::RunReport, args: &RunArgs) -> String {
+fn summary(report: &RunReport, args: &RunArgs) -> String {
     let terminal = std::io::stdout().is_terminal();
     let width = std::env::var("COLUMNS")
         .ok()
@@ -230,7 +268,7 @@ fn summary(report: &stampede_experiments::run::report::RunReport, args: &RunArgs
     stampede_experiments::run::summary::render(report, &options)
 }
 
-fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<stampede_experiments::run::report::RunReport> {
+fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<RunReport> {
     let threads = match args.threads {
         Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
         Some(threads) => threads,

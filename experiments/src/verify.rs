@@ -205,6 +205,16 @@ pub fn to_json(checks: &[Check], skipped: &[Skipped]) -> Value {
     json!({"checks": checks, "skipped": skipped})
 }
 
+/// Writes `verify.json` (the [`to_json`] document) into the output folder `dir`,
+/// atomically, for the report to show.
+pub fn write(dir: &std::path::Path, json: &Value) -> crate::Result<()> {
+    let bytes = serde_json::to_vec_pretty(json).expect("JSON serialises");
+    stampede_output::StagedFile::with_contents(dir, "verify.json", &bytes)
+        .and_then(|f| f.commit())
+        .map(|_| ())
+        .map_err(|e| crate::Error::io(format!("cannot write verify.json: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,13 @@ pub fn serialize_v2(histogram: &Histogram<u64>) -> Vec<u8> {
     bytes
 }
 
+/// Decodes V2 bytes written by [`serialize_v2`] (or any V2 encoder).
+pub fn deserialize_v2(mut bytes: &[u8]) -> Result<Histogram<u64>, String> {
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes)
+        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod folder;
 pub mod hdr;
+pub mod read;
 pub mod table;
 
 use std::fmt;
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 pub use atomic::{StagedFile, StagedSet};
 pub use folder::{FolderLock, LockError, StagedFolder};
+pub use read::Table;
 pub use table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 
 /// An output failure: which file, and why.

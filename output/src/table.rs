@@ -94,12 +94,16 @@ macro_rules! each_variant {
 }
 
 impl ColumnValues {
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         each_variant!(self, v => v.len())
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Moves `other`'s values to the end of `self` (same variant).
-    fn append(&mut self, other: ColumnValues) {
+    pub fn append(&mut self, other: ColumnValues) {
         match (self, other) {
             (ColumnValues::U32(a), ColumnValues::U32(b)) => a.extend(b),
             (ColumnValues::U64(a), ColumnValues::U64(b)) => a.extend(b),
@@ -129,7 +133,7 @@ impl ColumnValues {
         }
     }
 
-    fn kind(&self) -> ColumnType {
+    pub fn kind(&self) -> ColumnType {
         match self {
             ColumnValues::U32(_) => ColumnType::U32,
             ColumnValues::U64(_) => ColumnType::U64,

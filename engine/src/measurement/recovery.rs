@@ -11,6 +11,11 @@
 
 use crate::kernel::time::Nanos;
 
+/// The band is `baseline × BAND_FACTOR + BAND_OFFSET` (the report draws it too).
+pub const BAND_FACTOR: f64 = 1.5;
+/// Keeps a near-empty queue from failing on noise.
+pub const BAND_OFFSET: f64 = 2.0;
+
 /// `area[b]` is Σ depth × ns over bucket `b` of width `bucket`; `faults` are (start, end).
 pub fn recovery_time(
     area: &[u128],
@@ -25,7 +30,7 @@ pub fn recovery_time(
     let from = warmup.div_ceil(bucket) as usize;
     let to = ((first_start / bucket) as usize).min(area.len());
     let baseline = if to > from { (from..to).map(depth).sum::<f64>() / (to - from) as f64 } else { 0.0 };
-    let band = baseline * 1.5 + 2.0;
+    let band = baseline * BAND_FACTOR + BAND_OFFSET;
     let hold_buckets = hold.div_ceil(bucket).max(1) as usize;
     let start = last_end.div_ceil(bucket) as usize;
     let mut run = 0;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use stampede_engine::components::ring::RingHash;
+use stampede_engine::kernel::Named;
 use stampede_engine::models::cluster::{ClusterParams, Fault, FaultKind, QueueDiscipline, RetryPolicy, ServiceTime};
 use stampede_engine::policy::backoff::BackoffKind;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
@@ -18,6 +19,7 @@ use super::metrics::{
     count, defs, flag, fraction, headline, real, values, CountHistogramDef, Direction, Metric, MetricDef,
     ReplicaOutput, SeriesDef, SeriesKind,
 };
+use super::presentation::{labelled, Presentation, Recovery, Section, Window};
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
 use crate::base::checks::{at_least_one, positive};
@@ -56,6 +58,26 @@ impl ModelSpec for Cluster {
 
     fn count_histogram(_: &ClusterConfig) -> Option<CountHistogramDef> {
         Some(CountHistogramDef { file: "hops.parquet", column: "hops" })
+    }
+
+    fn presentation(config: &ClusterConfig, run: &RunConfig) -> Presentation {
+        Presentation {
+            windows: config.faults.iter().map(FaultConfig::window).collect(),
+            recovery: Some(Recovery::of_queue_depth(run.warmup_s)),
+            sections: vec![
+                Section::CountHistogram {
+                    title: "Hops: virtual nodes walked past full shards per routed attempt".into(),
+                    file: "hops.parquet",
+                    column: "hops",
+                    x_label: "hops (the last bar: this many or more)".into(),
+                },
+                Section::MetricBars {
+                    title: "Peak shard load: the busiest shard's attempts ÷ the mean shard's".into(),
+                    y_label: "peak ÷ mean".into(),
+                    metrics: labelled(&[("peak_shard_load_ratio", "peak shard load")]),
+                },
+            ],
+        }
     }
 
     fn run_replica(
@@ -582,6 +604,17 @@ impl BreakerSection {
 }
 
 impl FaultConfig {
+    /// The fault as a window the report shades.
+    fn window(&self) -> Window {
+        let factor = self.factor.map(|f| format!(" ×{f}")).unwrap_or_default();
+        let shard = self.shard.map(|s| format!(" of shard {s}")).unwrap_or_default();
+        Window {
+            label: format!("{}{shard}{factor}", self.kind.name().replace('_', " ")),
+            start_s: self.start_s,
+            end_s: self.start_s + self.duration_s,
+        }
+    }
+
     fn fault(&self) -> Fault {
         let (shard, factor) = (self.shard.unwrap_or(0), self.factor.unwrap_or(1.0));
         let kind = match self.kind {

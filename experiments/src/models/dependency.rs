@@ -14,6 +14,7 @@ use super::metrics::{
     count, defs, flag, fraction, headline, real, values, Direction, Metric, MetricDef, ReplicaOutput, SeriesDef,
     SeriesKind,
 };
+use super::presentation::{labelled, Presentation, Recovery, Section, Window};
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
@@ -47,6 +48,34 @@ impl ModelSpec for Dependency {
 
     fn series_bucket_s(config: &DependencyConfig) -> f64 {
         config.series.bucket_s
+    }
+
+    fn presentation(config: &DependencyConfig, run: &RunConfig) -> Presentation {
+        let slow = &config.dependency;
+        Presentation {
+            windows: vec![Window {
+                label: format!("dependency slow ({} s per call)", slow.slow_latency_s),
+                start_s: slow.slow_start_s,
+                end_s: slow.slow_start_s + slow.slow_duration_s,
+            }],
+            recovery: Some(Recovery::of_queue_depth(run.warmup_s)),
+            sections: vec![
+                Section::MetricBars {
+                    title: "Worker pool saturation: time-average busy workers ÷ workers".into(),
+                    y_label: "share of the pool busy".into(),
+                    metrics: labelled(&[("pool_saturation_ratio", "pool saturation")]),
+                },
+                Section::MetricBars {
+                    title: "Goodput by priority: answers per second".into(),
+                    y_label: "answers per second".into(),
+                    metrics: labelled(&[
+                        ("goodput_high_rps", "HIGH"),
+                        ("goodput_normal_rps", "NORMAL"),
+                        ("goodput_low_rps", "LOW"),
+                    ]),
+                },
+            ],
+        }
     }
 
     fn run_replica(

@@ -10,9 +10,11 @@ pub mod gateway;
 pub mod metrics;
 pub mod mg1;
 pub mod mmc;
+pub mod presentation;
 pub mod registry;
 pub mod series;
 pub mod spec;
 
 pub use metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind};
+pub use presentation::Presentation;
 pub use spec::{ModelConfig, ModelSpec};

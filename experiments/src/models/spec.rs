@@ -15,6 +15,7 @@ use serde::Serialize;
 use stampede_engine::LatencyHistogram;
 
 use super::metrics::{CountHistogramDef, MetricDef, ReplicaOutput, SeriesDef};
+use super::presentation::Presentation;
 use crate::base::error::Result;
 use crate::base::typing::{to_table, typed};
 use crate::scenario::RunConfig;
@@ -72,6 +73,11 @@ pub trait ModelSpec: Send + Sync + 'static {
         None
     }
 
+    /// What the HTML report draws for this model beyond the shared sections (none by default).
+    fn presentation(_config: &Self::Config, _run: &RunConfig) -> Presentation {
+        Presentation::default()
+    }
+
     /// Runs replica `replica`: metrics in [`Self::metrics`] order; latencies recorded
     /// into `histograms` (one per [`Self::latencies`] entry).
     fn run_replica(
@@ -101,6 +107,7 @@ pub trait DynModel: Send + Sync {
     fn series(&self, config: &dyn Any) -> &'static [SeriesDef];
     fn series_bucket_s(&self, config: &dyn Any) -> f64;
     fn count_histogram(&self, config: &dyn Any) -> Option<CountHistogramDef>;
+    fn presentation(&self, config: &dyn Any, run: &RunConfig) -> Presentation;
     fn run_replica(
         &self,
         config: &dyn Any,
@@ -162,6 +169,9 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn count_histogram(&self, c: &dyn Any) -> Option<CountHistogramDef> {
         M::count_histogram(config::<M>(c))
+    }
+    fn presentation(&self, c: &dyn Any, run: &RunConfig) -> Presentation {
+        M::presentation(config::<M>(c), run)
     }
     fn run_replica(
         &self,
@@ -228,6 +238,11 @@ impl ModelConfig {
     /// The model's count histogram, if it has one.
     pub fn count_histogram(&self) -> Option<CountHistogramDef> {
         self.model.count_histogram(self.config.as_ref())
+    }
+
+    /// What the HTML report draws for this model beyond the shared sections.
+    pub fn presentation(&self, run: &RunConfig) -> Presentation {
+        self.model.presentation(self.config.as_ref(), run)
     }
 
     /// The latency histograms, in output order.

@@ -133,6 +133,7 @@ impl RunReport {
             .unwrap_or_default();
         json!({
             "tool": "stampede",
+            "format": MANIFEST_FORMAT,
             "version": env!("CARGO_PKG_VERSION"),
             "scenario": self.scenario.name,
             "model": self.scenario.model.name(),
@@ -163,6 +164,11 @@ impl RunReport {
         })
     }
 }
+
+/// The layout version of an output folder: the manifest's `format`. It changes when a
+/// file, column or manifest field that readers (the report, `merge`) rely on changes.
+/// Folders written before the field existed (0.4.0 and earlier) are format 1.
+pub const MANIFEST_FORMAT: u32 = 1;
 
 /// Compact number formatting for the table: a count's whole values as integers
 /// (its means with one decimal), reals with four significant digits.

@@ -29,10 +29,17 @@ const CELL: usize = 20;
 /// A grid point's column heading: its case label or its scalar axis values, else
 /// `#index` with the values spelt out in the legend under the table.
 fn heading(point: &PointReport) -> (String, Option<String>) {
-    if point.params.is_empty() {
-        return (format!("point {}", point.index), None);
+    point_heading(point.index, &point.params)
+}
+
+/// The heading of grid point `index` with axis values `params` (the summary's and
+/// the HTML report's): its case label or its scalar axis values, else `#index` with
+/// the values spelt out in a legend line.
+pub fn point_heading(index: u32, params: &[(String, toml::Value)]) -> (String, Option<String>) {
+    if params.is_empty() {
+        return (format!("point {index}"), None);
     }
-    let tables = point.params.iter().any(|(_, v)| v.is_table() || v.is_array());
+    let tables = params.iter().any(|(_, v)| v.is_table() || v.is_array());
     let shown = |(path, value): &(String, toml::Value)| {
         let text = value.as_str().map_or_else(|| describe(value), str::to_string);
         if path == "case" {
@@ -42,10 +49,10 @@ fn heading(point: &PointReport) -> (String, Option<String>) {
         }
     };
     if tables {
-        let legend = point.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ");
-        return (format!("#{}", point.index), Some(format!("#{}: {legend}", point.index)));
+        let legend = params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ");
+        return (format!("#{index}"), Some(format!("#{index}: {legend}")));
     }
-    (point.params.iter().map(shown).collect::<Vec<_>>().join(" "), None)
+    (params.iter().map(shown).collect::<Vec<_>>().join(" "), None)
 }
 
 fn fit(text: &str, width: usize) -> String {
@@ -58,7 +65,7 @@ fn fit(text: &str, width: usize) -> String {
 }
 
 /// The best value of `values` in `direction` (none for `Neither`, all NaN, or all equal).
-fn best(values: &[f64], direction: Direction) -> Option<f64> {
+pub fn best(values: &[f64], direction: Direction) -> Option<f64> {
     let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
     if finite.windows(2).all(|w| w[0] == w[1]) {
         return None; // all equal: nothing to mark

@@ -8,6 +8,7 @@
 pub mod capacity;
 pub mod fixture;
 mod metrics;
+mod presentation;
 
 use std::collections::BTreeMap;
 
@@ -67,6 +68,10 @@ impl ModelSpec for Gateway {
 
     fn latencies(_: &GatewayConfig) -> &'static [&'static str] {
         &LATENCY_NAMES
+    }
+
+    fn presentation(_: &GatewayConfig, _: &RunConfig) -> super::presentation::Presentation {
+        presentation::presentation()
     }
 
     fn run_replica(

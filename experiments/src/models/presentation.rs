@@ -1,0 +1,81 @@
+//! What a model asks the HTML report to draw beyond what every model gets (the
+//! headline table, latency curves, grid plots): fault windows to shade on its time
+//! series, the series its recovery time is measured on, and model-specific sections.
+//!
+//! Declarations only — metric and table names with labels. The report crate draws
+//! them, so a model never knows how a plot is made and the report never names a model.
+
+/// A stretch of simulated time the model disturbs (a fault, an incident).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    /// What happens, in a few words: "surge ×5", "brownout of shard 0 ×10".
+    pub label: String,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// How the recovery metric is measured, so the report can draw the band a series
+/// must hold within (see `stampede_engine::measurement::recovery`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recovery {
+    /// The time series the recovery is measured on (a `timeseries.parquet` column stem).
+    pub series: &'static str,
+    /// The metric holding each replica's recovery time in seconds.
+    pub metric: &'static str,
+    /// The band is `baseline × band_factor + band_offset`, the baseline being the mean
+    /// between warm-up and the first fault.
+    pub band_factor: f64,
+    pub band_offset: f64,
+    pub warmup_s: f64,
+}
+
+/// One segment of a stacked outcome bar: a metric (a count per replica) and its label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    pub metric: String,
+    pub label: String,
+    /// Segments of one stage share a hue family ("served", "admission", "timeout", …).
+    pub stage: String,
+}
+
+/// A model-specific section of the report.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Section {
+    /// Bars with 95% whiskers of `metrics` (label, metric) for every grid point.
+    MetricBars { title: String, y_label: String, metrics: Vec<(String, String)> },
+    /// The model's count histogram (`file`, value column `column`) per grid point.
+    CountHistogram { title: String, file: &'static str, column: &'static str, x_label: String },
+    /// Per group (a call class, say), a stacked bar per grid point of `segments`.
+    Outcomes { title: String, groups: Vec<(String, Vec<Segment>)> },
+    /// Where work stopped, summed over groups: a 100% stacked bar per grid point with
+    /// one segment per (stage, reason); each segment sums its metrics.
+    Funnel { title: String, total_label: String, segments: Vec<(Segment, Vec<String>)> },
+}
+
+/// Everything a model adds to its report.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Presentation {
+    pub windows: Vec<Window>,
+    pub recovery: Option<Recovery>,
+    pub sections: Vec<Section>,
+}
+
+impl Recovery {
+    /// Recovery measured on the `queue_depth` series into the `recovery_s` metric, with
+    /// the engine's band (the cluster and the dependency models).
+    pub fn of_queue_depth(warmup_s: f64) -> Recovery {
+        use stampede_engine::measurement::recovery::{BAND_FACTOR, BAND_OFFSET};
+        Recovery {
+            series: "queue_depth",
+            metric: "recovery_s",
+            band_factor: BAND_FACTOR,
+            band_offset: BAND_OFFSET,
+            warmup_s,
+        }
+    }
+}
+
+/// `(label, metric)` pairs from `(metric, label)` literals.
+pub fn labelled(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(metric, label)| (label.to_string(), metric.to_string())).collect()
+}

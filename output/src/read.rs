@@ -1,0 +1,185 @@
+//! Reading a table this crate wrote back into plain vectors: the report reads an
+//! output folder through here, so nothing above this crate touches Arrow types.
+//!
+//! Only the column types [`crate::TableWriter`] writes are understood; anything else
+//! (a file from another tool) is an error naming the column and its type.
+
+use std::fs::File;
+use std::path::Path;
+
+use arrow_array::{
+    Array, BinaryArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::table::ColumnValues;
+use crate::{OutputError, Result};
+
+/// A whole table in memory: its columns in file order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub columns: Vec<(String, ColumnValues)>,
+    /// Where it was read from, for error messages.
+    pub path: std::path::PathBuf,
+}
+
+impl Table {
+    /// Reads `path` (a Parquet file written by [`crate::TableWriter`]).
+    pub fn read(path: &Path) -> Result<Table> {
+        let file = File::open(path).map_err(|e| OutputError::new(path, e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|builder| builder.build())
+            .map_err(|e| OutputError::new(path, format!("not a readable Parquet file: {e}")))?;
+        let mut columns: Option<Vec<(String, ColumnValues)>> = None;
+        for batch in reader {
+            let batch = batch.map_err(|e| OutputError::new(path, e))?;
+            let values = batch_columns(path, &batch)?;
+            match &mut columns {
+                None => columns = Some(values),
+                Some(columns) => {
+                    for ((_, all), (_, more)) in columns.iter_mut().zip(values) {
+                        all.append(more);
+                    }
+                }
+            }
+        }
+        Ok(Table { columns: columns.unwrap_or_default(), path: path.to_path_buf() })
+    }
+
+    /// Rows in the table.
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |(_, c)| c.len())
+    }
+
+    /// Whether the table has a column called `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.columns.iter().any(|(n, _)| n == name)
+    }
+
+    /// The column called `name`.
+    pub fn column(&self, name: &str) -> Result<&ColumnValues> {
+        self.columns
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c)
+            .ok_or_else(|| OutputError::new(&self.path, format!("no column {name:?}")))
+    }
+
+    /// A numeric column as `f64` (integers converted; counts this large are exact).
+    pub fn numbers(&self, name: &str) -> Result<Vec<f64>> {
+        Ok(match self.column(name)? {
+            ColumnValues::U32(v) => v.iter().map(|&x| x as f64).collect(),
+            ColumnValues::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            ColumnValues::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            ColumnValues::F64(v) => v.clone(),
+            other => {
+                return Err(OutputError::new(
+                    &self.path,
+                    format!("column {name:?} is {:?}, not a number", other.kind()),
+                ))
+            }
+        })
+    }
+
+    /// A text column.
+    pub fn strings(&self, name: &str) -> Result<&[String]> {
+        match self.column(name)? {
+            ColumnValues::Utf8(v) => Ok(v),
+            other => Err(OutputError::new(&self.path, format!("column {name:?} is {:?}, not text", other.kind()))),
+        }
+    }
+
+    /// A binary column.
+    pub fn binaries(&self, name: &str) -> Result<&[Vec<u8>]> {
+        match self.column(name)? {
+            ColumnValues::Binary(v) => Ok(v),
+            other => Err(OutputError::new(&self.path, format!("column {name:?} is {:?}, not binary", other.kind()))),
+        }
+    }
+}
+
+fn batch_columns(path: &Path, batch: &RecordBatch) -> Result<Vec<(String, ColumnValues)>> {
+    let schema = batch.schema();
+    let mut out = Vec::with_capacity(batch.num_columns());
+    for (field, array) in schema.fields().iter().zip(batch.columns()) {
+        fn values<A: Array + 'static>(array: &dyn Array) -> &A {
+            array.as_any().downcast_ref::<A>().expect("the array matches its declared type")
+        }
+        let array = array.as_ref();
+        let column = match field.data_type() {
+            DataType::UInt32 => ColumnValues::U32(values::<UInt32Array>(array).values().to_vec()),
+            DataType::UInt64 => ColumnValues::U64(values::<UInt64Array>(array).values().to_vec()),
+            DataType::Int64 => ColumnValues::I64(values::<Int64Array>(array).values().to_vec()),
+            DataType::Float64 => ColumnValues::F64(values::<Float64Array>(array).values().to_vec()),
+            DataType::Boolean => {
+                ColumnValues::Bool(values::<BooleanArray>(array).iter().map(|b| b == Some(true)).collect())
+            }
+            DataType::Utf8 => {
+                ColumnValues::Utf8(values::<StringArray>(array).iter().map(|s| s.unwrap_or("").to_string()).collect())
+            }
+            DataType::Binary => {
+                ColumnValues::Binary(values::<BinaryArray>(array).iter().map(|b| b.unwrap_or(&[]).to_vec()).collect())
+            }
+            other => {
+                return Err(OutputError::new(
+                    path,
+                    format!("column {:?} has type {other}, which stampede never writes", field.name()),
+                ))
+            }
+        };
+        out.push((field.name().clone(), column));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::{ColumnSpec, ColumnType, TableWriter};
+
+    #[test]
+    fn reads_back_what_the_writer_wrote_across_row_groups() {
+        let dir = std::env::temp_dir().join(format!("stampede-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let specs = [
+            ColumnSpec::new("i", ColumnType::U32),
+            ColumnSpec::new("x", ColumnType::F64),
+            ColumnSpec::new("name", ColumnType::Utf8),
+            ColumnSpec::new("blob", ColumnType::Binary),
+        ];
+        let mut writer = TableWriter::create(&dir, "t.parquet", &specs).unwrap();
+        let n = crate::table::ROW_GROUP_ROWS + 7;
+        let i: Vec<u32> = (0..n as u32).collect();
+        let x: Vec<f64> = i.iter().map(|&v| v as f64 * 0.5).collect();
+        let name: Vec<String> = i.iter().map(|v| format!("n{v}")).collect();
+        let blob: Vec<Vec<u8>> = i.iter().map(|&v| vec![v as u8; 3]).collect();
+        writer
+            .write(vec![
+                ColumnValues::U32(i.clone()),
+                ColumnValues::F64(x.clone()),
+                ColumnValues::Utf8(name.clone()),
+                ColumnValues::Binary(blob.clone()),
+            ])
+            .unwrap();
+        let path = writer.finish().unwrap().commit().unwrap();
+        let table = Table::read(&path).unwrap();
+        assert_eq!(table.rows(), n);
+        assert_eq!(table.numbers("i").unwrap(), i.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        assert_eq!(table.numbers("x").unwrap(), x);
+        assert_eq!(table.strings("name").unwrap(), name.as_slice());
+        assert_eq!(table.binaries("blob").unwrap(), blob.as_slice());
+        assert!(table.numbers("name").unwrap_err().reason.contains("not a number"));
+        assert!(table.column("missing").unwrap_err().reason.contains("no column \"missing\""));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_parquet_is_an_error_naming_it() {
+        let path = std::env::temp_dir().join(format!("stampede-notparquet-{}", std::process::id()));
+        std::fs::write(&path, b"hello").unwrap();
+        let error = Table::read(&path).unwrap_err();
+        assert!(error.reason.contains("not a readable Parquet file"), "{error}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}

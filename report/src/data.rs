@@ -1,0 +1,101 @@
+//! The numbers behind each plot, taken from the folder's tables: a grid point's
+//! interval from `summary.parquet`, a time series with its band from
+//! `timeseries.parquet`, a percentile curve and a CDF from a histogram in
+//! `histograms.parquet`. Kept apart from drawing so each is tested against the
+//! Parquet it came from.
+
+use hdrhistogram::Histogram;
+use stampede_output::Table;
+
+use crate::chart::{BarValue, Point};
+
+/// Rows of `table` belonging to grid point `point` (the `grid_point` column).
+pub fn rows_of(table: &Table, point: u32) -> Vec<usize> {
+    let points = table.numbers("grid_point").unwrap_or_default();
+    points.iter().enumerate().filter(|(_, &p)| p == point as f64).map(|(i, _)| i).collect()
+}
+
+/// The mean of `metric` at `point` with its 95% interval (`_mean`, `_ci_lo`, `_ci_hi`).
+pub fn interval(summary: &Table, point: u32, metric: &str) -> Option<BarValue> {
+    let row = *rows_of(summary, point).first()?;
+    let column = |suffix: &str| summary.numbers(&format!("{metric}_{suffix}")).ok().map(|v| v[row]);
+    let value = column("mean")?;
+    let interval = column("ci_lo").zip(column("ci_hi"));
+    Some(BarValue { value, interval })
+}
+
+/// Time series `series` at `point` as (t, mean, [lo, hi]) points, thinned to at most
+/// `max_points` by merging neighbouring buckets into their envelope: the mean of the
+/// means, the lowest low and the highest high — a band never drawn narrower than
+/// any bucket's own.
+pub fn time_series(timeseries: &Table, series: &str, point: u32, max_points: usize) -> Vec<Point> {
+    let rows = rows_of(timeseries, point);
+    let (Ok(t), Ok(mean), Ok(lo), Ok(hi)) = (
+        timeseries.numbers("t_s"),
+        timeseries.numbers(&format!("{series}_mean")),
+        timeseries.numbers(&format!("{series}_ci_lo")),
+        timeseries.numbers(&format!("{series}_ci_hi")),
+    ) else {
+        return Vec::new();
+    };
+    let step = rows.len().div_ceil(max_points.max(1)).max(1);
+    rows.chunks(step)
+        .map(|chunk| {
+            let n = chunk.len() as f64;
+            let finite_or = |v: f64, other: f64| if v.is_finite() { v } else { other };
+            Point {
+                x: chunk.iter().map(|&r| t[r]).sum::<f64>() / n,
+                y: chunk.iter().map(|&r| mean[r]).sum::<f64>() / n,
+                interval: Some((
+                    chunk.iter().map(|&r| finite_or(lo[r], mean[r])).fold(f64::INFINITY, f64::min),
+                    chunk.iter().map(|&r| finite_or(hi[r], mean[r])).fold(f64::NEG_INFINITY, f64::max),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The histogram of `latency` at `point`, decoded; `None` if absent or empty.
+pub fn histogram(histograms: &Table, point: u32, latency: &str) -> Option<Histogram<u64>> {
+    let metrics = histograms.strings("metric").ok()?;
+    let blobs = histograms.binaries("hdr").ok()?;
+    let row = rows_of(histograms, point).into_iter().find(|&r| metrics[r] == latency)?;
+    let histogram = stampede_output::hdr::deserialize_v2(&blobs[row]).ok()?;
+    (!histogram.is_empty()).then_some(histogram)
+}
+
+/// `x = 1/(1−q)` from p1 and then at 20 steps per decade to p99.99: the percentile
+/// axis. (p0, the single fastest request, would stretch a log axis over decades that
+/// say nothing.)
+pub fn percentile_positions() -> Vec<f64> {
+    std::iter::once(1.0 / 0.99).chain((1..=80).map(|k| 10f64.powf(k as f64 / 20.0))).collect()
+}
+
+/// The latency (seconds) at each percentile position, as `x = 1/(1−q)`, computed as
+/// `histograms.parquet`'s quantile columns are (HdrHistogram's `value_at_quantile`).
+pub fn percentile_curve(histogram: &Histogram<u64>) -> Vec<Point> {
+    percentile_positions()
+        .into_iter()
+        .map(|x| {
+            let q = 1.0 - 1.0 / x;
+            Point { x, y: histogram.value_at_quantile(q) as f64 / 1e9, interval: None }
+        })
+        .collect()
+}
+
+/// The CDF: (latency in seconds, share of requests at or below it) at 100 even steps
+/// of the share.
+pub fn cdf(histogram: &Histogram<u64>) -> Vec<Point> {
+    (0..=100)
+        .map(|k| {
+            let q = k as f64 / 100.0;
+            Point { x: histogram.value_at_quantile(q) as f64 / 1e9, y: q, interval: None }
+        })
+        .collect()
+}
+
+/// Rows of a count-histogram table at `point`: (value, share).
+pub fn counts(table: &Table, column: &str, point: u32) -> Vec<(f64, f64)> {
+    let (Ok(values), Ok(shares)) = (table.numbers(column), table.numbers("share")) else { return Vec::new() };
+    rows_of(table, point).into_iter().map(|r| (values[r], shares[r])).collect()
+}

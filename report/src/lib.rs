@@ -1,0 +1,44 @@
+//! `stampede report`: one self-contained HTML file (`report.html`) from an output
+//! folder — the comparison table with intervals and claims, time series with fault
+//! windows and recovery, latency percentiles, the grid's shape and the model's own
+//! plots, each with its data as CSV.
+//!
+//! Layers: [`folder`] reads the folder back, [`data`] derives each plot's numbers,
+//! [`chart`] draws them to SVG with `plotters`, [`sections`] decides what to show,
+//! [`page`] writes the HTML. The page loads nothing: styles, script and plots are
+//! inlined, and its Content-Security-Policy forbids every request.
+
+pub mod chart;
+pub mod data;
+pub mod folder;
+pub mod page;
+pub mod sections;
+
+use std::path::{Path, PathBuf};
+
+use stampede_experiments::{Error, Result};
+use stampede_output::StagedFile;
+
+use crate::folder::Folder;
+use crate::sections::Context;
+
+/// The report of the folder `dir`, as HTML.
+pub fn render(dir: &Path) -> Result<String> {
+    let folder = Folder::read(dir)?;
+    let presentation = match &folder.scenario {
+        Ok(scenario) => scenario.model.presentation(&scenario.run),
+        Err(_) => Default::default(),
+    };
+    let defs = folder.metric_defs();
+    let (points, overlay_note) = sections::points(&folder, &defs);
+    let ctx = Context { folder: &folder, defs, points, overlay_note, presentation };
+    let sections = sections::all(&ctx);
+    Ok(page::render(&folder, &ctx.points, &sections))
+}
+
+/// Writes `dir/report.html` atomically and returns its path.
+pub fn write(dir: &Path) -> Result<PathBuf> {
+    let html = render(dir)?;
+    let io = |e: stampede_output::OutputError| Error::io(format!("cannot write the report: {e}"));
+    StagedFile::with_contents(dir, "report.html", html.as_bytes()).map_err(io)?.commit().map_err(io)
+}

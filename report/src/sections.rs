@@ -1,0 +1,1142 @@
+//! The report's sections, built from a [`Folder`]: the comparison table and claims,
+//! time series with fault windows and recovery, latency percentiles and CDFs, the
+//! grid's shape (lines, heatmaps, small multiples, grouped bars), and whatever the
+//! model's [`Presentation`] asks for. Each section is a list of [`Block`]s; `page`
+//! turns them into HTML.
+
+use plotters::style::RGBColor;
+use stampede_experiments::models::metrics::Direction;
+use stampede_experiments::models::presentation::{Presentation, Section as ModelSection, Segment};
+use stampede_experiments::models::MetricDef;
+use stampede_experiments::run::summary::{best, point_heading};
+
+use crate::chart::{
+    hex, series_colour, short, Axis, Band, BarPlot, BarSeries, BarValue, Figure, Heatmap, Line, LinePlot, Marker,
+    Point, Scale, Window, SMALL, WIDE,
+};
+use crate::data;
+use crate::folder::Folder;
+
+/// A piece of a section.
+pub enum Block {
+    Figure(Figure),
+    /// Small multiples side by side.
+    Multiples(Vec<Figure>),
+    /// Trusted HTML built here (every value escaped).
+    Html(String),
+    /// One of several groups shown at a time, chosen in the page (a heatmap's metric).
+    Choice {
+        label: String,
+        options: Vec<(String, Vec<Figure>)>,
+    },
+    /// Folded away until opened.
+    Details {
+        summary: String,
+        blocks: Vec<Block>,
+    },
+}
+
+pub struct Section {
+    pub id: String,
+    pub title: String,
+    pub intro: String,
+    pub blocks: Vec<Block>,
+}
+
+/// One grid point as the report names it.
+pub struct PointInfo {
+    pub index: u32,
+    /// Short: a case label, `servers=3`, or `#2`.
+    pub label: String,
+    /// The axis values in full, when the label is only `#index`.
+    pub legend: Option<String>,
+    pub params: Vec<(String, toml::Value)>,
+    pub colour: RGBColor,
+    /// Drawn in plots that overlay grid points (see [`OVERLAID`]).
+    pub overlaid: bool,
+}
+
+impl PointInfo {
+    /// The label with its legend line, for legends and tables.
+    pub fn long(&self) -> String {
+        self.legend.clone().unwrap_or_else(|| self.label.clone())
+    }
+}
+
+/// What every section builder reads.
+pub struct Context<'a> {
+    pub folder: &'a Folder,
+    pub defs: Vec<MetricDef>,
+    pub points: Vec<PointInfo>,
+    /// Set when only some points are overlaid: says which.
+    pub overlay_note: Option<String>,
+    pub presentation: Presentation,
+}
+
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// CSV with a header row; fields holding a comma, quote or newline are quoted.
+pub fn csv(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let field = |f: &str| {
+        if f.contains([',', '"', '\n']) {
+            format!("\"{}\"", f.replace('"', "\"\""))
+        } else {
+            f.to_string()
+        }
+    };
+    let mut out = header.iter().map(|h| field(h)).collect::<Vec<_>>().join(",");
+    out.push('\n');
+    for row in rows {
+        out.push_str(&row.iter().map(|f| field(f)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// A CSV value: six significant digits (the plots' data, not the archive — that is
+/// the Parquet beside the page), empty when undefined.
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        let rounded: f64 = format!("{v:.5e}").parse().expect("a formatted float parses");
+        format!("{rounded}")
+    } else {
+        String::new()
+    }
+}
+
+/// At most this many grid points are overlaid in one plot (the palette's size).
+pub const OVERLAID: usize = 8;
+
+/// The points of the folder, labelled and coloured. A grid of more than
+/// [`OVERLAID`] points overlays only its best and worst half-dozen by the first
+/// headline metric (as the terminal summary does); the rest are grey in the tables
+/// and absent from overlays. Returns the points and, then, a sentence saying so.
+pub fn points(folder: &Folder, defs: &[MetricDef]) -> (Vec<PointInfo>, Option<String>) {
+    let n = folder.manifest.grid_points;
+    let mut points: Vec<PointInfo> = (0..n)
+        .map(|index| {
+            let params = match &folder.scenario {
+                Ok(scenario) => scenario.grid_point(index).map(|p| p.params).unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
+            let case = params.iter().find_map(|(path, value)| {
+                (path == "case").then(|| value.get("label").and_then(|l| l.as_str()).map(str::to_string)).flatten()
+            });
+            let (label, legend) = match case {
+                Some(case) if params.len() == 1 => (case, None),
+                _ if params.is_empty() && n > 1 => (format!("#{index}"), None),
+                _ => point_heading(index, &params),
+            };
+            PointInfo {
+                index,
+                label,
+                legend,
+                params,
+                colour: series_colour(index as usize, n as usize),
+                overlaid: true,
+            }
+        })
+        .collect();
+    if points.len() <= OVERLAID {
+        return (points, None);
+    }
+    let rank = defs.iter().find(|d| d.headline && d.direction != Direction::Neither);
+    let mut order: Vec<usize> = (0..points.len()).collect();
+    if let Some(rank) = rank {
+        let value = |p: usize| data::interval(&folder.summary, p as u32, rank.name).map_or(f64::NAN, |v| v.value);
+        // Best first; undefined values last.
+        order.sort_by(|&a, &b| {
+            let (va, vb) = (value(a), value(b));
+            match (va.is_nan(), vb.is_nan()) {
+                (true, true) => a.cmp(&b),
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ if rank.direction == Direction::Higher => vb.total_cmp(&va).then(a.cmp(&b)),
+                _ => va.total_cmp(&vb).then(a.cmp(&b)),
+            }
+        });
+    }
+    let half = OVERLAID / 2;
+    let mut chosen: Vec<usize> = order[..half].iter().chain(&order[order.len() - half..]).copied().collect();
+    chosen.sort_unstable();
+    for point in &mut points {
+        point.overlaid = false;
+        point.colour = RGBColor(0xa0, 0xa0, 0xa0);
+    }
+    for (i, &p) in chosen.iter().enumerate() {
+        points[p].overlaid = true;
+        points[p].colour = series_colour(i, chosen.len());
+    }
+    let by = rank.map_or_else(|| "their order in the grid".to_string(), |r| r.name.to_string());
+    let note = format!(
+        "{} grid points: plots that overlay points show the best {half} and the worst {half} by {by} (in colour); \
+         tables and grid plots show all.",
+        points.len()
+    );
+    (points, Some(note))
+}
+
+impl Context<'_> {
+    /// The points drawn in plots that overlay points.
+    fn overlaid(&self) -> impl Iterator<Item = &PointInfo> {
+        self.points.iter().filter(|p| p.overlaid)
+    }
+
+    /// A section's introduction, with the overlay note when some points are left out.
+    fn intro(&self, text: &str) -> String {
+        match &self.overlay_note {
+            Some(note) => format!("{text} {note}"),
+            None => text.to_string(),
+        }
+    }
+
+    fn headlines(&self) -> Vec<&MetricDef> {
+        let headlines: Vec<&MetricDef> = self.defs.iter().filter(|d| d.headline).collect();
+        if headlines.is_empty() {
+            self.defs.iter().filter(|d| d.name != "events").take(6).collect()
+        } else {
+            headlines
+        }
+    }
+
+    fn value(&self, point: u32, metric: &str) -> Option<BarValue> {
+        data::interval(&self.folder.summary, point, metric)
+    }
+}
+
+/// The comparison table: headline metrics (then every metric, folded), grid points
+/// side by side, `mean [lo, hi]`, the best per row marked by the metric's direction.
+pub fn comparison(ctx: &Context) -> Section {
+    let mut blocks = vec![Block::Html(metric_table(ctx, &ctx.headlines(), true))];
+    let rest: Vec<&MetricDef> = ctx.defs.iter().filter(|d| !ctx.headlines().iter().any(|h| h.name == d.name)).collect();
+    if !rest.is_empty() {
+        blocks.push(Block::Details {
+            summary: format!("All {} other metrics", rest.len()),
+            blocks: vec![Block::Html(metric_table(ctx, &rest, false))],
+        });
+    }
+    if let Some(verify) = &ctx.folder.verify {
+        blocks.push(Block::Html(claims_table(ctx, verify)));
+    }
+    Section {
+        id: "comparison".into(),
+        title: "Comparison".into(),
+        intro: "Each cell is the mean over replicas with its 95% Student-t interval. ★ marks the best value of a \
+                row whose metric declares a direction (higher or lower is better)."
+            .into(),
+        blocks,
+    }
+}
+
+fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> String {
+    let mut html = String::from("<div class=\"scroll\"><table class=\"compare\"><thead><tr><th>metric</th>");
+    for point in &ctx.points {
+        html.push_str(&format!(
+            "<th title=\"{}\"><span class=\"swatch\" style=\"background:{}\"></span>{}</th>",
+            escape(&point.long()),
+            hex(point.colour),
+            escape(&point.label)
+        ));
+    }
+    html.push_str("</tr></thead><tbody>");
+    for def in metrics {
+        let values: Vec<Option<BarValue>> = ctx.points.iter().map(|p| ctx.value(p.index, def.name)).collect();
+        let means: Vec<f64> = values.iter().map(|v| v.map_or(f64::NAN, |v| v.value)).collect();
+        let top = best(&means, def.direction);
+        let arrow = match def.direction {
+            Direction::Higher => " <span class=\"dir\" title=\"higher is better\">↑</span>",
+            Direction::Lower => " <span class=\"dir\" title=\"lower is better\">↓</span>",
+            Direction::Neither => "",
+        };
+        html.push_str(&format!("<tr><th title=\"{}\">{}{arrow}</th>", escape(def.description), escape(def.name)));
+        for value in values {
+            match value {
+                Some(v) => {
+                    let is_best = top.is_some_and(|t| t == v.value);
+                    let interval = v
+                        .interval
+                        .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
+                        .map(|(lo, hi)| format!("<span class=\"ci\">[{}, {}]</span>", short(lo), short(hi)))
+                        .unwrap_or_default();
+                    html.push_str(&format!(
+                        "<td{}>{}{} {interval}</td>",
+                        if is_best { " class=\"best\"" } else { "" },
+                        if is_best { "★ " } else { "" },
+                        short(v.value)
+                    ));
+                }
+                None => html.push_str("<td>–</td>"),
+            }
+        }
+        html.push_str("</tr>");
+    }
+    if with_latency {
+        if let Some(latency) = ctx.folder.manifest.latencies.first() {
+            for (column, name) in [("p50_s", "p50"), ("p99_s", "p99")] {
+                html.push_str(&format!(
+                    "<tr><th title=\"from the merged HdrHistogram of all replicas\">{} {name} (s) <span class=\"dir\">↓</span></th>",
+                    escape(latency.trim_end_matches("_s"))
+                ));
+                let table = &ctx.folder.histograms;
+                let (Ok(metrics), Ok(values)) = (table.strings("metric"), table.numbers(column)) else { continue };
+                for point in &ctx.points {
+                    let value = data::rows_of(table, point.index)
+                        .into_iter()
+                        .find(|&r| &metrics[r] == latency)
+                        .map(|r| values[r]);
+                    html.push_str(&format!("<td>{}</td>", value.map_or("–".into(), short)));
+                }
+                html.push_str("</tr>");
+            }
+        }
+    }
+    html.push_str("</tbody></table></div>");
+    html
+}
+
+fn claims_table(ctx: &Context, verify: &serde_json::Value) -> String {
+    let checks = verify.get("checks").and_then(|c| c.as_array()).cloned().unwrap_or_default();
+    let passed = checks.iter().filter(|c| c.get("passed").and_then(|p| p.as_bool()) == Some(true)).count();
+    let mut html = format!(
+        "<h3 id=\"claims\">Claims: {passed} of {} passed</h3><div class=\"scroll\"><table class=\"claims\"><thead><tr>\
+         <th>result</th><th>grid point</th><th>metric</th><th>statistic</th><th>bound</th><th>measured</th>\
+         <th>mean [95% interval]</th><th>note</th></tr></thead><tbody>",
+        checks.len()
+    );
+    let text = |c: &serde_json::Value, key: &str| {
+        c.get(key).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default()
+    };
+    let number = |c: &serde_json::Value, key: &str| c.get(key).and_then(|v| v.as_f64()).map_or("–".into(), short);
+    for check in &checks {
+        let ok = check.get("passed").and_then(|p| p.as_bool()) == Some(true);
+        let point = check.get("grid_point").and_then(|p| p.as_u64()).unwrap_or(0) as usize;
+        let label = ctx.points.get(point).map_or_else(|| format!("#{point}"), |p| p.label.clone());
+        let bound = ["at_least", "at_most", "above", "below", "between", "replica_at_most", "replica_at_least"]
+            .iter()
+            .filter_map(|key| check.get(*key).map(|v| format!("{} {}", key.replace('_', " "), v)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        html.push_str(&format!(
+            "<tr class=\"{}\"><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} [{}, {}]</td><td>{}</td></tr>",
+            if ok { "pass" } else { "fail" },
+            if ok { "PASS" } else { "FAIL" },
+            escape(&label),
+            escape(&text(check, "metric")),
+            escape(&text(check, "statistic")),
+            escape(&bound),
+            number(check, "value"),
+            number(check, "mean"),
+            number(check, "ci_lo"),
+            number(check, "ci_hi"),
+            escape(&text(check, "note")),
+        ));
+    }
+    html.push_str("</tbody></table></div>");
+    let skipped = verify.get("skipped").and_then(|s| s.as_array()).map_or(0, Vec::len);
+    if skipped > 0 {
+        html.push_str(&format!(
+            "<p class=\"note\">{skipped} claim(s) did not apply to this run's grid or replicas.</p>"
+        ));
+    }
+    html
+}
+
+/// Points per line in time-series plots: enough for the eye, few enough that a wide
+/// grid stays under the report's size budget.
+fn series_resolution(points: usize) -> usize {
+    (2400 / points.max(1)).clamp(60, 400)
+}
+
+/// Time series: per grid point the mean and its band, fault windows shaded, the
+/// recovery band and each point's mean recovery instant marked.
+pub fn time_series(ctx: &Context) -> Option<Section> {
+    let table = ctx.folder.timeseries.as_ref()?;
+    let resolution = series_resolution(ctx.overlaid().count());
+    let windows: Vec<Window> = ctx
+        .presentation
+        .windows
+        .iter()
+        .map(|w| Window { label: w.label.clone(), from: w.start_s, to: w.end_s })
+        .collect();
+    let last_fault_end = ctx.presentation.windows.iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
+    let first_fault = ctx.presentation.windows.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
+    let mut blocks = Vec::new();
+    for (s, series) in ctx.folder.manifest.series.iter().enumerate() {
+        let mut lines = Vec::new();
+        let mut rows = Vec::new();
+        for point in ctx.overlaid() {
+            let values = data::time_series(table, series, point.index, resolution);
+            for p in &values {
+                let (lo, hi) = p.interval.unwrap_or((f64::NAN, f64::NAN));
+                rows.push(vec![point.index.to_string(), num(p.x), num(p.y), num(lo), num(hi)]);
+            }
+            lines.push(Line { label: point.long(), colour: point.colour, points: values, whiskers: false });
+        }
+        let mut bands = Vec::new();
+        let mut markers = Vec::new();
+        let mut note = format!(
+            "Mean over replicas per bucket with its 95% band; grey: fault windows. Drawn at up to {resolution} points per \
+             line (neighbouring buckets merged into their envelope); timeseries.parquet has every bucket."
+        );
+        let recovery = ctx.presentation.recovery.as_ref().filter(|r| r.series == series.as_str());
+        if let Some(recovery) = recovery {
+            let mut never = Vec::new();
+            for (point, line) in ctx.overlaid().zip(&lines) {
+                let before: Vec<f64> =
+                    line.points.iter().filter(|p| p.x >= recovery.warmup_s && p.x < first_fault).map(|p| p.y).collect();
+                if !before.is_empty() && point.index == 0 {
+                    let baseline = before.iter().sum::<f64>() / before.len() as f64;
+                    bands.push(Band {
+                        label: format!(
+                            "recovery band: baseline {} × {} + {}",
+                            short(baseline),
+                            recovery.band_factor,
+                            recovery.band_offset
+                        ),
+                        colour: RGBColor(0x00, 0x9E, 0x73),
+                        from: 0.0,
+                        to: baseline * recovery.band_factor + recovery.band_offset,
+                    });
+                }
+                match ctx
+                    .value(point.index, recovery.metric)
+                    .filter(|v| v.value.is_finite() && last_fault_end.is_finite())
+                {
+                    Some(v) => markers.push(Marker {
+                        label: format!(
+                            "{}: recovered {} s after the last fault ended (mean{})",
+                            point.label,
+                            short(v.value),
+                            v.interval
+                                .map(|(lo, hi)| format!(", 95% [{}, {}]", short(lo), short(hi)))
+                                .unwrap_or_default()
+                        ),
+                        colour: point.colour,
+                        x: last_fault_end + v.value,
+                        interval: v.interval.map(|(lo, hi)| (last_fault_end + lo, last_fault_end + hi)),
+                    }),
+                    None => never.push(point.label.clone()),
+                }
+            }
+            note.push_str(&format!(
+                " Vertical lines: each grid point's mean recovery instant (the end of the last fault plus the mean of \
+                 {}), with its 95% interval at the top. The band is the first point's baseline (the mean between warm-up \
+                 and the first fault) × {} + {}; each replica is judged against its own.",
+                recovery.metric, recovery.band_factor, recovery.band_offset
+            ));
+            if !never.is_empty() {
+                note.push_str(&format!(" Never recovered on average: {}.", never.join(", ")));
+            }
+        }
+        let plot = LinePlot {
+            title: format!("{} over time", series.replace('_', " ")),
+            x: Axis::linear("time (s)"),
+            y: Axis::linear(series_unit(series)),
+            lines,
+            windows: windows.clone(),
+            markers,
+            bands,
+            size: WIDE,
+        };
+        let figure = plot.render("timeseries", csv(&["grid_point", "t_s", "mean", "ci_lo", "ci_hi"], rows), note);
+        if s == 0 || recovery.is_some() {
+            blocks.insert(if recovery.is_some() { 0 } else { blocks.len() }, Block::Figure(figure));
+        } else {
+            blocks.push(Block::Figure(figure));
+        }
+    }
+    let (first, rest): (Vec<Block>, Vec<Block>) = {
+        let mut iter = blocks.into_iter();
+        let first: Vec<Block> = iter.next().into_iter().collect();
+        (first, iter.collect())
+    };
+    let mut blocks = first;
+    if !rest.is_empty() {
+        let figures: Vec<Figure> =
+            rest.into_iter().filter_map(|b| if let Block::Figure(f) = b { Some(f) } else { None }).collect();
+        blocks.push(Block::Multiples(figures));
+    }
+    Some(Section {
+        id: "timeseries".into(),
+        title: "Over time".into(),
+        intro:
+            "What happened during the run, per grid point: the mean across replicas of each bucket and its 95% band."
+                .into(),
+        blocks,
+    })
+}
+
+fn series_unit(series: &str) -> String {
+    if series.ends_with("_rps") {
+        format!("{} (per second)", series.trim_end_matches("_rps").replace('_', " "))
+    } else {
+        format!("{} (mean level)", series.replace('_', " "))
+    }
+}
+
+/// Latency: per histogram, the percentile curve of every grid point (and, for the
+/// first histogram, the CDF).
+pub fn latency(ctx: &Context) -> Option<Section> {
+    let latencies = &ctx.folder.manifest.latencies;
+    if latencies.is_empty() {
+        return None;
+    }
+    let mut blocks = Vec::new();
+    let mut more = Vec::new();
+    for (l, latency) in latencies.iter().enumerate() {
+        let mut curves = Vec::new();
+        let mut cdfs = Vec::new();
+        let mut rows = Vec::new();
+        let mut cdf_rows = Vec::new();
+        for point in ctx.overlaid() {
+            let Some(histogram) = data::histogram(&ctx.folder.histograms, point.index, latency) else { continue };
+            let curve = data::percentile_curve(&histogram);
+            rows.extend(curve.iter().map(|p| vec![point.index.to_string(), num(1.0 - 1.0 / p.x), num(p.y)]));
+            curves.push(Line { label: point.long(), colour: point.colour, points: curve, whiskers: false });
+            if l == 0 {
+                let cdf = data::cdf(&histogram);
+                cdf_rows.extend(cdf.iter().map(|p| vec![point.index.to_string(), num(p.x), num(p.y)]));
+                cdfs.push(Line { label: point.long(), colour: point.colour, points: cdf, whiskers: false });
+            }
+        }
+        if curves.is_empty() {
+            continue;
+        }
+        let name = latency.trim_end_matches("_s").replace('_', " ");
+        let ys: Vec<f64> = curves.iter().flat_map(|c| c.points.iter().map(|p| p.y)).filter(|y| *y > 0.0).collect();
+        let spread = ys.iter().cloned().fold(0.0, f64::max) / ys.iter().cloned().fold(f64::INFINITY, f64::min);
+        let y_scale = if spread > 20.0 { Scale::Log } else { Scale::Linear };
+        let plot = LinePlot {
+            title: format!("{name}: latency by percentile"),
+            x: Axis { label: "percentile".into(), scale: Scale::Percentile },
+            y: Axis { label: "latency (s)".into(), scale: y_scale },
+            lines: curves,
+            windows: vec![],
+            markers: vec![],
+            bands: vec![],
+            size: if l == 0 { WIDE } else { SMALL },
+        };
+        let note = format!(
+            "From the merged HdrHistogram of every replica (3 significant digits); x is 1/(1−q) on a log scale, so p90, \
+             p99 and p99.9 are evenly spaced{}.",
+            if y_scale == Scale::Log { "; y is logarithmic because the values span more than 20×" } else { "" }
+        );
+        let figure = plot.render("percentiles", csv(&["grid_point", "quantile", "latency_s"], rows), note);
+        if l == 0 {
+            blocks.push(Block::Figure(figure));
+            let cdf = LinePlot {
+                title: format!("{name}: cumulative distribution"),
+                x: Axis { label: "latency (s)".into(), scale: if spread > 20.0 { Scale::Log } else { Scale::Linear } },
+                y: Axis::linear("share of requests at or below"),
+                lines: cdfs,
+                windows: vec![],
+                markers: vec![],
+                bands: vec![],
+                size: WIDE,
+            };
+            blocks.push(Block::Figure(cdf.render(
+                "cdf",
+                csv(&["grid_point", "latency_s", "share"], cdf_rows),
+                "The share of requests answered within each latency, from the same histograms.".into(),
+            )));
+        } else {
+            more.push(figure);
+        }
+    }
+    if !more.is_empty() {
+        blocks.push(Block::Details {
+            summary: format!("{} more latency histograms", more.len()),
+            blocks: vec![Block::Multiples(more)],
+        });
+    }
+    Some(Section {
+        id: "latency".into(),
+        title: "Latency".into(),
+        intro: ctx.intro("Percentile curves and the CDF from the HDR histograms, one line per grid point."),
+        blocks,
+    })
+}
+
+/// A grid axis as the report sees it: numeric values (a line or heatmap axis) or labels.
+struct GridAxis {
+    path: String,
+    labels: Vec<String>,
+    numbers: Option<Vec<f64>>,
+    values: Vec<toml::Value>,
+}
+
+fn axis_label(value: &toml::Value) -> String {
+    if let Some(label) = value.get("label").and_then(|l| l.as_str()) {
+        return label.to_string();
+    }
+    match value {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn grid_axes(ctx: &Context) -> Vec<GridAxis> {
+    let Ok(scenario) = &ctx.folder.scenario else { return Vec::new() };
+    scenario
+        .grid
+        .iter()
+        .map(|axis| {
+            let numbers: Option<Vec<f64>> =
+                axis.values.iter().map(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64))).collect();
+            GridAxis {
+                path: axis.path.clone(),
+                labels: axis.values.iter().map(axis_label).collect(),
+                numbers,
+                values: axis.values.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Each point's value index on every axis.
+fn coordinates(ctx: &Context, axes: &[GridAxis]) -> Vec<Vec<usize>> {
+    ctx.points
+        .iter()
+        .map(|point| {
+            axes.iter()
+                .map(|axis| {
+                    let value = point.params.iter().find(|(path, _)| *path == axis.path).map(|(_, v)| v);
+                    value
+                        .and_then(|v| {
+                            // A case axis lists tables; a point carries its case's label.
+                            axis.values.iter().position(|a| a == v || axis_label(a) == axis_label(v))
+                        })
+                        .unwrap_or(0)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The grid's shape drawn: one numeric axis → lines with interval bars; two or more →
+/// heatmaps (small multiples over the rest); only labelled axes → grouped bars.
+pub fn grid(ctx: &Context) -> Option<Section> {
+    let axes = grid_axes(ctx);
+    if axes.is_empty() || ctx.points.len() < 2 {
+        return None;
+    }
+    let coords = coordinates(ctx, &axes);
+    let numeric: Vec<usize> =
+        (0..axes.len()).filter(|&a| axes[a].numbers.as_ref().is_some_and(|n| n.len() > 1)).collect();
+    let others = |skip: &[usize]| -> Vec<usize> { (0..axes.len()).filter(|a| !skip.contains(a)).collect() };
+    let combo_label = |point: usize, which: &[usize]| -> String {
+        which
+            .iter()
+            .map(|&a| format!("{}={}", short_path(&axes[a].path), axes[a].labels[coords[point][a]]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let metrics = ctx.headlines();
+    let (blocks, intro) = if numeric.len() >= 2 {
+        let (ax, ay) = (numeric[0], numeric[1]);
+        let rest = others(&[ax, ay]);
+        let mut groups: Vec<String> = Vec::new();
+        for p in 0..ctx.points.len() {
+            let g = combo_label(p, &rest);
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        let options = metrics
+            .iter()
+            .map(|def| {
+                let all = ctx.points.iter().filter_map(|p| ctx.value(p.index, def.name)).map(|v| v.value);
+                let range = all.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+                let figures = groups
+                    .iter()
+                    .map(|group| {
+                        let mut cells = vec![vec![None; axes[ax].labels.len()]; axes[ay].labels.len()];
+                        let mut rows = Vec::new();
+                        for (p, point) in ctx.points.iter().enumerate() {
+                            if combo_label(p, &rest) != *group {
+                                continue;
+                            }
+                            let value = ctx.value(point.index, def.name);
+                            cells[coords[p][ay]][coords[p][ax]] = value;
+                            if let Some(v) = value {
+                                let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                                rows.push(vec![
+                                    point.index.to_string(),
+                                    axes[ax].labels[coords[p][ax]].clone(),
+                                    axes[ay].labels[coords[p][ay]].clone(),
+                                    num(v.value),
+                                    num(lo),
+                                    num(hi),
+                                ]);
+                            }
+                        }
+                        let heatmap = Heatmap {
+                            title: if group.is_empty() {
+                                def.name.to_string()
+                            } else {
+                                format!("{} at {group}", def.name)
+                            },
+                            x_label: axes[ax].path.clone(),
+                            y_label: axes[ay].path.clone(),
+                            x_values: axes[ax].labels.clone(),
+                            y_values: axes[ay].labels.clone(),
+                            cells,
+                            higher_is_better: match def.direction {
+                                Direction::Higher => Some(true),
+                                Direction::Lower => Some(false),
+                                Direction::Neither => None,
+                            },
+                            range: (range.0 <= range.1).then_some(range),
+                            size: if groups.len() > 1 { SMALL } else { WIDE },
+                        };
+                        let header =
+                            ["grid_point", axes[ax].path.as_str(), axes[ay].path.as_str(), "mean", "ci_lo", "ci_hi"];
+                        heatmap.render(
+                            "heatmap",
+                            csv(&header, rows),
+                            format!(
+                                "{}: mean per cell (hover for the 95% interval); ★ marks the best; one colour scale for all maps of this metric.",
+                                def.description
+                            ),
+                        )
+                    })
+                    .collect();
+                (def.name.to_string(), figures)
+            })
+            .collect();
+        let intro = if rest.is_empty() {
+            "Two numeric axes: a heatmap of the chosen metric with the cell values.".to_string()
+        } else {
+            format!(
+                "Heatmaps over {} × {}, one per value of {} (small multiples); choose the metric.",
+                axes[ax].path,
+                axes[ay].path,
+                rest.iter().map(|&a| axes[a].path.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        };
+        (vec![Block::Choice { label: "metric".into(), options }], intro)
+    } else if numeric.len() == 1 {
+        let ax = numeric[0];
+        let rest = others(&[ax]);
+        let figures = metrics
+            .iter()
+            .map(|def| {
+                let mut groups: Vec<(String, Vec<Point>)> = Vec::new();
+                let mut rows = Vec::new();
+                for (p, point) in ctx.points.iter().enumerate() {
+                    let Some(v) = ctx.value(point.index, def.name) else { continue };
+                    let x = axes[ax].numbers.as_ref().expect("numeric axis")[coords[p][ax]];
+                    let group = combo_label(p, &rest);
+                    let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                    rows.push(vec![point.index.to_string(), group.clone(), num(x), num(v.value), num(lo), num(hi)]);
+                    let entry = match groups.iter_mut().position(|(g, _)| *g == group) {
+                        Some(i) => &mut groups[i].1,
+                        None => {
+                            groups.push((group, Vec::new()));
+                            &mut groups.last_mut().expect("just pushed").1
+                        }
+                    };
+                    entry.push(Point { x, y: v.value, interval: v.interval });
+                }
+                let n = groups.len();
+                let lines = groups
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (label, mut points))| {
+                        points.sort_by(|a, b| a.x.total_cmp(&b.x));
+                        Line {
+                            label: if label.is_empty() { def.name.to_string() } else { label },
+                            colour: series_colour(i, n),
+                            points,
+                            whiskers: true,
+                        }
+                    })
+                    .collect();
+                let plot = LinePlot {
+                    title: format!("{} over {}", def.name, axes[ax].path),
+                    x: Axis::linear(axes[ax].path.clone()),
+                    y: Axis::linear(def.name),
+                    lines,
+                    windows: vec![],
+                    markers: vec![],
+                    bands: vec![],
+                    size: SMALL,
+                };
+                plot.render(
+                    "grid-line",
+                    csv(&["grid_point", "series", axes[ax].path.as_str(), "mean", "ci_lo", "ci_hi"], rows),
+                    format!("{}; bars: 95% intervals.", def.description),
+                )
+            })
+            .collect();
+        (
+            vec![Block::Multiples(figures)],
+            format!("Each headline metric over {}, with 95% interval bars.", axes[ax].path),
+        )
+    } else {
+        let first = 0;
+        let rest = others(&[first]);
+        let figures = metrics
+            .iter()
+            .map(|def| {
+                let mut groups: Vec<String> = Vec::new();
+                for p in 0..ctx.points.len() {
+                    let g = combo_label(p, &rest);
+                    if !groups.contains(&g) {
+                        groups.push(g);
+                    }
+                }
+                let categories = axes[first].labels.clone();
+                let n = groups.len();
+                let mut rows = Vec::new();
+                let series = groups
+                    .iter()
+                    .enumerate()
+                    .map(|(g, group)| {
+                        let mut values = vec![None; categories.len()];
+                        for (p, point) in ctx.points.iter().enumerate() {
+                            if combo_label(p, &rest) == *group {
+                                let value = ctx.value(point.index, def.name);
+                                values[coords[p][first]] = value;
+                                if let Some(v) = value {
+                                    let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                                    rows.push(vec![
+                                        point.index.to_string(),
+                                        categories[coords[p][first]].clone(),
+                                        group.clone(),
+                                        num(v.value),
+                                        num(lo),
+                                        num(hi),
+                                    ]);
+                                }
+                            }
+                        }
+                        BarSeries {
+                            label: if group.is_empty() { def.name.to_string() } else { group.clone() },
+                            colour: if n == 1 { series_colour(0, 1) } else { series_colour(g, n) },
+                            values,
+                        }
+                    })
+                    .collect();
+                // One axis of grid points: each bar in its point's colour, named as in the legend.
+                let single = axes.len() == 1;
+                let category_colours: Vec<RGBColor> =
+                    if single { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
+                let categories = if single {
+                    ctx.points.iter().map(|p| p.label.clone()).collect()
+                } else if axes[first].path == "case" || ctx.points.iter().all(|p| p.legend.is_none()) {
+                    categories
+                } else {
+                    (0..categories.len()).map(|c| format!("{} #{c}", short_path(&axes[first].path))).collect()
+                };
+                let plot = BarPlot {
+                    title: def.name.to_string(),
+                    y_label: def.name.to_string(),
+                    categories,
+                    series,
+                    stacked: false,
+                    category_colours,
+                    size: SMALL,
+                };
+                plot.render(
+                    "bars",
+                    csv(&["grid_point", axes[first].path.as_str(), "series", "mean", "ci_lo", "ci_hi"], rows),
+                    format!("{}; whiskers: 95% intervals.", def.description),
+                )
+            })
+            .collect();
+        (vec![Block::Multiples(figures)], "Labelled cases: each headline metric as bars with 95% whiskers.".to_string())
+    };
+    Some(Section { id: "grid".into(), title: "The grid".into(), intro, blocks })
+}
+
+fn short_path(path: &str) -> &str {
+    path.rsplit('.').next().unwrap_or(path)
+}
+
+/// The colour of a stage of a stacked outcome bar, and lighter shades for its reasons.
+fn stage_colour(stage: &str, stages: &[String], shade: usize) -> RGBColor {
+    const STAGES: [RGBColor; 8] = [
+        RGBColor(0x00, 0x9E, 0x73),
+        RGBColor(0xE6, 0x9F, 0x00),
+        RGBColor(0x56, 0xB4, 0xE9),
+        RGBColor(0xCC, 0x79, 0xA7),
+        RGBColor(0xD5, 0x5E, 0x00),
+        RGBColor(0xF0, 0xE4, 0x42),
+        RGBColor(0x00, 0x72, 0xB2),
+        RGBColor(0x33, 0x33, 0x33),
+    ];
+    let i = stages.iter().position(|s| s == stage).unwrap_or(0);
+    let base = if stage == "served" { STAGES[0] } else { STAGES[1 + (i.saturating_sub(1)) % 7] };
+    let t = [0.0, 0.35, 0.6, 0.75][shade.min(3)];
+    let lift = |c: u8| (c as f64 + (255.0 - c as f64) * t).round() as u8;
+    RGBColor(lift(base.0), lift(base.1), lift(base.2))
+}
+
+/// Colours for the `shown` segments: one hue per stage (served first), lighter per
+/// reason, assigned over `all` segments so a reason has one colour in every chart.
+fn segment_colours(all: &[&Segment], shown: &[&Segment]) -> Vec<RGBColor> {
+    let mut stages: Vec<String> = vec!["served".into()];
+    for s in all {
+        if !stages.contains(&s.stage) {
+            stages.push(s.stage.clone());
+        }
+    }
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut colours: Vec<(&Segment, RGBColor)> = Vec::new();
+    for s in all {
+        if colours.iter().any(|(c, _)| c.stage == s.stage && c.label == s.label) {
+            continue;
+        }
+        let shade = match seen.iter_mut().find(|(stage, _)| *stage == s.stage) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                seen.push((s.stage.clone(), 0));
+                0
+            }
+        };
+        colours.push((s, stage_colour(&s.stage, &stages, shade)));
+    }
+    shown
+        .iter()
+        .map(|s| {
+            colours.iter().find(|(c, _)| c.stage == s.stage && c.label == s.label).map_or(RGBColor(0x80, 0x80, 0x80), |(_, colour)| *colour)
+        })
+        .collect()
+}
+
+/// A segment's legend entry: `stage: reason`, or the stage alone when they agree.
+fn segment_label(segment: &Segment) -> String {
+    if segment.stage == segment.label {
+        segment.label.clone()
+    } else {
+        format!("{}: {}", segment.stage, segment.label)
+    }
+}
+
+/// The sections the model asked for.
+pub fn model_sections(ctx: &Context) -> Option<Section> {
+    let mut blocks = Vec::new();
+    let categories: Vec<String> = ctx.points.iter().map(|p| p.label.clone()).collect();
+    for section in &ctx.presentation.sections {
+        match section {
+            ModelSection::MetricBars { title, y_label, metrics } => {
+                let mut rows = Vec::new();
+                let n = metrics.len();
+                let series = metrics
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (label, metric))| {
+                        let values: Vec<Option<BarValue>> =
+                            ctx.points.iter().map(|p| ctx.value(p.index, metric)).collect();
+                        for (point, v) in ctx.points.iter().zip(&values) {
+                            if let Some(v) = v {
+                                let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                                rows.push(vec![
+                                    point.index.to_string(),
+                                    metric.clone(),
+                                    num(v.value),
+                                    num(lo),
+                                    num(hi),
+                                ]);
+                            }
+                        }
+                        BarSeries { label: label.clone(), colour: series_colour(i, n), values }
+                    })
+                    .collect();
+                let category_colours = if n == 1 { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
+                let plot = BarPlot {
+                    title: title.clone(),
+                    y_label: y_label.clone(),
+                    categories: categories.clone(),
+                    series,
+                    stacked: false,
+                    category_colours,
+                    size: WIDE,
+                };
+                blocks.push(Block::Figure(plot.render(
+                    "bars",
+                    csv(&["grid_point", "metric", "mean", "ci_lo", "ci_hi"], rows),
+                    "Means with 95% whiskers, per grid point.".into(),
+                )));
+            }
+            ModelSection::CountHistogram { title, file, column, x_label } => {
+                let Some((_, table)) = ctx.folder.extra.iter().find(|(name, _)| name == file) else { continue };
+                let per_point: Vec<Vec<(f64, f64)>> =
+                    ctx.points.iter().map(|p| data::counts(table, column, p.index)).collect();
+                let last = per_point
+                    .iter()
+                    .flat_map(|rows| rows.iter().filter(|(_, share)| *share > 0.0).map(|(v, _)| *v as usize))
+                    .max()
+                    .unwrap_or(0);
+                let categories: Vec<String> = (0..=last).map(|v| v.to_string()).collect();
+                let mut rows = Vec::new();
+                let series = ctx
+                    .overlaid()
+                    .zip(&per_point)
+                    .map(|(point, counts)| {
+                        let mut values = vec![None; categories.len()];
+                        for &(value, share) in counts {
+                            if (value as usize) <= last {
+                                values[value as usize] = Some(BarValue { value: share, interval: None });
+                                rows.push(vec![point.index.to_string(), num(value), num(share)]);
+                            }
+                        }
+                        BarSeries { label: point.long(), colour: point.colour, values }
+                    })
+                    .collect();
+                let plot = BarPlot {
+                    title: title.clone(),
+                    y_label: "share of routed attempts".into(),
+                    categories,
+                    series,
+                    stacked: false,
+                    category_colours: Vec::new(),
+                    size: WIDE,
+                };
+                blocks.push(Block::Figure(plot.render(
+                    "counts",
+                    csv(&["grid_point", column, "share"], rows),
+                    format!("x: {x_label}. Exact counts summed over every replica ({file})."),
+                )));
+            }
+            ModelSection::Outcomes { title, groups } => {
+                let mut figures = Vec::new();
+                for (group, segments) in groups {
+                    let shown: Vec<&Segment> = segments
+                        .iter()
+                        .filter(|s| {
+                            ctx.points.iter().any(|p| ctx.value(p.index, &s.metric).is_some_and(|v| v.value > 0.0))
+                        })
+                        .collect();
+                    if shown.is_empty() {
+                        continue;
+                    }
+                    let every: Vec<&Segment> = groups.iter().flat_map(|(_, segments)| segments.iter()).collect();
+                    let colours = segment_colours(&every, &shown);
+                    let mut rows = Vec::new();
+                    let series = shown
+                        .iter()
+                        .zip(colours)
+                        .map(|(segment, colour)| {
+                            let values: Vec<Option<BarValue>> =
+                                ctx.points.iter().map(|p| ctx.value(p.index, &segment.metric)).collect();
+                            for (point, v) in ctx.points.iter().zip(&values) {
+                                if let Some(v) = v {
+                                    rows.push(vec![
+                                        point.index.to_string(),
+                                        segment.stage.clone(),
+                                        segment.label.clone(),
+                                        num(v.value),
+                                    ]);
+                                }
+                            }
+                            BarSeries { label: segment_label(segment), colour, values }
+                        })
+                        .collect();
+                    let plot = BarPlot {
+                        title: format!("{group} calls"),
+                        y_label: "calls per replica (mean)".into(),
+                        categories: categories.clone(),
+                        series,
+                        stacked: true,
+                        category_colours: Vec::new(),
+                        size: SMALL,
+                    };
+                    figures.push(plot.render(
+                        "outcomes",
+                        csv(&["grid_point", "stage", "reason", "calls_mean"], rows),
+                        "Stacked means per replica: served at the bottom, then each reason a call stopped for.".into(),
+                    ));
+                }
+                blocks.push(Block::Html(format!("<h3>{}</h3>", escape(title))));
+                blocks.push(Block::Multiples(figures));
+            }
+            ModelSection::Funnel { title, total_label, segments } => {
+                let sums: Vec<Vec<f64>> = segments
+                    .iter()
+                    .map(|(_, metrics)| {
+                        ctx.points
+                            .iter()
+                            .map(|p| {
+                                metrics
+                                    .iter()
+                                    .filter_map(|m| ctx.value(p.index, m))
+                                    .map(|v| v.value)
+                                    .filter(|v| v.is_finite())
+                                    .sum()
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let totals: Vec<f64> = (0..ctx.points.len()).map(|p| sums.iter().map(|s| s[p]).sum()).collect();
+                let shown: Vec<usize> = (0..segments.len()).filter(|&s| sums[s].iter().any(|v| *v > 0.0)).collect();
+                let refs: Vec<&Segment> = shown.iter().map(|&s| &segments[s].0).collect();
+                let every: Vec<&Segment> = segments.iter().map(|(s, _)| s).collect();
+                let colours = segment_colours(&every, &refs);
+                let mut rows = Vec::new();
+                let series = shown
+                    .iter()
+                    .zip(colours)
+                    .map(|(&s, colour)| {
+                        let segment = &segments[s].0;
+                        let values = (0..ctx.points.len())
+                            .map(|p| {
+                                let share = if totals[p] > 0.0 { sums[s][p] / totals[p] } else { f64::NAN };
+                                rows.push(vec![
+                                    ctx.points[p].index.to_string(),
+                                    segment.stage.clone(),
+                                    segment.label.clone(),
+                                    num(sums[s][p]),
+                                    num(share),
+                                ]);
+                                Some(BarValue { value: share, interval: None })
+                            })
+                            .collect();
+                        BarSeries { label: segment_label(segment), colour, values }
+                    })
+                    .collect();
+                let plot = BarPlot {
+                    title: title.clone(),
+                    y_label: total_label.clone(),
+                    categories: categories.clone(),
+                    series,
+                    stacked: true,
+                    category_colours: Vec::new(),
+                    size: WIDE,
+                };
+                blocks.push(Block::Figure(plot.render(
+                    "funnel",
+                    csv(&["grid_point", "stage", "reason", "calls_mean", "share"], rows),
+                    "Each bar is every call offered (all classes); segments in the order a call meets them: each gate's \
+                     refusals, timeouts, provider errors, and at the top the calls served."
+                        .into(),
+                )));
+            }
+        }
+    }
+    if blocks.is_empty() {
+        return None;
+    }
+    Some(Section {
+        id: "model".into(),
+        title: format!("The {} model", ctx.folder.manifest.model),
+        intro: ctx.intro("What this model measures beyond the common metrics."),
+        blocks,
+    })
+}
+
+/// Every section, in page order.
+pub fn all(ctx: &Context) -> Vec<Section> {
+    let mut sections = vec![comparison(ctx)];
+    sections.extend(time_series(ctx));
+    sections.extend(latency(ctx));
+    sections.extend(grid(ctx));
+    sections.extend(model_sections(ctx));
+    sections
+}
