@@ -2,13 +2,13 @@
 //! crate. Exit codes: 0 success, 2 bad input, 3 I/O or internal error.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
-use stampede_experiments::run::pipeline::execute;
+use stampede_experiments::run::pipeline::{execute_with, Documents};
 use stampede_experiments::run::report::RunReport;
 use stampede_experiments::run::summary::SummaryOptions;
 use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
@@ -175,8 +175,10 @@ fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = resolve(name, &args.scenario_args)?;
     check_rank_by(&scenario, &args)?;
-    let report = execute_with_progress(&scenario, &args)?;
-    let html = write_report(&report, &args)?;
+    let write = |report: &RunReport, staging: &Path| write_report(report, staging, &args);
+    let documents = Documents { files: if args.no_report { vec![] } else { vec!["report.html"] }, write: &write };
+    let report = execute_with_progress(&scenario, &args, &documents)?;
+    let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else if !args.quiet {
@@ -188,12 +190,12 @@ fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes the folder's report.html unless `--no-report`.
-fn write_report(report: &RunReport, args: &RunArgs) -> Result<Option<PathBuf>> {
-    if args.no_report {
-        return Ok(None);
+/// Writes report.html into the run's staging folder unless `--no-report`.
+fn write_report(report: &RunReport, staging: &Path, args: &RunArgs) -> Result<()> {
+    if !args.no_report {
+        stampede_report::write_as(staging, &report.output_dir)?;
     }
-    stampede_report::write(&report.output_dir).map(Some)
+    Ok(())
 }
 
 fn report(args: ReportArgs) -> Result<()> {
@@ -220,12 +222,17 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
             skipped.iter().map(|s| format!("verify[{}]: {}", s.index, s.why)).collect::<Vec<_>>().join("; ")
         )));
     }
-    let report = execute_with_progress(&scenario, &args)?;
+    // The claims go into the folder too (verify.json), before the report that shows them.
+    let write = |report: &RunReport, staging: &Path| {
+        let checks = stampede_experiments::verify::check(report);
+        stampede_experiments::verify::write(staging, &stampede_experiments::verify::to_json(&checks, &skipped))?;
+        write_report(report, staging, &args)
+    };
+    let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
+    let report = execute_with_progress(&scenario, &args, &Documents { files, write: &write })?;
     let checks = stampede_experiments::verify::check(&report);
     let json = stampede_experiments::verify::to_json(&checks, &skipped);
-    // The claims go into the folder too, so its report shows them.
-    stampede_experiments::verify::write(&report.output_dir, &json)?;
-    let html = write_report(&report, &args)?;
+    let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
     } else {
@@ -268,7 +275,7 @@ fn summary(report: &RunReport, args: &RunArgs) -> String {
     stampede_experiments::run::summary::render(report, &options)
 }
 
-fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<RunReport> {
+fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Documents) -> Result<RunReport> {
     let threads = match args.threads {
         Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
         Some(threads) => threads,
@@ -287,7 +294,7 @@ fn execute_with_progress(scenario: &Scenario, args: &RunArgs) -> Result<RunRepor
     } else {
         ProgressBar::hidden()
     };
-    let report = execute(scenario, &args.out, threads, &|| bar.inc(1))?;
+    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents))?;
     bar.finish_and_clear();
     Ok(report)
 }

@@ -227,7 +227,7 @@ impl TableWriter {
     /// Writes the footer and returns the staged file, ready to commit.
     pub fn finish(mut self) -> Result<StagedFile> {
         let rest = std::mem::take(&mut self.pending);
-        if rest.first().is_some_and(|c| c.len() > 0) {
+        if rest.first().is_some_and(|c| !c.is_empty()) {
             self.write_batch(rest)?;
         }
         let destination = self.staged.destination().to_path_buf();

@@ -561,7 +561,7 @@ impl BarPlot {
                 TextStyle::from(("sans-serif", 11).into_font().transform(FontTransform::Rotate90))
                     .pos(Pos::new(HPos::Left, VPos::Center))
             } else {
-                TextStyle::from(label_font.clone()).pos(Pos::new(HPos::Center, VPos::Top))
+                label_font.clone().pos(Pos::new(HPos::Center, VPos::Top))
             };
             let text: String = if category.chars().count() > 24 {
                 category.chars().take(23).chain(std::iter::once('…')).collect()

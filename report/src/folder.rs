@@ -39,6 +39,8 @@ pub struct Manifest {
 /// Everything the report reads from a folder.
 pub struct Folder {
     pub dir: PathBuf,
+    /// The folder as the page names it (a staging folder is named as its destination).
+    pub shown: PathBuf,
     pub manifest: Manifest,
     pub summary: Table,
     pub histograms: Table,
@@ -150,7 +152,17 @@ impl Folder {
                 Err(format!("it now has {} grid points, the folder {}", s.point_count(), manifest.grid_points))
             }
         });
-        Ok(Folder { dir: dir.to_path_buf(), manifest, summary, histograms, timeseries, extra, verify, scenario })
+        Ok(Folder {
+            dir: dir.to_path_buf(),
+            shown: dir.to_path_buf(),
+            manifest,
+            summary,
+            histograms,
+            timeseries,
+            extra,
+            verify,
+            scenario,
+        })
     }
 
     /// The model's metric definitions (headline, direction, unit), or plain ones named

@@ -14,6 +14,9 @@ pub mod folder;
 pub mod page;
 pub mod sections;
 
+#[cfg(test)]
+mod tests;
+
 use std::path::{Path, PathBuf};
 
 use stampede_experiments::{Error, Result};
@@ -24,7 +27,14 @@ use crate::sections::Context;
 
 /// The report of the folder `dir`, as HTML.
 pub fn render(dir: &Path) -> Result<String> {
-    let folder = Folder::read(dir)?;
+    render_as(dir, dir)
+}
+
+/// The report of the folder `dir`, naming it `shown` (a run's staging folder is
+/// shown as the folder it becomes).
+pub fn render_as(dir: &Path, shown: &Path) -> Result<String> {
+    let mut folder = Folder::read(dir)?;
+    folder.shown = shown.to_path_buf();
     let presentation = match &folder.scenario {
         Ok(scenario) => scenario.model.presentation(&scenario.run),
         Err(_) => Default::default(),
@@ -38,7 +48,12 @@ pub fn render(dir: &Path) -> Result<String> {
 
 /// Writes `dir/report.html` atomically and returns its path.
 pub fn write(dir: &Path) -> Result<PathBuf> {
-    let html = render(dir)?;
+    write_as(dir, dir)
+}
+
+/// Writes `dir/report.html` atomically, naming the folder `shown` in the page.
+pub fn write_as(dir: &Path, shown: &Path) -> Result<PathBuf> {
+    let html = render_as(dir, shown)?;
     let io = |e: stampede_output::OutputError| Error::io(format!("cannot write the report: {e}"));
     StagedFile::with_contents(dir, "report.html", html.as_bytes()).map_err(io)?.commit().map_err(io)
 }

@@ -22,5 +22,7 @@ document.querySelectorAll("a.csv").forEach(function (link) {
   });
   document.body.dataset.plots = String(plots.length);
   document.body.dataset.plotsWithData = String(drawn.length);
+  // Resources the page fetched: a self-contained page fetches none.
+  document.body.dataset.resources = String(performance.getEntriesByType("resource").length);
   document.body.dataset.ready = "yes";
 })();

@@ -213,7 +213,7 @@ pub fn render(folder: &Folder, points: &[PointInfo], sections: &[Section]) -> St
         "</main><footer>Written by stampede {} from {}. Every plot's data is under its “Data” fold; the full tables \
          are the Parquet files beside this page.</footer>\n<script>{SCRIPT}</script></body></html>\n",
         env!("CARGO_PKG_VERSION"),
-        escape(&folder.dir.display().to_string())
+        escape(&folder.shown.display().to_string())
     ));
     html
 }

@@ -905,7 +905,10 @@ fn segment_colours(all: &[&Segment], shown: &[&Segment]) -> Vec<RGBColor> {
     shown
         .iter()
         .map(|s| {
-            colours.iter().find(|(c, _)| c.stage == s.stage && c.label == s.label).map_or(RGBColor(0x80, 0x80, 0x80), |(_, colour)| *colour)
+            colours
+                .iter()
+                .find(|(c, _)| c.stage == s.stage && c.label == s.label)
+                .map_or(RGBColor(0x80, 0x80, 0x80), |(_, colour)| *colour)
         })
         .collect()
 }

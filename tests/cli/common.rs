@@ -58,9 +58,37 @@ pub fn python_with_duckdb() -> Result<String, String> {
 /// terminal directly, past the test harness's output capture, so a skip never reads
 /// as a silent pass. Panics instead when `STAMPEDE_REQUIRE_PYTHON=1` (CI).
 pub fn skip(test: &str, why: &str) {
-    if std::env::var("STAMPEDE_REQUIRE_PYTHON").is_ok_and(|v| v == "1") {
-        panic!("{test}: {why} (STAMPEDE_REQUIRE_PYTHON=1 makes this a failure)");
+    skip_unless_required(test, why, "STAMPEDE_REQUIRE_PYTHON");
+}
+
+/// [`skip`] for a test that needs a browser: panics when `STAMPEDE_REQUIRE_BROWSER=1` (CI).
+pub fn skip_browser(test: &str, why: &str) {
+    skip_unless_required(test, why, "STAMPEDE_REQUIRE_BROWSER");
+}
+
+fn skip_unless_required(test: &str, why: &str, variable: &str) {
+    if std::env::var(variable).is_ok_and(|v| v == "1") {
+        panic!("{test}: {why} ({variable}=1 makes this a failure)");
     }
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
+/// Debian's Chromium (or `$CHROMIUM`), or why not.
+pub fn chromium() -> Result<String, String> {
+    let candidates = match std::env::var("CHROMIUM") {
+        Ok(path) => vec![path],
+        Err(_) => vec!["chromium".to_string(), "chromium-browser".to_string()],
+    };
+    for candidate in &candidates {
+        if let Ok(output) = Command::new(candidate).arg("--version").output() {
+            if output.status.success() {
+                return Ok(candidate.clone());
+            }
+        }
+    }
+    Err(format!(
+        "no headless browser ({} not found): install Debian's chromium package (apt-get install chromium) or set CHROMIUM",
+        candidates.join(", ")
+    ))
 }

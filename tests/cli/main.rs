@@ -10,4 +10,5 @@ mod duckdb_interop;
 mod folder;
 mod gateway_cli;
 mod readme;
+mod report;
 mod run_output;

@@ -114,7 +114,7 @@ fn json_summary_follows_the_contract_and_matches_erlang_c() {
     }
     let written: Vec<_> = crate::common::files_below(&scratch.path().join("mmc"));
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    assert_eq!(names, ["histograms.parquet", "manifest.json", "replicas.parquet", "summary.parquet"]);
+    assert_eq!(names, ["histograms.parquet", "manifest.json", "replicas.parquet", "report.html", "summary.parquet"]);
 }
 
 #[test]

@@ -30,12 +30,35 @@ use crate::models::{CountHistogramDef, MetricKind, SeriesKind};
 use crate::resolved::{GridPoint, Scenario};
 use crate::scenario::{GridAxis, CASE_AXIS};
 
-/// Runs `scenario` with `threads` workers and writes `out_root/<name>/`.
+/// Documents made from a finished run and written into its folder before the folder
+/// appears (the HTML report, `verify`'s claims): they read the complete tables and
+/// manifest in the staging folder, the manifest lists them, and they appear — or
+/// not — with the rest of the folder, atomically.
+pub struct Documents<'a> {
+    /// Their file names, as the manifest lists them.
+    pub files: Vec<&'static str>,
+    /// Writes them into the staging folder (the path given), the run's report at hand.
+    pub write: &'a dyn Fn(&RunReport, &Path) -> Result<()>,
+}
+
+/// Runs `scenario` with `threads` workers and writes `out_root/<name>/` (tables and
+/// manifest only).
 pub fn execute(
     scenario: &Scenario,
     out_root: &Path,
     threads: usize,
     progress: &(dyn Fn() + Sync),
+) -> Result<RunReport> {
+    execute_with(scenario, out_root, threads, progress, None)
+}
+
+/// Runs `scenario` with `threads` workers and writes `out_root/<name>/`, with `documents`.
+pub fn execute_with(
+    scenario: &Scenario,
+    out_root: &Path,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+    documents: Option<&Documents>,
 ) -> Result<RunReport> {
     let started = Instant::now();
     budget::check(budget::estimate(scenario, threads), out_root)?;
@@ -81,9 +104,13 @@ pub fn execute(
         wall_time_s: started.elapsed().as_secs_f64(),
         threads,
     };
-    let manifest = serde_json::to_vec_pretty(&report.manifest()).expect("JSON serialises");
+    let files = documents.map(|d| d.files.as_slice()).unwrap_or_default();
+    let manifest = serde_json::to_vec_pretty(&report.manifest(files)).expect("JSON serialises");
     staged.push(StagedFile::with_contents(dir, "manifest.json", &manifest)?);
     staged.commit()?;
+    if let Some(documents) = documents {
+        (documents.write)(&report, dir)?;
+    }
     folder.commit()?;
     Ok(report)
 }

@@ -119,7 +119,8 @@ impl RunReport {
 
     /// `manifest.json`: everything needed to reproduce and identify the run.
     /// Only `wall_time_s`, `host` and `command_line` differ between runs with the same inputs.
-    pub fn manifest(&self) -> Value {
+    /// `documents` are the files written from the finished run (report.html, verify.json).
+    pub fn manifest(&self, documents: &[&str]) -> Value {
         let events = self.scenario.model.metrics().iter().position(|m| m.name == "events");
         let grid: Vec<Value> = self
             .scenario
@@ -146,7 +147,7 @@ impl RunReport {
             "grid_points": self.points.len(),
             "metrics": self.scenario.model.metrics().iter().map(|m| m.name).collect::<Vec<_>>(),
             "latencies": self.scenario.model.latencies(),
-            "files": output_files(&self.scenario),
+            "files": output_files(&self.scenario).into_iter().chain(documents.iter().copied()).collect::<Vec<_>>(),
             "series": self.scenario.model.series().iter().map(|s| s.name).collect::<Vec<_>>(),
             "wall_time_s": self.wall_time_s,
             "host": {

@@ -1,0 +1,240 @@
+//! The data behind each plot, checked against the Parquet it came from: a run of a
+//! small built-in is written in-process, read back, and every section's numbers are
+//! compared with the tables.
+
+use std::path::Path;
+
+use stampede_experiments::run::pipeline::execute;
+use stampede_experiments::scenario::builtin::load_scenario_source;
+use stampede_experiments::{Overrides, Scenario};
+use stampede_output::Table;
+
+use crate::folder::Folder;
+use crate::sections::{self, Block, Context};
+use crate::{chart, data};
+
+/// Runs built-in `name` with `replicas` replicas into `out` and reads the folder back.
+fn run(name: &str, replicas: i64, out: &Path) -> Folder {
+    let overrides = Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(replicas))], grids: vec![] };
+    let scenario = Scenario::resolve(load_scenario_source(name).unwrap(), &overrides).unwrap();
+    let report = execute(&scenario, out, 2, &|| {}).unwrap();
+    Folder::read(&report.output_dir).unwrap()
+}
+
+fn context(folder: &Folder) -> Context<'_> {
+    let scenario = folder.scenario.as_ref().unwrap();
+    let defs = folder.metric_defs();
+    let (points, overlay_note) = sections::points(folder, &defs);
+    Context { folder, defs, points, overlay_note, presentation: scenario.model.presentation(&scenario.run) }
+}
+
+fn figures(blocks: &[Block]) -> Vec<&chart::Figure> {
+    let mut out = Vec::new();
+    for block in blocks {
+        match block {
+            Block::Figure(f) => out.push(f),
+            Block::Multiples(fs) => out.extend(fs),
+            Block::Choice { options, .. } => out.extend(options.iter().flat_map(|(_, fs)| fs)),
+            Block::Details { blocks, .. } => out.extend(figures(blocks)),
+            Block::Html(_) => {}
+        }
+    }
+    out
+}
+
+/// CSV rows as fields (the header dropped); quoted fields may hold commas and "".
+fn csv_rows(csv: &str) -> Vec<Vec<String>> {
+    let fields = |line: &str| {
+        let (mut out, mut field, mut quoted) = (Vec::new(), String::new(), false);
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, quoted) {
+                ('"', true) if chars.peek() == Some(&'"') => {
+                    field.push('"');
+                    chars.next();
+                }
+                ('"', _) => quoted = !quoted,
+                (',', false) => out.push(std::mem::take(&mut field)),
+                (c, _) => field.push(c),
+            }
+        }
+        out.push(field);
+        out
+    };
+    csv.lines().skip(1).map(fields).collect()
+}
+
+/// A CSV value against a table's: six significant digits; an empty field is NaN.
+fn close_text(text: &str, b: f64) -> bool {
+    if text.is_empty() {
+        return b.is_nan();
+    }
+    close(text.parse().unwrap(), b)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + 1e-12
+}
+
+#[test]
+fn baltor_bands_markers_and_percentiles_come_from_its_tables() {
+    let out = tempfile::tempdir().unwrap();
+    let folder = run("baltor", 6, out.path());
+    let ctx = context(&folder);
+    let timeseries = Table::read(&folder.dir.join("timeseries.parquet")).unwrap();
+    let summary = Table::read(&folder.dir.join("summary.parquet")).unwrap();
+
+    // At full resolution a drawn series is the table's rows: mean, band ends.
+    let buckets = data::rows_of(&timeseries, 1).len();
+    let series = data::time_series(&timeseries, "queue_depth", 1, buckets);
+    let rows = data::rows_of(&timeseries, 1);
+    let mean = timeseries.numbers("queue_depth_mean").unwrap();
+    let lo = timeseries.numbers("queue_depth_ci_lo").unwrap();
+    let hi = timeseries.numbers("queue_depth_ci_hi").unwrap();
+    assert_eq!(series.len(), buckets);
+    for (p, &r) in series.iter().zip(&rows) {
+        assert_eq!((p.y, p.interval), (mean[r], Some((lo[r], hi[r]))));
+    }
+    // Thinned, each drawn band holds every bucket's band it stands for.
+    let thin = data::time_series(&timeseries, "queue_depth", 1, 100);
+    let step = buckets.div_ceil(100);
+    for (i, p) in thin.iter().enumerate() {
+        let (plo, phi) = p.interval.unwrap();
+        for &r in rows.iter().skip(i * step).take(step) {
+            assert!(plo <= lo[r] && phi >= hi[r], "bucket {r}");
+        }
+    }
+
+    // The recovery markers stand at the last fault's end plus the summary's mean.
+    let section = sections::time_series(&ctx).unwrap();
+    let Block::Figure(queue) = &section.blocks[0] else { panic!("the queue-depth plot comes first") };
+    assert!(queue.title.starts_with("queue depth"), "{}", queue.title);
+    let recovery_mean = summary.numbers("recovery_s_mean").unwrap();
+    let last_end = ctx.presentation.windows.iter().map(|w| w.end_s).fold(0.0, f64::max);
+    assert_eq!(last_end, 3.5, "baltor's brownout ends at 3.5 s");
+    for point in [1u32, 2] {
+        let expected = last_end + recovery_mean[point as usize];
+        let label = format!(
+            "{}: recovered {} s",
+            ctx.points[point as usize].label,
+            chart::short(recovery_mean[point as usize])
+        );
+        assert!(queue.svg.contains(&label), "marker for point {point}: {label}");
+        assert!(expected > last_end);
+    }
+    assert!(queue.note.contains("Never recovered on average: #0"), "{}", queue.note);
+    // Its CSV is the drawn series: point 1's rows agree with the thinned data.
+    let csv = csv_rows(&queue.csv);
+    let resolution = (2400 / 3usize).clamp(60, 400);
+    let drawn = data::time_series(&timeseries, "queue_depth", 1, resolution);
+    let csv_point: Vec<&Vec<String>> = csv.iter().filter(|r| r[0] == "1").collect();
+    assert_eq!(csv_point.len(), drawn.len());
+    for (row, p) in csv_point.iter().zip(&drawn) {
+        assert!(close(row[2].parse().unwrap(), p.y));
+        assert!(close(row[3].parse().unwrap(), p.interval.unwrap().0));
+        assert!(close(row[4].parse().unwrap(), p.interval.unwrap().1));
+    }
+
+    // A percentile curve's p90, p99 and p99.9 are the histogram table's columns.
+    let histograms = Table::read(&folder.dir.join("histograms.parquet")).unwrap();
+    for point in 0..3u32 {
+        let histogram = data::histogram(&histograms, point, "response_s").unwrap();
+        let curve = data::percentile_curve(&histogram);
+        let row = data::rows_of(&histograms, point)[0];
+        for (x, column) in [(10.0, "p90_s"), (100.0, "p99_s"), (1000.0, "p999_s")] {
+            let at = curve.iter().find(|p| (p.x - x).abs() < 1e-9 * x).expect("the curve has the decade");
+            assert_eq!(at.y, histograms.numbers(column).unwrap()[row], "point {point} {column}");
+        }
+        let cdf = data::cdf(&histogram);
+        let median = cdf.iter().find(|p| p.y == 0.5).unwrap();
+        assert_eq!(median.x, histograms.numbers("p50_s").unwrap()[row]);
+    }
+
+    // Every grid bar is the summary's mean with its interval's ends.
+    let grid = sections::grid(&ctx).unwrap();
+    let bars = figures(&grid.blocks);
+    assert_eq!(bars.len(), ctx.defs.iter().filter(|d| d.headline).count());
+    for figure in bars {
+        let metric = figure.title.as_str();
+        for row in csv_rows(&figure.csv) {
+            let point: usize = row[0].parse().unwrap();
+            let column = |s: &str| summary.numbers(&format!("{metric}_{s}")).unwrap()[point];
+            assert!(close_text(&row[3], column("mean")), "{metric} {point}");
+            assert!(close_text(&row[4], column("ci_lo")), "{metric} {point}");
+            assert!(close_text(&row[5], column("ci_hi")), "{metric} {point}");
+        }
+    }
+}
+
+#[test]
+fn policy_grid_draws_heatmaps_over_two_numeric_axes_with_small_multiples() {
+    let out = tempfile::tempdir().unwrap();
+    let folder = run("policy-grid", 2, out.path());
+    let ctx = context(&folder);
+    let grid = sections::grid(&ctx).unwrap();
+    let [Block::Choice { options, .. }] = grid.blocks.as_slice() else { panic!("a metric choice") };
+    assert_eq!(options.len(), ctx.defs.iter().filter(|d| d.headline).count());
+    let summary = Table::read(&folder.dir.join("summary.parquet")).unwrap();
+    for (metric, maps) in options {
+        // One map per value of the third axis, 3 × 3 cells each: all 27 points once.
+        assert_eq!(maps.len(), 3, "{metric}");
+        let mut seen: Vec<usize> = Vec::new();
+        for map in maps {
+            assert_eq!(map.kind, "heatmap");
+            for row in csv_rows(&map.csv) {
+                let point: usize = row[0].parse().unwrap();
+                seen.push(point);
+                let mean = summary.numbers(&format!("{metric}_mean")).unwrap()[point];
+                assert!(close(row[3].parse().unwrap(), mean), "{metric} {point}");
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..27).collect::<Vec<_>>(), "{metric}");
+    }
+    // 27 points: overlays show eight, the best and worst four by the first headline.
+    assert_eq!(ctx.points.iter().filter(|p| p.overlaid).count(), 8);
+    assert!(ctx.overlay_note.as_deref().unwrap().contains("best 4 and the worst 4"));
+}
+
+#[test]
+fn the_gateway_funnel_sums_every_class_and_its_shares_add_up_to_one() {
+    let out = tempfile::tempdir().unwrap();
+    let folder = run("llm-stack", 2, out.path());
+    let ctx = context(&folder);
+    let section = sections::model_sections(&ctx).unwrap();
+    let all = figures(&section.blocks);
+    let funnel = all.iter().find(|f| f.kind == "funnel").expect("a funnel");
+    let summary = Table::read(&folder.dir.join("summary.parquet")).unwrap();
+    for point in 0..2usize {
+        let rows: Vec<Vec<String>> = csv_rows(&funnel.csv).into_iter().filter(|r| r[0] == point.to_string()).collect();
+        let share: f64 = rows.iter().map(|r| r[4].parse::<f64>().unwrap()).sum();
+        assert!((share - 1.0).abs() < 1e-4, "point {point}: shares sum to {share}");
+        let served = rows.iter().find(|r| r[1] == "served").unwrap()[3].parse::<f64>().unwrap();
+        let expected: f64 = ["guard", "rewrite", "answer", "think", "title", "answer_fallback"]
+            .iter()
+            .map(|c| summary.numbers(&format!("{c}_served_mean")).unwrap()[point])
+            .sum();
+        assert!(close(served, expected), "{served} vs {expected}");
+    }
+    assert!(all.iter().filter(|f| f.kind == "outcomes").count() >= 4, "a stacked bar per class that had calls");
+}
+
+#[test]
+fn a_newer_or_foreign_manifest_is_refused_and_an_older_one_is_read() {
+    let out = tempfile::tempdir().unwrap();
+    let folder = run("mmc", 2, out.path());
+    let manifest = folder.dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Written before the field existed: format 1.
+    json.as_object_mut().unwrap().remove("format");
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+    assert!(crate::render(&folder.dir).is_ok());
+    json["format"] = serde_json::json!(2);
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+    let error = crate::render(&folder.dir).err().unwrap().to_string();
+    assert!(error.contains("output format 2") && error.contains("reads format 1"), "{error}");
+    std::fs::write(&manifest, b"{\"tool\": \"other\"}").unwrap();
+    let error = crate::render(&folder.dir).err().unwrap().to_string();
+    assert!(error.contains("not a stampede manifest"), "{error}");
+}

@@ -1,0 +1,215 @@
+//! `stampede report` and the report `run` and `verify` write: the command's contract,
+//! bad folders, and — in headless Chromium — every built-in's report rendering with
+//! no console message, no request, every expected plot drawn and a screenshot that
+//! is not blank.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{chromium, skip_browser, stampede, stderr, stdout};
+
+/// Flags that keep Chromium's own background traffic and first-run work out of the test.
+const QUIET_CHROMIUM: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--no-first-run",
+    "--hide-scrollbars",
+];
+
+/// What the page says about itself once its script ran.
+#[derive(Debug)]
+struct PageFacts {
+    dom: String,
+    plots: usize,
+}
+
+fn attribute(dom: &str, name: &str) -> Option<String> {
+    let body = &dom[dom.find("<body")?..];
+    let tag = &body[..body.find('>')?];
+    let start = tag.find(&format!("{name}=\""))? + name.len() + 2;
+    Some(tag[start..][..tag[start..].find('"')?].to_string())
+}
+
+/// Loads `page` in headless Chromium and checks it: the script ran to the end, no
+/// console message at all (an error, a failed request and a blocked one are all
+/// console messages; the page's Content-Security-Policy blocks every request), no
+/// resource fetched, and every plot has data.
+fn check_page(browser: &str, page: &Path) -> Result<PageFacts, String> {
+    let url = format!("file://{}", page.display());
+    let output = Command::new(browser)
+        .args(QUIET_CHROMIUM)
+        .args(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", &url])
+        .output()
+        .map_err(|e| format!("cannot start {browser}: {e}"))?;
+    let log = String::from_utf8_lossy(&output.stderr);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    if !console.is_empty() {
+        return Err(format!("{}: console messages:\n{}", page.display(), console.join("\n")));
+    }
+    let dom = String::from_utf8_lossy(&output.stdout).into_owned();
+    if attribute(&dom, "data-ready").as_deref() != Some("yes") {
+        return Err(format!("{}: the page's script did not finish", page.display()));
+    }
+    if attribute(&dom, "data-resources").as_deref() != Some("0") {
+        return Err(format!("{}: the page fetched {:?} resources", page.display(), attribute(&dom, "data-resources")));
+    }
+    let plots: usize = attribute(&dom, "data-plots").and_then(|p| p.parse().ok()).unwrap_or(0);
+    let with_data: usize = attribute(&dom, "data-plots-with-data").and_then(|p| p.parse().ok()).unwrap_or(0);
+    if plots == 0 || with_data != plots {
+        return Err(format!("{}: {with_data} of {plots} plots have data", page.display()));
+    }
+    Ok(PageFacts { dom, plots })
+}
+
+/// Share of a screenshot's pixels that are not (nearly) white.
+fn ink(browser: &str, page: &Path, png: &Path) -> f64 {
+    let url = format!("file://{}", page.display());
+    let status = Command::new(browser)
+        .args(QUIET_CHROMIUM)
+        .args(["--window-size=1280,2400", &format!("--screenshot={}", png.display()), &url])
+        .output()
+        .expect("chromium runs");
+    assert!(png.exists(), "no screenshot: {}", String::from_utf8_lossy(&status.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    let channels = info.color_type.samples();
+    let pixels = buffer[..info.buffer_size()].chunks(channels);
+    let total = (info.width * info.height) as f64;
+    pixels.filter(|p| p.iter().take(3).any(|&c| c < 235)).count() as f64 / total
+}
+
+/// The plot kinds a model's report must hold.
+fn expected_plots(model: &str, grid_points: u64) -> Vec<&'static str> {
+    let mut kinds = vec!["percentiles", "cdf"];
+    match model {
+        "cluster" => kinds.extend(["timeseries", "counts", "bars"]),
+        "dependency" => kinds.extend(["timeseries", "bars"]),
+        "gateway" => kinds.extend(["outcomes", "funnel"]),
+        _ => {}
+    }
+    if grid_points > 1 {
+        kinds.push("grid");
+    }
+    kinds
+}
+
+#[test]
+fn every_builtin_report_renders_offline_in_headless_chromium() {
+    let browser = match chromium() {
+        Ok(browser) => browser,
+        Err(why) => return skip_browser("every_builtin_report_renders_offline_in_headless_chromium", &why),
+    };
+    let out = tempfile::tempdir().unwrap();
+    let list = stdout(&stampede(&["list"]));
+    let names: Vec<&str> = list.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(names.len() >= 10, "{list}");
+    for name in names {
+        let root = out.path().to_str().unwrap();
+        let run = stampede(&["run", name, "--replicas", "3", "--out", root, "--quiet"]);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let page = out.path().join(name).join("report.html");
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(html.len() < 2 << 20, "{name}: report is {} bytes", html.len());
+        // Nothing refers outside the file (the SVG namespace is a name, not a request).
+        let outside = html.replace("http://www.w3.org/2000/svg", "");
+        assert!(!outside.contains("http://") && !outside.contains("https://"), "{name}: an external URL");
+        let facts = check_page(&browser, &page).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.path().join(name).join("manifest.json")).unwrap())
+                .unwrap();
+        let model = manifest["model"].as_str().unwrap();
+        for kind in expected_plots(model, manifest["grid_points"].as_u64().unwrap()) {
+            let present = if kind == "grid" {
+                ["grid-line", "heatmap", "bars"].iter().any(|k| facts.dom.contains(&format!("data-plot=\"{k}\"")))
+            } else {
+                facts.dom.contains(&format!("data-plot=\"{kind}\""))
+            };
+            assert!(present, "{name} ({model}): no {kind} plot among its {}", facts.plots);
+        }
+        let share = ink(&browser, &page, &out.path().join(format!("{name}.png")));
+        assert!(share > 0.03, "{name}: the screenshot is {:.1}% ink", share * 100.0);
+    }
+}
+
+/// The checks above would catch a broken page: a script error, a blocked request.
+#[test]
+fn the_browser_check_catches_console_errors_and_requests() {
+    let browser = match chromium() {
+        Ok(browser) => browser,
+        Err(why) => return skip_browser("the_browser_check_catches_console_errors_and_requests", &why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.html");
+    std::fs::write(&broken, "<!DOCTYPE html><body data-ready=\"yes\"><script>undefinedFunction();</script></body>")
+        .unwrap();
+    let error = check_page(&browser, &broken).unwrap_err();
+    assert!(error.contains("console messages") && error.contains("undefinedFunction"), "{error}");
+    let fetching = dir.path().join("fetching.html");
+    let csp = "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">";
+    std::fs::write(
+        &fetching,
+        format!("<!DOCTYPE html><head>{csp}</head><body><img src=\"https://example.invalid/x.png\"></body>"),
+    )
+    .unwrap();
+    let error = check_page(&browser, &fetching).unwrap_err();
+    assert!(error.contains("Content Security Policy"), "{error}");
+}
+
+#[test]
+fn run_writes_the_report_and_says_where_unless_told_not_to() {
+    let out = tempfile::tempdir().unwrap();
+    let root = out.path().to_str().unwrap();
+    let run = stampede(&["run", "mmc", "--replicas", "3", "--out", root]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let page = out.path().join("mmc/report.html");
+    assert!(stdout(&run).contains(&format!("report: {}", page.display())), "{}", stdout(&run));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("Content-Security-Policy"));
+    assert!(html.contains("stampede run mmc --replicas 3 --out"), "the command that reproduces the run");
+
+    let again = stampede(&["run", "mmc", "--replicas", "3", "--out", root, "--no-report"]);
+    assert!(again.status.success());
+    assert!(!page.exists(), "--no-report: the new folder has no report");
+    assert!(!stdout(&again).contains("report:"));
+
+    // `stampede report DIR` writes it afterwards, from the folder alone.
+    let report = stampede(&["report", out.path().join("mmc").to_str().unwrap()]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    assert_eq!(stdout(&report).trim(), page.display().to_string());
+    assert!(page.exists());
+}
+
+#[test]
+fn verify_puts_its_claims_into_the_folder_and_the_report() {
+    let out = tempfile::tempdir().unwrap();
+    let root = out.path().to_str().unwrap();
+    let verify = stampede(&["verify", "mg1", "--replicas", "20", "--out", root, "--quiet"]);
+    assert!(verify.status.code() == Some(0) || verify.status.code() == Some(1), "{}", stderr(&verify));
+    let claims: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("mg1/verify.json")).unwrap()).unwrap();
+    let checks = claims["checks"].as_array().unwrap();
+    assert!(!checks.is_empty());
+    let passed = checks.iter().filter(|c| c["passed"] == true).count();
+    let html = std::fs::read_to_string(out.path().join("mg1/report.html")).unwrap();
+    assert!(html.contains(&format!("Claims: {passed} of {} passed", checks.len())), "the report shows the claims");
+}
+
+#[test]
+fn report_on_a_folder_that_is_not_one_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing");
+    let output = stampede(&["report", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no such output folder"), "{}", stderr(&output));
+    let output = stampede(&["report", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("manifest.json"), "{}", stderr(&output));
+    assert!(!dir.path().join("report.html").exists(), "nothing written");
+}
