@@ -306,13 +306,10 @@ macro_rules! draw_lines {
                     band.colour.mix(0.6).stroke_width(1),
                 )))
                 .map_err(err)?;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    band.label.clone(),
-                    (x0, clamp_y(band.to)),
-                    label_style.clone(),
-                )))
-                .map_err(err)?;
+            // Right-aligned just above its line, clear of the axis and the windows' labels.
+            let (px, py) = chart.backend_coord(&(x1, clamp_y(band.to)));
+            let style = label_style.clone().pos(Pos::new(HPos::Right, VPos::Bottom));
+            root.draw(&Text::new(band.label.clone(), (px - 4, py - 2), style)).map_err(err)?;
         }
         for (i, window) in plot.windows.iter().enumerate() {
             let (from, to) = (clamp_x(window.from), clamp_x(window.to));
