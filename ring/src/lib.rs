@@ -1,0 +1,20 @@
+//! The consistent-hashing explorer (seed 003, and beyond it): seven placement
+//! strategies ([`strategy`]), a ring and its operations written once over any key
+//! store ([`explorer`], [`store`]), the SQLite journal that is its source of truth
+//! ([`journal`]), what `status` reports ([`status`]) and the strategy comparison
+//! ([`compare`]).
+
+pub mod compare;
+pub mod explorer;
+pub mod hash;
+pub mod journal;
+pub mod status;
+pub mod store;
+pub mod strategy;
+
+#[cfg(test)]
+mod tests;
+
+pub use explorer::{Explorer, Node, Op};
+pub use journal::{Journal, JournalError};
+pub use strategy::{Settings, Strategy};
