@@ -1,6 +1,8 @@
 //! The `stampede` command: parses arguments, then hands over to the experiments
 //! crate. Exit codes: 0 success, 2 bad input, 3 I/O or internal error.
 
+mod ring_cli;
+
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,6 +37,8 @@ enum Command {
     /// Write DIR/report.html: a self-contained HTML report of an output folder (tables,
     /// time series, latency, the grid's shape, claims), readable offline.
     Report(ReportArgs),
+    /// The consistent-hashing explorer: a ring in a SQLite file, seven strategies, their comparison.
+    Ring(ring_cli::RingArgs),
     /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
     /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
     Capacity(CapacityArgs),
@@ -138,6 +142,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify(args),
         Command::Capacity(args) => capacity(args).map(|()| ExitStatus::Success),
         Command::Report(args) => report(args).map(|()| ExitStatus::Success),
+        Command::Ring(args) => ring_cli::run(args).map(|()| ExitStatus::Success),
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,

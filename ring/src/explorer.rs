@@ -300,7 +300,7 @@ impl<S: KeyStore> Explorer<S> {
                 let mut moves = Vec::new();
                 for (key, owner) in keys.iter().zip(owners) {
                     if key.owner != owner {
-                        self.store.set_owner(key.id, owner)?;
+                        self.store.set_owner(key, owner)?;
                         moves.push(Move { key: key.id, from: key.owner, to: owner });
                     }
                 }
@@ -326,7 +326,7 @@ impl<S: KeyStore> Explorer<S> {
         for key in keys {
             let owner = self.home(key.hash);
             if key.owner != owner {
-                self.store.set_owner(key.id, owner)?;
+                self.store.set_owner(&key, owner)?;
                 moves.push(Move { key: key.id, from: key.owner, to: owner });
             }
         }

@@ -23,7 +23,7 @@ pub trait KeyStore {
     fn keys_owned_by(&mut self, node: u32) -> Result<Vec<KeyRow>, String>;
     /// Every key, in id order.
     fn all_keys(&mut self) -> Result<Vec<KeyRow>, String>;
-    fn set_owner(&mut self, key: u64, owner: Option<u32>) -> Result<(), String>;
+    fn set_owner(&mut self, key: &KeyRow, owner: Option<u32>) -> Result<(), String>;
     /// Adds a key; `Err` if the name exists.
     fn insert_key(&mut self, name: &str, hash: u64, owner: Option<u32>) -> Result<u64, String>;
     /// Removes a key, returning it; `Ok(None)` if absent.
@@ -90,8 +90,8 @@ impl KeyStore for MemoryStore {
         Ok(self.keys.iter().map(|(&id, k)| Self::row(id, k)).collect())
     }
 
-    fn set_owner(&mut self, key: u64, owner: Option<u32>) -> Result<(), String> {
-        self.keys.get_mut(&key).ok_or_else(|| format!("no key with id {key}"))?.2 = owner;
+    fn set_owner(&mut self, key: &KeyRow, owner: Option<u32>) -> Result<(), String> {
+        self.keys.get_mut(&key.id).ok_or_else(|| format!("no key with id {}", key.id))?.2 = owner;
         Ok(())
     }
 
