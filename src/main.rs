@@ -39,6 +39,8 @@ enum Command {
     Report(ReportArgs),
     /// The consistent-hashing explorer: a ring in a SQLite file, seven strategies, their comparison.
     Ring(ring_cli::RingArgs),
+    /// The local web app: the ring explorer and the results browser, on 127.0.0.1.
+    Serve(ServeArgs),
     /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
     /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
     Capacity(CapacityArgs),
@@ -55,6 +57,26 @@ struct CapacityArgs {
     /// Print the result as one JSON document.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// The port (0: any free port).
+    #[arg(long, value_name = "P", default_value_t = 8350)]
+    port: u16,
+    /// The address to listen on. Anything but loopback lets other machines change the
+    /// ring file: a warning says so.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
+    /// Open the app in the default browser.
+    #[arg(long)]
+    open: bool,
+    /// The ring's SQLite file (the same as `stampede ring --db`).
+    #[arg(long, value_name = "FILE", default_value = "stampede-ring.sqlite")]
+    db: PathBuf,
+    /// Where the results page finds output folders (`stampede run --out`).
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    results: PathBuf,
 }
 
 #[derive(Args)]
@@ -143,6 +165,7 @@ fn main() -> ExitCode {
         Command::Capacity(args) => capacity(args).map(|()| ExitStatus::Success),
         Command::Report(args) => report(args).map(|()| ExitStatus::Success),
         Command::Ring(args) => ring_cli::run(args).map(|()| ExitStatus::Success),
+        Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
@@ -201,6 +224,31 @@ fn write_report(report: &RunReport, staging: &Path, args: &RunArgs) -> Result<()
         stampede_report::write_as(staging, &report.output_dir)?;
     }
     Ok(())
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    if !args.bind.is_loopback() {
+        eprintln!(
+            "stampede: warning: serving on {}: anyone who can reach this machine can read and change {}",
+            args.bind,
+            args.db.display()
+        );
+    }
+    let options = stampede_serve::Options { db: args.db.clone(), results: args.results.clone() };
+    let address = std::net::SocketAddr::new(args.bind, args.port);
+    stampede_serve::serve(options, address, |bound| {
+        let url = format!("http://{bound}/");
+        println!(
+            "stampede serve: {url} (ring file {}, results from {}); Ctrl-C stops",
+            args.db.display(),
+            args.results.display()
+        );
+        if args.open {
+            // Best effort: a machine without a desktop just has the URL above.
+            let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
+        }
+    })
+    .map_err(|e| Error::io(format!("cannot serve on {address}: {e}")))
 }
 
 fn report(args: ReportArgs) -> Result<()> {

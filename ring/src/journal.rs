@@ -38,7 +38,7 @@ const SCHEMA: &str = "
 CREATE TABLE ring (id INTEGER PRIMARY KEY CHECK (id = 1), settings TEXT NOT NULL,
                    next_node_id INTEGER NOT NULL, generated INTEGER NOT NULL);
 CREATE TABLE journal (seq INTEGER PRIMARY KEY, op TEXT NOT NULL, moved INTEGER NOT NULL,
-                      flows TEXT NOT NULL, note TEXT, at TEXT NOT NULL);
+                      flows TEXT NOT NULL, note TEXT, at INTEGER NOT NULL);
 CREATE TABLE nodes (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, weight REAL NOT NULL,
                     joined INTEGER NOT NULL);
 CREATE TABLE keys (position INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL UNIQUE,
@@ -93,7 +93,8 @@ pub struct Entry {
     /// (from, to, keys) — who gave keys to whom.
     pub flows: Vec<(String, String, u64)>,
     pub note: Option<String>,
-    pub at: String,
+    /// When it was applied, in seconds since 1970 (UTC).
+    pub at: u64,
 }
 
 /// What an applied operation reports.
@@ -286,8 +287,8 @@ impl Journal {
                     r.get::<_, String>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, String>(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, i64>(5)?,
                 ))
             })
             .map_err(&e)?;
@@ -304,7 +305,7 @@ impl Journal {
                 moved: moved as u64,
                 flows: serde_json::from_str(&flows).unwrap_or_default(),
                 note,
-                at,
+                at: at as u64,
             });
         }
         Ok(entries)
@@ -346,9 +347,8 @@ fn flows(outcome: &Outcome, names: &BTreeMap<u32, String>) -> Vec<(String, Strin
     pairs.into_iter().map(|((from, to), n)| (from, to, n)).collect()
 }
 
-fn now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    format!("{secs}")
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 fn append(

@@ -92,3 +92,73 @@ pub fn chromium() -> Result<String, String> {
         candidates.join(", ")
     ))
 }
+
+/// One HTTP/1.1 request to a local server: (status, body).
+pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = std::net::TcpStream::connect(host).expect("the server accepts");
+    let body = body.unwrap_or("");
+    let content_type = if body.is_empty() { "" } else { "Content-Type: application/json\r\n" };
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{content_type}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, rest) = response.split_once("\r\n\r\n").expect("a response head");
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // Chunked bodies (axum streams JSON that way): join the chunks.
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        let mut out = String::new();
+        let mut rest = rest;
+        while let Some((size, tail)) = rest.split_once("\r\n") {
+            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            out.push_str(&tail[..size]);
+            rest = &tail[size + 2..];
+        }
+        out
+    } else {
+        rest.to_string()
+    };
+    (status, body)
+}
+
+/// A running `stampede serve`, stopped when dropped.
+pub struct Server {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl Server {
+    /// Starts `stampede serve --port 0` with `args` and waits for its address.
+    pub fn start(args: &[&str]) -> Server {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stampede"))
+            .args(["serve", "--port", "0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("stampede serve starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let start = line.find("http://").unwrap_or_else(|| panic!("no address in {line:?}"));
+        let url = line[start..].split_whitespace().next().unwrap().trim_end_matches('/').to_string();
+        Server { child, url }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

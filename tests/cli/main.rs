@@ -11,4 +11,5 @@ mod folder;
 mod gateway_cli;
 mod readme;
 mod report;
+mod ring;
 mod run_output;

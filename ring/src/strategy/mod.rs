@@ -40,8 +40,10 @@ stampede_kernel::named_enum! {
     }
 }
 
-/// A ring's strategy and its knobs, fixed at `init` (or a strategy switch).
+/// A ring's strategy and its knobs, fixed at `init` (or a strategy switch). Fields
+/// left out of a JSON body take their defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub strategy: String,
     pub hash: String,

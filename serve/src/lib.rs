@@ -1,0 +1,49 @@
+//! `stampede serve`: a local web app, bound to 127.0.0.1 unless told otherwise. The
+//! front end is plain HTML, CSS and JavaScript compiled into the binary — nothing
+//! to install, no build step, no request leaves the machine.
+//!
+//! Each page is one module under [`pages`] with its routes (page and JSON API); the
+//! shell ([`shell`]) gives every page the same header and navigation. Adding a page
+//! is a module and a line in [`pages::PAGES`] and [`app`].
+
+pub mod pages;
+pub mod shell;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+
+/// What the app serves.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The ring's SQLite file (shared with `stampede ring --db`).
+    pub db: PathBuf,
+    /// Output folders are listed from here (`stampede run --out`).
+    pub results: PathBuf,
+}
+
+/// Shared by every handler.
+pub type State = Arc<Options>;
+
+/// The whole app.
+pub fn app(options: Options) -> Router {
+    let state: State = Arc::new(options);
+    Router::new()
+        .merge(pages::home::routes())
+        .merge(pages::ring::routes())
+        .merge(pages::results::routes())
+        .with_state(state)
+}
+
+/// Serves `options` on `address` until the process ends; `ready` is told the bound
+/// address (port 0 picks a free port) before the first request is accepted.
+pub fn serve(options: Options, address: SocketAddr, ready: impl FnOnce(SocketAddr)) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(address).await?;
+        ready(listener.local_addr()?);
+        axum::serve(listener, app(options)).await
+    })
+}

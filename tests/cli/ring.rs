@@ -1,0 +1,241 @@
+//! `stampede ring` and the ring page of `stampede serve`: the README's walk-through,
+//! bad input refused with exit 2 and the file unchanged, the comparison and its
+//! Parquet, the JSON API against the CLI and the database, and — in headless
+//! Chromium — the page driven like a user, its tables checked against `status --json`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{http, stampede, stderr, stdout, Server};
+
+fn ring(db: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["ring", "--db", db.to_str().unwrap()];
+    all.extend_from_slice(args);
+    stampede(&all)
+}
+
+fn ok(db: &Path, args: &[&str]) -> String {
+    let output = ring(db, args);
+    assert!(output.status.success(), "ring {args:?}: {}", stderr(&output));
+    stdout(&output)
+}
+
+fn json(db: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(db, args)).unwrap()
+}
+
+/// Keys per node from `status --json`.
+fn counts(status: &Value) -> Vec<(String, u64)> {
+    status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap().to_string(), n["keys"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_walk_through_moves_only_what_it_must_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    ok(&db, &["init", "--strategy", "vnodes", "--vnodes", "50"]);
+    for node in ["a", "b", "c"] {
+        ok(&db, &["add-node", node]);
+    }
+    assert!(ok(&db, &["add-keys", "--count", "3000"]).contains("3000 keys added"));
+    let before = json(&db, &["status", "--json"]);
+    let joined = ok(&db, &["add-node", "d"]);
+    assert!(joined.contains("keys moved") && joined.contains("→ d"), "{joined}");
+    let after = json(&db, &["status", "--json"]);
+    // Only keys that now belong to d moved: every other node lost keys, none gained.
+    let (b, a) = (counts(&before), counts(&after));
+    let d = a.iter().find(|(n, _)| n == "d").unwrap().1;
+    let lost: u64 = b.iter().zip(&a).map(|((_, x), (_, y))| x - y).sum();
+    assert_eq!(lost, d, "the keys d gained are exactly those the others lost");
+    assert_eq!(after["keys"], 3000);
+
+    let history = json(&db, &["history", "--json"]);
+    let entries = history.as_array().unwrap();
+    assert_eq!(entries.len(), 6);
+    assert_eq!(entries[5]["moved"].as_u64().unwrap(), d);
+    // Replaying to operation 5 is the state before d joined, and changes nothing.
+    let replayed = json(&db, &["replay", "--to", "5", "--json"]);
+    assert_eq!(counts(&replayed), counts(&before));
+    assert_eq!(json(&db, &["history", "--json"]), history);
+
+    let found = json(&db, &["lookup", "key-17", "--json"]);
+    assert_eq!(found["stored"], true);
+    assert!(found["arc"].is_array(), "a ring strategy names the arc");
+    let removed = ok(&db, &["remove-node", "b"]);
+    assert!(removed.contains("b → "), "{removed}");
+    assert!(
+        !removed.contains("a → ") && !removed.contains("c → ") && !removed.contains("d → "),
+        "only b's keys moved: {removed}"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_exit_2_and_the_file_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let missing = ring(&db, &["status"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("stampede ring init"), "{}", stderr(&missing));
+    assert!(!db.exists(), "a read creates nothing");
+    ok(&db, &["init", "--strategy", "ring"]);
+    ok(&db, &["add-node", "a"]);
+    ok(&db, &["add-keys", "x", "y"]);
+    let history = json(&db, &["history", "--json"]);
+    let status = json(&db, &["status", "--json"]);
+    for (args, expected) in [
+        (vec!["add-node", "a"], "a node with that name exists"),
+        (vec!["remove-node", "zzz"], "no such node"),
+        (vec!["remove-key", "zzz"], "no such key"),
+        (vec!["add-keys", "x"], "already exists"),
+        (vec!["add-node", "w", "--weight", "2"], "weights work with"),
+        (vec!["init"], "already holds a ring"),
+        (vec!["strategy", "--strategy", "nonsense"], "not a strategy"),
+        (vec!["strategy", "--strategy", "maglev", "--table-size", "100"], "must be a prime"),
+        (vec!["add-keys"], "--count"),
+        (vec!["replay", "--to", "99"], "operations 1 to"),
+    ] {
+        let output = ring(&db, &args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+        assert_eq!(json(&db, &["history", "--json"]), history, "{args:?} changed the journal");
+        assert_eq!(json(&db, &["status", "--json"]), status, "{args:?} changed the ring");
+    }
+    // An empty ring has nowhere to look a key up.
+    let empty = dir.path().join("empty.sqlite");
+    ok(&empty, &["init"]);
+    let output = ring(&empty, &["lookup", "k"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no nodes"), "{}", stderr(&output));
+    // A file that is not a ring is refused and left alone.
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "x".repeat(200)).unwrap();
+    let output = ring(&text, &["add-node", "a"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&text).unwrap(), "x".repeat(200));
+}
+
+#[test]
+fn compare_prints_every_strategy_and_writes_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cmp");
+    let output = stampede(&[
+        "ring",
+        "compare",
+        "--nodes",
+        "8",
+        "--keys",
+        "20000",
+        "--grow-to",
+        "10",
+        "--hash",
+        "fast",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let rows = result["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["strategy"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ring", "vnodes", "bounded", "jump", "rendezvous", "maglev", "multiprobe"]);
+    assert_eq!(result["growth"].as_array().unwrap().len(), 7 * 2);
+    let table = stampede_output::Table::read(&out.join("compare.parquet")).unwrap();
+    assert_eq!(table.rows(), 7);
+    let peaks = table.numbers("peak_over_mean").unwrap();
+    for (row, peak) in rows.iter().zip(peaks) {
+        assert_eq!(row["peak_over_mean"].as_f64().unwrap(), peak);
+    }
+    assert_eq!(stampede_output::Table::read(&out.join("growth.parquet")).unwrap().rows(), 14);
+}
+
+#[test]
+fn the_api_agrees_with_the_cli_and_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let server = Server::start(&["--db", db.to_str().unwrap(), "--results", dir.path().to_str().unwrap()]);
+    let url = &server.url;
+    let (status, body) = http("GET", &format!("{url}/api/ring"), None);
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["initialised"], false);
+    let (status, _) = http("POST", &format!("{url}/api/ring/init"), Some(r#"{"strategy":"rendezvous","hash":"fast"}"#));
+    assert_eq!(status, 200);
+    for name in ["n1", "n2", "n3"] {
+        let (status, body) = http("POST", &format!("{url}/api/ring/nodes"), Some(&format!(r#"{{"name":"{name}"}}"#)));
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = http("POST", &format!("{url}/api/ring/keys"), Some(r#"{"count":500}"#));
+    assert_eq!(status, 200, "{body}");
+    // The CLI sees what the API did, on the same file.
+    ok(&db, &["add-node", "n4"]);
+    let (status, body) = http("DELETE", &format!("{url}/api/ring/nodes/n2"), None);
+    assert_eq!(status, 200, "{body}");
+    let applied: Value = serde_json::from_str(&body).unwrap();
+    assert!(applied["flows"].as_array().unwrap().iter().all(|f| f[0] == "n2"), "only n2's keys move: {applied}");
+    let (status, body) = http("POST", &format!("{url}/api/ring/nodes"), Some(r#"{"name":"n1"}"#));
+    assert_eq!(status, 400);
+    assert!(body.contains("a node with that name exists"), "{body}");
+
+    let (_, body) = http("GET", &format!("{url}/api/ring"), None);
+    let api: Value = serde_json::from_str(&body).unwrap();
+    let cli = json(&db, &["status", "--json"]);
+    assert_eq!(api["status"], cli, "the API's status is the CLI's");
+    assert_eq!(api["keys"].as_array().unwrap().len(), 500);
+    // And both agree with the database's own rows.
+    let conn = rusqlite_count(&db);
+    assert_eq!(counts(&cli), conn);
+    let (_, body) = http("GET", &format!("{url}/api/ring?at=5"), None);
+    let past: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(past["status"]["nodes"].as_array().unwrap().len(), 3, "before n4 joined");
+    let (status, _) = http("GET", &format!("{url}/api/ring?at=99"), None);
+    assert_eq!(status, 400);
+    let (status, page) = http("GET", &format!("{url}/ring"), None);
+    assert!(status == 200 && page.contains("Ring explorer") && page.contains("/ring/ring.js"));
+}
+
+/// Keys per node straight from SQLite, through the `ring` crate's journal.
+fn rusqlite_count(db: &Path) -> Vec<(String, u64)> {
+    let journal = stampede_ring::Journal::open(db, false).unwrap();
+    let assignment = journal.assignment().unwrap();
+    let status = {
+        let mut journal = stampede_ring::Journal::open(db, false).unwrap();
+        journal.read(|e| Ok(e.nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>())).unwrap()
+    };
+    status
+        .into_iter()
+        .map(|name| {
+            let n = assignment.iter().filter(|(_, owner)| *owner == name).count() as u64;
+            (name, n)
+        })
+        .collect()
+}
+
+#[test]
+fn the_results_page_lists_output_folders_and_serves_their_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = stampede(&["run", "mmc", "--replicas", "2", "--out", dir.path().to_str().unwrap(), "--quiet"]);
+    assert!(run.status.success());
+    let server = Server::start(&[
+        "--db",
+        dir.path().join("r.sqlite").to_str().unwrap(),
+        "--results",
+        dir.path().to_str().unwrap(),
+    ]);
+    let (status, body) = http("GET", &format!("{}/api/results", server.url), None);
+    assert_eq!(status, 200);
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list[0]["name"], "mmc");
+    assert_eq!(list[0]["has_report"], true);
+    let (status, page) = http("GET", &format!("{}/results", server.url), None);
+    assert!(status == 200 && page.contains("/results/mmc/report.html"));
+    let (status, report) = http("GET", &format!("{}/results/mmc/report.html", server.url), None);
+    assert_eq!(status, 200);
+    assert_eq!(report, std::fs::read_to_string(dir.path().join("mmc/report.html")).unwrap());
+    let (status, _) = http("GET", &format!("{}/results/..%2Fetc/report.html", server.url), None);
+    assert!(status == 400 || status == 404);
+}
