@@ -93,12 +93,14 @@ pub fn chromium() -> Result<String, String> {
     ))
 }
 
-/// One HTTP/1.1 request to a local server: (status, body).
+/// One HTTP/1.1 request to a local server: (status, body). The body is read by its
+/// Content-Length or chunks (Chromium's DevTools server keeps connections open).
 pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
-    use std::io::{Read, Write};
+    use std::io::{BufRead, Read, Write};
     let rest = url.strip_prefix("http://").expect("an http URL");
     let (host, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
     let mut stream = std::net::TcpStream::connect(host).expect("the server accepts");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
     let body = body.unwrap_or("");
     let content_type = if body.is_empty() { "" } else { "Content-Type: application/json\r\n" };
     write!(
@@ -107,28 +109,45 @@ pub fn http(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
         body.len()
     )
     .unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).unwrap();
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, rest) = response.split_once("\r\n\r\n").expect("a response head");
-    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    // Chunked bodies (axum streams JSON that way): join the chunks.
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        let mut out = String::new();
-        let mut rest = rest;
-        while let Some((size, tail)) = rest.split_once("\r\n") {
-            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+    let mut reader = std::io::BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let status: u16 = line.split_whitespace().nth(1).expect("a status line").parse().unwrap();
+    let (mut length, mut chunked) = (None, false);
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        let header = line.trim_end().to_ascii_lowercase();
+        if header.is_empty() {
+            break;
+        }
+        if let Some(value) = header.strip_prefix("content-length:") {
+            length = value.trim().parse::<usize>().ok();
+        }
+        if header.starts_with("transfer-encoding:") && header.contains("chunked") {
+            chunked = true;
+        }
+    }
+    let mut bytes = Vec::new();
+    if chunked {
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            let size = usize::from_str_radix(line.trim(), 16).unwrap_or(0);
             if size == 0 {
                 break;
             }
-            out.push_str(&tail[..size]);
-            rest = &tail[size + 2..];
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).unwrap();
+            bytes.extend_from_slice(&chunk[..size]);
         }
-        out
+    } else if let Some(length) = length {
+        bytes.resize(length, 0);
+        reader.read_exact(&mut bytes).unwrap();
     } else {
-        rest.to_string()
-    };
-    (status, body)
+        reader.read_to_end(&mut bytes).unwrap();
+    }
+    (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A running `stampede serve`, stopped when dropped.

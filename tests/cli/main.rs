@@ -4,6 +4,7 @@
 //! layers live in `experiments/src/tests.rs`.
 
 mod bad_input;
+mod cdp;
 mod cluster_cli;
 mod common;
 mod duckdb_interop;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::{http, stampede, stderr, stdout, Server};
 
@@ -238,4 +238,66 @@ fn the_results_page_lists_output_folders_and_serves_their_reports() {
     assert_eq!(report, std::fs::read_to_string(dir.path().join("mmc/report.html")).unwrap());
     let (status, _) = http("GET", &format!("{}/results/..%2Fetc/report.html", server.url), None);
     assert!(status == 400 || status == 404);
+}
+
+/// The page driven as a user would: add nodes and keys, remove a node, step back;
+/// what it shows is checked against `stampede ring status --json` on the same file.
+#[test]
+fn the_ring_page_in_headless_chromium_shows_what_the_cli_reports() {
+    let chromium = match crate::common::chromium() {
+        Ok(browser) => browser,
+        Err(why) => {
+            return crate::common::skip_browser("the_ring_page_in_headless_chromium_shows_what_the_cli_reports", &why)
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    ok(&db, &["init", "--strategy", "vnodes", "--vnodes", "20"]);
+    let server = Server::start(&["--db", db.to_str().unwrap(), "--results", dir.path().to_str().unwrap()]);
+    let mut browser = crate::cdp::Browser::start(&chromium);
+    browser.navigate(&format!("{}/ring", server.url));
+    browser.wait_for("document.body.dataset.ringSeq === '1'");
+    let mut seq = 1;
+    let mut act = |browser: &mut crate::cdp::Browser, script: &str| {
+        browser.eval(script);
+        seq += 1;
+        browser.wait_for(&format!("document.body.dataset.ringSeq === '{seq}'"));
+    };
+    for name in ["alpha", "beta", "gamma"] {
+        act(&mut browser, &format!(
+            "document.querySelector('#add-node [name=name]').value = '{name}'; document.querySelector('#add-node').requestSubmit();"
+        ));
+    }
+    act(&mut browser, "document.querySelector('#add-keys [name=count]').value = '300'; document.querySelector('#add-keys').requestSubmit();");
+    act(&mut browser, "document.querySelector('[data-remove-node=beta]').click();");
+
+    let shown = browser.eval(
+        "Array.from(document.querySelectorAll('#nodes tbody tr')).map(r => [r.dataset.node, Number(r.querySelector('td.keys').textContent)])",
+    );
+    let status = json(&db, &["status", "--json"]);
+    let expected: Vec<Value> = counts(&status).into_iter().map(|(n, k)| json!([n, k])).collect();
+    assert_eq!(shown.as_array().unwrap(), &expected, "the page's node table is the CLI's status");
+    assert_eq!(browser.eval("document.querySelector('#stat-keys').textContent"), json!("300"));
+    // The keys beta held are listed as moved, from beta.
+    let moved =
+        browser.eval("Array.from(document.querySelectorAll('#moved tbody tr')).map(r => r.children[1].textContent)");
+    let moved = moved.as_array().unwrap();
+    let history = json(&db, &["history", "--json"]);
+    assert_eq!(moved.len() as u64, history[5]["moved"].as_u64().unwrap());
+    assert!(!moved.is_empty() && moved.iter().all(|from| from == "beta"), "{moved:?}");
+    // The ring shows every key and a point per virtual node.
+    assert_eq!(browser.eval("document.querySelectorAll('#ring circle.key').length"), json!(300));
+    assert_eq!(browser.eval("document.querySelectorAll('#ring circle.point').length"), json!(40));
+    // One step back: beta is there again, and the journal is untouched.
+    browser.eval("document.querySelector('#back').click();");
+    browser.wait_for("document.body.dataset.ringSeq === '5'");
+    let names = browser.eval("Array.from(document.querySelectorAll('#nodes tbody tr')).map(r => r.dataset.node)");
+    assert_eq!(names, json!(["alpha", "beta", "gamma"]));
+    assert_eq!(json(&db, &["history", "--json"]), history);
+    // A refused operation is shown, not thrown.
+    browser.eval("document.querySelector('#latest').click();");
+    browser.wait_for("document.body.dataset.ringSeq === '6'");
+    browser.eval("document.querySelector('#add-node [name=name]').value = 'alpha'; document.querySelector('#add-node').requestSubmit();");
+    browser.wait_for("document.querySelector('#message').textContent.includes('exists')");
+    assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
 }
