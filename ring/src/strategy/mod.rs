@@ -138,7 +138,8 @@ pub enum Placement {
     Empty,
     Ring(SortedRing),
     Jump { buckets: u32 },
-    Rendezvous { hashes: Vec<u64>, weights: Vec<f64> },
+    /// `uniform`: every weight equal, so the plain hash ranks (no logarithm per node).
+    Rendezvous { hashes: Vec<u64>, weights: Vec<f64>, uniform: bool },
     Maglev(Maglev),
     Multiprobe { ring: SortedRing, probes: u32 },
 }
@@ -182,6 +183,7 @@ impl Placement {
             Strategy::Rendezvous => Placement::Rendezvous {
                 hashes: nodes.iter().map(|n| hash.name(&n.name)).collect(),
                 weights: nodes.iter().map(|n| n.weight).collect(),
+                uniform: nodes.iter().all(|n| n.weight == nodes[0].weight),
             },
             Strategy::Maglev => {
                 let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
@@ -198,7 +200,7 @@ impl Placement {
             Placement::Empty => return None,
             Placement::Ring(ring) => ring.lookup(position(hash)),
             Placement::Jump { buckets } => jump::jump(hash, *buckets),
-            Placement::Rendezvous { hashes, weights } => rendezvous(hash, hashes, weights),
+            Placement::Rendezvous { hashes, weights, uniform } => rendezvous(hash, hashes, weights, *uniform),
             Placement::Maglev(maglev) => maglev.lookup(hash),
             Placement::Multiprobe { ring, probes } => multiprobe(ring, hash, *probes),
         })
@@ -251,7 +253,7 @@ impl Placement {
             + match self {
                 Placement::Empty | Placement::Jump { .. } => 0,
                 Placement::Ring(ring) | Placement::Multiprobe { ring, .. } => ring.memory_bytes(),
-                Placement::Rendezvous { hashes, weights } => hashes.len() * 8 + weights.len() * 8,
+                Placement::Rendezvous { hashes, weights, .. } => hashes.len() * 8 + weights.len() * 8,
                 Placement::Maglev(maglev) => maglev.memory_bytes(),
             }
     }
@@ -261,8 +263,7 @@ impl Placement {
 /// is the plain hash; with weights, `w / −ln(u)` (the logarithmic method), which gives
 /// node i a share of w_i / Σw.
 #[inline]
-fn rendezvous(key: u64, hashes: &[u64], weights: &[f64]) -> u32 {
-    let uniform = weights.iter().all(|&w| w == weights[0]);
+fn rendezvous(key: u64, hashes: &[u64], weights: &[f64], uniform: bool) -> u32 {
     let mut best = 0;
     let mut best_score = f64::NEG_INFINITY;
     let mut best_raw = 0u64;
