@@ -186,6 +186,8 @@ pub fn run(args: RingArgs) -> Result<()> {
             }
         }
         RingCommand::Status { json: as_json } => {
+            // A closure, not the function: it must accept the transaction's every lifetime.
+            #[allow(clippy::redundant_closure)]
             let status = open(false)?.read(|e| status(e)).map_err(journal_error)?;
             if as_json {
                 json(&status);

@@ -6,9 +6,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use stampede_kernel::names::Named;
 use stampede_ring::hash::HashKind;
 use stampede_ring::strategy::{NodeSpec, Placement, Settings, Strategy};
-use stampede_kernel::names::Named;
 
 fn lookup(c: &mut Criterion) {
     let nodes: Vec<NodeSpec> = (0..1000).map(|i| NodeSpec { name: format!("node-{i}"), weight: 1.0 }).collect();
@@ -17,7 +17,8 @@ fn lookup(c: &mut Criterion) {
     const BATCH: usize = 1000;
     group.throughput(Throughput::Elements(BATCH as u64));
     for &strategy in Strategy::ALL {
-        let settings = Settings { strategy: strategy.name().into(), hash: "fast".into(), vnodes: 150, ..Settings::default() };
+        let settings =
+            Settings { strategy: strategy.name().into(), hash: "fast".into(), vnodes: 150, ..Settings::default() };
         let placement = Placement::build(&settings, &nodes);
         let mut offset = 0usize;
         group.bench_function(BenchmarkId::from_parameter(strategy.name()), |b| {

@@ -14,7 +14,7 @@ pub fn is_prime(m: u32) -> bool {
     if m < 2 {
         return false;
     }
-    (2..).take_while(|d: &u32| (*d as u64) * (*d as u64) <= m as u64).all(|d| m % d != 0)
+    (2..).take_while(|d: &u32| (*d as u64) * (*d as u64) <= m as u64).all(|d| !m.is_multiple_of(d))
 }
 
 /// The lookup table: slot → node index.

@@ -137,11 +137,20 @@ pub enum Scope {
 pub enum Placement {
     Empty,
     Ring(SortedRing),
-    Jump { buckets: u32 },
+    Jump {
+        buckets: u32,
+    },
     /// `uniform`: every weight equal, so the plain hash ranks (no logarithm per node).
-    Rendezvous { hashes: Vec<u64>, weights: Vec<f64>, uniform: bool },
+    Rendezvous {
+        hashes: Vec<u64>,
+        weights: Vec<f64>,
+        uniform: bool,
+    },
     Maglev(Maglev),
-    Multiprobe { ring: SortedRing, probes: u32 },
+    Multiprobe {
+        ring: SortedRing,
+        probes: u32,
+    },
 }
 
 /// Virtual nodes of a node of `weight` at `vnodes` per unit weight (at least one).

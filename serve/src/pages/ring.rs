@@ -122,6 +122,8 @@ async fn state(Shared(shared): Shared<State>, Query(at): Query<At>) -> Response 
             return Err(JournalError::BadInput(format!("at={at}: the journal holds operations 1 to {latest}")));
         }
         let mut picture = if at == latest {
+            // A closure, not the function: it must accept the transaction's every lifetime.
+            #[allow(clippy::redundant_closure)]
             journal.read(|e| picture(e))?
         } else {
             let mut explorer = replay(&history, Some(at)).map_err(JournalError::BadInput)?;
