@@ -4,6 +4,7 @@
 //! `cargo bench -p stampede-benches --bench sweep`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use stampede_experiments::run::plan::Plan;
 use stampede_experiments::run::runner::{run_grid, Sinks};
 use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::{Overrides, Scenario};
@@ -27,7 +28,8 @@ fn sweep(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, &threads| {
             b.iter(|| {
                 let sinks = Sinks { records: &mut |_| Ok(()), point: &mut |_, _| Ok(()) };
-                run_grid(&scenario, threads, &|| {}, sinks).expect("runs")
+                let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: None };
+                run_grid(&scenario, &plan, threads, &|| {}, sinks).expect("runs")
             });
         });
     }

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod latency;
 pub mod layout;
 pub mod pipeline;
+pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod stats;

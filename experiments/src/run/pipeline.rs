@@ -21,6 +21,7 @@ use stampede_output::{
 };
 
 use super::budget;
+use super::plan::Plan;
 use super::latency::{LatencyStats, QUANTILES};
 use super::report::{PointReport, RunReport};
 use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
@@ -90,7 +91,8 @@ pub fn execute_with(
         });
         Ok(())
     };
-    run_grid(scenario, threads, progress, Sinks { records: &mut records, point: &mut points })?;
+    let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: None };
+    run_grid(scenario, &plan, threads, progress, Sinks { records: &mut records, point: &mut points })?;
     for report in &mut reports {
         report.replica_values = replica_values.remove(&report.index).unwrap_or_default();
     }

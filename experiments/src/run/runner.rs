@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use stampede_engine::kernel::rng::replica_seed;
 use stampede_engine::LatencyHistogram;
 
+use super::plan::Plan;
 use super::stats::{t_quantile_975, Summary, Welford};
 use crate::base::error::{Error, Result};
 use crate::resolved::{GridPoint, Scenario};
@@ -202,10 +203,11 @@ struct LivePoint {
 
 /// What every task of one chunk shares.
 struct Work<'a> {
-    /// The chunk's grid points, from `first_point` on.
-    points: Vec<&'a GridPoint>,
+    /// The chunk's grid points, from `first_point` on (`None`: no task of it here).
+    points: Vec<Option<&'a GridPoint>>,
     first_point: u32,
-    replicas: u32,
+    /// The chunk's tasks as (grid point, replica), in order.
+    tasks: &'a [(u32, u32)],
     master_seed: u64,
     workers: &'a [Mutex<WorkerAccumulators>],
     latency_count: usize,
@@ -216,10 +218,9 @@ struct Work<'a> {
 impl Work<'_> {
     /// Runs task `task` (grid point major) on the current worker thread, recording its
     /// latencies, series and counts into that worker's accumulators.
-    fn run(&self, task: u64) -> ReplicaRecord {
-        let grid_point = (task / self.replicas as u64) as u32;
-        let replica = (task % self.replicas as u64) as u32;
-        let point = self.points[(grid_point - self.first_point) as usize];
+    fn run(&self, task: usize) -> ReplicaRecord {
+        let (grid_point, replica) = self.tasks[task];
+        let point = self.points[(grid_point - self.first_point) as usize].expect("a task's point is live");
         let worker = rayon::current_thread_index().expect("runs on the pool");
         // Each worker locks only its own slot: never contended.
         let mut accumulators = self.workers[worker].lock().expect("no worker panicked");
@@ -243,14 +244,23 @@ pub struct Sinks<'a> {
     pub point: &'a mut dyn FnMut(&GridPoint, PointResult) -> Result<()>,
 }
 
-/// Runs `scenario.run.replicas` replicas of every grid point on `threads` threads.
+/// Runs the tasks of `plan` (every replica of every grid point, or a shard's share)
+/// on `threads` threads.
 ///
 /// `progress` is called once per finished replica (from worker threads); the sinks
 /// receive every record exactly once, in (grid point, replica) order, and every grid
-/// point exactly once, in order, as soon as its last replica is folded.
-pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync), sinks: Sinks) -> Result<()> {
-    let (points, replicas, master_seed) = (scenario.point_count() as u64, scenario.run.replicas, scenario.run.seed);
+/// point exactly once, in order, as soon as its last planned replica is folded. A
+/// shard's point results cover its replicas only: partial sums to be merged.
+pub fn run_grid(
+    scenario: &Scenario,
+    plan: &Plan,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+    sinks: Sinks,
+) -> Result<()> {
+    let (points, replicas, master_seed) = (scenario.point_count(), scenario.run.replicas, scenario.run.seed);
     assert!(points > 0 && replicas > 0 && threads > 0);
+    debug_assert_eq!((plan.points, plan.replicas), (points, replicas));
     let metric_defs = scenario.model.metrics();
     let metric_count = metric_defs.len();
     let latency_count = scenario.model.latencies().len();
@@ -260,14 +270,25 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
     let workers: Vec<Mutex<WorkerAccumulators>> = (0..threads).map(|_| Mutex::default()).collect();
     let mut live: BTreeMap<u32, LivePoint> = BTreeMap::new();
-    let total = points * replicas as u64;
-    let chunk = CHUNK_TASKS.min(CHUNK_POINTS * replicas as u64);
-    let mut records = Vec::with_capacity(chunk as usize);
-    let mut start = 0;
-    while start < total {
-        let end = (start + chunk).min(total);
-        let (first, last) = ((start / replicas as u64) as u32, ((end - 1) / replicas as u64) as u32);
-        for index in first..=last {
+    let chunk = CHUNK_TASKS.min(CHUNK_POINTS * replicas as u64) as usize;
+    let mut records = Vec::with_capacity(chunk);
+    let mut pending = plan.tasks().peekable();
+    let mut tasks: Vec<(u32, u32)> = Vec::with_capacity(chunk);
+    while pending.peek().is_some() {
+        tasks.clear();
+        while let Some(&(point, replica)) = pending.peek() {
+            let span = tasks.first().map_or(0, |first| point - first.0);
+            if tasks.len() == chunk || span as u64 >= CHUNK_POINTS {
+                break;
+            }
+            tasks.push((point, replica));
+            pending.next();
+        }
+        let (first, last) = (tasks[0].0, tasks[tasks.len() - 1].0);
+        // Only points with planned tasks (a shard may have none of a point).
+        let mut chunk_points: Vec<u32> = tasks.iter().map(|t| t.0).collect();
+        chunk_points.dedup();
+        for &index in &chunk_points {
             if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(index) {
                 let point = scenario.grid_point(index)?;
                 let histograms = (0..latency_count).map(|_| LatencyHistogram::new()).collect();
@@ -283,9 +304,9 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
             }
         }
         let work = Work {
-            points: (first..=last).map(|i| &live[&i].point).collect(),
+            points: (first..=last).map(|i| live.get(&i).map(|p| &p.point)).collect(),
             first_point: first,
-            replicas,
+            tasks: &tasks,
             master_seed,
             workers: &workers,
             latency_count,
@@ -293,12 +314,7 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
             progress,
         };
         // usize, because rayon's u64 ranges are not indexed (no ordered collect).
-        pool.install(|| {
-            (start as usize..end as usize)
-                .into_par_iter()
-                .map(|task| work.run(task as u64))
-                .collect_into_vec(&mut records)
-        });
+        pool.install(|| (0..tasks.len()).into_par_iter().map(|task| work.run(task)).collect_into_vec(&mut records));
         drop(work);
         debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
         for record in &records {
@@ -309,8 +325,9 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
             point.compute_ns += record.compute_ns;
         }
         (sinks.records)(&records)?;
-        // Grid points wholly before the next task are finished on every worker.
-        let finished_below = if end == total { u32::MAX } else { (end / replicas as u64) as u32 };
+        // Grid points wholly before the next task are finished on every worker (a
+        // point's planned replicas are contiguous in the task order).
+        let finished_below = pending.peek().map_or(u32::MAX, |&(point, _)| point);
         for worker in &workers {
             worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut live);
         }
@@ -330,7 +347,6 @@ pub fn run_grid(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync
             };
             (sinks.point)(&done.point, result)?;
         }
-        start = end;
     }
     debug_assert!(live.is_empty());
     Ok(())
