@@ -11,6 +11,8 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
 use stampede_experiments::run::pipeline::{execute_with, Documents};
+use stampede_experiments::run::plan::{Plan, Shard};
+use stampede_experiments::run::shards::{execute_merge, execute_shard, Shards};
 use stampede_experiments::run::report::RunReport;
 use stampede_experiments::run::summary::SummaryOptions;
 use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
@@ -41,6 +43,8 @@ enum Command {
     Ring(ring_cli::RingArgs),
     /// The local web app: the ring explorer and the results browser, on 127.0.0.1.
     Serve(ServeArgs),
+    /// Merge shard folders (from `run --shard`) into the folder a single run writes.
+    Merge(MergeArgs),
     /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
     /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
     Capacity(CapacityArgs),
@@ -57,6 +61,22 @@ struct CapacityArgs {
     /// Print the result as one JSON document.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// Shard folders (out/NAME/shards/shard=K), or the folder holding them (out/NAME/shards).
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// Output root; the merged run goes to OUT/<scenario name>/.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Do not write report.html.
+    #[arg(long)]
+    no_report: bool,
+    /// Print nothing but errors.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -131,6 +151,10 @@ struct RunArgs {
     /// Do not write report.html into the output folder.
     #[arg(long)]
     no_report: bool,
+    /// Run shard K of N (0-based) and write OUT/NAME/shards/shard=K/ for `stampede merge`;
+    /// `auto` reads SLURM_ARRAY_TASK_ID/COUNT/MIN or JOB_COMPLETION_INDEX (run only).
+    #[arg(long, value_name = "K/N|auto")]
+    shard: Option<String>,
 }
 
 #[derive(Args)]
@@ -166,6 +190,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report(args).map(|()| ExitStatus::Success),
         Command::Ring(args) => ring_cli::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
+        Command::Merge(args) => merge(args).map(|()| ExitStatus::Success),
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
@@ -203,6 +228,9 @@ fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = resolve(name, &args.scenario_args)?;
     check_rank_by(&scenario, &args)?;
+    if let Some(shard) = &args.shard {
+        return run_shard(&scenario, shard, &args);
+    }
     let write = |report: &RunReport, staging: &Path| write_report(report, staging, &args);
     let documents = Documents { files: if args.no_report { vec![] } else { vec!["report.html"] }, write: &write };
     let report = execute_with_progress(&scenario, &args, &documents)?;
@@ -213,6 +241,63 @@ fn run(args: RunArgs) -> Result<()> {
         print!("{}", summary(&report, &args));
         if let Some(html) = html {
             println!("report: {}", html.display());
+        }
+    }
+    Ok(())
+}
+
+/// `run --shard`: one shard's folder.
+fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
+    let shard = if text == "auto" {
+        let (shard, how) = Shard::from_env(|name| std::env::var(name).ok())?;
+        if !args.quiet {
+            eprintln!("stampede: --shard auto: shard {} of {} (from {how})", shard.index, shard.count);
+        }
+        shard
+    } else {
+        Shard::parse(text)?
+    };
+    let threads = threads(args)?;
+    let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: Some(shard) };
+    let bar = progress_bar(plan.task_count(), args.quiet);
+    let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    if !args.quiet {
+        println!("wrote shard {} of {} ({} tasks): {}", shard.index, shard.count, plan.task_count(), dir.display());
+    }
+    Ok(())
+}
+
+fn merge(args: MergeArgs) -> Result<()> {
+    // A folder holding shard=K folders stands for all of them.
+    let mut dirs = Vec::new();
+    for dir in &args.shards {
+        if !dir.join("manifest.json").exists() && dir.is_dir() {
+            let mut inside: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map_err(|e| Error::bad_input(format!("{}: {e}", dir.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("shard=")))
+                .collect();
+            inside.sort();
+            dirs.extend(inside);
+        } else {
+            dirs.push(dir.clone());
+        }
+    }
+    let shards = Shards::read(&dirs)?;
+    let no_report = args.no_report;
+    let write = |report: &RunReport, staging: &Path| {
+        if !no_report {
+            stampede_report::write_as(staging, &report.output_dir)?;
+        }
+        Ok(())
+    };
+    let documents = Documents { files: if no_report { vec![] } else { vec!["report.html"] }, write: &write };
+    let report = execute_merge(&shards, &args.out, Some(&documents))?;
+    if !args.quiet {
+        println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
+        if !no_report {
+            println!("report: {}", report.output_dir.join("report.html").display());
         }
     }
     Ok(())
@@ -329,13 +414,25 @@ fn summary(report: &RunReport, args: &RunArgs) -> String {
 }
 
 fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Documents) -> Result<RunReport> {
-    let threads = match args.threads {
+    let threads = threads(args)?;
+    let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
+    let bar = progress_bar(total, args.quiet);
+    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents))?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+fn threads(args: &RunArgs) -> Result<usize> {
+    Ok(match args.threads {
         Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
         Some(threads) => threads,
         None => std::thread::available_parallelism().map_or(1, usize::from),
-    };
-    let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
-    let bar = if !args.quiet && std::io::stderr().is_terminal() {
+    })
+}
+
+/// A progress bar on a terminal, hidden otherwise.
+fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if !quiet && std::io::stderr().is_terminal() {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template(
@@ -346,10 +443,7 @@ fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Docume
         bar
     } else {
         ProgressBar::hidden()
-    };
-    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents))?;
-    bar.finish_and_clear();
-    Ok(report)
+    }
 }
 
 fn capacity(args: CapacityArgs) -> Result<()> {

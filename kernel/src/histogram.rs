@@ -51,6 +51,13 @@ impl LatencyHistogram {
         self.saturated += other.saturated;
     }
 
+    /// Adds a histogram read back from its serialised form (a shard's partial), with
+    /// the count of values it clamped to the top.
+    pub fn merge_hdr(&mut self, other: &Histogram<u64>, saturated: u64) {
+        self.histogram.add(other).expect("histograms share bounds");
+        self.saturated += saturated;
+    }
+
     /// The bytes its counts array occupies (fixed by the bounds).
     pub fn footprint_bytes(&self) -> usize {
         self.histogram.distinct_values() * std::mem::size_of::<u64>()

@@ -10,5 +10,6 @@ pub mod pipeline;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod shards;
 pub mod stats;
 pub mod summary;

@@ -61,8 +61,23 @@ pub fn execute_with(
     progress: &(dyn Fn() + Sync),
     documents: Option<&Documents>,
 ) -> Result<RunReport> {
-    let started = Instant::now();
     budget::check(budget::estimate(scenario, threads), out_root)?;
+    let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: None };
+    let produce = |sinks: Sinks| run_grid(scenario, &plan, threads, progress, sinks);
+    write_run(scenario, out_root, threads, &produce, documents)
+}
+
+/// Writes `out_root/<name>/` from whatever `produce` feeds the sinks — a run's
+/// replicas, or shards read back — so a merged folder is written by exactly the code
+/// that writes a single run's, byte for byte.
+pub fn write_run(
+    scenario: &Scenario,
+    out_root: &Path,
+    threads: usize,
+    produce: &dyn Fn(Sinks) -> Result<()>,
+    documents: Option<&Documents>,
+) -> Result<RunReport> {
+    let started = Instant::now();
     let folder = begin_folder(out_root, &scenario.name)?;
     let dir = folder.path();
     let mut replicas_table = TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?;
@@ -91,8 +106,7 @@ pub fn execute_with(
         });
         Ok(())
     };
-    let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: None };
-    run_grid(scenario, &plan, threads, progress, Sinks { records: &mut records, point: &mut points })?;
+    produce(Sinks { records: &mut records, point: &mut points })?;
     for report in &mut reports {
         report.replica_values = replica_values.remove(&report.index).unwrap_or_default();
     }
@@ -118,7 +132,7 @@ pub fn execute_with(
 }
 
 /// Locks `root/name` and starts its staging folder.
-fn begin_folder(root: &Path, name: &str) -> Result<StagedFolder> {
+pub(crate) fn begin_folder(root: &Path, name: &str) -> Result<StagedFolder> {
     let destination = root.join(name);
     let cannot = |error: stampede_output::OutputError| {
         Error::io(format!("cannot create output folder {}: {}", destination.display(), error.reason))
@@ -269,7 +283,7 @@ fn metric_column_type(kind: MetricKind) -> ColumnType {
     }
 }
 
-fn replica_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
+pub(crate) fn replica_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![
         ColumnSpec::new("grid_point", ColumnType::U32),
         ColumnSpec::new("replica", ColumnType::U32),
@@ -279,7 +293,7 @@ fn replica_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     columns
 }
 
-fn replica_values_columns(scenario: &Scenario, records: &[ReplicaRecord]) -> Vec<ColumnValues> {
+pub(crate) fn replica_values_columns(scenario: &Scenario, records: &[ReplicaRecord]) -> Vec<ColumnValues> {
     let mut columns = vec![
         ColumnValues::U32(records.iter().map(|r| r.grid_point).collect()),
         ColumnValues::U32(records.iter().map(|r| r.replica).collect()),

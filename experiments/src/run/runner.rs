@@ -85,6 +85,40 @@ pub struct SeriesSums {
 }
 
 impl SeriesSums {
+    /// Series `index` as bytes: per bucket its sum and sum of squares, little-endian u128.
+    pub fn to_bytes(&self, index: usize) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.buckets() * 32);
+        for (s, q) in self.sum[index].iter().zip(&self.sum_squares[index]) {
+            bytes.extend_from_slice(&s.to_le_bytes());
+            bytes.extend_from_slice(&q.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Adds series `index` of `replicas` replicas read back from [`Self::to_bytes`];
+    /// `series` is how many series the model has.
+    pub fn add_bytes(&mut self, index: usize, series: usize, replicas: u64, bytes: &[u8]) -> Result<()> {
+        if bytes.len() % 32 != 0 {
+            return Err(Error::bad_input("a shard's series sums are truncated"));
+        }
+        let buckets = bytes.len() / 32;
+        if self.sum.is_empty() {
+            self.sum = vec![vec![0; buckets]; series];
+            self.sum_squares = self.sum.clone();
+        }
+        if self.sum[index].len() != buckets {
+            return Err(Error::bad_input("shards disagree on the number of time-series buckets"));
+        }
+        for (b, pair) in bytes.chunks_exact(32).enumerate() {
+            self.sum[index][b] += u128::from_le_bytes(pair[..16].try_into().expect("16 bytes"));
+            self.sum_squares[index][b] += u128::from_le_bytes(pair[16..].try_into().expect("16 bytes"));
+        }
+        if index == 0 {
+            self.replicas += replicas;
+        }
+        Ok(())
+    }
+
     fn add(&mut self, series: &[Vec<u128>]) {
         if series.is_empty() {
             return;
@@ -237,6 +271,20 @@ impl Work<'_> {
     }
 }
 
+/// Each metric's mean and interval from its fold, the interval clipped to the
+/// metric's domain: the one way a summary is made (a run, and a merge of shards).
+pub fn summaries(welfords: &[Welford], defs: &[crate::models::MetricDef]) -> Vec<Summary> {
+    welfords
+        .iter()
+        .zip(defs)
+        .map(|(welford, def)| {
+            let summary = welford.summary();
+            let (ci_lo, ci_hi) = def.clip(summary.ci_lo, summary.ci_hi);
+            Summary { ci_lo, ci_hi, ..summary }
+        })
+        .collect()
+}
+
 /// Where a run's results go, in order: every replica's record, and every grid point
 /// once all its replicas are done.
 pub struct Sinks<'a> {
@@ -333,13 +381,8 @@ pub fn run_grid(
         }
         while let Some(entry) = live.first_entry().filter(|e| *e.key() < finished_below) {
             let done = entry.remove();
-            let clip = |(welford, def): (&Welford, &crate::models::MetricDef)| {
-                let summary = welford.summary();
-                let (ci_lo, ci_hi) = def.clip(summary.ci_lo, summary.ci_hi);
-                Summary { ci_lo, ci_hi, ..summary }
-            };
             let result = PointResult {
-                summaries: done.welfords.iter().zip(&metric_defs).map(clip).collect(),
+                summaries: summaries(&done.welfords, &metric_defs),
                 latencies: done.histograms,
                 series: done.series,
                 counts: done.counts,
