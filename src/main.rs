@@ -12,8 +12,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
 use stampede_experiments::run::pipeline::{execute_with, Documents};
 use stampede_experiments::run::plan::{Plan, Shard};
-use stampede_experiments::run::shards::{execute_merge, execute_shard, Shards};
 use stampede_experiments::run::report::RunReport;
+use stampede_experiments::run::shards::{execute_merge, execute_shard, Shards};
 use stampede_experiments::run::summary::SummaryOptions;
 use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
 use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
@@ -279,6 +279,12 @@ fn merge(args: MergeArgs) -> Result<()> {
                 .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("shard=")))
                 .collect();
             inside.sort();
+            if inside.is_empty() {
+                return Err(Error::bad_input(format!(
+                    "merge: {}: not a shard folder, and it holds none (shard=K folders, from `stampede run --shard`)",
+                    dir.display()
+                )));
+            }
             dirs.extend(inside);
         } else {
             dirs.push(dir.clone());

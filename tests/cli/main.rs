@@ -14,3 +14,4 @@ mod readme;
 mod report;
 mod ring;
 mod run_output;
+mod shards;

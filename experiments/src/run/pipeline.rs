@@ -21,8 +21,8 @@ use stampede_output::{
 };
 
 use super::budget;
-use super::plan::Plan;
 use super::latency::{LatencyStats, QUANTILES};
+use super::plan::Plan;
 use super::report::{PointReport, RunReport};
 use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
 use crate::base::error::{Error, Result};

@@ -40,7 +40,11 @@ impl Shard {
         let number = |name: &str| -> Result<Option<u32>> {
             match get(name) {
                 None => Ok(None),
-                Some(v) => v.trim().parse().map(Some).map_err(|_| Error::bad_input(format!("--shard auto: {name}={v:?} is not a number"))),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| Error::bad_input(format!("--shard auto: {name}={v:?} is not a number"))),
             }
         };
         if let (Some(id), Some(count)) = (number("SLURM_ARRAY_TASK_ID")?, number("SLURM_ARRAY_TASK_COUNT")?) {
@@ -49,7 +53,10 @@ impl Shard {
                 Error::bad_input(format!("--shard auto: SLURM_ARRAY_TASK_ID={id} is below SLURM_ARRAY_TASK_MIN={min}"))
             })?;
             let shard = Shard::parse(&format!("{index}/{count}"))?;
-            return Ok((shard, format!("SLURM_ARRAY_TASK_ID={id} − SLURM_ARRAY_TASK_MIN={min} of SLURM_ARRAY_TASK_COUNT={count}")));
+            return Ok((
+                shard,
+                format!("SLURM_ARRAY_TASK_ID={id} − SLURM_ARRAY_TASK_MIN={min} of SLURM_ARRAY_TASK_COUNT={count}"),
+            ));
         }
         if let Some(index) = number("JOB_COMPLETION_INDEX")? {
             let (name, count) = match number("STAMPEDE_SHARDS")? {

@@ -159,8 +159,9 @@ pub struct Shards {
 
 fn manifest_of(dir: &Path) -> Result<Value> {
     let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::bad_input(format!("{}: {e}; is it a shard folder (OUT/NAME/shards/shard=K)?", path.display())))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Error::bad_input(format!("{}: {e}; is it a shard folder (OUT/NAME/shards/shard=K)?", path.display()))
+    })?;
     serde_json::from_str(&text).map_err(|e| Error::bad_input(format!("{}: not JSON: {e}", path.display())))
 }
 
@@ -177,7 +178,10 @@ impl Shards {
             let count = manifest.pointer("/shard/count").and_then(Value::as_u64);
             let print = manifest.get("fingerprint").and_then(Value::as_str).map(str::to_string);
             let (Some(index), Some(count), Some(print)) = (index, count, print) else {
-                return Err(Error::bad_input(format!("{}: not a shard folder (its manifest has no shard and fingerprint)", dir.display())));
+                return Err(Error::bad_input(format!(
+                    "{}: not a shard folder (its manifest has no shard and fingerprint)",
+                    dir.display()
+                )));
             };
             manifests.push((dir.clone(), index, count, print, manifest));
         }
@@ -203,7 +207,9 @@ impl Shards {
         let duplicated: Vec<String> = seen
             .iter()
             .filter(|(_, dirs)| dirs.len() > 1)
-            .map(|(i, dirs)| format!("{i} ({})", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")))
+            .map(|(i, dirs)| {
+                format!("{i} ({})", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
+            })
             .collect();
         if !missing.is_empty() || !duplicated.is_empty() {
             let mut why = Vec::new();
@@ -216,8 +222,8 @@ impl Shards {
             return Err(Error::bad_input(format!("merge: {}; nothing was written", why.join("; "))));
         }
         let toml_text = first.get("scenario_toml").and_then(Value::as_str).unwrap_or_default();
-        let source: toml::Table =
-            toml::from_str(toml_text).map_err(|e| Error::bad_input(format!("merge: the shards' scenario does not parse: {e}")))?;
+        let source: toml::Table = toml::from_str(toml_text)
+            .map_err(|e| Error::bad_input(format!("merge: the shards' scenario does not parse: {e}")))?;
         let scenario = Scenario::resolve(source, &Overrides::default())?;
         if fingerprint(&scenario) != *print {
             return Err(Error::bad_input(
@@ -284,15 +290,23 @@ impl Shards {
                     for row in rows.clone() {
                         let item = items[row].as_str();
                         if let Some(name) = item.strip_prefix("hdr:") {
-                            let i = latencies.iter().position(|l| *l == name).ok_or_else(|| bad(format!("unknown histogram {name}")))?;
+                            let i = latencies
+                                .iter()
+                                .position(|l| *l == name)
+                                .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
                             let hdr = deserialize_v2(&data[row]).map_err(bad)?;
                             histograms[i].merge_hdr(&hdr, extra[row] as u64);
                         } else if let Some(name) = item.strip_prefix("series:") {
-                            let i = series.iter().position(|s| s.name == name).ok_or_else(|| bad(format!("unknown series {name}")))?;
+                            let i = series
+                                .iter()
+                                .position(|s| s.name == name)
+                                .ok_or_else(|| bad(format!("unknown series {name}")))?;
                             sums.add_bytes(i, series.len(), replicas[row] as u64, &data[row])?;
                         } else if item == "counts" {
-                            let part: Vec<u64> =
-                                data[row].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+                            let part: Vec<u64> = data[row]
+                                .chunks_exact(8)
+                                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                                .collect();
                             if counts.len() < part.len() {
                                 counts.resize(part.len(), 0);
                             }

@@ -1,0 +1,209 @@
+//! Sharded runs merged: byte-identical to a single process for several splits and
+//! every model; shards that do not belong together, missing or given twice are
+//! refused with nothing written; shard folders read by DuckDB before merging.
+
+use std::path::Path;
+
+use crate::common::{files_below, python_with_duckdb, skip, stampede, stderr, stdout};
+
+/// The tables a single run and a merge must agree on, byte for byte.
+fn tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files_below(dir)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "parquet"))
+        .map(|f| (f.display().to_string(), std::fs::read(dir.join(&f)).unwrap()))
+        .collect()
+}
+
+fn run(args: &[&str]) {
+    let output = stampede(args);
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+}
+
+/// Runs `scenario` whole and in `count` shards (a few replicas, `extra` settings),
+/// merges, and compares every table.
+fn check(scenario: &str, replicas: &str, count: u32, extra: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let single_root = root("single");
+    let mut single = vec!["run", scenario, "--replicas", replicas, "--out", &single_root, "--quiet", "--no-report"];
+    single.extend_from_slice(extra);
+    run(&single);
+    let parts = root("parts");
+    for k in 0..count {
+        let shard = format!("{k}/{count}");
+        let mut args = vec![
+            "run",
+            scenario,
+            "--replicas",
+            replicas,
+            "--out",
+            &parts,
+            "--quiet",
+            "--shard",
+            &shard,
+            "--threads",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        run(&args);
+    }
+    let name = Path::new(scenario).file_stem().unwrap().to_str().unwrap().to_string();
+    let shards = format!("{parts}/{name}/shards");
+    let merged = root("merged");
+    run(&["merge", &shards, "--out", &merged, "--quiet", "--no-report"]);
+    let (a, b) = (tables(&dir.path().join("single").join(&name)), tables(&dir.path().join("merged").join(&name)));
+    assert_eq!(a.iter().map(|t| &t.0).collect::<Vec<_>>(), b.iter().map(|t| &t.0).collect::<Vec<_>>(), "{scenario}");
+    for ((file, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y, "{scenario} in {count} shards: {file} differs from the single run");
+    }
+}
+
+#[test]
+fn merged_shards_equal_a_single_run_for_any_split() {
+    for count in [1, 2, 3, 7] {
+        check("baltor", "6", count, &[]);
+    }
+    // More shards than replicas: some shards hold no replica of a point.
+    check("mmc", "3", 5, &["--set", "run.horizon_s=200", "--set", "run.warmup_s=20"]);
+}
+
+#[test]
+fn merged_shards_equal_a_single_run_for_every_model() {
+    check("mg1", "4", 3, &["--set", "run.horizon_s=500", "--set", "run.warmup_s=50"]);
+    check("dependency-slowdown", "4", 3, &[]);
+    check("llm-stack", "3", 2, &[]);
+    check("bounded-load", "4", 4, &[]);
+}
+
+#[test]
+fn shards_that_do_not_belong_together_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = dir.path().join("parts");
+    let other = dir.path().join("other");
+    let p = parts.to_str().unwrap();
+    for k in 0..3 {
+        run(&[
+            "run",
+            "mmc",
+            "--replicas",
+            "3",
+            "--out",
+            p,
+            "--quiet",
+            "--shard",
+            &format!("{k}/3"),
+            "--set",
+            "run.horizon_s=100",
+        ]);
+    }
+    run(&[
+        "run",
+        "mmc",
+        "--replicas",
+        "3",
+        "--out",
+        other.to_str().unwrap(),
+        "--quiet",
+        "--shard",
+        "1/3",
+        "--seed",
+        "7",
+        "--set",
+        "run.horizon_s=100",
+    ]);
+    let shard = |root: &Path, k: u32| root.join(format!("mmc/shards/shard={k}")).to_str().unwrap().to_string();
+    let out = dir.path().join("merged");
+    let o = out.to_str().unwrap();
+    for (args, expected) in [
+        (vec![shard(&parts, 0), shard(&other, 1), shard(&parts, 2)], "of another run"),
+        (vec![shard(&parts, 0), shard(&parts, 2)], "missing shard(s) 1 of 3"),
+        (vec![shard(&parts, 0), shard(&parts, 1), shard(&parts, 1), shard(&parts, 2)], "given twice: 1"),
+        (vec![dir.path().to_str().unwrap().to_string()], "not a shard folder"),
+    ] {
+        let mut all = vec!["merge".to_string()];
+        all.extend(args);
+        all.extend(["--out".to_string(), o.to_string()]);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let output = stampede(&refs);
+        assert_eq!(output.status.code(), Some(2), "{refs:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{refs:?}: {}", stderr(&output));
+        assert!(!out.exists(), "nothing written");
+    }
+    // Merging into the folder that holds the shards would destroy them.
+    let output = stampede(&["merge", parts.join("mmc/shards").to_str().unwrap(), "--out", p]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("holds shard"), "{}", stderr(&output));
+    assert!(parts.join("mmc/shards/shard=0/manifest.json").exists());
+}
+
+#[test]
+fn shard_auto_reads_the_schedulers_variables_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args([
+            "run",
+            "mmc",
+            "--replicas",
+            "4",
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--shard",
+            "auto",
+            "--set",
+            "run.horizon_s=100",
+        ])
+        .env("SLURM_ARRAY_TASK_ID", "5")
+        .env("SLURM_ARRAY_TASK_COUNT", "2")
+        .env("SLURM_ARRAY_TASK_MIN", "4")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("shard 1 of 2 (from SLURM_ARRAY_TASK_ID=5"), "{}", stderr(&output));
+    assert!(stdout(&output).contains("shard=1"), "{}", stdout(&output));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("mmc/shards/shard=1/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["shard"]["index"], 1);
+    assert_eq!(manifest["shard"]["count"], 2);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["run", "mmc", "--out", dir.path().to_str().unwrap(), "--shard", "auto"])
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no scheduler variables"), "{}", stderr(&output));
+}
+
+#[test]
+fn duckdb_reads_every_shard_before_the_merge() {
+    let python = match python_with_duckdb() {
+        Ok(python) => python,
+        Err(why) => return skip("duckdb_reads_every_shard_before_the_merge", &why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().to_str().unwrap();
+    for k in 0..3 {
+        run(&[
+            "run",
+            "mmc",
+            "--replicas",
+            "5",
+            "--out",
+            p,
+            "--quiet",
+            "--shard",
+            &format!("{k}/3"),
+            "--set",
+            "run.horizon_s=100",
+        ]);
+    }
+    let query = "SELECT shard, count(*) AS rows, count(DISTINCT (grid_point, replica)) AS tasks \
+                 FROM read_parquet('mmc/shards/*/replicas.parquet', hive_partitioning = true) GROUP BY shard ORDER BY shard";
+    let script = format!("import duckdb\nprint(duckdb.sql(\"{query}\").fetchall())");
+    let output = std::process::Command::new(python).args(["-c", &script]).current_dir(dir.path()).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    // 3 points × 5 replicas over 3 shards: 5 each, every task once.
+    assert_eq!(stdout(&output).trim(), "[(0, 5, 5), (1, 5, 5), (2, 5, 5)]");
+}
