@@ -151,6 +151,9 @@ struct RunArgs {
     /// Do not write report.html into the output folder.
     #[arg(long)]
     no_report: bool,
+    /// Finish an interrupted run of the same command: only the work its checkpoint lacks.
+    #[arg(long)]
+    resume: bool,
     /// Run shard K of N (0-based) and write OUT/NAME/shards/shard=K/ for `stampede merge`;
     /// `auto` reads SLURM_ARRAY_TASK_ID/COUNT/MIN or JOB_COMPLETION_INDEX (run only).
     #[arg(long, value_name = "K/N|auto")]
@@ -258,9 +261,9 @@ fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
         Shard::parse(text)?
     };
     let threads = threads(args)?;
-    let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: Some(shard) };
+    let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
     let bar = progress_bar(plan.task_count(), args.quiet);
-    let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1))?;
+    let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1), args.resume)?;
     bar.finish_and_clear();
     if !args.quiet {
         println!("wrote shard {} of {} ({} tasks): {}", shard.index, shard.count, plan.task_count(), dir.display());
@@ -423,7 +426,7 @@ fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Docume
     let threads = threads(args)?;
     let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
     let bar = progress_bar(total, args.quiet);
-    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents))?;
+    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents), args.resume)?;
     bar.finish_and_clear();
     Ok(report)
 }

@@ -28,7 +28,7 @@ fn sweep(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, &threads| {
             b.iter(|| {
                 let sinks = Sinks { records: &mut |_| Ok(()), point: &mut |_, _| Ok(()) };
-                let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: None };
+                let plan = Plan::new(scenario.point_count(), scenario.run.replicas, None);
                 run_grid(&scenario, &plan, threads, &|| {}, sinks).expect("runs")
             });
         });

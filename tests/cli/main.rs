@@ -12,6 +12,7 @@ mod folder;
 mod gateway_cli;
 mod readme;
 mod report;
+mod resume;
 mod ring;
 mod run_output;
 mod shards;

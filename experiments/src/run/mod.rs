@@ -4,11 +4,14 @@
 //! [`report`] (JSON, manifest, terminal table). It names no model.
 
 pub mod budget;
+pub mod checkpoint;
 pub mod latency;
 pub mod layout;
+pub mod partial;
 pub mod pipeline;
 pub mod plan;
 pub mod report;
+pub mod rows;
 pub mod runner;
 pub mod shards;
 pub mod stats;

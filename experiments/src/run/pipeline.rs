@@ -21,13 +21,15 @@ use stampede_output::{
 };
 
 use super::budget;
+use super::checkpoint::Checkpoint;
 use super::latency::{LatencyStats, QUANTILES};
 use super::plan::Plan;
 use super::report::{PointReport, RunReport};
-use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
+use super::rows::{replica_columns, replica_values_columns};
+use super::runner::{PointResult, ReplicaRecord, Sinks};
 use crate::base::error::{Error, Result};
 use crate::base::typing::describe;
-use crate::models::{CountHistogramDef, MetricKind, SeriesKind};
+use crate::models::{CountHistogramDef, SeriesKind};
 use crate::resolved::{GridPoint, Scenario};
 use crate::scenario::{GridAxis, CASE_AXIS};
 
@@ -50,21 +52,42 @@ pub fn execute(
     threads: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<RunReport> {
-    execute_with(scenario, out_root, threads, progress, None)
+    execute_with(scenario, out_root, threads, progress, None, false)
 }
 
-/// Runs `scenario` with `threads` workers and writes `out_root/<name>/`, with `documents`.
+/// Runs `scenario` with `threads` workers and writes `out_root/<name>/`, with
+/// `documents`. The work is checkpointed in `out_root/.NAME.checkpoint/` as it goes
+/// ([`super::checkpoint`]); `resume` keeps the pieces an interrupted run of the same
+/// scenario left there and runs only the rest. The checkpoint is removed once the
+/// folder is in place.
 pub fn execute_with(
     scenario: &Scenario,
     out_root: &Path,
     threads: usize,
     progress: &(dyn Fn() + Sync),
     documents: Option<&Documents>,
+    resume: bool,
 ) -> Result<RunReport> {
     budget::check(budget::estimate(scenario, threads), out_root)?;
-    let plan = Plan { points: scenario.point_count(), replicas: scenario.run.replicas, shard: None };
-    let produce = |sinks: Sinks| run_grid(scenario, &plan, threads, progress, sinks);
-    write_run(scenario, out_root, threads, &produce, documents)
+    let plan = Plan::new(scenario.point_count(), scenario.run.replicas, None);
+    let checkpoint_dir = out_root.join(format!(".{}.checkpoint", scenario.name));
+    let checkpoint = std::cell::RefCell::new(None);
+    // Opened inside the producer: under the folder's lock, so two runs never share it.
+    let produce = |sinks: Sinks| {
+        let mut opened = Checkpoint::open(&checkpoint_dir, &super::partial::fingerprint(scenario), resume)?;
+        for _ in 0..opened.resumed_tasks {
+            progress();
+        }
+        opened.run(scenario, &plan, threads, progress)?;
+        opened.produce(scenario, &plan, sinks)?;
+        *checkpoint.borrow_mut() = Some(opened);
+        Ok(())
+    };
+    let report = write_run(scenario, out_root, threads, &produce, documents)?;
+    if let Some(done) = checkpoint.into_inner() {
+        done.remove()?;
+    }
+    Ok(report)
 }
 
 /// Writes `out_root/<name>/` from whatever `produce` feeds the sinks — a run's
@@ -274,38 +297,6 @@ fn count_rows(point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
         ColumnValues::U64(result.counts.clone()),
         ColumnValues::F64(result.counts.iter().map(share).collect()),
     ]
-}
-
-fn metric_column_type(kind: MetricKind) -> ColumnType {
-    match kind {
-        MetricKind::Real => ColumnType::F64,
-        MetricKind::Count => ColumnType::U64,
-    }
-}
-
-pub(crate) fn replica_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
-    let mut columns = vec![
-        ColumnSpec::new("grid_point", ColumnType::U32),
-        ColumnSpec::new("replica", ColumnType::U32),
-        ColumnSpec::new("seed", ColumnType::U64),
-    ];
-    columns.extend(scenario.model.metrics().iter().map(|m| ColumnSpec::new(m.name, metric_column_type(m.kind))));
-    columns
-}
-
-pub(crate) fn replica_values_columns(scenario: &Scenario, records: &[ReplicaRecord]) -> Vec<ColumnValues> {
-    let mut columns = vec![
-        ColumnValues::U32(records.iter().map(|r| r.grid_point).collect()),
-        ColumnValues::U32(records.iter().map(|r| r.replica).collect()),
-        ColumnValues::U64(records.iter().map(|r| r.seed).collect()),
-    ];
-    for (i, metric) in scenario.model.metrics().iter().enumerate() {
-        columns.push(match metric.kind {
-            MetricKind::Real => ColumnValues::F64(records.iter().map(|r| r.metrics[i]).collect()),
-            MetricKind::Count => ColumnValues::U64(records.iter().map(|r| r.metrics[i] as u64).collect()),
-        });
-    }
-    columns
 }
 
 /// How a grid axis is typed in `summary.parquet`: integers stay integers, numbers

@@ -80,9 +80,33 @@ pub struct Plan {
     pub points: u32,
     pub replicas: u32,
     pub shard: Option<Shard>,
+    /// Only tasks `from..to` of the list above (a checkpoint piece).
+    pub window: Option<(u64, u64)>,
 }
 
 impl Plan {
+    /// Every task of `points` × `replicas`, or shard `shard`'s.
+    pub fn new(points: u32, replicas: u32, shard: Option<Shard>) -> Plan {
+        Plan { points, replicas, shard, window: None }
+    }
+
+    /// Tasks `from..to` of this plan's list.
+    pub fn window(self, from: u64, to: u64) -> Plan {
+        Plan { window: Some((from, to)), ..self }
+    }
+
+    /// The grid point of task `task` (an index into the unwindowed list).
+    pub fn point_of(&self, task: u64) -> u32 {
+        let mut seen = 0u64;
+        for p in 0..self.points {
+            seen += self.replicas_of(p).len() as u64;
+            if task < seen {
+                return p;
+            }
+        }
+        self.points.saturating_sub(1)
+    }
+
     /// The replicas of `point` this process runs.
     pub fn replicas_of(&self, point: u32) -> Range<u32> {
         let Some(Shard { index, count }) = self.shard else { return 0..self.replicas };
@@ -97,11 +121,20 @@ impl Plan {
 
     /// Every task, grid point major: (point, replica).
     pub fn tasks(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        (0..self.points).flat_map(move |p| self.replicas_of(p).map(move |r| (p, r)))
+        let (from, to) = self.window.unwrap_or((0, u64::MAX));
+        (0..self.points)
+            .flat_map(move |p| self.replicas_of(p).map(move |r| (p, r)))
+            .skip(from as usize)
+            .take((to - from) as usize)
     }
 
+    /// Tasks in the plan (its window's, when it has one).
     pub fn task_count(&self) -> u64 {
-        (0..self.points).map(|p| self.replicas_of(p).len() as u64).sum()
+        let all: u64 = (0..self.points).map(|p| self.replicas_of(p).len() as u64).sum();
+        match self.window {
+            Some((from, to)) => to.min(all).saturating_sub(from),
+            None => all,
+        }
     }
 }
 
@@ -117,7 +150,7 @@ mod tests {
             let mut seen = vec![vec![0u32; replicas as usize]; points as usize];
             let mut totals = vec![0u64; count as usize];
             for index in 0..count {
-                let plan = Plan { points, replicas, shard: Some(Shard { index, count }) };
+                let plan = Plan::new(points, replicas, Some(Shard { index, count }));
                 for (p, r) in plan.tasks() {
                     seen[p as usize][r as usize] += 1;
                 }

@@ -1,0 +1,207 @@
+//! Checkpoints: a run is executed as pieces — windows of its task list, each written
+//! as a partial folder (its replicas' rows and its points' partial sums) the moment it
+//! is done — and the output is then assembled from the pieces by the same gathering
+//! that merges shards. A run killed at any moment loses at most the piece in flight
+//! (pieces last about `STAMPEDE_CHECKPOINT_S` seconds, 2 by default); `--resume` runs
+//! only the missing windows. Since the assembly folds records in replica order and
+//! sums exact partials, the output is byte-identical however the work was cut.
+//!
+//! Layout: `DIR/checkpoint.json` (what run it belongs to) and `DIR/piece-FROM-TO/`
+//! (`replicas.parquet`, `partials.parquet`, `piece.json` written last, then the
+//! folder renamed into place: a piece exists whole or not at all).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use stampede_output::{StagedFile, StagedSet};
+
+use super::partial::{gather, Part, PartWriter};
+use super::plan::Plan;
+use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
+use crate::base::error::{Error, Result};
+use crate::resolved::{GridPoint, Scenario};
+
+/// One finished piece: tasks `from..to`, grid points `first..=last`.
+#[derive(Clone, Debug)]
+struct Piece {
+    from: u64,
+    to: u64,
+    first: u32,
+    last: u32,
+    dir: PathBuf,
+}
+
+/// A run's checkpoint folder.
+pub struct Checkpoint {
+    dir: PathBuf,
+    pieces: Vec<Piece>,
+    /// Tasks already done when it was opened (for the progress bar).
+    pub resumed_tasks: u64,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io(format!("checkpoint {}: {e}", path.display()))
+}
+
+/// Seconds of work per piece.
+fn piece_seconds() -> f64 {
+    std::env::var("STAMPEDE_CHECKPOINT_S").ok().and_then(|v| v.parse().ok()).filter(|s: &f64| *s > 0.0).unwrap_or(2.0)
+}
+
+impl Checkpoint {
+    /// Opens `dir` for the run `identity`: with `resume`, keeps the pieces of that run
+    /// (refusing another run's); without, starts over.
+    pub fn open(dir: &Path, identity: &str, resume: bool) -> Result<Checkpoint> {
+        let e = io(dir);
+        let mut pieces = Vec::new();
+        if dir.exists() && resume {
+            let text = std::fs::read_to_string(dir.join("checkpoint.json")).unwrap_or_default();
+            let recorded: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            if recorded.get("identity").and_then(Value::as_str) != Some(identity) {
+                return Err(Error::bad_input(format!(
+                    "--resume: the checkpoint in {} belongs to another run (another scenario, seed, replicas, shard or \
+                     stampede version); run without --resume to start over",
+                    dir.display()
+                )));
+            }
+            for entry in std::fs::read_dir(dir).map_err(&e)? {
+                let path = entry.map_err(&e)?.path();
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+                if name.starts_with(".piece-") {
+                    std::fs::remove_dir_all(&path).map_err(&e)?;
+                    continue;
+                }
+                if !name.starts_with("piece-") {
+                    continue;
+                }
+                let info: Value = std::fs::read_to_string(path.join("piece.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or(Value::Null);
+                let field = |k: &str| info.get(k).and_then(Value::as_u64);
+                match (field("from"), field("to"), field("first"), field("last")) {
+                    (Some(from), Some(to), Some(first), Some(last)) => {
+                        pieces.push(Piece { from, to, first: first as u32, last: last as u32, dir: path })
+                    }
+                    _ => std::fs::remove_dir_all(&path).map_err(&e)?,
+                }
+            }
+            pieces.sort_by_key(|p| p.from);
+        } else if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(&e)?;
+        }
+        std::fs::create_dir_all(dir).map_err(&e)?;
+        let bytes = serde_json::to_vec_pretty(&json!({"identity": identity})).expect("JSON serialises");
+        StagedFile::with_contents(dir, "checkpoint.json", &bytes)?.commit()?;
+        let resumed_tasks = pieces.iter().map(|p| p.to - p.from).sum();
+        Ok(Checkpoint { dir: dir.to_path_buf(), pieces, resumed_tasks })
+    }
+
+    /// Runs every task of `plan` not in a piece yet, a piece at a time.
+    pub fn run(
+        &mut self,
+        scenario: &Scenario,
+        plan: &Plan,
+        threads: usize,
+        progress: &(dyn Fn() + Sync),
+    ) -> Result<()> {
+        let total = plan.task_count();
+        let mut gaps = Vec::new();
+        let mut at = 0;
+        for piece in &self.pieces {
+            if piece.from > at {
+                gaps.push((at, piece.from));
+            }
+            at = at.max(piece.to);
+        }
+        if at < total {
+            gaps.push((at, total));
+        }
+        let target = piece_seconds();
+        let mut size = (threads as u64 * 4).max(16);
+        for (start, end) in gaps {
+            let mut from = start;
+            while from < end {
+                let to = (from + size).min(end);
+                let started = Instant::now();
+                self.run_piece(scenario, plan, threads, progress, from, to)?;
+                let elapsed = started.elapsed().as_secs_f64().max(1e-3);
+                size = ((size as f64 * target / elapsed) as u64).clamp(threads as u64, 65_536);
+                from = to;
+            }
+        }
+        self.pieces.sort_by_key(|p| p.from);
+        Ok(())
+    }
+
+    fn run_piece(
+        &mut self,
+        scenario: &Scenario,
+        plan: &Plan,
+        threads: usize,
+        progress: &(dyn Fn() + Sync),
+        from: u64,
+        to: u64,
+    ) -> Result<()> {
+        let e = io(&self.dir);
+        let temporary = self.dir.join(format!(".piece-{from:012}-{}", std::process::id()));
+        std::fs::create_dir_all(&temporary).map_err(&e)?;
+        let mut writer = PartWriter::create(&temporary, scenario)?;
+        let (mut first, mut last) = (u32::MAX, 0u32);
+        let window = plan.window(from, to);
+        let mut records = |records: &[ReplicaRecord]| -> Result<()> {
+            for r in records {
+                first = first.min(r.grid_point);
+                last = last.max(r.grid_point);
+            }
+            writer.records(scenario, records)
+        };
+        let mut points_written = Vec::new();
+        let mut points = |point: &GridPoint, result: PointResult| -> Result<()> {
+            points_written.push((point.index, result));
+            Ok(())
+        };
+        run_grid(scenario, &window, threads, progress, Sinks { records: &mut records, point: &mut points })?;
+        for (index, result) in &points_written {
+            writer.point(scenario, *index, result)?;
+        }
+        let mut staged = StagedSet::default();
+        writer.finish(&mut staged)?;
+        staged.commit()?;
+        let info = json!({"from": from, "to": to, "first": first, "last": last});
+        StagedFile::with_contents(&temporary, "piece.json", info.to_string().as_bytes())?.commit()?;
+        let dir = self.dir.join(format!("piece-{from:012}-{to:012}"));
+        std::fs::rename(&temporary, &dir).map_err(&e)?;
+        self.pieces.push(Piece { from, to, first, last, dir });
+        Ok(())
+    }
+
+    /// Feeds `sinks` from the pieces, point by point, as `run_grid` would have for
+    /// `plan` — holding only the pieces of the point at hand in memory.
+    pub fn produce(&self, scenario: &Scenario, plan: &Plan, sinks: Sinks) -> Result<()> {
+        let mut loaded: Vec<(usize, Part)> = Vec::new();
+        for index in 0..plan.points {
+            let expected = plan.replicas_of(index);
+            if expected.is_empty() {
+                continue;
+            }
+            loaded.retain(|(i, _)| self.pieces[*i].last >= index);
+            for (i, piece) in self.pieces.iter().enumerate() {
+                if piece.first <= index && index <= piece.last && !loaded.iter().any(|(j, _)| *j == i) {
+                    loaded.push((i, Part::read(&piece.dir)?));
+                }
+            }
+            let parts: Vec<&Part> = loaded.iter().map(|(_, p)| p).collect();
+            let (records, result) = gather(scenario, &parts, index, expected)?;
+            (sinks.records)(&records)?;
+            (sinks.point)(&scenario.grid_point(index)?, result)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the folder once its run's output is in place.
+    pub fn remove(self) -> Result<()> {
+        std::fs::remove_dir_all(&self.dir).map_err(io(&self.dir))
+    }
+}
