@@ -98,7 +98,7 @@ impl SeriesSums {
     /// Adds series `index` of `replicas` replicas read back from [`Self::to_bytes`];
     /// `series` is how many series the model has.
     pub fn add_bytes(&mut self, index: usize, series: usize, replicas: u64, bytes: &[u8]) -> Result<()> {
-        if bytes.len() % 32 != 0 {
+        if !bytes.len().is_multiple_of(32) {
             return Err(Error::bad_input("a shard's series sums are truncated"));
         }
         let buckets = bytes.len() / 32;
