@@ -66,7 +66,7 @@ pub fn skip_browser(test: &str, why: &str) {
     skip_unless_required(test, why, "STAMPEDE_REQUIRE_BROWSER");
 }
 
-fn skip_unless_required(test: &str, why: &str, variable: &str) {
+pub fn skip_unless_required(test: &str, why: &str, variable: &str) {
     if std::env::var(variable).is_ok_and(|v| v == "1") {
         panic!("{test}: {why} ({variable}=1 makes this a failure)");
     }

@@ -16,3 +16,4 @@ mod resume;
 mod ring;
 mod run_output;
 mod shards;
+mod slurm;
