@@ -37,8 +37,10 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
     let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
     let memory_bytes = live_points * per_live_point + chunk_records + row_groups + points * per_point_report + 64e6;
-    let disk_bytes = points * replicas * (16.0 + metrics * 8.0)
-        + points * (metrics * 32.0 + latencies * 8_192.0)
+    // Replica rows are written twice (checkpoint pieces, then the table) and so are
+    // the histograms (a piece's partials, then histograms.parquet).
+    let disk_bytes = 2.0 * points * replicas * (16.0 + metrics * 8.0)
+        + points * (metrics * 32.0 + 2.0 * latencies * 8_192.0)
         + points * buckets * (12.0 + series * 24.0);
     Estimate { memory_bytes, disk_bytes }
 }

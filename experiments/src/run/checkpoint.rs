@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use stampede_output::{StagedFile, StagedSet};
 
-use super::partial::{gather, Part, PartWriter};
+use super::partial::{Gather, Part, PartWriter};
 use super::plan::Plan;
 use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
 use crate::base::error::{Error, Result};
@@ -43,6 +43,9 @@ pub struct Checkpoint {
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::io(format!("checkpoint {}: {e}", path.display()))
 }
+
+/// The most tasks in one piece: a piece's rows are held in memory while assembling.
+const MAX_PIECE_TASKS: u64 = 16_384;
 
 /// Seconds of work per piece.
 fn piece_seconds() -> f64 {
@@ -124,10 +127,11 @@ impl Checkpoint {
             let mut from = start;
             while from < end {
                 let to = (from + size).min(end);
+                // Bounded in tasks too: the assembly holds a piece's rows in memory.
                 let started = Instant::now();
                 self.run_piece(scenario, plan, threads, progress, from, to)?;
                 let elapsed = started.elapsed().as_secs_f64().max(1e-3);
-                size = ((size as f64 * target / elapsed) as u64).clamp(threads as u64, 65_536);
+                size = ((size as f64 * target / elapsed) as u64).clamp(threads as u64, MAX_PIECE_TASKS);
                 from = to;
             }
         }
@@ -178,24 +182,27 @@ impl Checkpoint {
     }
 
     /// Feeds `sinks` from the pieces, point by point, as `run_grid` would have for
-    /// `plan` — holding only the pieces of the point at hand in memory.
+    /// `plan` — holding one piece in memory at a time (and the last one of a point,
+    /// which may begin the next).
     pub fn produce(&self, scenario: &Scenario, plan: &Plan, sinks: Sinks) -> Result<()> {
-        let mut loaded: Vec<(usize, Part)> = Vec::new();
+        let mut carried: Option<(usize, Part)> = None;
         for index in 0..plan.points {
             let expected = plan.replicas_of(index);
             if expected.is_empty() {
                 continue;
             }
-            loaded.retain(|(i, _)| self.pieces[*i].last >= index);
-            for (i, piece) in self.pieces.iter().enumerate() {
-                if piece.first <= index && index <= piece.last && !loaded.iter().any(|(j, _)| *j == i) {
-                    loaded.push((i, Part::read(&piece.dir)?));
+            let mut gather = Gather::new(scenario, index, expected);
+            for (i, piece) in self.pieces.iter().enumerate().filter(|(_, p)| p.first <= index && index <= p.last) {
+                let part = match carried.take() {
+                    Some((j, part)) if j == i => part,
+                    _ => Part::read(&piece.dir, scenario)?,
+                };
+                gather.add(&part, sinks.records)?;
+                if piece.last > index {
+                    carried = Some((i, part));
                 }
             }
-            let parts: Vec<&Part> = loaded.iter().map(|(_, p)| p).collect();
-            let (records, result) = gather(scenario, &parts, index, expected)?;
-            (sinks.records)(&records)?;
-            (sinks.point)(&scenario.grid_point(index)?, result)?;
+            (sinks.point)(&scenario.grid_point(index)?, gather.finish()?)?;
         }
         Ok(())
     }

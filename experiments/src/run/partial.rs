@@ -75,27 +75,52 @@ fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<Co
     ]
 }
 
-/// A folder of partial results read back: a shard, or a checkpoint piece.
+/// A folder of partial results read back: a shard, or a checkpoint piece. Its
+/// columns are extracted once, so gathering many grid points costs one pass.
 pub(crate) struct Part {
     pub(crate) dir: PathBuf,
-    replicas: Table,
-    partials: Table,
-    /// Row ranges of each grid point in `replicas` and `partials` (rows are point-major).
+    replica: Vec<u32>,
+    seed: Vec<u64>,
+    /// By metric, in the model's order.
+    metrics: Vec<Vec<f64>>,
+    item: Vec<String>,
+    replicas: Vec<f64>,
+    extra: Vec<f64>,
+    data: Vec<Vec<u8>>,
+    /// Row ranges of each grid point in its replica rows and its partial rows (both point-major).
     replica_rows: BTreeMap<u32, std::ops::Range<usize>>,
     partial_rows: BTreeMap<u32, std::ops::Range<usize>>,
 }
 
 impl Part {
-    pub(crate) fn read(dir: &Path) -> Result<Part> {
+    pub(crate) fn read(dir: &Path, scenario: &Scenario) -> Result<Part> {
+        let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
         let read = |name: &str| Table::read(&dir.join(name)).map_err(|e| Error::bad_input(format!("merge: {e}")));
-        let replicas = read("replicas.parquet")?;
-        let partials = read("partials.parquet")?;
+        let (replicas_table, partials) = (read("replicas.parquet")?, read("partials.parquet")?);
+        let numbers = |t: &Table, name: &str| t.numbers(name).map_err(|e| bad(e.to_string()));
+        // Seeds are u64: read exactly, not through f64.
+        let ColumnValues::U64(seed) = replicas_table.column("seed").map_err(|e| bad(e.to_string()))?.clone() else {
+            return Err(bad("its seed column is not u64".into()));
+        };
+        let ColumnValues::Binary(data) = partials.column("data").map_err(|e| bad(e.to_string()))?.clone() else {
+            return Err(bad("its data column is not binary".into()));
+        };
         Ok(Part {
-            replica_rows: row_ranges(&replicas)?,
-            partial_rows: row_ranges(&partials)?,
             dir: dir.to_path_buf(),
-            replicas,
-            partials,
+            replica: numbers(&replicas_table, "replica")?.into_iter().map(|r| r as u32).collect(),
+            seed,
+            metrics: scenario
+                .model
+                .metrics()
+                .iter()
+                .map(|d| numbers(&replicas_table, d.name))
+                .collect::<Result<_>>()?,
+            item: partials.strings("item").map_err(|e| bad(e.to_string()))?.to_vec(),
+            replicas: numbers(&partials, "replicas")?,
+            extra: numbers(&partials, "extra")?,
+            data,
+            replica_rows: row_ranges(&replicas_table)?,
+            partial_rows: row_ranges(&partials)?,
         })
     }
 }
@@ -129,100 +154,127 @@ impl PartWriter {
     }
 }
 
-/// Grid point `index` gathered from `parts`: its records in replica order (checked to
-/// be exactly `expected`) and its partials summed — what `run_grid` would have handed on.
-pub(crate) fn gather(
-    scenario: &Scenario,
-    parts: &[&Part],
+/// One grid point being gathered from partial folders, one part at a time: its
+/// records are streamed on in replica order (checked to be exactly `expected`, each
+/// once) and folded as they pass, its partials summed — what `run_grid` would have
+/// handed on. Memory holds one batch of records, never the point's all.
+pub(crate) struct Gather<'s> {
+    scenario: &'s Scenario,
     index: u32,
     expected: std::ops::Range<u32>,
-) -> Result<(Vec<ReplicaRecord>, PointResult)> {
-    let defs = scenario.model.metrics();
-    let latencies = scenario.model.latencies();
-    let series = scenario.model.series();
-    let mut records = Vec::new();
-    let mut histograms: Vec<LatencyHistogram> = latencies.iter().map(|_| LatencyHistogram::new()).collect();
-    let mut sums = SeriesSums::default();
-    let mut counts: Vec<u64> = Vec::new();
-    let mut compute_ns = 0u64;
-    for part in parts {
-        let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", part.dir.display()));
+    next: u32,
+    welfords: Vec<Welford>,
+    histograms: Vec<LatencyHistogram>,
+    sums: SeriesSums,
+    counts: Vec<u64>,
+    compute_ns: u64,
+}
+
+impl<'s> Gather<'s> {
+    pub(crate) fn new(scenario: &'s Scenario, index: u32, expected: std::ops::Range<u32>) -> Gather<'s> {
+        Gather {
+            scenario,
+            index,
+            next: expected.start,
+            expected,
+            welfords: vec![Welford::default(); scenario.model.metrics().len()],
+            histograms: scenario.model.latencies().iter().map(|_| LatencyHistogram::new()).collect(),
+            sums: SeriesSums::default(),
+            counts: Vec::new(),
+            compute_ns: 0,
+        }
+    }
+
+    fn incomplete(&self) -> Error {
+        Error::bad_input(format!(
+            "merge: the parts hold {} of the {} replicas of grid point {} expected, or hold some twice; nothing was written",
+            self.next - self.expected.start,
+            self.expected.len(),
+            self.index
+        ))
+    }
+
+    /// The first replica `part` holds of this point (parts are added in this order).
+    pub(crate) fn first_replica(part: &Part, index: u32) -> Option<u32> {
+        part.replica_rows.get(&index).map(|rows| part.replica[rows.start])
+    }
+
+    /// Adds `part`'s rows and partials of this point, streaming its records to `emit`.
+    pub(crate) fn add(&mut self, part: &Part, emit: &mut dyn FnMut(&[ReplicaRecord]) -> Result<()>) -> Result<()> {
+        const BATCH: usize = 2048;
+        let index = self.index;
         if let Some(rows) = part.replica_rows.get(&index) {
-            let table = &part.replicas;
-            let column = |name: &str| table.numbers(name).map_err(|e| bad(e.to_string()));
-            let replica = column("replica")?;
-            let metric_columns: Vec<Vec<f64>> = defs.iter().map(|d| column(d.name)).collect::<Result<_>>()?;
-            // Seeds are u64: read them exactly, not through f64.
-            let ColumnValues::U64(seeds) = table.column("seed").map_err(|e| bad(e.to_string()))? else {
-                return Err(bad("its seed column is not u64".into()));
-            };
+            let mut batch = Vec::with_capacity(BATCH.min(rows.len()));
             for row in rows.clone() {
-                records.push(ReplicaRecord {
+                if part.replica[row] != self.next || self.next >= self.expected.end {
+                    return Err(self.incomplete());
+                }
+                let metrics: Vec<f64> = part.metrics.iter().map(|column| column[row]).collect();
+                for (welford, &value) in self.welfords.iter_mut().zip(&metrics) {
+                    welford.push(value);
+                }
+                batch.push(ReplicaRecord {
                     grid_point: index,
-                    replica: replica[row] as u32,
-                    seed: seeds[row],
-                    metrics: metric_columns.iter().map(|c| c[row]).collect(),
+                    replica: self.next,
+                    seed: part.seed[row],
+                    metrics,
                     compute_ns: 0,
                 });
-            }
-        }
-        if let Some(rows) = part.partial_rows.get(&index) {
-            let t = &part.partials;
-            let items = t.strings("item").map_err(|e| bad(e.to_string()))?;
-            let replicas = t.numbers("replicas").map_err(|e| bad(e.to_string()))?;
-            let extra = t.numbers("extra").map_err(|e| bad(e.to_string()))?;
-            let data = t.binaries("data").map_err(|e| bad(e.to_string()))?;
-            for row in rows.clone() {
-                let item = items[row].as_str();
-                if let Some(name) = item.strip_prefix("hdr:") {
-                    let i = latencies
-                        .iter()
-                        .position(|l| *l == name)
-                        .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
-                    let hdr = deserialize_v2(&data[row]).map_err(bad)?;
-                    histograms[i].merge_hdr(&hdr, extra[row] as u64);
-                } else if let Some(name) = item.strip_prefix("series:") {
-                    let i = series
-                        .iter()
-                        .position(|s| s.name == name)
-                        .ok_or_else(|| bad(format!("unknown series {name}")))?;
-                    sums.add_bytes(i, series.len(), replicas[row] as u64, &data[row])?;
-                } else if item == "counts" {
-                    let part: Vec<u64> =
-                        data[row].chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
-                    if counts.len() < part.len() {
-                        counts.resize(part.len(), 0);
-                    }
-                    counts.iter_mut().zip(&part).for_each(|(t, p)| *t += p);
-                } else if item == "compute" {
-                    compute_ns += extra[row] as u64;
+                self.next += 1;
+                if batch.len() == BATCH {
+                    emit(&batch)?;
+                    batch.clear();
                 }
             }
+            if !batch.is_empty() {
+                emit(&batch)?;
+            }
         }
-    }
-    records.sort_by_key(|r| r.replica);
-    let complete = records.len() == expected.len() && records.iter().zip(expected.clone()).all(|(r, e)| r.replica == e);
-    if !complete {
-        return Err(Error::bad_input(format!(
-            "merge: the parts hold {} of the {} replicas of grid point {index} expected; nothing was written",
-            records.len(),
-            expected.len()
-        )));
-    }
-    let mut welfords = vec![Welford::default(); defs.len()];
-    for record in &records {
-        for (welford, &value) in welfords.iter_mut().zip(&record.metrics) {
-            welford.push(value);
+        let latencies = self.scenario.model.latencies();
+        let series = self.scenario.model.series();
+        let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", part.dir.display()));
+        let Some(rows) = part.partial_rows.get(&index) else { return Ok(()) };
+        for row in rows.clone() {
+            let item = part.item[row].as_str();
+            let data = &part.data[row];
+            if let Some(name) = item.strip_prefix("hdr:") {
+                let i = latencies
+                    .iter()
+                    .position(|l| *l == name)
+                    .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
+                let hdr = deserialize_v2(data).map_err(bad)?;
+                self.histograms[i].merge_hdr(&hdr, part.extra[row] as u64);
+            } else if let Some(name) = item.strip_prefix("series:") {
+                let i =
+                    series.iter().position(|s| s.name == name).ok_or_else(|| bad(format!("unknown series {name}")))?;
+                self.sums.add_bytes(i, series.len(), part.replicas[row] as u64, data)?;
+            } else if item == "counts" {
+                let values: Vec<u64> =
+                    data.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+                if self.counts.len() < values.len() {
+                    self.counts.resize(values.len(), 0);
+                }
+                self.counts.iter_mut().zip(&values).for_each(|(t, v)| *t += v);
+            } else if item == "compute" {
+                self.compute_ns += part.extra[row] as u64;
+            }
         }
+        Ok(())
     }
-    let result = PointResult {
-        summaries: summaries(&welfords, &defs),
-        latencies: histograms,
-        series: sums,
-        counts,
-        compute_s: compute_ns as f64 / 1e9,
-    };
-    Ok((records, result))
+
+    /// The point's result, once every part holding it was added.
+    pub(crate) fn finish(self) -> Result<PointResult> {
+        if self.next != self.expected.end {
+            return Err(self.incomplete());
+        }
+        Ok(PointResult {
+            summaries: summaries(&self.welfords, &self.scenario.model.metrics()),
+            latencies: self.histograms,
+            series: self.sums,
+            counts: self.counts,
+            compute_s: self.compute_ns as f64 / 1e9,
+        })
+    }
 }
 
 fn row_ranges(table: &Table) -> Result<BTreeMap<u32, std::ops::Range<usize>>> {

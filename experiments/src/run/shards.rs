@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use stampede_output::{StagedFile, StagedSet};
 
 use super::checkpoint::Checkpoint;
-use super::partial::{fingerprint, gather, Part, PartWriter};
+use super::partial::{fingerprint, Gather, Part, PartWriter};
 use super::plan::{Plan, Shard};
 use super::report::RunReport;
 use super::runner::{PointResult, ReplicaRecord, Sinks};
@@ -162,17 +162,21 @@ impl Shards {
                 "merge: the shards were written by another stampede version or output format; merge them with that one",
             ));
         }
-        let list = manifests.iter().map(|(dir, ..)| Part::read(dir)).collect::<Result<Vec<_>>>()?;
+        let list = manifests.iter().map(|(dir, ..)| Part::read(dir, &scenario)).collect::<Result<Vec<_>>>()?;
         Ok(Shards { scenario, list })
     }
 
     /// Feeds `sinks` as `run_grid` would for the whole run.
     pub fn produce(&self, sinks: Sinks) -> Result<()> {
-        let parts: Vec<&Part> = self.list.iter().collect();
         for index in 0..self.scenario.point_count() {
-            let (records, result) = gather(&self.scenario, &parts, index, 0..self.scenario.run.replicas)?;
-            (sinks.records)(&records)?;
-            (sinks.point)(&self.scenario.grid_point(index)?, result)?;
+            let mut gather = Gather::new(&self.scenario, index, 0..self.scenario.run.replicas);
+            // In the order of the replicas they hold of this point.
+            let mut parts: Vec<&Part> = self.list.iter().collect();
+            parts.sort_by_key(|part| Gather::first_replica(part, index));
+            for part in parts {
+                gather.add(part, sinks.records)?;
+            }
+            (sinks.point)(&self.scenario.grid_point(index)?, gather.finish()?)?;
         }
         Ok(())
     }
