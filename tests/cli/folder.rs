@@ -81,7 +81,9 @@ fn a_commit_that_cannot_happen_leaves_the_previous_run_whole() {
     assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
     assert!(stderr(&run).contains("is not a folder"), "{}", stderr(&run));
     assert_eq!(std::fs::read_to_string(root.join("mmc")).unwrap(), "a file");
-    assert!(litter(root).is_empty(), "{:?}", litter(root));
+    // The work done is kept for --resume, and the message says so; nothing else is left.
+    assert!(stderr(&run).contains("--resume"), "{}", stderr(&run));
+    assert_eq!(litter(root), [".mmc.checkpoint"], "{:?}", litter(root));
 }
 
 /// Kills runs at six spread-out moments, each signal twice; after each, the folder holds

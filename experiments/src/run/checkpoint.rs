@@ -151,7 +151,7 @@ impl Checkpoint {
         let e = io(&self.dir);
         let temporary = self.dir.join(format!(".piece-{from:012}-{}", std::process::id()));
         std::fs::create_dir_all(&temporary).map_err(&e)?;
-        let mut writer = PartWriter::create(&temporary, scenario)?;
+        let writer = std::cell::RefCell::new(PartWriter::create(&temporary, scenario)?);
         let (mut first, mut last) = (u32::MAX, 0u32);
         let window = plan.window(from, to);
         let mut records = |records: &[ReplicaRecord]| -> Result<()> {
@@ -159,17 +159,14 @@ impl Checkpoint {
                 first = first.min(r.grid_point);
                 last = last.max(r.grid_point);
             }
-            writer.records(scenario, records)
+            writer.borrow_mut().records(scenario, records)
         };
-        let mut points_written = Vec::new();
+        // Written as each point finishes: a piece may span thousands of points.
         let mut points = |point: &GridPoint, result: PointResult| -> Result<()> {
-            points_written.push((point.index, result));
-            Ok(())
+            writer.borrow_mut().point(scenario, point.index, &result)
         };
         run_grid(scenario, &window, threads, progress, Sinks { records: &mut records, point: &mut points })?;
-        for (index, result) in &points_written {
-            writer.point(scenario, *index, result)?;
-        }
+        let writer = writer.into_inner();
         let mut staged = StagedSet::default();
         writer.finish(&mut staged)?;
         staged.commit()?;

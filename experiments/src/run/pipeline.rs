@@ -83,7 +83,16 @@ pub fn execute_with(
         *checkpoint.borrow_mut() = Some(opened);
         Ok(())
     };
-    let report = write_run(scenario, out_root, threads, &produce, documents)?;
+    let report = write_run(scenario, out_root, threads, &produce, documents).map_err(|error| {
+        if checkpoint_dir.join("checkpoint.json").exists() {
+            error.with_hint(format!(
+                "the work done so far is kept in {}; the same command with --resume finishes it",
+                checkpoint_dir.display()
+            ))
+        } else {
+            error
+        }
+    })?;
     if let Some(done) = checkpoint.into_inner() {
         done.remove()?;
     }
