@@ -44,8 +44,9 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::io(format!("checkpoint {}: {e}", path.display()))
 }
 
-/// The most tasks in one piece: a piece's rows are held in memory while assembling.
-const MAX_PIECE_TASKS: u64 = 16_384;
+/// The most tasks in one piece: a piece's rows are held in memory while assembling
+/// (4,096: one million one-point replicas peak at 24 MB).
+const MAX_PIECE_TASKS: u64 = 4_096;
 
 /// Seconds of work per piece.
 fn piece_seconds() -> f64 {
