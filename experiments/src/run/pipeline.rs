@@ -72,9 +72,12 @@ pub fn execute_with(
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, None);
     let checkpoint_dir = out_root.join(format!(".{}.checkpoint", scenario.name));
     let checkpoint = std::cell::RefCell::new(None);
+    // Whether this run got as far as its checkpoint (a run refused at the lock did not).
+    let started = std::cell::Cell::new(false);
     // Opened inside the producer: under the folder's lock, so two runs never share it.
     let produce = |sinks: Sinks| {
         let mut opened = Checkpoint::open(&checkpoint_dir, &super::partial::fingerprint(scenario), resume)?;
+        started.set(true);
         for _ in 0..opened.resumed_tasks {
             progress();
         }
@@ -84,7 +87,7 @@ pub fn execute_with(
         Ok(())
     };
     let report = write_run(scenario, out_root, threads, &produce, documents).map_err(|error| {
-        if checkpoint_dir.join("checkpoint.json").exists() {
+        if started.get() && checkpoint_dir.join("checkpoint.json").exists() {
             error.with_hint(format!(
                 "the work done so far is kept in {}; the same command with --resume finishes it",
                 checkpoint_dir.display()
