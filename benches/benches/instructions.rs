@@ -1,0 +1,119 @@
+//! Instruction counts under Valgrind (gungraun): deterministic to the instruction, so
+//! a merge can be gated on them on a busy machine where wall-clock time moves by tens
+//! of percent. `.ci/instruction-gate` runs this and compares every benchmark with the
+//! committed baseline `benches/instructions.baseline.json`.
+//!
+//! `cargo bench -p stampede-benches --bench instructions` (needs valgrind and
+//! `cargo install gungraun-runner --version 0.20.0`).
+//!
+//! `STAMPEDE_BENCH_SLOWDOWN=1` makes the kernel-hold benchmarks do their work twice:
+//! the deliberate slowdown the gate's own test must catch.
+
+use std::hint::black_box;
+
+use gungraun::{library_benchmark, library_benchmark_group, main, LibraryBenchmarkConfig};
+use stampede_benches::kernel_hold;
+use stampede_engine::models::cluster::{Cluster, ClusterParams};
+use stampede_engine::models::gateway::{Gateway, GatewayParams, LATENCY_NAMES};
+use stampede_engine::models::mmc::{Mmc, MmcParams};
+use stampede_engine::policy::breaker::{BreakerConfig, CircuitBreaker, SlidingWindow};
+use stampede_engine::policy::classify::Outcome;
+use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_engine::policy::token_bucket::TokenBucket;
+use stampede_engine::{secs_to_nanos, LatencyHistogram, RngStream, StreamPurpose};
+use stampede_experiments::models::gateway::Gateway as GatewayModel;
+use stampede_experiments::scenario::builtin::load_scenario_source;
+use stampede_experiments::{Overrides, Scenario};
+
+const HOLDS: usize = 10_000;
+
+fn holds() -> usize {
+    if std::env::var_os("STAMPEDE_BENCH_SLOWDOWN").is_some() {
+        2 * HOLDS
+    } else {
+        HOLDS
+    }
+}
+
+#[library_benchmark]
+#[bench::pending_1e3(kernel_hold(1_000))]
+#[bench::pending_1e4(kernel_hold(10_000))]
+#[bench::pending_1e5(kernel_hold(100_000))]
+fn hold(mut simulation: stampede_engine::Simulation<stampede_benches::Hold>) {
+    for _ in 0..holds() {
+        simulation.step();
+    }
+    black_box(simulation);
+}
+
+fn mmc_params() -> MmcParams {
+    MmcParams {
+        arrival_rate_per_s: 1_600.0,
+        service_rate_per_s: 1_000.0,
+        servers: 2,
+        capacity: None,
+        warmup: secs_to_nanos(5.0),
+        horizon: secs_to_nanos(50.0),
+    }
+}
+
+#[library_benchmark]
+fn mmc_replica() -> u64 {
+    let mut histogram = LatencyHistogram::new();
+    black_box(Mmc::new(mmc_params(), 1, 0, &mut histogram).run().events)
+}
+
+#[library_benchmark]
+fn cluster_every_policy_replica() -> u64 {
+    let mut histogram = LatencyHistogram::new();
+    black_box(Cluster::new(ClusterParams::every_policy_on(), 1, 0, &mut histogram).run().0.events)
+}
+
+/// `llm-stack`'s grid point `index` (0: naive, 1: stack).
+fn llm_stack(index: usize) -> GatewayParams {
+    let source = load_scenario_source("llm-stack").expect("built-in");
+    let scenario = Scenario::resolve(source, &Overrides::default()).expect("valid");
+    let point = &scenario.grid_points().expect("valid")[index];
+    point.model.downcast::<GatewayModel>().expect("a gateway scenario").params(&point.run)
+}
+
+#[library_benchmark]
+#[bench::stack(llm_stack(1))]
+#[bench::naive(llm_stack(0))]
+fn llm_replica(params: GatewayParams) -> u64 {
+    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    black_box(Gateway::new(params, 1, 0, &mut histograms).run().events)
+}
+
+#[library_benchmark]
+fn policy_decisions() {
+    let mut now = 0u64;
+    let mut bucket = TokenBucket::per_minute(600_000);
+    let mut budget = RetryBudget::Ratio(RatioBudget::new(0.1, 100.0, 100.0));
+    let mut rng = RngStream::derive(1, 0, StreamPurpose::named("bench.instructions"));
+    let mut breaker = CircuitBreaker::new(BreakerConfig {
+        window: SlidingWindow::Time { window: 60_000_000_000, buckets: 60 },
+        minimum_calls: 20,
+        failure_rate_threshold: 0.3,
+        ..BreakerConfig::default()
+    });
+    for call in 0..10_000u64 {
+        now += 1_000;
+        black_box(bucket.try_take(now, 1));
+        budget.on_outcome(now, true);
+        black_box(budget.try_retry(now, 10, 0, &mut rng));
+        let outcome = if call.is_multiple_of(10) { Outcome::ServerError } else { Outcome::Success };
+        if let Some(permit) = breaker.try_acquire(now) {
+            breaker.record(now, permit, outcome, 5_000_000);
+        }
+    }
+}
+
+library_benchmark_group!(name = kernel; benchmarks = hold);
+library_benchmark_group!(name = models; benchmarks = mmc_replica, cluster_every_policy_replica, llm_replica);
+library_benchmark_group!(name = policies; benchmarks = policy_decisions);
+main!(
+    // The benchmarks run with a cleared environment; the deliberate slowdown must pass.
+    config = LibraryBenchmarkConfig::default().pass_through_env("STAMPEDE_BENCH_SLOWDOWN");
+    library_benchmark_groups = kernel, models, policies
+);
