@@ -175,13 +175,28 @@ pub struct TableWriter {
 }
 
 impl TableWriter {
-    /// Starts `dir/name` with the given columns.
+    /// Starts `dir/name` with the given columns, zstd-compressed.
     pub fn create(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
+        Self::create_with(dir, name, columns, true)
+    }
+
+    /// Starts a scratch table (a checkpoint piece, read back once): uncompressed, since
+    /// creating a zstd context per column chunk costs more than it saves on wide, short
+    /// tables.
+    pub fn create_scratch(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
+        Self::create_with(dir, name, columns, false)
+    }
+
+    fn create_with(dir: &Path, name: &str, columns: &[ColumnSpec], compressed: bool) -> Result<TableWriter> {
         let fields: Vec<Field> = columns.iter().map(|c| Field::new(&c.name, c.kind.arrow(), false)).collect();
         let schema = Arc::new(Schema::new(fields));
         let (staged, file) = StagedFile::create(dir, name)?;
         let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("valid level")))
+            .set_compression(if compressed {
+                Compression::ZSTD(ZstdLevel::try_new(3).expect("valid level"))
+            } else {
+                Compression::UNCOMPRESSED
+            })
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             // Metric values are nearly all distinct: a dictionary would only hold up
             // to 1 MB per column in memory before falling back to plain encoding.

@@ -152,7 +152,7 @@ impl Checkpoint {
         let e = io(&self.dir);
         let temporary = self.dir.join(format!(".piece-{from:012}-{}", std::process::id()));
         std::fs::create_dir_all(&temporary).map_err(&e)?;
-        let writer = std::cell::RefCell::new(PartWriter::create(&temporary, scenario)?);
+        let writer = std::cell::RefCell::new(PartWriter::create_scratch(&temporary, scenario)?);
         let (mut first, mut last) = (u32::MAX, 0u32);
         let window = plan.window(from, to);
         let mut records = |records: &[ReplicaRecord]| -> Result<()> {

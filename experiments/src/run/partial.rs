@@ -132,10 +132,19 @@ pub(crate) struct PartWriter {
 }
 
 impl PartWriter {
+    /// A shard's tables (compressed: they are kept, and read by DuckDB).
     pub(crate) fn create(dir: &Path, scenario: &Scenario) -> Result<PartWriter> {
         Ok(PartWriter {
             replicas: TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?,
             partials: TableWriter::create(dir, "partials.parquet", &partial_columns())?,
+        })
+    }
+
+    /// A checkpoint piece's tables (uncompressed scratch: written once, read once).
+    pub(crate) fn create_scratch(dir: &Path, scenario: &Scenario) -> Result<PartWriter> {
+        Ok(PartWriter {
+            replicas: TableWriter::create_scratch(dir, "replicas.parquet", &replica_columns(scenario))?,
+            partials: TableWriter::create_scratch(dir, "partials.parquet", &partial_columns())?,
         })
     }
 
