@@ -149,9 +149,7 @@ pub fn run(args: RingArgs) -> Result<()> {
         RingCommand::AddKeys { names, count, prefix } => match (names.is_empty(), count) {
             (false, None) => apply(db, &Op::AddKeys { names })?,
             (true, Some(count)) if count > 0 && count <= 10_000_000 => {
-                let mut journal = open(false)?;
-                let start = journal.read(|e| Ok(e.generated)).map_err(journal_error)?;
-                report(db, journal.apply(&Op::AddGenerated { prefix, start, count }).map_err(journal_error)?);
+                report(db, open(false)?.add_generated(prefix, count).map_err(journal_error)?);
             }
             (true, Some(count)) => return Err(Error::bad_input(format!("--count {count}: must be 1 to 10000000"))),
             (true, None) => return Err(Error::bad_input("add-keys: name keys, or give --count N")),

@@ -256,6 +256,26 @@ fn finish_svg(mut svg: String, hovers: Hovers, radius: u32) -> String {
 
 type Drawn = Result<Hovers, String>;
 
+/// An interval in pixels: a line from `from` to `to` with 8-pixel caps across both ends
+/// (vertical whiskers on points and bars, horizontal on a recovery marker).
+fn whisker(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    from: (i32, i32),
+    to: (i32, i32),
+    style: ShapeStyle,
+) -> Result<(), String> {
+    let cap = |(x, y): (i32, i32)| {
+        if from.0 == to.0 {
+            vec![(x - 4, y), (x + 4, y)]
+        } else {
+            vec![(x, y - 4), (x, y + 4)]
+        }
+    };
+    root.draw(&PathElement::new(vec![from, to], style)).map_err(err)?;
+    root.draw(&PathElement::new(cap(from), style)).map_err(err)?;
+    root.draw(&PathElement::new(cap(to), style)).map_err(err)
+}
+
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
@@ -359,10 +379,7 @@ macro_rules! draw_lines {
                         let (px, _) = chart.backend_coord(&(p.x, p.y));
                         let (_, plo) = chart.backend_coord(&(p.x, clamp_y(lo)));
                         let (_, phi) = chart.backend_coord(&(p.x, clamp_y(hi)));
-                        let stroke = line.colour.stroke_width(1);
-                        root.draw(&PathElement::new(vec![(px, plo), (px, phi)], stroke)).map_err(err)?;
-                        root.draw(&PathElement::new(vec![(px - 4, plo), (px + 4, plo)], stroke)).map_err(err)?;
-                        root.draw(&PathElement::new(vec![(px - 4, phi), (px + 4, phi)], stroke)).map_err(err)?;
+                        whisker(&root, (px, plo), (px, phi), line.colour.stroke_width(1))?;
                     }
                 }
             }
@@ -397,10 +414,7 @@ macro_rules! draw_lines {
             if let Some((lo, hi)) = marker.interval.filter(|(lo, hi)| lo.is_finite() && hi.is_finite()) {
                 let (plo, _) = chart.backend_coord(&(clamp_x(lo), y1));
                 let (phi, _) = chart.backend_coord(&(clamp_x(hi), y1));
-                let y = ptop + 6;
-                root.draw(&PathElement::new(vec![(plo, y), (phi, y)], style)).map_err(err)?;
-                root.draw(&PathElement::new(vec![(plo, y - 4), (plo, y + 4)], style)).map_err(err)?;
-                root.draw(&PathElement::new(vec![(phi, y - 4), (phi, y + 4)], style)).map_err(err)?;
+                whisker(&root, (plo, ptop + 6), (phi, ptop + 6), style)?;
             }
             hovers.push((px, ptop + 6, marker.label.clone()));
         }
@@ -589,10 +603,7 @@ impl BarPlot {
                 {
                     let (px, plo) = chart.backend_coord(&(centre, lo.clamp(0.0, top)));
                     let (_, phi) = chart.backend_coord(&(centre, hi.clamp(0.0, top)));
-                    let stroke = BLACK.stroke_width(1);
-                    root.draw(&PathElement::new(vec![(px, plo), (px, phi)], stroke)).map_err(err)?;
-                    root.draw(&PathElement::new(vec![(px - 4, plo), (px + 4, plo)], stroke)).map_err(err)?;
-                    root.draw(&PathElement::new(vec![(px - 4, phi), (px + 4, phi)], stroke)).map_err(err)?;
+                    whisker(&root, (px, plo), (px, phi), BLACK.stroke_width(1))?;
                 }
                 let (px, py) = chart.backend_coord(&(centre, bottom + height / 2.0));
                 let interval =

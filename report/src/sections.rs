@@ -209,8 +209,9 @@ impl Context<'_> {
 /// The comparison table: headline metrics (then every metric, folded), grid points
 /// side by side, `mean [lo, hi]`, the best per row marked by the metric's direction.
 pub fn comparison(ctx: &Context) -> Section {
-    let mut blocks = vec![Block::Html(metric_table(ctx, &ctx.headlines(), true))];
-    let rest: Vec<&MetricDef> = ctx.defs.iter().filter(|d| !ctx.headlines().iter().any(|h| h.name == d.name)).collect();
+    let headlines = ctx.headlines();
+    let mut blocks = vec![Block::Html(metric_table(ctx, &headlines, true))];
+    let rest: Vec<&MetricDef> = ctx.defs.iter().filter(|d| !headlines.iter().any(|h| h.name == d.name)).collect();
     if !rest.is_empty() {
         blocks.push(Block::Details {
             summary: format!("All {} other metrics", rest.len()),

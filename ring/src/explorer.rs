@@ -278,13 +278,12 @@ impl<S: KeyStore> Explorer<S> {
         }
         let mut moves = Vec::new();
         if bounded {
-            let all = self.reassign(Scope::All)?;
-            let new: std::collections::BTreeSet<u64> = added.iter().map(|a| a.0).collect();
-            for m in all {
-                if let Some(a) = new.contains(&m.key).then(|| added.iter_mut().find(|a| a.0 == m.key)).flatten() {
-                    a.1 = m.to;
-                } else {
-                    moves.push(m);
+            // New keys were inserted without an owner: their placement is not a move.
+            // Their ids ascend, so each is found by binary search.
+            for m in self.reassign(Scope::All)? {
+                match added.binary_search_by_key(&m.key, |a| a.0) {
+                    Ok(i) => added[i].1 = m.to,
+                    Err(_) => moves.push(m),
                 }
             }
         }

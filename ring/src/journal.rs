@@ -256,6 +256,12 @@ impl Journal {
         })
     }
 
+    /// Adds `count` generated keys, `prefix` + the next numbers of the ring's counter.
+    pub fn add_generated(&mut self, prefix: String, count: u64) -> Result<Applied> {
+        let start = self.read(|e| Ok(e.generated))?;
+        self.apply(&Op::AddGenerated { prefix, start, count })
+    }
+
     /// Runs `f` on the current ring, read-only.
     pub fn read<T>(
         &mut self,

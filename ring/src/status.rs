@@ -59,14 +59,18 @@ pub fn status<S: KeyStore>(explorer: &mut Explorer<S>) -> Result<Status, String>
     let counts = explorer.store.counts()?;
     let keys: u64 = counts.values().sum();
     let shares = explorer.placement().shares(explorer.nodes.len());
-    let points = explorer.placement().points();
+    // Each node's points, bucketed in one pass (a ring may hold 150,000 of them).
+    let mut positions_of: Vec<Vec<u32>> = vec![Vec::new(); explorer.nodes.len()];
+    for (position, node) in explorer.placement().points() {
+        positions_of[node as usize].push(position);
+    }
     let nodes: Vec<NodeStatus> = explorer
         .nodes
         .iter()
         .enumerate()
         .map(|(i, node)| {
             let count = counts.get(&Some(node.id)).copied().unwrap_or(0);
-            let mut positions: Vec<u32> = points.iter().filter(|p| p.1 == i as u32).map(|p| p.0).collect();
+            let mut positions = std::mem::take(&mut positions_of[i]);
             positions.sort_unstable();
             NodeStatus {
                 id: node.id,

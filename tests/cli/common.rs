@@ -42,6 +42,16 @@ pub fn files_below(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Every Parquet file below `dir` as (relative path, bytes), sorted: what runs that
+/// must agree byte for byte are compared on.
+pub fn parquet_tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files_below(dir)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "parquet"))
+        .map(|f| (f.display().to_string(), std::fs::read(dir.join(&f)).unwrap()))
+        .collect()
+}
+
 /// Python with duckdb, pyarrow and pandas, or why not. CI sets
 /// `STAMPEDE_REQUIRE_PYTHON=1`, which turns a missing package into a failure.
 pub fn python_with_duckdb() -> Result<String, String> {

@@ -6,15 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{files_below, stampede, stderr};
-
-fn tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files_below(dir)
-        .into_iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "parquet"))
-        .map(|f| (f.display().to_string(), std::fs::read(dir.join(&f)).unwrap()))
-        .collect()
-}
+use crate::common::{parquet_tables as tables, stampede, stderr};
 
 const ARGS: &[&str] = &["run", "baltor", "--replicas", "120", "--quiet", "--no-report", "--threads", "2"];
 

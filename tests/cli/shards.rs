@@ -4,16 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{files_below, python_with_duckdb, skip, stampede, stderr, stdout};
-
-/// The tables a single run and a merge must agree on, byte for byte.
-fn tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files_below(dir)
-        .into_iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "parquet"))
-        .map(|f| (f.display().to_string(), std::fs::read(dir.join(&f)).unwrap()))
-        .collect()
-}
+use crate::common::{parquet_tables as tables, python_with_duckdb, skip, stampede, stderr, stdout};
 
 fn run(args: &[&str]) {
     let output = stampede(args);

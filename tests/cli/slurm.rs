@@ -2,19 +2,10 @@
 //! with `--dependency=afterok`, on the single-node cluster `.ci/slurm up` starts; the
 //! merged tables must equal a single-process run byte for byte.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::{files_below, skip_unless_required, stampede, stderr};
-
-fn tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files_below(dir)
-        .into_iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "parquet"))
-        .map(|f| (f.display().to_string(), std::fs::read(dir.join(&f)).unwrap()))
-        .collect()
-}
+use crate::common::{files_below, parquet_tables as tables, skip_unless_required, stampede, stderr};
 
 /// Whether a Slurm controller answers with a usable node.
 fn slurm_ready() -> Result<(), String> {

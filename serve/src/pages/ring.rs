@@ -206,9 +206,7 @@ async fn add_keys(Shared(shared): Shared<State>, Json(keys): Json<NewKeys>) -> R
     blocking(move || match (keys.names.is_empty(), keys.count) {
         (false, None) => apply(&shared, Op::AddKeys { names: keys.names }),
         (true, Some(count)) if (1..=1_000_000).contains(&count) => {
-            let mut journal = Journal::open(&shared.db, false)?;
-            let start = journal.read(|e| Ok(e.generated))?;
-            Ok(to_json(journal.apply(&Op::AddGenerated { prefix: keys.prefix, start, count })?))
+            Ok(to_json(Journal::open(&shared.db, false)?.add_generated(keys.prefix, count)?))
         }
         (true, Some(count)) => Err(JournalError::BadInput(format!("count {count}: must be 1 to 1000000"))),
         _ => Err(JournalError::BadInput("give \"names\": [...] or \"count\": N, not both".into())),
