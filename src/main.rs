@@ -158,6 +158,10 @@ struct RunArgs {
     /// `auto` reads SLURM_ARRAY_TASK_ID/COUNT/MIN or JOB_COMPLETION_INDEX (run only).
     #[arg(long, value_name = "K/N|auto")]
     shard: Option<String>,
+    /// Also write trace.parquet: every call, attempt and wait of replica R of each grid
+    /// point (gateway, cluster and dependency models).
+    #[arg(long, value_name = "R")]
+    trace: Option<u32>,
 }
 
 #[derive(Args)]
@@ -232,10 +236,28 @@ fn run(args: RunArgs) -> Result<()> {
     let scenario = resolve(name, &args.scenario_args)?;
     check_rank_by(&scenario, &args)?;
     if let Some(shard) = &args.shard {
+        if args.trace.is_some() {
+            return Err(Error::bad_input(
+                "--trace with --shard: trace a whole run (the trace is one replica; no shard needs it)",
+            ));
+        }
         return run_shard(&scenario, shard, &args);
     }
-    let write = |report: &RunReport, staging: &Path| write_report(report, staging, &args);
-    let documents = Documents { files: if args.no_report { vec![] } else { vec!["report.html"] }, write: &write };
+    if let Some(replica) = args.trace {
+        stampede_experiments::run::trace::check(&scenario, replica)?;
+    }
+    let write = |report: &RunReport, staging: &Path| {
+        if let Some(replica) = args.trace {
+            let traces = stampede_experiments::run::trace::traces(&scenario, replica)?;
+            stampede_experiments::run::trace::write(staging, replica, &traces)?;
+        }
+        write_report(report, staging, &args)
+    };
+    let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
+    if args.trace.is_some() {
+        files.push(stampede_experiments::run::trace::FILE);
+    }
+    let documents = Documents { files, write: &write };
     let report = execute_with_progress(&scenario, &args, &documents)?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
@@ -355,6 +377,9 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
     let Some(name) = args.scenario.as_deref() else {
         return Err(Error::bad_input("verify needs a scenario: stampede verify SCENARIO"));
     };
+    if args.trace.is_some() {
+        return Err(Error::bad_input("--trace belongs to `stampede run`: verify checks claims, it writes no trace"));
+    }
     let scenario = resolve(name, &args.scenario_args)?;
     check_rank_by(&scenario, &args)?;
     if scenario.verify.is_empty() {

@@ -1,7 +1,9 @@
 //! What the models are measured with and checked against: closed-form queueing
-//! theory, per-bucket time integrals, and recovery detection on a series.
+//! theory, per-bucket time integrals, recovery detection on a series, and per-request
+//! traces of one replica.
 //! Nothing here schedules events.
 
 pub mod buckets;
 pub mod recovery;
 pub mod theory;
+pub mod trace;

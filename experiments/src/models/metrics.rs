@@ -80,6 +80,13 @@ pub struct ReplicaOutput {
     pub counts: Vec<u64>,
 }
 
+/// A replica run with its trace (the same replica, the same numbers, plus every call).
+#[derive(Clone, Debug)]
+pub struct TracedReplica {
+    pub output: ReplicaOutput,
+    pub trace: stampede_engine::measurement::trace::Trace,
+}
+
 /// A model's histogram of a small-integer quantity, written to its own file.
 #[derive(Clone, Copy, Debug)]
 pub struct CountHistogramDef {

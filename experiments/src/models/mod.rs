@@ -15,6 +15,6 @@ pub mod registry;
 pub mod series;
 pub mod spec;
 
-pub use metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind};
+pub use metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica};
 pub use presentation::Presentation;
 pub use spec::{ModelConfig, ModelSpec};

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use stampede_engine::LatencyHistogram;
 
-use super::metrics::{CountHistogramDef, MetricDef, ReplicaOutput, SeriesDef};
+use super::metrics::{CountHistogramDef, MetricDef, ReplicaOutput, SeriesDef, TracedReplica};
 use super::presentation::Presentation;
 use crate::base::error::Result;
 use crate::base::typing::{to_table, typed};
@@ -87,6 +87,17 @@ pub trait ModelSpec: Send + Sync + 'static {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput;
+
+    /// Runs replica `replica` again with its per-call trace on (`None`: the model
+    /// does not trace). The output equals [`Self::run_replica`]'s.
+    fn trace_replica(
+        _config: &Self::Config,
+        _run: &RunConfig,
+        _master_seed: u64,
+        _replica: u64,
+    ) -> Option<TracedReplica> {
+        None
+    }
 }
 
 /// A [`ModelSpec`] with its types erased, so models of different configuration
@@ -116,6 +127,8 @@ pub trait DynModel: Send + Sync {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput;
+    fn trace_replica(&self, config: &dyn Any, run: &RunConfig, master_seed: u64, replica: u64)
+        -> Option<TracedReplica>;
 }
 
 /// The erased form of model `M`, as listed in the registry.
@@ -182,6 +195,9 @@ impl<M: ModelSpec> DynModel for Registered<M> {
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
         M::run_replica(config::<M>(c), run, master_seed, replica, histograms)
+    }
+    fn trace_replica(&self, c: &dyn Any, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
+        M::trace_replica(config::<M>(c), run, master_seed, replica)
     }
 }
 
@@ -260,5 +276,10 @@ impl ModelConfig {
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
         self.model.run_replica(self.config.as_ref(), run, master_seed, replica, histograms)
+    }
+
+    /// Runs replica `replica` again with its trace on; `None` if the model does not trace.
+    pub fn trace_replica(&self, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
+        self.model.trace_replica(self.config.as_ref(), run, master_seed, replica)
     }
 }

@@ -1,7 +1,8 @@
 //! The run machinery: the parallel replica [`runner`], [`stats`] over replicas,
 //! the output folder's [`layout`], latency headline numbers ([`latency`]), the
 //! [`pipeline`] that turns a resolved scenario into the output folder, and the
-//! [`report`] (JSON, manifest, terminal table). It names no model.
+//! [`report`] (JSON, manifest, terminal table), and the per-call [`trace`] of one
+//! replica. It names no model.
 
 pub mod budget;
 pub mod checkpoint;
@@ -16,3 +17,4 @@ pub mod runner;
 pub mod shards;
 pub mod stats;
 pub mod summary;
+pub mod trace;

@@ -11,7 +11,8 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{Ticket, TicketStamp};
 
-use super::model::{earliest, Gateway};
+use super::gates::Gate;
+use super::model::{count_in_bucket, earliest, Gateway};
 use super::params::Client;
 use super::reason::Reason;
 use super::results::class_histograms;
@@ -34,6 +35,7 @@ impl Gateway<'_> {
         };
         let input_tokens = self.metered_input(&call);
         let spec = CallSpec { id: 0, input_tokens, output_tokens: call.output, max_tokens: params.max_tokens };
+        count_in_bucket(&mut self.series.attempts, self.p.series_bucket, now);
         let results = &mut self.results.classes[class];
         if counted {
             results.attempts += 1;
@@ -182,6 +184,7 @@ impl Gateway<'_> {
             return;
         }
         self.in_flight[attempt.tier as usize] -= 1;
+        self.trace_attempt(now, &attempt);
         let mut feedback = Feedback {
             ending: attempt.ending,
             reached_provider: true,
@@ -280,6 +283,7 @@ impl Gateway<'_> {
                 call.previous_backoff = delay;
                 call.quota_waited = 0;
                 scheduler.at(now + delay, Event::Resume { call: key });
+                self.trace_wait_starts(now, key, Gate::Retry);
                 return;
             }
             self.release(now, key, 0, retry_pos as usize, feedback);

@@ -63,6 +63,9 @@ impl Gateway<'_> {
             previous_backoff: 0,
             attempt: None,
         });
+        if let Some(trace) = self.tracer.as_deref_mut() {
+            trace.rows.call_started(call, turn);
+        }
         self.walk(now, call, scheduler);
     }
 
@@ -71,6 +74,7 @@ impl Gateway<'_> {
         let Client::Stack = self.p.client else {
             return self.send(now, key, scheduler);
         };
+        self.trace_wait_ends(now, key);
         loop {
             let call = *self.call(key);
             let Some(&gate) = self.p.gates.get(call.pos as usize) else {
@@ -79,13 +83,14 @@ impl Gateway<'_> {
             match self.enter(gate, now, key, &call, scheduler) {
                 Entry::Pass => self.call_mut(key).pos += 1,
                 Entry::Refuse(reason) => return self.refused(now, key, reason, scheduler),
-                Entry::Park => return,
+                Entry::Park => return self.trace_wait_starts(now, key, gate),
             }
         }
     }
 
     pub(super) fn refused(&mut self, now: Nanos, key: SlabKey, reason: Reason, scheduler: &mut Scheduler<Event>) {
         debug_assert!(reason.is_local());
+        self.trace_refusal(now, key, reason);
         let feedback = Feedback {
             ending: Ending::Failed(reason),
             reached_provider: false,
@@ -111,6 +116,7 @@ impl Gateway<'_> {
         debug_assert!(call.attempt.is_none() && !call.admitted && !call.bulkhead && !call.limiter);
         debug_assert!(call.permit.is_none() && call.reservation.is_none());
         let class = call.class as usize;
+        self.trace_call_ended(now, key, &call, ending);
         let served = ending == Ending::Success;
         let fallback = !served && self.serves_fallback(class);
         if call.counted {

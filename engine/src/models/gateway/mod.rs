@@ -59,6 +59,7 @@
 //! * [`state`] — the entities (turn, call, attempt) and the events between them;
 //! * [`model`] — the [`Gateway`] struct, construction, the event dispatch, sweeps and
 //!   incidents;
+//! * [`trace`] — the per-call trace hooks (off by default, one branch each);
 //! * [`turn`] — the turn pipeline (guard → rewrite → answer or think → title);
 //! * [`call`] — a call's walk down the stack, its refusals and its end;
 //! * [`attempt`] — the attempt loop: sending to the provider, how an attempt ends,
@@ -75,16 +76,17 @@ pub mod params;
 pub mod reason;
 pub mod results;
 mod state;
+mod trace;
 mod turn;
 
 #[cfg(test)]
 mod tests;
 
 pub use gates::Gate;
-pub use model::Gateway;
+pub use model::{Gateway, GatewaySeries};
 pub use params::{
-    CallClass, ClassParams, Client, GatewayParams, Incident, IncidentKind, LimiterScope, TierParams, Timeouts, ANSWER,
-    ANSWER_FALLBACK, CLASSES, CLASS_NAMES, GUARD, REWRITE, THINK, TITLE,
+    Arrivals, CallClass, ClassParams, Client, GatewayParams, Incident, IncidentKind, LimiterScope, TierParams,
+    Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES, CLASS_NAMES, GUARD, REWRITE, THINK, TITLE,
 };
 pub use reason::{Reason, REASONS};
 pub use results::{ClassResults, GatewayResults, LATENCY_NAMES};

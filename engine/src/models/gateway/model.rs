@@ -17,7 +17,9 @@ use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
+use crate::measurement::trace::{Trace, TraceKind, Tracer};
 use crate::policy::admission::AdmissionController;
+use crate::policy::breaker::BreakerState;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::bulkhead::Bulkhead;
 use crate::policy::limiter::ConcurrencyLimiter;
@@ -26,11 +28,12 @@ use crate::policy::retry_budget::RatioBudget;
 
 use super::gates::{bulkheads, limiter_queue_capacity, limiters, quota_meters, Gate};
 use super::params::{
-    Client, GatewayParams, Incident, IncidentKind, LimiterScope, ANSWER_FALLBACK, CLASSES, CLASS_NAMES,
+    Arrivals, Client, GatewayParams, Incident, IncidentKind, LimiterScope, ANSWER_FALLBACK, CLASSES, CLASS_NAMES,
 };
 use super::reason::Reason;
 use super::results::{GatewayResults, LATENCY_NAMES};
 use super::state::{Attempt, Call, Ending, Event, Turn};
+use super::trace::GatewayTrace;
 
 const ARRIVALS: StreamPurpose = StreamPurpose::named("gateway.arrivals");
 const TURNS: StreamPurpose = StreamPurpose::named("gateway.turns");
@@ -92,6 +95,33 @@ pub struct Gateway<'h> {
     /// The quota coordinator is down: a coordinated quota uses the per-instance meters.
     pub(super) coordinator_down: bool,
     pub(super) histograms: &'h mut [LatencyHistogram],
+    pub(super) series: GatewaySeries,
+    /// Per-call tracing, off unless [`Gateway::traced`]: one branch per hook when off.
+    pub(super) tracer: Option<Box<GatewayTrace>>,
+}
+
+/// Per-bucket counts of one replica, from time 0 to the horizon.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GatewaySeries {
+    /// Attempts sent to the provider (every attempt, warm-up included).
+    pub attempts: Vec<u64>,
+    /// Turns answered.
+    pub answered: Vec<u64>,
+}
+
+impl GatewaySeries {
+    fn new(p: &GatewayParams) -> Self {
+        let buckets = p.horizon.div_ceil(p.series_bucket) as usize;
+        GatewaySeries { attempts: vec![0; buckets], answered: vec![0; buckets] }
+    }
+}
+
+/// Adds one to the bucket of `now`; nothing past the horizon.
+#[inline]
+pub(super) fn count_in_bucket(series: &mut [u64], bucket: Nanos, now: Nanos) {
+    if let Some(count) = series.get_mut((now / bucket) as usize) {
+        *count += 1;
+    }
 }
 
 /// The earliest of the timeouts that fire (the first listed wins a tie), or `otherwise`
@@ -154,7 +184,8 @@ impl<'h> Gateway<'h> {
             limiter_queues: limiter_queue_capacity.iter().map(|&n| VecDeque::with_capacity(n)).collect(),
             limiter_queue_capacity,
             breakers: (0..CLASSES).map(|_| CircuitBreaker::new(p.breaker)).collect(),
-            budget: p.retry_budget.map(|ratio| RatioBudget::new(ratio, 100.0, 10.0)),
+            // Starts as if 100 calls had succeeded: a ratio of 0 funds no retry at all.
+            budget: p.retry_budget.map(|ratio| RatioBudget::new(ratio, 100.0, 100.0 * ratio)),
             retry_pos: if stack { p.gates.iter().position(|g| *g == Gate::Retry).map(|i| i as u8) } else { None },
             has_fallback_gate: has(Gate::Fallback),
             turns: Slab::with_capacity(1024),
@@ -172,17 +203,44 @@ impl<'h> Gateway<'h> {
             attempt_latency: (0..CLASSES).map(|_| replica_histogram()).collect(),
             call_latency: (0..CLASSES).map(|_| replica_histogram()).collect(),
             histograms,
+            series: GatewaySeries::new(&p),
+            tracer: None,
             p,
         }
     }
 
     /// Runs the replica to the end and returns its results.
     pub fn run(self) -> GatewayResults {
+        self.run_all().0
+    }
+
+    /// Runs the replica to the end: its results, time series and (if [`Gateway::traced`]) trace.
+    pub fn run_all(self) -> (GatewayResults, GatewaySeries, Option<Trace>) {
         let mut simulation = self.into_simulation();
         // Arrivals stop at the horizon; everything in flight then runs to its end.
         simulation.run_until(Nanos::MAX);
         let events = simulation.events_handled();
-        simulation.model.finish(events)
+        let mut model = simulation.model;
+        let series = std::mem::take(&mut model.series);
+        let tracer = model.tracer.take();
+        (model.finish(events), series, tracer.map(|t| t.rows.finish()))
+    }
+
+    /// Records a trace of every call (see [`crate::measurement::trace`]).
+    pub fn traced(mut self) -> Self {
+        let mut tracer = Tracer::new();
+        for incident in &self.p.incidents {
+            let (kind, place) = match incident.kind {
+                IncidentKind::Brownout => ("brownout", incident.tier as u32),
+                IncidentKind::Outage => ("outage", incident.tier as u32),
+                IncidentKind::CapacityStep { .. } => ("capacity_step", incident.tier as u32),
+                IncidentKind::CoordinatorOutage => ("coordinator_outage", crate::measurement::trace::NONE),
+            };
+            let window = (incident.start, incident.end);
+            tracer.event(TraceKind::Incident, "", place, window, kind, "", incident.end > self.p.warmup);
+        }
+        self.tracer = Some(Box::new(GatewayTrace { rows: tracer, breakers: [BreakerState::Closed; CLASSES] }));
+        self
     }
 
     /// The model in a kernel with its first arrival, incidents and sweeps scheduled.
@@ -207,7 +265,10 @@ impl<'h> Gateway<'h> {
     }
 
     pub(super) fn interarrival(&mut self) -> Nanos {
-        secs_to_nanos(self.arrivals.exponential(self.p.turns_per_s))
+        match self.p.arrivals {
+            Arrivals::Poisson => secs_to_nanos(self.arrivals.exponential(self.p.turns_per_s)),
+            Arrivals::Even => secs_to_nanos(1.0 / self.p.turns_per_s),
+        }
     }
 
     /// The results once the simulation has drained (asserts that it has).

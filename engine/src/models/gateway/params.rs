@@ -132,6 +132,15 @@ stampede_kernel::named_enum! {
     }
 }
 
+stampede_kernel::named_enum! {
+    /// How turns arrive: a Poisson process, or evenly spaced at the rate.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Arrivals {
+        Poisson = "poisson",
+        Even = "even",
+    }
+}
+
 /// Everything one replica needs.
 #[derive(Clone, Debug)]
 pub struct GatewayParams {
@@ -140,6 +149,7 @@ pub struct GatewayParams {
     pub classes: [ClassParams; CLASSES],
     pub answer_fallback: bool,
     pub turns_per_s: f64,
+    pub arrivals: Arrivals,
     pub tenants: u32,
     /// Share of turns from tenant 0 (the rest spread evenly over the others); 0 with
     /// one tenant.
@@ -169,13 +179,15 @@ pub struct GatewayParams {
     pub cache_price_weight: f64,
     pub warmup: Nanos,
     pub horizon: Nanos,
+    /// The width of a time-series bucket (attempts and answered turns per bucket).
+    pub series_bucket: Nanos,
 }
 
 impl GatewayParams {
     /// Panics on parameters the experiments layer should never produce.
     pub(super) fn check(&self) {
         assert!(self.turns_per_s > 0.0 && self.tenants > 0 && self.instances > 0 && !self.tiers.is_empty());
-        assert!(self.gates.len() < u8::MAX as usize);
+        assert!(self.gates.len() < u8::MAX as usize && self.series_bucket > 0);
         for (i, gate) in self.gates.iter().enumerate() {
             assert!(!self.gates[..i].contains(gate), "gate {gate:?} listed twice");
         }

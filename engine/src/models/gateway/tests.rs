@@ -4,6 +4,8 @@ use super::*;
 use crate::components::provider::TierSpec;
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::Named;
+use crate::measurement::trace::{Trace, TraceKind};
 use crate::models::gateway::results;
 use crate::policy::admission::Ladder;
 use crate::policy::backoff::Backoff;
@@ -49,9 +51,17 @@ fn params(gates: &[Gate]) -> GatewayParams {
     let answer = ClassParams { streamed: true, shed_from_rung: 4, ..class };
     GatewayParams {
         tiers: vec![TierParams { spec, usd_per_mtok_in: 1.0, usd_per_mtok_out: 5.0, error_rate: 0.0 }],
-        classes: [class, class, answer, class, ClassParams { shed_from_rung: 1, ..class }, answer],
+        classes: [
+            ClassParams { share: 1.0, ..class },
+            class,
+            answer,
+            class,
+            ClassParams { shed_from_rung: 1, ..class },
+            answer,
+        ],
         answer_fallback: false,
         turns_per_s: 20.0,
+        arrivals: Arrivals::Poisson,
         tenants: 1,
         hot_tenant_share: 0.0,
         instances: 1,
@@ -85,6 +95,7 @@ fn params(gates: &[Gate]) -> GatewayParams {
         cache_price_weight: 0.1,
         warmup: 0,
         horizon: 60 * S,
+        series_bucket: S,
     }
 }
 
@@ -402,4 +413,124 @@ fn cached_prefixes_are_billed_and_metered_at_the_cache_weight() {
     let per_call = |r: &ClassResults| (r.useful_usd + r.wasted_usd) / r.attempts as f64;
     assert!((per_call(&cold.classes[ANSWER]) - (1_000.0 + 250.0) / 1e6).abs() < 1e-9);
     assert!((per_call(&answer) - (280.0 + 250.0) / 1e6).abs() < 1e-9);
+}
+
+/// The full stack under a brownout, with a warm-up: every gate parks, refuses and
+/// releases, the breaker trips, and calls straddle the warm-up.
+fn busy_params() -> GatewayParams {
+    let gates =
+        [Gate::Admission, Gate::Bulkhead, Gate::Adaptive, Gate::Breaker, Gate::Quota, Gate::Retry, Gate::Fallback];
+    let mut p = params(&gates);
+    p.limiter = LimiterKind::Gradient(GradientConfig { initial: 20.0, min: 1.0, ..GradientConfig::default() });
+    p.codel = Some(CoDelConfig { target: S / 20, interval: S });
+    p.tiers[0].spec.server_slots = 20;
+    p.tiers[0].spec.rpm = 3_000;
+    p.tiers[0].error_rate = 0.05;
+    p.classes[REWRITE].share = 0.5;
+    p.classes[TITLE].share = 0.3;
+    p.classes[THINK].share = 0.1;
+    p.classes.iter_mut().for_each(|c| (c.bulkhead_slots, c.bulkhead_queue) = (12, 8));
+    p.retry_budget = Some(0.2);
+    p.breaker.minimum_calls = 10;
+    p.turns_per_s = 12.0;
+    p.warmup = 5 * S;
+    p.horizon = 40 * S;
+    p.incidents = vec![Incident { tier: 0, kind: IncidentKind::Outage, start: 15 * S, end: 25 * S }];
+    p
+}
+
+fn traced(p: GatewayParams, replica: u64) -> (GatewayResults, GatewaySeries, Trace) {
+    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let (results, series, trace) = Gateway::new(p, 7, replica, &mut histograms).traced().run_all();
+    (results, series, trace.expect("traced"))
+}
+
+/// Every call's attempts, waits and refusals tile its life; the trace's counted calls,
+/// attempts and failures by reason are the replica's counts; tracing changes nothing.
+#[test]
+fn a_trace_tiles_every_call_and_adds_up_to_the_results() {
+    for (name, p) in [
+        ("busy stack", busy_params()),
+        ("naive", {
+            let mut p = busy_params();
+            p.client = Client::Naive { attempts: 3, timeout: 10 * S };
+            p
+        }),
+    ] {
+        let (results, series, trace) = traced(p.clone(), 0);
+        trace.check_tiling().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+        let (untraced, untraced_series, none) = Gateway::new(p, 7, 0, &mut histograms).run_all();
+        assert!(none.is_none());
+        assert_eq!(format!("{results:?}"), format!("{untraced:?}"), "{name}: tracing changes nothing");
+        assert_eq!(series, untraced_series);
+        let count = |kind: TraceKind, class: &str, outcome: Option<&str>| {
+            trace
+                .rows
+                .iter()
+                .filter(|r| r.kind == kind && r.counted && r.class == class && outcome.is_none_or(|o| r.outcome == o))
+                .count() as u64
+        };
+        let mut seen = [0u64; 3];
+        for (class, c) in CLASS_NAMES.iter().zip(&results.classes) {
+            assert_eq!(count(TraceKind::Call, class, None), c.offered, "{name} {class}: calls");
+            assert_eq!(count(TraceKind::Call, class, Some("served")), c.served, "{name} {class}: served");
+            assert_eq!(count(TraceKind::Attempt, class, None), c.attempts, "{name} {class}: attempts");
+            for reason in Reason::ALL {
+                let failed = count(TraceKind::Call, class, Some(reason.name()));
+                assert_eq!(failed, c.reasons[reason.index()], "{name} {class}: {}", reason.name());
+            }
+            seen[0] += c.attempts;
+            seen[1] += c.refused_locally();
+            seen[2] += c.retries;
+        }
+        let refusals_expected = name != "naive"; // the naive client has no gate to refuse it
+        assert!(seen[0] > 0 && seen[2] > 0 && (seen[1] > 0) == refusals_expected, "{name}: {seen:?}");
+        // Attempts in the series are every attempt, warm-up included.
+        let attempts = trace.rows.iter().filter(|r| r.kind == TraceKind::Attempt).count() as u64;
+        let in_series: u64 = series.attempts.iter().sum();
+        let after_horizon = trace.rows.iter().filter(|r| r.kind == TraceKind::Attempt && r.start >= 40 * S).count();
+        assert_eq!(in_series + after_horizon as u64, attempts, "{name}");
+        assert_eq!(trace.rows.iter().filter(|r| r.kind == TraceKind::Incident).count(), 1);
+    }
+    let (busy, _, trace) = traced(busy_params(), 0);
+    let opened = trace.rows.iter().filter(|r| r.kind == TraceKind::State && r.outcome == "open").count() as u64;
+    let trips: u64 = busy.classes.iter().map(|c| c.breaker_trips).sum();
+    assert!(trips > 0);
+    assert_eq!(opened, trips, "every trip is an opening in the trace");
+    let waits: std::collections::BTreeSet<&str> =
+        trace.rows.iter().filter(|r| r.kind == TraceKind::Wait).map(|r| r.outcome).collect();
+    assert!(waits.contains("backoff") && waits.contains("bulkhead"), "{waits:?}");
+}
+
+/// A retry budget of 0 funds no retry at all (the reference's Learn page read 0 as
+/// "no limit").
+#[test]
+fn a_retry_budget_of_zero_funds_no_retries() {
+    let mut p = params(&[Gate::Retry]);
+    p.tiers[0].error_rate = 0.3;
+    p.retry_budget = Some(0.0);
+    let results = run(p.clone());
+    assert_eq!(results.retries(), 0);
+    assert!(results.classes[GUARD].retries_denied_by_budget > 0);
+    p.retry_budget = Some(0.1);
+    assert!(run(p).retries() > 0);
+}
+
+/// Even arrivals are evenly spaced; a guard share below 1 skips the guard.
+#[test]
+fn even_arrivals_and_a_skipped_guard() {
+    let mut p = params(&[Gate::Retry]);
+    p.arrivals = Arrivals::Even;
+    p.turns_per_s = 4.0;
+    p.horizon = 10 * S;
+    p.classes[GUARD].share = 0.0;
+    let (results, _, trace) = traced(p, 0);
+    // Arrivals at 0.25, 0.5, … 9.75 s.
+    assert_eq!(results.turns_offered, 39);
+    assert_eq!(results.classes[GUARD].offered, 0);
+    assert_eq!(results.classes[ANSWER].offered, 39);
+    let mut starts: Vec<Nanos> = trace.rows.iter().filter(|r| r.kind == TraceKind::Call).map(|r| r.start).collect();
+    starts.sort_unstable();
+    assert!(starts.iter().enumerate().all(|(i, &t)| t == (i as u64 + 1) * S / 4), "{starts:?}");
 }

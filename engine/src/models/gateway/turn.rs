@@ -7,7 +7,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 
-use super::model::Gateway;
+use super::model::{count_in_bucket, Gateway};
 use super::params::{ANSWER, ANSWER_FALLBACK, GUARD, REWRITE, THINK, TITLE};
 use super::results::TURN_HISTOGRAM;
 use super::state::{Call, Event, Stage, Turn};
@@ -33,8 +33,20 @@ impl Gateway<'_> {
         let tenant = if hot || self.p.tenants == 1 { 0 } else { 1 + other % (self.p.tenants as u64 - 1) } as u16;
         let counted = now >= self.p.warmup;
         self.results.turns_offered += counted as u64;
-        let turn = self.turns.insert(Turn { arrived_at: now, stage: Stage::Guard, hard, rewrite, title, counted });
-        self.start_call(now, GUARD, Some(turn), instance, tenant, scheduler);
+        // A guard share below 1 skips the guard for the rest (drawn only then, so the
+        // fixture's always-guarded turns consume the stream as before).
+        let guard = c[GUARD].share >= 1.0 || self.turn_rng.bernoulli(c[GUARD].share);
+        let (stage, class) = match (guard, rewrite, hard) {
+            (true, ..) => (Stage::Guard, GUARD),
+            (false, true, _) => (Stage::Rewrite, REWRITE),
+            (false, false, true) => (Stage::Main, THINK),
+            (false, false, false) => (Stage::Main, ANSWER),
+        };
+        let turn = self.turns.insert(Turn { arrived_at: now, stage, hard, rewrite, title, counted });
+        if let Some(trace) = self.tracer.as_deref_mut() {
+            trace.rows.group_started(turn);
+        }
+        self.start_call(now, class, Some(turn), instance, tenant, scheduler);
     }
 
     /// A turn's call ended: move the turn on.
@@ -82,6 +94,9 @@ impl Gateway<'_> {
 
     pub(super) fn end_turn(&mut self, now: Nanos, key: SlabKey, answered: bool) {
         let turn = self.turns.remove(key).expect("a live turn");
+        if answered {
+            count_in_bucket(&mut self.series.answered, self.p.series_bucket, now);
+        }
         if turn.counted {
             if answered {
                 self.results.turns_answered += 1;

@@ -134,6 +134,9 @@ pub struct Gateway {
     pub breaker_max_open_s: f64,
     pub breaker_half_open_probes: u32,
     pub breaker_counts_429: bool,
+    /// A 429's or 529's retry-after is a floor under the backoff; false: ignored.
+    #[serde(default = "default_honour_retry_after")]
+    pub honour_retry_after: bool,
     pub bulkhead_queue: String,
     pub codel_target_s: f64,
     pub codel_interval_s: f64,
@@ -162,6 +165,10 @@ fn default_open_multiplier() -> f64 {
 
 fn default_max_open() -> f64 {
     300.0
+}
+
+fn default_honour_retry_after() -> bool {
+    true
 }
 
 fn default_cache_price() -> f64 {

@@ -16,13 +16,14 @@ use serde::{Deserialize, Serialize};
 use stampede_engine::components::provider::TierSpec;
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::{
-    CallClass, ClassParams, Client, Gate, Gateway as GatewayModel, GatewayParams, Incident, IncidentKind, LimiterScope,
-    TierParams, Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES, LATENCY_NAMES,
+    Arrivals, CallClass, ClassParams, Client, Gate, Gateway as GatewayModel, GatewayParams, GatewayResults,
+    GatewaySeries, Incident, IncidentKind, LimiterScope, TierParams, Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES,
+    LATENCY_NAMES,
 };
 use stampede_engine::policy::admission::Ladder;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
 use stampede_engine::policy::bulkhead::{CoDelConfig, QueueOrder};
-use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::classify::{RetryClassifier, RetryDecision};
 use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, SampleWindow};
 use stampede_engine::policy::quota::QuotaConfig;
 use stampede_engine::secs_to_nanos;
@@ -30,7 +31,7 @@ use stampede_engine::LatencyHistogram;
 
 use self::fixture::{Fixture, Gateway as GatewayKnobs, OnFailure};
 use self::metrics::GATEWAY_METRICS;
-use super::metrics::{defs, values, MetricDef, ReplicaOutput};
+use super::metrics::{defs, values, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica};
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
 use crate::base::typing::typed_at;
@@ -74,6 +75,14 @@ impl ModelSpec for Gateway {
         presentation::presentation()
     }
 
+    fn series(_: &GatewayConfig) -> &'static [SeriesDef] {
+        GATEWAY_SERIES
+    }
+
+    fn series_bucket_s(_: &GatewayConfig) -> f64 {
+        SERIES_BUCKET_S
+    }
+
     fn run_replica(
         config: &GatewayConfig,
         run: &RunConfig,
@@ -81,8 +90,32 @@ impl ModelSpec for Gateway {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let results = GatewayModel::new(config.params(run), master_seed, replica, histograms).run();
-        ReplicaOutput { metrics: values(&GATEWAY_METRICS, &results), ..ReplicaOutput::default() }
+        let (results, series, _) = GatewayModel::new(config.params(run), master_seed, replica, histograms).run_all();
+        output(&results, series)
+    }
+
+    fn trace_replica(config: &GatewayConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
+        let mut histograms: Vec<_> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+        let model = GatewayModel::new(config.params(run), master_seed, replica, &mut histograms).traced();
+        let (results, series, trace) = model.run_all();
+        Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
+    }
+}
+
+/// The width of the gateway's time-series buckets.
+const SERIES_BUCKET_S: f64 = 1.0;
+
+const GATEWAY_SERIES: &[SeriesDef] = &[
+    SeriesDef { name: "attempt_rps", kind: SeriesKind::Count },
+    SeriesDef { name: "goodput_tps", kind: SeriesKind::Count },
+];
+
+fn output(results: &GatewayResults, series: GatewaySeries) -> ReplicaOutput {
+    let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
+    ReplicaOutput {
+        metrics: values(&GATEWAY_METRICS, results),
+        series: vec![counts(series.attempts), counts(series.answered)],
+        ..ReplicaOutput::default()
     }
 }
 
@@ -121,6 +154,9 @@ struct Resolved {
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSection {
     pub turns_per_s: f64,
+    /// How turns arrive: `poisson` (the default) or `even` (evenly spaced).
+    #[serde(default = "poisson", with = "crate::base::names", skip_serializing_if = "is_poisson")]
+    pub arrivals: Arrivals,
     /// A fixture file; absent: the shipped fixture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixture: Option<String>,
@@ -129,6 +165,14 @@ pub struct WorkloadSection {
     /// Share of turns from tenant 0; the rest spread evenly over the other tenants.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hot_tenant_share: f64,
+}
+
+fn poisson() -> Arrivals {
+    Arrivals::Poisson
+}
+
+fn is_poisson(arrivals: &Arrivals) -> bool {
+    *arrivals == Arrivals::Poisson
 }
 
 fn is_zero(value: &f64) -> bool {
@@ -417,8 +461,13 @@ impl GatewayConfig {
 
     fn validate_knobs(&self) -> Result<()> {
         let knobs = &self.resolved().knobs;
+        let ratio = knobs.retry_budget_ratio;
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(Error::bad_input(format!(
+                "gateway.retry_budget_ratio = {ratio}: must be in [0, 1] (0 funds no retries; stack.retry_budget = false removes the budget)"
+            )));
+        }
         for (path, value) in [
-            ("gateway.retry_budget_ratio", knobs.retry_budget_ratio),
             ("gateway.no_retry_past_delivered", knobs.no_retry_past_delivered),
             ("gateway.breaker_failure_ratio", knobs.breaker_failure_ratio),
             ("gateway.limiter_headroom", knobs.limiter_headroom),
@@ -478,6 +527,7 @@ impl GatewayConfig {
             classes: self.classes(),
             answer_fallback: self.stack.answer_fallback_tier.is_some(),
             turns_per_s: self.workload.turns_per_s,
+            arrivals: self.workload.arrivals,
             tenants: self.workload.tenants,
             hot_tenant_share: if self.workload.tenants > 1 { self.workload.hot_tenant_share } else { 0.0 },
             instances: knobs.fleet_instances,
@@ -503,7 +553,15 @@ impl GatewayConfig {
             },
             reconcile: self.stack.reconcile,
             retry_budget: self.stack.retry_budget.then_some(knobs.retry_budget_ratio),
-            classifier: RetryClassifier::default(),
+            classifier: if knobs.honour_retry_after {
+                RetryClassifier::default()
+            } else {
+                RetryClassifier {
+                    rate_limited: RetryDecision::Retry,
+                    overloaded: RetryDecision::Retry,
+                    ..RetryClassifier::default()
+                }
+            },
             no_retry_past_delivered: knobs.no_retry_past_delivered,
             bulkhead_order: queue_order(&knobs.bulkhead_queue).expect("validated"),
             codel: Some(CoDelConfig {
@@ -515,6 +573,7 @@ impl GatewayConfig {
             cache_price_weight: knobs.cache_read_price_weight,
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
+            series_bucket: secs_to_nanos(SERIES_BUCKET_S),
         }
     }
 

@@ -13,7 +13,9 @@ use crate::models::gateway::state::{Call, Ending, Feedback};
 
 impl Gateway<'_> {
     pub(in crate::models::gateway) fn enter_breaker(&mut self, now: Nanos, key: SlabKey, call: &Call) -> Entry {
-        match self.breakers[call.class as usize].try_acquire(now) {
+        let acquired = self.breakers[call.class as usize].try_acquire(now);
+        self.trace_breaker(now, call.class as usize);
+        match acquired {
             Some(permit) => {
                 self.call_mut(key).permit = Some(permit);
                 Entry::Pass
@@ -42,5 +44,6 @@ impl Gateway<'_> {
         } else {
             breaker.abandon(permit);
         }
+        self.trace_breaker(now, call.class as usize);
     }
 }

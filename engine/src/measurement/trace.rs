@@ -1,0 +1,291 @@
+//! Per-request traces of one replica: every call (or request), each attempt it made,
+//! every wait between them and every local refusal, plus the state changes (a
+//! breaker opening) and the incident windows that explain them — the rows a request
+//! timeline is drawn from and `trace.parquet` is written from.
+//!
+//! Tracing is off unless a model is built with a [`Tracer`]; a model keeps it as an
+//! `Option<Box<…>>`, so with tracing off a hook is one predictable branch and nothing
+//! is allocated (the counting-allocator tests and the instruction benches run with it
+//! off).
+//!
+//! Invariant (checked by [`Trace::check_tiling`] in the models' tests): the attempt,
+//! wait and refusal rows of a call tile its lifetime — the first starts when the call
+//! does, each starts where the previous ended, the last ends when the call does.
+
+use std::collections::BTreeMap;
+
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::kernel::Named;
+
+stampede_kernel::named_enum! {
+    /// What a trace row is.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum TraceKind {
+        /// A call's whole life, from entering the client to its end (served or failed).
+        Call = "call",
+        /// One attempt sent to the provider (or the server behind the client).
+        Attempt = "attempt",
+        /// Time a call spent waiting: a retry backoff, a bulkhead or limiter queue, a quota wait.
+        Wait = "wait",
+        /// A local gate refused the call (zero length).
+        Refusal = "refusal",
+        /// A policy changed state: a breaker opened (an interval), closed or half-opened.
+        State = "state",
+        /// A fault window on a tier, shard or dependency.
+        Incident = "incident",
+    }
+}
+
+/// "No such entity" in the integer columns.
+pub const NONE: u32 = u32::MAX;
+
+/// One row of a trace. Times are simulated nanoseconds from the replica's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRow {
+    pub kind: TraceKind,
+    /// The call's serial number in the replica ([`NONE`] for state and incident rows).
+    pub call: u32,
+    /// The enclosing unit's serial (the gateway's turn), or [`NONE`].
+    pub group: u32,
+    /// The call class (or request kind) name.
+    pub class: &'static str,
+    /// Where it went: the tier, shard or dependency index, or [`NONE`].
+    pub place: u32,
+    /// The attempt's number within its call (1, 2, …); 0 for other rows.
+    pub attempt: u32,
+    pub start: Nanos,
+    /// When the first token reached the client (streamed attempts that got one).
+    pub first_token: Option<Nanos>,
+    pub end: Nanos,
+    /// An attempt's outcome (`200`, `429`, `529`, `500`, a timeout's name), a call's
+    /// (`served` or its failure reason), a wait's kind, a refusal's reason, a state's
+    /// new state, an incident's kind.
+    pub outcome: &'static str,
+    /// The gate that refused or held the call, or that changed state; empty otherwise.
+    pub gate: &'static str,
+    /// Counted in the replica's metrics (it started after the warm-up).
+    pub counted: bool,
+}
+
+/// The rows of one traced replica, in the order they were completed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    pub rows: Vec<TraceRow>,
+}
+
+impl Trace {
+    /// Checks that every call's attempt, wait and refusal rows tile its lifetime
+    /// without gap or overlap; returns the first call that does not, described.
+    pub fn check_tiling(&self) -> Result<(), String> {
+        let mut calls: BTreeMap<u32, (Option<&TraceRow>, Vec<&TraceRow>)> = BTreeMap::new();
+        for row in &self.rows {
+            match row.kind {
+                TraceKind::Call => calls.entry(row.call).or_default().0 = Some(row),
+                TraceKind::Attempt | TraceKind::Wait | TraceKind::Refusal => {
+                    calls.entry(row.call).or_default().1.push(row)
+                }
+                TraceKind::State | TraceKind::Incident => {}
+            }
+        }
+        for (id, (call, mut parts)) in calls {
+            let call = call.ok_or_else(|| format!("call {id} has parts but no call row"))?;
+            // Ties: a zero-length refusal sorts before the wait or attempt that starts with it.
+            parts.sort_by_key(|row| (row.start, row.end, row.kind != TraceKind::Refusal));
+            let mut at = call.start;
+            for part in &parts {
+                if part.start != at || part.end < part.start {
+                    return Err(format!(
+                        "call {id}: its {} row [{}, {}] does not start where the previous part ended ({at})",
+                        part.kind.name(),
+                        part.start,
+                        part.end
+                    ));
+                }
+                at = part.end;
+            }
+            if at != call.end {
+                return Err(format!("call {id}: its parts end at {at}, the call at {}", call.end));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Gives slab-keyed entities (whose keys are reused) serial numbers, and remembers
+/// per live entity what a trace needs: its serial, its group, an open wait, its
+/// attempt count.
+#[derive(Clone, Debug, Default)]
+pub struct Tracer {
+    pub trace: Trace,
+    live: Vec<LiveCall>,
+    groups: Vec<u32>,
+    next_call: u32,
+    next_group: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LiveCall {
+    serial: u32,
+    group: u32,
+    attempts: u32,
+    wait: Option<(Nanos, &'static str, &'static str)>,
+}
+
+impl Tracer {
+    pub fn new() -> Self {
+        Tracer::default()
+    }
+
+    fn slot<T: Copy>(table: &mut Vec<T>, key: SlabKey, fill: T) -> &mut T {
+        if table.len() <= key.index() {
+            table.resize(key.index() + 1, fill);
+        }
+        &mut table[key.index()]
+    }
+
+    /// A group (a turn) starts under slab key `key`.
+    pub fn group_started(&mut self, key: SlabKey) {
+        let serial = self.next_group;
+        self.next_group += 1;
+        *Self::slot(&mut self.groups, key, NONE) = serial;
+    }
+
+    /// A call starts under slab key `key`, in group `group` (a live group's key).
+    pub fn call_started(&mut self, key: SlabKey, group: Option<SlabKey>) {
+        let group = group.map_or(NONE, |g| self.groups[g.index()]);
+        let serial = self.next_call;
+        self.next_call += 1;
+        let fill = LiveCall { serial: NONE, group: NONE, attempts: 0, wait: None };
+        *Self::slot(&mut self.live, key, fill) = LiveCall { serial, group, attempts: 0, wait: None };
+    }
+
+    fn live(&mut self, key: SlabKey) -> &mut LiveCall {
+        let live = &mut self.live[key.index()];
+        debug_assert_ne!(live.serial, NONE, "a traced call is live");
+        live
+    }
+
+    fn part(&self, key: SlabKey, kind: TraceKind, class: &'static str, counted: bool) -> TraceRow {
+        let live = self.live[key.index()];
+        TraceRow {
+            kind,
+            call: live.serial,
+            group: live.group,
+            class,
+            place: NONE,
+            attempt: 0,
+            start: 0,
+            first_token: None,
+            end: 0,
+            outcome: "",
+            gate: "",
+            counted,
+        }
+    }
+
+    /// The call starts waiting at `now` (`kind`: backoff, bulkhead, limiter, quota; `gate`
+    /// the gate that holds it, or empty).
+    pub fn wait_starts(&mut self, key: SlabKey, now: Nanos, kind: &'static str, gate: &'static str) {
+        let live = self.live(key);
+        debug_assert!(live.wait.is_none(), "one wait at a time");
+        live.wait = Some((now, kind, gate));
+    }
+
+    /// The call's wait (if any) ends at `now`.
+    pub fn wait_ends(&mut self, key: SlabKey, now: Nanos, class: &'static str, counted: bool) {
+        let Some((start, kind, gate)) = self.live(key).wait.take() else { return };
+        let row = TraceRow { start, end: now, outcome: kind, gate, ..self.part(key, TraceKind::Wait, class, counted) };
+        self.trace.rows.push(row);
+    }
+
+    /// A local gate refused the call at `now`.
+    pub fn refusal(
+        &mut self,
+        key: SlabKey,
+        now: Nanos,
+        class: &'static str,
+        reason: &'static str,
+        gate: &'static str,
+        counted: bool,
+    ) {
+        self.wait_ends(key, now, class, counted);
+        let row = TraceRow {
+            start: now,
+            end: now,
+            outcome: reason,
+            gate,
+            ..self.part(key, TraceKind::Refusal, class, counted)
+        };
+        self.trace.rows.push(row);
+    }
+
+    /// One of the call's attempts ended: sent at `start` to `place`, first token at
+    /// `first_token`, ended at `end` with `outcome`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attempt(
+        &mut self,
+        key: SlabKey,
+        class: &'static str,
+        place: u32,
+        (start, first_token, end): (Nanos, Option<Nanos>, Nanos),
+        outcome: &'static str,
+        counted: bool,
+    ) {
+        let live = self.live(key);
+        live.attempts += 1;
+        let attempt = live.attempts;
+        let part = self.part(key, TraceKind::Attempt, class, counted);
+        self.trace.rows.push(TraceRow { place, attempt, start, first_token, end, outcome, ..part });
+    }
+
+    /// The call ended at `now` (started at `start`) with `outcome`.
+    pub fn call_ended(
+        &mut self,
+        key: SlabKey,
+        class: &'static str,
+        (start, now): (Nanos, Nanos),
+        outcome: &'static str,
+        counted: bool,
+    ) {
+        debug_assert!(self.live[key.index()].wait.is_none(), "a call ends after its waits");
+        let part = self.part(key, TraceKind::Call, class, counted);
+        self.trace.rows.push(TraceRow { start, end: now, outcome, ..part });
+        self.live[key.index()].serial = NONE;
+    }
+
+    /// A row that belongs to no call: a state change or an incident window.
+    #[allow(clippy::too_many_arguments)]
+    pub fn event(
+        &mut self,
+        kind: TraceKind,
+        class: &'static str,
+        place: u32,
+        (start, end): (Nanos, Nanos),
+        outcome: &'static str,
+        gate: &'static str,
+        counted: bool,
+    ) {
+        debug_assert!(matches!(kind, TraceKind::State | TraceKind::Incident));
+        self.trace.rows.push(TraceRow {
+            kind,
+            call: NONE,
+            group: NONE,
+            class,
+            place,
+            attempt: 0,
+            start,
+            first_token: None,
+            end,
+            outcome,
+            gate,
+            counted,
+        });
+    }
+
+    /// The finished trace.
+    pub fn finish(self) -> Trace {
+        debug_assert!(self.live.iter().all(|l| l.serial == NONE), "every traced call ended");
+        self.trace
+    }
+}

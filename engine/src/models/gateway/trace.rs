@@ -1,0 +1,130 @@
+//! The gateway's trace hooks ([`crate::measurement::trace`]): each is one branch on
+//! `tracer` when tracing is off. What they record: a call's start and end, each
+//! attempt (tier, sent, first token, end, outcome), each wait (the gate that held
+//! the call, or the retry backoff), each local refusal, and the breakers' openings.
+
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::kernel::Named;
+use crate::measurement::trace::{TraceKind, Tracer};
+use crate::policy::breaker::BreakerState;
+
+use super::gates::Gate;
+use super::model::Gateway;
+use super::params::{CLASSES, CLASS_NAMES};
+use super::reason::{Reason, Source};
+use super::state::{Attempt, AttemptState, Call, Ending};
+
+/// A traced replica's rows and what the hooks compare against.
+pub(super) struct GatewayTrace {
+    pub(super) rows: Tracer,
+    /// Each class's breaker state when last looked at.
+    pub(super) breakers: [BreakerState; CLASSES],
+}
+
+/// An attempt's outcome as the client saw it: an HTTP status or the timeout's name.
+fn attempt_outcome(ending: Ending) -> &'static str {
+    match ending {
+        Ending::Success => "200",
+        Ending::Failed(Reason::Http429) => "429",
+        Ending::Failed(Reason::Http529) => "529",
+        Ending::Failed(Reason::Http500) => "500",
+        Ending::Failed(reason) => reason.name(),
+    }
+}
+
+/// What a call waits for in `gate`.
+fn wait_kind(gate: Gate) -> &'static str {
+    match gate {
+        Gate::Retry => "backoff",
+        Gate::Adaptive => "limiter",
+        other => other.name(),
+    }
+}
+
+impl Gateway<'_> {
+    fn traced_call(&mut self, key: SlabKey) -> Option<(&mut GatewayTrace, &'static str, bool)> {
+        let trace = self.tracer.as_deref_mut()?;
+        let call = self.calls.get(key).expect("a traced call is live");
+        Some((trace, CLASS_NAMES[call.class as usize], call.counted))
+    }
+
+    #[inline]
+    pub(super) fn trace_wait_starts(&mut self, now: Nanos, key: SlabKey, gate: Gate) {
+        if let Some(trace) = self.tracer.as_deref_mut() {
+            trace.rows.wait_starts(key, now, wait_kind(gate), gate.name());
+        }
+    }
+
+    #[inline]
+    pub(super) fn trace_wait_ends(&mut self, now: Nanos, key: SlabKey) {
+        if self.tracer.is_some() {
+            let (trace, class, counted) = self.traced_call(key).expect("tracing");
+            trace.rows.wait_ends(key, now, class, counted);
+        }
+    }
+
+    #[inline]
+    pub(super) fn trace_refusal(&mut self, now: Nanos, key: SlabKey, reason: Reason) {
+        if self.tracer.is_some() {
+            let gate = match reason.source() {
+                Source::Gate(gate) => gate.name(),
+                Source::Timeout | Source::Provider => "",
+            };
+            let (trace, class, counted) = self.traced_call(key).expect("tracing");
+            trace.rows.refusal(key, now, class, reason.name(), gate, counted);
+        }
+    }
+
+    #[inline]
+    pub(super) fn trace_attempt(&mut self, now: Nanos, attempt: &Attempt) {
+        if self.tracer.is_some() {
+            let streamed = self.p.classes[self.calls.get(attempt.call).expect("live").class as usize].streamed;
+            let first_token = attempt
+                .plan
+                .filter(|plan| streamed && attempt.state == AttemptState::Started && plan.first_token_at <= now)
+                .map(|plan| plan.first_token_at);
+            let (trace, class, counted) = self.traced_call(attempt.call).expect("tracing");
+            let times = (attempt.sent_at, first_token, now);
+            trace.rows.attempt(
+                attempt.call,
+                class,
+                attempt.tier as u32,
+                times,
+                attempt_outcome(attempt.ending),
+                counted,
+            );
+        }
+    }
+
+    #[inline]
+    pub(super) fn trace_call_ended(&mut self, now: Nanos, key: SlabKey, call: &Call, ending: Ending) {
+        if let Some(trace) = self.tracer.as_deref_mut() {
+            let outcome = match ending {
+                Ending::Success => "served",
+                Ending::Failed(reason) => reason.name(),
+            };
+            let class = CLASS_NAMES[call.class as usize];
+            trace.rows.call_ended(key, class, (call.started_at, now), outcome, call.counted);
+        }
+    }
+
+    /// Records class `class`'s breaker state if it changed: an opening as the
+    /// interval it will stay open, half-open and closed as instants.
+    #[inline]
+    pub(super) fn trace_breaker(&mut self, now: Nanos, class: usize) {
+        let Some(trace) = self.tracer.as_deref_mut() else { return };
+        let state = self.breakers[class].state();
+        let before = std::mem::replace(&mut trace.breakers[class], state);
+        if std::mem::discriminant(&before) == std::mem::discriminant(&state) {
+            return;
+        }
+        let (window, name) = match state {
+            BreakerState::Open { until } => ((now, until), "open"),
+            BreakerState::HalfOpen { .. } => ((now, now), "half_open"),
+            BreakerState::Closed => ((now, now), "closed"),
+        };
+        let (counted, tier) = (now >= self.p.warmup, self.p.classes[class].tier as u32);
+        trace.rows.event(TraceKind::State, CLASS_NAMES[class], tier, window, name, "breaker", counted);
+    }
+}

@@ -1,0 +1,102 @@
+//! `stampede run --trace R`: replica R of every grid point run again with its
+//! per-call trace on, written as `trace.parquet` (one row per call, attempt, wait,
+//! refusal, state change and incident; see the README's output section). The trace
+//! replica is the run's replica R — same seed, same numbers — so it is identical
+//! for any thread count.
+
+use std::path::Path;
+
+use stampede_engine::kernel::Named;
+use stampede_engine::measurement::trace::Trace;
+use stampede_engine::nanos_to_secs;
+use stampede_output::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
+
+use crate::base::error::{Error, Result};
+use crate::resolved::Scenario;
+
+/// The file's name in the output folder.
+pub const FILE: &str = "trace.parquet";
+
+/// Checks `--trace R` before anything runs: R is a replica of the run and the model traces.
+pub fn check(scenario: &Scenario, replica: u32) -> Result<()> {
+    if replica >= scenario.run.replicas {
+        return Err(Error::bad_input(format!(
+            "--trace {replica}: the run has replicas 0 to {} (run.replicas = {})",
+            scenario.run.replicas - 1,
+            scenario.run.replicas
+        )));
+    }
+    let point = scenario.grid_point(0)?;
+    let run = crate::scenario::RunConfig { horizon_s: 1e-9, warmup_s: 0.0, ..point.run.clone() };
+    // Asking a tiny run of the model is how we learn whether it traces at all.
+    if point.model.trace_replica(&run, 0, 0).is_none() {
+        return Err(Error::bad_input(format!(
+            "--trace: model {} does not trace its requests; the gateway, cluster and dependency models do",
+            scenario.model.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The traces of replica `replica` of every grid point, in grid order.
+pub fn traces(scenario: &Scenario, replica: u32) -> Result<Vec<Trace>> {
+    (0..scenario.point_count())
+        .map(|index| {
+            let point = scenario.grid_point(index)?;
+            let traced = point.model.trace_replica(&point.run, scenario.run.seed, replica as u64);
+            Ok(traced.expect("checked: the model traces").trace)
+        })
+        .collect()
+}
+
+fn columns() -> Vec<ColumnSpec> {
+    use ColumnType::*;
+    [
+        ("grid_point", U32),
+        ("replica", U32),
+        ("kind", Utf8),
+        ("call", U32),
+        ("turn", U32),
+        ("class", Utf8),
+        ("place", U32),
+        ("attempt", U32),
+        ("start_s", F64),
+        ("first_token_s", F64),
+        ("end_s", F64),
+        ("outcome", Utf8),
+        ("gate", Utf8),
+        ("counted", Bool),
+    ]
+    .into_iter()
+    .map(|(name, kind)| ColumnSpec::new(name, kind))
+    .collect()
+}
+
+/// Writes `trace.parquet` into `dir` (a staging folder): `traces[i]` is grid point i's.
+pub fn write(dir: &Path, replica: u32, traces: &[Trace]) -> Result<()> {
+    let io = |e: stampede_output::OutputError| Error::io(format!("cannot write {FILE}: {e}"));
+    let mut table = TableWriter::create(dir, FILE, &columns()).map_err(io)?;
+    for (point, trace) in traces.iter().enumerate() {
+        let rows = &trace.rows;
+        table
+            .write(vec![
+                ColumnValues::U32(vec![point as u32; rows.len()]),
+                ColumnValues::U32(vec![replica; rows.len()]),
+                ColumnValues::Utf8(rows.iter().map(|r| r.kind.name().to_string()).collect()),
+                ColumnValues::U32(rows.iter().map(|r| r.call).collect()),
+                ColumnValues::U32(rows.iter().map(|r| r.group).collect()),
+                ColumnValues::Utf8(rows.iter().map(|r| r.class.to_string()).collect()),
+                ColumnValues::U32(rows.iter().map(|r| r.place).collect()),
+                ColumnValues::U32(rows.iter().map(|r| r.attempt).collect()),
+                ColumnValues::F64(rows.iter().map(|r| nanos_to_secs(r.start)).collect()),
+                ColumnValues::F64(rows.iter().map(|r| r.first_token.map_or(f64::NAN, nanos_to_secs)).collect()),
+                ColumnValues::F64(rows.iter().map(|r| nanos_to_secs(r.end)).collect()),
+                ColumnValues::Utf8(rows.iter().map(|r| r.outcome.to_string()).collect()),
+                ColumnValues::Utf8(rows.iter().map(|r| r.gate.to_string()).collect()),
+                ColumnValues::Bool(rows.iter().map(|r| r.counted).collect()),
+            ])
+            .map_err(io)?;
+    }
+    table.finish().and_then(|f| f.commit()).map_err(io)?;
+    Ok(())
+}
