@@ -6,6 +6,7 @@
 //! shell ([`shell`]) gives every page the same header and navigation. Adding a page
 //! is a module and a line in [`pages::PAGES`] and [`app`].
 
+pub mod llm;
 pub mod pages;
 pub mod shell;
 
@@ -32,6 +33,8 @@ pub fn app(options: Options) -> Router {
     let state: State = Arc::new(options);
     Router::new()
         .merge(pages::home::routes())
+        .merge(pages::learn::routes())
+        .merge(pages::sandbox::routes())
         .merge(pages::ring::routes())
         .merge(pages::results::routes())
         .with_state(state)

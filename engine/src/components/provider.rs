@@ -37,6 +37,8 @@ pub struct TierSpec {
     pub decode_tokens_per_s: f64,
     pub base_latency_s: f64,
     pub server_slots: u32,
+    /// Each meter's bucket holds this many seconds of its refill (60: a minute's worth).
+    pub burst_s: f64,
 }
 
 /// One call as the provider sees it.
@@ -101,13 +103,14 @@ impl ProviderTier {
         assert!(spec.server_slots > 0);
         ProviderTier {
             spec,
-            meters: QuotaMeter::new(
+            meters: QuotaMeter::with_burst(
                 QuotaLimits {
                     requests_per_minute: spec.rpm,
                     input_tokens_per_minute: spec.itpm,
                     output_tokens_per_minute: spec.otpm,
                 },
                 QuotaConfig { headroom: 1.0, longest_wait: 0, instances: 1, coordinated: true },
+                crate::kernel::time::secs_to_nanos(spec.burst_s),
             ),
             in_service: 0,
             queue: VecDeque::with_capacity(4 * spec.server_slots as usize + 1),
@@ -234,6 +237,7 @@ mod tests {
         decode_tokens_per_s: 35.0,
         base_latency_s: 0.45,
         server_slots: 80,
+        burst_s: 60.0,
     };
 
     fn rng() -> RngStream {

@@ -77,10 +77,22 @@ impl QuotaMeter {
     /// The meter one instance uses: the whole (headroomed) quota when coordinated,
     /// 1/N of it otherwise.
     pub fn new(limits: QuotaLimits, config: QuotaConfig) -> Self {
+        Self::with_burst(limits, config, 60 * crate::kernel::time::NANOS_PER_SEC)
+    }
+
+    /// [`QuotaMeter::new`] whose buckets hold `burst` worth of their refill (a minute's
+    /// in `new`, the providers' rule): a smaller burst makes a limit bind sooner.
+    pub fn with_burst(limits: QuotaLimits, config: QuotaConfig, burst: Nanos) -> Self {
         assert!((0.0..=1.0).contains(&config.headroom), "headroom must be in [0, 1]");
         assert!(config.instances > 0, "instances must be at least 1");
+        assert!(burst > 0, "a bucket holds something");
         let share = if config.coordinated { 1 } else { config.instances as u64 };
-        let bucket = |limit: u64| TokenBucket::per_minute((limit as f64 * config.headroom) as u64 / share);
+        let minute = 60 * crate::kernel::time::NANOS_PER_SEC;
+        let bucket = |limit: u64| {
+            let per_minute = (limit as f64 * config.headroom) as u64 / share;
+            let capacity = ((per_minute as u128 * burst as u128 / minute as u128) as u64).max(1);
+            TokenBucket::new(capacity, per_minute, minute)
+        };
         QuotaMeter {
             requests: bucket(limits.requests_per_minute),
             input: bucket(limits.input_tokens_per_minute),

@@ -19,6 +19,7 @@
 //!   the number of grid points.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -306,6 +307,19 @@ pub fn run_grid(
     progress: &(dyn Fn() + Sync),
     sinks: Sinks,
 ) -> Result<()> {
+    run_grid_cancellable(scenario, plan, threads, progress, &AtomicBool::new(false), sinks)
+}
+
+/// [`run_grid`] that stops soon after `cancel` is set: the replicas not started yet
+/// are skipped, and it returns an error (the sinks may have seen part of the run).
+pub fn run_grid_cancellable(
+    scenario: &Scenario,
+    plan: &Plan,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+    cancel: &AtomicBool,
+    sinks: Sinks,
+) -> Result<()> {
     let (points, replicas, master_seed) = (scenario.point_count(), scenario.run.replicas, scenario.run.seed);
     assert!(points > 0 && replicas > 0 && threads > 0);
     debug_assert_eq!((plan.points, plan.replicas), (points, replicas));
@@ -320,6 +334,7 @@ pub fn run_grid(
     let mut live: BTreeMap<u32, LivePoint> = BTreeMap::new();
     let chunk = CHUNK_TASKS.min(CHUNK_POINTS * replicas as u64) as usize;
     let mut records = Vec::with_capacity(chunk);
+    let mut cancellable: Vec<Option<ReplicaRecord>> = Vec::with_capacity(chunk);
     let mut pending = plan.tasks().peekable();
     let mut tasks: Vec<(u32, u32)> = Vec::with_capacity(chunk);
     while pending.peek().is_some() {
@@ -362,8 +377,18 @@ pub fn run_grid(
             progress,
         };
         // usize, because rayon's u64 ranges are not indexed (no ordered collect).
-        pool.install(|| (0..tasks.len()).into_par_iter().map(|task| work.run(task)).collect_into_vec(&mut records));
+        pool.install(|| {
+            (0..tasks.len())
+                .into_par_iter()
+                .map(|task| if cancel.load(Ordering::Relaxed) { None } else { Some(work.run(task)) })
+                .collect_into_vec(&mut cancellable)
+        });
         drop(work);
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::io("the run was cancelled"));
+        }
+        records.clear();
+        records.extend(cancellable.drain(..).map(|record| record.expect("not cancelled")));
         debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
         for record in &records {
             let point = live.get_mut(&record.grid_point).expect("live");

@@ -38,6 +38,13 @@ pub struct Tier {
     /// The healthy rate of 500s (the fixture spec's 0.002).
     #[serde(default = "default_error_rate")]
     pub error_rate: f64,
+    /// Each meter's bucket holds this many seconds of its refill (the providers' rule: 60).
+    #[serde(default = "default_burst")]
+    pub burst_s: f64,
+}
+
+fn default_burst() -> f64 {
+    60.0
 }
 
 fn default_error_rate() -> f64 {
@@ -219,9 +226,11 @@ impl Fixture {
 impl Tier {
     /// Rates and slots positive, the error rate a probability, prices not negative.
     fn validate(&self, name: &str) -> Result<()> {
-        for (field, value) in
-            [("prefill_tokens_per_s", self.prefill_tokens_per_s), ("decode_tokens_per_s", self.decode_tokens_per_s)]
-        {
+        for (field, value) in [
+            ("prefill_tokens_per_s", self.prefill_tokens_per_s),
+            ("decode_tokens_per_s", self.decode_tokens_per_s),
+            ("burst_s", self.burst_s),
+        ] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be positive")));
             }

@@ -61,6 +61,12 @@ const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
     count("calls_failed_http_529", "calls that ended on a provider 529, all classes", |r| {
         r.reason(Reason::Http529) as f64
     }),
+    count("calls_failed_http_500", "calls that ended on a provider 500, all classes", |r| {
+        r.reason(Reason::Http500) as f64
+    }),
+    count("breaker_trips", "times any class's breaker opened (warm-up included)", |r| {
+        r.classes.iter().map(|c| c.breaker_trips).sum::<u64>() as f64
+    }),
     count("events", "events handled", |r| r.events as f64),
 ];
 

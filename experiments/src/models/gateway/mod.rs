@@ -596,6 +596,7 @@ impl GatewayConfig {
                     decode_tokens_per_s: t.decode_tokens_per_s,
                     base_latency_s: t.base_latency_s,
                     server_slots: t.server_slots,
+                    burst_s: t.burst_s,
                 },
                 usd_per_mtok_in: t.usd_per_mtok_in,
                 usd_per_mtok_out: t.usd_per_mtok_out,

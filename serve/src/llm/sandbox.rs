@@ -1,0 +1,343 @@
+//! The Sandbox's configuration: the whole gateway as the page edits it — the stack
+//! (the seven gates in order, each removable), the client, the knobs, incidents,
+//! load, seed and replicas — and its two-way mapping to a `gateway` scenario:
+//! [`Config::toml`] writes the scenario `stampede run` reproduces exactly, and
+//! [`Config::from_toml`] reads one back (any scenario the page can express).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use stampede_engine::kernel::Named;
+use stampede_engine::models::gateway::Gate;
+
+use super::RunError;
+
+/// Why each gate sits where it does, for the page.
+pub fn gate_notes() -> Value {
+    json!({
+        "admission": "Outermost: refuse what will not be served (ladder by class, deadline, tenant share) before it holds anything.",
+        "bulkhead": "Per-class slots and a short queue: one class cannot take every connection from the others.",
+        "adaptive": "Learns how much concurrency the provider takes from its latency, below the bulkhead's fixed size.",
+        "breaker": "Fails fast while the tier is down; above the quota so a refused call takes no reservation.",
+        "quota": "Client-side meters: reserve tokens before sending, so 429s become local waits; inside the retry loop, once per attempt.",
+        "retry": "The attempt loop: gates after it are passed once per attempt, gates before it once per call.",
+        "fallback": "Innermost: a failed call of a class with a fallback is served its fallback instead.",
+    })
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Incident {
+    pub tier: String,
+    pub kind: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+}
+
+/// The knobs the Sandbox exposes (each maps to one scenario field).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knobs {
+    pub retry_budget: bool,
+    pub retry_budget_ratio: f64,
+    pub backoff_base_s: f64,
+    pub backoff_cap_s: f64,
+    pub honour_retry_after: bool,
+    pub breaker_failure_ratio: f64,
+    pub breaker_open_s: f64,
+    pub breaker_counts_429: bool,
+    pub limiter_headroom: f64,
+    pub limiter_longest_wait_s: f64,
+    pub ladder_rungs: [f64; 4],
+    pub limiter: String,
+    pub answer_fallback_tier: Option<String>,
+    pub naive_attempts: u32,
+    pub naive_timeout_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The gates in order, outermost first; a gate not listed is removed.
+    pub gates: Vec<String>,
+    /// `stack` or `naive`.
+    pub client: String,
+    pub knobs: Knobs,
+    pub incidents: Vec<Incident>,
+    pub turns_per_s: f64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub seed: u64,
+    pub replicas: u32,
+}
+
+impl Default for Config {
+    /// The fixture's gateway at 20 turns/s for 60 s, the full stack, one 20 s
+    /// brownout of the answer tier.
+    fn default() -> Self {
+        Config {
+            gates: Gate::ALL.iter().map(|g| g.name().to_string()).collect(),
+            client: "stack".into(),
+            knobs: Knobs {
+                retry_budget: true,
+                retry_budget_ratio: 0.1,
+                backoff_base_s: 1.0,
+                backoff_cap_s: 20.0,
+                honour_retry_after: true,
+                breaker_failure_ratio: 0.3,
+                breaker_open_s: 20.0,
+                breaker_counts_429: false,
+                limiter_headroom: 0.9,
+                limiter_longest_wait_s: 2.0,
+                ladder_rungs: [0.8, 0.88, 0.95, 1.0],
+                limiter: "gradient".into(),
+                answer_fallback_tier: None,
+                naive_attempts: 3,
+                naive_timeout_s: 60.0,
+            },
+            incidents: vec![Incident {
+                tier: "sonnet".into(),
+                kind: "brownout".into(),
+                start_s: 25.0,
+                duration_s: 20.0,
+            }],
+            turns_per_s: 20.0,
+            duration_s: 60.0,
+            warmup_s: 10.0,
+            seed: 1,
+            replicas: 100,
+        }
+    }
+}
+
+/// The warnings the page shows before running: incidents outside the run.
+pub fn warnings(config: &Config) -> Vec<String> {
+    let end = config.warmup_s + config.duration_s;
+    config
+        .incidents
+        .iter()
+        .enumerate()
+        .filter_map(|(i, incident)| {
+            let stop = incident.start_s + incident.duration_s;
+            if incident.start_s >= end {
+                Some(format!(
+                    "incident {} ({} of {}) starts at {} s, after the run ends at {end} s: it changes nothing",
+                    i + 1,
+                    incident.kind,
+                    incident.tier,
+                    incident.start_s
+                ))
+            } else if stop > end {
+                Some(format!(
+                    "incident {} ({} of {}) runs to {stop} s, past the run's end at {end} s: only {} s of it fall inside",
+                    i + 1,
+                    incident.kind,
+                    incident.tier,
+                    end - incident.start_s
+                ))
+            } else if stop <= config.warmup_s {
+                Some(format!(
+                    "incident {} ({} of {}) ends at {stop} s, inside the {} s warm-up: nothing it does is counted",
+                    i + 1,
+                    incident.kind,
+                    incident.tier,
+                    config.warmup_s
+                ))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+impl Config {
+    /// The scenario: `[run]` from load, seed and replicas; `[stack]`; `[gateway]`; incidents.
+    pub fn toml(&self) -> Result<String, RunError> {
+        let mut root = toml::Table::new();
+        let bad = |message: String| RunError::BadInput(message);
+        root.insert("name".into(), "sandbox".into());
+        root.insert(
+            "description".into(),
+            "The LLM gateway Sandbox of `stampede serve`, exported: `stampede run` on this file reproduces the page's numbers".into(),
+        );
+        root.insert("model".into(), "gateway".into());
+        let mut run = toml::Table::new();
+        run.insert("horizon_s".into(), (self.warmup_s + self.duration_s).into());
+        run.insert("warmup_s".into(), self.warmup_s.into());
+        run.insert("replicas".into(), i64::from(self.replicas).into());
+        let seed = i64::try_from(self.seed).map_err(|_| bad(format!("seed = {}: at most {}", self.seed, i64::MAX)))?;
+        run.insert("seed".into(), seed.into());
+        root.insert("run".into(), run.into());
+        let mut workload = toml::Table::new();
+        workload.insert("turns_per_s".into(), self.turns_per_s.into());
+        root.insert("workload".into(), workload.into());
+        let k = &self.knobs;
+        let mut stack = toml::Table::new();
+        stack.insert("client".into(), self.client.clone().into());
+        stack.insert(
+            "gates".into(),
+            self.gates.iter().map(|g| toml::Value::from(g.as_str())).collect::<Vec<_>>().into(),
+        );
+        stack.insert("retry_budget".into(), k.retry_budget.into());
+        stack.insert("limiter".into(), k.limiter.clone().into());
+        stack.insert("naive_attempts".into(), i64::from(k.naive_attempts).into());
+        stack.insert("naive_timeout_s".into(), k.naive_timeout_s.into());
+        if let Some(tier) = &k.answer_fallback_tier {
+            stack.insert("answer_fallback_tier".into(), tier.clone().into());
+        }
+        root.insert("stack".into(), stack.into());
+        let mut gateway = toml::Table::new();
+        for (name, value) in [
+            ("retry_budget_ratio", k.retry_budget_ratio),
+            ("backoff_base_s", k.backoff_base_s),
+            ("backoff_cap_s", k.backoff_cap_s),
+            ("breaker_failure_ratio", k.breaker_failure_ratio),
+            ("breaker_open_s", k.breaker_open_s),
+            ("limiter_headroom", k.limiter_headroom),
+            ("limiter_longest_wait_s", k.limiter_longest_wait_s),
+        ] {
+            gateway.insert(name.into(), value.into());
+        }
+        gateway.insert("honour_retry_after".into(), k.honour_retry_after.into());
+        gateway.insert("breaker_counts_429".into(), k.breaker_counts_429.into());
+        gateway.insert(
+            "ladder_rungs".into(),
+            k.ladder_rungs.iter().map(|&r| toml::Value::from(r)).collect::<Vec<_>>().into(),
+        );
+        root.insert("gateway".into(), gateway.into());
+        if !self.incidents.is_empty() {
+            let incidents: Vec<toml::Value> = self
+                .incidents
+                .iter()
+                .map(|i| {
+                    let mut t = toml::Table::new();
+                    t.insert("tier".into(), i.tier.clone().into());
+                    t.insert("kind".into(), i.kind.clone().into());
+                    t.insert("start_s".into(), i.start_s.into());
+                    t.insert("duration_s".into(), i.duration_s.into());
+                    t.into()
+                })
+                .collect();
+            root.insert("incidents".into(), incidents.into());
+        }
+        toml::to_string(&root).map_err(|e| RunError::Failed(e.to_string()))
+    }
+
+    /// Reads a scenario back: the fields the Sandbox exposes, defaults for the rest;
+    /// anything it cannot express (a grid, overrides of tiers or classes, other
+    /// sections) is refused with the field named.
+    pub fn from_toml(text: &str) -> Result<Config, RunError> {
+        let scenario = super::figures::scenario(text)?;
+        if !scenario.grid.is_empty() {
+            return Err(RunError::BadInput("the scenario has a grid; the Sandbox runs one configuration".into()));
+        }
+        let table: toml::Table = text.parse().map_err(|e| RunError::BadInput(format!("{e}")))?;
+        for key in table.keys() {
+            if !["name", "description", "model", "run", "workload", "stack", "gateway", "incidents"]
+                .contains(&key.as_str())
+            {
+                return Err(RunError::BadInput(format!("{key}: the Sandbox does not set this section")));
+            }
+        }
+        let defaults = Config::default();
+        let section = |name: &str| table.get(name).and_then(|v| v.as_table()).cloned().unwrap_or_default();
+        let (run, workload, stack, gateway) =
+            (section("run"), section("workload"), section("stack"), section("gateway"));
+        let float = |t: &toml::Table, key: &str, default: f64| {
+            t.get(key).and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64))).unwrap_or(default)
+        };
+        let boolean =
+            |t: &toml::Table, key: &str, default: bool| t.get(key).and_then(|v| v.as_bool()).unwrap_or(default);
+        let warmup_s = float(&run, "warmup_s", 0.0);
+        let k = &defaults.knobs;
+        let rungs = gateway.get("ladder_rungs").and_then(|v| v.as_array()).map(|a| {
+            let mut r = k.ladder_rungs;
+            for (slot, v) in r.iter_mut().zip(a) {
+                *slot = v.as_float().unwrap_or(*slot);
+            }
+            r
+        });
+        let config = Config {
+            gates: stack
+                .get("gates")
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(|g| g.as_str().map(String::from)).collect())
+                .unwrap_or(defaults.gates.clone()),
+            client: stack.get("client").and_then(|v| v.as_str()).unwrap_or("stack").to_string(),
+            knobs: Knobs {
+                retry_budget: boolean(&stack, "retry_budget", true),
+                retry_budget_ratio: float(&gateway, "retry_budget_ratio", k.retry_budget_ratio),
+                backoff_base_s: float(&gateway, "backoff_base_s", k.backoff_base_s),
+                backoff_cap_s: float(&gateway, "backoff_cap_s", k.backoff_cap_s),
+                honour_retry_after: boolean(&gateway, "honour_retry_after", true),
+                breaker_failure_ratio: float(&gateway, "breaker_failure_ratio", k.breaker_failure_ratio),
+                breaker_open_s: float(&gateway, "breaker_open_s", k.breaker_open_s),
+                breaker_counts_429: boolean(&gateway, "breaker_counts_429", false),
+                limiter_headroom: float(&gateway, "limiter_headroom", k.limiter_headroom),
+                limiter_longest_wait_s: float(&gateway, "limiter_longest_wait_s", k.limiter_longest_wait_s),
+                ladder_rungs: rungs.unwrap_or(k.ladder_rungs),
+                limiter: stack.get("limiter").and_then(|v| v.as_str()).unwrap_or("gradient").to_string(),
+                answer_fallback_tier: stack.get("answer_fallback_tier").and_then(|v| v.as_str()).map(String::from),
+                naive_attempts: stack.get("naive_attempts").and_then(|v| v.as_integer()).unwrap_or(3) as u32,
+                naive_timeout_s: float(&stack, "naive_timeout_s", k.naive_timeout_s),
+            },
+            incidents: scenario_incidents(&table)?,
+            turns_per_s: float(&workload, "turns_per_s", defaults.turns_per_s),
+            duration_s: float(&run, "horizon_s", defaults.duration_s + warmup_s) - warmup_s,
+            warmup_s,
+            seed: scenario.run.seed,
+            replicas: scenario.run.replicas,
+        };
+        Ok(config)
+    }
+}
+
+fn scenario_incidents(table: &toml::Table) -> Result<Vec<Incident>, RunError> {
+    let Some(list) = table.get("incidents").and_then(|v| v.as_array()) else { return Ok(Vec::new()) };
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.clone().try_into::<Incident>().map_err(|e| {
+                RunError::BadInput(format!("incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s: {e}"))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configuration_survives_the_round_trip_through_toml() {
+        let mut config = Config {
+            gates: vec!["breaker".into(), "retry".into(), "admission".into()],
+            seed: 42,
+            replicas: 7,
+            ..Config::default()
+        };
+        config.knobs.retry_budget_ratio = 0.0;
+        config.knobs.honour_retry_after = false;
+        config.incidents.push(Incident { tier: "haiku".into(), kind: "outage".into(), start_s: 12.5, duration_s: 3.0 });
+        let text = config.toml().unwrap();
+        assert_eq!(Config::from_toml(&text).unwrap(), config);
+    }
+
+    #[test]
+    fn incidents_outside_the_run_are_flagged() {
+        let mut config = Config::default();
+        assert!(warnings(&config).is_empty());
+        config.incidents[0].start_s = 80.0;
+        assert!(warnings(&config)[0].contains("after the run ends at 70 s"), "{:?}", warnings(&config));
+        config.incidents[0].start_s = 60.0;
+        assert!(warnings(&config)[0].contains("past the run's end"));
+        config.incidents[0] = Incident { start_s: 1.0, duration_s: 2.0, ..config.incidents[0].clone() };
+        assert!(warnings(&config)[0].contains("warm-up"));
+    }
+
+    #[test]
+    fn a_scenario_the_sandbox_cannot_express_is_refused() {
+        let text = Config::default().toml().unwrap() + "\n[tiers.sonnet]\nrpm = 10\n";
+        let Err(RunError::BadInput(message)) = Config::from_toml(&text) else { panic!("refused") };
+        assert!(message.contains("tiers"), "{message}");
+    }
+}

@@ -1,0 +1,159 @@
+//! `/sandbox`: the whole gateway (see [`crate::llm::sandbox`]). The JSON API:
+//!
+//! | method and path | body | answer |
+//! |---|---|---|
+//! | `GET /api/sandbox` | | the default configuration, every gate with the note on where it sits, tiers and incident kinds |
+//! | `POST /api/sandbox/run` | `{"config": {…}, "channel": "…"}` | the scenario TOML, warnings, every metric `[mean, lo, hi, se]`, latency quantiles, time series, the funnel, one trace, the time it took |
+//! | `POST /api/sandbox/toml` | `{"config": {…}}` | the scenario TOML and warnings |
+//! | `POST /api/sandbox/load` | `{"toml": "…"}` | the configuration it expresses |
+//!
+//! The run goes through the run layer: its numbers are those `stampede run` writes
+//! for the exported TOML.
+
+use std::time::Instant;
+
+use axum::response::{Html, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use stampede_engine::kernel::Named;
+use stampede_engine::models::gateway::reason::Source;
+use stampede_engine::models::gateway::{Gate, Reason, CLASS_NAMES, LATENCY_NAMES};
+
+use crate::llm::figures::{anchor, interval, scenario, summarised_run, timeline};
+use crate::llm::sandbox::{gate_notes, warnings, Config};
+use crate::llm::{jobs, RunError};
+use crate::pages::{blocking_run, llm_assets, script};
+use crate::shell::page;
+use crate::State;
+
+const SCRIPT: &str = include_str!("../../assets/sandbox.js");
+const BODY: &str = include_str!("../../assets/sandbox.html");
+const ROWS_SHOWN: usize = 60;
+
+pub fn routes() -> Router<State> {
+    Router::new()
+        .route("/sandbox", get(sandbox_page))
+        .route("/sandbox/sandbox.js", get(|| script(SCRIPT)))
+        .route("/api/sandbox", get(defaults))
+        .route("/api/sandbox/run", post(run))
+        .route("/api/sandbox/toml", post(export))
+        .route("/api/sandbox/load", post(load))
+}
+
+async fn sandbox_page() -> Html<String> {
+    Html(page("Sandbox", "/sandbox", &llm_assets(), BODY))
+}
+
+async fn defaults() -> Json<Value> {
+    Json(json!({
+        "config": Config::default(),
+        "gates": Gate::ALL.iter().map(|g| g.name()).collect::<Vec<_>>(),
+        "notes": gate_notes(),
+        "tiers": ["haiku", "sonnet", "opus"],
+        "incident_kinds": ["brownout", "outage"],
+        "limiters": ["fixed", "aimd", "gradient", "gradient2"],
+        "classes": &CLASS_NAMES[..5],
+    }))
+}
+
+#[derive(Deserialize)]
+struct RunRequest {
+    config: Config,
+    #[serde(default)]
+    channel: String,
+}
+
+async fn run(Json(request): Json<RunRequest>) -> Response {
+    blocking_run(move || sandbox(request)).await
+}
+
+#[derive(Deserialize)]
+struct ExportRequest {
+    config: Config,
+}
+
+async fn export(Json(request): Json<ExportRequest>) -> Response {
+    blocking_run(move || {
+        let toml = request.config.toml()?;
+        scenario(&toml)?; // refuse what `stampede run` would refuse
+        Ok(json!({"toml": toml, "warnings": warnings(&request.config)}))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct LoadRequest {
+    toml: String,
+}
+
+async fn load(Json(request): Json<LoadRequest>) -> Response {
+    blocking_run(move || {
+        let config = Config::from_toml(&request.toml)?;
+        Ok(json!({"config": config, "warnings": warnings(&config)}))
+    })
+    .await
+}
+
+/// The funnel's rows: every failure reason, with the gate (or timeout, or provider) it belongs to.
+fn funnel_rows() -> Vec<(Reason, &'static str)> {
+    Reason::ALL
+        .iter()
+        .map(|&reason| {
+            let stage = match reason.source() {
+                Source::Gate(gate) => gate.name(),
+                Source::Timeout => "timeout",
+                Source::Provider => "provider",
+            };
+            (reason, stage)
+        })
+        .collect()
+}
+
+fn sandbox(request: RunRequest) -> Result<Value, RunError> {
+    let started = Instant::now();
+    let config = request.config;
+    let toml = config.toml()?;
+    let scenario = scenario(&toml)?;
+    let job = jobs::begin(&format!("sandbox:{}", request.channel));
+    let metric_names: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
+    let columns: Vec<Vec<usize>> = funnel_rows()
+        .iter()
+        .map(|(reason, _)| {
+            CLASS_NAMES
+                .iter()
+                .map(|class| format!("{class}_failed_{}", reason.name()))
+                .map(|name| metric_names.iter().position(|m| *m == name).expect("a column per class and reason"))
+                .collect()
+        })
+        .collect();
+    // Per replica: the calls that stopped for each reason, all classes together.
+    let derive = |metrics: &[f64]| columns.iter().map(|c| c.iter().map(|&i| metrics[i]).sum()).collect();
+    let run = summarised_run(&scenario, &job.cancel, &derive)?;
+    let funnel: Vec<Value> = funnel_rows()
+        .iter()
+        .zip(&run.derived)
+        .map(|((reason, stage), summary)| {
+            json!({"stage": stage, "reason": reason.name(), "calls": interval(summary, run.replicas)})
+        })
+        .collect();
+    let point = scenario.grid_point(0)?;
+    let traced = point.model.trace_replica(&point.run, scenario.run.seed, 0).expect("the gateway traces");
+    let trace = timeline(&traced.trace, anchor(&traced.trace, config.warmup_s), ROWS_SHOWN);
+    Ok(json!({
+        "toml": toml,
+        "warnings": warnings(&config),
+        "replicas": config.replicas,
+        "seed": config.seed,
+        "window_s": config.duration_s,
+        "warmup_s": config.warmup_s,
+        "incidents": config.incidents,
+        "metrics": run.metrics_json(),
+        "latency": run.latency_json(&LATENCY_NAMES),
+        "series": run.series_json(),
+        "funnel": funnel,
+        "trace": trace,
+        "elapsed_ms": started.elapsed().as_secs_f64() * 1e3,
+    }))
+}
