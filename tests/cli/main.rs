@@ -17,3 +17,4 @@ mod ring;
 mod run_output;
 mod shards;
 mod slurm;
+mod trace;

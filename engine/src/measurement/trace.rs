@@ -113,8 +113,8 @@ impl Trace {
 }
 
 /// Gives slab-keyed entities (whose keys are reused) serial numbers, and remembers
-/// per live entity what a trace needs: its serial, its group, an open wait, its
-/// attempt count.
+/// per live call what its rows need: serial, group, class, whether it is counted, an
+/// open wait and an attempt in flight.
 #[derive(Clone, Debug, Default)]
 pub struct Tracer {
     pub trace: Trace,
@@ -128,36 +128,56 @@ pub struct Tracer {
 struct LiveCall {
     serial: u32,
     group: u32,
+    class: &'static str,
+    counted: bool,
+    started: Nanos,
     attempts: u32,
     wait: Option<(Nanos, &'static str, &'static str)>,
+    /// An attempt sent and not yet ended: (sent, place).
+    attempt: Option<(Nanos, u32)>,
 }
+
+const VACANT: LiveCall = LiveCall {
+    serial: NONE,
+    group: NONE,
+    class: "",
+    counted: false,
+    started: 0,
+    attempts: 0,
+    wait: None,
+    attempt: None,
+};
 
 impl Tracer {
     pub fn new() -> Self {
         Tracer::default()
     }
 
-    fn slot<T: Copy>(table: &mut Vec<T>, key: SlabKey, fill: T) -> &mut T {
-        if table.len() <= key.index() {
-            table.resize(key.index() + 1, fill);
-        }
-        &mut table[key.index()]
-    }
-
     /// A group (a turn) starts under slab key `key`.
     pub fn group_started(&mut self, key: SlabKey) {
-        let serial = self.next_group;
+        if self.groups.len() <= key.index() {
+            self.groups.resize(key.index() + 1, NONE);
+        }
+        self.groups[key.index()] = self.next_group;
         self.next_group += 1;
-        *Self::slot(&mut self.groups, key, NONE) = serial;
     }
 
-    /// A call starts under slab key `key`, in group `group` (a live group's key).
-    pub fn call_started(&mut self, key: SlabKey, group: Option<SlabKey>) {
+    /// A call of `class` starts at `now` under slab key `key`, in group `group` (a live group's key).
+    pub fn call_started(
+        &mut self,
+        key: SlabKey,
+        group: Option<SlabKey>,
+        class: &'static str,
+        counted: bool,
+        now: Nanos,
+    ) {
         let group = group.map_or(NONE, |g| self.groups[g.index()]);
-        let serial = self.next_call;
+        if self.live.len() <= key.index() {
+            self.live.resize(key.index() + 1, VACANT);
+        }
+        debug_assert_eq!(self.live[key.index()].serial, NONE, "a slab key is live once");
+        self.live[key.index()] = LiveCall { serial: self.next_call, group, class, counted, started: now, ..VACANT };
         self.next_call += 1;
-        let fill = LiveCall { serial: NONE, group: NONE, attempts: 0, wait: None };
-        *Self::slot(&mut self.live, key, fill) = LiveCall { serial, group, attempts: 0, wait: None };
     }
 
     fn live(&mut self, key: SlabKey) -> &mut LiveCall {
@@ -166,21 +186,20 @@ impl Tracer {
         live
     }
 
-    fn part(&self, key: SlabKey, kind: TraceKind, class: &'static str, counted: bool) -> TraceRow {
-        let live = self.live[key.index()];
+    fn part(live: &LiveCall, kind: TraceKind, (start, end): (Nanos, Nanos), outcome: &'static str) -> TraceRow {
         TraceRow {
             kind,
             call: live.serial,
             group: live.group,
-            class,
+            class: live.class,
             place: NONE,
             attempt: 0,
-            start: 0,
+            start,
             first_token: None,
-            end: 0,
-            outcome: "",
+            end,
+            outcome,
             gate: "",
-            counted,
+            counted: live.counted,
         }
     }
 
@@ -188,70 +207,71 @@ impl Tracer {
     /// the gate that holds it, or empty).
     pub fn wait_starts(&mut self, key: SlabKey, now: Nanos, kind: &'static str, gate: &'static str) {
         let live = self.live(key);
-        debug_assert!(live.wait.is_none(), "one wait at a time");
+        debug_assert!(live.wait.is_none() && live.attempt.is_none(), "one thing at a time");
         live.wait = Some((now, kind, gate));
     }
 
     /// The call's wait (if any) ends at `now`.
-    pub fn wait_ends(&mut self, key: SlabKey, now: Nanos, class: &'static str, counted: bool) {
-        let Some((start, kind, gate)) = self.live(key).wait.take() else { return };
-        let row = TraceRow { start, end: now, outcome: kind, gate, ..self.part(key, TraceKind::Wait, class, counted) };
+    pub fn wait_ends(&mut self, key: SlabKey, now: Nanos) {
+        let live = self.live(key);
+        let Some((start, kind, gate)) = live.wait.take() else { return };
+        let row = TraceRow { gate, ..Self::part(live, TraceKind::Wait, (start, now), kind) };
         self.trace.rows.push(row);
     }
 
-    /// A local gate refused the call at `now`.
-    pub fn refusal(
-        &mut self,
-        key: SlabKey,
-        now: Nanos,
-        class: &'static str,
-        reason: &'static str,
-        gate: &'static str,
-        counted: bool,
-    ) {
-        self.wait_ends(key, now, class, counted);
+    /// A local gate refused the call at `now` (ending any wait).
+    pub fn refusal(&mut self, key: SlabKey, now: Nanos, reason: &'static str, gate: &'static str) {
+        self.wait_ends(key, now);
+        let live = self.live(key);
+        let row = TraceRow { gate, ..Self::part(live, TraceKind::Refusal, (now, now), reason) };
+        self.trace.rows.push(row);
+    }
+
+    /// The call sends an attempt to `place` at `now` (ending any wait).
+    pub fn attempt_sent(&mut self, key: SlabKey, now: Nanos, place: u32) {
+        self.wait_ends(key, now);
+        let live = self.live(key);
+        debug_assert!(live.attempt.is_none(), "one attempt at a time");
+        live.attempt = Some((now, place));
+    }
+
+    /// The call's attempt in flight ended at `now` with `outcome`.
+    pub fn attempt_ended(&mut self, key: SlabKey, now: Nanos, first_token: Option<Nanos>, outcome: &'static str) {
+        let live = self.live(key);
+        let (start, place) = live.attempt.take().expect("an attempt in flight");
+        live.attempts += 1;
         let row = TraceRow {
-            start: now,
-            end: now,
-            outcome: reason,
-            gate,
-            ..self.part(key, TraceKind::Refusal, class, counted)
+            place,
+            attempt: live.attempts,
+            first_token,
+            ..Self::part(live, TraceKind::Attempt, (start, now), outcome)
         };
         self.trace.rows.push(row);
     }
 
-    /// One of the call's attempts ended: sent at `start` to `place`, first token at
-    /// `first_token`, ended at `end` with `outcome`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn attempt(
-        &mut self,
-        key: SlabKey,
-        class: &'static str,
-        place: u32,
-        (start, first_token, end): (Nanos, Option<Nanos>, Nanos),
-        outcome: &'static str,
-        counted: bool,
-    ) {
+    /// The call ended at `now` with `outcome`.
+    pub fn call_ended(&mut self, key: SlabKey, now: Nanos, outcome: &'static str) {
         let live = self.live(key);
-        live.attempts += 1;
-        let attempt = live.attempts;
-        let part = self.part(key, TraceKind::Attempt, class, counted);
-        self.trace.rows.push(TraceRow { place, attempt, start, first_token, end, outcome, ..part });
+        debug_assert!(live.wait.is_none() && live.attempt.is_none(), "a call ends after its waits and attempts");
+        let row = Self::part(live, TraceKind::Call, (live.started, now), outcome);
+        self.trace.rows.push(row);
+        self.live[key.index()] = VACANT;
     }
 
-    /// The call ended at `now` (started at `start`) with `outcome`.
-    pub fn call_ended(
+    /// A call of `class` that a gate refused as it arrived at `now`, before it was
+    /// given a slab key: its refusal and its call row, both of zero length.
+    pub fn refused_on_arrival(
         &mut self,
-        key: SlabKey,
         class: &'static str,
-        (start, now): (Nanos, Nanos),
-        outcome: &'static str,
         counted: bool,
+        now: Nanos,
+        reason: &'static str,
+        gate: &'static str,
     ) {
-        debug_assert!(self.live[key.index()].wait.is_none(), "a call ends after its waits");
-        let part = self.part(key, TraceKind::Call, class, counted);
-        self.trace.rows.push(TraceRow { start, end: now, outcome, ..part });
-        self.live[key.index()].serial = NONE;
+        let live = LiveCall { serial: self.next_call, class, counted, started: now, ..VACANT };
+        self.next_call += 1;
+        self.trace.rows.push(TraceRow { gate, ..Self::part(&live, TraceKind::Refusal, (now, now), reason) });
+        self.trace.rows.push(Self::part(&live, TraceKind::Call, (now, now), reason));
     }
 
     /// A row that belongs to no call: a state change or an incident window.
@@ -283,9 +303,26 @@ impl Tracer {
         });
     }
 
-    /// The finished trace.
-    pub fn finish(self) -> Trace {
-        debug_assert!(self.live.iter().all(|l| l.serial == NONE), "every traced call ended");
+    /// The finished trace. A model that stops at its horizon with calls still going
+    /// passes `stopped_at`: their open waits and attempts, and the calls, end there
+    /// with the outcome `in_flight`. A model that drains passes `None`.
+    pub fn finish(mut self, stopped_at: Option<Nanos>) -> Trace {
+        match stopped_at {
+            None => debug_assert!(self.live.iter().all(|l| l.serial == NONE), "every traced call ended"),
+            Some(now) => {
+                for index in 0..self.live.len() {
+                    if self.live[index].serial == NONE {
+                        continue;
+                    }
+                    let key = SlabKey::from_bits(index as u64);
+                    self.wait_ends(key, now);
+                    if self.live[index].attempt.is_some() {
+                        self.attempt_ended(key, now, None, "in_flight");
+                    }
+                    self.call_ended(key, now, "in_flight");
+                }
+            }
+        }
         self.trace
     }
 }

@@ -19,6 +19,7 @@ use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::measurement::trace::{Trace, TraceKind, Tracer};
 use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
 use crate::policy::classify::Outcome;
 use crate::policy::shedder::{PriorityShedder, ShedMarks};
@@ -121,6 +122,8 @@ pub struct Dependency<'h> {
     series: DependencySeries,
     results: DependencyResults,
     latency: &'h mut LatencyHistogram,
+    /// Per-request tracing, off unless [`Dependency::traced`].
+    tracer: Option<Box<Tracer>>,
 }
 
 fn criticality(priority: u8) -> Criticality {
@@ -151,18 +154,38 @@ impl<'h> Dependency<'h> {
             },
             results: DependencyResults::default(),
             latency,
+            tracer: None,
             p,
         }
     }
 
     pub fn run(self) -> (DependencyResults, DependencySeries) {
+        let (results, series, _) = self.run_traced();
+        (results, series)
+    }
+
+    /// Records a trace of every request (see [`crate::measurement::trace`]): its wait
+    /// for a worker, its dependency call (the attempt), refusals; requests still going
+    /// at the horizon end there as `in_flight`.
+    pub fn traced(mut self) -> Self {
+        let mut tracer = Tracer::new();
+        let window = (self.p.slow_start, self.p.slow_start.saturating_add(self.p.slow_duration));
+        tracer.event(TraceKind::Incident, "", 0, window, "slowdown", "", window.1 > self.p.warmup);
+        self.tracer = Some(Box::new(tracer));
+        self
+    }
+
+    /// Runs to the horizon: the scalars, the series and (if [`Dependency::traced`]) the trace.
+    pub fn run_traced(self) -> (DependencyResults, DependencySeries, Option<Trace>) {
         let horizon = self.p.horizon;
         let mut simulation = Simulation::new(self, 1024);
         let first = simulation.model.interarrival();
         simulation.scheduler().at(first, Event::Arrival);
         simulation.run_until(horizon);
         let events = simulation.events_handled();
-        simulation.model.finish(horizon, events)
+        let (results, series) = simulation.model.finish(horizon, events);
+        let trace = simulation.model.tracer.take().map(|t| t.finish(Some(horizon)));
+        (results, series, trace)
     }
 
     fn interarrival(&mut self) -> Nanos {
@@ -218,6 +241,10 @@ impl<'h> Dependency<'h> {
                     if request.counted {
                         self.results.breaker_refusals += 1;
                     }
+                    if let Some(tracer) = self.tracer.as_deref_mut() {
+                        tracer.refusal(key, now, "breaker_open", "breaker");
+                        tracer.call_ended(key, now, "fallback");
+                    }
                     self.fallback(now, request.counted);
                     self.finish_request(key);
                     return;
@@ -230,6 +257,9 @@ impl<'h> Dependency<'h> {
         let request = self.requests.get_mut(key).expect("live");
         request.permit = permit;
         request.call_started = now;
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.attempt_sent(key, now, 0);
+        }
         scheduler.after(self.p.local_work + latency, Event::CallDone { request: key });
     }
 
@@ -253,6 +283,17 @@ impl<'h> Dependency<'h> {
             breaker.record(now, permit, outcome, elapsed);
         }
         let in_time = now - request.arrived_at <= self.p.client_timeout;
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.attempt_ended(key, now, None, if timed_out { "timeout" } else { "200" });
+            let outcome = if timed_out {
+                "fallback"
+            } else if in_time {
+                "served"
+            } else {
+                "client_timeout"
+            };
+            tracer.call_ended(key, now, outcome);
+        }
         if timed_out {
             if request.counted {
                 self.results.call_timeouts += 1;
@@ -278,6 +319,10 @@ impl<'h> Dependency<'h> {
             if now - waiting.arrived_at > self.p.client_timeout {
                 if waiting.counted {
                     self.results.client_timeouts += 1;
+                }
+                if let Some(tracer) = self.tracer.as_deref_mut() {
+                    tracer.wait_ends(next, now);
+                    tracer.call_ended(next, now, "client_timeout");
                 }
                 self.finish_request(next);
                 continue;
@@ -312,6 +357,9 @@ impl<'h> Dependency<'h> {
                     if counted {
                         self.results.shed += 1;
                     }
+                    if let Some(tracer) = self.tracer.as_deref_mut() {
+                        tracer.refused_on_arrival(PRIORITY_NAMES[priority as usize], counted, now, "shed", "shedder");
+                    }
                     self.fallback(now, counted);
                     return;
                 }
@@ -326,13 +374,23 @@ impl<'h> Dependency<'h> {
             call_started: 0,
             admitted,
         });
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.call_started(key, None, PRIORITY_NAMES[priority as usize], counted, now);
+        }
         if self.busy < self.p.workers {
             self.start(now, key, scheduler);
         } else if self.queue.len() < self.p.queue_capacity as usize {
             self.queue.push_back(key);
+            if let Some(tracer) = self.tracer.as_deref_mut() {
+                tracer.wait_starts(key, now, "queue", "pool");
+            }
         } else {
             if counted {
                 self.results.queue_full += 1;
+            }
+            if let Some(tracer) = self.tracer.as_deref_mut() {
+                tracer.refusal(key, now, "queue_full", "pool");
+                tracer.call_ended(key, now, "queue_full");
             }
             self.finish_request(key);
         }
@@ -461,5 +519,42 @@ mod tests {
         let kept = |r: &DependencyResults, p: usize| r.served[p] as f64 / healthy.served[p] as f64;
         assert!(kept(&shed, 0) > kept(&shed, 2), "high {} vs low {}", kept(&shed, 0), kept(&shed, 2));
         assert!(with_breaker.recovered, "recovers after the dependency heals");
+    }
+
+    /// With both policies on and without, the trace tiles every request and adds up to the
+    /// results; tracing changes nothing.
+    #[test]
+    fn a_trace_tiles_every_request_and_adds_up_to_the_results() {
+        for (breaker, shedder) in [(None, None), (Some(breaker()), Some(ShedMarks::default()))] {
+            let unprotected = breaker.is_none();
+            let p = DependencyParams { breaker, shedder, ..base() };
+            let mut histogram = LatencyHistogram::new();
+            let (results, series, trace) = Dependency::new(p.clone(), 3, 0, &mut histogram).traced().run_traced();
+            let trace = trace.expect("traced");
+            assert_eq!((results, series), run_both(p));
+            trace.check_tiling().unwrap();
+            let count = |kind: TraceKind, outcome: &str| {
+                trace
+                    .rows
+                    .iter()
+                    .filter(|r| r.kind == kind && r.counted && (outcome.is_empty() || r.outcome == outcome))
+                    .count() as u64
+            };
+            assert_eq!(count(TraceKind::Call, ""), results.offered);
+            assert_eq!(count(TraceKind::Call, "served"), results.served.iter().sum::<u64>());
+            assert_eq!(count(TraceKind::Call, "client_timeout"), results.client_timeouts);
+            assert_eq!(count(TraceKind::Attempt, "timeout"), results.call_timeouts);
+            assert_eq!(count(TraceKind::Refusal, "shed"), results.shed);
+            assert_eq!(count(TraceKind::Refusal, "breaker_open"), results.breaker_refusals);
+            assert_eq!(count(TraceKind::Refusal, "queue_full"), results.queue_full);
+            // Unprotected, the pool saturates and requests queue; protected, refusals happen.
+            let (waits, refusals) = (count(TraceKind::Wait, "queue"), count(TraceKind::Refusal, ""));
+            assert!(if unprotected { waits > 0 } else { refusals > 0 }, "{waits} waits, {refusals} refusals");
+        }
+    }
+
+    fn run_both(p: DependencyParams) -> (DependencyResults, DependencySeries) {
+        let mut histogram = LatencyHistogram::new();
+        Dependency::new(p, 3, 0, &mut histogram).run()
     }
 }

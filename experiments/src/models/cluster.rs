@@ -12,9 +12,10 @@ use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::retry_budget::{AdaptiveThrottle, GrpcThrottle, RatioBudget, RetryBudget, TtlBudget};
 use stampede_engine::{secs_to_nanos, Nanos};
 
-use stampede_engine::models::cluster::{Cluster as ClusterModel, ClusterResults};
+use stampede_engine::models::cluster::{Cluster as ClusterModel, ClusterResults, ClusterSeries};
 use stampede_engine::LatencyHistogram;
 
+use super::metrics::TracedReplica;
 use super::metrics::{
     count, defs, flag, fraction, headline, real, values, CountHistogramDef, Direction, Metric, MetricDef,
     ReplicaOutput, SeriesDef, SeriesKind,
@@ -89,16 +90,27 @@ impl ModelSpec for Cluster {
     ) -> ReplicaOutput {
         let [response] = histograms else { panic!("cluster records one histogram") };
         let (results, series) = ClusterModel::new(config.params(run), master_seed, replica, response).run();
-        let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
-        ReplicaOutput {
-            metrics: values(CLUSTER_METRICS, &results),
-            series: vec![series.queued_area, series.in_flight_area, counts(series.attempts), counts(series.successes)],
-            counts: series.hops,
-        }
+        output(&results, series)
+    }
+
+    fn trace_replica(config: &ClusterConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
+        let mut response = LatencyHistogram::new();
+        let model = ClusterModel::new(config.params(run), master_seed, replica, &mut response).traced();
+        let (results, series, trace) = model.run_traced();
+        Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
     }
 }
 
 /// All sections of a `cluster` scenario.
+fn output(results: &ClusterResults, series: ClusterSeries) -> ReplicaOutput {
+    let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
+    ReplicaOutput {
+        metrics: values(CLUSTER_METRICS, results),
+        series: vec![series.queued_area, series.in_flight_area, counts(series.attempts), counts(series.successes)],
+        counts: series.hops,
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterConfig {

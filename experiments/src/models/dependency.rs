@@ -7,9 +7,10 @@ use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::secs_to_nanos;
 
-use stampede_engine::models::dependency::{Dependency as DependencyModel, DependencyResults};
+use stampede_engine::models::dependency::{Dependency as DependencyModel, DependencyResults, DependencySeries};
 use stampede_engine::LatencyHistogram;
 
+use super::metrics::TracedReplica;
 use super::metrics::{
     count, defs, flag, fraction, headline, real, values, Direction, Metric, MetricDef, ReplicaOutput, SeriesDef,
     SeriesKind,
@@ -87,12 +88,28 @@ impl ModelSpec for Dependency {
     ) -> ReplicaOutput {
         let [response] = histograms else { panic!("dependency records one histogram") };
         let (results, series) = DependencyModel::new(config.params(run), master_seed, replica, response).run();
-        let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
-        ReplicaOutput {
-            metrics: values(DEPENDENCY_METRICS, &results),
-            series: vec![series.busy_area, series.queued_area, counts(series.served), counts(series.fallbacks)],
-            counts: Vec::new(),
-        }
+        output(&results, series)
+    }
+
+    fn trace_replica(
+        config: &DependencyConfig,
+        run: &RunConfig,
+        master_seed: u64,
+        replica: u64,
+    ) -> Option<TracedReplica> {
+        let mut response = LatencyHistogram::new();
+        let model = DependencyModel::new(config.params(run), master_seed, replica, &mut response).traced();
+        let (results, series, trace) = model.run_traced();
+        Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
+    }
+}
+
+fn output(results: &DependencyResults, series: DependencySeries) -> ReplicaOutput {
+    let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
+    ReplicaOutput {
+        metrics: values(DEPENDENCY_METRICS, results),
+        series: vec![series.busy_area, series.queued_area, counts(series.served), counts(series.fallbacks)],
+        counts: Vec::new(),
     }
 }
 

@@ -54,6 +54,9 @@ impl Cluster<'_> {
             attempt: None,
             previous_backoff: 0,
         });
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.call_started(request, None, if closed_loop { "user" } else { "request" }, counted, now);
+        }
         self.p.budget.on_request(now);
         self.send(now, request, scheduler);
     }
@@ -61,6 +64,9 @@ impl Cluster<'_> {
     pub(super) fn send(&mut self, now: Nanos, request_key: SlabKey, scheduler: &mut Scheduler<Event>) {
         let Some(request) = self.requests.get_mut(request_key) else { return };
         request.attempts += 1;
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.wait_ends(request_key, now);
+        }
         let key_hash = request.key_hash;
         let counted = request.counted;
         let ticket = request.timer.arm();
@@ -113,6 +119,9 @@ impl Cluster<'_> {
         });
         self.requests.get_mut(request_key).expect("live").attempt = Some(attempt);
         self.in_flight += 1;
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.attempt_sent(request_key, now, shard);
+        }
         if can_start {
             self.start(now, shard, attempt, scheduler);
         } else {
@@ -147,6 +156,9 @@ impl Cluster<'_> {
         if counted {
             self.results.timeouts += 1;
         }
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.attempt_ended(request_key, now, None, "timeout");
+        }
         self.p.budget.on_outcome(now, false);
         self.retry_or_fail(now, request_key, scheduler);
     }
@@ -160,7 +172,16 @@ impl Cluster<'_> {
     ) {
         let Some(request) = self.requests.get_mut(request_key) else { return };
         request.timer.cancel();
-        request.attempt = None;
+        let sent = request.attempt.take().is_some();
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            // An attempt the shard dropped ended; one refused before it was sent never started.
+            match (sent, why) {
+                (true, _) => tracer.attempt_ended(request_key, now, None, why.name()),
+                (false, Refusal::Breaker) => tracer.refusal(request_key, now, why.name(), "breaker"),
+                (false, Refusal::QueueFull) => tracer.refusal(request_key, now, why.name(), "queue"),
+                (false, _) => tracer.refusal(request_key, now, why.name(), "router"),
+            }
+        }
         if request.counted {
             match why {
                 Refusal::QueueFull => self.results.refused_queue_full += 1,
@@ -183,6 +204,9 @@ impl Cluster<'_> {
         if request.attempts < max_attempts {
             let active = self.in_flight as u32;
             if self.p.budget.try_retry(now, active, self.queued as u32, &mut self.retry_rng) {
+                if let Some(tracer) = self.tracer.as_deref_mut() {
+                    tracer.wait_starts(request_key, now, "backoff", "retry");
+                }
                 match backoff {
                     None => scheduler.after(0, Event::Send { request: request_key }),
                     Some(backoff) => {
@@ -201,6 +225,9 @@ impl Cluster<'_> {
         self.requests.remove(request_key);
         if request.counted {
             self.results.failed += 1;
+        }
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.call_ended(request_key, now, "failed");
         }
         self.request_ended(request.closed_loop, scheduler);
     }

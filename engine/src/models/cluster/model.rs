@@ -1,6 +1,8 @@
 //! The [`Cluster`] model: its state, construction, the event dispatch, the exact
 //! per-bucket integrals, invariant checks and the results at the horizon.
 
+use super::params::FaultKind;
+use crate::measurement::trace::{Trace, TraceKind, Tracer, NONE};
 use std::collections::VecDeque;
 
 use super::params::{ClusterParams, Fault, QueueDiscipline};
@@ -51,6 +53,8 @@ pub struct Cluster<'h> {
     pub(super) busy_area: u128,
     pub(super) wasted_ns: u128,
     pub(super) latency: &'h mut LatencyHistogram,
+    /// Per-request tracing, off unless [`Cluster::traced`]: one branch per hook when off.
+    pub(super) tracer: Option<Box<Tracer>>,
 }
 
 impl<'h> Cluster<'h> {
@@ -112,8 +116,38 @@ impl<'h> Cluster<'h> {
             busy_area: 0,
             wasted_ns: 0,
             latency,
+            tracer: None,
             p,
         }
+    }
+
+    /// Records a trace of every request (see [`crate::measurement::trace`]); the
+    /// requests still going at the horizon end there as `in_flight`.
+    pub fn traced(mut self) -> Self {
+        let mut tracer = Tracer::new();
+        for fault in &self.p.faults {
+            let (kind, place) = match fault.kind {
+                FaultKind::Surge { .. } => ("surge", NONE),
+                FaultKind::Brownout { shard, .. } => ("brownout", shard),
+                FaultKind::ShardFailure { shard } => ("shard_failure", shard),
+                FaultKind::LatencySpike { .. } => ("latency_spike", NONE),
+            };
+            let window = (fault.start, fault.start.saturating_add(fault.duration));
+            tracer.event(TraceKind::Incident, "", place, window, kind, "", window.1 > self.p.warmup);
+        }
+        self.tracer = Some(Box::new(tracer));
+        self
+    }
+
+    /// Runs to the horizon: the scalars, the time series and (if [`Cluster::traced`]) the trace.
+    pub fn run_traced(self) -> (ClusterResults, ClusterSeries, Option<Trace>) {
+        let horizon = self.p.horizon;
+        let mut simulation = self.into_simulation();
+        simulation.run_until(horizon);
+        let events = simulation.events_handled();
+        let (results, series) = simulation.model.finish(horizon, events);
+        let trace = simulation.model.tracer.take().map(|t| t.finish(Some(horizon)));
+        (results, series, trace)
     }
 
     /// Runs to the horizon; returns the scalars and the time series.

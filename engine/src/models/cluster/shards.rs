@@ -79,6 +79,10 @@ impl Cluster<'_> {
                 self.breakers[shard as usize].record(now, permit, Outcome::Success, now - attempt.sent_at);
             }
             self.p.budget.on_outcome(now, true);
+            if let Some(tracer) = self.tracer.as_deref_mut() {
+                tracer.attempt_ended(attempt.request, now, None, "200");
+                tracer.call_ended(attempt.request, now, "served");
+            }
             if request.counted {
                 self.results.successes += 1;
                 self.latency.record(now - request.arrived_at);

@@ -84,6 +84,18 @@ pub(super) enum Refusal {
     CoDel,
 }
 
+impl Refusal {
+    /// Its name in traces.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Refusal::QueueFull => "queue_full",
+            Refusal::Breaker => "breaker_open",
+            Refusal::NoShard => "no_shard",
+            Refusal::CoDel => "codel_drop",
+        }
+    }
+}
+
 impl KeySampler {
     pub(super) fn new(keys: u64, s: f64) -> Self {
         if s <= 0.0 {

@@ -273,3 +273,36 @@ fn replicas_are_deterministic() {
     assert_eq!(run(&p, 3).0, run(&p, 3).0);
     assert_ne!(run(&p, 3).0, run(&p, 4).0);
 }
+
+/// With every policy on (a surge and a shard failure, retries, a budget, breakers,
+/// CoDel drops), the trace tiles every request and adds up to the results; tracing
+/// changes nothing.
+#[test]
+fn a_trace_tiles_every_request_and_adds_up_to_the_results() {
+    use crate::measurement::trace::TraceKind;
+    let mut p = ClusterParams::every_policy_on();
+    p.discipline = QueueDiscipline::CoDel(crate::policy::codel::CoDelConfig { target: 5 * MS, interval: 100 * MS });
+    let mut histogram = LatencyHistogram::new();
+    let (results, series, trace) = Cluster::new(p.clone(), 7, 0, &mut histogram).traced().run_traced();
+    let trace = trace.expect("traced");
+    let mut plain = LatencyHistogram::new();
+    let (untraced, untraced_series) = Cluster::new(p, 7, 0, &mut plain).run();
+    assert_eq!(format!("{results:?}"), format!("{untraced:?}"));
+    assert_eq!(format!("{series:?}"), format!("{untraced_series:?}"));
+    trace.check_tiling().unwrap();
+    let count = |kind: TraceKind, outcome: Option<&str>| {
+        trace.rows.iter().filter(|r| r.kind == kind && r.counted && outcome.is_none_or(|o| r.outcome == o)).count()
+            as u64
+    };
+    assert_eq!(count(TraceKind::Call, None), results.offered);
+    assert_eq!(count(TraceKind::Call, Some("served")), results.successes);
+    assert_eq!(count(TraceKind::Call, Some("failed")), results.failed);
+    // The cluster counts a refused send as an attempt too.
+    assert_eq!(count(TraceKind::Attempt, None) + count(TraceKind::Refusal, None), results.attempts);
+    assert_eq!(count(TraceKind::Attempt, Some("timeout")), results.timeouts);
+    assert_eq!(count(TraceKind::Attempt, Some("codel_drop")), results.dropped_codel);
+    assert_eq!(count(TraceKind::Refusal, Some("breaker_open")), results.refused_breaker);
+    assert!(results.timeouts > 0 && results.failed > 0 && results.dropped_codel > 0, "{results:?}");
+    assert!(count(TraceKind::Wait, Some("backoff")) > 0);
+    assert_eq!(trace.rows.iter().filter(|r| r.kind == TraceKind::Incident).count(), 2);
+}

@@ -60,6 +60,9 @@ impl Gateway<'_> {
         self.attempt_mut(attempt).spec = spec;
         self.call_mut(key).attempt = Some(attempt);
         self.in_flight[tier] += 1;
+        if let Some(trace) = self.tracer.as_deref_mut() {
+            trace.rows.attempt_sent(key, now, tier as u32);
+        }
         match self.providers[tier].arrive(now, spec, &mut self.provider_rng) {
             Arrival::RateLimited { respond_at, retry_after } => {
                 self.attempt_mut(attempt).state = AttemptState::Refused;

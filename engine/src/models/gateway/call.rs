@@ -64,7 +64,7 @@ impl Gateway<'_> {
             attempt: None,
         });
         if let Some(trace) = self.tracer.as_deref_mut() {
-            trace.rows.call_started(call, turn);
+            trace.rows.call_started(call, turn, super::params::CLASS_NAMES[class], counted, now);
         }
         self.walk(now, call, scheduler);
     }
@@ -116,7 +116,7 @@ impl Gateway<'_> {
         debug_assert!(call.attempt.is_none() && !call.admitted && !call.bulkhead && !call.limiter);
         debug_assert!(call.permit.is_none() && call.reservation.is_none());
         let class = call.class as usize;
-        self.trace_call_ended(now, key, &call, ending);
+        self.trace_call_ended(now, key, ending);
         let served = ending == Ending::Success;
         let fallback = !served && self.serves_fallback(class);
         if call.counted {

@@ -223,7 +223,7 @@ impl<'h> Gateway<'h> {
         let mut model = simulation.model;
         let series = std::mem::take(&mut model.series);
         let tracer = model.tracer.take();
-        (model.finish(events), series, tracer.map(|t| t.rows.finish()))
+        (model.finish(events), series, tracer.map(|t| t.rows.finish(None)))
     }
 
     /// Records a trace of every call (see [`crate::measurement::trace`]).

@@ -13,7 +13,7 @@ use super::gates::Gate;
 use super::model::Gateway;
 use super::params::{CLASSES, CLASS_NAMES};
 use super::reason::{Reason, Source};
-use super::state::{Attempt, AttemptState, Call, Ending};
+use super::state::{Attempt, AttemptState, Ending};
 
 /// A traced replica's rows and what the hooks compare against.
 pub(super) struct GatewayTrace {
@@ -43,12 +43,6 @@ fn wait_kind(gate: Gate) -> &'static str {
 }
 
 impl Gateway<'_> {
-    fn traced_call(&mut self, key: SlabKey) -> Option<(&mut GatewayTrace, &'static str, bool)> {
-        let trace = self.tracer.as_deref_mut()?;
-        let call = self.calls.get(key).expect("a traced call is live");
-        Some((trace, CLASS_NAMES[call.class as usize], call.counted))
-    }
-
     #[inline]
     pub(super) fn trace_wait_starts(&mut self, now: Nanos, key: SlabKey, gate: Gate) {
         if let Some(trace) = self.tracer.as_deref_mut() {
@@ -58,24 +52,23 @@ impl Gateway<'_> {
 
     #[inline]
     pub(super) fn trace_wait_ends(&mut self, now: Nanos, key: SlabKey) {
-        if self.tracer.is_some() {
-            let (trace, class, counted) = self.traced_call(key).expect("tracing");
-            trace.rows.wait_ends(key, now, class, counted);
+        if let Some(trace) = self.tracer.as_deref_mut() {
+            trace.rows.wait_ends(key, now);
         }
     }
 
     #[inline]
     pub(super) fn trace_refusal(&mut self, now: Nanos, key: SlabKey, reason: Reason) {
-        if self.tracer.is_some() {
+        if let Some(trace) = self.tracer.as_deref_mut() {
             let gate = match reason.source() {
                 Source::Gate(gate) => gate.name(),
                 Source::Timeout | Source::Provider => "",
             };
-            let (trace, class, counted) = self.traced_call(key).expect("tracing");
-            trace.rows.refusal(key, now, class, reason.name(), gate, counted);
+            trace.rows.refusal(key, now, reason.name(), gate);
         }
     }
 
+    /// The attempt's end as the client saw it (its first token if one arrived).
     #[inline]
     pub(super) fn trace_attempt(&mut self, now: Nanos, attempt: &Attempt) {
         if self.tracer.is_some() {
@@ -84,28 +77,19 @@ impl Gateway<'_> {
                 .plan
                 .filter(|plan| streamed && attempt.state == AttemptState::Started && plan.first_token_at <= now)
                 .map(|plan| plan.first_token_at);
-            let (trace, class, counted) = self.traced_call(attempt.call).expect("tracing");
-            let times = (attempt.sent_at, first_token, now);
-            trace.rows.attempt(
-                attempt.call,
-                class,
-                attempt.tier as u32,
-                times,
-                attempt_outcome(attempt.ending),
-                counted,
-            );
+            let trace = self.tracer.as_deref_mut().expect("tracing");
+            trace.rows.attempt_ended(attempt.call, now, first_token, attempt_outcome(attempt.ending));
         }
     }
 
     #[inline]
-    pub(super) fn trace_call_ended(&mut self, now: Nanos, key: SlabKey, call: &Call, ending: Ending) {
+    pub(super) fn trace_call_ended(&mut self, now: Nanos, key: SlabKey, ending: Ending) {
         if let Some(trace) = self.tracer.as_deref_mut() {
             let outcome = match ending {
                 Ending::Success => "served",
                 Ending::Failed(reason) => reason.name(),
             };
-            let class = CLASS_NAMES[call.class as usize];
-            trace.rows.call_ended(key, class, (call.started_at, now), outcome, call.counted);
+            trace.rows.call_ended(key, now, outcome);
         }
     }
 
