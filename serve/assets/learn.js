@@ -77,12 +77,20 @@
     $("checks").replaceChildren(...r.checks.map((c) => el("tr", { "data-holds": c.holds },
       el("td", { text: c.what }), el("td", { text: c.formula }), el("td", { class: "num", text: (c.compare === "AtMost" ? "≤ " : "") + LLM.number(c.expected) }),
       el("td", { class: "num", text: LLM.interval(c.measured) }),
-      el("td", { class: c.holds ? "holds" : "fails", text: c.holds ? (c.compare === "AtMost" ? "within the bound" : "inside the interval") : "does not hold" }))));
+      el("td", { class: c.holds ? "holds" : "fails", text: verdict(c) }))));
     $("toml").textContent = r.toml;
     state.done.add(r.id);
     localStorage.setItem("learn-done", JSON.stringify([...state.done]));
     steps();
     document.body.dataset.state = "ready";
+    document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
+  }
+
+  // Inside the 95% interval, or how far outside: one check in twenty lands outside by chance.
+  function verdict(c) {
+    if (c.holds) return c.compare === "AtMost" ? "within the bound" : "inside the interval";
+    const z = c.z === null ? "all replicas agree" : `${Math.abs(c.z).toFixed(1)} standard errors away`;
+    return c.z !== null && Math.abs(c.z) < 3.3 ? `just outside (${z}): a 95% interval misses one time in twenty` : `does not hold (${z})`;
   }
 
   $("previous").onclick = () => show(Math.max(0, state.index - 1));

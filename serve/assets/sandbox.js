@@ -169,6 +169,7 @@
     LLM.timeline($("trace"), r.trace, "One trace: the calls around the first incident, one row each (turn's calls share a colour of label)");
     $("toml").value = r.toml;
     document.body.dataset.state = "ready";
+    document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
   }
 
   function compare() {

@@ -10,6 +10,7 @@ mod common;
 mod duckdb_interop;
 mod folder;
 mod gateway_cli;
+mod llm_pages;
 mod readme;
 mod report;
 mod resume;

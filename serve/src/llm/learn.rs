@@ -346,6 +346,23 @@ pub struct Check {
 }
 
 impl Check {
+    /// How many standard errors the mean lies from the closed form (0 for a bound
+    /// that holds; ±∞ when the replicas all agree and the closed form differs).
+    pub fn z(&self, measured: &Summary, replicas: u32) -> f64 {
+        let gap = measured.mean - self.expected;
+        if self.compare == Compare::AtMost && gap <= 0.0 {
+            return 0.0;
+        }
+        let se = measured.sd / (replicas as f64).sqrt();
+        if se > 0.0 {
+            gap / se
+        } else if gap.abs() <= 1e-9 * self.expected.abs().max(1e-9) {
+            0.0
+        } else {
+            gap.signum() * f64::INFINITY
+        }
+    }
+
     /// Whether `measured` agrees with the closed form.
     pub fn holds(&self, measured: &Summary) -> bool {
         let slack = 1e-9 * self.expected.abs().max(1e-9);
@@ -845,4 +862,115 @@ pub static EXPERIMENTS: [Experiment; 10] = [
 /// The experiment `id`.
 pub fn find(id: &str) -> Option<&'static Experiment> {
     EXPERIMENTS.iter().find(|e| e.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::llm::figures::{scenario, traced_run};
+
+    /// Runs `experiment` with `knobs` over 100 replicas: its figures and checks.
+    fn run(experiment: &Experiment, knobs: &[(&str, f64)]) -> (Setup, Vec<Summary>, Vec<Check>) {
+        let knobs = Knobs(knobs.iter().map(|(k, v)| (k.to_string(), *v)).collect());
+        let setup = experiment.setup(&knobs);
+        let scenario = scenario(&setup.toml("test", "test", 100, 1)).expect("a valid scenario");
+        let horizon = setup.horizon_s;
+        let (figures, _) = traced_run(&scenario, &AtomicBool::new(false), &|t| measure(t, horizon)).expect("runs");
+        let checks = experiment.checks(&setup, &figures);
+        (setup, figures, checks)
+    }
+
+    /// Every closed form the page shows holds within the interval it shows, at the
+    /// defaults and at other knob settings; and a closed form 5% off would not.
+    #[test]
+    fn the_closed_forms_hold_within_the_intervals_shown() {
+        let cases: &[(&str, &[(&str, f64)])] = &[
+            ("healthy", &[]),
+            ("healthy", &[("rate", 15.0), ("latency", 1.2)]),
+            ("errors", &[]),
+            ("errors", &[("error_rate", 0.35), ("arrivals", 1.0)]),
+            ("retries", &[]),
+            ("retries", &[("attempts", 5.0), ("error_rate", 0.5), ("wait", 0.3)]),
+            ("retries", &[("attempts", 1.0)]),
+            ("outage", &[]),
+            ("outage", &[("attempts", 5.0), ("wait", 0.5)]),
+            ("rate-limits", &[]),
+            ("rate-limits", &[("rate", 12.0), ("allows", 2.0), ("honour", 0.0)]),
+            ("budget", &[]),
+            ("budget", &[("budget", 0.0)]),
+            ("budget", &[("budget", 0.5), ("attempts", 5.0)]),
+        ];
+        let (mut checked, mut inside) = (0, 0);
+        for (id, knobs) in cases {
+            let experiment = find(id).unwrap();
+            let (_, figures, checks) = run(experiment, knobs);
+            assert!(!checks.is_empty(), "{id} has a closed form");
+            for check in &checks {
+                let measured = &figures[check.figure];
+                // A 95% interval misses the truth one time in twenty; a correct model
+                // is within 3.3 standard errors 999 times in 1,000.
+                let z = check.z(measured, 100);
+                assert!(
+                    z.abs() <= 3.3,
+                    "{id} {knobs:?}: {} = {} vs {measured:?} (z = {z})",
+                    check.what,
+                    check.expected
+                );
+                inside += check.holds(measured) as usize;
+                // The comparison can fail: an interval check rejects a value 5% off,
+                // a bound rejects one 5% under the mean.
+                let off = Check {
+                    expected: measured.mean * 0.95 - 1e-3,
+                    ..Check { what: String::new(), formula: String::new(), ..*check }
+                };
+                if measured.mean.abs() > 1e-9
+                    && (check.compare == Compare::AtMost || measured.ci_hi - measured.ci_lo < 0.05 * measured.mean)
+                {
+                    assert!(!off.holds(measured), "{id}: a closed form 5% off would be rejected");
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 15);
+        // And most land inside the 95% interval the page shows (one in twenty may not).
+        assert!(inside as f64 >= 0.85 * checked as f64, "{inside} of {checked} inside the 95% interval");
+    }
+
+    /// The mechanisms without a closed form still show what they should, each against
+    /// its own off switch.
+    #[test]
+    fn each_mechanism_shows_its_effect() {
+        let mean = |id: &str, knobs: &[(&str, f64)], figure: usize| run(find(id).unwrap(), knobs).1[figure].mean;
+        // A budget of 0 funds no retries at all.
+        assert_eq!(mean("budget", &[("budget", 0.0)], figure::RETRIES), 0.0);
+        // Jitter spreads a herd's retries: the busiest quarter-second shrinks.
+        let peaks: Vec<f64> = (0..3).map(|j| mean("herd", &[("jitter", j as f64)], figure::PEAK_RETRIES)).collect();
+        assert!(peaks[0] > 1.3 * peaks[2] && peaks[1] > peaks[2], "no, equal, full jitter: {peaks:?}");
+        // A breaker wastes less time on a dead provider than no breaker.
+        let wasted = |on: f64| mean("breaker", &[("breaker", on)], figure::WASTED_S);
+        assert!(wasted(1.0) < 0.5 * wasted(0.0));
+        // Counting 429s as failures trips the breaker on a healthy provider and serves less.
+        let trips = |counts: f64| mean("429-breaker", &[("counts", counts)], figure::TRIPS);
+        assert_eq!(trips(0.0), 0.0);
+        assert!(trips(1.0) > 1.0);
+        let served = |counts: f64| mean("429-breaker", &[("counts", counts)], figure::SUCCEEDED);
+        assert!(served(1.0) < served(0.0) - 0.05);
+        // Shedding background work serves more of the important work under overload.
+        let important = |shed: f64| mean("overload", &[("shed", shed)], figure::SUCCEEDED);
+        assert!(important(1.0) > important(0.0) + 0.1, "{} vs {}", important(1.0), important(0.0));
+    }
+
+    /// The setup sentence is built from the live knobs.
+    #[test]
+    fn the_setup_sentence_follows_the_knobs() {
+        let retries = find("retries").unwrap();
+        let knobs = Knobs([("attempts".to_string(), 4.0), ("wait".to_string(), 0.7)].into_iter().collect());
+        let sentence = retries.sentence(&retries.setup(&knobs));
+        assert!(sentence.contains("up to 4 attempts") && sentence.contains("after 0.7 s"), "{sentence}");
+        // Out-of-range knobs are clamped to the slider.
+        let clamped = retries.setup(&Knobs([("attempts".to_string(), 40.0)].into_iter().collect()));
+        assert_eq!(clamped.attempts, 5);
+    }
 }

@@ -72,6 +72,14 @@ async fn run(UrlPath(id): UrlPath<String>, Json(request): Json<Request>) -> Resp
     blocking_run(move || learn(&id, request)).await
 }
 
+fn finite_or_null(x: f64) -> Value {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        Value::Null
+    }
+}
+
 /// Runs experiment `id` with the request's knobs.
 fn learn(id: &str, request: Request) -> Result<Value, RunError> {
     let started = Instant::now();
@@ -105,6 +113,7 @@ fn learn(id: &str, request: Request) -> Result<Value, RunError> {
                 "compare": format!("{:?}", check.compare),
                 "measured": interval(measured, request.replicas),
                 "holds": check.holds(measured),
+                "z": finite_or_null(check.z(measured, request.replicas)),
             })
         })
         .collect();

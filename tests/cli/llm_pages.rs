@@ -1,0 +1,201 @@
+//! The Learn and Sandbox pages in headless Chromium, driven as a user would: the
+//! retries experiment draws a second attempt after a dotted wait; every experiment
+//! renders; a reordered Sandbox stack runs, and the numbers it shows are those
+//! `stampede run` writes for the TOML it exports; nothing is requested from outside
+//! the server, and nothing is logged as an error.
+
+use serde_json::{json, Value};
+use stampede_output::{ColumnValues, Table};
+
+use crate::cdp::Browser;
+use crate::common::{skip_browser, stampede, stderr, Server};
+
+fn browser_or_skip(test: &str) -> Option<Browser> {
+    match crate::common::chromium() {
+        Ok(chromium) => Some(Browser::start(&chromium)),
+        Err(why) => {
+            skip_browser(test, &why);
+            None
+        }
+    }
+}
+
+/// Waits for the page's next finished run (it counts them in `data-runs`).
+fn next_run(browser: &mut Browser, after: u64) -> u64 {
+    browser.wait_for(&format!(
+        "Number(document.body.dataset.runs || 0) > {after} && document.body.dataset.state === 'ready'"
+    ));
+    browser.eval("Number(document.body.dataset.runs)").as_u64().unwrap()
+}
+
+/// Every resource the page loaded came from `server`.
+fn only_local(browser: &mut Browser, server: &str) {
+    let outside = browser.eval(&format!(
+        "performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith({server:?}))"
+    ));
+    assert_eq!(outside, json!([]), "requests outside the server");
+}
+
+#[test]
+fn the_learn_page_draws_a_retry_after_a_dotted_wait_and_every_experiment_runs() {
+    let Some(mut browser) =
+        browser_or_skip("the_learn_page_draws_a_retry_after_a_dotted_wait_and_every_experiment_runs")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    browser.navigate(&format!("{}/learn#retries", server.url));
+    let mut runs = next_run(&mut browser, 0);
+    assert_eq!(browser.eval("document.querySelector('#title').textContent"), json!("3 · Retries"));
+    // A call's second attempt starts where its dotted wait ends, which starts where its first attempt ends.
+    let drawn = browser.eval(
+        "(() => { const svg = document.querySelector('#timeline svg'); \
+           for (const second of svg.querySelectorAll('rect.attempt[data-attempt=\"2\"]')) { \
+             const call = second.dataset.call; \
+             const first = svg.querySelector(`rect.attempt[data-attempt=\"1\"][data-call=\"${call}\"]`); \
+             const wait = svg.querySelector(`line.wait[data-call=\"${call}\"]`); \
+             if (!first || !wait || wait.getAttribute('stroke-dasharray') === null) continue; \
+             const firstEnd = Number(first.getAttribute('x')) + Number(first.getAttribute('width')); \
+             return { firstEnd, waitStart: Number(wait.getAttribute('x1')), waitEnd: Number(wait.getAttribute('x2')), \
+                      secondStart: Number(second.getAttribute('x')), outcome: first.dataset.outcome }; } \
+           return null; })()",
+    );
+    assert!(drawn.is_object(), "no second attempt after a dotted wait");
+    let at = |k: &str| drawn[k].as_f64().unwrap();
+    assert!((at("waitEnd") - at("secondStart")).abs() < 0.01, "{drawn}");
+    assert!((at("firstEnd") - at("waitStart")).abs() < 2.01, "{drawn}"); // a bar is at least 2 px wide
+    assert_ne!(drawn["outcome"], json!("200"), "the first attempt failed");
+    let note = browser.eval("document.querySelector('#timeline figcaption').textContent");
+    assert!(note.as_str().unwrap().contains("showing 50 of"), "{note}");
+    assert_eq!(browser.eval("document.querySelectorAll('#checks tr').length"), json!(2));
+    // The knobs rerun it: one attempt means one attempt per request.
+    browser.eval(
+        "const knob = document.querySelector('input[data-knob=attempts]'); knob.value = 1; knob.dispatchEvent(new Event('input'));",
+    );
+    browser.wait_for(
+        "document.querySelector('#status').classList.contains('stale') || Number(document.body.dataset.runs) > 1",
+    );
+    runs = next_run(&mut browser, runs);
+    assert_eq!(browser.eval("document.querySelector('.card[data-name=amplification]').dataset.value"), json!("1"));
+    assert!(browser
+        .eval("document.querySelector('#setup').textContent")
+        .as_str()
+        .unwrap()
+        .contains("up to 1 attempts"));
+    // Every experiment renders, with its cards and its timeline.
+    browser.eval("document.querySelector('#steps li:first-child button').click();");
+    for step in 1..=10 {
+        runs = next_run(&mut browser, runs);
+        let title = browser.eval("document.querySelector('#title').textContent");
+        assert!(title.as_str().unwrap().starts_with(&format!("{step} ·")), "{title}");
+        assert!(browser.eval("document.querySelectorAll('#cards .card').length").as_u64().unwrap() >= 5);
+        assert!(browser.eval("document.querySelectorAll('#timeline rect.attempt').length").as_u64().unwrap() > 0);
+        if step < 10 {
+            browser.eval("document.querySelector('#next').click();");
+        }
+    }
+    only_local(&mut browser, &server.url);
+    assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
+}
+
+fn f64_column(table: &Table, name: &str) -> f64 {
+    match table.column(name).unwrap_or_else(|e| panic!("{name}: {e}")) {
+        ColumnValues::F64(v) => v[0],
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml() {
+    let Some(mut browser) = browser_or_skip("a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    browser.navigate(&format!("{}/sandbox", server.url));
+    let mut runs = next_run(&mut browser, 0);
+    // Fewer replicas and a shorter run, as a user would type them.
+    browser.eval(
+        "for (const [id, v] of [['load-replicas', 20], ['load-duration_s', 30], ['load-seed', 7]]) { \
+           const input = document.getElementById(id); input.value = v; input.dispatchEvent(new Event('change')); }",
+    );
+    runs = next_run(&mut browser, runs);
+    // Keyboard: the breaker moves above the adaptive limiter; a button removes the limiter.
+    browser.eval(
+        "const breaker = document.querySelector('#stack li[data-gate=breaker]'); breaker.focus(); \
+         breaker.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowUp', altKey: true, bubbles: true }));",
+    );
+    browser.eval(
+        "document.querySelector('#stack li[data-gate=adaptive] button[aria-label=\"remove adaptive\"]').click();",
+    );
+    runs = next_run(&mut browser, runs);
+    let order = browser.eval("Array.from(document.querySelectorAll('#stack li')).map(li => li.dataset.gate)");
+    assert_eq!(order, json!(["admission", "bulkhead", "breaker", "quota", "retry", "fallback"]));
+    assert_eq!(browser.eval("document.querySelectorAll('#palette [data-restore=adaptive]').length"), json!(1));
+    let toml = browser.eval("document.querySelector('#toml').value").as_str().unwrap().to_string();
+    assert!(
+        toml.contains("gates = [\"admission\", \"bulkhead\", \"breaker\", \"quota\", \"retry\", \"fallback\"]"),
+        "{toml}"
+    );
+    // As text: serde_json's default float parsing may be one ulp off; Rust's `parse` is exact.
+    let shown: Value = browser.eval(
+        "Object.fromEntries(Array.from(document.querySelectorAll('#cards .card')).map(c => [c.dataset.name, c.dataset.value]))",
+    );
+    // The exported scenario, run by the CLI with the same seed and replicas.
+    let file = dir.path().join("sandbox.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let out = dir.path().join("out");
+    let output = stampede(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-report", "--quiet"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = Table::read(&out.join("sandbox/summary.parquet")).unwrap();
+    let names = [
+        "turns_answered",
+        "answered_turns_per_s",
+        "wasted_usd",
+        "attempts",
+        "retry_ratio",
+        "calls_failed_http_529",
+        "breaker_trips",
+    ];
+    for name in names {
+        let cli = f64_column(&summary, &format!("{name}_mean"));
+        let page: f64 = shown[name].as_str().unwrap().parse().unwrap();
+        assert_eq!(page, cli, "{name}: the page shows what stampede run writes");
+    }
+    // Pin it, change the load, and the comparison says which differences are significant.
+    browser.eval("document.querySelector('#pin').click();");
+    browser.eval("const load = document.getElementById('load-turns_per_s'); load.value = 5; load.dispatchEvent(new Event('change'));");
+    runs = next_run(&mut browser, runs);
+    let significant =
+        browser.eval("document.querySelector('#comparison tr[data-metric=turns_answered]').dataset.significant");
+    assert_eq!(significant, json!("true"), "a quarter of the load answers significantly fewer turns");
+    // An incident outside the run is flagged.
+    browser.eval("const start = document.querySelector('#incidents input'); start.value = 500; start.dispatchEvent(new Event('change'));");
+    runs = next_run(&mut browser, runs);
+    assert!(browser
+        .eval("document.querySelector('#warnings').textContent")
+        .as_str()
+        .unwrap()
+        .contains("after the run ends"));
+    // A TOML loads back into the form.
+    browser.eval(&format!(
+        "document.querySelector('#toml').value = {:?}; document.querySelector('#load-toml').click();",
+        toml.replace("turns_per_s = 20.0", "turns_per_s = 11.0")
+    ));
+    next_run(&mut browser, runs);
+    assert_eq!(browser.eval("document.getElementById('load-turns_per_s').value"), json!("11"));
+    assert_eq!(browser.eval("document.querySelectorAll('#stack li').length"), json!(6));
+    // Drag and drop: the bulkhead (second) dropped on the admission gate (first) goes first.
+    browser.eval(
+        "const items = document.querySelectorAll('#stack li'); const data = new DataTransfer(); \
+         items[1].dispatchEvent(new DragEvent('dragstart', { dataTransfer: data, bubbles: true })); \
+         items[0].dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true }));",
+    );
+    let order =
+        browser.eval("Array.from(document.querySelectorAll('#stack li')).map(li => li.dataset.gate).slice(0, 2)");
+    assert_eq!(order, json!(["bulkhead", "admission"]));
+    only_local(&mut browser, &server.url);
+    assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
+}
