@@ -14,7 +14,7 @@
   // Knobs per gate: [field in config.knobs, label, step, kind].
   const GATE_KNOBS = {
     admission: [["ladder_rungs", "ladder rungs (pressure for L1–L4)", 0.01, "rungs"]],
-    bulkhead: [],
+    bulkhead: [["bulkhead_queue", "queue order", null, "queue"], ["codel_target_s", "CoDel target (s)", 0.01]],
     adaptive: [["limiter", "limiter", null, "limiter"]],
     breaker: [["breaker_failure_ratio", "trip at failure ratio", 0.05], ["breaker_open_s", "open time (s)", 1], ["breaker_counts_429", "count 429s as failures", null, "bool"]],
     quota: [["limiter_headroom", "headroom (share of the quota)", 0.05], ["limiter_longest_wait_s", "longest wait (s)", 0.5]],
@@ -26,6 +26,7 @@
     const k = config.knobs;
     const changed = (value) => { k[field] = value; changedConfig(); };
     if (kind === "bool") return el("input", { type: "checkbox", ...(k[field] ? { checked: "" } : {}), onchange: (e) => changed(e.target.checked) });
+    if (kind === "queue") return el("select", { onchange: (e) => changed(e.target.value) }, ...defaults.queue_orders.map((q) => el("option", { value: q, ...(q === k[field] ? { selected: "" } : {}), text: q })));
     if (kind === "limiter") return el("select", { onchange: (e) => changed(e.target.value) }, ...defaults.limiters.map((l) => el("option", { value: l, ...(l === k[field] ? { selected: "" } : {}), text: l })));
     if (kind === "tier") return el("select", { onchange: (e) => changed(e.target.value || null) }, el("option", { value: "", text: "none" }), ...defaults.tiers.map((t) => el("option", { value: t, ...(t === k[field] ? { selected: "" } : {}), text: t })));
     if (kind === "rungs") return el("span", {}, ...k.ladder_rungs.map((r, i) => el("input", { type: "number", step, min: 0, max: 1, value: r, style: "width:4.5rem", onchange: (e) => { k.ladder_rungs[i] = Number(e.target.value); changedConfig(); } })));
@@ -136,6 +137,7 @@
   function headline(r) {
     return [
       ["turns_answered", "turns answered", "", m(r, "turns_answered")],
+      ["calls_per_turn", "LLM calls per turn (as made)", "", r.calls_per_turn],
       ["turn_completion_ratio", "turns answered (share)", "share", m(r, "turn_completion_ratio")],
       ["answered_turns_per_s", "goodput", "turns/s", m(r, "answered_turns_per_s")],
       ["wasted_usd", "wasted", "USD", m(r, "wasted_usd")],
@@ -175,8 +177,9 @@
   function compare() {
     $("unpin").hidden = !pinned;
     if (!pinned || !current) return $("comparison").replaceChildren();
+    const pinnedValues = Object.fromEntries(headline(pinned).map(([name, , , value]) => [name, value]));
     const rows = headline(current).map(([name, label, unit, value]) => {
-      const before = pinned.metrics[name];
+      const before = pinnedValues[name];
       const differs = LLM.significant(before, value);
       return el("tr", { "data-metric": name, "data-significant": differs },
         el("td", { text: label }), el("td", { class: "num", text: LLM.interval(before, unit) }), el("td", { class: "num", text: LLM.interval(value, unit) }),

@@ -164,6 +164,18 @@ fn a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml() {
         let page: f64 = shown[name].as_str().unwrap().parse().unwrap();
         assert_eq!(page, cli, "{name}: the page shows what stampede run writes");
     }
+    // The fan-out shown is the one the model made (the reference's 3.11 counts the answer
+    // call even when think answered): the mean of each replica's calls ÷ turns.
+    let replicas = Table::read(&out.join("sandbox/replicas.parquet")).unwrap();
+    let column = |name: &str| match replicas.column(name).unwrap() {
+        ColumnValues::F64(v) => v.clone(),
+        ColumnValues::U64(v) => v.iter().map(|&x| x as f64).collect(),
+        other => panic!("{name}: {other:?}"),
+    };
+    let (calls, turns) = (column("calls_offered"), column("turns_offered"));
+    let fan_out = calls.iter().zip(&turns).map(|(c, t)| c / t).sum::<f64>() / calls.len() as f64;
+    let page: f64 = shown["calls_per_turn"].as_str().unwrap().parse().unwrap();
+    assert!((page - fan_out).abs() < 1e-12 && page < 3.11 && page > 2.5, "{page} vs {fan_out}");
     // Pin it, change the load, and the comparison says which differences are significant.
     browser.eval("document.querySelector('#pin').click();");
     browser.eval("const load = document.getElementById('load-turns_per_s'); load.value = 5; load.dispatchEvent(new Event('change'));");

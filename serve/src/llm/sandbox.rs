@@ -49,6 +49,9 @@ pub struct Knobs {
     pub limiter_longest_wait_s: f64,
     pub ladder_rungs: [f64; 4],
     pub limiter: String,
+    /// The bulkhead queue's order (`fifo`, `lifo`, `adaptive_lifo`) and CoDel's target.
+    pub bulkhead_queue: String,
+    pub codel_target_s: f64,
     pub answer_fallback_tier: Option<String>,
     pub naive_attempts: u32,
     pub naive_timeout_s: f64,
@@ -90,6 +93,8 @@ impl Default for Config {
                 limiter_longest_wait_s: 2.0,
                 ladder_rungs: [0.8, 0.88, 0.95, 1.0],
                 limiter: "gradient".into(),
+                bulkhead_queue: "lifo".into(),
+                codel_target_s: 0.05,
                 answer_fallback_tier: None,
                 naive_attempts: 3,
                 naive_timeout_s: 60.0,
@@ -194,9 +199,11 @@ impl Config {
             ("breaker_open_s", k.breaker_open_s),
             ("limiter_headroom", k.limiter_headroom),
             ("limiter_longest_wait_s", k.limiter_longest_wait_s),
+            ("codel_target_s", k.codel_target_s),
         ] {
             gateway.insert(name.into(), value.into());
         }
+        gateway.insert("bulkhead_queue".into(), k.bulkhead_queue.clone().into());
         gateway.insert("honour_retry_after".into(), k.honour_retry_after.into());
         gateway.insert("breaker_counts_429".into(), k.breaker_counts_429.into());
         gateway.insert(
@@ -276,6 +283,8 @@ impl Config {
                 limiter_longest_wait_s: float(&gateway, "limiter_longest_wait_s", k.limiter_longest_wait_s),
                 ladder_rungs: rungs.unwrap_or(k.ladder_rungs),
                 limiter: stack.get("limiter").and_then(|v| v.as_str()).unwrap_or("gradient").to_string(),
+                bulkhead_queue: gateway.get("bulkhead_queue").and_then(|v| v.as_str()).unwrap_or("lifo").to_string(),
+                codel_target_s: float(&gateway, "codel_target_s", k.codel_target_s),
                 answer_fallback_tier: stack.get("answer_fallback_tier").and_then(|v| v.as_str()).map(String::from),
                 naive_attempts: stack.get("naive_attempts").and_then(|v| v.as_integer()).unwrap_or(3) as u32,
                 naive_timeout_s: float(&stack, "naive_timeout_s", k.naive_timeout_s),
@@ -317,6 +326,7 @@ mod tests {
         };
         config.knobs.retry_budget_ratio = 0.0;
         config.knobs.honour_retry_after = false;
+        config.knobs.bulkhead_queue = "fifo".into();
         config.incidents.push(Incident { tier: "haiku".into(), kind: "outage".into(), start_s: 12.5, duration_s: 3.0 });
         let text = config.toml().unwrap();
         assert_eq!(Config::from_toml(&text).unwrap(), config);

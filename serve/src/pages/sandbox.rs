@@ -54,6 +54,7 @@ async fn defaults() -> Json<Value> {
         "tiers": ["haiku", "sonnet", "opus"],
         "incident_kinds": ["brownout", "outage"],
         "limiters": ["fixed", "aimd", "gradient", "gradient2"],
+        "queue_orders": ["fifo", "lifo", "adaptive_lifo"],
         "classes": &CLASS_NAMES[..5],
     }))
 }
@@ -128,8 +129,15 @@ fn sandbox(request: RunRequest) -> Result<Value, RunError> {
                 .collect()
         })
         .collect();
-    // Per replica: the calls that stopped for each reason, all classes together.
-    let derive = |metrics: &[f64]| columns.iter().map(|c| c.iter().map(|&i| metrics[i]).sum()).collect();
+    let position = |name: &str| metric_names.iter().position(|m| *m == name).expect("a gateway metric");
+    let (calls, turns) = (position("calls_offered"), position("turns_offered"));
+    // Per replica: the calls that stopped for each reason, all classes together; then
+    // the calls a turn made, as the model made them.
+    let derive = |metrics: &[f64]| {
+        let mut figures: Vec<f64> = columns.iter().map(|c| c.iter().map(|&i| metrics[i]).sum()).collect();
+        figures.push(metrics[calls] / metrics[turns]);
+        figures
+    };
     let run = summarised_run(&scenario, &job.cancel, &derive)?;
     let funnel: Vec<Value> = funnel_rows()
         .iter()
@@ -153,6 +161,7 @@ fn sandbox(request: RunRequest) -> Result<Value, RunError> {
         "latency": run.latency_json(&LATENCY_NAMES),
         "series": run.series_json(),
         "funnel": funnel,
+        "calls_per_turn": interval(run.derived.last().expect("calls per turn"), run.replicas),
         "trace": trace,
         "elapsed_ms": started.elapsed().as_secs_f64() * 1e3,
     }))
