@@ -66,6 +66,9 @@ pub struct Gateway<'h> {
     /// Calls waiting for their limiter (its semaphore), with their deadlines.
     pub(super) limiter_queues: Vec<VecDeque<(SlabKey, Nanos)>>,
     pub(super) limiter_queue_capacity: Vec<usize>,
+    /// A lower bound of each limiter queue's deadlines (`Nanos::MAX` when empty): the
+    /// sweep skips a queue with nothing due.
+    pub(super) limiter_earliest_deadline: Vec<Nanos>,
     pub(super) breakers: Vec<CircuitBreaker>,
     pub(super) budget: Option<RatioBudget>,
     pub(super) retry_pos: Option<u8>,
@@ -182,6 +185,7 @@ impl<'h> Gateway<'h> {
             bulkheads: bulkheads(&p),
             limiters: limiters(&p),
             limiter_queues: limiter_queue_capacity.iter().map(|&n| VecDeque::with_capacity(n)).collect(),
+            limiter_earliest_deadline: vec![Nanos::MAX; limiter_queue_capacity.len()],
             limiter_queue_capacity,
             breakers: (0..CLASSES).map(|_| CircuitBreaker::new(p.breaker)).collect(),
             // Starts as if 100 calls had succeeded: a ratio of 0 funds no retry at all.

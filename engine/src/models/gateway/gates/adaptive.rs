@@ -32,6 +32,8 @@ impl Gateway<'_> {
         } else if self.limiter_queues[limiter].len() < self.limiter_queue_capacity[limiter] {
             // Wait for a completion to free a place.
             self.limiter_queues[limiter].push_back((key, call.deadline));
+            let earliest = &mut self.limiter_earliest_deadline[limiter];
+            *earliest = (*earliest).min(call.deadline);
             self.keep_sweeping(now, scheduler);
             Entry::Park
         } else {
@@ -88,17 +90,27 @@ impl Gateway<'_> {
         }
     }
 
-    /// Fails the waiting calls whose deadline passed (the periodic sweep).
+    /// Fails the waiting calls whose deadline passed (the periodic sweep). A queue
+    /// whose earliest deadline is still ahead is not walked: the sweep runs ten times
+    /// a second and most of the time drops nothing (it was 8% of an llm-stack replica).
     pub(in crate::models::gateway) fn sweep_limiter_queues(&mut self, now: Nanos) {
         let dropped = &mut self.dropped;
-        for queue in &mut self.limiter_queues {
+        for (queue, earliest) in self.limiter_queues.iter_mut().zip(&mut self.limiter_earliest_deadline) {
+            debug_assert!(queue.iter().all(|&(_, deadline)| deadline >= *earliest), "a lower bound of the deadlines");
+            if now < *earliest {
+                continue;
+            }
+            let mut next = Nanos::MAX;
             queue.retain(|&(key, deadline)| {
                 let expired = deadline <= now;
                 if expired {
                     dropped.push((key, Reason::Limiter));
+                } else {
+                    next = next.min(deadline);
                 }
                 !expired
             });
+            *earliest = next;
         }
     }
 
