@@ -125,6 +125,7 @@ impl Cluster<'_> {
         if can_start {
             self.start(now, shard, attempt, scheduler);
         } else {
+            self.touch(shard, now);
             self.shards[shard as usize].queue.push_back(attempt);
             self.queued += 1;
         }

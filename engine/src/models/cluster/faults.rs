@@ -37,6 +37,7 @@ impl Cluster<'_> {
             FaultKind::ShardFailure { shard } => {
                 self.ring.set_healthy(shard, !starting);
                 if starting {
+                    self.touch(shard, now);
                     // Queued attempts are lost; their clients see a refusal and may retry elsewhere.
                     while let Some(attempt_key) = self.shards[shard as usize].queue.pop_front() {
                         self.queued -= 1;

@@ -51,6 +51,11 @@ pub struct Cluster<'h> {
     pub(super) hops_total: u64,
     pub(super) routed: u64,
     pub(super) busy_area: u128,
+    /// Busy servers over all shards (Σ shard.busy), for `busy_area`.
+    pub(super) busy_servers: u64,
+    /// The bucket `last_change` lies in, and where it ends (exclusive of events at its end).
+    pub(super) span_bucket: usize,
+    pub(super) span_end: Nanos,
     pub(super) wasted_ns: u128,
     pub(super) latency: &'h mut LatencyHistogram,
     /// Per-request tracing, off unless [`Cluster::traced`]: one branch per hook when off.
@@ -70,6 +75,7 @@ impl<'h> Cluster<'h> {
             .map(|_| Shard {
                 queue: VecDeque::with_capacity(p.queue_capacity as usize),
                 busy: 0,
+                load_since: 0,
                 slowdown: 1.0,
                 stalls: 0,
                 load_area: 0,
@@ -114,6 +120,9 @@ impl<'h> Cluster<'h> {
             hops_total: 0,
             routed: 0,
             busy_area: 0,
+            busy_servers: 0,
+            span_bucket: 0,
+            span_end: 0,
             wasted_ns: 0,
             latency,
             tracer: None,
@@ -184,10 +193,30 @@ impl<'h> Cluster<'h> {
     }
 
     /// Adds the state held since the last change to the per-bucket integrals.
+    #[inline]
     pub(super) fn advance(&mut self, now: Nanos) {
-        let (queued, in_flight) = (self.queued as u128, self.in_flight as u128);
+        // Most events fall in the bucket of the previous one, after the warm-up: one
+        // multiply-add each, without the span loop's divisions (exactly what the loop
+        // would add: the same integers into the same bucket).
+        if now <= self.span_end && self.last_change >= self.p.warmup {
+            let dwell = (now - self.last_change) as u128;
+            if let Some(area) = self.series.queued_area.get_mut(self.span_bucket) {
+                *area += self.queued as u128 * dwell;
+                self.series.in_flight_area[self.span_bucket] += self.in_flight as u128 * dwell;
+            }
+            self.busy_area += self.busy_servers as u128 * dwell;
+            self.last_change = now;
+            return;
+        }
+        self.advance_across_buckets(now);
+        let bucket = self.p.bucket;
+        self.span_bucket = (now / bucket) as usize;
+        self.span_end = (now / bucket + 1) * bucket;
+    }
+
+    fn advance_across_buckets(&mut self, now: Nanos) {
+        let (queued, in_flight, busy) = (self.queued as u128, self.in_flight as u128, self.busy_servers as u128);
         let series = &mut self.series;
-        let shards = &mut self.shards;
         let busy_area = &mut self.busy_area;
         crate::measurement::buckets::for_each_span(
             self.last_change,
@@ -200,14 +229,24 @@ impl<'h> Cluster<'h> {
                     series.in_flight_area[bucket] += in_flight * dwell;
                 }
                 if after_warmup {
-                    for shard in shards.iter_mut() {
-                        shard.load_area += (shard.busy as u128 + shard.queue.len() as u128) * dwell;
-                        *busy_area += shard.busy as u128 * dwell;
-                    }
+                    *busy_area += busy * dwell;
                 }
             },
         );
         self.last_change = now;
+    }
+
+    /// Brings `shard`'s load integral (busy + queued, after the warm-up) up to `now`;
+    /// called before its load changes. Integer sums: the same total in any order.
+    #[inline]
+    pub(super) fn touch(&mut self, shard: u32, now: Nanos) {
+        let warmup = self.p.warmup;
+        let s = &mut self.shards[shard as usize];
+        let from = s.load_since.max(warmup);
+        if now > from {
+            s.load_area += (s.busy as u128 + s.queue.len() as u128) * (now - from) as u128;
+        }
+        s.load_since = now;
     }
 
     pub(super) fn bucket_of(&self, now: Nanos) -> usize {
@@ -219,11 +258,19 @@ impl<'h> Cluster<'h> {
         debug_assert!(s.busy <= self.p.servers, "shard {shard}: more busy servers than servers");
         debug_assert!(s.queue.len() <= self.p.queue_capacity as usize, "shard {shard}: queue over capacity");
         debug_assert_eq!(self.router.total() as u64, self.in_flight, "router load out of step with attempts");
+        debug_assert_eq!(
+            self.shards.iter().map(|s| s.busy as u64).sum::<u64>(),
+            self.busy_servers,
+            "busy servers out of step with the shards"
+        );
     }
 
     /// Closes the integrals and computes the results.
     pub fn finish(&mut self, now: Nanos, events: u64) -> (ClusterResults, ClusterSeries) {
         self.advance(now);
+        for shard in 0..self.shards.len() as u32 {
+            self.touch(shard, now);
+        }
         let window_s = (now.saturating_sub(self.p.warmup)) as f64 / NANOS_PER_SEC as f64;
         let r = &mut self.results;
         r.events = events;

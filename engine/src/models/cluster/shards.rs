@@ -21,7 +21,9 @@ impl Cluster<'_> {
     }
 
     pub(super) fn start(&mut self, now: Nanos, shard: u32, attempt: SlabKey, scheduler: &mut Scheduler<Event>) {
+        self.touch(shard, now);
         self.shards[shard as usize].busy += 1;
+        self.busy_servers += 1;
         self.attempts.get_mut(attempt).expect("live attempt").service_started = now;
         let service = self.service_time(shard);
         scheduler.after(service, Event::Done { shard, attempt });
@@ -34,6 +36,11 @@ impl Cluster<'_> {
             if s.busy >= self.p.servers || s.stalls > 0 {
                 return;
             }
+            if s.queue.is_empty() {
+                return;
+            }
+            self.touch(shard, now);
+            let s = &mut self.shards[shard as usize];
             let next =
                 if self.p.discipline == QueueDiscipline::Lifo { s.queue.pop_back() } else { s.queue.pop_front() };
             let Some(attempt) = next else { return };
@@ -63,7 +70,9 @@ impl Cluster<'_> {
 
     pub(super) fn done(&mut self, now: Nanos, shard: u32, attempt_key: SlabKey, scheduler: &mut Scheduler<Event>) {
         let Some(attempt) = self.attempts.remove(attempt_key) else { return };
+        self.touch(shard, now);
         self.shards[shard as usize].busy -= 1;
+        self.busy_servers -= 1;
         self.in_flight -= 1;
         self.router.release(shard);
         let service = now - attempt.service_started;

@@ -64,6 +64,9 @@ pub(super) struct Attempt {
 pub(super) struct Shard {
     pub(super) queue: VecDeque<SlabKey>,
     pub(super) busy: u32,
+    /// When `load_area` was last brought up to date: a shard's load integral is advanced
+    /// only when its own load changes (and at the end), not on every event of the cluster.
+    pub(super) load_since: Nanos,
     pub(super) slowdown: f64,
     pub(super) stalls: u32,
     pub(super) load_area: u128,
