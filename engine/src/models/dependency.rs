@@ -18,6 +18,7 @@ use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
+use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::measurement::trace::{Trace, TraceKind, Tracer};
 use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
@@ -189,7 +190,7 @@ impl<'h> Dependency<'h> {
     }
 
     fn interarrival(&mut self) -> Nanos {
-        (self.arrivals.exponential(self.p.arrival_rate_per_s) * NANOS_PER_SEC as f64).round() as Nanos
+        round_to_nanos(self.arrivals.exponential(self.p.arrival_rate_per_s) * NANOS_PER_SEC as f64)
     }
 
     fn advance(&mut self, now: Nanos) {
@@ -217,7 +218,7 @@ impl<'h> Dependency<'h> {
     fn dependency_latency(&mut self, now: Nanos) -> Nanos {
         let slow = now >= self.p.slow_start && now < self.p.slow_start.saturating_add(self.p.slow_duration);
         let median = if slow { self.p.slow_latency } else { self.p.healthy_latency };
-        (median as f64 * self.latency_rng.lognormal(0.0, 0.25)).round() as Nanos
+        round_to_nanos(median as f64 * self.latency_rng.lognormal(0.0, 0.25))
     }
 
     fn fallback(&mut self, now: Nanos, counted: bool) {

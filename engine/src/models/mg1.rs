@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
+use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 
 /// Stream of inter-arrival times.
@@ -149,7 +150,7 @@ pub struct Mg1<'h> {
 }
 
 fn nanos(seconds: f64) -> Nanos {
-    (seconds * NANOS_PER_SEC as f64).round() as Nanos
+    round_to_nanos(seconds * NANOS_PER_SEC as f64)
 }
 
 impl<'h> Mg1<'h> {

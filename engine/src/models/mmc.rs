@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
+use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{nanos_to_secs, Nanos, NANOS_PER_SEC};
 
 /// Stream of inter-arrival times.
@@ -203,12 +204,12 @@ impl<'h> Mmc<'h> {
 
     fn interarrival(&mut self) -> Nanos {
         let seconds = self.arrivals.exponential(self.params.arrival_rate_per_s);
-        (seconds * NANOS_PER_SEC as f64).round() as Nanos
+        round_to_nanos(seconds * NANOS_PER_SEC as f64)
     }
 
     fn service_demand(&mut self) -> Nanos {
         let seconds = self.service.exponential(self.params.service_rate_per_s);
-        (seconds * NANOS_PER_SEC as f64).round() as Nanos
+        round_to_nanos(seconds * NANOS_PER_SEC as f64)
     }
 
     /// Adds the state held since the last change to the integrals (warm-up excluded).

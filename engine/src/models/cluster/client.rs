@@ -10,6 +10,7 @@ use super::state::{Attempt, Event, Refusal, Request};
 use crate::components::ring::Route;
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
+use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timer::{TimerSlot, TimerTicket};
 use crate::policy::classify::Outcome;
@@ -17,7 +18,7 @@ use crate::policy::classify::Outcome;
 impl Cluster<'_> {
     pub(super) fn think(&mut self) -> Nanos {
         let mean = self.p.think_time as f64;
-        (self.user_rng.exponential(1.0) * mean).round() as Nanos
+        round_to_nanos(self.user_rng.exponential(1.0) * mean)
     }
 
     /// A request has ended (answered or given up): a closed-loop user thinks, then asks again.
@@ -33,7 +34,7 @@ impl Cluster<'_> {
         if rate <= 0.0 {
             return Nanos::MAX / 2; // a closed-loop-only cluster has no open arrivals
         }
-        (self.arrivals.exponential(rate) * NANOS_PER_SEC as f64).round() as Nanos
+        round_to_nanos(self.arrivals.exponential(rate) * NANOS_PER_SEC as f64)
     }
 
     pub(super) fn new_request(&mut self, now: Nanos, closed_loop: bool, scheduler: &mut Scheduler<Event>) {

@@ -7,6 +7,7 @@ use super::params::{QueueDiscipline, ServiceTime};
 use super::state::{Event, Refusal};
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
+use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::Nanos;
 use crate::policy::classify::Outcome;
 
@@ -17,7 +18,7 @@ impl Cluster<'_> {
             ServiceTime::Lognormal { median, sigma } => median as f64 * self.service_rng.lognormal(0.0, sigma),
             ServiceTime::Constant { value } => value as f64,
         };
-        (base * self.shards[shard as usize].slowdown * self.spike_factor).round() as Nanos
+        round_to_nanos(base * self.shards[shard as usize].slowdown * self.spike_factor)
     }
 
     pub(super) fn start(&mut self, now: Nanos, shard: u32, attempt: SlabKey, scheduler: &mut Scheduler<Event>) {
