@@ -28,11 +28,9 @@ pub fn secs_to_nanos(seconds: f64) -> Nanos {
 #[inline(always)]
 pub fn round_to_nanos(x: f64) -> Nanos {
     let truncated = x as Nanos;
-    if x - truncated as f64 >= 0.5 {
-        truncated.saturating_add(1)
-    } else {
-        truncated
-    }
+    // Branch-free: the comparison is a coin toss, and a mispredicted branch per draw
+    // cost more than the routine it replaces (M/M/c 95 → 131 ms with an `if`).
+    truncated.saturating_add((x - truncated as f64 >= 0.5) as Nanos)
 }
 
 /// Converts nanoseconds to seconds for reporting.
