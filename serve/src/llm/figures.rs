@@ -39,7 +39,8 @@ pub fn interval(summary: &Summary, replicas: u32) -> Value {
     json!([finite(summary.mean), finite(summary.ci_lo), finite(summary.ci_hi), finite(se)])
 }
 
-fn finite(x: f64) -> Value {
+/// `x` as JSON, or null when it is NaN or infinite (JSON has neither).
+pub fn finite(x: f64) -> Value {
     if x.is_finite() {
         json!(x)
     } else {

@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::llm::figures::{anchor, interval, scenario, timeline, traced_run};
+use crate::llm::figures::{anchor, finite, interval, scenario, timeline, traced_run};
 use crate::llm::learn::{find, measure, Knobs, EXPERIMENTS, FIGURES};
 use crate::llm::{jobs, RunError};
 use crate::pages::{blocking_run, llm_assets, script};
@@ -72,14 +72,6 @@ async fn run(UrlPath(id): UrlPath<String>, Json(request): Json<Request>) -> Resp
     blocking_run(move || learn(&id, request)).await
 }
 
-fn finite_or_null(x: f64) -> Value {
-    if x.is_finite() {
-        json!(x)
-    } else {
-        Value::Null
-    }
-}
-
 /// Runs experiment `id` with the request's knobs.
 fn learn(id: &str, request: Request) -> Result<Value, RunError> {
     let started = Instant::now();
@@ -113,7 +105,7 @@ fn learn(id: &str, request: Request) -> Result<Value, RunError> {
                 "compare": format!("{:?}", check.compare),
                 "measured": interval(measured, request.replicas),
                 "holds": check.holds(measured),
-                "z": finite_or_null(check.z(measured, request.replicas)),
+                "z": finite(check.z(measured, request.replicas)),
             })
         })
         .collect();
