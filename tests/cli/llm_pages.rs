@@ -211,3 +211,31 @@ fn a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml() {
     only_local(&mut browser, &server.url);
     assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
 }
+
+/// A second run from the same tab cancels the first, which answers 409 at once (that
+/// other tabs are not disturbed is `llm::jobs`' unit test).
+#[test]
+fn a_newer_run_cancels_the_older_on_its_channel() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    let (_, defaults) = crate::common::http("GET", &format!("{}/api/sandbox", server.url), None);
+    let mut config: Value = serde_json::from_str::<Value>(&defaults).unwrap()["config"].clone();
+    config["replicas"] = json!(3000); // seconds of work on two cores
+    let body = |channel: &str| json!({"config": config, "channel": channel}).to_string();
+    let url = format!("{}/api/sandbox/run", server.url);
+    let (first_url, first_body) = (url.clone(), body("tab-a"));
+    let first = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let (status, _) = crate::common::http("POST", &first_url, Some(&first_body));
+        (status, started.elapsed())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut quick = config.clone();
+    quick["replicas"] = json!(5);
+    let (status, answer) =
+        crate::common::http("POST", &url, Some(&json!({"config": quick, "channel": "tab-a"}).to_string()));
+    assert_eq!(status, 200, "{answer}");
+    let (status, elapsed) = first.join().unwrap();
+    assert_eq!(status, 409, "the older run was cancelled");
+    assert!(elapsed < std::time::Duration::from_secs(3), "and answered soon after: {elapsed:?}");
+}

@@ -263,3 +263,24 @@ pub fn anchor(trace: &Trace, otherwise: f64) -> Nanos {
     let first = |kind: TraceKind| trace.rows.iter().filter(|r| r.kind == kind).map(|r| r.start).min();
     first(TraceKind::Incident).or_else(|| first(TraceKind::State)).unwrap_or(secs_to_nanos(otherwise))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::sandbox::Config;
+
+    /// A cancelled run stops before its replicas and says so; the same run uncancelled
+    /// answers.
+    #[test]
+    fn a_cancelled_run_stops_and_says_so() {
+        let config = Config { replicas: 4, duration_s: 10.0, ..Config::default() };
+        let scenario = scenario(&config.toml().unwrap()).unwrap();
+        let none = |_: &[f64]| Vec::new();
+        let cancelled = summarised_run(&scenario, &AtomicBool::new(true), &none);
+        assert!(matches!(cancelled, Err(RunError::Cancelled)), "{:?}", cancelled.err());
+        let traced = traced_run(&scenario, &AtomicBool::new(true), &|_| Vec::new());
+        assert!(matches!(traced, Err(RunError::Cancelled)));
+        let run = summarised_run(&scenario, &AtomicBool::new(false), &none).unwrap();
+        assert!(run.metric("turns_offered").mean > 0.0);
+    }
+}
