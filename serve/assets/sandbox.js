@@ -89,8 +89,18 @@
       const set = (field, value) => { incident[field] = value; changedConfig(); };
       const select = (field, options) => el("select", { onchange: (e) => set(field, e.target.value) }, ...options.map((o) => el("option", { value: o, ...(o === incident[field] ? { selected: "" } : {}), text: o })));
       const number = (field) => el("input", { type: "number", step: 1, value: incident[field], style: "width:5rem", onchange: (e) => set(field, Number(e.target.value)) });
-      return el("tr", {}, el("td", {}, select("tier", defaults.tiers)), el("td", {}, select("kind", defaults.incident_kinds)),
-        el("td", {}, number("start_s")), el("td", {}, number("duration_s")),
+      // The severity of a capacity step: the share of the fleet still up (brownout and outage have fixed health).
+      const step = incident.kind === "capacity_step";
+      const severity = el("input", { type: "number", step: 0.05, min: 0.05, max: 1, value: step ? incident.scale : "", style: "width:5rem", "aria-label": "share of the fleet still up",
+        ...(step ? {} : { disabled: "" }), onchange: (e) => set("scale", Number(e.target.value)) });
+      const kind = el("select", { onchange: (e) => {
+        incident.kind = e.target.value;
+        if (incident.kind === "capacity_step") incident.scale = incident.scale ?? 0.5; else delete incident.scale;
+        incidents();
+        changedConfig();
+      } }, ...defaults.incident_kinds.map((o) => el("option", { value: o, ...(o === incident.kind ? { selected: "" } : {}), text: o })));
+      return el("tr", {}, el("td", {}, select("tier", defaults.tiers)), el("td", {}, kind),
+        el("td", {}, number("start_s")), el("td", {}, number("duration_s")), el("td", {}, severity),
         el("td", {}, el("button", { onclick: () => { config.incidents.splice(i, 1); incidents(); changedConfig(); }, text: "remove" })));
     }));
   }

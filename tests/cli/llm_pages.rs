@@ -191,6 +191,17 @@ fn a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml() {
         .as_str()
         .unwrap()
         .contains("after the run ends"));
+    // A capacity step takes its severity, the share of the fleet still up.
+    browser.eval("const kind = document.querySelectorAll('#incidents select')[1]; kind.value = 'capacity_step'; kind.dispatchEvent(new Event('change'));");
+    runs = next_run(&mut browser, runs);
+    let exported = browser.eval("document.querySelector('#toml').value");
+    assert!(
+        exported
+            .as_str()
+            .unwrap()
+            .contains("kind = \"capacity_step\"\nstart_s = 500.0\nduration_s = 20.0\nscale = 0.5"),
+        "{exported}"
+    );
     // A TOML loads back into the form.
     browser.eval(&format!(
         "document.querySelector('#toml').value = {:?}; document.querySelector('#load-toml').click();",

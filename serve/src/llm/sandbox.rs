@@ -28,9 +28,13 @@ pub fn gate_notes() -> Value {
 #[serde(deny_unknown_fields)]
 pub struct Incident {
     pub tier: String,
+    /// `brownout` (health 0.2, errors 0.25), `outage` (0.05, 1.0) or `capacity_step`.
     pub kind: String,
     pub start_s: f64,
     pub duration_s: f64,
+    /// The severity of a `capacity_step`: the share of the tier's fleet still up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
 }
 
 /// The knobs the Sandbox exposes (each maps to one scenario field).
@@ -104,6 +108,7 @@ impl Default for Config {
                 kind: "brownout".into(),
                 start_s: 25.0,
                 duration_s: 20.0,
+                scale: None,
             }],
             turns_per_s: 20.0,
             duration_s: 60.0,
@@ -221,6 +226,9 @@ impl Config {
                     t.insert("kind".into(), i.kind.clone().into());
                     t.insert("start_s".into(), i.start_s.into());
                     t.insert("duration_s".into(), i.duration_s.into());
+                    if let Some(scale) = i.scale {
+                        t.insert("scale".into(), scale.into());
+                    }
                     t.into()
                 })
                 .collect();
@@ -306,7 +314,9 @@ fn scenario_incidents(table: &toml::Table) -> Result<Vec<Incident>, RunError> {
         .enumerate()
         .map(|(i, v)| {
             v.clone().try_into::<Incident>().map_err(|e| {
-                RunError::BadInput(format!("incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s: {e}"))
+                RunError::BadInput(format!(
+                    "incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s, scale: {e}"
+                ))
             })
         })
         .collect()
@@ -327,7 +337,13 @@ mod tests {
         config.knobs.retry_budget_ratio = 0.0;
         config.knobs.honour_retry_after = false;
         config.knobs.bulkhead_queue = "fifo".into();
-        config.incidents.push(Incident { tier: "haiku".into(), kind: "outage".into(), start_s: 12.5, duration_s: 3.0 });
+        config.incidents.push(Incident {
+            tier: "haiku".into(),
+            kind: "capacity_step".into(),
+            start_s: 12.5,
+            duration_s: 3.0,
+            scale: Some(0.4),
+        });
         let text = config.toml().unwrap();
         assert_eq!(Config::from_toml(&text).unwrap(), config);
     }
