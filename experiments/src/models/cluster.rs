@@ -93,6 +93,8 @@ impl ModelSpec for Cluster {
         output(&results, series)
     }
 
+    const TRACES: bool = true;
+
     fn trace_replica(config: &ClusterConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         let mut response = LatencyHistogram::new();
         let model = ClusterModel::new(config.params(run), master_seed, replica, &mut response).traced();

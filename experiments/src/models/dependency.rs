@@ -91,6 +91,8 @@ impl ModelSpec for Dependency {
         output(&results, series)
     }
 
+    const TRACES: bool = true;
+
     fn trace_replica(
         config: &DependencyConfig,
         run: &RunConfig,

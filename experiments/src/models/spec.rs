@@ -88,6 +88,9 @@ pub trait ModelSpec: Send + Sync + 'static {
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput;
 
+    /// Whether [`Self::trace_replica`] gives traces.
+    const TRACES: bool = false;
+
     /// Runs replica `replica` again with its per-call trace on (`None`: the model
     /// does not trace). The output equals [`Self::run_replica`]'s.
     fn trace_replica(
@@ -129,6 +132,7 @@ pub trait DynModel: Send + Sync {
     ) -> ReplicaOutput;
     fn trace_replica(&self, config: &dyn Any, run: &RunConfig, master_seed: u64, replica: u64)
         -> Option<TracedReplica>;
+    fn traces(&self) -> bool;
 }
 
 /// The erased form of model `M`, as listed in the registry.
@@ -198,6 +202,9 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn trace_replica(&self, c: &dyn Any, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         M::trace_replica(config::<M>(c), run, master_seed, replica)
+    }
+    fn traces(&self) -> bool {
+        M::TRACES
     }
 }
 
@@ -276,6 +283,11 @@ impl ModelConfig {
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
         self.model.run_replica(self.config.as_ref(), run, master_seed, replica, histograms)
+    }
+
+    /// Whether the model traces its requests (`stampede run --trace`).
+    pub fn traces(&self) -> bool {
+        self.model.traces()
     }
 
     /// Runs replica `replica` again with its trace on; `None` if the model does not trace.

@@ -26,10 +26,7 @@ pub fn check(scenario: &Scenario, replica: u32) -> Result<()> {
             scenario.run.replicas
         )));
     }
-    let point = scenario.grid_point(0)?;
-    let run = crate::scenario::RunConfig { horizon_s: 1e-9, warmup_s: 0.0, ..point.run.clone() };
-    // Asking a tiny run of the model is how we learn whether it traces at all.
-    if point.model.trace_replica(&run, 0, 0).is_none() {
+    if !scenario.model.traces() {
         return Err(Error::bad_input(format!(
             "--trace: model {} does not trace its requests; the gateway, cluster and dependency models do",
             scenario.model.name()

@@ -94,6 +94,8 @@ impl ModelSpec for Gateway {
         output(&results, series)
     }
 
+    const TRACES: bool = true;
+
     fn trace_replica(config: &GatewayConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         let mut histograms: Vec<_> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
         let model = GatewayModel::new(config.params(run), master_seed, replica, &mut histograms).traced();
