@@ -18,13 +18,20 @@ pub struct TokenBucket {
     /// Level in units of 1/period tokens.
     level_units: u128,
     updated_at: Nanos,
+    /// `capacity × period`, the full level in units.
+    max_units: u128,
+    /// [`TokenBucket::level`] of a full bucket, computed once by the same expression:
+    /// a full bucket (most of a healthy run's) skips a u128 → f64 conversion.
+    full_level: f64,
 }
 
 impl TokenBucket {
     /// A bucket holding up to `capacity` tokens, refilled by `refill` tokens per `period`.
     pub fn new(capacity: u64, refill: u64, period: Nanos) -> Self {
         assert!(period > 0, "token bucket period must be positive");
-        TokenBucket { capacity, refill, period, level_units: capacity as u128 * period as u128, updated_at: 0 }
+        let max_units = capacity as u128 * period as u128;
+        let full_level = max_units as f64 / period as f64;
+        TokenBucket { capacity, refill, period, level_units: max_units, updated_at: 0, max_units, full_level }
     }
 
     /// The usual rate limit: `limit` per minute, bursting up to `limit`.
@@ -38,7 +45,7 @@ impl TokenBucket {
     }
 
     fn max_units(&self) -> u128 {
-        self.capacity as u128 * self.period as u128
+        self.max_units
     }
 
     #[inline]
@@ -54,6 +61,9 @@ impl TokenBucket {
     /// Tokens available at `now` (fractional).
     pub fn level(&mut self, now: Nanos) -> f64 {
         self.refill_to(now);
+        if self.level_units == self.max_units {
+            return self.full_level;
+        }
         self.level_units as f64 / self.period as f64
     }
 
