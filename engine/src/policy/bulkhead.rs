@@ -75,6 +75,9 @@ pub struct Bulkhead {
     in_use: u32,
     queue: VecDeque<Waiter>,
     codel: Option<CoDel>,
+    /// A lower bound of the waiters' deadlines (`Nanos::MAX` when none): a sweep
+    /// with nothing due does not walk the queue.
+    earliest_deadline: Nanos,
 }
 
 impl Bulkhead {
@@ -85,6 +88,7 @@ impl Bulkhead {
             in_use: 0,
             queue: VecDeque::with_capacity(config.queue_capacity as usize),
             codel: config.codel.map(CoDel::new),
+            earliest_deadline: Nanos::MAX,
         }
     }
 
@@ -107,6 +111,7 @@ impl Bulkhead {
             Acquire::Granted
         } else if self.queue.len() < self.config.queue_capacity as usize {
             self.queue.push_back(Waiter { id, enqueued_at: now, deadline });
+            self.earliest_deadline = self.earliest_deadline.min(deadline);
             Acquire::Queued
         } else {
             Acquire::QueueFull
@@ -141,13 +146,21 @@ impl Bulkhead {
     /// Drops every waiter whose deadline has passed (call it from a timer so that
     /// expired waiters leave even when no slot frees up).
     pub fn sweep(&mut self, now: Nanos, mut on_drop: impl FnMut(Waiter, Dropped)) {
+        debug_assert!(self.queue.iter().all(|w| w.deadline >= self.earliest_deadline), "a lower bound");
+        if now < self.earliest_deadline {
+            return; // nothing is due: the queue is not walked
+        }
+        let mut next = Nanos::MAX;
         self.queue.retain(|waiter| {
             let expired = waiter.deadline <= now;
             if expired {
                 on_drop(*waiter, Dropped::DeadlineExpired);
+            } else {
+                next = next.min(waiter.deadline);
             }
             !expired
         });
+        self.earliest_deadline = next;
     }
 
     fn pop_next(&mut self, now: Nanos) -> Option<Waiter> {
