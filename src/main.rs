@@ -41,7 +41,8 @@ enum Command {
     Report(ReportArgs),
     /// The consistent-hashing explorer: a ring in a SQLite file, seven strategies, their comparison.
     Ring(ring_cli::RingArgs),
-    /// The local web app: the ring explorer and the results browser, on 127.0.0.1.
+    /// The local web app on 127.0.0.1: the LLM gateway's Learn and Sandbox pages, the ring
+    /// explorer and the results browser.
     Serve(ServeArgs),
     /// Merge shard folders (from `run --shard`) into the folder a single run writes.
     Merge(MergeArgs),
