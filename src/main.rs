@@ -249,8 +249,7 @@ fn run(args: RunArgs) -> Result<()> {
     }
     let write = |report: &RunReport, staging: &Path| {
         if let Some(replica) = args.trace {
-            let traces = stampede_experiments::run::trace::traces(&scenario, replica)?;
-            stampede_experiments::run::trace::write(staging, replica, &traces)?;
+            stampede_experiments::run::trace::write(staging, &scenario, replica)?;
         }
         write_report(report, staging, &args)
     };

@@ -5,7 +5,7 @@
 //! the server, and nothing is logged as an error.
 
 use serde_json::{json, Value};
-use stampede_output::{ColumnValues, Table};
+use stampede_output::Table;
 
 use crate::cdp::Browser;
 use crate::common::{skip_browser, stampede, stderr, Server};
@@ -99,13 +99,6 @@ fn the_learn_page_draws_a_retry_after_a_dotted_wait_and_every_experiment_runs() 
     assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
 }
 
-fn f64_column(table: &Table, name: &str) -> f64 {
-    match table.column(name).unwrap_or_else(|e| panic!("{name}: {e}")) {
-        ColumnValues::F64(v) => v[0],
-        other => panic!("{name}: {other:?}"),
-    }
-}
-
 #[test]
 fn a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml() {
     let Some(mut browser) = browser_or_skip("a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml")
@@ -160,18 +153,14 @@ fn a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml() {
         "breaker_trips",
     ];
     for name in names {
-        let cli = f64_column(&summary, &format!("{name}_mean"));
+        let cli = summary.numbers(&format!("{name}_mean")).unwrap()[0];
         let page: f64 = shown[name].as_str().unwrap().parse().unwrap();
         assert_eq!(page, cli, "{name}: the page shows what stampede run writes");
     }
     // The fan-out shown is the one the model made (the reference's 3.11 counts the answer
     // call even when think answered): the mean of each replica's calls ÷ turns.
     let replicas = Table::read(&out.join("sandbox/replicas.parquet")).unwrap();
-    let column = |name: &str| match replicas.column(name).unwrap() {
-        ColumnValues::F64(v) => v.clone(),
-        ColumnValues::U64(v) => v.iter().map(|&x| x as f64).collect(),
-        other => panic!("{name}: {other:?}"),
-    };
+    let column = |name: &str| replicas.numbers(name).unwrap();
     let (calls, turns) = (column("calls_offered"), column("turns_offered"));
     let fan_out = calls.iter().zip(&turns).map(|(c, t)| c / t).sum::<f64>() / calls.len() as f64;
     let page: f64 = shown["calls_per_turn"].as_str().unwrap().parse().unwrap();

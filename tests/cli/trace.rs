@@ -9,17 +9,11 @@ use stampede_output::{ColumnValues, Table};
 use crate::common::{stampede, stderr};
 
 fn strings(table: &Table, name: &str) -> Vec<String> {
-    match table.column(name).unwrap() {
-        ColumnValues::Utf8(v) => v.clone(),
-        other => panic!("{name}: {other:?}"),
-    }
+    table.strings(name).unwrap().to_vec()
 }
 
 fn u32s(table: &Table, name: &str) -> Vec<u32> {
-    match table.column(name).unwrap() {
-        ColumnValues::U32(v) => v.clone(),
-        other => panic!("{name}: {other:?}"),
-    }
+    table.numbers(name).unwrap().into_iter().map(|x| x as u32).collect()
 }
 
 fn bools(table: &Table, name: &str) -> Vec<bool> {
@@ -34,11 +28,7 @@ fn replica_metric(dir: &Path, point: u32, replica: u32, metric: &str) -> f64 {
     let table = Table::read(&dir.join("replicas.parquet")).unwrap();
     let (points, replicas) = (u32s(&table, "grid_point"), u32s(&table, "replica"));
     let row = (0..points.len()).find(|&i| points[i] == point && replicas[i] == replica).expect("the replica's row");
-    match table.column(metric).unwrap() {
-        ColumnValues::F64(v) => v[row],
-        ColumnValues::U64(v) => v[row] as f64,
-        other => panic!("{metric}: {other:?}"),
-    }
+    table.numbers(metric).unwrap()[row]
 }
 
 #[test]

@@ -35,15 +35,11 @@ pub fn check(scenario: &Scenario, replica: u32) -> Result<()> {
     Ok(())
 }
 
-/// The traces of replica `replica` of every grid point, in grid order.
-pub fn traces(scenario: &Scenario, replica: u32) -> Result<Vec<Trace>> {
-    (0..scenario.point_count())
-        .map(|index| {
-            let point = scenario.grid_point(index)?;
-            let traced = point.model.trace_replica(&point.run, scenario.run.seed, replica as u64);
-            Ok(traced.expect("checked: the model traces").trace)
-        })
-        .collect()
+/// The trace of replica `replica` of grid point `index`.
+fn trace(scenario: &Scenario, index: u32, replica: u32) -> Result<Trace> {
+    let point = scenario.grid_point(index)?;
+    let traced = point.model.trace_replica(&point.run, scenario.run.seed, replica as u64);
+    Ok(traced.expect("checked: the model traces").trace)
 }
 
 fn columns() -> Vec<ColumnSpec> {
@@ -69,15 +65,17 @@ fn columns() -> Vec<ColumnSpec> {
     .collect()
 }
 
-/// Writes `trace.parquet` into `dir` (a staging folder): `traces[i]` is grid point i's.
-pub fn write(dir: &Path, replica: u32, traces: &[Trace]) -> Result<()> {
+/// Writes `trace.parquet` into `dir` (a staging folder): replica `replica` of every
+/// grid point, traced and written one point at a time (memory holds one trace).
+pub fn write(dir: &Path, scenario: &Scenario, replica: u32) -> Result<()> {
     let io = |e: stampede_output::OutputError| Error::io(format!("cannot write {FILE}: {e}"));
     let mut table = TableWriter::create(dir, FILE, &columns()).map_err(io)?;
-    for (point, trace) in traces.iter().enumerate() {
+    for point in 0..scenario.point_count() {
+        let trace = trace(scenario, point, replica)?;
         let rows = &trace.rows;
         table
             .write(vec![
-                ColumnValues::U32(vec![point as u32; rows.len()]),
+                ColumnValues::U32(vec![point; rows.len()]),
                 ColumnValues::U32(vec![replica; rows.len()]),
                 ColumnValues::Utf8(rows.iter().map(|r| r.kind.name().to_string()).collect()),
                 ColumnValues::U32(rows.iter().map(|r| r.call).collect()),

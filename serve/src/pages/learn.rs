@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::llm::figures::{anchor, finite, interval, scenario, timeline, traced_run};
 use crate::llm::learn::{find, measure, Knobs, EXPERIMENTS, FIGURES};
 use crate::llm::{jobs, RunError};
-use crate::pages::{blocking_run, llm_assets, script};
+use crate::pages::{blocking_json, llm_assets, script};
 use crate::shell::page;
 use crate::State;
 
@@ -69,7 +69,7 @@ struct Request {
 }
 
 async fn run(UrlPath(id): UrlPath<String>, Json(request): Json<Request>) -> Response {
-    blocking_run(move || learn(&id, request)).await
+    blocking_json(move || learn(&id, request)).await
 }
 
 /// Runs experiment `id` with the request's knobs.

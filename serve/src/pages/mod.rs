@@ -31,20 +31,49 @@ pub async fn script(text: &'static str) -> Response {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], text).into_response()
 }
 
-/// Runs `work` off the async workers and answers its JSON, or the error: 400 (bad
-/// input, the message naming the field), 409 (replaced by a newer run), 500.
-pub async fn blocking_run(work: impl FnOnce() -> Result<Value, RunError> + Send + 'static) -> Response {
-    let result = tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| Err(RunError::Failed(format!("the run panicked: {e}"))));
+/// An error a JSON API answers with: its status and message (`{"error": …}`).
+pub trait ApiError: Send + 'static {
+    fn status_and_message(self) -> (StatusCode, String);
+    /// The error for work that panicked.
+    fn failed(message: String) -> Self;
+}
+
+impl ApiError for RunError {
+    fn status_and_message(self) -> (StatusCode, String) {
+        match self {
+            RunError::BadInput(message) => (StatusCode::BAD_REQUEST, message),
+            RunError::Cancelled => (StatusCode::CONFLICT, "cancelled: a newer run replaced it".into()),
+            RunError::Failed(message) => (StatusCode::INTERNAL_SERVER_ERROR, message),
+        }
+    }
+    fn failed(message: String) -> Self {
+        RunError::Failed(message)
+    }
+}
+
+impl ApiError for stampede_ring::JournalError {
+    fn status_and_message(self) -> (StatusCode, String) {
+        match self {
+            Self::BadInput(message) => (StatusCode::BAD_REQUEST, message),
+            Self::Io(message) => (StatusCode::INTERNAL_SERVER_ERROR, message),
+        }
+    }
+    fn failed(message: String) -> Self {
+        Self::Io(message)
+    }
+}
+
+/// Runs `work` off the async workers (SQLite, a simulation) and answers its JSON, or
+/// its error: 400 for bad input (the message naming the field), 409 for a run a newer
+/// one replaced, 500 otherwise.
+pub async fn blocking_json<E: ApiError>(work: impl FnOnce() -> Result<Value, E> + Send + 'static) -> Response {
+    let result =
+        tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| Err(E::failed(format!("the request failed: {e}"))));
     match result {
         Ok(value) => Json(value).into_response(),
-        Err(RunError::BadInput(message)) => (StatusCode::BAD_REQUEST, Json(json!({"error": message}))).into_response(),
-        Err(RunError::Cancelled) => {
-            (StatusCode::CONFLICT, Json(json!({"error": "cancelled: a newer run replaced it"}))).into_response()
-        }
-        Err(RunError::Failed(message)) => {
-            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": message}))).into_response()
+        Err(error) => {
+            let (status, message) = error.status_and_message();
+            (status, Json(json!({"error": message}))).into_response()
         }
     }
 }

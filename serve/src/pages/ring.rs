@@ -18,8 +18,7 @@
 //! and change nothing.
 
 use axum::extract::{Path as UrlPath, Query, State as Shared};
-use axum::http::{header, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{Html, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -30,6 +29,7 @@ use stampede_ring::status::{lookup, status};
 use stampede_ring::store::KeyStore;
 use stampede_ring::{JournalError, Op, Settings};
 
+use crate::pages::{blocking_json, script};
 use crate::shell::page;
 use crate::State;
 
@@ -42,7 +42,7 @@ const KEYS_SHOWN: usize = 5_000;
 pub fn routes() -> Router<State> {
     Router::new()
         .route("/ring", get(ring_page))
-        .route("/ring/ring.js", get(script))
+        .route("/ring/ring.js", get(|| script(SCRIPT)))
         .route("/api/ring", get(state))
         .route("/api/ring/history", get(history))
         .route("/api/ring/lookup", get(find))
@@ -58,29 +58,9 @@ async fn ring_page() -> Html<String> {
     Html(page("Ring explorer", "/ring", &format!("<style>{STYLE}</style>"), BODY))
 }
 
-async fn script() -> Response {
-    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], SCRIPT).into_response()
-}
-
-/// A JSON answer, or the error as `{"error": …}` with 400 (bad input) or 500.
-fn answer(result: Result<Value, JournalError>) -> Response {
-    match result {
-        Ok(value) => Json(value).into_response(),
-        Err(JournalError::BadInput(message)) => {
-            (StatusCode::BAD_REQUEST, Json(json!({"error": message}))).into_response()
-        }
-        Err(JournalError::Io(message)) => {
-            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": message}))).into_response()
-        }
-    }
-}
-
 /// Runs blocking SQLite work off the async workers.
 async fn blocking(work: impl FnOnce() -> Result<Value, JournalError> + Send + 'static) -> Response {
-    let result = tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| Err(JournalError::Io(format!("the request failed: {e}"))));
-    answer(result)
+    blocking_json(work).await
 }
 
 fn to_json(value: impl serde::Serialize) -> Value {

@@ -24,7 +24,7 @@ use stampede_engine::models::gateway::{Gate, Reason, CLASS_NAMES, LATENCY_NAMES}
 use crate::llm::figures::{anchor, interval, scenario, summarised_run, timeline};
 use crate::llm::sandbox::{gate_notes, warnings, Config};
 use crate::llm::{jobs, RunError};
-use crate::pages::{blocking_run, llm_assets, script};
+use crate::pages::{blocking_json, llm_assets, script};
 use crate::shell::page;
 use crate::State;
 
@@ -67,7 +67,7 @@ struct RunRequest {
 }
 
 async fn run(Json(request): Json<RunRequest>) -> Response {
-    blocking_run(move || sandbox(request)).await
+    blocking_json(move || sandbox(request)).await
 }
 
 #[derive(Deserialize)]
@@ -76,7 +76,7 @@ struct ExportRequest {
 }
 
 async fn export(Json(request): Json<ExportRequest>) -> Response {
-    blocking_run(move || {
+    blocking_json(move || -> Result<Value, RunError> {
         let toml = request.config.toml()?;
         scenario(&toml)?; // refuse what `stampede run` would refuse
         Ok(json!({"toml": toml, "warnings": warnings(&request.config)}))
@@ -90,7 +90,7 @@ struct LoadRequest {
 }
 
 async fn load(Json(request): Json<LoadRequest>) -> Response {
-    blocking_run(move || {
+    blocking_json(move || -> Result<Value, RunError> {
         let config = Config::from_toml(&request.toml)?;
         Ok(json!({"config": config, "warnings": warnings(&config)}))
     })
