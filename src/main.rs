@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
-use stampede_experiments::run::pipeline::{execute_with, Documents};
+use stampede_experiments::run::pipeline::{execute_with, Documents, Writing};
 use stampede_experiments::run::plan::{Plan, Shard};
 use stampede_experiments::run::report::RunReport;
 use stampede_experiments::run::shards::{execute_merge, execute_shard, Shards};
@@ -78,6 +78,9 @@ struct MergeArgs {
     /// Print nothing but errors.
     #[arg(long)]
     quiet: bool,
+    /// Replace OUT/<scenario name>/ even if it holds files stampede did not write.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -152,9 +155,14 @@ struct RunArgs {
     /// Do not write report.html into the output folder.
     #[arg(long)]
     no_report: bool,
-    /// Finish an interrupted run of the same command: only the work its checkpoint lacks.
+    /// Finish an interrupted run of the same command: only the work its checkpoint lacks
+    /// (without a checkpoint, says so and runs from the start).
     #[arg(long)]
     resume: bool,
+    /// Replace OUT/<scenario name>/ even if it holds files stampede did not write (by
+    /// default only a folder stampede wrote is replaced; anything else is refused).
+    #[arg(long)]
+    force: bool,
     /// Run shard K of N (0-based) and write OUT/NAME/shards/shard=K/ for `stampede merge`;
     /// `auto` reads SLURM_ARRAY_TASK_ID/COUNT/MIN or JOB_COMPLETION_INDEX (run only).
     #[arg(long, value_name = "K/N|auto")]
@@ -285,7 +293,7 @@ fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
     let threads = threads(args)?;
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
     let bar = progress_bar(plan.task_count(), args.quiet);
-    let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1), args.resume)?;
+    let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1), writing(args))?;
     bar.finish_and_clear();
     if !args.quiet {
         println!("wrote shard {} of {} ({} tasks): {}", shard.index, shard.count, plan.task_count(), dir.display());
@@ -324,7 +332,7 @@ fn merge(args: MergeArgs) -> Result<()> {
         Ok(())
     };
     let documents = Documents { files: if no_report { vec![] } else { vec!["report.html"] }, write: &write };
-    let report = execute_merge(&shards, &args.out, Some(&documents))?;
+    let report = execute_merge(&shards, &args.out, Some(&documents), Writing { resume: false, force: args.force })?;
     if !args.quiet {
         println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
         if !no_report {
@@ -447,11 +455,15 @@ fn summary(report: &RunReport, args: &RunArgs) -> String {
     stampede_experiments::run::summary::render(report, &options)
 }
 
+fn writing(args: &RunArgs) -> Writing {
+    Writing { resume: args.resume, force: args.force }
+}
+
 fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Documents) -> Result<RunReport> {
     let threads = threads(args)?;
     let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
     let bar = progress_bar(total, args.quiet);
-    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents), args.resume)?;
+    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents), writing(args))?;
     bar.finish_and_clear();
     Ok(report)
 }

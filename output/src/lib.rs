@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use atomic::{StagedFile, StagedSet};
-pub use folder::{FolderLock, LockError, StagedFolder};
+pub use folder::{foreign_entries, FolderLock, LockError, Replace, StagedFolder};
 pub use read::Table;
 pub use table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 
@@ -25,11 +25,29 @@ pub struct OutputError {
     pub path: PathBuf,
     /// What went wrong, in words.
     pub reason: String,
+    /// Whether the file system failed or something was in the way.
+    pub kind: OutputErrorKind,
+}
+
+/// What kind of output failure: the caller maps it to an exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputErrorKind {
+    /// Reading or writing failed.
+    Io,
+    /// The destination folder holds something stampede did not write: nothing was
+    /// replaced (`--force` would replace it). The user's choice of folder is wrong, not the disk.
+    Foreign,
+    /// A file (or link) is where a folder goes: never replaced.
+    NotAFolder,
 }
 
 impl OutputError {
     pub(crate) fn new(path: impl Into<PathBuf>, reason: impl fmt::Display) -> Self {
-        OutputError { path: path.into(), reason: reason.to_string() }
+        OutputError { path: path.into(), reason: reason.to_string(), kind: OutputErrorKind::Io }
+    }
+
+    pub(crate) fn in_the_way(path: impl Into<PathBuf>, kind: OutputErrorKind, reason: impl fmt::Display) -> Self {
+        OutputError { path: path.into(), reason: reason.to_string(), kind }
     }
 }
 

@@ -29,13 +29,10 @@ fn assert_one_complete_run(root: &Path) -> Option<u64> {
     Some(manifest["seed"].as_u64().unwrap())
 }
 
-/// Everything in the output root besides the run folders and their lock files.
+/// Everything in the output root besides the run folder (a clean exit removes the lock file).
 fn litter(root: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
-    entries
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name != "mmc" && name != ".mmc.lock")
-        .collect()
+    entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|name| name != "mmc").collect()
 }
 
 fn run_args(root: &Path, seed: &str) -> Vec<String> {
@@ -72,18 +69,122 @@ fn a_second_run_into_the_same_folder_is_refused_and_the_first_completes() {
 }
 
 #[test]
-fn a_commit_that_cannot_happen_leaves_the_previous_run_whole() {
+fn a_file_where_the_folder_goes_is_refused_before_the_run_and_kept() {
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path();
     // Something that is not a folder where the run folder goes.
     std::fs::write(root.join("mmc"), "a file").unwrap();
-    let run = stampede(&run_args(root, "1").iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
-    assert!(stderr(&run).contains("is not a folder"), "{}", stderr(&run));
-    assert_eq!(std::fs::read_to_string(root.join("mmc")).unwrap(), "a file");
-    // The work done is kept for --resume, and the message says so; nothing else is left.
-    assert!(stderr(&run).contains("--resume"), "{}", stderr(&run));
-    assert_eq!(litter(root), [".mmc.checkpoint"], "{:?}", litter(root));
+    for force in [false, true] {
+        let mut args = run_args(root, "1");
+        if force {
+            args.push("--force".into());
+        }
+        let run = stampede(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+        assert!(stderr(&run).contains("mmc: is a file, not a folder"), "{}", stderr(&run));
+        assert!(stderr(&run).contains("hint: move the file away"), "{}", stderr(&run));
+        assert_eq!(std::fs::read_to_string(root.join("mmc")).unwrap(), "a file");
+        assert!(litter(root).is_empty(), "nothing was written: {:?}", litter(root));
+    }
+    // The output root itself a file: named, and said not to be a folder.
+    let file = root.join("afile");
+    std::fs::write(&file, "mine").unwrap();
+    let run = stampede(&["run", "mmc", "--quiet", "--replicas", "5", "--out", file.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("afile: is a file, not a folder; the output root (--out)"), "{}", stderr(&run));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
+
+/// A user's own folder (`danger/src/` holding `main.rs` and `deep/y.txt`) that a run
+/// would write to (`--set name=src --out danger`): refused with exit 2 before any work,
+/// naming what is in the way; every file stays.
+#[test]
+fn a_users_folder_in_the_way_is_refused_and_kept() {
+    let scratch = tempfile::tempdir().unwrap();
+    let danger = scratch.path().join("danger");
+    std::fs::create_dir_all(danger.join("src/deep")).unwrap();
+    std::fs::write(danger.join("src/main.rs"), "fn main() {}").unwrap();
+    std::fs::write(danger.join("src/deep/y.txt"), "y").unwrap();
+    let before = crate::common::files_below(&danger);
+    let out = danger.to_str().unwrap();
+    for (command, scenario) in [("run", "mmc"), ("verify", "mg1")] {
+        let run = stampede(&[command, scenario, "--set", "name=src", "--replicas", "5", "--quiet", "--out", out]);
+        assert_eq!(run.status.code(), Some(2), "{command}: {}", stderr(&run));
+        let message = stderr(&run);
+        assert!(message.contains("src: is not a stampede output folder"), "{message}");
+        assert!(message.contains("deep/, main.rs, which stampede did not write"), "{message}");
+        assert!(message.contains("nothing was written") && message.contains("--force"), "{message}");
+        assert_eq!(crate::common::files_below(&danger), before, "{command} wrote or deleted something");
+        assert_eq!(std::fs::read_to_string(danger.join("src/deep/y.txt")).unwrap(), "y");
+    }
+    // A shard's folder sits below OUT/NAME: it adds shards/ beside the user's files and deletes none.
+    let shard =
+        stampede(&["run", "mmc", "--set", "name=src", "--replicas", "5", "--quiet", "--shard", "0/2", "--out", out]);
+    assert!(shard.status.success(), "{}", stderr(&shard));
+    assert!(danger.join("src/main.rs").exists() && danger.join("src/shards/shard=0/manifest.json").exists());
+}
+
+/// A file a user put into an earlier output folder is refused the same way; the same
+/// run with `--force` replaces the folder; a folder stampede wrote is replaced without it.
+#[test]
+fn a_user_file_inside_an_earlier_output_folder_is_refused_unless_forced() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    let first = stampede(&run_args(root, "1").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(first.status.success(), "{}", stderr(&first));
+    // stampede's own: replaced, also after `stampede report` and with verify.json.
+    assert!(stampede(&["report", root.join("mmc").to_str().unwrap()]).status.success());
+    let again = stampede(&run_args(root, "2").iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(assert_one_complete_run(root), Some(2));
+    std::fs::write(root.join("mmc/notes.md"), "my analysis").unwrap();
+    std::fs::create_dir(root.join("mmc/plots")).unwrap();
+    std::fs::write(root.join("mmc/plots/a.png"), "png").unwrap();
+    let refused = stampede(&run_args(root, "3").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let message = stderr(&refused);
+    assert!(message.contains("is an earlier stampede output folder, but it also holds notes.md, plots/"), "{message}");
+    assert_eq!(std::fs::read_to_string(root.join("mmc/notes.md")).unwrap(), "my analysis");
+    assert!(litter(root).is_empty(), "nothing was written: {:?}", litter(root));
+    // merge --out into the same root is held to the same rule.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let shards = elsewhere.path().join("sharded");
+    for k in ["0/2", "1/2"] {
+        let args = ["run", "mmc", "--quiet", "--replicas", "400", "--seed", "3", "--shard", k, "--out"];
+        let shard = stampede(&[&args[..], &[shards.to_str().unwrap()]].concat());
+        assert!(shard.status.success(), "{}", stderr(&shard));
+    }
+    let shard_dir = shards.join("mmc/shards");
+    let merge = stampede(&["merge", shard_dir.to_str().unwrap(), "--quiet", "--out", root.to_str().unwrap()]);
+    assert_eq!(merge.status.code(), Some(2), "{}", stderr(&merge));
+    assert!(stderr(&merge).contains("notes.md, plots/"), "{}", stderr(&merge));
+    let forced =
+        stampede(&["merge", shard_dir.to_str().unwrap(), "--quiet", "--force", "--out", root.to_str().unwrap()]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(assert_one_complete_run(root), Some(3), "--force replaced the folder");
+    std::fs::write(root.join("mmc/notes.md"), "again").unwrap();
+    let mut args = run_args(root, "4");
+    args.push("--force".into());
+    let forced = stampede(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(assert_one_complete_run(root), Some(4));
+    assert!(litter(root).is_empty(), "{:?}", litter(root));
+}
+
+/// A clean run leaves no lock file behind; `--resume` without a checkpoint says so.
+#[test]
+fn a_clean_run_leaves_only_its_folder_and_resume_without_a_checkpoint_says_so() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    let mut args = run_args(root, "1");
+    args.push("--resume".into());
+    let run = stampede(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stderr(&run).contains("--resume: no checkpoint in"), "{}", stderr(&run));
+    assert!(stderr(&run).contains("running from the start"), "{}", stderr(&run));
+    let names: Vec<String> =
+        std::fs::read_dir(root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["mmc"], "no .mmc.lock, staging or checkpoint left");
 }
 
 /// Kills runs at six spread-out moments, each signal twice; after each, the folder holds

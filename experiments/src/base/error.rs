@@ -71,9 +71,20 @@ impl std::error::Error for Error {}
 
 impl From<stampede_output::OutputError> for Error {
     fn from(error: stampede_output::OutputError) -> Self {
-        Error::io(format!("cannot write {error}"))
+        match error.kind {
+            stampede_output::OutputErrorKind::Io => Error::io(format!("cannot write {error}")),
+            stampede_output::OutputErrorKind::Foreign => Error::bad_input(error.to_string()).with_hint(REPLACE_HINT),
+            stampede_output::OutputErrorKind::NotAFolder => {
+                Error::bad_input(error.to_string()).with_hint("move the file away, or choose another folder with --out")
+            }
+        }
     }
 }
+
+/// What to do about a destination that holds something stampede did not write.
+pub const REPLACE_HINT: &str =
+    "choose another folder with --out (or another name with --set name=...), or pass --force to replace the \
+     folder and everything in it";
 
 /// Rewrites every number of more than 15 digits in scientific notation.
 fn abbreviate_numbers(text: &str) -> String {

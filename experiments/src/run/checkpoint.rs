@@ -53,12 +53,52 @@ fn piece_seconds() -> f64 {
     std::env::var("STAMPEDE_CHECKPOINT_S").ok().and_then(|v| v.parse().ok()).filter(|s: &f64| *s > 0.0).unwrap_or(2.0)
 }
 
+/// Refuses to delete `dir` unless it holds only what a checkpoint holds
+/// (`checkpoint.json`, its temporary, `piece-*` and `.piece-*` folders): a user's
+/// folder with a checkpoint's name is not stampede's to delete.
+fn refuse_unless_checkpoint(dir: &Path) -> Result<()> {
+    let mut foreign = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let entry = entry.map_err(io(dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = entry.file_type().map_err(io(dir))?.is_dir();
+        let ours = if is_dir {
+            name.starts_with("piece-") || name.starts_with(".piece-")
+        } else {
+            name == "checkpoint.json" || name.starts_with(".checkpoint.json.tmp-")
+        };
+        if !ours {
+            foreign.push(name);
+        }
+    }
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort();
+    Err(Error::bad_input(format!(
+        "{} is where this run keeps its checkpoint, but it holds {}, which stampede did not write; nothing was \
+         written",
+        dir.display(),
+        foreign.join(", ")
+    ))
+    .with_hint("move that folder away, or choose another folder with --out"))
+}
+
 impl Checkpoint {
     /// Opens `dir` for the run `identity`: with `resume`, keeps the pieces of that run
     /// (refusing another run's); without, starts over.
     pub fn open(dir: &Path, identity: &str, resume: bool) -> Result<Checkpoint> {
         let e = io(dir);
         let mut pieces = Vec::new();
+        if resume && !dir.exists() {
+            // Not an error: a Slurm task requeued before its first piece, or a script that
+            // always passes --resume, has nothing to resume and should simply run.
+            eprintln!(
+                "stampede: --resume: no checkpoint in {} (no run of this command was interrupted there); running \
+                 from the start",
+                dir.display()
+            );
+        }
         if dir.exists() && resume {
             let text = std::fs::read_to_string(dir.join("checkpoint.json")).unwrap_or_default();
             let recorded: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -93,6 +133,7 @@ impl Checkpoint {
             }
             pieces.sort_by_key(|p| p.from);
         } else if dir.exists() {
+            refuse_unless_checkpoint(dir)?;
             std::fs::remove_dir_all(dir).map_err(&e)?;
         }
         std::fs::create_dir_all(dir).map_err(&e)?;

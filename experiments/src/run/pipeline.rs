@@ -17,7 +17,8 @@ use std::time::Instant;
 
 use stampede_output::hdr::serialize_v2;
 use stampede_output::{
-    ColumnSpec, ColumnType, ColumnValues, FolderLock, LockError, StagedFile, StagedFolder, StagedSet, TableWriter,
+    ColumnSpec, ColumnType, ColumnValues, FolderLock, LockError, OutputErrorKind, Replace, StagedFile, StagedFolder,
+    StagedSet, TableWriter,
 };
 
 use super::budget;
@@ -52,22 +53,44 @@ pub fn execute(
     threads: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<RunReport> {
-    execute_with(scenario, out_root, threads, progress, None, false)
+    execute_with(scenario, out_root, threads, progress, None, Writing::default())
+}
+
+/// How a run treats what it finds where it writes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Writing {
+    /// Keep the pieces of an interrupted run of the same scenario and run only the rest.
+    pub resume: bool,
+    /// Replace the output folder whatever it holds (`--force`); by default only a
+    /// folder stampede wrote is replaced ([`stampede_output::folder::foreign_entries`]).
+    pub force: bool,
+}
+
+impl Writing {
+    pub(crate) fn replace(self) -> Replace {
+        if self.force {
+            Replace::Anything
+        } else {
+            Replace::OnlyStampedeOutput
+        }
+    }
 }
 
 /// Runs `scenario` with `threads` workers and writes `out_root/<name>/`, with
 /// `documents`. The work is checkpointed in `out_root/.NAME.checkpoint/` as it goes
-/// ([`super::checkpoint`]); `resume` keeps the pieces an interrupted run of the same
-/// scenario left there and runs only the rest. The checkpoint is removed once the
-/// folder is in place.
+/// ([`super::checkpoint`]); `writing.resume` keeps the pieces an interrupted run of the
+/// same scenario left there and runs only the rest. The checkpoint is removed once the
+/// folder is in place. A destination holding anything stampede did not write is
+/// refused before any work starts, unless `writing.force`.
 pub fn execute_with(
     scenario: &Scenario,
     out_root: &Path,
     threads: usize,
     progress: &(dyn Fn() + Sync),
     documents: Option<&Documents>,
-    resume: bool,
+    writing: Writing,
 ) -> Result<RunReport> {
+    let resume = writing.resume;
     budget::check(budget::estimate(scenario, threads), out_root)?;
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, None);
     let checkpoint_dir = out_root.join(format!(".{}.checkpoint", scenario.name));
@@ -86,7 +109,7 @@ pub fn execute_with(
         *checkpoint.borrow_mut() = Some(opened);
         Ok(())
     };
-    let report = write_run(scenario, out_root, threads, &produce, documents).map_err(|error| {
+    let report = write_run(scenario, out_root, threads, &produce, documents, writing.replace()).map_err(|error| {
         if started.get() && checkpoint_dir.join("checkpoint.json").exists() {
             error.with_hint(format!(
                 "the work done so far is kept in {}; the same command with --resume finishes it",
@@ -111,9 +134,10 @@ pub fn write_run(
     threads: usize,
     produce: &dyn Fn(Sinks) -> Result<()>,
     documents: Option<&Documents>,
+    replace: Replace,
 ) -> Result<RunReport> {
     let started = Instant::now();
-    let folder = begin_folder(out_root, &scenario.name)?;
+    let folder = begin_folder(out_root, &scenario.name, replace)?;
     let dir = folder.path();
     let mut replicas_table = TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?;
     let mut tables = Tables::create(dir, scenario)?;
@@ -166,12 +190,16 @@ pub fn write_run(
     Ok(report)
 }
 
-/// Locks `root/name` and starts its staging folder.
-pub(crate) fn begin_folder(root: &Path, name: &str) -> Result<StagedFolder> {
+/// Locks `root/name` and starts its staging folder; refuses (bad input) a destination
+/// `replace` does not allow.
+pub(crate) fn begin_folder(root: &Path, name: &str, replace: Replace) -> Result<StagedFolder> {
     let destination = root.join(name);
-    let cannot = |error: stampede_output::OutputError| {
-        Error::io(format!("cannot create output folder {}: {}", destination.display(), error.reason))
-            .with_hint("choose another folder with --out")
+    let cannot = |error: stampede_output::OutputError| match error.kind {
+        OutputErrorKind::Foreign | OutputErrorKind::NotAFolder => Error::from(error),
+        OutputErrorKind::Io => {
+            Error::io(format!("cannot create output folder {}: {}", destination.display(), error.reason))
+                .with_hint("choose another folder with --out")
+        }
     };
     let lock = match FolderLock::acquire(root, name) {
         Ok(lock) => lock,
@@ -186,7 +214,7 @@ pub(crate) fn begin_folder(root: &Path, name: &str) -> Result<StagedFolder> {
         }
         Err(LockError::Io(error)) => return Err(cannot(error)),
     };
-    StagedFolder::begin(root, name, lock).map_err(cannot)
+    StagedFolder::begin(root, name, lock, replace).map_err(cannot)
 }
 
 /// Every per-point table of one run, written as points finish.

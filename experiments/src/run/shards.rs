@@ -37,16 +37,17 @@ pub fn execute_shard(
     out_root: &Path,
     threads: usize,
     progress: &(dyn Fn() + Sync),
-    resume: bool,
+    writing: pipeline::Writing,
 ) -> Result<PathBuf> {
     budget::check(budget::estimate(scenario, threads), out_root)?;
     let root = out_root.join(&scenario.name).join("shards");
     std::fs::create_dir_all(&root).map_err(|e| Error::io(format!("cannot create {}: {e}", root.display())))?;
-    let folder = pipeline::begin_folder(&root, &format!("shard={}", shard.index))?;
+    let folder = pipeline::begin_folder(&root, &format!("shard={}", shard.index), writing.replace())?;
     let dir = folder.path();
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
     let identity = format!("{} shard {}/{}", fingerprint(scenario), shard.index, shard.count);
-    let mut checkpoint = Checkpoint::open(&root.join(format!(".shard={}.checkpoint", shard.index)), &identity, resume)?;
+    let mut checkpoint =
+        Checkpoint::open(&root.join(format!(".shard={}.checkpoint", shard.index)), &identity, writing.resume)?;
     for _ in 0..checkpoint.resumed_tasks {
         progress();
     }
@@ -183,8 +184,14 @@ impl Shards {
 }
 
 /// Merges `shards` into `out_root/NAME/`, with `documents`; refuses to replace a
-/// folder that holds any of the shards.
-pub fn execute_merge(shards: &Shards, out_root: &Path, documents: Option<&pipeline::Documents>) -> Result<RunReport> {
+/// folder that holds any of the shards, or (unless `writing.force`) anything stampede
+/// did not write.
+pub fn execute_merge(
+    shards: &Shards,
+    out_root: &Path,
+    documents: Option<&pipeline::Documents>,
+    writing: pipeline::Writing,
+) -> Result<RunReport> {
     let destination = out_root.join(&shards.scenario.name);
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let destination_full = canonical(&destination);
@@ -196,5 +203,5 @@ pub fn execute_merge(shards: &Shards, out_root: &Path, documents: Option<&pipeli
             inside.dir.display()
         )));
     }
-    pipeline::write_run(&shards.scenario, out_root, 1, &|sinks| shards.produce(sinks), documents)
+    pipeline::write_run(&shards.scenario, out_root, 1, &|sinks| shards.produce(sinks), documents, writing.replace())
 }
