@@ -123,8 +123,8 @@ struct ScenarioArgs {
     /// Replicas per grid point (default: the scenario's run.replicas).
     #[arg(long, value_name = "N")]
     replicas: Option<u32>,
-    /// Master seed (default: the scenario's run.seed).
-    #[arg(long, value_name = "S")]
+    /// Master seed, an unsigned 64-bit integer (default: the scenario's run.seed).
+    #[arg(long, value_name = "S", allow_hyphen_values = true, value_parser = parse_seed)]
     seed: Option<u64>,
 }
 
@@ -218,11 +218,24 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--seed`: says that seeds are unsigned, rather than clap's tip to write `-- -1`
+/// (which would make -1 the scenario).
+fn parse_seed(text: &str) -> std::result::Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("seeds are unsigned 64-bit integers, 0 to {}; {text:?} is not one", u64::MAX))
+}
+
 fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
     let source = load_scenario_source(scenario)?;
     let mut overrides = Overrides::default();
     for set in &args.sets {
         overrides.sets.push(parse_set(set)?);
+    }
+    if args.replicas == Some(0) {
+        return Err(Error::bad_input(
+            "--replicas 0: must be at least 1 (a run setting: the replicas of every grid point)",
+        ));
     }
     if let Some(replicas) = args.replicas {
         overrides.sets.push(("run.replicas".into(), toml::Value::Integer(replicas.into())));

@@ -54,6 +54,10 @@ impl Scenario {
         // With a grid, only the points' values are validated: the base may hold values
         // that every point overrides.
         let (model, run) = typed_body(&document.model, document.body.clone(), document.grid.is_empty())?;
+        if run.replicas == 0 {
+            // A run setting, never a grid axis: said as such, not against grid point 0.
+            return Err(Error::bad_input("run.replicas = 0: must be at least 1 (the replicas of every grid point)"));
+        }
         let scenario = Scenario {
             name: document.name.clone(),
             description: document.description.clone(),

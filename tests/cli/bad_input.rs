@@ -1,7 +1,7 @@
 //! Bad input gets a clear message naming the field, the value and what is allowed,
 //! exits 2 (3 for an unwritable folder), and writes nothing.
 
-use crate::common::{files_below, stampede, stderr};
+use crate::common::{files_below, stampede, stderr, stdout};
 
 /// Runs `stampede run` with `args` plus an output folder in a scratch directory,
 /// asserts the exit code, that every `expected` fragment is in the message, and
@@ -73,7 +73,7 @@ fn zero_servers_and_zero_replicas_are_refused() {
     // The grid of the showcase varies servers; a bad grid value names its point.
     refuse(&["--grid", "queue.servers=2,0"], 2, &["grid point 1", "queue.servers = 0", "at least 1"]);
     refuse(&["--set", "run.replicas=0"], 2, &["run.replicas = 0", "at least 1"]);
-    refuse(&["--replicas", "0"], 2, &["run.replicas = 0", "at least 1"]);
+    refuse(&["--replicas", "0"], 2, &["--replicas 0", "at least 1", "a run setting"]);
 }
 
 #[test]
@@ -167,4 +167,46 @@ fn a_closed_pipe_ends_quietly() {
     let status = child.wait().unwrap();
     assert!(!errors.contains("panicked"), "{errors}");
     assert_ne!(status.code(), Some(101), "no panic exit");
+}
+
+#[test]
+fn a_negative_seed_is_told_seeds_are_unsigned() {
+    let output = stampede(&["run", "mmc", "--seed", "-1", "--out", "/nonexistent/never"]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("seeds are unsigned 64-bit integers, 0 to 18446744073709551615"), "{message}");
+    assert!(!message.contains("-- -1"), "no tip that would make -1 the scenario: {message}");
+}
+
+#[test]
+fn zero_replicas_is_a_run_setting_not_a_grid_point() {
+    let output = stampede(&["run", "baltor", "--replicas", "0", "--out", "/nonexistent/never"]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("--replicas 0: must be at least 1 (a run setting"), "{message}");
+    assert!(!message.contains("grid point 0"), "{message}");
+    // The same in a file, or by --set: named as the run setting, before any grid point.
+    let output = stampede(&["show", "baltor", "--set", "run.replicas=0"]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.starts_with("stampede: error: run.replicas = 0: must be at least 1"), "{message}");
+}
+
+#[test]
+fn list_entries_are_set_by_index_in_both_spellings() {
+    let factor = |args: &[&str]| {
+        let output = stampede(&[&["show", "baltor"], args].concat());
+        assert!(output.status.success(), "{}", stderr(&output));
+        let shown: toml::Table = stdout(&output).parse().unwrap();
+        shown["faults"][0]["factor"].as_float()
+    };
+    assert_eq!(factor(&[]), Some(5.0));
+    assert_eq!(factor(&["--set", "faults.0.factor=2"]), Some(2.0));
+    assert_eq!(factor(&["--set", "faults[0].factor=3"]), Some(3.0));
+    // A grid axis over one entry's field, in brackets, is shown dotted and runs.
+    let output = stampede(&["show", "baltor", "--grid", "faults[0].factor=2,3"]);
+    assert!(stdout(&output).contains("\"faults.0.factor\" = [2, 3]"), "{}", stdout(&output));
+    let output = stampede(&["show", "baltor", "--set", "faults[7].factor=2"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("cannot set faults.7.factor: faults has 2 entries (indexes 0 to 1)"));
 }

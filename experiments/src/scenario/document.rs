@@ -87,7 +87,7 @@ fn take_string(table: &mut toml::Table, key: &str, required: bool) -> Result<Opt
 /// Flattens a `[grid]` table: quoted dotted keys and nested tables both name paths.
 fn collect_axes(prefix: &str, table: toml::Table, axes: &mut Vec<GridAxis>) -> Result<()> {
     for (key, value) in table {
-        let path = if prefix.is_empty() { key } else { format!("{prefix}.{key}") };
+        let path = super::overrides::normalize_path(&if prefix.is_empty() { key } else { format!("{prefix}.{key}") });
         match value {
             toml::Value::Array(values) if !values.is_empty() => axes.push(GridAxis { path, values }),
             toml::Value::Array(_) => {

@@ -21,7 +21,8 @@ pub struct Overrides {
     pub grids: Vec<GridAxis>,
 }
 
-/// Checks a dotted path: non-empty parts of letters, digits, `_` and `-`.
+/// Checks a dotted path: non-empty parts of letters, digits, `_` and `-` (a part of
+/// digits indexes a list: `faults.0.factor`).
 pub(crate) fn check_path(path: &str, flag: &str) -> Result<()> {
     let valid = !path.is_empty()
         && path
@@ -30,8 +31,36 @@ pub(crate) fn check_path(path: &str, flag: &str) -> Result<()> {
     if valid {
         Ok(())
     } else {
-        Err(Error::bad_input(format!("{flag} path {path:?}: expected a dotted field path such as queue.servers")))
+        Err(Error::bad_input(format!(
+            "{flag} path {path:?}: expected a dotted field path such as queue.servers, or faults[0].factor for \
+             an entry of a list"
+        )))
     }
+}
+
+/// Writes list indexes in brackets as dotted parts: `faults[0].factor` → `faults.0.factor`
+/// (both forms are accepted; the dotted one is what the grid and the output columns use).
+pub fn normalize_path(path: &str) -> String {
+    let path = path.trim();
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else { break };
+        let index = &rest[open + 1..close];
+        if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+            break;
+        }
+        out.push_str(&rest[..open]);
+        out.push('.');
+        out.push_str(index);
+        rest = &rest[close + 1..];
+        if !rest.is_empty() && !rest.starts_with(['.', '[']) {
+            out.push('.');
+        }
+    }
+    // Whatever is left keeps its brackets, so that check_path refuses it.
+    out.push_str(rest);
+    out
 }
 
 /// Parses a command-line value as TOML (`3`, `1.5`, `true`, `"x"`, `[1, 2]`); a bare
@@ -49,12 +78,12 @@ pub fn parse_set(argument: &str) -> Result<(String, toml::Value)> {
     let Some((path, value)) = argument.split_once('=') else {
         return Err(Error::bad_input(format!("--set {argument:?}: expected PATH=VALUE, e.g. --set queue.servers=3")));
     };
-    let path = path.trim();
-    check_path(path, "--set")?;
+    let path = normalize_path(path);
+    check_path(&path, "--set")?;
     if value.trim().is_empty() {
         return Err(Error::bad_input(format!("--set {argument:?}: the value after '=' is empty")));
     }
-    Ok((path.to_string(), parse_cli_value(value)))
+    Ok((path, parse_cli_value(value)))
 }
 
 /// Parses `--grid PATH=V1,V2,…` or `--grid PATH=[V1, V2, …]` (a TOML array, whose
@@ -65,7 +94,7 @@ pub fn parse_grid(argument: &str) -> Result<GridAxis> {
             "--grid {argument:?}: expected PATH=V1,V2,…, e.g. --grid queue.servers=2,3,4"
         )));
     };
-    let path = path.trim();
+    let path = &normalize_path(path);
     check_path(path, "--grid")?;
     if values.trim_start().starts_with('[') {
         // A TOML array: its values may be tables or lists, which contain commas.
@@ -85,30 +114,58 @@ pub fn parse_grid(argument: &str) -> Result<GridAxis> {
     Ok(GridAxis { path: path.to_string(), values: parts.into_iter().map(parse_cli_value).collect() })
 }
 
-/// Sets `value` at dotted `path` inside `table`, creating intermediate tables.
+/// Sets `value` at dotted `path` inside `table`, creating intermediate tables; a part
+/// of digits indexes an existing list (`faults.0.factor`).
 pub(crate) fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<()> {
-    let mut parts: Vec<&str> = path.split('.').collect();
-    let last = parts.pop().expect("paths are non-empty");
-    let mut current = table;
-    let mut walked = String::new();
-    for part in parts {
-        if !walked.is_empty() {
-            walked.push('.');
-        }
-        walked.push_str(part);
-        let entry = current.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        current = match entry {
-            toml::Value::Table(inner) => inner,
-            other => {
-                return Err(Error::bad_input(format!(
-                    "cannot set {path}: {walked} is {}, not a section",
-                    describe(other)
-                )))
-            }
-        };
+    let parts: Vec<&str> = path.split('.').collect();
+    set_in_table(table, &parts, path, 0, value)
+}
+
+/// Sets `parts[depth..]` inside `table`, the value at `parts[..depth]`.
+fn set_in_table(table: &mut toml::Table, parts: &[&str], path: &str, depth: usize, value: toml::Value) -> Result<()> {
+    let part = parts[depth];
+    if depth + 1 == parts.len() {
+        table.insert(part.to_string(), value);
+        return Ok(());
     }
-    current.insert(last.to_string(), value);
-    Ok(())
+    let entry = table.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    set_in_value(entry, parts, path, depth + 1, value)
+}
+
+/// Sets `parts[depth..]` inside `current`, the value at `parts[..depth]`: a section or a list.
+fn set_in_value(current: &mut toml::Value, parts: &[&str], path: &str, depth: usize, value: toml::Value) -> Result<()> {
+    let walked = parts[..depth].join(".");
+    match current {
+        toml::Value::Table(inner) => set_in_table(inner, parts, path, depth, value),
+        toml::Value::Array(items) => {
+            let count = items.len();
+            let Ok(index) = parts[depth].parse::<usize>() else {
+                return Err(Error::bad_input(format!(
+                    "cannot set {path}: {walked} is a list, and {:?} is not a position in it; index it from 0, e.g. \
+                     {walked}.0 or {walked}[0]",
+                    parts[depth]
+                )));
+            };
+            let Some(item) = items.get_mut(index) else {
+                let has = match count {
+                    0 => "is an empty list".to_string(),
+                    1 => "has 1 entry (index 0)".to_string(),
+                    n => format!("has {n} entries (indexes 0 to {})", n - 1),
+                };
+                return Err(Error::bad_input(format!("cannot set {path}: {walked} {has}")));
+            };
+            if depth + 1 == parts.len() {
+                *item = value;
+                Ok(())
+            } else {
+                set_in_value(item, parts, path, depth + 1, value)
+            }
+        }
+        other => Err(Error::bad_input(format!(
+            "cannot set {path}: {walked} is {}, not a section or a list",
+            describe(other)
+        ))),
+    }
 }
 
 /// Like [`set_path`], but a table value is merged key by key into the table already
@@ -123,5 +180,43 @@ pub(crate) fn merge_path(table: &mut toml::Table, path: &str, value: toml::Value
             Ok(())
         }
         other => set_path(table, path, other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn bracket_indexes_are_written_as_dotted_parts() {
+        assert_eq!(normalize_path("faults[0].factor"), "faults.0.factor");
+        assert_eq!(normalize_path("faults.0.factor"), "faults.0.factor");
+        assert_eq!(normalize_path("a[1][2]"), "a.1.2");
+        assert_eq!(normalize_path("a[1]"), "a.1");
+        assert_eq!(normalize_path("queue.servers"), "queue.servers");
+        assert_eq!(parse_set("faults[1].factor=2").unwrap(), ("faults.1.factor".into(), toml::Value::Integer(2)));
+        assert_eq!(parse_grid("faults[0].start_s=1,2").unwrap().path, "faults.0.start_s");
+        assert!(parse_set("faults[x=1").is_err(), "an unclosed bracket is not a path");
+    }
+
+    #[test]
+    fn a_part_of_digits_indexes_a_list() {
+        let mut doc = table("faults = [{ kind = \"surge\", factor = 5.0 }, { kind = \"brownout\", factor = 10.0 }]");
+        set_path(&mut doc, "faults.1.factor", toml::Value::Float(2.0)).unwrap();
+        assert_eq!(doc["faults"][1]["factor"].as_float(), Some(2.0));
+        assert_eq!(doc["faults"][0]["factor"].as_float(), Some(5.0), "the other entry is untouched");
+        merge_path(&mut doc, "faults.0", toml::Value::Table(table("factor = 3.0"))).unwrap();
+        assert_eq!(doc["faults"][0]["kind"].as_str(), Some("surge"), "a table merges into the entry");
+        assert_eq!(doc["faults"][0]["factor"].as_float(), Some(3.0));
+        set_path(&mut doc, "faults.1", toml::Value::Table(table("kind = \"outage\""))).unwrap();
+        assert_eq!(doc["faults"][1].as_table().unwrap().len(), 1, "set replaces the entry");
+        let error = |path: &str| set_path(&mut doc.clone(), path, toml::Value::Integer(1)).unwrap_err().message;
+        assert_eq!(error("faults.2.factor"), "cannot set faults.2.factor: faults has 2 entries (indexes 0 to 1)");
+        assert!(error("faults.first.factor").contains("faults is a list, and \"first\" is not a position in it"));
+        assert!(error("faults.0.factor.x").contains("faults.0.factor is 3.0, not a section or a list"));
     }
 }
