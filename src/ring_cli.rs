@@ -24,6 +24,9 @@ pub struct RingArgs {
 /// A strategy and its knobs.
 #[derive(Args, Clone)]
 pub struct Knobs {
+    /// The strategy, as a word (`ring strategy jump`) or with --strategy.
+    #[arg(value_name = "STRATEGY", conflicts_with = "strategy")]
+    named: Option<String>,
     /// ring (one point per node, the seed's), vnodes, bounded, jump, rendezvous, maglev, multiprobe.
     #[arg(long, value_name = "S", default_value = "vnodes")]
     strategy: String,
@@ -47,7 +50,7 @@ pub struct Knobs {
 impl Knobs {
     fn settings(&self) -> Settings {
         Settings {
-            strategy: self.strategy.clone(),
+            strategy: self.named.clone().unwrap_or_else(|| self.strategy.clone()),
             hash: self.hash.clone(),
             vnodes: self.vnodes,
             capacity_factor: self.capacity_factor,

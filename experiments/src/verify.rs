@@ -24,6 +24,30 @@ pub struct Check {
     pub passed: bool,
     /// The relative bounds, spelt out with the other point's value.
     pub relative_bounds: Vec<String>,
+    /// What was measured for the claimed statistic, with its own interval.
+    pub measured: Measured,
+}
+
+/// The claimed statistic as measured: for a fraction, the fraction itself and its
+/// Wilson interval; for a quantile across replicas, its distribution-free
+/// order-statistic interval; for the mean and its interval ends, the Student-t
+/// interval of the mean.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Measured {
+    Mean,
+    Fraction {
+        successes: usize,
+        replicas: usize,
+        fraction: f64,
+        lo: f64,
+        hi: f64,
+    },
+    /// `lo`/`hi` are NaN where the replicas are too few for that side of a 95% interval.
+    Quantile {
+        replicas: usize,
+        lo: f64,
+        hi: f64,
+    },
 }
 
 /// The `q` quantile of `values` (nearest rank; NaN ranks above every number).
@@ -54,20 +78,28 @@ pub fn wilson(successes: usize, n: usize) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
+/// The replicas' values of metric `index` at `point` (those a claim reads).
+fn replica_values(point: &PointReport, index: usize) -> &[f64] {
+    point.replica_values.get(&index).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// How many of `values` meet `claim`'s per-replica bounds.
+fn successes(values: &[f64], claim: &Assertion) -> usize {
+    let meets =
+        |v: &&f64| claim.replica_at_least.is_none_or(|b| **v >= b) && claim.replica_at_most.is_none_or(|b| **v <= b);
+    values.iter().filter(meets).count()
+}
+
 /// The value of `statistic` of metric `index` at `point`, for `claim`'s per-replica bounds.
 fn pick(point: &PointReport, index: usize, statistic: Statistic, claim: &Assertion) -> f64 {
     let summary = &point.summaries[index];
-    let replicas = || point.replica_values.get(&index).map(Vec::as_slice).unwrap_or_default();
     match statistic {
         Statistic::Mean => summary.mean,
         Statistic::CiLo => summary.ci_lo,
         Statistic::CiHi => summary.ci_hi,
         Statistic::Fraction | Statistic::FractionCiLo | Statistic::FractionCiHi => {
-            let values = replicas();
-            let meets = |v: &&f64| {
-                claim.replica_at_least.is_none_or(|b| **v >= b) && claim.replica_at_most.is_none_or(|b| **v <= b)
-            };
-            let successes = values.iter().filter(meets).count();
+            let values = replica_values(point, index);
+            let successes = successes(values, claim);
             let (lo, hi) = wilson(successes, values.len());
             match statistic {
                 Statistic::Fraction => successes as f64 / values.len() as f64,
@@ -75,8 +107,72 @@ fn pick(point: &PointReport, index: usize, statistic: Statistic, claim: &Asserti
                 _ => hi,
             }
         }
-        quantile => replica_quantile(replicas(), quantile.quantile().expect("the other statistics are quantiles")),
+        quantile => replica_quantile(
+            replica_values(point, index),
+            quantile.quantile().expect("the other statistics are quantiles"),
+        ),
     }
+}
+
+/// What `claim`'s statistic measured at `point`, with its own interval.
+fn measured(point: &PointReport, index: usize, claim: &Assertion) -> Measured {
+    let values = replica_values(point, index);
+    if claim.statistic.is_fraction() {
+        let successes = successes(values, claim);
+        let (lo, hi) = wilson(successes, values.len());
+        let fraction = successes as f64 / values.len() as f64;
+        Measured::Fraction { successes, replicas: values.len(), fraction, lo, hi }
+    } else if let Some(q) = claim.statistic.quantile() {
+        let (lo, hi) = quantile_interval(values, q);
+        Measured::Quantile { replicas: values.len(), lo, hi }
+    } else {
+        Measured::Mean
+    }
+}
+
+/// The distribution-free 95% interval of the `q` quantile of `values`: the order
+/// statistics X(l) ≤ X(u) with P(l ≤ B < u) ≥ 95% for B ~ Binomial(n, q), the number
+/// of replicas below the true quantile (the usual construction, e.g. Hahn & Meeker,
+/// *Statistical Intervals*, §5.2), taking 2.5% from each side. A side the replicas are
+/// too few for is NaN (with n = 20, no upper bound exists for p95).
+pub fn quantile_interval(values: &[f64], q: f64) -> (f64, f64) {
+    let n = values.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    let cdf = binomial_cdf(n, q);
+    // cdf[k] = P(B ≤ k). Lower rank l (1-based): the largest with P(B ≤ l − 1) ≤ 0.025.
+    let lower = (1..=n).rev().find(|&l| cdf[l - 1] <= 0.025);
+    // Upper rank u: the smallest with P(B ≤ u − 1) ≥ 0.975.
+    let upper = (1..=n).find(|&u| cdf[u - 1] >= 0.975);
+    let at = |rank: Option<usize>| rank.map_or(f64::NAN, |r| sorted[r - 1]);
+    (at(lower), at(upper))
+}
+
+/// P(B ≤ k) for k = 0..n, B ~ Binomial(n, q), through log-factorials (no underflow
+/// of (1 − q)^n at thousands of replicas).
+fn binomial_cdf(n: usize, q: f64) -> Vec<f64> {
+    let mut ln_factorial = vec![0.0f64; n + 1];
+    for k in 1..=n {
+        ln_factorial[k] = ln_factorial[k - 1] + (k as f64).ln();
+    }
+    let mut cdf = Vec::with_capacity(n + 1);
+    let mut total = 0.0;
+    for k in 0..=n {
+        let pmf = match q {
+            q if q <= 0.0 => f64::from(k == 0),
+            q if q >= 1.0 => f64::from(k == n),
+            q => (ln_factorial[n] - ln_factorial[k] - ln_factorial[n - k]
+                + k as f64 * q.ln()
+                + (n - k) as f64 * (1.0 - q).ln())
+            .exp(),
+        };
+        total += pmf;
+        cdf.push(total.min(1.0));
+    }
+    cdf
 }
 
 /// Evaluates every claim the run can check (see [`crate::Scenario::claims_to_check`]).
@@ -117,6 +213,7 @@ pub fn check(report: &RunReport) -> Vec<Check> {
                 ci_hi: summary.ci_hi,
                 passed,
                 relative_bounds,
+                measured: measured(point, index, assertion),
             }
         })
         .collect()
@@ -138,6 +235,27 @@ fn per_replica(a: &Assertion) -> String {
     }
 }
 
+/// The claimed statistic as measured, with its own interval, in words.
+fn measured_text(c: &Check) -> String {
+    let end = |v: f64| if v.is_nan() { "unbounded".to_string() } else { format!("{v:.4}") };
+    match c.measured {
+        Measured::Mean => format!("mean {:.4}, 95% interval of the mean [{:.4}, {:.4}]", c.mean, c.ci_lo, c.ci_hi),
+        Measured::Fraction { successes, replicas, fraction, lo, hi } => format!(
+            "fraction {:.1}% = {successes} of {replicas} replicas, Wilson 95% interval [{:.1}%, {:.1}%]",
+            100.0 * fraction,
+            100.0 * lo,
+            100.0 * hi
+        ),
+        Measured::Quantile { replicas, lo, hi } => format!(
+            "{} across {replicas} replicas, order-statistic 95% interval [{}, {}]; mean {:.4}",
+            c.assertion.statistic.name(),
+            end(lo),
+            end(hi),
+            c.mean
+        ),
+    }
+}
+
 /// One line per check and per skipped claim, for the terminal.
 pub fn render(checks: &[Check], skipped: &[Skipped]) -> String {
     let mut out = String::new();
@@ -152,7 +270,7 @@ pub fn render(checks: &[Check], skipped: &[Skipped]) -> String {
         }
         bounds.extend(c.relative_bounds.iter().cloned());
         out.push_str(&format!(
-            "{}  grid point {} {} {}{} = {:.4} {}   (mean {:.4}, 95% interval [{:.4}, {:.4}])",
+            "{}  grid point {} {} {}{} = {:.4} {}   ({})",
             if c.passed { "PASS" } else { "FAIL" },
             a.grid_point,
             a.metric,
@@ -160,9 +278,7 @@ pub fn render(checks: &[Check], skipped: &[Skipped]) -> String {
             per_replica(a),
             c.value,
             bounds.join(" and "),
-            c.mean,
-            c.ci_lo,
-            c.ci_hi
+            measured_text(c),
         ));
         if !a.note.is_empty() {
             out.push_str(&format!("  — {}", a.note));
@@ -197,6 +313,23 @@ pub fn to_json(checks: &[Check], skipped: &[Skipped]) -> Value {
             object.insert("ci_lo".into(), json_number(c.ci_lo));
             object.insert("ci_hi".into(), json_number(c.ci_hi));
             object.insert("relative_bounds".into(), json!(c.relative_bounds));
+            // The claimed statistic's own interval (the mean's for mean, ci_lo and ci_hi).
+            let (kind, lo, hi) = match c.measured {
+                Measured::Mean => ("student_t_mean", c.ci_lo, c.ci_hi),
+                Measured::Fraction { successes, replicas, fraction, lo, hi } => {
+                    object.insert("fraction".into(), json_number(fraction));
+                    object.insert("successes".into(), json!(successes));
+                    object.insert("replicas".into(), json!(replicas));
+                    ("wilson", lo, hi)
+                }
+                Measured::Quantile { replicas, lo, hi } => {
+                    object.insert("replicas".into(), json!(replicas));
+                    ("order_statistic", lo, hi)
+                }
+            };
+            object.insert("interval".into(), json!(kind));
+            object.insert("interval_lo".into(), json_number(lo));
+            object.insert("interval_hi".into(), json_number(hi));
             object.insert("passed".into(), json!(c.passed));
             claim
         })
@@ -226,6 +359,28 @@ mod tests {
         assert_eq!(replica_quantile(&values, 0.5), 2.0);
         assert_eq!(replica_quantile(&values, 0.75), 3.0);
         assert!(replica_quantile(&values, 1.0).is_nan());
+    }
+
+    /// The order-statistic interval against its definition: each tail holds at most
+    /// 2.5% and moving either rank inwards breaks that (n = 100, q = 0.5 gives ranks 40
+    /// and 61, Conover's table values); too few replicas leave a side unbounded.
+    #[test]
+    fn quantile_intervals_are_the_order_statistics_that_cover_95_percent() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(quantile_interval(&values, 0.5), (40.0, 61.0));
+        let cdf = binomial_cdf(100, 0.5);
+        assert!(cdf[60] - cdf[39] >= 0.95, "coverage {}", cdf[60] - cdf[39]);
+        assert!(cdf[39] <= 0.025 && 1.0 - cdf[60] <= 0.025, "each tail at most 2.5%");
+        assert!(cdf[40] > 0.025 && 1.0 - cdf[59] > 0.025, "moving either rank inwards breaks its tail");
+        let (lo, hi) = quantile_interval(&values, 0.95);
+        assert!(lo < 95.0 && hi > 95.0 && hi <= 100.0, "{lo} {hi}");
+        let twenty: Vec<f64> = (1..=20).map(f64::from).collect();
+        let (lo, hi) = quantile_interval(&twenty, 0.95);
+        assert!(lo.is_finite() && hi.is_nan(), "20 replicas bound p95 from below only: {lo} {hi}");
+        // Thousands of replicas: no underflow, and the interval closes around the quantile.
+        let many: Vec<f64> = (0..10_000).map(|i| f64::from(i) / 10_000.0).collect();
+        let (lo, hi) = quantile_interval(&many, 0.99);
+        assert!((0.987..0.99).contains(&lo) && (0.99..0.993).contains(&hi), "{lo} {hi}");
     }
 
     /// Wilson's interval against published values (Newcombe 1998, table I: 15 of 148).

@@ -297,19 +297,44 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
     html
 }
 
+/// A claim's measured statistic: a fraction as a percentage with its count.
+fn measured_cell(check: &serde_json::Value) -> String {
+    let number = |key: &str| check.get(key).and_then(|v| v.as_f64());
+    match (number("fraction"), number("successes"), number("replicas")) {
+        (Some(fraction), Some(successes), Some(replicas)) => {
+            format!("{:.1}% ({successes} of {replicas} replicas)", 100.0 * fraction)
+        }
+        _ => number("value").map_or("–".into(), short),
+    }
+}
+
+/// The claimed statistic's own interval and how it was made (older verify.json files
+/// have only the mean's).
+fn interval_cell(check: &serde_json::Value) -> String {
+    let number = |key: &str| check.get(key).and_then(|v| v.as_f64());
+    let end = |v: Option<f64>| v.map_or("unbounded".to_string(), short);
+    let percent = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1}%", 100.0 * v));
+    match check.get("interval").and_then(|k| k.as_str()) {
+        Some("wilson") => format!("[{}, {}] Wilson", percent(number("interval_lo")), percent(number("interval_hi"))),
+        Some("order_statistic") => {
+            format!("[{}, {}] order statistics", end(number("interval_lo")), end(number("interval_hi")))
+        }
+        _ => format!("mean {} [{}, {}]", end(number("mean")), end(number("ci_lo")), end(number("ci_hi"))),
+    }
+}
+
 fn claims_table(ctx: &Context, verify: &serde_json::Value) -> String {
     let checks = verify.get("checks").and_then(|c| c.as_array()).cloned().unwrap_or_default();
     let passed = checks.iter().filter(|c| c.get("passed").and_then(|p| p.as_bool()) == Some(true)).count();
     let mut html = format!(
         "<h3 id=\"claims\">Claims: {passed} of {} passed</h3><div class=\"scroll\"><table class=\"claims\"><thead><tr>\
          <th>result</th><th>grid point</th><th>metric</th><th>statistic</th><th>bound</th><th>measured</th>\
-         <th>mean [95% interval]</th><th>note</th></tr></thead><tbody>",
+         <th>its 95% interval</th><th>note</th></tr></thead><tbody>",
         checks.len()
     );
     let text = |c: &serde_json::Value, key: &str| {
         c.get(key).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default()
     };
-    let number = |c: &serde_json::Value, key: &str| c.get(key).and_then(|v| v.as_f64()).map_or("–".into(), short);
     for check in &checks {
         let ok = check.get("passed").and_then(|p| p.as_bool()) == Some(true);
         let point = check.get("grid_point").and_then(|p| p.as_u64()).unwrap_or(0) as usize;
@@ -320,17 +345,15 @@ fn claims_table(ctx: &Context, verify: &serde_json::Value) -> String {
             .collect::<Vec<_>>()
             .join("; ");
         html.push_str(&format!(
-            "<tr class=\"{}\"><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} [{}, {}]</td><td>{}</td></tr>",
+            "<tr class=\"{}\"><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if ok { "pass" } else { "fail" },
             if ok { "PASS" } else { "FAIL" },
             escape(&label),
             escape(&text(check, "metric")),
             escape(&text(check, "statistic")),
             escape(&bound),
-            number(check, "value"),
-            number(check, "mean"),
-            number(check, "ci_lo"),
-            number(check, "ci_hi"),
+            measured_cell(check),
+            interval_cell(check),
             escape(&text(check, "note")),
         ));
     }

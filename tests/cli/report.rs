@@ -201,6 +201,49 @@ fn verify_puts_its_claims_into_the_folder_and_the_report() {
     assert!(html.contains(&format!("Claims: {passed} of {} passed", checks.len())), "the report shows the claims");
 }
 
+/// A fraction or quantile claim prints what it claims: the fraction with its count and
+/// Wilson interval, the quantile with its order-statistic interval — not the mean's —
+/// and verify.json and the report carry the same.
+#[test]
+fn verify_lines_say_what_each_claim_measured() {
+    let out = tempfile::tempdir().unwrap();
+    let root = out.path().to_str().unwrap();
+    let verify = stampede(&["verify", "baltor", "--replicas", "100", "--out", root]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
+    let text = stdout(&verify);
+    let line = |fragment: &str| text.lines().find(|l| l.contains(fragment)).unwrap_or_else(|| panic!("{text}"));
+    let claims: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("baltor/verify.json")).unwrap()).unwrap();
+    let checks = claims["checks"].as_array().unwrap();
+    let fraction = checks.iter().find(|c| c["statistic"] == "fraction_ci_lo" && c["grid_point"] == 1).unwrap();
+    let (successes, replicas) = (fraction["successes"].as_u64().unwrap(), fraction["replicas"].as_u64().unwrap());
+    assert_eq!(replicas, 100);
+    assert_eq!(fraction["interval"], "wilson");
+    // The interval is Wilson's of the count, and the claimed statistic is its lower end.
+    let (lo, hi) = stampede_experiments::verify::wilson(successes as usize, replicas as usize);
+    assert_eq!(fraction["interval_lo"].as_f64().unwrap(), lo);
+    assert_eq!(fraction["value"].as_f64().unwrap(), lo);
+    let printed = line("grid point 1 recovery_s fraction_ci_lo");
+    let expected = format!(
+        "fraction {:.1}% = {successes} of 100 replicas, Wilson 95% interval [{:.1}%, {:.1}%]",
+        successes as f64,
+        100.0 * lo,
+        100.0 * hi
+    );
+    assert!(printed.contains(&expected), "{printed}\n  should contain: {expected}");
+    assert!(!printed.contains("interval of the mean"), "{printed}");
+    let quantile = checks.iter().find(|c| c["statistic"] == "p95").unwrap();
+    assert_eq!(quantile["interval"], "order_statistic");
+    let (q_lo, q_hi) = (quantile["interval_lo"].as_f64().unwrap(), quantile["interval_hi"].as_f64().unwrap());
+    let value = quantile["value"].as_f64().unwrap();
+    assert!(q_lo <= value && value <= q_hi, "{q_lo} {value} {q_hi}");
+    assert!(line("recovery_s p95").contains(&format!("order-statistic 95% interval [{q_lo:.4}, {q_hi:.4}]")));
+    assert!(line("recovered_ratio ci_lo").contains("95% interval of the mean"), "the mean's claims keep theirs");
+    let html = std::fs::read_to_string(out.path().join("baltor/report.html")).unwrap();
+    assert!(html.contains(&format!("{:.1}% ({successes} of 100 replicas)", successes as f64)), "the report shows it");
+    assert!(html.contains("] Wilson") && html.contains("] order statistics"));
+}
+
 #[test]
 fn report_on_a_folder_that_is_not_one_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -301,3 +301,16 @@ fn the_ring_page_in_headless_chromium_shows_what_the_cli_reports() {
     browser.wait_for("document.querySelector('#message').textContent.includes('exists')");
     assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
 }
+
+#[test]
+fn a_strategy_is_named_as_a_word_or_with_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    assert!(ok(&db, &["init", "rendezvous"]).contains("init rendezvous"));
+    ok(&db, &["add-node", "a"]);
+    assert!(ok(&db, &["strategy", "jump"]).contains("strategy jump"));
+    assert_eq!(json(&db, &["status", "--json"])["settings"]["strategy"], "jump", "the word is the strategy");
+    assert!(ok(&db, &["strategy", "--strategy", "maglev"]).contains("strategy maglev"));
+    let both = ring(&db, &["strategy", "jump", "--strategy", "maglev"]);
+    assert_eq!(both.status.code(), Some(2), "two strategies at once are refused");
+}
