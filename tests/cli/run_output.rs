@@ -226,3 +226,27 @@ fn peak_memory_does_not_grow_with_the_grid() {
         large / 1e6
     );
 }
+
+/// policy-grid's columns used to read `capacity_factor=inf…`, several alike: now every
+/// column is `#N` with its values in the legend, and no heading is cut.
+#[test]
+fn a_wide_grid_names_its_columns_so_they_can_be_told_apart() {
+    let out = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["run", "policy-grid", "--replicas", "2", "--no-report", "--out", out.path().to_str().unwrap()])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let header = text.lines().find(|l| l.starts_with("mean ± 95% half-width")).unwrap();
+    let titles: Vec<&str> = header.split_whitespace().skip(4).collect();
+    assert_eq!(titles.len(), 8, "{text}");
+    let distinct: std::collections::BTreeSet<&&str> = titles.iter().collect();
+    assert_eq!(distinct.len(), titles.len(), "columns alike: {header}");
+    assert!(!header.contains('…'), "{header}");
+    for title in titles {
+        let line = text.lines().find(|l| l.starts_with(&format!("{title}: "))).unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains("router.capacity_factor = ") && line.contains("retry.budget_ratio = "), "{line}");
+    }
+}

@@ -27,7 +27,8 @@ const NAME_COLUMN: usize = 24;
 const CELL: usize = 20;
 
 /// A grid point's column heading: its case label or its scalar axis values, else
-/// `#index` with the values spelt out in the legend under the table.
+/// `#index` with the values spelt out in the legend under the table (see
+/// [`column_titles`] for headings that would not fit or would repeat).
 fn heading(point: &PointReport) -> (String, Option<String>) {
     point_heading(point.index, &point.params)
 }
@@ -62,6 +63,47 @@ fn fit(text: &str, width: usize) -> String {
         let cut: String = text.chars().take(width.saturating_sub(1)).collect();
         format!("{cut}…")
     }
+}
+
+/// The shown columns' titles and the legend under the table. Axis values are the
+/// titles when every one fits its column and no two are alike; otherwise every column
+/// is `#N` and the legend spells out each point's values, so that columns can always
+/// be told apart.
+fn column_titles(report: &RunReport, columns: &[usize]) -> (Vec<String>, Vec<String>) {
+    let headings: Vec<(String, Option<String>)> = columns.iter().map(|&c| heading(&report.points[c])).collect();
+    let fits = headings.iter().all(|(title, _)| title.chars().count() <= CELL);
+    let distinct =
+        headings.iter().map(|(title, _)| title).collect::<std::collections::BTreeSet<_>>().len() == headings.len();
+    if fits && distinct {
+        let legend = headings.iter().filter_map(|(_, line)| line.clone()).collect();
+        return (headings.into_iter().map(|(title, _)| title).collect(), legend);
+    }
+    let legend = columns
+        .iter()
+        .map(|&c| {
+            let point = &report.points[c];
+            let values: Vec<String> = point.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
+            format!("#{}: {}", point.index, values.join(", "))
+        })
+        .collect();
+    (columns.iter().map(|&c| format!("#{}", report.points[c].index)).collect(), legend)
+}
+
+/// `line`, broken after commas into lines of at most `width` (continuations indented).
+fn wrap(line: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut current = String::new();
+    for (i, part) in line.split_inclusive(", ").enumerate() {
+        if i > 0 && current.chars().count() + part.chars().count() > width {
+            out.push_str(current.trim_end());
+            out.push('\n');
+            current = "    ".to_string();
+        }
+        current.push_str(part);
+    }
+    out.push_str(&current);
+    out.push('\n');
+    out
 }
 
 /// The best value of `values` in `direction` (none for `Neither`, all NaN, or all equal).
@@ -121,11 +163,9 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     );
     let (columns, note) = chosen(report, &metrics, options);
     out.push_str(&format!("{:<NAME_COLUMN$}", "mean ± 95% half-width"));
-    let mut legend = Vec::new();
-    for &c in &columns {
-        let (title, line) = heading(&report.points[c]);
-        out.push_str(&format!("  {:>CELL$}", fit(&title, CELL)));
-        legend.extend(line);
+    let (titles, legend) = column_titles(report, &columns);
+    for title in &titles {
+        out.push_str(&format!("  {title:>CELL$}"));
     }
     out.push('\n');
     let mut rows: Vec<usize> = (0..metrics.len()).filter(|&m| metrics[m].headline).collect();
@@ -185,8 +225,7 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     }
     out.push('\n');
     for line in legend {
-        out.push_str(&fit(&line, options.width.max(40)));
-        out.push('\n');
+        out.push_str(&wrap(&line, options.width.max(40)));
     }
     if let Some(note) = note {
         out.push_str(&note);
@@ -260,5 +299,31 @@ mod tests {
             assert!(header.contains(shown), "{shown} missing from {header}");
         }
         assert!(text.lines().all(|l| l.chars().count() <= 24 + 4 * 22), "{text}");
+    }
+
+    /// Headings cut to the column width, or alike, become `#N` with a legend line per
+    /// point (policy-grid's `capacity_factor=inf…` columns); a long legend line wraps.
+    #[test]
+    fn long_or_alike_headings_become_numbers_with_a_legend() {
+        let mut wide = report(3);
+        for (i, point) in wide.points.iter_mut().enumerate() {
+            point.params = vec![
+                ("ring.capacity_factor".into(), toml::Value::String("inf".into())),
+                ("client.retry.policy_with_a_long_name".into(), toml::Value::String(format!("policy-{i}"))),
+            ];
+        }
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let text = render(&wide, &options);
+        let header = text.lines().nth(2).unwrap();
+        assert!(header.contains("#0") && header.contains("#1") && header.contains("#2"), "{text}");
+        assert!(!text.contains('…'), "nothing is cut:\n{text}");
+        assert!(
+            text.contains("#1: ring.capacity_factor = \"inf\", client.retry.policy_with_a_long_name = \"policy-1\""),
+            "{text}"
+        );
+        let narrow = render(&wide, &SummaryOptions { width: 60, ..options.clone() });
+        assert!(narrow.contains("#2: ring.capacity_factor = \"inf\",\n    client.retry"), "wrapped:\n{narrow}");
+        // Short distinct headings stay as they are.
+        assert!(render(&report(3), &options).lines().nth(2).unwrap().contains("servers=3"));
     }
 }
