@@ -95,3 +95,17 @@ fn cluster_bad_input_names_the_field() {
     assert!(stderr(&output).contains("faults[1].shard = 9: must be below router.shards (4)"), "{}", stderr(&output));
     assert_eq!(files_below(scratch.path()), vec![std::path::PathBuf::from("bad.toml")]);
 }
+
+/// budget_ratio means the throttle's K under budget = "adaptive": the default 0.1 is
+/// refused with a message that says so, and K = 2 is accepted.
+#[test]
+fn an_adaptive_budget_says_budget_ratio_is_its_k() {
+    let output = stampede(&["show", "bounded-load", "--set", "retry.budget=adaptive"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("budget_ratio is the throttle's K"), "{message}");
+    assert!(message.contains("the default 0.1 is the ratio budget's 10%, not a K"), "{message}");
+    assert!(message.contains("hint: set retry.budget_ratio = 2"), "{message}");
+    let fixed = stampede(&["show", "bounded-load", "--set", "retry.budget=adaptive", "--set", "retry.budget_ratio=2"]);
+    assert!(fixed.status.success(), "{}", stderr(&fixed));
+}

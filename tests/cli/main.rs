@@ -8,6 +8,7 @@ mod cdp;
 mod cluster_cli;
 mod common;
 mod duckdb_interop;
+mod figures;
 mod folder;
 mod gateway_cli;
 mod llm_pages;

@@ -1,4 +1,5 @@
-//! The README's examples work: its `stampede` commands, every SQL block and every
+//! The README's examples work: its `stampede` commands run as written (through `sh`,
+//! with `stampede` on PATH as `cargo install` puts it), every SQL block and every
 //! Python block run in order on a fresh output folder — with the scenarios they read
 //! run first at a few replicas — so an example cannot rot unnoticed.
 
@@ -43,6 +44,36 @@ fn stampede_in(dir: &Path, args: &[&str]) {
     assert!(output.status.success(), "README: stampede {args:?}: {}", stderr(&output));
 }
 
+/// A `bin/stampede` in `dir` that runs the binary under test, as `cargo install` would
+/// put it on PATH: `run` and `verify` get `--replicas 20 --quiet` appended unless the
+/// line gives them (a smaller run, in the form written). Returns the PATH to use.
+fn install_wrapper(dir: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nreal='{}'\ncase \"$1\" in run|verify)\n  extra=''\n  case \" $* \" in *' --replicas '*) ;; \
+         *) extra='--replicas 20' ;; esac\n  case \" $* \" in *' --quiet '*) ;; *) extra=\"$extra --quiet\" ;; \
+         esac\n  exec \"$real\" \"$@\" $extra ;;\nesac\nexec \"$real\" \"$@\"\n",
+        env!("CARGO_BIN_EXE_stampede")
+    );
+    let path = bin.join("stampede");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// Runs one README shell line as written, through `sh`, with `stampede` on PATH.
+fn run_as_written(dir: &Path, path: &str, line: &str) {
+    let output = Command::new("sh").args(["-c", line]).env("PATH", path).current_dir(dir).output().unwrap();
+    assert!(
+        output.status.success(),
+        "README line failed as written:\n  {line}\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(&output)
+    );
+}
+
 /// Runs the scenarios `text` reads from `out/NAME/` that have not run yet.
 fn run_what_is_read(dir: &Path, text: &str, done: &mut BTreeSet<String>) {
     for part in text.split("out/").skip(1) {
@@ -63,24 +94,23 @@ fn every_readme_example_runs() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
     let mut done = BTreeSet::new();
+    let path = install_wrapper(dir);
     let (mut commands, mut queries, mut scripts) = (0, 0, 0);
+    let mut first_command = None;
     for (info, text) in blocks(&readme) {
         match info.as_str() {
             "sh" => {
                 for line in text.lines().map(str::trim) {
-                    let line = line.split(" #").next().unwrap().trim();
-                    let args = if let Some(rest) = line.strip_prefix("cargo run --release -- ") {
-                        rest
-                    } else if let Some(rest) = line.strip_prefix("stampede ") {
-                        rest
-                    } else {
+                    let Some(rest) = line.strip_prefix("stampede ") else {
+                        // cargo install/test/bench, sbatch, time …: documented, not run here.
                         continue;
                     };
-                    let args: Vec<&str> = args.split_whitespace().collect();
+                    first_command.get_or_insert_with(|| line.to_string());
+                    let args: Vec<&str> = rest.split(" #").next().unwrap().split_whitespace().collect();
                     if args.first() == Some(&"serve") {
                         continue; // a server runs until stopped; tests/cli/ring.rs drives it
                     }
-                    stampede_in(dir, &args);
+                    run_as_written(dir, &path, line);
                     if args.first() == Some(&"run") || args.first() == Some(&"verify") {
                         let name = args.get(1).filter(|a| !a.starts_with('-')).copied().unwrap_or("baltor");
                         done.insert(name.to_string());
@@ -110,4 +140,8 @@ fn every_readme_example_runs() {
         }
     }
     assert!(commands >= 1 && queries >= 7 && scripts >= 1, "{commands} commands, {queries} queries, {scripts} scripts");
+    // The README starts from zero: installing puts `stampede` on PATH before the first command uses it.
+    let install = readme.find("cargo install --path .").expect("the README says how to install stampede");
+    let first = readme.find(first_command.as_deref().unwrap()).unwrap();
+    assert!(install < first, "`cargo install --path .` comes before the first `stampede` command");
 }

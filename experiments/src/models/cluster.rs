@@ -455,9 +455,12 @@ impl ClusterConfig {
             positive("retry.budget_window_s", self.retry.budget_window_s, "a positive number of seconds")?;
             if self.retry.budget == BudgetName::Adaptive && self.retry.budget_ratio < 1.0 {
                 return Err(Error::bad_input(format!(
-                    "retry.budget_ratio = {}: the adaptive throttle's K must be at least 1",
+                    "retry.budget_ratio = {}: with retry.budget = \"adaptive\", budget_ratio is the throttle's K \
+                     (requests are rejected locally once they exceed K × accepts), and K must be at least 1; the \
+                     default 0.1 is the ratio budget's 10%, not a K",
                     self.retry.budget_ratio
-                )));
+                ))
+                .with_hint("set retry.budget_ratio = 2 (the SRE book's K) with budget = \"adaptive\""));
             }
             if self.retry.budget == BudgetName::Ttl && self.retry.budget_ratio > 1000.0 {
                 return Err(Error::bad_input("retry.budget_ratio: the TTL budget's percent must be at most 1000"));
