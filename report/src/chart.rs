@@ -195,7 +195,24 @@ pub fn percentile_label(x: f64) -> String {
 fn tick(scale: Scale) -> fn(&f64) -> String {
     match scale {
         Scale::Percentile => |v| percentile_label(*v),
-        Scale::Linear | Scale::Log => |v| short(*v),
+        Scale::Linear => |v| short(*v),
+        Scale::Log => log_tick,
+    }
+}
+
+/// A log axis labels only 1, 2 and 5 times a power of ten: plotters puts a tick at
+/// every integer multiple, whose labels crowd the top of each decade (60, 70, 80, 90,
+/// 100) and can print one value twice.
+fn log_tick(value: &f64) -> String {
+    if !(value.is_finite() && *value > 0.0) {
+        return String::new();
+    }
+    let mantissa = value / 10f64.powf(value.log10().floor());
+    let round = [1.0, 2.0, 5.0, 10.0].iter().any(|m| (mantissa - m).abs() < 1e-6 * m);
+    if round {
+        short(*value)
+    } else {
+        String::new()
     }
 }
 
@@ -287,20 +304,34 @@ macro_rules! draw_lines {
         let plot: &LinePlot = $plot;
         let root = SVGBackend::with_string($svg, plot.size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
+        // Fault windows are labelled in a strip above the plot, one row each, never over the data.
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
+            .margin_top(14 + 14 * plot.windows.len() as u32)
             .x_label_area_size(42)
             .y_label_area_size(66)
             .build_cartesian_2d($x, $y)
             .map_err(err)?;
         let x_tick = tick(plot.x.scale);
         let y_tick = tick(plot.y.scale);
+        // On a log axis plotters can put two ticks at one value (99.99999 and 100): each
+        // label is printed once.
+        let (x_seen, y_seen) = (std::cell::RefCell::new(Vec::new()), std::cell::RefCell::new(Vec::new()));
+        let once = |seen: &std::cell::RefCell<Vec<String>>, text: String| {
+            if text.is_empty() || seen.borrow().contains(&text) {
+                return String::new();
+            }
+            seen.borrow_mut().push(text.clone());
+            text
+        };
+        let x_axis_label = |v: &f64| once(&x_seen, x_tick(v));
+        let y_axis_label = |v: &f64| once(&y_seen, y_tick(v));
         chart
             .configure_mesh()
             .x_desc(plot.x.label.as_str())
             .y_desc(plot.y.label.as_str())
-            .x_label_formatter(&x_tick)
-            .y_label_formatter(&y_tick)
+            .x_label_formatter(&x_axis_label)
+            .y_label_formatter(&y_axis_label)
             .axis_desc_style(("sans-serif", 13))
             .label_style(("sans-serif", 11))
             .max_light_lines(1)
@@ -339,10 +370,12 @@ macro_rules! draw_lines {
                     RGBColor(0x99, 0x99, 0x99).mix(0.16).filled(),
                 )))
                 .map_err(err)?;
-            // Labels stack downwards so that windows starting together stay legible.
+            // Above the plot, a row per window (the first on top), so that windows
+            // starting together stay legible and no label covers a curve.
             let (px, py) = chart.backend_coord(&(from, y1));
-            root.draw(&Text::new(window.label.clone(), (px + 3, py + 2 + 13 * i as i32), label_style.clone()))
-                .map_err(err)?;
+            let rows_below = (plot.windows.len() - 1 - i) as i32;
+            let style = label_style.clone().pos(Pos::new(HPos::Left, VPos::Bottom));
+            root.draw(&Text::new(window.label.clone(), (px + 1, py - 3 - 14 * rows_below), style)).map_err(err)?;
         }
         let mut hovers: Hovers = Vec::new();
         for line in &plot.lines {
@@ -494,13 +527,55 @@ pub struct BarPlot {
     pub stacked: bool,
     /// A colour per category overriding the series colour (one series of grid points).
     pub category_colours: Vec<RGBColor>,
+    /// Short names for the categories (`#3` for grid point 3), drawn under the bars
+    /// when the full names do not fit in three lines each; empty: `a`, `b`, ….
+    pub keys: Vec<String>,
     pub size: (u32, u32),
+}
+
+/// Under-bar labels: each category's lines, or its key when some name does not fit.
+#[derive(Clone, Debug, PartialEq)]
+enum CategoryLabels {
+    Wrapped(Vec<Vec<String>>),
+    Keyed(Vec<String>),
+}
+
+/// About how wide an 11 px sans-serif character is, in pixels.
+const CHAR_PX: f64 = 6.4;
+/// The most lines a category name may take under its bar.
+const LABEL_LINES: usize = 3;
+
+/// `text` broken at spaces into lines of at most `width` characters, or `None` if a
+/// word is longer than that or more than [`LABEL_LINES`] lines are needed.
+fn wrap_label(text: &str, width: usize) -> Option<Vec<String>> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if word.chars().count() > width {
+            return None;
+        }
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    (lines.len() <= LABEL_LINES).then_some(lines)
 }
 
 impl BarPlot {
     pub fn render(&self, kind: &'static str, csv: String, note: String) -> Figure {
         let mut svg = String::new();
         let drawn = self.draw(&mut svg);
+        let note = match self.category_labels() {
+            CategoryLabels::Keyed(keys) => {
+                let named: Vec<String> =
+                    keys.iter().zip(&self.categories).map(|(key, name)| format!("{key}: {name}")).collect();
+                format!("{note} Bars: {}.", named.join(" · "))
+            }
+            CategoryLabels::Wrapped(_) => note,
+        };
         let hovers = drawn.unwrap_or_else(|e| vec![(10, 20, format!("drawing failed: {e}"))]);
         let points =
             self.series.iter().map(|s| s.values.iter().flatten().filter(|v| v.value.is_finite()).count()).sum();
@@ -538,16 +613,41 @@ impl BarPlot {
         }
     }
 
+    /// How the categories are named under their bars: wrapped names if every one fits
+    /// its slot in at most three lines, else keys (spelt out in the note).
+    fn category_labels(&self) -> CategoryLabels {
+        let n = self.categories.len().max(1);
+        let slot = (self.size.0 as f64 - 100.0) / n as f64;
+        let width = ((slot - 6.0) / CHAR_PX).floor().max(1.0) as usize;
+        let wrapped: Option<Vec<Vec<String>>> = self.categories.iter().map(|c| wrap_label(c, width)).collect();
+        match wrapped {
+            Some(lines) => CategoryLabels::Wrapped(lines),
+            None => CategoryLabels::Keyed(
+                (0..self.categories.len())
+                    .map(|c| {
+                        self.keys.get(c).cloned().unwrap_or_else(|| {
+                            char::from_u32('a' as u32 + (c % 26) as u32).map_or(format!("{c}"), |k| k.to_string())
+                        })
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
     fn draw(&self, svg: &mut String) -> Drawn {
         let n = self.categories.len().max(1);
         let top = self.top();
         let top = if top > 0.0 { top * 1.08 } else { 1.0 };
         let root = SVGBackend::with_string(svg, self.size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let rotate = self.categories.iter().map(|c| c.len()).sum::<usize>() * 7 > self.size.0 as usize - 100;
+        let labels = self.category_labels();
+        let lines = match &labels {
+            CategoryLabels::Wrapped(lines) => lines.iter().map(Vec::len).max().unwrap_or(1).max(1),
+            CategoryLabels::Keyed(_) => 1,
+        };
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
-            .x_label_area_size(if rotate { 140 } else { 36 })
+            .x_label_area_size(22 + 14 * lines as u32)
             .y_label_area_size(66)
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
             .map_err(err)?;
@@ -566,20 +666,16 @@ impl BarPlot {
             .draw()
             .map_err(err)?;
         let label_font = ("sans-serif", 11).into_font().color(&BLACK);
-        for (c, category) in self.categories.iter().enumerate() {
+        let style = label_font.clone().pos(Pos::new(HPos::Center, VPos::Top));
+        for c in 0..self.categories.len() {
             let (px, py) = chart.backend_coord(&(c as f64, 0.0));
-            let style = if rotate {
-                TextStyle::from(("sans-serif", 11).into_font().transform(FontTransform::Rotate90))
-                    .pos(Pos::new(HPos::Left, VPos::Center))
-            } else {
-                label_font.clone().pos(Pos::new(HPos::Center, VPos::Top))
+            let lines = match &labels {
+                CategoryLabels::Wrapped(lines) => lines[c].clone(),
+                CategoryLabels::Keyed(keys) => vec![keys[c].clone()],
             };
-            let text: String = if category.chars().count() > 24 {
-                category.chars().take(23).chain(std::iter::once('…')).collect()
-            } else {
-                category.clone()
-            };
-            root.draw(&Text::new(text, (px, py + 6), style)).map_err(err)?;
+            for (l, line) in lines.into_iter().enumerate() {
+                root.draw(&Text::new(line, (px, py + 6 + 14 * l as i32), style.clone())).map_err(err)?;
+            }
         }
         let mut hovers = Vec::new();
         let groups = self.series.len().max(1);
@@ -813,6 +909,43 @@ mod tests {
         assert_eq!(figure.svg.matches("class=\"hover\"").count(), 11);
     }
 
+    /// Names under bars wrap at spaces into at most three lines; one that cannot makes
+    /// every bar take its key, and the note spells the keys out.
+    #[test]
+    fn bar_names_wrap_or_become_keys_never_cut() {
+        assert_eq!(
+            wrap_label("brownout, breaker, answer", 10),
+            Some(vec!["brownout,".into(), "breaker,".into(), "answer".into()])
+        );
+        assert_eq!(wrap_label("a b c d", 1), None, "four lines");
+        assert_eq!(wrap_label("unbreakable_word", 5), None);
+        let bars = |categories: Vec<String>| BarPlot {
+            title: "b".into(),
+            y_label: "y".into(),
+            categories,
+            series: vec![BarSeries { label: "s".into(), colour: BLACK, values: vec![None; 7] }],
+            stacked: false,
+            category_colours: vec![],
+            keys: (0..7).map(|i| format!("#{i}")).collect(),
+            size: SMALL,
+        };
+        let short = bars((0..7).map(|i| format!("c{i}")).collect());
+        assert!(matches!(short.category_labels(), CategoryLabels::Wrapped(_)));
+        let long = bars((0..7).map(|i| format!("rate-limited, 429 excluded {i}")).collect());
+        assert_eq!(long.category_labels(), CategoryLabels::Keyed((0..7).map(|i| format!("#{i}")).collect()));
+        let figure = long.render("bars", String::new(), "Note.".into());
+        assert!(figure.note.ends_with("Bars: #0: rate-limited, 429 excluded 0 · #1: rate-limited, 429 excluded 1 · #2: rate-limited, 429 excluded 2 · #3: rate-limited, 429 excluded 3 · #4: rate-limited, 429 excluded 4 · #5: rate-limited, 429 excluded 5 · #6: rate-limited, 429 excluded 6."), "{}", figure.note);
+        assert!(!figure.svg.contains('…'), "nothing is cut");
+    }
+
+    /// A log axis labels 1, 2 and 5 times powers of ten, nothing between.
+    #[test]
+    fn log_axes_label_round_values_only() {
+        let labels: Vec<String> =
+            [10.0, 20.0, 30.0, 50.0, 60.0, 90.0, 99.99999999, 100.0, 0.002].iter().map(log_tick).collect();
+        assert_eq!(labels, ["10", "20", "", "50", "", "", "100", "100", "0.002"]);
+    }
+
     #[test]
     fn bars_and_heatmaps_count_what_they_draw() {
         let value = |v: f64| Some(BarValue { value: v, interval: Some((v - 1.0, v + 1.0)) });
@@ -823,6 +956,7 @@ mod tests {
             series: vec![BarSeries { label: "s".into(), colour: BLACK, values: vec![value(2.0), None] }],
             stacked: false,
             category_colours: vec![],
+            keys: vec![],
             size: SMALL,
         };
         assert_eq!(bars.render("bars", String::new(), String::new()).points, 1);

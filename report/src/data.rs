@@ -84,9 +84,10 @@ pub fn percentile_curve(histogram: &Histogram<u64>) -> Vec<Point> {
 }
 
 /// The CDF: (latency in seconds, share of requests at or below it) at 100 even steps
-/// of the share.
+/// of the share, from 1%: the minimum (share 0) is often a lone answer decades
+/// faster than the rest (a refusal), and would leave most of a log axis empty.
 pub fn cdf(histogram: &Histogram<u64>) -> Vec<Point> {
-    (0..=100)
+    (1..=100)
         .map(|k| {
             let q = k as f64 / 100.0;
             Point { x: histogram.value_at_quantile(q) as f64 / 1e9, y: q, interval: None }

@@ -167,11 +167,12 @@ fn header(html: &mut String, folder: &Folder, points: &[PointInfo]) {
         html.push_str("<details class=\"points\" open><summary>Grid points</summary><table class=\"points\"><tbody>");
         for p in points {
             let params = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ");
+            // A point named only by its number is not numbered twice.
+            let number = if p.label == format!("#{}", p.index) { String::new() } else { format!("#{}", p.index) };
             html.push_str(&format!(
-                "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>#{}</td><td><code>{}</code></td></tr>",
+                "<tr><th><span class=\"swatch\" style=\"background:{}\"></span>{}</th><td>{number}</td><td><code>{}</code></td></tr>",
                 hex(p.colour),
                 escape(&p.label),
-                p.index,
                 escape(&params)
             ));
         }

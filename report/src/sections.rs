@@ -387,7 +387,7 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
     let last_fault_end = ctx.presentation.windows.iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
     let first_fault = ctx.presentation.windows.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
     let mut blocks = Vec::new();
-    for (s, series) in ctx.folder.manifest.series.iter().enumerate() {
+    for series in &ctx.folder.manifest.series {
         let mut lines = Vec::new();
         let mut rows = Vec::new();
         for point in ctx.overlaid() {
@@ -401,8 +401,9 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
         let mut bands = Vec::new();
         let mut markers = Vec::new();
         let mut note = format!(
-            "Mean over replicas per bucket with its 95% band; grey: fault windows. Drawn at up to {resolution} points per \
-             line (neighbouring buckets merged into their envelope); timeseries.parquet has every bucket."
+            "Mean over replicas per bucket with its 95% band{}. Drawn at up to {resolution} points per line \
+             (neighbouring buckets merged into their envelope); timeseries.parquet has every bucket.",
+            if windows.is_empty() { "" } else { "; grey: fault windows, labelled above the plot" }
         );
         let recovery = ctx.presentation.recovery.as_ref().filter(|r| r.series == series.as_str());
         if let Some(recovery) = recovery {
@@ -465,22 +466,9 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
             size: WIDE,
         };
         let figure = plot.render("timeseries", csv(&["grid_point", "t_s", "mean", "ci_lo", "ci_hi"], rows), note);
-        if s == 0 || recovery.is_some() {
-            blocks.insert(if recovery.is_some() { 0 } else { blocks.len() }, Block::Figure(figure));
-        } else {
-            blocks.push(Block::Figure(figure));
-        }
-    }
-    let (first, rest): (Vec<Block>, Vec<Block>) = {
-        let mut iter = blocks.into_iter();
-        let first: Vec<Block> = iter.next().into_iter().collect();
-        (first, iter.collect())
-    };
-    let mut blocks = first;
-    if !rest.is_empty() {
-        let figures: Vec<Figure> =
-            rest.into_iter().filter_map(|b| if let Block::Figure(f) = b { Some(f) } else { None }).collect();
-        blocks.push(Block::Multiples(figures));
+        // The series recovery is judged on comes first; every chart is full width, since
+        // time series need the width to be read.
+        blocks.insert(if recovery.is_some() { 0 } else { blocks.len() }, Block::Figure(figure));
     }
     Some(Section {
         id: "timeseries".into(),
@@ -560,11 +548,15 @@ pub fn latency(ctx: &Context) -> Option<Section> {
                 bands: vec![],
                 size: WIDE,
             };
-            blocks.push(Block::Figure(cdf.render(
-                "cdf",
-                csv(&["grid_point", "latency_s", "share"], cdf_rows),
-                "The share of requests answered within each latency, from the same histograms.".into(),
-            )));
+            blocks.push(Block::Figure(
+                cdf.render(
+                    "cdf",
+                    csv(&["grid_point", "latency_s", "share"], cdf_rows),
+                    "The share of requests answered within each latency, from the same histograms; from the 1st \
+                 percentile on, so that the very fastest answers do not stretch the axis over empty decades."
+                        .into(),
+                ),
+            ));
         } else {
             more.push(figure);
         }
@@ -862,6 +854,11 @@ pub fn grid(ctx: &Context) -> Option<Section> {
                     series,
                     stacked: false,
                     category_colours,
+                    keys: if single {
+                        ctx.points.iter().map(|p| format!("#{}", p.index)).collect()
+                    } else {
+                        Vec::new()
+                    },
                     size: SMALL,
                 };
                 plot.render(
@@ -950,6 +947,7 @@ fn segment_label(segment: &Segment) -> String {
 pub fn model_sections(ctx: &Context) -> Option<Section> {
     let mut blocks = Vec::new();
     let categories: Vec<String> = ctx.points.iter().map(|p| p.label.clone()).collect();
+    let point_keys: Vec<String> = ctx.points.iter().map(|p| format!("#{}", p.index)).collect();
     for section in &ctx.presentation.sections {
         match section {
             ModelSection::MetricBars { title, y_label, metrics } => {
@@ -984,6 +982,7 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
                     series,
                     stacked: false,
                     category_colours,
+                    keys: point_keys.clone(),
                     size: WIDE,
                 };
                 blocks.push(Block::Figure(plot.render(
@@ -1024,6 +1023,7 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
                     series,
                     stacked: false,
                     category_colours: Vec::new(),
+                    keys: Vec::new(),
                     size: WIDE,
                 };
                 blocks.push(Block::Figure(plot.render(
@@ -1073,6 +1073,7 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
                         series,
                         stacked: true,
                         category_colours: Vec::new(),
+                        keys: point_keys.clone(),
                         size: SMALL,
                     };
                     figures.push(plot.render(
@@ -1135,6 +1136,7 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
                     series,
                     stacked: true,
                     category_colours: Vec::new(),
+                    keys: point_keys.clone(),
                     size: WIDE,
                 };
                 blocks.push(Block::Figure(plot.render(

@@ -126,6 +126,29 @@ impl Browser {
     pub fn navigate(&mut self, url: &str) {
         self.send("Page.navigate", json!({"url": url}));
     }
+
+    /// Lays the page out `width` CSS pixels wide (at one device pixel per CSS pixel).
+    pub fn set_width(&mut self, width: u32) {
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": false}),
+        );
+    }
+
+    /// Holds the page to the layout rules (`layout.js`): no chart text under 10 px and
+    /// no two texts, controls or chart labels overlapping. `what` names the page in the
+    /// failure. Returns how many texts were checked.
+    pub fn assert_layout(&mut self, what: &str) -> u64 {
+        let facts = self.eval(include_str!("layout.js"));
+        let (small, overlaps) = (&facts["small"], &facts["overlaps"]);
+        assert!(
+            facts["smallCount"] == 0 && facts["overlapCount"] == 0,
+            "{what}: {} chart texts under 10 px, e.g. {small}; {} overlapping pairs, e.g. {overlaps}",
+            facts["smallCount"],
+            facts["overlapCount"]
+        );
+        facts["texts"].as_u64().unwrap()
+    }
 }
 
 impl Drop for Browser {

@@ -138,6 +138,34 @@ fn every_builtin_report_renders_offline_in_headless_chromium() {
     }
 }
 
+/// One report per model, laid out 1,400 px wide as people read it: no chart text under
+/// 10 px, no two labels overlapping (bounding boxes from the DOM). The scenarios are
+/// the ones whose reports had such defects (half-width time series, a crowded log axis,
+/// rotated case names, window labels over curves).
+#[test]
+fn every_models_report_reads_at_1400_px() {
+    let chromium = match chromium() {
+        Ok(browser) => browser,
+        Err(why) => return skip_browser("every_models_report_reads_at_1400_px", &why),
+    };
+    let out = tempfile::tempdir().unwrap();
+    let mut browser = crate::cdp::Browser::start(&chromium);
+    browser.set_width(1400);
+    for name in ["mmc", "mg1", "baltor", "policy-grid", "dependency-slowdown", "llm-stack", "llm-breaker"] {
+        let root = out.path().to_str().unwrap();
+        let run = stampede(&["run", name, "--replicas", "3", "--out", root, "--quiet"]);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let page = out.path().join(name).join("report.html");
+        browser.navigate(&format!("file://{}", page.display()));
+        browser.wait_for(&format!(
+            "location.href.endsWith('/{name}/report.html') && document.body && document.body.dataset.ready === 'yes'"
+        ));
+        let texts = browser.assert_layout(name);
+        assert!(texts > 100, "{name}: only {texts} texts checked");
+    }
+    assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+}
+
 /// The checks above would catch a broken page: a script error, a blocked request.
 #[test]
 fn the_browser_check_catches_console_errors_and_requests() {
