@@ -631,6 +631,29 @@ fn coordinates(ctx: &Context, axes: &[GridAxis]) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// The grid as the report sees it: its axes and each point's position on them.
+struct GridShape {
+    axes: Vec<GridAxis>,
+    /// `coords[point][axis]`: the index of the point's value on that axis.
+    coords: Vec<Vec<usize>>,
+}
+
+impl GridShape {
+    /// Every axis but `skip`.
+    fn others(&self, skip: &[usize]) -> Vec<usize> {
+        (0..self.axes.len()).filter(|a| !skip.contains(a)).collect()
+    }
+
+    /// `servers=2 budget=0.1`: where `point` sits on the axes `which`.
+    fn combo_label(&self, point: usize, which: &[usize]) -> String {
+        which
+            .iter()
+            .map(|&a| format!("{}={}", short_path(&self.axes[a].path), self.axes[a].labels[self.coords[point][a]]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// The grid's shape drawn: one numeric axis → lines with interval bars; two or more →
 /// heatmaps (small multiples over the rest); only labelled axes → grouped bars.
 pub fn grid(ctx: &Context) -> Option<Section> {
@@ -639,238 +662,243 @@ pub fn grid(ctx: &Context) -> Option<Section> {
         return None;
     }
     let coords = coordinates(ctx, &axes);
+    let shape = GridShape { axes, coords };
     let numeric: Vec<usize> =
-        (0..axes.len()).filter(|&a| axes[a].numbers.as_ref().is_some_and(|n| n.len() > 1)).collect();
-    let others = |skip: &[usize]| -> Vec<usize> { (0..axes.len()).filter(|a| !skip.contains(a)).collect() };
-    let combo_label = |point: usize, which: &[usize]| -> String {
-        which
-            .iter()
-            .map(|&a| format!("{}={}", short_path(&axes[a].path), axes[a].labels[coords[point][a]]))
-            .collect::<Vec<_>>()
-            .join(" ")
+        (0..shape.axes.len()).filter(|&a| shape.axes[a].numbers.as_ref().is_some_and(|n| n.len() > 1)).collect();
+    let (blocks, intro) = match numeric[..] {
+        [ax, ay, ..] => grid_heatmaps(ctx, &shape, ax, ay),
+        [ax] => grid_lines(ctx, &shape, ax),
+        [] => grid_bars(ctx, &shape),
     };
+    Some(Section { id: "grid".into(), title: "The grid".into(), intro, blocks })
+}
+
+/// Two numeric axes `ax` × `ay`: a heatmap per headline metric (chosen in the page),
+/// small multiples over the other axes, one colour scale per metric.
+fn grid_heatmaps(ctx: &Context, shape: &GridShape, ax: usize, ay: usize) -> (Vec<Block>, String) {
     let metrics = ctx.headlines();
-    let (blocks, intro) = if numeric.len() >= 2 {
-        let (ax, ay) = (numeric[0], numeric[1]);
-        let rest = others(&[ax, ay]);
-        let mut groups: Vec<String> = Vec::new();
-        for p in 0..ctx.points.len() {
-            let g = combo_label(p, &rest);
-            if !groups.contains(&g) {
-                groups.push(g);
-            }
+    let rest = shape.others(&[ax, ay]);
+    let mut groups: Vec<String> = Vec::new();
+    for p in 0..ctx.points.len() {
+        let g = shape.combo_label(p, &rest);
+        if !groups.contains(&g) {
+            groups.push(g);
         }
-        let options = metrics
-            .iter()
-            .map(|def| {
-                let all = ctx.points.iter().filter_map(|p| ctx.value(p.index, def.name)).map(|v| v.value);
-                let range = all.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
-                let figures = groups
-                    .iter()
-                    .map(|group| {
-                        let mut cells = vec![vec![None; axes[ax].labels.len()]; axes[ay].labels.len()];
-                        let mut rows = Vec::new();
-                        for (p, point) in ctx.points.iter().enumerate() {
-                            if combo_label(p, &rest) != *group {
-                                continue;
-                            }
+    }
+    let options = metrics
+        .iter()
+        .map(|def| {
+            let all = ctx.points.iter().filter_map(|p| ctx.value(p.index, def.name)).map(|v| v.value);
+            let range = all.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            let figures = groups
+                .iter()
+                .map(|group| {
+                    let mut cells = vec![vec![None; shape.axes[ax].labels.len()]; shape.axes[ay].labels.len()];
+                    let mut rows = Vec::new();
+                    for (p, point) in ctx.points.iter().enumerate() {
+                        if shape.combo_label(p, &rest) != *group {
+                            continue;
+                        }
+                        let value = ctx.value(point.index, def.name);
+                        cells[shape.coords[p][ay]][shape.coords[p][ax]] = value;
+                        if let Some(v) = value {
+                            let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                            rows.push(vec![
+                                point.index.to_string(),
+                                shape.axes[ax].labels[shape.coords[p][ax]].clone(),
+                                shape.axes[ay].labels[shape.coords[p][ay]].clone(),
+                                num(v.value),
+                                num(lo),
+                                num(hi),
+                            ]);
+                        }
+                    }
+                    let heatmap = Heatmap {
+                        title: if group.is_empty() {
+                            def.name.to_string()
+                        } else {
+                            format!("{} at {group}", def.name)
+                        },
+                        x_label: shape.axes[ax].path.clone(),
+                        y_label: shape.axes[ay].path.clone(),
+                        x_values: shape.axes[ax].labels.clone(),
+                        y_values: shape.axes[ay].labels.clone(),
+                        cells,
+                        higher_is_better: match def.direction {
+                            Direction::Higher => Some(true),
+                            Direction::Lower => Some(false),
+                            Direction::Neither => None,
+                        },
+                        range: (range.0 <= range.1).then_some(range),
+                        size: if groups.len() > 1 { SMALL } else { WIDE },
+                    };
+                    let header =
+                        ["grid_point", shape.axes[ax].path.as_str(), shape.axes[ay].path.as_str(), "mean", "ci_lo", "ci_hi"];
+                    heatmap.render(
+                        "heatmap",
+                        csv(&header, rows),
+                        format!(
+                            "{}: mean per cell (hover for the 95% interval); ★ marks the best; one colour scale for all maps of this metric.",
+                            def.description
+                        ),
+                    )
+                })
+                .collect();
+            (def.name.to_string(), figures)
+        })
+        .collect();
+    let intro = if rest.is_empty() {
+        "Two numeric axes: a heatmap of the chosen metric with the cell values.".to_string()
+    } else {
+        format!(
+            "Heatmaps over {} × {}, one per value of {} (small multiples); choose the metric.",
+            shape.axes[ax].path,
+            shape.axes[ay].path,
+            rest.iter().map(|&a| shape.axes[a].path.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    };
+    (vec![Block::Choice { label: "metric".into(), options }], intro)
+}
+
+/// One numeric axis `ax`: each headline metric as lines over it with interval bars,
+/// one line per combination of the other axes.
+fn grid_lines(ctx: &Context, shape: &GridShape, ax: usize) -> (Vec<Block>, String) {
+    let metrics = ctx.headlines();
+    let rest = shape.others(&[ax]);
+    let figures = metrics
+        .iter()
+        .map(|def| {
+            let mut groups: Vec<(String, Vec<Point>)> = Vec::new();
+            let mut rows = Vec::new();
+            for (p, point) in ctx.points.iter().enumerate() {
+                let Some(v) = ctx.value(point.index, def.name) else { continue };
+                let x = shape.axes[ax].numbers.as_ref().expect("numeric axis")[shape.coords[p][ax]];
+                let group = shape.combo_label(p, &rest);
+                let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                rows.push(vec![point.index.to_string(), group.clone(), num(x), num(v.value), num(lo), num(hi)]);
+                let entry = match groups.iter_mut().position(|(g, _)| *g == group) {
+                    Some(i) => &mut groups[i].1,
+                    None => {
+                        groups.push((group, Vec::new()));
+                        &mut groups.last_mut().expect("just pushed").1
+                    }
+                };
+                entry.push(Point { x, y: v.value, interval: v.interval });
+            }
+            let n = groups.len();
+            let lines = groups
+                .into_iter()
+                .enumerate()
+                .map(|(i, (label, mut points))| {
+                    points.sort_by(|a, b| a.x.total_cmp(&b.x));
+                    Line {
+                        label: if label.is_empty() { def.name.to_string() } else { label },
+                        colour: series_colour(i, n),
+                        points,
+                        whiskers: true,
+                    }
+                })
+                .collect();
+            let plot = LinePlot {
+                title: format!("{} over {}", def.name, shape.axes[ax].path),
+                x: Axis::linear(shape.axes[ax].path.clone()),
+                y: Axis::linear(def.name),
+                lines,
+                windows: vec![],
+                markers: vec![],
+                bands: vec![],
+                size: SMALL,
+            };
+            plot.render(
+                "grid-line",
+                csv(&["grid_point", "series", shape.axes[ax].path.as_str(), "mean", "ci_lo", "ci_hi"], rows),
+                format!("{}; bars: 95% intervals.", def.description),
+            )
+        })
+        .collect();
+    (
+        vec![Block::Multiples(figures)],
+        format!("Each headline metric over {}, with 95% interval bars.", shape.axes[ax].path),
+    )
+}
+
+/// Only labelled axes (cases): each headline metric as bars with 95% whiskers, grouped
+/// by the other axes.
+fn grid_bars(ctx: &Context, shape: &GridShape) -> (Vec<Block>, String) {
+    let metrics = ctx.headlines();
+    let first = 0;
+    let rest = shape.others(&[first]);
+    let figures = metrics
+        .iter()
+        .map(|def| {
+            let mut groups: Vec<String> = Vec::new();
+            for p in 0..ctx.points.len() {
+                let g = shape.combo_label(p, &rest);
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+            let categories = shape.axes[first].labels.clone();
+            let n = groups.len();
+            let mut rows = Vec::new();
+            let series = groups
+                .iter()
+                .enumerate()
+                .map(|(g, group)| {
+                    let mut values = vec![None; categories.len()];
+                    for (p, point) in ctx.points.iter().enumerate() {
+                        if shape.combo_label(p, &rest) == *group {
                             let value = ctx.value(point.index, def.name);
-                            cells[coords[p][ay]][coords[p][ax]] = value;
+                            values[shape.coords[p][first]] = value;
                             if let Some(v) = value {
                                 let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
                                 rows.push(vec![
                                     point.index.to_string(),
-                                    axes[ax].labels[coords[p][ax]].clone(),
-                                    axes[ay].labels[coords[p][ay]].clone(),
+                                    categories[shape.coords[p][first]].clone(),
+                                    group.clone(),
                                     num(v.value),
                                     num(lo),
                                     num(hi),
                                 ]);
                             }
                         }
-                        let heatmap = Heatmap {
-                            title: if group.is_empty() {
-                                def.name.to_string()
-                            } else {
-                                format!("{} at {group}", def.name)
-                            },
-                            x_label: axes[ax].path.clone(),
-                            y_label: axes[ay].path.clone(),
-                            x_values: axes[ax].labels.clone(),
-                            y_values: axes[ay].labels.clone(),
-                            cells,
-                            higher_is_better: match def.direction {
-                                Direction::Higher => Some(true),
-                                Direction::Lower => Some(false),
-                                Direction::Neither => None,
-                            },
-                            range: (range.0 <= range.1).then_some(range),
-                            size: if groups.len() > 1 { SMALL } else { WIDE },
-                        };
-                        let header =
-                            ["grid_point", axes[ax].path.as_str(), axes[ay].path.as_str(), "mean", "ci_lo", "ci_hi"];
-                        heatmap.render(
-                            "heatmap",
-                            csv(&header, rows),
-                            format!(
-                                "{}: mean per cell (hover for the 95% interval); ★ marks the best; one colour scale for all maps of this metric.",
-                                def.description
-                            ),
-                        )
-                    })
-                    .collect();
-                (def.name.to_string(), figures)
-            })
-            .collect();
-        let intro = if rest.is_empty() {
-            "Two numeric axes: a heatmap of the chosen metric with the cell values.".to_string()
-        } else {
-            format!(
-                "Heatmaps over {} × {}, one per value of {} (small multiples); choose the metric.",
-                axes[ax].path,
-                axes[ay].path,
-                rest.iter().map(|&a| axes[a].path.as_str()).collect::<Vec<_>>().join(", ")
-            )
-        };
-        (vec![Block::Choice { label: "metric".into(), options }], intro)
-    } else if numeric.len() == 1 {
-        let ax = numeric[0];
-        let rest = others(&[ax]);
-        let figures = metrics
-            .iter()
-            .map(|def| {
-                let mut groups: Vec<(String, Vec<Point>)> = Vec::new();
-                let mut rows = Vec::new();
-                for (p, point) in ctx.points.iter().enumerate() {
-                    let Some(v) = ctx.value(point.index, def.name) else { continue };
-                    let x = axes[ax].numbers.as_ref().expect("numeric axis")[coords[p][ax]];
-                    let group = combo_label(p, &rest);
-                    let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
-                    rows.push(vec![point.index.to_string(), group.clone(), num(x), num(v.value), num(lo), num(hi)]);
-                    let entry = match groups.iter_mut().position(|(g, _)| *g == group) {
-                        Some(i) => &mut groups[i].1,
-                        None => {
-                            groups.push((group, Vec::new()));
-                            &mut groups.last_mut().expect("just pushed").1
-                        }
-                    };
-                    entry.push(Point { x, y: v.value, interval: v.interval });
-                }
-                let n = groups.len();
-                let lines = groups
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (label, mut points))| {
-                        points.sort_by(|a, b| a.x.total_cmp(&b.x));
-                        Line {
-                            label: if label.is_empty() { def.name.to_string() } else { label },
-                            colour: series_colour(i, n),
-                            points,
-                            whiskers: true,
-                        }
-                    })
-                    .collect();
-                let plot = LinePlot {
-                    title: format!("{} over {}", def.name, axes[ax].path),
-                    x: Axis::linear(axes[ax].path.clone()),
-                    y: Axis::linear(def.name),
-                    lines,
-                    windows: vec![],
-                    markers: vec![],
-                    bands: vec![],
-                    size: SMALL,
-                };
-                plot.render(
-                    "grid-line",
-                    csv(&["grid_point", "series", axes[ax].path.as_str(), "mean", "ci_lo", "ci_hi"], rows),
-                    format!("{}; bars: 95% intervals.", def.description),
-                )
-            })
-            .collect();
-        (
-            vec![Block::Multiples(figures)],
-            format!("Each headline metric over {}, with 95% interval bars.", axes[ax].path),
-        )
-    } else {
-        let first = 0;
-        let rest = others(&[first]);
-        let figures = metrics
-            .iter()
-            .map(|def| {
-                let mut groups: Vec<String> = Vec::new();
-                for p in 0..ctx.points.len() {
-                    let g = combo_label(p, &rest);
-                    if !groups.contains(&g) {
-                        groups.push(g);
                     }
-                }
-                let categories = axes[first].labels.clone();
-                let n = groups.len();
-                let mut rows = Vec::new();
-                let series = groups
-                    .iter()
-                    .enumerate()
-                    .map(|(g, group)| {
-                        let mut values = vec![None; categories.len()];
-                        for (p, point) in ctx.points.iter().enumerate() {
-                            if combo_label(p, &rest) == *group {
-                                let value = ctx.value(point.index, def.name);
-                                values[coords[p][first]] = value;
-                                if let Some(v) = value {
-                                    let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
-                                    rows.push(vec![
-                                        point.index.to_string(),
-                                        categories[coords[p][first]].clone(),
-                                        group.clone(),
-                                        num(v.value),
-                                        num(lo),
-                                        num(hi),
-                                    ]);
-                                }
-                            }
-                        }
-                        BarSeries {
-                            label: if group.is_empty() { def.name.to_string() } else { group.clone() },
-                            colour: if n == 1 { series_colour(0, 1) } else { series_colour(g, n) },
-                            values,
-                        }
-                    })
-                    .collect();
-                // One axis of grid points: each bar in its point's colour, named as in the legend.
-                let single = axes.len() == 1;
-                let category_colours: Vec<RGBColor> =
-                    if single { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
-                let categories = if single {
-                    ctx.points.iter().map(|p| p.label.clone()).collect()
-                } else if axes[first].path == "case" || ctx.points.iter().all(|p| p.legend.is_none()) {
-                    categories
-                } else {
-                    (0..categories.len()).map(|c| format!("{} #{c}", short_path(&axes[first].path))).collect()
-                };
-                let plot = BarPlot {
-                    title: def.name.to_string(),
-                    y_label: def.name.to_string(),
-                    categories,
-                    series,
-                    stacked: false,
-                    category_colours,
-                    keys: if single {
-                        ctx.points.iter().map(|p| format!("#{}", p.index)).collect()
-                    } else {
-                        Vec::new()
-                    },
-                    size: SMALL,
-                };
-                plot.render(
-                    "bars",
-                    csv(&["grid_point", axes[first].path.as_str(), "series", "mean", "ci_lo", "ci_hi"], rows),
-                    format!("{}; whiskers: 95% intervals.", def.description),
-                )
-            })
-            .collect();
-        (vec![Block::Multiples(figures)], "Labelled cases: each headline metric as bars with 95% whiskers.".to_string())
-    };
-    Some(Section { id: "grid".into(), title: "The grid".into(), intro, blocks })
+                    BarSeries {
+                        label: if group.is_empty() { def.name.to_string() } else { group.clone() },
+                        colour: if n == 1 { series_colour(0, 1) } else { series_colour(g, n) },
+                        values,
+                    }
+                })
+                .collect();
+            // One axis of grid points: each bar in its point's colour, named as in the legend.
+            let single = shape.axes.len() == 1;
+            let category_colours: Vec<RGBColor> =
+                if single { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
+            let categories = if single {
+                ctx.points.iter().map(|p| p.label.clone()).collect()
+            } else if shape.axes[first].path == "case" || ctx.points.iter().all(|p| p.legend.is_none()) {
+                categories
+            } else {
+                (0..categories.len()).map(|c| format!("{} #{c}", short_path(&shape.axes[first].path))).collect()
+            };
+            let plot = BarPlot {
+                title: def.name.to_string(),
+                y_label: def.name.to_string(),
+                categories,
+                series,
+                stacked: false,
+                category_colours,
+                keys: if single { ctx.points.iter().map(|p| format!("#{}", p.index)).collect() } else { Vec::new() },
+                size: SMALL,
+            };
+            plot.render(
+                "bars",
+                csv(&["grid_point", shape.axes[first].path.as_str(), "series", "mean", "ci_lo", "ci_hi"], rows),
+                format!("{}; whiskers: 95% intervals.", def.description),
+            )
+        })
+        .collect();
+    (vec![Block::Multiples(figures)], "Labelled cases: each headline metric as bars with 95% whiskers.".to_string())
 }
 
 fn short_path(path: &str) -> &str {
@@ -943,209 +971,20 @@ fn segment_label(segment: &Segment) -> String {
     }
 }
 
-/// The sections the model asked for.
+/// The model's own plots (what its presentation asks for), after the common sections.
 pub fn model_sections(ctx: &Context) -> Option<Section> {
     let mut blocks = Vec::new();
-    let categories: Vec<String> = ctx.points.iter().map(|p| p.label.clone()).collect();
-    let point_keys: Vec<String> = ctx.points.iter().map(|p| format!("#{}", p.index)).collect();
     for section in &ctx.presentation.sections {
         match section {
             ModelSection::MetricBars { title, y_label, metrics } => {
-                let mut rows = Vec::new();
-                let n = metrics.len();
-                let series = metrics
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (label, metric))| {
-                        let values: Vec<Option<BarValue>> =
-                            ctx.points.iter().map(|p| ctx.value(p.index, metric)).collect();
-                        for (point, v) in ctx.points.iter().zip(&values) {
-                            if let Some(v) = v {
-                                let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
-                                rows.push(vec![
-                                    point.index.to_string(),
-                                    metric.clone(),
-                                    num(v.value),
-                                    num(lo),
-                                    num(hi),
-                                ]);
-                            }
-                        }
-                        BarSeries { label: label.clone(), colour: series_colour(i, n), values }
-                    })
-                    .collect();
-                let category_colours = if n == 1 { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
-                let plot = BarPlot {
-                    title: title.clone(),
-                    y_label: y_label.clone(),
-                    categories: categories.clone(),
-                    series,
-                    stacked: false,
-                    category_colours,
-                    keys: point_keys.clone(),
-                    size: WIDE,
-                };
-                blocks.push(Block::Figure(plot.render(
-                    "bars",
-                    csv(&["grid_point", "metric", "mean", "ci_lo", "ci_hi"], rows),
-                    "Means with 95% whiskers, per grid point.".into(),
-                )));
+                blocks.push(metric_bars(ctx, title, y_label, metrics))
             }
             ModelSection::CountHistogram { title, file, column, x_label } => {
-                let Some((_, table)) = ctx.folder.extra.iter().find(|(name, _)| name == file) else { continue };
-                let per_point: Vec<Vec<(f64, f64)>> =
-                    ctx.points.iter().map(|p| data::counts(table, column, p.index)).collect();
-                let last = per_point
-                    .iter()
-                    .flat_map(|rows| rows.iter().filter(|(_, share)| *share > 0.0).map(|(v, _)| *v as usize))
-                    .max()
-                    .unwrap_or(0);
-                let categories: Vec<String> = (0..=last).map(|v| v.to_string()).collect();
-                let mut rows = Vec::new();
-                let series = ctx
-                    .overlaid()
-                    .zip(&per_point)
-                    .map(|(point, counts)| {
-                        let mut values = vec![None; categories.len()];
-                        for &(value, share) in counts {
-                            if (value as usize) <= last {
-                                values[value as usize] = Some(BarValue { value: share, interval: None });
-                                rows.push(vec![point.index.to_string(), num(value), num(share)]);
-                            }
-                        }
-                        BarSeries { label: point.long(), colour: point.colour, values }
-                    })
-                    .collect();
-                let plot = BarPlot {
-                    title: title.clone(),
-                    y_label: "share of routed attempts".into(),
-                    categories,
-                    series,
-                    stacked: false,
-                    category_colours: Vec::new(),
-                    keys: Vec::new(),
-                    size: WIDE,
-                };
-                blocks.push(Block::Figure(plot.render(
-                    "counts",
-                    csv(&["grid_point", column, "share"], rows),
-                    format!("x: {x_label}. Exact counts summed over every replica ({file})."),
-                )));
+                blocks.extend(count_histogram(ctx, title, file, column, x_label))
             }
-            ModelSection::Outcomes { title, groups } => {
-                let mut figures = Vec::new();
-                for (group, segments) in groups {
-                    let shown: Vec<&Segment> = segments
-                        .iter()
-                        .filter(|s| {
-                            ctx.points.iter().any(|p| ctx.value(p.index, &s.metric).is_some_and(|v| v.value > 0.0))
-                        })
-                        .collect();
-                    if shown.is_empty() {
-                        continue;
-                    }
-                    let every: Vec<&Segment> = groups.iter().flat_map(|(_, segments)| segments.iter()).collect();
-                    let colours = segment_colours(&every, &shown);
-                    let mut rows = Vec::new();
-                    let series = shown
-                        .iter()
-                        .zip(colours)
-                        .map(|(segment, colour)| {
-                            let values: Vec<Option<BarValue>> =
-                                ctx.points.iter().map(|p| ctx.value(p.index, &segment.metric)).collect();
-                            for (point, v) in ctx.points.iter().zip(&values) {
-                                if let Some(v) = v {
-                                    rows.push(vec![
-                                        point.index.to_string(),
-                                        segment.stage.clone(),
-                                        segment.label.clone(),
-                                        num(v.value),
-                                    ]);
-                                }
-                            }
-                            BarSeries { label: segment_label(segment), colour, values }
-                        })
-                        .collect();
-                    let plot = BarPlot {
-                        title: format!("{group} calls"),
-                        y_label: "calls per replica (mean)".into(),
-                        categories: categories.clone(),
-                        series,
-                        stacked: true,
-                        category_colours: Vec::new(),
-                        keys: point_keys.clone(),
-                        size: SMALL,
-                    };
-                    figures.push(plot.render(
-                        "outcomes",
-                        csv(&["grid_point", "stage", "reason", "calls_mean"], rows),
-                        "Stacked means per replica: served at the bottom, then each reason a call stopped for.".into(),
-                    ));
-                }
-                blocks.push(Block::Html(format!("<h3>{}</h3>", escape(title))));
-                blocks.push(Block::Multiples(figures));
-            }
+            ModelSection::Outcomes { title, groups } => blocks.extend(outcomes(ctx, title, groups)),
             ModelSection::Funnel { title, total_label, segments } => {
-                let sums: Vec<Vec<f64>> = segments
-                    .iter()
-                    .map(|(_, metrics)| {
-                        ctx.points
-                            .iter()
-                            .map(|p| {
-                                metrics
-                                    .iter()
-                                    .filter_map(|m| ctx.value(p.index, m))
-                                    .map(|v| v.value)
-                                    .filter(|v| v.is_finite())
-                                    .sum()
-                            })
-                            .collect()
-                    })
-                    .collect();
-                let totals: Vec<f64> = (0..ctx.points.len()).map(|p| sums.iter().map(|s| s[p]).sum()).collect();
-                let shown: Vec<usize> = (0..segments.len()).filter(|&s| sums[s].iter().any(|v| *v > 0.0)).collect();
-                let refs: Vec<&Segment> = shown.iter().map(|&s| &segments[s].0).collect();
-                let every: Vec<&Segment> = segments.iter().map(|(s, _)| s).collect();
-                let colours = segment_colours(&every, &refs);
-                let mut rows = Vec::new();
-                let series = shown
-                    .iter()
-                    .zip(colours)
-                    .map(|(&s, colour)| {
-                        let segment = &segments[s].0;
-                        let values = (0..ctx.points.len())
-                            .map(|p| {
-                                let share = if totals[p] > 0.0 { sums[s][p] / totals[p] } else { f64::NAN };
-                                rows.push(vec![
-                                    ctx.points[p].index.to_string(),
-                                    segment.stage.clone(),
-                                    segment.label.clone(),
-                                    num(sums[s][p]),
-                                    num(share),
-                                ]);
-                                Some(BarValue { value: share, interval: None })
-                            })
-                            .collect();
-                        BarSeries { label: segment_label(segment), colour, values }
-                    })
-                    .collect();
-                let plot = BarPlot {
-                    title: title.clone(),
-                    y_label: total_label.clone(),
-                    categories: categories.clone(),
-                    series,
-                    stacked: true,
-                    category_colours: Vec::new(),
-                    keys: point_keys.clone(),
-                    size: WIDE,
-                };
-                blocks.push(Block::Figure(plot.render(
-                    "funnel",
-                    csv(&["grid_point", "stage", "reason", "calls_mean", "share"], rows),
-                    "Each bar is every call offered (all classes); segments in the order a call meets them: each gate's \
-                     refusals, timeouts, provider errors, and at the top the calls served."
-                        .into(),
-                )));
+                blocks.push(funnel(ctx, title, total_label, segments))
             }
         }
     }
@@ -1158,6 +997,212 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
         intro: ctx.intro("What this model measures beyond the common metrics."),
         blocks,
     })
+}
+
+/// Each grid point's name and its `#N` key, for bars with one category per point.
+fn point_categories(ctx: &Context) -> (Vec<String>, Vec<String>) {
+    (ctx.points.iter().map(|p| p.label.clone()).collect(), ctx.points.iter().map(|p| format!("#{}", p.index)).collect())
+}
+
+/// Bars with 95% whiskers of `metrics` (label, metric) per grid point.
+fn metric_bars(ctx: &Context, title: &str, y_label: &str, metrics: &[(String, String)]) -> Block {
+    let (categories, point_keys) = point_categories(ctx);
+    let mut rows = Vec::new();
+    let n = metrics.len();
+    let series = metrics
+        .iter()
+        .enumerate()
+        .map(|(i, (label, metric))| {
+            let values: Vec<Option<BarValue>> = ctx.points.iter().map(|p| ctx.value(p.index, metric)).collect();
+            for (point, v) in ctx.points.iter().zip(&values) {
+                if let Some(v) = v {
+                    let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                    rows.push(vec![point.index.to_string(), metric.clone(), num(v.value), num(lo), num(hi)]);
+                }
+            }
+            BarSeries { label: label.clone(), colour: series_colour(i, n), values }
+        })
+        .collect();
+    let category_colours = if n == 1 { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
+    let plot = BarPlot {
+        title: title.to_string(),
+        y_label: y_label.to_string(),
+        categories: categories.clone(),
+        series,
+        stacked: false,
+        category_colours,
+        keys: point_keys.clone(),
+        size: WIDE,
+    };
+    Block::Figure(plot.render(
+        "bars",
+        csv(&["grid_point", "metric", "mean", "ci_lo", "ci_hi"], rows),
+        "Means with 95% whiskers, per grid point.".into(),
+    ))
+}
+
+/// The model's count histogram (`file`, value column `column`): each overlaid point's
+/// share of every value, from exact counts.
+fn count_histogram(ctx: &Context, title: &str, file: &str, column: &str, x_label: &str) -> Option<Block> {
+    let (_, table) = ctx.folder.extra.iter().find(|(name, _)| name == file)?;
+    let per_point: Vec<Vec<(f64, f64)>> = ctx.points.iter().map(|p| data::counts(table, column, p.index)).collect();
+    let last = per_point
+        .iter()
+        .flat_map(|rows| rows.iter().filter(|(_, share)| *share > 0.0).map(|(v, _)| *v as usize))
+        .max()
+        .unwrap_or(0);
+    let categories: Vec<String> = (0..=last).map(|v| v.to_string()).collect();
+    let mut rows = Vec::new();
+    let series = ctx
+        .overlaid()
+        .zip(&per_point)
+        .map(|(point, counts)| {
+            let mut values = vec![None; categories.len()];
+            for &(value, share) in counts {
+                if (value as usize) <= last {
+                    values[value as usize] = Some(BarValue { value: share, interval: None });
+                    rows.push(vec![point.index.to_string(), num(value), num(share)]);
+                }
+            }
+            BarSeries { label: point.long(), colour: point.colour, values }
+        })
+        .collect();
+    let plot = BarPlot {
+        title: title.to_string(),
+        y_label: "share of routed attempts".into(),
+        categories,
+        series,
+        stacked: false,
+        category_colours: Vec::new(),
+        keys: Vec::new(),
+        size: WIDE,
+    };
+    Some(Block::Figure(plot.render(
+        "counts",
+        csv(&["grid_point", column, "share"], rows),
+        format!("x: {x_label}. Exact counts summed over every replica ({file})."),
+    )))
+}
+
+/// Per group (a call class), a stacked bar per grid point of the outcomes that occurred.
+fn outcomes(ctx: &Context, title: &str, groups: &[(String, Vec<Segment>)]) -> Vec<Block> {
+    let (categories, point_keys) = point_categories(ctx);
+    let mut figures = Vec::new();
+    for (group, segments) in groups {
+        let shown: Vec<&Segment> = segments
+            .iter()
+            .filter(|s| ctx.points.iter().any(|p| ctx.value(p.index, &s.metric).is_some_and(|v| v.value > 0.0)))
+            .collect();
+        if shown.is_empty() {
+            continue;
+        }
+        let every: Vec<&Segment> = groups.iter().flat_map(|(_, segments)| segments.iter()).collect();
+        let colours = segment_colours(&every, &shown);
+        let mut rows = Vec::new();
+        let series = shown
+            .iter()
+            .zip(colours)
+            .map(|(segment, colour)| {
+                let values: Vec<Option<BarValue>> =
+                    ctx.points.iter().map(|p| ctx.value(p.index, &segment.metric)).collect();
+                for (point, v) in ctx.points.iter().zip(&values) {
+                    if let Some(v) = v {
+                        rows.push(vec![
+                            point.index.to_string(),
+                            segment.stage.clone(),
+                            segment.label.clone(),
+                            num(v.value),
+                        ]);
+                    }
+                }
+                BarSeries { label: segment_label(segment), colour, values }
+            })
+            .collect();
+        let plot = BarPlot {
+            title: format!("{group} calls"),
+            y_label: "calls per replica (mean)".into(),
+            categories: categories.clone(),
+            series,
+            stacked: true,
+            category_colours: Vec::new(),
+            keys: point_keys.clone(),
+            size: SMALL,
+        };
+        figures.push(plot.render(
+            "outcomes",
+            csv(&["grid_point", "stage", "reason", "calls_mean"], rows),
+            "Stacked means per replica: served at the bottom, then each reason a call stopped for.".into(),
+        ));
+    }
+    vec![Block::Html(format!("<h3>{}</h3>", escape(title))), Block::Multiples(figures)]
+}
+
+/// Where work stopped over every group: a 100% stacked bar per grid point, one segment
+/// per (stage, reason) that occurred.
+fn funnel(ctx: &Context, title: &str, total_label: &str, segments: &[(Segment, Vec<String>)]) -> Block {
+    let (categories, point_keys) = point_categories(ctx);
+    let sums: Vec<Vec<f64>> = segments
+        .iter()
+        .map(|(_, metrics)| {
+            ctx.points
+                .iter()
+                .map(|p| {
+                    metrics
+                        .iter()
+                        .filter_map(|m| ctx.value(p.index, m))
+                        .map(|v| v.value)
+                        .filter(|v| v.is_finite())
+                        .sum()
+                })
+                .collect()
+        })
+        .collect();
+    let totals: Vec<f64> = (0..ctx.points.len()).map(|p| sums.iter().map(|s| s[p]).sum()).collect();
+    let shown: Vec<usize> = (0..segments.len()).filter(|&s| sums[s].iter().any(|v| *v > 0.0)).collect();
+    let refs: Vec<&Segment> = shown.iter().map(|&s| &segments[s].0).collect();
+    let every: Vec<&Segment> = segments.iter().map(|(s, _)| s).collect();
+    let colours = segment_colours(&every, &refs);
+    let mut rows = Vec::new();
+    let series = shown
+        .iter()
+        .zip(colours)
+        .map(|(&s, colour)| {
+            let segment = &segments[s].0;
+            let values = (0..ctx.points.len())
+                .map(|p| {
+                    let share = if totals[p] > 0.0 { sums[s][p] / totals[p] } else { f64::NAN };
+                    rows.push(vec![
+                        ctx.points[p].index.to_string(),
+                        segment.stage.clone(),
+                        segment.label.clone(),
+                        num(sums[s][p]),
+                        num(share),
+                    ]);
+                    Some(BarValue { value: share, interval: None })
+                })
+                .collect();
+            BarSeries { label: segment_label(segment), colour, values }
+        })
+        .collect();
+    let plot = BarPlot {
+        title: title.to_string(),
+        y_label: total_label.to_string(),
+        categories: categories.clone(),
+        series,
+        stacked: true,
+        category_colours: Vec::new(),
+        keys: point_keys.clone(),
+        size: WIDE,
+    };
+    Block::Figure(
+        plot.render(
+            "funnel",
+            csv(&["grid_point", "stage", "reason", "calls_mean", "share"], rows),
+            "Each bar is every call offered (all classes); segments in the order a call meets them: each gate's \
+         refusals, timeouts, provider errors, and at the top the calls served."
+                .into(),
+        ),
+    )
 }
 
 /// Every section, in page order.
