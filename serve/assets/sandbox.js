@@ -88,10 +88,10 @@
     $("incidents").replaceChildren(...config.incidents.map((incident, i) => {
       const set = (field, value) => { incident[field] = value; changedConfig(); };
       const select = (field, options) => el("select", { onchange: (e) => set(field, e.target.value) }, ...options.map((o) => el("option", { value: o, ...(o === incident[field] ? { selected: "" } : {}), text: o })));
-      const number = (field) => el("input", { type: "number", step: 1, value: incident[field], style: "width:5rem", onchange: (e) => set(field, Number(e.target.value)) });
+      const number = (field) => el("input", { type: "number", step: 1, value: incident[field], "aria-label": field.replace("_s", " (s)").replace("_", " "), onchange: (e) => set(field, Number(e.target.value)) });
       // The severity of a capacity step: the share of the fleet still up (brownout and outage have fixed health).
       const step = incident.kind === "capacity_step";
-      const severity = el("input", { type: "number", step: 0.05, min: 0.05, max: 1, value: step ? incident.scale : "", style: "width:5rem", "aria-label": "share of the fleet still up",
+      const severity = el("input", { type: "number", step: 0.05, min: 0.05, max: 1, value: step ? incident.scale : "", "aria-label": "share of the fleet still up",
         ...(step ? {} : { disabled: "" }), onchange: (e) => set("scale", Number(e.target.value)) });
       const kind = el("select", { onchange: (e) => {
         incident.kind = e.target.value;
@@ -101,7 +101,7 @@
       } }, ...defaults.incident_kinds.map((o) => el("option", { value: o, ...(o === incident.kind ? { selected: "" } : {}), text: o })));
       return el("tr", {}, el("td", {}, select("tier", defaults.tiers)), el("td", {}, kind),
         el("td", {}, number("start_s")), el("td", {}, number("duration_s")), el("td", {}, severity),
-        el("td", {}, el("button", { onclick: () => { config.incidents.splice(i, 1); incidents(); changedConfig(); }, text: "remove" })));
+        el("td", {}, el("button", { "aria-label": "remove this incident", title: "remove this incident", onclick: () => { config.incidents.splice(i, 1); incidents(); changedConfig(); }, text: "✕" })));
     }));
   }
 

@@ -239,3 +239,57 @@ fn a_newer_run_cancels_the_older_on_its_channel() {
     assert_eq!(status, 409, "the older run was cancelled");
     assert!(elapsed < std::time::Duration::from_secs(3), "and answered soon after: {elapsed:?}");
 }
+
+/// Learn and the Sandbox laid out 1,400 px wide: no chart text under 10 px (the trace's
+/// row labels were 7 px), no two labels or controls overlapping (an incident row's
+/// severity box and remove button spilled over the funnel table), every Learn
+/// experiment's ticks on round values, and the attempts histogram has a y axis.
+#[test]
+fn the_llm_pages_read_at_1400_px() {
+    let Some(mut browser) = browser_or_skip("the_llm_pages_read_at_1400_px") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    browser.set_width(1400);
+    browser.navigate(&format!("{}/sandbox", server.url));
+    let mut runs = next_run(&mut browser, 0);
+    // Two incidents, one a capacity step with its severity box enabled.
+    browser.eval("document.querySelector('#add-incident').click();");
+    runs = next_run(&mut browser, runs);
+    browser.eval("const kind = document.querySelectorAll('#incidents select')[3]; kind.value = 'capacity_step'; kind.dispatchEvent(new Event('change'));");
+    next_run(&mut browser, runs);
+    assert_eq!(browser.eval("document.querySelectorAll('#incidents tr').length"), json!(2));
+    assert!(browser.assert_layout("sandbox") > 150);
+    browser.navigate(&format!("{}/learn", server.url));
+    let mut runs = next_run(&mut browser, 0);
+    let count = browser.eval("document.querySelectorAll('nav.steps button').length").as_u64().unwrap();
+    assert_eq!(count, 10);
+    for step in 0..count {
+        if step > 0 {
+            browser.eval(&format!("document.querySelectorAll('nav.steps button')[{step}].click();"));
+            runs = next_run(&mut browser, runs);
+        }
+        let what = format!("learn experiment {}", step + 1);
+        browser.assert_layout(&what);
+        // Ticks are round: evenly 1, 2 or 5 × 10^k apart, each a multiple of that step.
+        let odd = browser.eval(
+            "(() => { const odd = []; for (const svg of document.querySelectorAll('figure.chart svg')) { \
+               for (const anchor of ['middle', 'end']) { \
+                 const ticks = Array.from(svg.querySelectorAll(`text.tick[text-anchor=${anchor}]`)) \
+                   .map(t => Number(t.textContent)).filter(Number.isFinite).sort((a, b) => a - b); \
+                 if (ticks.length < 2) continue; \
+                 const step = ticks[1] - ticks[0]; const m = step / Math.pow(10, Math.floor(Math.log10(step))); \
+                 const round = [1, 2, 5, 10].some(r => Math.abs(m - r) < 1e-6); \
+                 const even = ticks.every((t, i) => i === 0 || Math.abs(t - ticks[i - 1] - step) < 1e-6 * step); \
+                 const multiples = ticks.every(t => Math.abs(t / step - Math.round(t / step)) < 1e-6); \
+                 if (!(round && even && multiples)) odd.push(ticks.join(' ')); } } return odd; })()",
+        );
+        assert_eq!(odd, json!([]), "{what}: ticks on odd values");
+        let y_ticks = browser.eval(
+            "Array.from(document.querySelectorAll('#histogram svg text.tick')).filter(t => t.getAttribute('text-anchor') === 'end').length",
+        );
+        assert!(y_ticks.as_u64().unwrap() >= 2, "{what}: the attempts histogram has no y axis");
+        let x_ticks = browser.eval("document.querySelectorAll('#timeline svg text.tick').length");
+        assert!(x_ticks.as_u64().unwrap() >= 2, "{what}: the timeline's axis has no ticks to check");
+    }
+    assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+}
