@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::Value;
+use stampede_output::Table;
 
 use crate::common::{stderr, stdout};
 
@@ -17,14 +17,52 @@ fn updating() -> bool {
     std::env::var_os("STAMPEDE_UPDATE_FIGURES").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// `stampede run SCENARIO --json` (its own replicas and seed), parsed.
-fn run_json(scenario: &str, out: &Path) -> Value {
+/// A scenario run at its own replicas and seed: its tables, and what it printed.
+struct Run {
+    summary: Table,
+    replicas: Table,
+    stdout: String,
+}
+
+/// `stampede run SCENARIO` (its own replicas and seed) into `out`, its tables read back.
+fn run(scenario: &str, out: &Path) -> Run {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(["run", scenario, "--json", "--no-report", "--force", "--out", out.to_str().unwrap()])
+        .args(["run", scenario, "--no-report", "--force", "--out", out.to_str().unwrap()])
+        .env("COLUMNS", "100")
         .output()
         .unwrap();
     assert!(output.status.success(), "{scenario}: {}", stderr(&output));
-    serde_json::from_str(&stdout(&output)).unwrap()
+    let dir = out.join(scenario);
+    Run {
+        summary: Table::read(&dir.join("summary.parquet")).unwrap(),
+        replicas: Table::read(&dir.join("replicas.parquet")).unwrap(),
+        stdout: stdout(&output).replace(&format!("wrote {}/", out.display()), "wrote out/"),
+    }
+}
+
+impl Run {
+    /// A figure's value: the mean of `metric` at `point`, or a statistic across its replicas
+    /// (`p95` by nearest rank as `verify` computes it, `max`, or `fraction_at_most` `bound`).
+    fn value(&self, point: usize, metric: &str, statistic: &str, bound: Option<f64>) -> f64 {
+        if statistic == "mean" {
+            let points = self.summary.numbers("grid_point").unwrap();
+            let row = points.iter().position(|p| *p as usize == point).expect("the grid point");
+            return self.summary.numbers(&format!("{metric}_mean")).unwrap_or_else(|_| panic!("no metric {metric}"))
+                [row];
+        }
+        let points = self.replicas.numbers("grid_point").unwrap();
+        let all = self.replicas.numbers(metric).unwrap_or_else(|_| panic!("no metric {metric}"));
+        let values: Vec<f64> = points.iter().zip(all).filter(|(p, _)| **p as usize == point).map(|(_, v)| v).collect();
+        match statistic {
+            "p95" => stampede_experiments::verify::replica_quantile(&values, 0.95),
+            "max" => values.iter().copied().filter(|v| v.is_finite()).fold(f64::NEG_INFINITY, f64::max),
+            "fraction_at_most" => {
+                let bound = bound.expect("fraction_at_most needs a bound");
+                values.iter().filter(|v| **v <= bound).count() as f64 / values.len() as f64
+            }
+            other => panic!("unknown statistic {other}"),
+        }
+    }
 }
 
 /// The byte range of the first place in `text` that reads `template` with a number
@@ -36,7 +74,11 @@ fn find_filled(text: &str, template: &str) -> Option<(usize, usize)> {
         let start = from + offset;
         let mut at = start + parts[0].len();
         let matched = parts[1..].iter().all(|literal| {
-            let number = text[at..].chars().take_while(|c| c.is_ascii_digit() || ".,-".contains(*c)).count();
+            let mut number = text[at..].chars().take_while(|c| c.is_ascii_digit() || ".,-".contains(*c)).count();
+            // A comma or full stop after a number is punctuation, not part of it.
+            while number > 0 && text[at..at + number].ends_with([',', '.']) {
+                number -= 1;
+            }
             if number == 0 || !text[at + number..].starts_with(literal) {
                 return false;
             }
@@ -49,6 +91,20 @@ fn find_filled(text: &str, template: &str) -> Option<(usize, usize)> {
         from = start + 1;
     }
     None
+}
+
+/// `1021` → `1,021` (the integer part's thousands).
+fn group_thousands(text: &str) -> String {
+    let (whole, rest) = text.split_at(text.find('.').unwrap_or(text.len()));
+    let digits: Vec<char> = whole.chars().collect();
+    let mut out = String::new();
+    for (i, c) in digits.iter().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 && c.is_ascii_digit() && digits[i - 1].is_ascii_digit() {
+            out.push(',');
+        }
+        out.push(*c);
+    }
+    out + rest
 }
 
 /// Fills `template`'s `{}` in order.
@@ -66,7 +122,7 @@ fn fill(template: &str, values: &[String]) -> String {
 fn quoted_figures_are_what_the_runs_give() {
     let figures: toml::Table = std::fs::read_to_string(format!("{ROOT}/docs/figures.toml")).unwrap().parse().unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let mut runs: BTreeMap<String, Value> = BTreeMap::new();
+    let mut runs: BTreeMap<String, Run> = BTreeMap::new();
     let mut files: BTreeMap<String, String> = BTreeMap::new();
     let mut wrong = Vec::new();
     let entries = figures["figure"].as_array().unwrap();
@@ -74,7 +130,8 @@ fn quoted_figures_are_what_the_runs_give() {
         let scenario = figure["scenario"].as_str().unwrap();
         let file = figure["file"].as_str().unwrap();
         let template = figure["text"].as_str().unwrap();
-        let run = runs.entry(scenario.to_string()).or_insert_with(|| run_json(scenario, scratch.path()));
+        let run = runs.entry(scenario.to_string()).or_insert_with(|| run(scenario, scratch.path()));
+        let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
         let values: Vec<String> = figure["values"]
             .as_array()
             .unwrap()
@@ -82,13 +139,18 @@ fn quoted_figures_are_what_the_runs_give() {
             .map(|value| {
                 let point = value["point"].as_integer().unwrap() as usize;
                 let metric = value["metric"].as_str().unwrap();
-                let scale =
-                    value.get("scale").map_or(1.0, |s| s.as_float().unwrap_or_else(|| s.as_integer().unwrap() as f64));
+                let statistic = value.get("statistic").and_then(toml::Value::as_str).unwrap_or("mean");
+                let bound = value.get("bound").and_then(number);
+                let scale = value.get("scale").and_then(number).unwrap_or(1.0);
                 let digits = value.get("digits").and_then(toml::Value::as_integer).unwrap_or(2) as usize;
-                let mean = run["grid"][point]["metrics"][metric]["mean"]
-                    .as_f64()
-                    .unwrap_or_else(|| panic!("{scenario}: no metric {metric} at grid point {point}"));
-                format!("{:.digits$}", mean * scale)
+                let measured = run.value(point, metric, statistic, bound);
+                assert!(measured.is_finite(), "{scenario}: {metric} at grid point {point} is {measured}");
+                let text = format!("{:.digits$}", measured * scale);
+                if value.get("grouped").and_then(toml::Value::as_bool) == Some(true) {
+                    group_thousands(&text)
+                } else {
+                    text
+                }
             })
             .collect();
         assert_eq!(values.len(), template.matches("{}").count(), "{template}: one value per {{}}");
@@ -126,13 +188,7 @@ fn quoted_figures_are_what_the_runs_give() {
 #[test]
 fn the_readmes_example_table_is_the_showcases_output() {
     let scratch = tempfile::tempdir().unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(["run", "--no-report", "--out", scratch.path().to_str().unwrap()])
-        .env("COLUMNS", "100")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let printed = stdout(&output);
+    let printed = run("baltor", scratch.path()).stdout;
     let readme_path = format!("{ROOT}/README.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let start = readme.find("```\nbaltor · 3 grid point(s)").expect("the example table") + 4;
@@ -140,7 +196,7 @@ fn the_readmes_example_table_is_the_showcases_output() {
     let comparable = |text: &str| -> Vec<String> {
         text.lines()
             .skip(1) // the title line ends with the wall-clock time
-            .filter(|l| !l.starts_with("ns per event") && !l.starts_with("wrote ") && !l.starts_with("report: "))
+            .filter(|l| !l.starts_with("ns per event") && !l.starts_with("report: "))
             .map(str::to_string)
             .collect()
     };
@@ -149,10 +205,7 @@ fn the_readmes_example_table_is_the_showcases_output() {
     if shown != measured && updating() {
         let title = readme[start..end].lines().next().unwrap();
         let mut block: Vec<String> = vec![title.to_string()];
-        block.extend(printed.lines().skip(1).filter(|l| !l.starts_with("report: ")).map(|l| {
-            // The output root is a scratch folder; the README's is the default.
-            l.replace(&format!("wrote {}/", scratch.path().display()), "wrote out/")
-        }));
+        block.extend(printed.lines().skip(1).filter(|l| !l.starts_with("ns per event")).map(str::to_string));
         let updated = format!("{}{}\n{}", &readme[..start], block.join("\n"), &readme[end..]);
         std::fs::write(&readme_path, updated).unwrap();
         return;
