@@ -101,6 +101,11 @@ struct ServeArgs {
     /// Where the results page finds output folders (`stampede run --out`).
     #[arg(long, value_name = "DIR", default_value = "out")]
     results: PathBuf,
+    /// Also answer requests for this host name (repeatable), for a deliberate reverse
+    /// proxy: NAME matches at any port, NAME:PORT at that port. Only 127.0.0.1, localhost
+    /// and [::1] at the server's port are answered otherwise (defeats DNS rebinding).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_hosts: Vec<String>,
 }
 
 #[derive(Args)]
@@ -366,15 +371,27 @@ fn write_report(report: &RunReport, staging: &Path, args: &RunArgs) -> Result<()
 fn serve(args: ServeArgs) -> Result<()> {
     if !args.bind.is_loopback() {
         eprintln!(
-            "stampede: warning: serving on {}: anyone who can reach this machine can read and change {}",
+            "stampede: warning: serving on {}: anyone who can reach this machine can read and change {}; requests \
+             are answered for the loopback names, the bound address and --allow-host NAMEs only (add the name \
+             others use to reach it)",
             args.bind,
             args.db.display()
         );
     }
-    let options = stampede_serve::Options { db: args.db.clone(), results: args.results.clone() };
+    let options = stampede_serve::Options {
+        db: args.db.clone(),
+        results: args.results.clone(),
+        allow_hosts: args.allow_hosts.clone(),
+    };
     let address = std::net::SocketAddr::new(args.bind, args.port);
     stampede_serve::serve(options, address, |bound| {
-        let url = format!("http://{bound}/");
+        // A wildcard address is not a name a browser may use (nor one the server answers to).
+        let shown = if bound.ip().is_unspecified() {
+            std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), bound.port())
+        } else {
+            bound
+        };
+        let url = format!("http://{shown}/");
         println!(
             "stampede serve: {url} (ring file {}, results from {}); Ctrl-C stops",
             args.db.display(),

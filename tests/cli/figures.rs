@@ -99,7 +99,7 @@ fn group_thousands(text: &str) -> String {
     let digits: Vec<char> = whole.chars().collect();
     let mut out = String::new();
     for (i, c) in digits.iter().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 && c.is_ascii_digit() && digits[i - 1].is_ascii_digit() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) && c.is_ascii_digit() && digits[i - 1].is_ascii_digit() {
             out.push(',');
         }
         out.push(*c);

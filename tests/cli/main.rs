@@ -17,6 +17,7 @@ mod report;
 mod resume;
 mod ring;
 mod run_output;
+mod serve_guard;
 mod shards;
 mod slurm;
 mod trace;

@@ -1,0 +1,107 @@
+//! `stampede serve` keeps other web sites out, over real HTTP on loopback: a rebinding
+//! `Host` is refused before routing, a foreign `Origin` on POST and DELETE is refused
+//! while requests without one (curl, scripts) work, cross-site `text/plain` bodies stay
+//! refused, and bodies, paths and queries are capped.
+
+use std::io::{Read, Write};
+
+use crate::common::{http, Server};
+
+/// Sends `method path` to `server` with `headers` (each `Name: value`) and `body`;
+/// returns the status and the body.
+fn raw(server: &Server, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String) {
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for header in headers {
+        request.push_str(header);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    // A refused request may be answered before a large body is read: ignore a reset.
+    let _ = stream.write_all(body.as_bytes());
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = answer.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string());
+    (status, body)
+}
+
+#[test]
+fn a_rebinding_host_is_refused_and_the_servers_own_names_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let server = Server::start(&["--db", db.to_str().unwrap(), "--results", dir.path().to_str().unwrap()]);
+    let port = server.url.rsplit(':').next().unwrap().to_string();
+    for host in ["evil.example.com", &format!("evil.example.com:{port}"), "localhost", "127.0.0.1:1"] {
+        for path in ["/", "/api/results", "/api/ring", "/results"] {
+            let (status, body) = raw(&server, "GET", path, &[format!("Host: {host}")], "");
+            assert_eq!(status, 403, "GET {path} for {host}: {body}");
+            assert!(body.contains("answers only its own names") && body.contains("--allow-host"), "{body}");
+        }
+        // Nothing changes for a rebinding page either.
+        let json = r#"{"name":"n9"}"#;
+        let headers = [format!("Host: {host}"), "Content-Type: application/json".to_string()];
+        assert_eq!(raw(&server, "POST", "/api/ring/nodes", &headers, json).0, 403);
+    }
+    assert_eq!(raw(&server, "GET", "/", &[], "").0, 403, "a request without Host is refused");
+    for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")] {
+        let (status, body) = raw(&server, "GET", "/", &[format!("Host: {host}")], "");
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    // --allow-host adds a name, at any port or at one.
+    let proxied = Server::start(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--results",
+        dir.path().to_str().unwrap(),
+        "--allow-host",
+        "stampede.internal",
+    ]);
+    assert_eq!(raw(&proxied, "GET", "/", &["Host: stampede.internal".into()], "").0, 200);
+    assert_eq!(raw(&proxied, "GET", "/", &["Host: stampede.internal:443".into()], "").0, 200);
+    assert_eq!(raw(&proxied, "GET", "/", &["Host: other.internal".into()], "").0, 403);
+}
+
+#[test]
+fn a_foreign_origin_cannot_change_anything_and_no_origin_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let server = Server::start(&["--db", db.to_str().unwrap(), "--results", dir.path().to_str().unwrap()]);
+    let host = format!("Host: {}", server.url.strip_prefix("http://").unwrap());
+    let json = "Content-Type: application/json".to_string();
+    // No Origin (curl, scripts): works.
+    let (status, body) = http("POST", &format!("{}/api/ring/init", server.url), Some(r#"{"strategy":"vnodes"}"#));
+    assert_eq!(status, 200, "{body}");
+    for origin in ["http://evil.example", "null", "http://127.0.0.1:1", "https://localhost.evil.example"] {
+        let headers = [host.clone(), json.clone(), format!("Origin: {origin}")];
+        let (status, body) = raw(&server, "POST", "/api/ring/nodes", &headers, r#"{"name":"n1"}"#);
+        assert_eq!(status, 403, "POST from {origin}: {body}");
+        assert!(body.contains("takes changes only from its own pages"), "{body}");
+        let (status, _) = raw(&server, "DELETE", "/api/ring/nodes/n0", &headers, "");
+        assert_eq!(status, 403, "DELETE from {origin}");
+    }
+    let (_, state) = http("GET", &format!("{}/api/ring", server.url), None);
+    assert!(!state.contains("\"n1\""), "the refused POST added nothing: {state}");
+    // Its own pages: the origin of the server's own address.
+    let own = [host.clone(), json.clone(), format!("Origin: {}", server.url)];
+    let (status, body) = raw(&server, "POST", "/api/ring/nodes", &own, r#"{"name":"n1"}"#);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = raw(&server, "DELETE", "/api/ring/nodes/n1", &own, "");
+    assert_eq!(status, 200, "{body}");
+    // A GET from another origin reads nothing it could not already: it is the Host that guards reads.
+    // Cross-site "simple" bodies (text/plain, which a form can send without a preflight) stay refused.
+    let plain = [host.clone(), "Content-Type: text/plain".to_string()];
+    let (status, _) = raw(&server, "POST", "/api/ring/nodes", &plain, r#"{"name":"n2"}"#);
+    assert_eq!(status, 415, "a text/plain body is not JSON");
+    // Limits: a 2 MB body, a long path, a long query.
+    let big = format!(r#"{{"toml": "{}"}}"#, "x".repeat(2 << 20));
+    let (status, _) = raw(&server, "POST", "/api/sandbox/load", &[host.clone(), json.clone()], &big);
+    assert_eq!(status, 413, "a body over 1 MB");
+    let (status, _) = raw(&server, "GET", &format!("/{}", "a".repeat(3000)), std::slice::from_ref(&host), "");
+    assert_eq!(status, 414);
+    let (status, _) = raw(&server, "GET", &format!("/api/ring/lookup?key={}", "k".repeat(5000)), &[host], "");
+    assert_eq!(status, 414);
+}
