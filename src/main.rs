@@ -106,6 +106,18 @@ struct ServeArgs {
     /// and [::1] at the server's port are answered otherwise (defeats DNS rebinding).
     #[arg(long = "allow-host", value_name = "NAME")]
     allow_hosts: Vec<String>,
+    /// The most replicas one Sandbox run may ask for.
+    #[arg(long, value_name = "N", default_value_t = stampede_serve::Caps::default().replicas)]
+    max_replicas: u32,
+    /// The most simulated seconds (warm-up included) a Sandbox replica may ask for.
+    #[arg(long, value_name = "S", default_value_t = stampede_serve::Caps::default().sim_seconds)]
+    max_sim_seconds: f64,
+    /// The most turns one Sandbox run may simulate in all (replicas × seconds × turns/s).
+    #[arg(long, value_name = "N", default_value_t = stampede_serve::Caps::default().turns)]
+    max_turns: f64,
+    /// The most keys one ring request may generate.
+    #[arg(long, value_name = "N", default_value_t = stampede_serve::Caps::default().keys)]
+    max_keys: u64,
 }
 
 #[derive(Args)]
@@ -382,6 +394,12 @@ fn serve(args: ServeArgs) -> Result<()> {
         db: args.db.clone(),
         results: args.results.clone(),
         allow_hosts: args.allow_hosts.clone(),
+        caps: stampede_serve::Caps {
+            replicas: args.max_replicas,
+            sim_seconds: args.max_sim_seconds,
+            turns: args.max_turns,
+            keys: args.max_keys,
+        },
     };
     let address = std::net::SocketAddr::new(args.bind, args.port);
     stampede_serve::serve(options, address, |bound| {

@@ -105,12 +105,25 @@
     }));
   }
 
+  // The server's caps, shown beside the knobs they bound (a larger request is refused).
+  const caps = defaults.caps;
+  const whole = (n) => Math.round(n).toLocaleString("en-US");
+  function capNote() {
+    const turns = config.replicas * (config.warmup_s + config.duration_s) * config.turns_per_s;
+    const over = config.replicas > caps.replicas || config.warmup_s + config.duration_s > caps.sim_seconds || turns > caps.turns;
+    const note = $("caps");
+    note.textContent = `This server runs at most ${caps.replicas} replicas, ${caps.sim_seconds} simulated s a replica and ` +
+      `${whole(caps.turns)} turns a run; this run is ${whole(turns)} turns` + (over ? " — over a cap: lower a knob." : ".");
+    note.className = over ? "warning caps" : "why caps";
+    return over;
+  }
   function load() {
-    const fields = [["turns_per_s", "load (turns per second)", 1], ["duration_s", "duration (s, after the warm-up)", 5], ["warmup_s", "warm-up (s)", 1], ["seed", "seed", 1], ["replicas", "replicas", 10]];
+    const fields = [["turns_per_s", "load (turns per second)", 1], ["duration_s", "duration (s, after the warm-up)", 5], ["warmup_s", "warm-up (s)", 1], ["seed", "seed", 1], ["replicas", `replicas (at most ${caps.replicas})`, 10]];
     $("load").replaceChildren(...fields.map(([field, label, step]) => el("label", {}, label,
-      el("input", { type: "number", id: `load-${field}`, step, min: field === "seed" ? 0 : step, value: config[field], onchange: (e) => { config[field] = Number(e.target.value); changedConfig(); } }))),
+      el("input", { type: "number", id: `load-${field}`, step, min: field === "seed" ? 0 : step, ...(field === "replicas" ? { max: caps.replicas } : {}), value: config[field], onchange: (e) => { config[field] = Number(e.target.value); capNote(); changedConfig(); } }))),
       el("label", {}, "naive client: attempts", el("input", { type: "number", min: 1, value: config.knobs.naive_attempts, onchange: (e) => { config.knobs.naive_attempts = Number(e.target.value); changedConfig(); } })));
     $("client").value = config.client;
+    capNote();
   }
 
   function everything() {

@@ -26,6 +26,31 @@ pub struct Options {
     pub results: PathBuf,
     /// Host names answered besides the loopback ones (`--allow-host`; see [`guard`]).
     pub allow_hosts: Vec<String>,
+    /// The most work one request may start (see [`Caps`]).
+    pub caps: Caps,
+}
+
+/// The most work one request may start: a request above a cap is refused with 400
+/// naming the cap and the flag that raises it. The defaults keep the largest allowed
+/// Sandbox run under about 10 s on one core (the default run, 100 replicas × 70 s ×
+/// 20 turns/s = 140,000 turns, takes about 0.6 s of one core).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Caps {
+    /// Replicas per run (`--max-replicas`).
+    pub replicas: u32,
+    /// Simulated seconds per replica, warm-up included (`--max-sim-seconds`).
+    pub sim_seconds: f64,
+    /// Turns simulated in all: replicas × simulated seconds × turns per second (`--max-turns`).
+    pub turns: f64,
+    /// Keys one ring request may generate (`--max-keys`; 1,000,000 take about 17 s here,
+    /// each key placed and journaled).
+    pub keys: u64,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps { replicas: 1_000, sim_seconds: 600.0, turns: 2_000_000.0, keys: 500_000 }
+    }
 }
 
 /// The largest request body (the Sandbox's TOML load is the largest legitimate one).

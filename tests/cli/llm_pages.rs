@@ -259,6 +259,18 @@ fn the_llm_pages_read_at_1400_px() {
     next_run(&mut browser, runs);
     assert_eq!(browser.eval("document.querySelectorAll('#incidents tr').length"), json!(2));
     assert!(browser.assert_layout("sandbox") > 150);
+    // The caps are shown beside the knobs; a run above one says which and how to raise it.
+    let caps = browser.eval("document.querySelector('#caps').textContent");
+    assert!(caps.as_str().unwrap().contains("at most 1000 replicas"), "{caps}");
+    assert_eq!(browser.eval("document.getElementById('load-replicas').max"), json!("1000"));
+    browser.eval(
+        "const r = document.getElementById('load-replicas'); r.value = 5000; r.dispatchEvent(new Event('change'));",
+    );
+    browser.wait_for("document.body.dataset.state === 'error'");
+    let status = browser.eval("document.querySelector('#status').textContent");
+    assert!(status.as_str().unwrap().contains("--max-replicas"), "{status}");
+    assert!(browser.eval("document.querySelector('#caps').textContent").as_str().unwrap().contains("over a cap"));
+    browser.errors.retain(|e| !e.contains("400")); // the refused request is logged by the browser
     browser.navigate(&format!("{}/learn", server.url));
     let mut runs = next_run(&mut browser, 0);
     let count = browser.eval("document.querySelectorAll('nav.steps button').length").as_u64().unwrap();

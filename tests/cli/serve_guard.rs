@@ -105,3 +105,65 @@ fn a_foreign_origin_cannot_change_anything_and_no_origin_can() {
     let (status, _) = raw(&server, "GET", &format!("/api/ring/lookup?key={}", "k".repeat(5000)), &[host], "");
     assert_eq!(status, 414);
 }
+
+/// A Sandbox run above a cap is refused with 400 naming the cap and the flag that
+/// raises it (100 million replicas × a billion seconds used to be accepted and burn a
+/// core for as long as the server lived); the flags raise the caps; the page shows them.
+#[test]
+fn a_run_above_its_caps_is_refused_naming_the_cap_and_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    let (status, defaults) = http("GET", &format!("{}/api/sandbox", server.url), None);
+    assert_eq!(status, 200);
+    let defaults: serde_json::Value = serde_json::from_str(&defaults).unwrap();
+    assert_eq!(defaults["caps"], serde_json::json!({"replicas": 1000, "sim_seconds": 600.0, "turns": 2_000_000.0}));
+    let run = |server: &Server, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut config = defaults["config"].clone();
+        change(&mut config);
+        let body = serde_json::json!({"config": config, "channel": "caps"}).to_string();
+        let started = std::time::Instant::now();
+        let answer = http("POST", &format!("{}/api/sandbox/run", server.url), Some(&body));
+        (answer, started.elapsed())
+    };
+    let ((status, body), took) = run(&server, &|c| {
+        c["replicas"] = 100_000_000.into();
+        c["duration_s"] = 1e9.into();
+    });
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("at most 1000 replicas") && body.contains("--max-replicas"), "{body}");
+    assert!(took < std::time::Duration::from_secs(2), "refused before any work: {took:?}");
+    let ((status, body), _) = run(&server, &|c| c["duration_s"] = 1e9.into());
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("at most 600 s a replica") && body.contains("--max-sim-seconds"), "{body}");
+    let ((status, body), _) = run(&server, &|c| {
+        c["replicas"] = 1000.into();
+        c["turns_per_s"] = 200.0.into();
+    });
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("= 14000000 turns") && body.contains("--max-turns"), "{body}");
+    // The flags raise them: a tiny cap refuses the default run, which then names it.
+    let strict = Server::start(&["--results", dir.path().to_str().unwrap(), "--max-replicas", "10"]);
+    let ((status, body), _) = run(&strict, &|_| {});
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("at most 10 replicas"), "{body}");
+    let ((status, body), _) = run(&strict, &|c| c["replicas"] = 10.into());
+    assert_eq!(status, 200, "{body}");
+}
+
+/// Ring requests are capped too: more generated keys than `--max-keys` is refused with
+/// 400 naming the flag, and the ring page shows the cap beside the count.
+#[test]
+fn ring_key_requests_are_capped_and_the_page_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let server = Server::start(&["--db", db.to_str().unwrap(), "--max-keys", "5000"]);
+    assert_eq!(http("POST", &format!("{}/api/ring/init", server.url), Some(r#"{"strategy":"vnodes"}"#)).0, 200);
+    assert_eq!(http("POST", &format!("{}/api/ring/nodes", server.url), Some(r#"{"name":"a"}"#)).0, 200);
+    let (status, body) = http("POST", &format!("{}/api/ring/keys", server.url), Some(r#"{"count": 5001}"#));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("1 to 5000 keys") && body.contains("--max-keys"), "{body}");
+    let (status, body) = http("POST", &format!("{}/api/ring/keys", server.url), Some(r#"{"count": 5000}"#));
+    assert_eq!(status, 200, "{body}");
+    let (_, page) = http("GET", &format!("{}/ring", server.url), None);
+    assert!(page.contains(r#"max="5000""#) && page.contains("(at most 5,000)"), "the page shows the cap");
+}

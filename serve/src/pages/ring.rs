@@ -54,8 +54,24 @@ pub fn routes() -> Router<State> {
         .route("/api/ring/keys/{name}", delete(remove_key))
 }
 
-async fn ring_page() -> Html<String> {
-    Html(page("Ring explorer", "/ring", &format!("<style>{STYLE}</style>"), BODY))
+async fn ring_page(Shared(shared): Shared<State>) -> Html<String> {
+    // The key cap beside the count it bounds (a larger request is refused with 400).
+    let cap = shared.caps.keys;
+    let body = BODY.replace("{MAX_KEYS}", &cap.to_string()).replace("{MAX_KEYS_SHOWN}", &group_thousands(cap));
+    Html(page("Ring explorer", "/ring", &format!("<style>{STYLE}</style>"), &body))
+}
+
+/// `500000` → `500,000`.
+fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Runs blocking SQLite work off the async workers.
@@ -185,10 +201,13 @@ fn prefix() -> String {
 async fn add_keys(Shared(shared): Shared<State>, Json(keys): Json<NewKeys>) -> Response {
     blocking(move || match (keys.names.is_empty(), keys.count) {
         (false, None) => apply(&shared, Op::AddKeys { names: keys.names }),
-        (true, Some(count)) if (1..=1_000_000).contains(&count) => {
+        (true, Some(count)) if (1..=shared.caps.keys).contains(&count) => {
             Ok(to_json(Journal::open(&shared.db, false)?.add_generated(keys.prefix, count)?))
         }
-        (true, Some(count)) => Err(JournalError::BadInput(format!("count {count}: must be 1 to 1000000"))),
+        (true, Some(count)) => Err(JournalError::BadInput(format!(
+            "count {count}: this server adds 1 to {} keys a request (stampede serve --max-keys raises it)",
+            shared.caps.keys
+        ))),
         _ => Err(JournalError::BadInput("give \"names\": [...] or \"count\": N, not both".into())),
     })
     .await

@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use axum::extract::State as Shared;
 use axum::response::{Html, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -46,9 +47,11 @@ async fn sandbox_page() -> Html<String> {
     Html(page("Sandbox", "/sandbox", &llm_assets(), BODY))
 }
 
-async fn defaults() -> Json<Value> {
+async fn defaults(Shared(shared): Shared<State>) -> Json<Value> {
+    let caps = shared.caps;
     Json(json!({
         "config": Config::default(),
+        "caps": {"replicas": caps.replicas, "sim_seconds": caps.sim_seconds, "turns": caps.turns},
         "gates": Gate::ALL.iter().map(|g| g.name()).collect::<Vec<_>>(),
         "notes": gate_notes(),
         "tiers": ["haiku", "sonnet", "opus"],
@@ -66,8 +69,40 @@ struct RunRequest {
     channel: String,
 }
 
-async fn run(Json(request): Json<RunRequest>) -> Response {
-    blocking_json(move || sandbox(request)).await
+async fn run(Shared(shared): Shared<State>, Json(request): Json<RunRequest>) -> Response {
+    let caps = shared.caps;
+    blocking_json(move || {
+        within_caps(&request.config, caps)?;
+        sandbox(request)
+    })
+    .await
+}
+
+/// Refuses a run above `caps`, naming the cap and the flag that raises it.
+fn within_caps(config: &Config, caps: crate::Caps) -> Result<(), RunError> {
+    let sim_seconds = config.warmup_s + config.duration_s;
+    let turns = f64::from(config.replicas) * sim_seconds * config.turns_per_s;
+    if config.replicas > caps.replicas {
+        return Err(RunError::BadInput(format!(
+            "replicas = {}: this server runs at most {} replicas a run (stampede serve --max-replicas raises it)",
+            config.replicas, caps.replicas
+        )));
+    }
+    if sim_seconds.is_nan() || sim_seconds > caps.sim_seconds {
+        return Err(RunError::BadInput(format!(
+            "warm-up + duration = {sim_seconds} s: this server simulates at most {} s a replica (stampede serve \
+             --max-sim-seconds raises it)",
+            caps.sim_seconds
+        )));
+    }
+    if turns.is_nan() || turns > caps.turns {
+        return Err(RunError::BadInput(format!(
+            "replicas × simulated seconds × turns per second = {turns:.0} turns: this server simulates at most {:.0} \
+             turns a run (stampede serve --max-turns raises it)",
+            caps.turns
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
