@@ -115,6 +115,11 @@ struct ServeArgs {
     /// The most turns one Sandbox run may simulate in all (replicas × seconds × turns/s).
     #[arg(long, value_name = "N", default_value_t = stampede_serve::Caps::default().turns)]
     max_turns: f64,
+    /// Simulations (Learn and Sandbox runs) that run at once; a short queue of as many
+    /// waits behind them, and past that a request gets 503 with Retry-After
+    /// (default: the machine's cores).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     /// The most keys one ring request may generate.
     #[arg(long, value_name = "N", default_value_t = stampede_serve::Caps::default().keys)]
     max_keys: u64,
@@ -390,6 +395,9 @@ fn serve(args: ServeArgs) -> Result<()> {
             args.db.display()
         );
     }
+    if args.jobs == Some(0) {
+        return Err(Error::bad_input("--jobs 0: at least one simulation must be able to run"));
+    }
     let options = stampede_serve::Options {
         db: args.db.clone(),
         results: args.results.clone(),
@@ -399,6 +407,10 @@ fn serve(args: ServeArgs) -> Result<()> {
             sim_seconds: args.max_sim_seconds,
             turns: args.max_turns,
             keys: args.max_keys,
+        },
+        jobs: {
+            let running = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+            stampede_serve::llm::jobs::Slots::new(running, running)
         },
     };
     let address = std::net::SocketAddr::new(args.bind, args.port);

@@ -58,6 +58,7 @@
       render(r, performance.now() - started);
     } catch (error) {
       if (error.name === "AbortError" || error.status === 409) return; // a newer run replaced it
+      if (LLM.retryLater(error, $("status"), run)) return;
       $("status").textContent = `error: ${error.message}`;
       $("status").className = "status error";
       document.body.dataset.state = "error";

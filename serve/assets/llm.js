@@ -33,7 +33,10 @@ const LLM = (() => {
     const response = await fetch(path, options);
     const json = await response.json();
     if (inflight[key] === controller) delete inflight[key];
-    if (!response.ok) throw Object.assign(new Error(json.error || response.statusText), { status: response.status });
+    if (!response.ok) {
+      const retryAfter = Number(response.headers.get("Retry-After")) || null;
+      throw Object.assign(new Error(json.error || response.statusText), { status: response.status, retryAfter });
+    }
     return json;
   }
 
@@ -216,5 +219,16 @@ const LLM = (() => {
     container.append(figure);
   }
 
-  return { el, call, number, interval, significant, cards, timeline, histogram, series, channel, niceTicks };
+  // A 503 (every simulation slot taken): say so, and run again after the time the server gave.
+  function retryLater(error, status, again) {
+    if (error.status !== 503) return false;
+    const seconds = error.retryAfter || 2;
+    status.textContent = `the server is busy (every simulation slot is taken): trying again in ${seconds} s`;
+    status.className = "status stale";
+    document.body.dataset.state = "busy";
+    setTimeout(again, seconds * 1000);
+    return true;
+  }
+
+  return { retryLater, el, call, number, interval, significant, cards, timeline, histogram, series, channel, niceTicks };
 })();

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use axum::Router;
 
 /// What the app serves.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Options {
     /// The ring's SQLite file (shared with `stampede ring --db`).
     pub db: PathBuf,
@@ -28,6 +28,8 @@ pub struct Options {
     pub allow_hosts: Vec<String>,
     /// The most work one request may start (see [`Caps`]).
     pub caps: Caps,
+    /// The simulations that may run at once and wait (`--jobs`; see [`llm::jobs::Slots`]).
+    pub jobs: llm::jobs::Slots,
 }
 
 /// The most work one request may start: a request above a cap is refused with 400

@@ -305,3 +305,44 @@ fn the_llm_pages_read_at_1400_px() {
     }
     assert!(browser.errors.is_empty(), "{:?}", browser.errors);
 }
+
+/// When every simulation slot and the queue are taken, the Sandbox says the server is
+/// busy and runs again after the server's Retry-After, by itself — never a spinner forever.
+#[test]
+fn the_sandbox_shows_a_busy_server_and_retries() {
+    let Some(mut browser) = browser_or_skip("the_sandbox_shows_a_busy_server_and_retries") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap(), "--jobs", "1"]);
+    browser.navigate(&format!("{}/sandbox", server.url));
+    let runs = next_run(&mut browser, 0);
+    let (_, defaults) = crate::common::http("GET", &format!("{}/api/sandbox", server.url), None);
+    let defaults: Value = serde_json::from_str(&defaults).unwrap();
+    let mut config = defaults["config"].clone();
+    config["replicas"] = 1000.into();
+    let url = server.url.clone();
+    // One run takes the slot, one the queue.
+    let occupy: Vec<_> = (0..2)
+        .map(|i| {
+            let body = json!({"config": config, "channel": format!("occupy-{i}")}).to_string();
+            let url = url.clone();
+            let handle = std::thread::spawn(move || {
+                crate::common::http("POST", &format!("{url}/api/sandbox/run"), Some(&body)).0
+            });
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            handle
+        })
+        .collect();
+    browser.eval("document.querySelector('#run').click();");
+    browser.wait_for("document.body.dataset.state === 'busy'");
+    let status = browser.eval("document.querySelector('#status').textContent");
+    assert!(
+        status.as_str().unwrap().contains("the server is busy") && status.as_str().unwrap().contains("again in 2 s")
+    );
+    // It retries by itself once a slot is free.
+    next_run(&mut browser, runs);
+    for handle in occupy {
+        assert_eq!(handle.join().unwrap(), 200);
+    }
+    browser.errors.retain(|e| !e.contains("503"));
+    assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+}

@@ -10,7 +10,11 @@ use crate::common::{http, Server};
 /// Sends `method path` to `server` with `headers` (each `Name: value`) and `body`;
 /// returns the status and the body.
 fn raw(server: &Server, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String) {
-    let address = server.url.strip_prefix("http://").unwrap();
+    raw_to(&server.url, method, path, headers, body)
+}
+
+fn raw_to(url: &str, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String) {
+    let address = url.strip_prefix("http://").unwrap();
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
     let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
@@ -166,4 +170,95 @@ fn ring_key_requests_are_capped_and_the_page_says_so() {
     assert_eq!(status, 200, "{body}");
     let (_, page) = http("GET", &format!("{}/ring", server.url), None);
     assert!(page.contains(r#"max="5000""#) && page.contains("(at most 5,000)"), "the page shows the cap");
+}
+
+/// A long Sandbox run's body: `replicas` × 70 s at 20 turns/s, on its own channel.
+fn long_run(defaults: &serde_json::Value, channel: &str, replicas: u32) -> String {
+    let mut config = defaults["config"].clone();
+    config["replicas"] = replicas.into();
+    serde_json::json!({"config": config, "channel": channel}).to_string()
+}
+
+/// With `--jobs 1` (one running, one queued), four concurrent runs get at least one 503
+/// with Retry-After, the ring's state still answers at once, and SIGTERM during the runs
+/// ends the server within a second.
+#[test]
+fn past_the_job_queue_runs_get_503_and_cheap_requests_still_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&["--results", dir.path().to_str().unwrap(), "--jobs", "1"]);
+    let (_, defaults) = http("GET", &format!("{}/api/sandbox", server.url), None);
+    let defaults: serde_json::Value = serde_json::from_str(&defaults).unwrap();
+    let host = format!("Host: {}", server.url.strip_prefix("http://").unwrap());
+    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..4)
+            .map(|i| {
+                let body = long_run(&defaults, &format!("load-{i}"), 1000);
+                let headers = [host.clone(), "Content-Type: application/json".to_string()];
+                let server = &server;
+                scope.spawn(move || raw(server, "POST", "/api/sandbox/run", &headers, &body))
+            })
+            .collect();
+        // Cheap requests are never queued behind simulations.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for _ in 0..5 {
+            let started = std::time::Instant::now();
+            let (status, _) = http("GET", &format!("{}/api/ring", server.url), None);
+            assert_eq!(status, 200);
+            let took = started.elapsed();
+            assert!(took < std::time::Duration::from_millis(100), "GET /api/ring took {took:?} under load");
+        }
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let busy: Vec<&(u16, String)> = answers.iter().filter(|(status, _)| *status == 503).collect();
+    assert!(!busy.is_empty(), "{:?}", answers.iter().map(|a| a.0).collect::<Vec<_>>());
+    assert!(answers.iter().filter(|(status, _)| *status == 200).count() >= 2, "one ran, one waited and ran");
+    assert!(busy[0].1.contains("retry in 2 s"), "{}", busy[0].1);
+    // The header, read raw.
+    let (status, head) = {
+        let headers = [host.clone(), "Content-Type: application/json".to_string()];
+        std::thread::scope(|scope| {
+            let first =
+                scope.spawn(|| raw(&server, "POST", "/api/sandbox/run", &headers, &long_run(&defaults, "a", 1000)));
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            let second =
+                scope.spawn(|| raw(&server, "POST", "/api/sandbox/run", &headers, &long_run(&defaults, "b", 1000)));
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            let third = head_of(&server, "POST", "/api/sandbox/run", &headers, &long_run(&defaults, "c", 1000));
+            let _ = (first.join(), second.join());
+            third
+        })
+    };
+    assert_eq!(status, 503);
+    assert!(head.to_ascii_lowercase().contains("retry-after: 2"), "{head}");
+    // SIGTERM during a long run ends the server within a second.
+    let headers = [host, "Content-Type: application/json".to_string()];
+    let body = long_run(&defaults, "term", 1000);
+    let url = server.url.clone();
+    let running = std::thread::spawn(move || raw_to(&url, "POST", "/api/sandbox/run", &headers, &body));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = server.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let started = std::time::Instant::now();
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "still running 1 s after SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = running.join();
+}
+
+/// Like [`raw`], but the status and the response's head (its headers).
+fn head_of(server: &Server, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String) {
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for header in headers {
+        request.push_str(&format!("{header}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer.split("\r\n\r\n").next().unwrap_or("").to_string())
 }

@@ -22,6 +22,8 @@ pub enum RunError {
     BadInput(String),
     /// A newer run from the same tab replaced it.
     Cancelled,
+    /// Every simulation slot is taken and the queue is full (503, `Retry-After`).
+    Busy { retry_after_s: u64 },
     /// Something failed on the server (500).
     Failed(String),
 }
@@ -31,6 +33,15 @@ impl From<stampede_experiments::Error> for RunError {
         match error.kind {
             stampede_experiments::ErrorKind::BadInput => RunError::BadInput(error.to_string()),
             _ => RunError::Failed(error.to_string()),
+        }
+    }
+}
+
+impl From<jobs::Refused> for RunError {
+    fn from(refused: jobs::Refused) -> Self {
+        match refused {
+            jobs::Refused::Busy { retry_after_s } => RunError::Busy { retry_after_s },
+            jobs::Refused::Cancelled => RunError::Cancelled,
         }
     }
 }

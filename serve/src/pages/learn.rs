@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use axum::extract::Path as UrlPath;
+use axum::extract::{Path as UrlPath, State as Shared};
 use axum::response::{Html, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -68,18 +68,23 @@ struct Request {
     channel: String,
 }
 
-async fn run(UrlPath(id): UrlPath<String>, Json(request): Json<Request>) -> Response {
-    blocking_json(move || learn(&id, request)).await
+async fn run(Shared(shared): Shared<State>, UrlPath(id): UrlPath<String>, Json(request): Json<Request>) -> Response {
+    blocking_json(move || learn(&id, request, &shared)).await
 }
 
-/// Runs experiment `id` with the request's knobs.
-fn learn(id: &str, request: Request) -> Result<Value, RunError> {
+/// Runs experiment `id` with the request's knobs (its replicas within the server's cap).
+fn learn(id: &str, request: Request, shared: &crate::Options) -> Result<Value, RunError> {
     let started = Instant::now();
     let experiment = find(id).ok_or_else(|| RunError::BadInput(format!("no experiment {id:?}")))?;
-    if !(2..=10_000).contains(&request.replicas) {
-        return Err(RunError::BadInput(format!("replicas = {}: from 2 to 10000", request.replicas)));
+    let most = shared.caps.replicas.max(2);
+    if !(2..=most).contains(&request.replicas) {
+        return Err(RunError::BadInput(format!(
+            "replicas = {}: from 2 to {most} on this server (stampede serve --max-replicas raises it)",
+            request.replicas
+        )));
     }
     let job = jobs::begin(&format!("learn:{}", request.channel));
+    let _slot = shared.jobs.admit(&job.cancel)?;
     let setup = experiment.setup(&request.knobs);
     let toml = setup.toml(&format!("learn-{id}"), experiment.title, request.replicas, request.seed);
     let scenario = scenario(&toml)?;

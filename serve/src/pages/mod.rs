@@ -34,6 +34,10 @@ pub async fn script(text: &'static str) -> Response {
 /// An error a JSON API answers with: its status and message (`{"error": …}`).
 pub trait ApiError: Send + 'static {
     fn status_and_message(self) -> (StatusCode, String);
+    /// Seconds to wait before retrying, for a refusal that is only for now (503).
+    fn retry_after_s(&self) -> Option<u64> {
+        None
+    }
     /// The error for work that panicked.
     fn failed(message: String) -> Self;
 }
@@ -44,6 +48,16 @@ impl ApiError for RunError {
             RunError::BadInput(message) => (StatusCode::BAD_REQUEST, message),
             RunError::Cancelled => (StatusCode::CONFLICT, "cancelled: a newer run replaced it".into()),
             RunError::Failed(message) => (StatusCode::INTERNAL_SERVER_ERROR, message),
+            RunError::Busy { retry_after_s } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the server is busy: every simulation slot is taken and the queue is full; retry in {retry_after_s} s"),
+            ),
+        }
+    }
+    fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            RunError::Busy { retry_after_s } => Some(*retry_after_s),
+            _ => None,
         }
     }
     fn failed(message: String) -> Self {
@@ -72,8 +86,13 @@ pub async fn blocking_json<E: ApiError>(work: impl FnOnce() -> Result<Value, E> 
     match result {
         Ok(value) => Json(value).into_response(),
         Err(error) => {
+            let retry = error.retry_after_s();
             let (status, message) = error.status_and_message();
-            (status, Json(json!({"error": message}))).into_response()
+            let mut response = (status, Json(json!({"error": message, "retry_after_s": retry}))).into_response();
+            if let Some(seconds) = retry {
+                response.headers_mut().insert(header::RETRY_AFTER, seconds.into());
+            }
+            response
         }
     }
 }

@@ -70,10 +70,9 @@ struct RunRequest {
 }
 
 async fn run(Shared(shared): Shared<State>, Json(request): Json<RunRequest>) -> Response {
-    let caps = shared.caps;
     blocking_json(move || {
-        within_caps(&request.config, caps)?;
-        sandbox(request)
+        within_caps(&request.config, shared.caps)?;
+        sandbox(request, &shared.jobs)
     })
     .await
 }
@@ -147,12 +146,13 @@ fn funnel_rows() -> Vec<(Reason, &'static str)> {
         .collect()
 }
 
-fn sandbox(request: RunRequest) -> Result<Value, RunError> {
+fn sandbox(request: RunRequest, slots: &jobs::Slots) -> Result<Value, RunError> {
     let started = Instant::now();
     let config = request.config;
     let toml = config.toml()?;
     let scenario = scenario(&toml)?;
     let job = jobs::begin(&format!("sandbox:{}", request.channel));
+    let _slot = slots.admit(&job.cancel)?;
     let metric_names: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
     let columns: Vec<Vec<usize>> = funnel_rows()
         .iter()
