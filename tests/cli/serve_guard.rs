@@ -262,3 +262,41 @@ fn head_of(server: &Server, method: &str, path: &str, headers: &[String], body: 
     let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, answer.split("\r\n\r\n").next().unwrap_or("").to_string())
 }
+
+/// A run whose client disconnects stops within 100 ms (the server's own count of
+/// running simulations, `GET /api/jobs`, says so), not when its replicas are done.
+#[test]
+fn a_run_whose_client_disconnects_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    let (_, defaults) = http("GET", &format!("{}/api/sandbox", server.url), None);
+    let defaults: serde_json::Value = serde_json::from_str(&defaults).unwrap();
+    let jobs = || -> serde_json::Value {
+        serde_json::from_str(&http("GET", &format!("{}/api/jobs", server.url), None).1).unwrap()
+    };
+    assert_eq!(jobs(), serde_json::json!({"running": 0, "waiting": 0}));
+    // About 10 s of work at 2 threads, asked for and abandoned.
+    let body = long_run(&defaults, "gone", 1000).replace("\"turns_per_s\":20.0", "\"turns_per_s\":28.0");
+    let address = server.url.strip_prefix("http://").unwrap();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST /api/sandbox/run HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    while jobs()["running"] != 1 {
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(stream);
+    let gone = std::time::Instant::now();
+    while jobs()["running"] != 0 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(gone.elapsed() < std::time::Duration::from_secs(3), "the abandoned run is still running");
+    }
+    let took = gone.elapsed();
+    assert!(took < std::time::Duration::from_millis(100), "stopped {took:?} after the client left");
+}

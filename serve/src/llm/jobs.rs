@@ -22,7 +22,11 @@ pub struct Job {
 
 /// Begins a run on `channel`, cancelling the one running there.
 pub fn begin(channel: &str) -> Job {
-    let cancel = Arc::new(AtomicBool::new(false));
+    begin_with(channel, Arc::new(AtomicBool::new(false)))
+}
+
+/// Like [`begin`], with a flag made beforehand (the request's [`CancelOnDrop`]).
+pub fn begin_with(channel: &str, cancel: Arc<AtomicBool>) -> Job {
     let mut running = RUNNING.lock().expect("no job panicked holding the registry");
     if let Some(previous) = running.insert(channel.to_string(), cancel.clone()) {
         previous.store(true, Ordering::Relaxed);
@@ -36,6 +40,28 @@ impl Drop for Job {
         if running.get(&self.channel).is_some_and(|flag| Arc::ptr_eq(flag, &self.cancel)) {
             running.remove(&self.channel);
         }
+    }
+}
+
+/// Sets its flag when dropped: held by a request's handler, whose future the server
+/// drops when the client disconnects, so that the run stops at its next replica.
+pub struct CancelOnDrop(pub Arc<AtomicBool>);
+
+impl CancelOnDrop {
+    pub fn new() -> CancelOnDrop {
+        CancelOnDrop(Arc::new(AtomicBool::new(false)))
+    }
+}
+
+impl Default for CancelOnDrop {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 

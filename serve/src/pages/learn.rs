@@ -69,11 +69,19 @@ struct Request {
 }
 
 async fn run(Shared(shared): Shared<State>, UrlPath(id): UrlPath<String>, Json(request): Json<Request>) -> Response {
-    blocking_json(move || learn(&id, request, &shared)).await
+    // Dropped with this future if the client goes away: the run then stops.
+    let disconnect = jobs::CancelOnDrop::new();
+    let cancel = disconnect.0.clone();
+    blocking_json(move || learn(&id, request, cancel, &shared)).await
 }
 
 /// Runs experiment `id` with the request's knobs (its replicas within the server's cap).
-fn learn(id: &str, request: Request, shared: &crate::Options) -> Result<Value, RunError> {
+fn learn(
+    id: &str,
+    request: Request,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    shared: &crate::Options,
+) -> Result<Value, RunError> {
     let started = Instant::now();
     let experiment = find(id).ok_or_else(|| RunError::BadInput(format!("no experiment {id:?}")))?;
     let most = shared.caps.replicas.max(2);
@@ -83,7 +91,7 @@ fn learn(id: &str, request: Request, shared: &crate::Options) -> Result<Value, R
             request.replicas
         )));
     }
-    let job = jobs::begin(&format!("learn:{}", request.channel));
+    let job = jobs::begin_with(&format!("learn:{}", request.channel), cancel);
     let _slot = shared.jobs.admit(&job.cancel)?;
     let setup = experiment.setup(&request.knobs);
     let toml = setup.toml(&format!("learn-{id}"), experiment.title, request.replicas, request.seed);

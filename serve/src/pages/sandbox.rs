@@ -6,6 +6,7 @@
 //! | `POST /api/sandbox/run` | `{"config": {…}, "channel": "…"}` | the scenario TOML, warnings, every metric `[mean, lo, hi, se]`, latency quantiles, time series, the funnel, one trace, the time it took |
 //! | `POST /api/sandbox/toml` | `{"config": {…}}` | the scenario TOML and warnings |
 //! | `POST /api/sandbox/load` | `{"toml": "…"}` | the configuration it expresses |
+//! | `GET /api/jobs` | | the simulations (Learn and Sandbox) running and queued now |
 //!
 //! The run goes through the run layer: its numbers are those `stampede run` writes
 //! for the exported TOML.
@@ -41,10 +42,17 @@ pub fn routes() -> Router<State> {
         .route("/api/sandbox/run", post(run))
         .route("/api/sandbox/toml", post(export))
         .route("/api/sandbox/load", post(load))
+        .route("/api/jobs", get(job_counts))
 }
 
 async fn sandbox_page() -> Html<String> {
     Html(page("Sandbox", "/sandbox", &llm_assets(), BODY))
+}
+
+/// The simulations running and queued now (Learn and Sandbox).
+async fn job_counts(Shared(shared): Shared<State>) -> Json<Value> {
+    let (running, waiting) = shared.jobs.counts();
+    Json(json!({"running": running, "waiting": waiting}))
 }
 
 async fn defaults(Shared(shared): Shared<State>) -> Json<Value> {
@@ -70,9 +78,12 @@ struct RunRequest {
 }
 
 async fn run(Shared(shared): Shared<State>, Json(request): Json<RunRequest>) -> Response {
+    // Dropped with this future if the client goes away: the run then stops.
+    let disconnect = jobs::CancelOnDrop::new();
+    let cancel = disconnect.0.clone();
     blocking_json(move || {
         within_caps(&request.config, shared.caps)?;
-        sandbox(request, &shared.jobs)
+        sandbox(request, cancel, &shared.jobs)
     })
     .await
 }
@@ -146,12 +157,16 @@ fn funnel_rows() -> Vec<(Reason, &'static str)> {
         .collect()
 }
 
-fn sandbox(request: RunRequest, slots: &jobs::Slots) -> Result<Value, RunError> {
+fn sandbox(
+    request: RunRequest,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    slots: &jobs::Slots,
+) -> Result<Value, RunError> {
     let started = Instant::now();
     let config = request.config;
     let toml = config.toml()?;
     let scenario = scenario(&toml)?;
-    let job = jobs::begin(&format!("sandbox:{}", request.channel));
+    let job = jobs::begin_with(&format!("sandbox:{}", request.channel), cancel);
     let _slot = slots.admit(&job.cancel)?;
     let metric_names: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
     let columns: Vec<Vec<usize>> = funnel_rows()
