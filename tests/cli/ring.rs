@@ -314,3 +314,52 @@ fn a_strategy_is_named_as_a_word_or_with_the_flag() {
     let both = ring(&db, &["strategy", "jump", "--strategy", "maglev"]);
     assert_eq!(both.status.code(), Some(2), "two strategies at once are refused");
 }
+
+/// `ring add-keys --count 200000` killed with SIGKILL at 20 moments spread over its
+/// run: after each, `status` works, the journal's last operation is complete (all its
+/// keys are there) or absent (none are), and replaying the journal gives the tables.
+#[test]
+fn the_journal_survives_sigkill_in_the_middle_of_adding_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    ok(&db, &["init", "--strategy", "vnodes", "--vnodes", "50", "--hash", "fast"]);
+    for node in ["a", "b", "c"] {
+        ok(&db, &["add-node", node]);
+    }
+    let history_len = |db: &Path| json(db, &["history", "--json"]).as_array().unwrap().len();
+    let (mut keys, mut operations) = (0u64, history_len(&db));
+    // Moments from a fixed sequence (not the clock), spread over about three seconds.
+    let mut state = 0x2545_f491_u64;
+    let (mut completed, mut interrupted) = (0, 0);
+    for _ in 0..20 {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let delay = std::time::Duration::from_millis(50 + (state >> 33) % 3_000);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+            .args(["ring", "--db", db.to_str().unwrap(), "add-keys", "--count", "200000"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let finished = child.try_wait().unwrap().is_some();
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let status = json(&db, &["status", "--json"]);
+        let now = status["keys"].as_u64().unwrap();
+        let length = history_len(&db);
+        if now == keys + 200_000 {
+            assert_eq!(length, operations + 1, "a complete add-keys is journaled once");
+            completed += 1;
+        } else {
+            assert!(!finished, "a finished run left {now} keys, expected {}", keys + 200_000);
+            assert_eq!(now, keys, "a killed add-keys left some of its keys");
+            assert_eq!(length, operations, "a killed add-keys left a journal entry");
+            interrupted += 1;
+        }
+        (keys, operations) = (now, length);
+        let replayed = json(&db, &["replay", "--to", &length.to_string(), "--json"]);
+        assert_eq!(replayed["keys"], status["keys"]);
+        assert_eq!(counts(&replayed), counts(&status), "replaying the journal gives the tables");
+    }
+    assert!(completed >= 1 && interrupted >= 1, "{completed} completed, {interrupted} interrupted");
+}
