@@ -33,8 +33,39 @@ pub struct GridPoint {
     pub run: RunConfig,
 }
 
+/// Refuses what no model can use, once for every model: NaN anywhere, and a duration
+/// simulated time cannot hold — any number under a key ending in `_s` (not `_per_s`, a
+/// rate), or inside a table so named (`timeouts_s = {…}`), must be from 0 to
+/// [`crate::base::checks::MAX_SECONDS`]. Each model checks its own tighter bounds; these
+/// hold for every field a model might turn into nanoseconds, used or not.
+fn check_numbers(value: &toml::Value, path: &str, seconds: bool) -> Result<()> {
+    let limit = crate::base::checks::MAX_SECONDS;
+    match value {
+        toml::Value::Float(x) if x.is_nan() => Err(Error::bad_input(format!("{path} = nan: must be a number"))),
+        toml::Value::Float(x) if seconds && !(0.0..=limit).contains(x) => {
+            Err(Error::bad_input(format!("{path} = {x}: a duration must be from 0 to {limit:e} seconds")))
+        }
+        toml::Value::Integer(i) if seconds && !(0.0..=limit).contains(&(*i as f64)) => {
+            Err(Error::bad_input(format!("{path} = {i}: a duration must be from 0 to {limit:e} seconds")))
+        }
+        toml::Value::Table(table) => {
+            for (key, inner) in table {
+                let named = key.ends_with("_s") && !key.ends_with("_per_s");
+                let inner_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                check_numbers(inner, &inner_path, seconds || named)?;
+            }
+            Ok(())
+        }
+        toml::Value::Array(items) => {
+            items.iter().enumerate().try_for_each(|(i, item)| check_numbers(item, &format!("{path}[{i}]"), seconds))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Types `[run]` and the model's sections of one table, validating them if `validate`.
 fn typed_body(model_name: &str, mut body: toml::Table, validate: bool) -> Result<(ModelConfig, RunConfig)> {
+    check_numbers(&toml::Value::Table(body.clone()), "", false)?;
     let run_value = body
         .remove("run")
         .ok_or_else(|| Error::bad_input("scenario field run: missing; every scenario needs a [run] section"))?;

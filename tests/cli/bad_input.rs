@@ -64,7 +64,7 @@ fn wrong_type_names_field_and_value() {
 fn non_positive_rates_are_refused() {
     refuse(&["--set", "queue.arrival_rate_per_s=-1"], 2, &["queue.arrival_rate_per_s = -1", "positive rate"]);
     refuse(&["--set", "queue.service_rate_per_s=0"], 2, &["queue.service_rate_per_s = 0", "positive rate"]);
-    refuse(&["--set", "queue.arrival_rate_per_s=nan"], 2, &["queue.arrival_rate_per_s = NaN"]);
+    refuse(&["--set", "queue.arrival_rate_per_s=nan"], 2, &["queue.arrival_rate_per_s = nan", "must be a number"]);
 }
 
 #[test]

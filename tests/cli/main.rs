@@ -10,6 +10,7 @@ mod common;
 mod duckdb_interop;
 mod figures;
 mod folder;
+mod fuzz;
 mod gateway_cli;
 mod llm_pages;
 mod readme;

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::checks::positive;
+use crate::base::checks::seconds;
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
 
@@ -23,17 +23,21 @@ impl Default for SeriesConfig {
 impl SeriesConfig {
     /// A positive bucket, at most a million buckets over the run, a non-negative hold.
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
-        positive("series.bucket_s", self.bucket_s, "a positive number of seconds")?;
+        seconds("series.bucket_s", self.bucket_s)?;
         if run.horizon_s / self.bucket_s > 1_000_000.0 {
             return Err(Error::bad_input(format!(
                 "series.bucket_s = {}: gives more than 1000000 buckets over run.horizon_s",
                 self.bucket_s
             )));
         }
-        if !(self.recovery_hold_s.is_finite() && self.recovery_hold_s >= 0.0) {
+        if !(self.recovery_hold_s.is_finite()
+            && self.recovery_hold_s >= 0.0
+            && self.recovery_hold_s <= crate::base::checks::MAX_SECONDS)
+        {
             return Err(Error::bad_input(format!(
-                "series.recovery_hold_s = {}: must be a non-negative number of seconds",
-                self.recovery_hold_s
+                "series.recovery_hold_s = {}: must be a non-negative number of seconds, at most {:e}",
+                self.recovery_hold_s,
+                crate::base::checks::MAX_SECONDS
             )));
         }
         Ok(())

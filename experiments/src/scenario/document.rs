@@ -133,6 +133,13 @@ impl Document {
             merge_path(&mut source, path, value.clone())?;
         }
         let name = take_string(&mut source, "name", true)?.expect("required");
+        if name.chars().count() > 100 {
+            return Err(Error::bad_input(format!(
+                "scenario field name = \"{}…\" ({} characters): must be at most 100 (it names the output folder)",
+                name.chars().take(20).collect::<String>(),
+                name.chars().count()
+            )));
+        }
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(Error::bad_input(format!(
                 "scenario field name = {name:?}: must be letters, digits, '-' or '_' (it names the output folder)"

@@ -359,9 +359,9 @@ impl GatewayConfig {
 
     fn validate_workload(&self) -> Result<()> {
         let w = &self.workload;
-        if !(w.turns_per_s.is_finite() && w.turns_per_s > 0.0 && w.turns_per_s <= 1e5) {
+        if !(w.turns_per_s.is_finite() && w.turns_per_s >= 1e-6 && w.turns_per_s <= 1e5) {
             return Err(Error::bad_input(format!(
-                "workload.turns_per_s = {}: must be a positive rate, at most 100000",
+                "workload.turns_per_s = {}: must be a rate from 1e-6 (one turn in about 12 days) to 100000",
                 w.turns_per_s
             )));
         }
