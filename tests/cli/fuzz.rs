@@ -164,3 +164,130 @@ fn tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(6)..].join("\n")
 }
+
+/// A random JSON value of at most `depth` levels.
+fn random_json(next: &mut dyn FnMut(usize) -> usize, depth: usize) -> serde_json::Value {
+    use serde_json::json;
+    match next(if depth == 0 { 7 } else { 9 }) {
+        0 => json!(null),
+        1 => json!(next(2) == 0),
+        2 => json!([-1e308, -1.0, 0.0, 1e-300, 0.5, 3.0, 1e12, 1e308][next(8)]),
+        3 => json!([-1i64, 0, 1, 7, 4_294_967_296, i64::MAX][next(6)]),
+        4 => json!(["", "x", "stack", "naive", "haiku", "brownout", "capacity_step", "fifo"][next(8)]),
+        5 => json!("z".repeat(next(5000))),
+        6 => json!(u64::MAX),
+        7 => serde_json::Value::Array((0..next(4)).map(|_| random_json(next, depth - 1)).collect()),
+        _ => {
+            let keys = ["config", "knobs", "replicas", "seed", "channel", "toml", "name", "count", "names", "strategy"];
+            serde_json::Value::Object(
+                (0..next(4)).map(|_| (keys[next(keys.len())].to_string(), random_json(next, depth - 1))).collect(),
+            )
+        }
+    }
+}
+
+/// Replaces one leaf of `value` (found by walking at random) with `new`.
+fn replace_leaf(value: &mut serde_json::Value, next: &mut dyn FnMut(usize) -> usize, new: serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) if !map.is_empty() => {
+            let key = map.keys().nth(next(map.len())).unwrap().clone();
+            if next(3) == 0 {
+                map.insert(key, new);
+            } else {
+                replace_leaf(map.get_mut(&key).unwrap(), next, new);
+            }
+        }
+        serde_json::Value::Array(items) if !items.is_empty() => {
+            let i = next(items.len());
+            replace_leaf(&mut items[i], next, new);
+        }
+        leaf => *leaf = new,
+    }
+}
+
+/// Every JSON API route of `stampede serve`, fed random bodies and mutations of valid
+/// ones over HTTP: the answer is always 2xx or 4xx (never 5xx, never a dropped
+/// connection), and the server keeps answering.
+#[test]
+fn random_bodies_to_every_api_route_get_2xx_or_4xx() {
+    let cases: usize = std::env::var("STAMPEDE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(60).min(2000);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let server = crate::common::Server::start(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--results",
+        dir.path().to_str().unwrap(),
+        "--max-replicas",
+        "20",
+        "--max-keys",
+        "2000",
+    ]);
+    let http = |method: &str, path: &str, body: Option<&str>| {
+        crate::common::http(method, &format!("{}{path}", server.url), body)
+    };
+    let (_, sandbox) = http("GET", "/api/sandbox", None);
+    let sandbox: serde_json::Value = serde_json::from_str(&sandbox).unwrap();
+    let (_, learn) = http("GET", "/api/learn", None);
+    let learn: serde_json::Value = serde_json::from_str(&learn).unwrap();
+    let experiments: Vec<String> = learn
+        .as_array()
+        .or_else(|| learn["experiments"].as_array())
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    let config = sandbox["config"].clone();
+    let valid: Vec<(&str, String, serde_json::Value)> = {
+        let mut routes = vec![
+            ("POST", "/api/sandbox/run".to_string(), serde_json::json!({"config": config, "channel": "f"})),
+            ("POST", "/api/sandbox/toml".to_string(), serde_json::json!({"config": config})),
+            ("POST", "/api/sandbox/load".to_string(), serde_json::json!({"toml": "name = \"x\""})),
+            ("POST", "/api/ring/init".to_string(), serde_json::json!({"strategy": "vnodes", "hash": "fast"})),
+            ("POST", "/api/ring/strategy".to_string(), serde_json::json!({"strategy": "jump"})),
+            ("POST", "/api/ring/nodes".to_string(), serde_json::json!({"name": "n", "weight": 1.0})),
+            ("POST", "/api/ring/keys".to_string(), serde_json::json!({"count": 10})),
+            ("DELETE", "/api/ring/nodes/n".to_string(), serde_json::json!(null)),
+            ("DELETE", "/api/ring/keys/key-1".to_string(), serde_json::json!(null)),
+        ];
+        for id in &experiments {
+            routes.push(("POST", format!("/api/learn/{id}"), serde_json::json!({"knobs": {}, "replicas": 4})));
+        }
+        routes
+    };
+    let mut state = 0x5851_f42d_4c95_7f2d_u64;
+    let mut next = |n: usize| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) % n.max(1) as u64) as usize
+    };
+    let mut failures = Vec::new();
+    let mut outcomes = std::collections::BTreeMap::new();
+    for case in 0..cases {
+        let (method, path, body) = &valid[next(valid.len())];
+        let mut body = body.clone();
+        match next(4) {
+            0 => body = random_json(&mut next, 3),
+            1 => {
+                let new = random_json(&mut next, 2);
+                replace_leaf(&mut body, &mut next, new);
+            }
+            // A number where a number was: gets past the types to the handlers' own checks.
+            _ => {
+                let new = serde_json::json!([-1.0, 0.0, 1e-300, 1e308, 1e12, 0.5, 3.0, 100.0][next(8)]);
+                replace_leaf(&mut body, &mut next, new);
+            }
+        }
+        let text = body.to_string();
+        let (status, answer) = http(method, path, Some(&text));
+        *outcomes.entry(status / 100).or_insert(0) += 1;
+        if !(200..500).contains(&status) {
+            failures.push(format!("case {case}: {method} {path} {}: {status} {answer}", &text[..text.len().min(300)]));
+        }
+    }
+    let (status, _) = http("GET", "/api/ring", None);
+    assert_eq!(status, 200, "the server still answers");
+    assert!(failures.is_empty(), "{} of {cases} requests got 5xx:\n{}", failures.len(), failures.join("\n"));
+    // Both outcomes occur: the mutations reach the handlers, not only the JSON parser.
+    assert!(outcomes.get(&2).is_some_and(|n| *n > 0) && outcomes.get(&4).is_some_and(|n| *n > 0), "{outcomes:?}");
+    eprintln!("JSON API fuzz: {cases} requests, by status class {outcomes:?}");
+}

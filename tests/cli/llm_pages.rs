@@ -217,7 +217,15 @@ fn a_reordered_sandbox_shows_what_stampede_run_gives_for_its_exported_toml() {
 #[test]
 fn a_newer_run_cancels_the_older_on_its_channel() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    // Caps raised: the older run must be seconds of work.
+    let server = Server::start(&[
+        "--results",
+        dir.path().to_str().unwrap(),
+        "--max-replicas",
+        "3000",
+        "--max-turns",
+        "10000000",
+    ]);
     let (_, defaults) = crate::common::http("GET", &format!("{}/api/sandbox", server.url), None);
     let mut config: Value = serde_json::from_str::<Value>(&defaults).unwrap()["config"].clone();
     config["replicas"] = json!(3000); // seconds of work on two cores
