@@ -28,7 +28,7 @@ impl Error {
     /// Bad input: the message names the field, the value and what is allowed.
     /// Very long numbers are abbreviated (`1e308`, not 309 digits).
     pub fn bad_input(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::BadInput, message: abbreviate_numbers(&message.into()), hint: None }
+        Error { kind: ErrorKind::BadInput, message: abbreviate_words(&abbreviate_numbers(&message.into())), hint: None }
     }
 
     /// A file-system failure.
@@ -106,6 +106,30 @@ fn abbreviate_numbers(text: &str) -> String {
     out
 }
 
+/// The most characters a message quotes of one word (a value, a path) before cutting it.
+const LONGEST_WORD: usize = 80;
+
+/// Cuts every word (a run without spaces) longer than [`LONGEST_WORD`] characters to
+/// its start and its length: a 20,000-character value is named, not printed.
+fn abbreviate_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(4096));
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        // Punctuation after the word stays: `"yyy…(20002 characters):`.
+        let body = word.trim_end_matches([':', ',', ';']);
+        let length = body.chars().count();
+        if length > LONGEST_WORD {
+            let start: String = body.chars().take(40).collect();
+            out.push_str(&format!("{start}…({length} characters){}", &word[body.len()..]));
+        } else {
+            out.push_str(word);
+        }
+    }
+    out
+}
+
 /// Result alias of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -118,5 +142,14 @@ mod tests {
         let huge = format!("queue.arrival_rate_per_s = {}: must be at most 1e12", 1e308);
         assert_eq!(Error::bad_input(huge).message, "queue.arrival_rate_per_s = 1e308: must be at most 1e12");
         assert_eq!(Error::bad_input("verify[2].x = 0.25 of 1000000").message, "verify[2].x = 0.25 of 1000000");
+    }
+
+    #[test]
+    fn very_long_values_are_named_not_printed() {
+        let long = format!("scenario field name = \"{}\": must be letters", "y".repeat(20_000));
+        let message = Error::bad_input(long).message;
+        assert_eq!(message, format!("scenario field name = \"{}…(20002 characters): must be letters", "y".repeat(39)));
+        let path = "a".repeat(80);
+        assert_eq!(Error::bad_input(format!("{path} = 1")).message, format!("{path} = 1"), "80 characters stay");
     }
 }
