@@ -104,6 +104,10 @@ fn a_foreign_origin_cannot_change_anything_and_no_origin_can() {
     let big = format!(r#"{{"toml": "{}"}}"#, "x".repeat(2 << 20));
     let (status, _) = raw(&server, "POST", "/api/sandbox/load", &[host.clone(), json.clone()], &big);
     assert_eq!(status, 413, "a body over 1 MB");
+    // JSON nested 100,000 deep: the parser's depth limit answers 4xx, the server lives.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let (status, _) = raw(&server, "POST", "/api/sandbox/run", &[host.clone(), json.clone()], &deep);
+    assert!((400..500).contains(&status), "deep JSON: {status}");
     let (status, _) = raw(&server, "GET", &format!("/{}", "a".repeat(3000)), std::slice::from_ref(&host), "");
     assert_eq!(status, 414);
     let (status, _) = raw(&server, "GET", &format!("/api/ring/lookup?key={}", "k".repeat(5000)), &[host], "");
