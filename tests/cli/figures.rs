@@ -143,7 +143,12 @@ fn quoted_figures_are_what_the_runs_give() {
                 let bound = value.get("bound").and_then(number);
                 let scale = value.get("scale").and_then(number).unwrap_or(1.0);
                 let digits = value.get("digits").and_then(toml::Value::as_integer).unwrap_or(2) as usize;
-                let measured = run.value(point, metric, statistic, bound);
+                let mut measured = run.value(point, metric, statistic, bound);
+                // A ratio of two means: `divide_by` names the other metric, `divide_point` its point.
+                if let Some(other) = value.get("divide_by").and_then(toml::Value::as_str) {
+                    let at = value.get("divide_point").and_then(toml::Value::as_integer).map_or(point, |p| p as usize);
+                    measured /= run.value(at, other, "mean", None);
+                }
                 assert!(measured.is_finite(), "{scenario}: {metric} at grid point {point} is {measured}");
                 let text = format!("{:.digits$}", measured * scale);
                 if value.get("grouped").and_then(toml::Value::as_bool) == Some(true) {
