@@ -48,14 +48,7 @@ fn check_numbers(value: &toml::Value, path: &str, seconds: bool) -> Result<()> {
         toml::Value::Integer(i) if seconds && !(0.0..=limit).contains(&(*i as f64)) => {
             Err(Error::bad_input(format!("{path} = {i}: a duration must be from 0 to {limit:e} seconds")))
         }
-        toml::Value::Table(table) => {
-            for (key, inner) in table {
-                let named = key.ends_with("_s") && !key.ends_with("_per_s");
-                let inner_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                check_numbers(inner, &inner_path, seconds || named)?;
-            }
-            Ok(())
-        }
+        toml::Value::Table(table) => check_table(table, path, seconds),
         toml::Value::Array(items) => {
             items.iter().enumerate().try_for_each(|(i, item)| check_numbers(item, &format!("{path}[{i}]"), seconds))
         }
@@ -63,9 +56,19 @@ fn check_numbers(value: &toml::Value, path: &str, seconds: bool) -> Result<()> {
     }
 }
 
+/// [`check_numbers`] on every field of `table` (at `path`; a document's top is "").
+fn check_table(table: &toml::Table, path: &str, seconds: bool) -> Result<()> {
+    for (key, inner) in table {
+        let named = key.ends_with("_s") && !key.ends_with("_per_s");
+        let inner_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+        check_numbers(inner, &inner_path, seconds || named)?;
+    }
+    Ok(())
+}
+
 /// Types `[run]` and the model's sections of one table, validating them if `validate`.
 fn typed_body(model_name: &str, mut body: toml::Table, validate: bool) -> Result<(ModelConfig, RunConfig)> {
-    check_numbers(&toml::Value::Table(body.clone()), "", false)?;
+    check_table(&body, "", false)?;
     let run_value = body
         .remove("run")
         .ok_or_else(|| Error::bad_input("scenario field run: missing; every scenario needs a [run] section"))?;

@@ -31,7 +31,8 @@ use crate::{OutputError, OutputErrorKind, Result};
 /// The exclusive right to write `OUT/NAME`, released (and its file removed) when dropped.
 #[derive(Debug)]
 pub struct FolderLock {
-    file: Option<File>,
+    // Closed (unlocked) after `Drop::drop` has removed its name: fields drop after it.
+    _file: File,
     path: PathBuf,
 }
 
@@ -238,16 +239,15 @@ impl FolderLock {
             }
             // Who holds it, for the message a second run prints.
             let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{}", std::process::id()));
-            return Ok(FolderLock { file: Some(file), path });
+            return Ok(FolderLock { _file: file, path });
         }
     }
 }
 
 impl Drop for FolderLock {
     fn drop(&mut self) {
-        // Unlinked while still locked, then unlocked by closing (see the module comment).
+        // Unlinked while still locked; `file` closes (unlocks) after this returns.
         let _ = fs::remove_file(&self.path);
-        drop(self.file.take());
     }
 }
 
@@ -463,7 +463,7 @@ mod tests {
         late.try_lock().unwrap();
         assert!(!still_named(&late, &path));
         let second = FolderLock::acquire(&root, "run").unwrap();
-        assert!(still_named(second.file.as_ref().unwrap(), &path));
+        assert!(still_named(&second._file, &path));
         assert!(matches!(FolderLock::acquire(&root, "run"), Err(LockError::Busy(_))));
         drop((late, second));
         fs::remove_dir_all(root).unwrap();

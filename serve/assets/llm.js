@@ -87,10 +87,8 @@ const LLM = (() => {
     const step = ticks.length > 1 ? ticks[1] - ticks[0] : v;
     return Math.max(v, Math.ceil(v / step - 1e-9) * step);
   }
-  function tickText(t) {
-    const text = Number(t.toPrecision(6)).toString();
-    return text;
-  }
+  // A tick's label without floating-point noise (0.30000000000000004 → 0.3).
+  const tickText = (t) => Number(t.toPrecision(6)).toString();
   // A chart's drawing width: the width it is shown at, so that one unit is one CSS
   // pixel and a 12 px label is 12 px on screen (the page's own figure width, else 900).
   function chartWidth(container) {

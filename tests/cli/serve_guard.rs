@@ -14,6 +14,13 @@ fn raw(server: &Server, method: &str, path: &str, headers: &[String], body: &str
 }
 
 fn raw_to(url: &str, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String) {
+    let (status, _, body) = exchange(url, method, path, headers, body);
+    (status, body)
+}
+
+/// One request on its own connection: the status, the response's head (its headers)
+/// and its body.
+fn exchange(url: &str, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String, String) {
     let address = url.strip_prefix("http://").unwrap();
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
@@ -29,8 +36,8 @@ fn raw_to(url: &str, method: &str, path: &str, headers: &[String], body: &str) -
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
     let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = answer.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string());
-    (status, body)
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((answer.as_str(), ""));
+    (status, head.to_string(), body.to_string())
 }
 
 #[test]
@@ -257,19 +264,8 @@ fn past_the_job_queue_runs_get_503_and_cheap_requests_still_answer() {
 
 /// Like [`raw`], but the status and the response's head (its headers).
 fn head_of(server: &Server, method: &str, path: &str, headers: &[String], body: &str) -> (u16, String) {
-    let address = server.url.strip_prefix("http://").unwrap();
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for header in headers {
-        request.push_str(&format!("{header}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, answer.split("\r\n\r\n").next().unwrap_or("").to_string())
+    let (status, head, _) = exchange(&server.url, method, path, headers, body);
+    (status, head)
 }
 
 /// A run whose client disconnects stops within 100 ms (the server's own count of

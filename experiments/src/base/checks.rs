@@ -11,29 +11,9 @@ pub fn positive(path: &str, value: f64, what: &str) -> Result<()> {
 }
 
 /// The longest time a scenario may state: simulated time is u64 nanoseconds, which
-/// hold about 584 years; 1.8e10 s (570 years) leaves room for sums of two.
+/// hold about 584 years; 1.8e10 s (570 years) leaves room for sums of two. Checked for
+/// every `*_s` field of every model by `resolved::check_numbers`.
 pub const MAX_SECONDS: f64 = 1.8e10;
-
-/// A positive, finite duration in seconds that nanoseconds can hold.
-pub fn seconds(path: &str, value: f64) -> Result<()> {
-    if value.is_finite() && value > 0.0 && value <= MAX_SECONDS {
-        Ok(())
-    } else {
-        Err(Error::bad_input(format!(
-            "{path} = {value}: must be a positive number of seconds, at most {MAX_SECONDS:e}"
-        )))
-    }
-}
-
-/// Like [`seconds`], zero allowed.
-pub fn non_negative_seconds(path: &str, value: f64) -> Result<()> {
-    if value == 0.0 {
-        return Ok(());
-    }
-    seconds(path, value).map_err(|_| {
-        Error::bad_input(format!("{path} = {value}: must be a non-negative number of seconds, at most {MAX_SECONDS:e}"))
-    })
-}
 
 pub fn at_least_one(path: &str, value: u32) -> Result<()> {
     if value >= 1 {

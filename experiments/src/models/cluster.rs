@@ -23,7 +23,7 @@ use super::metrics::{
 use super::presentation::{labelled, Presentation, Recovery, Section, Window};
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
-use crate::base::checks::{at_least_one, positive, seconds};
+use crate::base::checks::{at_least_one, positive};
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
 
@@ -395,7 +395,7 @@ impl ClusterConfig {
                 self.clients.zipf_s
             )));
         }
-        seconds("clients.timeout_s", self.clients.timeout_s)?;
+        positive("clients.timeout_s", self.clients.timeout_s, "a positive number of seconds")?;
         if !(0.0..=1.0).contains(&self.clients.hot_share) {
             return Err(Error::bad_input(format!(
                 "clients.hot_share = {}: must be from 0 to 1",
@@ -403,7 +403,7 @@ impl ClusterConfig {
             )));
         }
         if self.clients.closed_loop_users > 0 {
-            seconds("clients.think_time_s", self.clients.think_time_s)?;
+            positive("clients.think_time_s", self.clients.think_time_s, "a positive number of seconds")?;
         }
         Ok(())
     }
@@ -428,10 +428,10 @@ impl ClusterConfig {
         }
         at_least_one("shards.servers", self.shards.servers)?;
         if self.shards.queue_order == QueueOrderName::Codel {
-            seconds("shards.codel_target_s", self.shards.codel_target_s)?;
-            seconds("shards.codel_interval_s", self.shards.codel_interval_s)?;
+            positive("shards.codel_target_s", self.shards.codel_target_s, "a positive number of seconds")?;
+            positive("shards.codel_interval_s", self.shards.codel_interval_s, "a positive number of seconds")?;
         }
-        seconds("shards.service_s", self.shards.service_s)?;
+        positive("shards.service_s", self.shards.service_s, "a positive number of seconds")?;
         if self.shards.service == ServiceName::Lognormal {
             positive("shards.service_sigma", self.shards.service_sigma, "positive for a lognormal service")?;
         }
@@ -441,7 +441,7 @@ impl ClusterConfig {
     fn validate_retry(&self) -> Result<()> {
         at_least_one("retry.max_attempts", self.retry.max_attempts)?;
         if self.retry.policy == RetryName::Backoff {
-            seconds("retry.backoff_base_s", self.retry.backoff_base_s)?;
+            positive("retry.backoff_base_s", self.retry.backoff_base_s, "a positive number of seconds")?;
             if self.retry.backoff_cap_s.is_nan() || self.retry.backoff_cap_s < self.retry.backoff_base_s {
                 return Err(Error::bad_input(format!(
                     "retry.backoff_cap_s = {}: must be at least retry.backoff_base_s ({})",
@@ -452,7 +452,7 @@ impl ClusterConfig {
         if self.retry.budget != BudgetName::None {
             positive("retry.budget_ratio", self.retry.budget_ratio, "positive")?;
             positive("retry.budget_cap", self.retry.budget_cap, "positive")?;
-            seconds("retry.budget_window_s", self.retry.budget_window_s)?;
+            positive("retry.budget_window_s", self.retry.budget_window_s, "a positive number of seconds")?;
             if self.retry.budget == BudgetName::Adaptive && self.retry.budget_ratio < 1.0 {
                 return Err(Error::bad_input(format!(
                     "retry.budget_ratio = {}: with retry.budget = \"adaptive\", budget_ratio is the throttle's K \
@@ -474,8 +474,8 @@ impl ClusterConfig {
                     b.failure_rate_threshold
                 )));
             }
-            seconds("retry.breaker.window_s", b.window_s)?;
-            seconds("retry.breaker.open_s", b.open_s)?;
+            positive("retry.breaker.window_s", b.window_s, "a positive number of seconds")?;
+            positive("retry.breaker.open_s", b.open_s, "a positive number of seconds")?;
             at_least_one("retry.breaker.half_open_probes", b.half_open_probes)?;
         }
         Ok(())
@@ -490,7 +490,7 @@ impl ClusterConfig {
                     fault.start_s, run.horizon_s
                 )));
             }
-            seconds(&format!("{path}.duration_s"), fault.duration_s)?;
+            positive(&format!("{path}.duration_s"), fault.duration_s, "a positive number of seconds")?;
             let needs_factor = matches!(fault.kind, FaultName::Surge | FaultName::Brownout | FaultName::LatencySpike);
             match (needs_factor, fault.factor) {
                 (true, None) => {

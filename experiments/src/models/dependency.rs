@@ -239,13 +239,13 @@ impl DependencyConfig {
         if s.workers == 0 {
             return Err(Error::bad_input("service.workers = 0: must be at least 1"));
         }
-        crate::base::checks::seconds("service.client_timeout_s", s.client_timeout_s)?;
-        crate::base::checks::seconds("service.local_work_s", s.local_work_s)?;
-        crate::base::checks::seconds("service.call_timeout_s", s.call_timeout_s)?;
+        positive("service.client_timeout_s", s.client_timeout_s)?;
+        positive("service.local_work_s", s.local_work_s)?;
+        positive("service.call_timeout_s", s.call_timeout_s)?;
         let d = &self.dependency;
-        crate::base::checks::seconds("dependency.healthy_latency_s", d.healthy_latency_s)?;
-        crate::base::checks::seconds("dependency.slow_latency_s", d.slow_latency_s)?;
-        crate::base::checks::seconds("dependency.slow_duration_s", d.slow_duration_s)?;
+        positive("dependency.healthy_latency_s", d.healthy_latency_s)?;
+        positive("dependency.slow_latency_s", d.slow_latency_s)?;
+        positive("dependency.slow_duration_s", d.slow_duration_s)?;
         if !(d.slow_start_s.is_finite() && d.slow_start_s >= 0.0 && d.slow_start_s < run.horizon_s) {
             return Err(Error::bad_input(format!(
                 "dependency.slow_start_s = {}: must be within the run (0 to run.horizon_s = {})",
@@ -256,13 +256,13 @@ impl DependencyConfig {
         share("protection.shed_low_at", p.shed_low_at)?;
         share("protection.shed_normal_at", p.shed_normal_at)?;
         share("protection.breaker_failure_rate_threshold", p.breaker_failure_rate_threshold)?;
-        crate::base::checks::seconds("protection.breaker_slow_call_s", p.breaker_slow_call_s)?;
-        crate::base::checks::seconds("protection.breaker_window_s", p.breaker_window_s)?;
-        crate::base::checks::seconds("protection.breaker_open_s", p.breaker_open_s)?;
+        positive("protection.breaker_slow_call_s", p.breaker_slow_call_s)?;
+        positive("protection.breaker_window_s", p.breaker_window_s)?;
+        positive("protection.breaker_open_s", p.breaker_open_s)?;
         if p.breaker_half_open_probes == 0 {
             return Err(Error::bad_input("protection.breaker_half_open_probes = 0: must be at least 1"));
         }
-        crate::base::checks::seconds("series.bucket_s", self.series.bucket_s)?;
+        positive("series.bucket_s", self.series.bucket_s)?;
         if run.horizon_s / self.series.bucket_s > 1_000_000.0 {
             return Err(Error::bad_input(format!(
                 "series.bucket_s = {}: gives more than 1000000 buckets over run.horizon_s",
