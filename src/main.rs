@@ -35,7 +35,10 @@ enum Command {
     /// Print a scenario, resolved, as a complete TOML file that `run` accepts.
     Show(ShowArgs),
     /// Run a scenario and check its [[verify]] assertions; exit 1 if one fails.
-    Verify(RunArgs),
+    #[command(mut_arg("json", |arg| arg.help(
+        "Print the claims with their verdicts as one JSON document on stdout (the verify.json document)"
+    )))]
+    Verify(VerifyArgs),
     /// Write DIR/report.html: a self-contained HTML report of an output folder (tables,
     /// time series, latency, the grid's shape, claims), readable offline.
     Report(ReportArgs),
@@ -193,6 +196,16 @@ struct RunArgs {
     /// point (gateway, cluster and dependency models).
     #[arg(long, value_name = "R")]
     trace: Option<u32>,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Also write the verdicts as JUnit XML to FILE (one test case per claim), for CI
+    /// dashboards; written whether the claims pass or fail.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -441,15 +454,20 @@ fn report(args: ReportArgs) -> Result<()> {
     Ok(())
 }
 
-fn verify(args: RunArgs) -> Result<ExitStatus> {
+fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
+    use stampede_experiments::verify::verdicts::{write_json, Verdicts};
+    let args = &verify_args.run;
     let Some(name) = args.scenario.as_deref() else {
         return Err(Error::bad_input("verify needs a scenario: stampede verify SCENARIO"));
     };
     if args.trace.is_some() {
         return Err(Error::bad_input("--trace belongs to `stampede run`: verify checks claims, it writes no trace"));
     }
+    if let Some(junit) = &verify_args.junit {
+        check_junit_path(junit)?;
+    }
     let scenario = resolve(name, &args.scenario_args)?;
-    check_rank_by(&scenario, &args)?;
+    check_rank_by(&scenario, args)?;
     if scenario.verify.is_empty() {
         return Err(Error::bad_input(format!("scenario {name} declares no [[verify]] assertions")));
     }
@@ -464,27 +482,59 @@ fn verify(args: RunArgs) -> Result<ExitStatus> {
     }
     // The claims go into the folder too (verify.json), before the report that shows them.
     let write = |report: &RunReport, staging: &Path| {
-        let checks = stampede_experiments::verify::check(report);
-        stampede_experiments::verify::write(staging, &stampede_experiments::verify::to_json(&checks, &skipped))?;
-        write_report(report, staging, &args)
+        write_json(staging, &Verdicts::new(report, skipped.clone()).to_json())?;
+        write_report(report, staging, args)
     };
     let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
-    let report = execute_with_progress(&scenario, &args, &Documents { files, write: &write })?;
-    let checks = stampede_experiments::verify::check(&report);
-    let json = stampede_experiments::verify::to_json(&checks, &skipped);
+    let report = execute_with_progress(&scenario, args, &Documents { files, write: &write })?;
+    let verdicts = Verdicts::new(&report, skipped);
+    if let Some(junit) = &verify_args.junit {
+        write_file_atomically(junit, verdicts.to_junit().as_bytes())?;
+    }
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
+        println!("{}", serde_json::to_string_pretty(&verdicts.to_json()).expect("JSON serialises"));
     } else {
         if !args.quiet {
-            println!("{}", summary(&report, &args));
+            println!("{}", summary(&report, args));
         }
-        print!("{}", stampede_experiments::verify::render(&checks, &skipped));
+        print!("{}", verdicts.render());
         if let Some(html) = html {
             println!("report: {}", html.display());
         }
     }
-    Ok(if checks.iter().all(|c| c.passed) { ExitStatus::Success } else { ExitStatus::VerificationFailed })
+    // On GitHub Actions, failed claims also become annotations on the workflow run.
+    if std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true") {
+        print!("{}", verdicts.github_annotations());
+    }
+    Ok(if verdicts.all_passed() { ExitStatus::Success } else { ExitStatus::VerificationFailed })
+}
+
+/// `--junit FILE` must name a file: refused before the run if it is a folder.
+fn check_junit_path(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(Error::bad_input(format!(
+            "--junit {}: is a folder; give a file name, e.g. --junit {}",
+            path.display(),
+            path.join("verify.junit.xml").display()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename,
+/// so a reader sees the old file or the new one, never a part (the folder is created).
+fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |what: &str, e: std::io::Error| Error::io(format!("cannot write {}: {what}: {e}", path.display()));
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| io("cannot create its folder", e))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let temporary = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&temporary, bytes).map_err(|e| io("cannot write the temporary file", e))?;
+    std::fs::rename(&temporary, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        io("cannot rename the temporary file into place", e)
+    })
 }
 
 /// `--rank-by` names a metric of the scenario's model.

@@ -28,11 +28,7 @@ use stampede_experiments::{Overrides, Scenario};
 const HOLDS: usize = 10_000;
 
 fn holds() -> usize {
-    if std::env::var_os("STAMPEDE_BENCH_SLOWDOWN").is_some() {
-        2 * HOLDS
-    } else {
-        HOLDS
-    }
+    HOLDS * stampede_benches::slowdown_factor()
 }
 
 #[library_benchmark]

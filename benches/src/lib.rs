@@ -106,3 +106,15 @@ impl ReferenceHold {
         self.sequence += 1;
     }
 }
+
+/// 2 when `STAMPEDE_BENCH_SLOWDOWN` is set, else 1: the kernel-hold benchmarks (criterion
+/// and instruction counts) do their work this many times, the deliberate slowdown that
+/// the gates' own tests (`.ci/instruction-gate --self-test`, `benches/abba --self-test`)
+/// must catch.
+pub fn slowdown_factor() -> usize {
+    if std::env::var_os("STAMPEDE_BENCH_SLOWDOWN").is_some() {
+        2
+    } else {
+        1
+    }
+}

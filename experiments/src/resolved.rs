@@ -9,6 +9,9 @@ use crate::models::ModelConfig;
 use crate::scenario::claims::{Assertion, Skipped};
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
 
+/// A `[[verify]]` claim with its position in the list.
+pub type NumberedClaim<'a> = (usize, &'a Assertion);
+
 /// A fully resolved, validated scenario.
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -156,13 +159,14 @@ impl Scenario {
 
     /// The claims `verify` checks on this run, and the ones it skips with the reason
     /// (a grid point a narrowed grid no longer has). An error if a claim can never
-    /// hold on this run (an interval with one replica).
-    pub fn claims_to_check(&self) -> Result<(Vec<&Assertion>, Vec<Skipped>)> {
+    /// hold on this run (an interval with one replica). Each checked claim comes with
+    /// its position in `[[verify]]`.
+    pub fn claims_to_check(&self) -> Result<(Vec<NumberedClaim<'_>>, Vec<Skipped>)> {
         let (mut checked, mut skipped) = (Vec::new(), Vec::new());
         for (index, claim) in self.verify.iter().enumerate() {
             let path = format!("verify[{index}]");
             match claim.check_for_run(&path, self.point_count() as usize, self.run.replicas)? {
-                None => checked.push(claim),
+                None => checked.push((index, claim)),
                 Some(why) => skipped.push(Skipped { index, why }),
             }
         }
@@ -176,6 +180,7 @@ impl Scenario {
         let Ok((claims, _)) = self.claims_to_check() else { return Vec::new() };
         let mut pairs: Vec<(u32, usize)> = claims
             .into_iter()
+            .map(|(_, claim)| claim)
             .filter(|claim| claim.statistic.reads_replicas())
             .filter_map(|claim| Some((claim.grid_point, metrics.iter().position(|m| m.name == claim.metric)?)))
             .collect();

@@ -252,9 +252,27 @@ fn verify_checks_bounds_on_means_and_interval_ends() {
     assert_eq!(passed(&report(1.1, 0.55)), [false, false, true]);
     // A NaN statistic never passes.
     assert_eq!(passed(&report(1.6, f64::NAN)), [true, false, false]);
-    let rendered = crate::verify::render(&crate::verify::check(&report(1.1, 0.55)), &[]);
-    assert!(rendered.contains("FAIL  grid point 0 wait_mean_s ci_lo = 0.9000 ≥ 1"), "{rendered}");
+    // A FAIL line is a verdict: what was expected, what was measured, with its interval.
+    let failing = report(1.1, 0.55);
+    let verdicts = crate::verify::verdicts::Verdicts::new(&failing, Vec::new());
+    let rendered = verdicts.render();
+    let first = format!(
+        "FAIL  {} #0 wait_mean_s: expected ci_lo ≥ 1, got 0.9000 (mean 1.1000, 95% [0.9000, 1.3000])",
+        failing.scenario.name
+    );
+    assert!(rendered.lines().next() == Some(first.as_str()), "{rendered}");
+    assert!(rendered.contains("wait_mean_s: expected ci_hi < 0.5 × #0 ci_lo (0.4500), got 0.6500"), "{rendered}");
     assert!(rendered.ends_with("1 passed, 2 failed\n"), "{rendered}");
+    // The JSON document says the same, with the run's identity and the counts.
+    let json = verdicts.to_json();
+    assert_eq!((json["verdict"].as_str(), json["counts"]["failed"].as_u64()), (Some("fail"), Some(2)));
+    assert_eq!(json["checks"][0]["expected"], "ci_lo ≥ 1");
+    assert_eq!(json["checks"][0]["verdict"], "fail");
+    assert_eq!(json["checks"][2]["verdict"], "pass");
+    // On GitHub Actions each failed claim is one `::error` line, and only those.
+    let annotations = verdicts.github_annotations();
+    assert_eq!(annotations.lines().count(), 2, "{annotations}");
+    assert!(annotations.lines().all(|l| l.starts_with("::error title=stampede verify ")), "{annotations}");
 }
 
 /// Quantiles and fractions across replicas read every replica's value; a replica

@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod cdp;
+mod ci_checks;
 mod cluster_cli;
 mod common;
 mod duckdb_interop;

@@ -251,22 +251,22 @@ fn verify_lines_say_what_each_claim_measured() {
     let (lo, hi) = stampede_experiments::verify::wilson(successes as usize, replicas as usize);
     assert_eq!(fraction["interval_lo"].as_f64().unwrap(), lo);
     assert_eq!(fraction["value"].as_f64().unwrap(), lo);
-    let printed = line("grid point 1 recovery_s fraction_ci_lo");
+    let printed = line("recovery_s: expected fraction_ci_lo");
     let expected = format!(
-        "fraction {:.1}% = {successes} of 100 replicas, Wilson 95% interval [{:.1}%, {:.1}%]",
+        "fraction {:.1}% = {successes} of 100 replicas, Wilson 95% [{:.1}%, {:.1}%]",
         successes as f64,
         100.0 * lo,
         100.0 * hi
     );
     assert!(printed.contains(&expected), "{printed}\n  should contain: {expected}");
-    assert!(!printed.contains("interval of the mean"), "{printed}");
+    assert!(!printed.contains("(mean "), "{printed}");
     let quantile = checks.iter().find(|c| c["statistic"] == "p95").unwrap();
     assert_eq!(quantile["interval"], "order_statistic");
     let (q_lo, q_hi) = (quantile["interval_lo"].as_f64().unwrap(), quantile["interval_hi"].as_f64().unwrap());
     let value = quantile["value"].as_f64().unwrap();
     assert!(q_lo <= value && value <= q_hi, "{q_lo} {value} {q_hi}");
-    assert!(line("recovery_s p95").contains(&format!("order-statistic 95% interval [{q_lo:.4}, {q_hi:.4}]")));
-    assert!(line("recovered_ratio ci_lo").contains("95% interval of the mean"), "the mean's claims keep theirs");
+    assert!(line("expected p95").contains(&format!("order-statistic 95% [{q_lo:.4}, {q_hi:.4}]")));
+    assert!(line("expected ci_lo").contains(", 95% ["), "the mean's claims keep theirs");
     let html = std::fs::read_to_string(out.path().join("baltor/report.html")).unwrap();
     assert!(html.contains(&format!("{:.1}% ({successes} of 100 replicas)", successes as f64)), "the report shows it");
     assert!(html.contains("] Wilson") && html.contains("] order statistics"));

@@ -135,7 +135,8 @@ impl RunReport {
         json!({
             "tool": "stampede",
             "format": MANIFEST_FORMAT,
-            "version": env!("CARGO_PKG_VERSION"),
+            "version": crate::base::provenance::VERSION,
+            "commit": crate::base::provenance::commit(),
             "scenario": self.scenario.name,
             "model": self.scenario.model.name(),
             "scenario_toml": self.scenario.to_toml(),

@@ -3,11 +3,15 @@
 //! the fraction of replicas meeting a bound (with its Wilson interval), at a grid
 //! point, fixed or relative to another grid point's — for nightly CI jobs. Claims
 //! whose grid points a narrowed grid no longer has are skipped and reported.
+//!
+//! This module decides the verdicts and owns the statistics; [`verdicts`] writes them
+//! for people (PASS/FAIL lines), for programs (`verify.json`) and for CI (JUnit XML,
+//! GitHub annotations).
 
-use serde_json::{json, Value};
+pub mod verdicts;
 
-use crate::run::report::{json_number, PointReport, RunReport};
-use crate::scenario::claims::{Assertion, Relative, Skipped, Statistic};
+use crate::run::report::{PointReport, RunReport};
+use crate::scenario::claims::{Assertion, Relative, Statistic};
 
 /// The 0.975 quantile of the standard normal, for Wilson intervals.
 const Z_975: f64 = 1.959_963_984_540_054;
@@ -15,7 +19,11 @@ const Z_975: f64 = 1.959_963_984_540_054;
 /// One claim's outcome.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
+    /// The claim's position in the scenario's `[[verify]]` list.
+    pub claim: usize,
     pub assertion: Assertion,
+    /// The grid point the claim is about, named by its axis values: `#0 (retry.policy = "naive")`.
+    pub point: String,
     /// The statistic's value (NaN when undefined, which fails).
     pub value: f64,
     pub mean: f64,
@@ -175,13 +183,31 @@ fn binomial_cdf(n: usize, q: f64) -> Vec<f64> {
     cdf
 }
 
+/// Longest grid-point label a verdict line prints; longer axis values are cut with "…".
+const POINT_LABEL_CHARS: usize = 100;
+
+/// `#0 (retry.policy = "naive")`: a grid point by its index and the axis values that
+/// make it (a case by its label), so that a verdict line says which policy it judged.
+pub fn point_label(point: &PointReport) -> String {
+    if point.params.is_empty() {
+        return format!("#{}", point.index);
+    }
+    let values: Vec<String> =
+        point.params.iter().map(|(path, value)| format!("{path} = {}", crate::base::typing::describe(value))).collect();
+    let mut values = values.join(", ");
+    if values.chars().count() > POINT_LABEL_CHARS {
+        values = values.chars().take(POINT_LABEL_CHARS - 1).collect::<String>() + "…";
+    }
+    format!("#{} ({values})", point.index)
+}
+
 /// Evaluates every claim the run can check (see [`crate::Scenario::claims_to_check`]).
 pub fn check(report: &RunReport) -> Vec<Check> {
     let metrics = report.scenario.model.metrics();
     let (claims, _) = report.scenario.claims_to_check().unwrap_or_default();
     claims
         .into_iter()
-        .map(|assertion| {
+        .map(|(claim, assertion)| {
             let index = metrics.iter().position(|m| m.name == assertion.metric).expect("validated metric");
             let point = &report.points[assertion.grid_point as usize];
             let summary = point.summaries[index];
@@ -202,11 +228,13 @@ pub fn check(report: &RunReport) -> Vec<Check> {
                 .map(|(side, r, bound)| {
                     let times = if r.factor == 1.0 { String::new() } else { format!("{} × ", r.factor) };
                     let sign = if side == "above" { ">" } else { "<" };
-                    format!("{sign} {times}grid point {} {} ({bound:.4})", r.grid_point, r.statistic.name())
+                    format!("{sign} {times}#{} {} ({bound:.4})", r.grid_point, r.statistic.name())
                 })
                 .collect();
             Check {
+                claim,
                 assertion: assertion.clone(),
+                point: point_label(point),
                 value,
                 mean: summary.mean,
                 ci_lo: summary.ci_lo,
@@ -217,135 +245,6 @@ pub fn check(report: &RunReport) -> Vec<Check> {
             }
         })
         .collect()
-}
-
-/// What a per-replica statistic counts, in words: `fraction of replicas with value ≤ 1.5`.
-fn per_replica(a: &Assertion) -> String {
-    let mut bounds = Vec::new();
-    if let Some(b) = a.replica_at_least {
-        bounds.push(format!("≥ {b}"));
-    }
-    if let Some(b) = a.replica_at_most {
-        bounds.push(format!("≤ {b}"));
-    }
-    if bounds.is_empty() {
-        String::new()
-    } else {
-        format!(" (replicas with {} {})", a.metric, bounds.join(" and "))
-    }
-}
-
-/// The claimed statistic as measured, with its own interval, in words.
-fn measured_text(c: &Check) -> String {
-    let end = |v: f64| if v.is_nan() { "unbounded".to_string() } else { format!("{v:.4}") };
-    match c.measured {
-        Measured::Mean => format!("mean {:.4}, 95% interval of the mean [{:.4}, {:.4}]", c.mean, c.ci_lo, c.ci_hi),
-        Measured::Fraction { successes, replicas, fraction, lo, hi } => format!(
-            "fraction {:.1}% = {successes} of {replicas} replicas, Wilson 95% interval [{:.1}%, {:.1}%]",
-            100.0 * fraction,
-            100.0 * lo,
-            100.0 * hi
-        ),
-        Measured::Quantile { replicas, lo, hi } => format!(
-            "{} across {replicas} replicas, order-statistic 95% interval [{}, {}]; mean {:.4}",
-            c.assertion.statistic.name(),
-            end(lo),
-            end(hi),
-            c.mean
-        ),
-    }
-}
-
-/// One line per check and per skipped claim, for the terminal.
-pub fn render(checks: &[Check], skipped: &[Skipped]) -> String {
-    let mut out = String::new();
-    for c in checks {
-        let a = &c.assertion;
-        let mut bounds = Vec::new();
-        if let Some(bound) = a.at_least {
-            bounds.push(format!("≥ {bound}"));
-        }
-        if let Some(bound) = a.at_most {
-            bounds.push(format!("≤ {bound}"));
-        }
-        bounds.extend(c.relative_bounds.iter().cloned());
-        out.push_str(&format!(
-            "{}  grid point {} {} {}{} = {:.4} {}   ({})",
-            if c.passed { "PASS" } else { "FAIL" },
-            a.grid_point,
-            a.metric,
-            a.statistic.name(),
-            per_replica(a),
-            c.value,
-            bounds.join(" and "),
-            measured_text(c),
-        ));
-        if !a.note.is_empty() {
-            out.push_str(&format!("  — {}", a.note));
-        }
-        if c.value.is_nan() {
-            out.push_str("  (undefined: no replica had a value)");
-        }
-        out.push('\n');
-    }
-    for s in skipped {
-        out.push_str(&format!("SKIP  verify[{}]: {}\n", s.index, s.why));
-    }
-    let failed = checks.iter().filter(|c| !c.passed).count();
-    out.push_str(&format!("{} passed, {} failed", checks.len() - failed, failed));
-    if !skipped.is_empty() {
-        out.push_str(&format!(", {} skipped", skipped.len()));
-    }
-    out.push('\n');
-    out
-}
-
-/// Every field of every check, for `verify --json`.
-pub fn to_json(checks: &[Check], skipped: &[Skipped]) -> Value {
-    let checks: Vec<Value> = checks
-        .iter()
-        .map(|c| {
-            let mut claim = serde_json::to_value(&c.assertion).expect("claims serialise");
-            let object = claim.as_object_mut().expect("a claim is an object");
-            object.insert("statistic".into(), json!(c.assertion.statistic.name()));
-            object.insert("value".into(), json_number(c.value));
-            object.insert("mean".into(), json_number(c.mean));
-            object.insert("ci_lo".into(), json_number(c.ci_lo));
-            object.insert("ci_hi".into(), json_number(c.ci_hi));
-            object.insert("relative_bounds".into(), json!(c.relative_bounds));
-            // The claimed statistic's own interval (the mean's for mean, ci_lo and ci_hi).
-            let (kind, lo, hi) = match c.measured {
-                Measured::Mean => ("student_t_mean", c.ci_lo, c.ci_hi),
-                Measured::Fraction { successes, replicas, fraction, lo, hi } => {
-                    object.insert("fraction".into(), json_number(fraction));
-                    object.insert("successes".into(), json!(successes));
-                    object.insert("replicas".into(), json!(replicas));
-                    ("wilson", lo, hi)
-                }
-                Measured::Quantile { replicas, lo, hi } => {
-                    object.insert("replicas".into(), json!(replicas));
-                    ("order_statistic", lo, hi)
-                }
-            };
-            object.insert("interval".into(), json!(kind));
-            object.insert("interval_lo".into(), json_number(lo));
-            object.insert("interval_hi".into(), json_number(hi));
-            object.insert("passed".into(), json!(c.passed));
-            claim
-        })
-        .collect();
-    let skipped: Vec<Value> = skipped.iter().map(|s| json!({"claim": s.index, "why": s.why})).collect();
-    json!({"checks": checks, "skipped": skipped})
-}
-
-/// Writes `verify.json` (the [`to_json`] document) into the output folder `dir`,
-/// atomically, for the report to show.
-pub fn write(dir: &std::path::Path, json: &Value) -> crate::Result<()> {
-    let bytes = serde_json::to_vec_pretty(json).expect("JSON serialises");
-    stampede_output::StagedFile::with_contents(dir, "verify.json", &bytes)
-        .and_then(|f| f.commit())
-        .map(|_| ())
-        .map_err(|e| crate::Error::io(format!("cannot write verify.json: {e}")))
 }
 
 #[cfg(test)]
