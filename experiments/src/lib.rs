@@ -6,17 +6,19 @@
 //! test, [`layering`], fails on an upward import or a cycle between modules):
 //!
 //! 1. [`base`] — errors, TOML typing with field paths, enum names;
-//! 2. [`scenario`] — the scenario document, overrides, the grid, claims, built-ins;
-//! 3. [`models`] — the model registry and one module per model;
-//! 4. [`resolved`] — a scenario typed by its model, every grid point validated;
-//! 5. [`run`] — runner, statistics, output layout, pipeline, report;
-//! 6. [`verify`] — checking `[[verify]]` claims against a run.
+//! 2. [`inputs`] — the distribution value and the files it reads (samples, HDR, Prometheus);
+//! 3. [`scenario`] — the scenario document, overrides, the grid, claims, built-ins;
+//! 4. [`models`] — the model registry and one module per model;
+//! 5. [`resolved`] — a scenario typed by its model, every grid point validated;
+//! 6. [`run`] — runner, statistics, output layout, pipeline, report;
+//! 7. [`verify`] — checking `[[verify]]` claims against a run.
 //!
 //! Flow: [`scenario::builtin::load_scenario_source`] → [`Scenario::resolve`] →
 //! [`run::pipeline::execute`] (which calls [`run::runner::run_grid`]) →
 //! [`run::report::RunReport`] → [`verify::check`].
 
 pub mod base;
+pub mod inputs;
 pub mod models;
 pub mod resolved;
 pub mod run;

@@ -99,6 +99,57 @@ impl Table {
     }
 }
 
+/// One numeric column of any Parquet file (written by pandas, DuckDB, Spark, …): every
+/// integer and float width, as `f64`, in row order. A missing column is an error that
+/// lists the columns there are; a null is an error naming its row (1-based).
+pub fn number_column(path: &Path, name: &str) -> Result<Vec<f64>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{
+        Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type,
+        UInt8Type,
+    };
+    use parquet::arrow::ProjectionMask;
+    let file = File::open(path).map_err(|e| OutputError::new(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| OutputError::new(path, format!("not a readable Parquet file: {e}")))?;
+    let fields: Vec<String> = builder.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let Some(index) = fields.iter().position(|f| f == name) else {
+        return Err(OutputError::new(path, format!("no column {name:?}; its columns: {}", fields.join(", "))));
+    };
+    let mask = ProjectionMask::roots(builder.parquet_schema(), [index]);
+    let reader =
+        builder.with_projection(mask).build().map_err(|e| OutputError::new(path, format!("cannot read it: {e}")))?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| OutputError::new(path, e))?;
+        let array = batch.column(0);
+        if let Some(row) = (0..array.len()).find(|&i| array.is_null(i)) {
+            return Err(OutputError::new(path, format!("column {name:?} row {} is null", out.len() + row + 1)));
+        }
+        macro_rules! extend {
+            ($type:ty) => {
+                out.extend(array.as_primitive::<$type>().values().iter().map(|&v| v as f64))
+            };
+        }
+        match array.data_type() {
+            DataType::Float64 => extend!(Float64Type),
+            DataType::Float32 => extend!(Float32Type),
+            DataType::Int64 => extend!(Int64Type),
+            DataType::Int32 => extend!(Int32Type),
+            DataType::Int16 => extend!(Int16Type),
+            DataType::Int8 => extend!(Int8Type),
+            DataType::UInt64 => extend!(UInt64Type),
+            DataType::UInt32 => extend!(UInt32Type),
+            DataType::UInt16 => extend!(UInt16Type),
+            DataType::UInt8 => extend!(UInt8Type),
+            other => {
+                return Err(OutputError::new(path, format!("column {name:?} has type {other}, not a number")));
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn batch_columns(path: &Path, batch: &RecordBatch) -> Result<Vec<(String, ColumnValues)>> {
     let schema = batch.schema();
     let mut out = Vec::with_capacity(batch.num_columns());
@@ -171,6 +222,21 @@ mod tests {
         assert_eq!(table.binaries("blob").unwrap(), blob.as_slice());
         assert!(table.numbers("name").unwrap_err().reason.contains("not a number"));
         assert!(table.column("missing").unwrap_err().reason.contains("no column \"missing\""));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_number_column_of_any_width_reads_as_f64_and_a_missing_one_lists_the_others() {
+        let dir = std::env::temp_dir().join(format!("stampede-column-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let specs = [ColumnSpec::new("count", ColumnType::U64), ColumnSpec::new("latency_s", ColumnType::F64)];
+        let mut writer = TableWriter::create(&dir, "c.parquet", &specs).unwrap();
+        writer.write(vec![ColumnValues::U64(vec![1, 2, 3]), ColumnValues::F64(vec![0.5, 0.25, 0.125])]).unwrap();
+        let path = writer.finish().unwrap().commit().unwrap();
+        assert_eq!(number_column(&path, "latency_s").unwrap(), [0.5, 0.25, 0.125]);
+        assert_eq!(number_column(&path, "count").unwrap(), [1.0, 2.0, 3.0]);
+        let error = number_column(&path, "p99").unwrap_err();
+        assert!(error.reason.contains("no column \"p99\"; its columns: count, latency_s"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

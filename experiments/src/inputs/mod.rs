@@ -1,0 +1,404 @@
+//! Inputs from the real system: the distribution value a scenario gives wherever a
+//! model takes a service time or a latency — `{ dist = "gamma", mean_s = 0.05, scv = 2 }`,
+//! `{ dist = "empirical", file = "lat.parquet", column = "latency_s" }`,
+//! `{ dist = "hdr", file = "lat.hlog", unit = "us" }`,
+//! `{ dist = "prometheus", file = "metrics.txt", metric = "…", labels = { … } }`,
+//! `{ dist = "quantiles", p50_s = …, p99_s = …, max_s = … }` — each with an optional
+//! `scale` and `shift_s`.
+//!
+//! [`DistributionSpec`] is the TOML form, kept as written (so `show` prints it back);
+//! [`DistributionSpec::resolve`] checks it, reads its file and builds the engine's
+//! [`Distribution`]. A table built from a file is made once per process for each (file,
+//! content, spec) and shared read-only by every grid point and replica.
+
+pub mod sources;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::components::distribution::{Distribution, QuantileTable, Shape};
+
+use crate::base::error::{Error, Result};
+
+/// A distribution as a scenario writes it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistributionSpec {
+    /// constant | exponential | lognormal | gamma | weibull | hyperexponential |
+    /// empirical | hdr | prometheus | quantiles
+    pub dist: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scv: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p75_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<String>,
+    /// Multiplies every draw ("what if it were 50% slower": 1.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
+    /// Added to every draw, after the scale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift_s: Option<f64>,
+}
+
+/// The kinds, with the fields each requires and the ones it also accepts.
+const KINDS: &[(&str, &[&str], &[&str])] = &[
+    ("constant", &["value_s"], &[]),
+    ("exponential", &["mean_s"], &[]),
+    ("lognormal", &[], &["mean_s", "scv", "median_s", "sigma"]),
+    ("gamma", &[], &["mean_s", "scv", "shape", "scale_s"]),
+    ("weibull", &["shape", "scale_s"], &[]),
+    ("hyperexponential", &["mean_s", "scv"], &[]),
+    ("empirical", &["file"], &["column"]),
+    ("hdr", &["file", "unit"], &["start_s", "end_s"]),
+    ("prometheus", &["file", "metric"], &["labels", "tail"]),
+    ("quantiles", &[], &["min_s", "p50_s", "p75_s", "p90_s", "p95_s", "p99_s", "p999_s", "max_s", "fit"]),
+];
+
+/// Fields every kind accepts.
+const COMMON: &[&str] = &["dist", "scale", "shift_s"];
+
+/// The quantile fields and their probabilities, in order.
+const QUANTILES: &[(&str, f64)] =
+    &[("p50_s", 0.5), ("p75_s", 0.75), ("p90_s", 0.9), ("p95_s", 0.95), ("p99_s", 0.99), ("p999_s", 0.999)];
+
+impl DistributionSpec {
+    /// The fields this spec sets, by name.
+    fn present(&self) -> Vec<&'static str> {
+        let table = crate::base::typing::to_table(self);
+        let mut names: Vec<&'static str> = KINDS
+            .iter()
+            .flat_map(|(_, required, optional)| required.iter().chain(optional.iter()))
+            .chain(COMMON.iter())
+            .copied()
+            .filter(|name| table.contains_key(*name))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// The file this spec reads, if any.
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
+    /// Checks the spec at field path `path` (`queue.service`), reads its file, and
+    /// builds the distribution. Every refusal names the field, the value and what is
+    /// allowed.
+    pub fn resolve(&self, path: &str) -> Result<Distribution> {
+        let Some((kind, required, optional)) = KINDS.iter().find(|(kind, ..)| *kind == self.dist) else {
+            let names: Vec<&str> = KINDS.iter().map(|(k, ..)| *k).collect();
+            return Err(Error::bad_input(format!(
+                "{path}.dist = {:?}: not a distribution; allowed: {}",
+                self.dist,
+                names.join(", ")
+            )));
+        };
+        let present = self.present();
+        for field in &present {
+            if !COMMON.contains(field) && !required.contains(field) && !optional.contains(field) {
+                let takes: Vec<&str> = required.iter().chain(optional.iter()).chain(&COMMON[1..]).copied().collect();
+                return Err(Error::bad_input(format!(
+                    "{path}.{field}: dist = {kind:?} does not take {field}; it takes {}",
+                    takes.join(", ")
+                )));
+            }
+        }
+        for field in *required {
+            if !present.contains(field) {
+                return Err(Error::bad_input(format!(
+                    "{path}: dist = {kind:?} needs {field} ({})",
+                    required.join(", ")
+                )));
+            }
+        }
+        let scale = self.scale.unwrap_or(1.0);
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(Error::bad_input(format!("{path}.scale = {scale}: must be a positive factor")));
+        }
+        let shift = self.shift_s.unwrap_or(0.0);
+        if !(shift.is_finite() && shift >= 0.0) {
+            return Err(Error::bad_input(format!("{path}.shift_s = {shift}: must be 0 or more seconds")));
+        }
+        let distribution = match *kind {
+            "constant" => Distribution::new(Shape::Constant { value_s: non_negative(path, "value_s", self.value_s)? }),
+            "exponential" => Distribution::new(Shape::Exponential { mean_s: positive(path, "mean_s", self.mean_s)? }),
+            "lognormal" => match (self.mean_s, self.scv, self.median_s, self.sigma) {
+                (Some(_), Some(_), None, None) => Distribution::lognormal_mean_scv(
+                    positive(path, "mean_s", self.mean_s)?,
+                    positive(path, "scv", self.scv)?,
+                ),
+                (None, None, Some(_), Some(_)) => Distribution::new(Shape::Lognormal {
+                    mu: positive(path, "median_s", self.median_s)?.ln(),
+                    sigma: positive(path, "sigma", self.sigma)?,
+                }),
+                _ => return Err(pair_error(path, "lognormal", "mean_s and scv", "median_s and sigma")),
+            },
+            "gamma" => match (self.mean_s, self.scv, self.shape, self.scale_s) {
+                (Some(_), Some(_), None, None) => Distribution::gamma_mean_scv(
+                    positive(path, "mean_s", self.mean_s)?,
+                    positive(path, "scv", self.scv)?,
+                ),
+                (None, None, Some(_), Some(_)) => Distribution::new(Shape::Gamma {
+                    shape: positive(path, "shape", self.shape)?,
+                    scale_s: positive(path, "scale_s", self.scale_s)?,
+                }),
+                _ => return Err(pair_error(path, "gamma", "mean_s and scv", "shape and scale_s")),
+            },
+            "weibull" => Distribution::new(Shape::Weibull {
+                shape: positive(path, "shape", self.shape)?,
+                scale_s: positive(path, "scale_s", self.scale_s)?,
+            }),
+            "hyperexponential" => {
+                let scv = positive(path, "scv", self.scv)?;
+                if scv < 1.0 {
+                    return Err(Error::bad_input(format!(
+                        "{path}.scv = {scv}: a two-phase hyperexponential has scv ≥ 1 (use gamma or lognormal below 1)"
+                    )));
+                }
+                Distribution::hyperexponential_mean_scv(positive(path, "mean_s", self.mean_s)?, scv)
+            }
+            "quantiles" if self.fit.is_some() => self.fitted_quantiles(path)?,
+            _ => Distribution::new(Shape::Table(self.table(path)?)),
+        };
+        Ok(distribution.adjusted(scale, shift))
+    }
+
+    /// The table of a data-driven kind, from the process-wide cache or built now.
+    fn table(&self, path: &str) -> Result<Arc<QuantileTable>> {
+        static CACHE: OnceLock<Mutex<BTreeMap<String, Arc<QuantileTable>>>> = OnceLock::new();
+        // The key holds the spec and the file's size and modification time, so an
+        // edited file is read again.
+        let stamp = self.file.as_deref().and_then(|f| std::fs::metadata(f).ok()).map(|m| (m.len(), m.modified().ok()));
+        let key = format!("{self:?}{stamp:?}");
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(table) = cache.lock().expect("the cache lock").get(&key) {
+            return Ok(Arc::clone(table));
+        }
+        let table = Arc::new(self.build_table(path)?);
+        cache.lock().expect("the cache lock").insert(key, Arc::clone(&table));
+        Ok(table)
+    }
+
+    fn build_table(&self, path: &str) -> Result<QuantileTable> {
+        let file = || Path::new(self.file.as_deref().expect("checked: file is required"));
+        let at = |e: Error| e.context(format!("{path}.file"));
+        let table = match self.dist.as_str() {
+            "empirical" => QuantileTable::from_sample(&sources::sample(file(), self.column.as_deref()).map_err(at)?),
+            "hdr" => {
+                let unit = self.unit.as_deref().expect("checked: unit is required");
+                let seconds = sources::unit_seconds(unit).ok_or_else(|| {
+                    Error::bad_input(format!("{path}.unit = {unit:?}: allowed: \"ns\", \"us\", \"ms\", \"s\" (the unit the histogram's values were recorded in)"))
+                })?;
+                let window = (self.start_s, self.end_s);
+                if let (Some(from), Some(to)) = window {
+                    if !(from >= 0.0 && to > from) {
+                        return Err(Error::bad_input(format!(
+                            "{path}: start_s = {from}, end_s = {to}: need 0 ≤ start_s < end_s"
+                        )));
+                    }
+                }
+                let histogram = sources::hdr(file(), window).map_err(at)?;
+                let knots: Vec<(f64, f64)> =
+                    sources::hdr_knots(&histogram).into_iter().map(|(v, p)| (v * seconds, p)).collect();
+                QuantileTable::from_cdf(&knots)
+            }
+            "prometheus" => {
+                let metric = self.metric.as_deref().expect("checked: metric is required");
+                let labels = self.labels.clone().unwrap_or_default();
+                let buckets = sources::prometheus(file(), metric, &labels).map_err(at)?;
+                let tail = self.tail.as_deref().unwrap_or("cap");
+                let knots = sources::bucket_knots(&buckets, tail)
+                    .map_err(|why| Error::bad_input(format!("{path}.tail: {why}")))?;
+                QuantileTable::from_cdf(&knots)
+            }
+            "quantiles" => QuantileTable::from_cdf(&self.quantile_knots(path)?),
+            other => unreachable!("{other} has no table"),
+        };
+        table.map_err(|why| Error::bad_input(format!("{path}: {why}")))
+    }
+
+    /// (value, probability) of each quantile given, in order, each checked.
+    fn given_quantiles(&self, path: &str) -> Result<Vec<(f64, f64, &'static str)>> {
+        let table = crate::base::typing::to_table(self);
+        let mut given = Vec::new();
+        for (field, p) in QUANTILES {
+            if let Some(value) = table.get(*field).and_then(toml::Value::as_float) {
+                given.push((non_negative(path, field, Some(value))?, *p, *field));
+            }
+        }
+        if given.is_empty() {
+            return Err(Error::bad_input(format!(
+                "{path}: dist = \"quantiles\" needs at least one of p50_s, p75_s, p90_s, p95_s, p99_s, p999_s"
+            )));
+        }
+        for pair in given.windows(2) {
+            if pair[1].0 < pair[0].0 {
+                return Err(Error::bad_input(format!(
+                    "{path}.{} = {}: below {} = {}; quantiles must not decrease",
+                    pair[1].2, pair[1].0, pair[0].2, pair[0].0
+                )));
+            }
+        }
+        Ok(given)
+    }
+
+    /// A piecewise-linear CDF through min_s (default 0) at 0, each quantile, and max_s at 1.
+    fn quantile_knots(&self, path: &str) -> Result<Vec<(f64, f64)>> {
+        let given = self.given_quantiles(path)?;
+        let max = self.max_s.ok_or_else(|| {
+            Error::bad_input(format!(
+                "{path}: dist = \"quantiles\" needs max_s (where the distribution ends), or fit = \"lognormal\" or \"gamma\" to fit one through the quantiles"
+            ))
+        })?;
+        let min = non_negative(path, "min_s", Some(self.min_s.unwrap_or(0.0)))?;
+        let mut knots = vec![(min, 0.0)];
+        knots.extend(given.iter().map(|(v, p, _)| (*v, *p)));
+        knots.push((non_negative(path, "max_s", Some(max))?, 1.0));
+        for pair in knots.windows(2) {
+            if pair[1].0 < pair[0].0 {
+                return Err(Error::bad_input(format!(
+                    "{path}: the quantiles must not decrease from min_s through max_s; {} comes after {}",
+                    pair[1].0, pair[0].0
+                )));
+            }
+        }
+        Ok(knots)
+    }
+
+    /// The lognormal or gamma closest to the given quantiles (least squares on the
+    /// logarithms of the quantiles).
+    fn fitted_quantiles(&self, path: &str) -> Result<Distribution> {
+        let given = self.given_quantiles(path)?;
+        let points: Vec<(f64, f64)> = given.iter().map(|(v, p, _)| (*p, *v)).collect();
+        if points.iter().any(|(_, v)| *v <= 0.0) {
+            return Err(Error::bad_input(format!("{path}: fitting needs quantiles above 0")));
+        }
+        match self.fit.as_deref() {
+            Some("lognormal") => fit::lognormal_from_quantiles(&points)
+                .map(|(mu, sigma)| Distribution::new(Shape::Lognormal { mu, sigma }))
+                .ok_or_else(|| Error::bad_input(format!("{path}: a lognormal fit needs two distinct quantiles"))),
+            Some("gamma") => fit::gamma_from_quantiles(&points)
+                .map(|(shape, scale_s)| Distribution::new(Shape::Gamma { shape, scale_s }))
+                .ok_or_else(|| Error::bad_input(format!("{path}: a gamma fit needs two distinct quantiles"))),
+            other => Err(Error::bad_input(format!(
+                "{path}.fit = {:?}: allowed: \"lognormal\", \"gamma\"",
+                other.unwrap_or_default()
+            ))),
+        }
+    }
+}
+
+fn pair_error(path: &str, kind: &str, one: &str, other: &str) -> Error {
+    Error::bad_input(format!("{path}: dist = {kind:?} takes either {one}, or {other}"))
+}
+
+fn positive(path: &str, field: &str, value: Option<f64>) -> Result<f64> {
+    match value {
+        Some(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Some(v) => Err(Error::bad_input(format!("{path}.{field} = {v}: must be a positive number"))),
+        None => Err(Error::bad_input(format!("{path}: needs {field}"))),
+    }
+}
+
+fn non_negative(path: &str, field: &str, value: Option<f64>) -> Result<f64> {
+    match value {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Some(v) => Err(Error::bad_input(format!("{path}.{field} = {v}: must be 0 or more seconds"))),
+        None => Err(Error::bad_input(format!("{path}: needs {field}"))),
+    }
+}
+
+/// Fitting families to quantiles.
+pub mod fit {
+    use statrs::distribution::{ContinuousCDF, Gamma, Normal};
+
+    /// (μ, σ) of the lognormal whose log-quantiles best match (least squares):
+    /// ln q = μ + σ·z_p.
+    pub fn lognormal_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+        let normal = Normal::new(0.0, 1.0).expect("the standard normal");
+        let xy: Vec<(f64, f64)> = points.iter().map(|(p, v)| (normal.inverse_cdf(*p), v.ln())).collect();
+        if xy.len() == 1 {
+            return None;
+        }
+        let n = xy.len() as f64;
+        let (mx, my) = (xy.iter().map(|p| p.0).sum::<f64>() / n, xy.iter().map(|p| p.1).sum::<f64>() / n);
+        let sxx: f64 = xy.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
+        let sxy: f64 = xy.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+        if sxx <= 0.0 {
+            return None;
+        }
+        let sigma = sxy / sxx;
+        (sigma > 0.0).then_some((my - sigma * mx, sigma))
+    }
+
+    /// (shape k, scale θ) of the gamma whose log-quantiles best match: for each k the
+    /// best ln θ is the mean gap, and k is searched on a log grid then refined.
+    pub fn gamma_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+        if points.len() < 2 || points.windows(2).all(|w| w[0].1 == w[1].1) {
+            return None;
+        }
+        let cost = |k: f64| -> (f64, f64) {
+            let unit = Gamma::new(k, 1.0).expect("a positive shape");
+            let gaps: Vec<f64> = points.iter().map(|(p, v)| v.ln() - unit.inverse_cdf(*p).max(1e-300).ln()).collect();
+            let ln_theta = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            (gaps.iter().map(|g| (g - ln_theta).powi(2)).sum(), ln_theta)
+        };
+        let (mut low, mut high) = (-4.0f64, 5.0f64); // ln k from about 0.02 to 150
+        for _ in 0..80 {
+            let (a, b) = (low + (high - low) / 3.0, high - (high - low) / 3.0);
+            if cost(a.exp()).0 <= cost(b.exp()).0 {
+                high = b;
+            } else {
+                low = a;
+            }
+        }
+        let k = ((low + high) / 2.0).exp();
+        Some((k, cost(k).1.exp()))
+    }
+}

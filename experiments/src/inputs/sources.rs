@@ -1,0 +1,437 @@
+//! Reading measured latencies from the files a monitoring stack already keeps: a column
+//! of samples (CSV, one value a line, or a Parquet column), an HdrHistogram (V2,
+//! compressed or not, or a `.hlog` interval log), and a Prometheus histogram (the text
+//! exposition format's cumulative `_bucket{le=…}` lines, or the JSON of Prometheus'
+//! HTTP API). Each reader returns plain numbers or CDF knots and names the file, line
+//! or row of anything it refuses; none knows what the numbers will be used for.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+
+use crate::base::error::{Error, Result};
+
+fn refuse(path: &Path, what: impl std::fmt::Display) -> Error {
+    Error::bad_input(format!("{}: {what}", path.display()))
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(refuse(path, "the file is empty"));
+    }
+    Ok(bytes)
+}
+
+/// A sample: a Parquet column, or a CSV with one value a line (an optional header
+/// line that is not a number is skipped; with `column`, a CSV with a header row is
+/// read by that column's name).
+pub fn sample(path: &Path, column: Option<&str>) -> Result<Vec<f64>> {
+    let is_parquet = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
+    let values = if is_parquet {
+        let column = column.ok_or_else(|| refuse(path, "a Parquet file needs `column`, the column to read"))?;
+        if std::fs::metadata(path).map_err(|e| refuse(path, format!("cannot read it: {e}")))?.len() == 0 {
+            return Err(refuse(path, "the file is empty"));
+        }
+        let values = stampede_output::read::number_column(path, column).map_err(|e| Error::bad_input(e.to_string()))?;
+        if let Some((row, bad)) = values.iter().enumerate().find(|(_, v)| !v.is_finite() || **v < 0.0) {
+            return Err(refuse(path, format!("column {column:?} row {}: {bad} is not a non-negative number", row + 1)));
+        }
+        values
+    } else {
+        csv_sample(path, column)?
+    };
+    if values.len() < 2 {
+        return Err(refuse(path, format!("{} value(s): a sample needs at least 2", values.len())));
+    }
+    Ok(values)
+}
+
+fn csv_sample(path: &Path, column: Option<&str>) -> Result<Vec<f64>> {
+    let text = String::from_utf8(read_bytes(path)?).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
+    let mut field = 0;
+    if let Some((_, first)) = lines.peek() {
+        let cells: Vec<&str> = first.split(',').map(str::trim).collect();
+        let header = cells.iter().any(|c| c.parse::<f64>().is_err());
+        match (header, column) {
+            (true, Some(name)) => {
+                field = cells
+                    .iter()
+                    .position(|c| c.trim_matches('"') == name)
+                    .ok_or_else(|| refuse(path, format!("no column {name:?}; its columns: {}", cells.join(", "))))?;
+                lines.next();
+            }
+            (true, None) if cells.len() == 1 => {
+                lines.next();
+            }
+            (true, None) => {
+                return Err(refuse(path, format!("several columns ({}): say which with `column`", cells.join(", "))))
+            }
+            (false, Some(name)) => {
+                return Err(refuse(path, format!("column {name:?} was asked for, but the file has no header row")))
+            }
+            (false, None) if cells.len() > 1 => {
+                return Err(refuse(path, "several values a line: one value a line, or a header row and `column`"))
+            }
+            (false, None) => {}
+        }
+    }
+    let mut values = Vec::new();
+    for (index, line) in lines {
+        let cell = line.split(',').nth(field).map(str::trim).unwrap_or_default();
+        match cell.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => values.push(v),
+            _ => return Err(refuse(path, format!("line {}: {cell:?} is not a non-negative number", index + 1))),
+        }
+    }
+    Ok(values)
+}
+
+/// Seconds per unit of an HdrHistogram's recorded values.
+pub fn unit_seconds(unit: &str) -> Option<f64> {
+    match unit {
+        "ns" => Some(1e-9),
+        "us" => Some(1e-6),
+        "ms" => Some(1e-3),
+        "s" => Some(1.0),
+        _ => None,
+    }
+}
+
+/// An HdrHistogram: one serialised histogram (V2, or V2 + DEFLATE), or an interval
+/// log (`.hlog`: every interval merged, or those starting within `[start_s, end_s)`
+/// of the log's first interval). Values stay in the recorded unit.
+pub fn hdr(path: &Path, window: (Option<f64>, Option<f64>)) -> Result<Histogram<u64>> {
+    let bytes = read_bytes(path)?;
+    let text = std::str::from_utf8(&bytes).ok().filter(|t| t.lines().any(|l| l.starts_with('#') || l.contains(',')));
+    let Some(text) = text else {
+        if window != (None, None) {
+            return Err(refuse(path, "start_s and end_s choose intervals of an interval log; this is one histogram"));
+        }
+        return Deserializer::new()
+            .deserialize::<u64, _>(&mut std::io::Cursor::new(&bytes))
+            .map_err(|e| refuse(path, format!("not an HdrHistogram (V2 or V2 + DEFLATE): {e}")));
+    };
+    let mut merged: Option<Histogram<u64>> = None;
+    let mut first_start = None;
+    let mut intervals = 0;
+    for (index, entry) in IntervalLogIterator::new(text.as_bytes()).enumerate() {
+        let entry =
+            entry.map_err(|e| refuse(path, format!("entry {}: not an interval log entry: {e:?}", index + 1)))?;
+        let LogEntry::Interval(interval) = entry else { continue };
+        let start = interval.start_timestamp().as_secs_f64();
+        let offset = start - *first_start.get_or_insert(start);
+        if window.0.is_some_and(|from| offset < from) || window.1.is_some_and(|to| offset >= to) {
+            continue;
+        }
+        let encoded = base64::engine::general_purpose::STANDARD
+            .decode(interval.encoded_histogram())
+            .map_err(|e| refuse(path, format!("interval {}: not base64: {e}", index + 1)))?;
+        let histogram: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut std::io::Cursor::new(encoded))
+            .map_err(|e| refuse(path, format!("interval {}: not an HdrHistogram: {e}", index + 1)))?;
+        intervals += 1;
+        match &mut merged {
+            None => merged = Some(histogram),
+            Some(all) => {
+                all.add(&histogram).map_err(|e| refuse(path, format!("cannot merge interval {}: {e:?}", index + 1)))?
+            }
+        }
+    }
+    match merged {
+        Some(histogram) if !histogram.is_empty() => Ok(histogram),
+        _ if intervals == 0 => Err(refuse(path, "no interval of the log falls within start_s..end_s (or it has none)")),
+        _ => Err(refuse(path, "the histogram holds no values")),
+    }
+}
+
+/// The CDF knots (value in the recorded unit, cumulative probability) of a histogram:
+/// each bucket's count spread evenly over the bucket, starting at 0.
+pub fn hdr_knots(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
+    let total = histogram.len() as f64;
+    let mut knots = vec![(0.0, 0.0)];
+    let mut seen = 0u64;
+    for bucket in histogram.iter_recorded() {
+        let value = bucket.value_iterated_to();
+        let low = histogram.lowest_equivalent(value) as f64;
+        let high = histogram.highest_equivalent(value) as f64 + 1.0;
+        let before = seen as f64 / total;
+        seen += bucket.count_at_value();
+        let last = knots.last().expect("starts with a knot").0;
+        if low > last {
+            knots.push((low, before));
+        }
+        knots.push((high.max(low), seen as f64 / total));
+    }
+    knots
+}
+
+/// A Prometheus histogram: `(upper bound le, cumulative count)` per bucket, sorted by
+/// le, `+Inf` last, plus `_sum` and `_count` when present.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buckets {
+    pub bounds: Vec<(f64, f64)>,
+    pub sum: Option<f64>,
+}
+
+/// One series of `metric`'s buckets whose labels include every one of `labels`, from
+/// the text exposition format or the JSON of Prometheus' HTTP API (a vector, or the
+/// last sample of each series of a matrix).
+pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) -> Result<Buckets> {
+    let text = String::from_utf8(read_bytes(path)?).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    // (labels without le, le, value, line) of every bucket sample; sums by label set.
+    let mut samples: Vec<(BTreeMap<String, String>, String, f64, usize)> = Vec::new();
+    let mut sums: Vec<(BTreeMap<String, String>, f64)> = Vec::new();
+    let bucket_name = format!("{metric}_bucket");
+    let sum_name = format!("{metric}_sum");
+    if text.trim_start().starts_with('{') {
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| refuse(path, format!("not JSON: {e}")))?;
+        let results = json["data"]["result"]
+            .as_array()
+            .ok_or_else(|| refuse(path, "not a Prometheus API answer: no data.result list"))?;
+        for (index, series) in results.iter().enumerate() {
+            let mut series_labels: BTreeMap<String, String> = series["metric"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+                .unwrap_or_default();
+            let name = series_labels.remove("__name__");
+            let value = series.get("value").or_else(|| series["values"].as_array().and_then(|v| v.last()));
+            let number = value
+                .and_then(|v| v.get(1))
+                .and_then(|v| v.as_str())
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or_else(|| refuse(path, format!("result {}: no numeric value", index + 1)))?;
+            match (name.as_deref(), series_labels.remove("le")) {
+                (Some(n), Some(le)) if n == bucket_name => samples.push((series_labels, le, number, index + 1)),
+                // A query such as sum by (le) (rate(…_bucket[5m])) drops the name.
+                (None, Some(le)) => samples.push((series_labels, le, number, index + 1)),
+                (Some(n), None) if n == sum_name => sums.push((series_labels, number)),
+                _ => {}
+            }
+        }
+    } else {
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (name, rest) = line.split_at(line.find(['{', ' ']).unwrap_or(line.len()));
+            if name != bucket_name && name != sum_name {
+                continue;
+            }
+            let (mut series_labels, value_text) =
+                parse_labels(rest).map_err(|why| refuse(path, format!("line {}: {why}", index + 1)))?;
+            let value: f64 = value_text
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| refuse(path, format!("line {}: {value_text:?} is not a number", index + 1)))?;
+            if name == sum_name {
+                sums.push((series_labels, value));
+                continue;
+            }
+            let le = series_labels
+                .remove("le")
+                .ok_or_else(|| refuse(path, format!("line {}: a _bucket sample without an le label", index + 1)))?;
+            samples.push((series_labels, le, value, index + 1));
+        }
+    }
+    let matches = |series: &BTreeMap<String, String>| labels.iter().all(|(k, v)| series.get(k) == Some(v));
+    let mut series_found: Vec<BTreeMap<String, String>> = Vec::new();
+    for (series, ..) in &samples {
+        if !series_found.contains(series) {
+            series_found.push(series.clone());
+        }
+    }
+    let chosen: Vec<&BTreeMap<String, String>> = series_found.iter().filter(|s| matches(s)).collect();
+    let describe = |s: &BTreeMap<String, String>| {
+        format!("{{{}}}", s.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(", "))
+    };
+    let series = match chosen.as_slice() {
+        [one] => (*one).clone(),
+        [] if series_found.is_empty() => {
+            return Err(refuse(path, format!("no {bucket_name} samples (is the metric name right?)")))
+        }
+        [] => {
+            let all: Vec<String> = series_found.iter().map(describe).collect();
+            return Err(refuse(
+                path,
+                format!("no {metric} series has the labels {}; the series: {}", describe(labels), all.join(" ")),
+            ));
+        }
+        many => {
+            let all: Vec<String> = many.iter().map(|s| describe(s)).collect();
+            return Err(refuse(
+                path,
+                format!(
+                    "{} {metric} series match {}: {}; add labels to choose one",
+                    many.len(),
+                    describe(labels),
+                    all.join(" ")
+                ),
+            ));
+        }
+    };
+    let mut bounds = Vec::new();
+    for (_, le, count, line) in samples.iter().filter(|(l, ..)| *l == series) {
+        let bound = match le.as_str() {
+            "+Inf" | "Inf" | "inf" => f64::INFINITY,
+            other => {
+                other.parse::<f64>().map_err(|_| refuse(path, format!("line {line}: le={other:?} is not a number")))?
+            }
+        };
+        if !(count.is_finite() && *count >= 0.0) {
+            return Err(refuse(path, format!("line {line}: the count {count} is not a non-negative number")));
+        }
+        if bound < 0.0 || bound.is_nan() {
+            return Err(refuse(path, format!("line {line}: le={le} is below 0; durations start at 0")));
+        }
+        bounds.push((bound, *count, *line));
+    }
+    for pair in bounds.windows(2) {
+        let ((le0, c0, _), (le1, c1, line)) = (pair[0], pair[1]);
+        if le1 <= le0 {
+            return Err(refuse(
+                path,
+                format!("line {line}: le={le1} follows le={le0}; the buckets must be sorted by le"),
+            ));
+        }
+        if c1 < c0 {
+            return Err(refuse(path, format!("line {line}: the cumulative count falls from {c0} to {c1} at le={le1}; bucket counts are cumulative")));
+        }
+    }
+    if bounds.last().is_none_or(|b| b.0.is_finite()) {
+        return Err(refuse(path, format!("the {metric} series has no le=\"+Inf\" bucket (the total count)")));
+    }
+    if bounds.last().is_some_and(|b| b.1 == 0.0) {
+        return Err(refuse(path, "every bucket is empty: the histogram counted nothing"));
+    }
+    let sum = sums.iter().find(|(l, _)| *l == series).map(|(_, s)| *s);
+    Ok(Buckets { bounds: bounds.into_iter().map(|(le, count, _)| (le, count)).collect(), sum })
+}
+
+/// `{a="x",le="0.1"} 42` → ({a: x, le: 0.1}, "42"); without braces, no labels.
+fn parse_labels(rest: &str) -> std::result::Result<(BTreeMap<String, String>, &str), String> {
+    let mut labels = BTreeMap::new();
+    let Some(body) = rest.strip_prefix('{') else { return Ok((labels, rest.trim())) };
+    let next = |at: usize| body[at..].chars().next();
+    let mut i = 0;
+    loop {
+        while let Some(c) = next(i).filter(|c| *c == ',' || c.is_whitespace()) {
+            i += c.len_utf8();
+        }
+        match next(i) {
+            None => return Err("an unclosed {".into()),
+            Some('}') => return Ok((labels, body[i + 1..].trim())),
+            Some(_) => {}
+        }
+        let eq = body[i..].find('=').ok_or("a label without =")? + i;
+        let name = body[i..eq].trim().to_string();
+        let mut j = eq + 1;
+        while let Some(c) = next(j).filter(|c| c.is_whitespace()) {
+            j += c.len_utf8();
+        }
+        if next(j) != Some('"') {
+            return Err(format!("label {name}'s value is not quoted"));
+        }
+        j += 1;
+        let mut value = String::new();
+        loop {
+            let c = next(j).ok_or_else(|| format!("label {name}'s value has no closing quote"))?;
+            j += c.len_utf8();
+            match c {
+                '"' => break,
+                '\\' => {
+                    let escaped = next(j).ok_or_else(|| format!("label {name}'s value has no closing quote"))?;
+                    j += escaped.len_utf8();
+                    value.push(if escaped == 'n' { '\n' } else { escaped });
+                }
+                other => value.push(other),
+            }
+        }
+        labels.insert(name, value);
+        i = j;
+    }
+}
+
+/// CDF knots from Prometheus buckets: linear inside each bucket, the first from 0;
+/// what lies above the last finite `le` is `tail`: `cap` puts it at that `le`;
+/// `exponential` spreads it as an exponential beyond it whose mean makes the whole
+/// histogram's mean equal `_sum / _count`.
+pub fn bucket_knots(buckets: &Buckets, tail: &str) -> std::result::Result<Vec<(f64, f64)>, String> {
+    let total = buckets.bounds.last().expect("checked: a +Inf bucket").1;
+    let mut knots = vec![(0.0, 0.0)];
+    let mut inside_mean = 0.0;
+    let (mut last_le, mut last_count) = (0.0, 0.0);
+    for &(le, count) in buckets.bounds.iter().filter(|(le, _)| le.is_finite()) {
+        inside_mean += (count - last_count) / total * (last_le + le) / 2.0;
+        knots.push((le, count / total));
+        (last_le, last_count) = (le, count);
+    }
+    let tail_share = (total - last_count) / total;
+    if tail_share == 0.0 {
+        knots.last_mut().expect("a knot").1 = 1.0;
+        return Ok(knots);
+    }
+    match tail {
+        "cap" => knots.push((last_le, 1.0)),
+        "exponential" => {
+            let sum = buckets.sum.ok_or(
+                "tail = \"exponential\" needs the histogram's _sum (to set the tail's mean); the file has none: use tail = \"cap\"",
+            )?;
+            let beyond = (sum / total - inside_mean) / tail_share - last_le;
+            if !(beyond > 0.0 && beyond.is_finite()) {
+                return Err(format!(
+                    "tail = \"exponential\": _sum / _count = {:.6} leaves no positive mean for the {:.2}% beyond le={last_le}; use tail = \"cap\"",
+                    sum / total,
+                    100.0 * tail_share
+                ));
+            }
+            // Knots along the exponential's CDF up to its 1 − 10⁻⁶ point, where it ends.
+            let base = 1.0 - tail_share;
+            for k in 1..=64 {
+                let q = 1.0 - (1e-6f64).powf(f64::from(k) / 64.0);
+                knots.push((last_le - beyond * (1.0 - q).ln(), base + tail_share * q));
+            }
+            knots.last_mut().expect("a knot").1 = 1.0;
+        }
+        other => return Err(format!("tail = {other:?}: allowed: \"cap\", \"exponential\"")),
+    }
+    Ok(knots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_parse_with_escapes_and_spaces() {
+        let (labels, rest) = parse_labels(r#"{route="/a,\"b\"", le="0.5"} 42 1700000000"#).unwrap();
+        assert_eq!(labels["route"], "/a,\"b\"");
+        assert_eq!(labels["le"], "0.5");
+        assert_eq!(rest, "42 1700000000");
+        assert!(parse_labels(r#"{le=0.5} 1"#).unwrap_err().contains("not quoted"));
+    }
+
+    #[test]
+    fn bucket_knots_cap_or_fit_the_tail() {
+        let buckets = Buckets { bounds: vec![(0.1, 50.0), (0.5, 90.0), (f64::INFINITY, 100.0)], sum: Some(25.0) };
+        let capped = bucket_knots(&buckets, "cap").unwrap();
+        assert_eq!(capped, [(0.0, 0.0), (0.1, 0.5), (0.5, 0.9), (0.5, 1.0)]);
+        let fitted = bucket_knots(&buckets, "exponential").unwrap();
+        // Inside mean 0.5·0.05 + 0.4·0.3 = 0.145; the tail's 10% must bring it to 0.25,
+        // so its mean beyond 0.5 is (0.25 − 0.145)/0.1 − 0.5 = 0.55.
+        let table = stampede_engine::components::distribution::QuantileTable::from_cdf(&fitted).unwrap();
+        let median_of_tail = table.quantile(0.95);
+        assert!((median_of_tail - (0.5 + 0.55 * 2f64.ln())).abs() < 0.005, "{median_of_tail}");
+        assert!((table.mean() - 0.25).abs() < 0.005, "the whole mean is _sum/_count: {}", table.mean());
+        let no_sum = Buckets { sum: None, ..buckets };
+        assert!(bucket_knots(&no_sum, "exponential").unwrap_err().contains("needs the histogram's _sum"));
+    }
+}
