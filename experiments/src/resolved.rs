@@ -9,6 +9,28 @@ use crate::models::ModelConfig;
 use crate::scenario::claims::{Assertion, Skipped};
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
 
+/// Every distribution value's `file` (a table with `dist` and `file`, anywhere in
+/// the scenario, grid cases included) that is relative is made relative to `dir`.
+fn relative_distribution_files(table: &mut toml::Table, dir: &std::path::Path) {
+    let is_distribution = table.contains_key("dist");
+    for (key, value) in table.iter_mut() {
+        match value {
+            toml::Value::String(path)
+                if is_distribution && key == "file" && std::path::Path::new(path.as_str()).is_relative() =>
+            {
+                *path = dir.join(&*path).to_string_lossy().into_owned();
+            }
+            toml::Value::Table(inner) => relative_distribution_files(inner, dir),
+            toml::Value::Array(items) => {
+                for item in items.iter_mut().filter_map(toml::Value::as_table_mut) {
+                    relative_distribution_files(item, dir);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A `[[verify]]` claim with its position in the list.
 pub type NumberedClaim<'a> = (usize, &'a Assertion);
 
@@ -141,6 +163,7 @@ impl Scenario {
                 }
             }
         }
+        relative_distribution_files(&mut source, dir);
         Self::resolve(source, overrides)
     }
 

@@ -141,7 +141,60 @@ fn bad_scenarios_name_the_field_the_value_and_what_is_allowed() {
     // Names parsed through the engine's enums list the names allowed.
     let mg1 = "name = \"g\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 10.0\nreplicas = 2\n\
                [queue]\narrival_rate_per_s = 0.5\nservice = \"gamma\"\nservice_mean_s = 1.0\n";
-    bad(mg1, &[], &[], "unknown variant `gamma`, expected one of `deterministic`, `exponential`, `lognormal`");
+    bad(mg1, &[], &[], "\"gamma\" is not a service shape; allowed: deterministic, exponential, lognormal, hyperexponential, or a distribution value");
+    // A distribution value names its field, the value and what is allowed.
+    let with = |service: &str| {
+        format!("name = \"g\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 10.0\nreplicas = 2\n[queue]\narrival_rate_per_s = 0.5\nservice = {service}\n")
+    };
+    bad(
+        &with("{ dist = \"gama\", mean_s = 1.0 }"),
+        &[],
+        &[],
+        "queue.service.dist = \"gama\": not a distribution; allowed: constant, exponential",
+    );
+    bad(
+        &with("{ dist = \"gamma\", mean_s = 1.0 }"),
+        &[],
+        &[],
+        "queue.service: dist = \"gamma\" takes either mean_s and scv, or shape and scale_s",
+    );
+    bad(
+        &with("{ dist = \"weibull\", shape = 2.0, scale_s = 1.0, column = \"x\" }"),
+        &[],
+        &[],
+        "queue.service.column: dist = \"weibull\" does not take column; it takes shape, scale_s, scale, shift_s",
+    );
+    bad(
+        &with("{ dist = \"exponential\", mean_s = -1.0 }"),
+        &[],
+        &[],
+        "queue.service.mean_s = -1: a duration must be from 0 to 1.8e10 seconds",
+    );
+    bad(
+        &with("{ dist = \"exponential\", mean_s = 0.5, scale = 0.0 }"),
+        &[],
+        &[],
+        "queue.service.scale = 0: must be a positive factor",
+    );
+    bad(
+        &with("{ dist = \"quantiles\", p50_s = 0.2, p90_s = 0.1, max_s = 1.0 }"),
+        &[],
+        &[],
+        "queue.service.p90_s = 0.1: below p50_s = 0.2; quantiles must not decrease",
+    );
+    bad(&with("{ dist = \"quantiles\", p50_s = 0.2 }"), &[], &[], "needs max_s (where the distribution ends), or fit");
+    bad(
+        &with("{ dist = \"empirical\", file = \"/nonexistent/lat.csv\" }"),
+        &[],
+        &[],
+        "/nonexistent/lat.csv: cannot read it",
+    );
+    bad(
+        &(with("{ dist = \"exponential\", mean_s = 0.5 }") + "service_mean_s = 1.0\n"),
+        &[],
+        &[],
+        "queue.service_mean_s = 1: a distribution value in queue.service carries its own parameters",
+    );
     bad(mg1, &["queue.service=\"deterministic\"", "queue.service_scv=2.0"], &[], "a deterministic service fixes its");
     bad(mg1, &["queue.service=\"hyperexponential\"", "queue.service_scv=0.5"], &[], "needs a number of at least 1");
 }

@@ -13,6 +13,7 @@ mod figures;
 mod folder;
 mod fuzz;
 mod gateway_cli;
+mod inputs;
 mod llm_pages;
 mod readme;
 mod report;

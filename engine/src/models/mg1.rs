@@ -19,6 +19,7 @@
 
 use std::collections::VecDeque;
 
+use crate::components::distribution::{Distribution, Shape};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
@@ -70,33 +71,25 @@ impl ServiceDistribution {
         self.mean_s * self.mean_s * (1.0 + self.effective_scv())
     }
 
-    /// One service time in seconds.
-    pub fn sample_s(&self, rng: &mut RngStream) -> f64 {
-        let mean = self.mean_s;
+    /// The same distribution as the engine's shared [`Distribution`], draw for draw
+    /// (the arithmetic the model used before it existed).
+    pub fn to_distribution(&self) -> Distribution {
         match self.shape {
-            ServiceShape::Deterministic => mean,
-            ServiceShape::Exponential => rng.exponential(1.0 / mean),
-            ServiceShape::Lognormal => {
-                let sigma2 = (1.0 + self.scv).ln();
-                rng.lognormal(mean.ln() - sigma2 / 2.0, sigma2.sqrt())
-            }
-            ServiceShape::HyperExponential => {
-                // Balanced means: phase i is chosen with probability pᵢ and has mean
-                // mean / (2pᵢ), so both phases contribute half the mean.
-                let p1 = 0.5 * (1.0 + ((self.scv - 1.0) / (self.scv + 1.0)).sqrt());
-                let phase = if rng.bernoulli(p1) { p1 } else { 1.0 - p1 };
-                rng.exponential(2.0 * phase / mean)
-            }
+            ServiceShape::Deterministic => Distribution::new(Shape::Constant { value_s: self.mean_s }),
+            ServiceShape::Exponential => Distribution::new(Shape::Exponential { mean_s: self.mean_s }),
+            ServiceShape::Lognormal => Distribution::lognormal_mean_scv(self.mean_s, self.scv),
+            ServiceShape::HyperExponential => Distribution::hyperexponential_mean_scv(self.mean_s, self.scv),
         }
     }
 }
 
 /// Parameters of one M/G/1 replica.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Mg1Params {
     /// λ, arrivals per second.
     pub arrival_rate_per_s: f64,
-    pub service: ServiceDistribution,
+    /// Any service-time distribution: a parametric shape or a table from data.
+    pub service: Distribution,
     /// Statistics ignore everything before this instant.
     pub warmup: Nanos,
     /// The replica ends here.
@@ -161,7 +154,7 @@ impl<'h> Mg1<'h> {
         replica: u64,
         response_histogram: &'h mut LatencyHistogram,
     ) -> Self {
-        assert!(params.arrival_rate_per_s > 0.0 && params.service.mean_s > 0.0);
+        assert!(params.arrival_rate_per_s > 0.0 && params.service.mean_s() > 0.0);
         assert!(params.warmup <= params.horizon, "warm-up past the horizon");
         Mg1 {
             params,
@@ -279,7 +272,7 @@ mod tests {
     fn params(shape: ServiceShape, scv: f64) -> Mg1Params {
         Mg1Params {
             arrival_rate_per_s: 0.7,
-            service: ServiceDistribution { shape, mean_s: 1.0, scv },
+            service: ServiceDistribution { shape, mean_s: 1.0, scv }.to_distribution(),
             warmup: secs_to_nanos(2_000.0),
             horizon: secs_to_nanos(40_000.0),
         }
@@ -289,7 +282,7 @@ mod tests {
     fn wait(params: Mg1Params, replicas: u64) -> (f64, f64) {
         let mut histogram = LatencyHistogram::new();
         let waits: Vec<f64> =
-            (0..replicas).map(|r| Mg1::new(params, 11, r, &mut histogram).run().wait_mean_s).collect();
+            (0..replicas).map(|r| Mg1::new(params.clone(), 11, r, &mut histogram).run().wait_mean_s).collect();
         let n = waits.len() as f64;
         let mean = waits.iter().sum::<f64>() / n;
         let var = waits.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / (n - 1.0);
@@ -307,18 +300,40 @@ mod tests {
             (ServiceShape::HyperExponential, 4.0),
         ] {
             let p = params(shape, scv);
-            let expected = pollaczek_khinchine_wait(0.7, 1.0, p.service.effective_scv()).unwrap();
+            let scv = ServiceDistribution { shape, mean_s: 1.0, scv }.effective_scv();
+            let expected = pollaczek_khinchine_wait(0.7, 1.0, scv).unwrap();
             let (mean, half) = wait(p, 40);
             assert!((mean - expected).abs() <= half, "{shape:?}: Wq {mean:.3} ± {half:.3}, P-K says {expected:.3}");
             assert!(half < 0.1 * expected, "{shape:?}: the interval ±{half:.3} is too wide to test anything");
         }
     }
 
+    /// A service time from data (a table built from 2,000 gamma draws with scv 2.5):
+    /// the mean wait is Pollaczek–Khinchine's for the table's own first two moments.
+    #[test]
+    fn a_table_service_time_follows_pollaczek_khinchine_for_its_own_moments() {
+        use crate::components::distribution::QuantileTable;
+        let gamma = Distribution::gamma_mean_scv(1.0, 2.5);
+        let mut rng = RngStream::derive(99, 0, SERVICE);
+        let sample: Vec<f64> = (0..2000).map(|_| gamma.sample_s(&mut rng)).collect();
+        let table = Distribution::new(Shape::Table(std::sync::Arc::new(QuantileTable::from_sample(&sample).unwrap())));
+        let (mean_s, scv) = (table.mean_s(), table.scv());
+        let rate = 0.7 / mean_s;
+        let p = Mg1Params { arrival_rate_per_s: rate, service: table, ..params(ServiceShape::Exponential, 1.0) };
+        let expected = pollaczek_khinchine_wait(rate, mean_s, scv).unwrap();
+        let (mean, half) = wait(p, 40);
+        assert!((mean - expected).abs() <= half, "table: Wq {mean:.3} ± {half:.3}, P-K says {expected:.3}");
+        assert!(half < 0.1 * expected, "the interval ±{half:.3} is too wide to test anything");
+        // The exponential's P-K value differs by more than the interval: the test can fail.
+        let exponential = pollaczek_khinchine_wait(rate, mean_s, 1.0).unwrap();
+        assert!((exponential - expected).abs() > 3.0 * half, "{exponential} vs {expected}");
+    }
+
     /// The samplers have the mean and variance they claim (the premise of the test above).
     #[test]
     fn service_samplers_have_their_mean_and_scv() {
         for (shape, scv) in [(ServiceShape::Lognormal, 2.0), (ServiceShape::HyperExponential, 4.0)] {
-            let d = ServiceDistribution { shape, mean_s: 0.5, scv };
+            let d = ServiceDistribution { shape, mean_s: 0.5, scv }.to_distribution();
             let mut rng = RngStream::derive(3, 0, SERVICE);
             let n = 400_000;
             let xs: Vec<f64> = (0..n).map(|_| d.sample_s(&mut rng)).collect();

@@ -25,6 +25,7 @@ use super::series::SeriesConfig;
 use super::spec::ModelSpec;
 use crate::base::checks::{at_least_one, positive};
 use crate::base::error::{Error, Result};
+use crate::inputs::ShapeOrValue;
 use crate::scenario::RunConfig;
 
 /// The sharded cluster model.
@@ -201,10 +202,11 @@ stampede_engine::named_enum! {
 #[serde(deny_unknown_fields)]
 pub struct ShardsConfig {
     pub servers: u32,
-    #[serde(with = "crate::base::names")]
-    pub service: ServiceName,
+    /// A shape name with `service_s` (and `service_sigma`), or a distribution value.
+    pub service: ShapeOrValue<ServiceName>,
     /// Mean (exponential), median (lognormal) or value (constant), seconds.
-    pub service_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_s: Option<f64>,
     /// Lognormal σ of the log.
     #[serde(default)]
     pub service_sigma: f64,
@@ -431,9 +433,23 @@ impl ClusterConfig {
             positive("shards.codel_target_s", self.shards.codel_target_s, "a positive number of seconds")?;
             positive("shards.codel_interval_s", self.shards.codel_interval_s, "a positive number of seconds")?;
         }
-        positive("shards.service_s", self.shards.service_s, "a positive number of seconds")?;
-        if self.shards.service == ServiceName::Lognormal {
-            positive("shards.service_sigma", self.shards.service_sigma, "positive for a lognormal service")?;
+        match &self.shards.service {
+            ShapeOrValue::Shape(shape) => {
+                let service_s = self.shards.service_s.unwrap_or(f64::NAN);
+                positive("shards.service_s", service_s, "a positive number of seconds")?;
+                if *shape == ServiceName::Lognormal {
+                    positive("shards.service_sigma", self.shards.service_sigma, "positive for a lognormal service")?;
+                }
+            }
+            ShapeOrValue::Value(spec) => {
+                if let Some(value) = self.shards.service_s {
+                    return Err(Error::bad_input(format!(
+                        "shards.service_s = {value}: a distribution value in shards.service carries its own parameters; leave service_s out"
+                    )));
+                }
+                // Checked (and its file read) here; the table is cached for the replicas.
+                spec.resolve("shards.service")?;
+            }
         }
         Ok(())
     }
@@ -563,11 +579,16 @@ impl ClusterConfig {
 
 impl ShardsConfig {
     fn service_time(&self) -> ServiceTime {
-        let service_s = secs_to_nanos(self.service_s);
-        match self.service {
-            ServiceName::Exponential => ServiceTime::Exponential { mean: service_s },
-            ServiceName::Lognormal => ServiceTime::Lognormal { median: service_s, sigma: self.service_sigma },
-            ServiceName::Constant => ServiceTime::Constant { value: service_s },
+        let service_s = secs_to_nanos(self.service_s.unwrap_or_default());
+        match &self.service {
+            ShapeOrValue::Shape(ServiceName::Exponential) => ServiceTime::Exponential { mean: service_s },
+            ShapeOrValue::Shape(ServiceName::Lognormal) => {
+                ServiceTime::Lognormal { median: service_s, sigma: self.service_sigma }
+            }
+            ShapeOrValue::Shape(ServiceName::Constant) => ServiceTime::Constant { value: service_s },
+            ShapeOrValue::Value(spec) => {
+                ServiceTime::Distribution(spec.resolve("shards.service").expect("validated: the value resolves"))
+            }
         }
     }
 

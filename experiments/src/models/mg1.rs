@@ -7,6 +7,7 @@
 //! `models/mg1.rs`, one line in [`super::registry`] and its built-in scenario.
 
 use serde::{Deserialize, Serialize};
+use stampede_engine::components::distribution::Distribution;
 use stampede_engine::kernel::Named;
 use stampede_engine::measurement::theory::pollaczek_khinchine_wait;
 use stampede_engine::models::mg1::{Mg1 as Mg1Model, Mg1Params, Mg1Results, ServiceDistribution, ServiceShape};
@@ -18,6 +19,7 @@ use super::metrics::{
 use super::spec::ModelSpec;
 use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
+use crate::inputs::ShapeOrValue;
 use crate::scenario::RunConfig;
 
 /// The M/G/1 model.
@@ -36,20 +38,53 @@ pub struct Mg1Config {
 pub struct Mg1Queue {
     /// λ, arrivals per second.
     pub arrival_rate_per_s: f64,
-    /// The service-time distribution's shape.
-    #[serde(with = "crate::base::names")]
-    pub service: ServiceShape,
-    /// E[S], seconds.
-    pub service_mean_s: f64,
+    /// The service-time distribution: a shape name with `service_mean_s` (and
+    /// `service_scv`), or a distribution value (`{ dist = "empirical", file = … }`).
+    pub service: ShapeOrValue<ServiceShape>,
+    /// E[S], seconds (with a shape name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_mean_s: Option<f64>,
     /// Var[S]/E[S]² for lognormal (> 0) and hyperexponential (≥ 1); deterministic
     /// and exponential fix it (0 and 1) and refuse another value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_scv: Option<f64>,
+    /// The distribution value resolved (its file read) when the grid point is typed.
+    #[serde(skip)]
+    resolved: Option<Distribution>,
 }
 
 impl Mg1Queue {
-    fn distribution(&self) -> ServiceDistribution {
-        ServiceDistribution { shape: self.service, mean_s: self.service_mean_s, scv: self.service_scv.unwrap_or(1.0) }
+    /// The parametric shape, when `service` names one.
+    fn shape(&self) -> Option<ServiceDistribution> {
+        match self.service {
+            ShapeOrValue::Shape(shape) => Some(ServiceDistribution {
+                shape,
+                mean_s: self.service_mean_s.unwrap_or(f64::NAN),
+                scv: self.service_scv.unwrap_or(1.0),
+            }),
+            ShapeOrValue::Value(_) => None,
+        }
+    }
+
+    /// The service-time distribution (a value resolved in `prepare`).
+    fn distribution(&self) -> Distribution {
+        match (self.shape(), &self.resolved) {
+            (Some(shape), _) => shape.to_distribution(),
+            (None, Some(resolved)) => resolved.clone(),
+            (None, None) => unreachable!("prepare resolves a distribution value"),
+        }
+    }
+
+    /// (E[S], scv) of the service time, for the load check and Pollaczek–Khinchine.
+    /// The shapes keep their closed forms (as before distribution values existed).
+    fn moments(&self) -> (f64, f64) {
+        match self.shape() {
+            Some(shape) => (shape.mean_s, shape.effective_scv()),
+            None => {
+                let distribution = self.distribution();
+                (distribution.mean_s(), distribution.scv())
+            }
+        }
     }
 }
 
@@ -60,22 +95,41 @@ impl ModelSpec for Mg1 {
         "M/G/1: Poisson arrivals, one FIFO server, deterministic/exponential/lognormal/hyper-exponential service";
     const SECTIONS: &'static [&'static str] = &["queue"];
 
+    fn prepare(mut config: Mg1Config) -> Result<Mg1Config> {
+        if let ShapeOrValue::Value(spec) = &config.queue.service {
+            config.queue.resolved = Some(spec.resolve("queue.service")?);
+        }
+        Ok(config)
+    }
+
     fn validate(config: &Mg1Config, run: &RunConfig) -> Result<()> {
         let q = &config.queue;
         positive_rate("queue.arrival_rate_per_s", q.arrival_rate_per_s)?;
-        if !(q.service_mean_s.is_finite() && q.service_mean_s > 0.0) {
+        let ShapeOrValue::Shape(shape) = q.service else {
+            for field in [("service_mean_s", q.service_mean_s), ("service_scv", q.service_scv)] {
+                if let (name, Some(value)) = field {
+                    return Err(Error::bad_input(format!(
+                        "queue.{name} = {value}: a distribution value in queue.service carries its own parameters; leave {name} out"
+                    )));
+                }
+            }
+            return check_load(q, run);
+        };
+        let mean = q.service_mean_s.unwrap_or(f64::NAN);
+        if !(mean.is_finite() && mean > 0.0) {
             return Err(Error::bad_input(format!(
-                "queue.service_mean_s = {}: must be a positive number of seconds",
-                q.service_mean_s
+                "queue.service_mean_s = {}: must be a positive number of seconds (the mean of the {} service)",
+                q.service_mean_s.map_or("(missing)".to_string(), |v| v.to_string()),
+                shape.name()
             )));
         }
-        match (q.service, q.service_scv) {
+        match (shape, q.service_scv) {
             (ServiceShape::Deterministic | ServiceShape::Exponential, None) => {}
             (ServiceShape::Deterministic | ServiceShape::Exponential, Some(scv)) => {
                 return Err(Error::bad_input(format!(
                     "queue.service_scv = {scv}: a {} service fixes its variance (c² = {}); leave service_scv out",
-                    q.service.name(),
-                    q.distribution().effective_scv()
+                    shape.name(),
+                    q.moments().1
                 )))
             }
             (ServiceShape::Lognormal, Some(scv)) if scv.is_finite() && scv > 0.0 => {}
@@ -90,15 +144,7 @@ impl ModelSpec for Mg1 {
                 )));
             }
         }
-        let rho = q.arrival_rate_per_s * q.service_mean_s;
-        if rho >= 1.0 {
-            return Err(Error::bad_input(format!(
-                "queue.arrival_rate_per_s = {}: with queue.service_mean_s = {} the load ρ = λ·E[S] = {rho:.3} is not \
-                 below 1, so the queue grows forever and has no steady state",
-                q.arrival_rate_per_s, q.service_mean_s
-            )));
-        }
-        events_within_budget(run.horizon_s, "queue.arrival_rate_per_s", q.arrival_rate_per_s)
+        check_load(q, run)
     }
 
     fn metrics(_: &Mg1Config) -> Vec<MetricDef> {
@@ -125,14 +171,29 @@ impl ModelSpec for Mg1 {
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
         };
+        let rate = params.arrival_rate_per_s;
         let results = Mg1Model::new(params, master_seed, replica, response).run();
         let mut metrics = values(MG1_METRICS, &results);
         // The theory column is the same in every replica: its interval is a point.
-        let service = params.service;
-        let theory = pollaczek_khinchine_wait(params.arrival_rate_per_s, service.mean_s, service.effective_scv());
+        let (mean_s, scv) = config.queue.moments();
+        let theory = pollaczek_khinchine_wait(rate, mean_s, scv);
         metrics.push(theory.unwrap_or(f64::NAN));
         ReplicaOutput { metrics, ..ReplicaOutput::default() }
     }
+}
+
+/// The load ρ = λ·E[S] must be below 1, and the replica within the event budget.
+fn check_load(q: &Mg1Queue, run: &RunConfig) -> Result<()> {
+    let (mean_s, _) = q.moments();
+    let rho = q.arrival_rate_per_s * mean_s;
+    if rho >= 1.0 {
+        return Err(Error::bad_input(format!(
+            "queue.arrival_rate_per_s = {}: with a mean service time of {mean_s} s the load ρ = λ·E[S] = {rho:.3} \
+             is not below 1, so the queue grows forever and has no steady state",
+            q.arrival_rate_per_s
+        )));
+    }
+    events_within_budget(run.horizon_s, "queue.arrival_rate_per_s", q.arrival_rate_per_s)
 }
 
 const MG1_METRICS: &[Metric<Mg1Results>] = &[

@@ -1,6 +1,7 @@
 //! What one cluster replica is given: clients, router, shards, retries, breaker,
 //! faults, series and recovery settings. Read-only during a replica.
 
+use crate::components::distribution::Distribution;
 use crate::components::ring::RingHash;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::policy::backoff::Backoff;
@@ -9,11 +10,20 @@ use crate::policy::codel::CoDelConfig;
 use crate::policy::retry_budget::RetryBudget;
 
 /// Service-time distribution of one request on an unloaded server.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ServiceTime {
-    Exponential { mean: Nanos },
-    Lognormal { median: Nanos, sigma: f64 },
-    Constant { value: Nanos },
+    Exponential {
+        mean: Nanos,
+    },
+    Lognormal {
+        median: Nanos,
+        sigma: f64,
+    },
+    Constant {
+        value: Nanos,
+    },
+    /// Any distribution value (a table from data, gamma, Weibull, …), in seconds.
+    Distribution(Distribution),
 }
 
 /// The order in which a shard serves its queue.

@@ -13,10 +13,13 @@ use crate::policy::classify::Outcome;
 
 impl Cluster<'_> {
     pub(super) fn service_time(&mut self, shard: u32) -> Nanos {
-        let base = match self.p.service {
-            ServiceTime::Exponential { mean } => self.service_rng.exponential(1.0) * mean as f64,
-            ServiceTime::Lognormal { median, sigma } => median as f64 * self.service_rng.lognormal(0.0, sigma),
-            ServiceTime::Constant { value } => value as f64,
+        let base = match &self.p.service {
+            ServiceTime::Exponential { mean } => self.service_rng.exponential(1.0) * *mean as f64,
+            ServiceTime::Lognormal { median, sigma } => *median as f64 * self.service_rng.lognormal(0.0, *sigma),
+            ServiceTime::Constant { value } => *value as f64,
+            ServiceTime::Distribution(distribution) => {
+                distribution.sample_s(&mut self.service_rng) * crate::kernel::time::NANOS_PER_SEC as f64
+            }
         };
         round_to_nanos(base * self.shards[shard as usize].slowdown * self.spike_factor)
     }

@@ -1,0 +1,168 @@
+//! Service times from the user's own data (issue 23, first part): an empirical sample
+//! beside the scenario, Prometheus buckets and an HdrHistogram through a run, and
+//! every bad file refused with exit 2, the file and line named, nothing written.
+
+use crate::common::{files_below, parquet_tables, stampede, stderr, stdout};
+
+/// 1,500 service times with scv about 2.3 (a mixture: most short, a few long).
+fn sample() -> Vec<f64> {
+    (0..1500)
+        .map(|i| {
+            let u = (f64::from(i) + 0.5) / 1500.0;
+            if i % 10 == 0 {
+                1.5 + 8.0 * u
+            } else {
+                0.05 + 0.9 * u * u
+            }
+        })
+        .collect()
+}
+
+fn mg1_scenario(service: &str) -> String {
+    format!(
+        "name = \"from-data\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 20000.0\nwarmup_s = 1000.0\nreplicas = 30\nseed = 3\n\
+         [queue]\narrival_rate_per_s = 0.8\nservice = {service}\n"
+    )
+}
+
+/// The mean wait of M/G/1 with an empirical service-time file is Pollaczek–Khinchine's
+/// for that file's own first two moments: within the replicas' interval, and the
+/// model's theory column agrees with the file's moments to 0.5%.
+#[test]
+fn an_empirical_service_time_file_gives_pollaczek_khinchine_for_its_moments() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = sample();
+    let csv: String = std::iter::once("latency_s".to_string())
+        .chain(values.iter().map(|v| v.to_string()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.path().join("lat.csv"), csv).unwrap();
+    // A relative file is read from the scenario's folder, not the current one.
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(&scenario, mg1_scenario("{ dist = \"empirical\", file = \"lat.csv\", column = \"latency_s\" }"))
+        .unwrap();
+    let out = dir.path().join("out");
+    let output = stampede(&["run", scenario.to_str().unwrap(), "--json", "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let metrics = &json["grid"][0]["metrics"];
+
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let second = values.iter().map(|v| v * v).sum::<f64>() / n;
+    // λ = 0.8 per second; E[S] and E[S²] from the file.
+    let rho = 0.8 * mean;
+    let pk = 0.8 * second / (2.0 * (1.0 - rho));
+    let theory = metrics["wait_theory_s"]["mean"].as_f64().unwrap();
+    assert!((theory / pk - 1.0).abs() < 0.005, "theory column {theory} vs P-K from the file {pk}");
+    let (lo, hi) =
+        (metrics["wait_mean_s"]["ci_lo"].as_f64().unwrap(), metrics["wait_mean_s"]["ci_hi"].as_f64().unwrap());
+    assert!(lo <= pk && pk <= hi, "P-K {pk} outside the replicas' interval [{lo}, {hi}]");
+    assert!(hi - lo < 0.2 * pk, "the interval [{lo}, {hi}] is too wide to test anything");
+    // An exponential service with the same mean would wait visibly less (scv 1 < 2.3).
+    let exponential = 0.8 * 2.0 * mean * mean / (2.0 * (1.0 - rho));
+    assert!(exponential < lo, "{exponential} should fall below [{lo}, {hi}]");
+}
+
+const EXPOSITION: &str = r#"# HELP http_request_duration_seconds Request latency.
+# TYPE http_request_duration_seconds histogram
+http_request_duration_seconds_bucket{route="/checkout",le="0.005"} 100
+http_request_duration_seconds_bucket{route="/checkout",le="0.01"} 600
+http_request_duration_seconds_bucket{route="/checkout",le="0.025"} 900
+http_request_duration_seconds_bucket{route="/checkout",le="+Inf"} 1000
+http_request_duration_seconds_sum{route="/checkout"} 14.0
+http_request_duration_seconds_count{route="/checkout"} 1000
+http_request_duration_seconds_bucket{route="/search",le="0.005"} 5
+http_request_duration_seconds_bucket{route="/search",le="+Inf"} 10
+"#;
+
+fn cluster_with(service: &str) -> String {
+    let shown = stdout(&stampede(&["show", "policy-grid"]));
+    let mut text = String::new();
+    let mut in_shards = false;
+    for line in shown.lines() {
+        if line.starts_with('[') {
+            in_shards = line == "[shards]";
+        }
+        if in_shards
+            && (line.starts_with("service =") || line.starts_with("service_s =") || line.starts_with("service_sigma ="))
+        {
+            if line.starts_with("service =") {
+                text.push_str(&format!("service = {service}\n"));
+            }
+            continue;
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+/// Prometheus buckets drive the cluster's service times; the output is the same for
+/// any thread count.
+#[test]
+fn prometheus_buckets_drive_the_cluster_and_any_thread_count_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("metrics.txt"), EXPOSITION).unwrap();
+    let scenario = dir.path().join("c.toml");
+    let service = "{ dist = \"prometheus\", file = \"metrics.txt\", metric = \"http_request_duration_seconds\", labels = { route = \"/checkout\" }, tail = \"exponential\" }";
+    std::fs::write(&scenario, cluster_with(service)).unwrap();
+    let mut tables = Vec::new();
+    for threads in ["1", "2"] {
+        let out = dir.path().join(format!("out{threads}"));
+        let args =
+            ["run", scenario.to_str().unwrap(), "--replicas", "4", "--threads", threads, "--quiet", "--no-report"];
+        let output = stampede(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        tables.push(parquet_tables(&out));
+    }
+    assert!(!tables[0].is_empty());
+    assert_eq!(tables[0], tables[1], "byte-identical for 1 and 2 threads");
+    // `show` prints the value as written.
+    let shown = stdout(&stampede(&["show", scenario.to_str().unwrap()]));
+    assert!(shown.contains("dist = \"prometheus\""), "{shown}");
+}
+
+/// Every bad file: exit 2, a message naming the file and what is wrong, nothing written.
+#[test]
+fn bad_input_files_are_refused_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write("empty.csv", "\n\n");
+    write("negative.csv", "0.1\n0.2\n-0.3\n");
+    write("words.csv", "0.1\nabc\n");
+    write("two-columns.csv", "a,b\n1,2\n");
+    write("falling.txt", "m_bucket{le=\"0.1\"} 10\nm_bucket{le=\"0.2\"} 5\nm_bucket{le=\"+Inf\"} 12\n");
+    write("unsorted.txt", "m_bucket{le=\"0.2\"} 1\nm_bucket{le=\"0.1\"} 5\nm_bucket{le=\"+Inf\"} 12\n");
+    write("no-inf.txt", "m_bucket{le=\"0.1\"} 1\nm_bucket{le=\"0.2\"} 5\n");
+    write("labels.txt", EXPOSITION);
+    let cases: &[(&str, &str)] = &[
+        ("{ dist = \"empirical\", file = \"missing.csv\" }", "missing.csv: cannot read it"),
+        ("{ dist = \"empirical\", file = \"empty.csv\" }", "empty.csv: the file is empty"),
+        ("{ dist = \"empirical\", file = \"negative.csv\" }", "negative.csv: line 3: \"-0.3\" is not a non-negative number"),
+        ("{ dist = \"empirical\", file = \"words.csv\" }", "words.csv: line 2: \"abc\" is not a non-negative number"),
+        ("{ dist = \"empirical\", file = \"two-columns.csv\", column = \"c\" }", "no column \"c\"; its columns: a, b"),
+        ("{ dist = \"prometheus\", file = \"falling.txt\", metric = \"m\" }", "line 2: the cumulative count falls from 10 to 5 at le=0.2"),
+        ("{ dist = \"prometheus\", file = \"unsorted.txt\", metric = \"m\" }", "line 2: le=0.1 follows le=0.2; the buckets must be sorted by le"),
+        ("{ dist = \"prometheus\", file = \"no-inf.txt\", metric = \"m\" }", "has no le=\"+Inf\" bucket"),
+        (
+            "{ dist = \"prometheus\", file = \"labels.txt\", metric = \"http_request_duration_seconds\" }",
+            "2 http_request_duration_seconds series match {}: {route=\"/checkout\"} {route=\"/search\"}; add labels",
+        ),
+        (
+            "{ dist = \"prometheus\", file = \"labels.txt\", metric = \"http_request_duration_seconds\", labels = { route = \"/x\" } }",
+            "no http_request_duration_seconds series has the labels {route=\"/x\"}",
+        ),
+        ("{ dist = \"hdr\", file = \"negative.csv\" }", "dist = \"hdr\" needs unit"),
+        ("{ dist = \"hdr\", file = \"empty.csv\", unit = \"us\" }", "empty.csv: the file is empty"),
+    ];
+    for (service, fragment) in cases {
+        let scenario = dir.path().join("s.toml");
+        std::fs::write(&scenario, mg1_scenario(service)).unwrap();
+        let out = dir.path().join("out");
+        let output = stampede(&["run", scenario.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{service}: {}", stderr(&output));
+        assert!(stderr(&output).contains(fragment), "{service}:\n{}\n  should contain: {fragment}", stderr(&output));
+        assert!(files_below(&out).is_empty(), "{service}: nothing written");
+    }
+}
