@@ -9,28 +9,6 @@ use crate::models::ModelConfig;
 use crate::scenario::claims::{Assertion, Skipped};
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
 
-/// Every distribution value's `file` (a table with `dist` and `file`, anywhere in
-/// the scenario, grid cases included) that is relative is made relative to `dir`.
-fn relative_distribution_files(table: &mut toml::Table, dir: &std::path::Path) {
-    let is_distribution = table.contains_key("dist");
-    for (key, value) in table.iter_mut() {
-        match value {
-            toml::Value::String(path)
-                if is_distribution && key == "file" && std::path::Path::new(path.as_str()).is_relative() =>
-            {
-                *path = dir.join(&*path).to_string_lossy().into_owned();
-            }
-            toml::Value::Table(inner) => relative_distribution_files(inner, dir),
-            toml::Value::Array(items) => {
-                for item in items.iter_mut().filter_map(toml::Value::as_table_mut) {
-                    relative_distribution_files(item, dir);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
 /// A `[[verify]]` claim with its position in the list.
 pub type NumberedClaim<'a> = (usize, &'a Assertion);
 
@@ -46,6 +24,9 @@ pub struct Scenario {
     /// `[[verify]]` assertions for `stampede verify`.
     pub verify: Vec<Assertion>,
     document: Document,
+    /// The scenario file's folder: relative input files of distribution values are
+    /// read from it (`None`: the current folder).
+    base_dir: Option<std::path::PathBuf>,
 }
 
 /// One point of the grid, typed and validated.
@@ -91,8 +72,14 @@ fn check_table(table: &toml::Table, path: &str, seconds: bool) -> Result<()> {
     Ok(())
 }
 
-/// Types `[run]` and the model's sections of one table, validating them if `validate`.
-fn typed_body(model_name: &str, mut body: toml::Table, validate: bool) -> Result<(ModelConfig, RunConfig)> {
+/// Types `[run]` and the model's sections of one table, validating them if `validate`;
+/// relative input files are read from `base_dir`.
+fn typed_body(
+    model_name: &str,
+    mut body: toml::Table,
+    validate: bool,
+    base_dir: Option<&std::path::Path>,
+) -> Result<(ModelConfig, RunConfig)> {
     check_table(&body, "", false)?;
     let run_value = body
         .remove("run")
@@ -102,17 +89,26 @@ fn typed_body(model_name: &str, mut body: toml::Table, validate: bool) -> Result
         run.validate()?;
     }
     let model = registry::model(model_name).expect("the document checked the model name");
-    Ok((model.configure(body, &run, validate)?, run))
+    let config = crate::inputs::with_base_dir(base_dir, || model.configure(body, &run, validate))?;
+    Ok((config, run))
 }
 
 impl Scenario {
     /// Resolves a parsed scenario file with command-line overrides and validates
     /// every grid point and every claim.
     pub fn resolve(source: toml::Table, overrides: &Overrides) -> Result<Scenario> {
+        Self::resolve_with(source, overrides, None)
+    }
+
+    fn resolve_with(
+        source: toml::Table,
+        overrides: &Overrides,
+        base_dir: Option<&std::path::Path>,
+    ) -> Result<Scenario> {
         let document = Document::parse(source, overrides, &registry::sections())?;
         // With a grid, only the points' values are validated: the base may hold values
         // that every point overrides.
-        let (model, run) = typed_body(&document.model, document.body.clone(), document.grid.is_empty())?;
+        let (model, run) = typed_body(&document.model, document.body.clone(), document.grid.is_empty(), base_dir)?;
         if run.replicas == 0 {
             // A run setting, never a grid axis: said as such, not against grid point 0.
             return Err(Error::bad_input("run.replicas = 0: must be at least 1 (the replicas of every grid point)"));
@@ -125,6 +121,7 @@ impl Scenario {
             grid: document.grid.clone(),
             verify: document.verify.clone(),
             document,
+            base_dir: base_dir.map(std::path::Path::to_path_buf),
         };
         // Validate every point now: bad input must fail before anything is written.
         // Points are typed one at a time and dropped: memory stays flat in the grid.
@@ -149,8 +146,10 @@ impl Scenario {
     }
 
     /// Like [`Self::resolve`] for a scenario read from a file in `dir`: relative file
-    /// paths in its fields (a gateway's `workload.fixture`) are read from `dir`, not
-    /// from the current folder. Paths given on the command line (`--set`) stay as given.
+    /// paths are read from `dir`, not from the current folder. A gateway's
+    /// `workload.fixture` is rewritten to that path (paths given with `--set` stay as
+    /// given); a distribution value's `file` stays as written (`show` prints it back)
+    /// and is read from `dir` when the scenario is typed.
     pub fn resolve_in(mut source: toml::Table, overrides: &Overrides, dir: &std::path::Path) -> Result<Scenario> {
         let model = source.get("model").and_then(toml::Value::as_str).and_then(registry::model);
         for field in model.map(|m| m.path_fields()).unwrap_or_default() {
@@ -163,20 +162,14 @@ impl Scenario {
                 }
             }
         }
-        relative_distribution_files(&mut source, dir);
-        Self::resolve(source, overrides)
+        Self::resolve_with(source, overrides, Some(dir))
     }
 
     /// Grid point `index`, typed and validated.
     pub fn grid_point(&self, index: u32) -> Result<GridPoint> {
         let point = self.document.point(index as usize)?;
-        let (model, run) = typed_body(&self.document.model, point.body.clone(), true).map_err(|e| {
-            if self.grid.is_empty() {
-                e
-            } else {
-                e.context(point.context())
-            }
-        })?;
+        let (model, run) = typed_body(&self.document.model, point.body.clone(), true, self.base_dir.as_deref())
+            .map_err(|e| if self.grid.is_empty() { e } else { e.context(point.context()) })?;
         Ok(GridPoint { index: point.index, params: point.params, model, run })
     }
 

@@ -118,9 +118,9 @@ fn prometheus_buckets_drive_the_cluster_and_any_thread_count_agrees() {
     }
     assert!(!tables[0].is_empty());
     assert_eq!(tables[0], tables[1], "byte-identical for 1 and 2 threads");
-    // `show` prints the value as written.
+    // `show` prints the value as written: the relative file stays relative.
     let shown = stdout(&stampede(&["show", scenario.to_str().unwrap()]));
-    assert!(shown.contains("dist = \"prometheus\""), "{shown}");
+    assert!(shown.contains("dist = \"prometheus\"") && shown.contains("file = \"metrics.txt\""), "{shown}");
 }
 
 /// Every bad file: exit 2, a message naming the file and what is wrong, nothing written.

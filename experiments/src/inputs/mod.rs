@@ -13,8 +13,9 @@
 
 pub mod sources;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,30 @@ use stampede_engine::components::distribution::{Distribution, QuantileTable, Sha
 use stampede_engine::kernel::Named;
 
 use crate::base::error::{Error, Result};
+
+thread_local! {
+    /// The folder relative `file`s are read from while a scenario is being typed.
+    static BASE_DIR: RefCell<Option<PathBuf>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with relative input files read from `dir` (the scenario file's folder;
+/// `None`: the current folder). The scenario keeps its paths as written, so `show`
+/// prints them back unchanged.
+pub fn with_base_dir<R>(dir: Option<&Path>, f: impl FnOnce() -> R) -> R {
+    let previous = BASE_DIR.with(|base| base.replace(dir.map(Path::to_path_buf)));
+    let result = f();
+    BASE_DIR.with(|base| *base.borrow_mut() = previous);
+    result
+}
+
+/// Where `file` (as written) is read from.
+pub fn locate(file: &str) -> PathBuf {
+    let path = Path::new(file);
+    match BASE_DIR.with(|base| base.borrow().clone()) {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    }
+}
 
 /// A distribution as a scenario writes it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -215,8 +240,9 @@ impl DistributionSpec {
         static CACHE: OnceLock<Mutex<BTreeMap<String, Arc<QuantileTable>>>> = OnceLock::new();
         // The key holds the spec and the file's size and modification time, so an
         // edited file is read again.
-        let stamp = self.file.as_deref().and_then(|f| std::fs::metadata(f).ok()).map(|m| (m.len(), m.modified().ok()));
-        let key = format!("{self:?}{stamp:?}");
+        let located = self.file.as_deref().map(locate);
+        let stamp = located.as_deref().and_then(|f| std::fs::metadata(f).ok()).map(|m| (m.len(), m.modified().ok()));
+        let key = format!("{self:?}{located:?}{stamp:?}");
         let cache = CACHE.get_or_init(Default::default);
         if let Some(table) = cache.lock().expect("the cache lock").get(&key) {
             return Ok(Arc::clone(table));
@@ -227,7 +253,8 @@ impl DistributionSpec {
     }
 
     fn build_table(&self, path: &str) -> Result<QuantileTable> {
-        let file = || Path::new(self.file.as_deref().expect("checked: file is required"));
+        let located = locate(self.file.as_deref().expect("checked: file is required"));
+        let file = || located.as_path();
         let at = |e: Error| e.context(format!("{path}.file"));
         let table = match self.dist.as_str() {
             "empirical" => QuantileTable::from_sample(&sources::sample(file(), self.column.as_deref()).map_err(at)?),

@@ -38,6 +38,13 @@ impl ModelSpec for Cluster {
         "sharded cluster: keyed clients, a hash ring with bounded loads, shards with queues, retries, breakers, faults";
     const SECTIONS: &'static [&'static str] = &["clients", "router", "shards", "retry", "faults", "series"];
 
+    fn prepare(mut config: ClusterConfig) -> Result<ClusterConfig> {
+        if let ShapeOrValue::Value(spec) = &config.shards.service {
+            config.shards.resolved_service = Some(spec.resolve("shards.service")?);
+        }
+        Ok(config)
+    }
+
     fn validate(config: &ClusterConfig, run: &RunConfig) -> Result<()> {
         config.validate(run)
     }
@@ -221,6 +228,10 @@ pub struct ShardsConfig {
     /// CoDel's interval (queue_order = "codel").
     #[serde(default = "default_codel_interval")]
     pub codel_interval_s: f64,
+    /// `service` as a distribution value, resolved (its file read) when the grid point
+    /// is typed.
+    #[serde(skip)]
+    resolved_service: Option<stampede_engine::components::distribution::Distribution>,
 }
 
 fn default_codel_target() -> f64 {
@@ -441,14 +452,12 @@ impl ClusterConfig {
                     positive("shards.service_sigma", self.shards.service_sigma, "positive for a lognormal service")?;
                 }
             }
-            ShapeOrValue::Value(spec) => {
+            ShapeOrValue::Value(_) => {
                 if let Some(value) = self.shards.service_s {
                     return Err(Error::bad_input(format!(
                         "shards.service_s = {value}: a distribution value in shards.service carries its own parameters; leave service_s out"
                     )));
                 }
-                // Checked (and its file read) here; the table is cached for the replicas.
-                spec.resolve("shards.service")?;
             }
         }
         Ok(())
@@ -586,8 +595,8 @@ impl ShardsConfig {
                 ServiceTime::Lognormal { median: service_s, sigma: self.service_sigma }
             }
             ShapeOrValue::Shape(ServiceName::Constant) => ServiceTime::Constant { value: service_s },
-            ShapeOrValue::Value(spec) => {
-                ServiceTime::Distribution(spec.resolve("shards.service").expect("validated: the value resolves"))
+            ShapeOrValue::Value(_) => {
+                ServiceTime::Distribution(self.resolved_service.clone().expect("prepare resolves a distribution value"))
             }
         }
     }
