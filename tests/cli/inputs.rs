@@ -62,6 +62,33 @@ fn an_empirical_service_time_file_gives_pollaczek_khinchine_for_its_moments() {
     // An exponential service with the same mean would wait visibly less (scv 1 < 2.3).
     let exponential = 0.8 * 2.0 * mean * mean / (2.0 * (1.0 - rho));
     assert!(exponential < lo, "{exponential} should fall below [{lo}, {hi}]");
+
+    // The manifest records the file: its path as written, size, SHA-256 and (text under
+    // 1 MB) its content.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("from-data/manifest.json")).unwrap()).unwrap();
+    let input = &manifest["inputs"][0];
+    assert_eq!((input["field"].as_str(), input["path"].as_str()), (Some("queue.service.file"), Some("lat.csv")));
+    let bytes = std::fs::read(dir.path().join("lat.csv")).unwrap();
+    assert_eq!(input["bytes"].as_u64(), Some(bytes.len() as u64));
+    assert_eq!(input["content"].as_str().unwrap().as_bytes(), bytes.as_slice());
+    assert_eq!(input["sha256"].as_str().unwrap().len(), 64);
+
+    // A Parquet column works too (here a column of the run's own replicas.parquet); a
+    // binary file is recorded by path, size and hash, not embedded.
+    let parquet = "{ dist = \"empirical\", file = \"out/from-data/replicas.parquet\", column = \"response_mean_s\", scale = 0.1 }";
+    let text = mg1_scenario("SERVICE").replace("from-data", "from-parquet").replace("replicas = 30", "replicas = 3");
+    std::fs::write(&scenario, text.replace("SERVICE", parquet)).unwrap();
+    let output = stampede(&["run", scenario.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("from-parquet/manifest.json")).unwrap()).unwrap();
+    assert!(manifest["inputs"][0]["content_omitted"].as_str().unwrap().starts_with("binary"), "{manifest}");
+    let missing = mg1_scenario("{ dist = \"empirical\", file = \"out/from-data/replicas.parquet\", column = \"p99\" }");
+    std::fs::write(&scenario, missing).unwrap();
+    let output = stampede(&["run", scenario.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("no column \"p99\"; its columns: grid_point, replica, seed, wait_mean_s"), "{}", stderr(&output));
 }
 
 const EXPOSITION: &str = r#"# HELP http_request_duration_seconds Request latency.

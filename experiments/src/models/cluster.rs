@@ -38,6 +38,15 @@ impl ModelSpec for Cluster {
         "sharded cluster: keyed clients, a hash ring with bounded loads, shards with queues, retries, breakers, faults";
     const SECTIONS: &'static [&'static str] = &["clients", "router", "shards", "retry", "faults", "series"];
 
+    fn inputs(config: &ClusterConfig) -> Vec<(String, String)> {
+        match &config.shards.service {
+            ShapeOrValue::Value(spec) => {
+                spec.file().map(|f| ("shards.service.file".to_string(), f.to_string())).into_iter().collect()
+            }
+            ShapeOrValue::Shape(_) => Vec::new(),
+        }
+    }
+
     fn prepare(mut config: ClusterConfig) -> Result<ClusterConfig> {
         if let ShapeOrValue::Value(spec) = &config.shards.service {
             config.shards.resolved_service = Some(spec.resolve("shards.service")?);

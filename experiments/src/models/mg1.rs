@@ -95,6 +95,15 @@ impl ModelSpec for Mg1 {
         "M/G/1: Poisson arrivals, one FIFO server, deterministic/exponential/lognormal/hyper-exponential service";
     const SECTIONS: &'static [&'static str] = &["queue"];
 
+    fn inputs(config: &Mg1Config) -> Vec<(String, String)> {
+        match &config.queue.service {
+            ShapeOrValue::Value(spec) => {
+                spec.file().map(|f| ("queue.service.file".to_string(), f.to_string())).into_iter().collect()
+            }
+            ShapeOrValue::Shape(_) => Vec::new(),
+        }
+    }
+
     fn prepare(mut config: Mg1Config) -> Result<Mg1Config> {
         if let ShapeOrValue::Value(spec) = &config.queue.service {
             config.queue.resolved = Some(spec.resolve("queue.service")?);
@@ -188,7 +197,7 @@ fn check_load(q: &Mg1Queue, run: &RunConfig) -> Result<()> {
     let rho = q.arrival_rate_per_s * mean_s;
     if rho >= 1.0 {
         return Err(Error::bad_input(format!(
-            "queue.arrival_rate_per_s = {}: with a mean service time of {mean_s} s the load ρ = λ·E[S] = {rho:.3} \
+            "queue.arrival_rate_per_s = {}: with a mean service time of {mean_s:.4} s the load ρ = λ·E[S] = {rho:.3} \
              is not below 1, so the queue grows forever and has no steady state",
             q.arrival_rate_per_s
         )));

@@ -37,8 +37,9 @@ pub trait ModelSpec: Send + Sync + 'static {
     /// read from the scenario file's folder.
     const PATH_FIELDS: &'static [&'static str] = &[];
 
-    /// Files the configuration read, as (field path, content), for the manifest: one
-    /// manifest then reproduces the run.
+    /// Files the configuration reads, as (field path, file as written), for the
+    /// manifest, which records each one's hash and (up to 1 MB of text) its content:
+    /// one manifest then reproduces the run.
     fn inputs(_config: &Self::Config) -> Vec<(String, String)> {
         Vec::new()
     }
@@ -233,7 +234,7 @@ impl ModelConfig {
         self.config.downcast_ref()
     }
 
-    /// Files the configuration read, as (field path, content).
+    /// Files the configuration reads, as (field path, file as written).
     pub fn inputs(&self) -> Vec<(String, String)> {
         self.model.inputs(self.config.as_ref())
     }

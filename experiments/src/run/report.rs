@@ -140,7 +140,7 @@ impl RunReport {
             "scenario": self.scenario.name,
             "model": self.scenario.model.name(),
             "scenario_toml": self.scenario.to_toml(),
-            "inputs": self.scenario.model.inputs().into_iter().map(|(field, content)| json!({"field": field, "content": content})).collect::<Vec<_>>(),
+            "inputs": self.scenario.model.inputs().into_iter().map(|(field, file)| input_json(&field, &file, &self.scenario.locate_input(&file))).collect::<Vec<_>>(),
             "command_line": std::env::args().collect::<Vec<_>>(),
             "seed": self.scenario.run.seed,
             "replicas": self.scenario.run.replicas,
@@ -165,6 +165,28 @@ impl RunReport {
             },
         })
     }
+}
+
+/// Files up to this size are embedded in the manifest (when they are text); larger
+/// ones are recorded by path, size and hash only.
+const EMBEDDED_INPUT_BYTES: usize = 1 << 20;
+
+/// A file the run read, for the manifest: its field, its path as written, its size and
+/// SHA-256, and its content when it is text of at most 1 MB (else `content_omitted`
+/// says why: reproducing the run needs the file itself, which the hash identifies).
+fn input_json(field: &str, file: &str, located: &std::path::Path) -> Value {
+    use sha2::{Digest, Sha256};
+    let Ok(bytes) = std::fs::read(located) else {
+        return json!({"field": field, "path": file, "content_omitted": "the file could not be read when the manifest was written"});
+    };
+    let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let mut entry = json!({"field": field, "path": file, "bytes": bytes.len(), "sha256": sha256});
+    match String::from_utf8(bytes) {
+        Ok(text) if text.len() <= EMBEDDED_INPUT_BYTES => entry["content"] = json!(text),
+        Ok(_) => entry["content_omitted"] = json!("larger than 1 MB: the path and hash identify it"),
+        Err(_) => entry["content_omitted"] = json!("binary: the path and hash identify it"),
+    }
+    entry
 }
 
 /// The layout version of an output folder: the manifest's `format`. It changes when a

@@ -50,7 +50,7 @@ impl ModelSpec for Gateway {
 
     fn inputs(config: &GatewayConfig) -> Vec<(String, String)> {
         match &config.workload.fixture {
-            Some(path) => vec![("workload.fixture".into(), std::fs::read_to_string(path).unwrap_or_default())],
+            Some(path) => vec![("workload.fixture".into(), path.clone())],
             None => Vec::new(),
         }
     }
