@@ -221,6 +221,7 @@ fn cluster_allocates_nothing_per_event_after_warmup() {
     const MS: Nanos = 1_000_000;
     // Every policy on, plus skewed keys, a hot tenant and a closed-loop population.
     let params = ClusterParams {
+        load: None,
         keys: 10_000,
         zipf_s: 0.8,
         hot_share: 0.05,

@@ -165,6 +165,20 @@ impl Scenario {
         Self::resolve_with(source, overrides, Some(dir))
     }
 
+    /// The scenario file's folder, which relative input files are read from (`None`
+    /// for a built-in or a scenario given as text).
+    pub fn base_dir(&self) -> Option<&std::path::Path> {
+        self.base_dir.as_deref()
+    }
+
+    /// Resolves the scenario a manifest recorded (`scenario_toml`), reading relative
+    /// input files from the folder the manifest names (`scenario_dir`), as the run did.
+    pub fn from_manifest(scenario_toml: &str, scenario_dir: Option<&str>) -> Result<Scenario> {
+        let source: toml::Table = toml::from_str(scenario_toml)
+            .map_err(|e| Error::bad_input(format!("the recorded scenario does not parse: {e}")))?;
+        Self::resolve_with(source, &Overrides::default(), scenario_dir.map(std::path::Path::new))
+    }
+
     /// Where an input file named `file` in this scenario is read from: relative to
     /// the scenario file's folder.
     pub fn locate_input(&self, file: &str) -> std::path::PathBuf {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use stampede_experiments::models::MetricDef;
 use stampede_experiments::run::report::MANIFEST_FORMAT;
-use stampede_experiments::{Error, Overrides, Result, Scenario};
+use stampede_experiments::{Error, Result, Scenario};
 use stampede_output::Table;
 
 /// The fields of `manifest.json` the report uses.
@@ -33,6 +33,8 @@ pub struct Manifest {
     pub command_line: Vec<String>,
     pub wall_time_s: f64,
     pub scenario_toml: String,
+    /// The folder relative input files of the scenario are read from.
+    pub scenario_dir: Option<String>,
     pub threads: u64,
 }
 
@@ -107,6 +109,7 @@ impl Manifest {
             command_line: json.get("command_line").map(strings).unwrap_or_default(),
             wall_time_s: json.get("wall_time_s").and_then(Value::as_f64).unwrap_or(f64::NAN),
             scenario_toml: text_of("scenario_toml")?,
+            scenario_dir: json.get("scenario_dir").and_then(Value::as_str).map(str::to_string),
             threads: json.pointer("/host/threads").and_then(Value::as_u64).unwrap_or(0),
         })
     }
@@ -142,9 +145,8 @@ impl Folder {
             ),
             Err(_) => None,
         };
-        let scenario = toml::from_str::<toml::Table>(&manifest.scenario_toml)
-            .map_err(|e| e.to_string())
-            .and_then(|source| Scenario::resolve(source, &Overrides::default()).map_err(|e| e.to_string()));
+        let scenario = Scenario::from_manifest(&manifest.scenario_toml, manifest.scenario_dir.as_deref())
+            .map_err(|e| e.to_string());
         let scenario = scenario.and_then(|s| {
             if s.point_count() == manifest.grid_points {
                 Ok(s)

@@ -88,7 +88,11 @@ fn an_empirical_service_time_file_gives_pollaczek_khinchine_for_its_moments() {
     std::fs::write(&scenario, missing).unwrap();
     let output = stampede(&["run", scenario.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("no column \"p99\"; its columns: grid_point, replica, seed, wait_mean_s"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no column \"p99\"; its columns: grid_point, replica, seed, wait_mean_s"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 const EXPOSITION: &str = r#"# HELP http_request_duration_seconds Request latency.
@@ -192,4 +196,139 @@ fn bad_input_files_are_refused_naming_the_file_and_line() {
         assert!(stderr(&output).contains(fragment), "{service}:\n{}\n  should contain: {fragment}", stderr(&output));
         assert!(files_below(&out).is_empty(), "{service}: nothing written");
     }
+}
+
+/// A replayed trace arrives exactly at its instants, scaled: 1,000 arrivals 0.1 s
+/// apart replayed twice as fast (0.05 s apart), each served in a constant 10 ms, so no
+/// one waits, and throughput and utilisation are exact.
+#[test]
+fn a_replayed_trace_arrives_at_its_instants_scaled() {
+    let dir = tempfile::tempdir().unwrap();
+    let instants: Vec<String> = (0..1000).map(|i| format!("{}", f64::from(i) * 0.1 + 0.1)).collect();
+    std::fs::write(dir.path().join("arrivals.csv"), format!("t_s\n{}\n", instants.join("\n"))).unwrap();
+    let scenario = dir.path().join("trace.toml");
+    let text = "name = \"replay\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 100.0\nwarmup_s = 0.0\nreplicas = 3\n\
+                [queue]\nservice = \"deterministic\"\nservice_mean_s = 0.01\n\
+                [load]\narrivals = { trace = \"arrivals.csv\", column = \"t_s\", time_scale = 0.5 }\n";
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.path().join("out");
+    let output = stampede(&["run", scenario.to_str().unwrap(), "--json", "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let metric = |name: &str| json["grid"][0]["metrics"][name]["mean"].as_f64().unwrap();
+    assert_eq!(metric("throughput_rps"), 10.0, "1,000 completions in 100 s");
+    assert!((metric("utilization_ratio") - 0.1).abs() < 1e-9, "{}", metric("utilization_ratio"));
+    assert_eq!(metric("wait_mean_s"), 0.0, "0.05 s apart, 10 ms each: nobody waits");
+    assert_eq!(metric("events"), 2000.0);
+    assert!(json["grid"][0]["metrics"]["wait_theory_s"]["mean"].is_null(), "no steady-state theory for a trace");
+    // Every replica replays the same trace: the interval of the throughput is a point.
+    assert_eq!(json["grid"][0]["metrics"]["throughput_rps"]["sd"].as_f64(), Some(0.0));
+}
+
+/// A cluster under a daily-shape load with a burst and a rate file: byte-identical for
+/// any thread count and when split into shards and merged.
+#[test]
+fn a_load_profile_is_deterministic_across_threads_and_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("load.csv"), "time_s,rate_per_s\n0,200\n2,900\n4,300\n").unwrap();
+    let base = cluster_with("\"exponential\"\nservice_s = 0.01");
+    let with_load = |load: &str| {
+        let text = base.replace("arrival_rate_per_s = ", "# arrival_rate_per_s = ");
+        format!("{text}\n[load]\n{load}\n")
+    };
+    let scenarios = [
+        ("sine", with_load("rate = { shape = \"sine\", mean = 600, amplitude = 400, period_s = 4 }\nbursts = [{ at_s = 1, duration_s = 0.5, factor = 2 }]")),
+        ("file", with_load("rate_file = \"load.csv\"\ninterpolate = \"linear\"\narrivals = \"even\"")),
+    ];
+    for (name, text) in scenarios {
+        let scenario = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&scenario, text.replace("name = \"policy-grid\"", &format!("name = \"{name}\""))).unwrap();
+        let path = scenario.to_str().unwrap();
+        let run = |args: &[&str]| {
+            let output = stampede(args);
+            assert_eq!(output.status.code(), Some(0), "{name}: {args:?}: {}", stderr(&output));
+        };
+        let root = |leaf: &str| dir.path().join(leaf).to_str().unwrap().to_string();
+        let common = ["--replicas", "4", "--quiet", "--no-report"];
+        run(&[&["run", path, "--threads", "1", "--out", &root("one")][..], &common].concat());
+        run(&[&["run", path, "--threads", "2", "--out", &root("two")][..], &common].concat());
+        for shard in ["0/2", "1/2"] {
+            run(&[&["run", path, "--shard", shard, "--out", &root("parts")][..], &common].concat());
+        }
+        run(&[
+            "merge",
+            &format!("{}/{name}/shards", root("parts")),
+            "--out",
+            &root("merged"),
+            "--quiet",
+            "--no-report",
+        ]);
+        let tables = |leaf: &str| parquet_tables(&dir.path().join(leaf).join(name));
+        assert!(!tables("one").is_empty());
+        assert_eq!(tables("one"), tables("two"), "{name}: 1 and 2 threads");
+        assert_eq!(tables("one"), tables("merged"), "{name}: two shards merged");
+    }
+}
+
+/// Bad load input: exit 2, the field or file and line named, nothing written.
+#[test]
+fn bad_load_input_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("backwards.csv"), "1.0\n2.0\n1.5\n3.0\n").unwrap();
+    std::fs::write(dir.path().join("bad-rate.csv"), "time_s,rate_per_s\n0,10\n5,x\n").unwrap();
+    let mg1 = |queue: &str, load: &str| {
+        format!(
+            "name = \"bad-load\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 10.0\nreplicas = 2\n[queue]\nservice = \"exponential\"\nservice_mean_s = 0.01\n{queue}\n[load]\n{load}\n"
+        )
+    };
+    let cases: &[(&str, &str, &str)] = &[
+        ("", "rate = [[0, 10], [5, -1]]", "load.rate[1] = [5, -1]: a rate must be 0 or more per second"),
+        ("", "rate = [[0, 10], [0, 20]]", "load.rate[1] = [0, 20]: times must increase"),
+        ("", "rate = [[0, 0]]", "every rate is 0, so nothing would ever arrive"),
+        ("", "rate = { shape = \"sine\", mean = 10, amplitude = 20, period_s = 5 }", "0 ≤ amplitude ≤ mean"),
+        (
+            "",
+            "rate = { shape = \"square\", mean = 10, amplitude = 2, period_s = 5 }",
+            "load.rate.shape = \"square\": allowed: \"sine\"",
+        ),
+        ("", "rate_file = \"bad-rate.csv\"", "bad-rate.csv: line 3: \"5,x\" is not time_s,rate_per_s"),
+        (
+            "",
+            "arrivals = { trace = \"backwards.csv\" }",
+            "instant 3 (1.5 s) comes before the one above it (2 s); sort the trace, or set sort = true",
+        ),
+        (
+            "arrival_rate_per_s = 5.0",
+            "rate = [[0, 10]]",
+            "queue.arrival_rate_per_s = 5: [load] sets the arrivals too; give the rate one way",
+        ),
+        ("", "arrivals = \"even\"", "queue.arrival_rate_per_s: missing"),
+        (
+            "arrival_rate_per_s = 5.0",
+            "arrivals = \"bursty\"",
+            "load.arrivals = \"bursty\": allowed: \"poisson\", \"even\"",
+        ),
+        ("arrival_rate_per_s = 5.0", "bursts = [{ at_s = 1, duration_s = 0, factor = 2 }]", "load.bursts[0]"),
+        ("arrival_rate_per_s = 5.0", "interpolate = \"linear\"", "load.interpolate: applies to a schedule of points"),
+    ];
+    for (queue, load, fragment) in cases {
+        let scenario = dir.path().join("s.toml");
+        std::fs::write(&scenario, mg1(queue, load)).unwrap();
+        let out = dir.path().join("out");
+        let output = stampede(&["run", scenario.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{load}: {}", stderr(&output));
+        assert!(stderr(&output).contains(fragment), "{load}:\n{}\n  should contain: {fragment}", stderr(&output));
+        assert!(files_below(&out).is_empty(), "{load}: nothing written");
+    }
+    // sort = true accepts the same trace.
+    std::fs::write(dir.path().join("s.toml"), mg1("", "arrivals = { trace = \"backwards.csv\", sort = true }"))
+        .unwrap();
+    let output = stampede(&[
+        "run",
+        dir.path().join("s.toml").to_str().unwrap(),
+        "--quiet",
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }

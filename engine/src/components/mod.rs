@@ -2,6 +2,7 @@
 //! have state of their own and answer a model's requests, but decide nothing about
 //! overload. Each is tested alone.
 
+pub mod arrivals;
 pub mod distribution;
 pub mod provider;
 pub mod ring;

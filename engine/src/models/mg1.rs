@@ -19,6 +19,7 @@
 
 use std::collections::VecDeque;
 
+use crate::components::arrivals::{ArrivalProcess, Arrivals};
 use crate::components::distribution::{Distribution, Shape};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
@@ -86,8 +87,9 @@ impl ServiceDistribution {
 /// Parameters of one M/G/1 replica.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mg1Params {
-    /// λ, arrivals per second.
-    pub arrival_rate_per_s: f64,
+    /// When customers arrive: Poisson at λ per second (`Poisson(RateProfile::constant(λ))`),
+    /// or any rate profile, even spacing or a replayed trace.
+    pub arrivals: ArrivalProcess,
     /// Any service-time distribution: a parametric shape or a table from data.
     pub service: Distribution,
     /// Statistics ignore everything before this instant.
@@ -126,6 +128,7 @@ pub enum Mg1Event {
 /// The M/G/1 model state.
 pub struct Mg1<'h> {
     params: Mg1Params,
+    arrival_stream: Arrivals,
     arrivals: RngStream,
     service: RngStream,
     busy: bool,
@@ -154,9 +157,10 @@ impl<'h> Mg1<'h> {
         replica: u64,
         response_histogram: &'h mut LatencyHistogram,
     ) -> Self {
-        assert!(params.arrival_rate_per_s > 0.0 && params.service.mean_s() > 0.0);
+        assert!(params.service.mean_s() > 0.0);
         assert!(params.warmup <= params.horizon, "warm-up past the horizon");
         Mg1 {
+            arrival_stream: Arrivals::new(params.arrivals.clone()),
             params,
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
             service: RngStream::derive(master_seed, replica, SERVICE),
@@ -185,9 +189,11 @@ impl<'h> Mg1<'h> {
 
     /// The model inside a kernel with its first arrival scheduled.
     pub fn into_simulation(mut self) -> Simulation<Self> {
-        let first = nanos(self.arrivals.exponential(self.params.arrival_rate_per_s));
+        let first = self.arrival_stream.next_gap(0, 1.0, &mut self.arrivals);
         let mut simulation = Simulation::new(self, 64);
-        simulation.scheduler().at(first, Mg1Event::Arrival);
+        if let Some(first) = first {
+            simulation.scheduler().at(first, Mg1Event::Arrival);
+        }
         simulation
     }
 
@@ -236,7 +242,9 @@ impl Model for Mg1<'_> {
         self.advance_integrals(now);
         match event {
             Mg1Event::Arrival => {
-                scheduler.after(nanos(self.arrivals.exponential(self.params.arrival_rate_per_s)), Mg1Event::Arrival);
+                if let Some(gap) = self.arrival_stream.next_gap(now, 1.0, &mut self.arrivals) {
+                    scheduler.after(gap, Mg1Event::Arrival);
+                }
                 let service = nanos(self.params.service.sample_s(&mut self.service));
                 if self.busy {
                     self.waiting.push_back((now, service));
@@ -266,12 +274,13 @@ impl Model for Mg1<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::components::arrivals::RateProfile;
     use crate::kernel::time::secs_to_nanos;
     use crate::measurement::theory::pollaczek_khinchine_wait;
 
     fn params(shape: ServiceShape, scv: f64) -> Mg1Params {
         Mg1Params {
-            arrival_rate_per_s: 0.7,
+            arrivals: ArrivalProcess::Poisson(RateProfile::constant(0.7)),
             service: ServiceDistribution { shape, mean_s: 1.0, scv }.to_distribution(),
             warmup: secs_to_nanos(2_000.0),
             horizon: secs_to_nanos(40_000.0),
@@ -319,7 +328,11 @@ mod tests {
         let table = Distribution::new(Shape::Table(std::sync::Arc::new(QuantileTable::from_sample(&sample).unwrap())));
         let (mean_s, scv) = (table.mean_s(), table.scv());
         let rate = 0.7 / mean_s;
-        let p = Mg1Params { arrival_rate_per_s: rate, service: table, ..params(ServiceShape::Exponential, 1.0) };
+        let p = Mg1Params {
+            arrivals: ArrivalProcess::Poisson(RateProfile::constant(rate)),
+            service: table,
+            ..params(ServiceShape::Exponential, 1.0)
+        };
         let expected = pollaczek_khinchine_wait(rate, mean_s, scv).unwrap();
         let (mean, half) = wait(p, 40);
         assert!((mean - expected).abs() <= half, "table: Wq {mean:.3} ± {half:.3}, P-K says {expected:.3}");

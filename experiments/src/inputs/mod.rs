@@ -11,6 +11,7 @@
 //! [`Distribution`]. A table built from a file is made once per process for each (file,
 //! content, spec) and shared read-only by every grid point and replica.
 
+pub mod load;
 pub mod sources;
 
 use std::cell::RefCell;
@@ -253,8 +254,8 @@ impl DistributionSpec {
     }
 
     fn build_table(&self, path: &str) -> Result<QuantileTable> {
-        let located = locate(self.file.as_deref().expect("checked: file is required"));
-        let file = || located.as_path();
+        let located = self.file.as_deref().map(locate);
+        let file = || located.as_deref().expect("checked: file is required");
         let at = |e: Error| e.context(format!("{path}.file"));
         let table = match self.dist.as_str() {
             "empirical" => QuantileTable::from_sample(&sources::sample(file(), self.column.as_deref()).map_err(at)?),

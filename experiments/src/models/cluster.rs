@@ -25,6 +25,7 @@ use super::series::SeriesConfig;
 use super::spec::ModelSpec;
 use crate::base::checks::{at_least_one, positive};
 use crate::base::error::{Error, Result};
+use crate::inputs::load::LoadSpec;
 use crate::inputs::ShapeOrValue;
 use crate::scenario::RunConfig;
 
@@ -36,20 +37,28 @@ impl ModelSpec for Cluster {
     const NAME: &'static str = "cluster";
     const DESCRIPTION: &'static str =
         "sharded cluster: keyed clients, a hash ring with bounded loads, shards with queues, retries, breakers, faults";
-    const SECTIONS: &'static [&'static str] = &["clients", "router", "shards", "retry", "faults", "series"];
+    const SECTIONS: &'static [&'static str] = &["clients", "router", "shards", "retry", "faults", "series", "load"];
 
     fn inputs(config: &ClusterConfig) -> Vec<(String, String)> {
-        match &config.shards.service {
-            ShapeOrValue::Value(spec) => {
-                spec.file().map(|f| ("shards.service.file".to_string(), f.to_string())).into_iter().collect()
-            }
-            ShapeOrValue::Shape(_) => Vec::new(),
-        }
+        let service = match &config.shards.service {
+            ShapeOrValue::Value(spec) => spec.file().map(|f| ("shards.service.file".to_string(), f.to_string())),
+            ShapeOrValue::Shape(_) => None,
+        };
+        service.into_iter().chain(config.load.iter().flat_map(LoadSpec::files)).collect()
     }
 
     fn prepare(mut config: ClusterConfig) -> Result<ClusterConfig> {
         if let ShapeOrValue::Value(spec) = &config.shards.service {
             config.shards.resolved_service = Some(spec.resolve("shards.service")?);
+        }
+        if let Some(load) = &config.load {
+            let rate = config.clients.arrival_rate_per_s.unwrap_or(f64::NAN);
+            if config.clients.arrival_rate_per_s.is_some() && load.sets_rate() {
+                return Err(Error::bad_input(format!(
+                    "clients.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
+                )));
+            }
+            config.arrivals = Some(load.resolve(rate, "clients.arrival_rate_per_s")?);
         }
         Ok(config)
     }
@@ -141,12 +150,20 @@ pub struct ClusterConfig {
     pub faults: Vec<FaultConfig>,
     #[serde(default)]
     pub series: SeriesConfig,
+    /// How open-loop requests arrive, when not at the constant `clients.arrival_rate_per_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadSpec>,
+    /// The arrival process of `[load]`, resolved (its files read) when the point is typed.
+    #[serde(skip)]
+    arrivals: Option<stampede_engine::components::arrivals::ArrivalProcess>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientsConfig {
-    pub arrival_rate_per_s: f64,
+    /// Open-loop requests per second (unless `[load]` sets the rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate_per_s: Option<f64>,
     pub keys: u64,
     /// Zipf skew of key popularity; 0 = uniform.
     #[serde(default)]
@@ -402,7 +419,21 @@ impl ClusterConfig {
     }
 
     fn validate_clients(&self) -> Result<()> {
-        let rate = self.clients.arrival_rate_per_s;
+        let sets_rate = self.load.as_ref().is_some_and(LoadSpec::sets_rate);
+        let rate = match (self.clients.arrival_rate_per_s, sets_rate) {
+            (Some(rate), true) => {
+                return Err(Error::bad_input(format!(
+                    "clients.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
+                )))
+            }
+            (None, true) => 1.0, // the load's own checks hold
+            (None, false) => {
+                return Err(Error::bad_input(
+                    "clients.arrival_rate_per_s: missing; give the open-loop rate here (0 with closed_loop_users), or a rate or trace in [load]",
+                ))
+            }
+            (Some(rate), false) => rate,
+        };
         if !(rate.is_finite() && rate >= 0.0) || (rate == 0.0 && self.clients.closed_loop_users == 0) {
             return Err(Error::bad_input(format!(
                 "clients.arrival_rate_per_s = {rate}: must be a positive rate per second (0 only with closed_loop_users)"
@@ -567,7 +598,8 @@ impl ClusterConfig {
     /// The engine parameters for one replica.
     pub fn params(&self, run: &RunConfig) -> ClusterParams {
         ClusterParams {
-            arrival_rate_per_s: self.clients.arrival_rate_per_s,
+            arrival_rate_per_s: self.clients.arrival_rate_per_s.unwrap_or(0.0),
+            load: self.arrivals.clone(),
             keys: self.clients.keys,
             zipf_s: self.clients.zipf_s,
             hot_share: self.clients.hot_share,

@@ -19,25 +19,42 @@ use super::metrics::{
 use super::spec::ModelSpec;
 use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
+use crate::inputs::load::LoadSpec;
 use crate::inputs::ShapeOrValue;
 use crate::scenario::RunConfig;
+use stampede_engine::components::arrivals::ArrivalProcess;
 
 /// The M/G/1 model.
 pub struct Mg1;
 
-/// The `[queue]` section of an `mg1` scenario.
+/// The `[queue]` and `[load]` sections of an `mg1` scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mg1Config {
     pub queue: Mg1Queue,
+    /// How customers arrive, when not at the constant rate `queue.arrival_rate_per_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadSpec>,
+    /// The arrival process, resolved (its files read) when the grid point is typed.
+    #[serde(skip)]
+    arrivals: Option<ArrivalProcess>,
+}
+
+impl Mg1Config {
+    /// Whether customers arrive as a constant-rate Poisson stream (Pollaczek–Khinchine
+    /// applies and the load must be below 1).
+    fn steady(&self) -> bool {
+        self.load.as_ref().is_none_or(LoadSpec::is_constant_poisson)
+    }
 }
 
 /// An M/G/1 queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mg1Queue {
-    /// λ, arrivals per second.
-    pub arrival_rate_per_s: f64,
+    /// λ, arrivals per second (unless `[load]` sets the rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate_per_s: Option<f64>,
     /// The service-time distribution: a shape name with `service_mean_s` (and
     /// `service_scv`), or a distribution value (`{ dist = "empirical", file = … }`).
     pub service: ShapeOrValue<ServiceShape>,
@@ -93,27 +110,45 @@ impl ModelSpec for Mg1 {
     const NAME: &'static str = "mg1";
     const DESCRIPTION: &'static str =
         "M/G/1: Poisson arrivals, one FIFO server, deterministic/exponential/lognormal/hyper-exponential service";
-    const SECTIONS: &'static [&'static str] = &["queue"];
+    const SECTIONS: &'static [&'static str] = &["queue", "load"];
 
     fn inputs(config: &Mg1Config) -> Vec<(String, String)> {
-        match &config.queue.service {
-            ShapeOrValue::Value(spec) => {
-                spec.file().map(|f| ("queue.service.file".to_string(), f.to_string())).into_iter().collect()
-            }
-            ShapeOrValue::Shape(_) => Vec::new(),
-        }
+        let service = match &config.queue.service {
+            ShapeOrValue::Value(spec) => spec.file().map(|f| ("queue.service.file".to_string(), f.to_string())),
+            ShapeOrValue::Shape(_) => None,
+        };
+        service.into_iter().chain(config.load.iter().flat_map(LoadSpec::files)).collect()
     }
 
     fn prepare(mut config: Mg1Config) -> Result<Mg1Config> {
         if let ShapeOrValue::Value(spec) = &config.queue.service {
             config.queue.resolved = Some(spec.resolve("queue.service")?);
         }
+        let rate = config.queue.arrival_rate_per_s;
+        let load = config.load.clone().unwrap_or_default();
+        config.arrivals = Some(match (rate, load.sets_rate()) {
+            (Some(rate), true) => {
+                return Err(Error::bad_input(format!(
+                    "queue.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
+                )))
+            }
+            (None, false) => {
+                return Err(Error::bad_input(
+                    "queue.arrival_rate_per_s: missing; give the arrival rate here, or a rate or trace in [load]",
+                ))
+            }
+            (rate, _) => {
+                if let Some(rate) = rate {
+                    positive_rate("queue.arrival_rate_per_s", rate)?;
+                }
+                load.resolve(rate.unwrap_or(f64::NAN), "queue.arrival_rate_per_s")?
+            }
+        });
         Ok(config)
     }
 
     fn validate(config: &Mg1Config, run: &RunConfig) -> Result<()> {
         let q = &config.queue;
-        positive_rate("queue.arrival_rate_per_s", q.arrival_rate_per_s)?;
         let ShapeOrValue::Shape(shape) = q.service else {
             for field in [("service_mean_s", q.service_mean_s), ("service_scv", q.service_scv)] {
                 if let (name, Some(value)) = field {
@@ -122,7 +157,7 @@ impl ModelSpec for Mg1 {
                     )));
                 }
             }
-            return check_load(q, run);
+            return check_load(config, run);
         };
         let mean = q.service_mean_s.unwrap_or(f64::NAN);
         if !(mean.is_finite() && mean > 0.0) {
@@ -153,7 +188,7 @@ impl ModelSpec for Mg1 {
                 )));
             }
         }
-        check_load(q, run)
+        check_load(config, run)
     }
 
     fn metrics(_: &Mg1Config) -> Vec<MetricDef> {
@@ -175,34 +210,46 @@ impl ModelSpec for Mg1 {
     ) -> ReplicaOutput {
         let [response] = histograms else { panic!("mg1 records one histogram") };
         let params = Mg1Params {
-            arrival_rate_per_s: config.queue.arrival_rate_per_s,
+            arrivals: config.arrivals.clone().expect("prepare resolves the arrivals"),
             service: config.queue.distribution(),
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
         };
-        let rate = params.arrival_rate_per_s;
         let results = Mg1Model::new(params, master_seed, replica, response).run();
         let mut metrics = values(MG1_METRICS, &results);
         // The theory column is the same in every replica: its interval is a point.
+        // It holds for a constant-rate Poisson stream only.
         let (mean_s, scv) = config.queue.moments();
-        let theory = pollaczek_khinchine_wait(rate, mean_s, scv);
+        let theory = match (config.steady(), config.queue.arrival_rate_per_s) {
+            (true, Some(rate)) => pollaczek_khinchine_wait(rate, mean_s, scv),
+            _ => None,
+        };
         metrics.push(theory.unwrap_or(f64::NAN));
         ReplicaOutput { metrics, ..ReplicaOutput::default() }
     }
 }
 
-/// The load ρ = λ·E[S] must be below 1, and the replica within the event budget.
-fn check_load(q: &Mg1Queue, run: &RunConfig) -> Result<()> {
+/// With a constant rate, the load ρ = λ·E[S] must be below 1 (a varying load may
+/// overload the server for a while: that is what it is for); either way the replica
+/// must fit the event budget at its mean rate.
+fn check_load(config: &Mg1Config, run: &RunConfig) -> Result<()> {
+    let q = &config.queue;
     let (mean_s, _) = q.moments();
-    let rho = q.arrival_rate_per_s * mean_s;
-    if rho >= 1.0 {
-        return Err(Error::bad_input(format!(
-            "queue.arrival_rate_per_s = {}: with a mean service time of {mean_s:.4} s the load ρ = λ·E[S] = {rho:.3} \
-             is not below 1, so the queue grows forever and has no steady state",
-            q.arrival_rate_per_s
-        )));
+    if let (true, Some(rate)) = (config.steady(), q.arrival_rate_per_s) {
+        let rho = rate * mean_s;
+        if rho >= 1.0 {
+            return Err(Error::bad_input(format!(
+                "queue.arrival_rate_per_s = {rate}: with a mean service time of {mean_s:.4} s the load ρ = λ·E[S] = {rho:.3} \
+                 is not below 1, so the queue grows forever and has no steady state"
+            )));
+        }
     }
-    events_within_budget(run.horizon_s, "queue.arrival_rate_per_s", q.arrival_rate_per_s)
+    let arrivals = config.arrivals.as_ref().expect("prepare resolves the arrivals");
+    let (rate_path, mean_rate) = (
+        if q.arrival_rate_per_s.is_some() { "queue.arrival_rate_per_s" } else { "load" },
+        crate::inputs::load::mean_rate(arrivals, run.horizon_s),
+    );
+    events_within_budget(run.horizon_s, rate_path, mean_rate)
 }
 
 const MG1_METRICS: &[Metric<Mg1Results>] = &[

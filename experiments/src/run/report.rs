@@ -140,6 +140,8 @@ impl RunReport {
             "scenario": self.scenario.name,
             "model": self.scenario.model.name(),
             "scenario_toml": self.scenario.to_toml(),
+            // Relative input files in scenario_toml are read from here (merge, report).
+            "scenario_dir": self.scenario.base_dir().map(|d| d.display().to_string()),
             "inputs": self.scenario.model.inputs().into_iter().map(|(field, file)| input_json(&field, &file, &self.scenario.locate_input(&file))).collect::<Vec<_>>(),
             "command_line": std::env::args().collect::<Vec<_>>(),
             "seed": self.scenario.run.seed,

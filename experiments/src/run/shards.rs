@@ -27,7 +27,6 @@ use super::runner::{PointResult, ReplicaRecord, Sinks};
 use super::{budget, pipeline};
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
-use crate::scenario::Overrides;
 
 /// Runs shard `shard` of `scenario` and writes `out_root/NAME/shards/shard=K/`,
 /// checkpointed (see [`super::checkpoint`]); `resume` keeps an earlier attempt's pieces.
@@ -155,9 +154,9 @@ impl Shards {
             return Err(Error::bad_input(format!("merge: {}; nothing was written", why.join("; "))));
         }
         let toml_text = first.get("scenario_toml").and_then(Value::as_str).unwrap_or_default();
-        let source: toml::Table = toml::from_str(toml_text)
-            .map_err(|e| Error::bad_input(format!("merge: the shards' scenario does not parse: {e}")))?;
-        let scenario = Scenario::resolve(source, &Overrides::default())?;
+        let scenario_dir = first.get("scenario_dir").and_then(Value::as_str);
+        let scenario =
+            Scenario::from_manifest(toml_text, scenario_dir).map_err(|e| e.context("merge: the shards' scenario"))?;
         if fingerprint(&scenario) != *print {
             return Err(Error::bad_input(
                 "merge: the shards were written by another stampede version or output format; merge them with that one",

@@ -29,7 +29,12 @@ impl Cluster<'_> {
         }
     }
 
-    pub(super) fn interarrival(&mut self) -> Nanos {
+    /// The gap from `now` to the next open-loop arrival.
+    pub(super) fn interarrival(&mut self, now: Nanos) -> Nanos {
+        if let Some(load) = &mut self.load {
+            // A trace replayed to its end, or a rate zero from now on: no more arrivals.
+            return load.next_gap(now, self.rate_factor, &mut self.arrivals).unwrap_or(Nanos::MAX / 2);
+        }
         let rate = self.p.arrival_rate_per_s * self.rate_factor;
         if rate <= 0.0 {
             return Nanos::MAX / 2; // a closed-loop-only cluster has no open arrivals

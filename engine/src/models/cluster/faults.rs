@@ -5,6 +5,7 @@
 use super::model::Cluster;
 use super::params::FaultKind;
 use super::state::{Event, Refusal};
+use crate::components::arrivals::ArrivalProcess;
 use crate::kernel::sim::Scheduler;
 use crate::kernel::time::Nanos;
 
@@ -14,10 +15,13 @@ impl Cluster<'_> {
         match fault.kind {
             FaultKind::Surge { multiplier } => {
                 self.rate_factor = if starting { self.rate_factor * multiplier } else { self.rate_factor / multiplier };
-                // Poisson arrivals are memoryless: redraw the next one at the new rate.
-                self.arrival_generation = self.arrival_generation.wrapping_add(1);
-                let next = self.interarrival();
-                scheduler.after(next, Event::Arrival { generation: self.arrival_generation });
+                // Poisson arrivals are memoryless: redraw the next one at the new rate. A
+                // replayed trace keeps its instants (a surge does not change a recording).
+                if !matches!(self.p.load, Some(ArrivalProcess::Trace(_))) {
+                    self.arrival_generation = self.arrival_generation.wrapping_add(1);
+                    let next = self.interarrival(now);
+                    scheduler.after(next, Event::Arrival { generation: self.arrival_generation });
+                }
             }
             FaultKind::Brownout { shard, slowdown } => {
                 let s = &mut self.shards[shard as usize];

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use super::params::{ClusterParams, Fault, QueueDiscipline};
 use super::results::{recovery_time, ClusterResults, ClusterSeries, HOPS_TRACKED};
 use super::state::{Attempt, Event, KeySampler, Request, Shard};
+use crate::components::arrivals::Arrivals;
 use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
@@ -27,6 +28,9 @@ pub(super) const USERS: StreamPurpose = StreamPurpose::named("cluster.users");
 pub struct Cluster<'h> {
     pub(super) p: ClusterParams,
     pub(super) arrivals: RngStream,
+    /// Open-loop arrivals from `[load]` (a rate profile or a trace), with the replay's
+    /// position; `None`: a constant-rate Poisson stream.
+    pub(super) load: Option<Arrivals>,
     pub(super) key_rng: RngStream,
     pub(super) service_rng: RngStream,
     pub(super) retry_rng: RngStream,
@@ -91,6 +95,7 @@ impl<'h> Cluster<'h> {
         };
         Cluster {
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
+            load: p.load.clone().map(Arrivals::new),
             key_rng: RngStream::derive(master_seed, replica, KEYS),
             service_rng: RngStream::derive(master_seed, replica, SERVICE),
             retry_rng: RngStream::derive(master_seed, replica, RETRIES),
@@ -170,7 +175,7 @@ impl<'h> Cluster<'h> {
 
     /// The model in a kernel with its first arrival and the fault events scheduled.
     pub fn into_simulation(mut self) -> Simulation<Self> {
-        let first = self.interarrival();
+        let first = self.interarrival(0);
         let faults: Vec<Fault> = self.p.faults.clone();
         let mut simulation = Simulation::new(self, 1024);
         let scheduler = simulation.scheduler();
@@ -306,7 +311,7 @@ impl Model for Cluster<'_> {
                 if generation != self.arrival_generation {
                     return; // superseded by a rate change
                 }
-                let next = self.interarrival();
+                let next = self.interarrival(now);
                 scheduler.after(next, Event::Arrival { generation });
                 self.new_request(now, false, scheduler);
             }

@@ -1,6 +1,7 @@
 //! What one cluster replica is given: clients, router, shards, retries, breaker,
 //! faults, series and recovery settings. Read-only during a replica.
 
+use crate::components::arrivals::ArrivalProcess;
 use crate::components::distribution::Distribution;
 use crate::components::ring::RingHash;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
@@ -71,7 +72,11 @@ pub struct Fault {
 /// Parameters of one cluster replica.
 #[derive(Clone, Debug)]
 pub struct ClusterParams {
+    /// Open-loop arrivals per second (a constant-rate Poisson stream) unless `load` is set.
     pub arrival_rate_per_s: f64,
+    /// Open-loop arrivals from a rate profile, even spacing or a trace (`[load]`); a
+    /// surge multiplies the profile's rate (a trace is replayed as recorded).
+    pub load: Option<ArrivalProcess>,
     /// Key space; keys are drawn uniformly or Zipf(s) when `zipf_s > 0`.
     pub keys: u64,
     pub zipf_s: f64,
@@ -118,6 +123,7 @@ impl ClusterParams {
         const MS: Nanos = 1_000_000;
         ClusterParams {
             arrival_rate_per_s: 1_200.0,
+            load: None,
             keys: 100_000,
             zipf_s: 0.0,
             hot_share: 0.0,

@@ -16,6 +16,7 @@ const MS: Nanos = 1_000_000;
 
 fn base() -> ClusterParams {
     ClusterParams {
+        load: None,
         arrival_rate_per_s: 1_200.0,
         keys: 10_000,
         zipf_s: 0.0,

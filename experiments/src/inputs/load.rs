@@ -1,0 +1,282 @@
+//! The `[load]` section: how open-loop requests arrive, for every model that has an
+//! arrival rate. Without it a model's own rate is a constant-rate Poisson stream, as
+//! before. With it:
+//!
+//! ```toml
+//! [load]
+//! arrivals = "poisson"                     # or "even", or { trace = "arrivals.parquet", column = "t_s", time_scale = 0.5, sort = false }
+//! rate = [[0, 100], [60, 400], [120, 100]] # arrivals per second from each time (s); or
+//! rate = { shape = "sine", mean = 100, amplitude = 50, period_s = 86400 }
+//! rate_file = "load.csv"                   # time_s,rate_per_s (MiSim's profiles), instead of rate
+//! interpolate = "step"                     # or "linear" (ramps between the points)
+//! bursts = [{ at_s = 30, duration_s = 5, factor = 3 }]
+//! ```
+//!
+//! [`LoadSpec::resolve`] checks it, reads its files (relative to the scenario's
+//! folder) and builds the engine's [`ArrivalProcess`].
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::components::arrivals::{ArrivalProcess, Burst, RateProfile, RateShape};
+use stampede_engine::Nanos;
+
+use crate::base::error::{Error, Result};
+
+/// The `[load]` section as written.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<ArrivalsField>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateField>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpolate: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bursts: Vec<BurstSpec>,
+}
+
+/// `arrivals`: a spacing name or a trace to replay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ArrivalsField {
+    Name(String),
+    Trace(TraceSpec),
+}
+
+/// A recorded trace of arrival instants.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// A CSV (one instant a line, or a header row and `column`) or a Parquet column.
+    pub trace: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// Multiplies every instant: 0.5 replays twice as fast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<f64>,
+    /// Accept instants out of order (they are sorted); otherwise going back is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sort: bool,
+}
+
+/// `rate`: a schedule of `[time_s, rate]` points or a shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RateField {
+    Points(Vec<[f64; 2]>),
+    Shape(ShapeSpec),
+}
+
+/// `rate = { shape = "sine", mean, amplitude, period_s }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeSpec {
+    pub shape: String,
+    pub mean: f64,
+    pub amplitude: f64,
+    pub period_s: f64,
+}
+
+/// A window in which the rate is multiplied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BurstSpec {
+    pub at_s: f64,
+    pub duration_s: f64,
+    pub factor: f64,
+}
+
+impl LoadSpec {
+    /// The files this section reads (as written), with their field paths.
+    pub fn files(&self) -> Vec<(String, String)> {
+        let mut files = Vec::new();
+        if let Some(file) = &self.rate_file {
+            files.push(("load.rate_file".to_string(), file.clone()));
+        }
+        if let Some(ArrivalsField::Trace(trace)) = &self.arrivals {
+            files.push(("load.arrivals.trace".to_string(), trace.trace.clone()));
+        }
+        files
+    }
+
+    /// Whether the section sets the rate itself (a schedule, a shape, a file or a trace).
+    pub fn sets_rate(&self) -> bool {
+        self.rate.is_some() || self.rate_file.is_some() || matches!(self.arrivals, Some(ArrivalsField::Trace(_)))
+    }
+
+    /// Whether arrivals come at a constant rate, so that steady-state theory applies.
+    pub fn is_constant_poisson(&self) -> bool {
+        self.rate.is_none()
+            && self.rate_file.is_none()
+            && self.bursts.is_empty()
+            && matches!(&self.arrivals, None | Some(ArrivalsField::Name(_)))
+            && !matches!(&self.arrivals, Some(ArrivalsField::Name(n)) if n == "even")
+    }
+
+    /// The arrival process, given the model's own rate (`rate_path` names it) for
+    /// when the section sets no rate.
+    pub fn resolve(&self, base_rate: f64, rate_path: &str) -> Result<ArrivalProcess> {
+        if let Some(ArrivalsField::Trace(trace)) = &self.arrivals {
+            if self.rate.is_some() || self.rate_file.is_some() || !self.bursts.is_empty() {
+                return Err(Error::bad_input(
+                    "load.arrivals: a replayed trace sets the arrivals itself; leave out load.rate, load.rate_file and load.bursts",
+                ));
+            }
+            return Ok(ArrivalProcess::Trace(trace_instants(trace)?));
+        }
+        let shape = match (&self.rate, &self.rate_file) {
+            (Some(_), Some(_)) => {
+                return Err(Error::bad_input("load.rate_file: load.rate is set too; give the rate one way"))
+            }
+            (None, None) => RateShape::Constant(base_rate),
+            (Some(RateField::Shape(spec)), None) => sine(spec)?,
+            (Some(RateField::Points(points)), None) => {
+                let points: Vec<(f64, f64)> = points.iter().map(|[t, r]| (*t, *r)).collect();
+                self.schedule(points, "load.rate")?
+            }
+            (None, Some(file)) => {
+                let points = rate_file(&super::locate(file))?;
+                self.schedule(points, "load.rate_file")?
+            }
+        };
+        if self.interpolate.is_some() && !matches!(shape, RateShape::Schedule { .. }) {
+            return Err(Error::bad_input(
+                "load.interpolate: applies to a schedule of points (load.rate = [[t, r], …] or load.rate_file)",
+            ));
+        }
+        let mut bursts = Vec::with_capacity(self.bursts.len());
+        for (i, burst) in self.bursts.iter().enumerate() {
+            let path = format!("load.bursts[{i}]");
+            if !(burst.at_s >= 0.0 && burst.duration_s > 0.0 && burst.factor >= 0.0 && burst.factor.is_finite()) {
+                return Err(Error::bad_input(format!(
+                    "{path} = {{ at_s = {}, duration_s = {}, factor = {} }}: needs at_s ≥ 0, duration_s > 0 and a factor ≥ 0",
+                    burst.at_s, burst.duration_s, burst.factor
+                )));
+            }
+            bursts.push(Burst { at_s: burst.at_s, duration_s: burst.duration_s, factor: burst.factor });
+        }
+        if matches!(shape, RateShape::Constant(r) if !(r.is_finite() && r > 0.0)) {
+            return Err(Error::bad_input(format!("{rate_path} = {base_rate}: must be a positive rate per second")));
+        }
+        let profile = RateProfile { shape, bursts: Arc::from(bursts) };
+        match &self.arrivals {
+            None => Ok(ArrivalProcess::Poisson(profile)),
+            Some(ArrivalsField::Name(name)) if name == "poisson" => Ok(ArrivalProcess::Poisson(profile)),
+            Some(ArrivalsField::Name(name)) if name == "even" => Ok(ArrivalProcess::Even(profile)),
+            Some(ArrivalsField::Name(name)) => Err(Error::bad_input(format!(
+                "load.arrivals = {name:?}: allowed: \"poisson\", \"even\", or {{ trace = \"file\", column = … }}"
+            ))),
+            Some(ArrivalsField::Trace(_)) => unreachable!("handled above"),
+        }
+    }
+
+    fn schedule(&self, points: Vec<(f64, f64)>, path: &str) -> Result<RateShape> {
+        if points.is_empty() {
+            return Err(Error::bad_input(format!("{path}: needs at least one [time_s, rate] point")));
+        }
+        for (i, (t, r)) in points.iter().enumerate() {
+            if !(t.is_finite() && *t >= 0.0) {
+                return Err(Error::bad_input(format!("{path}[{i}] = [{t}, {r}]: the time must be 0 or more seconds")));
+            }
+            if !(r.is_finite() && *r >= 0.0) {
+                return Err(Error::bad_input(format!("{path}[{i}] = [{t}, {r}]: a rate must be 0 or more per second")));
+            }
+            if i > 0 && *t <= points[i - 1].0 {
+                return Err(Error::bad_input(format!(
+                    "{path}[{i}] = [{t}, {r}]: times must increase (the point before is at {} s)",
+                    points[i - 1].0
+                )));
+            }
+        }
+        if points.iter().all(|(_, r)| *r == 0.0) {
+            return Err(Error::bad_input(format!("{path}: every rate is 0, so nothing would ever arrive")));
+        }
+        let linear = match self.interpolate.as_deref() {
+            None | Some("step") => false,
+            Some("linear") => true,
+            Some(other) => {
+                return Err(Error::bad_input(format!("load.interpolate = {other:?}: allowed: \"step\", \"linear\"")))
+            }
+        };
+        Ok(RateShape::Schedule { points: Arc::from(points), linear })
+    }
+}
+
+fn sine(spec: &ShapeSpec) -> Result<RateShape> {
+    if spec.shape != "sine" {
+        return Err(Error::bad_input(format!(
+            "load.rate.shape = {:?}: allowed: \"sine\" (bursts are load.bursts; steps and ramps are a list of [time_s, rate] points)",
+            spec.shape
+        )));
+    }
+    if !(spec.mean > 0.0 && spec.amplitude >= 0.0 && spec.amplitude <= spec.mean && spec.period_s > 0.0) {
+        return Err(Error::bad_input(format!(
+            "load.rate = {{ shape = \"sine\", mean = {}, amplitude = {}, period_s = {} }}: needs mean > 0, 0 ≤ amplitude ≤ mean (a rate below 0 is not one) and period_s > 0",
+            spec.mean, spec.amplitude, spec.period_s
+        )));
+    }
+    Ok(RateShape::Sine { mean: spec.mean, amplitude: spec.amplitude, period_s: spec.period_s })
+}
+
+/// `time_s,rate_per_s` lines (a header row is skipped).
+fn rate_file(path: &Path) -> Result<Vec<(f64, f64)>> {
+    let refuse = |what: String| Error::bad_input(format!("load.rate_file: {}: {what}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| refuse(format!("cannot read it: {e}")))?;
+    let mut points = Vec::new();
+    for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        let numbers: Vec<Option<f64>> = cells.iter().map(|c| c.parse().ok()).collect();
+        match numbers.as_slice() {
+            [Some(t), Some(r)] => points.push((*t, *r)),
+            _ if points.is_empty() && index == 0 => continue, // the header
+            _ => return Err(refuse(format!("line {}: {line:?} is not time_s,rate_per_s", index + 1))),
+        }
+    }
+    if points.is_empty() {
+        return Err(refuse("the file is empty".into()));
+    }
+    Ok(points)
+}
+
+fn trace_instants(trace: &TraceSpec) -> Result<Arc<[Nanos]>> {
+    let path = super::locate(&trace.trace);
+    let at = |e: Error| e.context("load.arrivals.trace");
+    let values = super::sources::sample(&path, trace.column.as_deref()).map_err(at)?;
+    let scale = trace.time_scale.unwrap_or(1.0);
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(Error::bad_input(format!("load.arrivals.time_scale = {scale}: must be a positive factor")));
+    }
+    let mut instants: Vec<Nanos> = values.iter().map(|t| stampede_engine::secs_to_nanos(t * scale)).collect();
+    if !trace.sort {
+        if let Some(i) = instants.windows(2).position(|w| w[1] < w[0]) {
+            return Err(Error::bad_input(format!(
+                "load.arrivals.trace: {}: instant {} ({} s) comes before the one above it ({} s); sort the trace, or set sort = true",
+                path.display(),
+                i + 2,
+                values[i + 1],
+                values[i]
+            )));
+        }
+    }
+    instants.sort_unstable();
+    Ok(Arc::from(instants))
+}
+
+/// The mean arrival rate over `[0, horizon_s)`: the rate's integral over the horizon,
+/// or a trace's instants in it, per second.
+pub fn mean_rate(process: &ArrivalProcess, horizon_s: f64) -> f64 {
+    match process {
+        ArrivalProcess::Poisson(profile) | ArrivalProcess::Even(profile) => {
+            profile.expected_arrivals(0.0, horizon_s) / horizon_s
+        }
+        ArrivalProcess::Trace(instants) => {
+            let horizon = stampede_engine::secs_to_nanos(horizon_s);
+            instants.iter().filter(|t| **t < horizon).count() as f64 / horizon_s
+        }
+    }
+}
