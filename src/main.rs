@@ -49,6 +49,10 @@ enum Command {
     Serve(ServeArgs),
     /// Merge shard folders (from `run --shard`) into the folder a single run writes.
     Merge(MergeArgs),
+    /// Fit distributions to measured latencies (a CSV or Parquet column, an HdrHistogram,
+    /// Prometheus buckets): each family's parameters and Kolmogorov–Smirnov distance,
+    /// the TOML value of the best and of the data itself, and a page of the CDFs.
+    Fit(FitArgs),
     /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
     /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
     Capacity(CapacityArgs),
@@ -199,6 +203,34 @@ struct RunArgs {
 }
 
 #[derive(Args)]
+struct FitArgs {
+    /// The data: .csv or .parquet (a sample), .hdr/.hlog (an HdrHistogram), or a
+    /// Prometheus exposition or API answer (with --metric).
+    file: String,
+    /// The column of a Parquet file, or of a CSV with a header row.
+    #[arg(long, value_name = "NAME")]
+    column: Option<String>,
+    /// An HdrHistogram's unit: ns, us, ms or s.
+    #[arg(long, value_name = "UNIT")]
+    unit: Option<String>,
+    /// A Prometheus histogram's metric name (without _bucket).
+    #[arg(long, value_name = "NAME")]
+    metric: Option<String>,
+    /// A Prometheus label the series must have (repeatable): --label route=/checkout.
+    #[arg(long = "label", value_name = "NAME=VALUE")]
+    labels: Vec<String>,
+    /// Above a Prometheus histogram's last finite bucket: cap (default) or exponential.
+    #[arg(long, value_name = "cap|exponential")]
+    tail: Option<String>,
+    /// Print the result as one JSON document.
+    #[arg(long)]
+    json: bool,
+    /// Where the page of CDFs goes (default: out/fit-<file stem>.html).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct VerifyArgs {
     #[command(flatten)]
     run: RunArgs,
@@ -242,6 +274,7 @@ fn main() -> ExitCode {
         Command::Ring(args) => ring_cli::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
         Command::Merge(args) => merge(args).map(|()| ExitStatus::Success),
+        Command::Fit(args) => fit(args).map(|()| ExitStatus::Success),
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
@@ -346,6 +379,103 @@ fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
     if !args.quiet {
         println!("wrote shard {} of {} ({} tasks): {}", shard.index, shard.count, plan.task_count(), dir.display());
     }
+    Ok(())
+}
+
+/// `stampede fit FILE`: the data, each candidate, the best value and the page.
+fn fit(args: FitArgs) -> Result<()> {
+    use stampede_experiments::inputs::DistributionSpec;
+    let lower = args.file.to_ascii_lowercase();
+    let mut labels = std::collections::BTreeMap::new();
+    for label in &args.labels {
+        let (name, value) = label.split_once('=').ok_or_else(|| {
+            Error::bad_input(format!("--label {label:?}: write NAME=VALUE, e.g. --label route=/checkout"))
+        })?;
+        labels.insert(name.to_string(), value.to_string());
+    }
+    let spec = if args.metric.is_some() {
+        DistributionSpec {
+            dist: "prometheus".into(),
+            file: Some(args.file.clone()),
+            metric: args.metric.clone(),
+            labels: (!labels.is_empty()).then_some(labels),
+            tail: args.tail.clone(),
+            ..DistributionSpec::default()
+        }
+    } else if [".hdr", ".hlog", ".hgrm", ".hdrz"].iter().any(|e| lower.ends_with(e)) || args.unit.is_some() {
+        let unit = args.unit.clone().ok_or_else(|| {
+            Error::bad_input(format!(
+                "{}: an HdrHistogram needs --unit (ns, us, ms or s): the unit its values were recorded in",
+                args.file
+            ))
+        })?;
+        DistributionSpec {
+            dist: "hdr".into(),
+            file: Some(args.file.clone()),
+            unit: Some(unit),
+            ..DistributionSpec::default()
+        }
+    } else {
+        DistributionSpec {
+            dist: "empirical".into(),
+            file: Some(args.file.clone()),
+            column: args.column.clone(),
+            ..DistributionSpec::default()
+        }
+    };
+    if spec.dist != "prometheus" && (args.tail.is_some() || !args.labels.is_empty()) {
+        return Err(Error::bad_input("--tail and --label are for a Prometheus histogram: give --metric too"));
+    }
+    let (table, count) = spec.data("fit")?;
+    let report = stampede_experiments::inputs::fit::fit(&table, count);
+    let source = spec.inline_toml();
+    let stem =
+        Path::new(&args.file).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "data".into());
+    let page = args.out.clone().unwrap_or_else(|| PathBuf::from("out").join(format!("fit-{stem}.html")));
+    write_file_atomically(&page, stampede_report::fit_page::render(&source, &report).as_bytes())?;
+    if args.json {
+        let candidates: Vec<serde_json::Value> = report
+            .candidates
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "family": c.family, "ks": c.ks, "toml": c.toml,
+                    "mean_s": c.distribution.mean_s(), "scv": c.distribution.scv(),
+                    "p50_s": c.quantiles[0], "p99_s": c.quantiles[1], "p999_s": c.quantiles[2],
+                })
+            })
+            .collect();
+        let quantiles = ["min_s", "p50_s", "p90_s", "p99_s", "p999_s", "max_s"];
+        let data: serde_json::Map<String, serde_json::Value> =
+            quantiles.iter().zip(report.quantiles).map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect();
+        let document = serde_json::json!({
+            "file": args.file, "count": report.count, "mean_s": report.mean, "scv": report.scv,
+            "quantiles": data, "candidates": candidates, "best": report.candidates.first().map(|c| c.family),
+            "best_toml": report.candidates.first().map(|c| c.toml.clone()), "data_toml": source,
+            "page": page.display().to_string(),
+        });
+        println!("{}", serde_json::to_string_pretty(&document).expect("JSON serialises"));
+        return Ok(());
+    }
+    let q = report.quantiles;
+    println!("stampede fit {}: {} observations", args.file, report.count);
+    println!(
+        "  mean {:.4} s · scv {:.3} · min {:.4} · p50 {:.4} · p90 {:.4} · p99 {:.4} · p99.9 {:.4} · max {:.4} s\n",
+        report.mean, report.scv, q[0], q[1], q[2], q[3], q[4], q[5]
+    );
+    println!("{:<18} {:>8} {:>10} {:>10} {:>10}  value", "family", "KS D", "p50 s", "p99 s", "p99.9 s");
+    for c in &report.candidates {
+        println!(
+            "{:<18} {:>8.4} {:>10.4} {:>10.4} {:>10.4}  {}",
+            c.family, c.ks, c.quantiles[0], c.quantiles[1], c.quantiles[2], c.toml
+        );
+    }
+    if let Some(best) = report.candidates.first() {
+        println!("\nbest: {} (the smallest Kolmogorov–Smirnov distance, {:.4})", best.family, best.ks);
+        println!("  service = {}", best.toml);
+    }
+    println!("the data itself:\n  service = {source}");
+    println!("page: {}", page.display());
     Ok(())
 }
 

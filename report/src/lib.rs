@@ -10,6 +10,7 @@
 
 pub mod chart;
 pub mod data;
+pub mod fit_page;
 pub mod folder;
 pub mod page;
 pub mod sections;

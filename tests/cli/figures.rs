@@ -25,14 +25,22 @@ struct Run {
 }
 
 /// `stampede run SCENARIO` (its own replicas and seed) into `out`, its tables read back.
+/// A scenario ending in `.toml` is a file in the repository, named by its file stem.
 fn run(scenario: &str, out: &Path) -> Run {
+    let (argument, name) = match scenario.strip_suffix(".toml") {
+        Some(stem) => (
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(scenario).display().to_string(),
+            Path::new(stem).file_name().unwrap().to_string_lossy().to_string(),
+        ),
+        None => (scenario.to_string(), scenario.to_string()),
+    };
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(["run", scenario, "--no-report", "--force", "--out", out.to_str().unwrap()])
+        .args(["run", &argument, "--no-report", "--force", "--out", out.to_str().unwrap()])
         .env("COLUMNS", "100")
         .output()
         .unwrap();
     assert!(output.status.success(), "{scenario}: {}", stderr(&output));
-    let dir = out.join(scenario);
+    let dir = out.join(name);
     Run {
         summary: Table::read(&dir.join("summary.parquet")).unwrap(),
         replicas: Table::read(&dir.join("replicas.parquet")).unwrap(),

@@ -332,3 +332,64 @@ fn bad_load_input_is_refused_naming_the_field() {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
+
+/// `stampede fit` on the shipped fixtures: the best family and its value, the data's
+/// own value, a self-contained page; usage mistakes exit 2.
+#[test]
+fn fit_reports_each_family_and_writes_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures");
+    let page = dir.path().join("fit.html");
+    let output = stampede(&[
+        "fit",
+        &format!("{fixtures}/checkout-latency.hlog"),
+        "--unit",
+        "us",
+        "--json",
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(json["count"].as_f64(), Some(60000.0));
+    assert_eq!(json["best"], "lognormal");
+    let candidates = json["candidates"].as_array().unwrap();
+    let ks: Vec<f64> = candidates.iter().map(|c| c["ks"].as_f64().unwrap()).collect();
+    assert!(ks.windows(2).all(|w| w[0] <= w[1]), "best first: {ks:?}");
+    assert!(ks[0] < 0.01, "the lognormal the fixture was drawn from fits: {ks:?}");
+    assert!(json["best_toml"].as_str().unwrap().starts_with("{ dist = \"lognormal\", median_s = "));
+    assert!(json["data_toml"].as_str().unwrap().contains("dist = \"hdr\""));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<svg") && html.contains("default-src 'none'"), "a self-contained page");
+    for family in ["lognormal", "gamma", "weibull", "exponential"] {
+        assert!(html.contains(&format!("<td>{family}</td>")), "{family} in the table");
+    }
+    // The pasted best value runs.
+    let text = format!(
+        "name = \"pasted\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 100.0\nreplicas = 2\n[queue]\narrival_rate_per_s = 10.0\nservice = {}\n",
+        json["best_toml"].as_str().unwrap()
+    );
+    std::fs::write(dir.path().join("pasted.toml"), text).unwrap();
+    let output = stampede(&[
+        "run",
+        dir.path().join("pasted.toml").to_str().unwrap(),
+        "--quiet",
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // Usage mistakes.
+    let hlog = format!("{fixtures}/checkout-latency.hlog");
+    for (args, fragment) in [
+        (vec!["fit", hlog.as_str()], "needs --unit"),
+        (
+            vec!["fit", hlog.as_str(), "--unit", "us", "--label", "a=b"],
+            "--tail and --label are for a Prometheus histogram",
+        ),
+        (vec!["fit", "/nonexistent.csv"], "cannot read it"),
+    ] {
+        let output = stampede(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&output).contains(fragment), "{args:?}: {}", stderr(&output));
+    }
+}

@@ -93,6 +93,14 @@ fn every_readme_example_runs() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
+    // The README's worked example reads the shipped fixtures by their path in the
+    // repository: the scratch folder holds them at the same place.
+    let fixtures = dir.join("experiments/fixtures");
+    std::fs::create_dir_all(&fixtures).unwrap();
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, fixtures.join(path.file_name().unwrap())).unwrap();
+    }
     let mut done = BTreeSet::new();
     let path = install_wrapper(dir);
     let (mut commands, mut queries, mut scripts) = (0, 0, 0);

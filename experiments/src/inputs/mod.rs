@@ -11,6 +11,7 @@
 //! [`Distribution`]. A table built from a file is made once per process for each (file,
 //! content, spec) and shared read-only by every grid point and replica.
 
+pub mod fit;
 pub mod load;
 pub mod sources;
 
@@ -236,6 +237,32 @@ impl DistributionSpec {
         Ok(distribution.adjusted(scale, shift))
     }
 
+    /// The data's own distribution and how many observations it holds, for `stampede
+    /// fit`: a sample's values, or a histogram's total count.
+    pub fn data(&self, path: &str) -> Result<(Arc<QuantileTable>, f64)> {
+        let table = match self.resolve(path)?.shape {
+            Shape::Table(table) => table,
+            _ => return Err(Error::bad_input(format!("{path}: dist = {:?} is not data", self.dist))),
+        };
+        let located = self.file.as_deref().map(locate).unwrap_or_default();
+        let count = match self.dist.as_str() {
+            "empirical" => sources::sample(&located, self.column.as_deref())?.len() as f64,
+            "hdr" => sources::hdr(&located, (self.start_s, self.end_s))?.len() as f64,
+            "prometheus" => {
+                let labels = self.labels.clone().unwrap_or_default();
+                let buckets = sources::prometheus(&located, self.metric.as_deref().unwrap_or_default(), &labels)?;
+                buckets.bounds.last().map_or(0.0, |b| b.1)
+            }
+            _ => f64::NAN,
+        };
+        Ok((table, count))
+    }
+
+    /// The spec as an inline TOML table, ready to paste after `service = `.
+    pub fn inline_toml(&self) -> String {
+        toml::Value::try_from(self).map(|v| v.to_string()).unwrap_or_default()
+    }
+
     /// The table of a data-driven kind, from the process-wide cache or built now.
     fn table(&self, path: &str) -> Result<Arc<QuantileTable>> {
         static CACHE: OnceLock<Mutex<BTreeMap<String, Arc<QuantileTable>>>> = OnceLock::new();
@@ -419,55 +446,6 @@ fn non_negative(path: &str, field: &str, value: Option<f64>) -> Result<f64> {
     }
 }
 
-/// Fitting families to quantiles.
-pub mod fit {
-    use statrs::distribution::{ContinuousCDF, Gamma, Normal};
-
-    /// (μ, σ) of the lognormal whose log-quantiles best match (least squares):
-    /// ln q = μ + σ·z_p.
-    pub fn lognormal_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
-        let normal = Normal::new(0.0, 1.0).expect("the standard normal");
-        let xy: Vec<(f64, f64)> = points.iter().map(|(p, v)| (normal.inverse_cdf(*p), v.ln())).collect();
-        if xy.len() == 1 {
-            return None;
-        }
-        let n = xy.len() as f64;
-        let (mx, my) = (xy.iter().map(|p| p.0).sum::<f64>() / n, xy.iter().map(|p| p.1).sum::<f64>() / n);
-        let sxx: f64 = xy.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
-        let sxy: f64 = xy.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-        if sxx <= 0.0 {
-            return None;
-        }
-        let sigma = sxy / sxx;
-        (sigma > 0.0).then_some((my - sigma * mx, sigma))
-    }
-
-    /// (shape k, scale θ) of the gamma whose log-quantiles best match: for each k the
-    /// best ln θ is the mean gap, and k is searched on a log grid then refined.
-    pub fn gamma_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
-        if points.len() < 2 || points.windows(2).all(|w| w[0].1 == w[1].1) {
-            return None;
-        }
-        let cost = |k: f64| -> (f64, f64) {
-            let unit = Gamma::new(k, 1.0).expect("a positive shape");
-            let gaps: Vec<f64> = points.iter().map(|(p, v)| v.ln() - unit.inverse_cdf(*p).max(1e-300).ln()).collect();
-            let ln_theta = gaps.iter().sum::<f64>() / gaps.len() as f64;
-            (gaps.iter().map(|g| (g - ln_theta).powi(2)).sum(), ln_theta)
-        };
-        let (mut low, mut high) = (-4.0f64, 5.0f64); // ln k from about 0.02 to 150
-        for _ in 0..80 {
-            let (a, b) = (low + (high - low) / 3.0, high - (high - low) / 3.0);
-            if cost(a.exp()).0 <= cost(b.exp()).0 {
-                high = b;
-            } else {
-                low = a;
-            }
-        }
-        let k = ((low + high) / 2.0).exp();
-        Some((k, cost(k).1.exp()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,6 +512,35 @@ mod tests {
             .resolve("x")
             .unwrap();
         assert!((window.mean_s() / (second.mean() * 1e-9) - 1.0).abs() < 2e-3, "only the interval from 10 s");
+    }
+
+    /// Writes `experiments/fixtures/checkout-latency.hlog`, the README's worked
+    /// example: three one-minute intervals of a checkout service's latencies in
+    /// microseconds (lognormal, median 18 ms, σ 0.6, the last minute 40% slower).
+    /// `cargo test -p stampede-experiments -- --ignored write_the_hlog_fixture`.
+    #[test]
+    #[ignore = "writes a fixture; run by hand when it should change"]
+    fn write_the_hlog_fixture() {
+        let mut rng = RngStream::derive(2026, 0, StreamPurpose::named("fixture.hlog"));
+        let mut log = Vec::new();
+        let mut serializer = V2DeflateSerializer::new();
+        let mut writer = IntervalLogWriterBuilder::new()
+            .with_base_time(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_764_547_200))
+            .begin_log_with(&mut log, &mut serializer)
+            .unwrap();
+        for minute in 0..3u64 {
+            let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+            let slower = if minute == 2 { 1.4 } else { 1.0 };
+            for _ in 0..20_000 {
+                let seconds = slower * rng.lognormal((0.018f64).ln(), 0.6);
+                histogram.record((seconds * 1e6).round().max(1.0) as u64).unwrap();
+            }
+            let start = std::time::Duration::from_secs(60 * minute);
+            writer.write_histogram(&histogram, start, std::time::Duration::from_secs(60), None).unwrap();
+        }
+        drop(writer);
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/checkout-latency.hlog");
+        std::fs::write(path, log).unwrap();
     }
 
     /// A hand-written Prometheus exposition: draws fall into each bucket in the

@@ -363,7 +363,8 @@ fn parse_labels(rest: &str) -> std::result::Result<(BTreeMap<String, String>, &s
 /// CDF knots from Prometheus buckets: linear inside each bucket, the first from 0;
 /// what lies above the last finite `le` is `tail`: `cap` puts it at that `le`;
 /// `exponential` spreads it as an exponential beyond it whose mean makes the whole
-/// histogram's mean equal `_sum / _count`.
+/// histogram's mean equal `_sum / _count` (ending where the sampling table's grid can
+/// still resolve it: half of one 4,096th of the whole distribution short of 1).
 pub fn bucket_knots(buckets: &Buckets, tail: &str) -> std::result::Result<Vec<(f64, f64)>, String> {
     let total = buckets.bounds.last().expect("checked: a +Inf bucket").1;
     let mut knots = vec![(0.0, 0.0)];
@@ -393,10 +394,14 @@ pub fn bucket_knots(buckets: &Buckets, tail: &str) -> std::result::Result<Vec<(f
                     100.0 * tail_share
                 ));
             }
-            // Knots along the exponential's CDF up to its 1 − 10⁻⁶ point, where it ends.
+            // Knots along the exponential's CDF up to where the table's even probability
+            // grid can still resolve it: half a grid cell of the whole distribution short
+            // of 1 (a point further out would be drawn with a whole cell's probability).
+            let cell = 1.0 / (stampede_engine::components::distribution::QuantileTable::MAX_POINTS - 1) as f64;
+            let end = (1.0 - cell / (2.0 * tail_share)).clamp(0.5, 1.0 - 1e-6);
             let base = 1.0 - tail_share;
             for k in 1..=64 {
-                let q = 1.0 - (1e-6f64).powf(f64::from(k) / 64.0);
+                let q = 1.0 - (1.0 - end).powf(f64::from(k) / 64.0);
                 knots.push((last_le - beyond * (1.0 - q).ln(), base + tail_share * q));
             }
             knots.last_mut().expect("a knot").1 = 1.0;

@@ -171,8 +171,11 @@ fn set_in_value(current: &mut toml::Value, parts: &[&str], path: &str, depth: us
 /// Like [`set_path`], but a table value is merged key by key into the table already
 /// at `path` (recursively), so a grid axis over a section can change several of its
 /// fields together: `"retry" = [{policy = "naive"}, {policy = "backoff", budget = "ratio"}]`.
+/// A distribution value (a table with `dist`) replaces whatever is there: its fields
+/// belong together (a gamma's `scv` means nothing to an `hdr`).
 pub(crate) fn merge_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<()> {
     match value {
+        toml::Value::Table(fields) if fields.contains_key("dist") => set_path(table, path, toml::Value::Table(fields)),
         toml::Value::Table(fields) => {
             for (key, inner) in fields {
                 merge_path(table, &format!("{path}.{key}"), inner)?;
