@@ -393,3 +393,64 @@ fn fit_reports_each_family_and_writes_its_page() {
         assert!(stderr(&output).contains(fragment), "{args:?}: {}", stderr(&output));
     }
 }
+
+/// The dependency model takes a measured latency (scaled in the slow window so that
+/// its median is `slow_latency_s`) and a `[load]`; the same for any thread count; giving
+/// the latency or the rate two ways is refused.
+#[test]
+fn the_dependency_model_takes_a_latency_value_and_a_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let shown = stdout(&stampede(&["show", "dependency-slowdown"]));
+    let text = shown
+        .replace(
+            "healthy_latency_s = 0.015",
+            "latency = { dist = \"quantiles\", p50_s = 0.015, p99_s = 0.06, max_s = 0.2 }",
+        )
+        .replace("arrival_rate_per_s = 400.0", "")
+        + "\n[load]\nrate = [[0, 300], [8, 500]]\ninterpolate = \"linear\"\n";
+    let scenario = dir.path().join("dep.toml");
+    std::fs::write(&scenario, &text).unwrap();
+    let mut tables = Vec::new();
+    for threads in ["1", "2"] {
+        let out = dir.path().join(format!("out{threads}"));
+        let output = stampede(&[
+            "run",
+            scenario.to_str().unwrap(),
+            "--replicas",
+            "4",
+            "--threads",
+            threads,
+            "--quiet",
+            "--no-report",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        tables.push(parquet_tables(&out));
+    }
+    assert_eq!(tables[0], tables[1]);
+    for (from, to, fragment) in [
+        (
+            "latency = { dist",
+            "healthy_latency_s = 0.015\nlatency = { dist",
+            "dependency.latency gives the healthy latency too",
+        ),
+        (
+            "[service]\n",
+            "[service]\narrival_rate_per_s = 100.0\n",
+            "service.arrival_rate_per_s = 100: [load] sets the arrivals too",
+        ),
+    ] {
+        std::fs::write(&scenario, text.replace(from, to)).unwrap();
+        let output = stampede(&[
+            "run",
+            scenario.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            dir.path().join("bad").to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains(fragment), "{}", stderr(&output));
+    }
+}

@@ -14,6 +14,8 @@
 
 use std::collections::VecDeque;
 
+use crate::components::arrivals::{ArrivalProcess, Arrivals};
+use crate::components::distribution::{Distribution, Shape};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
@@ -36,7 +38,10 @@ pub const PRIORITY_NAMES: [&str; 3] = ["high", "normal", "low"];
 /// Parameters of one replica.
 #[derive(Clone, Debug)]
 pub struct DependencyParams {
+    /// Requests per second, a constant-rate Poisson stream, unless `load` is set.
     pub arrival_rate_per_s: f64,
+    /// Requests from a rate profile, even spacing or a trace (`[load]`).
+    pub load: Option<ArrivalProcess>,
     /// Shares of HIGH, NORMAL and LOW requests (sum 1).
     pub priority_shares: [f64; 3],
     pub workers: u32,
@@ -48,6 +53,10 @@ pub struct DependencyParams {
     /// The dependency's median latency while healthy and while slow (lognormal, σ = 0.25).
     pub healthy_latency: Nanos,
     pub slow_latency: Nanos,
+    /// A measured latency distribution for the healthy dependency instead of the
+    /// lognormal around `healthy_latency`; while slow, its draws are scaled so that
+    /// its median becomes `slow_latency`.
+    pub latency: Option<Distribution>,
     pub slow_start: Nanos,
     pub slow_duration: Nanos,
     /// The service's own timeout on the dependency call.
@@ -111,6 +120,10 @@ struct Request {
 pub struct Dependency<'h> {
     p: DependencyParams,
     arrivals: RngStream,
+    /// `[load]`'s arrivals, with the replay's position.
+    load: Option<Arrivals>,
+    /// `slow_latency` over the latency distribution's median (1 without one).
+    slow_factor: f64,
     priorities: RngStream,
     latency_rng: RngStream,
     breaker: Option<CircuitBreaker>,
@@ -137,6 +150,11 @@ impl<'h> Dependency<'h> {
         let buckets = p.horizon.div_ceil(p.bucket) as usize;
         Dependency {
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
+            load: p.load.clone().map(Arrivals::new),
+            slow_factor: p
+                .latency
+                .as_ref()
+                .map_or(1.0, |d| p.slow_latency as f64 / NANOS_PER_SEC as f64 / median_s(d).max(f64::MIN_POSITIVE)),
             priorities: RngStream::derive(master_seed, replica, PRIORITIES),
             latency_rng: RngStream::derive(master_seed, replica, LATENCY),
             breaker: p.breaker.map(CircuitBreaker::new),
@@ -180,7 +198,7 @@ impl<'h> Dependency<'h> {
     pub fn run_traced(self) -> (DependencyResults, DependencySeries, Option<Trace>) {
         let horizon = self.p.horizon;
         let mut simulation = Simulation::new(self, 1024);
-        let first = simulation.model.interarrival();
+        let first = simulation.model.interarrival(0);
         simulation.scheduler().at(first, Event::Arrival);
         simulation.run_until(horizon);
         let events = simulation.events_handled();
@@ -189,7 +207,11 @@ impl<'h> Dependency<'h> {
         (results, series, trace)
     }
 
-    fn interarrival(&mut self) -> Nanos {
+    /// The gap from `now` to the next request (a long one when `[load]` has no more).
+    fn interarrival(&mut self, now: Nanos) -> Nanos {
+        if let Some(load) = &mut self.load {
+            return load.next_gap(now, 1.0, &mut self.arrivals).unwrap_or(Nanos::MAX / 2);
+        }
         round_to_nanos(self.arrivals.exponential(self.p.arrival_rate_per_s) * NANOS_PER_SEC as f64)
     }
 
@@ -217,6 +239,10 @@ impl<'h> Dependency<'h> {
 
     fn dependency_latency(&mut self, now: Nanos) -> Nanos {
         let slow = now >= self.p.slow_start && now < self.p.slow_start.saturating_add(self.p.slow_duration);
+        if let Some(latency) = &self.p.latency {
+            let draw = latency.sample_s(&mut self.latency_rng) * if slow { self.slow_factor } else { 1.0 };
+            return round_to_nanos(draw * NANOS_PER_SEC as f64);
+        }
         let median = if slow { self.p.slow_latency } else { self.p.healthy_latency };
         round_to_nanos(median as f64 * self.latency_rng.lognormal(0.0, 0.25))
     }
@@ -336,7 +362,7 @@ impl<'h> Dependency<'h> {
     }
 
     fn arrival(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
-        let next = self.interarrival();
+        let next = self.interarrival(now);
         scheduler.after(next, Event::Arrival);
         let u = self.priorities.uniform01();
         let shares = self.p.priority_shares;
@@ -436,6 +462,20 @@ impl Model for Dependency<'_> {
     }
 }
 
+/// A distribution's median, in seconds (a table's 0.5 quantile; the parametric
+/// shapes' closed forms where they exist, else the mean).
+fn median_s(distribution: &Distribution) -> f64 {
+    let raw = match &distribution.shape {
+        Shape::Table(table) => table.quantile(0.5),
+        Shape::Lognormal { mu, .. } => mu.exp(),
+        Shape::Exponential { mean_s } => mean_s * std::f64::consts::LN_2,
+        Shape::Weibull { shape, scale_s } => scale_s * std::f64::consts::LN_2.powf(1.0 / shape),
+        Shape::Constant { value_s } => *value_s,
+        _ => return distribution.mean_s(),
+    };
+    distribution.shift_s + distribution.scale * raw
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,6 +487,8 @@ mod tests {
     fn base() -> DependencyParams {
         DependencyParams {
             arrival_rate_per_s: 400.0,
+            load: None,
+            latency: None,
             priority_shares: [0.2, 0.5, 0.3],
             workers: 50,
             queue_capacity: 200,

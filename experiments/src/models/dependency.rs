@@ -19,6 +19,8 @@ use super::presentation::{labelled, Presentation, Recovery, Section, Window};
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
+use crate::inputs::load::LoadSpec;
+use crate::inputs::DistributionSpec;
 use crate::scenario::RunConfig;
 
 /// The slow-dependency model.
@@ -29,7 +31,53 @@ impl ModelSpec for Dependency {
     const NAME: &'static str = "dependency";
     const DESCRIPTION: &'static str =
         "worker pool in front of a dependency that slows down, defended by a breaker and a priority shedder";
-    const SECTIONS: &'static [&'static str] = &["service", "dependency", "protection", "series"];
+    const SECTIONS: &'static [&'static str] = &["service", "dependency", "protection", "series", "load"];
+
+    fn inputs(config: &DependencyConfig) -> Vec<(String, String)> {
+        let latency = config.dependency.latency.as_ref().and_then(|spec| spec.file());
+        latency
+            .map(|f| ("dependency.latency.file".to_string(), f.to_string()))
+            .into_iter()
+            .chain(config.load.iter().flat_map(LoadSpec::files))
+            .collect()
+    }
+
+    fn prepare(mut config: DependencyConfig) -> Result<DependencyConfig> {
+        let d = &config.dependency;
+        match (&d.latency, d.healthy_latency_s) {
+            (Some(_), Some(value)) => {
+                return Err(Error::bad_input(format!(
+                    "dependency.healthy_latency_s = {value}: dependency.latency gives the healthy latency too; keep one"
+                )))
+            }
+            (None, None) => {
+                return Err(Error::bad_input(
+                    "dependency.healthy_latency_s: missing; give the healthy median latency, or a distribution value in dependency.latency",
+                ))
+            }
+            (Some(spec), None) => config.resolved_latency = Some(spec.resolve("dependency.latency")?),
+            (None, Some(_)) => {}
+        }
+        let load = config.load.clone().unwrap_or_default();
+        let rate = config.service.arrival_rate_per_s;
+        match (rate, load.sets_rate()) {
+            (Some(rate), true) => {
+                return Err(Error::bad_input(format!(
+                    "service.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
+                )))
+            }
+            (None, false) => {
+                return Err(Error::bad_input(
+                    "service.arrival_rate_per_s: missing; give the request rate here, or a rate or trace in [load]",
+                ))
+            }
+            _ => {}
+        }
+        if config.load.is_some() {
+            config.arrivals = Some(load.resolve(rate.unwrap_or(f64::NAN), "service.arrival_rate_per_s")?);
+        }
+        Ok(config)
+    }
 
     fn validate(config: &DependencyConfig, run: &RunConfig) -> Result<()> {
         config.validate(run)
@@ -123,12 +171,22 @@ pub struct DependencyConfig {
     pub protection: ProtectionSection,
     #[serde(default)]
     pub series: SeriesConfig,
+    /// How requests arrive, when not at the constant `service.arrival_rate_per_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadSpec>,
+    /// `[load]`'s arrivals and `dependency.latency`, resolved when the point is typed.
+    #[serde(skip)]
+    arrivals: Option<stampede_engine::components::arrivals::ArrivalProcess>,
+    #[serde(skip)]
+    resolved_latency: Option<stampede_engine::components::distribution::Distribution>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceSection {
-    pub arrival_rate_per_s: f64,
+    /// Requests per second (unless `[load]` sets the rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate_per_s: Option<f64>,
     /// Shares of high, normal and low priority requests; they must add up to 1.
     pub priority_shares: [f64; 3],
     pub workers: u32,
@@ -142,7 +200,14 @@ pub struct ServiceSection {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DependencySection {
-    pub healthy_latency_s: f64,
+    /// The healthy median latency (a lognormal with σ = 0.25 around it), unless
+    /// `latency` gives a measured distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_latency_s: Option<f64>,
+    /// A distribution value for the healthy latency; while slow, its draws are scaled
+    /// so that its median becomes `slow_latency_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<DistributionSpec>,
     pub slow_latency_s: f64,
     pub slow_start_s: f64,
     pub slow_duration_s: f64,
@@ -227,7 +292,9 @@ fn share(path: &str, value: f64) -> Result<()> {
 impl DependencyConfig {
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
         let s = &self.service;
-        positive("service.arrival_rate_per_s", s.arrival_rate_per_s)?;
+        if let Some(rate) = s.arrival_rate_per_s {
+            positive("service.arrival_rate_per_s", rate)?;
+        }
         if s.priority_shares.iter().any(|x| !(x.is_finite() && *x >= 0.0))
             || (s.priority_shares.iter().sum::<f64>() - 1.0).abs() > 1e-9
         {
@@ -243,7 +310,9 @@ impl DependencyConfig {
         positive("service.local_work_s", s.local_work_s)?;
         positive("service.call_timeout_s", s.call_timeout_s)?;
         let d = &self.dependency;
-        positive("dependency.healthy_latency_s", d.healthy_latency_s)?;
+        if let Some(latency) = d.healthy_latency_s {
+            positive("dependency.healthy_latency_s", latency)?;
+        }
         positive("dependency.slow_latency_s", d.slow_latency_s)?;
         positive("dependency.slow_duration_s", d.slow_duration_s)?;
         if !(d.slow_start_s.is_finite() && d.slow_start_s >= 0.0 && d.slow_start_s < run.horizon_s) {
@@ -279,13 +348,15 @@ impl DependencyConfig {
         let breaker_on = matches!(p.policy, ProtectionName::Breaker | ProtectionName::Both);
         let shedder_on = matches!(p.policy, ProtectionName::Shedder | ProtectionName::Both);
         DependencyParams {
-            arrival_rate_per_s: s.arrival_rate_per_s,
+            arrival_rate_per_s: s.arrival_rate_per_s.unwrap_or(0.0),
+            load: self.arrivals.clone(),
+            latency: self.resolved_latency.clone(),
             priority_shares: s.priority_shares,
             workers: s.workers,
             queue_capacity: s.queue_capacity,
             client_timeout: secs_to_nanos(s.client_timeout_s),
             local_work: secs_to_nanos(s.local_work_s),
-            healthy_latency: secs_to_nanos(d.healthy_latency_s),
+            healthy_latency: secs_to_nanos(d.healthy_latency_s.unwrap_or(0.0)),
             slow_latency: secs_to_nanos(d.slow_latency_s),
             slow_start: secs_to_nanos(d.slow_start_s),
             slow_duration: secs_to_nanos(d.slow_duration_s),
