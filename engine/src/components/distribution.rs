@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use crate::kernel::rng::RngStream;
-use crate::kernel::time::{round_to_nanos, Nanos};
+use crate::kernel::time::{round_to_nanos, Nanos, NANOS_PER_SEC};
 
 /// An inverse CDF in a table, drawn with one uniform whatever the data's size. Two
 /// kinds:
@@ -25,6 +25,9 @@ use crate::kernel::time::{round_to_nanos, Nanos};
 pub struct QuantileTable {
     values: Box<[f64]>,
     discrete: bool,
+    /// What a uniform is multiplied by to index the table: n for a sample, n − 1 for
+    /// a grid (kept as a float, so a draw converts no integer).
+    span: f64,
 }
 
 impl QuantileTable {
@@ -101,7 +104,8 @@ impl QuantileTable {
         debug_assert!(values.windows(2).all(|w| w[0] <= w[1]), "a quantile table is sorted");
         debug_assert!((2..=Self::MAX_POINTS).contains(&values.len()));
         debug_assert!(values.iter().all(|v| v.is_finite() && *v >= 0.0));
-        Ok(QuantileTable { values: values.into_boxed_slice(), discrete })
+        let span = if discrete { values.len() } else { values.len() - 1 } as f64;
+        Ok(QuantileTable { values: values.into_boxed_slice(), discrete, span })
     }
 
     /// The values on the probability grid.
@@ -149,16 +153,15 @@ impl QuantileTable {
 
     #[inline]
     fn sample(&self, rng: &mut RngStream) -> f64 {
-        if self.discrete {
-            // uniform01 < 1, so the index is below len.
-            return self.values[(rng.uniform01() * self.values.len() as f64) as usize];
-        }
-        let x = rng.uniform01() * (self.values.len() - 1) as f64;
-        // uniform01 < 1, so low ≤ len − 2.
+        let x = rng.uniform01() * self.span;
+        // uniform01 < 1: for a sample the index is below n; on a grid below n − 1.
         let low = x as usize;
-        let fraction = x - low as f64;
-        let (a, b) = (self.values[low], self.values[low + 1]);
-        a + fraction * (b - a)
+        if self.discrete {
+            return self.values[low];
+        }
+        let fraction = x - x.floor();
+        let pair = &self.values[low..low + 2];
+        pair[0] + fraction * (pair[1] - pair[0])
     }
 }
 
@@ -262,7 +265,7 @@ impl Distribution {
     /// One draw, in integer nanoseconds.
     #[inline]
     pub fn sample(&self, rng: &mut RngStream) -> Nanos {
-        round_to_nanos(self.sample_s(rng))
+        round_to_nanos(self.sample_s(rng) * NANOS_PER_SEC as f64)
     }
 
     /// E[X] in seconds.
