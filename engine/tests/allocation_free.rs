@@ -242,3 +242,36 @@ fn cluster_allocates_nothing_per_event_after_warmup() {
     assert!(events > 1_000_000, "{events}");
     assert_eq!(allocated, 0, "{allocated} allocations over {events} events");
 }
+
+/// Drawing a service time from data (a sample's table, a histogram's) and the next
+/// arrival of a varying rate (thinning against a sine with a burst) or a replayed
+/// trace allocates nothing: the tables and profiles are built once and only read.
+#[test]
+fn distribution_draws_and_arrivals_allocate_nothing() {
+    use stampede_engine::components::arrivals::{ArrivalProcess, Arrivals, Burst, RateProfile, RateShape};
+    use stampede_engine::components::distribution::{Distribution, QuantileTable, Shape};
+    use std::sync::Arc;
+    let sample: Vec<f64> = (1..=10_000).map(|i| f64::from(i) * 1e-5).collect();
+    let empirical = Distribution::new(Shape::Table(Arc::new(QuantileTable::from_sample(&sample).unwrap())));
+    let knots = [(0.0, 0.0), (0.01, 0.5), (0.1, 0.99), (1.0, 1.0)];
+    let histogram = Distribution::new(Shape::Table(Arc::new(QuantileTable::from_cdf(&knots).unwrap())));
+    let gamma = Distribution::gamma_mean_scv(0.05, 0.5);
+    let profile = RateProfile {
+        shape: RateShape::Sine { mean: 100.0, amplitude: 60.0, period_s: 30.0 },
+        bursts: Arc::from([Burst { at_s: 5.0, duration_s: 2.0, factor: 3.0 }]),
+    };
+    let mut poisson = Arrivals::new(ArrivalProcess::Poisson(profile));
+    let mut trace =
+        Arrivals::new(ArrivalProcess::Trace((0..100_000u64).map(|i| i * 1_000_000).collect::<Vec<_>>().into()));
+    let mut rng = RngStream::derive(3, 0, StreamPurpose::named("test.inputs"));
+    let (mut total, mut now, mut replayed) = (0.0, 0u64, 0u64);
+    let before = allocations();
+    for _ in 0..100_000 {
+        total += empirical.sample_s(&mut rng) + histogram.sample_s(&mut rng) + gamma.sample_s(&mut rng);
+        now += poisson.next_gap(now, 1.0, &mut rng).unwrap();
+        replayed += trace.next_gap(replayed, 1.0, &mut rng).unwrap();
+    }
+    let allocated = allocations() - before;
+    assert_eq!(allocated, 0, "{allocated} allocations over 100,000 draws of each");
+    assert!(total > 0.0 && now > 0 && replayed == 99_999 * 1_000_000);
+}

@@ -17,6 +17,7 @@
 
 use std::collections::VecDeque;
 
+use crate::components::arrivals::{ArrivalProcess, Arrivals};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
@@ -87,6 +88,8 @@ struct Waiting {
 pub struct Mmc<'h> {
     params: MmcParams,
     arrivals: RngStream,
+    /// Arrivals from a `[load]` profile or trace instead of Poisson at λ.
+    load: Option<Arrivals>,
     service: RngStream,
     busy: u32,
     waiting: VecDeque<Waiting>,
@@ -125,6 +128,7 @@ impl<'h> Mmc<'h> {
         Mmc {
             params,
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
+            load: None,
             service: RngStream::derive(master_seed, replica, SERVICE),
             busy: 0,
             waiting: VecDeque::with_capacity(reserve),
@@ -152,12 +156,21 @@ impl<'h> Mmc<'h> {
         simulation.model.finish(horizon, events)
     }
 
+    /// Customers arrive as `load` says (a rate profile, even spacing or a trace)
+    /// instead of as a Poisson stream at `arrival_rate_per_s`.
+    pub fn with_load(mut self, load: ArrivalProcess) -> Self {
+        self.load = Some(Arrivals::new(load));
+        self
+    }
+
     /// The model inside a kernel with its first arrival scheduled; for callers that
     /// drive the run themselves (benchmarks, the allocation test).
     pub fn into_simulation(mut self) -> Simulation<Self> {
-        let first = self.interarrival();
+        let first = self.interarrival(0);
         let mut simulation = Simulation::new(self, 64);
-        simulation.scheduler().at(first, MmcEvent::Arrival);
+        if let Some(first) = first {
+            simulation.scheduler().at(first, MmcEvent::Arrival);
+        }
         simulation
     }
 
@@ -202,9 +215,14 @@ impl<'h> Mmc<'h> {
         }
     }
 
-    fn interarrival(&mut self) -> Nanos {
+    /// The gap from `now` to the next arrival (`None`: a trace replayed to its end).
+    #[inline]
+    fn interarrival(&mut self, now: Nanos) -> Option<Nanos> {
+        if let Some(load) = &mut self.load {
+            return load.next_gap(now, 1.0, &mut self.arrivals);
+        }
         let seconds = self.arrivals.exponential(self.params.arrival_rate_per_s);
-        round_to_nanos(seconds * NANOS_PER_SEC as f64)
+        Some(round_to_nanos(seconds * NANOS_PER_SEC as f64))
     }
 
     fn service_demand(&mut self) -> Nanos {
@@ -257,8 +275,9 @@ impl Model for Mmc<'_> {
         self.advance_integrals(now);
         match event {
             MmcEvent::Arrival => {
-                let next = self.interarrival();
-                scheduler.after(next, MmcEvent::Arrival);
+                if let Some(next) = self.interarrival(now) {
+                    scheduler.after(next, MmcEvent::Arrival);
+                }
                 let service = self.service_demand();
                 let counted = now >= self.params.warmup;
                 self.arrivals_counted += counted as u64;

@@ -10,7 +10,9 @@ use super::metrics::{count, defs, fraction, headline, real, values, Direction, M
 use super::spec::ModelSpec;
 use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
+use crate::inputs::load::LoadSpec;
 use crate::scenario::RunConfig;
+use stampede_engine::components::arrivals::ArrivalProcess;
 
 /// The M/M/c(/K) model.
 pub struct Mmc;
@@ -20,7 +22,33 @@ impl ModelSpec for Mmc {
     const NAME: &'static str = "mmc";
     const DESCRIPTION: &'static str =
         "M/M/c(/K): Poisson arrivals, exponential service, c servers, optional capacity K";
-    const SECTIONS: &'static [&'static str] = &["queue"];
+    const SECTIONS: &'static [&'static str] = &["queue", "load"];
+
+    fn inputs(config: &MmcConfig) -> Vec<(String, String)> {
+        config.load.iter().flat_map(LoadSpec::files).collect()
+    }
+
+    fn prepare(mut config: MmcConfig) -> Result<MmcConfig> {
+        let load = config.load.clone().unwrap_or_default();
+        match (config.queue.arrival_rate_per_s, load.sets_rate()) {
+            (Some(rate), true) => {
+                return Err(Error::bad_input(format!(
+                    "queue.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
+                )))
+            }
+            (None, false) => {
+                return Err(Error::bad_input(
+                    "queue.arrival_rate_per_s: missing; give the arrival rate here, or a rate or trace in [load]",
+                ))
+            }
+            _ => {}
+        }
+        if config.load.is_some() {
+            let rate = config.queue.arrival_rate_per_s.unwrap_or(f64::NAN);
+            config.arrivals = Some(load.resolve(rate, "queue.arrival_rate_per_s")?);
+        }
+        Ok(config)
+    }
 
     fn validate(config: &MmcConfig, run: &RunConfig) -> Result<()> {
         config.validate(run)
@@ -42,7 +70,11 @@ impl ModelSpec for Mmc {
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
         let [response] = histograms else { panic!("mmc records one histogram") };
-        let results = MmcModel::new(config.params(run), master_seed, replica, response).run();
+        let mut model = MmcModel::new(config.params(run), master_seed, replica, response);
+        if let Some(arrivals) = &config.arrivals {
+            model = model.with_load(arrivals.clone());
+        }
+        let results = model.run();
         ReplicaOutput { metrics: values(MMC_METRICS, &results), ..ReplicaOutput::default() }
     }
 }
@@ -52,14 +84,21 @@ impl ModelSpec for Mmc {
 #[serde(deny_unknown_fields)]
 pub struct MmcConfig {
     pub queue: QueueConfig,
+    /// How customers arrive, when not at the constant rate `queue.arrival_rate_per_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadSpec>,
+    /// `[load]`'s arrival process, resolved (its files read) when the point is typed.
+    #[serde(skip)]
+    arrivals: Option<ArrivalProcess>,
 }
 
 /// An M/M/c(/K) queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
-    /// λ, arrivals per second.
-    pub arrival_rate_per_s: f64,
+    /// λ, arrivals per second (unless `[load]` sets the rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate_per_s: Option<f64>,
     /// μ, services per second per server.
     pub service_rate_per_s: f64,
     /// c, number of servers.
@@ -72,7 +111,7 @@ pub struct QueueConfig {
 impl MmcConfig {
     pub fn params(&self, run: &RunConfig) -> MmcParams {
         MmcParams {
-            arrival_rate_per_s: self.queue.arrival_rate_per_s,
+            arrival_rate_per_s: self.queue.arrival_rate_per_s.unwrap_or(0.0),
             service_rate_per_s: self.queue.service_rate_per_s,
             servers: self.queue.servers,
             capacity: self.queue.capacity,
@@ -83,7 +122,15 @@ impl MmcConfig {
 
     fn validate(&self, run: &RunConfig) -> Result<()> {
         let q = &self.queue;
-        positive_rate("queue.arrival_rate_per_s", q.arrival_rate_per_s)?;
+        let steady = self.load.as_ref().is_none_or(LoadSpec::is_constant_poisson);
+        let rate = match (q.arrival_rate_per_s, &self.arrivals) {
+            (Some(rate), _) => {
+                positive_rate("queue.arrival_rate_per_s", rate)?;
+                rate
+            }
+            (None, Some(arrivals)) => crate::inputs::load::mean_rate(arrivals, run.horizon_s),
+            (None, None) => unreachable!("prepare requires a rate"),
+        };
         positive_rate("queue.service_rate_per_s", q.service_rate_per_s)?;
         if q.servers == 0 {
             return Err(Error::bad_input("queue.servers = 0: must be at least 1"));
@@ -95,18 +142,19 @@ impl MmcConfig {
                     q.servers
                 )));
             }
-        } else {
-            let rho = q.arrival_rate_per_s / (q.servers as f64 * q.service_rate_per_s);
+        } else if steady {
+            let rho = rate / (q.servers as f64 * q.service_rate_per_s);
             if rho >= 1.0 {
                 return Err(Error::bad_input(format!(
                     "queue.arrival_rate_per_s = {}: with queue.servers = {} and queue.service_rate_per_s = {} the load \
                      ρ = λ/(c·μ) = {rho:.3} is not below 1, so an unbounded queue grows forever and has no steady state",
-                    q.arrival_rate_per_s, q.servers, q.service_rate_per_s
+                    rate, q.servers, q.service_rate_per_s
                 ))
                 .with_hint("set queue.capacity to study an overloaded M/M/c/K queue, or lower the arrival rate"));
             }
         }
-        events_within_budget(run.horizon_s, "queue.arrival_rate_per_s", q.arrival_rate_per_s)
+        let rate_path = if q.arrival_rate_per_s.is_some() { "queue.arrival_rate_per_s" } else { "load" };
+        events_within_budget(run.horizon_s, rate_path, rate)
     }
 }
 
