@@ -111,11 +111,12 @@ impl LoadSpec {
 
     /// Whether arrivals come at a constant rate, so that steady-state theory applies.
     pub fn is_constant_poisson(&self) -> bool {
-        self.rate.is_none()
-            && self.rate_file.is_none()
-            && self.bursts.is_empty()
-            && matches!(&self.arrivals, None | Some(ArrivalsField::Name(_)))
-            && !matches!(&self.arrivals, Some(ArrivalsField::Name(n)) if n == "even")
+        let poisson = match &self.arrivals {
+            None => true,
+            Some(ArrivalsField::Name(name)) => name == "poisson",
+            Some(ArrivalsField::Trace(_)) => false,
+        };
+        poisson && self.rate.is_none() && self.rate_file.is_none() && self.bursts.is_empty()
     }
 
     /// The arrival process, given the model's own rate (`rate_path` names it) for
@@ -265,6 +266,21 @@ fn trace_instants(trace: &TraceSpec) -> Result<Arc<[Nanos]>> {
     }
     instants.sort_unstable();
     Ok(Arc::from(instants))
+}
+
+/// A model's arrivals: its own constant rate at `rate_path` (`rate`), or its `[load]`
+/// section. The rate must be given one way: both, or neither, is refused. `None` when
+/// there is no `[load]` (the model draws Poisson gaps at its rate, as it always did).
+pub fn model_arrivals(load: Option<&LoadSpec>, rate: Option<f64>, rate_path: &str) -> Result<Option<ArrivalProcess>> {
+    match (rate, load.is_some_and(LoadSpec::sets_rate)) {
+        (Some(rate), true) => {
+            Err(Error::bad_input(format!("{rate_path} = {rate}: [load] sets the arrivals too; give the rate one way")))
+        }
+        (None, false) => Err(Error::bad_input(format!(
+            "{rate_path}: missing; give the arrival rate here, or a rate or trace in [load]"
+        ))),
+        _ => load.map(|load| load.resolve(rate.unwrap_or(f64::NAN), rate_path)).transpose(),
+    }
 }
 
 /// The mean arrival rate over `[0, horizon_s)`: the rate's integral over the horizon,

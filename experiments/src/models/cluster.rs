@@ -51,15 +51,9 @@ impl ModelSpec for Cluster {
         if let ShapeOrValue::Value(spec) = &config.shards.service {
             config.shards.resolved_service = Some(spec.resolve("shards.service")?);
         }
-        if let Some(load) = &config.load {
-            let rate = config.clients.arrival_rate_per_s.unwrap_or(f64::NAN);
-            if config.clients.arrival_rate_per_s.is_some() && load.sets_rate() {
-                return Err(Error::bad_input(format!(
-                    "clients.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
-                )));
-            }
-            config.arrivals = Some(load.resolve(rate, "clients.arrival_rate_per_s")?);
-        }
+        let rate = config.clients.arrival_rate_per_s;
+        config.arrivals =
+            crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "clients.arrival_rate_per_s")?;
         Ok(config)
     }
 
@@ -419,21 +413,8 @@ impl ClusterConfig {
     }
 
     fn validate_clients(&self) -> Result<()> {
-        let sets_rate = self.load.as_ref().is_some_and(LoadSpec::sets_rate);
-        let rate = match (self.clients.arrival_rate_per_s, sets_rate) {
-            (Some(rate), true) => {
-                return Err(Error::bad_input(format!(
-                    "clients.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
-                )))
-            }
-            (None, true) => 1.0, // the load's own checks hold
-            (None, false) => {
-                return Err(Error::bad_input(
-                    "clients.arrival_rate_per_s: missing; give the open-loop rate here (0 with closed_loop_users), or a rate or trace in [load]",
-                ))
-            }
-            (Some(rate), false) => rate,
-        };
+        // Without a rate here, [load] gives it (prepare has checked one of them does).
+        let rate = self.clients.arrival_rate_per_s.unwrap_or(1.0);
         if !(rate.is_finite() && rate >= 0.0) || (rate == 0.0 && self.clients.closed_loop_users == 0) {
             return Err(Error::bad_input(format!(
                 "clients.arrival_rate_per_s = {rate}: must be a positive rate per second (0 only with closed_loop_users)"

@@ -58,24 +58,9 @@ impl ModelSpec for Dependency {
             (Some(spec), None) => config.resolved_latency = Some(spec.resolve("dependency.latency")?),
             (None, Some(_)) => {}
         }
-        let load = config.load.clone().unwrap_or_default();
         let rate = config.service.arrival_rate_per_s;
-        match (rate, load.sets_rate()) {
-            (Some(rate), true) => {
-                return Err(Error::bad_input(format!(
-                    "service.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
-                )))
-            }
-            (None, false) => {
-                return Err(Error::bad_input(
-                    "service.arrival_rate_per_s: missing; give the request rate here, or a rate or trace in [load]",
-                ))
-            }
-            _ => {}
-        }
-        if config.load.is_some() {
-            config.arrivals = Some(load.resolve(rate.unwrap_or(f64::NAN), "service.arrival_rate_per_s")?);
-        }
+        config.arrivals =
+            crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "service.arrival_rate_per_s")?;
         Ok(config)
     }
 

@@ -22,7 +22,7 @@ use crate::base::error::{Error, Result};
 use crate::inputs::load::LoadSpec;
 use crate::inputs::ShapeOrValue;
 use crate::scenario::RunConfig;
-use stampede_engine::components::arrivals::ArrivalProcess;
+use stampede_engine::components::arrivals::{ArrivalProcess, RateProfile};
 
 /// The M/G/1 model.
 pub struct Mg1;
@@ -125,25 +125,12 @@ impl ModelSpec for Mg1 {
             config.queue.resolved = Some(spec.resolve("queue.service")?);
         }
         let rate = config.queue.arrival_rate_per_s;
-        let load = config.load.clone().unwrap_or_default();
-        config.arrivals = Some(match (rate, load.sets_rate()) {
-            (Some(rate), true) => {
-                return Err(Error::bad_input(format!(
-                    "queue.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
-                )))
-            }
-            (None, false) => {
-                return Err(Error::bad_input(
-                    "queue.arrival_rate_per_s: missing; give the arrival rate here, or a rate or trace in [load]",
-                ))
-            }
-            (rate, _) => {
-                if let Some(rate) = rate {
-                    positive_rate("queue.arrival_rate_per_s", rate)?;
-                }
-                load.resolve(rate.unwrap_or(f64::NAN), "queue.arrival_rate_per_s")?
-            }
-        });
+        if let Some(rate) = rate {
+            positive_rate("queue.arrival_rate_per_s", rate)?;
+        }
+        let load = crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "queue.arrival_rate_per_s")?;
+        config.arrivals =
+            Some(load.unwrap_or_else(|| ArrivalProcess::Poisson(RateProfile::constant(rate.unwrap_or(f64::NAN)))));
         Ok(config)
     }
 

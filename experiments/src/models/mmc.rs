@@ -29,24 +29,8 @@ impl ModelSpec for Mmc {
     }
 
     fn prepare(mut config: MmcConfig) -> Result<MmcConfig> {
-        let load = config.load.clone().unwrap_or_default();
-        match (config.queue.arrival_rate_per_s, load.sets_rate()) {
-            (Some(rate), true) => {
-                return Err(Error::bad_input(format!(
-                    "queue.arrival_rate_per_s = {rate}: [load] sets the arrivals too; give the rate one way"
-                )))
-            }
-            (None, false) => {
-                return Err(Error::bad_input(
-                    "queue.arrival_rate_per_s: missing; give the arrival rate here, or a rate or trace in [load]",
-                ))
-            }
-            _ => {}
-        }
-        if config.load.is_some() {
-            let rate = config.queue.arrival_rate_per_s.unwrap_or(f64::NAN);
-            config.arrivals = Some(load.resolve(rate, "queue.arrival_rate_per_s")?);
-        }
+        let rate = config.queue.arrival_rate_per_s;
+        config.arrivals = crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "queue.arrival_rate_per_s")?;
         Ok(config)
     }
 
