@@ -262,7 +262,7 @@ fn distribution_draws_and_arrivals_allocate_nothing() {
     };
     let mut poisson = Arrivals::new(ArrivalProcess::Poisson(profile));
     let mut trace =
-        Arrivals::new(ArrivalProcess::Trace((0..100_000u64).map(|i| i * 1_000_000).collect::<Vec<_>>().into()));
+        Arrivals::new(ArrivalProcess::Trace((0..100_000u64).map(|i| i * 1_000_000).collect::<Vec<_>>().into(), None));
     let mut rng = RngStream::derive(3, 0, StreamPurpose::named("test.inputs"));
     let (mut total, mut now, mut replayed) = (0.0, 0u64, 0u64);
     let before = allocations();

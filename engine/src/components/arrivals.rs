@@ -180,8 +180,9 @@ pub enum ArrivalProcess {
     Poisson(RateProfile),
     /// One arrival every 1/rate seconds, the rate read at each arrival.
     Even(RateProfile),
-    /// A recorded trace: arrival instants (nanoseconds from the start), sorted.
-    Trace(Arc<[Nanos]>),
+    /// A recorded trace: arrival instants (nanoseconds from the start), sorted, and
+    /// optionally each arrival's key (for a model whose requests have keys).
+    Trace(Arc<[Nanos]>, Option<Arc<[u64]>>),
 }
 
 /// A replica's arrival stream: the process and where the replay has got to.
@@ -194,10 +195,20 @@ pub struct Arrivals {
 
 impl Arrivals {
     pub fn new(process: ArrivalProcess) -> Self {
-        if let ArrivalProcess::Trace(times) = &process {
+        if let ArrivalProcess::Trace(times, keys) = &process {
             debug_assert!(times.windows(2).all(|w| w[0] <= w[1]), "a trace is sorted");
+            debug_assert!(keys.as_ref().is_none_or(|k| k.len() == times.len()), "a key per instant");
         }
         Arrivals { process, next_in_trace: 0 }
+    }
+
+    /// The key recorded with the trace instant replayed last (`None` without keys).
+    #[inline]
+    pub fn replayed_key(&self) -> Option<u64> {
+        match &self.process {
+            ArrivalProcess::Trace(_, Some(keys)) => keys.get(self.next_in_trace.checked_sub(1)?).copied(),
+            _ => None,
+        }
     }
 
     /// The gap from `now` to the next arrival, or `None` when there are no more (a
@@ -254,7 +265,7 @@ impl Arrivals {
                     t = until;
                 }
             }
-            ArrivalProcess::Trace(times) => {
+            ArrivalProcess::Trace(times, _) => {
                 let at = *times.get(self.next_in_trace)?;
                 self.next_in_trace += 1;
                 Some(at.saturating_sub(now))
@@ -334,12 +345,13 @@ mod tests {
     #[test]
     fn traces_replay_exactly_and_even_arrivals_are_even() {
         let instants: Arc<[Nanos]> = Arc::from([5u64, 1_000, 1_000, 2_500_000_000]);
-        let mut arrivals = Arrivals::new(ArrivalProcess::Trace(instants.clone()));
+        let mut arrivals = Arrivals::new(ArrivalProcess::Trace(instants.clone(), Some(Arc::from([7u64, 8, 9, 10]))));
         let mut rng = RngStream::derive(1, 0, StreamPurpose::named("test.arrivals"));
         let mut now = 0;
-        for instant in instants.iter() {
+        for (i, instant) in instants.iter().enumerate() {
             now += arrivals.next_gap(now, 1.0, &mut rng).unwrap();
             assert_eq!(now, *instant);
+            assert_eq!(arrivals.replayed_key(), Some(7 + i as u64), "the key of the instant just replayed");
         }
         assert_eq!(arrivals.next_gap(now, 1.0, &mut rng), None, "the trace ends");
         let even = arrival_times(ArrivalProcess::Even(RateProfile::constant(4.0)), 2.0, 1);

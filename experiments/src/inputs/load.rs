@@ -62,6 +62,10 @@ pub struct TraceSpec {
     /// Accept instants out of order (they are sorted); otherwise going back is refused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sort: bool,
+    /// A column of each arrival's key (a whole number; the cluster's requests take it,
+    /// modulo `clients.keys`), from the same file, row for row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_column: Option<String>,
 }
 
 /// `rate`: a schedule of `[time_s, rate]` points or a shape.
@@ -128,7 +132,7 @@ impl LoadSpec {
                     "load.arrivals: a replayed trace sets the arrivals itself; leave out load.rate, load.rate_file and load.bursts",
                 ));
             }
-            return Ok(ArrivalProcess::Trace(trace_instants(trace)?));
+            return trace_instants(trace);
         }
         let shape = match (&self.rate, &self.rate_file) {
             (Some(_), Some(_)) => {
@@ -244,7 +248,7 @@ fn rate_file(path: &Path) -> Result<Vec<(f64, f64)>> {
     Ok(points)
 }
 
-fn trace_instants(trace: &TraceSpec) -> Result<Arc<[Nanos]>> {
+fn trace_instants(trace: &TraceSpec) -> Result<ArrivalProcess> {
     let path = super::locate(&trace.trace);
     let at = |e: Error| e.context("load.arrivals.trace");
     let values = super::sources::sample(&path, trace.column.as_deref()).map_err(at)?;
@@ -252,7 +256,7 @@ fn trace_instants(trace: &TraceSpec) -> Result<Arc<[Nanos]>> {
     if !(scale.is_finite() && scale > 0.0) {
         return Err(Error::bad_input(format!("load.arrivals.time_scale = {scale}: must be a positive factor")));
     }
-    let mut instants: Vec<Nanos> = values.iter().map(|t| stampede_engine::secs_to_nanos(t * scale)).collect();
+    let instants: Vec<Nanos> = values.iter().map(|t| stampede_engine::secs_to_nanos(t * scale)).collect();
     if !trace.sort {
         if let Some(i) = instants.windows(2).position(|w| w[1] < w[0]) {
             return Err(Error::bad_input(format!(
@@ -264,8 +268,38 @@ fn trace_instants(trace: &TraceSpec) -> Result<Arc<[Nanos]>> {
             )));
         }
     }
-    instants.sort_unstable();
-    Ok(Arc::from(instants))
+    let keys = match &trace.key_column {
+        None => None,
+        Some(column) => {
+            let keys =
+                super::sources::sample(&path, Some(column)).map_err(|e| e.context("load.arrivals.key_column"))?;
+            if keys.len() != instants.len() {
+                return Err(Error::bad_input(format!(
+                    "load.arrivals.key_column: {} keys for {} instants; the columns must be row for row",
+                    keys.len(),
+                    instants.len()
+                )));
+            }
+            if let Some((i, bad)) = keys.iter().enumerate().find(|(_, k)| k.fract() != 0.0 || **k > 9.0e15) {
+                return Err(Error::bad_input(format!(
+                    "load.arrivals.key_column: key {} is {bad}; keys are whole numbers",
+                    i + 1
+                )));
+            }
+            Some(keys.iter().map(|k| *k as u64).collect::<Vec<u64>>())
+        }
+    };
+    // Sorting keeps each key with its instant.
+    let mut order: Vec<usize> = (0..instants.len()).collect();
+    order.sort_by_key(|&i| instants[i]);
+    let sorted: Vec<Nanos> = order.iter().map(|&i| instants[i]).collect();
+    let keys = keys.map(|keys| Arc::from(order.iter().map(|&i| keys[i]).collect::<Vec<u64>>()));
+    Ok(ArrivalProcess::Trace(Arc::from(sorted), keys))
+}
+
+/// Whether `load` replays a trace with keys (a model without keys refuses it).
+pub fn has_keys(load: Option<&LoadSpec>) -> bool {
+    matches!(load.and_then(|l| l.arrivals.as_ref()), Some(ArrivalsField::Trace(trace)) if trace.key_column.is_some())
 }
 
 /// A model's arrivals: its own constant rate at `rate_path` (`rate`), or its `[load]`
@@ -290,7 +324,7 @@ pub fn mean_rate(process: &ArrivalProcess, horizon_s: f64) -> f64 {
         ArrivalProcess::Poisson(profile) | ArrivalProcess::Even(profile) => {
             profile.expected_arrivals(0.0, horizon_s) / horizon_s
         }
-        ArrivalProcess::Trace(instants) => {
+        ArrivalProcess::Trace(instants, _) => {
             let horizon = stampede_engine::secs_to_nanos(horizon_s);
             instants.iter().filter(|t| **t < horizon).count() as f64 / horizon_s
         }

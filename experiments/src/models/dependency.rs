@@ -58,6 +58,11 @@ impl ModelSpec for Dependency {
             (Some(spec), None) => config.resolved_latency = Some(spec.resolve("dependency.latency")?),
             (None, Some(_)) => {}
         }
+        if crate::inputs::load::has_keys(config.load.as_ref()) {
+            return Err(Error::bad_input(
+                "load.arrivals.key_column: the dependency model's requests have no keys (the cluster's do)",
+            ));
+        }
         let rate = config.service.arrival_rate_per_s;
         config.arrivals =
             crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "service.arrival_rate_per_s")?;

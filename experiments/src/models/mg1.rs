@@ -124,6 +124,11 @@ impl ModelSpec for Mg1 {
         if let ShapeOrValue::Value(spec) = &config.queue.service {
             config.queue.resolved = Some(spec.resolve("queue.service")?);
         }
+        if crate::inputs::load::has_keys(config.load.as_ref()) {
+            return Err(Error::bad_input(
+                "load.arrivals.key_column: the mg1 model's requests have no keys (the cluster's do)",
+            ));
+        }
         let rate = config.queue.arrival_rate_per_s;
         if let Some(rate) = rate {
             positive_rate("queue.arrival_rate_per_s", rate)?;

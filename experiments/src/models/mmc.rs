@@ -29,6 +29,11 @@ impl ModelSpec for Mmc {
     }
 
     fn prepare(mut config: MmcConfig) -> Result<MmcConfig> {
+        if crate::inputs::load::has_keys(config.load.as_ref()) {
+            return Err(Error::bad_input(
+                "load.arrivals.key_column: the mmc model's requests have no keys (the cluster's do)",
+            ));
+        }
         let rate = config.queue.arrival_rate_per_s;
         config.arrivals = crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "queue.arrival_rate_per_s")?;
         Ok(config)

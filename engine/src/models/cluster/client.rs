@@ -43,8 +43,19 @@ impl Cluster<'_> {
     }
 
     pub(super) fn new_request(&mut self, now: Nanos, closed_loop: bool, scheduler: &mut Scheduler<Event>) {
-        let hot = self.p.hot_share > 0.0 && self.key_rng.bernoulli(self.p.hot_share);
-        let key = if hot { 0 } else { self.key_sampler.draw(&mut self.key_rng) };
+        // An open-loop request replayed from a trace with keys takes its recorded key.
+        let replayed = if closed_loop { None } else { self.replayed_key.take() };
+        let key = match replayed {
+            Some(key) => key % self.p.keys,
+            None => {
+                let hot = self.p.hot_share > 0.0 && self.key_rng.bernoulli(self.p.hot_share);
+                if hot {
+                    0
+                } else {
+                    self.key_sampler.draw(&mut self.key_rng)
+                }
+            }
+        };
         let key_hash = if self.key_hashes.is_empty() { self.p.hash.key(key) } else { self.key_hashes[key as usize] };
         let counted = self.counted(now);
         if counted {

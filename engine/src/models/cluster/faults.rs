@@ -17,7 +17,7 @@ impl Cluster<'_> {
                 self.rate_factor = if starting { self.rate_factor * multiplier } else { self.rate_factor / multiplier };
                 // Poisson arrivals are memoryless: redraw the next one at the new rate. A
                 // replayed trace keeps its instants (a surge does not change a recording).
-                if !matches!(self.p.load, Some(ArrivalProcess::Trace(_))) {
+                if !matches!(self.p.load, Some(ArrivalProcess::Trace(..))) {
                     self.arrival_generation = self.arrival_generation.wrapping_add(1);
                     let next = self.interarrival(now);
                     scheduler.after(next, Event::Arrival { generation: self.arrival_generation });

@@ -31,6 +31,8 @@ pub struct Cluster<'h> {
     /// Open-loop arrivals from `[load]` (a rate profile or a trace), with the replay's
     /// position; `None`: a constant-rate Poisson stream.
     pub(super) load: Option<Arrivals>,
+    /// The recorded key of the open-loop arrival being handled (a trace with keys).
+    pub(super) replayed_key: Option<u64>,
     pub(super) key_rng: RngStream,
     pub(super) service_rng: RngStream,
     pub(super) retry_rng: RngStream,
@@ -96,6 +98,7 @@ impl<'h> Cluster<'h> {
         Cluster {
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
             load: p.load.clone().map(Arrivals::new),
+            replayed_key: None,
             key_rng: RngStream::derive(master_seed, replica, KEYS),
             service_rng: RngStream::derive(master_seed, replica, SERVICE),
             retry_rng: RngStream::derive(master_seed, replica, RETRIES),
@@ -311,6 +314,9 @@ impl Model for Cluster<'_> {
                 if generation != self.arrival_generation {
                     return; // superseded by a rate change
                 }
+                // The key a replayed trace recorded for this arrival, read before the
+                // next arrival is drawn (which moves the replay on).
+                self.replayed_key = self.load.as_ref().and_then(Arrivals::replayed_key);
                 let next = self.interarrival(now);
                 scheduler.after(next, Event::Arrival { generation });
                 self.new_request(now, false, scheduler);
