@@ -433,49 +433,13 @@ fn fit(args: FitArgs) -> Result<()> {
         Path::new(&args.file).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "data".into());
     let page = args.out.clone().unwrap_or_else(|| PathBuf::from("out").join(format!("fit-{stem}.html")));
     write_file_atomically(&page, stampede_report::fit_page::render(&source, &report).as_bytes())?;
+    let page_text = page.display().to_string();
     if args.json {
-        let candidates: Vec<serde_json::Value> = report
-            .candidates
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "family": c.family, "ks": c.ks, "toml": c.toml,
-                    "mean_s": c.distribution.mean_s(), "scv": c.distribution.scv(),
-                    "p50_s": c.quantiles[0], "p99_s": c.quantiles[1], "p999_s": c.quantiles[2],
-                })
-            })
-            .collect();
-        let quantiles = ["min_s", "p50_s", "p90_s", "p99_s", "p999_s", "max_s"];
-        let data: serde_json::Map<String, serde_json::Value> =
-            quantiles.iter().zip(report.quantiles).map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect();
-        let document = serde_json::json!({
-            "file": args.file, "count": report.count, "mean_s": report.mean, "scv": report.scv,
-            "quantiles": data, "candidates": candidates, "best": report.candidates.first().map(|c| c.family),
-            "best_toml": report.candidates.first().map(|c| c.toml.clone()), "data_toml": source,
-            "page": page.display().to_string(),
-        });
-        println!("{}", serde_json::to_string_pretty(&document).expect("JSON serialises"));
-        return Ok(());
+        let json = report.to_json(&args.file, &source, &page_text);
+        println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
+    } else {
+        print!("{}", report.render(&args.file, &source, &page_text));
     }
-    let q = report.quantiles;
-    println!("stampede fit {}: {} observations", args.file, report.count);
-    println!(
-        "  mean {:.4} s · scv {:.3} · min {:.4} · p50 {:.4} · p90 {:.4} · p99 {:.4} · p99.9 {:.4} · max {:.4} s\n",
-        report.mean, report.scv, q[0], q[1], q[2], q[3], q[4], q[5]
-    );
-    println!("{:<18} {:>8} {:>10} {:>10} {:>10}  value", "family", "KS D", "p50 s", "p99 s", "p99.9 s");
-    for c in &report.candidates {
-        println!(
-            "{:<18} {:>8.4} {:>10.4} {:>10.4} {:>10.4}  {}",
-            c.family, c.ks, c.quantiles[0], c.quantiles[1], c.quantiles[2], c.toml
-        );
-    }
-    if let Some(best) = report.candidates.first() {
-        println!("\nbest: {} (the smallest Kolmogorov–Smirnov distance, {:.4})", best.family, best.ks);
-        println!("  service = {}", best.toml);
-    }
-    println!("the data itself:\n  service = {source}");
-    println!("page: {}", page.display());
     Ok(())
 }
 
@@ -652,19 +616,17 @@ fn check_junit_path(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename,
-/// so a reader sees the old file or the new one, never a part (the folder is created).
+/// Writes `bytes` to `path` atomically (the output crate's staged file: a temporary in
+/// the same folder, then a rename), creating the folder.
 fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |what: &str, e: std::io::Error| Error::io(format!("cannot write {}: {what}: {e}", path.display()));
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|e| io("cannot create its folder", e))?;
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let temporary = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&temporary, bytes).map_err(|e| io("cannot write the temporary file", e))?;
-    std::fs::rename(&temporary, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        io("cannot rename the temporary file into place", e)
-    })
+    std::fs::create_dir_all(parent)
+        .map_err(|e| Error::io(format!("cannot write {}: cannot create its folder: {e}", path.display())))?;
+    stampede_output::StagedFile::with_contents(parent, &name, bytes)
+        .and_then(|file| file.commit())
+        .map(|_| ())
+        .map_err(|e| Error::io(format!("cannot write {e}")))
 }
 
 /// `--rank-by` names a metric of the scenario's model.

@@ -81,7 +81,10 @@ impl RateProfile {
         let (base, mut until) = match &self.shape {
             RateShape::Constant(rate) => (*rate, f64::INFINITY),
             RateShape::Schedule { points, linear } => {
-                let next = points.iter().position(|(from, _)| *from > t);
+                // Binary search: a rate file may hold a point a second for days, and this
+                // runs for every candidate arrival.
+                let after = points.partition_point(|(from, _)| *from <= t);
+                let next = (after < points.len()).then_some(after);
                 let until = next.map_or(f64::INFINITY, |i| points[i].0);
                 let here = schedule_rate(points, *linear, t);
                 let bound = match (linear, next) {

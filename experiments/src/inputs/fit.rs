@@ -82,6 +82,56 @@ pub struct FitReport {
     pub cdf: Vec<(f64, f64)>,
 }
 
+impl FitReport {
+    /// `stampede fit --json`: the data, every candidate, the best and the data's value.
+    pub fn to_json(&self, file: &str, data_toml: &str, page: &str) -> serde_json::Value {
+        let candidates: Vec<serde_json::Value> = self
+            .candidates
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "family": c.family, "ks": c.ks, "toml": c.toml,
+                    "mean_s": c.distribution.mean_s(), "scv": c.distribution.scv(),
+                    "p50_s": c.quantiles[0], "p99_s": c.quantiles[1], "p999_s": c.quantiles[2],
+                })
+            })
+            .collect();
+        let names = ["min_s", "p50_s", "p90_s", "p99_s", "p999_s", "max_s"];
+        let quantiles: serde_json::Map<String, serde_json::Value> =
+            names.iter().zip(self.quantiles).map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect();
+        let best = self.candidates.first();
+        serde_json::json!({
+            "file": file, "count": self.count, "mean_s": self.mean, "scv": self.scv,
+            "quantiles": quantiles, "candidates": candidates, "best": best.map(|c| c.family),
+            "best_toml": best.map(|c| c.toml.clone()), "data_toml": data_toml, "page": page,
+        })
+    }
+
+    /// `stampede fit`'s text: the data, a table of candidates, the values to paste.
+    pub fn render(&self, file: &str, data_toml: &str, page: &str) -> String {
+        use std::fmt::Write as _;
+        let q = self.quantiles;
+        let mut out = format!("stampede fit {file}: {} observations\n", self.count);
+        let _ = writeln!(
+            out,
+            "  mean {:.4} s · scv {:.3} · min {:.4} · p50 {:.4} · p90 {:.4} · p99 {:.4} · p99.9 {:.4} · max {:.4} s\n",
+            self.mean, self.scv, q[0], q[1], q[2], q[3], q[4], q[5]
+        );
+        let _ =
+            writeln!(out, "{:<18} {:>8} {:>10} {:>10} {:>10}  value", "family", "KS D", "p50 s", "p99 s", "p99.9 s");
+        for c in &self.candidates {
+            let [p50, p99, p999] = c.quantiles;
+            let _ = writeln!(out, "{:<18} {:>8.4} {p50:>10.4} {p99:>10.4} {p999:>10.4}  {}", c.family, c.ks, c.toml);
+        }
+        if let Some(best) = self.candidates.first() {
+            let _ = writeln!(out, "\nbest: {} (the smallest Kolmogorov–Smirnov distance, {:.4})", best.family, best.ks);
+            let _ = writeln!(out, "  service = {}", best.toml);
+        }
+        let _ = writeln!(out, "the data itself:\n  service = {data_toml}\npage: {page}");
+        out
+    }
+}
+
 /// The probabilities of [`FitReport::quantiles`].
 pub const DATA_QUANTILES: [f64; 6] = [0.0, 0.5, 0.9, 0.99, 0.999, 1.0];
 

@@ -297,15 +297,23 @@ fn trace_instants(trace: &TraceSpec) -> Result<ArrivalProcess> {
     Ok(ArrivalProcess::Trace(Arc::from(sorted), keys))
 }
 
-/// Whether `load` replays a trace with keys (a model without keys refuses it).
-pub fn has_keys(load: Option<&LoadSpec>) -> bool {
-    matches!(load.and_then(|l| l.arrivals.as_ref()), Some(ArrivalsField::Trace(trace)) if trace.key_column.is_some())
-}
-
 /// A model's arrivals: its own constant rate at `rate_path` (`rate`), or its `[load]`
 /// section. The rate must be given one way: both, or neither, is refused. `None` when
 /// there is no `[load]` (the model draws Poisson gaps at its rate, as it always did).
-pub fn model_arrivals(load: Option<&LoadSpec>, rate: Option<f64>, rate_path: &str) -> Result<Option<ArrivalProcess>> {
+/// `keyless` names a model whose requests have no keys: it refuses a trace's key column.
+pub fn model_arrivals(
+    load: Option<&LoadSpec>,
+    rate: Option<f64>,
+    rate_path: &str,
+    keyless: Option<&str>,
+) -> Result<Option<ArrivalProcess>> {
+    let keyed =
+        matches!(load.and_then(|l| l.arrivals.as_ref()), Some(ArrivalsField::Trace(t)) if t.key_column.is_some());
+    if let (Some(model), true) = (keyless, keyed) {
+        return Err(Error::bad_input(format!(
+            "load.arrivals.key_column: the {model} model's requests have no keys (the cluster's do)"
+        )));
+    }
     match (rate, load.is_some_and(LoadSpec::sets_rate)) {
         (Some(rate), true) => {
             Err(Error::bad_input(format!("{rate_path} = {rate}: [load] sets the arrivals too; give the rate one way")))

@@ -399,6 +399,29 @@ pub enum ShapeOrValue<T> {
     Value(Box<DistributionSpec>),
 }
 
+impl<T> ShapeOrValue<T> {
+    /// The distribution value, when the field holds one.
+    pub fn value(&self) -> Option<&DistributionSpec> {
+        match self {
+            ShapeOrValue::Shape(_) => None,
+            ShapeOrValue::Value(spec) => Some(spec),
+        }
+    }
+
+    /// The distribution value resolved (its file read), for `ModelSpec::prepare`;
+    /// `None` for a shape name, which the model turns into its own parameters.
+    pub fn resolve(&self, path: &str) -> Result<Option<Distribution>> {
+        self.value().map(|spec| spec.resolve(path)).transpose()
+    }
+}
+
+/// The files a model's configuration reads, for the manifest: a distribution value's
+/// file (at field `path`) and the `[load]` section's.
+pub fn input_files(value: Option<(&str, &DistributionSpec)>, load: Option<&load::LoadSpec>) -> Vec<(String, String)> {
+    let file = value.and_then(|(path, spec)| Some((format!("{path}.file"), spec.file()?.to_string())));
+    file.into_iter().chain(load.into_iter().flat_map(load::LoadSpec::files)).collect()
+}
+
 impl<T: Named> Serialize for ShapeOrValue<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         match self {

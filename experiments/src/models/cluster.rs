@@ -40,20 +40,15 @@ impl ModelSpec for Cluster {
     const SECTIONS: &'static [&'static str] = &["clients", "router", "shards", "retry", "faults", "series", "load"];
 
     fn inputs(config: &ClusterConfig) -> Vec<(String, String)> {
-        let service = match &config.shards.service {
-            ShapeOrValue::Value(spec) => spec.file().map(|f| ("shards.service.file".to_string(), f.to_string())),
-            ShapeOrValue::Shape(_) => None,
-        };
-        service.into_iter().chain(config.load.iter().flat_map(LoadSpec::files)).collect()
+        let service = config.shards.service.value().map(|spec| ("shards.service", spec));
+        crate::inputs::input_files(service, config.load.as_ref())
     }
 
     fn prepare(mut config: ClusterConfig) -> Result<ClusterConfig> {
-        if let ShapeOrValue::Value(spec) = &config.shards.service {
-            config.shards.resolved_service = Some(spec.resolve("shards.service")?);
-        }
+        config.shards.resolved_service = config.shards.service.resolve("shards.service")?;
         let rate = config.clients.arrival_rate_per_s;
         config.arrivals =
-            crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "clients.arrival_rate_per_s")?;
+            crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "clients.arrival_rate_per_s", None)?;
         Ok(config)
     }
 

@@ -34,12 +34,8 @@ impl ModelSpec for Dependency {
     const SECTIONS: &'static [&'static str] = &["service", "dependency", "protection", "series", "load"];
 
     fn inputs(config: &DependencyConfig) -> Vec<(String, String)> {
-        let latency = config.dependency.latency.as_ref().and_then(|spec| spec.file());
-        latency
-            .map(|f| ("dependency.latency.file".to_string(), f.to_string()))
-            .into_iter()
-            .chain(config.load.iter().flat_map(LoadSpec::files))
-            .collect()
+        let latency = config.dependency.latency.as_ref().map(|spec| ("dependency.latency", spec));
+        crate::inputs::input_files(latency, config.load.as_ref())
     }
 
     fn prepare(mut config: DependencyConfig) -> Result<DependencyConfig> {
@@ -58,14 +54,13 @@ impl ModelSpec for Dependency {
             (Some(spec), None) => config.resolved_latency = Some(spec.resolve("dependency.latency")?),
             (None, Some(_)) => {}
         }
-        if crate::inputs::load::has_keys(config.load.as_ref()) {
-            return Err(Error::bad_input(
-                "load.arrivals.key_column: the dependency model's requests have no keys (the cluster's do)",
-            ));
-        }
         let rate = config.service.arrival_rate_per_s;
-        config.arrivals =
-            crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "service.arrival_rate_per_s")?;
+        config.arrivals = crate::inputs::load::model_arrivals(
+            config.load.as_ref(),
+            rate,
+            "service.arrival_rate_per_s",
+            Some("dependency"),
+        )?;
         Ok(config)
     }
 

@@ -113,27 +113,18 @@ impl ModelSpec for Mg1 {
     const SECTIONS: &'static [&'static str] = &["queue", "load"];
 
     fn inputs(config: &Mg1Config) -> Vec<(String, String)> {
-        let service = match &config.queue.service {
-            ShapeOrValue::Value(spec) => spec.file().map(|f| ("queue.service.file".to_string(), f.to_string())),
-            ShapeOrValue::Shape(_) => None,
-        };
-        service.into_iter().chain(config.load.iter().flat_map(LoadSpec::files)).collect()
+        let service = config.queue.service.value().map(|spec| ("queue.service", spec));
+        crate::inputs::input_files(service, config.load.as_ref())
     }
 
     fn prepare(mut config: Mg1Config) -> Result<Mg1Config> {
-        if let ShapeOrValue::Value(spec) = &config.queue.service {
-            config.queue.resolved = Some(spec.resolve("queue.service")?);
-        }
-        if crate::inputs::load::has_keys(config.load.as_ref()) {
-            return Err(Error::bad_input(
-                "load.arrivals.key_column: the mg1 model's requests have no keys (the cluster's do)",
-            ));
-        }
+        config.queue.resolved = config.queue.service.resolve("queue.service")?;
         let rate = config.queue.arrival_rate_per_s;
         if let Some(rate) = rate {
             positive_rate("queue.arrival_rate_per_s", rate)?;
         }
-        let load = crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "queue.arrival_rate_per_s")?;
+        let load =
+            crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "queue.arrival_rate_per_s", Some("mg1"))?;
         config.arrivals =
             Some(load.unwrap_or_else(|| ArrivalProcess::Poisson(RateProfile::constant(rate.unwrap_or(f64::NAN)))));
         Ok(config)

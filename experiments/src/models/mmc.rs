@@ -25,17 +25,13 @@ impl ModelSpec for Mmc {
     const SECTIONS: &'static [&'static str] = &["queue", "load"];
 
     fn inputs(config: &MmcConfig) -> Vec<(String, String)> {
-        config.load.iter().flat_map(LoadSpec::files).collect()
+        crate::inputs::input_files(None, config.load.as_ref())
     }
 
     fn prepare(mut config: MmcConfig) -> Result<MmcConfig> {
-        if crate::inputs::load::has_keys(config.load.as_ref()) {
-            return Err(Error::bad_input(
-                "load.arrivals.key_column: the mmc model's requests have no keys (the cluster's do)",
-            ));
-        }
         let rate = config.queue.arrival_rate_per_s;
-        config.arrivals = crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "queue.arrival_rate_per_s")?;
+        config.arrivals =
+            crate::inputs::load::model_arrivals(config.load.as_ref(), rate, "queue.arrival_rate_per_s", Some("mmc"))?;
         Ok(config)
     }
 
