@@ -4,6 +4,7 @@
 //! Nothing here schedules events.
 
 pub mod buckets;
+pub mod log_histogram;
 pub mod recovery;
 pub mod theory;
 pub mod trace;

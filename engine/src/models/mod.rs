@@ -4,5 +4,6 @@
 pub mod cluster;
 pub mod dependency;
 pub mod gateway;
+pub mod graph;
 pub mod mg1;
 pub mod mmc;

@@ -13,6 +13,7 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod classify;
 pub mod codel;
+pub mod hedge;
 pub mod limiter;
 pub mod quota;
 pub mod retry_budget;

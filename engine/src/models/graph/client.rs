@@ -1,0 +1,588 @@
+//! The client side of every call: entry requests, attempts, per-attempt timeouts and
+//! deadlines, retries with backoff and budgets, the breaker, hedges, load balancing,
+//! fallbacks, and cancelling what a caller no longer waits for.
+
+use crate::components::ring::{RingHash, Route};
+use crate::kernel::rng::RngStream;
+use crate::kernel::sim::Scheduler;
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::kernel::timer::{TimerSlot, TimerTicket};
+use crate::policy::classify::Outcome;
+
+use super::model::Graph;
+use super::params::{Balance, Failure, WorkloadArrivals};
+use super::state::{Answer, Attempt, Call, Event};
+
+/// How a call ended, as its caller sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CallOutcome {
+    Success,
+    /// The callee answered, degraded (a fallback somewhere below).
+    Degraded,
+    /// The call failed and its edge's fallback answered.
+    Fallback,
+    Failed(Failure),
+}
+
+fn pick_criticality(shares: &[f64; 4], rng: &mut RngStream) -> u8 {
+    let u = rng.uniform01();
+    let mut total = 0.0;
+    for (level, share) in shares.iter().enumerate() {
+        total += share;
+        if u < total {
+            return level as u8;
+        }
+    }
+    3
+}
+
+impl Graph<'_> {
+    pub(super) fn arrival(&mut self, now: Nanos, w: usize, scheduler: &mut Scheduler<Event>) {
+        if let WorkloadArrivals::Open(_) = self.p.workloads[w].arrivals {
+            if let Some(gap) = self.next_gap(w, now) {
+                scheduler.after(gap, Event::Arrival { workload: w as u32 });
+            }
+        }
+        let workload = &self.p.workloads[w];
+        let state = &mut self.workloads[w];
+        let criticality = pick_criticality(&workload.criticality, &mut state.mix_rng);
+        let key = if workload.keys > 1 { state.mix_rng.below(workload.keys) } else { 0 };
+        let counted = now >= self.p.warmup;
+        if counted {
+            state.results.offered += 1;
+        }
+        let deadline = workload.deadline.map_or(Nanos::MAX, |d| now.saturating_add(d));
+        let call = self.calls.insert(Call {
+            parent: None,
+            workload: w as u32,
+            edge: workload.edge,
+            endpoint: workload.endpoint,
+            deadline,
+            started: now,
+            primary_sent: now,
+            tries: 0,
+            hedges: 0,
+            outstanding: 0,
+            first_attempt: None,
+            next_sibling: None,
+            prev_sibling: None,
+            last_backoff: 0,
+            last_failure: Failure::Timeout,
+            hedge_timer: TimerSlot::default(),
+            backing_off: false,
+            criticality,
+            depth: 0,
+            key,
+            counted,
+        });
+        self.begin_call(now, call, scheduler);
+    }
+
+    /// A call's first attempt.
+    pub(super) fn begin_call(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let c = *self.calls.get(call).expect("live call");
+        let edge = &mut self.edges[c.edge as usize];
+        if c.counted {
+            edge.results.calls += 1;
+        }
+        edge.budget.on_request(now);
+        self.send_attempt(now, call, false, false, scheduler);
+    }
+
+    /// Sends one attempt of `call` (a retry or hedge already granted, if `granted`).
+    fn send_attempt(
+        &mut self,
+        now: Nanos,
+        call: SlabKey,
+        hedge: bool,
+        granted: bool,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let c = *self.calls.get(call).expect("live call");
+        let e = c.edge as usize;
+        if now >= c.deadline {
+            if !hedge && c.outstanding == 0 {
+                self.call_failed(now, call, Failure::Timeout, scheduler);
+            }
+            return;
+        }
+        let permit = match self.edges[e].breaker.as_mut() {
+            None => None,
+            Some(breaker) => match breaker.try_acquire(now) {
+                Some(permit) => Some(permit),
+                None => {
+                    if c.counted {
+                        self.edges[e].results.breaker_refusals += 1;
+                    }
+                    if granted {
+                        self.edges[e].budget.retry_finished();
+                    }
+                    if !hedge && c.outstanding == 0 {
+                        self.call_failed(now, call, Failure::BreakerOpen, scheduler);
+                    }
+                    return;
+                }
+            },
+        };
+        let Some((instance, routed)) = self.choose_instance(e, c.key) else {
+            // No instance can take it (every one down on a ring): refused at once.
+            if let (Some(breaker), Some(permit)) = (self.edges[e].breaker.as_mut(), permit) {
+                breaker.abandon(permit);
+            }
+            if granted {
+                self.edges[e].budget.retry_finished();
+            }
+            if !hedge && c.outstanding == 0 {
+                self.attempts_exhausted(now, call, Failure::Refused, scheduler);
+            }
+            return;
+        };
+        let timeout = self.p.edges[e].timeout.unwrap_or(Nanos::MAX).min(c.deadline.saturating_sub(now));
+        let mut timer = TimerSlot::default();
+        let ticket = (timeout != Nanos::MAX).then(|| timer.arm());
+        let attempt = self.attempts.insert(Attempt {
+            call,
+            edge: c.edge,
+            instance,
+            endpoint: c.endpoint,
+            sent: now,
+            deadline: c.deadline,
+            criticality: c.criticality,
+            depth: c.depth,
+            key: c.key,
+            counted: c.counted,
+            hedge,
+            granted,
+            timer,
+            permit,
+            routed,
+            job: None,
+            caller_waiting: true,
+            in_flight: true,
+            next: c.first_attempt,
+        });
+        let edge = &mut self.edges[e];
+        edge.active += 1;
+        if c.counted {
+            edge.results.attempts += 1;
+            if hedge {
+                edge.results.hedges += 1;
+            } else if c.tries > 0 {
+                edge.results.retries += 1;
+            }
+        }
+        let partition = edge.partition;
+        let error_rate = edge.error_rate;
+        let errored = error_rate > 0.0 && edge.client_rng.bernoulli(error_rate);
+        {
+            let c = self.calls.get_mut(call).expect("live call");
+            c.first_attempt = Some(attempt);
+            c.outstanding += 1;
+            if !hedge {
+                c.tries += 1;
+                c.primary_sent = now;
+            }
+        }
+        if let Some(ticket) = ticket {
+            scheduler.after(timeout, Event::AttemptTimeout { attempt, ticket });
+        }
+        match partition {
+            // Lost in the partition: only the timeout will end it.
+            Some(false) => self.attempts.get_mut(attempt).expect("live").in_flight = false,
+            Some(true) => scheduler.after(0, Event::Answered { attempt, answer: Answer::Refused }),
+            None if errored => scheduler.after(0, Event::Answered { attempt, answer: Answer::Error }),
+            None => {
+                let delay = self.network(e);
+                scheduler.after(delay, Event::Arrives { attempt });
+            }
+        }
+        // The next hedge, if this call may send one.
+        let c = *self.calls.get(call).expect("live call");
+        if let Some(policy) = self.edges[e].hedge.as_mut() {
+            if let Some(delay) = policy.delay(c.hedges) {
+                let c = self.calls.get_mut(call).expect("live call");
+                let ticket = c.hedge_timer.arm();
+                scheduler.after(delay, Event::HedgeDue { call, ticket });
+            }
+        }
+    }
+
+    /// Picks an instance of edge `e`'s callee: (its index among all instances, whether
+    /// the bounded-load router counts it).
+    fn choose_instance(&mut self, e: usize, key: u64) -> Option<(u32, bool)> {
+        let to = self.p.edges[e].to as usize;
+        let first = self.services[to].first_instance;
+        let count = self.p.services[to].instances;
+        let edge = &mut self.edges[e];
+        let present = |i: u32| self.instances[(first + i) as usize].present;
+        let local = match self.p.edges[e].balance {
+            Balance::RoundRobin => {
+                let i = edge.round_robin % count;
+                edge.round_robin = edge.round_robin.wrapping_add(1);
+                i
+            }
+            Balance::Random => edge.routing_rng.below(count as u64) as u32,
+            Balance::LeastOutstanding => (0..count).min_by_key(|&i| present(i)).expect("instances > 0"),
+            Balance::PowerOfTwoChoices => {
+                let a = edge.routing_rng.below(count as u64) as u32;
+                let b = edge.routing_rng.below(count as u64) as u32;
+                if present(b) < present(a) {
+                    b
+                } else {
+                    a
+                }
+            }
+            Balance::ConsistentHash { .. } => {
+                let (ring, router) = edge.ring.as_mut().expect("a ring for consistent hashing");
+                match router.route(ring, RingHash::Fast.key(key)) {
+                    Route::Shard { shard, .. } => return Some((first + shard, true)),
+                    Route::Refused => return None,
+                }
+            }
+        };
+        Some((first + local, false))
+    }
+
+    /// The caller stops waiting for `attempt` (it timed out, another answer won, or its
+    /// call was cancelled). The server may keep working on it unless it cancels.
+    fn let_go(&mut self, now: Nanos, attempt: SlabKey, outcome: Option<Outcome>, scheduler: &mut Scheduler<Event>) {
+        let a = *self.attempts.get(attempt).expect("live attempt");
+        debug_assert!(a.caller_waiting);
+        let e = a.edge as usize;
+        let edge = &mut self.edges[e];
+        edge.active -= 1;
+        if a.granted {
+            edge.budget.retry_finished();
+        }
+        if let (Some(breaker), Some(permit)) = (edge.breaker.as_mut(), a.permit) {
+            match outcome {
+                Some(outcome) => breaker.record(now, permit, outcome, now - a.sent),
+                None => breaker.abandon(permit),
+            }
+        }
+        if a.routed {
+            let to = self.p.edges[e].to as usize;
+            let (_, router) = edge.ring.as_mut().expect("routed on a ring");
+            router.release(a.instance - self.services[to].first_instance);
+        }
+        {
+            let a = self.attempts.get_mut(attempt).expect("live attempt");
+            a.caller_waiting = false;
+            a.timer.cancel();
+        }
+        // Unanswered (timed out, or its call let go): a server that cancels stops the work.
+        if matches!(outcome, None | Some(Outcome::Timeout)) {
+            let service = self.instances[a.instance as usize].service as usize;
+            if let (Some(job), true) = (a.job, self.p.services[service].cancel_abandoned) {
+                self.abandon_job(now, job, scheduler);
+            }
+        }
+        self.drop_attempt_if_done(attempt);
+    }
+
+    /// Removes an attempt nobody refers to any more: its caller let go, no event or job
+    /// refers to it, and its call is over (a live call's attempts stay linked to it).
+    pub(super) fn drop_attempt_if_done(&mut self, attempt: SlabKey) {
+        let a = self.attempts.get(attempt).expect("live attempt");
+        if !a.caller_waiting && !a.in_flight && !self.calls.contains(a.call) {
+            self.attempts.remove(attempt);
+        }
+    }
+
+    /// An attempt's answer reaches its caller.
+    pub(super) fn answered(&mut self, now: Nanos, attempt: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
+        let Some(a) = self.attempts.get_mut(attempt) else { return };
+        a.in_flight = false;
+        let a = *a;
+        if !a.caller_waiting {
+            self.drop_attempt_if_done(attempt);
+            return;
+        }
+        let outcome = match answer {
+            Answer::Success | Answer::Degraded => Outcome::Success,
+            Answer::Refused => Outcome::Overloaded,
+            Answer::Error => Outcome::ServerError,
+        };
+        let e = a.edge as usize;
+        self.edges[e].budget.on_outcome(now, outcome == Outcome::Success);
+        if outcome == Outcome::Success {
+            // The call's latency since its primary attempt, not the winning attempt's own:
+            // attempts that lose to a hedge are never seen, so their own latencies would read
+            // the tail short. At the fixed point, the share of calls still waiting at the
+            // delay (the calls that hedge) is 1 − q.
+            let primary_sent = self.calls.get(a.call).expect("live call").primary_sent;
+            if let Some(hedge) = self.edges[e].hedge.as_mut() {
+                hedge.observe(now - primary_sent);
+            }
+        }
+        self.let_go(now, attempt, Some(outcome), scheduler);
+        self.calls.get_mut(a.call).expect("a waiting attempt's call is live").outstanding -= 1;
+        match answer {
+            Answer::Success | Answer::Degraded => {
+                let c = *self.calls.get(a.call).expect("live call");
+                if a.hedge && c.counted {
+                    self.edges[e].results.hedge_wins += 1;
+                }
+                let outcome = if answer == Answer::Success { CallOutcome::Success } else { CallOutcome::Degraded };
+                self.call_complete(now, a.call, outcome, scheduler);
+            }
+            Answer::Refused => self.attempt_failed(now, a.call, Failure::Refused, scheduler),
+            Answer::Error => self.attempt_failed(now, a.call, Failure::Error, scheduler),
+        }
+    }
+
+    pub(super) fn attempt_timeout(
+        &mut self,
+        now: Nanos,
+        attempt: SlabKey,
+        ticket: TimerTicket,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let Some(a) = self.attempts.get_mut(attempt) else { return };
+        if !a.timer.fire(ticket) || !a.caller_waiting {
+            return;
+        }
+        let a = *a;
+        let e = a.edge as usize;
+        if a.counted {
+            self.edges[e].results.timeouts += 1;
+        }
+        self.edges[e].budget.on_outcome(now, false);
+        self.let_go(now, attempt, Some(Outcome::Timeout), scheduler);
+        self.calls.get_mut(a.call).expect("a waiting attempt's call is live").outstanding -= 1;
+        self.attempt_failed(now, a.call, Failure::Timeout, scheduler);
+    }
+
+    /// One attempt failed: wait for the others, or retry, or give up.
+    fn attempt_failed(&mut self, now: Nanos, call: SlabKey, failure: Failure, scheduler: &mut Scheduler<Event>) {
+        let c = self.calls.get_mut(call).expect("live call");
+        c.last_failure = failure;
+        if c.outstanding > 0 {
+            return; // a hedge may still answer
+        }
+        self.attempts_exhausted(now, call, failure, scheduler);
+    }
+
+    /// No attempt of `call` is out: retry if the policy, the deadline and the budget allow.
+    fn attempts_exhausted(&mut self, now: Nanos, call: SlabKey, failure: Failure, scheduler: &mut Scheduler<Event>) {
+        let c = *self.calls.get(call).expect("live call");
+        let e = c.edge as usize;
+        let params = &self.p.edges[e];
+        if !params.retry_on.contains(failure) || c.tries >= params.max_attempts {
+            return self.call_failed(now, call, failure, scheduler);
+        }
+        let edge = &mut self.edges[e];
+        let delay = params.backoff.delay(c.tries - 1, c.last_backoff, None, &mut edge.client_rng);
+        // A retry that cannot start before the deadline is not made.
+        if now.saturating_add(delay) >= c.deadline {
+            return self.call_failed(now, call, failure, scheduler);
+        }
+        if !edge.budget.try_retry(now, edge.active, 0, &mut edge.client_rng) {
+            if c.counted {
+                edge.results.budget_denials += 1;
+            }
+            return self.call_failed(now, call, failure, scheduler);
+        }
+        let c = self.calls.get_mut(call).expect("live call");
+        c.last_backoff = delay;
+        c.backing_off = true;
+        c.hedge_timer.cancel();
+        scheduler.after(delay, Event::RetryDue { call });
+    }
+
+    pub(super) fn retry_due(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let Some(c) = self.calls.get_mut(call) else { return };
+        if !c.backing_off {
+            return;
+        }
+        c.backing_off = false;
+        self.send_attempt(now, call, false, true, scheduler);
+    }
+
+    pub(super) fn hedge_due(
+        &mut self,
+        now: Nanos,
+        call: SlabKey,
+        ticket: TimerTicket,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let Some(c) = self.calls.get_mut(call) else { return };
+        if !c.hedge_timer.fire(ticket) || c.outstanding == 0 || c.backing_off {
+            return;
+        }
+        c.hedges += 1;
+        let c = *c;
+        let e = c.edge as usize;
+        let edge = &mut self.edges[e];
+        if self.p.edges[e].hedge_uses_budget && !edge.budget.try_retry(now, edge.active, 0, &mut edge.client_rng) {
+            if c.counted {
+                edge.results.budget_denials += 1;
+            }
+            return;
+        }
+        let granted = self.p.edges[e].hedge_uses_budget;
+        self.send_attempt(now, call, true, granted, scheduler);
+    }
+
+    /// Every attempt failed and no retry will be made: a fallback answers, or the call fails.
+    fn call_failed(&mut self, now: Nanos, call: SlabKey, failure: Failure, scheduler: &mut Scheduler<Event>) {
+        let c = *self.calls.get(call).expect("live call");
+        let params = &self.p.edges[c.edge as usize];
+        if params.fallback_on.contains(failure) {
+            self.call_complete(now, call, CallOutcome::Fallback, scheduler);
+        } else {
+            self.call_complete(now, call, CallOutcome::Failed(failure), scheduler);
+        }
+    }
+
+    /// The call is over: let go of any attempt still out, and tell its parent.
+    fn call_complete(&mut self, now: Nanos, call: SlabKey, outcome: CallOutcome, scheduler: &mut Scheduler<Event>) {
+        let first_attempt = self.let_go_of_attempts(now, call, scheduler);
+        self.unlink_child(call);
+        let c = self.calls.remove(call).expect("live call");
+        self.drop_attempts(first_attempt);
+        let edge = &mut self.edges[c.edge as usize].results;
+        if c.counted {
+            match outcome {
+                CallOutcome::Success | CallOutcome::Degraded => {}
+                CallOutcome::Fallback => edge.fallbacks += 1,
+                CallOutcome::Failed(_) => edge.failed += 1,
+            }
+        }
+        match c.parent {
+            Some(job) => self.child_done(now, job, call, outcome, scheduler),
+            None => self.entry_done(now, &c, outcome, scheduler),
+        }
+    }
+
+    /// Lets go of every attempt of `call` still out (a hedge lost, or the call was
+    /// cancelled); returns the head of its attempts, for [`Self::drop_attempts`] once
+    /// the call is removed.
+    fn let_go_of_attempts(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) -> Option<SlabKey> {
+        let head = self.calls.get(call).expect("live call").first_attempt;
+        let mut cursor = head;
+        while let Some(attempt) = cursor {
+            let Some(a) = self.attempts.get(attempt) else { break };
+            cursor = a.next;
+            if a.caller_waiting {
+                self.let_go(now, attempt, None, scheduler);
+            }
+        }
+        let c = self.calls.get_mut(call).expect("live call");
+        c.outstanding = 0;
+        c.first_attempt = None;
+        c.hedge_timer.cancel();
+        c.backing_off = false;
+        head
+    }
+
+    /// Splices `call` out of its parent job's children.
+    fn unlink_child(&mut self, call: SlabKey) {
+        let c = *self.calls.get(call).expect("live call");
+        let Some(job) = c.parent else { return };
+        match c.prev_sibling {
+            Some(prev) => self.calls.get_mut(prev).expect("live sibling").next_sibling = c.next_sibling,
+            None => {
+                if let Some(j) = self.jobs.get_mut(job) {
+                    debug_assert_eq!(j.first_child, Some(call));
+                    j.first_child = c.next_sibling;
+                }
+            }
+        }
+        if let Some(next) = c.next_sibling {
+            self.calls.get_mut(next).expect("live sibling").prev_sibling = c.prev_sibling;
+        }
+    }
+
+    /// After their call is removed: removes its attempts that no event or job needs.
+    fn drop_attempts(&mut self, head: Option<SlabKey>) {
+        let mut cursor = head;
+        while let Some(attempt) = cursor {
+            cursor = self.attempts.get(attempt).expect("a call's attempts stay until it ends").next;
+            self.drop_attempt_if_done(attempt);
+        }
+    }
+
+    /// The parent gave up on `call`: cancel it without telling the parent.
+    pub(super) fn cancel_call(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) {
+        if self.calls.contains(call) {
+            let head = self.let_go_of_attempts(now, call, scheduler);
+            self.unlink_child(call);
+            self.calls.remove(call);
+            self.drop_attempts(head);
+        }
+    }
+
+    fn entry_done(&mut self, now: Nanos, call: &Call, outcome: CallOutcome, scheduler: &mut Scheduler<Event>) {
+        let w = call.workload as usize;
+        if call.counted {
+            let results = &mut self.workloads[w].results;
+            match outcome {
+                CallOutcome::Success => {
+                    results.successes += 1;
+                    results.latency.record(now - call.started);
+                    results.latency_sum_s += (now - call.started) as f64 / crate::kernel::time::NANOS_PER_SEC as f64;
+                    self.latencies[w].record(now - call.started);
+                }
+                CallOutcome::Degraded | CallOutcome::Fallback => results.degraded += 1,
+                CallOutcome::Failed(failure) => results.failed[failure.index()] += 1,
+            }
+        }
+        if outcome == CallOutcome::Success {
+            if let Some(b) = self.series.successes[w].get_mut((now / self.p.bucket) as usize) {
+                *b += 1;
+            }
+        }
+        if let WorkloadArrivals::Closed { think, .. } = self.p.workloads[w].arrivals {
+            let gap = self.think_time(w, think);
+            scheduler.after(gap, Event::Arrival { workload: w as u32 });
+        }
+    }
+
+    /// A new call from `job` along call site `site`.
+    pub(super) fn child_call(
+        &mut self,
+        now: Nanos,
+        job: SlabKey,
+        site: u32,
+        scheduler: &mut Scheduler<Event>,
+    ) -> SlabKey {
+        let j = *self.jobs.get(job).expect("live job");
+        let site = self.p.call_sites[site as usize];
+        let edge = &self.p.edges[site.edge as usize];
+        let deadline = if edge.propagate_deadline { j.deadline } else { Nanos::MAX };
+        let a = self.attempts.get(j.attempt).expect("a job's attempt is live");
+        let call = self.calls.insert(Call {
+            parent: Some(job),
+            workload: self.calls.get(a.call).map_or(0, |c| c.workload),
+            edge: site.edge,
+            endpoint: site.endpoint,
+            deadline,
+            started: now,
+            primary_sent: now,
+            tries: 0,
+            hedges: 0,
+            outstanding: 0,
+            first_attempt: None,
+            next_sibling: j.first_child,
+            prev_sibling: None,
+            last_backoff: 0,
+            last_failure: Failure::Timeout,
+            hedge_timer: TimerSlot::default(),
+            backing_off: false,
+            criticality: j.criticality,
+            depth: j.depth + 1,
+            key: j.key,
+            counted: j.counted,
+        });
+        if let Some(next) = j.first_child {
+            self.calls.get_mut(next).expect("a job's children are live").prev_sibling = Some(call);
+        }
+        self.jobs.get_mut(job).expect("live job").first_child = Some(call);
+        // Started by an event, so that a call that ends at once (an open breaker) never
+        // re-enters the group still being launched.
+        scheduler.after(0, Event::CallStarts { call });
+        call
+    }
+}

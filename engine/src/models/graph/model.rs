@@ -1,0 +1,506 @@
+//! The graph model's struct: construction, event dispatch, time integrals, faults and
+//! the end of a run. What happens to a call is in `client.rs`, to a job in `server.rs`.
+
+use std::collections::VecDeque;
+
+use crate::components::arrivals::Arrivals;
+use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash};
+use crate::kernel::histogram::LatencyHistogram;
+use crate::kernel::rng::{RngStream, StreamPurpose};
+use crate::kernel::sim::{Model, Scheduler, Simulation};
+use crate::kernel::slab::Slab;
+use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::models::cluster::QueueDiscipline;
+use crate::policy::breaker::CircuitBreaker;
+use crate::policy::codel::CoDel;
+use crate::policy::hedge::HedgePolicy;
+use crate::policy::limiter::ConcurrencyLimiter;
+use crate::policy::retry_budget::RetryBudget;
+use crate::policy::shedder::PriorityShedder;
+use crate::policy::token_bucket::TokenBucket;
+
+use super::params::{Balance, FaultKind, FaultTarget, GraphParams, WorkloadArrivals};
+use super::results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
+use super::state::{Attempt, Call, Event, Job};
+
+pub(super) const ARRIVALS: StreamPurpose = StreamPurpose::named("graph.arrivals");
+pub(super) const MIX: StreamPurpose = StreamPurpose::named("graph.mix");
+pub(super) const WORK: StreamPurpose = StreamPurpose::named("graph.work");
+pub(super) const NETWORK: StreamPurpose = StreamPurpose::named("graph.network");
+pub(super) const CLIENT: StreamPurpose = StreamPurpose::named("graph.client");
+pub(super) const ROUTING: StreamPurpose = StreamPurpose::named("graph.routing");
+pub(super) const ERRORS: StreamPurpose = StreamPurpose::named("graph.errors");
+pub(super) const LIMITS: StreamPurpose = StreamPurpose::named("graph.limits");
+
+/// One instance of a service.
+pub(super) struct Instance {
+    pub service: u32,
+    pub busy: u32,
+    pub queue: VecDeque<crate::kernel::slab::SlabKey>,
+    /// Jobs present: queued, working or waiting on calls.
+    pub present: u32,
+    pub up: bool,
+    pub epoch: u32,
+    pub codel: Option<CoDel>,
+    pub shedder: Option<PriorityShedder>,
+    pub limiter: Option<ConcurrencyLimiter>,
+    pub bucket: Option<TokenBucket>,
+    /// Active faults, recomputed at every fault transition.
+    pub slowdown: f64,
+    pub added: Nanos,
+    pub error_rate: f64,
+}
+
+/// Per-service state beside its instances: the levels the time integrals read.
+pub(super) struct ServiceState {
+    pub first_instance: u32,
+    pub busy: u64,
+    pub queued: u64,
+    pub present: u64,
+    pub last_change: Nanos,
+    pub busy_window: u128,
+    pub queued_window: u128,
+    pub present_window: u128,
+    pub results: ServiceResults,
+    pub work_rng: RngStream,
+    pub error_rng: RngStream,
+    pub limit_rng: RngStream,
+}
+
+/// Per-edge client state.
+pub(super) struct EdgeState {
+    pub budget: RetryBudget,
+    pub breaker: Option<CircuitBreaker>,
+    pub hedge: Option<HedgePolicy>,
+    pub ring: Option<(HashRing, BoundedLoadRouter)>,
+    pub round_robin: u32,
+    /// Attempts in flight on the edge (Envoy's budget reads them).
+    pub active: u32,
+    pub network_rng: RngStream,
+    pub client_rng: RngStream,
+    pub routing_rng: RngStream,
+    /// An active partition: `Some(fail_fast)`.
+    pub partition: Option<bool>,
+    pub added: Nanos,
+    pub slowdown: f64,
+    pub error_rate: f64,
+    pub results: EdgeResults,
+}
+
+pub(super) struct WorkloadState {
+    pub load: Option<Arrivals>,
+    pub arrival_rng: RngStream,
+    pub mix_rng: RngStream,
+    pub results: EntryResults,
+}
+
+/// The model.
+pub struct Graph<'h> {
+    pub(super) p: GraphParams,
+    pub(super) instances: Vec<Instance>,
+    pub(super) services: Vec<ServiceState>,
+    pub(super) edges: Vec<EdgeState>,
+    pub(super) workloads: Vec<WorkloadState>,
+    /// One stream per call site: whether an optional call is made.
+    pub(super) site_rng: Vec<RngStream>,
+    pub(super) calls: Slab<Call>,
+    pub(super) attempts: Slab<Attempt>,
+    pub(super) jobs: Slab<Job>,
+    pub(super) series: GraphSeries,
+    pub(super) latencies: &'h mut [LatencyHistogram],
+}
+
+impl<'h> Graph<'h> {
+    /// A replica; `latencies` holds one histogram per workload (successful requests).
+    pub fn new(p: GraphParams, master_seed: u64, replica: u64, latencies: &'h mut [LatencyHistogram]) -> Self {
+        assert_eq!(latencies.len(), p.workloads.len(), "one histogram per workload");
+        assert!(p.bucket > 0 && !p.workloads.is_empty());
+        let stream = |purpose: StreamPurpose, index: usize| {
+            RngStream::derive(master_seed, replica, purpose.indexed(index as u64))
+        };
+        let mut instances = Vec::new();
+        let mut services = Vec::with_capacity(p.services.len());
+        for (s, service) in p.services.iter().enumerate() {
+            assert!(service.instances > 0 && service.workers > 0, "validated");
+            services.push(ServiceState {
+                first_instance: instances.len() as u32,
+                busy: 0,
+                queued: 0,
+                present: 0,
+                last_change: 0,
+                busy_window: 0,
+                queued_window: 0,
+                present_window: 0,
+                results: ServiceResults::default(),
+                work_rng: stream(WORK, s),
+                error_rng: stream(ERRORS, s),
+                limit_rng: stream(LIMITS, s),
+            });
+            for _ in 0..service.instances {
+                instances.push(Self::fresh_instance(&p, s as u32, 0));
+            }
+        }
+        let edges = p
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(e, edge)| {
+                let callee = &p.services[edge.to as usize];
+                EdgeState {
+                    budget: edge.budget.clone(),
+                    breaker: edge.breaker.map(CircuitBreaker::new),
+                    hedge: edge.hedge.map(HedgePolicy::new),
+                    ring: match edge.balance {
+                        Balance::ConsistentHash { vnodes, capacity_factor } => Some((
+                            HashRing::new(callee.instances, vnodes, RingHash::Fast, e as u64),
+                            BoundedLoadRouter::new(callee.instances, capacity_factor),
+                        )),
+                        _ => None,
+                    },
+                    round_robin: 0,
+                    active: 0,
+                    network_rng: stream(NETWORK, e),
+                    client_rng: stream(CLIENT, e),
+                    routing_rng: stream(ROUTING, e),
+                    partition: None,
+                    added: 0,
+                    slowdown: 1.0,
+                    error_rate: 0.0,
+                    results: EdgeResults::default(),
+                }
+            })
+            .collect();
+        let workloads = p
+            .workloads
+            .iter()
+            .enumerate()
+            .map(|(w, workload)| WorkloadState {
+                load: match &workload.arrivals {
+                    WorkloadArrivals::Open(process) => Some(Arrivals::new(process.clone())),
+                    WorkloadArrivals::Closed { .. } => None,
+                },
+                arrival_rng: stream(ARRIVALS, w),
+                mix_rng: stream(MIX, w),
+                results: EntryResults::default(),
+            })
+            .collect();
+        let buckets = p.horizon.div_ceil(p.bucket) as usize;
+        let series = GraphSeries {
+            queued_area: vec![vec![0; buckets]; p.services.len()],
+            busy_area: vec![vec![0; buckets]; p.services.len()],
+            successes: vec![vec![0; buckets]; p.workloads.len()],
+        };
+        Graph {
+            site_rng: (0..p.call_sites.len()).map(|c| stream(MIX, 1_000_000 + c)).collect(),
+            instances,
+            services,
+            edges,
+            workloads,
+            calls: Slab::with_capacity(1024),
+            attempts: Slab::with_capacity(1024),
+            jobs: Slab::with_capacity(1024),
+            series,
+            latencies,
+            p,
+        }
+    }
+
+    /// An instance as it starts (or restarts after a crash: empty, its policies reset).
+    pub(super) fn fresh_instance(p: &GraphParams, service: u32, epoch: u32) -> Instance {
+        let params = &p.services[service as usize];
+        let room = params.workers + params.queue_capacity;
+        Instance {
+            service,
+            busy: 0,
+            queue: VecDeque::with_capacity(params.queue_capacity.min(4096) as usize),
+            present: 0,
+            up: true,
+            epoch,
+            codel: match params.discipline {
+                QueueDiscipline::CoDel(config) => Some(CoDel::new(config)),
+                _ => None,
+            },
+            shedder: params.shedder.map(|marks| PriorityShedder::new(room, marks)),
+            limiter: params.limiter.map(ConcurrencyLimiter::new),
+            bucket: params.rate_limit.map(|(per_s, burst)| {
+                // Refill one token every 1/per_s seconds, up to `burst`.
+                let period = ((NANOS_PER_SEC as f64 / per_s).round() as Nanos).max(1);
+                TokenBucket::new(burst.max(1), 1, period)
+            }),
+            slowdown: 1.0,
+            added: 0,
+            error_rate: 0.0,
+        }
+    }
+
+    pub fn run(self) -> (GraphResults, GraphSeries) {
+        let horizon = self.p.horizon;
+        let mut simulation = Simulation::new(self, 4096);
+        for (at, event) in simulation.model.first_events() {
+            simulation.scheduler().at(at, event);
+        }
+        simulation.run_until(horizon);
+        let events = simulation.events_handled();
+        simulation.model.finish(horizon, events)
+    }
+
+    /// The first arrivals and every fault's transitions.
+    fn first_events(&mut self) -> Vec<(Nanos, Event)> {
+        let mut events = Vec::new();
+        for w in 0..self.p.workloads.len() {
+            match self.p.workloads[w].arrivals {
+                WorkloadArrivals::Open(_) => {
+                    if let Some(gap) = self.next_gap(w, 0) {
+                        events.push((gap, Event::Arrival { workload: w as u32 }));
+                    }
+                }
+                WorkloadArrivals::Closed { users, think } => {
+                    for _ in 0..users {
+                        let gap = self.think_time(w, think);
+                        events.push((gap, Event::Arrival { workload: w as u32 }));
+                    }
+                }
+            }
+        }
+        for (index, fault) in self.p.faults.iter().enumerate() {
+            if fault.start < self.p.horizon {
+                events.push((fault.start, Event::FaultStarts { fault: index as u32 }));
+                events.push((fault.start.saturating_add(fault.duration), Event::FaultEnds { fault: index as u32 }));
+            }
+        }
+        events
+    }
+
+    /// The gap from `now` to workload `w`'s next open-loop request.
+    pub(super) fn next_gap(&mut self, w: usize, now: Nanos) -> Option<Nanos> {
+        let state = &mut self.workloads[w];
+        state.load.as_mut()?.next_gap(now, 1.0, &mut state.arrival_rng)
+    }
+
+    pub(super) fn think_time(&mut self, w: usize, think: Nanos) -> Nanos {
+        let mean_s = think as f64 / NANOS_PER_SEC as f64;
+        let draw = self.workloads[w].arrival_rng.exponential(1.0 / mean_s.max(1e-12));
+        crate::kernel::time::round_to_nanos(draw * NANOS_PER_SEC as f64)
+    }
+
+    /// Closes the time integrals of service `s` up to `now` (call before its levels change).
+    pub(super) fn advance(&mut self, s: usize, now: Nanos) {
+        let state = &mut self.services[s];
+        let (busy, queued, present) = (state.busy as u128, state.queued as u128, state.present as u128);
+        let (queued_series, busy_series) = (&mut self.series.queued_area[s], &mut self.series.busy_area[s]);
+        let (mut busy_window, mut queued_window, mut present_window) = (0u128, 0u128, 0u128);
+        crate::measurement::buckets::for_each_span(
+            state.last_change,
+            now,
+            self.p.bucket,
+            self.p.warmup,
+            |bucket, after_warmup, dwell| {
+                if let Some(area) = queued_series.get_mut(bucket) {
+                    *area += queued * dwell;
+                    busy_series[bucket] += busy * dwell;
+                }
+                if after_warmup {
+                    busy_window += busy * dwell;
+                    queued_window += queued * dwell;
+                    present_window += present * dwell;
+                }
+            },
+        );
+        state.busy_window += busy_window;
+        state.queued_window += queued_window;
+        state.present_window += present_window;
+        state.last_change = now;
+    }
+
+    fn fault(&mut self, now: Nanos, index: usize, starts: bool, scheduler: &mut Scheduler<Event>) {
+        let fault = self.p.faults[index];
+        match fault.target {
+            FaultTarget::Edge(edge) => self.recompute_edge_faults(now, edge as usize),
+            FaultTarget::Instances { service, first, count } => {
+                let base = self.services[service as usize].first_instance;
+                for i in base + first..base + first + count {
+                    if let FaultKind::Crash = fault.kind {
+                        if starts {
+                            self.crash(now, i as usize, scheduler);
+                        } else {
+                            self.restart(i as usize);
+                        }
+                    }
+                    self.recompute_instance_faults(now, i as usize);
+                }
+            }
+        }
+    }
+
+    fn active(&self, now: Nanos, index: usize) -> bool {
+        let fault = &self.p.faults[index];
+        fault.start <= now && now < fault.start.saturating_add(fault.duration)
+    }
+
+    fn recompute_instance_faults(&mut self, now: Nanos, i: usize) {
+        let (service, local) = {
+            let instance = &self.instances[i];
+            (instance.service, i as u32 - self.services[instance.service as usize].first_instance)
+        };
+        let (mut slowdown, mut added, mut error_rate) = (1.0, 0, 0.0);
+        for index in 0..self.p.faults.len() {
+            let fault = self.p.faults[index];
+            let FaultTarget::Instances { service: s, first, count } = fault.target else { continue };
+            if s != service || local < first || local >= first + count || !self.active(now, index) {
+                continue;
+            }
+            match fault.kind {
+                FaultKind::Slowdown { factor } => slowdown *= factor,
+                FaultKind::Latency { added: extra } => added += extra,
+                // Independent error sources: the answer survives each.
+                FaultKind::Errors { rate } => error_rate = 1.0 - (1.0 - error_rate) * (1.0 - rate),
+                FaultKind::Crash | FaultKind::Partition { .. } => {}
+            }
+        }
+        let instance = &mut self.instances[i];
+        (instance.slowdown, instance.added, instance.error_rate) = (slowdown, added, error_rate);
+    }
+
+    fn recompute_edge_faults(&mut self, now: Nanos, e: usize) {
+        let (mut partition, mut added, mut slowdown, mut error_rate) = (None, 0, 1.0, 0.0);
+        for index in 0..self.p.faults.len() {
+            let fault = self.p.faults[index];
+            if fault.target != FaultTarget::Edge(e as u32) || !self.active(now, index) {
+                continue;
+            }
+            match fault.kind {
+                FaultKind::Partition { fail_fast } => partition = Some(fail_fast || partition == Some(true)),
+                FaultKind::Latency { added: extra } => added += extra,
+                FaultKind::Slowdown { factor } => slowdown *= factor,
+                FaultKind::Errors { rate } => error_rate = 1.0 - (1.0 - error_rate) * (1.0 - rate),
+                FaultKind::Crash => {}
+            }
+        }
+        let edge = &mut self.edges[e];
+        (edge.partition, edge.added, edge.slowdown, edge.error_rate) = (partition, added, slowdown, error_rate);
+    }
+
+    /// Instance `i` crashes: its queue and workers are gone, and every job it held is
+    /// stranded (its events find a new epoch and end silently; callers time out).
+    fn crash(&mut self, now: Nanos, i: usize, scheduler: &mut Scheduler<Event>) {
+        let s = self.instances[i].service as usize;
+        self.advance(s, now);
+        let instance = &mut self.instances[i];
+        let service = &mut self.services[s];
+        service.busy -= instance.busy as u64;
+        service.queued -= instance.queue.len() as u64;
+        service.present -= instance.present as u64;
+        let epoch = instance.epoch + 1;
+        let queue = std::mem::take(&mut instance.queue);
+        self.instances[i] = Self::fresh_instance(&self.p, s as u32, epoch);
+        self.instances[i].up = false;
+        // Queued jobs hold no event: end them here (their attempts wait for timeouts).
+        for job in queue {
+            self.strand(now, job, scheduler);
+        }
+        for (e, edge) in self.edges.iter_mut().enumerate() {
+            if self.p.edges[e].to as usize == s {
+                if let Some((ring, _)) = edge.ring.as_mut() {
+                    ring.set_healthy(i as u32 - self.services[s].first_instance, false);
+                }
+            }
+        }
+    }
+
+    fn restart(&mut self, i: usize) {
+        let s = self.instances[i].service as usize;
+        self.instances[i].up = true;
+        for (e, edge) in self.edges.iter_mut().enumerate() {
+            if self.p.edges[e].to as usize == s {
+                if let Some((ring, _)) = edge.ring.as_mut() {
+                    ring.set_healthy(i as u32 - self.services[s].first_instance, true);
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, now: Nanos, events: u64) -> (GraphResults, GraphSeries) {
+        let window_ns = now.saturating_sub(self.p.warmup) as f64;
+        let window_s = window_ns / NANOS_PER_SEC as f64;
+        for s in 0..self.services.len() {
+            self.advance(s, now);
+            let params = &self.p.services[s];
+            let state = &mut self.services[s];
+            let capacity = (params.instances * params.workers) as f64;
+            state.results.utilisation = state.busy_window as f64 / (window_ns * capacity);
+            state.results.queue_mean = state.queued_window as f64 / window_ns;
+            state.results.present_mean = state.present_window as f64 / window_ns;
+            let first = state.first_instance as usize;
+            state.results.limit_final = self.instances[first..first + params.instances as usize]
+                .iter()
+                .map(|i| i.limiter.as_ref().map_or(0.0, |l| l.limit() as f64))
+                .sum();
+        }
+        for state in &mut self.workloads {
+            state.results.goodput_rps = state.results.successes as f64 / window_s;
+        }
+        for edge in &mut self.edges {
+            edge.results.breaker_trips = edge.breaker.as_ref().map_or(0, |b| b.counters().trips);
+        }
+        // Recovery from the whole graph's queue depth, after the last fault.
+        let buckets = self.series.queued_area.first().map_or(0, Vec::len);
+        let total: Vec<u128> = (0..buckets).map(|b| self.series.queued_area.iter().map(|s| s[b]).sum()).collect();
+        let faults: Vec<(Nanos, Nanos)> = self
+            .p
+            .faults
+            .iter()
+            .filter(|f| f.start < now)
+            .map(|f| (f.start, f.start.saturating_add(f.duration)))
+            .collect();
+        let recovery = crate::measurement::recovery::recovery_time(
+            &total,
+            self.p.bucket,
+            self.p.warmup,
+            &faults,
+            self.p.recovery_hold,
+        );
+        let results = GraphResults {
+            entries: self.workloads.iter_mut().map(|w| std::mem::take(&mut w.results)).collect(),
+            services: self.services.iter_mut().map(|s| std::mem::take(&mut s.results)).collect(),
+            edges: self.edges.iter().map(|e| e.results).collect(),
+            recovered: recovery.is_some(),
+            recovery_s: recovery.map_or(f64::NAN, |ns| ns as f64 / NANOS_PER_SEC as f64),
+            events,
+        };
+        (results, std::mem::take(&mut self.series))
+    }
+
+    /// Draws a one-way network delay on edge `e`.
+    pub(super) fn network(&mut self, e: usize) -> Nanos {
+        let edge = &mut self.edges[e];
+        let base = match &self.p.edges[e].network {
+            None => 0,
+            Some(distribution) => distribution.sample(&mut edge.network_rng),
+        };
+        let slowed = if edge.slowdown == 1.0 { base } else { (base as f64 * edge.slowdown).round() as Nanos };
+        slowed + edge.added
+    }
+}
+
+impl Model for Graph<'_> {
+    type Event = Event;
+
+    fn handle(&mut self, now: Nanos, event: Event, scheduler: &mut Scheduler<Event>) {
+        match event {
+            Event::Arrival { workload } => self.arrival(now, workload as usize, scheduler),
+            Event::Arrives { attempt } => self.attempt_arrives(now, attempt, scheduler),
+            Event::Answered { attempt, answer } => self.answered(now, attempt, answer, scheduler),
+            Event::AttemptTimeout { attempt, ticket } => self.attempt_timeout(now, attempt, ticket, scheduler),
+            Event::WorkDone { job, stamp } => self.work_done(now, job, stamp, scheduler),
+            Event::CallStarts { call } => {
+                if self.calls.contains(call) {
+                    self.begin_call(now, call, scheduler)
+                }
+            }
+            Event::RetryDue { call } => self.retry_due(now, call, scheduler),
+            Event::HedgeDue { call, ticket } => self.hedge_due(now, call, ticket, scheduler),
+            Event::FaultStarts { fault } => self.fault(now, fault as usize, true, scheduler),
+            Event::FaultEnds { fault } => self.fault(now, fault as usize, false, scheduler),
+        }
+    }
+}

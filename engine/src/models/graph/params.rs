@@ -1,0 +1,293 @@
+//! What one replica of the graph model is given: the topology as flat arrays indexed
+//! by small integers (services, endpoints, steps, call sites, edges), built once per
+//! grid point by the experiments layer, which has already resolved every name.
+
+use crate::components::arrivals::ArrivalProcess;
+use crate::components::distribution::Distribution;
+use crate::kernel::time::Nanos;
+use crate::models::cluster::QueueDiscipline;
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::BreakerConfig;
+use crate::policy::hedge::HedgeConfig;
+use crate::policy::limiter::LimiterKind;
+use crate::policy::retry_budget::RetryBudget;
+use crate::policy::shedder::ShedMarks;
+
+/// Why a call or an attempt failed. The names are the metric suffixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// No answer before the attempt's timeout or the call's deadline.
+    Timeout,
+    /// The callee would not take it: queue full, limiter, shedder, rate limit, an
+    /// instance down, a partition that fails fast, a deadline already past.
+    Refused,
+    /// The callee answered with an error (an error fault, or its own calls failed).
+    Error,
+    /// The caller's own breaker refused it (not sent).
+    BreakerOpen,
+}
+
+impl Failure {
+    pub const ALL: [Failure; 4] = [Failure::Timeout, Failure::Refused, Failure::Error, Failure::BreakerOpen];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Failure::Timeout => "timeout",
+            Failure::Refused => "refused",
+            Failure::Error => "error",
+            Failure::BreakerOpen => "breaker_open",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why a service refused work. The names are the metric suffixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    QueueFull,
+    Limiter,
+    Shed,
+    RateLimit,
+    /// The instance is down (crashed) or the edge is partitioned with fail-fast.
+    Down,
+    /// The request's deadline had passed before its work could start.
+    Deadline,
+    /// CoDel dropped it at dequeue.
+    Codel,
+    /// The call chain is deeper than `max_depth` (a cycle ran away).
+    Depth,
+}
+
+impl Refusal {
+    pub const ALL: [Refusal; 8] = [
+        Refusal::QueueFull,
+        Refusal::Limiter,
+        Refusal::Shed,
+        Refusal::RateLimit,
+        Refusal::Down,
+        Refusal::Deadline,
+        Refusal::Codel,
+        Refusal::Depth,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::QueueFull => "queue_full",
+            Refusal::Limiter => "limiter",
+            Refusal::Shed => "shed",
+            Refusal::RateLimit => "rate_limit",
+            Refusal::Down => "down",
+            Refusal::Deadline => "deadline",
+            Refusal::Codel => "codel",
+            Refusal::Depth => "depth",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Which failures a set holds (retried, or answered by a fallback).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FailureSet(pub u8);
+
+impl FailureSet {
+    pub const NONE: FailureSet = FailureSet(0);
+
+    pub fn of(failures: &[Failure]) -> Self {
+        FailureSet(failures.iter().fold(0, |bits, f| bits | 1 << f.index()))
+    }
+
+    pub fn contains(self, failure: Failure) -> bool {
+        self.0 & (1 << failure.index()) != 0
+    }
+}
+
+/// How a caller picks one of the callee's instances.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Balance {
+    RoundRobin,
+    Random,
+    /// The instance with the fewest requests present (queued, running or waiting on
+    /// its own calls), first on ties.
+    LeastOutstanding,
+    /// Two instances at random, the one with fewer requests present (Mitzenmacher).
+    PowerOfTwoChoices,
+    /// The request's key on a hash ring of the instances with bounded loads (the
+    /// cluster model's router): `vnodes` points per instance, capacity factor `c`.
+    ConsistentHash {
+        vnodes: u32,
+        capacity_factor: f64,
+    },
+}
+
+/// One service: identical instances, each with its workers and queue.
+#[derive(Clone, Debug)]
+pub struct ServiceParams {
+    pub instances: u32,
+    /// Workers (concurrency) per instance.
+    pub workers: u32,
+    /// Waiting requests per instance at most.
+    pub queue_capacity: u32,
+    pub discipline: QueueDiscipline,
+    /// When a request's caller gives up (timeout, a hedge won, its own caller gave up),
+    /// the work is cancelled: dropped from the queue or its worker freed, and its own
+    /// calls cancelled in turn. Off by default: most servers never learn.
+    pub cancel_abandoned: bool,
+    /// Thread-per-request (the default): a worker is held while the request waits on
+    /// its calls. Off (async): a worker runs each piece of local work and is released
+    /// while the request waits, as an event loop does.
+    pub blocking: bool,
+    /// A concurrency limit per instance on the requests present.
+    pub limiter: Option<LimiterKind>,
+    /// Shed by criticality above these marks of `workers + queue_capacity`.
+    pub shedder: Option<ShedMarks>,
+    /// A token bucket per instance: (requests per second, burst).
+    pub rate_limit: Option<(f64, u64)>,
+}
+
+/// One endpoint of a service: local work, then its steps in order.
+#[derive(Clone, Debug)]
+pub struct EndpointParams {
+    pub service: u32,
+    pub work: Option<Distribution>,
+    /// Its steps are `steps[first_step .. first_step + step_count]`.
+    pub first_step: u32,
+    pub step_count: u32,
+}
+
+/// How a group of calls made together ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Every call must succeed (degraded counts as success).
+    All,
+    /// The first `k` successes; the rest are cancelled.
+    Quorum(u32),
+    /// The first success; the rest are cancelled.
+    FirstSuccess,
+}
+
+/// One step of an endpoint.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Local work on the request's worker.
+    Work(Distribution),
+    /// Calls `call_sites[first_call .. first_call + calls]` made together.
+    Calls { first_call: u32, calls: u32, wait: Wait },
+}
+
+/// One place where an endpoint calls another.
+#[derive(Clone, Copy, Debug)]
+pub struct CallSite {
+    pub endpoint: u32,
+    pub edge: u32,
+    /// The call is made with this probability (1 = always).
+    pub probability: f64,
+}
+
+/// How a caller calls a callee service: the client side of every call along it.
+#[derive(Clone, Debug)]
+pub struct EdgeParams {
+    /// `None`: the workload's clients.
+    pub from: Option<u32>,
+    pub to: u32,
+    /// One way; drawn for the request and again for the answer.
+    pub network: Option<Distribution>,
+    /// Per attempt.
+    pub timeout: Option<Nanos>,
+    /// A call gets what is left of its caller's deadline, and work whose deadline has
+    /// passed is not started.
+    pub propagate_deadline: bool,
+    pub max_attempts: u32,
+    pub backoff: Backoff,
+    pub retry_on: FailureSet,
+    /// A template: each replica clones its own.
+    pub budget: RetryBudget,
+    pub breaker: Option<BreakerConfig>,
+    pub hedge: Option<HedgeConfig>,
+    /// Hedges ask the retry budget, as retries do.
+    pub hedge_uses_budget: bool,
+    pub balance: Balance,
+    /// Failures answered by a cheap fallback: the call succeeds degraded.
+    pub fallback_on: FailureSet,
+}
+
+/// Where requests come from.
+#[derive(Clone, Debug)]
+pub struct WorkloadParams {
+    pub endpoint: u32,
+    /// The edge from the clients to the entry service.
+    pub edge: u32,
+    pub arrivals: WorkloadArrivals,
+    /// The client's deadline for the whole request (`None`: none).
+    pub deadline: Option<Nanos>,
+    /// Shares of the four criticality levels (Criticality order), summing to 1.
+    pub criticality: [f64; 4],
+    /// Keys for consistent hashing, uniform.
+    pub keys: u64,
+}
+
+#[derive(Clone, Debug)]
+pub enum WorkloadArrivals {
+    /// Open loop: a rate, or a `[load]`-style process.
+    Open(ArrivalProcess),
+    /// Closed loop: `users` who wait for each answer and think for an exponential time.
+    Closed { users: u32, think: Nanos },
+}
+
+/// What a fault does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaultKind {
+    /// Local work takes `factor` times longer.
+    Slowdown { factor: f64 },
+    /// Local work takes this much longer.
+    Latency { added: Nanos },
+    /// Each answer is an error with this probability.
+    Errors { rate: f64 },
+    /// The instances crash: their work is lost and they refuse new work until the end.
+    Crash,
+    /// An edge: calls along it time out (`fail_fast` false) or are refused at once.
+    Partition { fail_fast: bool },
+}
+
+/// Where a fault applies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaultTarget {
+    /// Instances `first .. first + count` of a service.
+    Instances {
+        service: u32,
+        first: u32,
+        count: u32,
+    },
+    Edge(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GraphFault {
+    pub target: FaultTarget,
+    pub kind: FaultKind,
+    pub start: Nanos,
+    pub duration: Nanos,
+}
+
+/// The whole graph for one replica.
+#[derive(Clone, Debug)]
+pub struct GraphParams {
+    pub services: Vec<ServiceParams>,
+    pub endpoints: Vec<EndpointParams>,
+    pub steps: Vec<Step>,
+    pub call_sites: Vec<CallSite>,
+    pub edges: Vec<EdgeParams>,
+    pub workloads: Vec<WorkloadParams>,
+    pub faults: Vec<GraphFault>,
+    /// Calls nest at most this deep (a cycle needs it; a deeper call fails as refused).
+    pub max_depth: u32,
+    pub warmup: Nanos,
+    pub horizon: Nanos,
+    pub bucket: Nanos,
+    pub recovery_hold: Nanos,
+}

@@ -1,0 +1,105 @@
+//! What a replica of the graph model reports: per entry point, per service, per edge,
+//! plus recovery; and its time series. Counters only count requests whose tree began
+//! after warm-up.
+
+use crate::measurement::log_histogram::LogHistogram;
+
+use super::params::{Failure, Refusal};
+
+/// One workload's entry point.
+#[derive(Clone, Debug, Default)]
+pub struct EntryResults {
+    pub offered: u64,
+    pub successes: u64,
+    pub degraded: u64,
+    /// By [`Failure`].
+    pub failed: [u64; 4],
+    /// Successful requests' latency (degraded answers excluded), and its sum.
+    pub latency: LogHistogram,
+    pub latency_sum_s: f64,
+    pub goodput_rps: f64,
+}
+
+impl EntryResults {
+    pub fn failed_total(&self) -> u64 {
+        self.failed.iter().sum()
+    }
+
+    /// Mean latency of successful requests, seconds (NaN without any).
+    pub fn latency_mean_s(&self) -> f64 {
+        if self.successes == 0 {
+            f64::NAN
+        } else {
+            self.latency_sum_s / self.successes as f64
+        }
+    }
+
+    pub fn failed_by(&self, failure: Failure) -> u64 {
+        self.failed[failure.index()]
+    }
+}
+
+/// One service, summed over its instances.
+#[derive(Clone, Debug, Default)]
+pub struct ServiceResults {
+    /// Attempts that reached one of its instances.
+    pub arrivals: u64,
+    /// By [`Refusal`].
+    pub refused: [u64; 8],
+    /// Mean busy workers ÷ workers, after warm-up.
+    pub utilisation: f64,
+    pub queue_mean: f64,
+    /// Mean requests present (queued, working, waiting on calls).
+    pub present_mean: f64,
+    /// Worker-seconds spent on counted jobs, and on those whose caller had given up.
+    pub busy_s: f64,
+    pub wasted_s: f64,
+    /// Jobs cancelled because their caller gave up.
+    pub cancelled: u64,
+    /// The limiter's limit at the end, summed over instances (0 without a limiter).
+    pub limit_final: f64,
+}
+
+impl ServiceResults {
+    pub fn refused_by(&self, refusal: Refusal) -> u64 {
+        self.refused[refusal.index()]
+    }
+}
+
+/// One edge: the client side of the calls along it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EdgeResults {
+    pub calls: u64,
+    /// Attempts sent, retries and hedges included.
+    pub attempts: u64,
+    pub retries: u64,
+    pub hedges: u64,
+    /// Calls answered first by a hedge.
+    pub hedge_wins: u64,
+    pub timeouts: u64,
+    pub budget_denials: u64,
+    pub breaker_refusals: u64,
+    pub breaker_trips: u64,
+    /// Calls that failed (fallbacks excluded), and those answered by a fallback.
+    pub failed: u64,
+    pub fallbacks: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct GraphResults {
+    pub entries: Vec<EntryResults>,
+    pub services: Vec<ServiceResults>,
+    pub edges: Vec<EdgeResults>,
+    /// From the whole graph's queue depth, as the cluster measures it.
+    pub recovery_s: f64,
+    pub recovered: bool,
+    pub events: u64,
+}
+
+/// Per bucket: per service Σ queued × ns and Σ busy workers × ns; per entry, successes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GraphSeries {
+    pub queued_area: Vec<Vec<u128>>,
+    pub busy_area: Vec<Vec<u128>>,
+    pub successes: Vec<Vec<u64>>,
+}

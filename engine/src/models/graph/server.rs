@@ -1,0 +1,452 @@
+//! The server side: an attempt reaching an instance (admission: down, depth, deadline,
+//! queue room, rate limit, shedder, limiter), the queue and its discipline, workers,
+//! a job's steps (local work, groups of calls and how they end), its answer, and the
+//! work that is cancelled, stranded by a crash, or wasted.
+
+use crate::kernel::sim::Scheduler;
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::kernel::timer::{Ticket, TicketStamp};
+use crate::models::cluster::QueueDiscipline;
+use crate::policy::limiter::Signal;
+use crate::policy::Criticality;
+
+use super::client::CallOutcome;
+use super::model::Graph;
+use super::params::{Refusal, Step, Wait};
+use super::state::{Answer, Event, Job, JobState};
+
+const ENDPOINT_WORK: u32 = u32::MAX;
+
+fn criticality(level: u8) -> Criticality {
+    [Criticality::CriticalPlus, Criticality::Critical, Criticality::SheddablePlus, Criticality::Sheddable]
+        [level as usize]
+}
+
+impl Graph<'_> {
+    /// Sends `attempt`'s answer back along its edge.
+    fn answer(&mut self, attempt: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
+        let edge = self.attempts.get(attempt).expect("an answered attempt is live").edge as usize;
+        let delay = self.network(edge);
+        scheduler.after(delay, Event::Answered { attempt, answer });
+    }
+
+    fn refuse(&mut self, attempt: SlabKey, service: usize, refusal: Refusal, scheduler: &mut Scheduler<Event>) {
+        if self.attempts.get(attempt).expect("live").counted {
+            self.services[service].results.refused[refusal.index()] += 1;
+        }
+        self.answer(attempt, Answer::Refused, scheduler);
+    }
+
+    pub(super) fn attempt_arrives(&mut self, now: Nanos, attempt: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let a = *self.attempts.get(attempt).expect("an attempt in the network is live");
+        let i = a.instance as usize;
+        let s = self.instances[i].service as usize;
+        let params = &self.p.services[s];
+        if a.counted {
+            self.services[s].results.arrivals += 1;
+        }
+        if !a.caller_waiting && params.cancel_abandoned {
+            // The cancellation got there first.
+            self.attempts.get_mut(attempt).expect("live").in_flight = false;
+            return self.drop_attempt_if_done(attempt);
+        }
+        let instance = &mut self.instances[i];
+        let refusal = if !instance.up {
+            Some(Refusal::Down)
+        } else if a.depth > self.p.max_depth {
+            Some(Refusal::Depth)
+        } else if now >= a.deadline {
+            Some(Refusal::Deadline)
+        } else if instance.busy >= params.workers && instance.queue.len() >= params.queue_capacity as usize {
+            Some(Refusal::QueueFull)
+        } else if instance.bucket.as_mut().is_some_and(|bucket| !bucket.try_take(now, 1)) {
+            Some(Refusal::RateLimit)
+        } else if instance.shedder.as_mut().is_some_and(|shedder| !shedder.try_admit(criticality(a.criticality))) {
+            Some(Refusal::Shed)
+        } else if instance.limiter.as_mut().is_some_and(|limiter| !limiter.try_acquire()) {
+            if let Some(shedder) = instance.shedder.as_mut() {
+                shedder.release();
+            }
+            Some(Refusal::Limiter)
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            return self.refuse(attempt, s, refusal, scheduler);
+        }
+        let (shed_held, limit_held) = (instance.shedder.is_some(), instance.limiter.is_some());
+        let epoch = instance.epoch;
+        let job = self.jobs.insert(Job {
+            attempt,
+            endpoint: a.endpoint,
+            instance: a.instance,
+            epoch,
+            next_step: self.p.endpoints[a.endpoint as usize].first_step,
+            did_work: false,
+            pending_work: ENDPOINT_WORK,
+            state: JobState::Queued { since: now, fresh: true },
+            ticket: Ticket::default(),
+            holds_worker: false,
+            busy_since: 0,
+            busy_ns: 0,
+            arrived: now,
+            deadline: a.deadline,
+            criticality: a.criticality,
+            depth: a.depth,
+            key: a.key,
+            counted: a.counted,
+            degraded: false,
+            shed_held,
+            limit_held,
+            first_child: None,
+            group_launched: 0,
+            group_needed: 0,
+            group_pending: 0,
+            group_ok: 0,
+            group_failed: 0,
+            cancelled: false,
+        });
+        self.attempts.get_mut(attempt).expect("live").job = Some(job);
+        self.advance(s, now);
+        self.instances[i].present += 1;
+        self.services[s].present += 1;
+        self.enqueue(i, job);
+        self.dispatch(now, i, scheduler);
+    }
+
+    fn enqueue(&mut self, i: usize, job: SlabKey) {
+        let instance = &mut self.instances[i];
+        instance.queue.push_back(job);
+        self.services[instance.service as usize].queued += 1;
+    }
+
+    /// Free workers of instance `i` take queued jobs, by the service's discipline.
+    pub(super) fn dispatch(&mut self, now: Nanos, i: usize, scheduler: &mut Scheduler<Event>) {
+        let s = self.instances[i].service as usize;
+        let workers = self.p.services[s].workers;
+        while self.instances[i].busy < workers {
+            let lifo = matches!(self.p.services[s].discipline, QueueDiscipline::Lifo);
+            let instance = &mut self.instances[i];
+            let Some(job) = (if lifo { instance.queue.pop_back() } else { instance.queue.pop_front() }) else { break };
+            self.advance(s, now);
+            self.services[s].queued -= 1;
+            let j = *self.jobs.get(job).expect("a queued job is live");
+            let JobState::Queued { since, fresh } = j.state else { unreachable!("queued") };
+            if j.cancelled {
+                self.release_job(now, job, scheduler);
+                let a = self.attempts.get_mut(j.attempt).expect("live");
+                (a.job, a.in_flight) = (None, false);
+                self.drop_attempt_if_done(j.attempt);
+                continue;
+            }
+            if fresh {
+                let queue_empty = self.instances[i].queue.is_empty();
+                let dropped =
+                    self.instances[i].codel.as_mut().is_some_and(|c| c.should_drop(now, now - since, queue_empty));
+                if dropped || now >= j.deadline {
+                    let refusal = if dropped { Refusal::Codel } else { Refusal::Deadline };
+                    let attempt = j.attempt;
+                    self.release_job(now, job, scheduler);
+                    self.attempts.get_mut(attempt).expect("live").job = None;
+                    self.refuse(attempt, s, refusal, scheduler);
+                    continue;
+                }
+            }
+            self.take_worker(now, i, job);
+            if fresh {
+                self.proceed(now, job, scheduler);
+            } else {
+                let pending = j.pending_work;
+                self.start_work(now, job, pending, scheduler);
+            }
+        }
+        debug_assert!(self.instances[i].busy <= workers);
+        debug_assert!(self.instances[i].queue.len() <= self.p.services[s].queue_capacity as usize + workers as usize);
+    }
+
+    fn take_worker(&mut self, now: Nanos, i: usize, job: SlabKey) {
+        let s = self.instances[i].service as usize;
+        self.advance(s, now);
+        self.instances[i].busy += 1;
+        self.services[s].busy += 1;
+        let j = self.jobs.get_mut(job).expect("live job");
+        debug_assert!(!j.holds_worker);
+        j.holds_worker = true;
+        j.busy_since = now;
+    }
+
+    fn release_worker(&mut self, now: Nanos, job: SlabKey) {
+        let j = self.jobs.get_mut(job).expect("live job");
+        if !j.holds_worker {
+            return;
+        }
+        j.holds_worker = false;
+        j.busy_ns += now - j.busy_since;
+        let i = j.instance as usize;
+        let s = self.instances[i].service as usize;
+        self.advance(s, now);
+        self.instances[i].busy -= 1;
+        self.services[s].busy -= 1;
+    }
+
+    /// Runs `job` (holding a worker) through its steps until it must wait: for work, a
+    /// worker, or its calls; or until it is done.
+    fn proceed(&mut self, now: Nanos, job: SlabKey, scheduler: &mut Scheduler<Event>) {
+        loop {
+            let j = *self.jobs.get(job).expect("live job");
+            let endpoint = &self.p.endpoints[j.endpoint as usize];
+            if !j.did_work {
+                self.jobs.get_mut(job).expect("live").did_work = true;
+                if endpoint.work.is_some() {
+                    return self.need_work(now, job, ENDPOINT_WORK, scheduler);
+                }
+                continue;
+            }
+            if j.next_step == endpoint.first_step + endpoint.step_count {
+                let answer = if j.degraded { Answer::Degraded } else { Answer::Success };
+                return self.finish_job(now, job, answer, scheduler);
+            }
+            let step = j.next_step;
+            self.jobs.get_mut(job).expect("live").next_step += 1;
+            match self.p.steps[step as usize] {
+                Step::Work(_) => return self.need_work(now, job, step, scheduler),
+                Step::Calls { first_call, calls, wait } => {
+                    let mut launched = 0;
+                    for site in first_call..first_call + calls {
+                        let probability = self.p.call_sites[site as usize].probability;
+                        if probability >= 1.0 || self.site_rng[site as usize].bernoulli(probability) {
+                            self.child_call(now, job, site, scheduler);
+                            launched += 1;
+                        }
+                    }
+                    if launched == 0 {
+                        continue;
+                    }
+                    let needed = match wait {
+                        Wait::All => launched,
+                        Wait::FirstSuccess => 1,
+                        Wait::Quorum(k) => k.min(launched),
+                    };
+                    let j = self.jobs.get_mut(job).expect("live");
+                    (j.group_launched, j.group_needed, j.group_pending, j.group_ok, j.group_failed) =
+                        (launched, needed, launched, 0, 0);
+                    j.state = JobState::Waiting;
+                    let i = j.instance as usize;
+                    if !self.p.services[self.instances[i].service as usize].blocking {
+                        self.release_worker(now, job);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `job` has local work `piece` to do: on its worker if it holds one, else it queues.
+    fn need_work(&mut self, now: Nanos, job: SlabKey, piece: u32, scheduler: &mut Scheduler<Event>) {
+        let j = self.jobs.get_mut(job).expect("live job");
+        if j.holds_worker {
+            return self.start_work(now, job, piece, scheduler);
+        }
+        j.pending_work = piece;
+        j.state = JobState::Queued { since: now, fresh: false };
+        let i = j.instance as usize;
+        // A continuing job is not refused for room: it was admitted already.
+        self.enqueue(i, job);
+    }
+
+    fn start_work(&mut self, _now: Nanos, job: SlabKey, piece: u32, scheduler: &mut Scheduler<Event>) {
+        let j = *self.jobs.get(job).expect("live job");
+        debug_assert!(j.holds_worker);
+        let i = j.instance as usize;
+        let s = self.instances[i].service as usize;
+        let distribution = if piece == ENDPOINT_WORK {
+            self.p.endpoints[j.endpoint as usize].work.as_ref().expect("the endpoint has work")
+        } else {
+            match &self.p.steps[piece as usize] {
+                Step::Work(distribution) => distribution,
+                Step::Calls { .. } => unreachable!("a work step"),
+            }
+        };
+        let base = distribution.sample(&mut self.services[s].work_rng);
+        let instance = &self.instances[i];
+        let slowed = if instance.slowdown == 1.0 {
+            base
+        } else {
+            (base as f64 * instance.slowdown).round().min(u64::MAX as f64 / 2.0) as Nanos
+        };
+        let duration = slowed.saturating_add(instance.added);
+        let j = self.jobs.get_mut(job).expect("live job");
+        j.state = JobState::Working;
+        let stamp = j.ticket.renew();
+        scheduler.after(duration, Event::WorkDone { job, stamp });
+    }
+
+    pub(super) fn work_done(&mut self, now: Nanos, job: SlabKey, stamp: TicketStamp, scheduler: &mut Scheduler<Event>) {
+        let Some(j) = self.jobs.get(job) else { return };
+        if !j.ticket.matches(stamp) {
+            return;
+        }
+        let i = j.instance as usize;
+        if self.stranded(job) {
+            return self.strand(now, job, scheduler);
+        }
+        let blocking = self.p.services[self.instances[i].service as usize].blocking;
+        self.jobs.get_mut(job).expect("live").state = JobState::Waiting;
+        if !blocking {
+            // Async: the worker goes back between pieces of work; the job queues for the next.
+            self.release_worker(now, job);
+        }
+        self.proceed(now, job, scheduler);
+        self.dispatch(now, i, scheduler);
+    }
+
+    /// A child call of `job` ended.
+    pub(super) fn child_done(
+        &mut self,
+        now: Nanos,
+        job: SlabKey,
+        _call: SlabKey,
+        outcome: CallOutcome,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        if !self.jobs.contains(job) {
+            return;
+        }
+        if self.stranded(job) {
+            return self.strand(now, job, scheduler);
+        }
+        let j = self.jobs.get_mut(job).expect("live job");
+        debug_assert!(j.group_pending > 0 && j.state == JobState::Waiting);
+        j.group_pending -= 1;
+        match outcome {
+            CallOutcome::Success => j.group_ok += 1,
+            CallOutcome::Degraded | CallOutcome::Fallback => {
+                j.group_ok += 1;
+                j.degraded = true;
+            }
+            CallOutcome::Failed(_) => j.group_failed += 1,
+        }
+        let succeeded = j.group_ok >= j.group_needed;
+        let failed = j.group_failed > j.group_launched - j.group_needed;
+        if !succeeded && !failed {
+            return;
+        }
+        let i = j.instance as usize;
+        self.cancel_children(now, job, scheduler);
+        if succeeded {
+            self.proceed(now, job, scheduler);
+        } else {
+            self.finish_job(now, job, Answer::Error, scheduler);
+        }
+        self.dispatch(now, i, scheduler);
+    }
+
+    fn cancel_children(&mut self, now: Nanos, job: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let mut cursor = self.jobs.get(job).expect("live job").first_child;
+        while let Some(call) = cursor {
+            cursor = self.calls.get(call).expect("a job's children are live").next_sibling;
+            self.cancel_call(now, call, scheduler);
+        }
+        debug_assert!(self.jobs.get(job).expect("live job").first_child.is_none());
+    }
+
+    /// The job answers its attempt: an error fault may turn a success into an error.
+    fn finish_job(&mut self, now: Nanos, job: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
+        let j = *self.jobs.get(job).expect("live job");
+        let i = j.instance as usize;
+        let s = self.instances[i].service as usize;
+        let error_rate = self.instances[i].error_rate;
+        let answer = if answer != Answer::Error && error_rate > 0.0 && self.services[s].error_rng.bernoulli(error_rate)
+        {
+            Answer::Error
+        } else {
+            answer
+        };
+        let signal = if answer == Answer::Error { Signal::Dropped } else { Signal::Success };
+        if let Some(limiter) = self.instances[i].limiter.as_mut().filter(|_| j.limit_held) {
+            limiter.on_complete(now, now - j.arrived, signal, &mut self.services[s].limit_rng);
+            self.jobs.get_mut(job).expect("live").limit_held = false;
+        }
+        let attempt = j.attempt;
+        self.release_job(now, job, scheduler);
+        self.attempts.get_mut(attempt).expect("live").job = None;
+        self.answer(attempt, answer, scheduler);
+    }
+
+    /// Frees what `job` holds (worker, shedder and limiter places, its place among those
+    /// present), accounts its busy time (wasted if its caller had let go), removes it.
+    /// Its attempt keeps `in_flight` only if an answer is on the way, which the caller sets.
+    fn release_job(&mut self, now: Nanos, job: SlabKey, _scheduler: &mut Scheduler<Event>) {
+        self.release_worker(now, job);
+        let j = self.jobs.remove(job).expect("live job");
+        debug_assert!(j.first_child.is_none(), "children cancelled or done first");
+        let i = j.instance as usize;
+        let s = self.instances[i].service as usize;
+        self.advance(s, now);
+        let instance = &mut self.instances[i];
+        instance.present -= 1;
+        self.services[s].present -= 1;
+        if j.shed_held {
+            instance.shedder.as_mut().expect("held").release();
+        }
+        if j.limit_held {
+            instance.limiter.as_mut().expect("held").abandon();
+        }
+        if j.counted {
+            let waiting = self.attempts.get(j.attempt).is_some_and(|a| a.caller_waiting);
+            let results = &mut self.services[s].results;
+            let busy_s = j.busy_ns as f64 / crate::kernel::time::NANOS_PER_SEC as f64;
+            results.busy_s += busy_s;
+            if !waiting {
+                results.wasted_s += busy_s;
+            }
+        }
+    }
+
+    /// The caller let go of `job`'s attempt and the service cancels abandoned work:
+    /// a queued job is dropped when it reaches the head; a running one frees its worker
+    /// now and cancels its own calls.
+    pub(super) fn abandon_job(&mut self, now: Nanos, job: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let Some(j) = self.jobs.get_mut(job) else { return };
+        if j.cancelled {
+            return;
+        }
+        j.cancelled = true;
+        let (state, counted, i, attempt) = (j.state, j.counted, j.instance as usize, j.attempt);
+        if self.stranded(job) {
+            return self.strand(now, job, scheduler);
+        }
+        if counted {
+            self.services[self.instances[i].service as usize].results.cancelled += 1;
+        }
+        if let JobState::Queued { .. } = state {
+            return;
+        }
+        self.cancel_children(now, job, scheduler);
+        self.release_job(now, job, scheduler);
+        let a = self.attempts.get_mut(attempt).expect("live");
+        a.job = None;
+        a.in_flight = false;
+        self.drop_attempt_if_done(attempt);
+        self.dispatch(now, i, scheduler);
+    }
+
+    /// Whether `job`'s instance crashed since it arrived.
+    fn stranded(&self, job: SlabKey) -> bool {
+        let j = self.jobs.get(job).expect("live job");
+        self.instances[j.instance as usize].epoch != j.epoch
+    }
+
+    /// Ends a job its crashed instance lost: no answer (its caller times out), its calls
+    /// cancelled; the instance's counters were reset by the crash.
+    pub(super) fn strand(&mut self, now: Nanos, job: SlabKey, scheduler: &mut Scheduler<Event>) {
+        self.cancel_children(now, job, scheduler);
+        let j = self.jobs.remove(job).expect("live job");
+        if let Some(a) = self.attempts.get_mut(j.attempt) {
+            a.job = None;
+            a.in_flight = false;
+            self.drop_attempt_if_done(j.attempt);
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The graph model's entities and events. A request is a tree: an entry **call**
+//! makes **attempts** (retries, hedges); an attempt that reaches an instance becomes a
+//! **job**, which runs its endpoint's steps and makes child calls. Each lives in a
+//! slab and points at its parent, and that one relation carries deadlines,
+//! cancellation and wasted-work accounting. Siblings are linked through the slabs
+//! (a job's child calls, a call's attempts), so nothing allocates per request.
+
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::kernel::timer::{Ticket, TicketStamp, TimerSlot, TimerTicket};
+use crate::policy::breaker::Permit;
+
+use super::params::Failure;
+
+/// A caller's logical call: one entry request, or one call a job makes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Call {
+    /// The job that made it; `None` for an entry request.
+    pub parent: Option<SlabKey>,
+    /// The workload the request tree belongs to.
+    pub workload: u32,
+    pub edge: u32,
+    pub endpoint: u32,
+    /// Absolute; `Nanos::MAX` without one.
+    pub deadline: Nanos,
+    pub started: Nanos,
+    /// When the latest attempt that is not a hedge was sent.
+    pub primary_sent: Nanos,
+    /// Attempts sent, hedges excluded (the retry count is this − 1).
+    pub tries: u32,
+    pub hedges: u32,
+    /// Attempts whose answer the call still waits for.
+    pub outstanding: u32,
+    pub first_attempt: Option<SlabKey>,
+    /// The job's other child calls (a doubly linked list, spliced when a call ends).
+    pub next_sibling: Option<SlabKey>,
+    pub prev_sibling: Option<SlabKey>,
+    pub last_backoff: Nanos,
+    pub last_failure: Failure,
+    pub hedge_timer: TimerSlot,
+    /// A retry is scheduled (the call waits on no attempt).
+    pub backing_off: bool,
+    pub criticality: u8,
+    pub depth: u32,
+    pub key: u64,
+    pub counted: bool,
+}
+
+/// One request sent to one instance.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Attempt {
+    pub call: SlabKey,
+    pub edge: u32,
+    pub instance: u32,
+    pub endpoint: u32,
+    pub sent: Nanos,
+    pub deadline: Nanos,
+    pub criticality: u8,
+    pub depth: u32,
+    pub key: u64,
+    pub counted: bool,
+    pub hedge: bool,
+    /// Sent as a retry or hedge the budget granted (Envoy's budget counts them active).
+    pub granted: bool,
+    pub timer: TimerSlot,
+    pub permit: Option<Permit>,
+    /// The bounded-load router counts this attempt on `instance`.
+    pub routed: bool,
+    /// Its job, once it reached the instance and was admitted.
+    pub job: Option<SlabKey>,
+    /// The caller still waits for its answer.
+    pub caller_waiting: bool,
+    /// An event or a job still refers to it (in the network, at the server, or its
+    /// answer on the way back). The attempt is removed once neither side needs it.
+    pub in_flight: bool,
+    pub next: Option<SlabKey>,
+}
+
+/// Where a job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum JobState {
+    /// Waiting for a worker; `fresh` until its first piece of work starts.
+    Queued { since: Nanos, fresh: bool },
+    /// On a worker until its `WorkDone`.
+    Working,
+    /// Waiting for its child calls (holding its worker only if the service blocks).
+    Waiting,
+}
+
+/// A request being served by an instance.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Job {
+    pub attempt: SlabKey,
+    pub endpoint: u32,
+    pub instance: u32,
+    /// The instance's life when the job arrived: a crash starts a new one and strands
+    /// every job of the old.
+    pub epoch: u32,
+    /// The next step (absolute index into the steps); the endpoint's own work is step
+    /// "before the first".
+    pub next_step: u32,
+    pub did_work: bool,
+    /// The work waiting for a worker: a step index, or `u32::MAX` for the endpoint's own.
+    pub pending_work: u32,
+    pub state: JobState,
+    pub ticket: Ticket,
+    pub holds_worker: bool,
+    pub busy_since: Nanos,
+    pub busy_ns: Nanos,
+    pub arrived: Nanos,
+    pub deadline: Nanos,
+    pub criticality: u8,
+    pub depth: u32,
+    pub key: u64,
+    pub counted: bool,
+    pub degraded: bool,
+    pub shed_held: bool,
+    pub limit_held: bool,
+    /// The current group of calls.
+    pub first_child: Option<SlabKey>,
+    pub group_launched: u32,
+    pub group_needed: u32,
+    pub group_pending: u32,
+    pub group_ok: u32,
+    pub group_failed: u32,
+    /// The caller gave up and the service cancels abandoned work.
+    pub cancelled: bool,
+}
+
+/// What an instance answers (or the network, for a partition that fails fast).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Success,
+    /// A success some of whose calls were answered by fallbacks.
+    Degraded,
+    Refused,
+    Error,
+}
+
+/// Events (16 bytes).
+#[derive(Clone, Copy, Debug)]
+pub enum Event {
+    Arrival {
+        workload: u32,
+    },
+    /// An attempt reaches its instance.
+    Arrives {
+        attempt: SlabKey,
+    },
+    /// An attempt's answer reaches its caller.
+    Answered {
+        attempt: SlabKey,
+        answer: Answer,
+    },
+    AttemptTimeout {
+        attempt: SlabKey,
+        ticket: TimerTicket,
+    },
+    WorkDone {
+        job: SlabKey,
+        stamp: TicketStamp,
+    },
+    /// A job's child call starts.
+    CallStarts {
+        call: SlabKey,
+    },
+    RetryDue {
+        call: SlabKey,
+    },
+    HedgeDue {
+        call: SlabKey,
+        ticket: TimerTicket,
+    },
+    FaultStarts {
+        fault: u32,
+    },
+    FaultEnds {
+        fault: u32,
+    },
+}
+
+const _: () = assert!(std::mem::size_of::<Event>() <= 16);

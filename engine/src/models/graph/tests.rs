@@ -1,0 +1,421 @@
+//! The graph model against theory (Erlang C, Jackson networks, the fan-out law, retry
+//! multiplication) and its semantics (cancellation, hedging, quorum, faults).
+
+use super::*;
+use crate::components::arrivals::{ArrivalProcess, RateProfile};
+use crate::components::distribution::{Distribution, Shape};
+use crate::kernel::histogram::LatencyHistogram;
+use crate::kernel::time::{secs_to_nanos, Nanos};
+use crate::models::cluster::QueueDiscipline;
+use crate::policy::backoff::Backoff;
+use crate::policy::retry_budget::{RatioBudget, RetryBudget};
+
+const MS: Nanos = 1_000_000;
+
+fn exp(mean_s: f64) -> Distribution {
+    Distribution::new(Shape::Exponential { mean_s })
+}
+
+fn constant(value_s: f64) -> Distribution {
+    Distribution::new(Shape::Constant { value_s })
+}
+
+/// Builds a `GraphParams` endpoint by endpoint; steps and call sites are flattened at the end.
+struct Builder {
+    p: GraphParams,
+    steps: Vec<Vec<Step>>,
+    sites: Vec<Vec<Vec<CallSite>>>,
+}
+
+enum S {
+    Work(Distribution),
+    Calls(Vec<(u32, u32, f64)>, Wait),
+}
+
+impl Builder {
+    fn new(horizon_s: f64, warmup_s: f64) -> Self {
+        Builder {
+            p: GraphParams {
+                services: vec![],
+                endpoints: vec![],
+                steps: vec![],
+                call_sites: vec![],
+                edges: vec![],
+                workloads: vec![],
+                faults: vec![],
+                max_depth: 16,
+                warmup: secs_to_nanos(warmup_s),
+                horizon: secs_to_nanos(horizon_s),
+                bucket: 100 * MS,
+                recovery_hold: 500 * MS,
+            },
+            steps: vec![],
+            sites: vec![],
+        }
+    }
+
+    fn service(&mut self, instances: u32, workers: u32, queue_capacity: u32) -> u32 {
+        self.p.services.push(ServiceParams {
+            instances,
+            workers,
+            queue_capacity,
+            discipline: QueueDiscipline::Fifo,
+            cancel_abandoned: false,
+            blocking: true,
+            limiter: None,
+            shedder: None,
+            rate_limit: None,
+        });
+        self.p.services.len() as u32 - 1
+    }
+
+    fn endpoint(&mut self, service: u32, work: Option<Distribution>) -> u32 {
+        self.p.endpoints.push(EndpointParams { service, work, first_step: 0, step_count: 0 });
+        self.steps.push(vec![]);
+        self.sites.push(vec![]);
+        self.p.endpoints.len() as u32 - 1
+    }
+
+    fn edge(&mut self, from: Option<u32>, to: u32) -> u32 {
+        self.p.edges.push(EdgeParams {
+            from,
+            to,
+            network: None,
+            timeout: None,
+            propagate_deadline: true,
+            max_attempts: 1,
+            backoff: Backoff::Constant { delay: 0 },
+            retry_on: FailureSet::of(&Failure::ALL[..3]),
+            budget: RetryBudget::Unlimited,
+            breaker: None,
+            hedge: None,
+            hedge_uses_budget: false,
+            balance: Balance::RoundRobin,
+            fallback_on: FailureSet::NONE,
+        });
+        self.p.edges.len() as u32 - 1
+    }
+
+    fn step(&mut self, endpoint: u32, step: S) {
+        match step {
+            S::Work(d) => {
+                self.steps[endpoint as usize].push(Step::Work(d));
+                self.sites[endpoint as usize].push(vec![]);
+            }
+            S::Calls(calls, wait) => {
+                self.steps[endpoint as usize].push(Step::Calls { first_call: 0, calls: calls.len() as u32, wait });
+                let sites = calls.iter().map(|&(endpoint, edge, probability)| CallSite { endpoint, edge, probability });
+                self.sites[endpoint as usize].push(sites.collect());
+            }
+        }
+    }
+
+    fn poisson(&mut self, endpoint: u32, rate: f64, deadline_s: Option<f64>) {
+        let service = self.p.endpoints[endpoint as usize].service;
+        let edge = self.edge(None, service);
+        self.p.workloads.push(WorkloadParams {
+            endpoint,
+            edge,
+            arrivals: WorkloadArrivals::Open(ArrivalProcess::Poisson(RateProfile::constant(rate))),
+            deadline: deadline_s.map(secs_to_nanos),
+            criticality: [0.0, 1.0, 0.0, 0.0],
+            keys: 1,
+        });
+    }
+
+    fn build(mut self) -> GraphParams {
+        for (e, (steps, sites)) in self.steps.into_iter().zip(self.sites).enumerate() {
+            self.p.endpoints[e].first_step = self.p.steps.len() as u32;
+            self.p.endpoints[e].step_count = steps.len() as u32;
+            for (mut step, sites) in steps.into_iter().zip(sites) {
+                if let Step::Calls { first_call, .. } = &mut step {
+                    *first_call = self.p.call_sites.len() as u32;
+                }
+                self.p.call_sites.extend(sites);
+                self.p.steps.push(step);
+            }
+        }
+        self.p
+    }
+}
+
+fn run(p: &GraphParams, replica: u64) -> (GraphResults, GraphSeries) {
+    let mut histograms: Vec<LatencyHistogram> = p.workloads.iter().map(|_| LatencyHistogram::new()).collect();
+    Graph::new(p.clone(), 7, replica, &mut histograms).run()
+}
+
+/// Mean and 95% half-width over `replicas` of `f`.
+fn mean_ci(p: &GraphParams, replicas: u64, f: impl Fn(&GraphResults) -> f64) -> (f64, f64) {
+    let values: Vec<f64> = (0..replicas).map(|r| f(&run(p, r).0)).collect();
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, t95(values.len() - 1) * (var / n).sqrt())
+}
+
+/// Student's t 0.975 quantile for `df` degrees of freedom.
+fn t95(df: usize) -> f64 {
+    const TABLE: [f64; 12] = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179];
+    TABLE.get(df.saturating_sub(1)).copied().unwrap_or(1.96 + 2.5 / df as f64)
+}
+
+fn assert_within(what: &str, (mean, half): (f64, f64), expected: f64, slack: f64) {
+    assert!(
+        (mean - expected).abs() <= half + slack * expected,
+        "{what}: {mean:.6} ± {half:.6}, expected {expected:.6}"
+    );
+    assert!(half < 0.05 * expected, "{what}: the interval ±{half} is too wide to test anything");
+}
+
+#[test]
+fn one_service_is_an_m_m_c_queue() {
+    let mut g = Builder::new(60.0, 5.0);
+    let s = g.service(1, 4, 1_000_000);
+    // The work as a step rather than the endpoint's own: the same station.
+    let e = g.endpoint(s, None);
+    g.step(e, S::Work(exp(0.01)));
+    g.poisson(e, 320.0, None);
+    let p = g.build();
+    let theory = crate::measurement::theory::erlang_c(320.0, 100.0, 4).unwrap();
+    assert_within("response", mean_ci(&p, 12, |r| r.entries[0].latency_mean_s()), theory.response_mean_s, 0.01);
+    assert_within("utilisation", mean_ci(&p, 12, |r| r.services[0].utilisation), theory.utilization, 0.005);
+    // Little's law on the service: L = λW.
+    assert_within("present", mean_ci(&p, 12, |r| r.services[0].present_mean), theory.in_system_mean, 0.01);
+}
+
+/// An open Jackson network with feedback: A → B, then B calls A again with probability
+/// 0.25. Async services (a worker only for local work) make each piece of work one
+/// visit to an M/M/c station; the visit ratios are V_A = V_B = 1/(1 − 0.25), and the
+/// mean sojourn is Σ V_i W_i with each station an M/M/c at λ V_i (product form).
+#[test]
+fn an_open_jackson_network_with_feedback_has_its_product_form_sojourn() {
+    let mut g = Builder::new(60.0, 5.0);
+    let a = g.service(1, 2, 1_000_000);
+    let b = g.service(1, 1, 1_000_000);
+    g.p.services[0].blocking = false;
+    g.p.services[1].blocking = false;
+    let ea = g.endpoint(a, Some(exp(0.01)));
+    let eb = g.endpoint(b, Some(exp(0.006)));
+    let ab = g.edge(Some(a), b);
+    let ba = g.edge(Some(b), a);
+    g.step(ea, S::Calls(vec![(eb, ab, 1.0)], Wait::All));
+    g.step(eb, S::Calls(vec![(ea, ba, 0.25)], Wait::All));
+    g.p.max_depth = 200;
+    let lambda = 90.0;
+    g.poisson(ea, lambda, None);
+    let p = g.build();
+    let visits = 1.0 / 0.75;
+    let wa = crate::measurement::theory::erlang_c(lambda * visits, 100.0, 2).unwrap();
+    let wb = crate::measurement::theory::erlang_c(lambda * visits, 1.0 / 0.006, 1).unwrap();
+    let sojourn = visits * wa.response_mean_s + visits * wb.response_mean_s;
+    assert_within("sojourn", mean_ci(&p, 12, |r| r.entries[0].latency_mean_s()), sojourn, 0.01);
+    // Visit ratios: attempts arriving at each service per entry request.
+    let ratio = |r: &GraphResults, s: usize| r.services[s].arrivals as f64 / r.entries[0].offered as f64;
+    assert_within("visits to A", mean_ci(&p, 12, |r| ratio(r, 0)), visits, 0.005);
+    assert_within("visits to B", mean_ci(&p, 12, |r| ratio(r, 1)), visits, 0.005);
+    assert_within("utilisation of B", mean_ci(&p, 12, |r| r.services[1].utilisation), wb.utilization, 0.01);
+}
+
+/// N leaves, each calling a slow dependency with probability p: a request is slow when
+/// any leaf is, 1 − (1 − p)^N of them.
+#[test]
+fn the_fan_out_law() {
+    for (leaves, p_slow) in [(1u32, 0.05), (10, 0.05), (40, 0.01)] {
+        let mut g = Builder::new(30.0, 1.0);
+        let front = g.service(1, 100_000, 0);
+        let leaf = g.service(leaves, 100_000, 0);
+        let slow = g.service(1, 100_000, 0);
+        let ef = g.endpoint(front, None);
+        let el = g.endpoint(leaf, Some(constant(0.001)));
+        let es = g.endpoint(slow, Some(constant(0.1)));
+        let fl = g.edge(Some(front), leaf);
+        let ls = g.edge(Some(leaf), slow);
+        g.step(ef, S::Calls((0..leaves).map(|_| (el, fl, 1.0)).collect(), Wait::All));
+        g.step(el, S::Calls(vec![(es, ls, p_slow)], Wait::All));
+        g.poisson(ef, 200.0, None);
+        let p = g.build();
+        let expected = 1.0 - (1.0 - p_slow).powi(leaves as i32);
+        // The share of requests slower than 50 ms, from the median-free histogram: p50 of
+        // the slow share is read as the fraction above the midpoint of the two modes.
+        let slow_share = |r: &GraphResults| {
+            let h = &r.entries[0].latency;
+            let fast = (0..=1000).map(|k| k as f64 / 1000.0).take_while(|&q| h.quantile(q) < 0.05e9).count();
+            1.0 - fast as f64 / 1001.0
+        };
+        let (mean, half) = mean_ci(&p, 8, slow_share);
+        assert!((mean - expected).abs() <= half + 0.004, "N = {leaves}: {mean} ± {half} vs {expected}");
+    }
+}
+
+/// Up to k attempts at every layer, the bottom failing every call: the bottom sees
+/// k^depth attempts per entry request. A 10% ratio budget at every layer bounds it.
+#[test]
+fn retries_multiply_through_layers_and_budgets_bound_them() {
+    let build = |budget: bool| {
+        let mut g = Builder::new(20.0, 1.0);
+        let services: Vec<u32> = (0..4).map(|_| g.service(1, 100_000, 0)).collect();
+        let endpoints: Vec<u32> = services.iter().map(|&s| g.endpoint(s, Some(constant(0.0001)))).collect();
+        for layer in 0..3 {
+            let edge = g.edge(Some(services[layer]), services[layer + 1]);
+            g.p.edges[edge as usize].max_attempts = 3;
+            if budget {
+                g.p.edges[edge as usize].budget = RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0));
+            }
+            g.step(endpoints[layer], S::Calls(vec![(endpoints[layer + 1], edge, 1.0)], Wait::All));
+        }
+        g.poisson(endpoints[0], 100.0, None);
+        g.p.faults.push(GraphFault {
+            target: FaultTarget::Instances { service: services[3], first: 0, count: 1 },
+            kind: FaultKind::Errors { rate: 1.0 },
+            start: 0,
+            duration: secs_to_nanos(100.0),
+        });
+        g.build()
+    };
+    let (results, _) = run(&build(false), 0);
+    let entries = results.entries[0].offered as f64;
+    let bottom = results.services[3].arrivals as f64 / entries;
+    assert!((bottom - 27.0).abs() < 0.2, "3^3 = 27 attempts at the bottom per request, got {bottom}");
+    assert_eq!(results.entries[0].failed_by(Failure::Error), results.entries[0].offered);
+    let (budgeted, _) = run(&build(true), 0);
+    let bottom = budgeted.services[3].arrivals as f64 / budgeted.entries[0].offered as f64;
+    // Without successes the ratio budget only has its 10 initial tokens per edge.
+    assert!(bottom < 1.05, "a budget at every layer: {bottom} attempts at the bottom per request");
+}
+
+/// A client timeout of 50 ms on work of 200 ms: without cancellation the worker keeps
+/// working (all of it wasted); with it, the worker is freed at the timeout.
+#[test]
+fn cancellation_frees_the_worker_and_no_cancellation_wastes_it() {
+    let build = |cancel: bool| {
+        let mut g = Builder::new(20.0, 1.0);
+        let front = g.service(1, 100_000, 0);
+        let back = g.service(1, 50, 1_000);
+        g.p.services[1].cancel_abandoned = cancel;
+        let ef = g.endpoint(front, None);
+        let eb = g.endpoint(back, Some(constant(0.2)));
+        let fb = g.edge(Some(front), back);
+        g.p.edges[fb as usize].timeout = Some(50 * MS);
+        g.p.edges[fb as usize].fallback_on = FailureSet::of(&[Failure::Timeout]);
+        g.step(ef, S::Calls(vec![(eb, fb, 1.0)], Wait::All));
+        g.poisson(ef, 100.0, None);
+        g.build()
+    };
+    let (kept, _) = run(&build(false), 0);
+    let (cancelled, _) = run(&build(true), 0);
+    let back = |r: &GraphResults| r.services[1].clone();
+    assert!(back(&kept).wasted_s > 0.95 * back(&kept).busy_s, "{:?}", back(&kept));
+    // λ × 200 ms = 20 busy workers kept; cancelled at 50 ms, 5.
+    assert!((back(&kept).utilisation * 50.0 / 20.0 - 1.0).abs() < 0.1, "{}", back(&kept).utilisation);
+    assert!((back(&cancelled).utilisation * 50.0 / 5.0 - 1.0).abs() < 0.1, "{}", back(&cancelled).utilisation);
+    assert!(back(&cancelled).cancelled > 0 && back(&kept).cancelled == 0);
+    let entry = &kept.entries[0];
+    assert!(entry.successes == 0 && entry.degraded + 10 > entry.offered, "every answer is the fallback: {entry:?}");
+}
+
+/// A long-tailed leaf read through a hedge at the running p95: the tail is cut, for
+/// about 5% more attempts.
+#[test]
+fn a_hedge_at_the_p95_cuts_the_tail_for_a_few_percent_more_load() {
+    let build = |hedge: Option<crate::policy::hedge::HedgeConfig>| {
+        let mut g = Builder::new(30.0, 2.0);
+        let front = g.service(1, 100_000, 0);
+        let store = g.service(4, 100_000, 0);
+        let ef = g.endpoint(front, None);
+        let es = g.endpoint(store, Some(Distribution::new(Shape::Lognormal { mu: (0.005f64).ln(), sigma: 1.2 })));
+        let fs = g.edge(Some(front), store);
+        g.p.edges[fs as usize].hedge = hedge;
+        g.p.edges[fs as usize].timeout = Some(secs_to_nanos(5.0));
+        g.step(ef, S::Calls(vec![(es, fs, 1.0)], Wait::All));
+        g.poisson(ef, 200.0, None);
+        g.build()
+    };
+    use crate::policy::hedge::{HedgeConfig, HedgeDelay};
+    let (plain, _) = run(&build(None), 0);
+    let config = HedgeConfig { delay: HedgeDelay::Quantile(0.95), max_hedges: 1, min_samples: 50 };
+    let (hedged, _) = run(&build(Some(config)), 0);
+    let p99 = |r: &GraphResults| r.entries[0].latency.quantile(0.99);
+    assert!(p99(&hedged) < 0.6 * p99(&plain), "p99 {} vs {}", p99(&hedged), p99(&plain));
+    // Edge 0 is front → store (the clients' edge comes last).
+    let extra = hedged.edges[0].attempts as f64 / hedged.edges[0].calls as f64 - 1.0;
+    assert!((0.03..0.08).contains(&extra), "{extra} extra attempts per call");
+    assert!(hedged.edges[0].hedge_wins > 0 && hedged.edges[0].hedge_wins <= hedged.edges[0].hedges);
+}
+
+/// A quorum of 2 of 3 waits for the second-fastest, all of 3 for the slowest.
+#[test]
+fn a_quorum_waits_for_the_kth_answer() {
+    let build = |wait: Wait| {
+        let mut g = Builder::new(20.0, 1.0);
+        let front = g.service(1, 100_000, 0);
+        let replica = g.service(3, 100_000, 0);
+        let ef = g.endpoint(front, None);
+        let er = g.endpoint(replica, Some(exp(0.01)));
+        let fr = g.edge(Some(front), replica);
+        g.step(ef, S::Calls(vec![(er, fr, 1.0); 3], wait));
+        g.poisson(ef, 100.0, None);
+        g.build()
+    };
+    // Order statistics of three exponentials of mean m: m/3, m/3 + m/2, m/3 + m/2 + m.
+    for (wait, expected) in [
+        (Wait::FirstSuccess, 0.01 / 3.0),
+        (Wait::Quorum(2), 0.01 * (1.0 / 3.0 + 0.5)),
+        (Wait::All, 0.01 * (1.0 / 3.0 + 0.5 + 1.0)),
+    ] {
+        let got = mean_ci(&build(wait), 12, |r| r.entries[0].latency_mean_s());
+        assert_within(&format!("{wait:?}"), got, expected, 0.01);
+    }
+}
+
+/// A crash of one instance of two: requests to it are refused until it restarts; a
+/// partition that times out costs the timeout; after both, the graph recovers.
+#[test]
+fn crashes_and_partitions() {
+    let mut g = Builder::new(20.0, 1.0);
+    let front = g.service(1, 100_000, 0);
+    let back = g.service(2, 100, 100);
+    let ef = g.endpoint(front, None);
+    let eb = g.endpoint(back, Some(exp(0.005)));
+    let fb = g.edge(Some(front), back);
+    g.p.edges[fb as usize].timeout = Some(100 * MS);
+    g.step(ef, S::Calls(vec![(eb, fb, 1.0)], Wait::All));
+    g.poisson(ef, 200.0, None);
+    g.p.faults.push(GraphFault {
+        target: FaultTarget::Instances { service: back, first: 1, count: 1 },
+        kind: FaultKind::Crash,
+        start: secs_to_nanos(5.0),
+        duration: secs_to_nanos(2.0),
+    });
+    g.p.faults.push(GraphFault {
+        target: FaultTarget::Edge(fb),
+        kind: FaultKind::Partition { fail_fast: false },
+        start: secs_to_nanos(10.0),
+        duration: secs_to_nanos(1.0),
+    });
+    let p = g.build();
+    let (r, _) = run(&p, 0);
+    let offered = r.entries[0].offered as f64;
+    // Round robin: half the requests of 2 s go to the crashed instance (refused: down);
+    // all of 1 s time out in the partition. The front answers both with an error.
+    let refused = r.services[1].refused_by(Refusal::Down) as f64;
+    let timeouts = r.edges[0].timeouts as f64;
+    assert!((refused / (200.0 * 2.0 * 0.5) - 1.0).abs() < 0.15, "{refused} refused");
+    assert!((timeouts / 200.0 - 1.0).abs() < 0.15, "{timeouts} timed out");
+    assert_eq!(r.entries[0].failed_by(Failure::Error), (refused + timeouts) as u64);
+    assert!(r.recovered);
+    assert!(r.entries[0].successes as f64 > offered - refused - timeouts - 5.0);
+}
+
+#[test]
+fn replicas_are_deterministic() {
+    let mut g = Builder::new(10.0, 1.0);
+    let s = g.service(2, 2, 10);
+    let e = g.endpoint(s, Some(exp(0.01)));
+    g.poisson(e, 300.0, Some(0.5));
+    let p = g.build();
+    let (a, sa) = run(&p, 3);
+    let (b, sb) = run(&p, 3);
+    assert_eq!(sa, sb);
+    assert_eq!(a.edges, b.edges);
+    assert_eq!(a.entries[0].successes, b.entries[0].successes);
+}
