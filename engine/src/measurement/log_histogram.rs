@@ -131,7 +131,7 @@ mod tests {
         for _ in 0..200_000 {
             h.record((rng.exponential(1.0) * 1e6) as Nanos);
         }
-        for q in [0.5, 0.9, 0.99, 0.999] {
+        for q in [0.5f64, 0.9, 0.99, 0.999] {
             let exact = -(1.0 - q).ln() * 1e6;
             let got = h.quantile(q);
             assert!((got / exact - 1.0).abs() < 0.045, "q{q}: {got} vs {exact}");
