@@ -490,36 +490,9 @@ impl ClusterConfig {
                 )));
             }
         }
-        if self.retry.budget != BudgetName::None {
-            positive("retry.budget_ratio", self.retry.budget_ratio, "positive")?;
-            positive("retry.budget_cap", self.retry.budget_cap, "positive")?;
-            positive("retry.budget_window_s", self.retry.budget_window_s, "a positive number of seconds")?;
-            if self.retry.budget == BudgetName::Adaptive && self.retry.budget_ratio < 1.0 {
-                return Err(Error::bad_input(format!(
-                    "retry.budget_ratio = {}: with retry.budget = \"adaptive\", budget_ratio is the throttle's K \
-                     (requests are rejected locally once they exceed K × accepts), and K must be at least 1; the \
-                     default 0.1 is the ratio budget's 10%, not a K",
-                    self.retry.budget_ratio
-                ))
-                .with_hint("set retry.budget_ratio = 2 (the SRE book's K) with budget = \"adaptive\""));
-            }
-            if self.retry.budget == BudgetName::Ttl && self.retry.budget_ratio > 1000.0 {
-                return Err(Error::bad_input("retry.budget_ratio: the TTL budget's percent must be at most 1000"));
-            }
-        }
-        let b = &self.retry.breaker;
-        if b.enabled {
-            if !(b.failure_rate_threshold > 0.0 && b.failure_rate_threshold <= 1.0) {
-                return Err(Error::bad_input(format!(
-                    "retry.breaker.failure_rate_threshold = {}: must be in (0, 1]",
-                    b.failure_rate_threshold
-                )));
-            }
-            positive("retry.breaker.window_s", b.window_s, "a positive number of seconds")?;
-            positive("retry.breaker.open_s", b.open_s, "a positive number of seconds")?;
-            at_least_one("retry.breaker.half_open_probes", b.half_open_probes)?;
-        }
-        Ok(())
+        let r = &self.retry;
+        validate_budget("retry", r.budget, r.budget_ratio, r.budget_cap, r.budget_window_s)?;
+        self.retry.breaker.validate("retry.breaker")
     }
 
     fn validate_faults(&self, run: &RunConfig) -> Result<()> {
@@ -641,20 +614,64 @@ impl RetryConfig {
     }
 
     fn budget(&self) -> RetryBudget {
-        let window: Nanos = secs_to_nanos(self.budget_window_s);
-        let (ratio, cap) = (self.budget_ratio, self.budget_cap);
-        match self.budget {
-            BudgetName::None => RetryBudget::Unlimited,
-            BudgetName::Ratio => RetryBudget::Ratio(RatioBudget::new(ratio, cap, self.budget_initial)),
-            BudgetName::Grpc => RetryBudget::Grpc(GrpcThrottle::new(cap, ratio)),
-            BudgetName::Ttl => RetryBudget::Ttl(TtlBudget::new(window, cap as u32, ratio)),
-            BudgetName::Adaptive => RetryBudget::Adaptive(Box::new(AdaptiveThrottle::new(ratio, window))),
-        }
+        retry_budget(self.budget, self.budget_ratio, self.budget_cap, self.budget_initial, self.budget_window_s)
     }
 }
 
+/// The retry budget `kind` with the `[retry]` vocabulary's parameters (shared with the
+/// graph's edges): ratio — tokens per success, cap, initial tokens; grpc — token ratio,
+/// max tokens; ttl — percent, minimum per second, deposit lifetime; adaptive — K, window.
+pub(crate) fn retry_budget(kind: BudgetName, ratio: f64, cap: f64, initial: f64, window_s: f64) -> RetryBudget {
+    let window: Nanos = secs_to_nanos(window_s);
+    match kind {
+        BudgetName::None => RetryBudget::Unlimited,
+        BudgetName::Ratio => RetryBudget::Ratio(RatioBudget::new(ratio, cap, initial)),
+        BudgetName::Grpc => RetryBudget::Grpc(GrpcThrottle::new(cap, ratio)),
+        BudgetName::Ttl => RetryBudget::Ttl(TtlBudget::new(window, cap as u32, ratio)),
+        BudgetName::Adaptive => RetryBudget::Adaptive(Box::new(AdaptiveThrottle::new(ratio, window))),
+    }
+}
+
+/// Checks a retry budget's parameters; `path` is the section (`retry`, `edges."a->b".retry`).
+pub(crate) fn validate_budget(path: &str, kind: BudgetName, ratio: f64, cap: f64, window_s: f64) -> Result<()> {
+    if kind == BudgetName::None {
+        return Ok(());
+    }
+    positive(&format!("{path}.budget_ratio"), ratio, "positive")?;
+    positive(&format!("{path}.budget_cap"), cap, "positive")?;
+    positive(&format!("{path}.budget_window_s"), window_s, "a positive number of seconds")?;
+    if kind == BudgetName::Adaptive && ratio < 1.0 {
+        return Err(Error::bad_input(format!(
+            "{path}.budget_ratio = {ratio}: with {path}.budget = \"adaptive\", budget_ratio is the throttle's K \
+             (requests are rejected locally once they exceed K × accepts), and K must be at least 1; the \
+             default 0.1 is the ratio budget's 10%, not a K"
+        ))
+        .with_hint(format!("set {path}.budget_ratio = 2 (the SRE book's K) with budget = \"adaptive\"")));
+    }
+    if kind == BudgetName::Ttl && ratio > 1000.0 {
+        return Err(Error::bad_input(format!("{path}.budget_ratio: the TTL budget's percent must be at most 1000")));
+    }
+    Ok(())
+}
+
 impl BreakerSection {
-    fn config(&self) -> Option<BreakerConfig> {
+    /// Checks an enabled breaker's fields; `path` is the section.
+    pub(crate) fn validate(&self, path: &str) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if !(self.failure_rate_threshold > 0.0 && self.failure_rate_threshold <= 1.0) {
+            return Err(Error::bad_input(format!(
+                "{path}.failure_rate_threshold = {}: must be in (0, 1]",
+                self.failure_rate_threshold
+            )));
+        }
+        positive(&format!("{path}.window_s"), self.window_s, "a positive number of seconds")?;
+        positive(&format!("{path}.open_s"), self.open_s, "a positive number of seconds")?;
+        at_least_one(&format!("{path}.half_open_probes"), self.half_open_probes)
+    }
+
+    pub(crate) fn config(&self) -> Option<BreakerConfig> {
         self.enabled.then(|| BreakerConfig {
             window: SlidingWindow::Time { window: secs_to_nanos(self.window_s).max(10), buckets: 10 },
             minimum_calls: self.minimum_calls,

@@ -179,3 +179,50 @@ pub fn flag(value: bool) -> f64 {
         0.0
     }
 }
+
+/// Interns a name or description built from a scenario (the graph model's
+/// `api.checkout.p99_s`), so it can sit in a [`MetricDef`] beside the static ones. Each
+/// distinct text is stored once for the life of the process: memory grows with the
+/// distinct names of the scenarios resolved, not with runs or grid points.
+pub fn intern(text: String) -> &'static str {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static TEXTS: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut texts = TEXTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(&text) = texts.get(text.as_str()) {
+        return text;
+    }
+    let text: &'static str = Box::leak(text.into_boxed_str());
+    texts.insert(text);
+    text
+}
+
+/// Interns a list of names (a model's latency histograms), once per distinct list.
+pub fn intern_names(names: Vec<&'static str>) -> &'static [&'static str] {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static LISTS: Mutex<BTreeSet<&'static [&'static str]>> = Mutex::new(BTreeSet::new());
+    let mut lists = LISTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(&list) = lists.get(names.as_slice()) {
+        return list;
+    }
+    let list: &'static [&'static str] = Box::leak(names.into_boxed_slice());
+    lists.insert(list);
+    list
+}
+
+/// Interns a list of series declarations, once per distinct list.
+pub fn intern_series(series: Vec<SeriesDef>) -> &'static [SeriesDef] {
+    use std::sync::Mutex;
+    static LISTS: Mutex<Vec<&'static [SeriesDef]>> = Mutex::new(Vec::new());
+    let mut lists = LISTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let same = |list: &[SeriesDef]| {
+        list.len() == series.len() && list.iter().zip(&series).all(|(a, b)| a.name == b.name && a.kind == b.kind)
+    };
+    if let Some(&list) = lists.iter().find(|list| same(list)) {
+        return list;
+    }
+    let list: &'static [SeriesDef] = Box::leak(series.into_boxed_slice());
+    lists.push(list);
+    list
+}

@@ -7,6 +7,7 @@
 pub mod cluster;
 pub mod dependency;
 pub mod gateway;
+pub mod graph;
 pub mod metrics;
 pub mod mg1;
 pub mod mmc;

@@ -2,7 +2,7 @@
 //! line here; nothing else in the code base names a model.
 
 use super::spec::{DynModel, Registered};
-use super::{cluster, dependency, gateway, mg1, mmc};
+use super::{cluster, dependency, gateway, graph, mg1, mmc};
 
 /// Every model, in listing order.
 pub static MODELS: &[&dyn DynModel] = &[
@@ -11,6 +11,7 @@ pub static MODELS: &[&dyn DynModel] = &[
     &Registered::<cluster::Cluster>::MODEL,
     &Registered::<dependency::Dependency>::MODEL,
     &Registered::<gateway::Gateway>::MODEL,
+    &Registered::<graph::Graph>::MODEL,
 ];
 
 /// The model called `name`.

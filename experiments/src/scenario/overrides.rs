@@ -21,13 +21,13 @@ pub struct Overrides {
     pub grids: Vec<GridAxis>,
 }
 
-/// Checks a dotted path: non-empty parts of letters, digits, `_` and `-` (a part of
-/// digits indexes a list: `faults.0.factor`).
+/// Checks a dotted path: non-empty parts of letters, digits, `_`, `-` and `>` (a part
+/// of digits indexes a list: `faults.0.factor`; a graph's edge is `edges.api->db.timeout_s`).
 pub(crate) fn check_path(path: &str, flag: &str) -> Result<()> {
     let valid = !path.is_empty()
-        && path
-            .split('.')
-            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        && path.split('.').all(|part| {
+            !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '>'))
+        });
     if valid {
         Ok(())
     } else {

@@ -1,0 +1,797 @@
+//! From a `graph` scenario's sections to the engine's `GraphParams`: every name
+//! resolved to an index once (services and endpoints in name order, edges in name
+//! order), every distribution read, and every mistake refused with its field path —
+//! unknown services or endpoints, call cycles without a depth bound, zero instances
+//! or workers, probabilities outside [0, 1], quorums larger than their group, hedges
+//! that can never fire, edges no call uses, faults on unknown targets.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use stampede_engine::components::arrivals::{ArrivalProcess, RateProfile};
+use stampede_engine::models::cluster::QueueDiscipline;
+use stampede_engine::models::graph::{
+    Balance, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
+    GraphParams, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
+};
+use stampede_engine::policy::codel::CoDelConfig;
+use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
+use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, VegasConfig};
+use stampede_engine::policy::shedder::ShedMarks;
+use stampede_engine::secs_to_nanos;
+
+use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
+use super::schema::{
+    BalanceName, DeadlineName, EdgeConfig, GraphConfig, LimiterName, ServiceConfig, StepConfig, Threading,
+    WorkloadConfig,
+};
+use crate::base::checks::{at_least_one, positive};
+use crate::base::error::{Error, Result};
+
+/// The name a workload's clients have as a caller (`client->api`).
+pub const CLIENT: &str = "client";
+
+/// The graph with its names: what the metrics, the report and the engine read.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// Everything but the run's times (filled in per replica).
+    pub params: GraphParams,
+    pub services: Vec<String>,
+    /// `service.endpoint`, by endpoint index.
+    pub endpoints: Vec<String>,
+    /// `caller->callee`, by edge index.
+    pub edges: Vec<String>,
+    /// Each workload's entry, `service.endpoint`.
+    pub entries: Vec<String>,
+}
+
+impl PartialEq for Topology {
+    fn eq(&self, other: &Self) -> bool {
+        // Built from the sections, which are compared themselves.
+        self.services == other.services && self.edges == other.edges && self.entries == other.entries
+    }
+}
+
+fn bad(message: String) -> Error {
+    Error::bad_input(message)
+}
+
+fn check_name(path: &str, name: &str) -> Result<()> {
+    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid || name.contains("->") || name == CLIENT {
+        return Err(bad(format!(
+            "{path} {name:?}: a name is letters, digits, `_` and `-` (no `.`, `#` or `->`), and not {CLIENT:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn failures(path: &str, names: &[String], allowed: &[Failure]) -> Result<FailureSet> {
+    let mut found = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let Some(failure) = allowed.iter().find(|f| f.name() == name) else {
+            let list: Vec<&str> = allowed.iter().map(|f| f.name()).collect();
+            return Err(bad(format!("{path}[{i}] = {name:?}: not a failure; allowed: {}", list.join(", "))));
+        };
+        found.push(*failure);
+    }
+    Ok(FailureSet::of(&found))
+}
+
+fn probability(path: &str, value: Option<f64>) -> Result<f64> {
+    let p = value.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&p) {
+        return Err(bad(format!("{path} = {p}: a probability must be from 0 to 1")));
+    }
+    Ok(p)
+}
+
+/// Resolves the sections into a [`Topology`].
+pub fn build(config: &GraphConfig) -> Result<Topology> {
+    if config.services.is_empty() {
+        return Err(bad("services: the graph needs at least one service".into()));
+    }
+    let mut builder = Builder::default();
+    for (name, service) in &config.services {
+        check_name("services", name)?;
+        builder.service(name, service)?;
+    }
+    for (name, service) in &config.services {
+        for (ep, endpoint) in &service.endpoints {
+            let index = builder.endpoint_index[&format!("{name}.{ep}")];
+            for (k, step) in endpoint.steps.iter().enumerate() {
+                let path = format!("services.{name}.endpoints.{ep}.steps[{k}]");
+                builder.step(index, &path, step)?;
+            }
+        }
+    }
+    for (w, workload) in config.workload.iter().enumerate() {
+        builder.workload(w, workload).map_err(|e| {
+            if e.message.starts_with("workload") {
+                e
+            } else {
+                e.context(format!("workload[{w}]"))
+            }
+        })?;
+    }
+    if config.workload.is_empty() {
+        return Err(bad("workload: the graph needs at least one [[workload]] (where requests come from)".into()));
+    }
+    builder.max_depth = check_cycles(&builder, config.graph.max_depth)?;
+    builder.edges(config)?;
+    builder.faults(config)?;
+    Ok(builder.finish())
+}
+
+#[derive(Default)]
+struct Builder {
+    services: Vec<String>,
+    service_index: BTreeMap<String, u32>,
+    service_params: Vec<ServiceParams>,
+    endpoints: Vec<String>,
+    endpoint_index: BTreeMap<String, u32>,
+    endpoint_params: Vec<EndpointParams>,
+    /// Per endpoint, its steps with their call sites' (callee endpoint, edge name, probability).
+    steps: Vec<Vec<(Step, Vec<(u32, String, f64)>)>>,
+    /// Edge names in use, with (caller, callee).
+    used_edges: BTreeMap<String, (Option<u32>, u32)>,
+    workloads: Vec<(WorkloadParams, String)>,
+    entries: Vec<String>,
+    edge_names: Vec<String>,
+    edge_params: Vec<EdgeParams>,
+    faults: Vec<GraphFault>,
+    max_depth: u32,
+}
+
+impl Builder {
+    fn service(&mut self, name: &str, s: &ServiceConfig) -> Result<()> {
+        let path = format!("services.{name}");
+        at_least_one(&format!("{path}.instances"), s.instances)?;
+        at_least_one(&format!("{path}.workers"), s.workers)?;
+        if s.instances > 10_000 || s.workers > 1_000_000 {
+            return Err(bad(format!("{path}: at most 10000 instances and 1000000 workers per instance")));
+        }
+        if s.endpoints.is_empty() {
+            return Err(bad(format!("{path}.endpoints: a service needs at least one endpoint")));
+        }
+        let discipline = match s.queue.order {
+            QueueOrderName::Fifo => QueueDiscipline::Fifo,
+            QueueOrderName::Lifo => QueueDiscipline::Lifo,
+            QueueOrderName::Codel => {
+                positive(
+                    &format!("{path}.queue.codel_target_s"),
+                    s.queue.codel_target_s,
+                    "a positive number of seconds",
+                )?;
+                positive(
+                    &format!("{path}.queue.codel_interval_s"),
+                    s.queue.codel_interval_s,
+                    "a positive number of seconds",
+                )?;
+                QueueDiscipline::CoDel(CoDelConfig {
+                    target: secs_to_nanos(s.queue.codel_target_s),
+                    interval: secs_to_nanos(s.queue.codel_interval_s).max(1),
+                })
+            }
+        };
+        let limiter = s.limiter.as_ref().map(|l| limiter(&format!("{path}.limiter"), l)).transpose()?;
+        let shedder = match &s.shedder {
+            None => None,
+            Some(shedder) => {
+                let (low, normal) = (shedder.shed_low_at, shedder.shed_normal_at);
+                if !(low > 0.0 && low <= normal && normal <= 1.0) {
+                    return Err(bad(format!(
+                        "{path}.shedder: shed_low_at = {low} and shed_normal_at = {normal} must satisfy 0 < shed_low_at ≤ shed_normal_at ≤ 1"
+                    )));
+                }
+                Some(ShedMarks([1.0, 1.0, normal, low]))
+            }
+        };
+        let rate_limit = match &s.rate_limit {
+            None => None,
+            Some(r) => {
+                positive(&format!("{path}.rate_limit.per_s"), r.per_s, "a positive rate per second")?;
+                if r.burst == 0 {
+                    return Err(bad(format!("{path}.rate_limit.burst = 0: must be at least 1")));
+                }
+                Some((r.per_s, r.burst))
+            }
+        };
+        let index = self.services.len() as u32;
+        self.services.push(name.to_string());
+        self.service_index.insert(name.to_string(), index);
+        self.service_params.push(ServiceParams {
+            instances: s.instances,
+            workers: s.workers,
+            queue_capacity: s.queue.capacity,
+            discipline,
+            cancel_abandoned: s.cancel_abandoned,
+            blocking: s.threading == Threading::Blocking,
+            limiter,
+            shedder,
+            rate_limit,
+        });
+        for (ep, endpoint) in &s.endpoints {
+            check_name(&format!("{path}.endpoints"), ep)?;
+            let work = endpoint.work.as_ref().map(|w| w.resolve(&format!("{path}.endpoints.{ep}.work"))).transpose()?;
+            let full = format!("{name}.{ep}");
+            self.endpoint_index.insert(full.clone(), self.endpoints.len() as u32);
+            self.endpoints.push(full);
+            self.endpoint_params.push(EndpointParams { service: index, work, first_step: 0, step_count: 0 });
+            self.steps.push(Vec::new());
+        }
+        Ok(())
+    }
+
+    /// `service.endpoint` → (endpoint index, its service's index).
+    fn target(&self, path: &str, call: &str) -> Result<(u32, u32)> {
+        if let Some(&endpoint) = self.endpoint_index.get(call) {
+            return Ok((endpoint, self.endpoint_params[endpoint as usize].service));
+        }
+        let (service, _) = call.split_once('.').unwrap_or((call, ""));
+        let message = match self.service_index.get(service) {
+            None => format!("{path} = {call:?}: no service {service:?}; services: {}", self.services.join(", ")),
+            Some(_) => {
+                let endpoints: Vec<&str> = self
+                    .endpoints
+                    .iter()
+                    .filter(|e| e.starts_with(&format!("{service}.")))
+                    .map(String::as_str)
+                    .collect();
+                format!("{path} = {call:?}: no such endpoint; {service}'s endpoints: {}", endpoints.join(", "))
+            }
+        };
+        Err(bad(message).with_hint("a call names service.endpoint, e.g. call = \"db.query\""))
+    }
+
+    fn step(&mut self, endpoint: u32, path: &str, step: &StepConfig) -> Result<()> {
+        let caller = &self.services[self.endpoint_params[endpoint as usize].service as usize].clone();
+        let kinds = [step.call.is_some(), step.parallel.is_some(), step.work.is_some()];
+        if kinds.iter().filter(|&&k| k).count() != 1 {
+            return Err(bad(format!(
+                "{path}: a step is one of call = \"service.endpoint\", parallel = [...], or work = {{ dist = ... }}"
+            )));
+        }
+        if let Some(work) = &step.work {
+            if step.probability.is_some() || step.wait.is_some() || step.quorum.is_some() {
+                return Err(bad(format!("{path}: a work step takes no probability, wait or quorum")));
+            }
+            let distribution = work.resolve(&format!("{path}.work"))?;
+            self.steps[endpoint as usize].push((Step::Work(distribution), Vec::new()));
+            return Ok(());
+        }
+        let calls: Vec<(String, Option<f64>, String)> = match (&step.call, &step.parallel) {
+            (Some(call), None) => {
+                if step.wait.is_some() || step.quorum.is_some() {
+                    return Err(bad(format!("{path}: wait and quorum belong to a parallel group")));
+                }
+                vec![(call.clone(), step.probability, format!("{path}.call"))]
+            }
+            (None, Some(parallel)) => {
+                if step.probability.is_some() {
+                    return Err(bad(format!("{path}.probability: give each call in the group its own probability")));
+                }
+                if parallel.is_empty() {
+                    return Err(bad(format!("{path}.parallel = []: a group needs at least one call")));
+                }
+                parallel
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.call.clone(), c.probability, format!("{path}.parallel[{i}].call")))
+                    .collect()
+            }
+            _ => unreachable!("one kind"),
+        };
+        let wait = match (step.wait.as_deref().unwrap_or("all"), step.quorum) {
+            ("all", None) => Wait::All,
+            ("first", None) => Wait::FirstSuccess,
+            ("quorum", Some(k)) => {
+                if k == 0 || k as usize > calls.len() {
+                    return Err(bad(format!(
+                        "{path}.quorum = {k}: must be from 1 to the group's {} calls",
+                        calls.len()
+                    )));
+                }
+                Wait::Quorum(k)
+            }
+            ("quorum", None) => return Err(bad(format!("{path}.quorum: missing; wait = \"quorum\" needs quorum = k"))),
+            (other @ ("all" | "first"), Some(_)) => {
+                return Err(bad(format!("{path}.quorum: only with wait = \"quorum\" (here wait = {other:?})")))
+            }
+            (other, _) => {
+                return Err(bad(format!("{path}.wait = {other:?}: allowed: all, first, quorum")));
+            }
+        };
+        let mut sites = Vec::new();
+        for (i, (call, p, call_path)) in calls.iter().enumerate() {
+            let probability_path = if step.parallel.is_some() {
+                format!("{path}.parallel[{i}].probability")
+            } else {
+                format!("{path}.probability")
+            };
+            let probability = probability(&probability_path, *p)?;
+            let (callee, callee_service) = self.target(call_path, call)?;
+            let edge = format!("{caller}->{}", self.services[callee_service as usize]);
+            let from = self.service_index[caller.as_str()];
+            self.used_edges.insert(edge.clone(), (Some(from), callee_service));
+            sites.push((callee, edge, probability));
+        }
+        let count = sites.len() as u32;
+        self.steps[endpoint as usize].push((Step::Calls { first_call: 0, calls: count, wait }, sites));
+        Ok(())
+    }
+
+    fn workload(&mut self, w: usize, workload: &WorkloadConfig) -> Result<()> {
+        let path = format!("workload[{w}]");
+        let (endpoint, service) = self.target(&format!("{path}.entry"), &workload.entry)?;
+        if self.entries.contains(&workload.entry) {
+            return Err(bad(format!("{path}.entry = {:?}: another workload enters there already; merge them (their metrics would share a name)", workload.entry)));
+        }
+        let edge = format!("{CLIENT}->{}", self.services[service as usize]);
+        self.used_edges.insert(edge.clone(), (None, service));
+        let arrivals = match (workload.users, &workload.arrivals) {
+            (Some(users), arrivals) => {
+                at_least_one(&format!("{path}.users"), users)?;
+                if arrivals.is_some() || workload.rate_per_s.is_some() || workload.load.is_some() {
+                    return Err(bad(format!(
+                        "{path}.users: a closed-loop workload sets no arrivals, rate_per_s or load (users arrive as they finish)"
+                    )));
+                }
+                positive(&format!("{path}.think_time_s"), workload.think_time_s, "a positive number of seconds")?;
+                WorkloadArrivals::Closed { users, think: secs_to_nanos(workload.think_time_s) }
+            }
+            (None, arrivals) => {
+                let rate_path = format!("{path}.rate_per_s");
+                if let Some(rate) = workload.rate_per_s {
+                    crate::base::checks::positive_rate(&rate_path, rate)?;
+                }
+                let process =
+                    crate::inputs::load::model_arrivals(workload.load.as_ref(), workload.rate_per_s, &rate_path, None)
+                        .map_err(|e| e.context(&path))?;
+                let rate = workload.rate_per_s.unwrap_or(f64::NAN);
+                let process = match (arrivals.as_deref(), process) {
+                    (Some(_), Some(_)) => {
+                        return Err(bad(format!("{path}.arrivals: with [workload.load], give the arrivals there (load.arrivals)")))
+                    }
+                    (None, Some(process)) => process,
+                    (None | Some("poisson"), None) => ArrivalProcess::Poisson(RateProfile::constant(rate)),
+                    (Some("even"), None) => ArrivalProcess::Even(RateProfile::constant(rate)),
+                    (Some(other), None) => {
+                        return Err(bad(format!("{path}.arrivals = {other:?}: allowed: poisson, even (or a [load] section for schedules and traces)")))
+                    }
+                };
+                WorkloadArrivals::Open(process)
+            }
+        };
+        let deadline = match workload.deadline_s {
+            None => None,
+            Some(d) => {
+                positive(&format!("{path}.deadline_s"), d, "a positive number of seconds")?;
+                Some(secs_to_nanos(d))
+            }
+        };
+        let mut criticality = [0.0, 0.0, 1.0, 0.0];
+        if let Some(mix) = &workload.criticality {
+            criticality = [0.0; 4];
+            for (name, share) in mix {
+                let level = match name.as_str() {
+                    "critical" => 0,
+                    "normal" => 2,
+                    "low" => 3,
+                    other => {
+                        return Err(bad(format!(
+                            "{path}.criticality.{other}: not a level; allowed: critical, normal, low"
+                        )))
+                    }
+                };
+                criticality[level] = probability(&format!("{path}.criticality.{name}"), Some(*share))?;
+            }
+            let total: f64 = criticality.iter().sum();
+            if (total - 1.0).abs() > 1e-9 {
+                return Err(bad(format!("{path}.criticality: the shares add up to {total}, not 1")));
+            }
+        }
+        if workload.keys == 0 {
+            return Err(bad(format!("{path}.keys = 0: must be at least 1")));
+        }
+        self.entries.push(workload.entry.clone());
+        let params = WorkloadParams { endpoint, edge: 0, arrivals, deadline, criticality, keys: workload.keys };
+        self.workloads.push((params, edge));
+        Ok(())
+    }
+
+    /// Every edge a call or workload uses, in name order, with its `[edges]` section or the defaults.
+    fn edges(&mut self, config: &GraphConfig) -> Result<()> {
+        for name in config.edges.keys() {
+            if !self.used_edges.contains_key(name) {
+                let used: Vec<&str> = self.used_edges.keys().map(String::as_str).collect();
+                return Err(bad(format!(
+                    "edges.\"{name}\": no call goes along it; the graph's edges: {}",
+                    used.join(", ")
+                ))
+                .with_hint(
+                    "an edge is named caller->callee by service, e.g. \"api->db\"; a workload's is \"client->api\"",
+                ));
+            }
+        }
+        let default = EdgeConfig::default();
+        for (name, &(from, to)) in &self.used_edges {
+            let config = config.edges.get(name).unwrap_or(&default);
+            let params =
+                edge(&format!("edges.\"{name}\""), config, from, to, self.service_params[to as usize].instances)?;
+            self.edge_names.push(name.clone());
+            self.edge_params.push(params);
+        }
+        Ok(())
+    }
+
+    fn edge_index(&self, name: &str) -> u32 {
+        self.edge_names.iter().position(|e| e == name).expect("every used edge is built") as u32
+    }
+
+    fn faults(&mut self, config: &GraphConfig) -> Result<()> {
+        for (i, fault) in config.faults.iter().enumerate() {
+            let path = format!("faults[{i}]");
+            let target = if let Some(index) = self.edge_names.iter().position(|e| *e == fault.target) {
+                FaultTarget::Edge(index as u32)
+            } else {
+                let (service, instance) = match fault.target.split_once('#') {
+                    Some((service, k)) => (service, Some(k)),
+                    None => (fault.target.as_str(), None),
+                };
+                let Some(&s) = self.service_index.get(service) else {
+                    return Err(bad(format!(
+                        "{path}.target = {:?}: not a service, an instance (service#k) or an edge; services: {}; edges: {}",
+                        fault.target,
+                        self.services.join(", "),
+                        self.edge_names.join(", ")
+                    )));
+                };
+                let instances = self.service_params[s as usize].instances;
+                match instance {
+                    Some(k) => {
+                        let k: u32 = k.parse().ok().filter(|&k| k < instances).ok_or_else(|| {
+                            bad(format!(
+                                "{path}.target = {:?}: {service} has instances #0 to #{}",
+                                fault.target,
+                                instances - 1
+                            ))
+                        })?;
+                        FaultTarget::Instances { service: s, first: k, count: 1 }
+                    }
+                    None => {
+                        let count = fault.instances.unwrap_or(instances);
+                        if count == 0 || count > instances {
+                            return Err(bad(format!(
+                                "{path}.instances = {count}: {service} has {instances} instances"
+                            )));
+                        }
+                        FaultTarget::Instances { service: s, first: 0, count }
+                    }
+                }
+            };
+            let on_edge = matches!(target, FaultTarget::Edge(_));
+            if fault.instances.is_some() && (on_edge || fault.target.contains('#')) {
+                return Err(bad(format!("{path}.instances: only for a fault on a whole service (k of its instances)")));
+            }
+            let extra = |field: &str, set: bool| -> Result<()> {
+                if set {
+                    return Err(bad(format!("{path}.{field}: a {} fault takes no {field}", fault.kind)));
+                }
+                Ok(())
+            };
+            let kind = match fault.kind.as_str() {
+                "slowdown" => {
+                    extra("added_s", fault.added_s.is_some())?;
+                    extra("rate", fault.rate.is_some())?;
+                    let factor = fault.factor.ok_or_else(|| {
+                        bad(format!("{path}.factor: missing; a slowdown multiplies work (or the network) by it"))
+                    })?;
+                    positive(&format!("{path}.factor"), factor, "a positive multiplier")?;
+                    FaultKind::Slowdown { factor }
+                }
+                "latency" => {
+                    extra("factor", fault.factor.is_some())?;
+                    extra("rate", fault.rate.is_some())?;
+                    let added = fault.added_s.ok_or_else(|| {
+                        bad(format!(
+                            "{path}.added_s: missing; seconds added to each piece of work (on an edge, each way)"
+                        ))
+                    })?;
+                    positive(&format!("{path}.added_s"), added, "a positive number of seconds")?;
+                    FaultKind::Latency { added: secs_to_nanos(added) }
+                }
+                "errors" => {
+                    extra("factor", fault.factor.is_some())?;
+                    extra("added_s", fault.added_s.is_some())?;
+                    let rate = probability(
+                        &format!("{path}.rate"),
+                        Some(fault.rate.ok_or_else(|| {
+                            bad(format!("{path}.rate: missing; the share of answers that are errors"))
+                        })?),
+                    )?;
+                    FaultKind::Errors { rate }
+                }
+                "crash" => {
+                    if on_edge {
+                        return Err(bad(format!(
+                            "{path}.kind = \"crash\": instances crash; an edge is partitioned (kind = \"partition\")"
+                        )));
+                    }
+                    extra("factor", fault.factor.is_some())?;
+                    FaultKind::Crash
+                }
+                "partition" => {
+                    if !on_edge {
+                        return Err(bad(format!("{path}.kind = \"partition\": partitions an edge (target = \"a->b\"); an instance crashes (kind = \"crash\")")));
+                    }
+                    let fail_fast = match fault.mode.as_deref().unwrap_or("timeout") {
+                        "timeout" => false,
+                        "fail_fast" => true,
+                        other => return Err(bad(format!("{path}.mode = {other:?}: allowed: timeout, fail_fast"))),
+                    };
+                    FaultKind::Partition { fail_fast }
+                }
+                other => {
+                    return Err(bad(format!(
+                        "{path}.kind = {other:?}: allowed: slowdown, latency, errors, crash, partition"
+                    )))
+                }
+            };
+            if fault.mode.is_some() && !matches!(kind, FaultKind::Partition { .. }) {
+                return Err(bad(format!("{path}.mode: only a partition has a mode")));
+            }
+            self.faults.push(GraphFault {
+                target,
+                kind,
+                start: secs_to_nanos(fault.start_s),
+                duration: secs_to_nanos(fault.duration_s),
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Topology {
+        let mut params = GraphParams {
+            services: self.service_params,
+            endpoints: self.endpoint_params,
+            steps: Vec::new(),
+            call_sites: Vec::new(),
+            edges: self.edge_params,
+            workloads: Vec::new(),
+            faults: self.faults,
+            max_depth: self.max_depth,
+            warmup: 0,
+            horizon: 0,
+            bucket: 1,
+            recovery_hold: 0,
+        };
+        let edge_index = |name: &str| self.edge_names.iter().position(|e| e == name).expect("built") as u32;
+        for (e, steps) in self.steps.into_iter().enumerate() {
+            params.endpoints[e].first_step = params.steps.len() as u32;
+            params.endpoints[e].step_count = steps.len() as u32;
+            for (mut step, sites) in steps {
+                if let Step::Calls { first_call, .. } = &mut step {
+                    *first_call = params.call_sites.len() as u32;
+                }
+                for (endpoint, edge, probability) in sites {
+                    params.call_sites.push(CallSite { endpoint, edge: edge_index(&edge), probability });
+                }
+                params.steps.push(step);
+            }
+        }
+        for (mut workload, edge) in self.workloads {
+            workload.edge = edge_index(&edge);
+            params.workloads.push(workload);
+        }
+        let _ = Builder::edge_index;
+        Topology {
+            params,
+            services: self.services,
+            endpoints: self.endpoints,
+            edges: self.edge_names,
+            entries: self.entries,
+        }
+    }
+}
+
+fn limiter(path: &str, l: &super::schema::LimiterConfig) -> Result<LimiterKind> {
+    at_least_one(&format!("{path}.initial"), l.initial)?;
+    let initial = l.initial as f64;
+    let (min, max) = (l.min.map(f64::from), l.max.map(f64::from));
+    if l.kind == LimiterName::Fixed && (min.is_some() || max.is_some()) {
+        return Err(bad(format!("{path}: a fixed limit has no min or max (initial is the limit)")));
+    }
+    if let (Some(min), Some(max)) = (min, max) {
+        if !(min <= initial && initial <= max) {
+            return Err(bad(format!("{path}: needs min ≤ initial ≤ max (here {min}, {initial}, {max})")));
+        }
+    }
+    Ok(match l.kind {
+        LimiterName::Fixed => LimiterKind::Fixed { limit: l.initial },
+        LimiterName::Aimd => {
+            let d = AimdConfig::default();
+            LimiterKind::Aimd(AimdConfig {
+                initial,
+                min: min.unwrap_or(d.min.min(initial)),
+                max: max.unwrap_or(d.max.max(initial)),
+                ..d
+            })
+        }
+        LimiterName::Vegas => {
+            let d = VegasConfig::default();
+            LimiterKind::Vegas(VegasConfig { initial, max: max.unwrap_or(d.max.max(initial)), ..d })
+        }
+        LimiterName::Gradient => {
+            let d = GradientConfig::default();
+            LimiterKind::Gradient(GradientConfig {
+                initial,
+                min: min.unwrap_or(d.min.min(initial)),
+                max: max.unwrap_or(d.max.max(initial)),
+                ..d
+            })
+        }
+        LimiterName::Gradient2 => {
+            let d = Gradient2Config::default();
+            LimiterKind::Gradient2(Gradient2Config {
+                initial,
+                min: min.unwrap_or(d.min.min(initial)),
+                max: max.unwrap_or(d.max.max(initial)),
+                ..d
+            })
+        }
+    })
+}
+
+fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances: u32) -> Result<EdgeParams> {
+    let network = e.network.as_ref().map(|n| n.resolve(&format!("{path}.network"))).transpose()?;
+    if let Some(t) = e.timeout_s {
+        positive(&format!("{path}.timeout_s"), t, "a positive number of seconds")?;
+    }
+    let r = &e.retry;
+    at_least_one(&format!("{path}.retry.max_attempts"), r.max_attempts)?;
+    if r.max_attempts > 100 {
+        return Err(bad(format!("{path}.retry.max_attempts = {}: at most 100", r.max_attempts)));
+    }
+    if r.backoff_base_s.is_nan()
+        || r.backoff_base_s < 0.0
+        || r.backoff_cap_s.is_nan()
+        || r.backoff_cap_s < r.backoff_base_s
+    {
+        return Err(bad(format!(
+            "{path}.retry: backoff_base_s = {} and backoff_cap_s = {} must satisfy 0 ≤ base ≤ cap",
+            r.backoff_base_s, r.backoff_cap_s
+        )));
+    }
+    let retry_on = failures(&format!("{path}.retry.on"), &r.on, &[Failure::Timeout, Failure::Refused, Failure::Error])?;
+    validate_budget(&format!("{path}.retry"), r.budget, r.budget_ratio, r.budget_cap, r.budget_window_s)?;
+    e.breaker.validate(&format!("{path}.breaker"))?;
+    let hedge = match &e.hedge {
+        None => None,
+        Some(h) => {
+            let delay = match (h.after_s, h.after.as_deref()) {
+                (Some(after), None) => {
+                    positive(&format!("{path}.hedge.after_s"), after, "a positive number of seconds")?;
+                    if let Some(timeout) = e.timeout_s.filter(|&t| after >= t) {
+                        return Err(bad(format!(
+                            "{path}.hedge.after_s = {after}: not before the timeout ({path}.timeout_s = {timeout}), so no hedge would ever be sent"
+                        )));
+                    }
+                    HedgeDelay::Fixed(secs_to_nanos(after))
+                }
+                (None, Some(after)) => {
+                    let q = after
+                        .strip_prefix('p')
+                        .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+                        .map(|d| format!("0.{d}").parse::<f64>().unwrap_or(f64::NAN))
+                        .filter(|q| *q > 0.0 && *q < 1.0)
+                        .ok_or_else(|| {
+                            bad(format!("{path}.hedge.after = {after:?}: a quantile such as \"p95\" or \"p999\""))
+                        })?;
+                    HedgeDelay::Quantile(q)
+                }
+                _ => return Err(bad(format!(
+                    "{path}.hedge: give after_s (a fixed delay) or after = \"p95\" (a running quantile), one of them"
+                ))),
+            };
+            at_least_one(&format!("{path}.hedge.max"), h.max)?;
+            Some(HedgeConfig { delay, max_hedges: h.max, min_samples: h.min_samples })
+        }
+    };
+    let balance = match e.balance {
+        BalanceName::RoundRobin => Balance::RoundRobin,
+        BalanceName::Random => Balance::Random,
+        BalanceName::LeastOutstanding => Balance::LeastOutstanding,
+        BalanceName::PowerOfTwoChoices => Balance::PowerOfTwoChoices,
+        BalanceName::ConsistentHash => {
+            at_least_one(&format!("{path}.hash_vnodes"), e.hash_vnodes)?;
+            if e.hash_vnodes as u64 * callee_instances as u64 > 1_000_000 {
+                return Err(bad(format!(
+                    "{path}.hash_vnodes = {}: instances × vnodes must stay below 1000000",
+                    e.hash_vnodes
+                )));
+            }
+            if e.hash_capacity_factor.is_nan() || e.hash_capacity_factor < 1.0 {
+                return Err(bad(format!(
+                    "{path}.hash_capacity_factor = {}: must be at least 1 (inf = plain consistent hashing)",
+                    e.hash_capacity_factor
+                )));
+            }
+            Balance::ConsistentHash { vnodes: e.hash_vnodes, capacity_factor: e.hash_capacity_factor }
+        }
+    };
+    let fallback_on = match &e.fallback {
+        None => FailureSet::NONE,
+        Some(f) => failures(&format!("{path}.fallback.on"), &f.on, &Failure::ALL)?,
+    };
+    Ok(EdgeParams {
+        from,
+        to,
+        network,
+        timeout: e.timeout_s.map(secs_to_nanos),
+        propagate_deadline: e.deadline == DeadlineName::Propagate,
+        max_attempts: r.max_attempts,
+        backoff: r.backoff.with(secs_to_nanos(r.backoff_base_s), secs_to_nanos(r.backoff_cap_s)),
+        retry_on,
+        budget: retry_budget(r.budget, r.budget_ratio, r.budget_cap, r.budget_initial, r.budget_window_s),
+        breaker: e.breaker.config(),
+        hedge,
+        hedge_uses_budget: e.hedge.as_ref().is_some_and(|h| h.uses_budget),
+        balance,
+        fallback_on,
+    })
+}
+
+/// Refuses a call cycle unless `max_depth` bounds it; the depth bound to use.
+fn check_cycles(b: &Builder, max_depth: Option<u32>) -> Result<u32> {
+    let callees =
+        |e: usize| -> BTreeSet<u32> { b.steps[e].iter().flat_map(|(_, sites)| sites.iter().map(|s| s.0)).collect() };
+    // Depth-first search with colours; a grey node reached again closes a cycle.
+    let n = b.endpoints.len();
+    let mut colour = vec![0u8; n];
+    let mut stack: Vec<usize> = Vec::new();
+    fn visit(
+        e: usize,
+        colour: &mut [u8],
+        stack: &mut Vec<usize>,
+        callees: &dyn Fn(usize) -> BTreeSet<u32>,
+    ) -> Option<Vec<usize>> {
+        colour[e] = 1;
+        stack.push(e);
+        for c in callees(e) {
+            let c = c as usize;
+            if colour[c] == 1 {
+                let from = stack.iter().position(|&x| x == c).expect("grey is on the stack");
+                let mut cycle = stack[from..].to_vec();
+                cycle.push(c);
+                return Some(cycle);
+            }
+            if colour[c] == 0 {
+                if let Some(cycle) = visit(c, colour, stack, callees) {
+                    return Some(cycle);
+                }
+            }
+        }
+        stack.pop();
+        colour[e] = 2;
+        None
+    }
+    for e in 0..n {
+        if colour[e] == 0 {
+            if let Some(cycle) = visit(e, &mut colour, &mut stack, &callees) {
+                let Some(depth) = max_depth else {
+                    let names: Vec<&str> = cycle.iter().map(|&i| b.endpoints[i].as_str()).collect();
+                    return Err(bad(format!("services: the calls form a cycle, {}", names.join(" -> ")))
+                        .with_hint("a cycle is allowed with a bound on how deep calls nest: [graph] max_depth = 10"));
+                };
+                at_least_one("graph.max_depth", depth)?;
+                return Ok(depth);
+            }
+        }
+    }
+    if let Some(depth) = max_depth {
+        at_least_one("graph.max_depth", depth)?;
+        return Ok(depth);
+    }
+    // Without a cycle no call is deeper than the number of endpoints.
+    Ok(n as u32 + 1)
+}

@@ -1,0 +1,461 @@
+//! The sections of a `graph` scenario as written: `[services.NAME]` with their
+//! `endpoints`, `[edges."A->B"]`, `[[workload]]`, `[[faults]]`, `[series]` and
+//! `[graph]`. Serde structs only, unknown fields refused; `build.rs` checks them and
+//! turns names into indices.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use stampede_engine::policy::backoff::BackoffKind;
+
+use super::super::cluster::{BreakerSection, BudgetName, QueueOrderName};
+use super::super::series::SeriesConfig;
+use crate::inputs::load::LoadSpec;
+use crate::inputs::DistributionSpec;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphConfig {
+    pub services: BTreeMap<String, ServiceConfig>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub edges: BTreeMap<String, EdgeConfig>,
+    pub workload: Vec<WorkloadConfig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultConfig>,
+    #[serde(default)]
+    pub series: SeriesConfig,
+    #[serde(default)]
+    pub graph: GraphSection,
+    /// Names resolved to indices and distributions read, when the point is typed.
+    #[serde(skip)]
+    pub(super) topology: Option<std::sync::Arc<super::build::Topology>>,
+}
+
+/// `[graph]`: settings of the whole graph.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphSection {
+    /// Calls nest at most this deep. Required when calls form a cycle (a call beyond it
+    /// is refused); without a cycle the depth is the graph's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_depth: Option<u32>,
+}
+
+stampede_engine::named_enum! {
+    /// `services.NAME.threading`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Threading {
+        /// A worker per request, held while it waits on its calls (thread-per-request).
+        Blocking = "blocking",
+        /// A worker per piece of local work, released while the request waits (an event loop).
+        Async = "async",
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceConfig {
+    #[serde(default = "one")]
+    pub instances: u32,
+    /// Per instance.
+    pub workers: u32,
+    #[serde(default)]
+    pub queue: QueueConfig,
+    /// Work whose caller gave up is cancelled (dropped, its worker freed); by default it runs on.
+    #[serde(default)]
+    pub cancel_abandoned: bool,
+    #[serde(default = "blocking", with = "crate::base::names")]
+    pub threading: Threading,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limiter: Option<LimiterConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shedder: Option<ShedderConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimitConfig>,
+    pub endpoints: BTreeMap<String, EndpointConfig>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn blocking() -> Threading {
+    Threading::Blocking
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Waiting requests per instance at most.
+    pub capacity: u32,
+    #[serde(default = "fifo", with = "crate::base::names")]
+    pub order: QueueOrderName,
+    #[serde(default = "codel_target")]
+    pub codel_target_s: f64,
+    #[serde(default = "codel_interval")]
+    pub codel_interval_s: f64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            capacity: 1000,
+            order: fifo(),
+            codel_target_s: codel_target(),
+            codel_interval_s: codel_interval(),
+        }
+    }
+}
+
+fn fifo() -> QueueOrderName {
+    QueueOrderName::Fifo
+}
+fn codel_target() -> f64 {
+    0.005
+}
+fn codel_interval() -> f64 {
+    0.1
+}
+
+stampede_engine::named_enum! {
+    /// `services.NAME.limiter.kind`: the engine's limiters with their reference defaults.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum LimiterName {
+        Fixed = "fixed",
+        Aimd = "aimd",
+        Vegas = "vegas",
+        Gradient = "gradient",
+        Gradient2 = "gradient2",
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimiterConfig {
+    #[serde(with = "crate::base::names")]
+    pub kind: LimiterName,
+    /// The fixed limit, or an adaptive limiter's starting limit.
+    pub initial: u32,
+    /// An adaptive limiter's bounds (its reference's defaults when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u32>,
+}
+
+/// Shed by criticality once the instance's requests present reach these shares of
+/// `workers + queue.capacity` (critical requests only when it is full).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShedderConfig {
+    #[serde(default = "shed_low")]
+    pub shed_low_at: f64,
+    #[serde(default = "shed_normal")]
+    pub shed_normal_at: f64,
+}
+
+fn shed_low() -> f64 {
+    0.75
+}
+fn shed_normal() -> f64 {
+    0.9
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitConfig {
+    /// Requests per second per instance.
+    pub per_s: f64,
+    #[serde(default = "burst")]
+    pub burst: u64,
+}
+
+fn burst() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Local work before the steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<DistributionSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepConfig>,
+}
+
+/// One step: a call, calls in parallel, or local work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<Vec<CallConfig>>,
+    /// `all` (default), `first` (the first success), or `quorum` with `quorum = k`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<DistributionSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallConfig {
+    pub call: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+}
+
+stampede_engine::named_enum! {
+    /// `edges.E.balance`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum BalanceName {
+        RoundRobin = "round_robin",
+        Random = "random",
+        LeastOutstanding = "least_outstanding",
+        PowerOfTwoChoices = "power_of_two_choices",
+        /// The request's key on a ring of the callee's instances, with bounded loads.
+        ConsistentHash = "consistent_hash",
+    }
+}
+
+stampede_engine::named_enum! {
+    /// `edges.E.deadline`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum DeadlineName {
+        /// The call gets what is left of its caller's deadline.
+        Propagate = "propagate",
+        /// The call has no deadline of its own (only its timeouts).
+        None = "none",
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeConfig {
+    /// One way, drawn for the request and again for its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<DistributionSpec>,
+    /// Per attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    #[serde(default = "propagate", with = "crate::base::names")]
+    pub deadline: DeadlineName,
+    #[serde(default)]
+    pub retry: EdgeRetryConfig,
+    #[serde(default)]
+    pub breaker: BreakerSection,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge: Option<HedgeConfig>,
+    #[serde(default = "round_robin", with = "crate::base::names")]
+    pub balance: BalanceName,
+    /// consistent_hash: points per instance, and the bounded-load factor c (inf: plain).
+    #[serde(default = "vnodes")]
+    pub hash_vnodes: u32,
+    #[serde(default = "capacity_factor")]
+    pub hash_capacity_factor: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<FallbackConfig>,
+}
+
+impl Default for EdgeConfig {
+    fn default() -> Self {
+        EdgeConfig {
+            network: None,
+            timeout_s: None,
+            deadline: propagate(),
+            retry: EdgeRetryConfig::default(),
+            breaker: BreakerSection::default(),
+            hedge: None,
+            balance: round_robin(),
+            hash_vnodes: vnodes(),
+            hash_capacity_factor: capacity_factor(),
+            fallback: None,
+        }
+    }
+}
+
+fn propagate() -> DeadlineName {
+    DeadlineName::Propagate
+}
+fn round_robin() -> BalanceName {
+    BalanceName::RoundRobin
+}
+fn vnodes() -> u32 {
+    100
+}
+fn capacity_factor() -> f64 {
+    1.25
+}
+
+/// The edge's retries: the cluster's `[retry]` vocabulary, with `on` naming which
+/// failures are retried.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeRetryConfig {
+    /// 1 = no retries.
+    #[serde(default = "one")]
+    pub max_attempts: u32,
+    #[serde(default = "full_jitter", with = "crate::base::names")]
+    pub backoff: BackoffKind,
+    #[serde(default = "backoff_base")]
+    pub backoff_base_s: f64,
+    #[serde(default = "backoff_cap")]
+    pub backoff_cap_s: f64,
+    /// Which failures are retried: timeout, refused, error.
+    #[serde(default = "retry_on")]
+    pub on: Vec<String>,
+    #[serde(default = "no_budget", with = "crate::base::names")]
+    pub budget: BudgetName,
+    #[serde(default = "budget_ratio")]
+    pub budget_ratio: f64,
+    #[serde(default = "budget_cap")]
+    pub budget_cap: f64,
+    #[serde(default = "budget_initial")]
+    pub budget_initial: f64,
+    #[serde(default = "budget_window")]
+    pub budget_window_s: f64,
+}
+
+impl Default for EdgeRetryConfig {
+    fn default() -> Self {
+        EdgeRetryConfig {
+            max_attempts: 1,
+            backoff: full_jitter(),
+            backoff_base_s: backoff_base(),
+            backoff_cap_s: backoff_cap(),
+            on: retry_on(),
+            budget: no_budget(),
+            budget_ratio: budget_ratio(),
+            budget_cap: budget_cap(),
+            budget_initial: budget_initial(),
+            budget_window_s: budget_window(),
+        }
+    }
+}
+
+fn full_jitter() -> BackoffKind {
+    BackoffKind::FullJitter
+}
+fn backoff_base() -> f64 {
+    0.01
+}
+fn backoff_cap() -> f64 {
+    1.0
+}
+fn retry_on() -> Vec<String> {
+    vec!["timeout".into(), "refused".into(), "error".into()]
+}
+fn no_budget() -> BudgetName {
+    BudgetName::None
+}
+fn budget_ratio() -> f64 {
+    0.1
+}
+fn budget_cap() -> f64 {
+    100.0
+}
+fn budget_initial() -> f64 {
+    10.0
+}
+fn budget_window() -> f64 {
+    10.0
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgeConfig {
+    /// A fixed delay, seconds; or `after = "p95"` (any `pNN`/`pNNN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    #[serde(default = "one")]
+    pub max: u32,
+    /// Answers seen before a quantile delay is trusted.
+    #[serde(default = "min_samples")]
+    pub min_samples: u32,
+    /// A hedge asks the edge's retry budget, as a retry does.
+    #[serde(default = "yes")]
+    pub uses_budget: bool,
+}
+
+fn min_samples() -> u32 {
+    20
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackConfig {
+    /// Failures answered by the fallback: timeout, refused, error, breaker_open.
+    pub on: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// `service.endpoint`.
+    pub entry: String,
+    /// `poisson` (default) or `even`, at `rate_per_s`; or `load` for schedules and traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadSpec>,
+    /// Closed loop: this many users, each waiting for its answer and thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<u32>,
+    #[serde(default = "think")]
+    pub think_time_s: f64,
+    /// The client gives up on a request after this long (and it propagates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_s: Option<f64>,
+    /// Shares of `critical`, `normal` and `low` requests (the shedders read them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criticality: Option<BTreeMap<String, f64>>,
+    /// Distinct request keys (for consistent hashing), uniform.
+    #[serde(default = "one_key")]
+    pub keys: u64,
+}
+
+fn think() -> f64 {
+    1.0
+}
+fn one_key() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultConfig {
+    /// A service (`cache`), one instance (`cache#1`), or an edge (`api->cache`).
+    pub target: String,
+    /// slowdown | latency | errors | crash | partition
+    pub kind: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// slowdown: work × factor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    /// latency: seconds added to each piece of work (on an edge: to each way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_s: Option<f64>,
+    /// errors: the share of answers turned into errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// crash on a service: how many of its instances (the first k); all by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u32>,
+    /// partition: `timeout` (calls are lost) or `fail_fast` (refused at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
