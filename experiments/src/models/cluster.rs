@@ -354,6 +354,12 @@ pub struct BreakerSection {
     pub window_s: f64,
     pub open_s: f64,
     pub half_open_probes: u32,
+    /// A call at least this slow counts as slow (off when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_call_s: Option<f64>,
+    /// The breaker also opens when this share of calls in the window is slow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_call_rate_threshold: Option<f64>,
 }
 
 impl Default for BreakerSection {
@@ -365,6 +371,8 @@ impl Default for BreakerSection {
             window_s: 1.0,
             open_s: 0.5,
             half_open_probes: 3,
+            slow_call_s: None,
+            slow_call_rate_threshold: None,
         }
     }
 }
@@ -668,6 +676,20 @@ impl BreakerSection {
         }
         positive(&format!("{path}.window_s"), self.window_s, "a positive number of seconds")?;
         positive(&format!("{path}.open_s"), self.open_s, "a positive number of seconds")?;
+        match (self.slow_call_s, self.slow_call_rate_threshold) {
+            (None, None) => {}
+            (Some(slow), Some(rate)) => {
+                positive(&format!("{path}.slow_call_s"), slow, "a positive number of seconds")?;
+                if !(rate > 0.0 && rate <= 1.0) {
+                    return Err(Error::bad_input(format!("{path}.slow_call_rate_threshold = {rate}: must be in (0, 1]")));
+                }
+            }
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "{path}: slow_call_s and slow_call_rate_threshold go together (a call this slow, and the share of them that opens the breaker)"
+                )))
+            }
+        }
         at_least_one(&format!("{path}.half_open_probes"), self.half_open_probes)
     }
 
@@ -679,6 +701,8 @@ impl BreakerSection {
             open_duration: secs_to_nanos(self.open_s),
             max_open_duration: secs_to_nanos(self.open_s),
             half_open_probes: self.half_open_probes,
+            slow_call_duration: self.slow_call_s.map_or(BreakerConfig::default().slow_call_duration, secs_to_nanos),
+            slow_call_rate_threshold: self.slow_call_rate_threshold.unwrap_or(1.0),
             ..BreakerConfig::default()
         })
     }

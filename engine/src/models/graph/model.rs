@@ -208,7 +208,6 @@ impl<'h> Graph<'h> {
     /// An instance as it starts (or restarts after a crash: empty, its policies reset).
     pub(super) fn fresh_instance(p: &GraphParams, service: u32, epoch: u32) -> Instance {
         let params = &p.services[service as usize];
-        let room = params.workers + params.queue_capacity;
         Instance {
             service,
             busy: 0,
@@ -220,7 +219,7 @@ impl<'h> Graph<'h> {
                 QueueDiscipline::CoDel(config) => Some(CoDel::new(config)),
                 _ => None,
             },
-            shedder: params.shedder.map(|marks| PriorityShedder::new(room, marks)),
+            shedder: params.shedder.map(|marks| PriorityShedder::new(params.workers, marks)),
             limiter: params.limiter.map(ConcurrencyLimiter::new),
             bucket: params.rate_limit.map(|(per_s, burst)| {
                 // Refill one token every 1/per_s seconds, up to `burst`.

@@ -144,7 +144,7 @@ pub struct ServiceParams {
     pub blocking: bool,
     /// A concurrency limit per instance on the requests present.
     pub limiter: Option<LimiterKind>,
-    /// Shed by criticality above these marks of `workers + queue_capacity`.
+    /// Shed by criticality above these marks of `workers` (requests present, queued included).
     pub shedder: Option<ShedMarks>,
     /// A token bucket per instance: (requests per second, burst).
     pub rate_limit: Option<(f64, u64)>,

@@ -24,32 +24,12 @@ use super::schema::{
     BalanceName, DeadlineName, EdgeConfig, GraphConfig, LimiterName, ServiceConfig, StepConfig, Threading,
     WorkloadConfig,
 };
+use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
 use crate::base::error::{Error, Result};
 
 /// The name a workload's clients have as a caller (`client->api`).
 pub const CLIENT: &str = "client";
-
-/// The graph with its names: what the metrics, the report and the engine read.
-#[derive(Clone, Debug)]
-pub struct Topology {
-    /// Everything but the run's times (filled in per replica).
-    pub params: GraphParams,
-    pub services: Vec<String>,
-    /// `service.endpoint`, by endpoint index.
-    pub endpoints: Vec<String>,
-    /// `caller->callee`, by edge index.
-    pub edges: Vec<String>,
-    /// Each workload's entry, `service.endpoint`.
-    pub entries: Vec<String>,
-}
-
-impl PartialEq for Topology {
-    fn eq(&self, other: &Self) -> bool {
-        // Built from the sections, which are compared themselves.
-        self.services == other.services && self.edges == other.edges && self.entries == other.entries
-    }
-}
 
 fn bad(message: String) -> Error {
     Error::bad_input(message)
@@ -122,6 +102,9 @@ pub fn build(config: &GraphConfig) -> Result<Topology> {
     Ok(builder.finish())
 }
 
+/// A call site before edges have indices: (callee endpoint, edge name, probability).
+type PendingSite = (u32, String, f64);
+
 #[derive(Default)]
 struct Builder {
     services: Vec<String>,
@@ -130,8 +113,8 @@ struct Builder {
     endpoints: Vec<String>,
     endpoint_index: BTreeMap<String, u32>,
     endpoint_params: Vec<EndpointParams>,
-    /// Per endpoint, its steps with their call sites' (callee endpoint, edge name, probability).
-    steps: Vec<Vec<(Step, Vec<(u32, String, f64)>)>>,
+    /// Per endpoint, its steps with their call sites.
+    steps: Vec<Vec<(Step, Vec<PendingSite>)>>,
     /// Edge names in use, with (caller, callee).
     used_edges: BTreeMap<String, (Option<u32>, u32)>,
     workloads: Vec<(WorkloadParams, String)>,
@@ -174,7 +157,7 @@ impl Builder {
             }
         };
         let limiter = s.limiter.as_ref().map(|l| limiter(&format!("{path}.limiter"), l)).transpose()?;
-        let shedder = match &s.shedder {
+        let shedder = match s.shedder.as_ref().filter(|shedder| shedder.enabled) {
             None => None,
             Some(shedder) => {
                 let (low, normal) = (shedder.shed_low_at, shedder.shed_normal_at);
@@ -689,9 +672,11 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
                         })?;
                     HedgeDelay::Quantile(q)
                 }
-                _ => return Err(bad(format!(
+                _ => {
+                    return Err(bad(format!(
                     "{path}.hedge: give after_s (a fixed delay) or after = \"p95\" (a running quantile), one of them"
-                ))),
+                )))
+                }
             };
             at_least_one(&format!("{path}.hedge.max"), h.max)?;
             Some(HedgeConfig { delay, max_hedges: h.max, min_samples: h.min_samples })

@@ -5,6 +5,7 @@
 
 pub mod build;
 pub mod schema;
+pub mod topology;
 
 use std::sync::Arc;
 
@@ -18,8 +19,8 @@ use super::presentation::{Presentation, Recovery, Section, Window};
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
-pub use build::Topology;
 pub use schema::GraphConfig;
+pub use topology::Topology;
 
 /// The service-graph model.
 pub struct Graph;

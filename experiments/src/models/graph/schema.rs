@@ -28,7 +28,7 @@ pub struct GraphConfig {
     pub graph: GraphSection,
     /// Names resolved to indices and distributions read, when the point is typed.
     #[serde(skip)]
-    pub(super) topology: Option<std::sync::Arc<super::build::Topology>>,
+    pub(super) topology: Option<std::sync::Arc<super::topology::Topology>>,
 }
 
 /// `[graph]`: settings of the whole graph.
@@ -143,11 +143,14 @@ pub struct LimiterConfig {
     pub max: Option<u32>,
 }
 
-/// Shed by criticality once the instance's requests present reach these shares of
-/// `workers + queue.capacity` (critical requests only when it is full).
+/// Shed by criticality once the instance's requests present (queued ones included)
+/// reach these shares of its workers; critical requests only when that many are present.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShedderConfig {
+    /// Off: the section is kept but sheds nothing (a grid can switch it).
+    #[serde(default = "yes")]
+    pub enabled: bool,
     #[serde(default = "shed_low")]
     pub shed_low_at: f64,
     #[serde(default = "shed_normal")]
