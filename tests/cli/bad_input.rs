@@ -210,3 +210,49 @@ fn list_entries_are_set_by_index_in_both_spellings() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("cannot set faults.7.factor: faults has 2 entries (indexes 0 to 1)"));
 }
+
+/// Every refusal of the graph model's scenario, each naming its field path, exit 2,
+/// nothing written.
+#[test]
+fn graph_scenarios_refuse_what_cannot_run() {
+    let tier = |set: &str, expected: &[&str]| refuse(&["graph-three-tier", "--set", set], 2, expected);
+    tier(
+        "services.api.endpoints.read.steps.0.call=dbb.query",
+        &[
+            "services.api.endpoints.read.steps[0].call = \"dbb.query\"",
+            "no service \"dbb\"; services: api, cache, db, web",
+        ],
+    );
+    tier("services.api.endpoints.read.steps.1.call=db.qurey", &["no such endpoint; db's endpoints: db.query"]);
+    tier(
+        "services.db.endpoints.query.steps=[{call = \"api.read\"}]",
+        &["the calls form a cycle, api.read -> db.query -> api.read", "[graph] max_depth"],
+    );
+    tier("services.cache.instances=0", &["services.cache.instances = 0", "at least 1"]);
+    tier("services.db.workers=0", &["services.db.workers = 0", "at least 1"]);
+    tier(
+        "services.api.endpoints.read.steps.1.probability=1.5",
+        &["services.api.endpoints.read.steps[1].probability = 1.5", "from 0 to 1"],
+    );
+    tier("faults.0.target=cahce", &["faults[0].target = \"cahce\"", "services: api, cache, db, web"]);
+    tier("faults.0.kind=partition", &["faults[0].kind = \"partition\"", "partitions an edge"]);
+    tier("edges.api->web.timeout_s=1", &["edges.\"api->web\": no call goes along it", "api->cache"]);
+    tier("services.api.workerz=3", &["workerz", "unknown field"]);
+    tier("workload.0.entry=web.home", &["workload[0].entry = \"web.home\"", "web's endpoints: web.page"]);
+    refuse(
+        &[
+            "graph-fanout",
+            "--set",
+            "services.front.endpoints.search.steps.0.wait=quorum",
+            "--set",
+            "services.front.endpoints.search.steps.0.quorum=11",
+        ],
+        2,
+        &["steps[0].quorum = 11", "from 1 to the group's 10 calls"],
+    );
+    refuse(
+        &["graph-hedging", "--set", "edges.front->store.hedge={after_s = 2.0}"],
+        2,
+        &["edges.\"front->store\".hedge.after_s = 2", "timeout_s = 1", "no hedge would ever be sent"],
+    );
+}
