@@ -275,3 +275,25 @@ fn distribution_draws_and_arrivals_allocate_nothing() {
     assert_eq!(allocated, 0, "{allocated} allocations over 100,000 draws of each");
     assert!(total > 0.0 && now > 0 && replayed == 99_999 * 1_000_000);
 }
+
+/// The service graph with every client policy on (retries, budgets, breakers, a hedge,
+/// a limiter, a shedder, four balancers) through a brownout during warm-up: no
+/// allocation once its slabs, queues and heap have grown.
+#[test]
+fn graph_allocates_nothing_per_event_after_warmup() {
+    use stampede_engine::models::graph::{Graph, GraphParams};
+
+    let horizon = secs_to_nanos(120.0);
+    let params = GraphParams::three_tier_every_policy(2_000.0, horizon, secs_to_nanos(4.0));
+    let mut histograms = [LatencyHistogram::new()];
+    let mut simulation = Graph::new(params, 5, 0, &mut histograms).into_simulation();
+    simulation.run_until(secs_to_nanos(10.0));
+    let before = allocations();
+    let events = simulation.run_until(horizon);
+    let allocated = allocations() - before;
+    assert!(events > 3_000_000, "{events}");
+    assert_eq!(allocated, 0, "{allocated} allocations over {events} events");
+    let (results, _) = simulation.model.finish(horizon, simulation.events_handled());
+    assert!(results.edges[3].hedges > 0 && results.edges[1].attempts > 0, "{:?}", results.edges);
+    assert!(results.services[4].utilisation > 0.05, "the leaves were busy");
+}

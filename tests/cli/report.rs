@@ -151,7 +151,9 @@ fn every_models_report_reads_at_1400_px() {
     let out = tempfile::tempdir().unwrap();
     let mut browser = crate::cdp::Browser::start(&chromium);
     browser.set_width(1400);
-    for name in ["mmc", "mg1", "baltor", "policy-grid", "dependency-slowdown", "llm-stack", "llm-breaker", "graph-three-tier"] {
+    for name in
+        ["mmc", "mg1", "baltor", "policy-grid", "dependency-slowdown", "llm-stack", "llm-breaker", "graph-three-tier"]
+    {
         let root = out.path().to_str().unwrap();
         let run = stampede(&["run", name, "--replicas", "3", "--out", root, "--quiet"]);
         assert!(run.status.success(), "{name}: {}", stderr(&run));

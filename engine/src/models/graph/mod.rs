@@ -20,6 +20,7 @@
 //! or done before it is removed; a call waits on exactly `outstanding` attempts.
 
 mod client;
+mod fixture;
 mod model;
 pub mod params;
 pub mod results;

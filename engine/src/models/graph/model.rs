@@ -234,13 +234,20 @@ impl<'h> Graph<'h> {
 
     pub fn run(self) -> (GraphResults, GraphSeries) {
         let horizon = self.p.horizon;
+        let mut simulation = self.into_simulation();
+        simulation.run_until(horizon);
+        let events = simulation.events_handled();
+        simulation.model.finish(horizon, events)
+    }
+
+    /// The replica as a simulation with its first events scheduled (to run in stretches:
+    /// the allocation-free proof, benchmarks); end it with [`Graph::finish`].
+    pub fn into_simulation(self) -> Simulation<Self> {
         let mut simulation = Simulation::new(self, 4096);
         for (at, event) in simulation.model.first_events() {
             simulation.scheduler().at(at, event);
         }
-        simulation.run_until(horizon);
-        let events = simulation.events_handled();
-        simulation.model.finish(horizon, events)
+        simulation
     }
 
     /// The first arrivals and every fault's transitions.
@@ -418,7 +425,8 @@ impl<'h> Graph<'h> {
         }
     }
 
-    fn finish(&mut self, now: Nanos, events: u64) -> (GraphResults, GraphSeries) {
+    /// Closes the integrals at `now` and returns the results and series.
+    pub fn finish(&mut self, now: Nanos, events: u64) -> (GraphResults, GraphSeries) {
         let window_ns = now.saturating_sub(self.p.warmup) as f64;
         let window_s = window_ns / NANOS_PER_SEC as f64;
         for s in 0..self.services.len() {

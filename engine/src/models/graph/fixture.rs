@@ -1,0 +1,128 @@
+//! A three-tier graph with every client policy on — an entry service, two services,
+//! two leaves; retries with jittered backoff and ratio budgets, breakers, a hedge at the
+//! p95, a limiter, a shedder, four balancers and a brownout. The benchmarks, the
+//! instruction gate and the allocation-free proof all run this one, so their figures
+//! describe the same work. Built by hand (the engine reads no scenarios); the
+//! `graph-three-tier` built-in is the scenario-file way to write a graph.
+
+use crate::components::arrivals::{ArrivalProcess, RateProfile};
+use crate::components::distribution::{Distribution, Shape};
+use crate::kernel::time::{secs_to_nanos, Nanos};
+use crate::models::cluster::QueueDiscipline;
+use crate::policy::backoff::Backoff;
+use crate::policy::breaker::{BreakerConfig, SlidingWindow};
+use crate::policy::hedge::{HedgeConfig, HedgeDelay};
+use crate::policy::limiter::{GradientConfig, LimiterKind};
+use crate::policy::retry_budget::{RatioBudget, RetryBudget};
+use crate::policy::shedder::ShedMarks;
+
+use super::params::*;
+
+const MS: Nanos = 1_000_000;
+
+fn exp(mean_s: f64) -> Option<Distribution> {
+    Some(Distribution::new(Shape::Exponential { mean_s }))
+}
+
+fn service(instances: u32, workers: u32) -> ServiceParams {
+    ServiceParams {
+        instances,
+        workers,
+        queue_capacity: 256,
+        discipline: QueueDiscipline::Fifo,
+        cancel_abandoned: false,
+        blocking: true,
+        limiter: None,
+        shedder: None,
+        rate_limit: None,
+    }
+}
+
+fn edge(from: Option<u32>, to: u32, timeout: Nanos, balance: Balance) -> EdgeParams {
+    EdgeParams {
+        from,
+        to,
+        network: Some(Distribution::new(Shape::Constant { value_s: 0.0001 })),
+        timeout: Some(timeout),
+        propagate_deadline: true,
+        max_attempts: 3,
+        backoff: Backoff::FullJitter { base: 2 * MS, cap: 50 * MS },
+        retry_on: FailureSet::of(&[Failure::Timeout, Failure::Refused, Failure::Error]),
+        budget: RetryBudget::Ratio(RatioBudget::new(0.1, 100.0, 10.0)),
+        breaker: Some(BreakerConfig {
+            window: SlidingWindow::Time { window: secs_to_nanos(1.0), buckets: 10 },
+            minimum_calls: 20,
+            open_duration: 500 * MS,
+            max_open_duration: 500 * MS,
+            half_open_probes: 3,
+            ..BreakerConfig::default()
+        }),
+        hedge: None,
+        hedge_uses_budget: true,
+        balance,
+        fallback_on: FailureSet::NONE,
+    }
+}
+
+impl GraphParams {
+    /// `rate` requests per second into `front.home`, which calls `a.read` and `b.query`
+    /// in parallel; `a` reads leaf `c` (hedged at the p95), `b` reads leaf `d`. A 2 s
+    /// brownout of `d` (×8) starts at `brownout_at`.
+    pub fn three_tier_every_policy(rate: f64, horizon: Nanos, brownout_at: Nanos) -> GraphParams {
+        let mut a = service(4, 16);
+        a.limiter = Some(LimiterKind::Gradient(GradientConfig { initial: 16.0, ..GradientConfig::default() }));
+        let mut b = service(4, 16);
+        b.shedder = Some(ShedMarks([1.0, 1.0, 0.9, 0.75]));
+        b.discipline = QueueDiscipline::Lifo;
+        let mut c_edge = edge(Some(1), 3, 50 * MS, Balance::LeastOutstanding);
+        c_edge.hedge = Some(HedgeConfig { delay: HedgeDelay::Quantile(0.95), max_hedges: 1, min_samples: 20 });
+        let lognormal = Distribution::new(Shape::Lognormal { mu: (0.002f64).ln(), sigma: 0.8 });
+        GraphParams {
+            services: vec![service(2, 64), a, b, service(2, 32), service(2, 32)],
+            endpoints: vec![
+                EndpointParams { service: 0, work: exp(0.0005), first_step: 0, step_count: 1 },
+                EndpointParams { service: 1, work: exp(0.001), first_step: 1, step_count: 1 },
+                EndpointParams { service: 2, work: exp(0.001), first_step: 2, step_count: 1 },
+                EndpointParams { service: 3, work: Some(lognormal), first_step: 3, step_count: 0 },
+                EndpointParams { service: 4, work: exp(0.002), first_step: 3, step_count: 0 },
+            ],
+            steps: vec![
+                Step::Calls { first_call: 0, calls: 2, wait: Wait::All },
+                Step::Calls { first_call: 2, calls: 1, wait: Wait::All },
+                Step::Calls { first_call: 3, calls: 1, wait: Wait::All },
+            ],
+            call_sites: vec![
+                CallSite { endpoint: 1, edge: 1, probability: 1.0 },
+                CallSite { endpoint: 2, edge: 2, probability: 1.0 },
+                CallSite { endpoint: 3, edge: 3, probability: 1.0 },
+                CallSite { endpoint: 4, edge: 4, probability: 1.0 },
+            ],
+            edges: vec![
+                EdgeParams { max_attempts: 1, breaker: None, ..edge(None, 0, secs_to_nanos(1.0), Balance::RoundRobin) },
+                edge(Some(0), 1, 200 * MS, Balance::PowerOfTwoChoices),
+                edge(Some(0), 2, 200 * MS, Balance::Random),
+                c_edge,
+                edge(Some(2), 4, 50 * MS, Balance::RoundRobin),
+            ],
+            workloads: vec![WorkloadParams {
+                endpoint: 0,
+                edge: 0,
+                arrivals: WorkloadArrivals::Open(ArrivalProcess::Poisson(RateProfile::constant(rate))),
+                deadline: Some(secs_to_nanos(1.0)),
+                criticality: [0.2, 0.0, 0.5, 0.3],
+                keys: 1,
+            }],
+            faults: vec![GraphFault {
+                target: FaultTarget::Instances { service: 4, first: 0, count: 2 },
+                kind: FaultKind::Slowdown { factor: 8.0 },
+                start: brownout_at,
+                duration: secs_to_nanos(2.0),
+            }],
+            max_depth: 8,
+            warmup: secs_to_nanos(1.0),
+            horizon,
+            bucket: 100 * MS,
+            recovery_hold: 500 * MS,
+        }
+    }
+}
