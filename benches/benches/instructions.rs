@@ -15,6 +15,7 @@ use gungraun::{library_benchmark, library_benchmark_group, main, LibraryBenchmar
 use stampede_benches::kernel_hold;
 use stampede_engine::models::cluster::{Cluster, ClusterParams};
 use stampede_engine::models::gateway::{Gateway, GatewayParams, LATENCY_NAMES};
+use stampede_engine::models::graph::{Graph, GraphParams};
 use stampede_engine::models::mmc::{Mmc, MmcParams};
 use stampede_engine::policy::breaker::{BreakerConfig, CircuitBreaker, SlidingWindow};
 use stampede_engine::policy::classify::Outcome;
@@ -65,6 +66,15 @@ fn cluster_every_policy_replica() -> u64 {
     black_box(Cluster::new(ClusterParams::every_policy_on(), 1, 0, &mut histogram).run().0.events)
 }
 
+// The service graph with every client policy on (`GraphParams::three_tier_every_policy`),
+// 4 simulated seconds. (gungraun takes no doc comment on a benchmark.)
+#[library_benchmark]
+fn graph_three_tier_replica() -> u64 {
+    let mut histograms = [LatencyHistogram::new()];
+    let params = GraphParams::three_tier_every_policy(2_000.0, secs_to_nanos(4.0), secs_to_nanos(2.0));
+    black_box(Graph::new(params, 1, 0, &mut histograms).run().0.events)
+}
+
 /// `llm-stack`'s grid point `index` (0: naive, 1: stack).
 fn llm_stack(index: usize) -> GatewayParams {
     let source = load_scenario_source("llm-stack").expect("built-in");
@@ -106,7 +116,7 @@ fn policy_decisions() {
 }
 
 library_benchmark_group!(name = kernel; benchmarks = hold);
-library_benchmark_group!(name = models; benchmarks = mmc_replica, cluster_every_policy_replica, llm_replica);
+library_benchmark_group!(name = models; benchmarks = mmc_replica, cluster_every_policy_replica, graph_three_tier_replica, llm_replica);
 library_benchmark_group!(name = policies; benchmarks = policy_decisions);
 main!(
     // The benchmarks run with a cleared environment; the deliberate slowdown must pass.

@@ -540,14 +540,9 @@ impl Graph<'_> {
         }
     }
 
-    /// A new call from `job` along call site `site`.
-    pub(super) fn child_call(
-        &mut self,
-        now: Nanos,
-        job: SlabKey,
-        site: u32,
-        scheduler: &mut Scheduler<Event>,
-    ) -> SlabKey {
+    /// A new call from `job` along call site `site`, linked as its first child; the
+    /// caller starts it with [`Self::begin_call`] once the whole group is made.
+    pub(super) fn child_call(&mut self, now: Nanos, job: SlabKey, site: u32) -> SlabKey {
         let j = *self.jobs.get(job).expect("live job");
         let site = self.p.call_sites[site as usize];
         let edge = &self.p.edges[site.edge as usize];
@@ -580,9 +575,6 @@ impl Graph<'_> {
             self.calls.get_mut(next).expect("a job's children are live").prev_sibling = Some(call);
         }
         self.jobs.get_mut(job).expect("live job").first_child = Some(call);
-        // Started by an event, so that a call that ends at once (an open breaker) never
-        // re-enters the group still being launched.
-        scheduler.after(0, Event::CallStarts { call });
         call
     }
 }

@@ -499,11 +499,6 @@ impl Model for Graph<'_> {
             Event::Answered { attempt, answer } => self.answered(now, attempt, answer, scheduler),
             Event::AttemptTimeout { attempt, ticket } => self.attempt_timeout(now, attempt, ticket, scheduler),
             Event::WorkDone { job, stamp } => self.work_done(now, job, stamp, scheduler),
-            Event::CallStarts { call } => {
-                if self.calls.contains(call) {
-                    self.begin_call(now, call, scheduler)
-                }
-            }
             Event::RetryDue { call } => self.retry_due(now, call, scheduler),
             Event::HedgeDue { call, ticket } => self.hedge_due(now, call, ticket, scheduler),
             Event::FaultStarts { fault } => self.fault(now, fault as usize, true, scheduler),

@@ -212,11 +212,13 @@ impl Graph<'_> {
             match self.p.steps[step as usize] {
                 Step::Work(_) => return self.need_work(now, job, step, scheduler),
                 Step::Calls { first_call, calls, wait } => {
+                    // Made last site first: each is linked at the head of the job's
+                    // children, so the list runs in site order.
                     let mut launched = 0;
-                    for site in first_call..first_call + calls {
+                    for site in (first_call..first_call + calls).rev() {
                         let probability = self.p.call_sites[site as usize].probability;
                         if probability >= 1.0 || self.site_rng[site as usize].bernoulli(probability) {
-                            self.child_call(now, job, site, scheduler);
+                            self.child_call(now, job, site);
                             launched += 1;
                         }
                     }
@@ -232,9 +234,16 @@ impl Graph<'_> {
                     (j.group_launched, j.group_needed, j.group_pending, j.group_ok, j.group_failed) =
                         (launched, needed, launched, 0, 0);
                     j.state = JobState::Waiting;
-                    let i = j.instance as usize;
+                    let (i, mut cursor) = (j.instance as usize, j.first_child);
                     if !self.p.services[self.instances[i].service as usize].blocking {
                         self.release_worker(now, job);
+                    }
+                    // Started in order, the group already waiting: a call that ends at once
+                    // (an open breaker) may settle the group, which cancels the calls not
+                    // started yet (their keys then find nothing).
+                    while let Some(call) = cursor.filter(|&call| self.calls.contains(call)) {
+                        cursor = self.calls.get(call).expect("live").next_sibling;
+                        self.begin_call(now, call, scheduler);
                     }
                     return;
                 }

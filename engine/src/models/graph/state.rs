@@ -160,10 +160,6 @@ pub enum Event {
         job: SlabKey,
         stamp: TicketStamp,
     },
-    /// A job's child call starts.
-    CallStarts {
-        call: SlabKey,
-    },
     RetryDue {
         call: SlabKey,
     },
