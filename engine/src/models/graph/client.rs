@@ -185,7 +185,7 @@ impl Graph<'_> {
             }
         }
         if let Some(ticket) = ticket {
-            scheduler.after(timeout, Event::AttemptTimeout { attempt, ticket });
+            self.arm_timeout(now, e, timeout, attempt, ticket, scheduler);
         }
         match partition {
             // Lost in the partition: only the timeout will end it.
@@ -204,6 +204,49 @@ impl Graph<'_> {
                 let c = self.calls.get_mut(call).expect("live call");
                 let ticket = c.hedge_timer.arm();
                 scheduler.after(delay, Event::HedgeDue { call, ticket });
+            }
+        }
+    }
+
+    /// Arms `attempt`'s timeout. The edge's own timeout goes into the edge's FIFO: every
+    /// attempt along it waits the same time, so the FIFO is in expiry order and the heap
+    /// holds one event per edge (its head's) instead of one per attempt — most of which
+    /// would pop stale, the attempt answered long before. A timeout shortened by a
+    /// deadline goes on the heap.
+    fn arm_timeout(
+        &mut self,
+        now: Nanos,
+        e: usize,
+        timeout: Nanos,
+        attempt: SlabKey,
+        ticket: TimerTicket,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        if Some(timeout) != self.p.edges[e].timeout {
+            return scheduler.after(timeout, Event::AttemptTimeout { attempt, ticket });
+        }
+        let expiries = &mut self.edges[e].expiries;
+        let due = now + timeout;
+        debug_assert!(expiries.back().is_none_or(|&(last, ..)| last <= due), "a FIFO of one timeout is in order");
+        if expiries.is_empty() {
+            scheduler.at(due, Event::EdgeTimeouts { edge: e as u32 });
+        }
+        expiries.push_back((due, attempt, ticket));
+    }
+
+    /// Edge `e`'s FIFO head is due: fire every timeout due by `now`, drop the entries of
+    /// attempts already answered, and wait for the next one still waiting. So an edge
+    /// costs about one event per timeout length, plus one per timeout that fires.
+    pub(super) fn edge_timeouts(&mut self, now: Nanos, e: usize, scheduler: &mut Scheduler<Event>) {
+        while let Some(&(due, attempt, ticket)) = self.edges[e].expiries.front() {
+            let waiting = self.attempts.get(attempt).is_some_and(|a| a.caller_waiting);
+            if waiting && due > now {
+                scheduler.at(due, Event::EdgeTimeouts { edge: e as u32 });
+                return;
+            }
+            self.edges[e].expiries.pop_front();
+            if waiting {
+                self.attempt_timeout(now, attempt, ticket, scheduler);
             }
         }
     }

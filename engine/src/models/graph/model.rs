@@ -76,6 +76,8 @@ pub(super) struct EdgeState {
     pub round_robin: u32,
     /// Attempts in flight on the edge (Envoy's budget reads them).
     pub active: u32,
+    /// Timeouts of the edge's own length, in expiry order: (due, attempt, ticket).
+    pub expiries: VecDeque<(Nanos, crate::kernel::slab::SlabKey, crate::kernel::timer::TimerTicket)>,
     pub network_rng: RngStream,
     pub client_rng: RngStream,
     pub routing_rng: RngStream,
@@ -159,6 +161,7 @@ impl<'h> Graph<'h> {
                     },
                     round_robin: 0,
                     active: 0,
+                    expiries: VecDeque::with_capacity(64),
                     network_rng: stream(NETWORK, e),
                     client_rng: stream(CLIENT, e),
                     routing_rng: stream(ROUTING, e),
@@ -292,6 +295,9 @@ impl<'h> Graph<'h> {
     /// Closes the time integrals of service `s` up to `now` (call before its levels change).
     pub(super) fn advance(&mut self, s: usize, now: Nanos) {
         let state = &mut self.services[s];
+        if state.last_change == now {
+            return; // several changes in one event
+        }
         let (busy, queued, present) = (state.busy as u128, state.queued as u128, state.present as u128);
         let (queued_series, busy_series) = (&mut self.series.queued_area[s], &mut self.series.busy_area[s]);
         let (mut busy_window, mut queued_window, mut present_window) = (0u128, 0u128, 0u128);
@@ -497,6 +503,7 @@ impl Model for Graph<'_> {
             Event::Arrival { workload } => self.arrival(now, workload as usize, scheduler),
             Event::Arrives { attempt } => self.attempt_arrives(now, attempt, scheduler),
             Event::Answered { attempt, answer } => self.answered(now, attempt, answer, scheduler),
+            Event::EdgeTimeouts { edge } => self.edge_timeouts(now, edge as usize, scheduler),
             Event::AttemptTimeout { attempt, ticket } => self.attempt_timeout(now, attempt, ticket, scheduler),
             Event::WorkDone { job, stamp } => self.work_done(now, job, stamp, scheduler),
             Event::RetryDue { call } => self.retry_due(now, call, scheduler),

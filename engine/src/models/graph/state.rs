@@ -152,6 +152,10 @@ pub enum Event {
         attempt: SlabKey,
         answer: Answer,
     },
+    /// The head of an edge's timeout FIFO is due.
+    EdgeTimeouts {
+        edge: u32,
+    },
     AttemptTimeout {
         attempt: SlabKey,
         ticket: TimerTicket,
