@@ -153,3 +153,19 @@ fn every_readme_example_runs() {
     let first = readme.find(first_command.as_deref().unwrap()).unwrap();
     assert!(install < first, "`cargo install --path .` comes before the first `stampede` command");
 }
+
+/// The graph model's complete example in the README is the file the tests run.
+#[test]
+fn the_readme_graph_example_is_the_shipped_file() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let file =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures/checkout-graph.toml"))
+            .unwrap();
+    let shown = blocks(&readme)
+        .into_iter()
+        .find(|(info, text)| {
+            info == "toml" && text.contains("model = \"graph\"") && text.starts_with("name = \"checkout\"")
+        })
+        .expect("the README shows the graph example");
+    assert_eq!(shown.1, file, "README's graph example and experiments/fixtures/checkout-graph.toml differ");
+}
