@@ -125,8 +125,28 @@ impl Scenario {
         };
         // Validate every point now: bad input must fail before anything is written.
         // Points are typed one at a time and dropped: memory stays flat in the grid.
+        // Every point writes the base's columns: a point whose model reports other
+        // metrics, histograms or series (a graph grid that renames a service) cannot.
+        let names = |model: &ModelConfig| {
+            let metrics: Vec<&'static str> = model.metrics().iter().map(|m| m.name).collect();
+            let series: Vec<&'static str> = model.series().iter().map(|s| s.name).collect();
+            (metrics, model.latencies(), series)
+        };
+        let outputs = names(&scenario.model);
         for index in 0..scenario.point_count() {
-            scenario.grid_point(index)?;
+            let point = scenario.grid_point(index)?;
+            if names(&point.model) != outputs {
+                return Err(Error::bad_input(format!(
+                    "grid point {index} ({}): its model reports other outputs than the scenario's base; a grid \
+                     may vary settings, not what is measured (a graph's services, endpoints, edges or workloads)",
+                    point
+                        .params
+                        .iter()
+                        .map(|(k, v)| format!("{k} = {}", crate::base::typing::describe(v)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
         }
         let metrics: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
         for (i, assertion) in scenario.verify.iter().enumerate() {

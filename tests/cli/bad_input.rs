@@ -240,6 +240,11 @@ fn graph_scenarios_refuse_what_cannot_run() {
     tier("services.api.workerz=3", &["workerz", "unknown field"]);
     tier("workload.0.entry=web.home", &["workload[0].entry = \"web.home\"", "web's endpoints: web.page"]);
     refuse(
+        &["graph-hedging", "--grid", "workload.0.entry=front.read,store.get"],
+        2,
+        &["grid point 1 (", "workload.0.entry = \"store.get\"", "not what is measured"],
+    );
+    refuse(
         &[
             "graph-fanout",
             "--set",
