@@ -43,6 +43,20 @@ fn thread_count_never_changes_a_byte() {
     assert_eq!(manifest(&one), manifest(&two), "only wall time, host and the command line may differ");
 }
 
+/// The same for the graph model, whose columns are named from the scenario: a grid of
+/// cases with every time series, across 1 and 2 threads.
+#[test]
+fn thread_count_never_changes_a_byte_of_a_graph_run() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (one, two) = (scratch.path().join("one"), scratch.path().join("two"));
+    let common = ["graph-hedging", "--replicas", "9", "--set", "run.horizon_s=6", "--quiet", "--no-report"];
+    run_into(&one, &[&common[..], &["--threads", "1"]].concat());
+    run_into(&two, &[&common[..], &["--threads", "2"]].concat());
+    for file in PARQUETS.iter().chain(&["timeseries.parquet"]) {
+        assert!(read(&one, "graph-hedging", file) == read(&two, "graph-hedging", file), "{file} differs");
+    }
+}
+
 #[test]
 fn show_output_reproduces_the_run() {
     let scratch = tempfile::tempdir().unwrap();

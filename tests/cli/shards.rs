@@ -65,6 +65,7 @@ fn merged_shards_equal_a_single_run_for_every_model() {
     check("dependency-slowdown", "4", 3, &[]);
     check("llm-stack", "3", 2, &[]);
     check("bounded-load", "4", 4, &[]);
+    check("graph-three-tier", "4", 3, &["--set", "run.horizon_s=16"]);
 }
 
 #[test]
