@@ -14,6 +14,7 @@ pub mod fit_page;
 pub mod folder;
 pub mod page;
 pub mod sections;
+pub mod topology;
 
 #[cfg(test)]
 mod tests;

@@ -986,6 +986,9 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
             ModelSection::Funnel { title, total_label, segments } => {
                 blocks.push(funnel(ctx, title, total_label, segments))
             }
+            ModelSection::Topology { title, services, edges, entries } => {
+                blocks.push(topology(ctx, title, services, edges, entries))
+            }
         }
     }
     if blocks.is_empty() {
@@ -997,6 +1000,34 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
         intro: ctx.intro("What this model measures beyond the common metrics."),
         blocks,
     })
+}
+
+/// The service graph per grid point (one shown at a time when there are several).
+fn topology(
+    ctx: &Context,
+    title: &str,
+    services: &[stampede_experiments::models::presentation::TopologyService],
+    edges: &[stampede_experiments::models::presentation::TopologyEdge],
+    entries: &[String],
+) -> Block {
+    let mean = |point: u32, metric: &str| ctx.value(point, metric).map_or(f64::NAN, |v| v.value);
+    let mut options: Vec<(String, Vec<Figure>)> = ctx
+        .points
+        .iter()
+        .map(|point| {
+            let requests: f64 = entries.iter().map(|m| mean(point.index, m)).sum();
+            let values = crate::topology::Values {
+                colour: services.iter().map(|s| mean(point.index, &s.colour_by)).collect(),
+                per_request: edges.iter().map(|e| mean(point.index, &e.attempts) / requests).collect(),
+                failed: edges.iter().map(|e| mean(point.index, &e.failed) / mean(point.index, &e.calls)).collect(),
+            };
+            (point.long(), vec![crate::topology::draw(title, services, edges, &values)])
+        })
+        .collect();
+    if options.len() == 1 {
+        return Block::Figure(options.pop().expect("one").1.pop().expect("one figure"));
+    }
+    Block::Choice { label: "grid point".into(), options }
 }
 
 /// Each grid point's name and its `#N` key, for bars with one category per point.

@@ -90,7 +90,8 @@ fn expected_plots(model: &str, grid_points: u64) -> Vec<&'static str> {
     let mut kinds = vec!["percentiles", "cdf"];
     match model {
         "cluster" => kinds.extend(["timeseries", "counts", "bars"]),
-        "dependency" | "graph" => kinds.extend(["timeseries", "bars"]),
+        "dependency" => kinds.extend(["timeseries", "bars"]),
+        "graph" => kinds.extend(["topology", "timeseries", "bars"]),
         "gateway" => kinds.extend(["outcomes", "funnel"]),
         _ => {}
     }

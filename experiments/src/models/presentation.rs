@@ -50,6 +50,35 @@ pub enum Section {
     /// Where work stopped, summed over groups: a 100% stacked bar per grid point with
     /// one segment per (stage, reason); each segment sums its metrics.
     Funnel { title: String, total_label: String, segments: Vec<(Segment, Vec<String>)> },
+    /// A service graph drawn per grid point: services as boxes coloured by a metric, the
+    /// calls between them as arrows labelled with attempts per entry request and the
+    /// share of calls that failed.
+    Topology { title: String, services: Vec<TopologyService>, edges: Vec<TopologyEdge>, entries: Vec<String> },
+}
+
+/// A box of a [`Section::Topology`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopologyService {
+    pub name: String,
+    /// A second line ("4 × 16 workers").
+    pub detail: String,
+    /// The metric (a share from 0 to 1) the box is coloured by.
+    pub colour_by: String,
+    /// A fault targets it (or one of its instances).
+    pub faulted: bool,
+}
+
+/// An arrow of a [`Section::Topology`]; `entries` of the section are the metrics whose
+/// sum is the entry requests the attempts are counted per.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopologyEdge {
+    /// `None`: the workload's clients.
+    pub from: Option<String>,
+    pub to: String,
+    pub attempts: String,
+    pub calls: String,
+    pub failed: String,
+    pub faulted: bool,
 }
 
 /// Everything a model adds to its report.

@@ -15,7 +15,7 @@ use stampede_engine::{secs_to_nanos, LatencyHistogram};
 use super::metrics::{
     intern, intern_names, intern_series, Direction, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind,
 };
-use super::presentation::{Presentation, Recovery, Section, Window};
+use super::presentation::{Presentation, Recovery, Section, TopologyEdge, TopologyService, Window};
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
@@ -135,10 +135,49 @@ impl ModelSpec for Graph {
         let pairs = |suffix: &str, names: &[String]| -> Vec<(String, String)> {
             names.iter().map(|n| (n.clone(), format!("{n}.{suffix}"))).collect()
         };
+        let faulted = |target: &str| {
+            config.faults.iter().any(|f| f.target == target || f.target.split('#').next() == Some(target))
+        };
+        let services = t
+            .services
+            .iter()
+            .enumerate()
+            .map(|(s, name)| {
+                let p = &t.params.services[s];
+                TopologyService {
+                    name: name.clone(),
+                    detail: format!("{} × {} workers", p.instances, p.workers),
+                    colour_by: format!("{name}.utilisation"),
+                    faulted: faulted(name),
+                }
+            })
+            .collect();
+        let edges = t
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(e, name)| {
+                let p = &t.params.edges[e];
+                TopologyEdge {
+                    from: p.from.map(|s| t.services[s as usize].clone()),
+                    to: t.services[p.to as usize].clone(),
+                    attempts: format!("edge.{name}.attempts"),
+                    calls: format!("edge.{name}.calls"),
+                    failed: format!("edge.{name}.failed"),
+                    faulted: faulted(name),
+                }
+            })
+            .collect();
         Presentation {
             windows,
             recovery: Some(Recovery::of_queue_depth(run.warmup_s)),
             sections: vec![
+                Section::Topology {
+                    title: "The graph: services coloured by utilisation, calls labelled with attempts per entry request and the share that failed".into(),
+                    services,
+                    edges,
+                    entries: t.entries.iter().map(|e| format!("{e}.offered")).collect(),
+                },
                 Section::MetricBars {
                     title: "Success per entry point: answered in full ÷ offered".into(),
                     y_label: "success ratio".into(),
