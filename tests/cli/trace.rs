@@ -144,3 +144,38 @@ fn a_bad_trace_request_is_refused_before_anything_is_written() {
         assert!(!root.exists() || std::fs::read_dir(&root).unwrap().next().is_none(), "{args:?} wrote nothing");
     }
 }
+
+/// The graph's trace is a forest of request trees that adds up to its replica's row:
+/// one root call per entry request, the hedges and attempts each edge counted.
+#[test]
+fn a_graph_trace_adds_up_to_its_replica_and_every_parent_is_in_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path();
+    let args = ["run", "graph-hedging", "--replicas", "2", "--trace", "1", "--set", "run.horizon_s=4"];
+    let run = stampede(&[&args[..], &["--out", out.to_str().unwrap(), "--quiet", "--no-report"]].concat());
+    assert!(run.status.success(), "{}", stderr(&run));
+    let dir = out.join("graph-hedging");
+    let table = Table::read(&dir.join("trace.parquet")).unwrap();
+    let (points, kinds, gates) = (u32s(&table, "grid_point"), strings(&table, "kind"), strings(&table, "gate"));
+    let (spans, parents, counted) = (u32s(&table, "span_id"), u32s(&table, "parent_span_id"), bools(&table, "counted"));
+    let classes = strings(&table, "class");
+    for point in 0..3u32 {
+        let rows: Vec<usize> = (0..points.len()).filter(|&i| points[i] == point).collect();
+        let known: std::collections::HashSet<u32> = rows.iter().map(|&i| spans[i]).collect();
+        assert_eq!(known.len(), rows.len(), "point {point}: span ids are unique");
+        for &i in &rows {
+            assert!(
+                parents[i] == u32::MAX || known.contains(&parents[i]),
+                "point {point}: row {i}'s parent is missing"
+            );
+        }
+        let count = |f: &dyn Fn(usize) -> bool| rows.iter().filter(|&&i| counted[i] && f(i)).count() as f64;
+        let roots = count(&|i| kinds[i] == "call" && parents[i] == u32::MAX);
+        assert_eq!(roots, replica_metric(&dir, point, 1, "front.read.offered"), "point {point}");
+        let hedges = count(&|i| kinds[i] == "attempt" && gates[i] == "hedge");
+        assert_eq!(hedges, replica_metric(&dir, point, 1, "edge.front->store.hedges"), "point {point}");
+        let attempts = count(&|i| kinds[i] == "attempt" && classes[i] == "store.get");
+        assert_eq!(attempts, replica_metric(&dir, point, 1, "edge.front->store.attempts"), "point {point}");
+        assert_eq!(hedges > 0.0, point > 0, "point {point}: hedges only where the case hedges");
+    }
+}

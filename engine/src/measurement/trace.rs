@@ -48,6 +48,11 @@ pub struct TraceRow {
     pub call: u32,
     /// The enclosing unit's serial (the gateway's turn), or [`NONE`].
     pub group: u32,
+    /// The row's own span number and its parent's, for models whose requests are trees
+    /// (the graph: a call's parent is the attempt whose server made it, an attempt's
+    /// its call); [`NONE`] elsewhere.
+    pub span: u32,
+    pub parent: u32,
     /// The call class (or request kind) name.
     pub class: &'static str,
     /// Where it went: the tier, shard or dependency index, or [`NONE`].
@@ -191,6 +196,8 @@ impl Tracer {
             kind,
             call: live.serial,
             group: live.group,
+            span: NONE,
+            parent: NONE,
             class: live.class,
             place: NONE,
             attempt: 0,
@@ -291,6 +298,8 @@ impl Tracer {
             kind,
             call: NONE,
             group: NONE,
+            span: NONE,
+            parent: NONE,
             class,
             place,
             attempt: 0,

@@ -76,6 +76,9 @@ impl Graph<'_> {
             key,
             counted,
         });
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.call_started(call, now, workload.endpoint, crate::measurement::trace::NONE, counted);
+        }
         self.begin_call(now, call, scheduler);
     }
 
@@ -182,6 +185,10 @@ impl Graph<'_> {
             if !hedge {
                 c.tries += 1;
                 c.primary_sent = now;
+            }
+            if let Some(tracer) = self.tracer.as_deref_mut() {
+                let number = if hedge { c.hedges } else { c.tries };
+                tracer.attempt_sent(attempt, call, now, instance, number, hedge);
             }
         }
         if let Some(ticket) = ticket {
@@ -314,6 +321,16 @@ impl Graph<'_> {
             a.caller_waiting = false;
             a.timer.cancel();
         }
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            let outcome = match outcome {
+                Some(Outcome::Success) => "success",
+                Some(Outcome::Timeout) => "timeout",
+                Some(Outcome::Overloaded) => "refused",
+                Some(_) => "error",
+                None => "let_go",
+            };
+            tracer.attempt_ended(attempt, now, outcome);
+        }
         // Unanswered (timed out, or its call let go): a server that cancels stops the work.
         if matches!(outcome, None | Some(Outcome::Timeout)) {
             let service = self.instances[a.instance as usize].service as usize;
@@ -431,6 +448,9 @@ impl Graph<'_> {
         c.last_backoff = delay;
         c.backing_off = true;
         c.hedge_timer.cancel();
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.backoff_starts(call, now);
+        }
         scheduler.after(delay, Event::RetryDue { call });
     }
 
@@ -440,6 +460,9 @@ impl Graph<'_> {
             return;
         }
         c.backing_off = false;
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.backoff_ends(call, now);
+        }
         self.send_attempt(now, call, false, true, scheduler);
     }
 
@@ -482,6 +505,15 @@ impl Graph<'_> {
     /// The call is over: let go of any attempt still out, and tell its parent.
     fn call_complete(&mut self, now: Nanos, call: SlabKey, outcome: CallOutcome, scheduler: &mut Scheduler<Event>) {
         let first_attempt = self.let_go_of_attempts(now, call, scheduler);
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            let name = match outcome {
+                CallOutcome::Success => "success",
+                CallOutcome::Degraded => "degraded",
+                CallOutcome::Fallback => "fallback",
+                CallOutcome::Failed(failure) => failure.name(),
+            };
+            tracer.call_ended(call, now, name);
+        }
         self.unlink_child(call);
         let c = self.calls.remove(call).expect("live call");
         self.drop_attempts(first_attempt);
@@ -551,6 +583,9 @@ impl Graph<'_> {
     pub(super) fn cancel_call(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) {
         if self.calls.contains(call) {
             let head = self.let_go_of_attempts(now, call, scheduler);
+            if let Some(tracer) = self.tracer.as_deref_mut() {
+                tracer.call_ended(call, now, "cancelled");
+            }
             self.unlink_child(call);
             self.calls.remove(call);
             self.drop_attempts(head);
@@ -616,6 +651,10 @@ impl Graph<'_> {
         });
         if let Some(next) = j.first_child {
             self.calls.get_mut(next).expect("a job's children are live").prev_sibling = Some(call);
+        }
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            let parent = tracer.attempt_span(j.attempt);
+            tracer.call_started(call, now, site.endpoint, parent, j.counted);
         }
         self.jobs.get_mut(job).expect("live job").first_child = Some(call);
         call

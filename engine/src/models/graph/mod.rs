@@ -28,6 +28,7 @@ mod server;
 mod state;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 pub use model::Graph;
 pub use params::{

@@ -110,6 +110,8 @@ pub struct Graph<'h> {
     pub(super) jobs: Slab<Job>,
     pub(super) series: GraphSeries,
     pub(super) latencies: &'h mut [LatencyHistogram],
+    /// Per-span tracing, off unless [`Graph::traced`].
+    pub(super) tracer: Option<Box<super::trace::SpanTracer>>,
 }
 
 impl<'h> Graph<'h> {
@@ -204,8 +206,27 @@ impl<'h> Graph<'h> {
             jobs: Slab::with_capacity(1024),
             series,
             latencies,
+            tracer: None,
             p,
         }
+    }
+
+    /// Records every call, attempt, backoff, queue wait and refusal with its span and
+    /// parent span (see `trace.rs`); names label the rows (by endpoint and service index).
+    pub fn traced(mut self, endpoint_names: Vec<&'static str>, service_names: Vec<&'static str>) -> Self {
+        self.tracer = Some(Box::new(super::trace::SpanTracer::new(endpoint_names, service_names)));
+        self
+    }
+
+    /// Runs to the horizon: the results, the series and (if traced) the trace.
+    pub fn run_traced(self) -> (GraphResults, GraphSeries, Option<crate::measurement::trace::Trace>) {
+        let horizon = self.p.horizon;
+        let mut simulation = self.into_simulation();
+        simulation.run_until(horizon);
+        let events = simulation.events_handled();
+        let (results, series) = simulation.model.finish(horizon, events);
+        let trace = simulation.model.tracer.take().map(|t| t.finish(horizon));
+        (results, series, trace)
     }
 
     /// An instance as it starts (or restarts after a crash: empty, its policies reset).
@@ -236,11 +257,8 @@ impl<'h> Graph<'h> {
     }
 
     pub fn run(self) -> (GraphResults, GraphSeries) {
-        let horizon = self.p.horizon;
-        let mut simulation = self.into_simulation();
-        simulation.run_until(horizon);
-        let events = simulation.events_handled();
-        simulation.model.finish(horizon, events)
+        let (results, series, _) = self.run_traced();
+        (results, series)
     }
 
     /// The replica as a simulation with its first events scheduled (to run in stretches:

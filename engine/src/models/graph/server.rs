@@ -32,6 +32,9 @@ impl Graph<'_> {
     }
 
     fn refuse(&mut self, attempt: SlabKey, service: usize, refusal: Refusal, scheduler: &mut Scheduler<Event>) {
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.refused(attempt, scheduler.now(), service as u32, refusal.name());
+        }
         if self.attempts.get(attempt).expect("live").counted {
             self.services[service].results.refused[refusal.index()] += 1;
         }
@@ -108,6 +111,9 @@ impl Graph<'_> {
             cancelled: false,
         });
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.queued(job, now, attempt);
+        }
         self.advance(s, now);
         self.instances[i].present += 1;
         self.services[s].present += 1;
@@ -133,6 +139,9 @@ impl Graph<'_> {
             self.services[s].queued -= 1;
             let j = *self.jobs.get(job).expect("a queued job is live");
             let JobState::Queued { since, fresh } = j.state else { unreachable!("queued") };
+            if let Some(tracer) = self.tracer.as_deref_mut() {
+                tracer.dequeued(job, now, s as u32, if j.cancelled { "cancelled" } else { "queue" });
+            }
             if j.cancelled {
                 self.release_job(now, job, scheduler);
                 let a = self.attempts.get_mut(j.attempt).expect("live");
@@ -259,7 +268,10 @@ impl Graph<'_> {
         }
         j.pending_work = piece;
         j.state = JobState::Queued { since: now, fresh: false };
-        let i = j.instance as usize;
+        let (i, attempt) = (j.instance as usize, j.attempt);
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.queued(job, now, attempt);
+        }
         // A continuing job is not refused for room: it was admitted already.
         self.enqueue(i, job);
     }
@@ -450,6 +462,10 @@ impl Graph<'_> {
     /// Ends a job its crashed instance lost: no answer (its caller times out), its calls
     /// cancelled; the instance's counters were reset by the crash.
     pub(super) fn strand(&mut self, now: Nanos, job: SlabKey, scheduler: &mut Scheduler<Event>) {
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            let service = self.instances[self.jobs.get(job).expect("live job").instance as usize].service;
+            tracer.dequeued(job, now, service, "crash");
+        }
         self.cancel_children(now, job, scheduler);
         let j = self.jobs.remove(job).expect("live job");
         if let Some(a) = self.attempts.get_mut(j.attempt) {

@@ -419,3 +419,59 @@ fn replicas_are_deterministic() {
     assert_eq!(a.edges, b.edges);
     assert_eq!(a.entries[0].successes, b.entries[0].successes);
 }
+
+/// A traced replica gives the same results, and its spans form trees: every parent is a
+/// span of the trace, every attempt's parent is a call, every root is an entry request,
+/// and the hedges and retries counted per edge are the trace's.
+#[test]
+fn a_trace_is_a_forest_of_request_trees_that_adds_up_to_the_results() {
+    use crate::measurement::trace::{TraceKind, NONE};
+    use crate::policy::hedge::{HedgeConfig, HedgeDelay};
+    let mut g = Builder::new(8.0, 1.0);
+    let front = g.service(1, 100_000, 0);
+    let store = g.service(3, 4, 20);
+    let ef = g.endpoint(front, None);
+    let es = g.endpoint(store, Some(Distribution::new(Shape::Lognormal { mu: (0.004f64).ln(), sigma: 1.0 })));
+    let fs = g.edge(Some(front), store);
+    g.p.edges[fs as usize].timeout = Some(30 * MS);
+    g.p.edges[fs as usize].max_attempts = 3;
+    g.p.edges[fs as usize].backoff = Backoff::FullJitter { base: MS, cap: 10 * MS };
+    g.p.edges[fs as usize].hedge =
+        Some(HedgeConfig { delay: HedgeDelay::Fixed(10 * MS), max_hedges: 1, min_samples: 0 });
+    g.step(ef, S::Calls(vec![(es, fs, 1.0), (es, fs, 0.5)], Wait::FirstSuccess));
+    g.poisson(ef, 600.0, Some(0.2));
+    let p = g.build();
+    let mut histograms = [LatencyHistogram::new()];
+    let (results, series, trace) = Graph::new(p.clone(), 7, 0, &mut histograms)
+        .traced(vec!["front.search", "store.get"], vec!["front", "store"])
+        .run_traced();
+    let trace = trace.expect("traced");
+    let (plain, plain_series) = run(&p, 0);
+    assert_eq!(series, plain_series);
+    assert_eq!(results.edges, plain.edges);
+    let kind_of: std::collections::HashMap<u32, TraceKind> = trace.rows.iter().map(|r| (r.span, r.kind)).collect();
+    assert_eq!(kind_of.len(), trace.rows.len(), "span numbers are unique");
+    for row in &trace.rows {
+        match row.kind {
+            TraceKind::Call if row.parent == NONE => assert_eq!(row.class, "front.search"),
+            TraceKind::Call => {
+                assert_eq!(kind_of[&row.parent], TraceKind::Attempt, "a child call hangs off an attempt")
+            }
+            TraceKind::Attempt => assert_eq!(kind_of[&row.parent], TraceKind::Call),
+            TraceKind::Wait | TraceKind::Refusal => assert!(kind_of.contains_key(&row.parent)),
+            _ => {}
+        }
+        assert!(row.end >= row.start);
+    }
+    let count = |f: &dyn Fn(&crate::measurement::trace::TraceRow) -> bool| {
+        trace.rows.iter().filter(|r| r.counted && f(r)).count() as u64
+    };
+    assert_eq!(count(&|r| r.kind == TraceKind::Call && r.parent == NONE), results.entries[0].offered);
+    let edge = &results.edges[fs as usize];
+    assert_eq!(count(&|r| r.kind == TraceKind::Attempt && r.gate == "hedge"), edge.hedges);
+    assert_eq!(count(&|r| r.kind == TraceKind::Attempt && r.class == "store.get"), edge.attempts);
+    assert_eq!(count(&|r| r.kind == TraceKind::Attempt && r.outcome == "timeout"), edge.timeouts);
+    assert!(edge.hedges > 0 && edge.retries > 0 && edge.timeouts > 0, "{edge:?}");
+    let waits = count(&|r| r.kind == TraceKind::Wait && r.outcome == "queue");
+    assert!(waits > 0 && count(&|r| r.kind == TraceKind::Wait && r.outcome == "backoff") > 0);
+}

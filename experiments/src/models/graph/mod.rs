@@ -14,6 +14,7 @@ use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{
     intern, intern_names, intern_series, Direction, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind,
+    TracedReplica,
 };
 use super::presentation::{Presentation, Recovery, Section, TopologyEdge, TopologyService, Window};
 use super::spec::ModelSpec;
@@ -207,6 +208,19 @@ impl ModelSpec for Graph {
         let t = topology(config);
         let (results, series) = GraphModel::new(params(config, run), master_seed, replica, histograms).run();
         output(t, &results, series)
+    }
+
+    const TRACES: bool = true;
+
+    fn trace_replica(config: &GraphConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
+        let t = topology(config);
+        let mut histograms: Vec<LatencyHistogram> = t.entries.iter().map(|_| LatencyHistogram::new()).collect();
+        let endpoints = t.endpoints.iter().map(|e| intern(e.clone())).collect();
+        let services = t.services.iter().map(|s| intern(s.clone())).collect();
+        let model =
+            GraphModel::new(params(config, run), master_seed, replica, &mut histograms).traced(endpoints, services);
+        let (results, series, trace) = model.run_traced();
+        Some(TracedReplica { output: output(t, &results, series), trace: trace.expect("traced") })
     }
 }
 

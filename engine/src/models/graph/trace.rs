@@ -1,0 +1,198 @@
+//! The graph's trace: every call, attempt (hedges marked), backoff, queue wait and
+//! refusal of one replica as a row with its own span number and its parent's — a
+//! call's parent is the attempt whose job made it (none for an entry request), an
+//! attempt's is its call, a queue wait's and a refusal's is the attempt they happened
+//! to — so one recursive query rebuilds a request's whole tree. Rows are written when a
+//! span ends; spans still open at the horizon end there as `in_flight`.
+//!
+//! Off unless the model is built [`Graph::traced`](super::Graph::traced): the model
+//! holds it as an `Option<Box<…>>`, one branch per hook when off.
+
+use crate::kernel::slab::SlabKey;
+use crate::kernel::time::Nanos;
+use crate::measurement::trace::{Trace, TraceKind, TraceRow, NONE};
+
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    span: u32,
+    parent: u32,
+    serial: u32,
+    start: Nanos,
+    class: &'static str,
+    place: u32,
+    attempt: u32,
+    gate: &'static str,
+    counted: bool,
+}
+
+const CLOSED: Open = Open {
+    span: NONE,
+    parent: NONE,
+    serial: NONE,
+    start: 0,
+    class: "",
+    place: NONE,
+    attempt: 0,
+    gate: "",
+    counted: false,
+};
+
+#[derive(Debug, Default)]
+pub struct SpanTracer {
+    rows: Vec<TraceRow>,
+    next_span: u32,
+    next_call: u32,
+    /// By call slab index: the open call, and its open backoff (start).
+    calls: Vec<(Open, Option<Nanos>)>,
+    /// By attempt slab index.
+    attempts: Vec<Open>,
+    /// By job slab index: when it started waiting for a worker, its attempt's span, and
+    /// whether that attempt is counted.
+    queued: Vec<Option<(Nanos, u32, bool)>>,
+    endpoint_names: Vec<&'static str>,
+    service_names: Vec<&'static str>,
+}
+
+fn slot<T: Copy>(table: &mut Vec<T>, key: SlabKey, vacant: T) -> &mut T {
+    if table.len() <= key.index() {
+        table.resize(key.index() + 1, vacant);
+    }
+    &mut table[key.index()]
+}
+
+impl SpanTracer {
+    pub fn new(endpoint_names: Vec<&'static str>, service_names: Vec<&'static str>) -> Self {
+        SpanTracer { endpoint_names, service_names, ..SpanTracer::default() }
+    }
+
+    fn span(&mut self) -> u32 {
+        self.next_span += 1;
+        self.next_span - 1
+    }
+
+    fn row(open: &Open, kind: TraceKind, end: Nanos, outcome: &'static str) -> TraceRow {
+        TraceRow {
+            kind,
+            call: open.serial,
+            group: NONE,
+            span: open.span,
+            parent: open.parent,
+            class: open.class,
+            place: open.place,
+            attempt: open.attempt,
+            start: open.start,
+            first_token: None,
+            end,
+            outcome,
+            gate: open.gate,
+            counted: open.counted,
+        }
+    }
+
+    /// The span of live attempt `attempt` (to parent what its job does).
+    pub fn attempt_span(&self, attempt: SlabKey) -> u32 {
+        self.attempts.get(attempt.index()).map_or(NONE, |a| a.span)
+    }
+
+    pub fn call_started(&mut self, call: SlabKey, now: Nanos, endpoint: u32, parent: u32, counted: bool) {
+        let (span, serial) = (self.span(), self.next_call);
+        self.next_call += 1;
+        let class = self.endpoint_names.get(endpoint as usize).copied().unwrap_or("");
+        let open = Open { span, parent, serial, start: now, class, counted, ..CLOSED };
+        *slot(&mut self.calls, call, (CLOSED, None)) = (open, None);
+    }
+
+    pub fn call_ended(&mut self, call: SlabKey, now: Nanos, outcome: &'static str) {
+        let (open, backoff) = std::mem::replace(&mut self.calls[call.index()], (CLOSED, None));
+        debug_assert_ne!(open.span, NONE, "a traced call is open");
+        if let Some(start) = backoff {
+            let wait = Open { start, parent: open.span, span: self.span(), ..open };
+            self.rows.push(Self::row(&wait, TraceKind::Wait, now, "backoff"));
+        }
+        self.rows.push(Self::row(&open, TraceKind::Call, now, outcome));
+    }
+
+    pub fn backoff_starts(&mut self, call: SlabKey, now: Nanos) {
+        self.calls[call.index()].1 = Some(now);
+    }
+
+    pub fn backoff_ends(&mut self, call: SlabKey, now: Nanos) {
+        let (open, backoff) = self.calls[call.index()];
+        if let Some(start) = backoff {
+            self.calls[call.index()].1 = None;
+            let wait = Open { start, parent: open.span, span: self.span(), ..open };
+            self.rows.push(Self::row(&wait, TraceKind::Wait, now, "backoff"));
+        }
+    }
+
+    pub fn attempt_sent(
+        &mut self,
+        attempt: SlabKey,
+        call: SlabKey,
+        now: Nanos,
+        instance: u32,
+        number: u32,
+        hedge: bool,
+    ) {
+        let call = self.calls[call.index()].0;
+        let span = self.span();
+        let open = Open {
+            span,
+            parent: call.span,
+            start: now,
+            place: instance,
+            attempt: number,
+            gate: if hedge { "hedge" } else { "" },
+            ..call
+        };
+        *slot(&mut self.attempts, attempt, CLOSED) = open;
+    }
+
+    pub fn attempt_ended(&mut self, attempt: SlabKey, now: Nanos, outcome: &'static str) {
+        let open = std::mem::replace(&mut self.attempts[attempt.index()], CLOSED);
+        debug_assert_ne!(open.span, NONE, "a traced attempt is open");
+        self.rows.push(Self::row(&open, TraceKind::Attempt, now, outcome));
+    }
+
+    /// A job of `attempt` starts waiting for a worker (`fresh`: before its first work).
+    pub fn queued(&mut self, job: SlabKey, now: Nanos, attempt: SlabKey) {
+        let (span, counted) = self.attempts.get(attempt.index()).map_or((NONE, false), |a| (a.span, a.counted));
+        *slot(&mut self.queued, job, None) = Some((now, span, counted));
+    }
+
+    /// The job leaves the queue (to a worker, or dropped); a wait of no time is no row.
+    pub fn dequeued(&mut self, job: SlabKey, now: Nanos, service: u32, outcome: &'static str) {
+        let waited = self.queued.get_mut(job.index()).and_then(Option::take);
+        if let Some((start, parent, counted)) = waited.filter(|&(start, ..)| start < now || outcome != "queue") {
+            let span = self.span();
+            let gate = self.service_names.get(service as usize).copied().unwrap_or("");
+            let open = Open { span, parent, start, gate, counted, ..CLOSED };
+            self.rows.push(Self::row(&open, TraceKind::Wait, now, outcome));
+        }
+    }
+
+    /// `service` refused `attempt` for `reason` (zero length).
+    pub fn refused(&mut self, attempt: SlabKey, now: Nanos, service: u32, reason: &'static str) {
+        let parent = self.attempt_span(attempt);
+        let span = self.span();
+        let gate = self.service_names.get(service as usize).copied().unwrap_or("");
+        let counted = self.attempts.get(attempt.index()).is_some_and(|a| a.counted);
+        let open = Open { span, parent, start: now, gate, counted, ..CLOSED };
+        self.rows.push(Self::row(&open, TraceKind::Refusal, now, reason));
+    }
+
+    /// The rows, with spans still open ending at `horizon` as `in_flight`.
+    pub fn finish(mut self, horizon: Nanos) -> Trace {
+        for open in std::mem::take(&mut self.attempts) {
+            if open.span != NONE {
+                self.rows.push(Self::row(&open, TraceKind::Attempt, horizon, "in_flight"));
+            }
+        }
+        for (open, _) in std::mem::take(&mut self.calls) {
+            if open.span != NONE {
+                self.rows.push(Self::row(&open, TraceKind::Call, horizon, "in_flight"));
+            }
+        }
+        Trace { rows: self.rows }
+    }
+}
