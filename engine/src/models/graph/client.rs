@@ -39,6 +39,8 @@ fn pick_criticality(shares: &[f64; 4], rng: &mut RngStream) -> u8 {
 
 impl Graph<'_> {
     pub(super) fn arrival(&mut self, now: Nanos, w: usize, scheduler: &mut Scheduler<Event>) {
+        // A replayed trace's key belongs to this arrival: read it before the replay moves on.
+        let replayed = self.workloads[w].load.as_ref().and_then(|load| load.replayed_key());
         if let WorkloadArrivals::Open(_) = self.p.workloads[w].arrivals {
             if let Some(gap) = self.next_gap(w, now) {
                 scheduler.after(gap, Event::Arrival { workload: w as u32 });
@@ -47,7 +49,11 @@ impl Graph<'_> {
         let workload = &self.p.workloads[w];
         let state = &mut self.workloads[w];
         let criticality = pick_criticality(&workload.criticality, &mut state.mix_rng);
-        let key = if workload.keys > 1 { state.mix_rng.below(workload.keys) } else { 0 };
+        let key = match replayed {
+            Some(key) => key,
+            None if workload.keys > 1 => state.mix_rng.below(workload.keys),
+            None => 0,
+        };
         let counted = now >= self.p.warmup;
         if counted {
             state.results.offered += 1;
