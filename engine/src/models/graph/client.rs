@@ -59,29 +59,18 @@ impl Graph<'_> {
             state.results.offered += 1;
         }
         let deadline = workload.deadline.map_or(Nanos::MAX, |d| now.saturating_add(d));
-        let call = self.calls.insert(Call {
-            parent: None,
-            workload: w as u32,
-            edge: workload.edge,
-            endpoint: workload.endpoint,
+        let call = self.calls.insert(Call::new(
+            None,
+            w as u32,
+            workload.edge,
+            workload.endpoint,
             deadline,
-            started: now,
-            primary_sent: now,
-            tries: 0,
-            hedges: 0,
-            outstanding: 0,
-            first_attempt: None,
-            next_sibling: None,
-            prev_sibling: None,
-            last_backoff: 0,
-            last_failure: Failure::Timeout,
-            hedge_timer: TimerSlot::default(),
-            backing_off: false,
+            now,
             criticality,
-            depth: 0,
+            0,
             key,
             counted,
-        });
+        ));
         if let Some(tracer) = self.tracer.as_deref_mut() {
             tracer.call_started(call, now, workload.endpoint, crate::measurement::trace::NONE, counted);
         }
@@ -632,28 +621,21 @@ impl Graph<'_> {
         let edge = &self.p.edges[site.edge as usize];
         let deadline = if edge.propagate_deadline { j.deadline } else { Nanos::MAX };
         let a = self.attempts.get(j.attempt).expect("a job's attempt is live");
+        let workload = self.calls.get(a.call).map_or(0, |c| c.workload);
         let call = self.calls.insert(Call {
-            parent: Some(job),
-            workload: self.calls.get(a.call).map_or(0, |c| c.workload),
-            edge: site.edge,
-            endpoint: site.endpoint,
-            deadline,
-            started: now,
-            primary_sent: now,
-            tries: 0,
-            hedges: 0,
-            outstanding: 0,
-            first_attempt: None,
             next_sibling: j.first_child,
-            prev_sibling: None,
-            last_backoff: 0,
-            last_failure: Failure::Timeout,
-            hedge_timer: TimerSlot::default(),
-            backing_off: false,
-            criticality: j.criticality,
-            depth: j.depth + 1,
-            key: j.key,
-            counted: j.counted,
+            ..Call::new(
+                Some(job),
+                workload,
+                site.edge,
+                site.endpoint,
+                deadline,
+                now,
+                j.criticality,
+                j.depth + 1,
+                j.key,
+                j.counted,
+            )
         });
         if let Some(next) = j.first_child {
             self.calls.get_mut(next).expect("a job's children are live").prev_sibling = Some(call);

@@ -25,17 +25,7 @@ fn exp(mean_s: f64) -> Option<Distribution> {
 }
 
 fn service(instances: u32, workers: u32) -> ServiceParams {
-    ServiceParams {
-        instances,
-        workers,
-        queue_capacity: 256,
-        discipline: QueueDiscipline::Fifo,
-        cancel_abandoned: false,
-        blocking: true,
-        limiter: None,
-        shedder: None,
-        rate_limit: None,
-    }
+    ServiceParams::new(instances, workers, 256)
 }
 
 fn edge(from: Option<u32>, to: u32, timeout: Nanos, balance: Balance) -> EdgeParams {

@@ -150,6 +150,23 @@ pub struct ServiceParams {
     pub rate_limit: Option<(f64, u64)>,
 }
 
+impl ServiceParams {
+    /// A blocking FIFO service without protection, work kept when its caller gives up.
+    pub fn new(instances: u32, workers: u32, queue_capacity: u32) -> Self {
+        ServiceParams {
+            instances,
+            workers,
+            queue_capacity,
+            discipline: QueueDiscipline::Fifo,
+            cancel_abandoned: false,
+            blocking: true,
+            limiter: None,
+            shedder: None,
+            rate_limit: None,
+        }
+    }
+}
+
 /// One endpoint of a service: local work, then its steps in order.
 #[derive(Clone, Debug)]
 pub struct EndpointParams {

@@ -46,6 +46,47 @@ pub(super) struct Call {
     pub counted: bool,
 }
 
+impl Call {
+    /// A call starting at `now` (no attempt sent yet).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        parent: Option<SlabKey>,
+        workload: u32,
+        edge: u32,
+        endpoint: u32,
+        deadline: Nanos,
+        now: Nanos,
+        criticality: u8,
+        depth: u32,
+        key: u64,
+        counted: bool,
+    ) -> Call {
+        Call {
+            parent,
+            workload,
+            edge,
+            endpoint,
+            deadline,
+            started: now,
+            primary_sent: now,
+            tries: 0,
+            hedges: 0,
+            outstanding: 0,
+            first_attempt: None,
+            next_sibling: None,
+            prev_sibling: None,
+            last_backoff: 0,
+            last_failure: Failure::Timeout,
+            hedge_timer: TimerSlot::default(),
+            backing_off: false,
+            criticality,
+            depth,
+            key,
+            counted,
+        }
+    }
+}
+
 /// One request sent to one instance.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Attempt {

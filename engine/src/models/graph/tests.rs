@@ -6,7 +6,6 @@ use crate::components::arrivals::{ArrivalProcess, RateProfile};
 use crate::components::distribution::{Distribution, Shape};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::time::{secs_to_nanos, Nanos};
-use crate::models::cluster::QueueDiscipline;
 use crate::policy::backoff::Backoff;
 use crate::policy::retry_budget::{RatioBudget, RetryBudget};
 
@@ -55,17 +54,7 @@ impl Builder {
     }
 
     fn service(&mut self, instances: u32, workers: u32, queue_capacity: u32) -> u32 {
-        self.p.services.push(ServiceParams {
-            instances,
-            workers,
-            queue_capacity,
-            discipline: QueueDiscipline::Fifo,
-            cancel_abandoned: false,
-            blocking: true,
-            limiter: None,
-            shedder: None,
-            rate_limit: None,
-        });
+        self.p.services.push(ServiceParams::new(instances, workers, queue_capacity));
         self.p.services.len() as u32 - 1
     }
 
