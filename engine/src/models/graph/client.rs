@@ -200,9 +200,9 @@ impl Graph<'_> {
             }
         }
         // The next hedge, if this call may send one.
-        let c = *self.calls.get(call).expect("live call");
         if let Some(policy) = self.edges[e].hedge.as_mut() {
-            if let Some(delay) = policy.delay(c.hedges) {
+            let hedges = self.calls.get(call).expect("live call").hedges;
+            if let Some(delay) = policy.delay(hedges) {
                 let c = self.calls.get_mut(call).expect("live call");
                 let ticket = c.hedge_timer.arm();
                 scheduler.after(delay, Event::HedgeDue { call, ticket });

@@ -203,10 +203,11 @@ impl Graph<'_> {
     /// worker, or its calls; or until it is done.
     fn proceed(&mut self, now: Nanos, job: SlabKey, scheduler: &mut Scheduler<Event>) {
         loop {
-            let j = *self.jobs.get(job).expect("live job");
+            // The few fields read, not the whole record copied: this runs per step.
+            let j = self.jobs.get_mut(job).expect("live job");
             let endpoint = &self.p.endpoints[j.endpoint as usize];
             if !j.did_work {
-                self.jobs.get_mut(job).expect("live").did_work = true;
+                j.did_work = true;
                 if endpoint.work.is_some() {
                     return self.need_work(now, job, ENDPOINT_WORK, scheduler);
                 }
@@ -217,7 +218,7 @@ impl Graph<'_> {
                 return self.finish_job(now, job, answer, scheduler);
             }
             let step = j.next_step;
-            self.jobs.get_mut(job).expect("live").next_step += 1;
+            j.next_step += 1;
             match self.p.steps[step as usize] {
                 Step::Work(_) => return self.need_work(now, job, step, scheduler),
                 Step::Calls { first_call, calls, wait } => {
@@ -277,12 +278,12 @@ impl Graph<'_> {
     }
 
     fn start_work(&mut self, _now: Nanos, job: SlabKey, piece: u32, scheduler: &mut Scheduler<Event>) {
-        let j = *self.jobs.get(job).expect("live job");
+        let j = self.jobs.get(job).expect("live job");
         debug_assert!(j.holds_worker);
-        let i = j.instance as usize;
+        let (i, endpoint) = (j.instance as usize, j.endpoint as usize);
         let s = self.instances[i].service as usize;
         let distribution = if piece == ENDPOINT_WORK {
-            self.p.endpoints[j.endpoint as usize].work.as_ref().expect("the endpoint has work")
+            self.p.endpoints[endpoint].work.as_ref().expect("the endpoint has work")
         } else {
             match &self.p.steps[piece as usize] {
                 Step::Work(distribution) => distribution,
