@@ -50,7 +50,6 @@ pub struct HedgePolicy {
     since_refresh: u32,
     /// The delay last read from the quantile; `None` until there were enough samples.
     current: Option<Nanos>,
-    hedges_offered: u64,
 }
 
 impl HedgePolicy {
@@ -62,11 +61,7 @@ impl HedgePolicy {
             HedgeDelay::Fixed(delay) => Some(delay),
             HedgeDelay::Quantile(_) => None,
         };
-        HedgePolicy { config, latencies: LogHistogram::new(), samples: 0, since_refresh: 0, current, hedges_offered: 0 }
-    }
-
-    pub fn config(&self) -> HedgeConfig {
-        self.config
+        HedgePolicy { config, latencies: LogHistogram::new(), samples: 0, since_refresh: 0, current }
     }
 
     /// Learns a successful attempt's latency (a no-op for a fixed delay).
@@ -89,17 +84,10 @@ impl HedgePolicy {
 
     /// How long after sending its last request a call with `hedges_sent` hedges out
     /// sends the next one; `None` when it may send no more (or the quantile is not known yet).
-    pub fn delay(&mut self, hedges_sent: u32) -> Option<Nanos> {
+    pub fn delay(&self, hedges_sent: u32) -> Option<Nanos> {
         if hedges_sent >= self.config.max_hedges {
             return None;
         }
-        let delay = self.current?;
-        self.hedges_offered += 1;
-        Some(delay)
-    }
-
-    /// The delay a hedge would wait now, if any (for reports and tests).
-    pub fn current_delay(&self) -> Option<Nanos> {
         self.current
     }
 }
@@ -111,7 +99,7 @@ mod tests {
 
     #[test]
     fn a_fixed_delay_is_offered_up_to_max_hedges() {
-        let mut h = HedgePolicy::new(HedgeConfig { delay: HedgeDelay::Fixed(5_000), max_hedges: 2, min_samples: 0 });
+        let h = HedgePolicy::new(HedgeConfig { delay: HedgeDelay::Fixed(5_000), max_hedges: 2, min_samples: 0 });
         assert_eq!(h.delay(0), Some(5_000));
         assert_eq!(h.delay(1), Some(5_000));
         assert_eq!(h.delay(2), None);

@@ -249,15 +249,15 @@ pub struct ShardsConfig {
     resolved_service: Option<stampede_engine::components::distribution::Distribution>,
 }
 
-fn default_codel_target() -> f64 {
+pub(crate) fn default_codel_target() -> f64 {
     0.005
 }
 
-fn default_codel_interval() -> f64 {
+pub(crate) fn default_codel_interval() -> f64 {
     0.1
 }
 
-fn default_order() -> QueueOrderName {
+pub(crate) fn default_order() -> QueueOrderName {
     QueueOrderName::Fifo
 }
 
@@ -320,28 +320,28 @@ pub struct RetryConfig {
 fn default_attempts() -> u32 {
     3
 }
-fn default_backoff() -> BackoffKind {
+pub(crate) fn default_backoff() -> BackoffKind {
     BackoffKind::FullJitter
 }
-fn default_backoff_base() -> f64 {
+pub(crate) fn default_backoff_base() -> f64 {
     0.01
 }
-fn default_backoff_cap() -> f64 {
+pub(crate) fn default_backoff_cap() -> f64 {
     1.0
 }
-fn default_budget() -> BudgetName {
+pub(crate) fn default_budget() -> BudgetName {
     BudgetName::None
 }
-fn default_budget_ratio() -> f64 {
+pub(crate) fn default_budget_ratio() -> f64 {
     0.1
 }
-fn default_budget_cap() -> f64 {
+pub(crate) fn default_budget_cap() -> f64 {
     100.0
 }
-fn default_budget_initial() -> f64 {
+pub(crate) fn default_budget_initial() -> f64 {
     10.0
 }
-fn default_budget_window() -> f64 {
+pub(crate) fn default_budget_window() -> f64 {
     10.0
 }
 

@@ -521,7 +521,7 @@ impl Graph<'_> {
             }
         }
         match c.parent {
-            Some(job) => self.child_done(now, job, call, outcome, scheduler),
+            Some(job) => self.child_done(now, job, outcome, scheduler),
             None => self.entry_done(now, &c, outcome, scheduler),
         }
     }

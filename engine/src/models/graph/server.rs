@@ -143,7 +143,7 @@ impl Graph<'_> {
                 tracer.dequeued(job, now, s as u32, if j.cancelled { "cancelled" } else { "queue" });
             }
             if j.cancelled {
-                self.release_job(now, job, scheduler);
+                self.release_job(now, job);
                 let a = self.attempts.get_mut(j.attempt).expect("live");
                 (a.job, a.in_flight) = (None, false);
                 self.drop_attempt_if_done(j.attempt);
@@ -156,7 +156,7 @@ impl Graph<'_> {
                 if dropped || now >= j.deadline {
                     let refusal = if dropped { Refusal::Codel } else { Refusal::Deadline };
                     let attempt = j.attempt;
-                    self.release_job(now, job, scheduler);
+                    self.release_job(now, job);
                     self.attempts.get_mut(attempt).expect("live").job = None;
                     self.refuse(attempt, s, refusal, scheduler);
                     continue;
@@ -328,7 +328,6 @@ impl Graph<'_> {
         &mut self,
         now: Nanos,
         job: SlabKey,
-        _call: SlabKey,
         outcome: CallOutcome,
         scheduler: &mut Scheduler<Event>,
     ) {
@@ -391,7 +390,7 @@ impl Graph<'_> {
             self.jobs.get_mut(job).expect("live").limit_held = false;
         }
         let attempt = j.attempt;
-        self.release_job(now, job, scheduler);
+        self.release_job(now, job);
         self.attempts.get_mut(attempt).expect("live").job = None;
         self.answer(attempt, answer, scheduler);
     }
@@ -399,7 +398,7 @@ impl Graph<'_> {
     /// Frees what `job` holds (worker, shedder and limiter places, its place among those
     /// present), accounts its busy time (wasted if its caller had let go), removes it.
     /// Its attempt keeps `in_flight` only if an answer is on the way, which the caller sets.
-    fn release_job(&mut self, now: Nanos, job: SlabKey, _scheduler: &mut Scheduler<Event>) {
+    fn release_job(&mut self, now: Nanos, job: SlabKey) {
         self.release_worker(now, job);
         let j = self.jobs.remove(job).expect("live job");
         debug_assert!(j.first_child.is_none(), "children cancelled or done first");
@@ -446,7 +445,7 @@ impl Graph<'_> {
             return;
         }
         self.cancel_children(now, job, scheduler);
-        self.release_job(now, job, scheduler);
+        self.release_job(now, job);
         let a = self.attempts.get_mut(attempt).expect("live");
         a.job = None;
         a.in_flight = false;

@@ -407,10 +407,6 @@ impl Builder {
         Ok(())
     }
 
-    fn edge_index(&self, name: &str) -> u32 {
-        self.edge_names.iter().position(|e| e == name).expect("every used edge is built") as u32
-    }
-
     fn faults(&mut self, config: &GraphConfig) -> Result<()> {
         for (i, fault) in config.faults.iter().enumerate() {
             let path = format!("faults[{i}]");
@@ -548,7 +544,6 @@ impl Builder {
             bucket: 1,
             recovery_hold: 0,
         };
-        let edge_index = |name: &str| self.edge_names.iter().position(|e| e == name).expect("built") as u32;
         for (e, steps) in self.steps.into_iter().enumerate() {
             params.endpoints[e].first_step = params.steps.len() as u32;
             params.endpoints[e].step_count = steps.len() as u32;
@@ -557,16 +552,19 @@ impl Builder {
                     *first_call = params.call_sites.len() as u32;
                 }
                 for (endpoint, edge, probability) in sites {
-                    params.call_sites.push(CallSite { endpoint, edge: edge_index(&edge), probability });
+                    params.call_sites.push(CallSite {
+                        endpoint,
+                        edge: edge_index(&self.edge_names, &edge),
+                        probability,
+                    });
                 }
                 params.steps.push(step);
             }
         }
         for (mut workload, edge) in self.workloads {
-            workload.edge = edge_index(&edge);
+            workload.edge = edge_index(&self.edge_names, &edge);
             params.workloads.push(workload);
         }
-        let _ = Builder::edge_index;
         Topology {
             params,
             services: self.services,
@@ -575,6 +573,11 @@ impl Builder {
             entries: self.entries,
         }
     }
+}
+
+/// The index of edge `name` among the built edges.
+fn edge_index(edges: &[String], name: &str) -> u32 {
+    edges.iter().position(|e| e == name).expect("every used edge is built") as u32
 }
 
 fn limiter(path: &str, l: &super::schema::LimiterConfig) -> Result<LimiterKind> {

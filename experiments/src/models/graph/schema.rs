@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use stampede_engine::policy::backoff::BackoffKind;
 
-use super::super::cluster::{BreakerSection, BudgetName, QueueOrderName};
+use super::super::cluster::{self, BreakerSection, BudgetName, QueueOrderName};
 use super::super::series::SeriesConfig;
 use crate::inputs::load::LoadSpec;
 use crate::inputs::DistributionSpec;
@@ -29,6 +29,9 @@ pub struct GraphConfig {
     /// Names resolved to indices and distributions read, when the point is typed.
     #[serde(skip)]
     pub(super) topology: Option<std::sync::Arc<super::topology::Topology>>,
+    /// The metrics named from that topology, with where each value comes from.
+    #[serde(skip)]
+    pub(super) metric_table: Option<std::sync::Arc<super::metrics::MetricTable>>,
 }
 
 /// `[graph]`: settings of the whole graph.
@@ -88,11 +91,11 @@ fn blocking() -> Threading {
 pub struct QueueConfig {
     /// Waiting requests per instance at most.
     pub capacity: u32,
-    #[serde(default = "fifo", with = "crate::base::names")]
+    #[serde(default = "crate::models::cluster::default_order", with = "crate::base::names")]
     pub order: QueueOrderName,
-    #[serde(default = "codel_target")]
+    #[serde(default = "crate::models::cluster::default_codel_target")]
     pub codel_target_s: f64,
-    #[serde(default = "codel_interval")]
+    #[serde(default = "crate::models::cluster::default_codel_interval")]
     pub codel_interval_s: f64,
 }
 
@@ -100,21 +103,11 @@ impl Default for QueueConfig {
     fn default() -> Self {
         QueueConfig {
             capacity: 1000,
-            order: fifo(),
-            codel_target_s: codel_target(),
-            codel_interval_s: codel_interval(),
+            order: cluster::default_order(),
+            codel_target_s: cluster::default_codel_target(),
+            codel_interval_s: cluster::default_codel_interval(),
         }
     }
-}
-
-fn fifo() -> QueueOrderName {
-    QueueOrderName::Fifo
-}
-fn codel_target() -> f64 {
-    0.005
-}
-fn codel_interval() -> f64 {
-    0.1
 }
 
 stampede_engine::named_enum! {
@@ -304,24 +297,24 @@ pub struct EdgeRetryConfig {
     /// 1 = no retries.
     #[serde(default = "one")]
     pub max_attempts: u32,
-    #[serde(default = "full_jitter", with = "crate::base::names")]
+    #[serde(default = "crate::models::cluster::default_backoff", with = "crate::base::names")]
     pub backoff: BackoffKind,
-    #[serde(default = "backoff_base")]
+    #[serde(default = "crate::models::cluster::default_backoff_base")]
     pub backoff_base_s: f64,
-    #[serde(default = "backoff_cap")]
+    #[serde(default = "crate::models::cluster::default_backoff_cap")]
     pub backoff_cap_s: f64,
     /// Which failures are retried: timeout, refused, error.
     #[serde(default = "retry_on")]
     pub on: Vec<String>,
-    #[serde(default = "no_budget", with = "crate::base::names")]
+    #[serde(default = "crate::models::cluster::default_budget", with = "crate::base::names")]
     pub budget: BudgetName,
-    #[serde(default = "budget_ratio")]
+    #[serde(default = "crate::models::cluster::default_budget_ratio")]
     pub budget_ratio: f64,
-    #[serde(default = "budget_cap")]
+    #[serde(default = "crate::models::cluster::default_budget_cap")]
     pub budget_cap: f64,
-    #[serde(default = "budget_initial")]
+    #[serde(default = "crate::models::cluster::default_budget_initial")]
     pub budget_initial: f64,
-    #[serde(default = "budget_window")]
+    #[serde(default = "crate::models::cluster::default_budget_window")]
     pub budget_window_s: f64,
 }
 
@@ -329,45 +322,21 @@ impl Default for EdgeRetryConfig {
     fn default() -> Self {
         EdgeRetryConfig {
             max_attempts: 1,
-            backoff: full_jitter(),
-            backoff_base_s: backoff_base(),
-            backoff_cap_s: backoff_cap(),
+            backoff: cluster::default_backoff(),
+            backoff_base_s: cluster::default_backoff_base(),
+            backoff_cap_s: cluster::default_backoff_cap(),
             on: retry_on(),
-            budget: no_budget(),
-            budget_ratio: budget_ratio(),
-            budget_cap: budget_cap(),
-            budget_initial: budget_initial(),
-            budget_window_s: budget_window(),
+            budget: cluster::default_budget(),
+            budget_ratio: cluster::default_budget_ratio(),
+            budget_cap: cluster::default_budget_cap(),
+            budget_initial: cluster::default_budget_initial(),
+            budget_window_s: cluster::default_budget_window(),
         }
     }
 }
 
-fn full_jitter() -> BackoffKind {
-    BackoffKind::FullJitter
-}
-fn backoff_base() -> f64 {
-    0.01
-}
-fn backoff_cap() -> f64 {
-    1.0
-}
 fn retry_on() -> Vec<String> {
     vec!["timeout".into(), "refused".into(), "error".into()]
-}
-fn no_budget() -> BudgetName {
-    BudgetName::None
-}
-fn budget_ratio() -> f64 {
-    0.1
-}
-fn budget_cap() -> f64 {
-    100.0
-}
-fn budget_initial() -> f64 {
-    10.0
-}
-fn budget_window() -> f64 {
-    10.0
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
