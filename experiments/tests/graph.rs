@@ -100,3 +100,119 @@ fn graph_dependency_equals_the_dependency_model_for_every_protection_policy() {
     }
     assert_eq!(compared, 13, "figures compared");
 }
+
+/// One replica's metrics of a graph scenario given as TOML, by name.
+fn one_replica(source: &str, seed: u64) -> std::collections::BTreeMap<String, f64> {
+    let table: toml::Table = toml::from_str(source).unwrap();
+    let scenario = Scenario::resolve(table, &Overrides::default()).unwrap();
+    let points = scenario.grid_points().unwrap();
+    let point = &points[0];
+    let mut histograms: Vec<LatencyHistogram> = point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
+    let output = point.model.run_replica(&point.run, seed, 0, &mut histograms);
+    point.model.metrics().iter().map(|m| m.name.to_string()).zip(output.metrics).collect()
+}
+
+/// `[edges."api.checkout->db.read"]` gives one call site its own client policy: its
+/// calls leave the service edge `api->db` (whose policy the other endpoint keeps),
+/// inherit the link's network, and a fault on the link reaches them too.
+#[test]
+fn a_call_site_edge_carries_its_own_policy_and_shares_the_link() {
+    let scenario = |faults: &str| {
+        format!(
+            r#"
+name = "call-sites"
+model = "graph"
+[run]
+horizon_s = 20.0
+warmup_s = 0.0
+replicas = 1
+seed = 1
+[services.api]
+instances = 1
+workers = 64
+[services.api.endpoints.checkout]
+steps = [{{ call = "db.read" }}]
+[services.api.endpoints.browse]
+steps = [{{ call = "db.read" }}]
+[services.db]
+instances = 1
+workers = 64
+[services.db.endpoints.read]
+work = {{ dist = "constant", value_s = 0.001 }}
+[edges."api->db"]
+network = {{ dist = "constant", value_s = 0.01 }}
+retry = {{ max_attempts = 2, backoff = "constant", backoff_base_s = 0.0, backoff_cap_s = 0.0, budget = "none" }}
+[edges."api.checkout->db.read"]
+retry = {{ max_attempts = 5, backoff = "constant", backoff_base_s = 0.0, backoff_cap_s = 0.0, budget = "none" }}
+[[workload]]
+entry = "api.checkout"
+arrivals = "even"
+rate_per_s = 50.0
+[[workload]]
+entry = "api.browse"
+arrivals = "even"
+rate_per_s = 50.0
+{faults}
+"#
+        )
+    };
+    // Healthy: both sites answer in one attempt, and the checkout call pays the
+    // link's network both ways (2 × 10 ms + 1 ms of work).
+    let healthy = one_replica(&scenario(""), 7);
+    let site = "edge.api.checkout->db.read";
+    assert!(healthy[&format!("{site}.calls")] > 900.0, "{healthy:?}");
+    assert_eq!(healthy[&format!("{site}.attempts")], healthy[&format!("{site}.calls")]);
+    let p50 = healthy["api.checkout.p50_s"];
+    assert!((p50 - 0.021).abs() < 0.0015, "checkout p50 {p50}: the call-site edge lost the link's network");
+    // Every db answer an error: the call site tries 5 times, the service edge 2.
+    let failing = one_replica(
+        &scenario("[[faults]]\ntarget = \"db\"\nkind = \"errors\"\nrate = 1.0\nstart_s = 0.0\nduration_s = 100.0"),
+        7,
+    );
+    let per_call = |edge: &str| failing[&format!("{edge}.attempts")] / failing[&format!("{edge}.calls")];
+    // (Calls still retrying at the horizon end short of their last attempts.)
+    assert!((per_call(site) - 5.0).abs() < 0.02, "{}", per_call(site));
+    assert!((per_call("edge.api->db") - 2.0).abs() < 0.02, "{}", per_call("edge.api->db"));
+    // A fail-fast partition of the link api->db fails both sites' calls.
+    let cut = one_replica(
+        &scenario(
+            "[[faults]]\ntarget = \"api->db\"\nkind = \"partition\"\nmode = \"fail_fast\"\nstart_s = 0.0\nduration_s = 100.0",
+        ),
+        7,
+    );
+    for edge in [site, "edge.api->db"] {
+        assert_eq!(cut[&format!("{edge}.failed")], cut[&format!("{edge}.calls")], "{edge}: {cut:?}");
+        assert!(cut[&format!("{edge}.calls")] > 900.0);
+    }
+}
+
+#[test]
+fn a_call_site_edge_no_call_uses_is_refused_with_the_graph_s_edges() {
+    let source = r#"
+name = "call-sites"
+model = "graph"
+[run]
+horizon_s = 1.0
+replicas = 1
+[services.api]
+instances = 1
+workers = 1
+[services.api.endpoints.checkout]
+steps = [{ call = "db.read" }]
+[services.db]
+instances = 1
+workers = 1
+[services.db.endpoints.read]
+work = { dist = "constant", value_s = 0.001 }
+[edges."api.browse->db.read"]
+timeout_s = 1.0
+[[workload]]
+entry = "api.checkout"
+rate_per_s = 10.0
+"#;
+    let error = Scenario::resolve(toml::from_str(source).unwrap(), &Overrides::default()).unwrap_err();
+    let text = format!("{} {:?}", error.message, error.hint);
+    for expected in ["edges.\"api.browse->db.read\": no call goes along it", "api->db, client->api", "by call site"] {
+        assert!(text.contains(expected), "{expected:?} not in {text}");
+    }
+}

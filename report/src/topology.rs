@@ -89,8 +89,14 @@ pub fn draw(title: &str, services: &[TopologyService], edges: &[TopologyEdge], v
          fill=\"#555\"/></marker></defs>"
     );
     let mut csv_rows = Vec::new();
+    // Edges between the same two boxes (a service edge and call sites' own) share the
+    // arrow; their labels stack.
+    let mut labels_at: BTreeMap<(String, String), f64> = BTreeMap::new();
     for (e, edge) in edges.iter().enumerate() {
         let from = edge.from.clone().unwrap_or_else(|| CLIENTS.into());
+        let stacked = labels_at.entry((from.clone(), edge.to.clone())).or_insert(0.0);
+        let shift = *stacked;
+        *stacked += 32.0;
         let (Some(&(fx, fy)), Some(&(tx, ty))) = (at.get(&from), at.get(&edge.to)) else { continue };
         let (x1, y1) = (fx + box_width, fy + BOX_HEIGHT / 2.0);
         let (x2, y2) = (tx, ty + BOX_HEIGHT / 2.0);
@@ -117,23 +123,27 @@ pub fn draw(title: &str, services: &[TopologyService], edges: &[TopologyEdge], v
         ));
         let (per_request, failed) = (values.per_request[e], values.failed[e]);
         let (mx, my) = if x2 > x1 {
-            ((x1 + x2) / 2.0, (y1 + y2) / 2.0)
+            ((x1 + x2) / 2.0, (y1 + y2) / 2.0 + shift)
         } else {
-            ((fx + tx + box_width) / 2.0, fy.max(ty) + BOX_HEIGHT + 14.0)
+            ((fx + tx + box_width) / 2.0, fy.max(ty) + BOX_HEIGHT + 14.0 + shift)
         };
-        let first =
-            if per_request.is_finite() { format!("×{per_request:.2} per request") } else { "no requests".into() };
+        let first = match (per_request.is_finite(), edge.call_site.is_empty()) {
+            (true, true) => format!("×{per_request:.2} per request"),
+            (true, false) => format!("{} ×{per_request:.2}", edge.call_site),
+            (false, _) => "no requests".into(),
+        };
+        let label_width = (first.chars().count() as f64 * 6.2).max(96.0);
         let second = if failed.is_finite() { format!("{:.1}% failed", failed * 100.0) } else { String::new() };
         svg.push_str(&format!(
-            "<g font-size=\"11\" text-anchor=\"middle\" fill=\"#222\"><rect x=\"{:.1}\" y=\"{:.1}\" width=\"96\" height=\"28\" fill=\"white\" opacity=\"0.85\"/><text x=\"{mx:.1}\" y=\"{:.1}\">{}</text><text x=\"{mx:.1}\" y=\"{:.1}\">{}</text></g>",
-            mx - 48.0,
+            "<g font-size=\"11\" text-anchor=\"middle\" fill=\"#222\"><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{label_width:.0}\" height=\"28\" fill=\"white\" opacity=\"0.85\"/><text x=\"{mx:.1}\" y=\"{:.1}\">{}</text><text x=\"{mx:.1}\" y=\"{:.1}\">{}</text></g>",
+            mx - label_width / 2.0,
             my - 15.0,
             my - 3.0,
             escape(&first),
             my + 10.0,
             escape(&second)
         ));
-        csv_rows.push(vec![from, edge.to.clone(), fmt(per_request), fmt(failed)]);
+        csv_rows.push(vec![from, edge.to.clone(), edge.call_site.clone(), fmt(per_request), fmt(failed)]);
     }
     for (name, &(x, y)) in &at {
         let service = services.iter().enumerate().find(|(_, s)| &s.name == name);
@@ -166,7 +176,7 @@ pub fn draw(title: &str, services: &[TopologyService], edges: &[TopologyEdge], v
         ));
     }
     svg.push_str("</svg>");
-    let mut csv = String::from("from,to,attempts_per_entry_request,failed_share\n");
+    let mut csv = String::from("from,to,call_site,attempts_per_entry_request,failed_share\n");
     for row in &csv_rows {
         csv.push_str(&row.join(","));
         csv.push('\n');
@@ -212,6 +222,7 @@ mod tests {
 
     fn edge(from: Option<&str>, to: &str) -> TopologyEdge {
         TopologyEdge {
+            call_site: String::new(),
             from: from.map(Into::into),
             to: to.into(),
             attempts: String::new(),

@@ -75,6 +75,8 @@ pub struct TopologyEdge {
     /// `None`: the workload's clients.
     pub from: Option<String>,
     pub to: String,
+    /// A call site's own edge (`checkout → read`); empty for a service edge.
+    pub call_site: String,
     pub attempts: String,
     pub calls: String,
     pub failed: String,

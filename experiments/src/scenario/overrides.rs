@@ -174,15 +174,26 @@ fn set_in_value(current: &mut toml::Value, parts: &[&str], path: &str, depth: us
 /// A distribution value (a table with `dist`) replaces whatever is there: its fields
 /// belong together (a gamma's `scv` means nothing to an `hdr`).
 pub(crate) fn merge_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<()> {
+    let mut parts: Vec<String> = path.split('.').map(String::from).collect();
+    merge_parts(table, &mut parts, value)
+}
+
+/// [`merge_path`] on a path already split: a table's keys are parts whole, so a key
+/// with a dot in it (a call site's edge, `"api.checkout->db.read"`) stays one key.
+fn merge_parts(table: &mut toml::Table, parts: &mut Vec<String>, value: toml::Value) -> Result<()> {
     match value {
-        toml::Value::Table(fields) if fields.contains_key("dist") => set_path(table, path, toml::Value::Table(fields)),
-        toml::Value::Table(fields) => {
+        toml::Value::Table(fields) if !fields.contains_key("dist") => {
             for (key, inner) in fields {
-                merge_path(table, &format!("{path}.{key}"), inner)?;
+                parts.push(key);
+                merge_parts(table, parts, inner)?;
+                parts.pop();
             }
             Ok(())
         }
-        other => set_path(table, path, other),
+        other => {
+            let split: Vec<&str> = parts.iter().map(String::as_str).collect();
+            set_in_table(table, &split, &parts.join("."), 0, other)
+        }
     }
 }
 
@@ -192,6 +203,17 @@ mod tests {
 
     fn table(text: &str) -> toml::Table {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_merged_key_with_a_dot_stays_one_key() {
+        let mut body = table("[edges.\"api.checkout->db.read\"]\ntimeout_s = 2.0\nhash_vnodes = 7");
+        let patch = table("\"api.checkout->db.read\" = { timeout_s = 1.0 }");
+        merge_path(&mut body, "edges", toml::Value::Table(patch)).unwrap();
+        let edge = body["edges"]["api.checkout->db.read"].as_table().unwrap();
+        assert_eq!(edge["timeout_s"].as_float(), Some(1.0));
+        assert_eq!(edge["hash_vnodes"].as_integer(), Some(7), "the other fields are kept");
+        assert_eq!(body["edges"].as_table().unwrap().len(), 1, "{body:?}");
     }
 
     #[test]

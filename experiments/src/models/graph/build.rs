@@ -70,7 +70,10 @@ pub fn build(config: &GraphConfig) -> Result<Topology> {
     if config.services.is_empty() {
         return Err(bad("services: the graph needs at least one service".into()));
     }
-    let mut builder = Builder::default();
+    let mut builder = Builder {
+        call_site_edges: config.edges.keys().filter(|name| is_call_site_edge(name)).cloned().collect(),
+        ..Builder::default()
+    };
     for (name, service) in &config.services {
         check_name("services", name)?;
         builder.service(name, service)?;
@@ -115,6 +118,9 @@ struct Builder {
     endpoint_params: Vec<EndpointParams>,
     /// Per endpoint, its steps with their call sites.
     steps: Vec<Vec<(Step, Vec<PendingSite>)>>,
+    /// `[edges]` sections of one call site (`api.checkout->db.read`), which take those
+    /// calls off their service edge.
+    call_site_edges: BTreeSet<String>,
     /// Edge names in use, with (caller, callee).
     used_edges: BTreeMap<String, (Option<u32>, u32)>,
     workloads: Vec<(WorkloadParams, String)>,
@@ -228,6 +234,7 @@ impl Builder {
 
     fn step(&mut self, endpoint: u32, path: &str, step: &StepConfig) -> Result<()> {
         let caller = &self.services[self.endpoint_params[endpoint as usize].service as usize].clone();
+        let caller_endpoint = self.endpoints[endpoint as usize].clone();
         let kinds = [step.call.is_some(), step.parallel.is_some(), step.work.is_some()];
         if kinds.iter().filter(|&&k| k).count() != 1 {
             return Err(bad(format!(
@@ -293,7 +300,12 @@ impl Builder {
             };
             let probability = probability(&probability_path, *p)?;
             let (callee, callee_service) = self.target(call_path, call)?;
-            let edge = format!("{caller}->{}", self.services[callee_service as usize]);
+            let call_site = format!("{caller_endpoint}->{call}");
+            let edge = if self.call_site_edges.contains(&call_site) {
+                call_site
+            } else {
+                format!("{caller}->{}", self.services[callee_service as usize])
+            };
             let from = self.service_index[caller.as_str()];
             self.used_edges.insert(edge.clone(), (Some(from), callee_service));
             sites.push((callee, edge, probability));
@@ -392,15 +404,20 @@ impl Builder {
                     used.join(", ")
                 ))
                 .with_hint(
-                    "an edge is named caller->callee by service, e.g. \"api->db\"; a workload's is \"client->api\"",
+                    "an edge is named caller->callee by service, e.g. \"api->db\" (a workload's is \"client->api\"), \
+                     or by call site, caller endpoint->callee endpoint, e.g. \"api.checkout->db.read\"",
                 ));
             }
         }
         let default = EdgeConfig::default();
         for (name, &(from, to)) in &self.used_edges {
-            let config = config.edges.get(name).unwrap_or(&default);
+            let mut section = config.edges.get(name).unwrap_or(&default).clone();
+            if section.network.is_none() && is_call_site_edge(name) {
+                // The network is the link's, whichever call crosses it.
+                section.network = config.edges.get(&link_of(name)).and_then(|link| link.network.clone());
+            }
             let params =
-                edge(&format!("edges.\"{name}\""), config, from, to, self.service_params[to as usize].instances)?;
+                edge(&format!("edges.\"{name}\""), &section, from, to, self.service_params[to as usize].instances)?;
             self.edge_names.push(name.clone());
             self.edge_params.push(params);
         }
@@ -410,8 +427,17 @@ impl Builder {
     fn faults(&mut self, config: &GraphConfig) -> Result<()> {
         for (i, fault) in config.faults.iter().enumerate() {
             let path = format!("faults[{i}]");
+            // A fault on a link reaches the call-site edges that cross it too.
+            let also: Vec<u32> = (0..self.edge_names.len() as u32)
+                .filter(|&e| {
+                    let name = &self.edge_names[e as usize];
+                    is_call_site_edge(name) && link_of(name) == fault.target
+                })
+                .collect();
             let target = if let Some(index) = self.edge_names.iter().position(|e| *e == fault.target) {
                 FaultTarget::Edge(index as u32)
+            } else if let Some(&first) = also.first() {
+                FaultTarget::Edge(first)
             } else {
                 let (service, instance) = match fault.target.split_once('#') {
                     Some((service, k)) => (service, Some(k)),
@@ -519,12 +545,11 @@ impl Builder {
             if fault.mode.is_some() && !matches!(kind, FaultKind::Partition { .. }) {
                 return Err(bad(format!("{path}.mode: only a partition has a mode")));
             }
-            self.faults.push(GraphFault {
-                target,
-                kind,
-                start: secs_to_nanos(fault.start_s),
-                duration: secs_to_nanos(fault.duration_s),
-            });
+            let (start, duration) = (secs_to_nanos(fault.start_s), secs_to_nanos(fault.duration_s));
+            self.faults.push(GraphFault { target, kind, start, duration });
+            for &e in also.iter().filter(|&&e| FaultTarget::Edge(e) != target) {
+                self.faults.push(GraphFault { target: FaultTarget::Edge(e), kind, start, duration });
+            }
         }
         Ok(())
     }
@@ -572,6 +597,20 @@ impl Builder {
             edges: self.edge_names,
             entries: self.entries,
         }
+    }
+}
+
+/// `api.checkout->db.read` is one call site's edge; `api->db` is a service edge (a link).
+pub(super) fn is_call_site_edge(name: &str) -> bool {
+    name.split_once("->").is_some_and(|(caller, _)| caller.contains('.'))
+}
+
+/// The service edge a call-site edge crosses: `api.checkout->db.read` → `api->db`.
+pub(super) fn link_of(name: &str) -> String {
+    let service = |side: &str| side.split('.').next().unwrap_or(side).to_string();
+    match name.split_once("->") {
+        Some((caller, callee)) => format!("{}->{}", service(caller), service(callee)),
+        None => name.to_string(),
     }
 }
 

@@ -151,7 +151,7 @@ impl ModelSpec for Graph {
                     name: name.clone(),
                     detail: format!("{} × {} workers", p.instances, p.workers),
                     colour_by: format!("{name}.utilisation"),
-                    faulted: faulted(name),
+                    faulted: faulted(name) || faulted(&build::link_of(name)),
                 }
             })
             .collect();
@@ -161,9 +161,17 @@ impl ModelSpec for Graph {
             .enumerate()
             .map(|(e, name)| {
                 let p = &t.params.edges[e];
+                let call_site = match name.split_once("->") {
+                    Some((caller, callee)) if build::is_call_site_edge(name) => {
+                        let endpoint = |side: &str| side.split_once('.').map_or(side, |(_, e)| e).to_string();
+                        format!("{} → {}", endpoint(caller), endpoint(callee))
+                    }
+                    _ => String::new(),
+                };
                 TopologyEdge {
                     from: p.from.map(|s| t.services[s as usize].clone()),
                     to: t.services[p.to as usize].clone(),
+                    call_site,
                     attempts: format!("edge.{name}.attempts"),
                     calls: format!("edge.{name}.calls"),
                     failed: format!("edge.{name}.failed"),
