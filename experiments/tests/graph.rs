@@ -107,7 +107,8 @@ fn one_replica(source: &str, seed: u64) -> std::collections::BTreeMap<String, f6
     let scenario = Scenario::resolve(table, &Overrides::default()).unwrap();
     let points = scenario.grid_points().unwrap();
     let point = &points[0];
-    let mut histograms: Vec<LatencyHistogram> = point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms: Vec<LatencyHistogram> =
+        point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
     let output = point.model.run_replica(&point.run, seed, 0, &mut histograms);
     point.model.metrics().iter().map(|m| m.name.to_string()).zip(output.metrics).collect()
 }

@@ -376,6 +376,40 @@ fn series_resolution(points: usize) -> usize {
 /// Time series: per grid point the mean and its band, fault windows shaded, the
 /// recovery band and each point's mean recovery instant marked.
 pub fn time_series(ctx: &Context) -> Option<Section> {
+    ctx.folder.timeseries.as_ref()?;
+    let claimed = part_series(ctx);
+    let mut blocks = Vec::new();
+    for series in ctx.folder.manifest.series.iter().filter(|s| !claimed.contains(&s.as_str())) {
+        let (figure, judged) = series_figure(ctx, series)?;
+        // The series recovery is judged on comes first; every chart is full width, since
+        // time series need the width to be read.
+        blocks.insert(if judged { 0 } else { blocks.len() }, Block::Figure(figure));
+    }
+    Some(Section {
+        id: "timeseries".into(),
+        title: "Over time".into(),
+        intro:
+            "What happened during the run, per grid point: the mean across replicas of each bucket and its 95% band."
+                .into(),
+        blocks,
+    })
+}
+
+/// Series a [`ModelSection::Part`] draws in its own section.
+fn part_series<'c>(ctx: &'c Context) -> Vec<&'c str> {
+    ctx.presentation
+        .sections
+        .iter()
+        .flat_map(|section| match section {
+            ModelSection::Part { series, .. } => series.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// One series over time, every overlaid grid point a line, with the fault windows and,
+/// when recovery is judged on it, the band and each point's recovery instant (`true`).
+fn series_figure(ctx: &Context, series: &str) -> Option<(Figure, bool)> {
     let table = ctx.folder.timeseries.as_ref()?;
     let resolution = series_resolution(ctx.overlaid().count());
     let windows: Vec<Window> = ctx
@@ -386,98 +420,81 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
         .collect();
     let last_fault_end = ctx.presentation.windows.iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
     let first_fault = ctx.presentation.windows.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
-    let mut blocks = Vec::new();
-    for series in &ctx.folder.manifest.series {
-        let mut lines = Vec::new();
-        let mut rows = Vec::new();
-        for point in ctx.overlaid() {
-            let values = data::time_series(table, series, point.index, resolution);
-            for p in &values {
-                let (lo, hi) = p.interval.unwrap_or((f64::NAN, f64::NAN));
-                rows.push(vec![point.index.to_string(), num(p.x), num(p.y), num(lo), num(hi)]);
-            }
-            lines.push(Line { label: point.long(), colour: point.colour, points: values, whiskers: false });
+    let mut lines = Vec::new();
+    let mut rows = Vec::new();
+    for point in ctx.overlaid() {
+        let values = data::time_series(table, series, point.index, resolution);
+        for p in &values {
+            let (lo, hi) = p.interval.unwrap_or((f64::NAN, f64::NAN));
+            rows.push(vec![point.index.to_string(), num(p.x), num(p.y), num(lo), num(hi)]);
         }
-        let mut bands = Vec::new();
-        let mut markers = Vec::new();
-        let mut note = format!(
-            "Mean over replicas per bucket with its 95% band{}. Drawn at up to {resolution} points per line \
-             (neighbouring buckets merged into their envelope); timeseries.parquet has every bucket.",
-            if windows.is_empty() { "" } else { "; grey: fault windows, labelled above the plot" }
-        );
-        let recovery = ctx.presentation.recovery.as_ref().filter(|r| r.series == series.as_str());
-        if let Some(recovery) = recovery {
-            let mut never = Vec::new();
-            for (point, line) in ctx.overlaid().zip(&lines) {
-                let before: Vec<f64> =
-                    line.points.iter().filter(|p| p.x >= recovery.warmup_s && p.x < first_fault).map(|p| p.y).collect();
-                if !before.is_empty() && point.index == 0 {
-                    let baseline = before.iter().sum::<f64>() / before.len() as f64;
-                    bands.push(Band {
-                        label: format!(
-                            "recovery band: baseline {} × {} + {}",
-                            short(baseline),
-                            recovery.band_factor,
-                            recovery.band_offset
-                        ),
-                        colour: RGBColor(0x00, 0x9E, 0x73),
-                        from: 0.0,
-                        to: baseline * recovery.band_factor + recovery.band_offset,
-                    });
-                }
-                match ctx
-                    .value(point.index, recovery.metric)
-                    .filter(|v| v.value.is_finite() && last_fault_end.is_finite())
-                {
-                    Some(v) => markers.push(Marker {
-                        label: format!(
-                            "{}: recovered {} s after the last fault ended (mean{})",
-                            point.label,
-                            short(v.value),
-                            v.interval
-                                .map(|(lo, hi)| format!(", 95% [{}, {}]", short(lo), short(hi)))
-                                .unwrap_or_default()
-                        ),
-                        colour: point.colour,
-                        x: last_fault_end + v.value,
-                        interval: v.interval.map(|(lo, hi)| (last_fault_end + lo, last_fault_end + hi)),
-                    }),
-                    None => never.push(point.label.clone()),
-                }
-            }
-            note.push_str(&format!(
-                " Vertical lines: each grid point's mean recovery instant (the end of the last fault plus the mean of \
-                 {}), with its 95% interval at the top. The band is the first point's baseline (the mean between warm-up \
-                 and the first fault) × {} + {}; each replica is judged against its own.",
-                recovery.metric, recovery.band_factor, recovery.band_offset
-            ));
-            if !never.is_empty() {
-                note.push_str(&format!(" Never recovered on average: {}.", never.join(", ")));
-            }
-        }
-        let plot = LinePlot {
-            title: format!("{} over time", series.replace('_', " ")),
-            x: Axis::linear("time (s)"),
-            y: Axis::linear(series_unit(series)),
-            lines,
-            windows: windows.clone(),
-            markers,
-            bands,
-            size: WIDE,
-        };
-        let figure = plot.render("timeseries", csv(&["grid_point", "t_s", "mean", "ci_lo", "ci_hi"], rows), note);
-        // The series recovery is judged on comes first; every chart is full width, since
-        // time series need the width to be read.
-        blocks.insert(if recovery.is_some() { 0 } else { blocks.len() }, Block::Figure(figure));
+        lines.push(Line { label: point.long(), colour: point.colour, points: values, whiskers: false });
     }
-    Some(Section {
-        id: "timeseries".into(),
-        title: "Over time".into(),
-        intro:
-            "What happened during the run, per grid point: the mean across replicas of each bucket and its 95% band."
-                .into(),
-        blocks,
-    })
+    let mut bands = Vec::new();
+    let mut markers = Vec::new();
+    let mut note = format!(
+        "Mean over replicas per bucket with its 95% band{}. Drawn at up to {resolution} points per line \
+         (neighbouring buckets merged into their envelope); timeseries.parquet has every bucket.",
+        if windows.is_empty() { "" } else { "; grey: fault windows, labelled above the plot" }
+    );
+    let recovery = ctx.presentation.recovery.as_ref().filter(|r| r.series == series);
+    if let Some(recovery) = recovery {
+        let mut never = Vec::new();
+        for (point, line) in ctx.overlaid().zip(&lines) {
+            let before: Vec<f64> =
+                line.points.iter().filter(|p| p.x >= recovery.warmup_s && p.x < first_fault).map(|p| p.y).collect();
+            if !before.is_empty() && point.index == 0 {
+                let baseline = before.iter().sum::<f64>() / before.len() as f64;
+                bands.push(Band {
+                    label: format!(
+                        "recovery band: baseline {} × {} + {}",
+                        short(baseline),
+                        recovery.band_factor,
+                        recovery.band_offset
+                    ),
+                    colour: RGBColor(0x00, 0x9E, 0x73),
+                    from: 0.0,
+                    to: baseline * recovery.band_factor + recovery.band_offset,
+                });
+            }
+            match ctx.value(point.index, recovery.metric).filter(|v| v.value.is_finite() && last_fault_end.is_finite())
+            {
+                Some(v) => markers.push(Marker {
+                    label: format!(
+                        "{}: recovered {} s after the last fault ended (mean{})",
+                        point.label,
+                        short(v.value),
+                        v.interval.map(|(lo, hi)| format!(", 95% [{}, {}]", short(lo), short(hi))).unwrap_or_default()
+                    ),
+                    colour: point.colour,
+                    x: last_fault_end + v.value,
+                    interval: v.interval.map(|(lo, hi)| (last_fault_end + lo, last_fault_end + hi)),
+                }),
+                None => never.push(point.label.clone()),
+            }
+        }
+        note.push_str(&format!(
+            " Vertical lines: each grid point's mean recovery instant (the end of the last fault plus the mean of \
+             {}), with its 95% interval at the top. The band is the first point's baseline (the mean between warm-up \
+             and the first fault) × {} + {}; each replica is judged against its own.",
+            recovery.metric, recovery.band_factor, recovery.band_offset
+        ));
+        if !never.is_empty() {
+            note.push_str(&format!(" Never recovered on average: {}.", never.join(", ")));
+        }
+    }
+    let plot = LinePlot {
+        title: format!("{} over time", series.replace('_', " ")),
+        x: Axis::linear("time (s)"),
+        y: Axis::linear(series_unit(series)),
+        lines,
+        windows: windows.clone(),
+        markers,
+        bands,
+        size: WIDE,
+    };
+    let figure = plot.render("timeseries", csv(&["grid_point", "t_s", "mean", "ci_lo", "ci_hi"], rows), note);
+    Some((figure, recovery.is_some()))
 }
 
 fn series_unit(series: &str) -> String {
@@ -989,6 +1006,8 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
             ModelSection::Topology { title, services, edges, entries } => {
                 blocks.push(topology(ctx, title, services, edges, entries))
             }
+            // A section of its own: see `part_sections`.
+            ModelSection::Part { .. } => {}
         }
     }
     if blocks.is_empty() {
@@ -1000,6 +1019,41 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
         intro: ctx.intro("What this model measures beyond the common metrics."),
         blocks,
     })
+}
+
+/// A section per part of the system the model names (a graph's services): its figures
+/// per grid point, what turned its work away, and its own series over time.
+pub fn part_sections(ctx: &Context) -> Vec<Section> {
+    let mut sections = Vec::new();
+    for section in &ctx.presentation.sections {
+        let ModelSection::Part { name, detail, metrics, refusals, series } = section else { continue };
+        let named: Vec<&MetricDef> =
+            metrics.iter().filter_map(|metric| ctx.defs.iter().find(|d| d.name == metric.as_str())).collect();
+        // A part names every figure it could have; the table keeps those that happened.
+        let happened =
+            |def: &&MetricDef| ctx.points.iter().any(|p| ctx.value(p.index, def.name).is_some_and(|v| v.value != 0.0));
+        let defs: Vec<&MetricDef> = named.iter().copied().filter(happened).collect();
+        let mut blocks = vec![Block::Html(metric_table(ctx, &defs, false))];
+        if defs.len() < named.len() {
+            let zero: Vec<&str> = named.iter().filter(|d| !happened(d)).map(|d| d.name).collect();
+            blocks.push(Block::Html(format!(
+                "<p class=\"note\">0 at every grid point, left out: {}.</p>",
+                escape(&zero.join(", "))
+            )));
+        }
+        let refused = outcomes(ctx, "", &[(format!("{name}: refused"), refusals.clone())]);
+        if refused.iter().any(|block| matches!(block, Block::Multiples(figures) if !figures.is_empty())) {
+            blocks.extend(refused.into_iter().filter(|block| matches!(block, Block::Multiples(_))));
+        }
+        blocks.extend(series.iter().filter_map(|s| series_figure(ctx, s)).map(|(figure, _)| Block::Figure(figure)));
+        sections.push(Section {
+            id: format!("part-{}", name.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")),
+            title: name.clone(),
+            intro: ctx.intro(detail),
+            blocks,
+        });
+    }
+    sections
 }
 
 /// The service graph per grid point (one shown at a time when there are several).
@@ -1243,5 +1297,6 @@ pub fn all(ctx: &Context) -> Vec<Section> {
     sections.extend(latency(ctx));
     sections.extend(grid(ctx));
     sections.extend(model_sections(ctx));
+    sections.extend(part_sections(ctx));
     sections
 }

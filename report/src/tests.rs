@@ -219,6 +219,52 @@ fn the_gateway_funnel_sums_every_class_and_its_shares_add_up_to_one() {
     assert!(all.iter().filter(|f| f.kind == "outcomes").count() >= 4, "a stacked bar per class that had calls");
 }
 
+/// graph-three-tier: a section per service with its table (figures that happened),
+/// its refusals, and its own series, which leave the common "Over time" section.
+#[test]
+fn every_graph_service_gets_a_section_with_its_figures_refusals_and_series() {
+    let out = tempfile::tempdir().unwrap();
+    let folder = run("graph-three-tier", 2, out.path());
+    let ctx = context(&folder);
+    let parts = sections::part_sections(&ctx);
+    let titles: Vec<&str> = parts.iter().map(|s| s.title.as_str()).collect();
+    assert_eq!(titles, ["api", "cache", "db", "web"]);
+    let summary = Table::read(&folder.dir.join("summary.parquet")).unwrap();
+    for part in &parts {
+        let name = &part.title;
+        assert_eq!(part.id, format!("part-{name}"));
+        let Block::Html(table) = &part.blocks[0] else { panic!("{name}: a table first") };
+        // Its utilisation at grid point 0, as the summary has it (mean, 4 significant digits).
+        let utilisation = summary.numbers(&format!("{name}.utilisation_mean")).unwrap()[0];
+        assert!(table.contains(&format!("{name}.utilisation")), "{name}");
+        assert!(table.contains(&chart::short(utilisation)), "{name}: {} not in its table", chart::short(utilisation));
+        let series: Vec<&str> =
+            figures(&part.blocks).iter().filter(|f| f.kind == "timeseries").map(|f| f.title.as_str()).collect();
+        assert_eq!(series, [format!("{name}.queue depth over time"), format!("{name}.busy over time")]);
+    }
+    // The edges into api and out of it are in api's table.
+    let Block::Html(api) = &parts[0].blocks[0] else { unreachable!() };
+    // Only the cache turned work away (its queue filled in the brownout): one stacked
+    // bar there, of that reason alone, as the summary counts it.
+    let refusals: Vec<(&str, usize)> = parts
+        .iter()
+        .map(|p| (p.title.as_str(), figures(&p.blocks).iter().filter(|f| f.kind == "outcomes").count()))
+        .collect();
+    assert_eq!(refusals, [("api", 0), ("cache", 1), ("db", 0), ("web", 0)]);
+    let bar = figures(&parts[1].blocks).into_iter().find(|f| f.kind == "outcomes").unwrap();
+    let full = summary.numbers("cache.refused_queue_full_mean").unwrap();
+    for row in csv_rows(&bar.csv) {
+        assert_eq!(row[2], "queue full", "{row:?}");
+        let point: usize = row[0].parse().unwrap();
+        assert!(close(row[3].parse().unwrap(), full[point]), "{row:?} vs {}", full[point]);
+    }
+    assert!(api.contains("edge.web-&gt;api.attempts") && api.contains("edge.api-&gt;cache.retries"), "{api}");
+    let common = sections::time_series(&ctx).unwrap();
+    let common: Vec<&str> = figures(&common.blocks).iter().map(|f| f.title.as_str()).collect();
+    assert!(common.iter().all(|t| !t.starts_with("api.") && !t.starts_with("cache.")), "{common:?}");
+    assert!(common.contains(&"queue depth over time"), "{common:?}");
+}
+
 #[test]
 fn a_newer_or_foreign_manifest_is_refused_and_an_older_one_is_read() {
     let out = tempfile::tempdir().unwrap();

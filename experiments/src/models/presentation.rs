@@ -54,6 +54,11 @@ pub enum Section {
     /// calls between them as arrows labelled with attempts per entry request and the
     /// share of calls that failed.
     Topology { title: String, services: Vec<TopologyService>, edges: Vec<TopologyEdge>, entries: Vec<String> },
+    /// A section of the report of its own for one part of the system (a graph's
+    /// service): a table of `metrics` per grid point, a stacked bar of `refusals`
+    /// (what turned its work away), and its `series` (drawn here instead of among the
+    /// common time series).
+    Part { name: String, detail: String, metrics: Vec<String>, refusals: Vec<Segment>, series: Vec<String> },
 }
 
 /// A box of a [`Section::Topology`].

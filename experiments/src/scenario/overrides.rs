@@ -114,9 +114,10 @@ pub fn parse_grid(argument: &str) -> Result<GridAxis> {
     Ok(GridAxis { path: path.to_string(), values: parts.into_iter().map(parse_cli_value).collect() })
 }
 
-/// Sets `value` at dotted `path` inside `table`, creating intermediate tables; a part
-/// of digits indexes an existing list (`faults.0.factor`).
-pub(crate) fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<()> {
+/// Sets `value` at dotted `path` inside `table`, replacing a table there whole (the
+/// tests' way to write a document; overrides merge, see [`merge_path`]).
+#[cfg(test)]
+fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<()> {
     let parts: Vec<&str> = path.split('.').collect();
     set_in_table(table, &parts, path, 0, value)
 }
@@ -168,7 +169,8 @@ fn set_in_value(current: &mut toml::Value, parts: &[&str], path: &str, depth: us
     }
 }
 
-/// Like [`set_path`], but a table value is merged key by key into the table already
+/// Sets `value` at dotted `path` inside `table`, creating intermediate tables (a part
+/// of digits indexes an existing list: `faults.0.factor`); a table value is merged key by key into the table already
 /// at `path` (recursively), so a grid axis over a section can change several of its
 /// fields together: `"retry" = [{policy = "naive"}, {policy = "backoff", budget = "ratio"}]`.
 /// A distribution value (a table with `dist`) replaces whatever is there: its fields

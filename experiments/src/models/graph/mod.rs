@@ -10,13 +10,13 @@ pub mod topology;
 
 use std::sync::Arc;
 
-use stampede_engine::models::graph::{Graph as GraphModel, GraphParams, GraphResults, GraphSeries};
+use stampede_engine::models::graph::{Graph as GraphModel, GraphParams, GraphResults, GraphSeries, Refusal};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{
     intern, intern_names, intern_series, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica,
 };
-use super::presentation::{Presentation, Recovery, Section, TopologyEdge, TopologyService, Window};
+use super::presentation::{Presentation, Recovery, Section, Segment, TopologyEdge, TopologyService, Window};
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
@@ -151,7 +151,7 @@ impl ModelSpec for Graph {
                     name: name.clone(),
                     detail: format!("{} × {} workers", p.instances, p.workers),
                     colour_by: format!("{name}.utilisation"),
-                    faulted: faulted(name) || faulted(&build::link_of(name)),
+                    faulted: faulted(name),
                 }
             })
             .collect();
@@ -175,14 +175,76 @@ impl ModelSpec for Graph {
                     attempts: format!("edge.{name}.attempts"),
                     calls: format!("edge.{name}.calls"),
                     failed: format!("edge.{name}.failed"),
-                    faulted: faulted(name),
+                    faulted: faulted(name) || faulted(&build::link_of(name)),
                 }
             })
             .collect();
-        Presentation {
-            windows,
-            recovery: Some(Recovery::of_queue_depth(run.warmup_s)),
-            sections: vec![
+        let parts = t.services.iter().enumerate().map(|(s, name)| {
+            let p = &t.params.services[s];
+            let endpoints: Vec<&str> = t
+                .endpoints
+                .iter()
+                .filter_map(|e| e.strip_prefix(name.as_str()).and_then(|rest| rest.strip_prefix('.')))
+                .collect();
+            let mut metrics: Vec<String> = [
+                "utilisation",
+                "queue_depth_mean",
+                "in_flight_mean",
+                "arrivals",
+                "amplification_ratio",
+                "wasted_work_ratio",
+                "cancelled",
+                "limit_final",
+            ]
+            .iter()
+            .map(|m| format!("{name}.{m}"))
+            .collect();
+            // The calls it receives, then the calls it makes: their client policies at work.
+            let into = t.params.edges.iter().enumerate().filter(|(_, e)| e.to as usize == s);
+            let out_of = t.params.edges.iter().enumerate().filter(|(_, e)| e.from == Some(s as u32));
+            for (e, _) in into.chain(out_of) {
+                let edge = &t.edges[e];
+                for field in [
+                    "calls",
+                    "attempts",
+                    "retries",
+                    "hedges",
+                    "hedge_wins",
+                    "timeouts",
+                    "budget_denials",
+                    "breaker_trips",
+                    "breaker_refusals",
+                    "failed",
+                    "fallbacks",
+                ] {
+                    metrics.push(format!("edge.{edge}.{field}"));
+                }
+            }
+            let refusals = Refusal::ALL
+                .iter()
+                .map(|r| Segment {
+                    metric: format!("{name}.refused_{}", r.name()),
+                    label: r.name().replace('_', " "),
+                    stage: "refused".into(),
+                })
+                .collect();
+            Section::Part {
+                name: name.clone(),
+                detail: format!(
+                    "The service {name}: {} instance{} × {} workers, endpoints {}. Its figures per grid point (the \
+                     calls into it and the calls it makes below its own), the attempts it turned away and why, and \
+                     its queue and busy workers over time.",
+                    p.instances,
+                    if p.instances == 1 { "" } else { "s" },
+                    p.workers,
+                    endpoints.join(", ")
+                ),
+                metrics,
+                refusals,
+                series: vec![format!("{name}.queue_depth"), format!("{name}.busy")],
+            }
+        });
+        let mut sections = vec![
                 Section::Topology {
                     title: "The graph: services coloured by utilisation, calls labelled with attempts per entry request and the share that failed".into(),
                     services,
@@ -204,8 +266,9 @@ impl ModelSpec for Graph {
                     y_label: "utilisation".into(),
                     metrics: pairs("utilisation", &t.services),
                 },
-            ],
-        }
+            ];
+        sections.extend(parts);
+        Presentation { windows, recovery: Some(Recovery::of_queue_depth(run.warmup_s)), sections }
     }
 
     fn run_replica(
