@@ -4,13 +4,66 @@
 
 use crate::base::error::{Error, Result};
 use crate::base::typing::typed_at;
+use std::sync::Arc;
+
 use crate::models::registry;
-use crate::models::ModelConfig;
+use crate::models::{CountHistogramDef, MetricDef, ModelConfig, SeriesDef};
 use crate::scenario::claims::{Assertion, Skipped};
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
 
 /// A `[[verify]]` claim with its position in the list.
 pub type NumberedClaim<'a> = (usize, &'a Assertion);
+
+/// What every grid point of a run writes, fixed once when the scenario is resolved:
+/// the replica table's and the summary's metric columns, the latency histograms and
+/// the series. The pipeline, checkpoint pieces, shards, the merge, `verify` and the
+/// report read this; none asks the model again. Every grid point has this schema
+/// (`resolve` refuses a grid that would change it).
+#[derive(Clone, Debug)]
+pub struct OutputSchema {
+    pub metrics: Vec<MetricDef>,
+    pub latencies: &'static [&'static str],
+    pub series: &'static [SeriesDef],
+    /// The series' bucket width, seconds.
+    pub series_bucket_s: f64,
+    /// The model's small-integer histogram file, if it writes one.
+    pub count_histogram: Option<CountHistogramDef>,
+}
+
+impl OutputSchema {
+    fn of(model: &ModelConfig) -> OutputSchema {
+        OutputSchema {
+            metrics: model.metrics(),
+            latencies: model.latencies(),
+            series: model.series(),
+            series_bucket_s: model.series_bucket_s(),
+            count_histogram: model.count_histogram(),
+        }
+    }
+
+    /// The index of metric `name`.
+    pub fn metric_index(&self, name: &str) -> Option<usize> {
+        self.metrics.iter().position(|m| m.name == name)
+    }
+
+    /// The metric names, in column order.
+    pub fn metric_names(&self) -> Vec<&'static str> {
+        self.metrics.iter().map(|m| m.name).collect()
+    }
+
+    /// The series names, in column order.
+    pub fn series_names(&self) -> Vec<&'static str> {
+        self.series.iter().map(|s| s.name).collect()
+    }
+
+    fn same_columns(&self, other: &OutputSchema) -> bool {
+        self.metric_names() == other.metric_names()
+            && self.latencies == other.latencies
+            && self.series_names() == other.series_names()
+            && self.series_bucket_s == other.series_bucket_s
+            && self.count_histogram.map(|c| (c.file, c.column)) == other.count_histogram.map(|c| (c.file, c.column))
+    }
+}
 
 /// A fully resolved, validated scenario.
 #[derive(Clone, Debug)]
@@ -19,6 +72,8 @@ pub struct Scenario {
     pub description: String,
     /// The base configuration (after `--set`, before grid values).
     pub model: ModelConfig,
+    /// What the run writes, from the base model; every grid point's is the same.
+    pub schema: Arc<OutputSchema>,
     pub run: RunConfig,
     pub grid: Vec<GridAxis>,
     /// `[[verify]]` assertions for `stampede verify`.
@@ -116,6 +171,7 @@ impl Scenario {
         let scenario = Scenario {
             name: document.name.clone(),
             description: document.description.clone(),
+            schema: Arc::new(OutputSchema::of(&model)),
             model,
             run,
             grid: document.grid.clone(),
@@ -127,15 +183,9 @@ impl Scenario {
         // Points are typed one at a time and dropped: memory stays flat in the grid.
         // Every point writes the base's columns: a point whose model reports other
         // metrics, histograms or series (a graph grid that renames a service) cannot.
-        let names = |model: &ModelConfig| {
-            let metrics: Vec<&'static str> = model.metrics().iter().map(|m| m.name).collect();
-            let series: Vec<&'static str> = model.series().iter().map(|s| s.name).collect();
-            (metrics, model.latencies(), series)
-        };
-        let outputs = names(&scenario.model);
         for index in 0..scenario.point_count() {
             let point = scenario.grid_point(index)?;
-            if names(&point.model) != outputs {
+            if !OutputSchema::of(&point.model).same_columns(&scenario.schema) {
                 return Err(Error::bad_input(format!(
                     "grid point {index} ({}): its model reports other outputs than the scenario's base; a grid \
                      may vary settings, not what is measured (a graph's services, endpoints, edges or workloads)",
@@ -148,7 +198,7 @@ impl Scenario {
                 )));
             }
         }
-        let metrics: Vec<&str> = scenario.model.metrics().iter().map(|m| m.name).collect();
+        let metrics = scenario.schema.metric_names();
         for (i, assertion) in scenario.verify.iter().enumerate() {
             assertion.check(&format!("verify[{i}]"), &metrics, scenario.model.name())?;
         }
@@ -232,7 +282,7 @@ impl Scenario {
     /// The (grid point, metric index) pairs whose every replica's value a checked
     /// claim reads (a quantile or a fraction over replicas), sorted.
     pub fn replica_metrics(&self) -> Vec<(u32, usize)> {
-        let metrics = self.model.metrics();
+        let metrics = &self.schema.metrics;
         let Ok((claims, _)) = self.claims_to_check() else { return Vec::new() };
         let mut pairs: Vec<(u32, usize)> = claims
             .into_iter()

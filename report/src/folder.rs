@@ -171,7 +171,7 @@ impl Folder {
     /// after the manifest's metrics when the scenario could not be resolved.
     pub fn metric_defs(&self) -> Vec<MetricDef> {
         match &self.scenario {
-            Ok(scenario) => scenario.model.metrics(),
+            Ok(scenario) => scenario.schema.metrics.clone(),
             Err(_) => self
                 .manifest
                 .metrics

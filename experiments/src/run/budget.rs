@@ -21,12 +21,12 @@ pub struct Estimate {
 
 /// The estimate for `scenario` on `threads` threads.
 pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
-    let model = &scenario.model;
+    let schema = &scenario.schema;
     let (metrics, latencies, series) =
-        (model.metrics().len() as f64, model.latencies().len() as f64, model.series().len() as f64);
+        (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
     let points = scenario.point_count() as f64;
     let replicas = scenario.run.replicas as f64;
-    let buckets = if series > 0.0 { (scenario.run.horizon_s / model.series_bucket_s()).ceil() } else { 0.0 };
+    let buckets = if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 };
     let histogram = LatencyHistogram::new().footprint_bytes() as f64;
     let live_points = (CHUNK_POINTS as f64).min(points) + 1.0;
     // Each live point: its totals plus one copy per worker (histograms, exact series sums).

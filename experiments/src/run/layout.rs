@@ -5,10 +5,10 @@ use crate::resolved::Scenario;
 /// The files a run writes for `scenario`, in the order they are committed.
 pub fn output_files(scenario: &Scenario) -> Vec<&'static str> {
     let mut files = vec!["replicas.parquet", "summary.parquet", "histograms.parquet"];
-    if !scenario.model.series().is_empty() {
+    if !scenario.schema.series.is_empty() {
         files.push("timeseries.parquet");
     }
-    if let Some(def) = scenario.model.count_histogram() {
+    if let Some(def) = scenario.schema.count_histogram {
         files.push(def.file);
     }
     files.push("manifest.json");

@@ -54,11 +54,11 @@ fn partial_columns() -> Vec<ColumnSpec> {
 fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<ColumnValues> {
     let replicas = result.series.replicas;
     let mut items: Vec<(String, u64, u64, Vec<u8>)> = Vec::new();
-    for (name, histogram) in scenario.model.latencies().iter().zip(&result.latencies) {
+    for (name, histogram) in scenario.schema.latencies.iter().zip(&result.latencies) {
         items.push((format!("hdr:{name}"), 0, histogram.saturated(), serialize_v2(histogram.hdr())));
     }
     if result.series.buckets() > 0 {
-        for (index, def) in scenario.model.series().iter().enumerate() {
+        for (index, def) in scenario.schema.series.iter().enumerate() {
             items.push((format!("series:{}", def.name), replicas, 0, result.series.to_bytes(index)));
         }
     }
@@ -186,8 +186,8 @@ impl<'s> Gather<'s> {
             index,
             next: expected.start,
             expected,
-            welfords: vec![Welford::default(); scenario.model.metrics().len()],
-            histograms: scenario.model.latencies().iter().map(|_| LatencyHistogram::new()).collect(),
+            welfords: vec![Welford::default(); scenario.schema.metrics.len()],
+            histograms: scenario.schema.latencies.iter().map(|_| LatencyHistogram::new()).collect(),
             sums: SeriesSums::default(),
             counts: Vec::new(),
             compute_ns: 0,
@@ -239,8 +239,8 @@ impl<'s> Gather<'s> {
                 emit(&batch)?;
             }
         }
-        let latencies = self.scenario.model.latencies();
-        let series = self.scenario.model.series();
+        let latencies = self.scenario.schema.latencies;
+        let series = self.scenario.schema.series;
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", part.dir.display()));
         let Some(rows) = part.partial_rows.get(&index) else { return Ok(()) };
         for row in rows.clone() {
@@ -277,7 +277,7 @@ impl<'s> Gather<'s> {
             return Err(self.incomplete());
         }
         Ok(PointResult {
-            summaries: summaries(&self.welfords, &self.scenario.model.metrics()),
+            summaries: summaries(&self.welfords, &self.scenario.schema.metrics),
             latencies: self.histograms,
             series: self.sums,
             counts: self.counts,

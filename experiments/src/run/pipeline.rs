@@ -231,17 +231,16 @@ struct Tables {
 
 impl Tables {
     fn create(dir: &Path, scenario: &Scenario) -> Result<Tables> {
-        let model = &scenario.model;
         Ok(Tables {
             summary: TableWriter::create(dir, "summary.parquet", &summary_columns(scenario))?,
             axis_types: scenario.grid.iter().map(axis_column_type).collect(),
             leaves: leaf_columns(scenario),
             histograms: TableWriter::create(dir, "histograms.parquet", &histogram_columns())?,
-            timeseries: match model.series().is_empty() {
+            timeseries: match scenario.schema.series.is_empty() {
                 true => None,
                 false => Some(TableWriter::create(dir, "timeseries.parquet", &timeseries_columns(scenario))?),
             },
-            counts: match model.count_histogram() {
+            counts: match scenario.schema.count_histogram {
                 None => None,
                 Some(def) => Some((def, TableWriter::create(dir, def.file, &count_columns(def))?)),
             },
@@ -304,7 +303,7 @@ fn histogram_columns() -> Vec<ColumnSpec> {
 /// `histograms.parquet` rows of one point: per latency, the count, the quantiles,
 /// the maximum and the whole HDR histogram (V2 serialisation).
 fn histogram_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
-    let names = scenario.model.latencies();
+    let names = scenario.schema.latencies;
     let stats: Vec<LatencyStats> = result.latencies.iter().map(LatencyStats::of).collect();
     let mut columns = vec![
         ColumnValues::U32(vec![point.index; names.len()]),
@@ -454,7 +453,7 @@ fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     columns.extend(scenario.grid.iter().map(|axis| ColumnSpec::new(&axis.path, axis_column_type(axis))));
     columns.extend(leaf_columns(scenario).into_iter().map(|leaf| ColumnSpec::new(leaf.name, leaf.kind)));
     columns.push(ColumnSpec::new("replicas", ColumnType::U32));
-    for metric in scenario.model.metrics() {
+    for metric in &scenario.schema.metrics {
         for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {
             columns.push(ColumnSpec::new(format!("{}_{suffix}", metric.name), ColumnType::F64));
         }
@@ -468,7 +467,7 @@ fn timeseries_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
         ColumnSpec::new("bucket", ColumnType::U32),
         ColumnSpec::new("t_s", ColumnType::F64),
     ];
-    for def in scenario.model.series() {
+    for def in scenario.schema.series {
         for suffix in ["mean", "ci_lo", "ci_hi"] {
             columns.push(ColumnSpec::new(format!("{}_{suffix}", def.name), ColumnType::F64));
         }
@@ -479,8 +478,8 @@ fn timeseries_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
 /// One point's rows of `timeseries.parquet`: per bucket, each series' mean and
 /// 95% interval over replicas, from the exact integer sums.
 fn timeseries_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
-    let series = scenario.model.series();
-    let bucket_s = scenario.model.series_bucket_s();
+    let series = scenario.schema.series;
+    let bucket_s = scenario.schema.series_bucket_s;
     let bucket_ns = stampede_engine::secs_to_nanos(bucket_s);
     let buckets = result.series.buckets();
     let mut values: Vec<Vec<f64>> = vec![Vec::with_capacity(buckets); series.len() * 3];

@@ -86,21 +86,21 @@ fn latency_json(stats: &LatencyStats) -> Value {
 impl RunReport {
     /// The `--json` document of the command-line contract.
     pub fn to_json(&self) -> Value {
-        let model = &self.scenario.model;
+        let schema = &self.scenario.schema;
         let grid: Vec<Value> = self
             .points
             .iter()
             .map(|point| {
                 let params: Map<String, Value> =
                     point.params.iter().map(|(path, value)| (path.clone(), toml_to_json(value))).collect();
-                let metrics: Map<String, Value> = model
-                    .metrics()
+                let metrics: Map<String, Value> = schema
+                    .metrics
                     .iter()
                     .zip(&point.summaries)
                     .map(|(metric, summary)| (metric.name.to_string(), summary_json(summary)))
                     .collect();
-                let latency: Map<String, Value> = model
-                    .latencies()
+                let latency: Map<String, Value> = schema
+                    .latencies
                     .iter()
                     .zip(&point.latencies)
                     .map(|(name, stats)| (name.to_string(), latency_json(stats)))
@@ -121,7 +121,7 @@ impl RunReport {
     /// Only `wall_time_s`, `host` and `command_line` differ between runs with the same inputs.
     /// `documents` are the files written from the finished run (report.html, verify.json).
     pub fn manifest(&self, documents: &[&str]) -> Value {
-        let events = self.scenario.model.metrics().iter().position(|m| m.name == "events");
+        let events = self.scenario.schema.metrics.iter().position(|m| m.name == "events");
         let grid: Vec<Value> = self
             .scenario
             .grid
@@ -148,10 +148,10 @@ impl RunReport {
             "replicas": self.scenario.run.replicas,
             "grid": grid,
             "grid_points": self.points.len(),
-            "metrics": self.scenario.model.metrics().iter().map(|m| m.name).collect::<Vec<_>>(),
-            "latencies": self.scenario.model.latencies(),
+            "metrics": self.scenario.schema.metrics.iter().map(|m| m.name).collect::<Vec<_>>(),
+            "latencies": self.scenario.schema.latencies,
             "files": output_files(&self.scenario).into_iter().chain(documents.iter().copied()).collect::<Vec<_>>(),
-            "series": self.scenario.model.series().iter().map(|s| s.name).collect::<Vec<_>>(),
+            "series": self.scenario.schema.series.iter().map(|s| s.name).collect::<Vec<_>>(),
             "wall_time_s": self.wall_time_s,
             "host": {
                 "hostname": hostname,

@@ -20,7 +20,7 @@ pub fn replica_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
         ColumnSpec::new("replica", ColumnType::U32),
         ColumnSpec::new("seed", ColumnType::U64),
     ];
-    columns.extend(scenario.model.metrics().iter().map(|m| ColumnSpec::new(m.name, metric_column_type(m.kind))));
+    columns.extend(scenario.schema.metrics.iter().map(|m| ColumnSpec::new(m.name, metric_column_type(m.kind))));
     columns
 }
 
@@ -30,7 +30,7 @@ pub fn replica_values_columns(scenario: &Scenario, records: &[ReplicaRecord]) ->
         ColumnValues::U32(records.iter().map(|r| r.replica).collect()),
         ColumnValues::U64(records.iter().map(|r| r.seed).collect()),
     ];
-    for (i, metric) in scenario.model.metrics().iter().enumerate() {
+    for (i, metric) in scenario.schema.metrics.iter().enumerate() {
         columns.push(match metric.kind {
             MetricKind::Real => ColumnValues::F64(records.iter().map(|r| r.metrics[i]).collect()),
             MetricKind::Count => ColumnValues::U64(records.iter().map(|r| r.metrics[i] as u64).collect()),

@@ -323,9 +323,9 @@ pub fn run_grid_cancellable(
     let (points, replicas, master_seed) = (scenario.point_count(), scenario.run.replicas, scenario.run.seed);
     assert!(points > 0 && replicas > 0 && threads > 0);
     debug_assert_eq!((plan.points, plan.replicas), (points, replicas));
-    let metric_defs = scenario.model.metrics();
+    let metric_defs = &scenario.schema.metrics;
     let metric_count = metric_defs.len();
-    let latency_count = scenario.model.latencies().len();
+    let latency_count = scenario.schema.latencies.len();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

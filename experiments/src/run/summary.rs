@@ -151,8 +151,7 @@ fn chosen(report: &RunReport, metrics: &[MetricDef], options: &SummaryOptions) -
 
 /// The summary table.
 pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
-    let model = &report.scenario.model;
-    let metrics = model.metrics();
+    let metrics = &report.scenario.schema.metrics;
     let mut out = format!(
         "{} · {} grid point(s) × {} replicas · seed {} · {:.1}s\n\n",
         report.scenario.name,
@@ -198,7 +197,7 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         out.push('\n');
     }
     // Latency tails: the first histogram's p50 and p99, every histogram's with --all-metrics.
-    let latencies = model.latencies();
+    let latencies = report.scenario.schema.latencies;
     let shown_latencies = if options.all_metrics { latencies.len() } else { latencies.len().min(1) };
     for (l, name) in latencies.iter().enumerate().take(shown_latencies) {
         for (q, quantile) in QUANTILES.iter().enumerate().filter(|(_, (n, _))| *n == "p50_s" || *n == "p99_s") {
@@ -253,7 +252,7 @@ mod tests {
             grids: vec![crate::scenario::overrides::parse_grid(&format!("queue.servers={}", values.join(","))).unwrap()],
         };
         let scenario = Scenario::resolve(load_scenario_source("mmc").unwrap(), &overrides).unwrap();
-        let metrics = scenario.model.metrics().len();
+        let metrics = scenario.schema.metrics.len();
         let points = (0..points)
             .map(|i| {
                 // wait_mean_s falls with servers: point 0 waits longest.

@@ -203,7 +203,7 @@ pub fn point_label(point: &PointReport) -> String {
 
 /// Evaluates every claim the run can check (see [`crate::Scenario::claims_to_check`]).
 pub fn check(report: &RunReport) -> Vec<Check> {
-    let metrics = report.scenario.model.metrics();
+    let metrics = &report.scenario.schema.metrics;
     let (claims, _) = report.scenario.claims_to_check().unwrap_or_default();
     claims
         .into_iter()
