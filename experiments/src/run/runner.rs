@@ -407,7 +407,7 @@ pub fn run_grid_cancellable(
         while let Some(entry) = live.first_entry().filter(|e| *e.key() < finished_below) {
             let done = entry.remove();
             let result = PointResult {
-                summaries: summaries(&done.welfords, &metric_defs),
+                summaries: summaries(&done.welfords, metric_defs),
                 latencies: done.histograms,
                 series: done.series,
                 counts: done.counts,
