@@ -160,7 +160,7 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         report.scenario.run.seed,
         report.wall_time_s
     );
-    let (columns, note) = chosen(report, &metrics, options);
+    let (columns, note) = chosen(report, metrics, options);
     out.push_str(&format!("{:<NAME_COLUMN$}", "mean ± 95% half-width"));
     let (titles, legend) = column_titles(report, &columns);
     for title in &titles {
