@@ -25,7 +25,7 @@ fn the_gateway_allocates_nothing_per_event_after_warmup() {
     // A brownout during warm-up, so every queue and slab reaches its peak size first;
     // the same load (20 turns/s, three times what the quota sustains) continues after.
     params.incidents =
-        vec![Incident { tier: 2, kind: IncidentKind::Brownout, start: secs_to_nanos(60.0), end: secs_to_nanos(120.0) }];
+        vec![Incident { tier: 2, kind: IncidentKind::BROWNOUT, start: secs_to_nanos(60.0), end: secs_to_nanos(120.0) }];
     let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
     let mut simulation = Gateway::new(params, 5, 0, &mut histograms).into_simulation();
     simulation.run_until(secs_to_nanos(300.0));

@@ -52,6 +52,25 @@ fn show_round_trips_cases_and_fixture_overrides() {
 
 #[test]
 fn bad_gateway_input_names_the_field_and_writes_nothing() {
+    let incident =
+        |fields: &str| format!("incidents=[{{ tier = \"sonnet\", start_s = 5.0, duration_s = 10.0, {fields} }}]");
+    let incidents = [
+        (
+            incident("kind = \"brownout\", latency_factor = 0.0"),
+            "incidents[0].latency_factor = 0: a positive multiplier",
+        ),
+        (incident("kind = \"brownout\", health = 1.5"), "incidents[0].health = 1.5"),
+        (incident("kind = \"brownout\", error_rate = -0.1"), "incidents[0].error_rate = -0.1"),
+        (incident("kind = \"outage\", latency_factor = 5.0"), "incidents[0].latency_factor: only a brownout takes it"),
+        (incident("kind = \"rate_limit_step\""), "a rate_limit_step needs rpm_scale, itpm_scale or otpm_scale"),
+        (
+            incident("kind = \"rate_limit_step\", rpm_scale = -1.0"),
+            "incidents[0].rpm_scale = -1: a positive multiplier",
+        ),
+        (incident("kind = \"brownout\", rpm_scale = 0.5"), "incidents[0].rpm_scale: only a rate_limit_step takes it"),
+    ];
+    let incident_cases: Vec<([&str; 2], &str)> =
+        incidents.iter().map(|(value, expected)| (["--set", value.as_str()], *expected)).collect();
     let cases: [(&[&str], &str); 6] = [
         (&["--set", "stack.gates=[\"admission\", \"moat\"]"], "stack.gates"),
         (&["--set", "gateway.breaker_failure_ratio=1.5"], "gateway.breaker_failure_ratio = 1.5"),
@@ -60,7 +79,8 @@ fn bad_gateway_input_names_the_field_and_writes_nothing() {
         (&["--set", "tiers.sonnet.server_slots=-3"], "tiers.sonnet.server_slots"),
         (&["--set", "classes.guard.tier=\"mistral\""], "classes.guard.tier = \"mistral\""),
     ];
-    for (overrides, expected) in cases {
+    let all = cases.into_iter().chain(incident_cases.iter().map(|(args, expected)| (&args[..], *expected)));
+    for (overrides, expected) in all {
         let scratch = tempfile::tempdir().unwrap();
         let out = scratch.path().to_str().unwrap();
         let output = stampede(&[&["run", "llm-stack", "--quiet", "--out", out][..], overrides].concat());

@@ -16,7 +16,9 @@
 //!    total = first token + (output/decode) × min(stretch, 4) × j.
 //! 5. **Errors.** With probability `error_rate` the call ends in a 500 and reconciles
 //!    all of `max_tokens` back; otherwise it reconciles `max_tokens − output`.
-//! 6. **Incidents** set the health scale and error rate (brownout 0.2 / 0.25, outage 0.05 / 1.0).
+//! 6. **Incidents** set the health scale, the error rate and a latency factor that
+//!    multiplies both times in 4 (by default a brownout is health 0.2, errors 0.25,
+//!    latency ×1; an outage 0.05 / 1.0 / ×1), or scale the quota's three limits.
 //!
 //! Invariants (asserted): in service ≤ effective slots at admission time; the queue
 //! holds only calls that were metered.
@@ -39,6 +41,17 @@ pub struct TierSpec {
     pub server_slots: u32,
     /// Each meter's bucket holds this many seconds of its refill (60: a minute's worth).
     pub burst_s: f64,
+}
+
+/// A tier's condition during an incident.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TierIncident {
+    /// Multiplies the server slots (effective slots = max(1, slots × health)).
+    pub health: f64,
+    /// The share of calls that end in a 500.
+    pub error_rate: f64,
+    /// Multiplies the time to first token and the decode time.
+    pub latency_factor: f64,
 }
 
 /// One call as the provider sees it.
@@ -95,6 +108,7 @@ pub struct ProviderTier {
     health_scale: f64,
     error_rate: f64,
     healthy_error_rate: f64,
+    latency_factor: f64,
 }
 
 impl ProviderTier {
@@ -117,6 +131,7 @@ impl ProviderTier {
             health_scale: 1.0,
             error_rate,
             healthy_error_rate: error_rate,
+            latency_factor: 1.0,
         }
     }
 
@@ -130,12 +145,20 @@ impl ProviderTier {
         (self.in_service, self.queue.len())
     }
 
-    /// Starts an incident (`scale`, `error_rate`) or, with `None`, ends it.
-    pub fn set_incident(&mut self, incident: Option<(f64, f64)>) {
-        let (scale, error_rate) = incident.unwrap_or((1.0, self.healthy_error_rate));
-        assert!(scale > 0.0 && (0.0..=1.0).contains(&error_rate));
-        self.health_scale = scale;
+    /// Starts an incident or, with `None`, ends it.
+    pub fn set_incident(&mut self, incident: Option<TierIncident>) {
+        let healthy = TierIncident { health: 1.0, error_rate: self.healthy_error_rate, latency_factor: 1.0 };
+        let TierIncident { health, error_rate, latency_factor } = incident.unwrap_or(healthy);
+        assert!(health > 0.0 && (0.0..=1.0).contains(&error_rate) && latency_factor > 0.0);
+        self.health_scale = health;
         self.error_rate = error_rate;
+        self.latency_factor = latency_factor;
+    }
+
+    /// From `now` on, the tier's requests, input-token and output-token limits are
+    /// `scales` × the published ones (`[1.0; 3]`: back to them).
+    pub fn scale_quota(&mut self, now: Nanos, scales: [f64; 3]) {
+        self.meters.scale_limits(now, scales);
     }
 
     /// A call arrives at `now`.
@@ -206,9 +229,12 @@ impl ProviderTier {
     fn plan(&mut self, now: Nanos, call: CallSpec, rng: &mut RngStream) -> ServicePlan {
         let stretch = self.stretch();
         let jitter = rng.lognormal(0.0, 0.25);
-        let first_token_s =
-            (self.spec.base_latency_s + call.input_tokens as f64 / self.spec.prefill_tokens_per_s) * stretch * jitter;
-        let decode_s = call.output_tokens as f64 / self.spec.decode_tokens_per_s * stretch.min(4.0) * jitter;
+        let first_token_s = (self.spec.base_latency_s + call.input_tokens as f64 / self.spec.prefill_tokens_per_s)
+            * stretch
+            * jitter
+            * self.latency_factor;
+        let decode_s =
+            call.output_tokens as f64 / self.spec.decode_tokens_per_s * stretch.min(4.0) * jitter * self.latency_factor;
         let first_token_at = now + secs_to_nanos(first_token_s);
         ServicePlan {
             id: call.id,
@@ -246,6 +272,60 @@ mod tests {
 
     fn call(id: u64, max_tokens: u64) -> CallSpec {
         CallSpec { id, input_tokens: 6_800, output_tokens: 2_400, max_tokens }
+    }
+
+    /// A brownout's latency factor multiplies both times of the same call at the same
+    /// load by exactly that (the jitter is the same draw); ending it restores them.
+    #[test]
+    fn a_latency_factor_multiplies_first_token_and_decode_times() {
+        let plan = |factor: Option<f64>| {
+            let mut tier = ProviderTier::new(OPUS, 0.0);
+            tier.set_incident(factor.map(|latency_factor| TierIncident {
+                health: 1.0,
+                error_rate: 0.0,
+                latency_factor,
+            }));
+            match tier.arrive(0, call(1, 8_192), &mut rng()) {
+                Arrival::Started(plan) => plan,
+                other => panic!("{other:?}"),
+            }
+        };
+        let (healthy, slow) = (plan(None), plan(Some(5.0)));
+        let ratio = |a: Nanos, b: Nanos| b as f64 / a as f64;
+        assert!((ratio(healthy.first_token_at, slow.first_token_at) - 5.0).abs() < 1e-6);
+        let decode = |p: ServicePlan| p.done_at - p.first_token_at;
+        assert!((ratio(decode(healthy), decode(slow)) - 5.0).abs() < 1e-6);
+        assert_eq!(plan(Some(1.0)), healthy, "a factor of 1 changes nothing, to the nanosecond");
+    }
+
+    /// Halving the provider's RPM halves what it admits once the burst is spent: over
+    /// ten minutes of one call every 10 ms, 400/min admits its burst of 400 + 4,000
+    /// refilled, and 200/min (stepped at the start) 200 (the burst, cut to the new
+    /// capacity) + 2,000.
+    #[test]
+    fn a_rate_limit_step_halves_the_requests_admitted() {
+        let admitted = |scales: Option<[f64; 3]>| {
+            let mut tier = ProviderTier::new(TierSpec { server_slots: 100_000, ..OPUS }, 0.0);
+            if let Some(scales) = scales {
+                tier.scale_quota(0, scales);
+            }
+            let mut rng = rng();
+            let mut started = 0u64;
+            for i in 0..=60_000u64 {
+                let now = i * 10_000_000;
+                let tiny = CallSpec { id: i, input_tokens: 1, output_tokens: 1, max_tokens: 1 };
+                if let Arrival::Started(plan) = tier.arrive(now, tiny, &mut rng) {
+                    started += 1;
+                    assert!(plan.done_at >= now);
+                    tier.finish(now, tiny, false, &mut rng, |_| {});
+                }
+            }
+            started
+        };
+        assert_eq!(admitted(None), 400 + 4_000);
+        // The bucket keeps the 400 it held, cut to the new capacity of 200.
+        assert_eq!(admitted(Some([0.5, 1.0, 1.0])), 200 + 2_000);
+        assert_eq!(admitted(Some([1.0; 3])), 400 + 4_000, "scales of 1 restore the published limits");
     }
 
     #[test]
@@ -333,7 +413,7 @@ mod tests {
     #[test]
     fn incidents_shrink_the_fleet_and_raise_the_error_rate() {
         let mut tier = ProviderTier::new(OPUS, 0.002);
-        tier.set_incident(Some((0.05, 1.0)));
+        tier.set_incident(Some(TierIncident { health: 0.05, error_rate: 1.0, latency_factor: 1.0 }));
         assert_eq!(tier.effective_slots(), 4);
         let mut rng = rng();
         let Arrival::Started(plan) = tier.arrive(0, call(1, 4_000), &mut rng) else { panic!() };

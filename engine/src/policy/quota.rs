@@ -71,6 +71,8 @@ pub struct QuotaMeter {
     longest_wait: Nanos,
     reserved: u64,
     handed_back: u64,
+    /// Each bucket's (capacity, refill per minute) as built: what `scale_limits` scales.
+    built: [(u64, u64); 3],
 }
 
 impl QuotaMeter {
@@ -93,14 +95,13 @@ impl QuotaMeter {
             let capacity = ((per_minute as u128 * burst as u128 / minute as u128) as u64).max(1);
             TokenBucket::new(capacity, per_minute, minute)
         };
-        QuotaMeter {
-            requests: bucket(limits.requests_per_minute),
-            input: bucket(limits.input_tokens_per_minute),
-            output: bucket(limits.output_tokens_per_minute),
-            longest_wait: config.longest_wait,
-            reserved: 0,
-            handed_back: 0,
-        }
+        let (requests, input, output) = (
+            bucket(limits.requests_per_minute),
+            bucket(limits.input_tokens_per_minute),
+            bucket(limits.output_tokens_per_minute),
+        );
+        let built = [&requests, &input, &output].map(|b| (b.capacity(), b.refill()));
+        QuotaMeter { requests, input, output, longest_wait: config.longest_wait, reserved: 0, handed_back: 0, built }
     }
 
     /// Reserves one request, its input tokens and `max_tokens` of output.
@@ -157,6 +158,18 @@ impl QuotaMeter {
                 1.0 - bucket.level(now) / capacity
             })
             .fold(0.0, f64::max)
+    }
+
+    /// From `now` on, each limit (requests, input, output) is `scales[i]` × the one it
+    /// was built with; `[1.0; 3]` restores them. A bucket keeps what it held, down to
+    /// its new capacity (at least one token).
+    pub fn scale_limits(&mut self, now: Nanos, scales: [f64; 3]) {
+        let buckets = [&mut self.requests, &mut self.input, &mut self.output];
+        for ((bucket, &(capacity, refill)), scale) in buckets.into_iter().zip(&self.built).zip(scales) {
+            assert!(scale > 0.0 && scale.is_finite(), "a quota scale is positive");
+            let scaled = |x: u64| ((x as f64 * scale).round() as u64).max(1);
+            bucket.set_limits(now, scaled(capacity), scaled(refill));
+        }
     }
 
     /// Output tokens available now.

@@ -44,6 +44,11 @@ impl TokenBucket {
         self.capacity
     }
 
+    /// Tokens added per period.
+    pub fn refill(&self) -> u64 {
+        self.refill
+    }
+
     fn max_units(&self) -> u128 {
         self.max_units
     }
@@ -104,6 +109,19 @@ impl TokenBucket {
         Some(missing.div_ceil(self.refill as u128) as Nanos)
     }
 
+    /// From `now` on, holds up to `capacity` tokens refilled by `refill` per period (a
+    /// provider changing its quota mid-run). What the bucket held is kept, down to the
+    /// new capacity.
+    pub fn set_limits(&mut self, now: Nanos, capacity: u64, refill: u64) {
+        self.refill_to(now);
+        self.capacity = capacity;
+        self.refill = refill;
+        self.max_units = capacity as u128 * self.period as u128;
+        self.full_level = self.max_units as f64 / self.period as f64;
+        self.level_units = self.level_units.min(self.max_units);
+        debug_assert!(self.level_units <= self.max_units);
+    }
+
     /// Gives back `n` tokens (say, an unused reservation), never above capacity.
     pub fn refund(&mut self, now: Nanos, n: u64) {
         self.refill_to(now);
@@ -116,6 +134,20 @@ mod tests {
     use super::*;
     use crate::kernel::time::secs_to_nanos;
     use proptest::prelude::*;
+
+    #[test]
+    fn new_limits_apply_from_now_and_keep_what_the_bucket_held() {
+        let mut bucket = TokenBucket::per_minute(600);
+        assert!(bucket.try_take(0, 500));
+        // Halved at 6 s: 100 + 60 refilled at 600/min, then 300/min into a 300 bucket.
+        bucket.set_limits(secs_to_nanos(6.0), 300, 300);
+        assert_eq!(bucket.whole_tokens(secs_to_nanos(6.0)), 160);
+        assert_eq!(bucket.whole_tokens(secs_to_nanos(12.0)), 190);
+        assert_eq!(bucket.wait_time(secs_to_nanos(12.0), 200), Some(secs_to_nanos(2.0)));
+        assert_eq!(bucket.whole_tokens(secs_to_nanos(600.0)), 300, "full at the new capacity");
+        bucket.set_limits(secs_to_nanos(600.0), 100, 100);
+        assert_eq!(bucket.whole_tokens(secs_to_nanos(600.0)), 100, "cut to the smaller capacity");
+    }
 
     #[test]
     fn six_hundred_per_minute_is_exact() {

@@ -308,16 +308,29 @@ impl Config {
     }
 }
 
+/// The incident kinds the Sandbox's page can show and edit.
+pub const SHOWN_INCIDENTS: [&str; 3] = ["brownout", "outage", "capacity_step"];
+
 fn scenario_incidents(table: &toml::Table) -> Result<Vec<Incident>, RunError> {
     let Some(list) = table.get("incidents").and_then(|v| v.as_array()) else { return Ok(Vec::new()) };
     list.iter()
         .enumerate()
         .map(|(i, v)| {
-            v.clone().try_into::<Incident>().map_err(|e| {
+            if let Some(kind) = v.get("kind").and_then(toml::Value::as_str) {
+                if !SHOWN_INCIDENTS.contains(&kind) {
+                    return Err(RunError::BadInput(format!(
+                        "incidents[{i}].kind = {kind:?}: the Sandbox shows {}; run this scenario with `stampede run`",
+                        SHOWN_INCIDENTS.join(", ")
+                    )));
+                }
+            }
+            let incident = v.clone().try_into::<Incident>().map_err(|e| {
                 RunError::BadInput(format!(
-                    "incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s, scale: {e}"
+                    "incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s, scale (a brownout's \
+                     health, error_rate and latency_factor are run with `stampede run`): {e}"
                 ))
-            })
+            })?;
+            Ok(incident)
         })
         .collect()
 }
@@ -325,6 +338,27 @@ fn scenario_incidents(table: &toml::Table) -> Result<Vec<Incident>, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An incident the page cannot show is refused, not dropped.
+    #[test]
+    fn incidents_the_page_cannot_show_are_refused_by_name() {
+        let text = Config::default().toml().unwrap();
+        let with = |incident: &str| {
+            format!("{text}\n[[incidents]]\ntier = \"sonnet\"\nstart_s = 1.0\nduration_s = 2.0\n{incident}\n")
+        };
+        let refused = |incident: &str| match Config::from_toml(&with(incident)) {
+            Err(RunError::BadInput(message)) => message,
+            other => panic!("{incident}: {other:?}"),
+        };
+        let step = refused("kind = \"rate_limit_step\"\nrpm_scale = 0.5");
+        assert!(
+            step.contains("incidents[1].kind = \"rate_limit_step\": the Sandbox shows brownout, outage, capacity_step"),
+            "{step}"
+        );
+        let severity = refused("kind = \"brownout\"\nlatency_factor = 5.0");
+        assert!(severity.contains("latency_factor") && severity.contains("stampede run"), "{severity}");
+        assert!(Config::from_toml(&with("kind = \"brownout\"")).is_ok());
+    }
 
     #[test]
     fn a_configuration_survives_the_round_trip_through_toml() {

@@ -63,7 +63,7 @@ async fn defaults(Shared(shared): Shared<State>) -> Json<Value> {
         "gates": Gate::ALL.iter().map(|g| g.name()).collect::<Vec<_>>(),
         "notes": gate_notes(),
         "tiers": ["haiku", "sonnet", "opus"],
-        "incident_kinds": ["brownout", "outage", "capacity_step"],
+        "incident_kinds": crate::llm::sandbox::SHOWN_INCIDENTS,
         "limiters": ["fixed", "aimd", "gradient", "gradient2"],
         "queue_orders": ["fifo", "lifo", "adaptive_lifo"],
         "classes": &CLASS_NAMES[..5],

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use hdrhistogram::Histogram;
 
-use crate::components::provider::{ProviderTier, ServicePlan};
+use crate::components::provider::{ProviderTier, ServicePlan, TierIncident};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
@@ -235,7 +235,8 @@ impl<'h> Gateway<'h> {
         let mut tracer = Tracer::new();
         for incident in &self.p.incidents {
             let (kind, place) = match incident.kind {
-                IncidentKind::Brownout => ("brownout", incident.tier as u32),
+                IncidentKind::Brownout { .. } => ("brownout", incident.tier as u32),
+                IncidentKind::RateLimitStep { .. } => ("rate_limit_step", incident.tier as u32),
                 IncidentKind::Outage => ("outage", incident.tier as u32),
                 IncidentKind::CapacityStep { .. } => ("capacity_step", incident.tier as u32),
                 IncidentKind::CoordinatorOutage => ("coordinator_outage", crate::measurement::trace::NONE),
@@ -400,18 +401,26 @@ impl<'h> Gateway<'h> {
         }
     }
 
-    pub(super) fn incident(&mut self, index: usize, starts: bool) {
+    pub(super) fn incident(&mut self, now: Nanos, index: usize, starts: bool) {
         let incident = self.p.incidents[index];
-        let health = match incident.kind {
-            IncidentKind::Brownout => (0.2, 0.25),
-            IncidentKind::Outage => (0.05, 1.0),
-            IncidentKind::CapacityStep { scale } => (scale, self.p.tiers[incident.tier].error_rate),
+        let healthy_errors = self.p.tiers[incident.tier].error_rate;
+        let condition = |health, error_rate, latency_factor| TierIncident { health, error_rate, latency_factor };
+        let condition = match incident.kind {
+            IncidentKind::Brownout { health, error_rate, latency_factor } => {
+                condition(health, error_rate, latency_factor)
+            }
+            IncidentKind::Outage => condition(0.05, 1.0, 1.0),
+            IncidentKind::CapacityStep { scale } => condition(scale, healthy_errors, 1.0),
+            IncidentKind::RateLimitStep { scales } => {
+                self.providers[incident.tier].scale_quota(now, if starts { scales } else { [1.0; 3] });
+                return;
+            }
             IncidentKind::CoordinatorOutage => {
                 self.coordinator_down = starts;
                 return;
             }
         };
-        self.providers[incident.tier].set_incident(starts.then_some(health));
+        self.providers[incident.tier].set_incident(starts.then_some(condition));
     }
 }
 
@@ -425,7 +434,7 @@ impl Model for Gateway<'_> {
             Event::FirstToken { attempt, stamp } => self.first_token(now, attempt, stamp),
             Event::Resume { call } => self.walk(now, call, scheduler),
             Event::Sweep => self.sweep(now, scheduler),
-            Event::Incident { index, starts } => self.incident(index as usize, starts),
+            Event::Incident { index, starts } => self.incident(now, index as usize, starts),
         }
         self.drain_worklists(now, scheduler);
     }

@@ -94,15 +94,25 @@ pub struct TierParams {
 /// What an incident does to a tier.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum IncidentKind {
-    /// Health 0.2, error rate 0.25.
-    Brownout,
+    /// Fewer slots (`health`), more 500s (`error_rate`), slower answers
+    /// (`latency_factor` × time to first token and decode); [`IncidentKind::BROWNOUT`]
+    /// is the seed's 0.2 / 0.25 / ×1.
+    Brownout { health: f64, error_rate: f64, latency_factor: f64 },
     /// Health 0.05, error rate 1.0.
     Outage,
     /// Health `scale`, healthy error rate.
     CapacityStep { scale: f64 },
+    /// The provider's quota changes: requests, input and output tokens per minute are
+    /// `scales` × the published limits (the client's own meters do not know).
+    RateLimitStep { scales: [f64; 3] },
     /// The quota coordinator fails: a coordinated quota falls back to per-instance
     /// meters of 1/N each until it returns (the tier is not used).
     CoordinatorOutage,
+}
+
+impl IncidentKind {
+    /// The seed's brownout: health 0.2, error rate 0.25, latency unchanged.
+    pub const BROWNOUT: IncidentKind = IncidentKind::Brownout { health: 0.2, error_rate: 0.25, latency_factor: 1.0 };
 }
 
 /// An incident on one tier over [start, end).

@@ -296,7 +296,7 @@ fn the_full_stack_drains_and_reproduces() {
     p.classes[THINK].share = 0.1;
     p.classes[GUARD].has_fallback = true;
     p.retry_budget = Some(0.1);
-    p.incidents = vec![Incident { tier: 0, kind: IncidentKind::Brownout, start: 20 * S, end: 35 * S }];
+    p.incidents = vec![Incident { tier: 0, kind: IncidentKind::BROWNOUT, start: 20 * S, end: 35 * S }];
     let a = run(p.clone());
     // Debug text: NaN p95s of an empty class compare unequal as floats.
     assert_eq!(format!("{a:?}"), format!("{:?}", run(p.clone())));
@@ -534,4 +534,64 @@ fn even_arrivals_and_a_skipped_guard() {
     let mut starts: Vec<Nanos> = trace.rows.iter().filter(|r| r.kind == TraceKind::Call).map(|r| r.start).collect();
     starts.sort_unstable();
     assert!(starts.iter().enumerate().all(|(i, &t)| t == (i as u64 + 1) * S / 4), "{starts:?}");
+}
+
+/// "Latency ×5 for 20 s": a brownout of health 1, no extra errors and latency factor
+/// 5 makes the tier's attempts (measured on the trace, at a load far below its slots)
+/// five times as long inside the window, within the interval of the ratio, and
+/// leaves them as they were outside it.
+#[test]
+fn a_brownout_latency_factor_of_five_multiplies_attempt_durations_by_five() {
+    let mut p = params(&[Gate::Retry]);
+    p.horizon = 60 * S;
+    p.turns_per_s = 5.0;
+    let slow = IncidentKind::Brownout { health: 1.0, error_rate: 0.0, latency_factor: 5.0 };
+    p.incidents = vec![Incident { tier: 0, kind: slow, start: 20 * S, end: 40 * S }];
+    let (_, _, trace) = traced(p, 0);
+    // Attempts begun and ended on one side of each edge of the window.
+    let durations = |from: Nanos, to: Nanos| -> Vec<f64> {
+        trace
+            .rows
+            .iter()
+            .filter(|r| r.kind == TraceKind::Attempt && r.outcome == "200" && r.start >= from && r.end < to)
+            .map(|r| (r.end - r.start) as f64)
+            .collect()
+    };
+    let stats = |v: &[f64]| {
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, (var / n).sqrt())
+    };
+    let (inside, outside) = (durations(20 * S, 40 * S), [durations(0, 20 * S), durations(40 * S, 60 * S)].concat());
+    assert!(inside.len() > 100 && outside.len() > 200, "{} {}", inside.len(), outside.len());
+    let ((mi, si), (mo, so)) = (stats(&inside), stats(&outside));
+    let ratio = mi / mo;
+    // Delta method: the ratio's standard error (measured: 5.15 ± 0.14 over 115 and 404 attempts).
+    let se = ratio * ((si / mi).powi(2) + (so / mo).powi(2)).sqrt();
+    assert!((ratio - 5.0).abs() < 3.0 * se, "ratio {ratio:.3} ± {se:.3}");
+    assert!(se < 0.25, "the test could not tell 5 from 4: se {se}");
+}
+
+/// A provider halving its RPM for a while halves what it admits (the rest come back
+/// as 429s).
+#[test]
+fn a_rate_limit_step_halves_the_admitted_rate_while_it_lasts() {
+    let admitted = |step: bool| {
+        let mut p = params(&[]);
+        p.horizon = 240 * S;
+        p.turns_per_s = 20.0;
+        p.tiers[0].spec.rpm = 600; // 10 calls a second; the turns ask for more
+        if step {
+            let kind = IncidentKind::RateLimitStep { scales: [0.5, 1.0, 1.0] };
+            p.incidents = vec![Incident { tier: 0, kind, start: 0, end: 400 * S }];
+        }
+        let (_, _, trace) = traced(p, 0);
+        // Past the first minute (the burst) to the horizon: what the bucket refills.
+        let ok = |r: &&crate::measurement::trace::TraceRow| r.kind == TraceKind::Attempt && r.outcome != "429";
+        trace.rows.iter().filter(ok).filter(|r| r.start >= 60 * S && r.start < 240 * S).count() as f64 / 180.0
+    };
+    let (full, halved) = (admitted(false), admitted(true));
+    assert!((full - 10.0).abs() < 0.2, "{full} admitted per second at 600 rpm");
+    assert!((halved - 5.0).abs() < 0.1, "{halved} admitted per second at 300 rpm");
 }

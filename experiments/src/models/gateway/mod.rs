@@ -71,8 +71,8 @@ impl ModelSpec for Gateway {
         &LATENCY_NAMES
     }
 
-    fn presentation(_: &GatewayConfig, _: &RunConfig) -> super::presentation::Presentation {
-        presentation::presentation()
+    fn presentation(config: &GatewayConfig, _: &RunConfig) -> super::presentation::Presentation {
+        presentation::presentation(&config.incidents)
     }
 
     fn series(_: &GatewayConfig) -> &'static [SeriesDef] {
@@ -296,6 +296,7 @@ stampede_engine::named_enum! {
         Brownout = "brownout",
         Outage = "outage",
         CapacityStep = "capacity_step",
+        RateLimitStep = "rate_limit_step",
         CoordinatorOutage = "coordinator_outage",
     }
 }
@@ -313,6 +314,62 @@ pub struct IncidentSection {
     /// The health scale of a capacity step (0 < scale ≤ 1… or above 1 for a step up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<f64>,
+    /// A brownout's severity: slots × `health` (0.2), `error_rate` (0.25), time to
+    /// first token and decode × `latency_factor` (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_factor: Option<f64>,
+    /// A rate_limit_step's new limits: requests, input tokens and output tokens per
+    /// minute × these (1 each by default; at least one given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm_scale: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itpm_scale: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otpm_scale: Option<f64>,
+}
+
+impl IncidentSection {
+    /// A brownout's (health, error rate, latency factor), the seed's where not given.
+    fn brownout(&self) -> (f64, f64, f64) {
+        (self.health.unwrap_or(0.2), self.error_rate.unwrap_or(0.25), self.latency_factor.unwrap_or(1.0))
+    }
+
+    /// A rate_limit_step's scales of (requests, input, output) per minute.
+    fn quota_scales(&self) -> [f64; 3] {
+        [self.rpm_scale, self.itpm_scale, self.otpm_scale].map(|s| s.unwrap_or(1.0))
+    }
+
+    /// What it does, in a few words (the report's fault window, the trace).
+    pub fn label(&self) -> String {
+        match self.kind {
+            IncidentName::Brownout => {
+                let (health, errors, latency) = self.brownout();
+                let mut parts = vec![format!("slots ×{health}"), format!("errors {:.0}%", errors * 100.0)];
+                if latency != 1.0 {
+                    parts.push(format!("latency ×{latency}"));
+                }
+                format!("brownout ({})", parts.join(", "))
+            }
+            IncidentName::RateLimitStep => {
+                let named = ["rpm", "itpm", "otpm"];
+                let parts: Vec<String> = self
+                    .quota_scales()
+                    .iter()
+                    .zip(named)
+                    .filter(|(s, _)| **s != 1.0)
+                    .map(|(s, n)| format!("{n} ×{s}"))
+                    .collect();
+                format!("rate limit step ({})", parts.join(", "))
+            }
+            IncidentName::CapacityStep => format!("capacity step ×{}", self.scale.unwrap_or(1.0)),
+            IncidentName::Outage => "outage".into(),
+            IncidentName::CoordinatorOutage => "coordinator outage".into(),
+        }
+    }
 }
 
 /// The pipeline's roles; the fixture must define a class for each.
@@ -452,10 +509,60 @@ impl GatewayConfig {
                 }
                 (_, Some(_)) => {
                     return Err(Error::bad_input(format!(
-                        "incidents[{i}].scale: only a capacity_step takes a scale (brownout and outage have fixed health)"
+                        "incidents[{i}].scale: only a capacity_step takes a scale (a brownout's severity is health, error_rate and latency_factor)"
                     )))
                 }
                 _ => {}
+            }
+            let brownout = [
+                ("health", incident.health),
+                ("error_rate", incident.error_rate),
+                ("latency_factor", incident.latency_factor),
+            ];
+            let quota = [
+                ("rpm_scale", incident.rpm_scale),
+                ("itpm_scale", incident.itpm_scale),
+                ("otpm_scale", incident.otpm_scale),
+            ];
+            let only = |fields: &[(&str, Option<f64>)], kind: IncidentName, what: &str| -> Result<()> {
+                match fields.iter().find(|(_, value)| value.is_some()) {
+                    Some((field, _)) if incident.kind != kind => Err(Error::bad_input(format!(
+                        "incidents[{i}].{field}: only a {} takes it ({what}); this one is a {}",
+                        kind.name(),
+                        incident.kind.name()
+                    ))),
+                    _ => Ok(()),
+                }
+            };
+            only(&brownout, IncidentName::Brownout, "its severity")?;
+            only(&quota, IncidentName::RateLimitStep, "the provider's new limits")?;
+            let (health, errors, latency) = incident.brownout();
+            if !(health > 0.0 && health <= 1.0) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].health = {health}: the share of the tier's slots left, above 0 and at most 1"
+                )));
+            }
+            if !(0.0..=1.0).contains(&errors) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].error_rate = {errors}: a share of calls, from 0 to 1"
+                )));
+            }
+            if !(latency > 0.0 && latency.is_finite()) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].latency_factor = {latency}: a positive multiplier (5 makes answers 5 times slower)"
+                )));
+            }
+            for ((field, _), scale) in quota.iter().zip(incident.quota_scales()) {
+                if !(scale > 0.0 && scale.is_finite()) {
+                    return Err(Error::bad_input(format!(
+                        "incidents[{i}].{field} = {scale}: a positive multiplier of the published limit (0.5 halves it)"
+                    )));
+                }
+            }
+            if incident.kind == IncidentName::RateLimitStep && quota.iter().all(|(_, value)| value.is_none()) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}]: a rate_limit_step needs rpm_scale, itpm_scale or otpm_scale (0.5 halves that limit)"
+                )));
             }
         }
         Ok(())
@@ -693,7 +800,11 @@ impl GatewayConfig {
             .map(|i| Incident {
                 tier: if i.kind == IncidentName::CoordinatorOutage { 0 } else { self.tier_index(&i.tier) },
                 kind: match i.kind {
-                    IncidentName::Brownout => IncidentKind::Brownout,
+                    IncidentName::Brownout => {
+                        let (health, error_rate, latency_factor) = i.brownout();
+                        IncidentKind::Brownout { health, error_rate, latency_factor }
+                    }
+                    IncidentName::RateLimitStep => IncidentKind::RateLimitStep { scales: i.quota_scales() },
                     IncidentName::Outage => IncidentKind::Outage,
                     IncidentName::CapacityStep => IncidentKind::CapacityStep { scale: i.scale.expect("validated") },
                     IncidentName::CoordinatorOutage => IncidentKind::CoordinatorOutage,

@@ -7,7 +7,8 @@ use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::reason::Source;
 use stampede_engine::models::gateway::{CallClass, Reason};
 
-use crate::models::presentation::{Presentation, Section, Segment};
+use super::IncidentSection;
+use crate::models::presentation::{Presentation, Section, Segment, Window};
 
 /// The stage a reason belongs to: the gate that refused, a timeout, or the provider.
 fn stage(reason: Reason) -> String {
@@ -26,7 +27,8 @@ fn reason_segment(metric: String, reason: Reason) -> Segment {
     Segment { metric, label: reason.name().replace('_', " "), stage: stage(reason) }
 }
 
-pub fn presentation() -> Presentation {
+/// `incidents` become the fault windows shaded on the time series.
+pub fn presentation(incidents: &[IncidentSection]) -> Presentation {
     let groups = CallClass::ALL
         .iter()
         .map(|class| {
@@ -47,7 +49,14 @@ pub fn presentation() -> Presentation {
         .collect();
     funnel.push((served("served".into()), CallClass::ALL.iter().map(|c| format!("{}_served", c.name())).collect()));
     Presentation {
-        windows: Vec::new(),
+        windows: incidents
+            .iter()
+            .map(|i| Window {
+                label: if i.tier.is_empty() { i.label() } else { format!("{} of {}", i.label(), i.tier) },
+                start_s: i.start_s,
+                end_s: i.start_s + i.duration_s,
+            })
+            .collect(),
         recovery: None,
         sections: vec![
             Section::Outcomes {
@@ -72,7 +81,7 @@ mod tests {
     #[test]
     fn every_named_metric_exists() {
         let exists = |name: &str| GATEWAY_METRICS.iter().any(|m| m.def.name == name);
-        for section in presentation().sections {
+        for section in presentation(&[]).sections {
             match section {
                 Section::Outcomes { groups, .. } => {
                     assert_eq!(groups.len(), CallClass::ALL.len());
