@@ -286,12 +286,15 @@ impl<'h> Gateway<'h> {
             }
         };
         debug_assert!(self.calls.is_empty() && self.turns.is_empty(), "the replica drained");
+        let limited = matches!(self.p.client, Client::Stack) && self.p.gates.contains(&Gate::Adaptive);
         for (class, name) in CLASS_NAMES.iter().enumerate() {
             let limiter = &self.limiters[self.limiter_index(class)];
             let results = &mut self.results.classes[class];
-            results.limit_final = limiter.limit();
-            results.limit_min = limiter.lowest_limit();
-            results.limit_max = limiter.highest_limit();
+            if limited {
+                results.limit_final = Some(limiter.limit());
+                results.limit_min = Some(limiter.lowest_limit());
+                results.limit_max = Some(limiter.highest_limit());
+            }
             results.breaker_trips = self.breakers[class].counters().trips;
             results.breaker_refusals = self.breakers[class].counters().refusals;
             results.attempt_p95_s = p95(&self.attempt_latency[class]);

@@ -33,9 +33,11 @@ pub struct ClassResults {
     /// Every refusal by the class's breaker — more than the calls it failed when a
     /// loop above it retries into the open circuit.
     pub breaker_refusals: u64,
-    pub limit_final: u32,
-    pub limit_min: u32,
-    pub limit_max: u32,
+    /// The adaptive limiter's limit at the end, lowest and highest; `None` when the
+    /// client has no limiter (the naive client, or a stack without `adaptive`).
+    pub limit_final: Option<u32>,
+    pub limit_min: Option<u32>,
+    pub limit_max: Option<u32>,
     /// p95 of successful attempts' duration (sent to last token), seconds; NaN without any.
     pub attempt_p95_s: f64,
     /// p95 of every call's duration, entering the stack to its answer or its failure

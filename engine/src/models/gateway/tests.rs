@@ -159,12 +159,12 @@ fn the_limiter_learns_time_to_first_token_for_streams_and_the_whole_call_otherwi
     p.classes[ANSWER].max_tokens = 4_000;
     p.classes[ANSWER].timeouts.total = 60 * S;
     let streamed = run(p.clone());
-    assert!(streamed.classes[ANSWER].limit_max > 20, "{:?}", streamed.classes[ANSWER]);
-    assert_eq!(streamed.classes[ANSWER].limit_min, 20);
+    assert!(streamed.classes[ANSWER].limit_max > Some(20), "{:?}", streamed.classes[ANSWER]);
+    assert_eq!(streamed.classes[ANSWER].limit_min, Some(20));
     p.classes[ANSWER].streamed = false;
     let whole = run(p);
-    assert_eq!(whole.classes[ANSWER].limit_max, 20);
-    assert!(whole.classes[ANSWER].limit_min < 10, "{:?}", whole.classes[ANSWER]);
+    assert_eq!(whole.classes[ANSWER].limit_max, Some(20));
+    assert!(whole.classes[ANSWER].limit_min < Some(10), "{:?}", whole.classes[ANSWER]);
 }
 
 /// ⑥ → ⑤: reconciliation hands back exactly max_tokens − output per served call.
@@ -594,4 +594,24 @@ fn a_rate_limit_step_halves_the_admitted_rate_while_it_lasts() {
     let (full, halved) = (admitted(false), admitted(true));
     assert!((full - 10.0).abs() < 0.2, "{full} admitted per second at 600 rpm");
     assert!((halved - 5.0).abs() < 0.1, "{halved} admitted per second at 300 rpm");
+}
+
+/// Limiter figures exist only where a limiter does: none for the naive client or a
+/// stack without `adaptive` (the reference reported a naive client's limit as 40).
+#[test]
+fn limiter_figures_are_absent_without_a_limiter() {
+    let naive = {
+        let mut p = params(&[Gate::Adaptive, Gate::Retry]);
+        p.client = Client::Naive { attempts: 3, timeout: 10 * S };
+        run(p)
+    };
+    let without = run(params(&[Gate::Retry]));
+    let with = run(params(&[Gate::Adaptive, Gate::Retry]));
+    for class in 0..CLASSES {
+        for (name, r) in [("naive", &naive), ("no adaptive gate", &without)] {
+            let c = &r.classes[class];
+            assert_eq!((c.limit_final, c.limit_min, c.limit_max), (None, None, None), "{name}");
+        }
+        assert!(with.classes[class].limit_final.is_some());
+    }
 }

@@ -123,9 +123,16 @@ const AFTER_REASONS: &[(&str, MetricKind, &str, ClassReader)] = &[
         "every refusal by the breaker, warm-up included (above the calls it failed when retries hit it)",
         |r, c| r.classes[c].breaker_refusals as f64,
     ),
-    ("limit_final", MetricKind::Count, "the adaptive limit at the end", |r, c| r.classes[c].limit_final as f64),
-    ("limit_min", MetricKind::Count, "the lowest adaptive limit", |r, c| r.classes[c].limit_min as f64),
-    ("limit_max", MetricKind::Count, "the highest adaptive limit", |r, c| r.classes[c].limit_max as f64),
+    // Real, not Count: absent (NaN; null in JSON) for a client that has no limiter.
+    ("limit_final", MetricKind::Real, "the adaptive limit at the end (NaN: no limiter)", |r, c| {
+        r.classes[c].limit_final.map_or(f64::NAN, f64::from)
+    }),
+    ("limit_min", MetricKind::Real, "the lowest adaptive limit (NaN: no limiter)", |r, c| {
+        r.classes[c].limit_min.map_or(f64::NAN, f64::from)
+    }),
+    ("limit_max", MetricKind::Real, "the highest adaptive limit (NaN: no limiter)", |r, c| {
+        r.classes[c].limit_max.map_or(f64::NAN, f64::from)
+    }),
     (
         "retries_denied_by_deadline",
         MetricKind::Count,
