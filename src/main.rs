@@ -294,6 +294,14 @@ fn parse_seed(text: &str) -> std::result::Result<u64, String> {
         .map_err(|_| format!("seeds are unsigned 64-bit integers, 0 to {}; {text:?} is not one", u64::MAX))
 }
 
+/// Prints the scenario's warnings (valid input that would likely mislead) to stderr,
+/// whatever `--quiet` says: they are not progress.
+fn warn(scenario: &Scenario) {
+    for warning in scenario.warnings() {
+        eprintln!("stampede: warning: {warning}");
+    }
+}
+
 fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
     let source = load_scenario_source(scenario)?;
     let mut overrides = Overrides::default();
@@ -324,6 +332,7 @@ fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
 fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = resolve(name, &args.scenario_args)?;
+    warn(&scenario);
     check_rank_by(&scenario, &args)?;
     if let Some(shard) = &args.shard {
         if args.trace.is_some() {
@@ -561,6 +570,7 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
         check_junit_path(junit)?;
     }
     let scenario = resolve(name, &args.scenario_args)?;
+    warn(&scenario);
     check_rank_by(&scenario, args)?;
     if scenario.verify.is_empty() {
         return Err(Error::bad_input(format!("scenario {name} declares no [[verify]] assertions")));

@@ -205,6 +205,32 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// What the model warns about, over every grid point: each warning once, prefixed
+    /// with the points it holds for when that is not all of them.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut found: Vec<(String, Vec<u32>)> = Vec::new();
+        for index in 0..self.point_count() {
+            let Ok(point) = self.grid_point(index) else { continue };
+            for warning in point.model.warnings(&point.run) {
+                match found.iter_mut().find(|(w, _)| *w == warning) {
+                    Some((_, points)) => points.push(index),
+                    None => found.push((warning, vec![index])),
+                }
+            }
+        }
+        let all = self.point_count() as usize;
+        found
+            .into_iter()
+            .map(|(warning, points)| match (points.len() == all, all) {
+                (true, _) | (_, 1) => warning,
+                (false, _) => {
+                    let list: Vec<String> = points.iter().map(u32::to_string).collect();
+                    format!("grid point{} {}: {warning}", if points.len() == 1 { "" } else { "s" }, list.join(", "))
+                }
+            })
+            .collect()
+    }
+
     /// Every grid point, typed and validated, in row-major order.
     pub fn grid_points(&self) -> Result<Vec<GridPoint>> {
         (0..self.point_count()).map(|index| self.grid_point(index)).collect()

@@ -118,3 +118,60 @@ fn a_fixture_path_is_relative_to_its_scenario_and_the_manifest_embeds_it() {
     let command: Vec<&str> = manifest["command_line"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert_eq!(&command[1..], &args[..], "the command line that produced the run");
 }
+
+/// Valid input that would mislead is said before the run: a quota burst still spent in
+/// the measured window (gone once the warm-up is as long as the warning suggests),
+/// and a ladder that sheds the answer before the cap. A ladder with a class twice is
+/// refused.
+#[test]
+fn run_warns_of_a_burst_in_the_measured_window_and_of_a_ladder_shedding_answers() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().to_str().unwrap();
+    let run = |sets: &[&str]| {
+        let mut args = vec!["run", "llm-naive", "--replicas", "1", "--no-report", "--quiet", "--force", "--out", out];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let output = stampede(&args);
+        assert!(output.status.success(), "{sets:?}: {}", stderr(&output));
+        stderr(&output)
+    };
+    // llm-naive: 20 turns/s ask opus's ITPM meter for 652,800 a minute against 400,000;
+    // its minute of burst lasts 60 × 400,000 ÷ 252,800 = 94.9 s.
+    let short = run(&["run.warmup_s=5", "run.horizon_s=6"]);
+    assert!(short.contains("stampede: warning: tier opus:") && short.contains("lasts about 95 s"), "{short}");
+    assert!(short.contains("set run.warmup_s to at least 95"), "{short}");
+    let long = run(&["run.warmup_s=95", "run.horizon_s=96"]);
+    assert!(!long.contains("warning"), "{long}");
+    let ladder = stampede(&[
+        "verify",
+        "llm-stack",
+        "--replicas",
+        "1",
+        "--quiet",
+        "--out",
+        out,
+        "--force",
+        "--set",
+        "run.warmup_s=95",
+        "--set",
+        "run.horizon_s=96",
+        "--set",
+        "gateway.ladder_classes=[\"answer\", \"title\"]",
+    ]);
+    assert!(
+        stderr(&ladder).contains("gateway.ladder_classes puts answer on rung 1 (pressure ≥ 0.8)"),
+        "{}",
+        stderr(&ladder)
+    );
+    let twice = stampede(&[
+        "run",
+        "llm-stack",
+        "--out",
+        out,
+        "--set",
+        "gateway.ladder_classes=[\"title\", \"rewrite\", \"title\"]",
+    ]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(stderr(&twice).contains("gateway.ladder_classes[2] = \"title\": already on rung 1"), "{}", stderr(&twice));
+}

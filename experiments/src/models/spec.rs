@@ -79,6 +79,12 @@ pub trait ModelSpec: Send + Sync + 'static {
         Presentation::default()
     }
 
+    /// Valid input that would likely mislead: each a sentence saying what and what to
+    /// do instead (`run` and `verify` print them and the manifest keeps them).
+    fn warnings(_config: &Self::Config, _run: &RunConfig) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Runs replica `replica`: metrics in [`Self::metrics`] order; latencies recorded
     /// into `histograms` (one per [`Self::latencies`] entry).
     fn run_replica(
@@ -123,6 +129,7 @@ pub trait DynModel: Send + Sync {
     fn series_bucket_s(&self, config: &dyn Any) -> f64;
     fn count_histogram(&self, config: &dyn Any) -> Option<CountHistogramDef>;
     fn presentation(&self, config: &dyn Any, run: &RunConfig) -> Presentation;
+    fn warnings(&self, config: &dyn Any, run: &RunConfig) -> Vec<String>;
     fn run_replica(
         &self,
         config: &dyn Any,
@@ -190,6 +197,9 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn presentation(&self, c: &dyn Any, run: &RunConfig) -> Presentation {
         M::presentation(config::<M>(c), run)
+    }
+    fn warnings(&self, c: &dyn Any, run: &RunConfig) -> Vec<String> {
+        M::warnings(config::<M>(c), run)
     }
     fn run_replica(
         &self,
@@ -267,6 +277,11 @@ impl ModelConfig {
     /// What the HTML report draws for this model beyond the shared sections.
     pub fn presentation(&self, run: &RunConfig) -> Presentation {
         self.model.presentation(self.config.as_ref(), run)
+    }
+
+    /// See [`ModelSpec::warnings`].
+    pub fn warnings(&self, run: &RunConfig) -> Vec<String> {
+        self.model.warnings(self.config.as_ref(), run)
     }
 
     /// The latency histograms, in output order.

@@ -152,6 +152,7 @@ impl RunReport {
             "latencies": self.scenario.schema.latencies,
             "files": output_files(&self.scenario).into_iter().chain(documents.iter().copied()).collect::<Vec<_>>(),
             "series": self.scenario.schema.series.iter().map(|s| s.name).collect::<Vec<_>>(),
+            "warnings": self.scenario.warnings(),
             "wall_time_s": self.wall_time_s,
             "host": {
                 "hostname": hostname,

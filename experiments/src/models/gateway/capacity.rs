@@ -105,6 +105,48 @@ fn metered_input(class: &CallClass, caching: Option<f64>) -> f64 {
     }
 }
 
+/// A meter a load over-asks: how long its full bucket lasts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BurstDrain {
+    pub tier: String,
+    pub meter: Binding,
+    /// Asked per minute at the load, and the meter's refill per minute.
+    pub asked_per_minute: f64,
+    pub limit_per_minute: f64,
+    /// Seconds until the bucket (burst_s of refill) is empty: burst_s × limit ÷ (asked − limit).
+    pub drain_s: f64,
+}
+
+/// Every RPM/ITPM/OTPM meter that `turns_per_s` asks more of than it refills (output
+/// counted as produced, the reservation's slack handed back), with how long the bucket's
+/// starting burst lasts. Until then the provider admits more than its quota sustains.
+pub fn burst_drains(fixture: &Fixture, turns_per_s: f64) -> Vec<BurstDrain> {
+    let mut drains = Vec::new();
+    for (tier_name, tier) in &fixture.tiers {
+        let on_tier: Vec<&CallClass> = fixture.classes.values().filter(|c| &c.tier == tier_name).collect();
+        let per_minute = |f: &dyn Fn(&CallClass) -> f64| {
+            60.0 * turns_per_s * on_tier.iter().map(|c| c.calls_per_turn * f(c)).sum::<f64>()
+        };
+        for (meter, asked, limit) in [
+            (Binding::Rpm, per_minute(&|_| 1.0), tier.rpm as f64),
+            (Binding::Itpm, per_minute(&|c| metered_input(c, None)), tier.itpm as f64),
+            (Binding::Otpm, per_minute(&|c| c.output_tokens.mean), tier.otpm as f64),
+        ] {
+            if asked > limit {
+                let drain_s = tier.burst_s * limit / (asked - limit);
+                drains.push(BurstDrain {
+                    tier: tier_name.clone(),
+                    meter,
+                    asked_per_minute: asked,
+                    limit_per_minute: limit,
+                    drain_s,
+                });
+            }
+        }
+    }
+    drains
+}
+
 fn class_capacity(name: &str, class: &CallClass, tier: &Tier, caching: Option<f64>) -> ClassCapacity {
     let rpm_rps = tier.rpm as f64 / 60.0;
     let itpm_rps = tier.itpm as f64 / 60.0 / metered_input(class, caching);

@@ -71,6 +71,10 @@ impl ModelSpec for Gateway {
         &LATENCY_NAMES
     }
 
+    fn warnings(config: &GatewayConfig, run: &RunConfig) -> Vec<String> {
+        config.warnings(run)
+    }
+
     fn presentation(config: &GatewayConfig, _: &RunConfig) -> super::presentation::Presentation {
         presentation::presentation(&config.incidents)
     }
@@ -623,9 +627,69 @@ impl GatewayConfig {
         if !knobs.ladder_rungs.windows(2).all(|w| w[0] <= w[1]) {
             return Err(Error::bad_input(format!("gateway.ladder_rungs = {:?}: must ascend", knobs.ladder_rungs)));
         }
+        let classes = &self.resolved().fixture.classes;
+        for (rung, name) in knobs.ladder_classes.iter().enumerate() {
+            if !classes.contains_key(name) || rung >= 4 {
+                return Err(Error::bad_input(format!(
+                    "gateway.ladder_classes[{rung}] = {name:?}: must name one of the classes ({}), at most four",
+                    classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                )));
+            }
+            if let Some(first) = knobs.ladder_classes[..rung].iter().position(|n| n == name) {
+                return Err(Error::bad_input(format!(
+                    "gateway.ladder_classes[{rung}] = {name:?}: already on rung {} (gateway.ladder_classes[{first}]); \
+                     a class is shed from one rung on",
+                    first + 1
+                )));
+            }
+        }
         queue_order(&knobs.bulkhead_queue)?;
         limiter_name(&knobs.adaptive_kind)?;
         Ok(())
+    }
+
+    /// Valid input that would mislead: a quota burst still being spent in the measured
+    /// window, a ladder that sheds a class the turn cannot do without before the cap.
+    pub fn warnings(&self, run: &RunConfig) -> Vec<String> {
+        let Resolved { fixture, knobs, .. } = self.resolved();
+        let turns = self.workload.turns_per_s;
+        let mut warnings = Vec::new();
+        // Per tier, the meter whose starting burst lasts longest.
+        let mut drains = capacity::burst_drains(fixture, turns);
+        drains.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.drain_s.total_cmp(&a.drain_s)));
+        drains.dedup_by(|a, b| a.tier == b.tier);
+        for drain in drains.into_iter().filter(|d| run.warmup_s < d.drain_s) {
+            let burst_s = fixture.tiers[&drain.tier].burst_s;
+            warnings.push(format!(
+                "tier {}: {turns} turns/s ask its {} meter for {:.0} a minute, more than its {:.0} refill, and the \
+                 meter starts full (burst_s = {burst_s} s of refill), which lasts about {:.0} s at that load; with \
+                 run.warmup_s = {} the measured window still spends the burst and shows more throughput than the \
+                 quota sustains: set run.warmup_s to at least {:.0} (the burst ÷ what the load takes beyond the refill)",
+                drain.tier,
+                drain.meter.name(),
+                drain.asked_per_minute,
+                drain.limit_per_minute,
+                drain.drain_s.ceil(),
+                run.warmup_s,
+                drain.drain_s.ceil()
+            ));
+        }
+        // The turn fails when these fail (no fallback answers them); the seed's ladder
+        // never sheds the guard and sheds the answer only at the cap.
+        for critical in ["guard", "answer"] {
+            let Some(rung) = knobs.ladder_classes.iter().position(|n| n == critical) else { continue };
+            if rung + 1 < 4 && self.stack.client == ClientName::Stack && self.stack.gates.contains(&Gate::Admission) {
+                warnings.push(format!(
+                    "gateway.ladder_classes puts {critical} on rung {} (pressure ≥ {}): a turn fails when its \
+                     {critical} call is refused, so the ladder will fail turns before the cap; the shipped ladder \
+                     is {:?}",
+                    rung + 1,
+                    knobs.ladder_rungs[rung],
+                    ["title", "rewrite", "think", "answer"]
+                ));
+            }
+        }
+        warnings
     }
 
     /// The engine's parameters for one replica.
