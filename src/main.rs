@@ -711,7 +711,8 @@ fn capacity(args: CapacityArgs) -> Result<()> {
             args.target_turns_rps
         )));
     }
-    let fixture = stampede_experiments::models::gateway::fixture::Fixture::load(args.fixture.as_deref())?;
+    let mut fixture = stampede_experiments::models::gateway::fixture::Fixture::load(args.fixture.as_deref())?;
+    fixture.read_inputs()?;
     let report = stampede_experiments::models::gateway::capacity::analyse(&fixture, args.target_turns_rps);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));

@@ -175,3 +175,52 @@ fn run_warns_of_a_burst_in_the_measured_window_and_of_a_ladder_shedding_answers(
     assert_eq!(twice.status.code(), Some(2));
     assert!(stderr(&twice).contains("gateway.ladder_classes[2] = \"title\": already on rung 1"), "{}", stderr(&twice));
 }
+
+/// A tier's measured time to first token (`[tiers.NAME] ttft_s`, here a CSV beside the
+/// scenario): at a light load every answer call's first token comes the file's 3 s
+/// after it was sent (× a stretch of 1.000…), and the manifest names the file it read.
+#[test]
+fn a_tiers_measured_time_to_first_token_drives_its_calls() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("lab");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("ttft.csv"), "latency_s\n3.0\n3.0\n3.0\n").unwrap();
+    let shown = stdout(&stampede(&["show", "llm-naive"]));
+    let scenario = format!(
+        "{shown}\n[tiers.sonnet]\nttft_s = {{ dist = \"empirical\", file = \"ttft.csv\", column = \"latency_s\" }}\n"
+    );
+    std::fs::write(dir.join("lab.toml"), scenario).unwrap();
+    let out = scratch.path().join("out");
+    let file = dir.join("lab.toml");
+    let run = stampede(&[
+        "run",
+        file.to_str().unwrap(),
+        "--replicas",
+        "1",
+        "--trace",
+        "0",
+        "--no-report",
+        "--quiet",
+        "--set",
+        "workload.turns_per_s=0.5",
+        "--set",
+        "run.warmup_s=0",
+        "--set",
+        "run.horizon_s=60",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let folder = out.join("llm-naive"); // the scenario's name
+    let trace = stampede_output::Table::read(&folder.join("trace.parquet")).unwrap();
+    let (kinds, classes) = (trace.strings("kind").unwrap(), trace.strings("class").unwrap());
+    let (start, first) = (trace.numbers("start_s").unwrap(), trace.numbers("first_token_s").unwrap());
+    let waits: Vec<f64> = (0..kinds.len())
+        .filter(|&i| kinds[i] == "attempt" && classes[i] == "answer" && first[i].is_finite())
+        .map(|i| first[i] - start[i])
+        .collect();
+    assert!(waits.len() > 15, "{} answer attempts", waits.len());
+    assert!(waits.iter().all(|w| (w - 3.0).abs() < 1e-3), "{waits:?}");
+    let manifest = std::fs::read_to_string(folder.join("manifest.json")).unwrap();
+    assert!(manifest.contains("tiers.sonnet.ttft_s.file") && manifest.contains("ttft.csv"), "{manifest}");
+}

@@ -12,7 +12,8 @@
 //!    Effective slots = max(1, slots × health scale).
 //! 4. **Service time.** ρ = min(0.985, (in service + queued) / effective slots);
 //!    stretch = min(30, 1 + ρ⁸/(1 − ρ)); j ~ LogNormal(0, 0.25);
-//!    first token = (base + input/prefill) × stretch × j;
+//!    first token = (base + input/prefill) × stretch × j — or, with a measured
+//!    time-to-first-token distribution (`with_ttft`), a draw from it × stretch;
 //!    total = first token + (output/decode) × min(stretch, 4) × j.
 //! 5. **Errors.** With probability `error_rate` the call ends in a 500 and reconciles
 //!    all of `max_tokens` back; otherwise it reconciles `max_tokens − output`.
@@ -25,6 +26,7 @@
 
 use std::collections::VecDeque;
 
+use crate::components::distribution::Distribution;
 use crate::kernel::rng::RngStream;
 use crate::kernel::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
 use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Reserve};
@@ -109,6 +111,8 @@ pub struct ProviderTier {
     error_rate: f64,
     healthy_error_rate: f64,
     latency_factor: f64,
+    /// The unloaded time to first token, drawn per call, when measured.
+    ttft: Option<Distribution>,
 }
 
 impl ProviderTier {
@@ -132,7 +136,16 @@ impl ProviderTier {
             error_rate,
             healthy_error_rate: error_rate,
             latency_factor: 1.0,
+            ttft: None,
         }
+    }
+
+    /// Draws each call's unloaded time to first token from `ttft` (measured latencies,
+    /// say) instead of base + input ÷ prefill × jitter; load still stretches it and an
+    /// incident's latency factor still multiplies it. `None` keeps the formula.
+    pub fn with_ttft(mut self, ttft: Option<Distribution>) -> Self {
+        self.ttft = ttft;
+        self
     }
 
     /// max(1, slots × health scale).
@@ -229,10 +242,15 @@ impl ProviderTier {
     fn plan(&mut self, now: Nanos, call: CallSpec, rng: &mut RngStream) -> ServicePlan {
         let stretch = self.stretch();
         let jitter = rng.lognormal(0.0, 0.25);
-        let first_token_s = (self.spec.base_latency_s + call.input_tokens as f64 / self.spec.prefill_tokens_per_s)
-            * stretch
-            * jitter
-            * self.latency_factor;
+        let first_token_s = match &self.ttft {
+            None => {
+                (self.spec.base_latency_s + call.input_tokens as f64 / self.spec.prefill_tokens_per_s)
+                    * stretch
+                    * jitter
+                    * self.latency_factor
+            }
+            Some(ttft) => ttft.sample_s(rng) * stretch * self.latency_factor,
+        };
         let decode_s =
             call.output_tokens as f64 / self.spec.decode_tokens_per_s * stretch.min(4.0) * jitter * self.latency_factor;
         let first_token_at = now + secs_to_nanos(first_token_s);
@@ -272,6 +290,28 @@ mod tests {
 
     fn call(id: u64, max_tokens: u64) -> CallSpec {
         CallSpec { id, input_tokens: 6_800, output_tokens: 2_400, max_tokens }
+    }
+
+    /// A measured time to first token replaces the formula: a constant 2 s comes out as
+    /// 2 s × the stretch (1 + ρ⁸/(1 − ρ), ρ = 1/80 here), and decode keeps its formula.
+    #[test]
+    fn a_measured_time_to_first_token_replaces_the_formula() {
+        use crate::components::distribution::{Distribution, Shape};
+        let mut tier =
+            ProviderTier::new(OPUS, 0.0).with_ttft(Some(Distribution::new(Shape::Constant { value_s: 2.0 })));
+        let stretch = {
+            let rho: f64 = 1.0 / 80.0;
+            1.0 + rho.powi(8) / (1.0 - rho)
+        };
+        let Arrival::Started(plan) = tier.arrive(0, call(1, 8_192), &mut rng()) else { panic!("a free slot") };
+        assert_eq!(plan.first_token_at, secs_to_nanos(2.0 * stretch));
+        let formula = match ProviderTier::new(OPUS, 0.0).arrive(0, call(1, 8_192), &mut rng()) {
+            Arrival::Started(plan) => plan,
+            other => panic!("{other:?}"),
+        };
+        // The same jitter draw: decode time equal to the nanosecond.
+        assert_eq!(plan.done_at - plan.first_token_at, formula.done_at - formula.first_token_at);
+        assert_ne!(plan.first_token_at, formula.first_token_at);
     }
 
     /// A brownout's latency factor multiplies both times of the same call at the same

@@ -154,7 +154,8 @@ impl<'h> Gateway<'h> {
         p.check();
         let stack = p.client == Client::Stack;
         let has = |gate| stack && p.gates.contains(&gate);
-        let providers = p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate)).collect();
+        let providers =
+            p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate).with_ttft(t.ttft.clone())).collect();
         let meters = if has(Gate::Quota) { quota_meters(&p) } else { Vec::new() };
         let in_flight_capacity: u32 = p.classes.iter().map(|c| c.bulkhead_slots).sum();
         let in_use = if p.answer_fallback { CLASSES } else { ANSWER_FALLBACK };

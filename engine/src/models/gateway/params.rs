@@ -2,6 +2,7 @@
 //! stack, the policies' configurations, incidents, warm-up and horizon. Built by the
 //! experiments layer from a scenario and the fixture; read-only during a replica.
 
+use crate::components::distribution::Distribution;
 use crate::components::provider::TierSpec;
 use crate::kernel::time::Nanos;
 use crate::kernel::Named;
@@ -82,13 +83,18 @@ pub struct ClassParams {
 }
 
 /// A tier: the provider's side plus prices.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TierParams {
     pub spec: TierSpec,
     pub usd_per_mtok_in: f64,
     pub usd_per_mtok_out: f64,
     /// Healthy 500 rate (the fixture's 0.002).
     pub error_rate: f64,
+    /// The unloaded time to first token as measured, instead of `base_latency_s +
+    /// input ÷ prefill` × jitter (see [`ProviderTier::with_ttft`]).
+    ///
+    /// [`ProviderTier::with_ttft`]: crate::components::provider::ProviderTier::with_ttft
+    pub ttft: Option<Distribution>,
 }
 
 /// What an incident does to a tier.

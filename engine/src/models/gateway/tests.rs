@@ -51,7 +51,7 @@ fn params(gates: &[Gate]) -> GatewayParams {
     };
     let answer = ClassParams { streamed: true, shed_from_rung: 4, ..class };
     GatewayParams {
-        tiers: vec![TierParams { spec, usd_per_mtok_in: 1.0, usd_per_mtok_out: 5.0, error_rate: 0.0 }],
+        tiers: vec![TierParams { spec, usd_per_mtok_in: 1.0, usd_per_mtok_out: 5.0, error_rate: 0.0, ttft: None }],
         classes: [
             ClassParams { share: 1.0, ..class },
             class,

@@ -92,9 +92,12 @@ pub struct CapacityReport {
 }
 
 fn service_s(tier: &Tier, class: &CallClass) -> f64 {
-    tier.base_latency_s
-        + class.input_tokens.mean / tier.prefill_tokens_per_s
-        + class.output_tokens.mean / tier.decode_tokens_per_s
+    // A measured time to first token replaces the formula's (its mean).
+    let first_token = match &tier.ttft {
+        Some(ttft) => ttft.mean_s(),
+        None => tier.base_latency_s + class.input_tokens.mean / tier.prefill_tokens_per_s,
+    };
+    first_token + class.output_tokens.mean / tier.decode_tokens_per_s
 }
 
 /// Input tokens as the ITPM meter counts them (cached prefix at its weight).
@@ -352,6 +355,27 @@ mod tests {
 
     fn two(x: f64) -> String {
         format!("{x:.2}")
+    }
+
+    /// A tier's measured time to first token enters the service time (and so the
+    /// pool sizes) by its mean; the formula's base + input ÷ prefill is gone.
+    #[test]
+    fn a_measured_time_to_first_token_enters_by_its_mean() {
+        let mut fixture = Fixture::load(None).unwrap();
+        let formula = class(&analyse(&fixture, 1.0), "answer").service_s;
+        let answer = fixture.classes["answer"].clone();
+        let opus = fixture.tiers.get_mut(&answer.tier).unwrap();
+        let (decode, opus_formula_ttft) = (
+            answer.output_tokens.mean / opus.decode_tokens_per_s,
+            opus.base_latency_s + answer.input_tokens.mean / opus.prefill_tokens_per_s,
+        );
+        assert!((formula - (opus_formula_ttft + decode)).abs() < 1e-9);
+        let text = "dist = \"lognormal\"\nmedian_s = 1.5\nsigma = 0.4";
+        opus.ttft_s = Some(toml::from_str(text).unwrap());
+        fixture.read_inputs().unwrap();
+        let measured = class(&analyse(&fixture, 1.0), "answer").service_s;
+        let mean = 1.5 * (0.4f64 * 0.4 / 2.0).exp();
+        assert!((measured - (mean + decode)).abs() < 1e-9, "{measured} vs {}", mean + decode);
     }
 
     /// The fixture spec's table, digit for digit.

@@ -8,8 +8,11 @@ use serde::{Deserialize, Serialize};
 use stampede_engine::policy::backoff::BackoffKind;
 use stampede_engine::policy::Criticality;
 
+use stampede_engine::components::distribution::Distribution;
+
 use crate::base::error::{Error, Result};
 use crate::base::typing::{parse_text, typed};
+use crate::inputs::DistributionSpec;
 
 /// The shipped fixture.
 pub const DEFAULT_FIXTURE: &str = include_str!("../../../fixtures/llm-gateway.toml");
@@ -41,6 +44,13 @@ pub struct Tier {
     /// Each meter's bucket holds this many seconds of its refill (the providers' rule: 60).
     #[serde(default = "default_burst")]
     pub burst_s: f64,
+    /// The unloaded time to first token as measured (a distribution value: your own
+    /// latencies), instead of `base_latency_s + input ÷ prefill_tokens_per_s` × jitter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_s: Option<DistributionSpec>,
+    /// `ttft_s` read (see [`Fixture::read_inputs`]).
+    #[serde(skip)]
+    pub ttft: Option<Distribution>,
 }
 
 fn default_burst() -> f64 {
@@ -201,6 +211,14 @@ impl Fixture {
                 Fixture::parse(&text, &format!("fixture file {path}"))
             }
         }
+    }
+
+    /// Reads each tier's measured `ttft_s` (files relative to the scenario's folder).
+    pub fn read_inputs(&mut self) -> Result<()> {
+        for (name, tier) in &mut self.tiers {
+            tier.ttft = tier.ttft_s.as_ref().map(|spec| spec.resolve(&format!("tiers.{name}.ttft_s"))).transpose()?;
+        }
+        Ok(())
     }
 
     /// Checks ranges and cross-references.

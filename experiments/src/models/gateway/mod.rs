@@ -49,10 +49,16 @@ impl ModelSpec for Gateway {
     const PATH_FIELDS: &'static [&'static str] = &["workload.fixture"];
 
     fn inputs(config: &GatewayConfig) -> Vec<(String, String)> {
-        match &config.workload.fixture {
-            Some(path) => vec![("workload.fixture".into(), path.clone())],
-            None => Vec::new(),
+        let mut files: Vec<(String, String)> =
+            config.workload.fixture.iter().map(|path| ("workload.fixture".into(), path.clone())).collect();
+        if let Some(resolved) = &config.resolved {
+            for (name, tier) in &resolved.fixture.tiers {
+                if let Some(spec) = &tier.ttft_s {
+                    files.extend(crate::inputs::input_files(Some((&format!("tiers.{name}.ttft_s"), spec)), None));
+                }
+            }
         }
+        files
     }
 
     fn prepare(config: GatewayConfig) -> Result<GatewayConfig> {
@@ -385,6 +391,7 @@ impl GatewayConfig {
         let mut fixture = Fixture::load(self.workload.fixture.as_deref())?;
         override_entries(&mut fixture.tiers, &self.tiers, "tiers")?;
         override_entries(&mut fixture.classes, &self.classes, "classes")?;
+        fixture.read_inputs()?;
         fixture.validate()?;
         for role in PIPELINE {
             if !fixture.classes.contains_key(role) {
@@ -774,6 +781,7 @@ impl GatewayConfig {
                 usd_per_mtok_in: t.usd_per_mtok_in,
                 usd_per_mtok_out: t.usd_per_mtok_out,
                 error_rate: t.error_rate,
+                ttft: t.ttft.clone(),
             })
             .collect()
     }
