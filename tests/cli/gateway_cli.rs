@@ -69,8 +69,9 @@ fn bad_gateway_input_names_the_field_and_writes_nothing() {
         ),
         (incident("kind = \"brownout\", rpm_scale = 0.5"), "incidents[0].rpm_scale: only a rate_limit_step takes it"),
     ];
-    let incident_cases: Vec<([&str; 2], &str)> =
+    let mut incident_cases: Vec<([&str; 2], &str)> =
         incidents.iter().map(|(value, expected)| (["--set", value.as_str()], *expected)).collect();
+    incident_cases.push((["--set", "load={ rate = [[0, 5]] }"], "workload.turns_per_s = 20: [load] sets the arrivals too"));
     let cases: [(&[&str], &str); 6] = [
         (&["--set", "stack.gates=[\"admission\", \"moat\"]"], "stack.gates"),
         (&["--set", "gateway.breaker_failure_ratio=1.5"], "gateway.breaker_failure_ratio = 1.5"),
@@ -223,4 +224,53 @@ fn a_tiers_measured_time_to_first_token_drives_its_calls() {
     assert!(waits.iter().all(|w| (w - 3.0).abs() < 1e-3), "{waits:?}");
     let manifest = std::fs::read_to_string(folder.join("manifest.json")).unwrap();
     assert!(manifest.contains("tiers.sonnet.ttft_s.file") && manifest.contains("ttft.csv"), "{manifest}");
+}
+
+/// `[load]` drives the gateway's turns: a step schedule (2 → 8 turns/s at 30 s) gives
+/// each half the turns its rate integrates to, within Poisson error, and a replayed
+/// trace gives a turn at each recorded instant and no other. Every turn starts with a
+/// guard call (calls_per_turn 1), so guard calls in the trace count the turns.
+#[test]
+fn load_drives_the_gateways_turns() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::write(dir.join("turns.csv"), "t_s\n0.5\n1.25\n2.0\n7.5\n8.0\n13.0\n").unwrap();
+    let shown = stdout(&stampede(&["show", "llm-naive"]));
+    let base = shown.replace("turns_per_s = 20.0\n", "");
+    assert_ne!(base, shown);
+    let guard_calls = |load: &str, name: &str| -> Vec<f64> {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, format!("{base}\n[load]\n{load}\n")).unwrap();
+        let out = dir.join(format!("out-{name}"));
+        let run = stampede(&[
+            "run",
+            file.to_str().unwrap(),
+            "--replicas",
+            "1",
+            "--trace",
+            "0",
+            "--no-report",
+            "--quiet",
+            "--set",
+            "run.warmup_s=0",
+            "--set",
+            "run.horizon_s=60",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        let trace = stampede_output::Table::read(&out.join("llm-naive").join("trace.parquet")).unwrap();
+        let (kinds, classes) = (trace.strings("kind").unwrap(), trace.strings("class").unwrap());
+        let start = trace.numbers("start_s").unwrap();
+        (0..kinds.len()).filter(|&i| kinds[i] == "call" && classes[i] == "guard").map(|i| start[i]).collect()
+    };
+    let stepped = guard_calls("rate = [[0, 2], [30, 8]]", "steps");
+    let (before, after) =
+        (stepped.iter().filter(|&&t| t < 30.0).count(), stepped.iter().filter(|&&t| t >= 30.0).count());
+    // 60 and 240 expected; 4 Poisson standard deviations.
+    assert!((before as f64 - 60.0).abs() < 4.0 * 60f64.sqrt(), "{before} turns in 0–30 s at 2/s");
+    assert!((after as f64 - 240.0).abs() < 4.0 * 240f64.sqrt(), "{after} turns in 30–60 s at 8/s");
+    let mut replayed = guard_calls("arrivals = { trace = \"turns.csv\", column = \"t_s\" }", "trace");
+    replayed.sort_by(f64::total_cmp);
+    assert_eq!(replayed, [0.5, 1.25, 2.0, 7.5, 8.0, 13.0]);
 }

@@ -52,6 +52,8 @@ const SWEEP_PERIOD: Nanos = NANOS_PER_SEC / 10;
 pub struct Gateway<'h> {
     pub(super) p: GatewayParams,
     pub(super) arrivals: RngStream,
+    /// `[load]`'s turns, with a replay's position.
+    load: Option<crate::components::arrivals::Arrivals>,
     pub(super) turn_rng: RngStream,
     pub(super) tokens: RngStream,
     pub(super) provider_rng: RngStream,
@@ -164,15 +166,17 @@ impl<'h> Gateway<'h> {
             .collect();
         let limiter_queue_capacity = limiter_queue_capacity(&p);
         let expected_latency = p.classes.map(|c| {
-            let tier = &p.tiers[c.tier].spec;
-            secs_to_nanos(
-                tier.base_latency_s
-                    + c.input_tokens.0 / tier.prefill_tokens_per_s
-                    + c.output_tokens.0 / tier.decode_tokens_per_s,
-            )
+            let tier = &p.tiers[c.tier];
+            let spec = &tier.spec;
+            let first_token = match &tier.ttft {
+                Some(ttft) => ttft.mean_s(),
+                None => spec.base_latency_s + c.input_tokens.0 / spec.prefill_tokens_per_s,
+            };
+            secs_to_nanos(first_token + c.output_tokens.0 / spec.decode_tokens_per_s)
         });
         Gateway {
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
+            load: p.load.clone().map(crate::components::arrivals::Arrivals::new),
             turn_rng: RngStream::derive(master_seed, replica, TURNS),
             tokens: RngStream::derive(master_seed, replica, TOKENS),
             provider_rng: RngStream::derive(master_seed, replica, PROVIDER),
@@ -252,8 +256,9 @@ impl<'h> Gateway<'h> {
     /// The model in a kernel with its first arrival, incidents and sweeps scheduled.
     pub fn into_simulation(self) -> Simulation<Self> {
         let mut simulation = Simulation::new(self, 4096);
-        let first = simulation.model.interarrival();
-        simulation.scheduler().at(first, Event::TurnArrival);
+        if let Some(first) = simulation.model.interarrival(0) {
+            simulation.scheduler().at(first, Event::TurnArrival);
+        }
         for index in 0..simulation.model.p.incidents.len() {
             let Incident { start, end, .. } = simulation.model.p.incidents[index];
             simulation.scheduler().at(start, Event::Incident { index: index as u16, starts: true });
@@ -270,11 +275,15 @@ impl<'h> Gateway<'h> {
         self.p.client == Client::Stack && self.p.gates.contains(&gate)
     }
 
-    pub(super) fn interarrival(&mut self) -> Nanos {
-        match self.p.arrivals {
+    /// The gap from `now` to the next turn; `None` when `[load]` has no more.
+    pub(super) fn interarrival(&mut self, now: Nanos) -> Option<Nanos> {
+        if let Some(load) = &mut self.load {
+            return load.next_gap(now, 1.0, &mut self.arrivals);
+        }
+        Some(match self.p.arrivals {
             Arrivals::Poisson => secs_to_nanos(self.arrivals.exponential(self.p.turns_per_s)),
             Arrivals::Even => secs_to_nanos(1.0 / self.p.turns_per_s),
-        }
+        })
     }
 
     /// The results once the simulation has drained (asserts that it has).

@@ -164,8 +164,12 @@ pub struct GatewayParams {
     /// [`CLASS_NAMES`] order; [`ANSWER_FALLBACK`] is used only when `answer_fallback`.
     pub classes: [ClassParams; CLASSES],
     pub answer_fallback: bool,
+    /// Turns per second at `arrivals` spacing, unless `load` is set (then its mean).
     pub turns_per_s: f64,
     pub arrivals: Arrivals,
+    /// Turns from `[load]`: a rate profile (schedules, sines, bursts) or a replayed
+    /// trace; `None`: `turns_per_s` at `arrivals` spacing.
+    pub load: Option<crate::components::arrivals::ArrivalProcess>,
     pub tenants: u32,
     /// Share of turns from tenant 0 (the rest spread evenly over the others); 0 with
     /// one tenant.
@@ -202,7 +206,12 @@ pub struct GatewayParams {
 impl GatewayParams {
     /// Panics on parameters the experiments layer should never produce.
     pub(super) fn check(&self) {
-        assert!(self.turns_per_s > 0.0 && self.tenants > 0 && self.instances > 0 && !self.tiers.is_empty());
+        assert!(
+            (self.load.is_some() || self.turns_per_s > 0.0)
+                && self.tenants > 0
+                && self.instances > 0
+                && !self.tiers.is_empty()
+        );
         assert!(self.gates.len() < u8::MAX as usize && self.series_bucket > 0);
         for (i, gate) in self.gates.iter().enumerate() {
             assert!(!self.gates[..i].contains(gate), "gate {gate:?} listed twice");

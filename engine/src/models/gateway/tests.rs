@@ -62,6 +62,7 @@ fn params(gates: &[Gate]) -> GatewayParams {
         ],
         answer_fallback: false,
         turns_per_s: 20.0,
+        load: None,
         arrivals: Arrivals::Poisson,
         tenants: 1,
         hot_tenant_share: 0.0,

@@ -16,9 +16,10 @@ impl Gateway<'_> {
     // ---------------------------------------------------------------- turns
 
     pub(super) fn turn_arrival(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
-        let next = now + self.interarrival();
-        if next < self.p.horizon {
-            scheduler.at(next, Event::TurnArrival);
+        if let Some(next) = self.interarrival(now).map(|gap| now.saturating_add(gap)) {
+            if next < self.p.horizon {
+                scheduler.at(next, Event::TurnArrival);
+            }
         }
         let c = &self.p.classes;
         let (rewrite, hard, title) = (

@@ -45,12 +45,14 @@ impl ModelSpec for Gateway {
     const NAME: &'static str = "gateway";
     const DESCRIPTION: &'static str =
         "LLM gateway: turns fan out into five call classes over metered tiers, through a reorderable stack of defences";
-    const SECTIONS: &'static [&'static str] = &["workload", "stack", "gateway", "incidents", "tiers", "classes"];
+    const SECTIONS: &'static [&'static str] =
+        &["workload", "stack", "gateway", "incidents", "tiers", "classes", "load"];
     const PATH_FIELDS: &'static [&'static str] = &["workload.fixture"];
 
     fn inputs(config: &GatewayConfig) -> Vec<(String, String)> {
         let mut files: Vec<(String, String)> =
             config.workload.fixture.iter().map(|path| ("workload.fixture".into(), path.clone())).collect();
+        files.extend(crate::inputs::input_files(None, config.load.as_ref()));
         if let Some(resolved) = &config.resolved {
             for (name, tier) in &resolved.fixture.tiers {
                 if let Some(spec) = &tier.ttft_s {
@@ -148,6 +150,10 @@ pub struct GatewayConfig {
     /// Overrides of the fixture's call classes: `[classes.guard] tier = "sonnet"`.
     #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
     pub classes: toml::Table,
+    /// Turns from a rate schedule, a sine, bursts or a replayed trace (`[load]`, as
+    /// every model takes it) instead of `workload.turns_per_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<crate::inputs::load::LoadSpec>,
     /// Worked out once when the scenario is loaded, not per replica.
     #[serde(skip)]
     resolved: Option<Resolved>,
@@ -160,12 +166,16 @@ struct Resolved {
     fixture: Fixture,
     knobs: GatewayKnobs,
     pools: BTreeMap<String, f64>,
+    /// `[load]`'s turns, read once.
+    load: Option<stampede_engine::components::arrivals::ArrivalProcess>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSection {
-    pub turns_per_s: f64,
+    /// Turns per second (unless `[load]` sets the rate or replays a trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_per_s: Option<f64>,
     /// How turns arrive: `poisson` (the default) or `even` (evenly spaced).
     #[serde(default = "poisson", with = "crate::base::names", skip_serializing_if = "is_poisson")]
     pub arrivals: Arrivals,
@@ -402,7 +412,18 @@ impl GatewayConfig {
         }
         let knobs = overridden(&fixture.gateway, &self.gateway, "gateway")?;
         let pools = capacity::analyse(&fixture, 1.0).classes.into_iter().map(|c| (c.class, c.pool_size)).collect();
-        self.resolved = Some(Resolved { fixture, knobs, pools });
+        if self.load.is_some() && self.workload.arrivals == Arrivals::Even {
+            return Err(Error::bad_input(
+                "workload.arrivals = \"even\": with [load], say how turns arrive in load.arrivals",
+            ));
+        }
+        let load = crate::inputs::load::model_arrivals(
+            self.load.as_ref(),
+            self.workload.turns_per_s,
+            "workload.turns_per_s",
+            Some("gateway"),
+        )?;
+        self.resolved = Some(Resolved { fixture, knobs, pools, load });
         Ok(self)
     }
 
@@ -427,10 +448,9 @@ impl GatewayConfig {
 
     fn validate_workload(&self) -> Result<()> {
         let w = &self.workload;
-        if !(w.turns_per_s.is_finite() && w.turns_per_s >= 1e-6 && w.turns_per_s <= 1e5) {
+        if let Some(turns) = w.turns_per_s.filter(|t| !(t.is_finite() && *t >= 1e-6 && *t <= 1e5)) {
             return Err(Error::bad_input(format!(
-                "workload.turns_per_s = {}: must be a rate from 1e-6 (one turn in about 12 days) to 100000",
-                w.turns_per_s
+                "workload.turns_per_s = {turns}: must be a rate from 1e-6 (one turn in about 12 days) to 100000"
             )));
         }
         if w.tenants == 0 || w.tenants > u16::MAX as u32 {
@@ -659,7 +679,7 @@ impl GatewayConfig {
     /// window, a ladder that sheds a class the turn cannot do without before the cap.
     pub fn warnings(&self, run: &RunConfig) -> Vec<String> {
         let Resolved { fixture, knobs, .. } = self.resolved();
-        let turns = self.workload.turns_per_s;
+        let turns = self.turns_per_s(run);
         let mut warnings = Vec::new();
         // Per tier, the meter whose starting burst lasts longest.
         let mut drains = capacity::burst_drains(fixture, turns);
@@ -699,6 +719,15 @@ impl GatewayConfig {
         warnings
     }
 
+    /// Turns per second: `workload.turns_per_s`, or `[load]`'s mean over the run.
+    pub fn turns_per_s(&self, run: &RunConfig) -> f64 {
+        match (self.workload.turns_per_s, &self.resolved().load) {
+            (Some(turns), _) => turns,
+            (None, Some(load)) => crate::inputs::load::mean_rate(load, run.horizon_s),
+            (None, None) => unreachable!("resolve() refuses a workload without a rate"),
+        }
+    }
+
     /// The engine's parameters for one replica.
     pub fn params(&self, run: &RunConfig) -> GatewayParams {
         let knobs = &self.resolved().knobs;
@@ -706,8 +735,9 @@ impl GatewayConfig {
             tiers: self.tiers(),
             classes: self.classes(),
             answer_fallback: self.stack.answer_fallback_tier.is_some(),
-            turns_per_s: self.workload.turns_per_s,
+            turns_per_s: self.turns_per_s(run),
             arrivals: self.workload.arrivals,
+            load: self.resolved().load.clone(),
             tenants: self.workload.tenants,
             hot_tenant_share: if self.workload.tenants > 1 { self.workload.hot_tenant_share } else { 0.0 },
             instances: knobs.fleet_instances,
@@ -788,7 +818,7 @@ impl GatewayConfig {
 
     /// One class's parameters from the fixture, the ladder and the bulkhead pools.
     fn class(&self, name: &str) -> ClassParams {
-        let Resolved { fixture, knobs, pools } = self.resolved();
+        let Resolved { fixture, knobs, pools, .. } = self.resolved();
         let c = &fixture.classes[name];
         let shed_from_rung = knobs.ladder_classes.iter().position(|n| n == name).map_or(5, |rung| rung as u8 + 1);
         let computed = pools.get(name).copied().unwrap_or(1.0);
