@@ -217,3 +217,61 @@ rate_per_s = 10.0
         assert!(text.contains(expected), "{expected:?} not in {text}");
     }
 }
+
+/// One access log drives every entry point: with `endpoint_column`, each workload
+/// replays only the rows that name its entry, at their instants; a name no row has is
+/// refused with the names it does have.
+#[test]
+fn one_replayed_access_log_drives_each_entry_by_its_endpoint_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.csv");
+    let rows =
+        [(0.5, "api.checkout"), (0.75, "api.browse"), (1.0, "api.browse"), (2.5, "api.checkout"), (3.0, "api.browse")];
+    let mut text = String::from("t_s,endpoint\n");
+    for (t, e) in rows {
+        text.push_str(&format!("{t},{e}\n"));
+    }
+    std::fs::write(&log, text).unwrap();
+    let scenario = |second_entry: &str| {
+        format!(
+            r#"
+name = "access-log"
+model = "graph"
+[run]
+horizon_s = 10.0
+warmup_s = 0.0
+replicas = 1
+[services.api]
+instances = 1
+workers = 4
+[services.api.endpoints.checkout]
+work = {{ dist = "constant", value_s = 0.001 }}
+[services.api.endpoints.browse]
+work = {{ dist = "constant", value_s = 0.001 }}
+[[workload]]
+entry = "api.checkout"
+load = {{ arrivals = {{ trace = "{log}", column = "t_s", endpoint_column = "endpoint" }} }}
+[[workload]]
+entry = "{second_entry}"
+load = {{ arrivals = {{ trace = "{log}", column = "t_s", endpoint_column = "endpoint" }} }}
+"#,
+            log = log.display()
+        )
+    };
+    let metrics = one_replica(&scenario("api.browse"), 3);
+    assert_eq!(metrics["api.checkout.offered"], 2.0);
+    assert_eq!(metrics["api.browse.offered"], 3.0);
+    assert_eq!(metrics["api.checkout.success_ratio"], 1.0);
+    let table: toml::Table = toml::from_str(&scenario("api.search").replace(
+        "[services.api.endpoints.browse]",
+        "[services.api.endpoints.search]\nwork = { dist = \"constant\", value_s = 0.001 }\n[services.api.endpoints.browse]",
+    ))
+    .unwrap();
+    let error = Scenario::resolve(table, &Overrides::default()).unwrap_err();
+    assert!(
+        error.message.contains("no row of \"endpoint\"")
+            && error.message.contains("names \"api.search\"; it names api.browse, api.checkout"),
+        "{}",
+        error.message
+    );
+}

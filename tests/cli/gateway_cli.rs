@@ -71,7 +71,8 @@ fn bad_gateway_input_names_the_field_and_writes_nothing() {
     ];
     let mut incident_cases: Vec<([&str; 2], &str)> =
         incidents.iter().map(|(value, expected)| (["--set", value.as_str()], *expected)).collect();
-    incident_cases.push((["--set", "load={ rate = [[0, 5]] }"], "workload.turns_per_s = 20: [load] sets the arrivals too"));
+    incident_cases
+        .push((["--set", "load={ rate = [[0, 5]] }"], "workload.turns_per_s = 20: [load] sets the arrivals too"));
     let cases: [(&[&str], &str); 6] = [
         (&["--set", "stack.gates=[\"admission\", \"moat\"]"], "stack.gates"),
         (&["--set", "gateway.breaker_failure_ratio=1.5"], "gateway.breaker_failure_ratio = 1.5"),

@@ -66,6 +66,11 @@ pub struct TraceSpec {
     /// modulo `clients.keys`), from the same file, row for row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_column: Option<String>,
+    /// A column naming each arrival's entry (`service.endpoint`), from the same file,
+    /// row for row: a graph workload replays only the rows of its own entry, so one
+    /// access log drives every entry point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_column: Option<String>,
 }
 
 /// `rate`: a schedule of `[time_s, rate]` points or a shape.
@@ -126,13 +131,19 @@ impl LoadSpec {
     /// The arrival process, given the model's own rate (`rate_path` names it) for
     /// when the section sets no rate.
     pub fn resolve(&self, base_rate: f64, rate_path: &str) -> Result<ArrivalProcess> {
+        self.resolve_for(base_rate, rate_path, None)
+    }
+
+    /// [`Self::resolve`] for a graph workload entering at `entry`: a trace's
+    /// `endpoint_column` keeps that entry's rows.
+    pub fn resolve_for(&self, base_rate: f64, rate_path: &str, entry: Option<&str>) -> Result<ArrivalProcess> {
         if let Some(ArrivalsField::Trace(trace)) = &self.arrivals {
             if self.rate.is_some() || self.rate_file.is_some() || !self.bursts.is_empty() {
                 return Err(Error::bad_input(
                     "load.arrivals: a replayed trace sets the arrivals itself; leave out load.rate, load.rate_file and load.bursts",
                 ));
             }
-            return trace_instants(trace);
+            return trace_instants(trace, entry);
         }
         let shape = match (&self.rate, &self.rate_file) {
             (Some(_), Some(_)) => {
@@ -248,7 +259,7 @@ fn rate_file(path: &Path) -> Result<Vec<(f64, f64)>> {
     Ok(points)
 }
 
-fn trace_instants(trace: &TraceSpec) -> Result<ArrivalProcess> {
+fn trace_instants(trace: &TraceSpec, entry: Option<&str>) -> Result<ArrivalProcess> {
     let path = super::locate(&trace.trace);
     let at = |e: Error| e.context("load.arrivals.trace");
     let values = super::sources::sample(&path, trace.column.as_deref()).map_err(at)?;
@@ -289,8 +300,40 @@ fn trace_instants(trace: &TraceSpec) -> Result<ArrivalProcess> {
             Some(keys.iter().map(|k| *k as u64).collect::<Vec<u64>>())
         }
     };
+    // The rows of this entry (all rows without an endpoint column).
+    let rows: Vec<usize> = match (&trace.endpoint_column, entry) {
+        (None, _) => (0..instants.len()).collect(),
+        (Some(_), None) => {
+            return Err(Error::bad_input(
+                "load.arrivals.endpoint_column: only a graph workload's trace has entry points to choose between",
+            ))
+        }
+        (Some(column), Some(entry)) => {
+            let labels =
+                super::sources::labels(&path, column).map_err(|e| e.context("load.arrivals.endpoint_column"))?;
+            if labels.len() != instants.len() {
+                return Err(Error::bad_input(format!(
+                    "load.arrivals.endpoint_column: {} entries for {} instants; the columns must be row for row",
+                    labels.len(),
+                    instants.len()
+                )));
+            }
+            let rows: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == entry).collect();
+            if rows.is_empty() {
+                let mut seen: Vec<&str> = labels.iter().map(String::as_str).collect();
+                seen.sort_unstable();
+                seen.dedup();
+                return Err(Error::bad_input(format!(
+                    "load.arrivals.endpoint_column: no row of {column:?} in {} names {entry:?}; it names {}",
+                    path.display(),
+                    seen.iter().take(12).copied().collect::<Vec<_>>().join(", ")
+                )));
+            }
+            rows
+        }
+    };
     // Sorting keeps each key with its instant.
-    let mut order: Vec<usize> = (0..instants.len()).collect();
+    let mut order: Vec<usize> = rows;
     order.sort_by_key(|&i| instants[i]);
     let sorted: Vec<Nanos> = order.iter().map(|&i| instants[i]).collect();
     let keys = keys.map(|keys| Arc::from(order.iter().map(|&i| keys[i]).collect::<Vec<u64>>()));
@@ -307,6 +350,18 @@ pub fn model_arrivals(
     rate_path: &str,
     keyless: Option<&str>,
 ) -> Result<Option<ArrivalProcess>> {
+    entry_arrivals(load, rate, rate_path, keyless, None)
+}
+
+/// [`model_arrivals`] for a graph workload entering at `entry` (a trace's
+/// `endpoint_column` keeps its rows).
+pub fn entry_arrivals(
+    load: Option<&LoadSpec>,
+    rate: Option<f64>,
+    rate_path: &str,
+    keyless: Option<&str>,
+    entry: Option<&str>,
+) -> Result<Option<ArrivalProcess>> {
     let keyed =
         matches!(load.and_then(|l| l.arrivals.as_ref()), Some(ArrivalsField::Trace(t)) if t.key_column.is_some());
     if let (Some(model), true) = (keyless, keyed) {
@@ -321,7 +376,7 @@ pub fn model_arrivals(
         (None, false) => Err(Error::bad_input(format!(
             "{rate_path}: missing; give the arrival rate here, or a rate or trace in [load]"
         ))),
-        _ => load.map(|load| load.resolve(rate.unwrap_or(f64::NAN), rate_path)).transpose(),
+        _ => load.map(|load| load.resolve_for(rate.unwrap_or(f64::NAN), rate_path, entry)).transpose(),
     }
 }
 

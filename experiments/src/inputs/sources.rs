@@ -51,6 +51,23 @@ pub fn sample(path: &Path, column: Option<&str>) -> Result<Vec<f64>> {
     Ok(values)
 }
 
+/// A text column, row for row: a Parquet text column, or a CSV column by its header.
+pub fn labels(path: &Path, column: &str) -> Result<Vec<String>> {
+    let is_parquet = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
+    if is_parquet {
+        let table = stampede_output::Table::read(path).map_err(|e| Error::bad_input(e.to_string()))?;
+        return table.strings(column).map(<[String]>::to_vec).map_err(|e| Error::bad_input(e.to_string()));
+    }
+    let text = String::from_utf8(read_bytes(path)?).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').map(|c| c.trim().trim_matches('"')).collect();
+    let field = header
+        .iter()
+        .position(|c| *c == column)
+        .ok_or_else(|| refuse(path, format!("no column {column:?}; its columns: {}", header.join(", "))))?;
+    Ok(lines.map(|line| line.split(',').nth(field).unwrap_or_default().trim().trim_matches('"').to_string()).collect())
+}
+
 fn csv_sample(path: &Path, column: Option<&str>) -> Result<Vec<f64>> {
     let text = String::from_utf8(read_bytes(path)?).map_err(|_| refuse(path, "not UTF-8 text"))?;
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();

@@ -339,9 +339,14 @@ impl Builder {
                 if let Some(rate) = workload.rate_per_s {
                     crate::base::checks::positive_rate(&rate_path, rate)?;
                 }
-                let process =
-                    crate::inputs::load::model_arrivals(workload.load.as_ref(), workload.rate_per_s, &rate_path, None)
-                        .map_err(|e| e.context(&path))?;
+                let process = crate::inputs::load::entry_arrivals(
+                    workload.load.as_ref(),
+                    workload.rate_per_s,
+                    &rate_path,
+                    None,
+                    Some(&workload.entry),
+                )
+                .map_err(|e| e.context(&path))?;
                 let rate = workload.rate_per_s.unwrap_or(f64::NAN);
                 let process = match (arrivals.as_deref(), process) {
                     (Some(_), Some(_)) => {
