@@ -78,6 +78,8 @@ pub struct Scenario {
     pub grid: Vec<GridAxis>,
     /// `[[verify]]` assertions for `stampede verify`.
     pub verify: Vec<Assertion>,
+    /// See [`Scenario::warnings`].
+    warnings: Vec<String>,
     document: Document,
     /// The scenario file's folder: relative input files of distribution values are
     /// read from it (`None`: the current folder).
@@ -168,7 +170,8 @@ impl Scenario {
             // A run setting, never a grid axis: said as such, not against grid point 0.
             return Err(Error::bad_input("run.replicas = 0: must be at least 1 (the replicas of every grid point)"));
         }
-        let scenario = Scenario {
+        let mut scenario = Scenario {
+            warnings: Vec::new(),
             name: document.name.clone(),
             description: document.description.clone(),
             schema: Arc::new(OutputSchema::of(&model)),
@@ -183,8 +186,15 @@ impl Scenario {
         // Points are typed one at a time and dropped: memory stays flat in the grid.
         // Every point writes the base's columns: a point whose model reports other
         // metrics, histograms or series (a graph grid that renames a service) cannot.
+        let mut warned: Vec<(String, Vec<u32>)> = Vec::new();
         for index in 0..scenario.point_count() {
             let point = scenario.grid_point(index)?;
+            for warning in point.model.warnings(&point.run) {
+                match warned.iter_mut().find(|(w, _)| *w == warning) {
+                    Some((_, points)) => points.push(index),
+                    None => warned.push((warning, vec![index])),
+                }
+            }
             if !OutputSchema::of(&point.model).same_columns(&scenario.schema) {
                 return Err(Error::bad_input(format!(
                     "grid point {index} ({}): its model reports other outputs than the scenario's base; a grid \
@@ -202,33 +212,25 @@ impl Scenario {
         for (i, assertion) in scenario.verify.iter().enumerate() {
             assertion.check(&format!("verify[{i}]"), &metrics, scenario.model.name())?;
         }
+        let all = scenario.point_count() as usize;
+        scenario.warnings = warned
+            .into_iter()
+            .map(|(warning, points)| {
+                if points.len() == all {
+                    return warning;
+                }
+                let list: Vec<String> = points.iter().map(u32::to_string).collect();
+                format!("grid point{} {}: {warning}", if points.len() == 1 { "" } else { "s" }, list.join(", "))
+            })
+            .collect();
         Ok(scenario)
     }
 
-    /// What the model warns about, over every grid point: each warning once, prefixed
-    /// with the points it holds for when that is not all of them.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut found: Vec<(String, Vec<u32>)> = Vec::new();
-        for index in 0..self.point_count() {
-            let Ok(point) = self.grid_point(index) else { continue };
-            for warning in point.model.warnings(&point.run) {
-                match found.iter_mut().find(|(w, _)| *w == warning) {
-                    Some((_, points)) => points.push(index),
-                    None => found.push((warning, vec![index])),
-                }
-            }
-        }
-        let all = self.point_count() as usize;
-        found
-            .into_iter()
-            .map(|(warning, points)| match (points.len() == all, all) {
-                (true, _) | (_, 1) => warning,
-                (false, _) => {
-                    let list: Vec<String> = points.iter().map(u32::to_string).collect();
-                    format!("grid point{} {}: {warning}", if points.len() == 1 { "" } else { "s" }, list.join(", "))
-                }
-            })
-            .collect()
+    /// What the model warns about, over every grid point (gathered once, when the
+    /// scenario was resolved): each warning once, prefixed with the points it holds
+    /// for when that is not all of them.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Every grid point, typed and validated, in row-major order.

@@ -417,3 +417,18 @@ fn gateway_backoff_is_per_class_and_a_coordinator_outage_has_no_tier() {
     let tiered = text.replace("kind = \"coordinator_outage\"", "tier = \"sonnet\"\nkind = \"coordinator_outage\"");
     check(&tiered, &[], &[], Err(("a coordinator_outage strikes the quota coordinator, not a tier", 2)));
 }
+
+/// Warnings are gathered once per scenario over its grid points: one that holds for
+/// some points says which, one that holds for every point says none.
+#[test]
+fn warnings_name_the_grid_points_they_hold_for() {
+    let resolve = |name: &str| Scenario::resolve(load_scenario_source(name).unwrap(), &Overrides::default()).unwrap();
+    let breaker = resolve("llm-breaker");
+    let haiku: Vec<&String> = breaker.warnings().iter().filter(|w| w.contains("tier haiku")).collect();
+    assert_eq!(haiku.len(), 1, "{:?}", breaker.warnings());
+    assert!(haiku[0].starts_with("grid points 0, 1: tier haiku: 60 turns/s ask its ITPM meter"), "{}", haiku[0]);
+    let naive = resolve("llm-naive");
+    assert_eq!(naive.warnings().len(), 1);
+    assert!(naive.warnings()[0].starts_with("tier opus: 20 turns/s"), "{:?}", naive.warnings());
+    assert!(resolve("mmc").warnings().is_empty());
+}

@@ -178,6 +178,19 @@ fn run_warns_of_a_burst_in_the_measured_window_and_of_a_ladder_shedding_answers(
     assert!(stderr(&twice).contains("gateway.ladder_classes[2] = \"title\": already on rung 1"), "{}", stderr(&twice));
 }
 
+/// Runs a gateway scenario file (named `llm-naive` inside) for one traced replica with
+/// `sets`, and reads its trace.
+fn traced_llm_naive(file: &std::path::Path, out: &std::path::Path, sets: &[&str]) -> stampede_output::Table {
+    let mut args = vec!["run", file.to_str().unwrap(), "--replicas", "1", "--trace", "0", "--no-report", "--quiet"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    args.extend(["--out", out.to_str().unwrap()]);
+    let run = stampede(&args);
+    assert!(run.status.success(), "{}: {}", file.display(), stderr(&run));
+    stampede_output::Table::read(&out.join("llm-naive").join("trace.parquet")).unwrap()
+}
+
 /// A tier's measured time to first token (`[tiers.NAME] ttft_s`, here a CSV beside the
 /// scenario): at a light load every answer call's first token comes the file's 3 s
 /// after it was sent (× a stretch of 1.000…), and the manifest names the file it read.
@@ -193,28 +206,9 @@ fn a_tiers_measured_time_to_first_token_drives_its_calls() {
     );
     std::fs::write(dir.join("lab.toml"), scenario).unwrap();
     let out = scratch.path().join("out");
-    let file = dir.join("lab.toml");
-    let run = stampede(&[
-        "run",
-        file.to_str().unwrap(),
-        "--replicas",
-        "1",
-        "--trace",
-        "0",
-        "--no-report",
-        "--quiet",
-        "--set",
-        "workload.turns_per_s=0.5",
-        "--set",
-        "run.warmup_s=0",
-        "--set",
-        "run.horizon_s=60",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(run.status.success(), "{}", stderr(&run));
+    let sets = ["workload.turns_per_s=0.5", "run.warmup_s=0", "run.horizon_s=60"];
+    let trace = traced_llm_naive(&dir.join("lab.toml"), &out, &sets);
     let folder = out.join("llm-naive"); // the scenario's name
-    let trace = stampede_output::Table::read(&folder.join("trace.parquet")).unwrap();
     let (kinds, classes) = (trace.strings("kind").unwrap(), trace.strings("class").unwrap());
     let (start, first) = (trace.numbers("start_s").unwrap(), trace.numbers("first_token_s").unwrap());
     let waits: Vec<f64> = (0..kinds.len())
@@ -242,25 +236,7 @@ fn load_drives_the_gateways_turns() {
     let guard_calls = |load: &str, name: &str| -> Vec<f64> {
         let file = dir.join(format!("{name}.toml"));
         std::fs::write(&file, format!("{base}\n[load]\n{load}\n")).unwrap();
-        let out = dir.join(format!("out-{name}"));
-        let run = stampede(&[
-            "run",
-            file.to_str().unwrap(),
-            "--replicas",
-            "1",
-            "--trace",
-            "0",
-            "--no-report",
-            "--quiet",
-            "--set",
-            "run.warmup_s=0",
-            "--set",
-            "run.horizon_s=60",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(run.status.success(), "{name}: {}", stderr(&run));
-        let trace = stampede_output::Table::read(&out.join("llm-naive").join("trace.parquet")).unwrap();
+        let trace = traced_llm_naive(&file, &dir.join(format!("out-{name}")), &["run.warmup_s=0", "run.horizon_s=60"]);
         let (kinds, classes) = (trace.strings("kind").unwrap(), trace.strings("class").unwrap());
         let start = trace.numbers("start_s").unwrap();
         (0..kinds.len()).filter(|&i| kinds[i] == "call" && classes[i] == "guard").map(|i| start[i]).collect()

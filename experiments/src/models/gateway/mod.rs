@@ -1,6 +1,7 @@
 //! The scenario sections of the `gateway` model (seed 001): `[workload]`, `[stack]`,
-//! `[gateway]` (overrides of the fixture's gateway knobs) and `[[incidents]]`, and
-//! the gateway's metric table.
+//! `[gateway]` (overrides of the fixture's gateway knobs), `[[incidents]]`, `[tiers]`
+//! and `[classes]` (overrides of fixture entries) and `[load]` (turns from data), the
+//! gateway's warnings and its metric table.
 //!
 //! The fixture (the shipped one, or `workload.fixture`) supplies tiers, classes and
 //! gateway defaults; it is read once when the scenario is loaded.
