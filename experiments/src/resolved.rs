@@ -310,13 +310,12 @@ impl Scenario {
     /// The (grid point, metric index) pairs whose every replica's value a checked
     /// claim reads (a quantile or a fraction over replicas), sorted.
     pub fn replica_metrics(&self) -> Vec<(u32, usize)> {
-        let metrics = &self.schema.metrics;
         let Ok((claims, _)) = self.claims_to_check() else { return Vec::new() };
         let mut pairs: Vec<(u32, usize)> = claims
             .into_iter()
             .map(|(_, claim)| claim)
             .filter(|claim| claim.statistic.reads_replicas())
-            .filter_map(|claim| Some((claim.grid_point, metrics.iter().position(|m| m.name == claim.metric)?)))
+            .filter_map(|claim| Some((claim.grid_point, self.schema.metric_index(&claim.metric)?)))
             .collect();
         pairs.sort_unstable();
         pairs.dedup();

@@ -1041,9 +1041,9 @@ pub fn part_sections(ctx: &Context) -> Vec<Section> {
                 escape(&zero.join(", "))
             )));
         }
-        let refused = outcomes(ctx, "", &[(format!("{name}: refused"), refusals.clone())]);
-        if refused.iter().any(|block| matches!(block, Block::Multiples(figures) if !figures.is_empty())) {
-            blocks.extend(refused.into_iter().filter(|block| matches!(block, Block::Multiples(_))));
+        let refused = outcome_figures(ctx, &[(format!("{name}: refused"), refusals.clone())]);
+        if !refused.is_empty() {
+            blocks.push(Block::Multiples(refused));
         }
         blocks.extend(series.iter().filter_map(|s| series_figure(ctx, s)).map(|(figure, _)| Block::Figure(figure)));
         sections.push(Section {
@@ -1171,6 +1171,11 @@ fn count_histogram(ctx: &Context, title: &str, file: &str, column: &str, x_label
 
 /// Per group (a call class), a stacked bar per grid point of the outcomes that occurred.
 fn outcomes(ctx: &Context, title: &str, groups: &[(String, Vec<Segment>)]) -> Vec<Block> {
+    vec![Block::Html(format!("<h3>{}</h3>", escape(title))), Block::Multiples(outcome_figures(ctx, groups))]
+}
+
+/// [`outcomes`]' figures: one per group that had any of its segments.
+fn outcome_figures(ctx: &Context, groups: &[(String, Vec<Segment>)]) -> Vec<Figure> {
     let (categories, point_keys) = point_categories(ctx);
     let mut figures = Vec::new();
     for (group, segments) in groups {
@@ -1219,7 +1224,7 @@ fn outcomes(ctx: &Context, title: &str, groups: &[(String, Vec<Segment>)]) -> Ve
             "Stacked means per replica: served at the bottom, then each reason a call stopped for.".into(),
         ));
     }
-    vec![Block::Html(format!("<h3>{}</h3>", escape(title))), Block::Multiples(figures)]
+    figures
 }
 
 /// Where work stopped over every group: a 100% stacked bar per grid point, one segment

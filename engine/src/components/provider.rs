@@ -242,6 +242,8 @@ impl ProviderTier {
     fn plan(&mut self, now: Nanos, call: CallSpec, rng: &mut RngStream) -> ServicePlan {
         let stretch = self.stretch();
         let jitter = rng.lognormal(0.0, 0.25);
+        // Each arm multiplies in its own order: the formula's is the one the golden bytes
+        // were written with.
         let first_token_s = match &self.ttft {
             None => {
                 (self.spec.base_latency_s + call.input_tokens as f64 / self.spec.prefill_tokens_per_s)

@@ -121,7 +121,7 @@ impl RunReport {
     /// Only `wall_time_s`, `host` and `command_line` differ between runs with the same inputs.
     /// `documents` are the files written from the finished run (report.html, verify.json).
     pub fn manifest(&self, documents: &[&str]) -> Value {
-        let events = self.scenario.schema.metrics.iter().position(|m| m.name == "events");
+        let events = self.scenario.schema.metric_index("events");
         let grid: Vec<Value> = self
             .scenario
             .grid
@@ -148,10 +148,10 @@ impl RunReport {
             "replicas": self.scenario.run.replicas,
             "grid": grid,
             "grid_points": self.points.len(),
-            "metrics": self.scenario.schema.metrics.iter().map(|m| m.name).collect::<Vec<_>>(),
+            "metrics": self.scenario.schema.metric_names(),
             "latencies": self.scenario.schema.latencies,
             "files": output_files(&self.scenario).into_iter().chain(documents.iter().copied()).collect::<Vec<_>>(),
-            "series": self.scenario.schema.series.iter().map(|s| s.name).collect::<Vec<_>>(),
+            "series": self.scenario.schema.series_names(),
             "warnings": self.scenario.warnings(),
             "wall_time_s": self.wall_time_s,
             "host": {

@@ -137,13 +137,13 @@ pub fn summarised_run(
     }
     outcome?;
     let point = first.expect("one point ran");
-    let names: Vec<&'static str> = scenario.schema.metrics.iter().map(|m| m.name).collect();
+    let names: Vec<&'static str> = scenario.schema.metric_names();
     Ok(Summarised {
         metrics: names.into_iter().zip(point.summaries.iter().cloned()).collect(),
         derived: derived.iter().map(Welford::summary).collect(),
         replicas: scenario.run.replicas,
         bucket_s: scenario.schema.series_bucket_s,
-        series: scenario.schema.series.iter().map(|s| s.name).collect(),
+        series: scenario.schema.series_names(),
         point,
     })
 }

@@ -168,7 +168,7 @@ fn sandbox(
     let scenario = scenario(&toml)?;
     let job = jobs::begin_with(&format!("sandbox:{}", request.channel), cancel);
     let _slot = slots.admit(&job.cancel)?;
-    let metric_names: Vec<&str> = scenario.schema.metrics.iter().map(|m| m.name).collect();
+    let metric_names: Vec<&str> = scenario.schema.metric_names();
     let columns: Vec<Vec<usize>> = funnel_rows()
         .iter()
         .map(|(reason, _)| {

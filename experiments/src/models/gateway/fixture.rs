@@ -192,6 +192,27 @@ fn default_cache_price() -> f64 {
     0.1
 }
 
+/// `gateway.ladder_classes`: at most four of `classes`, each once (a class is shed from
+/// one rung on). The fixture's own and a scenario's override are both checked by it.
+pub fn check_ladder(ladder: &[String], classes: &BTreeMap<String, CallClass>) -> Result<()> {
+    for (rung, name) in ladder.iter().enumerate() {
+        if !classes.contains_key(name) || rung >= 4 {
+            return Err(Error::bad_input(format!(
+                "gateway.ladder_classes[{rung}] = {name:?}: must name one of the classes ({}), at most four",
+                classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if let Some(first) = ladder[..rung].iter().position(|n| n == name) {
+            return Err(Error::bad_input(format!(
+                "gateway.ladder_classes[{rung}] = {name:?}: already on rung {} (gateway.ladder_classes[{first}]); \
+                 a class is shed from one rung on",
+                first + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Fixture {
     /// Parses and checks a fixture; `origin` names it in messages.
     pub fn parse(text: &str, origin: &str) -> Result<Fixture> {
@@ -226,14 +247,7 @@ impl Fixture {
         for (name, tier) in &self.tiers {
             tier.validate(name)?;
         }
-        for (rung, name) in self.gateway.ladder_classes.iter().enumerate() {
-            if !self.classes.contains_key(name) || rung >= 4 {
-                return Err(Error::bad_input(format!(
-                    "gateway.ladder_classes[{rung}] = {name:?}: must name one of the classes ({}), at most four",
-                    self.classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-                )));
-            }
-        }
+        check_ladder(&self.gateway.ladder_classes, &self.classes)?;
         for (name, class) in &self.classes {
             class.validate(name, &self.tiers)?;
         }

@@ -655,22 +655,7 @@ impl GatewayConfig {
         if !knobs.ladder_rungs.windows(2).all(|w| w[0] <= w[1]) {
             return Err(Error::bad_input(format!("gateway.ladder_rungs = {:?}: must ascend", knobs.ladder_rungs)));
         }
-        let classes = &self.resolved().fixture.classes;
-        for (rung, name) in knobs.ladder_classes.iter().enumerate() {
-            if !classes.contains_key(name) || rung >= 4 {
-                return Err(Error::bad_input(format!(
-                    "gateway.ladder_classes[{rung}] = {name:?}: must name one of the classes ({}), at most four",
-                    classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-                )));
-            }
-            if let Some(first) = knobs.ladder_classes[..rung].iter().position(|n| n == name) {
-                return Err(Error::bad_input(format!(
-                    "gateway.ladder_classes[{rung}] = {name:?}: already on rung {} (gateway.ladder_classes[{first}]); \
-                     a class is shed from one rung on",
-                    first + 1
-                )));
-            }
-        }
+        fixture::check_ladder(&knobs.ladder_classes, &self.resolved().fixture.classes)?;
         queue_order(&knobs.bulkhead_queue)?;
         limiter_name(&knobs.adaptive_kind)?;
         Ok(())

@@ -619,6 +619,13 @@ pub(super) fn link_of(name: &str) -> String {
     }
 }
 
+/// A call-site edge's endpoints as the report labels them: `checkout → read`.
+pub(super) fn call_site_label(name: &str) -> Option<String> {
+    let (caller, callee) = name.split_once("->").filter(|_| is_call_site_edge(name))?;
+    let endpoint = |side: &str| side.split_once('.').map_or(side, |(_, e)| e).to_string();
+    Some(format!("{} → {}", endpoint(caller), endpoint(callee)))
+}
+
 /// The index of edge `name` among the built edges.
 fn edge_index(edges: &[String], name: &str) -> u32 {
     edges.iter().position(|e| e == name).expect("every used edge is built") as u32

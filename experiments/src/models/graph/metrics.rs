@@ -27,6 +27,33 @@ impl MetricTable {
         MetricTable { defs, reads }
     }
 
+    /// Service `s`'s own metrics, in column order (its refusals by reason left out:
+    /// the report counts them apart).
+    pub fn service_metrics(&self, s: usize) -> Vec<&'static str> {
+        self.names_where(|read| matches!(read, Read::Service(i, v) if i == s && !matches!(v, ServiceValue::Refused(_))))
+    }
+
+    /// Service `s`'s refusals by reason: (metric, reason), in column order.
+    pub fn refusal_metrics(&self, s: usize) -> Vec<(&'static str, Refusal)> {
+        self.defs
+            .iter()
+            .zip(&self.reads)
+            .filter_map(|(def, read)| match *read {
+                Read::Service(i, ServiceValue::Refused(reason)) if i == s => Some((def.name, reason)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Edge `e`'s metrics, in column order.
+    pub fn edge_metrics(&self, e: usize) -> Vec<&'static str> {
+        self.names_where(|read| matches!(read, Read::Edge(i, _) if i == e))
+    }
+
+    fn names_where(&self, keep: impl Fn(Read) -> bool) -> Vec<&'static str> {
+        self.defs.iter().zip(&self.reads).filter(|(_, read)| keep(**read)).map(|(def, _)| def.name).collect()
+    }
+
     /// The metrics of one replica's results, in column order.
     pub fn values(&self, results: &GraphResults) -> Vec<f64> {
         self.reads.iter().map(|read| read.value(results)).collect()

@@ -10,7 +10,7 @@ pub mod topology;
 
 use std::sync::Arc;
 
-use stampede_engine::models::graph::{Graph as GraphModel, GraphParams, GraphResults, GraphSeries, Refusal};
+use stampede_engine::models::graph::{Graph as GraphModel, GraphParams, GraphResults, GraphSeries};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{
@@ -161,17 +161,10 @@ impl ModelSpec for Graph {
             .enumerate()
             .map(|(e, name)| {
                 let p = &t.params.edges[e];
-                let call_site = match name.split_once("->") {
-                    Some((caller, callee)) if build::is_call_site_edge(name) => {
-                        let endpoint = |side: &str| side.split_once('.').map_or(side, |(_, e)| e).to_string();
-                        format!("{} → {}", endpoint(caller), endpoint(callee))
-                    }
-                    _ => String::new(),
-                };
                 TopologyEdge {
                     from: p.from.map(|s| t.services[s as usize].clone()),
                     to: t.services[p.to as usize].clone(),
-                    call_site,
+                    call_site: build::call_site_label(name).unwrap_or_default(),
                     attempts: format!("edge.{name}.attempts"),
                     calls: format!("edge.{name}.calls"),
                     failed: format!("edge.{name}.failed"),
@@ -186,45 +179,19 @@ impl ModelSpec for Graph {
                 .iter()
                 .filter_map(|e| e.strip_prefix(name.as_str()).and_then(|rest| rest.strip_prefix('.')))
                 .collect();
-            let mut metrics: Vec<String> = [
-                "utilisation",
-                "queue_depth_mean",
-                "in_flight_mean",
-                "arrivals",
-                "amplification_ratio",
-                "wasted_work_ratio",
-                "cancelled",
-                "limit_final",
-            ]
-            .iter()
-            .map(|m| format!("{name}.{m}"))
-            .collect();
-            // The calls it receives, then the calls it makes: their client policies at work.
+            // Its own figures, then the calls it receives and the calls it makes: their
+            // client policies at work.
+            let table = metric_table(config);
             let into = t.params.edges.iter().enumerate().filter(|(_, e)| e.to as usize == s);
             let out_of = t.params.edges.iter().enumerate().filter(|(_, e)| e.from == Some(s as u32));
-            for (e, _) in into.chain(out_of) {
-                let edge = &t.edges[e];
-                for field in [
-                    "calls",
-                    "attempts",
-                    "retries",
-                    "hedges",
-                    "hedge_wins",
-                    "timeouts",
-                    "budget_denials",
-                    "breaker_trips",
-                    "breaker_refusals",
-                    "failed",
-                    "fallbacks",
-                ] {
-                    metrics.push(format!("edge.{edge}.{field}"));
-                }
-            }
-            let refusals = Refusal::ALL
-                .iter()
-                .map(|r| Segment {
-                    metric: format!("{name}.refused_{}", r.name()),
-                    label: r.name().replace('_', " "),
+            let edges = into.chain(out_of).flat_map(|(e, _)| table.edge_metrics(e));
+            let metrics = table.service_metrics(s).into_iter().chain(edges).map(String::from).collect();
+            let refusals = table
+                .refusal_metrics(s)
+                .into_iter()
+                .map(|(metric, reason)| Segment {
+                    metric: metric.to_string(),
+                    label: reason.name().replace('_', " "),
                     stage: "refused".into(),
                 })
                 .collect();
