@@ -6,7 +6,7 @@
 //! `cargo bench -p stampede-benches --bench gateway`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use stampede_engine::models::gateway::{Gateway, GatewayParams, LATENCY_NAMES};
+use stampede_engine::models::gateway::{Gateway, GatewayParams};
 use stampede_engine::LatencyHistogram;
 use stampede_experiments::models::gateway::Gateway as GatewayModel;
 use stampede_experiments::scenario::builtin::load_scenario_source;
@@ -28,7 +28,8 @@ fn llm_stack() -> Vec<GatewayParams> {
 
 fn gateway(c: &mut Criterion) {
     let points = llm_stack();
-    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms: Vec<LatencyHistogram> =
+        (0..points[0].latency_histograms()).map(|_| LatencyHistogram::new()).collect();
     let mut group = c.benchmark_group("gateway");
     group.sample_size(50);
     for (name, params) in [("llm_stack_replica", &points[1]), ("llm_naive_replica", &points[0])] {

@@ -14,7 +14,7 @@ use std::hint::black_box;
 use gungraun::{library_benchmark, library_benchmark_group, main, LibraryBenchmarkConfig};
 use stampede_benches::kernel_hold;
 use stampede_engine::models::cluster::{Cluster, ClusterParams};
-use stampede_engine::models::gateway::{Gateway, GatewayParams, LATENCY_NAMES};
+use stampede_engine::models::gateway::{Gateway, GatewayParams};
 use stampede_engine::models::graph::{Graph, GraphParams};
 use stampede_engine::models::mmc::{Mmc, MmcParams};
 use stampede_engine::policy::breaker::{BreakerConfig, CircuitBreaker, SlidingWindow};
@@ -87,7 +87,8 @@ fn llm_stack(index: usize) -> GatewayParams {
 #[bench::stack(llm_stack(1))]
 #[bench::naive(llm_stack(0))]
 fn llm_replica(params: GatewayParams) -> u64 {
-    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms: Vec<LatencyHistogram> =
+        (0..params.latency_histograms()).map(|_| LatencyHistogram::new()).collect();
     black_box(Gateway::new(params, 1, 0, &mut histograms).run().events)
 }
 

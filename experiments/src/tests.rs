@@ -391,7 +391,10 @@ fn overrides_merge_tables_replace_axes_and_validate_only_the_points() {
 /// overrides; a coordinator outage needs no tier.
 #[test]
 fn gateway_backoff_is_per_class_and_a_coordinator_outage_has_no_tier() {
-    use stampede_engine::models::gateway::{IncidentKind, ANSWER, GUARD};
+    use stampede_engine::models::gateway::IncidentKind;
+    // The shipped fixture lists guard first and answer third.
+    const GUARD: usize = 0;
+    const ANSWER: usize = 2;
     use stampede_engine::policy::backoff::Backoff;
     let text = "name = \"g\"\nmodel = \"gateway\"\n[run]\nhorizon_s = 10.0\nreplicas = 2\n\
                 [workload]\nturns_per_s = 1.0\n[classes.answer]\nbackoff = \"equal_jitter\"\n\

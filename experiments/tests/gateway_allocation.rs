@@ -5,7 +5,7 @@
 
 use stampede_engine::testing::{allocations, CountingAllocator};
 
-use stampede_engine::models::gateway::{Gateway, Incident, IncidentKind, LATENCY_NAMES};
+use stampede_engine::models::gateway::{Gateway, Incident, IncidentKind};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 use stampede_experiments::models::gateway::Gateway as GatewayModel;
 use stampede_experiments::scenario::builtin::load_scenario_source;
@@ -26,7 +26,8 @@ fn the_gateway_allocates_nothing_per_event_after_warmup() {
     // the same load (20 turns/s, three times what the quota sustains) continues after.
     params.incidents =
         vec![Incident { tier: 2, kind: IncidentKind::BROWNOUT, start: secs_to_nanos(60.0), end: secs_to_nanos(120.0) }];
-    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms: Vec<LatencyHistogram> =
+        (0..params.latency_histograms()).map(|_| LatencyHistogram::new()).collect();
     let mut simulation = Gateway::new(params, 5, 0, &mut histograms).into_simulation();
     simulation.run_until(secs_to_nanos(300.0));
     // The counter counts (it is this binary's global allocator).

@@ -21,7 +21,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::reason::Source;
-use stampede_engine::models::gateway::{Gate, Reason, CLASS_NAMES, LATENCY_NAMES};
+use stampede_engine::models::gateway::{Gate, Reason};
+use stampede_experiments::models::gateway::fixture::Fixture;
+use stampede_experiments::models::gateway::Gateway as GatewayModel;
 
 use crate::llm::figures::{anchor, interval, scenario, summarised_run, timeline};
 use crate::llm::sandbox::{gate_notes, warnings, Config};
@@ -66,7 +68,7 @@ async fn defaults(Shared(shared): Shared<State>) -> Json<Value> {
         "incident_kinds": crate::llm::sandbox::SHOWN_INCIDENTS,
         "limiters": ["fixed", "aimd", "gradient", "gradient2"],
         "queue_orders": ["fifo", "lifo", "adaptive_lifo"],
-        "classes": &CLASS_NAMES[..5],
+        "classes": Fixture::load(None).expect("the shipped fixture").classes.keys().collect::<Vec<_>>(),
     }))
 }
 
@@ -169,10 +171,12 @@ fn sandbox(
     let job = jobs::begin_with(&format!("sandbox:{}", request.channel), cancel);
     let _slot = slots.admit(&job.cancel)?;
     let metric_names: Vec<&str> = scenario.schema.metric_names();
+    let gateway = scenario.model.downcast::<GatewayModel>().expect("the Sandbox runs the gateway");
+    let classes = gateway.class_names();
     let columns: Vec<Vec<usize>> = funnel_rows()
         .iter()
         .map(|(reason, _)| {
-            CLASS_NAMES
+            classes
                 .iter()
                 .map(|class| format!("{class}_failed_{}", reason.name()))
                 .map(|name| metric_names.iter().position(|m| *m == name).expect("a column per class and reason"))
@@ -208,7 +212,7 @@ fn sandbox(
         "warmup_s": config.warmup_s,
         "incidents": config.incidents,
         "metrics": run.metrics_json(),
-        "latency": run.latency_json(&LATENCY_NAMES),
+        "latency": run.latency_json(scenario.schema.latencies),
         "series": run.series_json(),
         "funnel": funnel,
         "calls_per_turn": interval(run.derived.last().expect("calls per turn"), run.replicas),

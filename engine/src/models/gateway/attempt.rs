@@ -15,7 +15,6 @@ use super::gates::Gate;
 use super::model::{count_in_bucket, earliest, Gateway};
 use super::params::Client;
 use super::reason::Reason;
-use super::results::class_histograms;
 use super::state::{Attempt, AttemptState, Ending, Event, Feedback};
 
 impl Gateway<'_> {
@@ -251,7 +250,7 @@ impl Gateway<'_> {
             let total = now - attempt.sent_at;
             // Counted like the counts: from the warm-up on.
             if counted {
-                if let Some((ttft, whole)) = class_histograms(class) {
+                if let Some((ttft, whole)) = self.class_histograms[class] {
                     self.histograms[ttft].record(feedback.sample);
                     self.histograms[whole].record(total);
                 }

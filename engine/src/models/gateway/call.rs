@@ -20,6 +20,7 @@ impl Gateway<'_> {
         now: Nanos,
         class: usize,
         turn: Option<SlabKey>,
+        slot: u8,
         instance: u16,
         tenant: u16,
         scheduler: &mut Scheduler<Event>,
@@ -42,6 +43,7 @@ impl Gateway<'_> {
         let call = self.calls.insert(Call {
             class: class as u8,
             turn,
+            slot,
             instance,
             tenant,
             counted,
@@ -64,7 +66,7 @@ impl Gateway<'_> {
             attempt: None,
         });
         if let Some(trace) = self.tracer.as_deref_mut() {
-            trace.rows.call_started(call, turn, super::params::CLASS_NAMES[class], counted, now);
+            trace.rows.call_started(call, turn, self.p.class_names[class], counted, now);
         }
         self.walk(now, call, scheduler);
     }

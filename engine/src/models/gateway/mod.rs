@@ -1,13 +1,17 @@
-//! The LLM gateway (seed 001): a chat product's turns fan out into LLM calls of five
-//! classes across metered model tiers ([`crate::components::provider`]), and every call passes a
-//! configurable stack of defences built from [`crate::policy`].
+//! The LLM gateway (seed 001): a chat product's turns fan out into LLM calls of any
+//! number of classes across metered model tiers ([`crate::components::provider`]), and
+//! every call passes a configurable stack of defences built from [`crate::policy`].
 //!
-//! **A turn.** guard → rewrite (for its share of turns) → answer, or think for the
-//! hard share → title (for its share, fire and forget, after the turn is answered).
-//! A turn is answered when its answer path succeeds: answer, think, think's
-//! downgrade to an answer call, or — if configured — answer's fallback call on
-//! another tier. Without a fallback, a failed guard, rewrite, think or answer call
-//! fails the turn.
+//! **A turn** follows its [`TurnPlan`]: steps in order, each a call, a parallel group
+//! (the turn waits for all) or calls in the background (it does not wait). A call may
+//! be made for a share of turns (drawn when the turn arrives), with another class for
+//! the rest, and only if an earlier call succeeded. A failed call with a fallback
+//! class (the seed's think downgraded to answer, answer re-sent to another tier) is
+//! replaced by a call of that class; one answered locally (a flagged answer, the raw
+//! query) counts as done; otherwise a required call's failure fails the turn. A turn
+//! is answered when its last foreground step is done; background steps after it start
+//! then. The seed's turn — guard → rewrite (for its share) → answer, or think for the
+//! hard share → title (for its share, after the answer) — is the shipped fixture's plan.
 //!
 //! **The stack.** `gates` lists the gates outermost first. Each wraps the ones after
 //! it, so a gate above the attempt loop ([`Gate::Retry`]) is passed once per call and
@@ -60,7 +64,7 @@
 //! * [`model`] — the [`Gateway`] struct, construction, the event dispatch, sweeps and
 //!   incidents;
 //! * [`trace`] — the per-call trace hooks (off by default, one branch each);
-//! * [`turn`] — the turn pipeline (guard → rewrite → answer or think → title);
+//! * [`turn`] — a turn's walk through its plan;
 //! * [`call`] — a call's walk down the stack, its refusals and its end;
 //! * [`attempt`] — the attempt loop: sending to the provider, how an attempt ends,
 //!   retry or give up;
@@ -85,9 +89,9 @@ mod tests;
 pub use gates::Gate;
 pub use model::{Gateway, GatewaySeries};
 pub use params::{
-    Arrivals, CallClass, ClassParams, Client, GatewayParams, Incident, IncidentKind, LimiterScope, TierParams,
-    Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES, CLASS_NAMES, GUARD, REWRITE, THINK, TITLE,
+    Arrivals, ClassParams, Client, GatewayParams, Incident, IncidentKind, LimiterScope, PlannedCall, Step, TierParams,
+    Timeouts, TurnPlan,
 };
 pub use reason::{Reason, REASONS};
-pub use results::{ClassResults, GatewayResults, LATENCY_NAMES};
+pub use results::{ClassResults, GatewayResults};
 pub use state::Event;

@@ -27,11 +27,9 @@ use crate::policy::quota::QuotaMeter;
 use crate::policy::retry_budget::RatioBudget;
 
 use super::gates::{bulkheads, limiter_queue_capacity, limiters, quota_meters, Gate};
-use super::params::{
-    Arrivals, Client, GatewayParams, Incident, IncidentKind, LimiterScope, ANSWER_FALLBACK, CLASSES, CLASS_NAMES,
-};
+use super::params::{Arrivals, Client, GatewayParams, Incident, IncidentKind, LimiterScope};
 use super::reason::Reason;
-use super::results::{GatewayResults, LATENCY_NAMES};
+use super::results::{ClassResults, GatewayResults};
 use super::state::{Attempt, Call, Ending, Event, Turn};
 use super::trace::GatewayTrace;
 
@@ -88,7 +86,11 @@ pub struct Gateway<'h> {
     /// Attempts at the provider, per tier, and the bulkhead slots of the tier's classes.
     pub(super) in_flight: Vec<u32>,
     pub(super) tier_slots: Vec<u32>,
-    pub(super) expected_latency: [Nanos; CLASSES],
+    pub(super) expected_latency: Vec<Nanos>,
+    /// Each class's (time to first token, total) histograms in `histograms`.
+    pub(super) class_histograms: Vec<Option<(usize, usize)>>,
+    /// The plan's first step at which a turn is answered ([`super::TurnPlan::answered_at`]).
+    pub(super) answered_at: usize,
     pub(super) sweeping: bool,
     pub(super) results: GatewayResults,
     /// Per-replica, per-class latencies for the p95 metrics (successful attempts, and
@@ -150,22 +152,38 @@ pub(super) fn tokens(rng: &mut RngStream, (mean, sd): (f64, f64)) -> u64 {
 }
 
 impl<'h> Gateway<'h> {
-    /// `histograms` receives [`LATENCY_NAMES`] in order.
+    /// `histograms` receives the turn's latencies, then each class's with `latency`
+    /// (time to first token, total): [`GatewayParams::latency_histograms`] of them.
     pub fn new(p: GatewayParams, master_seed: u64, replica: u64, histograms: &'h mut [LatencyHistogram]) -> Self {
-        assert_eq!(histograms.len(), LATENCY_NAMES.len(), "one histogram per LATENCY_NAMES entry");
         p.check();
+        assert_eq!(histograms.len(), p.latency_histograms(), "one histogram per latency the replica records");
         let stack = p.client == Client::Stack;
         let has = |gate| stack && p.gates.contains(&gate);
         let providers =
             p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate).with_ttft(t.ttft.clone())).collect();
         let meters = if has(Gate::Quota) { quota_meters(&p) } else { Vec::new() };
         let in_flight_capacity: u32 = p.classes.iter().map(|c| c.bulkhead_slots).sum();
-        let in_use = if p.answer_fallback { CLASSES } else { ANSWER_FALLBACK };
+        // Pressure compares a tier's attempts with the slots of the classes a turn can call.
+        let reached: Vec<bool> = (0..p.classes.len()).map(|c| p.plan.reaches(&p.classes, c)).collect();
         let tier_slots = (0..p.tiers.len())
-            .map(|tier| p.classes[..in_use].iter().filter(|c| c.tier == tier).map(|c| c.bulkhead_slots).sum())
+            .map(|tier| {
+                let on_tier = p.classes.iter().zip(&reached).filter(|(c, &reached)| reached && c.tier == tier);
+                on_tier.map(|(c, _)| c.bulkhead_slots).sum()
+            })
+            .collect();
+        let mut next_histogram = 1;
+        let class_histograms = p
+            .classes
+            .iter()
+            .map(|c| {
+                c.latency.then(|| {
+                    next_histogram += 2;
+                    (next_histogram - 2, next_histogram - 1)
+                })
+            })
             .collect();
         let limiter_queue_capacity = limiter_queue_capacity(&p);
-        let expected_latency = p.classes.map(|c| {
+        let expected_latency = p.classes.iter().map(|c| {
             let tier = &p.tiers[c.tier];
             let spec = &tier.spec;
             let first_token = match &tier.ttft {
@@ -174,6 +192,8 @@ impl<'h> Gateway<'h> {
             };
             secs_to_nanos(first_token + c.output_tokens.0 / spec.decode_tokens_per_s)
         });
+        let expected_latency = expected_latency.collect();
+        let classes = p.classes.len();
         Gateway {
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
             load: p.load.clone().map(crate::components::arrivals::Arrivals::new),
@@ -192,7 +212,7 @@ impl<'h> Gateway<'h> {
             limiter_queues: limiter_queue_capacity.iter().map(|&n| VecDeque::with_capacity(n)).collect(),
             limiter_earliest_deadline: vec![Nanos::MAX; limiter_queue_capacity.len()],
             limiter_queue_capacity,
-            breakers: (0..CLASSES).map(|_| CircuitBreaker::new(p.breaker)).collect(),
+            breakers: (0..classes).map(|_| CircuitBreaker::new(p.breaker)).collect(),
             // Starts as if 100 calls had succeeded: a ratio of 0 funds no retry at all.
             budget: p.retry_budget.map(|ratio| RatioBudget::new(ratio, 100.0, 100.0 * ratio)),
             retry_pos: if stack { p.gates.iter().position(|g| *g == Gate::Retry).map(|i| i as u8) } else { None },
@@ -207,10 +227,12 @@ impl<'h> Gateway<'h> {
             in_flight: vec![0; p.tiers.len()],
             tier_slots,
             expected_latency,
+            class_histograms,
+            answered_at: p.plan.answered_at(),
             sweeping: false,
-            results: GatewayResults::default(),
-            attempt_latency: (0..CLASSES).map(|_| replica_histogram()).collect(),
-            call_latency: (0..CLASSES).map(|_| replica_histogram()).collect(),
+            results: GatewayResults { classes: vec![ClassResults::default(); classes], ..GatewayResults::default() },
+            attempt_latency: (0..classes).map(|_| replica_histogram()).collect(),
+            call_latency: (0..classes).map(|_| replica_histogram()).collect(),
             histograms,
             series: GatewaySeries::new(&p),
             tracer: None,
@@ -249,7 +271,8 @@ impl<'h> Gateway<'h> {
             let window = (incident.start, incident.end);
             tracer.event(TraceKind::Incident, "", place, window, kind, "", incident.end > self.p.warmup);
         }
-        self.tracer = Some(Box::new(GatewayTrace { rows: tracer, breakers: [BreakerState::Closed; CLASSES] }));
+        let breakers = vec![BreakerState::Closed; self.p.classes.len()];
+        self.tracer = Some(Box::new(GatewayTrace { rows: tracer, breakers }));
         self
     }
 
@@ -297,7 +320,7 @@ impl<'h> Gateway<'h> {
         };
         debug_assert!(self.calls.is_empty() && self.turns.is_empty(), "the replica drained");
         let limited = matches!(self.p.client, Client::Stack) && self.p.gates.contains(&Gate::Adaptive);
-        for (class, name) in CLASS_NAMES.iter().enumerate() {
+        for (class, name) in self.p.class_names.iter().enumerate() {
             let limiter = &self.limiters[self.limiter_index(class)];
             let results = &mut self.results.classes[class];
             if limited {

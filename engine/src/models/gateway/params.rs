@@ -5,7 +5,6 @@
 use crate::components::distribution::Distribution;
 use crate::components::provider::TierSpec;
 use crate::kernel::time::Nanos;
-use crate::kernel::Named;
 use crate::policy::admission::Ladder;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
@@ -15,32 +14,6 @@ use crate::policy::limiter::{LimiterKind, SampleWindow};
 use crate::policy::quota::QuotaConfig;
 
 use super::gates::Gate;
-
-stampede_kernel::named_enum! {
-    /// The call classes, in the order of every per-class array. A turn makes guard,
-    /// maybe rewrite, answer or think, maybe title; answer_fallback is answer re-sent
-    /// to another tier (only with a configured fallback tier).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum CallClass {
-        Guard = "guard",
-        Rewrite = "rewrite",
-        Answer = "answer",
-        Think = "think",
-        Title = "title",
-        AnswerFallback = "answer_fallback",
-    }
-}
-
-/// [`CallClass`]'s names, in order.
-pub const CLASS_NAMES: &[&str] = <CallClass as Named>::NAMES;
-pub const CLASSES: usize = <CallClass as Named>::ALL.len();
-// Per-class arrays are indexed by these (the enum's discriminants).
-pub const GUARD: usize = CallClass::Guard as usize;
-pub const REWRITE: usize = CallClass::Rewrite as usize;
-pub const ANSWER: usize = CallClass::Answer as usize;
-pub const THINK: usize = CallClass::Think as usize;
-pub const TITLE: usize = CallClass::Title as usize;
-pub const ANSWER_FALLBACK: usize = CallClass::AnswerFallback as usize;
 
 /// Per-attempt timeouts. Not streamed: the client sees nothing before the whole
 /// response, so "first token" and "total" both bound the response.
@@ -54,12 +27,14 @@ pub struct Timeouts {
     pub total: Nanos,
 }
 
-/// One call class.
+/// One call class: a kind of LLM call the turn plan makes (the fixture's classes, plus
+/// a copy of each class whose failed calls are re-sent to another tier).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ClassParams {
     /// Index into [`GatewayParams::tiers`].
     pub tier: usize,
-    /// Probability that a turn makes this call (rewrite, title; think: the hard share).
+    /// The share of turns that make this call, where the plan gives no probability of
+    /// its own (the fixture's `calls_per_turn`, at most 1).
     pub share: f64,
     pub input_tokens: (f64, f64),
     pub output_tokens: (f64, f64),
@@ -70,8 +45,16 @@ pub struct ClassParams {
     pub max_attempts: u32,
     /// The ladder refuses this class from this rung (1..=4; 5: never).
     pub shed_from_rung: u8,
-    /// The class has a fallback (serve flagged, raw query, downgrade, batch queue…).
+    /// A failed call is served a fallback when the stack has the fallback gate: the
+    /// class in `fallback` is called instead, or (without one) the product answers it
+    /// locally — a flagged answer, the raw query, a batch queue.
     pub has_fallback: bool,
+    /// The class called in this call's place when it fails (a think call downgraded
+    /// to an answer; an answer re-sent to another tier). Only with `has_fallback`.
+    pub fallback: Option<usize>,
+    /// Records its time-to-first-token and total latency histograms (a re-sent copy
+    /// of another class does not).
+    pub latency: bool,
     pub bulkhead_slots: u32,
     pub bulkhead_queue: u32,
     /// How this class waits between attempts (none, equal, full or decorrelated jitter).
@@ -130,6 +113,87 @@ pub struct Incident {
     pub end: Nanos,
 }
 
+/// One call a turn may make.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlannedCall {
+    /// Index into [`GatewayParams::classes`].
+    pub class: usize,
+    /// The share of turns that make it; `None`: the class's `share`. Below 1 it is
+    /// drawn when the turn arrives (one uniform, in plan order).
+    pub probability: Option<f64>,
+    /// The class called instead for the turns the draw misses (the seed's think for
+    /// the hard share, answer otherwise).
+    pub otherwise: Option<usize>,
+    /// A failure (after its fallback) fails the turn; `false`: the turn goes on.
+    pub required: bool,
+    /// Made only if this earlier planned call (an index into [`TurnPlan::calls`])
+    /// succeeded or was served its fallback.
+    pub needs: Option<usize>,
+}
+
+/// A step of the turn: its calls (more than one: a parallel group, the turn waits
+/// for all of them), or calls in the background, which the turn does not wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The step's calls: `TurnPlan::calls[first..end]`.
+    pub first: usize,
+    pub end: usize,
+    pub background: bool,
+}
+
+/// What a turn does: steps in order, each started when the one before has ended.
+/// A turn is answered when its last foreground step ends with no required call
+/// failed; background steps after it start once it is answered, so the turn's
+/// latency never includes them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnPlan {
+    pub calls: Vec<PlannedCall>,
+    pub steps: Vec<Step>,
+}
+
+impl TurnPlan {
+    /// The most calls a plan may have (the turn keeps one bit per planned call).
+    pub const MAX_CALLS: usize = 32;
+
+    /// A plan from its steps, each a list of calls and whether it runs in the background.
+    pub fn new(steps: Vec<(Vec<PlannedCall>, bool)>) -> TurnPlan {
+        let mut plan = TurnPlan { calls: Vec::new(), steps: Vec::new() };
+        for (calls, background) in steps {
+            let first = plan.calls.len();
+            plan.calls.extend(calls);
+            plan.steps.push(Step { first, end: plan.calls.len(), background });
+        }
+        plan
+    }
+
+    /// The first step from which every step is in the background (`steps.len()` if
+    /// the last is not): the turn is answered when it reaches it.
+    pub fn answered_at(&self) -> usize {
+        self.steps.iter().rposition(|s| !s.background).map_or(0, |i| i + 1)
+    }
+
+    /// True if a turn can call `class`: the plan names it, or it is the fallback of a
+    /// class that can be called.
+    pub fn reaches(&self, classes: &[ClassParams], class: usize) -> bool {
+        let mut reached: Vec<bool> = vec![false; classes.len()];
+        for call in &self.calls {
+            reached[call.class] = true;
+            if let Some(other) = call.otherwise {
+                reached[other] = true;
+            }
+        }
+        // Fallback chains are acyclic (checked), so classes.len() rounds reach every link.
+        for _ in 0..classes.len() {
+            for (c, params) in classes.iter().enumerate() {
+                if let Some(next) = params.fallback.filter(|_| reached[c] && params.has_fallback) {
+                    reached[next] = true;
+                }
+            }
+        }
+        reached[class]
+    }
+}
+
 /// Who makes the calls.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Client {
@@ -161,9 +225,12 @@ stampede_kernel::named_enum! {
 #[derive(Clone, Debug)]
 pub struct GatewayParams {
     pub tiers: Vec<TierParams>,
-    /// [`CLASS_NAMES`] order; [`ANSWER_FALLBACK`] is used only when `answer_fallback`.
-    pub classes: [ClassParams; CLASSES],
-    pub answer_fallback: bool,
+    /// The call classes; per-class results and limiters, bulkheads and breakers follow
+    /// this order.
+    pub classes: Vec<ClassParams>,
+    /// Each class's name (traces and messages).
+    pub class_names: Vec<&'static str>,
+    pub plan: TurnPlan,
     /// Turns per second at `arrivals` spacing, unless `load` is set (then its mean).
     pub turns_per_s: f64,
     pub arrivals: Arrivals,
@@ -216,8 +283,28 @@ impl GatewayParams {
         for (i, gate) in self.gates.iter().enumerate() {
             assert!(!self.gates[..i].contains(gate), "gate {gate:?} listed twice");
         }
+        assert!(!self.classes.is_empty() && self.class_names.len() == self.classes.len());
         for class in &self.classes {
             assert!(class.tier < self.tiers.len() && class.max_attempts > 0 && class.bulkhead_slots > 0);
+            assert!(class.fallback.is_none_or(|f| f < self.classes.len()));
         }
+        let plan = &self.plan;
+        assert!(plan.calls.len() <= TurnPlan::MAX_CALLS && plan.steps.len() < u8::MAX as usize);
+        for (i, call) in plan.calls.iter().enumerate() {
+            assert!(call.class < self.classes.len() && call.otherwise.is_none_or(|o| o < self.classes.len()));
+            assert!(call.needs.is_none_or(|n| n < i), "a call needs an earlier one");
+        }
+        let mut next = 0;
+        for step in &plan.steps {
+            assert!(step.first == next && step.end > step.first, "steps tile the calls");
+            next = step.end;
+        }
+        assert_eq!(next, plan.calls.len());
+    }
+
+    /// How many latency histograms a replica records: the turn's, then each class's
+    /// (with `latency`) time to first token and total.
+    pub fn latency_histograms(&self) -> usize {
+        1 + 2 * self.classes.iter().filter(|c| c.latency).count()
     }
 }

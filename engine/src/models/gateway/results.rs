@@ -4,7 +4,6 @@
 
 use crate::kernel::Named;
 
-use super::params::CLASSES;
 use super::reason::{Reason, REASONS};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -53,9 +52,10 @@ impl ClassResults {
 }
 
 /// Scalar results of one replica.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct GatewayResults {
-    pub classes: [ClassResults; CLASSES],
+    /// In [`super::GatewayParams::classes`] order.
+    pub classes: Vec<ClassResults>,
     pub turns_offered: u64,
     pub turns_answered: u64,
     pub turns_failed: u64,
@@ -84,43 +84,7 @@ impl GatewayResults {
     }
 }
 
-/// Where answered turns' latencies go in [`LATENCY_NAMES`].
+/// Where answered turns' latencies go: the first histogram; each class with
+/// `latency` has two after it, in class order (see
+/// [`super::GatewayParams::latency_histograms`]).
 pub(super) const TURN_HISTOGRAM: usize = 0;
-
-/// The latency histograms a replica records, in this order.
-pub const LATENCY_NAMES: [&str; 11] = [
-    "turn_s",
-    "guard_ttft_s",
-    "guard_total_s",
-    "rewrite_ttft_s",
-    "rewrite_total_s",
-    "answer_ttft_s",
-    "answer_total_s",
-    "think_ttft_s",
-    "think_total_s",
-    "title_ttft_s",
-    "title_total_s",
-];
-
-/// The latency histogram of class `class`'s time to first token (or whole response)
-/// and of its total, as indexes into [`LATENCY_NAMES`]; answer_fallback has none.
-pub(super) fn class_histograms(class: usize) -> Option<(usize, usize)> {
-    (class < super::params::ANSWER_FALLBACK).then_some((1 + 2 * class, 2 + 2 * class))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::models::gateway::params::CLASS_NAMES;
-
-    #[test]
-    fn latency_names_follow_the_classes() {
-        assert_eq!(LATENCY_NAMES[0], "turn_s");
-        for (class, name) in CLASS_NAMES.iter().enumerate() {
-            if let Some((ttft, total)) = class_histograms(class) {
-                assert_eq!(LATENCY_NAMES[ttft], format!("{name}_ttft_s"));
-                assert_eq!(LATENCY_NAMES[total], format!("{name}_total_s"));
-            }
-        }
-    }
-}

@@ -1,4 +1,4 @@
-//! The gateway's entities and events. A turn owns its stage; a call owns its place
+//! The gateway's entities and events. A turn owns its place in the plan; a call owns its place
 //! in the stack (`pos`) and what it holds of each gate (a permit, a reservation, a
 //! slot); an attempt owns its provider-side state and the ticket that keeps its
 //! scheduled events valid. All live in slabs inside [`super::Gateway`], addressed by
@@ -38,21 +38,23 @@ pub enum Event {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Stage {
-    Guard,
-    Rewrite,
-    Main,
-}
-
+/// A turn walking its plan. Bit `i` of `drawn` and `succeeded` is planned call `i`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Turn {
     pub(super) arrived_at: Nanos,
-    pub(super) stage: Stage,
-    pub(super) hard: bool,
-    pub(super) rewrite: bool,
-    pub(super) title: bool,
     pub(super) counted: bool,
+    pub(super) instance: u16,
+    pub(super) tenant: u16,
+    /// The next step to start.
+    pub(super) step: u8,
+    /// Calls of the current step still running, plus one while the step is starting
+    /// them (a call can end before the next is started).
+    pub(super) pending: u8,
+    /// A required call of the current step failed: the turn fails when it is over.
+    pub(super) failed: bool,
+    /// The arrival's draws: the planned call is made (else its `otherwise`, if any).
+    pub(super) drawn: u32,
+    pub(super) succeeded: u32,
 }
 
 /// How an attempt ends, decided when the provider answers or starts it.
@@ -98,6 +100,8 @@ pub(super) struct Attempt {
 pub(super) struct Call {
     pub(super) class: u8,
     pub(super) turn: Option<SlabKey>,
+    /// The planned call it serves (its turn's plan index; a fallback keeps its slot).
+    pub(super) slot: u8,
     pub(super) instance: u16,
     pub(super) tenant: u16,
     pub(super) counted: bool,

@@ -18,6 +18,33 @@ use crate::policy::quota::QuotaConfig;
 
 const S: Nanos = NANOS_PER_SEC;
 
+// The seed's classes, in the order `params` lists them.
+const GUARD: usize = 0;
+const REWRITE: usize = 1;
+const ANSWER: usize = 2;
+const THINK: usize = 3;
+const TITLE: usize = 4;
+const ANSWER_FALLBACK: usize = 5;
+const CLASSES: usize = 6;
+const CLASS_NAMES: [&str; CLASSES] = ["guard", "rewrite", "answer", "think", "title", "answer_fallback"];
+
+/// The seed's turn: guard → rewrite (its share) → think (its share) or answer → title
+/// (its share, in the background); each call's probability is its class's share.
+fn seed_plan() -> TurnPlan {
+    let call = |class| PlannedCall { class, probability: None, otherwise: None, required: true, needs: None };
+    TurnPlan::new(vec![
+        (vec![call(GUARD)], false),
+        (vec![call(REWRITE)], false),
+        (vec![PlannedCall { otherwise: Some(ANSWER), ..call(THINK) }], false),
+        (vec![call(TITLE)], true),
+    ])
+}
+
+/// One latency histogram per latency the replica records.
+fn latency_histograms(p: &GatewayParams) -> Vec<LatencyHistogram> {
+    (0..p.latency_histograms()).map(|_| LatencyHistogram::new()).collect()
+}
+
 /// One generous tier and five classes with fixed token counts (sd 0), so that
 /// token arithmetic is exact; only guard → answer runs unless a test says so.
 fn params(gates: &[Gate]) -> GatewayParams {
@@ -43,6 +70,8 @@ fn params(gates: &[Gate]) -> GatewayParams {
         max_attempts: 2,
         shed_from_rung: 5,
         has_fallback: false,
+        fallback: None,
+        latency: true,
         bulkhead_slots: 500,
         bulkhead_queue: 500,
         backoff: Backoff::FullJitter { base: S / 10, cap: S },
@@ -52,15 +81,16 @@ fn params(gates: &[Gate]) -> GatewayParams {
     let answer = ClassParams { streamed: true, shed_from_rung: 4, ..class };
     GatewayParams {
         tiers: vec![TierParams { spec, usd_per_mtok_in: 1.0, usd_per_mtok_out: 5.0, error_rate: 0.0, ttft: None }],
-        classes: [
+        classes: vec![
             ClassParams { share: 1.0, ..class },
             class,
             answer,
             class,
             ClassParams { shed_from_rung: 1, ..class },
-            answer,
+            ClassParams { latency: false, ..answer },
         ],
-        answer_fallback: false,
+        class_names: CLASS_NAMES.to_vec(),
+        plan: seed_plan(),
         turns_per_s: 20.0,
         load: None,
         arrivals: Arrivals::Poisson,
@@ -102,7 +132,7 @@ fn params(gates: &[Gate]) -> GatewayParams {
 }
 
 fn run(p: GatewayParams) -> GatewayResults {
-    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms = latency_histograms(&p);
     Gateway::new(p, 7, 0, &mut histograms).run()
 }
 
@@ -301,7 +331,7 @@ fn the_full_stack_drains_and_reproduces() {
     let a = run(p.clone());
     // Debug text: NaN p95s of an empty class compare unequal as floats.
     assert_eq!(format!("{a:?}"), format!("{:?}", run(p.clone())));
-    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms = latency_histograms(&p);
     let other = Gateway::new(p, 7, 1, &mut histograms).run();
     assert_ne!(a.turns_answered, other.turns_answered);
     assert!(a.turns_failed > 0 && a.turns_answered > 0);
@@ -352,10 +382,10 @@ fn histograms_count_from_the_warmup_like_the_counts() {
     let mut p = params(&[Gate::Retry]);
     p.warmup = 20 * S;
     p.classes[REWRITE].share = 0.5;
-    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms = latency_histograms(&p);
     let r = Gateway::new(p, 7, 0, &mut histograms).run();
     for class in [GUARD, REWRITE, ANSWER] {
-        let (_, total) = results::class_histograms(class).unwrap();
+        let (_, total) = (1 + 2 * class, 2 + 2 * class);
         assert_eq!(histograms[total].count(), r.classes[class].served, "{}", CLASS_NAMES[class]);
         assert!(r.classes[class].served > 100);
     }
@@ -442,7 +472,7 @@ fn busy_params() -> GatewayParams {
 }
 
 fn traced(p: GatewayParams, replica: u64) -> (GatewayResults, GatewaySeries, Trace) {
-    let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+    let mut histograms = latency_histograms(&p);
     let (results, series, trace) = Gateway::new(p, 7, replica, &mut histograms).traced().run_all();
     (results, series, trace.expect("traced"))
 }
@@ -461,7 +491,7 @@ fn a_trace_tiles_every_call_and_adds_up_to_the_results() {
     ] {
         let (results, series, trace) = traced(p.clone(), 0);
         trace.check_tiling().unwrap_or_else(|e| panic!("{name}: {e}"));
-        let mut histograms: Vec<LatencyHistogram> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+        let mut histograms = latency_histograms(&p);
         let (untraced, untraced_series, none) = Gateway::new(p, 7, 0, &mut histograms).run_all();
         assert!(none.is_none());
         assert_eq!(format!("{results:?}"), format!("{untraced:?}"), "{name}: tracing changes nothing");

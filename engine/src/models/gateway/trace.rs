@@ -11,7 +11,6 @@ use crate::policy::breaker::BreakerState;
 
 use super::gates::Gate;
 use super::model::Gateway;
-use super::params::{CLASSES, CLASS_NAMES};
 use super::reason::{Reason, Source};
 use super::state::{Attempt, AttemptState, Ending};
 
@@ -19,7 +18,7 @@ use super::state::{Attempt, AttemptState, Ending};
 pub(super) struct GatewayTrace {
     pub(super) rows: Tracer,
     /// Each class's breaker state when last looked at.
-    pub(super) breakers: [BreakerState; CLASSES],
+    pub(super) breakers: Vec<BreakerState>,
 }
 
 /// An attempt's outcome as the client saw it: an HTTP status or the timeout's name.
@@ -109,6 +108,6 @@ impl Gateway<'_> {
             BreakerState::Closed => ((now, now), "closed"),
         };
         let (counted, tier) = (now >= self.p.warmup, self.p.classes[class].tier as u32);
-        trace.rows.event(TraceKind::State, CLASS_NAMES[class], tier, window, name, "breaker", counted);
+        trace.rows.event(TraceKind::State, self.p.class_names[class], tier, window, name, "breaker", counted);
     }
 }

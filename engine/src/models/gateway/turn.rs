@@ -1,32 +1,37 @@
-//! The turn pipeline: a turn arrives (Poisson), draws which calls it will make,
-//! and moves guard → rewrite (for its share) → answer, or think for the hard share;
-//! a failed think is downgraded to answer, a failed answer may go to its fallback
-//! tier; once answered, a title call (for its share) is sent, fire and forget.
+//! A turn's walk through its [`TurnPlan`](super::params::TurnPlan): it arrives, draws
+//! which planned calls it makes (one uniform per call with a probability below 1, in
+//! plan order), and starts its steps one after the other — a step's calls together,
+//! the next step once all of them have ended. A failed call with a fallback class is
+//! replaced by that class's call in the same slot; a required call that fails for
+//! good fails the turn once its step is over. When the last foreground step is done
+//! the turn is answered and the background steps after it start.
+//!
+//! Invariants: `pending` counts the step's running calls (plus one while the step
+//! starts them), so a call that ends before its siblings are started cannot end the
+//! step early; a turn leaves the slab exactly once, answered or failed.
 
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 
 use super::model::{count_in_bucket, Gateway};
-use super::params::{ANSWER, ANSWER_FALLBACK, GUARD, REWRITE, THINK, TITLE};
 use super::results::TURN_HISTOGRAM;
-use super::state::{Call, Event, Stage, Turn};
+use super::state::{Call, Event, Turn};
 
 impl Gateway<'_> {
-    // ---------------------------------------------------------------- turns
-
     pub(super) fn turn_arrival(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
         if let Some(next) = self.interarrival(now).map(|gap| now.saturating_add(gap)) {
             if next < self.p.horizon {
                 scheduler.at(next, Event::TurnArrival);
             }
         }
-        let c = &self.p.classes;
-        let (rewrite, hard, title) = (
-            self.turn_rng.bernoulli(c[REWRITE].share),
-            self.turn_rng.bernoulli(c[THINK].share),
-            self.turn_rng.bernoulli(c[TITLE].share),
-        );
+        let mut drawn = 0u32;
+        for (i, planned) in self.p.plan.calls.iter().enumerate() {
+            let probability = planned.probability.unwrap_or(self.p.classes[planned.class].share);
+            if probability >= 1.0 || self.turn_rng.bernoulli(probability) {
+                drawn |= 1 << i;
+            }
+        }
         let instance = self.turn_rng.below(self.p.instances as u64) as u16;
         // Tenant 0 sends `hot_tenant_share` of the turns; the others share the rest.
         let hot = self.turn_rng.bernoulli(self.p.hot_tenant_share);
@@ -34,23 +39,101 @@ impl Gateway<'_> {
         let tenant = if hot || self.p.tenants == 1 { 0 } else { 1 + other % (self.p.tenants as u64 - 1) } as u16;
         let counted = now >= self.p.warmup;
         self.results.turns_offered += counted as u64;
-        // A guard share below 1 skips the guard for the rest (drawn only then, so the
-        // fixture's always-guarded turns consume the stream as before).
-        let guard = c[GUARD].share >= 1.0 || self.turn_rng.bernoulli(c[GUARD].share);
-        let (stage, class) = match (guard, rewrite, hard) {
-            (true, ..) => (Stage::Guard, GUARD),
-            (false, true, _) => (Stage::Rewrite, REWRITE),
-            (false, false, true) => (Stage::Main, THINK),
-            (false, false, false) => (Stage::Main, ANSWER),
-        };
-        let turn = self.turns.insert(Turn { arrived_at: now, stage, hard, rewrite, title, counted });
+        let turn = self.turns.insert(Turn {
+            arrived_at: now,
+            counted,
+            instance,
+            tenant,
+            step: 0,
+            pending: 0,
+            failed: false,
+            drawn,
+            succeeded: 0,
+        });
         if let Some(trace) = self.tracer.as_deref_mut() {
             trace.rows.group_started(turn);
         }
-        self.start_call(now, class, Some(turn), instance, tenant, scheduler);
+        self.next_step(now, turn, scheduler);
     }
 
-    /// A turn's call ended: move the turn on.
+    /// The class planned call `slot` makes in `turn`, if it makes one.
+    fn planned_class(&self, turn: &Turn, slot: usize) -> Option<usize> {
+        let planned = &self.p.plan.calls[slot];
+        if planned.needs.is_some_and(|n| turn.succeeded & (1 << n) == 0) {
+            return None;
+        }
+        if turn.drawn & (1 << slot) != 0 {
+            Some(planned.class)
+        } else {
+            planned.otherwise
+        }
+    }
+
+    /// Starts the turn's next step (skipping steps with no call to make), or ends the
+    /// turn answered when no foreground step is left.
+    fn next_step(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
+        loop {
+            let turn = *self.turns.get(key).expect("a live turn");
+            debug_assert!(turn.pending == 0 && !turn.failed);
+            let index = turn.step as usize;
+            if index >= self.answered_at {
+                // Answered: what is left runs in the background, outside the turn's latency.
+                self.end_turn(now, key, true);
+                for step in index..self.p.plan.steps.len() {
+                    self.start_background(now, &turn, step, scheduler);
+                }
+                return;
+            }
+            self.turns.get_mut(key).expect("live").step += 1;
+            if self.p.plan.steps[index].background {
+                self.start_background(now, &turn, index, scheduler);
+                continue;
+            }
+            let step = self.p.plan.steps[index];
+            // Held at one while the calls start, so that none can end the step early.
+            self.turns.get_mut(key).expect("live").pending = 1;
+            for slot in step.first..step.end {
+                let turn = *self.turns.get(key).expect("held by `pending`");
+                if turn.failed {
+                    break; // a required call already failed: the rest are not made
+                }
+                if let Some(class) = self.planned_class(&turn, slot) {
+                    self.turns.get_mut(key).expect("live").pending += 1;
+                    self.start_call(now, class, Some(key), slot as u8, turn.instance, turn.tenant, scheduler);
+                }
+            }
+            return self.call_done(now, key, scheduler);
+        }
+    }
+
+    /// Starts the calls of background step `step`: nobody waits for them.
+    fn start_background(&mut self, now: Nanos, turn: &Turn, step: usize, scheduler: &mut Scheduler<Event>) {
+        let step = self.p.plan.steps[step];
+        for slot in step.first..step.end {
+            if let Some(class) = self.planned_class(turn, slot) {
+                self.start_call(now, class, None, slot as u8, turn.instance, turn.tenant, scheduler);
+            }
+        }
+    }
+
+    /// One of the step's calls is over (or the step has started all of them): when
+    /// none is left, the turn fails or moves on.
+    fn call_done(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let turn = self.turns.get_mut(key).expect("a live turn");
+        debug_assert!(turn.pending > 0);
+        turn.pending -= 1;
+        if turn.pending > 0 {
+            return;
+        }
+        if turn.failed {
+            self.end_turn(now, key, false);
+        } else {
+            self.next_step(now, key, scheduler);
+        }
+    }
+
+    /// A turn's call ended: served, served its fallback (a fallback class is called in
+    /// its place), or failed.
     pub(super) fn turn_step(
         &mut self,
         now: Nanos,
@@ -60,37 +143,21 @@ impl Gateway<'_> {
         fallback: bool,
         scheduler: &mut Scheduler<Event>,
     ) {
-        let class = call.class as usize;
-        let turn = *self.turns.get(key).expect("a live turn");
-        let (instance, tenant) = (call.instance, call.tenant);
-        let next = match (turn.stage, class) {
-            (Stage::Guard, GUARD) | (Stage::Rewrite, REWRITE) if served || fallback => {
-                if turn.stage == Stage::Guard && turn.rewrite {
-                    Some((Stage::Rewrite, REWRITE))
-                } else {
-                    Some((Stage::Main, if turn.hard { THINK } else { ANSWER }))
-                }
+        let slot = call.slot as usize;
+        let class = &self.p.classes[call.class as usize];
+        let turn = self.turns.get_mut(key).expect("a live turn");
+        if !served && fallback {
+            if let Some(next) = class.fallback {
+                // The slot goes on with the fallback's call; the step still waits for it.
+                return self.start_call(now, next, Some(key), slot as u8, call.instance, call.tenant, scheduler);
             }
-            (Stage::Main, THINK) if !served && fallback => Some((Stage::Main, ANSWER)),
-            (Stage::Main, ANSWER) if !served && fallback && self.p.answer_fallback => {
-                Some((Stage::Main, ANSWER_FALLBACK))
-            }
-            (Stage::Main, _) if served => {
-                self.end_turn(now, key, true);
-                if turn.title {
-                    self.start_call(now, TITLE, None, instance, tenant, scheduler);
-                }
-                return;
-            }
-            _ => None,
-        };
-        match next {
-            Some((stage, class)) => {
-                self.turns.get_mut(key).expect("live").stage = stage;
-                self.start_call(now, class, Some(key), instance, tenant, scheduler);
-            }
-            None => self.end_turn(now, key, false),
         }
+        if served || fallback {
+            turn.succeeded |= 1 << slot;
+        } else if self.p.plan.calls[slot].required {
+            turn.failed = true;
+        }
+        self.call_done(now, key, scheduler);
     }
 
     pub(super) fn end_turn(&mut self, now: Nanos, key: SlabKey, answered: bool) {

@@ -154,12 +154,12 @@ fn class_capacity(name: &str, class: &CallClass, tier: &Tier, caching: Option<f6
     let rpm_rps = tier.rpm as f64 / 60.0;
     let itpm_rps = tier.itpm as f64 / 60.0 / metered_input(class, caching);
     let otpm_rps = tier.otpm as f64 / 60.0 / class.output_tokens.mean;
-    let otpm_unreconciled_rps = tier.otpm as f64 / 60.0 / class.max_tokens as f64;
+    let otpm_unreconciled_rps = tier.otpm as f64 / 60.0 / class.max_tokens() as f64;
     let (sustained_rps, binding) = [(rpm_rps, Binding::Rpm), (itpm_rps, Binding::Itpm), (otpm_rps, Binding::Otpm)]
         .into_iter()
         .fold((f64::INFINITY, Binding::Rpm), |best, candidate| if candidate.0 < best.0 { candidate } else { best });
     let service = service_s(tier, class);
-    let in_flight_cap = tier.otpm as f64 / class.max_tokens as f64;
+    let in_flight_cap = tier.otpm as f64 / class.max_tokens() as f64;
     let reservation_rps = in_flight_cap / service;
     let (effective_rps, effective_binding) = if reservation_rps < sustained_rps {
         (reservation_rps, Binding::OtpmReservation)
@@ -211,7 +211,7 @@ fn sustainable(fixture: &Fixture, caching: Option<f64>) -> (Vec<ClassCapacity>, 
             (Binding::Rpm, tier.rpm as f64 / 60.0 / per_turn(&|_| 1.0)),
             (Binding::Itpm, tier.itpm as f64 / 60.0 / per_turn(&|c| metered_input(c, caching))),
             (Binding::Otpm, tier.otpm as f64 / 60.0 / per_turn(&|c| c.output_tokens.mean)),
-            (Binding::OtpmReservation, tier.otpm as f64 / per_turn(&|c| service_s(tier, c) * c.max_tokens as f64)),
+            (Binding::OtpmReservation, tier.otpm as f64 / per_turn(&|c| service_s(tier, c) * c.max_tokens() as f64)),
         ];
         for (binding, turns_rps) in bounds {
             if turns_rps < best.0 {
@@ -236,7 +236,7 @@ pub fn analyse(fixture: &Fixture, target_turns_rps: f64) -> CapacityReport {
     };
     let mut p97 = fixture.clone();
     for class in p97.classes.values_mut() {
-        class.max_tokens = (class.output_tokens.mean + Z_97 * class.output_tokens.sd).ceil() as u64;
+        class.max_tokens = Some((class.output_tokens.mean + Z_97 * class.output_tokens.sd).ceil() as u64);
     }
     let mut halved = fixture.clone();
     for class in halved.classes.values_mut().filter(|c| c.retrieval_context) {

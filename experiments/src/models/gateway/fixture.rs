@@ -1,8 +1,15 @@
-//! The LLM-gateway fixture: model tiers and their meters, call classes, gateway
-//! defaults (`experiments/fixtures/llm-gateway.toml`, replaceable by the user's own).
+//! The LLM-gateway fixture: model tiers and their meters, call classes, the turn plan
+//! and gateway defaults (`experiments/fixtures/llm-gateway.toml`, replaceable by the
+//! user's own; `docs/llm-fixture.md` gives every field). [`Fixture::validate`] is the
+//! one check of a fixture: `run`, `capacity` and the Sandbox all go through it.
+//!
+//! Invariants once validated: every name a class, a plan step or the ladder uses is
+//! defined; fallback chains end; names are identifiers, so metric names built from
+//! them are too.
 
 use std::collections::BTreeMap;
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use stampede_engine::policy::backoff::BackoffKind;
@@ -21,8 +28,68 @@ pub const DEFAULT_FIXTURE: &str = include_str!("../../../fixtures/llm-gateway.to
 #[serde(deny_unknown_fields)]
 pub struct Fixture {
     pub tiers: BTreeMap<String, Tier>,
-    pub classes: BTreeMap<String, CallClass>,
+    /// In the order written: the order of the metric blocks and latency histograms.
+    pub classes: Classes,
+    /// What a turn does; absent: every class in order, one after the other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnSection>,
+    #[serde(default)]
     pub gateway: Gateway,
+}
+
+/// The call classes by name, in the order the fixture lists them.
+pub type Classes = IndexMap<String, CallClass>;
+
+/// `[turn]`: the steps of a turn, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnSection {
+    pub steps: Vec<StepSpec>,
+}
+
+/// One step: a call (`call = …`) or a parallel group (`parallel = [{ call = … }, …]`),
+/// in the foreground (the turn waits) or the background.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otherwise: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<Vec<CallSpec>>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub background: bool,
+}
+
+/// One call of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallSpec {
+    /// The class it calls.
+    pub call: String,
+    /// The share of turns that make it; absent: the class's `calls_per_turn` (at most 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+    /// The class called for the turns the draw misses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otherwise: Option<String>,
+    /// A failure the fallback does not answer fails the turn (default); false: the turn goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// Made only when the earlier call of this class succeeded (or was served its fallback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// A model tier: its three meters (per minute), speeds, prices and server slots.
@@ -61,10 +128,6 @@ fn default_error_rate() -> f64 {
     0.002
 }
 
-fn default_ladder_classes() -> Vec<String> {
-    ["title", "rewrite", "think", "answer"].map(String::from).to_vec()
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tokens {
@@ -72,45 +135,96 @@ pub struct Tokens {
     pub sd: f64,
 }
 
+/// Per-attempt timeouts, seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Timeouts {
+    #[serde(default = "default_connect")]
     pub connect: f64,
+    #[serde(default = "default_first_token")]
     pub first_token: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inter_token: Option<f64>,
+    #[serde(default = "default_total")]
     pub total: f64,
 }
 
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: default_connect(),
+            first_token: default_first_token(),
+            inter_token: None,
+            total: default_total(),
+        }
+    }
+}
+
+fn default_connect() -> f64 {
+    2.0
+}
+
+fn default_first_token() -> f64 {
+    30.0
+}
+
+fn default_total() -> f64 {
+    60.0
+}
+
+/// What a failed call of the class becomes when the fallback gate is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnFailure {
+    /// Nothing answers it: the turn fails (unless the plan says the call is not required).
+    TurnFails,
+    /// Answered locally, and the turn goes on; the names say how (any one will do).
+    Degrade,
     ServeFlagged,
     RawQuery,
-    TurnFails,
-    DowngradeToAnswer,
     DeferToBatch,
+    /// The shipped fixture's older spelling of `fallback = "answer"`.
+    DowngradeToAnswer,
 }
 
-/// One kind of LLM call a turn makes.
+/// One kind of LLM call a turn makes. Only its tier and tokens are required.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CallClass {
     pub tier: String,
-    #[serde(with = "crate::base::names")]
+    #[serde(default = "critical", with = "crate::base::names")]
     pub criticality: Criticality,
+    /// The share of turns that make this call: capacity's arithmetic, and the plan's
+    /// probability where the plan gives none (values above 1 count as 1 there).
+    #[serde(default = "one")]
     pub calls_per_turn: f64,
     pub input_tokens: Tokens,
     pub output_tokens: Tokens,
-    pub max_tokens: u64,
+    /// Absent: the output mean plus four standard deviations, rounded up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
     pub streamed: bool,
+    #[serde(default = "default_deadline")]
     pub deadline_s: f64,
+    #[serde(default)]
     pub timeouts_s: Timeouts,
+    #[serde(default = "default_attempts")]
     pub max_attempts: u32,
+    #[serde(default = "turn_fails")]
     pub on_failure: OnFailure,
+    /// The class called in this one's place when it fails (with the fallback gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// The tier a failed call is re-sent to (with the fallback gate); its calls are
+    /// the class `NAME_fallback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_tier: Option<String>,
     /// Fraction of the input that is a cacheable prefix.
+    #[serde(default)]
     pub cacheable_prefix: f64,
     /// True when the input carries retrieved context (the "halve the context" lever).
+    #[serde(default)]
     pub retrieval_context: bool,
     /// Share of calls whose cacheable prefix is a prompt-cache hit (simulated: the
     /// cached tokens are metered at `cache_read_itpm_weight` and billed at
@@ -123,6 +237,50 @@ pub struct CallClass {
     pub backoff: BackoffKind,
 }
 
+impl CallClass {
+    /// `max_tokens`, or its default: the output mean plus four standard deviations.
+    pub fn max_tokens(&self) -> u64 {
+        self.max_tokens
+            .unwrap_or_else(|| (self.output_tokens.mean + 4.0 * self.output_tokens.sd).ceil().max(1.0) as u64)
+    }
+
+    /// The class a failed call is replaced by (`fallback`, or the old
+    /// `on_failure = "downgrade_to_answer"`'s answer).
+    pub fn fallback_class(&self) -> Option<&str> {
+        match (&self.fallback, self.on_failure) {
+            (Some(class), _) => Some(class),
+            (None, OnFailure::DowngradeToAnswer) => Some("answer"),
+            _ => None,
+        }
+    }
+
+    /// A failed call is answered some other way (another class, another tier, locally)
+    /// when the fallback gate is on.
+    pub fn has_fallback(&self) -> bool {
+        self.on_failure != OnFailure::TurnFails || self.fallback.is_some() || self.fallback_tier.is_some()
+    }
+}
+
+fn critical() -> Criticality {
+    Criticality::Critical
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn default_deadline() -> f64 {
+    60.0
+}
+
+fn default_attempts() -> u32 {
+    2
+}
+
+fn turn_fails() -> OnFailure {
+    OnFailure::TurnFails
+}
+
 fn is_zero(value: &f64) -> bool {
     *value == 0.0
 }
@@ -131,8 +289,10 @@ fn full_jitter() -> BackoffKind {
     BackoffKind::FullJitter
 }
 
+/// `[gateway]`: the defaults of the gateway's policies. Every field has a default,
+/// the shipped fixture's value (the ladder: nobody on it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Gateway {
     pub retry_budget_ratio: f64,
     pub backoff_base_s: f64,
@@ -164,7 +324,6 @@ pub struct Gateway {
     pub ladder_rungs: [f64; 4],
     /// The class each rung adds to what is refused: L1 refuses the first, L2 adds the
     /// second… A class not listed is never refused by the ladder.
-    #[serde(default = "default_ladder_classes")]
     pub ladder_classes: Vec<String>,
     pub adaptive_kind: String,
     pub adaptive_initial_limit: u32,
@@ -173,6 +332,39 @@ pub struct Gateway {
     /// cache reads: 0.1).
     #[serde(default = "default_cache_price")]
     pub cache_read_price_weight: f64,
+}
+
+impl Default for Gateway {
+    fn default() -> Self {
+        Gateway {
+            retry_budget_ratio: 0.10,
+            backoff_base_s: 1.0,
+            backoff_cap_s: 20.0,
+            no_retry_past_delivered: 0.80,
+            breaker_failure_ratio: 0.30,
+            breaker_window_s: 60.0,
+            breaker_minimum_calls: 20,
+            breaker_open_s: 20.0,
+            breaker_open_multiplier: default_open_multiplier(),
+            breaker_max_open_s: default_max_open(),
+            breaker_half_open_probes: 3,
+            breaker_counts_429: false,
+            honour_retry_after: default_honour_retry_after(),
+            bulkhead_queue: "lifo".into(),
+            codel_target_s: 0.05,
+            codel_interval_s: 1.0,
+            limiter_headroom: 0.90,
+            limiter_longest_wait_s: 2.0,
+            fleet_instances: 12,
+            coordinated_quota: true,
+            ladder_rungs: [0.80, 0.88, 0.95, 1.0],
+            ladder_classes: Vec::new(),
+            adaptive_kind: "gradient".into(),
+            adaptive_initial_limit: 40,
+            cache_read_itpm_weight: 0.1,
+            cache_read_price_weight: default_cache_price(),
+        }
+    }
 }
 
 /// Resilience4j's `IntervalFunction.DEFAULT_MULTIPLIER`.
@@ -194,7 +386,7 @@ fn default_cache_price() -> f64 {
 
 /// `gateway.ladder_classes`: at most four of `classes`, each once (a class is shed from
 /// one rung on). The fixture's own and a scenario's override are both checked by it.
-pub fn check_ladder(ladder: &[String], classes: &BTreeMap<String, CallClass>) -> Result<()> {
+pub fn check_ladder(ladder: &[String], classes: &Classes) -> Result<()> {
     for (rung, name) in ladder.iter().enumerate() {
         if !classes.contains_key(name) || rung >= 4 {
             return Err(Error::bad_input(format!(
@@ -242,16 +434,245 @@ impl Fixture {
         Ok(())
     }
 
-    /// Checks ranges and cross-references.
+    /// Checks ranges and cross-references: names, tiers, classes, fallbacks, the
+    /// ladder and the turn plan. The one check `run`, `capacity` and the Sandbox share.
     pub fn validate(&self) -> Result<()> {
+        if self.tiers.is_empty() || self.classes.is_empty() {
+            return Err(Error::bad_input("a fixture needs at least one [tiers.NAME] and one [classes.NAME]"));
+        }
         for (name, tier) in &self.tiers {
+            check_name("tiers", name)?;
             tier.validate(name)?;
         }
-        check_ladder(&self.gateway.ladder_classes, &self.classes)?;
         for (name, class) in &self.classes {
-            class.validate(name, &self.tiers)?;
+            check_name("classes", name)?;
+            class.validate(name, &self.tiers, &self.classes)?;
+        }
+        self.check_fallback_chains()?;
+        check_ladder(&self.gateway.ladder_classes, &self.classes)?;
+        self.validate_turn()?;
+        for name in self.resendable() {
+            let copy = format!("{name}_fallback");
+            if self.classes.contains_key(&copy) {
+                return Err(Error::bad_input(format!(
+                    "classes.{copy}: the name of class {name}'s calls re-sent to another tier; rename one of them"
+                )));
+            }
         }
         Ok(())
+    }
+
+    /// A fallback chain ends: following `fallback` from any class never comes back.
+    fn check_fallback_chains(&self) -> Result<()> {
+        for start in self.classes.keys() {
+            let mut chain = vec![start.as_str()];
+            let mut at = start.as_str();
+            while let Some(next) = self.classes[at].fallback_class() {
+                chain.push(next);
+                if next == start {
+                    return Err(Error::bad_input(format!(
+                        "classes.{start}.fallback: a cycle ({}); a chain of fallbacks must end in a class \
+                         that fails or is answered locally",
+                        chain.join(" → ")
+                    )));
+                }
+                if chain.len() > self.classes.len() {
+                    break; // a cycle that does not pass through `start`: reported from its own classes
+                }
+                at = next;
+            }
+        }
+        Ok(())
+    }
+
+    /// The turn's steps: `[turn]`'s, or every class in order, one after the other.
+    pub fn steps(&self) -> Vec<(Vec<CallSpec>, bool)> {
+        match &self.turn {
+            Some(turn) => turn.steps.iter().map(|step| (step.calls(), step.background)).collect(),
+            None => self.classes.keys().map(|name| (vec![CallSpec::of(name)], false)).collect(),
+        }
+    }
+
+    /// Classes a turn waits for: named by a foreground step, or a fallback of one.
+    pub fn foreground_classes(&self) -> Vec<&str> {
+        let mut reached: Vec<&str> = Vec::new();
+        for (calls, background) in self.steps() {
+            for call in calls.iter().filter(|_| !background) {
+                for name in std::iter::once(&call.call).chain(&call.otherwise) {
+                    let name = self.classes.get_key_value(name).expect("validated").0.as_str();
+                    if !reached.contains(&name) {
+                        reached.push(name);
+                    }
+                }
+            }
+        }
+        let mut i = 0;
+        while i < reached.len() {
+            if let Some(next) = self.classes[reached[i]].fallback_class() {
+                let next = self.classes.get_key_value(next).expect("validated").0.as_str();
+                if !reached.contains(&next) {
+                    reached.push(next);
+                }
+            }
+            i += 1;
+        }
+        reached
+    }
+
+    /// Classes whose failed calls can be re-sent to another tier, in class order: each
+    /// with a `fallback_tier`, and each a turn waits for whose failure nothing else
+    /// answers (a scenario's `stack.fallback_tiers` may give it one). Their re-sent
+    /// calls are the class `NAME_fallback`, with metrics of their own.
+    pub fn resendable(&self) -> Vec<&str> {
+        let foreground = self.foreground_classes();
+        self.classes
+            .iter()
+            .filter(|(name, c)| {
+                let fails_turn = c.on_failure == OnFailure::TurnFails && foreground.contains(&name.as_str());
+                c.fallback_class().is_none() && (c.fallback_tier.is_some() || fails_turn)
+            })
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// `[turn]`: each step a call or a parallel group, every name a class, `needs` an
+    /// earlier foreground call, probabilities shares, at most 32 calls, something to wait for.
+    fn validate_turn(&self) -> Result<()> {
+        let Some(turn) = &self.turn else { return Ok(()) };
+        let classes = || self.classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+        let class = |at: &str, field: &str, name: &str| -> Result<()> {
+            if self.classes.contains_key(name) {
+                Ok(())
+            } else {
+                Err(Error::bad_input(format!("{at}.{field} = {name:?}: no such class; classes: {}", classes())))
+            }
+        };
+        if turn.steps.is_empty() {
+            return Err(Error::bad_input("turn.steps = []: list at least one call (a step is { call = \"CLASS\" })"));
+        }
+        // (class, otherwise, step, background) of every call so far.
+        let mut earlier: Vec<(&str, Option<&str>, usize, bool)> = Vec::new();
+        for (i, step) in turn.steps.iter().enumerate() {
+            let at = format!("turn.steps[{i}]");
+            match (&step.call, &step.parallel) {
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(Error::bad_input(format!(
+                        "{at}: give either call = \"CLASS\" or parallel = [{{ call = \"CLASS\" }}, …]"
+                    )))
+                }
+                (None, Some(calls)) => {
+                    if calls.is_empty() {
+                        return Err(Error::bad_input(format!("{at}.parallel = []: list the calls made together")));
+                    }
+                    let own = [
+                        ("probability", step.probability.is_some()),
+                        ("otherwise", step.otherwise.is_some()),
+                        ("required", step.required.is_some()),
+                        ("needs", step.needs.is_some()),
+                    ];
+                    if let Some((field, _)) = own.iter().find(|(_, given)| *given) {
+                        return Err(Error::bad_input(format!(
+                            "{at}.{field}: a parallel group takes it on each call inside `parallel`"
+                        )));
+                    }
+                }
+                (Some(_), None) => {}
+            }
+            for (j, call) in step.calls().iter().enumerate() {
+                let at = if step.parallel.is_some() { format!("{at}.parallel[{j}]") } else { at.clone() };
+                class(&at, "call", &call.call)?;
+                if let Some(otherwise) = &call.otherwise {
+                    class(&at, "otherwise", otherwise)?;
+                }
+                if let Some(p) = call.probability.filter(|p| !(0.0..=1.0).contains(p)) {
+                    return Err(Error::bad_input(format!("{at}.probability = {p}: a share of turns, from 0 to 1")));
+                }
+                if let Some(needs) = &call.needs {
+                    let matches: Vec<_> = earlier
+                        .iter()
+                        .filter(|(c, o, step, _)| (*c == needs || *o == Some(needs.as_str())) && *step < i)
+                        .collect();
+                    match matches.as_slice() {
+                        [] => {
+                            return Err(Error::bad_input(format!(
+                                "{at}.needs = {needs:?}: no call of that class in an earlier step (a call can need \
+                                 only a call the turn has already waited for)"
+                            )))
+                        }
+                        [(.., true)] => {
+                            return Err(Error::bad_input(format!(
+                                "{at}.needs = {needs:?}: that call runs in the background, so the turn never \
+                                 learns whether it succeeded"
+                            )))
+                        }
+                        [_] => {}
+                        _ => {
+                            return Err(Error::bad_input(format!(
+                                "{at}.needs = {needs:?}: the plan calls {needs} more than once before this step; \
+                                 which one is meant is ambiguous"
+                            )))
+                        }
+                    }
+                }
+            }
+            for call in step.calls() {
+                let call_name = self.classes.get_key_value(&call.call).expect("checked").0.as_str();
+                let otherwise =
+                    call.otherwise.as_ref().map(|o| self.classes.get_key_value(o).expect("checked").0.as_str());
+                earlier.push((call_name, otherwise, i, step.background));
+            }
+        }
+        if earlier.len() > stampede_engine::models::gateway::TurnPlan::MAX_CALLS {
+            return Err(Error::bad_input(format!(
+                "turn.steps: {} calls; a turn plan has at most {}",
+                earlier.len(),
+                stampede_engine::models::gateway::TurnPlan::MAX_CALLS
+            )));
+        }
+        if turn.steps.iter().all(|s| s.background) {
+            return Err(Error::bad_input(
+                "turn.steps: every step is in the background, so a turn would wait for nothing; \
+                 make at least one step a foreground call (background = false)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A tier's or class's name becomes part of metric names: a letter, then letters,
+/// digits and underscores.
+fn check_name(section: &str, name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let first = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    if first && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Ok(());
+    }
+    Err(Error::bad_input(format!(
+        "[{section}.{name:?}]: a name must be a letter followed by letters, digits and underscores \
+         (it becomes part of metric names)"
+    )))
+}
+
+impl StepSpec {
+    /// The step's calls: its parallel group, or its one call.
+    pub fn calls(&self) -> Vec<CallSpec> {
+        match &self.parallel {
+            Some(calls) => calls.clone(),
+            None => vec![CallSpec {
+                call: self.call.clone().unwrap_or_default(),
+                probability: self.probability,
+                otherwise: self.otherwise.clone(),
+                required: self.required,
+                needs: self.needs.clone(),
+            }],
+        }
+    }
+}
+
+impl CallSpec {
+    /// A call of `class` at the class's own share.
+    pub fn of(class: &str) -> CallSpec {
+        CallSpec { call: class.into(), probability: None, otherwise: None, required: None, needs: None }
     }
 }
 
@@ -293,8 +714,9 @@ impl Tier {
 }
 
 impl CallClass {
-    /// Its tier exists; tokens, attempts, deadlines and timeouts are in range.
-    fn validate(&self, name: &str, tiers: &BTreeMap<String, Tier>) -> Result<()> {
+    /// Its tier exists; tokens, attempts, deadlines and timeouts are in range; its
+    /// fallback names another class or tier, and only one kind of fallback is given.
+    fn validate(&self, name: &str, tiers: &BTreeMap<String, Tier>, classes: &Classes) -> Result<()> {
         if !tiers.contains_key(&self.tier) {
             let tiers: Vec<&str> = tiers.keys().map(String::as_str).collect();
             return Err(Error::bad_input(format!(
@@ -326,7 +748,7 @@ impl CallClass {
         if !(self.input_tokens.sd >= 0.0 && self.output_tokens.sd >= 0.0) {
             return Err(Error::bad_input(format!("classes.{name}: token standard deviations must be zero or more")));
         }
-        if self.max_tokens == 0 {
+        if self.max_tokens == Some(0) {
             return Err(Error::bad_input(format!("classes.{name}.max_tokens = 0: must be positive")));
         }
         if !(self.calls_per_turn.is_finite() && self.calls_per_turn >= 0.0) {
@@ -346,6 +768,46 @@ impl CallClass {
                 "classes.{name}.cacheable_prefix = {}: must be from 0 to 1",
                 self.cacheable_prefix
             )));
+        }
+        self.validate_fallback(name, tiers, classes)
+    }
+
+    fn validate_fallback(&self, name: &str, tiers: &BTreeMap<String, Tier>, classes: &Classes) -> Result<()> {
+        let kinds = [
+            ("fallback", self.fallback.is_some()),
+            ("fallback_tier", self.fallback_tier.is_some()),
+            ("on_failure", self.on_failure != OnFailure::TurnFails),
+        ];
+        let given: Vec<&str> = kinds.iter().filter(|(_, given)| *given).map(|(field, _)| *field).collect();
+        if given.len() > 1 {
+            return Err(Error::bad_input(format!(
+                "classes.{name}: {} are each a fallback; a failed call gets one (another class's call, \
+                 the same call on another tier, or a local answer)",
+                given.join(" and ")
+            )));
+        }
+        if let Some(next) = self.fallback_class() {
+            if next == name {
+                return Err(Error::bad_input(format!(
+                    "classes.{name}.fallback = {next:?}: a class cannot fall back to itself (max_attempts retries it)"
+                )));
+            }
+            if !classes.contains_key(next) {
+                let field = if self.fallback.is_some() { "fallback" } else { "on_failure" };
+                return Err(Error::bad_input(format!(
+                    "classes.{name}.{field}: falls back to class {next:?}, which the fixture does not define; \
+                     classes: {}",
+                    classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                )));
+            }
+        }
+        if let Some(tier) = &self.fallback_tier {
+            if !tiers.contains_key(tier) {
+                return Err(Error::bad_input(format!(
+                    "classes.{name}.fallback_tier = {tier:?}: no such tier; tiers: {}",
+                    tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                )));
+            }
         }
         Ok(())
     }

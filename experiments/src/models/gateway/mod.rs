@@ -3,8 +3,11 @@
 //! and `[classes]` (overrides of fixture entries) and `[load]` (turns from data), the
 //! gateway's warnings and its metric table.
 //!
-//! The fixture (the shipped one, or `workload.fixture`) supplies tiers, classes and
-//! gateway defaults; it is read once when the scenario is loaded.
+//! The fixture (the shipped one, or `workload.fixture`) supplies tiers, classes, the
+//! turn plan and gateway defaults; it is read once when the scenario is loaded, and
+//! the engine's classes, plan and metric names are built from it then. The engine's
+//! classes are the fixture's, in its order, then `NAME_fallback` for each class whose
+//! failed calls can be re-sent to another tier ([`Fixture::resendable`]).
 
 pub mod capacity;
 pub mod fixture;
@@ -12,14 +15,14 @@ mod metrics;
 mod presentation;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use stampede_engine::components::provider::TierSpec;
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::{
-    Arrivals, CallClass, ClassParams, Client, Gate, Gateway as GatewayModel, GatewayParams, GatewayResults,
-    GatewaySeries, Incident, IncidentKind, LimiterScope, TierParams, Timeouts, ANSWER, ANSWER_FALLBACK, CLASSES,
-    LATENCY_NAMES,
+    Arrivals, ClassParams, Client, Gate, Gateway as GatewayModel, GatewayParams, GatewayResults, GatewaySeries,
+    Incident, IncidentKind, LimiterScope, PlannedCall, TierParams, Timeouts, TurnPlan,
 };
 use stampede_engine::policy::admission::Ladder;
 use stampede_engine::policy::breaker::{BreakerConfig, SlidingWindow};
@@ -27,12 +30,14 @@ use stampede_engine::policy::bulkhead::{CoDelConfig, QueueOrder};
 use stampede_engine::policy::classify::{RetryClassifier, RetryDecision};
 use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, SampleWindow};
 use stampede_engine::policy::quota::QuotaConfig;
+use stampede_engine::policy::Criticality;
 use stampede_engine::secs_to_nanos;
 use stampede_engine::LatencyHistogram;
 
-use self::fixture::{Fixture, Gateway as GatewayKnobs, OnFailure};
-use self::metrics::GATEWAY_METRICS;
-use super::metrics::{defs, values, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica};
+use self::fixture::{Fixture, Gateway as GatewayKnobs};
+use super::metrics::{
+    defs, intern, intern_names, values, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica,
+};
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
 use crate::base::typing::typed_at;
@@ -45,7 +50,7 @@ impl ModelSpec for Gateway {
     type Config = GatewayConfig;
     const NAME: &'static str = "gateway";
     const DESCRIPTION: &'static str =
-        "LLM gateway: turns fan out into five call classes over metered tiers, through a reorderable stack of defences";
+        "LLM gateway: turns follow your fixture's plan of LLM calls over metered tiers, through a reorderable stack of defences";
     const SECTIONS: &'static [&'static str] =
         &["workload", "stack", "gateway", "incidents", "tiers", "classes", "load"];
     const PATH_FIELDS: &'static [&'static str] = &["workload.fixture"];
@@ -72,12 +77,12 @@ impl ModelSpec for Gateway {
         config.validate(run)
     }
 
-    fn metrics(_: &GatewayConfig) -> Vec<MetricDef> {
-        defs(&GATEWAY_METRICS)
+    fn metrics(config: &GatewayConfig) -> Vec<MetricDef> {
+        defs(&config.resolved().table.0)
     }
 
-    fn latencies(_: &GatewayConfig) -> &'static [&'static str] {
-        &LATENCY_NAMES
+    fn latencies(config: &GatewayConfig) -> &'static [&'static str] {
+        config.resolved().latencies
     }
 
     fn warnings(config: &GatewayConfig, run: &RunConfig) -> Vec<String> {
@@ -85,7 +90,7 @@ impl ModelSpec for Gateway {
     }
 
     fn presentation(config: &GatewayConfig, _: &RunConfig) -> super::presentation::Presentation {
-        presentation::presentation(&config.incidents)
+        presentation::presentation(&config.resolved().class_names(), &config.incidents)
     }
 
     fn series(_: &GatewayConfig) -> &'static [SeriesDef] {
@@ -104,16 +109,16 @@ impl ModelSpec for Gateway {
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
         let (results, series, _) = GatewayModel::new(config.params(run), master_seed, replica, histograms).run_all();
-        output(&results, series)
+        output(config, &results, series)
     }
 
     const TRACES: bool = true;
 
     fn trace_replica(config: &GatewayConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
-        let mut histograms: Vec<_> = LATENCY_NAMES.iter().map(|_| LatencyHistogram::new()).collect();
+        let mut histograms: Vec<_> = config.resolved().latencies.iter().map(|_| LatencyHistogram::new()).collect();
         let model = GatewayModel::new(config.params(run), master_seed, replica, &mut histograms).traced();
         let (results, series, trace) = model.run_all();
-        Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
+        Some(TracedReplica { output: output(config, &results, series), trace: trace.expect("traced") })
     }
 }
 
@@ -125,10 +130,10 @@ const GATEWAY_SERIES: &[SeriesDef] = &[
     SeriesDef { name: "goodput_tps", kind: SeriesKind::Count },
 ];
 
-fn output(results: &GatewayResults, series: GatewaySeries) -> ReplicaOutput {
+fn output(config: &GatewayConfig, results: &GatewayResults, series: GatewaySeries) -> ReplicaOutput {
     let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
     ReplicaOutput {
-        metrics: values(&GATEWAY_METRICS, results),
+        metrics: values(&config.resolved().table.0, results),
         series: vec![counts(series.attempts), counts(series.answered)],
         ..ReplicaOutput::default()
     }
@@ -160,8 +165,9 @@ pub struct GatewayConfig {
     resolved: Option<Resolved>,
 }
 
-/// The fixture with the scenario's overrides applied, and each class's Little's-law
-/// pool (the default bulkhead size).
+/// The fixture with the scenario's overrides applied, each class's Little's-law pool
+/// (the default bulkhead size), and what is named from the fixture: the engine's
+/// classes, the metric table and the latency histograms.
 #[derive(Clone, Debug, PartialEq)]
 struct Resolved {
     fixture: Fixture,
@@ -169,6 +175,46 @@ struct Resolved {
     pools: BTreeMap<String, f64>,
     /// `[load]`'s turns, read once.
     load: Option<stampede_engine::components::arrivals::ArrivalProcess>,
+    /// The engine's classes, in its order.
+    classes: Vec<EngineClass>,
+    table: Arc<MetricTable>,
+    latencies: &'static [&'static str],
+}
+
+/// One of the engine's classes: a fixture class, or the re-sent copy of one.
+#[derive(Clone, Debug, PartialEq)]
+struct EngineClass {
+    name: &'static str,
+    /// The fixture class it is (or copies).
+    source: String,
+    resent: bool,
+}
+
+/// The metric table, built once per scenario.
+#[derive(Clone)]
+struct MetricTable(Vec<Metric<GatewayResults>>);
+
+impl std::fmt::Debug for MetricTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|m| m.def.name)).finish()
+    }
+}
+
+/// Derived from the classes, which are compared in their own right.
+impl PartialEq for MetricTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.iter().map(|m| m.def.name).eq(other.0.iter().map(|m| m.def.name))
+    }
+}
+
+impl Resolved {
+    fn class_names(&self) -> Vec<&'static str> {
+        self.classes.iter().map(|c| c.name).collect()
+    }
+
+    fn class_index(&self, name: &str) -> usize {
+        self.classes.iter().position(|c| c.name == name && !c.resent).expect("a validated class")
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -259,7 +305,11 @@ pub struct StackSection {
     /// Caps every class's attempts (1: no retries at all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
-    /// Give answer a fallback: the same call on this tier.
+    /// Re-send a class's failed calls to another tier (with the fallback gate):
+    /// `{ answer = "haiku" }`. Overrides the fixture's `fallback_tier`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fallback_tiers: BTreeMap<String, String>,
+    /// The seed's spelling of `fallback_tiers = { answer = TIER }`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_fallback_tier: Option<String>,
     /// Bulkhead slots per class; absent classes get their Little's-law pool from
@@ -281,6 +331,7 @@ impl Default for StackSection {
             reconcile: true,
             retry_budget: true,
             max_attempts: None,
+            fallback_tiers: BTreeMap::new(),
             answer_fallback_tier: None,
             bulkhead_slots: BTreeMap::new(),
         }
@@ -393,9 +444,6 @@ impl IncidentSection {
     }
 }
 
-/// The pipeline's roles; the fixture must define a class for each.
-const PIPELINE: [&str; 5] = ["guard", "rewrite", "answer", "think", "title"];
-
 impl GatewayConfig {
     /// Reads the fixture and checks everything that does not depend on `[run]`.
     pub fn resolve(mut self) -> Result<Self> {
@@ -404,13 +452,6 @@ impl GatewayConfig {
         override_entries(&mut fixture.classes, &self.classes, "classes")?;
         fixture.read_inputs()?;
         fixture.validate()?;
-        for role in PIPELINE {
-            if !fixture.classes.contains_key(role) {
-                return Err(Error::bad_input(format!(
-                    "the fixture has no class {role:?}: the gateway's turn pipeline needs guard, rewrite, answer, think and title"
-                )));
-            }
-        }
         let knobs = overridden(&fixture.gateway, &self.gateway, "gateway")?;
         let pools = capacity::analyse(&fixture, 1.0).classes.into_iter().map(|c| (c.class, c.pool_size)).collect();
         if self.load.is_some() && self.workload.arrivals == Arrivals::Even {
@@ -424,12 +465,41 @@ impl GatewayConfig {
             "workload.turns_per_s",
             Some("gateway"),
         )?;
-        self.resolved = Some(Resolved { fixture, knobs, pools, load });
+        let mut classes: Vec<EngineClass> = fixture
+            .classes
+            .keys()
+            .map(|name| EngineClass { name: intern(name.clone()), source: name.clone(), resent: false })
+            .collect();
+        for name in fixture.resendable() {
+            let copy = intern(format!("{name}_fallback"));
+            classes.push(EngineClass { name: copy, source: name.into(), resent: true });
+        }
+        let names: Vec<&str> = classes.iter().map(|c| c.name).collect();
+        let main = main_class(&fixture).map(|main| names.iter().position(|n| *n == main).expect("a fixture class"));
+        let table = Arc::new(MetricTable(metrics::metric_table(&names, main)));
+        let mut latencies = vec!["turn_s"];
+        for class in classes.iter().filter(|c| !c.resent) {
+            latencies.push(intern(format!("{}_ttft_s", class.name)));
+            latencies.push(intern(format!("{}_total_s", class.name)));
+        }
+        let latencies = intern_names(latencies);
+        self.resolved = Some(Resolved { fixture, knobs, pools, load, classes, table, latencies });
         Ok(self)
     }
 
     fn resolved(&self) -> &Resolved {
         self.resolved.as_ref().expect("resolve() ran when the scenario was loaded")
+    }
+
+    /// The fixture with the scenario's overrides applied.
+    pub fn fixture(&self) -> &Fixture {
+        &self.resolved().fixture
+    }
+
+    /// The engine's classes by name: the fixture's, in its order, then each re-sent
+    /// copy (`NAME_fallback`). Metric names start with these.
+    pub fn class_names(&self) -> Vec<&'static str> {
+        self.resolved().class_names()
     }
 
     /// Checks every section, in order, each error naming its field path.
@@ -489,23 +559,57 @@ impl GatewayConfig {
         }
         let fixture = &self.resolved().fixture;
         let tier_names = || fixture.tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
-        if let Some(tier) = &s.answer_fallback_tier {
-            if !fixture.tiers.contains_key(tier) {
+        let class_names = || fixture.classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+        for (class, slots) in &s.bulkhead_slots {
+            if !fixture.classes.contains_key(class) || *slots == 0 {
                 return Err(Error::bad_input(format!(
-                    "stack.answer_fallback_tier = {tier:?}: no such tier; tiers: {}",
-                    tier_names()
+                    "stack.bulkhead_slots.{class} = {slots}: needs one of the classes ({}) and at least 1 slot",
+                    class_names()
                 )));
             }
         }
-        for (class, slots) in &s.bulkhead_slots {
-            if !PIPELINE.contains(&class.as_str()) || *slots == 0 {
+        let resendable = fixture.resendable();
+        for (class, tier) in self.fallback_tiers() {
+            let field = if s.fallback_tiers.contains_key(class) {
+                format!("stack.fallback_tiers.{class}")
+            } else {
+                "stack.answer_fallback_tier".into()
+            };
+            if !fixture.classes.contains_key(class) {
+                return Err(Error::bad_input(format!("{field}: no class {class:?}; classes: {}", class_names())));
+            }
+            if !resendable.contains(&class) {
                 return Err(Error::bad_input(format!(
-                    "stack.bulkhead_slots.{class} = {slots}: needs one of {} and at least 1 slot",
-                    PIPELINE.join(", ")
+                    "{field}: class {class}'s failed calls are answered otherwise (its fallback or on_failure), \
+                     so they are not re-sent; classes that can be: {}",
+                    if resendable.is_empty() { "none".into() } else { resendable.join(", ") }
                 )));
+            }
+            if !fixture.tiers.contains_key(tier) {
+                return Err(Error::bad_input(format!("{field} = {tier:?}: no such tier; tiers: {}", tier_names())));
             }
         }
         Ok(())
+    }
+
+    /// The scenario's re-send tiers by class: `stack.fallback_tiers`, and the seed's
+    /// `stack.answer_fallback_tier` for answer.
+    fn fallback_tiers(&self) -> Vec<(&str, &str)> {
+        let mut tiers: Vec<(&str, &str)> =
+            self.stack.fallback_tiers.iter().map(|(class, tier)| (class.as_str(), tier.as_str())).collect();
+        if let Some(tier) = &self.stack.answer_fallback_tier {
+            if !self.stack.fallback_tiers.contains_key("answer") {
+                tiers.push(("answer", tier));
+            }
+        }
+        tiers
+    }
+
+    /// The tier class `name`'s failed calls are re-sent to, if any: the scenario's, or
+    /// the fixture's `fallback_tier`.
+    fn fallback_tier(&self, name: &str) -> Option<&str> {
+        let scenario = self.fallback_tiers().into_iter().find(|(class, _)| *class == name).map(|(_, tier)| tier);
+        scenario.or(self.resolved().fixture.classes[name].fallback_tier.as_deref())
     }
 
     fn validate_incidents(&self) -> Result<()> {
@@ -687,20 +791,26 @@ impl GatewayConfig {
                 drain.drain_s.ceil()
             ));
         }
-        // The turn fails when these fail (no fallback answers them); the seed's ladder
-        // never sheds the guard and sheds the answer only at the cap.
-        for critical in ["guard", "answer"] {
-            let Some(rung) = knobs.ladder_classes.iter().position(|n| n == critical) else { continue };
-            if rung + 1 < 4 && self.stack.client == ClientName::Stack && self.stack.gates.contains(&Gate::Admission) {
-                warnings.push(format!(
-                    "gateway.ladder_classes puts {critical} on rung {} (pressure ≥ {}): a turn fails when its \
-                     {critical} call is refused, so the ladder will fail turns before the cap; the shipped ladder \
-                     is {:?}",
-                    rung + 1,
-                    knobs.ladder_rungs[rung],
-                    ["title", "rewrite", "think", "answer"]
-                ));
-            }
+        // A class the turn cannot do without (its failure fails the turn, or it is
+        // marked critical_plus) shed before the cap fails turns while capacity is left.
+        let fails_turn = fixture.resendable();
+        let ladder_on = self.stack.client == ClientName::Stack && self.stack.gates.contains(&Gate::Admission);
+        for (rung, critical) in knobs.ladder_classes.iter().enumerate().filter(|(rung, _)| rung + 1 < 4 && ladder_on) {
+            let class = &fixture.classes[critical];
+            let why = if fails_turn.contains(&critical.as_str()) {
+                format!("a turn fails when its {critical} call is refused")
+            } else if class.criticality == Criticality::CriticalPlus {
+                format!("{critical} is critical_plus")
+            } else {
+                continue;
+            };
+            warnings.push(format!(
+                "gateway.ladder_classes puts {critical} on rung {} (pressure ≥ {}): {why}, so the ladder will fail \
+                 turns before the cap; put it last (the shipped ladder is {:?})",
+                rung + 1,
+                knobs.ladder_rungs[rung],
+                ["title", "rewrite", "think", "answer"]
+            ));
         }
         warnings
     }
@@ -720,7 +830,8 @@ impl GatewayConfig {
         GatewayParams {
             tiers: self.tiers(),
             classes: self.classes(),
-            answer_fallback: self.stack.answer_fallback_tier.is_some(),
+            class_names: self.resolved().class_names(),
+            plan: self.plan(),
             turns_per_s: self.turns_per_s(run),
             arrivals: self.workload.arrivals,
             load: self.resolved().load.clone(),
@@ -814,7 +925,7 @@ impl GatewayConfig {
             share: c.calls_per_turn.min(1.0),
             input_tokens: (c.input_tokens.mean, c.input_tokens.sd),
             output_tokens: (c.output_tokens.mean, c.output_tokens.sd),
-            max_tokens: c.max_tokens,
+            max_tokens: c.max_tokens(),
             streamed: c.streamed,
             deadline: secs_to_nanos(c.deadline_s),
             timeouts: Timeouts {
@@ -825,7 +936,9 @@ impl GatewayConfig {
             },
             max_attempts: self.stack.max_attempts.map_or(c.max_attempts, |cap| cap.min(c.max_attempts)),
             shed_from_rung,
-            has_fallback: c.on_failure != OnFailure::TurnFails,
+            has_fallback: c.has_fallback(),
+            fallback: None,
+            latency: true,
             bulkhead_slots: slots,
             bulkhead_queue: slots,
             backoff: c.backoff.with(secs_to_nanos(knobs.backoff_base_s), secs_to_nanos(knobs.backoff_cap_s)),
@@ -834,18 +947,57 @@ impl GatewayConfig {
         }
     }
 
-    /// The classes in the engine's order; answer_fallback is answer on the fallback tier.
-    fn classes(&self) -> [ClassParams; CLASSES] {
-        let mut classes: [ClassParams; CLASSES] = std::array::from_fn(|i| match CallClass::ALL[i] {
-            CallClass::AnswerFallback => self.class(CallClass::Answer.name()),
-            other => self.class(other.name()),
-        });
-        if let Some(tier) = &self.stack.answer_fallback_tier {
-            classes[ANSWER].has_fallback = true;
-            classes[ANSWER_FALLBACK].tier = self.tier_index(tier);
+    /// The engine's classes: the fixture's, each with its fallback class, then the
+    /// re-sent copies (on their fallback tier, when one is set).
+    fn classes(&self) -> Vec<ClassParams> {
+        let resolved = self.resolved();
+        let mut classes: Vec<ClassParams> = resolved.classes.iter().map(|c| self.class(&c.source)).collect();
+        for (i, engine) in resolved.classes.iter().enumerate() {
+            let fixture_class = &resolved.fixture.classes[&engine.source];
+            if engine.resent {
+                classes[i].latency = false;
+                classes[i].has_fallback = false;
+                let source = resolved.class_index(&engine.source);
+                match self.fallback_tier(&engine.source) {
+                    Some(tier) => {
+                        classes[i].tier = self.tier_index(tier);
+                        classes[source].has_fallback = true;
+                        classes[source].fallback = Some(i);
+                    }
+                    // Unused: the class's failures are not re-sent.
+                    None => classes[source].has_fallback = fixture_class.has_fallback(),
+                }
+            } else if let Some(next) = fixture_class.fallback_class() {
+                classes[i].fallback = Some(resolved.class_index(next));
+            }
         }
-        classes[ANSWER_FALLBACK].has_fallback = false;
         classes
+    }
+
+    /// The turn plan, names turned into class indexes.
+    fn plan(&self) -> TurnPlan {
+        let resolved = self.resolved();
+        let steps = resolved.fixture.steps();
+        let mut slots: Vec<(String, Option<String>)> = Vec::new();
+        let mut plan = Vec::new();
+        for (calls, background) in steps {
+            let mut planned = Vec::new();
+            for call in &calls {
+                let needs = call.needs.as_ref().map(|needs| {
+                    slots.iter().position(|(c, o)| c == needs || o.as_ref() == Some(needs)).expect("validated")
+                });
+                planned.push(PlannedCall {
+                    class: resolved.class_index(&call.call),
+                    probability: call.probability,
+                    otherwise: call.otherwise.as_ref().map(|o| resolved.class_index(o)),
+                    required: call.required.unwrap_or(true),
+                    needs,
+                });
+            }
+            slots.extend(calls.into_iter().map(|c| (c.call, c.otherwise)));
+            plan.push((planned, background));
+        }
+        TurnPlan::new(plan)
     }
 
     fn limiter(&self) -> LimiterKind {
@@ -917,8 +1069,40 @@ where
     typed_at(section, toml::Value::Table(merged))
 }
 
+/// A fixture's named entries: its tiers (sorted) or its classes (in order).
+trait Entries<T> {
+    fn get(&self, name: &str) -> Option<&T>;
+    /// Replaces an entry in place.
+    fn put(&mut self, name: String, entry: T);
+    fn names(&self) -> Vec<&str>;
+}
+
+impl<T> Entries<T> for BTreeMap<String, T> {
+    fn get(&self, name: &str) -> Option<&T> {
+        BTreeMap::get(self, name)
+    }
+    fn put(&mut self, name: String, entry: T) {
+        self.insert(name, entry);
+    }
+    fn names(&self) -> Vec<&str> {
+        self.keys().map(String::as_str).collect()
+    }
+}
+
+impl<T> Entries<T> for indexmap::IndexMap<String, T> {
+    fn get(&self, name: &str) -> Option<&T> {
+        indexmap::IndexMap::get(self, name)
+    }
+    fn put(&mut self, name: String, entry: T) {
+        self.insert(name, entry); // an existing key keeps its place
+    }
+    fn names(&self) -> Vec<&str> {
+        self.keys().map(String::as_str).collect()
+    }
+}
+
 /// Applies `overrides` (`name → {field = value}`) to the fixture's `entries`.
-fn override_entries<T>(entries: &mut BTreeMap<String, T>, overrides: &toml::Table, section: &str) -> Result<()>
+fn override_entries<T>(entries: &mut impl Entries<T>, overrides: &toml::Table, section: &str) -> Result<()>
 where
     T: Serialize + serde::de::DeserializeOwned,
 {
@@ -926,16 +1110,30 @@ where
         let Some(entry) = entries.get(name) else {
             return Err(Error::bad_input(format!(
                 "{section}.{name}: the fixture has no such entry; it has: {}",
-                entries.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+                entries.names().join(", ")
             )));
         };
         let toml::Value::Table(fields) = fields else {
             return Err(Error::bad_input(format!("{section}.{name}: must be a table of fields")));
         };
         let entry = overridden(entry, fields, &format!("{section}.{name}"))?;
-        entries.insert(name.clone(), entry);
+        entries.put(name.clone(), entry);
     }
     Ok(())
+}
+
+/// The class most turns end on: the likelier call of the last step the turn waits
+/// for (the first call of a parallel group). Its call p95 is a headline.
+fn main_class(fixture: &Fixture) -> Option<&str> {
+    let steps = fixture.steps();
+    let (calls, _) = steps.iter().rev().find(|(_, background)| !background)?;
+    let call = calls.first()?;
+    let probability = call.probability.unwrap_or(fixture.classes[&call.call].calls_per_turn.min(1.0));
+    let name = match &call.otherwise {
+        Some(otherwise) if probability < 0.5 => otherwise,
+        _ => &call.call,
+    };
+    Some(fixture.classes.get_key_value(name).expect("validated").0.as_str())
 }
 
 fn queue_order(name: &str) -> Result<QueueOrder> {

@@ -1,11 +1,12 @@
-//! What the report draws for the gateway: per call class, calls served or stopped
-//! stacked by reason, and a funnel of where calls stopped (which gate, which reason)
-//! summed over classes. Built by iterating the engine's [`CallClass`] and [`Reason`],
-//! so a new class or reason appears without anyone editing this list.
+//! What the report draws for the gateway: per call class (the fixture's names),
+//! calls served or stopped stacked by reason, and a funnel of where calls stopped
+//! (which gate, which reason) summed over classes. Built by iterating the classes and
+//! the engine's [`Reason`], so a new class or reason appears without anyone editing
+//! this list.
 
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::reason::Source;
-use stampede_engine::models::gateway::{CallClass, Reason};
+use stampede_engine::models::gateway::Reason;
 
 use super::IncidentSection;
 use crate::models::presentation::{Presentation, Section, Segment, Window};
@@ -27,12 +28,12 @@ fn reason_segment(metric: String, reason: Reason) -> Segment {
     Segment { metric, label: reason.name().replace('_', " "), stage: stage(reason) }
 }
 
-/// `incidents` become the fault windows shaded on the time series.
-pub fn presentation(incidents: &[IncidentSection]) -> Presentation {
-    let groups = CallClass::ALL
+/// `classes` (the engine's order) get a group each; `incidents` become the fault
+/// windows shaded on the time series.
+pub fn presentation(classes: &[&str], incidents: &[IncidentSection]) -> Presentation {
+    let groups = classes
         .iter()
-        .map(|class| {
-            let prefix = class.name();
+        .map(|prefix| {
             let mut segments = vec![served(format!("{prefix}_served"))];
             segments.extend(
                 Reason::ALL.iter().map(|&reason| reason_segment(format!("{prefix}_failed_{}", reason.name()), reason)),
@@ -43,11 +44,11 @@ pub fn presentation(incidents: &[IncidentSection]) -> Presentation {
     let mut funnel: Vec<(Segment, Vec<String>)> = Reason::ALL
         .iter()
         .map(|&reason| {
-            let metrics = CallClass::ALL.iter().map(|c| format!("{}_failed_{}", c.name(), reason.name())).collect();
+            let metrics = classes.iter().map(|c| format!("{c}_failed_{}", reason.name())).collect();
             (reason_segment(format!("failed_{}", reason.name()), reason), metrics)
         })
         .collect();
-    funnel.push((served("served".into()), CallClass::ALL.iter().map(|c| format!("{}_served", c.name())).collect()));
+    funnel.push((served("served".into()), classes.iter().map(|c| format!("{c}_served")).collect()));
     Presentation {
         windows: incidents
             .iter()
@@ -75,16 +76,18 @@ pub fn presentation(incidents: &[IncidentSection]) -> Presentation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::gateway::metrics::GATEWAY_METRICS;
+    use crate::models::gateway::metrics::metric_table;
 
     /// Every metric the presentation names is one the model writes.
     #[test]
     fn every_named_metric_exists() {
-        let exists = |name: &str| GATEWAY_METRICS.iter().any(|m| m.def.name == name);
-        for section in presentation(&[]).sections {
+        let classes = ["classify", "answer", "summary", "answer_fallback"];
+        let table = metric_table(&classes, Some(1));
+        let exists = |name: &str| table.iter().any(|m| m.def.name == name);
+        for section in presentation(&classes, &[]).sections {
             match section {
                 Section::Outcomes { groups, .. } => {
-                    assert_eq!(groups.len(), CallClass::ALL.len());
+                    assert_eq!(groups.len(), classes.len());
                     for (_, segments) in groups {
                         assert_eq!(segments.len(), 1 + Reason::ALL.len());
                         assert!(segments.iter().all(|s| exists(&s.metric)), "{segments:?}");

@@ -7,7 +7,7 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
-use crate::models::gateway::params::{GatewayParams, LimiterScope, CLASSES};
+use crate::models::gateway::params::{GatewayParams, LimiterScope};
 use crate::policy::bulkhead::QueueOrder;
 use crate::policy::limiter::ConcurrencyLimiter;
 use crate::policy::limiter::Signal;
@@ -125,7 +125,7 @@ impl Gateway<'_> {
 /// One limiter per class, or one per tier (the pooling bug).
 pub(in crate::models::gateway) fn limiters(p: &GatewayParams) -> Vec<ConcurrencyLimiter> {
     let count = match p.limiter_scope {
-        LimiterScope::Class => CLASSES,
+        LimiterScope::Class => p.classes.len(),
         LimiterScope::Tier => p.tiers.len(),
     };
     let limiter = |_| match p.limiter_window {
