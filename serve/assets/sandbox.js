@@ -9,6 +9,10 @@
   const { el } = LLM;
   const defaults = await LLM.call("defaults", "/api/sandbox");
   let config = structuredClone(defaults.config);
+  // The product being simulated: the fixture's tiers and classes, and the classes whose
+  // failed calls the fallback gate can re-send to another tier (the shipped one until a
+  // scenario naming its own fixture is loaded).
+  let product = defaults.product;
   let pinned = null, current = null, timer = null;
 
   // Knobs per gate: [field in config.knobs, label, step, kind].
@@ -19,8 +23,11 @@
     breaker: [["breaker_failure_ratio", "trip at failure ratio", 0.05], ["breaker_open_s", "open time (s)", 1], ["breaker_counts_429", "count 429s as failures", null, "bool"]],
     quota: [["limiter_headroom", "headroom (share of the quota)", 0.05], ["limiter_longest_wait_s", "longest wait (s)", 0.5]],
     retry: [["retry_budget", "retry budget on", null, "bool"], ["retry_budget_ratio", "budget (retries per success; 0 funds none)", 0.05], ["backoff_base_s", "backoff base (s)", 0.1], ["backoff_cap_s", "backoff cap (s)", 1], ["honour_retry_after", "honour retry-after", null, "bool"]],
-    fallback: [["answer_fallback_tier", "answer falls back to tier", null, "tier"]],
   };
+  // The fallback gate's knobs come from the product: a tier for each re-sendable class.
+  const gateKnobs = (gate) => gate === "fallback"
+    ? product.resendable.map((c) => [c, `failed ${c} calls are re-sent to tier`, null, "fallback"])
+    : GATE_KNOBS[gate];
 
   function input(field, step, kind) {
     const k = config.knobs;
@@ -28,7 +35,11 @@
     if (kind === "bool") return el("input", { type: "checkbox", ...(k[field] ? { checked: "" } : {}), onchange: (e) => changed(e.target.checked) });
     if (kind === "queue") return el("select", { onchange: (e) => changed(e.target.value) }, ...defaults.queue_orders.map((q) => el("option", { value: q, ...(q === k[field] ? { selected: "" } : {}), text: q })));
     if (kind === "limiter") return el("select", { onchange: (e) => changed(e.target.value) }, ...defaults.limiters.map((l) => el("option", { value: l, ...(l === k[field] ? { selected: "" } : {}), text: l })));
-    if (kind === "tier") return el("select", { onchange: (e) => changed(e.target.value || null) }, el("option", { value: "", text: "none" }), ...defaults.tiers.map((t) => el("option", { value: t, ...(t === k[field] ? { selected: "" } : {}), text: t })));
+    if (kind === "fallback") {
+      const chosen = k.fallback_tiers[field];
+      const pick = (e) => { if (e.target.value) k.fallback_tiers[field] = e.target.value; else delete k.fallback_tiers[field]; changedConfig(); };
+      return el("select", { "data-fallback": field, onchange: pick }, el("option", { value: "", text: "none" }), ...product.tiers.map((t) => el("option", { value: t, ...(t === chosen ? { selected: "" } : {}), text: t })));
+    }
     if (kind === "rungs") return el("span", {}, ...k.ladder_rungs.map((r, i) => el("input", { type: "number", step, min: 0, max: 1, value: r, style: "width:4.5rem", onchange: (e) => { k.ladder_rungs[i] = Number(e.target.value); changedConfig(); } })));
     return el("input", { type: "number", step, value: k[field], style: "width:6rem", onchange: (e) => changed(Number(e.target.value)) });
   }
@@ -52,8 +63,8 @@
           el("button", { "aria-label": `move ${gate} down`, onclick: () => move(i, 1), text: "↓" }),
           el("button", { "aria-label": `remove ${gate}`, onclick: () => remove(i), text: "remove" })),
         el("div", { class: "why", text: defaults.notes[gate] }),
-        ...(GATE_KNOBS[gate].length ? [el("details", {}, el("summary", { text: "knobs" }),
-          ...GATE_KNOBS[gate].map(([field, label, step, kind]) => el("label", { style: "display:block;margin:.2rem 0" }, `${label} `, input(field, step, kind))))] : []));
+        ...(gateKnobs(gate).length ? [el("details", {}, el("summary", { text: "knobs" }),
+          ...gateKnobs(gate).map(([field, label, step, kind]) => el("label", { style: "display:block;margin:.2rem 0" }, `${label} `, input(field, step, kind))))] : []));
       li.addEventListener("keydown", (e) => {
         if (e.target !== li) return;
         if (e.altKey && e.key === "ArrowUp") { e.preventDefault(); move(i, -1); }
@@ -89,18 +100,27 @@
       const set = (field, value) => { incident[field] = value; changedConfig(); };
       const select = (field, options) => el("select", { onchange: (e) => set(field, e.target.value) }, ...options.map((o) => el("option", { value: o, ...(o === incident[field] ? { selected: "" } : {}), text: o })));
       const number = (field) => el("input", { type: "number", step: 1, value: incident[field], "aria-label": field.replace("_s", " (s)").replace("_", " "), onchange: (e) => set(field, Number(e.target.value)) });
-      // The severity of a capacity step: the share of the fleet still up (brownout and outage have fixed health).
-      const step = incident.kind === "capacity_step";
-      const severity = el("input", { type: "number", step: 0.05, min: 0.05, max: 1, value: step ? incident.scale : "", "aria-label": "share of the fleet still up",
-        ...(step ? {} : { disabled: "" }), onchange: (e) => set("scale", Number(e.target.value)) });
+      // Severity: a capacity step's share of the fleet still up; a brownout's share of
+      // slots left (health), its error rate and its latency multiplier. An outage has none.
+      const severity = (field, fallback, props, label) => {
+        const shown = incident.kind === "capacity_step" ? field === "scale" : incident.kind === "brownout" && field !== "scale";
+        return el("input", { type: "number", ...props, value: shown ? (incident[field] ?? fallback) : "", "aria-label": label,
+          ...(shown ? {} : { disabled: "" }), onchange: (e) => set(field, Number(e.target.value)) });
+      };
+      const up = incident.kind === "capacity_step"
+        ? severity("scale", 0.5, { step: 0.05, min: 0.05, max: 1 }, "share of the fleet still up")
+        : severity("health", 0.2, { step: 0.05, min: 0.05, max: 1 }, "share of the slots left");
+      const errors = severity("error_rate", 0.25, { step: 0.05, min: 0, max: 1 }, "share of calls that fail");
+      const slower = severity("latency_factor", 1, { step: 0.5, min: 0.1 }, "latency multiplier");
       const kind = el("select", { onchange: (e) => {
         incident.kind = e.target.value;
         if (incident.kind === "capacity_step") incident.scale = incident.scale ?? 0.5; else delete incident.scale;
+        if (incident.kind !== "brownout") { delete incident.health; delete incident.error_rate; delete incident.latency_factor; }
         incidents();
         changedConfig();
       } }, ...defaults.incident_kinds.map((o) => el("option", { value: o, ...(o === incident.kind ? { selected: "" } : {}), text: o })));
-      return el("tr", {}, el("td", {}, select("tier", defaults.tiers)), el("td", {}, kind),
-        el("td", {}, number("start_s")), el("td", {}, number("duration_s")), el("td", {}, severity),
+      return el("tr", {}, el("td", {}, select("tier", product.tiers)), el("td", {}, kind),
+        el("td", {}, number("start_s")), el("td", {}, number("duration_s")), el("td", {}, up), el("td", {}, errors), el("td", {}, slower),
         el("td", {}, el("button", { "aria-label": "remove this incident", title: "remove this incident", onclick: () => { config.incidents.splice(i, 1); incidents(); changedConfig(); }, text: "✕" })));
     }));
   }
@@ -127,6 +147,10 @@
   }
 
   function everything() {
+    $("product").textContent = product.fixture
+      ? `Your fixture ${product.fixture}: tiers ${product.tiers.join(", ")}; classes ${product.classes.join(", ")}.`
+      : `The shipped fixture: tiers ${product.tiers.join(", ")}; classes ${product.classes.join(", ")}.`;
+    $("fixture").value = config.fixture ? config.fixture.text : "";
     stack();
     incidents();
     load();
@@ -181,7 +205,8 @@
     $("warnings").replaceChildren(...r.warnings.map((w) => el("p", { class: "warning", text: `⚠ ${w}` })));
     LLM.cards($("cards"), headline(r).map(([name, label, unit, value]) => ({ name, label, unit, value })));
     compare();
-    $("classes").replaceChildren(...defaults.classes.map((c) => el("tr", { "data-class": c },
+    product = r.product;
+    $("classes").replaceChildren(...product.classes.map((c) => el("tr", { "data-class": c },
       el("td", { text: c }), el("td", { class: "num", text: LLM.interval(m(r, `${c}_offered`)) }), el("td", { class: "num", text: LLM.interval(m(r, `${c}_served`)) }),
       el("td", { class: "num", text: LLM.interval(m(r, `${c}_shed_ratio`), "share") }),
       el("td", { class: "num", text: LLM.number(r.latency[`${c}_total_s`].p50) }), el("td", { class: "num", text: LLM.number(r.latency[`${c}_total_s`].p95) }))));
@@ -214,7 +239,12 @@
   }
 
   $("client").onchange = (e) => { config.client = e.target.value; changedConfig(); };
-  $("add-incident").onclick = () => { config.incidents.push({ tier: "sonnet", kind: "brownout", start_s: 20, duration_s: 10 }); incidents(); changedConfig(); };
+  $("add-incident").onclick = () => {
+    const tier = product.tiers.includes("sonnet") ? "sonnet" : product.tiers[0];
+    config.incidents.push({ tier, kind: "brownout", start_s: 20, duration_s: 10 });
+    incidents();
+    changedConfig();
+  };
   $("run").onclick = run;
   $("pin").onclick = () => { pinned = current; compare(); };
   $("unpin").onclick = () => { pinned = null; compare(); };
@@ -224,11 +254,21 @@
     const link = $("download");
     link.href = URL.createObjectURL(new Blob([r.toml], { type: "application/toml" }));
     link.hidden = false;
+    // The scenario names the fixture by its path: download it to keep them side by side.
+    const fixture = $("download-fixture");
+    fixture.hidden = !r.fixture;
+    if (r.fixture) {
+      fixture.href = URL.createObjectURL(new Blob([r.fixture.text], { type: "application/toml" }));
+      fixture.download = r.fixture.file.split("/").pop();
+      fixture.textContent = `download ${r.fixture.file} (the fixture it names, beside it)`;
+    }
   };
+  $("fixture-file").onchange = async (e) => { const file = e.target.files[0]; if (file) $("fixture").value = await file.text(); };
   $("load-toml").onclick = async () => {
     try {
-      const r = await LLM.call("load", "/api/sandbox/load", { toml: $("toml").value });
+      const r = await LLM.call("load", "/api/sandbox/load", { toml: $("toml").value, fixture: $("fixture").value || null });
       config = r.config;
+      product = r.product;
       everything();
       changedConfig();
     } catch (error) {

@@ -251,3 +251,162 @@ fn load_drives_the_gateways_turns() {
     replayed.sort_by(f64::total_cmp);
     assert_eq!(replayed, [0.5, 1.25, 2.0, 7.5, 8.0, 13.0]);
 }
+
+/// The product of issue 29, from `docs/examples`: two tiers and three classes with
+/// names of its own, a turn plan with a background call and a fallback tier. It runs
+/// end to end — verify (run, claims, report), a trace, capacity and show — with its
+/// own names in every table and none of the shipped fixture's.
+#[test]
+fn a_two_tier_three_class_product_runs_end_to_end_under_its_own_names() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    let (scenario, fixture) = (examples.join("chat-product-scenario.toml"), examples.join("chat-product.toml"));
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().to_str().unwrap();
+    let verify_out = scratch.path().join("verify");
+    let args =
+        ["verify", scenario.to_str().unwrap(), "--replicas", "6", "--quiet", "--out", verify_out.to_str().unwrap()];
+    let verified = stampede(&args);
+    assert!(
+        verified.status.success() && stdout(&verified).contains(" 0 failed"),
+        "{}{}",
+        stdout(&verified),
+        stderr(&verified)
+    );
+    let ran =
+        stampede(&["run", scenario.to_str().unwrap(), "--replicas", "6", "--trace", "0", "--quiet", "--out", out]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let dir = scratch.path().join("chat-product");
+    let summary = stampede_output::Table::read(&dir.join("summary.parquet")).unwrap();
+    let mean = |name: &str| summary.numbers(&format!("{name}_mean")).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for name in [
+        "classify_offered",
+        "answer_served",
+        "summarize_offered",
+        "answer_fallback_served",
+        "classify_fallback_offered",
+    ] {
+        mean(name);
+    }
+    for seed_class in ["guard", "rewrite", "think", "title"] {
+        assert!(!summary.has(&format!("{seed_class}_offered_mean")), "{seed_class}: a shipped class's column");
+    }
+    // The plan: a classify per turn (counted alike: both from their arrival).
+    assert_eq!(mean("classify_offered"), mean("turns_offered"), "one classify call per turn");
+    let histograms = stampede_output::Table::read(&dir.join("histograms.parquet")).unwrap();
+    let latencies: std::collections::BTreeSet<&str> =
+        histograms.strings("metric").unwrap().iter().map(String::as_str).collect();
+    let expected = [
+        "turn_s",
+        "classify_ttft_s",
+        "classify_total_s",
+        "answer_ttft_s",
+        "answer_total_s",
+        "summarize_ttft_s",
+        "summarize_total_s",
+    ];
+    assert_eq!(latencies, expected.into_iter().collect());
+    let trace = stampede_output::Table::read(&dir.join("trace.parquet")).unwrap();
+    // A summary for 30% of answered turns, counted over the whole traced replica of point 0
+    // (every turn answered there), where warm-up does not split a turn from its summary.
+    assert_eq!(mean("turns_failed")[0], 0.0);
+    let (kinds, points, turns) =
+        (trace.strings("kind").unwrap(), trace.numbers("grid_point").unwrap(), trace.numbers("turn").unwrap());
+    let calls = |class: &str| {
+        let rows = (0..kinds.len()).filter(|&i| kinds[i] == "call" && points[i] == 0.0);
+        rows.filter(|&i| trace.strings("class").unwrap()[i] == class).map(|i| turns[i]).collect::<Vec<f64>>()
+    };
+    let answered: std::collections::BTreeSet<u64> = calls("classify").iter().map(|t| *t as u64).collect();
+    let summaries = calls("summarize");
+    assert!(summaries.iter().all(|&t| t == u32::MAX as f64), "a background call belongs to no turn");
+    let share = summaries.len() as f64 / answered.len() as f64;
+    let sd = (0.3 * 0.7 / answered.len() as f64).sqrt();
+    assert!((share - 0.3).abs() < 4.0 * sd, "summaries per answered turn: {share} (sd {sd})");
+    let classes: std::collections::BTreeSet<&str> =
+        trace.strings("class").unwrap().iter().map(String::as_str).filter(|c| !c.is_empty()).collect();
+    assert!(classes.contains("summarize") && classes.contains("answer_fallback"), "{classes:?}");
+    assert!(
+        classes.is_subset(&["classify", "answer", "summarize", "answer_fallback"].into_iter().collect()),
+        "{classes:?}"
+    );
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(report.contains("classify") && report.contains("answer_fallback") && !report.contains("guard_"));
+    // capacity, checked by hand: answer on smart is 0.4 + 3000 ÷ 6000 s to its first token
+    // and 400 ÷ 60 s of decode; OTPM allows 200,000 ÷ 60 ÷ 400 calls/s, or ÷ 880 (the
+    // default max_tokens, 400 + 4 × 120) without reconciliation; Little's law pools
+    // 8.33 × 7.57; classify's measured TTFT is a lognormal of median 0.3 s, sigma 0.3.
+    let capacity = stampede(&["capacity", "--fixture", fixture.to_str().unwrap(), "--json"]);
+    assert!(capacity.status.success(), "{}", stderr(&capacity));
+    let capacity: serde_json::Value = serde_json::from_str(&stdout(&capacity)).unwrap();
+    let class =
+        |name: &str| capacity["classes"].as_array().unwrap().iter().find(|c| c["class"] == name).unwrap().clone();
+    let close = |got: &serde_json::Value, want: f64| {
+        assert!((got.as_f64().unwrap() - want).abs() < 1e-9 * want, "{got} vs {want}")
+    };
+    let answer = class("answer");
+    let service = 0.4 + 3000.0 / 6000.0 + 400.0 / 60.0;
+    close(&answer["service_s"], service);
+    close(&answer["otpm_rps"], 200_000.0 / 60.0 / 400.0);
+    close(&answer["otpm_unreconciled_rps"], 200_000.0 / 60.0 / 880.0);
+    close(&answer["pool_size"], 200_000.0 / 60.0 / 400.0 * service);
+    close(&class("classify")["service_s"], 0.3 * (0.3f64 * 0.3 / 2.0).exp() + 5.0 / 120.0);
+    close(&capacity["sustainable_turns_rps"], 200_000.0 / 60.0 / 400.0);
+    assert_eq!(capacity["limited_by"], "answer (OTPM)");
+    // show round-trips it.
+    let shown = stampede(&["show", scenario.to_str().unwrap()]);
+    assert!(shown.status.success() && stdout(&shown).contains("fixture = "), "{}", stderr(&shown));
+}
+
+/// Bad fixtures exit 2 naming the file, the table and the field, in `capacity` and
+/// `run` alike (one validator): an unknown tier, a fallback cycle, a plan naming an
+/// unknown class, a negative quota, a `needs` of a background call.
+#[test]
+fn bad_fixtures_are_refused_naming_file_table_and_field() {
+    let fixture =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/chat-product.toml")).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            fixture.replacen("tier = \"smart\"", "tier = \"smrt\"", 1),
+            "classes.answer.tier = \"smrt\": no such tier; tiers: fast, smart",
+        ),
+        (
+            fixture.replacen("fallback_tier = \"fast\"", "fallback = \"summarize\"", 1).replacen(
+                "max_attempts = 1",
+                "max_attempts = 1\nfallback = \"answer\"",
+                1,
+            ),
+            "classes.answer.fallback: a cycle (answer → summarize → answer)",
+        ),
+        (
+            fixture.replacen("{ call = \"answer\" }", "{ call = \"anwser\" }", 1),
+            "turn.steps[1].call = \"anwser\": no such class; classes: classify, answer, summarize",
+        ),
+        (
+            fixture.replacen("rpm = 1000", "rpm = -1000", 1),
+            "tiers.smart.rpm: invalid value: integer `-1000`, expected a whole number of at least 0",
+        ),
+        (
+            fixture.replacen(
+                "{ call = \"summarize\", background = true }",
+                "{ call = \"summarize\", background = true }, { call = \"answer\", needs = \"summarize\" }",
+                1,
+            ),
+            "turn.steps[3].needs = \"summarize\": that call runs in the background",
+        ),
+    ];
+    for (i, (text, message)) in cases.iter().enumerate() {
+        let file = scratch.path().join(format!("bad-{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let capacity = stampede(&["capacity", "--fixture", file.to_str().unwrap()]);
+        assert_eq!(capacity.status.code(), Some(2), "{message}");
+        let expected = format!("fixture file {}: {message}", file.display());
+        assert!(stderr(&capacity).contains(&expected), "capacity: {}\nwanted: {expected}", stderr(&capacity));
+        let scenario = scratch.path().join(format!("scenario-{i}.toml"));
+        std::fs::write(&scenario, format!("name = \"bad\"\nmodel = \"gateway\"\n[run]\nhorizon_s = 10.0\nreplicas = 1\nseed = 1\n[workload]\nfixture = \"bad-{i}.toml\"\nturns_per_s = 1.0\n")).unwrap();
+        let out = scratch.path().join("out");
+        let run = stampede(&["run", scenario.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(run.status.code(), Some(2), "{message}");
+        assert!(stderr(&run).contains(message), "run: {}", stderr(&run));
+        assert!(!out.exists(), "nothing written");
+    }
+}

@@ -354,3 +354,88 @@ fn the_sandbox_shows_a_busy_server_and_retries() {
     browser.errors.retain(|e| !e.contains("503"));
     assert!(browser.errors.is_empty(), "{:?}", browser.errors);
 }
+
+/// The Sandbox runs your own fixture (no browser needed: its API): loading a scenario
+/// that names the docs' two-tier, three-class product needs that file and then shows
+/// its tiers, classes and re-sendable classes; its run is named after them; and the
+/// exported scenario, saved beside the exported fixture, gives `stampede run`'s numbers.
+#[test]
+fn the_sandbox_runs_your_own_fixture_and_its_export_reproduces() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    let fixture = std::fs::read_to_string(examples.join("chat-product.toml")).unwrap();
+    let scenario = std::fs::read_to_string(examples.join("chat-product-scenario.toml")).unwrap();
+    // One configuration: the scenario without its grid and claims, a shorter run.
+    let scenario = scenario.split("[[grid.case]]").next().unwrap().replace("horizon_s = 240.0", "horizon_s = 150.0");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    let post = |path: &str, body: Value| {
+        crate::common::http("POST", &format!("{}{path}", server.url), Some(&body.to_string()))
+    };
+    let (status, refused) = post("/api/sandbox/load", json!({"toml": scenario}));
+    assert_eq!(status, 400);
+    assert!(
+        refused.contains("workload.fixture = \\\"chat-product.toml\\\"") && refused.contains("fixture box"),
+        "{refused}"
+    );
+    let (status, loaded) = post("/api/sandbox/load", json!({"toml": scenario, "fixture": fixture}));
+    assert_eq!(status, 200, "{loaded}");
+    let loaded: Value = serde_json::from_str(&loaded).unwrap();
+    assert_eq!(loaded["product"]["tiers"], json!(["fast", "smart"]));
+    assert_eq!(loaded["product"]["classes"], json!(["classify", "answer", "summarize"]));
+    assert_eq!(loaded["product"]["resendable"], json!(["classify", "answer"]));
+    let mut config = loaded["config"].clone();
+    assert_eq!(config["fixture"]["file"], "chat-product.toml");
+    assert_eq!(config["incidents"][0]["tier"], "smart");
+    assert_eq!(config["knobs"]["fallback_tiers"], json!({}), "the fixture's own fallback_tier is not a knob override");
+    config["replicas"] = json!(10);
+    config["seed"] = json!(3);
+    let (status, body) = post("/api/sandbox/run", json!({"config": config, "channel": "fixture"}));
+    assert_eq!(status, 200, "{body}");
+    let ran: Value = serde_json::from_str(&body).unwrap();
+    // A metric's mean as the server wrote it (serde_json's float parsing may be one ulp
+    // off; Rust's `parse` is exact).
+    let mean = |name: &str| -> f64 {
+        let at = body.find(&format!("\"{name}\":[")).unwrap_or_else(|| panic!("{name}")) + name.len() + 4;
+        body[at..].split([',', ']']).next().unwrap().parse().unwrap()
+    };
+    assert!(ran["latency"]["summarize_total_s"]["p50"].as_f64().unwrap() > 0.0, "{}", ran["latency"]);
+    assert!(ran["metrics"].get("guard_offered").is_none());
+    let (status, exported) = post("/api/sandbox/toml", json!({"config": config}));
+    assert_eq!(status, 200, "{exported}");
+    let exported: Value = serde_json::from_str(&exported).unwrap();
+    let toml = exported["toml"].as_str().unwrap();
+    assert!(toml.contains("fixture = \"chat-product.toml\""), "{toml}");
+    assert_eq!(exported["fixture"]["text"], fixture.as_str(), "the fixture file, byte for byte");
+    let save = dir.path().join("export");
+    std::fs::create_dir(&save).unwrap();
+    std::fs::write(save.join("sandbox.toml"), toml).unwrap();
+    std::fs::write(save.join("chat-product.toml"), &fixture).unwrap();
+    let out = dir.path().join("out");
+    let run = stampede(&[
+        "run",
+        save.join("sandbox.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-report",
+        "--quiet",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let summary = Table::read(&out.join("sandbox/summary.parquet")).unwrap();
+    for name in [
+        "turns_answered",
+        "classify_offered",
+        "answer_served",
+        "answer_fallback_served",
+        "summarize_offered",
+        "wasted_usd",
+    ] {
+        let cli = summary.numbers(&format!("{name}_mean")).unwrap()[0];
+        assert_eq!(mean(name), cli, "{name}: the Sandbox shows what stampede run writes");
+    }
+    assert!(summary.numbers("answer_fallback_served_mean").unwrap()[0] > 0.0, "the fast tier answered some");
+    // A path out of the scenario's folder is refused, not written.
+    let escaping = scenario.replace("chat-product.toml", "../chat-product.toml");
+    let (status, refused) = post("/api/sandbox/load", json!({"toml": escaping, "fixture": fixture}));
+    assert_eq!(status, 400);
+    assert!(refused.contains("inside the scenario's folder"), "{refused}");
+}

@@ -35,7 +35,7 @@ fn plain_words(message: &str) -> String {
         ("u8", "a whole number from 0 to 255"),
         ("u16", "a whole number from 0 to 65535"),
         ("u32", "a whole number from 0 to 4294967295"),
-        ("u64", "a whole number from 0 to 18446744073709551615"),
+        ("u64", "a whole number of at least 0"),
         ("usize", "a whole number of at least 0"),
         ("i64", "a whole number"),
         ("f64", "a number"),

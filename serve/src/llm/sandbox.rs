@@ -1,15 +1,148 @@
 //! The Sandbox's configuration: the whole gateway as the page edits it — the stack
 //! (the seven gates in order, each removable), the client, the knobs, incidents,
-//! load, seed and replicas — and its two-way mapping to a `gateway` scenario:
-//! [`Config::toml`] writes the scenario `stampede run` reproduces exactly, and
-//! [`Config::from_toml`] reads one back (any scenario the page can express).
+//! load, seed and replicas, and the product (the shipped fixture, or the user's own:
+//! its tiers, classes and turn plan) — and its two-way mapping to a `gateway`
+//! scenario: [`Config::toml`] writes the scenario `stampede run` reproduces exactly
+//! (beside the user's fixture file, when there is one), and [`Config::from_toml`]
+//! reads one back (any scenario the page can express; anything else is refused).
+//!
+//! A user's fixture is run exactly as `stampede run` runs the exported files: written
+//! into a private temporary folder under the name the scenario gives it, and the
+//! scenario resolved from that folder ([`prepare`]).
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::Gate;
+use stampede_experiments::models::gateway::fixture::Fixture;
+use stampede_experiments::{Overrides, Scenario};
 
 use super::RunError;
+
+/// The most a user's fixture may hold in the Sandbox (bytes of text, tiers, classes):
+/// a request's work stays bounded.
+const FIXTURE_MAX_BYTES: usize = 256 * 1024;
+const FIXTURE_MAX_TIERS: usize = 16;
+const FIXTURE_MAX_CLASSES: usize = 32;
+
+/// A fixture of the user's own as the page holds it: the path the scenario names
+/// (`workload.fixture`, relative to the scenario) and the file's text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureFile {
+    pub file: String,
+    pub text: String,
+}
+
+impl FixtureFile {
+    /// Parses and checks the fixture with the one validator `run` and `capacity`
+    /// use, plus the Sandbox's limits and what it can read.
+    pub fn parse(&self) -> Result<Fixture, RunError> {
+        let bad = RunError::BadInput;
+        let relative =
+            !self.file.is_empty() && Path::new(&self.file).components().all(|c| matches!(c, Component::Normal(_)));
+        if !relative {
+            return Err(bad(format!(
+                "workload.fixture = {:?}: the Sandbox takes a fixture path inside the scenario's folder \
+                 (no \"..\", not absolute)",
+                self.file
+            )));
+        }
+        if self.text.len() > FIXTURE_MAX_BYTES {
+            return Err(bad(format!(
+                "the fixture {} is {} bytes; the Sandbox takes at most {FIXTURE_MAX_BYTES}",
+                self.file,
+                self.text.len()
+            )));
+        }
+        let fixture = Fixture::parse(&self.text, &format!("fixture file {}", self.file))?;
+        if fixture.tiers.len() > FIXTURE_MAX_TIERS || fixture.classes.len() > FIXTURE_MAX_CLASSES {
+            return Err(bad(format!(
+                "the fixture {} has {} tiers and {} classes; the Sandbox shows at most {FIXTURE_MAX_TIERS} and \
+                 {FIXTURE_MAX_CLASSES} (stampede run takes any number)",
+                self.file,
+                fixture.tiers.len(),
+                fixture.classes.len()
+            )));
+        }
+        for (name, tier) in &fixture.tiers {
+            if let Some(file) = tier.ttft_s.as_ref().and_then(|spec| spec.file()) {
+                return Err(bad(format!(
+                    "tiers.{name}.ttft_s reads the file {file}, which the Sandbox cannot see: give it as quantiles \
+                     or a shape here, or run the scenario with stampede run"
+                )));
+            }
+        }
+        Ok(fixture)
+    }
+}
+
+/// The product the page shows: the fixture's tiers and classes, and the classes whose
+/// failed calls the fallback gate can re-send to another tier.
+pub fn product(config: &Config) -> Result<Value, RunError> {
+    let fixture = match &config.fixture {
+        Some(file) => file.parse()?,
+        None => Fixture::load(None)?,
+    };
+    Ok(json!({
+        "tiers": fixture.tiers.keys().collect::<Vec<_>>(),
+        "classes": fixture.classes.keys().collect::<Vec<_>>(),
+        "resendable": fixture.resendable(),
+        "fixture": config.fixture.as_ref().map(|f| &f.file),
+    }))
+}
+
+/// A resolved scenario and the private folder its fixture was read from (removed when dropped).
+pub struct Prepared {
+    pub scenario: Scenario,
+    _folder: Option<TempFolder>,
+}
+
+/// The scenario `config` exports, resolved as `stampede run` resolves the exported
+/// files: the user's fixture is written under its name into a private folder first.
+pub fn prepare(config: &Config) -> Result<Prepared, RunError> {
+    resolve_text(&config.toml()?, config.fixture.as_ref())
+}
+
+/// Resolves scenario `text`, with `fixture` written where the scenario names it.
+fn resolve_text(text: &str, fixture: Option<&FixtureFile>) -> Result<Prepared, RunError> {
+    let Some(fixture) = fixture else {
+        return Ok(Prepared { scenario: super::figures::scenario(text)?, _folder: None });
+    };
+    fixture.parse()?;
+    let folder = TempFolder::new()?;
+    let path = folder.0.join(&fixture.file);
+    let written =
+        path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, &fixture.text));
+    written.map_err(|e| RunError::Failed(format!("cannot write the fixture to {}: {e}", path.display())))?;
+    let table: toml::Table = text.parse().map_err(|e| RunError::BadInput(format!("{e}")))?;
+    let scenario = Scenario::resolve_in(table, &Overrides::default(), &folder.0)?;
+    Ok(Prepared { scenario, _folder: Some(folder) })
+}
+
+/// A private temporary folder, removed with everything in it when dropped.
+struct TempFolder(PathBuf);
+
+impl TempFolder {
+    fn new() -> Result<TempFolder, RunError> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let name = format!("stampede-sandbox-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir(&path)
+            .map_err(|e| RunError::Failed(format!("cannot make a folder at {}: {e}", path.display())))?;
+        Ok(TempFolder(path))
+    }
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// Why each gate sits where it does, for the page.
 pub fn gate_notes() -> Value {
@@ -35,6 +168,14 @@ pub struct Incident {
     /// The severity of a `capacity_step`: the share of the tier's fleet still up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<f64>,
+    /// A brownout's severity (absent: the seed's 0.2, 0.25 and ×1): the share of the
+    /// tier's slots left, the share of calls that fail, and the latency multiplier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_factor: Option<f64>,
 }
 
 /// The knobs the Sandbox exposes (each maps to one scenario field).
@@ -56,7 +197,9 @@ pub struct Knobs {
     /// The bulkhead queue's order (`fifo`, `lifo`, `adaptive_lifo`) and CoDel's target.
     pub bulkhead_queue: String,
     pub codel_target_s: f64,
-    pub answer_fallback_tier: Option<String>,
+    /// Classes whose failed calls are re-sent to another tier, with the tier.
+    #[serde(default)]
+    pub fallback_tiers: BTreeMap<String, String>,
     pub naive_attempts: u32,
     pub naive_timeout_s: f64,
 }
@@ -75,6 +218,35 @@ pub struct Config {
     pub warmup_s: f64,
     pub seed: u64,
     pub replicas: u32,
+    /// The user's own fixture; `None`: the shipped one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture: Option<FixtureFile>,
+}
+
+impl Knobs {
+    /// The fixture's own policy defaults (its `[gateway]`), the rest the page's.
+    fn of(fixture: &Fixture) -> Knobs {
+        let g = &fixture.gateway;
+        Knobs {
+            retry_budget: true,
+            retry_budget_ratio: g.retry_budget_ratio,
+            backoff_base_s: g.backoff_base_s,
+            backoff_cap_s: g.backoff_cap_s,
+            honour_retry_after: g.honour_retry_after,
+            breaker_failure_ratio: g.breaker_failure_ratio,
+            breaker_open_s: g.breaker_open_s,
+            breaker_counts_429: g.breaker_counts_429,
+            limiter_headroom: g.limiter_headroom,
+            limiter_longest_wait_s: g.limiter_longest_wait_s,
+            ladder_rungs: g.ladder_rungs,
+            limiter: g.adaptive_kind.clone(),
+            bulkhead_queue: g.bulkhead_queue.clone(),
+            codel_target_s: g.codel_target_s,
+            fallback_tiers: BTreeMap::new(),
+            naive_attempts: 3,
+            naive_timeout_s: 60.0,
+        }
+    }
 }
 
 impl Default for Config {
@@ -84,37 +256,23 @@ impl Default for Config {
         Config {
             gates: Gate::ALL.iter().map(|g| g.name().to_string()).collect(),
             client: "stack".into(),
-            knobs: Knobs {
-                retry_budget: true,
-                retry_budget_ratio: 0.1,
-                backoff_base_s: 1.0,
-                backoff_cap_s: 20.0,
-                honour_retry_after: true,
-                breaker_failure_ratio: 0.3,
-                breaker_open_s: 20.0,
-                breaker_counts_429: false,
-                limiter_headroom: 0.9,
-                limiter_longest_wait_s: 2.0,
-                ladder_rungs: [0.8, 0.88, 0.95, 1.0],
-                limiter: "gradient".into(),
-                bulkhead_queue: "lifo".into(),
-                codel_target_s: 0.05,
-                answer_fallback_tier: None,
-                naive_attempts: 3,
-                naive_timeout_s: 60.0,
-            },
+            knobs: Knobs::of(&Fixture::load(None).expect("the shipped fixture")),
             incidents: vec![Incident {
                 tier: "sonnet".into(),
                 kind: "brownout".into(),
                 start_s: 25.0,
                 duration_s: 20.0,
                 scale: None,
+                health: None,
+                error_rate: None,
+                latency_factor: None,
             }],
             turns_per_s: 20.0,
             duration_s: 60.0,
             warmup_s: 10.0,
             seed: 1,
             replicas: 100,
+            fixture: None,
         }
     }
 }
@@ -179,6 +337,9 @@ impl Config {
         root.insert("run".into(), run.into());
         let mut workload = toml::Table::new();
         workload.insert("turns_per_s".into(), self.turns_per_s.into());
+        if let Some(fixture) = &self.fixture {
+            workload.insert("fixture".into(), fixture.file.clone().into());
+        }
         root.insert("workload".into(), workload.into());
         let k = &self.knobs;
         let mut stack = toml::Table::new();
@@ -191,8 +352,9 @@ impl Config {
         stack.insert("limiter".into(), k.limiter.clone().into());
         stack.insert("naive_attempts".into(), i64::from(k.naive_attempts).into());
         stack.insert("naive_timeout_s".into(), k.naive_timeout_s.into());
-        if let Some(tier) = &k.answer_fallback_tier {
-            stack.insert("answer_fallback_tier".into(), tier.clone().into());
+        if !k.fallback_tiers.is_empty() {
+            let tiers: toml::Table = k.fallback_tiers.iter().map(|(c, t)| (c.clone(), t.clone().into())).collect();
+            stack.insert("fallback_tiers".into(), tiers.into());
         }
         root.insert("stack".into(), stack.into());
         let mut gateway = toml::Table::new();
@@ -226,8 +388,15 @@ impl Config {
                     t.insert("kind".into(), i.kind.clone().into());
                     t.insert("start_s".into(), i.start_s.into());
                     t.insert("duration_s".into(), i.duration_s.into());
-                    if let Some(scale) = i.scale {
-                        t.insert("scale".into(), scale.into());
+                    for (field, value) in [
+                        ("scale", i.scale),
+                        ("health", i.health),
+                        ("error_rate", i.error_rate),
+                        ("latency_factor", i.latency_factor),
+                    ] {
+                        if let Some(value) = value {
+                            t.insert(field.into(), value.into());
+                        }
                     }
                     t.into()
                 })
@@ -237,15 +406,32 @@ impl Config {
         toml::to_string(&root).map_err(|e| RunError::Failed(e.to_string()))
     }
 
-    /// Reads a scenario back: the fields the Sandbox exposes, defaults for the rest;
+    /// Reads a scenario back, with the text of the fixture it names (if it names
+    /// one): the fields the Sandbox exposes, the fixture's defaults for the rest;
     /// anything it cannot express (a grid, overrides of tiers or classes, other
     /// sections) is refused with the field named.
-    pub fn from_toml(text: &str) -> Result<Config, RunError> {
-        let scenario = super::figures::scenario(text)?;
+    pub fn from_toml(text: &str, fixture_text: Option<&str>) -> Result<Config, RunError> {
+        let table: toml::Table = text.parse().map_err(|e| RunError::BadInput(format!("{e}")))?;
+        let named = table.get("workload").and_then(|w| w.get("fixture")).and_then(toml::Value::as_str);
+        let fixture = match (named, fixture_text.filter(|t| !t.trim().is_empty())) {
+            (Some(file), Some(text)) => Some(FixtureFile { file: file.into(), text: text.into() }),
+            (Some(file), None) => {
+                return Err(RunError::BadInput(format!(
+                    "workload.fixture = {file:?}: the scenario runs your own fixture; paste that file into the \
+                     fixture box (or pick it) and load again"
+                )))
+            }
+            (None, _) => None,
+        };
+        let product = match &fixture {
+            Some(file) => file.parse()?,
+            None => Fixture::load(None)?,
+        };
+        // Every refusal `stampede run` makes, with the fixture where the scenario names it.
+        let scenario = resolve_text(text, fixture.as_ref())?.scenario;
         if !scenario.grid.is_empty() {
             return Err(RunError::BadInput("the scenario has a grid; the Sandbox runs one configuration".into()));
         }
-        let table: toml::Table = text.parse().map_err(|e| RunError::BadInput(format!("{e}")))?;
         for key in table.keys() {
             if !["name", "description", "model", "run", "workload", "stack", "gateway", "incidents"]
                 .contains(&key.as_str())
@@ -253,7 +439,7 @@ impl Config {
                 return Err(RunError::BadInput(format!("{key}: the Sandbox does not set this section")));
             }
         }
-        let defaults = Config::default();
+        let defaults = Config { knobs: Knobs::of(&product), ..Config::default() };
         let section = |name: &str| table.get(name).and_then(|v| v.as_table()).cloned().unwrap_or_default();
         let (run, workload, stack, gateway) =
             (section("run"), section("workload"), section("stack"), section("gateway"));
@@ -263,6 +449,14 @@ impl Config {
         let boolean =
             |t: &toml::Table, key: &str, default: bool| t.get(key).and_then(|v| v.as_bool()).unwrap_or(default);
         let warmup_s = float(&run, "warmup_s", 0.0);
+        let mut fallback_tiers: BTreeMap<String, String> = stack
+            .get("fallback_tiers")
+            .and_then(|v| v.as_table())
+            .map(|t| t.iter().filter_map(|(c, v)| Some((c.clone(), v.as_str()?.to_string()))).collect())
+            .unwrap_or_default();
+        if let Some(tier) = stack.get("answer_fallback_tier").and_then(|v| v.as_str()) {
+            fallback_tiers.entry("answer".into()).or_insert_with(|| tier.into());
+        }
         let k = &defaults.knobs;
         let rungs = gateway.get("ladder_rungs").and_then(|v| v.as_array()).map(|a| {
             let mut r = k.ladder_rungs;
@@ -283,17 +477,21 @@ impl Config {
                 retry_budget_ratio: float(&gateway, "retry_budget_ratio", k.retry_budget_ratio),
                 backoff_base_s: float(&gateway, "backoff_base_s", k.backoff_base_s),
                 backoff_cap_s: float(&gateway, "backoff_cap_s", k.backoff_cap_s),
-                honour_retry_after: boolean(&gateway, "honour_retry_after", true),
+                honour_retry_after: boolean(&gateway, "honour_retry_after", k.honour_retry_after),
                 breaker_failure_ratio: float(&gateway, "breaker_failure_ratio", k.breaker_failure_ratio),
                 breaker_open_s: float(&gateway, "breaker_open_s", k.breaker_open_s),
-                breaker_counts_429: boolean(&gateway, "breaker_counts_429", false),
+                breaker_counts_429: boolean(&gateway, "breaker_counts_429", k.breaker_counts_429),
                 limiter_headroom: float(&gateway, "limiter_headroom", k.limiter_headroom),
                 limiter_longest_wait_s: float(&gateway, "limiter_longest_wait_s", k.limiter_longest_wait_s),
                 ladder_rungs: rungs.unwrap_or(k.ladder_rungs),
-                limiter: stack.get("limiter").and_then(|v| v.as_str()).unwrap_or("gradient").to_string(),
-                bulkhead_queue: gateway.get("bulkhead_queue").and_then(|v| v.as_str()).unwrap_or("lifo").to_string(),
+                limiter: stack.get("limiter").and_then(|v| v.as_str()).unwrap_or(&k.limiter).to_string(),
+                bulkhead_queue: gateway
+                    .get("bulkhead_queue")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or(&k.bulkhead_queue)
+                    .to_string(),
                 codel_target_s: float(&gateway, "codel_target_s", k.codel_target_s),
-                answer_fallback_tier: stack.get("answer_fallback_tier").and_then(|v| v.as_str()).map(String::from),
+                fallback_tiers,
                 naive_attempts: stack.get("naive_attempts").and_then(|v| v.as_integer()).unwrap_or(3) as u32,
                 naive_timeout_s: float(&stack, "naive_timeout_s", k.naive_timeout_s),
             },
@@ -303,6 +501,7 @@ impl Config {
             warmup_s,
             seed: scenario.run.seed,
             replicas: scenario.run.replicas,
+            fixture,
         };
         Ok(config)
     }
@@ -326,8 +525,8 @@ fn scenario_incidents(table: &toml::Table) -> Result<Vec<Incident>, RunError> {
             }
             let incident = v.clone().try_into::<Incident>().map_err(|e| {
                 RunError::BadInput(format!(
-                    "incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s, scale (a brownout's \
-                     health, error_rate and latency_factor are run with `stampede run`): {e}"
+                    "incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s, scale, health, error_rate \
+                     and latency_factor: {e}"
                 ))
             })?;
             Ok(incident)
@@ -346,7 +545,7 @@ mod tests {
         let with = |incident: &str| {
             format!("{text}\n[[incidents]]\ntier = \"sonnet\"\nstart_s = 1.0\nduration_s = 2.0\n{incident}\n")
         };
-        let refused = |incident: &str| match Config::from_toml(&with(incident)) {
+        let refused = |incident: &str| match Config::from_toml(&with(incident), None) {
             Err(RunError::BadInput(message)) => message,
             other => panic!("{incident}: {other:?}"),
         };
@@ -355,9 +554,11 @@ mod tests {
             step.contains("incidents[1].kind = \"rate_limit_step\": the Sandbox shows brownout, outage, capacity_step"),
             "{step}"
         );
-        let severity = refused("kind = \"brownout\"\nlatency_factor = 5.0");
-        assert!(severity.contains("latency_factor") && severity.contains("stampede run"), "{severity}");
-        assert!(Config::from_toml(&with("kind = \"brownout\"")).is_ok());
+        let quota = refused("kind = \"outage\"\nrpm_scale = 0.5");
+        assert!(quota.contains("incidents[1].rpm_scale: only a rate_limit_step takes it"), "{quota}");
+        let severe = Config::from_toml(&with("kind = \"brownout\"\nhealth = 1.0\nlatency_factor = 5.0"), None).unwrap();
+        assert_eq!((severe.incidents[1].health, severe.incidents[1].latency_factor), (Some(1.0), Some(5.0)));
+        assert!(Config::from_toml(&with("kind = \"brownout\""), None).is_ok());
     }
 
     #[test]
@@ -377,9 +578,12 @@ mod tests {
             start_s: 12.5,
             duration_s: 3.0,
             scale: Some(0.4),
+            health: None,
+            error_rate: None,
+            latency_factor: None,
         });
         let text = config.toml().unwrap();
-        assert_eq!(Config::from_toml(&text).unwrap(), config);
+        assert_eq!(Config::from_toml(&text, None).unwrap(), config);
     }
 
     #[test]
@@ -397,7 +601,7 @@ mod tests {
     #[test]
     fn a_scenario_the_sandbox_cannot_express_is_refused() {
         let text = Config::default().toml().unwrap() + "\n[tiers.sonnet]\nrpm = 10\n";
-        let Err(RunError::BadInput(message)) = Config::from_toml(&text) else { panic!("refused") };
+        let Err(RunError::BadInput(message)) = Config::from_toml(&text, None) else { panic!("refused") };
         assert!(message.contains("tiers"), "{message}");
     }
 }

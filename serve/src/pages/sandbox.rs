@@ -2,10 +2,10 @@
 //!
 //! | method and path | body | answer |
 //! |---|---|---|
-//! | `GET /api/sandbox` | | the default configuration, every gate with the note on where it sits, tiers and incident kinds |
-//! | `POST /api/sandbox/run` | `{"config": {…}, "channel": "…"}` | the scenario TOML, warnings, every metric `[mean, lo, hi, se]`, latency quantiles, time series, the funnel, one trace, the time it took |
-//! | `POST /api/sandbox/toml` | `{"config": {…}}` | the scenario TOML and warnings |
-//! | `POST /api/sandbox/load` | `{"toml": "…"}` | the configuration it expresses |
+//! | `GET /api/sandbox` | | the default configuration, every gate with the note on where it sits, the product (tiers, classes, re-sendable classes) and incident kinds |
+//! | `POST /api/sandbox/run` | `{"config": {…}, "channel": "…"}` | the scenario TOML, warnings, the product, every metric `[mean, lo, hi, se]`, latency quantiles, time series, the funnel, one trace, the time it took |
+//! | `POST /api/sandbox/toml` | `{"config": {…}}` | the scenario TOML, the fixture file beside it (if the config has one) and warnings |
+//! | `POST /api/sandbox/load` | `{"toml": "…", "fixture": "…"}` | the configuration it expresses (with the fixture's text when the scenario names one) and its product |
 //! | `GET /api/jobs` | | the simulations (Learn and Sandbox) running and queued now |
 //!
 //! The run goes through the run layer: its numbers are those `stampede run` writes
@@ -22,11 +22,10 @@ use serde_json::{json, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::reason::Source;
 use stampede_engine::models::gateway::{Gate, Reason};
-use stampede_experiments::models::gateway::fixture::Fixture;
 use stampede_experiments::models::gateway::Gateway as GatewayModel;
 
-use crate::llm::figures::{anchor, interval, scenario, summarised_run, timeline};
-use crate::llm::sandbox::{gate_notes, warnings, Config};
+use crate::llm::figures::{anchor, interval, summarised_run, timeline};
+use crate::llm::sandbox::{gate_notes, prepare, product, warnings, Config};
 use crate::llm::{jobs, RunError};
 use crate::pages::{blocking_json, llm_assets, script};
 use crate::shell::page;
@@ -59,16 +58,16 @@ async fn job_counts(Shared(shared): Shared<State>) -> Json<Value> {
 
 async fn defaults(Shared(shared): Shared<State>) -> Json<Value> {
     let caps = shared.caps;
+    let config = Config::default();
     Json(json!({
-        "config": Config::default(),
+        "product": product(&config).expect("the shipped fixture"),
+        "config": config,
         "caps": {"replicas": caps.replicas, "sim_seconds": caps.sim_seconds, "turns": caps.turns},
         "gates": Gate::ALL.iter().map(|g| g.name()).collect::<Vec<_>>(),
         "notes": gate_notes(),
-        "tiers": ["haiku", "sonnet", "opus"],
         "incident_kinds": crate::llm::sandbox::SHOWN_INCIDENTS,
         "limiters": ["fixed", "aimd", "gradient", "gradient2"],
         "queue_orders": ["fifo", "lifo", "adaptive_lifo"],
-        "classes": Fixture::load(None).expect("the shipped fixture").classes.keys().collect::<Vec<_>>(),
     }))
 }
 
@@ -125,8 +124,8 @@ struct ExportRequest {
 async fn export(Json(request): Json<ExportRequest>) -> Response {
     blocking_json(move || -> Result<Value, RunError> {
         let toml = request.config.toml()?;
-        scenario(&toml)?; // refuse what `stampede run` would refuse
-        Ok(json!({"toml": toml, "warnings": warnings(&request.config)}))
+        prepare(&request.config)?; // refuse what `stampede run` would refuse
+        Ok(json!({"toml": toml, "fixture": request.config.fixture, "warnings": warnings(&request.config)}))
     })
     .await
 }
@@ -134,12 +133,15 @@ async fn export(Json(request): Json<ExportRequest>) -> Response {
 #[derive(Deserialize)]
 struct LoadRequest {
     toml: String,
+    /// The text of the fixture the scenario names (`workload.fixture`), if it names one.
+    #[serde(default)]
+    fixture: Option<String>,
 }
 
 async fn load(Json(request): Json<LoadRequest>) -> Response {
     blocking_json(move || -> Result<Value, RunError> {
-        let config = Config::from_toml(&request.toml)?;
-        Ok(json!({"config": config, "warnings": warnings(&config)}))
+        let config = Config::from_toml(&request.toml, request.fixture.as_deref())?;
+        Ok(json!({"product": product(&config)?, "config": config, "warnings": warnings(&config)}))
     })
     .await
 }
@@ -167,7 +169,8 @@ fn sandbox(
     let started = Instant::now();
     let config = request.config;
     let toml = config.toml()?;
-    let scenario = scenario(&toml)?;
+    let prepared = prepare(&config)?;
+    let scenario = &prepared.scenario;
     let job = jobs::begin_with(&format!("sandbox:{}", request.channel), cancel);
     let _slot = slots.admit(&job.cancel)?;
     let metric_names: Vec<&str> = scenario.schema.metric_names();
@@ -192,7 +195,7 @@ fn sandbox(
         figures.push(metrics[calls] / metrics[turns]);
         figures
     };
-    let run = summarised_run(&scenario, &job.cancel, &derive)?;
+    let run = summarised_run(scenario, &job.cancel, &derive)?;
     let funnel: Vec<Value> = funnel_rows()
         .iter()
         .zip(&run.derived)
@@ -205,6 +208,7 @@ fn sandbox(
     let trace = timeline(&traced.trace, anchor(&traced.trace, config.warmup_s), ROWS_SHOWN);
     Ok(json!({
         "toml": toml,
+        "product": product(&config)?,
         "warnings": warnings(&config),
         "replicas": config.replicas,
         "seed": config.seed,

@@ -12,19 +12,11 @@ use super::gates::Entry;
 use super::model::{tokens, Gateway};
 use super::params::Client;
 use super::reason::Reason;
-use super::state::{Call, Ending, Event, Feedback};
+use super::state::{Call, Ending, Event, Feedback, Origin};
 
 impl Gateway<'_> {
-    pub(super) fn start_call(
-        &mut self,
-        now: Nanos,
-        class: usize,
-        turn: Option<SlabKey>,
-        slot: u8,
-        instance: u16,
-        tenant: u16,
-        scheduler: &mut Scheduler<Event>,
-    ) {
+    pub(super) fn start_call(&mut self, now: Nanos, class: usize, origin: Origin, scheduler: &mut Scheduler<Event>) {
+        let Origin { turn, slot, instance, tenant } = origin;
         let params = self.p.classes[class];
         // Common random numbers: the tokens are the call's, whatever the stack does.
         let input = tokens(&mut self.tokens, params.input_tokens);

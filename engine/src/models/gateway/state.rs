@@ -57,6 +57,16 @@ pub(super) struct Turn {
     pub(super) succeeded: u32,
 }
 
+/// Where a call comes from: its turn (none for a background call), the planned call it
+/// serves, and the turn's gateway instance and tenant.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Origin {
+    pub(super) turn: Option<SlabKey>,
+    pub(super) slot: u8,
+    pub(super) instance: u16,
+    pub(super) tenant: u16,
+}
+
 /// How an attempt ends, decided when the provider answers or starts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ending {

@@ -646,3 +646,110 @@ fn limiter_figures_are_absent_without_a_limiter() {
         assert!(with.classes[class].limit_final.is_some());
     }
 }
+
+fn call(class: usize) -> PlannedCall {
+    PlannedCall { class, probability: Some(1.0), otherwise: None, required: true, needs: None }
+}
+
+/// A parallel group and a background call, read off the trace: a turn's latency is
+/// the slowest of its parallel calls (not their sum), the background call is in no
+/// turn and starts when its turn is answered, and the turn histogram holds exactly
+/// those latencies.
+#[test]
+fn a_turn_waits_for_the_slowest_of_a_parallel_group_and_not_for_the_background() {
+    let mut p = params(&[]);
+    p.plan = TurnPlan::new(vec![(vec![call(GUARD), call(ANSWER)], false), (vec![call(TITLE)], true)]);
+    p.turns_per_s = 5.0;
+    let mut histograms = latency_histograms(&p);
+    let (results, _, trace) = Gateway::new(p, 7, 0, &mut histograms).traced().run_all();
+    let trace = trace.expect("traced");
+    assert_eq!(results.turns_failed, 0);
+    let calls: Vec<_> = trace.rows.iter().filter(|r| r.kind == TraceKind::Call).collect();
+    let mut turns: std::collections::BTreeMap<u32, (Nanos, Nanos, Nanos)> = Default::default();
+    for row in calls.iter().filter(|r| r.group != crate::measurement::trace::NONE) {
+        assert_ne!(row.class, "title", "the background call belongs to no turn");
+        let (start, end, sum) = turns.entry(row.group).or_insert((row.start, 0, 0));
+        assert_eq!(*start, row.start, "a parallel group's calls start together");
+        (*end, *sum) = ((*end).max(row.end), *sum + (row.end - row.start));
+    }
+    assert_eq!(turns.len() as u64, results.turns_answered);
+    let latencies: Vec<Nanos> = turns.values().map(|(start, end, _)| end - start).collect();
+    // Parallel, not sequential: the turn is the slowest call, well under the sum.
+    let (waited, summed): (Nanos, Nanos) = turns.values().fold((0, 0), |(w, s), (a, e, sum)| (w + (e - a), s + sum));
+    assert!((waited as f64) < 0.9 * summed as f64, "{waited} vs {summed}");
+    let histogram = &histograms[results::TURN_HISTOGRAM];
+    assert_eq!(histogram.count(), latencies.len() as u64);
+    let mean = latencies.iter().sum::<Nanos>() as f64 / latencies.len() as f64;
+    let recorded = histogram.hdr().mean();
+    assert!((recorded - mean).abs() < 1e-3 * mean, "{recorded} vs {mean}");
+    // Each title starts at the end of a turn (when it was answered).
+    let ends: std::collections::BTreeSet<Nanos> = turns.values().map(|(_, end, _)| *end).collect();
+    let titles: Vec<_> = calls.iter().filter(|r| r.class == "title").collect();
+    assert_eq!(titles.len() as u64, results.classes[TITLE].offered);
+    assert!(titles.iter().all(|t| ends.contains(&t.start)), "a background call starts when its turn is answered");
+}
+
+/// `required = false` lets the turn go on past a failure, and `needs` skips a call
+/// whose prerequisite failed: answer is made exactly when guard was served.
+#[test]
+fn needs_skips_a_call_whose_prerequisite_failed_and_an_optional_failure_is_forgiven() {
+    let mut p = params(&[]);
+    p.tiers[0].error_rate = 0.3;
+    p.classes.iter_mut().for_each(|c| c.max_attempts = 1);
+    p.plan = TurnPlan::new(vec![
+        (vec![PlannedCall { required: false, ..call(GUARD) }], false),
+        (vec![PlannedCall { needs: Some(0), ..call(ANSWER) }], false),
+    ]);
+    let r = run(p);
+    let (guard, answer) = (r.classes[GUARD], r.classes[ANSWER]);
+    assert!(guard.failed > 100 && answer.failed > 50, "{guard:?} {answer:?}");
+    assert_eq!(answer.offered, guard.served, "answer only after a served guard");
+    assert_eq!(r.turns_failed, answer.failed, "only the required answer fails turns");
+    assert_eq!(r.turns_answered, guard.failed + answer.served);
+}
+
+/// A failed call with a fallback class is replaced by that class's call (think
+/// downgraded to answer), and a re-sent copy on another tier answers the rest; the
+/// copy records no latency histograms of its own.
+#[test]
+fn a_fallback_class_and_a_fallback_tier_take_over_failed_calls() {
+    let mut p = params(&[Gate::Fallback]);
+    p.tiers.push(TierParams { error_rate: 0.0, ..p.tiers[0].clone() });
+    p.tiers[0].error_rate = 0.3;
+    p.classes.iter_mut().for_each(|c| c.max_attempts = 1);
+    p.classes[THINK] = ClassParams { has_fallback: true, fallback: Some(ANSWER), ..p.classes[THINK] };
+    p.classes[ANSWER] = ClassParams { has_fallback: true, fallback: Some(ANSWER_FALLBACK), ..p.classes[ANSWER] };
+    p.classes[ANSWER_FALLBACK].tier = 1;
+    p.plan = TurnPlan::new(vec![(vec![call(THINK)], false)]);
+    assert_eq!(p.latency_histograms(), 1 + 2 * 5);
+    let r = run(p);
+    let (think, answer, resent) = (r.classes[THINK], r.classes[ANSWER], r.classes[ANSWER_FALLBACK]);
+    assert_eq!(answer.offered, think.failed, "every failed think becomes an answer call");
+    assert_eq!(think.fallbacks, think.failed);
+    assert_eq!(resent.offered, answer.failed, "every failed answer is re-sent to the healthy tier");
+    assert_eq!(resent.failed, 0);
+    assert_eq!(r.turns_failed, 0);
+    assert_eq!(r.turns_answered, think.served + answer.served + resent.served);
+}
+
+/// A planned call's probability is the share of turns that make it, drawn once per
+/// turn: over 40,000 turns with nothing failing, a 30% background call and a 20%
+/// call with another class otherwise come to their shares within 4 sd.
+#[test]
+fn planned_probabilities_are_shares_of_turns() {
+    let mut p = params(&[]);
+    p.horizon = 2_000 * S;
+    p.plan = TurnPlan::new(vec![
+        (vec![PlannedCall { probability: Some(0.2), otherwise: Some(ANSWER), ..call(THINK) }], false),
+        (vec![PlannedCall { probability: Some(0.3), ..call(TITLE) }], true),
+    ]);
+    let r = run(p);
+    assert_eq!(r.turns_failed, 0);
+    let turns = r.turns_answered as f64;
+    let sd = |p: f64| 4.0 * (p * (1.0 - p) / turns).sqrt();
+    let think = r.classes[THINK].offered as f64 / turns;
+    assert!((think - 0.2).abs() < sd(0.2), "{think}");
+    assert_eq!(r.classes[THINK].offered + r.classes[ANSWER].offered, r.turns_answered, "think or answer, never both");
+    let title = r.classes[TITLE].offered as f64 / turns;
+    assert!((title - 0.3).abs() < sd(0.3), "{title}");
+}

@@ -16,7 +16,7 @@ use crate::kernel::time::Nanos;
 
 use super::model::{count_in_bucket, Gateway};
 use super::results::TURN_HISTOGRAM;
-use super::state::{Call, Event, Turn};
+use super::state::{Call, Event, Origin, Turn};
 
 impl Gateway<'_> {
     pub(super) fn turn_arrival(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
@@ -99,7 +99,9 @@ impl Gateway<'_> {
                 }
                 if let Some(class) = self.planned_class(&turn, slot) {
                     self.turns.get_mut(key).expect("live").pending += 1;
-                    self.start_call(now, class, Some(key), slot as u8, turn.instance, turn.tenant, scheduler);
+                    let origin =
+                        Origin { turn: Some(key), slot: slot as u8, instance: turn.instance, tenant: turn.tenant };
+                    self.start_call(now, class, origin, scheduler);
                 }
             }
             return self.call_done(now, key, scheduler);
@@ -111,7 +113,8 @@ impl Gateway<'_> {
         let step = self.p.plan.steps[step];
         for slot in step.first..step.end {
             if let Some(class) = self.planned_class(turn, slot) {
-                self.start_call(now, class, None, slot as u8, turn.instance, turn.tenant, scheduler);
+                let origin = Origin { turn: None, slot: slot as u8, instance: turn.instance, tenant: turn.tenant };
+                self.start_call(now, class, origin, scheduler);
             }
         }
     }
@@ -149,7 +152,8 @@ impl Gateway<'_> {
         if !served && fallback {
             if let Some(next) = class.fallback {
                 // The slot goes on with the fallback's call; the step still waits for it.
-                return self.start_call(now, next, Some(key), slot as u8, call.instance, call.tenant, scheduler);
+                let origin = Origin { turn: Some(key), slot: slot as u8, instance: call.instance, tenant: call.tenant };
+                return self.start_call(now, next, origin, scheduler);
             }
         }
         if served || fallback {

@@ -409,7 +409,11 @@ impl Fixture {
     /// Parses and checks a fixture; `origin` names it in messages.
     pub fn parse(text: &str, origin: &str) -> Result<Fixture> {
         let table = parse_text(text, origin)?;
-        let fixture: Fixture = typed(toml::Value::Table(table)).map_err(|e| e.context(origin))?;
+        // A fixture's field is not a scenario's: its path is named plainly.
+        let fixture: Fixture = typed(toml::Value::Table(table)).map_err(|mut e| {
+            e.message = e.message.replacen("scenario field ", "", 1);
+            e.context(origin)
+        })?;
         fixture.validate().map_err(|e| e.context(origin))?;
         Ok(fixture)
     }

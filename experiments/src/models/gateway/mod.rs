@@ -663,8 +663,9 @@ impl GatewayConfig {
             let only = |fields: &[(&str, Option<f64>)], kind: IncidentName, what: &str| -> Result<()> {
                 match fields.iter().find(|(_, value)| value.is_some()) {
                     Some((field, _)) if incident.kind != kind => Err(Error::bad_input(format!(
-                        "incidents[{i}].{field}: only a {} takes it ({what}); this one is a {}",
+                        "incidents[{i}].{field}: only a {} takes it ({what}); this one is {} {}",
                         kind.name(),
+                        if incident.kind.name().starts_with('o') { "an" } else { "a" },
                         incident.kind.name()
                     ))),
                     _ => Ok(()),
