@@ -93,13 +93,15 @@ fn every_readme_example_runs() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
-    // The README's worked example reads the shipped fixtures by their path in the
-    // repository: the scratch folder holds them at the same place.
-    let fixtures = dir.join("experiments/fixtures");
-    std::fs::create_dir_all(&fixtures).unwrap();
-    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, fixtures.join(path.file_name().unwrap())).unwrap();
+    // The README's worked examples read the shipped fixtures and docs/examples by their
+    // path in the repository: the scratch folder holds them at the same place.
+    for folder in ["experiments/fixtures", "docs/examples"] {
+        let copy = dir.join(folder);
+        std::fs::create_dir_all(&copy).unwrap();
+        for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(folder)).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
+        }
     }
     let mut done = BTreeSet::new();
     let path = install_wrapper(dir);
