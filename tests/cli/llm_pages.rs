@@ -439,3 +439,47 @@ fn the_sandbox_runs_your_own_fixture_and_its_export_reproduces() {
     assert_eq!(status, 400);
     assert!(refused.contains("inside the scenario's folder"), "{refused}");
 }
+
+/// The Sandbox page with your own fixture, as a user would load it: the docs' scenario
+/// pasted in the TOML box and its fixture in the fixture box; the page then shows the
+/// product's classes, offers its tiers for incidents and a fallback tier per class
+/// that can be re-sent, and its export offers the fixture file beside the scenario.
+#[test]
+fn the_sandbox_page_loads_your_own_fixture() {
+    let Some(mut browser) = browser_or_skip("the_sandbox_page_loads_your_own_fixture") else { return };
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    let fixture = std::fs::read_to_string(examples.join("chat-product.toml")).unwrap();
+    let scenario = std::fs::read_to_string(examples.join("chat-product-scenario.toml")).unwrap();
+    let scenario = scenario.split("[[grid.case]]").next().unwrap().replace("replicas = 30", "replicas = 10");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
+    browser.navigate(&format!("{}/sandbox", server.url));
+    let runs = next_run(&mut browser, 0);
+    browser.eval(&format!(
+        "document.querySelector('#toml').value = {scenario:?}; document.querySelector('#fixture').value = {fixture:?}; \
+         document.querySelector('#load-toml').click();"
+    ));
+    next_run(&mut browser, runs);
+    let classes = browser.eval("Array.from(document.querySelectorAll('#classes tr')).map(tr => tr.dataset.class)");
+    assert_eq!(classes, json!(["classify", "answer", "summarize"]));
+    let tiers = browser.eval("Array.from(document.querySelectorAll('#incidents select')[0].options).map(o => o.value)");
+    assert_eq!(tiers, json!(["fast", "smart"]));
+    let resent = browser
+        .eval("Array.from(document.querySelectorAll('#stack select[data-fallback]')).map(s => s.dataset.fallback)");
+    assert_eq!(resent, json!(["classify", "answer"]));
+    assert!(browser
+        .eval("document.querySelector('#product').textContent")
+        .as_str()
+        .unwrap()
+        .contains("chat-product.toml"));
+    browser.eval("document.querySelector('#export').click();");
+    browser.wait_for("!document.querySelector('#download-fixture').hidden");
+    assert_eq!(browser.eval("document.querySelector('#download-fixture').download"), json!("chat-product.toml"));
+    assert!(browser
+        .eval("document.querySelector('#toml').value")
+        .as_str()
+        .unwrap()
+        .contains("fixture = \"chat-product.toml\""));
+    only_local(&mut browser, &server.url);
+    assert!(browser.errors.is_empty(), "console errors: {:?}", browser.errors);
+}

@@ -279,14 +279,17 @@ pub fn analyse(fixture: &Fixture, target_turns_rps: f64) -> CapacityReport {
 }
 
 impl CapacityReport {
-    /// The terminal table.
+    /// The terminal table; the class and tier columns as wide as the longest name.
     pub fn render(&self) -> String {
-        let mut out = String::from(
-            "class    tier    RPM req/s  ITPM req/s  OTPM req/s (unreconciled)  binding                          service s  in-flight cap  effective req/s  tax    pool\n",
+        let class_w = self.classes.iter().map(|c| c.class.len()).max().unwrap_or(0).max(8);
+        let tier_w = self.classes.iter().map(|c| c.tier.len()).max().unwrap_or(0).max(7);
+        let mut out = format!(
+            "{:<class_w$} {:<tier_w$} RPM req/s  ITPM req/s  OTPM req/s (unreconciled)  binding                          service s  in-flight cap  effective req/s  tax    pool\n",
+            "class", "tier"
         );
         for c in &self.classes {
             out.push_str(&format!(
-                "{:<8} {:<7} {:>9.2}  {:>10.2}  {:>10.2} ({:>8.2})        {:<32} {:>9.2}  {:>13.0}  {:>15.2}  {:>4.0}%  {:>6.1}\n",
+                "{:<class_w$} {:<tier_w$} {:>9.2}  {:>10.2}  {:>10.2} ({:>8.2})        {:<32} {:>9.2}  {:>13.0}  {:>15.2}  {:>4.0}%  {:>6.1}\n",
                 c.class,
                 c.tier,
                 c.rpm_rps,
