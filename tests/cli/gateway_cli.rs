@@ -410,3 +410,68 @@ fn bad_fixtures_are_refused_naming_file_table_and_field() {
         assert!(!out.exists(), "nothing written");
     }
 }
+
+/// A trace of your gateway's calls with a class column (`[load] arrivals = { trace,
+/// column, class_column }`) replays each row as one call of its class at its instant,
+/// outside any turn; a class the fixture lacks is refused with the classes it has, and
+/// an endpoint column (the graph's) is refused here.
+#[test]
+fn a_call_trace_with_a_class_column_replays_each_call_at_its_instant() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/chat-product.toml"), dir.join("product.toml"))
+        .unwrap();
+    let rows =
+        [(0.5, "classify"), (1.0, "answer"), (1.5, "classify"), (2.0, "summarize"), (2.5, "answer"), (3.0, "classify")];
+    let csv: String = rows.iter().map(|(t, c)| format!("{t},{c}\n")).collect();
+    std::fs::write(dir.join("calls.csv"), format!("t_s,class\n{csv}")).unwrap();
+    let scenario = |arrivals: &str| {
+        format!(
+            "name = \"replay\"\nmodel = \"gateway\"\n[run]\nhorizon_s = 10.0\nwarmup_s = 0.0\nreplicas = 2\nseed = 1\n\
+             [workload]\nfixture = \"product.toml\"\n[load]\narrivals = {arrivals}\n"
+        )
+    };
+    let file = dir.join("replay.toml");
+    std::fs::write(&file, scenario("{ trace = \"calls.csv\", column = \"t_s\", class_column = \"class\" }")).unwrap();
+    let out = dir.join("out");
+    let run = stampede(&[
+        "run",
+        file.to_str().unwrap(),
+        "--trace",
+        "0",
+        "--no-report",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let summary = stampede_output::Table::read(&out.join("replay/summary.parquet")).unwrap();
+    let mean = |name: &str| summary.numbers(&format!("{name}_mean")).unwrap()[0];
+    assert_eq!((mean("classify_offered"), mean("answer_offered"), mean("summarize_offered")), (3.0, 2.0, 1.0));
+    assert_eq!(mean("turns_offered"), 0.0, "the calls arrive outside any turn");
+    let trace = stampede_output::Table::read(&out.join("replay/trace.parquet")).unwrap();
+    let (kinds, classes, starts) =
+        (trace.strings("kind").unwrap(), trace.strings("class").unwrap(), trace.numbers("start_s").unwrap());
+    let mut calls: Vec<(f64, &str)> =
+        (0..kinds.len()).filter(|&i| kinds[i] == "call").map(|i| (starts[i], classes[i].as_str())).collect();
+    calls.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(calls, rows.to_vec(), "each call at its instant, of its class");
+    // A class the fixture does not have.
+    std::fs::write(dir.join("calls.csv"), format!("t_s,class\n{csv}3.5,guard\n")).unwrap();
+    let refused = stampede(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--force"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("load.arrivals.class_column: the trace names class \"guard\", which the fixture does not have; classes: classify, answer, summarize"),
+        "{}",
+        stderr(&refused)
+    );
+    std::fs::write(&file, scenario("{ trace = \"calls.csv\", column = \"t_s\", endpoint_column = \"class\" }"))
+        .unwrap();
+    let refused = stampede(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--force"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("load.arrivals.endpoint_column: only a graph workload's trace"),
+        "{}",
+        stderr(&refused)
+    );
+}

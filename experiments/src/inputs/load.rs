@@ -71,6 +71,46 @@ pub struct TraceSpec {
     /// access log drives every entry point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_column: Option<String>,
+    /// A column naming each row's call class (the gateway), from the same file, row for
+    /// row: each row is then one call of that class, replayed as your gateway saw it,
+    /// outside any turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_column: Option<String>,
+}
+
+/// Which rows of a labelled trace a stream replays: those whose label column (the
+/// [`TraceSpec`] field `field`: `endpoint_column` or `class_column`) names `value`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pick<'a> {
+    pub field: &'static str,
+    pub value: &'a str,
+}
+
+impl TraceSpec {
+    /// The label columns a trace may carry, by field, with what reads them.
+    fn label_columns(&self) -> [(&'static str, Option<&String>, &'static str); 2] {
+        [
+            (
+                "endpoint_column",
+                self.endpoint_column.as_ref(),
+                "only a graph workload's trace has entry points to choose between",
+            ),
+            ("class_column", self.class_column.as_ref(), "only the gateway's trace names call classes"),
+        ]
+    }
+
+    /// The distinct values of `field`'s column (sorted), read from the trace file.
+    pub fn labels(&self, field: &str) -> Result<Vec<String>> {
+        let Some((_, Some(column), _)) = self.label_columns().into_iter().find(|(f, ..)| *f == field) else {
+            return Ok(Vec::new());
+        };
+        let path = super::locate(&self.trace);
+        let mut labels =
+            super::sources::labels(&path, column).map_err(|e| e.context(format!("load.arrivals.{field}")))?;
+        labels.sort_unstable();
+        labels.dedup();
+        Ok(labels)
+    }
 }
 
 /// `rate`: a schedule of `[time_s, rate]` points or a shape.
@@ -134,16 +174,16 @@ impl LoadSpec {
         self.resolve_for(base_rate, rate_path, None)
     }
 
-    /// [`Self::resolve`] for a graph workload entering at `entry`: a trace's
-    /// `endpoint_column` keeps that entry's rows.
-    pub fn resolve_for(&self, base_rate: f64, rate_path: &str, entry: Option<&str>) -> Result<ArrivalProcess> {
+    /// [`Self::resolve`] for one stream of a labelled trace: `pick` keeps its rows (a
+    /// graph workload's entry in `endpoint_column`, a gateway class in `class_column`).
+    pub fn resolve_for(&self, base_rate: f64, rate_path: &str, pick: Option<Pick>) -> Result<ArrivalProcess> {
         if let Some(ArrivalsField::Trace(trace)) = &self.arrivals {
             if self.rate.is_some() || self.rate_file.is_some() || !self.bursts.is_empty() {
                 return Err(Error::bad_input(
                     "load.arrivals: a replayed trace sets the arrivals itself; leave out load.rate, load.rate_file and load.bursts",
                 ));
             }
-            return trace_instants(trace, entry);
+            return trace_instants(trace, pick);
         }
         let shape = match (&self.rate, &self.rate_file) {
             (Some(_), Some(_)) => {
@@ -259,7 +299,7 @@ fn rate_file(path: &Path) -> Result<Vec<(f64, f64)>> {
     Ok(points)
 }
 
-fn trace_instants(trace: &TraceSpec, entry: Option<&str>) -> Result<ArrivalProcess> {
+fn trace_instants(trace: &TraceSpec, pick: Option<Pick>) -> Result<ArrivalProcess> {
     let path = super::locate(&trace.trace);
     let at = |e: Error| e.context("load.arrivals.trace");
     let values = super::sources::sample(&path, trace.column.as_deref()).map_err(at)?;
@@ -300,32 +340,35 @@ fn trace_instants(trace: &TraceSpec, entry: Option<&str>) -> Result<ArrivalProce
             Some(keys.iter().map(|k| *k as u64).collect::<Vec<u64>>())
         }
     };
-    // The rows of this entry (all rows without an endpoint column).
-    let rows: Vec<usize> = match (&trace.endpoint_column, entry) {
-        (None, _) => (0..instants.len()).collect(),
-        (Some(_), None) => {
-            return Err(Error::bad_input(
-                "load.arrivals.endpoint_column: only a graph workload's trace has entry points to choose between",
-            ))
+    // The rows `pick` names (all rows without its label column).
+    for (field, column, readers) in trace.label_columns() {
+        if column.is_some() && pick.map(|p| p.field) != Some(field) {
+            return Err(Error::bad_input(format!("load.arrivals.{field}: {readers}")));
         }
-        (Some(column), Some(entry)) => {
+    }
+    let picked = pick.and_then(|p| trace.label_columns().into_iter().find(|(f, ..)| *f == p.field)?.1.map(|c| (p, c)));
+    let rows: Vec<usize> = match picked {
+        None => (0..instants.len()).collect(),
+        Some((pick, column)) => {
+            let field = pick.field;
             let labels =
-                super::sources::labels(&path, column).map_err(|e| e.context("load.arrivals.endpoint_column"))?;
+                super::sources::labels(&path, column).map_err(|e| e.context(format!("load.arrivals.{field}")))?;
             if labels.len() != instants.len() {
                 return Err(Error::bad_input(format!(
-                    "load.arrivals.endpoint_column: {} entries for {} instants; the columns must be row for row",
+                    "load.arrivals.{field}: {} labels for {} instants; the columns must be row for row",
                     labels.len(),
                     instants.len()
                 )));
             }
-            let rows: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == entry).collect();
+            let rows: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == pick.value).collect();
             if rows.is_empty() {
                 let mut seen: Vec<&str> = labels.iter().map(String::as_str).collect();
                 seen.sort_unstable();
                 seen.dedup();
                 return Err(Error::bad_input(format!(
-                    "load.arrivals.endpoint_column: no row of {column:?} in {} names {entry:?}; it names {}",
+                    "load.arrivals.{field}: no row of {column:?} in {} names {:?}; it names {}",
                     path.display(),
+                    pick.value,
                     seen.iter().take(12).copied().collect::<Vec<_>>().join(", ")
                 )));
             }
@@ -353,14 +396,14 @@ pub fn model_arrivals(
     entry_arrivals(load, rate, rate_path, keyless, None)
 }
 
-/// [`model_arrivals`] for a graph workload entering at `entry` (a trace's
-/// `endpoint_column` keeps its rows).
+/// [`model_arrivals`] for one stream of a labelled trace (`pick`: a graph workload's
+/// entry, a gateway class).
 pub fn entry_arrivals(
     load: Option<&LoadSpec>,
     rate: Option<f64>,
     rate_path: &str,
     keyless: Option<&str>,
-    entry: Option<&str>,
+    pick: Option<Pick>,
 ) -> Result<Option<ArrivalProcess>> {
     let keyed =
         matches!(load.and_then(|l| l.arrivals.as_ref()), Some(ArrivalsField::Trace(t)) if t.key_column.is_some());
@@ -376,7 +419,7 @@ pub fn entry_arrivals(
         (None, false) => Err(Error::bad_input(format!(
             "{rate_path}: missing; give the arrival rate here, or a rate or trace in [load]"
         ))),
-        _ => load.map(|load| load.resolve_for(rate.unwrap_or(f64::NAN), rate_path, entry)).transpose(),
+        _ => load.map(|load| load.resolve_for(rate.unwrap_or(f64::NAN), rate_path, pick)).transpose(),
     }
 }
 

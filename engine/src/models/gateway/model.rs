@@ -52,6 +52,8 @@ pub struct Gateway<'h> {
     pub(super) arrivals: RngStream,
     /// `[load]`'s turns, with a replay's position.
     load: Option<crate::components::arrivals::Arrivals>,
+    /// Replayed calls: each stream's class and its replay's position.
+    call_streams: Vec<(usize, crate::components::arrivals::Arrivals)>,
     pub(super) turn_rng: RngStream,
     pub(super) tokens: RngStream,
     pub(super) provider_rng: RngStream,
@@ -197,6 +199,11 @@ impl<'h> Gateway<'h> {
         Gateway {
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
             load: p.load.clone().map(crate::components::arrivals::Arrivals::new),
+            call_streams: p
+                .call_arrivals
+                .iter()
+                .map(|(class, process)| (*class, crate::components::arrivals::Arrivals::new(process.clone())))
+                .collect(),
             turn_rng: RngStream::derive(master_seed, replica, TURNS),
             tokens: RngStream::derive(master_seed, replica, TOKENS),
             provider_rng: RngStream::derive(master_seed, replica, PROVIDER),
@@ -279,8 +286,15 @@ impl<'h> Gateway<'h> {
     /// The model in a kernel with its first arrival, incidents and sweeps scheduled.
     pub fn into_simulation(self) -> Simulation<Self> {
         let mut simulation = Simulation::new(self, 4096);
-        if let Some(first) = simulation.model.interarrival(0) {
-            simulation.scheduler().at(first, Event::TurnArrival);
+        if simulation.model.call_streams.is_empty() {
+            if let Some(first) = simulation.model.interarrival(0) {
+                simulation.scheduler().at(first, Event::TurnArrival);
+            }
+        }
+        for stream in 0..simulation.model.call_streams.len() {
+            if let Some(first) = simulation.model.next_call_gap(stream, 0) {
+                simulation.scheduler().at(first, Event::CallArrival { stream: stream as u16 });
+            }
         }
         for index in 0..simulation.model.p.incidents.len() {
             let Incident { start, end, .. } = simulation.model.p.incidents[index];
@@ -307,6 +321,23 @@ impl<'h> Gateway<'h> {
             Arrivals::Poisson => secs_to_nanos(self.arrivals.exponential(self.p.turns_per_s)),
             Arrivals::Even => secs_to_nanos(1.0 / self.p.turns_per_s),
         })
+    }
+
+    /// The gap from `now` to replayed call stream `stream`'s next call; `None` when it has no more.
+    pub(super) fn next_call_gap(&mut self, stream: usize, now: Nanos) -> Option<Nanos> {
+        self.call_streams[stream].1.next_gap(now, 1.0, &mut self.arrivals)
+    }
+
+    /// A replayed call arrives: the next is scheduled, and this one starts outside any turn.
+    pub(super) fn call_arrival(&mut self, now: Nanos, stream: usize, scheduler: &mut Scheduler<Event>) {
+        if let Some(next) = self.next_call_gap(stream, now).map(|gap| now.saturating_add(gap)) {
+            if next < self.p.horizon {
+                scheduler.at(next, Event::CallArrival { stream: stream as u16 });
+            }
+        }
+        let (instance, tenant) = self.draw_instance_and_tenant();
+        let class = self.call_streams[stream].0;
+        self.start_call(now, class, super::state::Origin { turn: None, slot: 0, instance, tenant }, scheduler);
     }
 
     /// The results once the simulation has drained (asserts that it has).
@@ -466,6 +497,7 @@ impl Model for Gateway<'_> {
     fn handle(&mut self, now: Nanos, event: Event, scheduler: &mut Scheduler<Event>) {
         match event {
             Event::TurnArrival => self.turn_arrival(now, scheduler),
+            Event::CallArrival { stream } => self.call_arrival(now, stream as usize, scheduler),
             Event::AttemptEnd { attempt, stamp } => self.attempt_end(now, attempt, stamp, scheduler),
             Event::FirstToken { attempt, stamp } => self.first_token(now, attempt, stamp),
             Event::Resume { call } => self.walk(now, call, scheduler),

@@ -237,6 +237,10 @@ pub struct GatewayParams {
     /// Turns from `[load]`: a rate profile (schedules, sines, bursts) or a replayed
     /// trace; `None`: `turns_per_s` at `arrivals` spacing.
     pub load: Option<crate::components::arrivals::ArrivalProcess>,
+    /// Calls replayed from a trace, per class (`[load]` with a class column): each
+    /// arrival is one call of that class outside any turn. When there are any, no
+    /// turns arrive.
+    pub call_arrivals: Vec<(usize, crate::components::arrivals::ArrivalProcess)>,
     pub tenants: u32,
     /// Share of turns from tenant 0 (the rest spread evenly over the others); 0 with
     /// one tenant.
@@ -274,7 +278,7 @@ impl GatewayParams {
     /// Panics on parameters the experiments layer should never produce.
     pub(super) fn check(&self) {
         assert!(
-            (self.load.is_some() || self.turns_per_s > 0.0)
+            (self.load.is_some() || self.turns_per_s > 0.0 || !self.call_arrivals.is_empty())
                 && self.tenants > 0
                 && self.instances > 0
                 && !self.tiers.is_empty()
@@ -284,6 +288,8 @@ impl GatewayParams {
             assert!(!self.gates[..i].contains(gate), "gate {gate:?} listed twice");
         }
         assert!(!self.classes.is_empty() && self.class_names.len() == self.classes.len());
+        assert!(self.classes.len() <= u8::MAX as usize && self.call_arrivals.len() < u16::MAX as usize);
+        assert!(self.call_arrivals.iter().all(|(class, _)| *class < self.classes.len()));
         for class in &self.classes {
             assert!(class.tier < self.tiers.len() && class.max_attempts > 0 && class.bulkhead_slots > 0);
             assert!(class.fallback.is_none_or(|f| f < self.classes.len()));

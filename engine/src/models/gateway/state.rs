@@ -17,6 +17,10 @@ use super::reason::Reason;
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
     TurnArrival,
+    /// A replayed call of stream `stream` ([`super::GatewayParams::call_arrivals`]) arrives.
+    CallArrival {
+        stream: u16,
+    },
     /// An attempt's precomputed end (stale unless `stamp` matches its ticket).
     AttemptEnd {
         attempt: SlabKey,

@@ -93,6 +93,7 @@ fn params(gates: &[Gate]) -> GatewayParams {
         plan: seed_plan(),
         turns_per_s: 20.0,
         load: None,
+        call_arrivals: Vec::new(),
         arrivals: Arrivals::Poisson,
         tenants: 1,
         hot_tenant_share: 0.0,

@@ -32,11 +32,7 @@ impl Gateway<'_> {
                 drawn |= 1 << i;
             }
         }
-        let instance = self.turn_rng.below(self.p.instances as u64) as u16;
-        // Tenant 0 sends `hot_tenant_share` of the turns; the others share the rest.
-        let hot = self.turn_rng.bernoulli(self.p.hot_tenant_share);
-        let other = self.turn_rng.below(self.p.tenants as u64);
-        let tenant = if hot || self.p.tenants == 1 { 0 } else { 1 + other % (self.p.tenants as u64 - 1) } as u16;
+        let (instance, tenant) = self.draw_instance_and_tenant();
         let counted = now >= self.p.warmup;
         self.results.turns_offered += counted as u64;
         let turn = self.turns.insert(Turn {
@@ -54,6 +50,16 @@ impl Gateway<'_> {
             trace.rows.group_started(turn);
         }
         self.next_step(now, turn, scheduler);
+    }
+
+    /// The gateway instance a turn (or a replayed call) lands on, and its tenant.
+    pub(super) fn draw_instance_and_tenant(&mut self) -> (u16, u16) {
+        let instance = self.turn_rng.below(self.p.instances as u64) as u16;
+        // Tenant 0 sends `hot_tenant_share` of the turns; the others share the rest.
+        let hot = self.turn_rng.bernoulli(self.p.hot_tenant_share);
+        let other = self.turn_rng.below(self.p.tenants as u64);
+        let tenant = if hot || self.p.tenants == 1 { 0 } else { 1 + other % (self.p.tenants as u64 - 1) } as u16;
+        (instance, tenant)
     }
 
     /// The class planned call `slot` makes in `turn`, if it makes one.

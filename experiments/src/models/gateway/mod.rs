@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use stampede_engine::components::arrivals::ArrivalProcess;
 use stampede_engine::components::provider::TierSpec;
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::{
@@ -175,6 +176,8 @@ struct Resolved {
     pools: BTreeMap<String, f64>,
     /// `[load]`'s turns, read once.
     load: Option<stampede_engine::components::arrivals::ArrivalProcess>,
+    /// Calls replayed by class (a trace with a class column), in the fixture's class order.
+    call_loads: Vec<(String, stampede_engine::components::arrivals::ArrivalProcess)>,
     /// The engine's classes, in its order.
     classes: Vec<EngineClass>,
     table: Arc<MetricTable>,
@@ -459,12 +462,7 @@ impl GatewayConfig {
                 "workload.arrivals = \"even\": with [load], say how turns arrive in load.arrivals",
             ));
         }
-        let load = crate::inputs::load::model_arrivals(
-            self.load.as_ref(),
-            self.workload.turns_per_s,
-            "workload.turns_per_s",
-            Some("gateway"),
-        )?;
+        let (load, call_loads) = self.arrivals(&fixture)?;
         let mut classes: Vec<EngineClass> = fixture
             .classes
             .keys()
@@ -483,8 +481,39 @@ impl GatewayConfig {
             latencies.push(intern(format!("{}_total_s", class.name)));
         }
         let latencies = intern_names(latencies);
-        self.resolved = Some(Resolved { fixture, knobs, pools, load, classes, table, latencies });
+        self.resolved = Some(Resolved { fixture, knobs, pools, load, call_loads, classes, table, latencies });
         Ok(self)
+    }
+
+    /// Turns from the rate or `[load]`; or, from a trace with a `class_column`, calls
+    /// replayed by class (each row one call of its class, outside any turn).
+    #[allow(clippy::type_complexity)]
+    fn arrivals(&self, fixture: &Fixture) -> Result<(Option<ArrivalProcess>, Vec<(String, ArrivalProcess)>)> {
+        use crate::inputs::load::{entry_arrivals, model_arrivals, ArrivalsField, Pick};
+        let rate_path = "workload.turns_per_s";
+        let trace = match self.load.as_ref().and_then(|l| l.arrivals.as_ref()) {
+            Some(ArrivalsField::Trace(trace)) if trace.class_column.is_some() => trace,
+            _ => {
+                let load = model_arrivals(self.load.as_ref(), self.workload.turns_per_s, rate_path, Some("gateway"))?;
+                return Ok((load, Vec::new()));
+            }
+        };
+        let labels = trace.labels("class_column")?;
+        if let Some(unknown) = labels.iter().find(|label| !fixture.classes.contains_key(*label)) {
+            return Err(Error::bad_input(format!(
+                "load.arrivals.class_column: the trace names class {unknown:?}, which the fixture does not have; \
+                 classes: {}",
+                fixture.classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let mut streams = Vec::new();
+        for class in fixture.classes.keys().filter(|class| labels.contains(class)) {
+            let pick = Pick { field: "class_column", value: class };
+            let process =
+                entry_arrivals(self.load.as_ref(), self.workload.turns_per_s, rate_path, Some("gateway"), Some(pick))?;
+            streams.push((class.clone(), process.expect("a replayed trace")));
+        }
+        Ok((None, streams))
     }
 
     fn resolved(&self) -> &Resolved {
@@ -816,8 +845,12 @@ impl GatewayConfig {
         warnings
     }
 
-    /// Turns per second: `workload.turns_per_s`, or `[load]`'s mean over the run.
+    /// Turns per second: `workload.turns_per_s`, or `[load]`'s mean over the run; 0
+    /// when `[load]` replays calls, not turns.
     pub fn turns_per_s(&self, run: &RunConfig) -> f64 {
+        if !self.resolved().call_loads.is_empty() {
+            return 0.0;
+        }
         match (self.workload.turns_per_s, &self.resolved().load) {
             (Some(turns), _) => turns,
             (None, Some(load)) => crate::inputs::load::mean_rate(load, run.horizon_s),
@@ -836,6 +869,12 @@ impl GatewayConfig {
             turns_per_s: self.turns_per_s(run),
             arrivals: self.workload.arrivals,
             load: self.resolved().load.clone(),
+            call_arrivals: self
+                .resolved()
+                .call_loads
+                .iter()
+                .map(|(class, process)| (self.resolved().class_index(class), process.clone()))
+                .collect(),
             tenants: self.workload.tenants,
             hot_tenant_share: if self.workload.tenants > 1 { self.workload.hot_tenant_share } else { 0.0 },
             instances: knobs.fleet_instances,

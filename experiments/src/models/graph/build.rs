@@ -344,7 +344,7 @@ impl Builder {
                     workload.rate_per_s,
                     &rate_path,
                     None,
-                    Some(&workload.entry),
+                    Some(crate::inputs::load::Pick { field: "endpoint_column", value: &workload.entry }),
                 )
                 .map_err(|e| e.context(&path))?;
                 let rate = workload.rate_per_s.unwrap_or(f64::NAN);
