@@ -42,6 +42,9 @@ enum Command {
     /// Write DIR/report.html: a self-contained HTML report of an output folder (tables,
     /// time series, latency, the grid's shape, claims), readable offline.
     Report(ReportArgs),
+    /// Compare two output folders of one scenario (e.g. last night's and tonight's): what
+    /// changed significantly, metric by metric, with Holm's correction; exit 1 if anything did.
+    Compare(CompareArgs),
     /// The consistent-hashing explorer: a ring in a SQLite file, seven strategies, their comparison.
     Ring(ring_cli::RingArgs),
     /// The local web app on 127.0.0.1: the LLM gateway's Learn and Sandbox pages, the ring
@@ -136,6 +139,29 @@ struct ServeArgs {
 struct ReportArgs {
     /// An output folder written by `stampede run` or `verify` (e.g. out/baltor).
     dir: PathBuf,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// The baseline output folder (e.g. last night's out/mmc).
+    a: PathBuf,
+    /// The output folder to compare with it.
+    b: PathBuf,
+    /// The chance of any false alarm over all the tests together (Holm's correction).
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// A change must also move the mean by more than this share of A's (0.02: 2%).
+    #[arg(long, value_name = "SHARE")]
+    tolerance: Option<f64>,
+    /// List every metric, not only those that changed.
+    #[arg(long)]
+    all: bool,
+    /// Print the answer as one JSON document.
+    #[arg(long)]
+    json: bool,
+    /// Also write a self-contained HTML page of the differences to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -253,6 +279,8 @@ enum ExitStatus {
     Success,
     /// Exit 1: a `verify` assertion failed.
     VerificationFailed,
+    /// Exit 1: `compare` found a significant change.
+    Changed,
 }
 
 fn main() -> ExitCode {
@@ -271,6 +299,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify(args),
         Command::Capacity(args) => capacity(args).map(|()| ExitStatus::Success),
         Command::Report(args) => report(args).map(|()| ExitStatus::Success),
+        Command::Compare(args) => compare(args),
         Command::Ring(args) => ring_cli::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
         Command::Merge(args) => merge(args).map(|()| ExitStatus::Success),
@@ -278,7 +307,7 @@ fn main() -> ExitCode {
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
-        Ok(ExitStatus::VerificationFailed) => ExitCode::from(1),
+        Ok(ExitStatus::VerificationFailed | ExitStatus::Changed) => ExitCode::from(1),
         Err(error) => {
             eprintln!("stampede: error: {error}");
             ExitCode::from(error.exit_code() as u8)
@@ -555,6 +584,22 @@ fn report(args: ReportArgs) -> Result<()> {
     let path = stampede_report::write(&args.dir)?;
     println!("{}", path.display());
     Ok(())
+}
+
+fn compare(args: CompareArgs) -> Result<ExitStatus> {
+    let comparison = stampede_report::compare::compare(&args.a, &args.b, args.alpha, args.tolerance)?;
+    if let Some(path) = &args.html {
+        write_file_atomically(path, comparison.html().as_bytes())?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison.to_json()).expect("JSON serialises"));
+    } else {
+        print!("{}", comparison.render(args.all));
+        if let Some(path) = &args.html {
+            println!("page: {}", path.display());
+        }
+    }
+    Ok(if comparison.changed() { ExitStatus::Changed } else { ExitStatus::Success })
 }
 
 fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {

@@ -3,12 +3,15 @@
 //! windows and recovery, latency percentiles, the grid's shape and the model's own
 //! plots, each with its data as CSV.
 //!
+//! [`compare`] is `stampede compare`: two folders of one scenario, metric by metric.
+//!
 //! Layers: [`folder`] reads the folder back, [`data`] derives each plot's numbers,
 //! [`chart`] draws them to SVG with `plotters`, [`sections`] decides what to show,
 //! [`page`] writes the HTML. The page loads nothing: styles, script and plots are
 //! inlined, and its Content-Security-Policy forbids every request.
 
 pub mod chart;
+pub mod compare;
 pub mod data;
 pub mod fit_page;
 pub mod folder;

@@ -8,6 +8,7 @@ mod cdp;
 mod ci_checks;
 mod cluster_cli;
 mod common;
+mod compare;
 mod duckdb_interop;
 mod figures;
 mod folder;

@@ -8,6 +8,7 @@
 //! for people (PASS/FAIL lines), for programs (`verify.json`) and for CI (JUnit XML,
 //! GitHub annotations).
 
+pub mod compare;
 pub mod verdicts;
 
 use crate::run::report::{PointReport, RunReport};

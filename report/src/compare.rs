@@ -1,0 +1,395 @@
+//! `stampede compare DIR_A DIR_B`: did a change alter the simulated behaviour? Two
+//! output folders of the same scenario are compared grid point by grid point and metric
+//! by metric: the difference of the means with its 95% interval (paired on replica
+//! indices when both runs used the same seed, Welch's otherwise), a Mann–Whitney rank
+//! test on the per-replica values, Holm's correction over every test, and what moved by
+//! more than a relative tolerance; latency quantiles side by side. Rendered for the
+//! terminal, as JSON and as a self-contained HTML page.
+//!
+//! The statistics are [`stampede_experiments::verify::compare`]'s; this module reads
+//! the folders and shapes the answer.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use stampede_experiments::run::report::json_number;
+use stampede_experiments::verify::compare::{holm, Difference, Pair};
+use stampede_experiments::{Error, Result};
+use stampede_output::Table;
+
+use crate::folder::Folder;
+use crate::sections::{escape, points};
+
+/// One metric at one grid point.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub point: u32,
+    pub label: String,
+    pub metric: String,
+    pub difference: Difference,
+    /// Significant after Holm's correction at `alpha`.
+    pub significant: bool,
+    /// |B − A| above `tolerance` × |A| (false without a tolerance).
+    pub beyond_tolerance: bool,
+}
+
+/// A latency's quantiles in both runs at one grid point.
+#[derive(Clone, Debug)]
+pub struct LatencyRow {
+    pub point: u32,
+    pub latency: String,
+    /// p50, p99, p99.9 (seconds) in A and in B.
+    pub a: [f64; 3],
+    pub b: [f64; 3],
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    pub a: PathBuf,
+    pub b: PathBuf,
+    pub scenario: String,
+    /// Both runs used the same seed: each replica index is paired with its twin.
+    pub paired: bool,
+    pub alpha: f64,
+    pub tolerance: Option<f64>,
+    pub rows: Vec<Row>,
+    pub latencies: Vec<LatencyRow>,
+}
+
+/// Reads `dir`'s folder and its per-replica rows.
+fn read(dir: &Path) -> Result<(Folder, Table)> {
+    let folder = Folder::read(dir)?;
+    let replicas = Table::read(&dir.join("replicas.parquet")).map_err(|e| {
+        Error::bad_input(format!("{}: compare needs the per-replica rows (replicas.parquet): {e}", dir.display()))
+    })?;
+    Ok((folder, replicas))
+}
+
+/// Compares folder `b` with folder `a`: Holm-corrected at `alpha`; `tolerance` (a share
+/// of A's mean) marks what moved by more. Two folders of different scenarios, models,
+/// grids or metrics are refused (bad input).
+pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result<Comparison> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return Err(Error::bad_input(format!("--alpha {alpha}: a false-alarm rate between 0 and 1, e.g. 0.05")));
+    }
+    if let Some(t) = tolerance.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+        return Err(Error::bad_input(format!("--tolerance {t}: a share of A's mean, 0 or more (0.02 is 2%)")));
+    }
+    let ((fa, ra), (fb, rb)) = (read(a)?, read(b)?);
+    let (ma, mb) = (&fa.manifest, &fb.manifest);
+    if (&ma.scenario, &ma.model) != (&mb.scenario, &mb.model) {
+        return Err(Error::bad_input(format!(
+            "different scenarios: {} ran {} ({}), {} ran {} ({}); compare two runs of one scenario",
+            a.display(),
+            ma.scenario,
+            ma.model,
+            b.display(),
+            mb.scenario,
+            mb.model
+        )));
+    }
+    if ma.grid_points != mb.grid_points || ma.axes != mb.axes {
+        return Err(Error::bad_input(format!(
+            "different grids: {} has {} grid points over {:?}, {} has {} over {:?}",
+            a.display(),
+            ma.grid_points,
+            ma.axes,
+            b.display(),
+            mb.grid_points,
+            mb.axes
+        )));
+    }
+    if ma.metrics != mb.metrics {
+        let only = |x: &[String], y: &[String]| x.iter().filter(|m| !y.contains(m)).cloned().collect::<Vec<_>>();
+        return Err(Error::bad_input(format!(
+            "different metrics: only in {}: {:?}; only in {}: {:?}",
+            a.display(),
+            only(&ma.metrics, &mb.metrics),
+            b.display(),
+            only(&mb.metrics, &ma.metrics)
+        )));
+    }
+    let paired = ma.seed == mb.seed;
+    let (infos, _) = points(&fa, &fa.metric_defs());
+    let by_point = |table: &Table, point: u32, metric: &str| -> Result<Vec<(u64, f64)>> {
+        let io = |e: stampede_output::OutputError| Error::bad_input(format!("{e}"));
+        let (points, replicas, values) = (
+            table.numbers("grid_point").map_err(io)?,
+            table.numbers("replica").map_err(io)?,
+            table.numbers(metric).map_err(io)?,
+        );
+        let mut rows: Vec<(u64, f64)> = (0..points.len())
+            .filter(|&i| points[i] == f64::from(point))
+            .map(|i| (replicas[i] as u64, values[i]))
+            .collect();
+        rows.sort_by_key(|(replica, _)| *replica);
+        Ok(rows)
+    };
+    let mut rows = Vec::new();
+    for info in &infos {
+        for metric in &ma.metrics {
+            let pair = Pair { a: by_point(&ra, info.index, metric)?, b: by_point(&rb, info.index, metric)? };
+            let difference = pair.difference(paired);
+            let beyond = tolerance.is_some_and(|t| difference.diff.abs() > t * difference.mean_a.abs());
+            rows.push(Row {
+                point: info.index,
+                label: info.label.clone(),
+                metric: metric.clone(),
+                difference,
+                significant: false,
+                beyond_tolerance: beyond,
+            });
+        }
+    }
+    let p: Vec<f64> = rows.iter().map(|r| r.difference.p_mean).collect();
+    for (row, significant) in rows.iter_mut().zip(holm(&p, alpha)) {
+        row.significant = significant;
+    }
+    let mut latencies = Vec::new();
+    for info in &infos {
+        for latency in &ma.latencies {
+            let quantiles = |folder: &Folder| -> [f64; 3] {
+                let table = &folder.histograms;
+                let (Ok(points), Ok(names)) = (table.numbers("grid_point"), table.strings("metric")) else {
+                    return [f64::NAN; 3];
+                };
+                let row = (0..points.len()).find(|&i| points[i] == f64::from(info.index) && names[i] == *latency);
+                ["p50_s", "p99_s", "p999_s"]
+                    .map(|c| row.and_then(|i| table.numbers(c).ok().map(|v| v[i])).unwrap_or(f64::NAN))
+            };
+            latencies.push(LatencyRow {
+                point: info.index,
+                latency: latency.clone(),
+                a: quantiles(&fa),
+                b: quantiles(&fb),
+            });
+        }
+    }
+    Ok(Comparison {
+        a: a.into(),
+        b: b.into(),
+        scenario: ma.scenario.clone(),
+        paired,
+        alpha,
+        tolerance,
+        rows,
+        latencies,
+    })
+}
+
+/// A number in a few significant digits.
+fn short(x: f64) -> String {
+    if x.is_nan() {
+        "n/a".into()
+    } else if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e6) {
+        format!("{:.4}", x).trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+/// A p-value: below what a double can tell from 0, say so.
+fn p_value(p: f64) -> String {
+    if p.is_nan() {
+        "n/a".into()
+    } else if p < 1e-15 {
+        "< 1e-15".into()
+    } else {
+        format!("{p:.2e}")
+    }
+}
+
+fn signed(x: f64) -> String {
+    if x > 0.0 {
+        format!("+{}", short(x))
+    } else {
+        short(x)
+    }
+}
+
+impl Comparison {
+    /// The rows that count as a change: significant, and beyond the tolerance when one is given.
+    pub fn changes(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.significant && (self.tolerance.is_none() || r.beyond_tolerance))
+    }
+
+    /// True when anything changed (the command exits 1).
+    pub fn changed(&self) -> bool {
+        self.changes().next().is_some()
+    }
+
+    fn tests(&self) -> usize {
+        self.rows.iter().filter(|r| !r.difference.p_mean.is_nan()).count()
+    }
+
+    fn method(&self) -> String {
+        if self.paired {
+            "paired on replica index (same seed: common random numbers)".into()
+        } else {
+            "Welch's two-sample t (different seeds)".into()
+        }
+    }
+
+    /// The terminal answer: what changed, then (with `all`) every row, then latencies.
+    pub fn render(&self, all: bool) -> String {
+        let mut out = format!(
+            "compare {} → {}: scenario {}; differences of the means B − A, {}; Holm-corrected at α = {} over {} tests{}\n",
+            self.a.display(),
+            self.b.display(),
+            self.scenario,
+            self.method(),
+            self.alpha,
+            self.tests(),
+            self.tolerance.map_or(String::new(), |t| format!("; a change must also exceed {}% of A's mean", t * 100.0))
+        );
+        let line = |r: &Row| {
+            let d = &r.difference;
+            format!(
+                "  #{} {:<14} {:<32} {} → {}   {} [{}, {}]   p = {} (rank test p = {}){}{}\n",
+                r.point,
+                r.label,
+                r.metric,
+                short(d.mean_a),
+                short(d.mean_b),
+                signed(d.diff),
+                signed(d.lo),
+                signed(d.hi),
+                p_value(d.p_mean),
+                p_value(d.p_rank),
+                if r.significant { "  significant" } else { "" },
+                if r.beyond_tolerance { "  beyond tolerance" } else { "" }
+            )
+        };
+        let changes: Vec<&Row> = self.changes().collect();
+        if changes.is_empty() {
+            out.push_str("no significant change\n");
+        } else {
+            out.push_str(&format!("changed ({}):\n", changes.len()));
+            changes.iter().for_each(|r| out.push_str(&line(r)));
+        }
+        if all {
+            out.push_str("every metric:\n");
+            self.rows.iter().for_each(|r| out.push_str(&line(r)));
+        }
+        if !self.latencies.is_empty() {
+            out.push_str("latency quantiles A → B (p50 / p99 / p99.9, seconds):\n");
+            for l in &self.latencies {
+                out.push_str(&format!(
+                    "  #{} {:<20} {} / {} / {}  →  {} / {} / {}\n",
+                    l.point,
+                    l.latency,
+                    short(l.a[0]),
+                    short(l.a[1]),
+                    short(l.a[2]),
+                    short(l.b[0]),
+                    short(l.b[1]),
+                    short(l.b[2])
+                ));
+            }
+        }
+        out.push_str(if self.changed() { "verdict: changed (exit 1)\n" } else { "verdict: no change (exit 0)\n" });
+        out
+    }
+
+    /// The `--json` document.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "a": self.a.display().to_string(),
+            "b": self.b.display().to_string(),
+            "scenario": self.scenario,
+            "paired": self.paired,
+            "method": self.method(),
+            "correction": "holm",
+            "alpha": self.alpha,
+            "tolerance": self.tolerance,
+            "tests": self.tests(),
+            "changed": self.changed(),
+            "rows": self.rows.iter().map(|r| {
+                let d = &r.difference;
+                json!({
+                    "grid_point": r.point, "label": r.label, "metric": r.metric,
+                    "n_a": d.n_a, "n_b": d.n_b,
+                    "mean_a": json_number(d.mean_a), "mean_b": json_number(d.mean_b),
+                    "diff": json_number(d.diff), "ci_lo": json_number(d.lo), "ci_hi": json_number(d.hi),
+                    "paired": d.paired, "p_mean": json_number(d.p_mean), "p_rank": json_number(d.p_rank),
+                    "significant": r.significant, "beyond_tolerance": r.beyond_tolerance,
+                })
+            }).collect::<Vec<_>>(),
+            "latencies": self.latencies.iter().map(|l| json!({
+                "grid_point": l.point, "latency": l.latency,
+                "a": l.a.map(json_number), "b": l.b.map(json_number),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// A self-contained HTML page of the differences (nothing is loaded from anywhere).
+    pub fn html(&self) -> String {
+        let rows: String = self
+            .rows
+            .iter()
+            .map(|r| {
+                let d = &r.difference;
+                let class = if self.changes().any(|c| std::ptr::eq(c, r)) { " class=\"changed\"" } else { "" };
+                format!(
+                    "<tr{class}><td>#{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{} [{}, {}]</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    r.point,
+                    escape(&r.label),
+                    escape(&r.metric),
+                    short(d.mean_a),
+                    short(d.mean_b),
+                    signed(d.diff),
+                    signed(d.lo),
+                    signed(d.hi),
+                    p_value(d.p_mean),
+                    p_value(d.p_rank),
+                    match (r.significant, r.beyond_tolerance) {
+                        (true, true) => "significant, beyond tolerance",
+                        (true, false) => "significant",
+                        (false, true) => "beyond tolerance (not significant)",
+                        (false, false) => "",
+                    }
+                )
+            })
+            .collect();
+        let latencies: String = self
+            .latencies
+            .iter()
+            .map(|l| {
+                format!(
+                    "<tr><td>#{}</td><td>{}</td><td>{} / {} / {}</td><td>{} / {} / {}</td></tr>",
+                    l.point,
+                    escape(&l.latency),
+                    short(l.a[0]),
+                    short(l.a[1]),
+                    short(l.a[2]),
+                    short(l.b[0]),
+                    short(l.b[1]),
+                    short(l.b[2])
+                )
+            })
+            .collect();
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+             <title>stampede compare: {}</title><style>body{{font:15px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
+             table{{border-collapse:collapse}}td,th{{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left}}\
+             tr.changed td{{background:#fde8e4;font-weight:600}}</style></head>\n\
+             <body><h1>stampede compare: {}</h1><p>A = <code>{}</code><br>B = <code>{}</code></p>\
+             <p><strong>{}</strong>. Differences of the means B − A with 95% intervals, {}; Holm-corrected at α = {} over {} tests{}. \
+             The rank test is Mann–Whitney's on the per-replica values.</p>\
+             <table><tr><th>grid point</th><th>metric</th><th>A</th><th>B</th><th>B − A [95%]</th><th>p</th><th>rank p</th><th></th></tr>{rows}</table>\
+             <h2>Latency quantiles (p50 / p99 / p99.9, seconds)</h2>\
+             <table><tr><th>grid point</th><th>latency</th><th>A</th><th>B</th></tr>{latencies}</table></body></html>\n",
+            escape(&self.scenario),
+            escape(&self.scenario),
+            escape(&self.a.display().to_string()),
+            escape(&self.b.display().to_string()),
+            if self.changed() { "Changed" } else { "No significant change" },
+            self.method(),
+            self.alpha,
+            self.tests(),
+            self.tolerance.map_or(String::new(), |t| format!("; a change must also exceed {}% of A's mean", t * 100.0)),
+        )
+    }
+}

@@ -1,0 +1,116 @@
+//! `stampede compare`: runs of one scenario under different seeds are not called
+//! different more often than the false-alarm rate says; a 3% slower service is found
+//! at the built-in's own replica count; bad input exits 2.
+
+use crate::common::{stampede, stderr, stdout};
+
+/// Runs `mmc` into `out` with `args` (a short horizon unless `args` says otherwise).
+fn run_mmc(out: &std::path::Path, args: &[&str]) {
+    let mut all = vec!["run", "mmc", "--quiet", "--no-report", "--out", out.to_str().unwrap()];
+    all.extend(args);
+    let run = stampede(&all);
+    assert!(run.status.success(), "{}", stderr(&run));
+}
+
+fn compare(a: &std::path::Path, b: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["compare", a.to_str().unwrap(), b.to_str().unwrap()];
+    args.extend(extra);
+    stampede(&args)
+}
+
+/// Twenty seed pairs of the same short mmc run (3 grid points × 9 metrics = 27 Holm-
+/// corrected Welch tests each): at α = 0.05 the chance that a pair shows any change is
+/// at most 5%, so 20 pairs flag about 1; more than 4 (probability under 2% if the
+/// rate holds) fails. The same seed twice is paired and identical: no change at all.
+/// STAMPEDE_COMPARE_PAIRS raises the count (e.g. 200).
+#[test]
+fn seeds_alone_are_not_a_change_at_the_stated_false_alarm_rate() {
+    let pairs: u64 = std::env::var("STAMPEDE_COMPARE_PAIRS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let scratch = tempfile::tempdir().unwrap();
+    let short = ["--replicas", "12", "--set", "run.horizon_s=60", "--set", "run.warmup_s=5"];
+    let (mut flagged, mut raw_tests, mut raw_below) = (0, 0, 0);
+    for pair in 0..pairs {
+        let (a, b) = (scratch.path().join(format!("a{pair}")), scratch.path().join(format!("b{pair}")));
+        let (seed_a, seed_b) = ((2 * pair + 10).to_string(), (2 * pair + 11).to_string());
+        run_mmc(&a, &[&short[..], &["--seed", &seed_a]].concat());
+        run_mmc(&b, &[&short[..], &["--seed", &seed_b]].concat());
+        let output = compare(&a.join("mmc"), &b.join("mmc"), &["--json"]);
+        assert!(matches!(output.status.code(), Some(0 | 1)), "{}", stderr(&output));
+        let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        assert_eq!(answer["paired"], false);
+        assert_eq!(answer["tests"], 27);
+        assert_eq!(answer["changed"], output.status.code() == Some(1));
+        flagged += u64::from(output.status.code() == Some(1));
+        for p in answer["rows"].as_array().unwrap().iter().filter_map(|r| r["p_mean"].as_f64()) {
+            raw_tests += 1;
+            raw_below += u64::from(p < 0.05);
+        }
+    }
+    // Uncorrected, each test is a false alarm about 5% of the time (a little less here:
+    // near-constant metrics such as rejected_ratio give p = 1); a p-value that were never
+    // small, or always, would fail this.
+    let raw = raw_below as f64 / raw_tests as f64;
+    assert!((0.005..0.10).contains(&raw), "{raw_below} of {raw_tests} uncorrected p-values below 0.05");
+    let limit = (pairs as f64 * 0.05 + 3.0 * (pairs as f64 * 0.05 * 0.95).sqrt()).ceil() as u64;
+    assert!(flagged <= limit, "{flagged} of {pairs} seed pairs flagged (at most {limit} expected at α = 0.05)");
+    let (a, b) = (scratch.path().join("a0/mmc"), scratch.path().join("a0-again"));
+    run_mmc(&b, &[&short[..], &["--seed", "10"]].concat());
+    let same = compare(&a, &b.join("mmc"), &[]);
+    assert_eq!(same.status.code(), Some(0), "{}", stdout(&same));
+    assert!(stdout(&same).contains("paired on replica index") && stdout(&same).contains("no significant change"));
+}
+
+/// A 3% slower service (rate 100 → 97 per s) at the built-in's own 100 replicas and
+/// seed: paired on replica indices, the waiting time's change is found (exit 1), and
+/// the page of differences is written; with a tolerance above the change, it is not a
+/// change.
+#[test]
+fn a_three_percent_slower_service_is_found() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (a, b) = (scratch.path().join("a"), scratch.path().join("b"));
+    run_mmc(&a, &[]);
+    run_mmc(&b, &["--set", "queue.service_rate_per_s=97.0"]);
+    let page = scratch.path().join("compare.html");
+    let output = compare(&a.join("mmc"), &b.join("mmc"), &["--html", page.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}{}", stdout(&output), stderr(&output));
+    let text = stdout(&output);
+    let changed = text.split("changed (").nth(1).expect("a list of changes");
+    assert!(changed.contains("wait_mean_s") && changed.contains("utilization_ratio"), "{text}");
+    assert!(text.contains("verdict: changed (exit 1)"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("class=\"changed\"") && html.contains("wait_mean_s"));
+    // The utilisation moves by 3% (1/0.97 − 1); a 10% tolerance leaves the waiting times,
+    // which grow by 14–23% (Erlang C), and 10 000% leaves nothing.
+    let loose = compare(&a.join("mmc"), &b.join("mmc"), &["--tolerance", "0.1", "--json"]);
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&loose)).unwrap();
+    let changed = |answer: &serde_json::Value, metric: &str| {
+        answer["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["metric"] == metric && r["significant"] == true && r["beyond_tolerance"] == true)
+    };
+    assert!(changed(&answer, "wait_mean_s") && !changed(&answer, "utilization_ratio"));
+    let none = compare(&a.join("mmc"), &b.join("mmc"), &["--tolerance", "100"]);
+    assert_eq!(none.status.code(), Some(0), "{}", stdout(&none));
+}
+
+/// Bad input exits 2 with the reason: a missing folder, two different scenarios, a
+/// false-alarm rate outside (0, 1).
+#[test]
+fn compare_refuses_what_it_cannot_compare() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (a, b) = (scratch.path().join("a"), scratch.path().join("b"));
+    run_mmc(&a, &["--replicas", "3", "--set", "run.horizon_s=20", "--set", "run.warmup_s=2"]);
+    let other = stampede(&["run", "mg1", "--replicas", "3", "--quiet", "--no-report", "--out", b.to_str().unwrap()]);
+    assert!(other.status.success(), "{}", stderr(&other));
+    let missing = compare(&a.join("mmc"), &scratch.path().join("nowhere"), &[]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("no such output folder"), "{}", stderr(&missing));
+    let different = compare(&a.join("mmc"), &b.join("mg1"), &[]);
+    assert_eq!(different.status.code(), Some(2));
+    assert!(stderr(&different).contains("different scenarios"), "{}", stderr(&different));
+    let alpha = compare(&a.join("mmc"), &a.join("mmc"), &["--alpha", "1.5"]);
+    assert_eq!(alpha.status.code(), Some(2));
+    assert!(stderr(&alpha).contains("--alpha 1.5"), "{}", stderr(&alpha));
+}
