@@ -200,6 +200,11 @@ fn p_value(p: f64) -> String {
     }
 }
 
+/// Three quantiles as `p50 / p99 / p99.9`.
+fn quantiles(q: [f64; 3]) -> String {
+    q.map(short).join(" / ")
+}
+
 fn signed(x: f64) -> String {
     if x > 0.0 {
         format!("+{}", short(x))
@@ -275,17 +280,7 @@ impl Comparison {
         if !self.latencies.is_empty() {
             out.push_str("latency quantiles A → B (p50 / p99 / p99.9, seconds):\n");
             for l in &self.latencies {
-                out.push_str(&format!(
-                    "  #{} {:<20} {} / {} / {}  →  {} / {} / {}\n",
-                    l.point,
-                    l.latency,
-                    short(l.a[0]),
-                    short(l.a[1]),
-                    short(l.a[2]),
-                    short(l.b[0]),
-                    short(l.b[1]),
-                    short(l.b[2])
-                ));
+                out.push_str(&format!("  #{} {:<20} {}  →  {}\n", l.point, l.latency, quantiles(l.a), quantiles(l.b)));
             }
         }
         out.push_str(if self.changed() { "verdict: changed (exit 1)\n" } else { "verdict: no change (exit 0)\n" });
@@ -357,15 +352,11 @@ impl Comparison {
             .iter()
             .map(|l| {
                 format!(
-                    "<tr><td>#{}</td><td>{}</td><td>{} / {} / {}</td><td>{} / {} / {}</td></tr>",
+                    "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     l.point,
                     escape(&l.latency),
-                    short(l.a[0]),
-                    short(l.a[1]),
-                    short(l.a[2]),
-                    short(l.b[0]),
-                    short(l.b[1]),
-                    short(l.b[2])
+                    quantiles(l.a),
+                    quantiles(l.b)
                 )
             })
             .collect();

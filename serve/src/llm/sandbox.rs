@@ -157,26 +157,11 @@ pub fn gate_notes() -> Value {
     })
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Incident {
-    pub tier: String,
-    /// `brownout` (health 0.2, errors 0.25), `outage` (0.05, 1.0) or `capacity_step`.
-    pub kind: String,
-    pub start_s: f64,
-    pub duration_s: f64,
-    /// The severity of a `capacity_step`: the share of the tier's fleet still up.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scale: Option<f64>,
-    /// A brownout's severity (absent: the seed's 0.2, 0.25 and ×1): the share of the
-    /// tier's slots left, the share of calls that fail, and the latency multiplier.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub health: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_rate: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_factor: Option<f64>,
-}
+use stampede_experiments::models::gateway::IncidentName;
+/// An incident as the page edits it: the scenario's own `[[incidents]]` entry (one
+/// type, so the page and `stampede run` cannot disagree on a field); the page shows the
+/// kinds in [`SHOWN_INCIDENTS`].
+pub use stampede_experiments::models::gateway::IncidentSection as Incident;
 
 /// The knobs the Sandbox exposes (each maps to one scenario field).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -257,16 +242,7 @@ impl Default for Config {
             gates: Gate::ALL.iter().map(|g| g.name().to_string()).collect(),
             client: "stack".into(),
             knobs: Knobs::of(&Fixture::load(None).expect("the shipped fixture")),
-            incidents: vec![Incident {
-                tier: "sonnet".into(),
-                kind: "brownout".into(),
-                start_s: 25.0,
-                duration_s: 20.0,
-                scale: None,
-                health: None,
-                error_rate: None,
-                latency_factor: None,
-            }],
+            incidents: vec![Incident::new("sonnet", IncidentName::Brownout, 25.0, 20.0)],
             turns_per_s: 20.0,
             duration_s: 60.0,
             warmup_s: 10.0,
@@ -290,7 +266,7 @@ pub fn warnings(config: &Config) -> Vec<String> {
                 Some(format!(
                     "incident {} ({} of {}) starts at {} s, after the run ends at {end} s: it changes nothing",
                     i + 1,
-                    incident.kind,
+                    incident.kind.name(),
                     incident.tier,
                     incident.start_s
                 ))
@@ -298,7 +274,7 @@ pub fn warnings(config: &Config) -> Vec<String> {
                 Some(format!(
                     "incident {} ({} of {}) runs to {stop} s, past the run's end at {end} s: only {} s of it fall inside",
                     i + 1,
-                    incident.kind,
+                    incident.kind.name(),
                     incident.tier,
                     end - incident.start_s
                 ))
@@ -306,7 +282,7 @@ pub fn warnings(config: &Config) -> Vec<String> {
                 Some(format!(
                     "incident {} ({} of {}) ends at {stop} s, inside the {} s warm-up: nothing it does is counted",
                     i + 1,
-                    incident.kind,
+                    incident.kind.name(),
                     incident.tier,
                     config.warmup_s
                 ))
@@ -379,29 +355,8 @@ impl Config {
         );
         root.insert("gateway".into(), gateway.into());
         if !self.incidents.is_empty() {
-            let incidents: Vec<toml::Value> = self
-                .incidents
-                .iter()
-                .map(|i| {
-                    let mut t = toml::Table::new();
-                    t.insert("tier".into(), i.tier.clone().into());
-                    t.insert("kind".into(), i.kind.clone().into());
-                    t.insert("start_s".into(), i.start_s.into());
-                    t.insert("duration_s".into(), i.duration_s.into());
-                    for (field, value) in [
-                        ("scale", i.scale),
-                        ("health", i.health),
-                        ("error_rate", i.error_rate),
-                        ("latency_factor", i.latency_factor),
-                    ] {
-                        if let Some(value) = value {
-                            t.insert(field.into(), value.into());
-                        }
-                    }
-                    t.into()
-                })
-                .collect();
-            root.insert("incidents".into(), incidents.into());
+            let incidents = toml::Value::try_from(&self.incidents).map_err(|e| RunError::Failed(e.to_string()))?;
+            root.insert("incidents".into(), incidents);
         }
         toml::to_string(&root).map_err(|e| RunError::Failed(e.to_string()))
     }
@@ -572,16 +527,9 @@ mod tests {
         config.knobs.retry_budget_ratio = 0.0;
         config.knobs.honour_retry_after = false;
         config.knobs.bulkhead_queue = "fifo".into();
-        config.incidents.push(Incident {
-            tier: "haiku".into(),
-            kind: "capacity_step".into(),
-            start_s: 12.5,
-            duration_s: 3.0,
-            scale: Some(0.4),
-            health: None,
-            error_rate: None,
-            latency_factor: None,
-        });
+        config
+            .incidents
+            .push(Incident { scale: Some(0.4), ..Incident::new("haiku", IncidentName::CapacityStep, 12.5, 3.0) });
         let text = config.toml().unwrap();
         assert_eq!(Config::from_toml(&text, None).unwrap(), config);
     }

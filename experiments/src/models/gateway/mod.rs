@@ -408,6 +408,24 @@ pub struct IncidentSection {
 }
 
 impl IncidentSection {
+    /// An incident of `kind` on `tier` over [start_s, start_s + duration_s), every
+    /// severity at its default.
+    pub fn new(tier: &str, kind: IncidentName, start_s: f64, duration_s: f64) -> IncidentSection {
+        IncidentSection {
+            tier: tier.into(),
+            kind,
+            start_s,
+            duration_s,
+            scale: None,
+            health: None,
+            error_rate: None,
+            latency_factor: None,
+            rpm_scale: None,
+            itpm_scale: None,
+            otpm_scale: None,
+        }
+    }
+
     /// A brownout's (health, error rate, latency factor), the seed's where not given.
     fn brownout(&self) -> (f64, f64, f64) {
         (self.health.unwrap_or(0.2), self.error_rate.unwrap_or(0.25), self.latency_factor.unwrap_or(1.0))
