@@ -63,6 +63,7 @@ impl Gateway<'_> {
     }
 
     /// The class planned call `slot` makes in `turn`, if it makes one.
+    #[inline]
     fn planned_class(&self, turn: &Turn, slot: usize) -> Option<usize> {
         let planned = &self.p.plan.calls[slot];
         if planned.needs.is_some_and(|n| turn.succeeded & (1 << n) == 0) {
@@ -79,35 +80,43 @@ impl Gateway<'_> {
     /// turn answered when no foreground step is left.
     fn next_step(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
         loop {
-            let turn = *self.turns.get(key).expect("a live turn");
+            let turn = self.turns.get_mut(key).expect("a live turn");
             debug_assert!(turn.pending == 0 && !turn.failed);
             let index = turn.step as usize;
             if index >= self.answered_at {
                 // Answered: what is left runs in the background, outside the turn's latency.
+                let turn = *turn;
                 self.end_turn(now, key, true);
                 for step in index..self.p.plan.steps.len() {
                     self.start_background(now, &turn, step, scheduler);
                 }
                 return;
             }
-            self.turns.get_mut(key).expect("live").step += 1;
-            if self.p.plan.steps[index].background {
+            turn.step += 1;
+            let turn = *turn;
+            let step = self.p.plan.steps[index];
+            if step.background {
                 self.start_background(now, &turn, index, scheduler);
                 continue;
             }
-            let step = self.p.plan.steps[index];
-            // Held at one while the calls start, so that none can end the step early.
+            let origin = |slot: usize| Origin { turn: Some(key), slot: slot as u8, instance: turn.instance, tenant: turn.tenant };
+            if step.end == step.first + 1 {
+                // One call (most steps): the step waits for it alone.
+                let Some(class) = self.planned_class(&turn, step.first) else { continue };
+                self.turns.get_mut(key).expect("live").pending = 1;
+                return self.start_call(now, class, origin(step.first), scheduler);
+            }
+            // A group: held at one while its calls start, so that none can end the step early.
             self.turns.get_mut(key).expect("live").pending = 1;
             for slot in step.first..step.end {
-                let turn = *self.turns.get(key).expect("held by `pending`");
+                let turn = self.turns.get_mut(key).expect("held by `pending`");
                 if turn.failed {
                     break; // a required call already failed: the rest are not made
                 }
-                if let Some(class) = self.planned_class(&turn, slot) {
+                let copy = *turn;
+                if let Some(class) = self.planned_class(&copy, slot) {
                     self.turns.get_mut(key).expect("live").pending += 1;
-                    let origin =
-                        Origin { turn: Some(key), slot: slot as u8, instance: turn.instance, tenant: turn.tenant };
-                    self.start_call(now, class, origin, scheduler);
+                    self.start_call(now, class, origin(slot), scheduler);
                 }
             }
             return self.call_done(now, key, scheduler);
@@ -125,8 +134,8 @@ impl Gateway<'_> {
         }
     }
 
-    /// One of the step's calls is over (or the step has started all of them): when
-    /// none is left, the turn fails or moves on.
+    /// The group's calls have all started: release the hold; when none is running, the
+    /// turn fails (a required call did) or moves on.
     fn call_done(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
         let turn = self.turns.get_mut(key).expect("a live turn");
         debug_assert!(turn.pending > 0);
@@ -153,21 +162,30 @@ impl Gateway<'_> {
         scheduler: &mut Scheduler<Event>,
     ) {
         let slot = call.slot as usize;
-        let class = &self.p.classes[call.class as usize];
-        let turn = self.turns.get_mut(key).expect("a live turn");
         if !served && fallback {
-            if let Some(next) = class.fallback {
+            if let Some(next) = self.p.classes[call.class as usize].fallback {
                 // The slot goes on with the fallback's call; the step still waits for it.
                 let origin = Origin { turn: Some(key), slot: slot as u8, instance: call.instance, tenant: call.tenant };
                 return self.start_call(now, next, origin, scheduler);
             }
         }
+        let turn = self.turns.get_mut(key).expect("a live turn");
         if served || fallback {
             turn.succeeded |= 1 << slot;
         } else if self.p.plan.calls[slot].required {
             turn.failed = true;
         }
-        self.call_done(now, key, scheduler);
+        let failed = turn.failed;
+        debug_assert!(turn.pending > 0);
+        turn.pending -= 1;
+        if turn.pending > 0 {
+            return;
+        }
+        if failed {
+            self.end_turn(now, key, false);
+        } else {
+            self.next_step(now, key, scheduler);
+        }
     }
 
     pub(super) fn end_turn(&mut self, now: Nanos, key: SlabKey, answered: bool) {
