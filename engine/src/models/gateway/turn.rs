@@ -99,7 +99,12 @@ impl Gateway<'_> {
                 self.start_background(now, &turn, index, scheduler);
                 continue;
             }
-            let origin = |slot: usize| Origin { turn: Some(key), slot: slot as u8, instance: turn.instance, tenant: turn.tenant };
+            let origin = |slot: usize| Origin {
+                turn: Some(key),
+                slot: slot as u8,
+                instance: turn.instance,
+                tenant: turn.tenant,
+            };
             if step.end == step.first + 1 {
                 // One call (most steps): the step waits for it alone.
                 let Some(class) = self.planned_class(&turn, step.first) else { continue };
