@@ -475,3 +475,23 @@ fn a_call_trace_with_a_class_column_replays_each_call_at_its_instant() {
         stderr(&refused)
     );
 }
+
+/// A scenario's `[turn]` replaces the fixture's plan: llm-naive with guard → answer only
+/// makes no rewrite, think or title call, and an answer only after a guard (no warm-up,
+/// so no call is counted apart from its turn).
+#[test]
+fn a_scenarios_turn_replaces_the_fixtures_plan() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().to_str().unwrap();
+    let plan = "turn={steps=[{call=\"guard\"},{call=\"answer\"}]}";
+    let args = ["run", "llm-naive", "--replicas", "2", "--no-report", "--quiet", "--out", out, "--set", plan];
+    let run = stampede(&[&args[..], &["--set", "run.warmup_s=0", "--set", "run.horizon_s=30"]].concat());
+    assert!(run.status.success(), "{}", stderr(&run));
+    let summary = stampede_output::Table::read(&scratch.path().join("llm-naive/summary.parquet")).unwrap();
+    let mean = |name: &str| summary.numbers(&format!("{name}_mean")).unwrap()[0];
+    assert_eq!((mean("rewrite_offered"), mean("think_offered"), mean("title_offered")), (0.0, 0.0, 0.0));
+    assert!(mean("answer_offered") > 0.0 && mean("guard_offered") >= mean("answer_offered"));
+    let bad = stampede(&["run", "llm-naive", "--out", out, "--force", "--set", "turn={steps=[{call=\"summary\"}]}"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("turn.steps[0].call = \"summary\": no such class"), "{}", stderr(&bad));
+}

@@ -497,11 +497,12 @@ impl Fixture {
         }
     }
 
-    /// Classes a turn waits for: named by a foreground step, or a fallback of one.
-    pub fn foreground_classes(&self) -> Vec<&str> {
+    /// Classes whose failure can fail a turn: named by a required foreground call, or
+    /// the fallback of one.
+    pub fn required_classes(&self) -> Vec<&str> {
         let mut reached: Vec<&str> = Vec::new();
         for (calls, background) in self.steps() {
-            for call in calls.iter().filter(|_| !background) {
+            for call in calls.iter().filter(|call| !background && call.required != Some(false)) {
                 for name in std::iter::once(&call.call).chain(&call.otherwise) {
                     let name = self.classes.get_key_value(name).expect("validated").0.as_str();
                     if !reached.contains(&name) {
@@ -524,11 +525,11 @@ impl Fixture {
     }
 
     /// Classes whose failed calls can be re-sent to another tier, in class order: each
-    /// with a `fallback_tier`, and each a turn waits for whose failure nothing else
-    /// answers (a scenario's `stack.fallback_tiers` may give it one). Their re-sent
-    /// calls are the class `NAME_fallback`, with metrics of their own.
+    /// with a `fallback_tier`, and each whose failure would fail the turn with nothing
+    /// else to answer it (a scenario's `stack.fallback_tiers` may give it one). Their
+    /// re-sent calls are the class `NAME_fallback`, with metrics of their own.
     pub fn resendable(&self) -> Vec<&str> {
-        let foreground = self.foreground_classes();
+        let foreground = self.required_classes();
         self.classes
             .iter()
             .filter(|(name, c)| {

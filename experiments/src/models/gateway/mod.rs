@@ -53,7 +53,7 @@ impl ModelSpec for Gateway {
     const DESCRIPTION: &'static str =
         "LLM gateway: turns follow your fixture's plan of LLM calls over metered tiers, through a reorderable stack of defences";
     const SECTIONS: &'static [&'static str] =
-        &["workload", "stack", "gateway", "incidents", "tiers", "classes", "load"];
+        &["workload", "stack", "gateway", "incidents", "tiers", "classes", "turn", "load"];
     const PATH_FIELDS: &'static [&'static str] = &["workload.fixture"];
 
     fn inputs(config: &GatewayConfig) -> Vec<(String, String)> {
@@ -157,6 +157,9 @@ pub struct GatewayConfig {
     /// Overrides of the fixture's call classes: `[classes.guard] tier = "sonnet"`.
     #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
     pub classes: toml::Table,
+    /// A turn plan that replaces the fixture's (`[turn] steps = [...]`, as in a fixture).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<fixture::TurnSection>,
     /// Turns from a rate schedule, a sine, bursts or a replayed trace (`[load]`, as
     /// every model takes it) instead of `workload.turns_per_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -471,6 +474,9 @@ impl GatewayConfig {
         let mut fixture = Fixture::load(self.workload.fixture.as_deref())?;
         override_entries(&mut fixture.tiers, &self.tiers, "tiers")?;
         override_entries(&mut fixture.classes, &self.classes, "classes")?;
+        if let Some(turn) = &self.turn {
+            fixture.turn = Some(turn.clone());
+        }
         fixture.read_inputs()?;
         fixture.validate()?;
         let knobs = overridden(&fixture.gateway, &self.gateway, "gateway")?;
