@@ -213,10 +213,31 @@ fn signed(x: f64) -> String {
     }
 }
 
+impl Row {
+    /// A change: significant, and beyond the tolerance when one is given.
+    fn is_change(&self, tolerance: Option<f64>) -> bool {
+        self.significant && (tolerance.is_none() || self.beyond_tolerance)
+    }
+
+    /// A, B, B − A, its interval's ends, p and the rank test's p, as shown.
+    fn figures(&self) -> [String; 7] {
+        let d = &self.difference;
+        [
+            short(d.mean_a),
+            short(d.mean_b),
+            signed(d.diff),
+            signed(d.lo),
+            signed(d.hi),
+            p_value(d.p_mean),
+            p_value(d.p_rank),
+        ]
+    }
+}
+
 impl Comparison {
     /// The rows that count as a change: significant, and beyond the tolerance when one is given.
     pub fn changes(&self) -> impl Iterator<Item = &Row> {
-        self.rows.iter().filter(|r| r.significant && (self.tolerance.is_none() || r.beyond_tolerance))
+        self.rows.iter().filter(|r| r.is_change(self.tolerance))
     }
 
     /// True when anything changed (the command exits 1).
@@ -249,19 +270,12 @@ impl Comparison {
             self.tolerance.map_or(String::new(), |t| format!("; a change must also exceed {}% of A's mean", t * 100.0))
         );
         let line = |r: &Row| {
-            let d = &r.difference;
+            let [a, b, diff, lo, hi, p, p_rank] = r.figures();
             format!(
-                "  #{} {:<14} {:<32} {} → {}   {} [{}, {}]   p = {} (rank test p = {}){}{}\n",
+                "  #{} {:<14} {:<32} {a} → {b}   {diff} [{lo}, {hi}]   p = {p} (rank test p = {p_rank}){}{}\n",
                 r.point,
                 r.label,
                 r.metric,
-                short(d.mean_a),
-                short(d.mean_b),
-                signed(d.diff),
-                signed(d.lo),
-                signed(d.hi),
-                p_value(d.p_mean),
-                p_value(d.p_rank),
                 if r.significant { "  significant" } else { "" },
                 if r.beyond_tolerance { "  beyond tolerance" } else { "" }
             )
@@ -324,20 +338,13 @@ impl Comparison {
             .rows
             .iter()
             .map(|r| {
-                let d = &r.difference;
-                let class = if self.changes().any(|c| std::ptr::eq(c, r)) { " class=\"changed\"" } else { "" };
+                let class = if r.is_change(self.tolerance) { " class=\"changed\"" } else { "" };
+                let [a, b, diff, lo, hi, p, p_rank] = r.figures();
                 format!(
-                    "<tr{class}><td>#{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{} [{}, {}]</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr{class}><td>#{} {}</td><td>{}</td><td>{a}</td><td>{b}</td><td>{diff} [{lo}, {hi}]</td><td>{p}</td><td>{p_rank}</td><td>{}</td></tr>",
                     r.point,
                     escape(&r.label),
                     escape(&r.metric),
-                    short(d.mean_a),
-                    short(d.mean_b),
-                    signed(d.diff),
-                    signed(d.lo),
-                    signed(d.hi),
-                    p_value(d.p_mean),
-                    p_value(d.p_rank),
                     match (r.significant, r.beyond_tolerance) {
                         (true, true) => "significant, beyond tolerance",
                         (true, false) => "significant",

@@ -166,7 +166,7 @@ impl<'h> Gateway<'h> {
         let meters = if has(Gate::Quota) { quota_meters(&p) } else { Vec::new() };
         let in_flight_capacity: u32 = p.classes.iter().map(|c| c.bulkhead_slots).sum();
         // Pressure compares a tier's attempts with the slots of the classes a turn can call.
-        let reached: Vec<bool> = (0..p.classes.len()).map(|c| p.plan.reaches(&p.classes, c)).collect();
+        let reached = p.plan.reachable(&p.classes);
         let tier_slots = (0..p.tiers.len())
             .map(|tier| {
                 let on_tier = p.classes.iter().zip(&reached).filter(|(c, &reached)| reached && c.tier == tier);

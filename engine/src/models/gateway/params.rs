@@ -172,9 +172,9 @@ impl TurnPlan {
         self.steps.iter().rposition(|s| !s.background).map_or(0, |i| i + 1)
     }
 
-    /// True if a turn can call `class`: the plan names it, or it is the fallback of a
-    /// class that can be called.
-    pub fn reaches(&self, classes: &[ClassParams], class: usize) -> bool {
+    /// Which classes a turn can call: named by the plan, or the fallback of a class
+    /// that can be called.
+    pub fn reachable(&self, classes: &[ClassParams]) -> Vec<bool> {
         let mut reached: Vec<bool> = vec![false; classes.len()];
         for call in &self.calls {
             reached[call.class] = true;
@@ -190,7 +190,7 @@ impl TurnPlan {
                 }
             }
         }
-        reached[class]
+        reached
     }
 }
 

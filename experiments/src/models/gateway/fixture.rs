@@ -135,41 +135,21 @@ pub struct Tokens {
     pub sd: f64,
 }
 
-/// Per-attempt timeouts, seconds.
+/// Per-attempt timeouts, seconds; a field left out takes its default.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
-    #[serde(default = "default_connect")]
     pub connect: f64,
-    #[serde(default = "default_first_token")]
     pub first_token: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub inter_token: Option<f64>,
-    #[serde(default = "default_total")]
     pub total: f64,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts {
-            connect: default_connect(),
-            first_token: default_first_token(),
-            inter_token: None,
-            total: default_total(),
-        }
+        Timeouts { connect: 2.0, first_token: 30.0, inter_token: None, total: 60.0 }
     }
-}
-
-fn default_connect() -> f64 {
-    2.0
-}
-
-fn default_first_token() -> f64 {
-    30.0
-}
-
-fn default_total() -> f64 {
-    60.0
 }
 
 /// What a failed call of the class becomes when the fallback gate is on.
@@ -304,15 +284,12 @@ pub struct Gateway {
     pub breaker_open_s: f64,
     /// Each consecutive trip multiplies the open time by this (Resilience4j's
     /// exponential wait interval; 1 keeps it constant).
-    #[serde(default = "default_open_multiplier")]
     pub breaker_open_multiplier: f64,
     /// The longest open time repeated trips grow to.
-    #[serde(default = "default_max_open")]
     pub breaker_max_open_s: f64,
     pub breaker_half_open_probes: u32,
     pub breaker_counts_429: bool,
     /// A 429's or 529's retry-after is a floor under the backoff; false: ignored.
-    #[serde(default = "default_honour_retry_after")]
     pub honour_retry_after: bool,
     pub bulkhead_queue: String,
     pub codel_target_s: f64,
@@ -330,7 +307,6 @@ pub struct Gateway {
     pub cache_read_itpm_weight: f64,
     /// A cached input token's price, as a share of the input price (Anthropic's
     /// cache reads: 0.1).
-    #[serde(default = "default_cache_price")]
     pub cache_read_price_weight: f64,
 }
 
@@ -345,11 +321,12 @@ impl Default for Gateway {
             breaker_window_s: 60.0,
             breaker_minimum_calls: 20,
             breaker_open_s: 20.0,
-            breaker_open_multiplier: default_open_multiplier(),
-            breaker_max_open_s: default_max_open(),
+            // Resilience4j's `IntervalFunction.DEFAULT_MULTIPLIER`.
+            breaker_open_multiplier: 1.5,
+            breaker_max_open_s: 300.0,
             breaker_half_open_probes: 3,
             breaker_counts_429: false,
-            honour_retry_after: default_honour_retry_after(),
+            honour_retry_after: true,
             bulkhead_queue: "lifo".into(),
             codel_target_s: 0.05,
             codel_interval_s: 1.0,
@@ -362,26 +339,9 @@ impl Default for Gateway {
             adaptive_kind: "gradient".into(),
             adaptive_initial_limit: 40,
             cache_read_itpm_weight: 0.1,
-            cache_read_price_weight: default_cache_price(),
+            cache_read_price_weight: 0.1,
         }
     }
-}
-
-/// Resilience4j's `IntervalFunction.DEFAULT_MULTIPLIER`.
-fn default_open_multiplier() -> f64 {
-    1.5
-}
-
-fn default_max_open() -> f64 {
-    300.0
-}
-
-fn default_honour_retry_after() -> bool {
-    true
-}
-
-fn default_cache_price() -> f64 {
-    0.1
 }
 
 /// `gateway.ladder_classes`: at most four of `classes`, each once (a class is shed from

@@ -718,7 +718,7 @@ impl GatewayConfig {
                     Some((field, _)) if incident.kind != kind => Err(Error::bad_input(format!(
                         "incidents[{i}].{field}: only a {} takes it ({what}); this one is {} {}",
                         kind.name(),
-                        if incident.kind.name().starts_with('o') { "an" } else { "a" },
+                        if incident.kind.name().starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" },
                         incident.kind.name()
                     ))),
                     _ => Ok(()),
