@@ -45,6 +45,10 @@ enum Command {
     /// Compare two output folders of one scenario (e.g. last night's and tonight's): what
     /// changed significantly, metric by metric, with Holm's correction; exit 1 if anything did.
     Compare(CompareArgs),
+    /// Find the best configuration that meets constraints: race the grid's points (and
+    /// --range samples) on common random numbers, spending replicas only where the
+    /// ranking is in doubt (Kim–Nelson elimination); exit 1 if nothing is feasible.
+    Optimize(OptimizeArgs),
     /// The consistent-hashing explorer: a ring in a SQLite file, seven strategies, their comparison.
     Ring(ring_cli::RingArgs),
     /// The local web app on 127.0.0.1: the LLM gateway's Learn and Sandbox pages, the ring
@@ -229,6 +233,76 @@ struct RunArgs {
 }
 
 #[derive(Args)]
+struct OptimizeArgs {
+    /// A built-in scenario name or a path to a .toml file; its grid (and --grid axes) are the candidates.
+    scenario: String,
+    #[command(flatten)]
+    scenario_args: ScenarioArgs,
+    /// The metric whose mean to minimize.
+    #[arg(long, value_name = "METRIC")]
+    minimize: Option<String>,
+    /// The metric whose mean to maximize.
+    #[arg(long, value_name = "METRIC")]
+    maximize: Option<String>,
+    /// A constraint every answer must meet (repeatable): 'recovery_s <= 1.5' (the mean; its
+    /// one-sided interval must lie on the right side), 'p95(recovery_s) <= 2' (a percentile
+    /// across replicas), 'fraction(recovery_s <= 1.5) >= 0.9'.
+    #[arg(long = "require", value_name = "CONSTRAINT")]
+    requires: Vec<String>,
+    /// Also require the scenario's [[verify]] claims with fixed bounds, of every candidate.
+    #[arg(long)]
+    claims: bool,
+    /// A continuous or integer dimension to search (repeatable): 'retry.budget_ratio=0.01..0.5:log',
+    /// 'shards.servers=2..16:int', 'router.capacity_factor=1.0..2.0'.
+    #[arg(long = "range", value_name = "PATH=LO..HI[:log|:int]")]
+    ranges: Vec<String>,
+    /// The most replicas to spend in all (default: the candidates × run.replicas, what `run` would spend).
+    #[arg(long, value_name = "N")]
+    budget_replicas: Option<u64>,
+    /// δ: differences in the objective's mean smaller than this do not matter (default: 1% of the
+    /// first stage's mean objective).
+    #[arg(long, value_name = "DELTA", allow_hyphen_values = true)]
+    indifference: Option<f64>,
+    /// The probability that the answer is right (within δ), and the level of constraint intervals.
+    #[arg(long, value_name = "P", default_value_t = 0.95)]
+    confidence: f64,
+    /// Replicas every candidate gets before any is judged.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    first_stage: u32,
+    /// With --range: Halton points sampled at first (default 8 × (ranges + 1)).
+    #[arg(long, value_name = "N")]
+    samples: Option<usize>,
+    /// With --range: rounds of local refinement around the two leaders.
+    #[arg(long, value_name = "R", default_value_t = 2)]
+    refine: u32,
+    /// Print the chosen configuration as a scenario file that `stampede run` reproduces
+    /// (stdout; the answer goes to stderr).
+    #[arg(long)]
+    show_toml: bool,
+    /// Worker threads; never changes any result (default: all cores).
+    #[arg(long, value_name = "T")]
+    threads: Option<usize>,
+    /// Output root; results go to OUT/<scenario name>/.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
+    /// Print the answer as one JSON document on stdout (also written as optimize.json).
+    #[arg(long)]
+    json: bool,
+    /// No progress bar and no answer on the terminal (the folder still has it).
+    #[arg(long)]
+    quiet: bool,
+    /// Do not write report.html into the output folder.
+    #[arg(long)]
+    no_report: bool,
+    /// Continue an interrupted search of the same command from its last finished round.
+    #[arg(long)]
+    resume: bool,
+    /// Replace OUT/<scenario name>/ even if it holds files stampede did not write.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args)]
 struct FitArgs {
     /// The data: .csv or .parquet (a sample), .hdr/.hlog (an HdrHistogram), or a
     /// Prometheus exposition or API answer (with --metric).
@@ -281,6 +355,8 @@ enum ExitStatus {
     VerificationFailed,
     /// Exit 1: `compare` found a significant change.
     Changed,
+    /// Exit 1: `optimize` found no candidate that meets the constraints.
+    Infeasible,
 }
 
 fn main() -> ExitCode {
@@ -300,6 +376,7 @@ fn main() -> ExitCode {
         Command::Capacity(args) => capacity(args).map(|()| ExitStatus::Success),
         Command::Report(args) => report(args).map(|()| ExitStatus::Success),
         Command::Compare(args) => compare(args),
+        Command::Optimize(args) => optimize(args),
         Command::Ring(args) => ring_cli::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
         Command::Merge(args) => merge(args).map(|()| ExitStatus::Success),
@@ -307,7 +384,7 @@ fn main() -> ExitCode {
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
-        Ok(ExitStatus::VerificationFailed | ExitStatus::Changed) => ExitCode::from(1),
+        Ok(ExitStatus::VerificationFailed | ExitStatus::Changed | ExitStatus::Infeasible) => ExitCode::from(1),
         Err(error) => {
             eprintln!("stampede: error: {error}");
             ExitCode::from(error.exit_code() as u8)
@@ -600,6 +677,77 @@ fn compare(args: CompareArgs) -> Result<ExitStatus> {
         }
     }
     Ok(if comparison.changed() { ExitStatus::Changed } else { ExitStatus::Success })
+}
+
+fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
+    use stampede_experiments::optimize::goal::{claims_as_constraints, parse_requirement, Objective};
+    use stampede_experiments::optimize::space::Dimension;
+    use stampede_experiments::optimize::{answer, execute, Request};
+    let scenario = resolve(&args.scenario, &args.scenario_args)?;
+    warn(&scenario);
+    let metrics = scenario.schema.metric_names();
+    let objective = Objective::new(args.minimize.as_deref(), args.maximize.as_deref(), &metrics)?;
+    let mut constraints =
+        args.requires.iter().map(|text| parse_requirement(text, &metrics)).collect::<Result<Vec<_>>>()?;
+    if args.claims {
+        let (claims, notes) = claims_as_constraints(&scenario.verify);
+        for note in notes {
+            eprintln!("stampede: warning: --claims: {note}");
+        }
+        if claims.is_empty() {
+            return Err(Error::bad_input(format!(
+                "--claims: scenario {} has no [[verify]] claim with a fixed bound to require",
+                scenario.name
+            )));
+        }
+        constraints.extend(claims);
+    }
+    let dimensions = args.ranges.iter().map(|text| Dimension::parse(text)).collect::<Result<Vec<_>>>()?;
+    let request = Request {
+        objective,
+        constraints,
+        dimensions,
+        budget: args.budget_replicas,
+        indifference: args.indifference,
+        confidence: args.confidence,
+        first_stage: args.first_stage,
+        samples: args.samples,
+        refinements: args.refine,
+    };
+    request.check(&scenario)?;
+    let threads = match args.threads {
+        Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
+        Some(threads) => threads,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    let write = |report: &RunReport, staging: &Path| -> Result<()> {
+        if !args.no_report {
+            stampede_report::write_as(staging, &report.output_dir)?;
+        }
+        Ok(())
+    };
+    let files = if args.no_report { vec![] } else { vec!["report.html"] };
+    let bar = progress_bar(request.budget_for(&scenario), args.quiet || args.json || args.show_toml);
+    let writing = Writing { resume: args.resume, force: args.force };
+    let optimized =
+        execute(&scenario, &request, &args.out, threads, &|| bar.inc(1), &Documents { files, write: &write }, writing)?;
+    bar.finish_and_clear();
+    let answer = &optimized.answer;
+    let folder = optimized.report.output_dir.display().to_string();
+    if args.show_toml {
+        if !args.quiet {
+            eprint!("{}", answer.render());
+        }
+        if let Some(chosen) = &answer.chosen {
+            print!("{}", answer::show_toml(&optimized.candidates, chosen.candidate, chosen.replicas));
+        }
+    } else if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer.to_json()).expect("JSON serialises"));
+    } else if !args.quiet {
+        print!("{}", answer.render());
+        println!("output: {folder}");
+    }
+    Ok(if answer.infeasible() { ExitStatus::Infeasible } else { ExitStatus::Success })
 }
 
 fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Bottom first.
-const LAYERS: &[&str] = &["base", "inputs", "scenario", "models", "resolved", "run", "verify"];
+const LAYERS: &[&str] = &["base", "inputs", "scenario", "models", "resolved", "run", "verify", "optimize"];
 
 /// Module path (`models::gateway::fixture`) → source text without its tests.
 fn modules() -> BTreeMap<String, String> {

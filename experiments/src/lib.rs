@@ -11,7 +11,8 @@
 //! 4. [`models`] — the model registry and one module per model;
 //! 5. [`resolved`] — a scenario typed by its model, every grid point validated;
 //! 6. [`run`] — runner, statistics, output layout, pipeline, report;
-//! 7. [`verify`] — checking `[[verify]]` claims against a run.
+//! 7. [`verify`] — checking `[[verify]]` claims against a run;
+//! 8. [`optimize`] — searching a grid and ranges for the best configuration that meets constraints.
 //!
 //! Flow: [`scenario::builtin::load_scenario_source`] → [`Scenario::resolve`] →
 //! [`run::pipeline::execute`] (which calls [`run::runner::run_grid`]) →
@@ -20,6 +21,7 @@
 pub mod base;
 pub mod inputs;
 pub mod models;
+pub mod optimize;
 pub mod resolved;
 pub mod run;
 pub mod scenario;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::models::registry;
 use crate::models::{CountHistogramDef, MetricDef, ModelConfig, SeriesDef};
 use crate::scenario::claims::{Assertion, Skipped};
+use crate::scenario::document::POINTS_KEY;
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
 
 /// A `[[verify]]` claim with its position in the list.
@@ -238,6 +239,12 @@ impl Scenario {
         (0..self.point_count()).map(|index| self.grid_point(index)).collect()
     }
 
+    /// `[grid] points`: the combinations of the axes' values this grid takes, when
+    /// it lists them rather than taking every one.
+    pub fn grid_combinations(&self) -> Option<&[Vec<u32>]> {
+        self.document.points.as_deref()
+    }
+
     /// How many grid points there are.
     pub fn point_count(&self) -> u32 {
         self.document.point_count() as u32
@@ -333,8 +340,11 @@ impl Scenario {
             table.insert(key, value);
         }
         if !self.grid.is_empty() {
-            let axes: toml::Table =
+            let mut axes: toml::Table =
                 self.grid.iter().map(|axis| (axis.path.clone(), toml::Value::Array(axis.values.clone()))).collect();
+            if let Some(points) = &self.document.points {
+                axes.insert(POINTS_KEY.into(), toml::Value::try_from(points).expect("indices serialise"));
+            }
             table.insert("grid".into(), toml::Value::Table(axes));
         }
         if !self.verify.is_empty() {

@@ -16,6 +16,7 @@ pub mod data;
 pub mod fit_page;
 pub mod folder;
 pub mod page;
+pub mod race;
 pub mod sections;
 pub mod topology;
 

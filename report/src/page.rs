@@ -136,7 +136,7 @@ fn header(html: &mut String, folder: &Folder, points: &[PointInfo]) {
     let facts = [
         ("model", m.model.clone()),
         ("seed", m.seed.clone()),
-        ("replicas", format!("{} per grid point", m.replicas)),
+        ("replicas", replicas_fact(folder)),
         ("grid", format!("{} point(s); axes: {axes}", m.grid_points)),
         (
             "run",
@@ -182,6 +182,16 @@ fn header(html: &mut String, folder: &Folder, points: &[PointInfo]) {
 }
 
 /// The whole page.
+/// "100 per grid point", or the range when points have their own counts (`optimize`).
+fn replicas_fact(folder: &Folder) -> String {
+    let counts = folder.summary.numbers("replicas").unwrap_or_default();
+    let (low, high) = counts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &c| (lo.min(c), hi.max(c)));
+    if counts.is_empty() || low == high {
+        return format!("{} per grid point", folder.manifest.replicas);
+    }
+    format!("{low} to {high} per grid point (each its own count: an optimize race)")
+}
+
 pub fn render(folder: &Folder, points: &[PointInfo], sections: &[Section]) -> String {
     let mut html = String::with_capacity(1 << 20);
     html.push_str(&format!(

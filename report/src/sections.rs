@@ -1297,7 +1297,9 @@ fn funnel(ctx: &Context, title: &str, total_label: &str, segments: &[(Segment, V
 
 /// Every section, in page order.
 pub fn all(ctx: &Context) -> Vec<Section> {
-    let mut sections = vec![comparison(ctx)];
+    let mut sections = Vec::new();
+    sections.extend(crate::race::race(ctx));
+    sections.push(comparison(ctx));
     sections.extend(time_series(ctx));
     sections.extend(latency(ctx));
     sections.extend(grid(ctx));

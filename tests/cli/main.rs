@@ -16,6 +16,7 @@ mod fuzz;
 mod gateway_cli;
 mod inputs;
 mod llm_pages;
+mod optimize;
 mod readme;
 mod report;
 mod resume;

@@ -125,6 +125,13 @@ impl Part {
     }
 }
 
+impl Part {
+    /// Grid point `point`'s values of metric `metric` (model order), in replica order.
+    pub(crate) fn metric_values(&self, point: u32, metric: usize) -> &[f64] {
+        self.replica_rows.get(&point).map_or(&[], |rows| &self.metrics[metric][rows.clone()])
+    }
+}
+
 /// Writes a partial folder's two tables into `dir` (staged; the caller commits).
 pub(crate) struct PartWriter {
     replicas: TableWriter,

@@ -267,7 +267,8 @@ impl Tables {
             columns.push(axis_value(kind, value));
         }
         columns.extend(self.leaves.iter().map(|leaf| leaf_column_value(scenario, leaf, point)));
-        columns.push(ColumnValues::U32(vec![scenario.run.replicas]));
+        // The point's own count: `optimize` gives its candidates different numbers.
+        columns.push(ColumnValues::U32(vec![point.run.replicas]));
         for s in &result.summaries {
             columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
         }

@@ -320,9 +320,47 @@ pub fn run_grid_cancellable(
     cancel: &AtomicBool,
     sinks: Sinks,
 ) -> Result<()> {
-    let (points, replicas, master_seed) = (scenario.point_count(), scenario.run.replicas, scenario.run.seed);
+    let (points, replicas) = (scenario.point_count(), scenario.run.replicas);
     assert!(points > 0 && replicas > 0 && threads > 0);
     debug_assert_eq!((plan.points, plan.replicas), (points, replicas));
+    let chunk = CHUNK_TASKS.min(CHUNK_POINTS * replicas as u64) as usize;
+    run_tasks(scenario, &mut plan.tasks(), chunk, threads, progress, cancel, sinks)
+}
+
+/// Runs replicas `ranges[p]` of every grid point `p` (an empty range: none of it) —
+/// what `optimize` gives each candidate in a round. Each replica is the one a full
+/// run would make (same seed, same streams), so results of several calls over
+/// adjoining ranges fold into what one run over their union gives; the sinks see
+/// partial results of points, as a shard's.
+pub fn run_ranges(
+    scenario: &Scenario,
+    ranges: &[std::ops::Range<u32>],
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+    sinks: Sinks,
+) -> Result<()> {
+    assert_eq!(ranges.len(), scenario.point_count() as usize, "a range per grid point");
+    let widest = ranges.iter().map(|r| r.len() as u64).max().unwrap_or(0);
+    if widest == 0 {
+        return Ok(());
+    }
+    let chunk = CHUNK_TASKS.min(CHUNK_POINTS * widest) as usize;
+    let mut tasks = ranges.iter().enumerate().flat_map(|(p, r)| r.clone().map(move |replica| (p as u32, replica)));
+    run_tasks(scenario, &mut tasks, chunk, threads, progress, &AtomicBool::new(false), sinks)
+}
+
+/// Runs `tasks` ((grid point, replica), grid point major, each point's replicas
+/// contiguous) in chunks of at most `chunk` tasks.
+fn run_tasks(
+    scenario: &Scenario,
+    tasks: &mut dyn Iterator<Item = (u32, u32)>,
+    chunk: usize,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+    cancel: &AtomicBool,
+    sinks: Sinks,
+) -> Result<()> {
+    let master_seed = scenario.run.seed;
     let metric_defs = &scenario.schema.metrics;
     let metric_count = metric_defs.len();
     let latency_count = scenario.schema.latencies.len();
@@ -332,10 +370,9 @@ pub fn run_grid_cancellable(
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
     let workers: Vec<Mutex<WorkerAccumulators>> = (0..threads).map(|_| Mutex::default()).collect();
     let mut live: BTreeMap<u32, LivePoint> = BTreeMap::new();
-    let chunk = CHUNK_TASKS.min(CHUNK_POINTS * replicas as u64) as usize;
     let mut records = Vec::with_capacity(chunk);
     let mut cancellable: Vec<Option<ReplicaRecord>> = Vec::with_capacity(chunk);
-    let mut pending = plan.tasks().peekable();
+    let mut pending = tasks.peekable();
     let mut tasks: Vec<(u32, u32)> = Vec::with_capacity(chunk);
     while pending.peek().is_some() {
         tasks.clear();

@@ -48,6 +48,23 @@ impl Welford {
     }
 }
 
+/// The `p` quantile (0 < p < 1) of Student's t with `degrees_of_freedom` (≥ 1): the
+/// one-sided and two-sided intervals at any confidence (`optimize`'s).
+pub fn t_quantile(p: f64, degrees_of_freedom: u64) -> f64 {
+    assert!(p > 0.0 && p < 1.0 && degrees_of_freedom >= 1, "t quantile of p = {p} with {degrees_of_freedom} df");
+    if degrees_of_freedom >= 1000 {
+        // statrs' inversion drifts for huge ν (see t_quantile_975); the normal is within 1e-3 there.
+        return normal_quantile(p) * (1.0 + 1.0 / (4.0 * degrees_of_freedom as f64));
+    }
+    StudentsT::new(0.0, 1.0, degrees_of_freedom as f64).expect("valid parameters").inverse_cdf(p)
+}
+
+/// The `p` quantile (0 < p < 1) of the standard normal.
+pub fn normal_quantile(p: f64) -> f64 {
+    assert!(p > 0.0 && p < 1.0, "normal quantile of p = {p}");
+    statrs::distribution::Normal::new(0.0, 1.0).expect("valid parameters").inverse_cdf(p)
+}
+
 /// A metric summarised over replicas.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Summary {
@@ -82,6 +99,16 @@ pub fn t_quantile_975(degrees_of_freedom: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_at_any_level_match_published_tables() {
+        // t(0.95, 10) = 1.812, t(0.99, 20) = 2.528, t(0.975, 5) = 2.571; z(0.95) = 1.645.
+        for (p, df, table) in [(0.95, 10, 1.812), (0.99, 20, 2.528), (0.975, 5, 2.571), (0.95, 5000, 1.645)] {
+            assert!((t_quantile(p, df) - table).abs() < 1e-3, "t({p}, {df}) = {}", t_quantile(p, df));
+        }
+        assert!((normal_quantile(0.95) - 1.644_854).abs() < 1e-6);
+        assert!((t_quantile(0.975, 40) - t_quantile_975(40)).abs() < 1e-9);
+    }
 
     #[test]
     fn t_quantiles_match_published_tables() {

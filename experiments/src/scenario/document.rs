@@ -39,6 +39,13 @@ pub const CASE_AXIS: &str = "case";
 /// The most grid points one run may have.
 pub const MAX_GRID_POINTS: usize = 1_000_000;
 
+/// The `[grid]` key that lists combinations instead of taking every one (never an
+/// axis: a field path always starts with a section name).
+pub const POINTS_KEY: &str = "points";
+
+/// `[grid] points`: per grid point, an index into each axis's values.
+pub type Combinations = Vec<Vec<u32>>;
+
 const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify"];
 
 /// Every model's name with the top-level sections it reads, in listing order.
@@ -52,6 +59,10 @@ pub struct Document {
     /// `model = "…"`, one of the known models.
     pub model: String,
     pub grid: Vec<GridAxis>,
+    /// `[grid] points = [[0, 2], [1, 0], …]`: only these combinations of the axes'
+    /// values (an index per axis, in axis order), in this order, instead of every
+    /// combination. `stampede optimize` writes its candidates so.
+    pub points: Option<Combinations>,
     /// `[[verify]]` claims.
     pub verify: Vec<Assertion>,
     /// `[run]` and the model's sections after `--set`, before grid values are applied.
@@ -165,7 +176,7 @@ impl Document {
                 )));
             }
         }
-        let mut grid = Self::take_grid(&mut source, overrides)?;
+        let (mut grid, points) = Self::take_grid(&mut source, overrides)?;
         // --set on a path that is a grid axis replaces the axis with that one value.
         for (path, value) in &overrides.sets {
             if let Some(axis) = grid.iter_mut().find(|axis| axis.path == *path) {
@@ -180,23 +191,36 @@ impl Document {
                 typed::<Assertions>(toml::Value::Table(wrapper))?.verify
             }
         };
-        let points: usize = grid
-            .iter()
-            .map(|axis| axis.values.len())
-            .try_fold(1usize, |acc, n| acc.checked_mul(n))
-            .unwrap_or(usize::MAX);
-        if points > MAX_GRID_POINTS {
-            return Err(Error::bad_input(format!("grid: {points} points; at most {MAX_GRID_POINTS} are allowed")));
+        let count: usize = match &points {
+            Some(points) => points.len(),
+            None => grid
+                .iter()
+                .map(|axis| axis.values.len())
+                .try_fold(1usize, |acc, n| acc.checked_mul(n))
+                .unwrap_or(usize::MAX),
+        };
+        if count > MAX_GRID_POINTS {
+            return Err(Error::bad_input(format!("grid: {count} points; at most {MAX_GRID_POINTS} are allowed")));
         }
-        Ok(Document { name, description, model, grid, verify, body: source })
+        Ok(Document { name, description, model, grid, points, verify, body: source })
     }
 
-    /// The file's `[grid]` axes, replaced or extended by `--grid`.
-    fn take_grid(source: &mut toml::Table, overrides: &Overrides) -> Result<Vec<GridAxis>> {
+    /// The file's `[grid]` axes, replaced or extended by `--grid`, and its `points`.
+    fn take_grid(source: &mut toml::Table, overrides: &Overrides) -> Result<(Vec<GridAxis>, Option<Combinations>)> {
         let mut grid = Vec::new();
+        let mut points = None;
         match source.remove("grid") {
             None => {}
-            Some(toml::Value::Table(table)) => collect_axes("", table, &mut grid)?,
+            Some(toml::Value::Table(mut table)) => {
+                if let Some(value) = table.remove(POINTS_KEY) {
+                    points = Some(typed::<Vec<Vec<u32>>>(value).map_err(|e| {
+                        Error::bad_input(format!(
+                            "grid.points: {e}; expected a list of combinations, each an index per axis, e.g. [[0, 2], [1, 0]]"
+                        ))
+                    })?);
+                }
+                collect_axes("", table, &mut grid)?
+            }
             Some(other) => {
                 return Err(Error::bad_input(format!(
                     "scenario field grid = {}: must be a table of axes, e.g. [grid] \"queue.servers\" = [1, 2]",
@@ -213,22 +237,43 @@ impl Document {
         for axis in &grid {
             check_axis(axis)?;
         }
-        Ok(grid)
+        for (i, point) in points.iter().flatten().enumerate() {
+            let fits =
+                point.len() == grid.len() && point.iter().zip(&grid).all(|(&v, a)| (v as usize) < a.values.len());
+            if !fits {
+                let sizes: Vec<String> =
+                    grid.iter().map(|a| format!("{} ({} values)", a.path, a.values.len())).collect();
+                return Err(Error::bad_input(format!(
+                    "grid.points[{i}] = {point:?}: needs one index per axis, each below its axis's number of values; \
+                     the axes, in order: {}",
+                    if sizes.is_empty() { "none".to_string() } else { sizes.join(", ") }
+                )));
+            }
+        }
+        Ok((grid, points))
     }
 
     /// How many grid points there are.
     pub fn point_count(&self) -> usize {
-        self.grid.iter().map(|axis| axis.values.len()).product()
+        match &self.points {
+            Some(points) => points.len(),
+            None => self.grid.iter().map(|axis| axis.values.len()).product(),
+        }
     }
 
     /// Grid point `index`'s table: the body with its axis values merged in (a case
     /// patches several sections). Row-major: the first axis varies slowest.
     pub fn point(&self, index: usize) -> Result<PointBody> {
-        let mut rest = index;
         let mut choice = vec![0; self.grid.len()];
-        for (slot, axis) in choice.iter_mut().zip(&self.grid).rev() {
-            *slot = rest % axis.values.len();
-            rest /= axis.values.len();
+        match &self.points {
+            Some(points) => choice.iter_mut().zip(&points[index]).for_each(|(slot, &i)| *slot = i as usize),
+            None => {
+                let mut rest = index;
+                for (slot, axis) in choice.iter_mut().zip(&self.grid).rev() {
+                    *slot = rest % axis.values.len();
+                    rest /= axis.values.len();
+                }
+            }
         }
         let mut body = self.body.clone();
         let mut params = Vec::with_capacity(self.grid.len());

@@ -1,0 +1,18 @@
+//! `stampede optimize`: the best configuration that meets the constraints, found by
+//! spending replicas only where the ranking is in doubt.
+//!
+//! - [`goal`] — the objective and constraints as the user writes them;
+//! - [`space`] — `--range` dimensions and the Halton design that samples them;
+//! - [`race`] — common-random-number comparisons, KN elimination, constraint verdicts;
+//! - [`search`] — the rounds: first stage, successive halving, refinement, the race;
+//! - [`driver`] — the search run as simulation, checkpointed by round, and the output folder;
+//! - [`answer`] — what the terminal, JSON, `optimize.parquet` and `--show-toml` say.
+
+pub mod answer;
+pub mod driver;
+pub mod goal;
+pub mod race;
+pub mod search;
+pub mod space;
+
+pub use driver::{execute, Optimized, Request};

@@ -1,0 +1,369 @@
+//! `stampede optimize`: the built-ins' answers against their full grids, Erlang C's
+//! staffing found on the mmc model (over a grid and over a range), determinism across
+//! thread counts, `--show-toml` reproduced by `run`, resume after a kill, bad input.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{files_below, parquet_tables as tables, stampede, stderr, stdout};
+
+fn optimize(out: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["optimize", "--out", out.to_str().unwrap()];
+    all.extend(args);
+    stampede(&all)
+}
+
+fn json(output: &std::process::Output) -> Value {
+    assert!(output.status.success(), "{}\n{}", stderr(output), stdout(output));
+    serde_json::from_str(&stdout(output)).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
+}
+
+/// Erlang C's mean wait in queue for an M/M/c queue.
+fn erlang_c_wait(servers: u32, lambda: f64, mu: f64) -> f64 {
+    let a = lambda / mu;
+    if a >= servers as f64 {
+        return f64::INFINITY;
+    }
+    let (mut term, mut sum) = (1.0, 0.0);
+    for k in 0..servers {
+        sum += term;
+        term *= a / (k + 1) as f64;
+    }
+    let tail = term / (1.0 - a / servers as f64);
+    tail / (sum + tail) / (servers as f64 * mu - lambda)
+}
+
+/// On three built-in grids the chosen point is the best feasible point of the full
+/// grid (by its means), or within δ of it, and the search spends at most a fifth of
+/// what the full grid at 1,000 replicas per point costs. The full grid here runs at
+/// STAMPEDE_OPTIMIZE_GRID_REPLICAS per point (100 by default; 1000 for the issue's
+/// check, a few minutes in release).
+#[test]
+fn the_chosen_point_is_the_full_grids_best_feasible_one_for_a_fraction_of_its_replicas() {
+    let grid_replicas: u32 =
+        std::env::var("STAMPEDE_OPTIMIZE_GRID_REPLICAS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let scratch = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str, &str, &str, f64, &str); 3] = [
+        ("policy-grid", "--minimize", "wasted_work_ratio", "recovery_s", 1.5, "0.002"),
+        ("bounded-load", "--minimize", "hops_mean", "peak_shard_load_ratio", 1.3, "0.005"),
+        ("dependency-slowdown", "--maximize", "goodput_high_rps", "pool_saturation_ratio", 0.35, "0.5"),
+    ];
+    for (scenario, sense, objective, constrained, bound, delta) in cases {
+        let require = format!("{constrained} <= {bound}");
+        let answer = json(&optimize(
+            &scratch.path().join("optimize"),
+            &[scenario, sense, objective, "--require", &require, "--indifference", delta, "--json", "--no-report"],
+        ));
+        assert_eq!(answer["ending"], "certain", "{scenario}: {}", answer["why"]);
+        let chosen = &answer["chosen"];
+        let out = scratch.path().join("grid");
+        let grid_run = stampede(&[
+            "run",
+            scenario,
+            "--replicas",
+            &grid_replicas.to_string(),
+            "--json",
+            "--quiet",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let grid: Value = serde_json::from_str(&stdout(&grid_run)).unwrap_or_else(|_| panic!("{}", stderr(&grid_run)));
+        let points = grid["grid"].as_array().unwrap();
+        let mean = |p: &Value, metric: &str| p["metrics"][metric]["mean"].as_f64().unwrap();
+        let better = |a: f64, b: f64| if sense == "--minimize" { a < b } else { a > b };
+        let best = points
+            .iter()
+            .filter(|p| mean(p, constrained) <= bound)
+            .reduce(|a, b| if better(mean(b, objective), mean(a, objective)) { b } else { a })
+            .unwrap_or_else(|| panic!("{scenario}: the full grid has a feasible point"));
+        let same_params = |p: &Value| p["params"] == chosen["params"];
+        let picked = points.iter().find(|p| same_params(p)).expect("the chosen point is a grid point");
+        let gap = (mean(picked, objective) - mean(best, objective)).abs();
+        let delta: f64 = delta.parse().unwrap();
+        assert!(
+            same_params(best) || gap <= delta,
+            "{scenario}: chose {} ({objective} {}), the full grid's best feasible is {} ({}), δ = {delta}",
+            chosen["params"],
+            mean(picked, objective),
+            best["params"],
+            mean(best, objective)
+        );
+        assert!(mean(picked, constrained) <= bound * 1.02, "{scenario}: the chosen point is feasible on the full grid");
+        let spent = answer["replicas_spent"].as_u64().unwrap();
+        let thousand = points.len() as u64 * 1000;
+        assert!(spent * 5 <= thousand, "{scenario}: spent {spent}, more than a fifth of {thousand}");
+        eprintln!(
+            "{scenario}: chose {} = the full grid's best: {}; spent {spent} replicas = {:.1}% of the 1,000-replica \
+             grid ({thousand}), {:.0}% of this {grid_replicas}-replica grid",
+            chosen["params"],
+            same_params(best),
+            100.0 * spent as f64 / thousand as f64,
+            100.0 * spent as f64 / (points.len() as u64 * grid_replicas as u64) as f64
+        );
+    }
+}
+
+const SHORT_MMC: &[&str] = &["--set", "run.horizon_s=100", "--set", "run.warmup_s=10"];
+
+/// λ = 160/s, μ = 100/s: Erlang C gives Wq = 17.8 ms on 2 servers, 1.96 ms on 3,
+/// 0.3 ms on 4. Maximising utilisation (fewest servers) with Wq ≤ 5 ms must pick 3,
+/// on the mmc model itself, for every seed tried.
+#[test]
+fn the_erlang_c_staffing_is_found_on_the_mmc_model() {
+    let truth = (2..=6).find(|&c| erlang_c_wait(c, 160.0, 100.0) <= 0.005).unwrap();
+    assert_eq!(truth, 3);
+    let scratch = tempfile::tempdir().unwrap();
+    for seed in 1..=5 {
+        let mut args = vec![
+            "mmc",
+            "--grid",
+            "queue.servers=2,3,4,5",
+            "--maximize",
+            "utilization_ratio",
+            "--require",
+            "wait_mean_s <= 0.005",
+            "--json",
+            "--quiet",
+            "--no-report",
+            "--seed",
+        ];
+        let seed = seed.to_string();
+        args.push(&seed);
+        args.extend(SHORT_MMC);
+        let answer = json(&optimize(scratch.path(), &args));
+        assert_eq!(answer["chosen"]["params"]["queue.servers"], truth, "seed {seed}: {answer}");
+        assert_eq!(answer["ending"], "certain");
+        let verdict = &answer["chosen"]["constraints"][0];
+        assert_eq!(verdict["verdict"], "holds");
+        let measured = verdict["estimate"].as_f64().unwrap();
+        let theory = erlang_c_wait(3, 160.0, 100.0);
+        assert!((measured - theory).abs() / theory < 0.15, "seed {seed}: Wq {measured} vs Erlang C {theory}");
+    }
+}
+
+/// The same staffing over an integer range, and the slowest service rate that keeps
+/// Wq ≤ 5 ms on 2 servers over a continuous log range: Erlang C puts it at μ* ≈ 128.0/s.
+/// The search samples, halves and refines; it must land at or just above μ*.
+#[test]
+fn ranges_find_the_erlang_c_answer_integer_and_continuous() {
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("queue.toml");
+    let text = stampede(&["show", "mmc"]);
+    let scenario = stdout(&text).split("[grid]").next().unwrap().to_string();
+    std::fs::write(&file, scenario).unwrap();
+    let file = file.to_str().unwrap();
+    let mut args = vec![
+        file,
+        "--range",
+        "queue.servers=2..9:int",
+        "--maximize",
+        "utilization_ratio",
+        "--require",
+        "wait_mean_s <= 0.005",
+        "--json",
+        "--quiet",
+        "--no-report",
+    ];
+    args.extend(SHORT_MMC);
+    let answer = json(&optimize(scratch.path(), &args));
+    assert_eq!(answer["chosen"]["params"]["queue.servers"], 3, "{answer}");
+    // Continuous: the cheapest service rate μ (minimised) meeting the SLO on 2 servers.
+    let mu_star = {
+        let (mut lo, mut hi) = (81.0, 1000.0);
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if erlang_c_wait(2, 160.0, mid) > 0.005 {
+                lo = mid
+            } else {
+                hi = mid
+            }
+        }
+        hi
+    };
+    assert!((mu_star - 128.0).abs() < 0.5, "{mu_star}");
+    let mut args = vec![
+        file,
+        "--set",
+        "queue.servers=2",
+        "--range",
+        "queue.service_rate_per_s=90..400:log",
+        "--minimize",
+        "service_rate_per_s",
+        "--json",
+        "--quiet",
+        "--no-report",
+    ];
+    args.extend(SHORT_MMC);
+    let error = optimize(scratch.path(), &args);
+    assert_eq!(error.status.code(), Some(2), "the objective must be a metric: {}", stderr(&error));
+    assert!(stderr(&error).contains("not a metric"));
+    // Minimising utilisation on fixed load is maximising μ; maximising it is the
+    // slowest μ, which the SLO bounds from below.
+    let position = args.iter().position(|a| *a == "--minimize").unwrap();
+    args[position] = "--maximize";
+    args[position + 1] = "utilization_ratio";
+    args.extend(["--require", "wait_mean_s <= 0.005", "--indifference", "0.004", "--budget-replicas", "4000"]);
+    let answer = json(&optimize(scratch.path(), &args));
+    let mu = answer["chosen"]["params"]["queue.service_rate_per_s"].as_f64().unwrap();
+    assert!(mu >= mu_star * 0.97 && mu <= mu_star * 1.25, "chose μ = {mu}, Erlang C's μ* = {mu_star:.1}: {answer}");
+    eprintln!("continuous: chose μ = {mu:.1} against μ* = {mu_star:.1}; spent {}", answer["replicas_spent"]);
+}
+
+/// One and two worker threads give byte-identical tables and the same answer.
+#[test]
+fn the_search_is_identical_for_any_thread_count() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut answers = Vec::new();
+    let mut outputs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = scratch.path().join(threads);
+        let answer = json(&optimize(
+            &out,
+            &[
+                "dependency-slowdown",
+                "--maximize",
+                "goodput_high_rps",
+                "--require",
+                "pool_saturation_ratio <= 0.35",
+                "--indifference",
+                "0.2",
+                "--threads",
+                threads,
+                "--json",
+                "--no-report",
+            ],
+        ));
+        answers.push(answer);
+        outputs.push(tables(&out.join("dependency-slowdown")));
+    }
+    assert_eq!(answers[0], answers[1]);
+    assert!(outputs[0] == outputs[1], "the tables differ between 1 and 2 threads");
+    assert!(outputs[0].iter().any(|(name, _)| name == "optimize.parquet"));
+}
+
+/// `--show-toml` prints a scenario whose run reproduces the chosen candidate: the same
+/// replicas, so the same means to the last bit.
+#[test]
+fn show_toml_is_a_scenario_that_reproduces_the_chosen_point() {
+    let scratch = tempfile::tempdir().unwrap();
+    let output = optimize(
+        scratch.path(),
+        &[
+            "policy-grid",
+            "--minimize",
+            "wasted_work_ratio",
+            "--require",
+            "recovery_s <= 1.5",
+            "--show-toml",
+            "--no-report",
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("chosen: "), "the answer goes to stderr: {}", stderr(&output));
+    let toml_text = stdout(&output);
+    let file = scratch.path().join("chosen.toml");
+    std::fs::write(&file, &toml_text).unwrap();
+    let folder = scratch.path().join("policy-grid");
+    let answer: Value = serde_json::from_str(&std::fs::read_to_string(folder.join("optimize.json")).unwrap()).unwrap();
+    let run = stampede(&[
+        "run",
+        file.to_str().unwrap(),
+        "--json",
+        "--quiet",
+        "--no-report",
+        "--out",
+        scratch.path().join("again").to_str().unwrap(),
+    ]);
+    let reproduced: Value = serde_json::from_str(&stdout(&run)).unwrap_or_else(|_| panic!("{}", stderr(&run)));
+    let point = &reproduced["grid"][0];
+    assert_eq!(reproduced["grid"].as_array().unwrap().len(), 1);
+    assert_eq!(point["params"], answer["chosen"]["params"]);
+    assert_eq!(reproduced["replicas"], answer["chosen"]["replicas"]);
+    assert_eq!(point["metrics"]["wasted_work_ratio"]["mean"], answer["chosen"]["objective"]["mean"]);
+}
+
+const RESUMED: &[&str] = &[
+    "optimize",
+    "policy-grid",
+    "--minimize",
+    "wasted_work_ratio",
+    "--require",
+    "recovery_s <= 1.5",
+    "--indifference",
+    "0.001",
+    "--quiet",
+    "--no-report",
+    "--threads",
+    "2",
+];
+
+/// A search killed at moments spread over its life resumes from its last finished
+/// round into tables byte-identical to an uninterrupted search's.
+#[test]
+fn a_killed_search_resumes_to_identical_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("reference");
+    let output = stampede(&[RESUMED, &["--out", reference.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let expected = tables(&reference.join("policy-grid"));
+    let mut killed = 0;
+    for (attempt, delay) in [700u64, 1800, 3500].into_iter().enumerate() {
+        let out = dir.path().join(format!("attempt-{attempt}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stampede"))
+            .args(RESUMED)
+            .args(["--out", out.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        let folder = out.join("policy-grid");
+        assert!(!folder.exists() || folder.join("manifest.json").exists(), "a half-written folder");
+        let output = stampede(&[RESUMED, &["--out", out.to_str().unwrap(), "--resume"]].concat());
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(tables(&folder) == expected, "attempt {attempt} (killed after {delay} ms): output differs");
+        assert!(!out.join(".policy-grid.optimize").exists(), "the rounds are removed once the output is in place");
+    }
+    assert!(killed >= 2, "only {killed} of 3 searches were killed before finishing: lengthen the search");
+}
+
+/// Bad input exits 2 and writes nothing; a constraint nothing meets exits 1 naming
+/// the closest candidate.
+#[test]
+fn bad_input_exits_2_and_an_impossible_constraint_exits_1() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let base = ["mmc", "--maximize", "utilization_ratio"];
+    for (extra, says) in [
+        (&["--require", "latency <= 1"][..], "not a metric"),
+        (&["--range", "queue.arrival_rate_per_s=200..100"][..], "the range is empty"),
+        (&["--range", "queue.servers=2..8:int"][..], "also a grid axis"),
+        (&["--budget-replicas", "10"][..], "too small to start"),
+        (&["--minimize", "wait_mean_s"][..], "give one objective"),
+        (&["--confidence", "1.5"][..], "--confidence"),
+        (&["--indifference", "-1"][..], "--indifference"),
+    ] {
+        let output = optimize(&out, &[&base[..], extra, SHORT_MMC].concat());
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(says), "{extra:?}: {}", stderr(&output));
+        assert!(!out.exists() || files_below(&out).is_empty(), "{extra:?} wrote {:?}", files_below(&out));
+    }
+    let output = optimize(&out, &[&base[..], &["--require", "wait_mean_s <= 0.000001", "--quiet"], SHORT_MMC].concat());
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let answer: Value = serde_json::from_str(&std::fs::read_to_string(out.join("mmc/optimize.json")).unwrap()).unwrap();
+    assert_eq!(answer["ending"], "infeasible");
+    assert_eq!(answer["chosen"], Value::Null);
+    assert_eq!(answer["closest"]["params"]["queue.servers"], 4, "the most servers wait least: {answer}");
+    let text = optimize(&out, &[&base[..], &["--require", "wait_mean_s <= 0.000001"], SHORT_MMC].concat());
+    assert!(stdout(&text).contains("closest to feasible: queue.servers = 4"), "{}", stdout(&text));
+    assert!(stdout(&text).contains("no candidate meets the constraints"));
+}
