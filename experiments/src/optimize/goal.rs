@@ -215,4 +215,37 @@ mod tests {
                 && Objective::new(Some("recovery_s"), Some("recovery_s"), METRICS).is_err()
         );
     }
+
+    /// `[[verify]]` claims become constraints on every candidate; claims no replica
+    /// count can establish, or relative to another point, are left out with a note.
+    #[test]
+    fn claims_become_constraints() {
+        let claims: Vec<Assertion> = toml::from_str::<toml::Table>(
+            r#"
+            verify = [
+              { grid_point = 1, metric = "recovery_s", statistic = "ci_hi", at_most = 1.5 },
+              { grid_point = 0, metric = "recovery_s", statistic = "p90", at_most = 2.0 },
+              { grid_point = 0, metric = "goodput_rps", statistic = "fraction", replica_at_least = 900.0, at_least = 0.8 },
+              { grid_point = 0, metric = "goodput_rps", statistic = "max", at_most = 5000.0 },
+              { grid_point = 0, metric = "goodput_rps", statistic = "mean", above = { grid_point = 1, statistic = "mean" } },
+            ]
+            "#,
+        )
+        .unwrap()["verify"]
+            .clone()
+            .try_into()
+            .unwrap();
+        let (constraints, notes) = claims_as_constraints(&claims);
+        let requirements: Vec<Requirement> = constraints.iter().map(|c| c.requirement).collect();
+        assert_eq!(
+            requirements,
+            vec![
+                Requirement::Mean(Bound::AtMost(1.5)),
+                Requirement::Fraction { each: Bound::AtMost(2.0), share: Bound::AtLeast(0.9) },
+                Requirement::Fraction { each: Bound::AtLeast(900.0), share: Bound::AtLeast(0.8) },
+            ]
+        );
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("verify[3]") && notes[1].contains("verify[4]"), "{notes:?}");
+    }
 }
