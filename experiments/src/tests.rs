@@ -112,6 +112,36 @@ fn grids_expand_row_major_and_overrides_apply_in_order() {
     check(&mmc(""), &["queue.servers=2", "queue.arrival_rate_per_s=2.5"], &[], Ok(&["0: "]));
 }
 
+/// `[grid] points` lists the combinations a grid takes (what `optimize` writes):
+/// in its order, each an index per axis; `to_toml` keeps it, so the manifest's
+/// scenario resolves to the same points; a combination that does not fit is refused.
+#[test]
+fn a_grid_may_list_its_points() {
+    let grid = "[grid]\n\"queue.servers\" = [1, 2, 3]\n\"run.horizon_s\" = [50.0, 60.0]\npoints = [[2, 0], [0, 1]]\n";
+    check(
+        &mmc(grid),
+        &[],
+        &[],
+        Ok(&["0: queue.servers = 3, run.horizon_s = 50.0", "1: queue.servers = 1, run.horizon_s = 60.0"]),
+    );
+    let source = crate::base::typing::parse_text(&mmc(grid), "t").unwrap();
+    let scenario = Scenario::resolve(source, &Overrides::default()).unwrap();
+    assert_eq!(scenario.grid_combinations(), Some(&[vec![2, 0], vec![0, 1]][..]));
+    let again = crate::base::typing::parse_text(&scenario.to_toml(), "t").unwrap();
+    assert_eq!(
+        Scenario::resolve(again, &Overrides::default()).unwrap().grid_combinations(),
+        scenario.grid_combinations()
+    );
+    for (points, says) in
+        [("[[3, 0]]", "grid.points[0] = [3, 0]"), ("[[0]]", "one index per axis"), ("[\"a\"]", "grid.points")]
+    {
+        let text = mmc(&format!(
+            "[grid]\n\"queue.servers\" = [1, 2, 3]\n\"run.horizon_s\" = [50.0, 60.0]\npoints = {points}\n"
+        ));
+        check(&text, &[], &[], Err((says, 2)));
+    }
+}
+
 #[test]
 fn bad_scenarios_name_the_field_the_value_and_what_is_allowed() {
     let bad = |text: &str, sets: &[&str], grids: &[&str], fragment: &str| check(text, sets, grids, Err((fragment, 2)));

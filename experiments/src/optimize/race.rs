@@ -322,7 +322,9 @@ impl Race {
         let delta = self.settings.indifference;
         let s2 = self.pair_variance(i, l);
         let w = (delta / (2.0 * r as f64) * (self.h2 * s2 / (delta * delta) - r as f64)).max(0.0);
-        (w, w > 0.0 || s2.is_infinite())
+        // A pair without a first-stage variance (its objective undefined in nearly every
+        // replica) can never be decided: more replicas would not help, so it is not open.
+        (w, w > 0.0 && s2.is_finite())
     }
 
     /// Constraint `c`'s estimate for candidate `e`.
@@ -438,8 +440,11 @@ impl Race {
                     return false;
                 }
                 let r = self.replicas(i).min(self.replicas(l));
+                if r < self.settings.first_stage {
+                    return true;
+                }
                 let count = self.differences(i, l, r).count() as u32;
-                count < 2 || self.boundary(i, l, count).1
+                count >= 2 && self.boundary(i, l, count).1
             });
             if open_constraint || open_pair {
                 doubtful.push(i);
@@ -647,6 +652,21 @@ mod tests {
         }
         race.judge(1);
         assert_eq!(race.entrants[e].verdicts[0], Verdict::Holds);
+    }
+
+    /// A candidate whose objective is undefined in every replica (a recovery that
+    /// never happens) cannot be compared; it must not hold the race open forever.
+    #[test]
+    fn an_undefined_objective_does_not_keep_the_race_open() {
+        let mut race = Race::new(settings(2), Vec::new());
+        let (a, b) = (race.enter(), race.enter());
+        for j in 0..10 {
+            race.record(a, &[1.0 + (j as f64).sin()]);
+            race.record(b, &[f64::NAN]);
+        }
+        race.judge(0);
+        assert!(race.doubtful().is_empty());
+        assert_eq!(race.answer().chosen, Some(a), "a defined mean ranks above an undefined one");
     }
 
     /// Halving keeps the best by mean.
