@@ -35,10 +35,26 @@ fn litter(root: &Path) -> Vec<String> {
     entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|name| name != "mmc").collect()
 }
 
+/// A run of about a second (1,200 short replicas): long enough to be killed or
+/// raced mid-way, short enough that these tests cost seconds, not minutes.
 fn run_args(root: &Path, seed: &str) -> Vec<String> {
-    ["run", "mmc", "--quiet", "--replicas", "400", "--seed", seed, "--out", root.to_str().unwrap()]
-        .map(String::from)
-        .to_vec()
+    [
+        "run",
+        "mmc",
+        "--quiet",
+        "--replicas",
+        "400",
+        "--set",
+        "run.horizon_s=100",
+        "--set",
+        "run.warmup_s=10",
+        "--seed",
+        seed,
+        "--out",
+        root.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 #[test]
@@ -150,7 +166,7 @@ fn a_user_file_inside_an_earlier_output_folder_is_refused_unless_forced() {
     let elsewhere = tempfile::tempdir().unwrap();
     let shards = elsewhere.path().join("sharded");
     for k in ["0/2", "1/2"] {
-        let args = ["run", "mmc", "--quiet", "--replicas", "400", "--seed", "3", "--shard", k, "--out"];
+        let args = ["run", "mmc", "--quiet", "--replicas", "40", "--seed", "3", "--shard", k, "--out"];
         let shard = stampede(&[&args[..], &[shards.to_str().unwrap()]].concat());
         assert!(shard.status.success(), "{}", stderr(&shard));
     }
