@@ -486,7 +486,7 @@ fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
     } else {
         Shard::parse(text)?
     };
-    let threads = threads(args)?;
+    let threads = threads(args.threads)?;
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
     let bar = progress_bar(plan.task_count(), args.quiet);
     let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1), writing(args))?;
@@ -715,11 +715,7 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         refinements: args.refine,
     };
     request.check(&scenario)?;
-    let threads = match args.threads {
-        Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
-        Some(threads) => threads,
-        None => std::thread::available_parallelism().map_or(1, usize::from),
-    };
+    let threads = threads(args.threads)?;
     let write = |report: &RunReport, staging: &Path| -> Result<()> {
         if !args.no_report {
             stampede_report::write_as(staging, &report.output_dir)?;
@@ -865,7 +861,7 @@ fn writing(args: &RunArgs) -> Writing {
 }
 
 fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Documents) -> Result<RunReport> {
-    let threads = threads(args)?;
+    let threads = threads(args.threads)?;
     let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
     let bar = progress_bar(total, args.quiet);
     let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents), writing(args))?;
@@ -873,8 +869,9 @@ fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Docume
     Ok(report)
 }
 
-fn threads(args: &RunArgs) -> Result<usize> {
-    Ok(match args.threads {
+/// `--threads`: at least one; by default every core.
+fn threads(requested: Option<usize>) -> Result<usize> {
+    Ok(match requested {
         Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
         Some(threads) => threads,
         None => std::thread::available_parallelism().map_or(1, usize::from),

@@ -34,12 +34,17 @@ pub struct Shown {
     pub constraints: Vec<(ConstraintEstimate, Verdict)>,
 }
 
+/// A candidate's parameters as `path = value, …`.
+fn params_label(params: &[(String, toml::Value)]) -> String {
+    params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ")
+}
+
 impl Shown {
     pub fn label(&self) -> String {
         if self.params.is_empty() {
             return format!("candidate {}", self.candidate);
         }
-        self.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ")
+        params_label(&self.params)
     }
 
     fn to_json(&self, constraints: &[String]) -> Value {
@@ -328,10 +333,7 @@ pub fn write_table(dir: &Path, outcome: &Outcome, scenario: &Scenario, request: 
     columns.push(ColumnSpec::new("reason", ColumnType::Utf8));
     let mut table = TableWriter::create(dir, TABLE, &columns)?;
     let labels: Vec<String> = (0..outcome.points.len())
-        .map(|c| {
-            let params = scenario.grid_point(c as u32).map(|p| p.params).unwrap_or_default();
-            params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ")
-        })
+        .map(|c| params_label(&scenario.grid_point(c as u32).map(|p| p.params).unwrap_or_default()))
         .collect();
     let last = outcome.rounds.len().saturating_sub(1);
     for (r, round) in outcome.rounds.iter().enumerate() {

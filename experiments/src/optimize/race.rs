@@ -453,19 +453,21 @@ impl Race {
         doubtful
     }
 
+    /// What ranks candidates: the oriented mean objective (larger is better; an
+    /// undefined mean ranks last).
+    fn rank_key(&self, e: usize) -> f64 {
+        let mean = self.objective(e).mean;
+        if mean.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            self.settings.sense.orient(mean)
+        }
+    }
+
     /// Alive candidates, best objective mean first (ties: entry order).
     pub fn leaders(&self) -> Vec<usize> {
         let mut alive = self.alive();
-        let sense = self.settings.sense;
-        let key = |e: usize| {
-            let m = self.objective(e).mean;
-            if m.is_nan() {
-                f64::NEG_INFINITY
-            } else {
-                sense.orient(m)
-            }
-        };
-        alive.sort_by(|&a, &b| key(b).total_cmp(&key(a)).then(a.cmp(&b)));
+        alive.sort_by(|&a, &b| self.rank_key(b).total_cmp(&self.rank_key(a)).then(a.cmp(&b)));
         alive
     }
 
@@ -486,18 +488,9 @@ impl Race {
             let closest = (0..self.entrants.len()).min_by(|&a, &b| self.violation(a).total_cmp(&self.violation(b)));
             return Answer { chosen: None, runner_up: None, doubtful: Vec::new(), closest };
         };
-        let sense = self.settings.sense;
-        let key = |e: usize| {
-            let m = self.objective(e).mean;
-            if m.is_nan() {
-                f64::NEG_INFINITY
-            } else {
-                sense.orient(m)
-            }
-        };
         let runner_up = (0..self.entrants.len())
             .filter(|&e| e != chosen && !matches!(self.entrants[e].status, Status::Infeasible { .. }))
-            .max_by(|&a, &b| key(a).total_cmp(&key(b)).then(b.cmp(&a)));
+            .max_by(|&a, &b| self.rank_key(a).total_cmp(&self.rank_key(b)).then(b.cmp(&a)));
         Answer { chosen: Some(chosen), runner_up, doubtful: self.doubtful(), closest: None }
     }
 

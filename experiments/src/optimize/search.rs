@@ -211,13 +211,14 @@ impl Search<'_> {
             self.play("race", ranges)?;
         }
     }
+}
 
-    fn point(&self, grid: u32, unit: Vec<f64>, dimensions: &[Dimension]) -> Point {
-        let values: Vec<f64> = dimensions.iter().zip(&unit).map(|(d, &u)| d.value(u)).collect();
-        // Integers snap: the unit coordinate is the value's, so boxes centre on it.
-        let unit = dimensions.iter().zip(&values).map(|(d, &v)| d.unit(v)).collect();
-        Point { grid, unit, values }
-    }
+/// The candidate at `unit` of grid point `grid`.
+fn point(grid: u32, unit: Vec<f64>, dimensions: &[Dimension]) -> Point {
+    let values: Vec<f64> = dimensions.iter().zip(&unit).map(|(d, &u)| d.value(u)).collect();
+    // Integers snap: the unit coordinate is the value's, so boxes centre on it.
+    let unit = dimensions.iter().zip(&values).map(|(d, &v)| d.unit(v)).collect();
+    Point { grid, unit, values }
 }
 
 /// Runs the search: `settings` without KN's k (computed here from the shape).
@@ -260,7 +261,7 @@ pub fn search(
     for grid in 0..shape.grid_points {
         for s in 0..samples {
             let unit = if dims == 0 { Vec::new() } else { halton(1 + s as u64, dims) };
-            first.push(search.point(grid, unit, &shape.dimensions));
+            first.push(point(grid, unit, &shape.dimensions));
         }
     }
     let entered = search.add(first);
@@ -287,7 +288,7 @@ pub fn search(
             for &leader in search.race.leaders().iter().take(CENTRES) {
                 let centre = search.points[leader].clone();
                 for unit in sample_box(&centre.unit, width, per_centre(dims), generation) {
-                    new.push(search.point(centre.grid, unit, &shape.dimensions));
+                    new.push(point(centre.grid, unit, &shape.dimensions));
                 }
             }
             let entered = search.add(new);
