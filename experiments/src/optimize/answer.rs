@@ -9,8 +9,8 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 
-use super::driver::Request;
 use super::race::{ConstraintEstimate, Estimate, Status, Verdict};
+use super::request::Request;
 use super::search::{Ending, Outcome};
 use crate::base::error::Result;
 use crate::base::typing::describe;

@@ -21,112 +21,18 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use stampede_output::{StagedFile, StagedSet};
 
-use super::goal::Objective;
-use super::race::{Constraint, Settings};
-use super::search::{search, Evaluator, Outcome, Point, Shape};
-use super::space::{Dimension, MAX_DIMENSIONS};
+use super::race::Settings;
+use super::request::Request;
+use super::search::{search, Evaluator, Outcome, Point};
+use super::space::Dimension;
 use crate::base::error::{Error, Result};
 use crate::resolved::{GridPoint, Scenario};
-use crate::run::partial::{fingerprint, Gather, Part, PartWriter};
+use crate::run::partial::{Gather, Part, PartWriter};
 use crate::run::pipeline::{write_run, Documents, Writing};
 use crate::run::report::RunReport;
 use crate::run::runner::{run_ranges, PointResult, ReplicaRecord, Sinks};
 use crate::scenario::document::POINTS_KEY;
 use crate::scenario::Overrides;
-
-/// What the user asked `optimize`.
-#[derive(Clone, Debug)]
-pub struct Request {
-    pub objective: Objective,
-    pub constraints: Vec<Constraint>,
-    pub dimensions: Vec<Dimension>,
-    /// The most replicas in all (default: every first-stage candidate × `run.replicas`,
-    /// what `run` would spend on the same grid).
-    pub budget: Option<u64>,
-    /// δ (default: 1% of the first stage's mean objective, in magnitude).
-    pub indifference: Option<f64>,
-    pub confidence: f64,
-    pub first_stage: u32,
-    /// Halton points in the first stage with `--range` (default 8 × (dimensions + 1)).
-    pub samples: Option<usize>,
-    pub refinements: u32,
-}
-
-impl Request {
-    /// Checks what can be checked before anything runs.
-    pub fn check(&self, scenario: &Scenario) -> Result<()> {
-        if !(self.confidence > 0.5 && self.confidence < 1.0) {
-            return Err(Error::bad_input(format!("--confidence {}: must be above 0.5 and below 1", self.confidence)));
-        }
-        if let Some(delta) = self.indifference {
-            if !(delta.is_finite() && delta > 0.0) {
-                return Err(Error::bad_input(format!(
-                    "--indifference {delta}: must be a positive number (in the objective's unit)"
-                )));
-            }
-        }
-        if self.first_stage < 2 {
-            return Err(Error::bad_input(format!(
-                "--first-stage {}: must be at least 2 (each pair's variance comes from it)",
-                self.first_stage
-            )));
-        }
-        if self.dimensions.len() > MAX_DIMENSIONS {
-            return Err(Error::bad_input(format!("--range: at most {MAX_DIMENSIONS} ranges")));
-        }
-        for (i, d) in self.dimensions.iter().enumerate() {
-            if scenario.grid.iter().any(|axis| axis.path == d.path) {
-                return Err(Error::bad_input(format!(
-                    "--range {}: is also a grid axis; search it as a range or as the grid's values, not both",
-                    d.path
-                )));
-            }
-            if self.dimensions[..i].iter().any(|e| e.path == d.path) {
-                return Err(Error::bad_input(format!("--range {}: given twice", d.path)));
-            }
-        }
-        if self.budget == Some(0) {
-            return Err(Error::bad_input("--budget-replicas 0: must be at least 1"));
-        }
-        Ok(())
-    }
-
-    /// The search's shape for `scenario`.
-    fn shape(&self, scenario: &Scenario) -> Shape {
-        let dims = self.dimensions.len();
-        let samples = if dims == 0 { 1 } else { self.samples.unwrap_or(8 * (dims + 1)) };
-        let initial = scenario.point_count() as u64 * samples as u64;
-        Shape {
-            grid_points: scenario.point_count(),
-            dimensions: self.dimensions.clone(),
-            samples,
-            refinements: self.refinements,
-            budget: self.budget.unwrap_or(initial * scenario.run.replicas as u64),
-        }
-    }
-
-    /// The replica budget for `scenario`: `--budget-replicas`, or its default.
-    pub fn budget_for(&self, scenario: &Scenario) -> u64 {
-        self.shape(scenario).budget
-    }
-
-    /// What identifies this search (its rounds resume only into the same search).
-    fn identity(&self, scenario: &Scenario) -> String {
-        format!(
-            "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}|{}",
-            fingerprint(scenario),
-            self.objective,
-            self.constraints,
-            self.dimensions,
-            self.budget,
-            self.indifference,
-            self.confidence,
-            self.first_stage,
-            self.samples,
-            self.refinements
-        )
-    }
-}
 
 /// A finished search and the folder written from it.
 pub struct Optimized {

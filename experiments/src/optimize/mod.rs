@@ -5,6 +5,7 @@
 //! - [`space`] — `--range` dimensions and the Halton design that samples them;
 //! - [`race`] — common-random-number comparisons, KN elimination, constraint verdicts;
 //! - [`search`] — the rounds: first stage, successive halving, refinement, the race;
+//! - [`request`] — what the user asked, checked before anything runs;
 //! - [`driver`] — the search run as simulation, checkpointed by round, and the output folder;
 //! - [`answer`] — what the terminal, JSON, `optimize.parquet` and `--show-toml` say.
 
@@ -12,7 +13,9 @@ pub mod answer;
 pub mod driver;
 pub mod goal;
 pub mod race;
+pub mod request;
 pub mod search;
 pub mod space;
 
-pub use driver::{execute, Optimized, Request};
+pub use driver::{execute, Optimized};
+pub use request::Request;
