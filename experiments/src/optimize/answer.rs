@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 
-use super::race::{ConstraintEstimate, Estimate, Status, Verdict};
+use super::race::{Constraint, ConstraintEstimate, Estimate, Status, Verdict};
 use super::request::Request;
 use super::search::{Ending, Outcome};
 use crate::base::error::Result;
@@ -296,7 +296,8 @@ fn short(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
-fn status_words(status: &Status) -> (&'static str, String) {
+/// A status as `optimize.parquet` states it, and why (a failed constraint by its text).
+fn status_words(status: &Status, constraints: &[Constraint]) -> (&'static str, String) {
     match status {
         Status::Alive => ("alive", String::new()),
         Status::Eliminated { by, difference, boundary, replicas, .. } => (
@@ -308,7 +309,7 @@ fn status_words(status: &Status) -> (&'static str, String) {
             ),
         ),
         Status::Halved { .. } => ("eliminated", "successive halving: in the worse half by mean".into()),
-        Status::Infeasible { constraint, .. } => ("infeasible", format!("constraint {} fails", constraint + 1)),
+        Status::Infeasible { constraint, .. } => ("infeasible", format!("{} fails", constraints[*constraint].text)),
     }
 }
 
@@ -359,13 +360,7 @@ pub fn write_table(dir: &Path, outcome: &Outcome, scenario: &Scenario, request: 
                 if r == last && outcome.answer.chosen == Some(row.candidate) {
                     return ("chosen".to_string(), String::new());
                 }
-                let (state, reason) = status_words(&row.status);
-                let reason = match (&row.status, reason) {
-                    (Status::Infeasible { constraint, .. }, _) => {
-                        format!("{} fails", request.constraints[*constraint].text)
-                    }
-                    (_, reason) => reason,
-                };
+                let (state, reason) = status_words(&row.status, &request.constraints);
                 (state.to_string(), reason)
             })
             .unzip();
