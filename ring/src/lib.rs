@@ -7,14 +7,16 @@
 pub mod compare;
 pub mod explorer;
 pub mod hash;
+#[cfg(feature = "journal")]
 pub mod journal;
 pub mod status;
 pub mod store;
 pub mod strategy;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "journal"))]
 mod tests;
 
 pub use explorer::{Explorer, Node, Op};
+#[cfg(feature = "journal")]
 pub use journal::{Journal, JournalError};
 pub use strategy::{Settings, Strategy};
