@@ -287,7 +287,9 @@ fn graph_allocates_nothing_per_event_after_warmup() {
     let params = GraphParams::three_tier_every_policy(2_000.0, horizon, secs_to_nanos(4.0));
     let mut histograms = [LatencyHistogram::new()];
     let mut simulation = Graph::new(params, 5, 0, &mut histograms).into_simulation();
-    simulation.run_until(secs_to_nanos(10.0));
+    // Twenty seconds: every per-edge timeout FIFO reaches the high-water mark of its
+    // doubling growth (with the ziggurat's draws one edge's FIFO still doubled at 10 s).
+    simulation.run_until(secs_to_nanos(20.0));
     let before = allocations();
     let events = simulation.run_until(horizon);
     let allocated = allocations() - before;

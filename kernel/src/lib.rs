@@ -19,6 +19,7 @@ pub mod sim;
 pub mod slab;
 pub mod time;
 pub mod timer;
+pub mod ziggurat;
 
 pub use histogram::LatencyHistogram;
 pub use names::Named;

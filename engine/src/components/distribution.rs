@@ -247,7 +247,7 @@ impl Distribution {
         let x = match &self.shape {
             Shape::Constant { value_s } => *value_s,
             // The same arithmetic as the models had before this type, draw for draw.
-            Shape::Exponential { mean_s } => rng.exponential(1.0 / mean_s),
+            Shape::Exponential { mean_s } => mean_s * rng.standard_exponential(),
             Shape::Lognormal { mu, sigma } => rng.lognormal(*mu, *sigma),
             Shape::Gamma { shape, scale_s } => scale_s * standard_gamma(rng, *shape),
             Shape::Weibull { shape, scale_s } => scale_s * (-rng.uniform_open01().ln()).powf(1.0 / shape),

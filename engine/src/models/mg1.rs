@@ -287,7 +287,7 @@ mod tests {
         }
     }
 
-    /// Mean and 99% half-width over replicas of the mean wait.
+    /// Mean and 99.9% half-width over replicas of the mean wait.
     fn wait(params: Mg1Params, replicas: u64) -> (f64, f64) {
         let mut histogram = LatencyHistogram::new();
         let waits: Vec<f64> =
@@ -295,11 +295,14 @@ mod tests {
         let n = waits.len() as f64;
         let mean = waits.iter().sum::<f64>() / n;
         let var = waits.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        (mean, 2.58 * (var / n).sqrt())
+        (mean, 3.29 * (var / n).sqrt())
     }
 
-    /// Pollaczek–Khinchine, distribution by distribution, within the replicas' 99%
-    /// interval — and that interval is narrow enough to tell the shapes apart.
+    /// Pollaczek–Khinchine, distribution by distribution, within the replicas' 99.9%
+    /// interval — and that interval is narrow enough to tell the shapes apart. Four
+    /// shapes at 99% failed one seed in 25 by chance (the ziggurat's new draws met one:
+    /// Wq 2.384 ± 0.042 over 40 replicas, 2.334 ± 0.003 over 2,000); 160 replicas at
+    /// 99.9% keep the interval as narrow and the chance failure 40 times rarer.
     #[test]
     fn the_mean_wait_follows_pollaczek_khinchine() {
         for (shape, scv) in [
@@ -311,7 +314,7 @@ mod tests {
             let p = params(shape, scv);
             let scv = ServiceDistribution { shape, mean_s: 1.0, scv }.effective_scv();
             let expected = pollaczek_khinchine_wait(0.7, 1.0, scv).unwrap();
-            let (mean, half) = wait(p, 40);
+            let (mean, half) = wait(p, 160);
             assert!((mean - expected).abs() <= half, "{shape:?}: Wq {mean:.3} ± {half:.3}, P-K says {expected:.3}");
             assert!(half < 0.1 * expected, "{shape:?}: the interval ±{half:.3} is too wide to test anything");
         }
@@ -334,7 +337,7 @@ mod tests {
             ..params(ServiceShape::Exponential, 1.0)
         };
         let expected = pollaczek_khinchine_wait(rate, mean_s, scv).unwrap();
-        let (mean, half) = wait(p, 40);
+        let (mean, half) = wait(p, 160);
         assert!((mean - expected).abs() <= half, "table: Wq {mean:.3} ± {half:.3}, P-K says {expected:.3}");
         assert!(half < 0.1 * expected, "the interval ±{half:.3} is too wide to test anything");
         // The exponential's P-K value differs by more than the interval: the test can fail.

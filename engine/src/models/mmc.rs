@@ -87,6 +87,9 @@ struct Waiting {
 /// The M/M/c(/K) model state.
 pub struct Mmc<'h> {
     params: MmcParams,
+    /// 10^9 / λ and 10^9 / μ: a draw is one multiply of a unit exponential.
+    mean_interarrival_ns: f64,
+    mean_service_ns: f64,
     arrivals: RngStream,
     /// Arrivals from a `[load]` profile or trace instead of Poisson at λ.
     load: Option<Arrivals>,
@@ -126,6 +129,8 @@ impl<'h> Mmc<'h> {
         // warmed-up replica does not allocate.
         let reserve = params.capacity.map_or(4096, |k| (k - params.servers) as usize + 1);
         Mmc {
+            mean_interarrival_ns: NANOS_PER_SEC as f64 / params.arrival_rate_per_s,
+            mean_service_ns: NANOS_PER_SEC as f64 / params.service_rate_per_s,
             params,
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),
             load: None,
@@ -221,13 +226,11 @@ impl<'h> Mmc<'h> {
         if let Some(load) = &mut self.load {
             return load.next_gap(now, 1.0, &mut self.arrivals);
         }
-        let seconds = self.arrivals.exponential(self.params.arrival_rate_per_s);
-        Some(round_to_nanos(seconds * NANOS_PER_SEC as f64))
+        Some(round_to_nanos(self.arrivals.standard_exponential() * self.mean_interarrival_ns))
     }
 
     fn service_demand(&mut self) -> Nanos {
-        let seconds = self.service.exponential(self.params.service_rate_per_s);
-        round_to_nanos(seconds * NANOS_PER_SEC as f64)
+        round_to_nanos(self.service.standard_exponential() * self.mean_service_ns)
     }
 
     /// Adds the state held since the last change to the integrals (warm-up excluded).

@@ -18,7 +18,7 @@ use crate::policy::classify::Outcome;
 impl Cluster<'_> {
     pub(super) fn think(&mut self) -> Nanos {
         let mean = self.p.think_time as f64;
-        round_to_nanos(self.user_rng.exponential(1.0) * mean)
+        round_to_nanos(self.user_rng.standard_exponential() * mean)
     }
 
     /// A request has ended (answered or given up): a closed-loop user thinks, then asks again.

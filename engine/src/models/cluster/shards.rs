@@ -14,7 +14,7 @@ use crate::policy::classify::Outcome;
 impl Cluster<'_> {
     pub(super) fn service_time(&mut self, shard: u32) -> Nanos {
         let base = match &self.p.service {
-            ServiceTime::Exponential { mean } => self.service_rng.exponential(1.0) * *mean as f64,
+            ServiceTime::Exponential { mean } => self.service_rng.standard_exponential() * *mean as f64,
             ServiceTime::Lognormal { median, sigma } => *median as f64 * self.service_rng.lognormal(0.0, *sigma),
             ServiceTime::Constant { value } => *value as f64,
             ServiceTime::Distribution(distribution) => {

@@ -306,7 +306,7 @@ impl<'h> Graph<'h> {
 
     pub(super) fn think_time(&mut self, w: usize, think: Nanos) -> Nanos {
         let mean_s = think as f64 / NANOS_PER_SEC as f64;
-        let draw = self.workloads[w].arrival_rng.exponential(1.0 / mean_s.max(1e-12));
+        let draw = mean_s.max(1e-12) * self.workloads[w].arrival_rng.standard_exponential();
         crate::kernel::time::round_to_nanos(draw * NANOS_PER_SEC as f64)
     }
 
