@@ -239,7 +239,8 @@ fn cluster_allocates_nothing_per_event_after_warmup() {
     let before = allocations();
     let events = simulation.run_until(secs_to_nanos(300.0));
     let allocated = allocations() - before;
-    assert!(events > 1_000_000, "{events}");
+    // (About 930 k heap events: attempt timeouts wait in a FIFO, not as events.)
+    assert!(events > 800_000, "{events}");
     assert_eq!(allocated, 0, "{allocated} allocations over {events} events");
 }
 

@@ -18,6 +18,7 @@ pub mod rng;
 pub mod sim;
 pub mod slab;
 pub mod time;
+pub mod timeout_fifo;
 pub mod timer;
 pub mod ziggurat;
 
@@ -27,4 +28,5 @@ pub use rng::{RngStream, StreamPurpose};
 pub use sim::{Model, Scheduler, Simulation};
 pub use slab::{Slab, SlabKey};
 pub use time::{nanos_to_secs, secs_to_nanos, Nanos, NANOS_PER_SEC};
+pub use timeout_fifo::{TimeoutFifo, WakeUp};
 pub use timer::{Ticket, TicketStamp, TimerSlot, TimerTicket};

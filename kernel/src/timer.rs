@@ -45,7 +45,7 @@ impl TimerSlot {
     /// one, false if the timer was cancelled or re-armed since.
     #[inline]
     pub fn fire(&mut self, ticket: TimerTicket) -> bool {
-        if self.armed && ticket.0 == self.generation {
+        if self.is_live(ticket) {
             self.armed = false;
             true
         } else {
@@ -57,6 +57,12 @@ impl TimerSlot {
     #[inline]
     pub fn is_armed(&self) -> bool {
         self.armed
+    }
+
+    /// True if `ticket` is the live one: its timer would fire (without firing it).
+    #[inline]
+    pub fn is_live(&self, ticket: TimerTicket) -> bool {
+        self.armed && ticket.0 == self.generation
     }
 }
 

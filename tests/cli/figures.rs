@@ -17,6 +17,15 @@ fn updating() -> bool {
     std::env::var_os("STAMPEDE_UPDATE_FIGURES").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
+/// Both tests here rewrite README.md when updating: each reads it, runs scenarios for
+/// a while and writes it back, so run in parallel one clobbered the other's update.
+/// While updating they take turns.
+static REWRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn take_turns() -> Option<std::sync::MutexGuard<'static, ()>> {
+    updating().then(|| REWRITING.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+}
+
 /// A scenario run at its own replicas and seed: its tables, and what it printed.
 struct Run {
     summary: Table,
@@ -128,6 +137,7 @@ fn fill(template: &str, values: &[String]) -> String {
 
 #[test]
 fn quoted_figures_are_what_the_runs_give() {
+    let _turn = take_turns();
     let figures: toml::Table = std::fs::read_to_string(format!("{ROOT}/docs/figures.toml")).unwrap().parse().unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let mut runs: BTreeMap<String, Run> = BTreeMap::new();
@@ -200,6 +210,7 @@ fn quoted_figures_are_what_the_runs_give() {
 /// the wall-clock figures (the run time and the ns per event row).
 #[test]
 fn the_readmes_example_table_is_the_showcases_output() {
+    let _turn = take_turns();
     let scratch = tempfile::tempdir().unwrap();
     let printed = run("baltor", scratch.path()).stdout;
     let readme_path = format!("{ROOT}/README.md");
@@ -219,6 +230,7 @@ fn the_readmes_example_table_is_the_showcases_output() {
         let title = readme[start..end].lines().next().unwrap();
         let mut block: Vec<String> = vec![title.to_string()];
         block.extend(printed.lines().skip(1).filter(|l| !l.starts_with("ns per event")).map(str::to_string));
+        block.extend(readme[start..end].lines().filter(|l| l.starts_with("report: ")).map(str::to_string));
         let updated = format!("{}{}\n{}", &readme[..start], block.join("\n"), &readme[end..]);
         std::fs::write(&readme_path, updated).unwrap();
         return;

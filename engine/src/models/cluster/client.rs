@@ -87,7 +87,9 @@ impl Cluster<'_> {
         let key_hash = request.key_hash;
         let counted = request.counted;
         let ticket = request.timer.arm();
-        scheduler.after(self.p.attempt_timeout, Event::Timeout { request: request_key, ticket });
+        if let Some(wake) = self.timeouts.arm(now + self.p.attempt_timeout, (request_key, ticket)) {
+            scheduler.at(wake.at, Event::Timeouts { ticket: wake.ticket });
+        }
         if counted {
             self.results.attempts += 1;
         }
@@ -149,13 +151,26 @@ impl Cluster<'_> {
         self.check(shard);
     }
 
-    pub(super) fn timeout(
-        &mut self,
-        now: Nanos,
-        request_key: SlabKey,
-        ticket: TimerTicket,
-        scheduler: &mut Scheduler<Event>,
-    ) {
+    /// The timeout FIFO's wake-up: every attempt timeout due by `now` whose request
+    /// still waits fires, in the order armed; then the wake-up for the next one.
+    pub(super) fn timeouts_due(&mut self, now: Nanos, ticket: TimerTicket, scheduler: &mut Scheduler<Event>) {
+        if !self.timeouts.woken(ticket) {
+            return;
+        }
+        loop {
+            let requests = &self.requests;
+            let waiting = |&(request, ticket): &(SlabKey, TimerTicket)| {
+                requests.get(request).is_some_and(|r| r.timer.is_live(ticket))
+            };
+            let Some((request, ticket)) = self.timeouts.pop_due(now, waiting) else { break };
+            self.timeout(now, request, ticket, scheduler);
+        }
+        if let Some(wake) = self.timeouts.rearm() {
+            scheduler.at(wake.at, Event::Timeouts { ticket: wake.ticket });
+        }
+    }
+
+    fn timeout(&mut self, now: Nanos, request_key: SlabKey, ticket: TimerTicket, scheduler: &mut Scheduler<Event>) {
         let Some(request) = self.requests.get_mut(request_key) else { return };
         if !request.timer.fire(ticket) {
             return;

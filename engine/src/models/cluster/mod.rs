@@ -10,7 +10,9 @@
 //! busy with wasted work while retries keep the queues full.
 //!
 //! Entities: requests and attempts live in slabs; a request's timeout is a
-//! `TimerSlot` (lazy cancellation). Time series of queue depth, in-flight attempts,
+//! `TimerSlot` (lazy cancellation) whose ticket waits in one `TimeoutFifo` (every
+//! attempt timeout has the same length), so the heap holds one wake-up for all of
+//! them instead of an event per attempt. Time series of queue depth, in-flight attempts,
 //! attempts and successes are kept per bucket as exact integers, so replicas can be
 //! summed in any order.
 //!

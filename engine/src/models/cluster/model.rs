@@ -13,8 +13,10 @@ use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
-use crate::kernel::slab::Slab;
+use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::timeout_fifo::TimeoutFifo;
+use crate::kernel::timer::TimerTicket;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
 
@@ -45,6 +47,9 @@ pub struct Cluster<'h> {
     pub(super) shards: Vec<Shard>,
     pub(super) requests: Slab<Request>,
     pub(super) attempts: Slab<Attempt>,
+    /// Every attempt's timeout (one length, so due in the order armed), off the heap:
+    /// most never fire, the answer comes first.
+    pub(super) timeouts: TimeoutFifo<(SlabKey, TimerTicket)>,
     pub(super) rate_factor: f64,
     pub(super) spike_factor: f64,
     pub(super) arrival_generation: u32,
@@ -111,6 +116,7 @@ impl<'h> Cluster<'h> {
             shards,
             requests: Slab::with_capacity(1024),
             attempts: Slab::with_capacity(1024),
+            timeouts: TimeoutFifo::with_capacity(1024),
             rate_factor: 1.0,
             spike_factor: 1.0,
             arrival_generation: 0,
@@ -324,7 +330,7 @@ impl Model for Cluster<'_> {
             Event::UserRequest => self.new_request(now, true, scheduler),
             Event::Send { request } => self.send(now, request, scheduler),
             Event::Done { shard, attempt } => self.done(now, shard, attempt, scheduler),
-            Event::Timeout { request, ticket } => self.timeout(now, request, ticket, scheduler),
+            Event::Timeouts { ticket } => self.timeouts_due(now, ticket, scheduler),
             Event::FaultStart { index } => self.fault(now, index, true, scheduler),
             Event::FaultEnd { index } => self.fault(now, index, false, scheduler),
         }

@@ -24,8 +24,9 @@ pub enum Event {
         shard: u32,
         attempt: SlabKey,
     },
-    Timeout {
-        request: SlabKey,
+    /// The attempt-timeout FIFO's wake-up: every timeout due now fires (see
+    /// [`crate::kernel::timeout_fifo`]); a stale ticket is ignored.
+    Timeouts {
         ticket: TimerTicket,
     },
     FaultStart {

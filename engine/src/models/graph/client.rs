@@ -210,7 +210,7 @@ impl Graph<'_> {
         }
     }
 
-    /// Arms `attempt`'s timeout. The edge's own timeout goes into the edge's FIFO: every
+    /// Arms `attempt`'s timeout. The edge's own timeout goes into the edge's `TimeoutFifo`: every
     /// attempt along it waits the same time, so the FIFO is in expiry order and the heap
     /// holds one event per edge (its head's) instead of one per attempt — most of which
     /// would pop stale, the attempt answered long before. A timeout shortened by a
@@ -227,29 +227,35 @@ impl Graph<'_> {
         if Some(timeout) != self.p.edges[e].timeout {
             return scheduler.after(timeout, Event::AttemptTimeout { attempt, ticket });
         }
-        let expiries = &mut self.edges[e].expiries;
-        let due = now + timeout;
-        debug_assert!(expiries.back().is_none_or(|&(last, ..)| last <= due), "a FIFO of one timeout is in order");
-        if expiries.is_empty() {
-            scheduler.at(due, Event::EdgeTimeouts { edge: e as u32 });
+        if let Some(wake) = self.edges[e].expiries.arm(now + timeout, (attempt, ticket)) {
+            scheduler.at(wake.at, Event::EdgeTimeouts { edge: e as u32, ticket: wake.ticket });
         }
-        expiries.push_back((due, attempt, ticket));
     }
 
-    /// Edge `e`'s FIFO head is due: fire every timeout due by `now`, drop the entries of
-    /// attempts already answered, and wait for the next one still waiting. So an edge
-    /// costs about one event per timeout length, plus one per timeout that fires.
-    pub(super) fn edge_timeouts(&mut self, now: Nanos, e: usize, scheduler: &mut Scheduler<Event>) {
-        while let Some(&(due, attempt, ticket)) = self.edges[e].expiries.front() {
-            let waiting = self.attempts.get(attempt).is_some_and(|a| a.caller_waiting);
-            if waiting && due > now {
-                scheduler.at(due, Event::EdgeTimeouts { edge: e as u32 });
-                return;
-            }
-            self.edges[e].expiries.pop_front();
-            if waiting {
-                self.attempt_timeout(now, attempt, ticket, scheduler);
-            }
+    /// Edge `e`'s timeout FIFO woke: fire every timeout due by `now` whose attempt's
+    /// caller still waits (answered ones are dropped on the way), then wake for the next
+    /// one. So an edge costs about one event per timeout length, plus one per timeout
+    /// that fires.
+    pub(super) fn edge_timeouts(
+        &mut self,
+        now: Nanos,
+        e: usize,
+        ticket: TimerTicket,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        if !self.edges[e].expiries.woken(ticket) {
+            return;
+        }
+        loop {
+            let attempts = &self.attempts;
+            let waiting = |&(attempt, ticket): &(SlabKey, TimerTicket)| {
+                attempts.get(attempt).is_some_and(|a| a.caller_waiting && a.timer.is_live(ticket))
+            };
+            let Some((attempt, ticket)) = self.edges[e].expiries.pop_due(now, waiting) else { break };
+            self.attempt_timeout(now, attempt, ticket, scheduler);
+        }
+        if let Some(wake) = self.edges[e].expiries.rearm() {
+            scheduler.at(wake.at, Event::EdgeTimeouts { edge: e as u32, ticket: wake.ticket });
         }
     }
 

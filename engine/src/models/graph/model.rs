@@ -8,8 +8,10 @@ use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
-use crate::kernel::slab::Slab;
+use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::timeout_fifo::TimeoutFifo;
+use crate::kernel::timer::TimerTicket;
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
@@ -76,8 +78,8 @@ pub(super) struct EdgeState {
     pub round_robin: u32,
     /// Attempts in flight on the edge (Envoy's budget reads them).
     pub active: u32,
-    /// Timeouts of the edge's own length, in expiry order: (due, attempt, ticket).
-    pub expiries: VecDeque<(Nanos, crate::kernel::slab::SlabKey, crate::kernel::timer::TimerTicket)>,
+    /// Timeouts of the edge's own length, due in the order armed: (attempt, ticket).
+    pub expiries: TimeoutFifo<(SlabKey, TimerTicket)>,
     pub network_rng: RngStream,
     pub client_rng: RngStream,
     pub routing_rng: RngStream,
@@ -163,7 +165,7 @@ impl<'h> Graph<'h> {
                     },
                     round_robin: 0,
                     active: 0,
-                    expiries: VecDeque::with_capacity(64),
+                    expiries: TimeoutFifo::with_capacity(64),
                     network_rng: stream(NETWORK, e),
                     client_rng: stream(CLIENT, e),
                     routing_rng: stream(ROUTING, e),
@@ -521,7 +523,7 @@ impl Model for Graph<'_> {
             Event::Arrival { workload } => self.arrival(now, workload as usize, scheduler),
             Event::Arrives { attempt } => self.attempt_arrives(now, attempt, scheduler),
             Event::Answered { attempt, answer } => self.answered(now, attempt, answer, scheduler),
-            Event::EdgeTimeouts { edge } => self.edge_timeouts(now, edge as usize, scheduler),
+            Event::EdgeTimeouts { edge, ticket } => self.edge_timeouts(now, edge as usize, ticket, scheduler),
             Event::AttemptTimeout { attempt, ticket } => self.attempt_timeout(now, attempt, ticket, scheduler),
             Event::WorkDone { job, stamp } => self.work_done(now, job, stamp, scheduler),
             Event::RetryDue { call } => self.retry_due(now, call, scheduler),

@@ -193,9 +193,10 @@ pub enum Event {
         attempt: SlabKey,
         answer: Answer,
     },
-    /// The head of an edge's timeout FIFO is due.
+    /// The wake-up of an edge's timeout FIFO: its front is due (a stale ticket is ignored).
     EdgeTimeouts {
         edge: u32,
+        ticket: TimerTicket,
     },
     AttemptTimeout {
         attempt: SlabKey,
