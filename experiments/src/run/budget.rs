@@ -27,10 +27,17 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     let points = scenario.point_count() as f64;
     let replicas = scenario.run.replicas as f64;
     let buckets = if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 };
-    let histogram = LatencyHistogram::new().footprint_bytes() as f64;
+    let total_histogram = LatencyHistogram::new().footprint_bytes() as f64;
+    // A worker's copy records, so it also holds the 32-bit counts it records into.
+    let recording_histogram = {
+        let mut histogram = LatencyHistogram::new();
+        histogram.record(1);
+        histogram.footprint_bytes() as f64
+    };
     let live_points = (CHUNK_POINTS as f64).min(points) + 1.0;
     // Each live point: its totals plus one copy per worker (histograms, exact series sums).
-    let per_live_point = (threads as f64 + 1.0) * (latencies * histogram + series * buckets * 32.0);
+    let per_live_point = latencies * (total_histogram + threads as f64 * recording_histogram)
+        + (threads as f64 + 1.0) * series * buckets * 32.0;
     let chunk_records = (CHUNK_TASKS as f64) * (metrics * 8.0 + 64.0);
     // The Parquet writers hold a row group (2,048 rows) of every table.
     let row_groups = 2048.0 * (metrics * 8.0 + metrics * 32.0 + series * 24.0 + 64.0);

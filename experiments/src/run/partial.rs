@@ -55,7 +55,7 @@ fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<Co
     let replicas = result.series.replicas;
     let mut items: Vec<(String, u64, u64, Vec<u8>)> = Vec::new();
     for (name, histogram) in scenario.schema.latencies.iter().zip(&result.latencies) {
-        items.push((format!("hdr:{name}"), 0, histogram.saturated(), serialize_v2(histogram.hdr())));
+        items.push((format!("hdr:{name}"), 0, histogram.saturated(), serialize_v2(&histogram.hdr())));
     }
     if result.series.buckets() > 0 {
         for (index, def) in scenario.schema.series.iter().enumerate() {

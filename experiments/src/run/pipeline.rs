@@ -313,7 +313,7 @@ fn histogram_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) 
     ];
     columns.extend((0..QUANTILES.len()).map(|q| ColumnValues::F64(stats.iter().map(|s| s.quantiles_s[q]).collect())));
     columns.push(ColumnValues::F64(stats.iter().map(|s| s.max_s).collect()));
-    columns.push(ColumnValues::Binary(result.latencies.iter().map(|h| serialize_v2(h.hdr())).collect()));
+    columns.push(ColumnValues::Binary(result.latencies.iter().map(|h| serialize_v2(&h.hdr())).collect()));
     columns
 }
 
