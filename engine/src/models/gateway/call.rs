@@ -8,7 +8,7 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::Named;
 
-use super::gates::Entry;
+use super::gates::{Entry, Gate};
 use super::model::{tokens, Gateway};
 use super::params::Client;
 use super::reason::Reason;
@@ -32,7 +32,7 @@ impl Gateway<'_> {
             Client::Stack => now + params.deadline,
             Client::Naive { timeout, .. } => now + timeout,
         };
-        let call = self.calls.insert(Call {
+        let mut call = Call {
             class: class as u8,
             turn,
             slot,
@@ -56,11 +56,23 @@ impl Gateway<'_> {
             quota_waited: 0,
             previous_backoff: 0,
             attempt: None,
-        });
-        if let Some(trace) = self.tracer.as_deref_mut() {
-            trace.rows.call_started(call, turn, self.p.class_names[class], counted, now);
+        };
+        // Admission first (the usual stack) and no trace to write: decide before the
+        // call is built. A shed call (most of the outer classes' under pressure) ends
+        // here, as a refusal at the first gate would, without a slab entry or a walk.
+        let up_front = self.tracer.is_none() && self.p.gates.first() == Some(&Gate::Admission);
+        if up_front && matches!(self.p.client, Client::Stack) {
+            match self.admission_decision(now, &call) {
+                Entry::Refuse(reason) => return self.call_over(now, &call, Ending::Failed(reason), scheduler),
+                Entry::Pass => (call.admitted, call.pos) = (true, 1),
+                Entry::Park => unreachable!("admission never parks a call"),
+            }
         }
-        self.walk(now, call, scheduler);
+        let key = self.calls.insert(call);
+        if let Some(trace) = self.tracer.as_deref_mut() {
+            trace.rows.call_started(key, turn, self.p.class_names[class], counted, now);
+        }
+        self.walk(now, key, scheduler);
     }
 
     /// Passes the call through the gates from `pos` on; sends an attempt when all are passed.
@@ -109,8 +121,15 @@ impl Gateway<'_> {
         let call = self.calls.remove(key).expect("a live call");
         debug_assert!(call.attempt.is_none() && !call.admitted && !call.bulkhead && !call.limiter);
         debug_assert!(call.permit.is_none() && call.reservation.is_none());
-        let class = call.class as usize;
         self.trace_call_ended(now, key, ending);
+        self.call_over(now, &call, ending, scheduler);
+    }
+
+    /// What a call's end changes: its class's counts, the budget, its turn. `end_call`
+    /// after removing it from the slab, or `start_call` for a call refused before it
+    /// was built.
+    fn call_over(&mut self, now: Nanos, call: &Call, ending: Ending, scheduler: &mut Scheduler<Event>) {
+        let class = call.class as usize;
         let served = ending == Ending::Success;
         let fallback = !served && self.serves_fallback(class);
         if call.counted {
@@ -136,7 +155,7 @@ impl Gateway<'_> {
             }
         }
         if let Some(turn) = call.turn {
-            self.turn_step(now, turn, &call, served, fallback, scheduler);
+            self.turn_step(now, turn, call, served, fallback, scheduler);
         }
     }
 }

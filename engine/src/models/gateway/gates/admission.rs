@@ -14,6 +14,18 @@ use crate::models::gateway::state::Call;
 
 impl Gateway<'_> {
     pub(in crate::models::gateway) fn enter_admission(&mut self, now: Nanos, key: SlabKey, call: &Call) -> Entry {
+        let entry = self.admission_decision(now, call);
+        if entry == Entry::Pass {
+            self.call_mut(key).admitted = true;
+        }
+        entry
+    }
+
+    /// Whether admission lets `call` in now (on `Pass` the call holds an admission the
+    /// caller must mark). It needs no slab key: `start_call` asks before a call is
+    /// built when admission is the first gate, so a shed call costs no slab entry and
+    /// no walk.
+    pub(in crate::models::gateway) fn admission_decision(&mut self, now: Nanos, call: &Call) -> Entry {
         let class = call.class as usize;
         let rung = self.p.classes[class].shed_from_rung;
         // Pressure only matters to a class on the ladder, or to the tenant share.
@@ -26,10 +38,7 @@ impl Gateway<'_> {
             expected_latency: self.expected_latency[class],
         };
         match self.admission.admit_from_rung(now, request, pressure, rung) {
-            Admission::Admitted => {
-                self.call_mut(key).admitted = true;
-                Entry::Pass
-            }
+            Admission::Admitted => Entry::Pass,
             Admission::Shed { .. } => Entry::Refuse(Reason::AdmissionShed),
             Admission::Infeasible => Entry::Refuse(Reason::AdmissionInfeasible),
             Admission::OverFairShare => Entry::Refuse(Reason::AdmissionFairShare),
