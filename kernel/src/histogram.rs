@@ -134,9 +134,15 @@ impl LatencyHistogram {
             return;
         }
         Self::add_recent(&mut self.histogram, &self.recent[self.recent_low..=self.recent_high], self.recent_low);
-        self.recent[self.recent_low..=self.recent_high].fill(0);
-        self.recent_count = 0;
-        (self.recent_low, self.recent_high) = (usize::MAX, 0);
+        self.clear_recent();
+    }
+
+    /// Zeroes the 32-bit counts touched since the last fold.
+    fn clear_recent(&mut self) {
+        if self.recent_count > 0 {
+            self.recent[self.recent_low..=self.recent_high].fill(0);
+        }
+        (self.recent_count, self.recent_low, self.recent_high) = (0, usize::MAX, 0);
     }
 
     /// Adds `counts` (buckets from `first` on) into `into`.
@@ -201,7 +207,7 @@ impl LatencyHistogram {
 
     /// Empties the histogram, keeping its memory.
     pub fn reset(&mut self) {
-        self.fold();
+        self.clear_recent();
         self.histogram.reset();
         self.saturated = 0;
     }
