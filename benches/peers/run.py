@@ -68,12 +68,16 @@ def stampede(binary, horizon, replicas):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stampede", default=os.path.join(ROOT, "target", "release", "stampede"))
+    parser.add_argument("--stampede", help="a stampede binary to measure (default: this checkout's, "
+                                            "built in release first so it is never stale)")
     parser.add_argument("--quick", action="store_true", help="a tenth of the horizon (a smoke run)")
     parser.add_argument("--no-install", action="store_true", help="use what is installed and built already")
     args = parser.parse_args()
-    if not os.path.exists(args.stampede):
+    if args.stampede is None:
+        # Always through cargo: an existing target/release/stampede may predate the
+        # checkout's code (it did once, and measured yesterday's kernel).
         sh(["cargo", "build", "--release", "--quiet", "--bin", "stampede"], cwd=ROOT)
+        args.stampede = os.path.join(ROOT, "target", "release", "stampede")
     if not args.no_install:
         install()
     horizon = 100.0 + WARMUP if args.quick else 1000.0 + WARMUP
