@@ -319,18 +319,3 @@ fn a_trace_tiles_every_request_and_adds_up_to_the_results() {
     assert!(count(TraceKind::Wait, Some("backoff")) > 0);
     assert_eq!(trace.rows.iter().filter(|r| r.kind == TraceKind::Incident).count(), 2);
 }
-
-#[test]
-fn zz_debug_stall() {
-    let window = (secs_to_nanos(4.0), secs_to_nanos(0.5));
-    let stall =
-        Fault { kind: FaultKind::Brownout { shard: 1, slowdown: f64::INFINITY }, start: window.0, duration: window.1 };
-    let failure = Fault { kind: FaultKind::ShardFailure { shard: 1 }, start: window.0, duration: window.1 };
-    let plain = ClusterParams { capacity_factor: f64::INFINITY, ..base() };
-    for r in 0..8 {
-        let (stalled, _, _) = run(&ClusterParams { faults: vec![stall], ..plain.clone() }, r);
-        let (failed_over, _, _) = run(&ClusterParams { faults: vec![failure], ..plain.clone() }, r);
-        let (healthy, _, _) = run(&base(), r);
-        eprintln!("r{r}: stalled {} failed_over {} healthy {}", stalled.failed, failed_over.failed, healthy.failed);
-    }
-}
