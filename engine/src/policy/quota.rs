@@ -150,6 +150,7 @@ impl QuotaMeter {
 
     /// The tightest meter's used fraction (0 = all quota free, 1 = exhausted): the
     /// pressure signal an admission ladder reads.
+    #[inline]
     pub fn pressure(&mut self, now: Nanos) -> f64 {
         [&mut self.requests, &mut self.input, &mut self.output]
             .into_iter()

@@ -15,32 +15,33 @@ use super::gates::Gate;
 use super::model::{count_in_bucket, earliest, Gateway};
 use super::params::Client;
 use super::reason::Reason;
-use super::state::{Attempt, AttemptState, Ending, Event, Feedback};
+use super::state::{Attempt, AttemptState, Call, Ending, Event, Feedback};
 
 impl Gateway<'_> {
     /// Sends the call's attempt to its tier.
     pub(super) fn send(&mut self, now: Nanos, key: SlabKey, scheduler: &mut Scheduler<Event>) {
-        self.call_mut(key).attempts += 1;
-        let call = *self.call(key);
-        let (class, counted, attempts) = (call.class as usize, call.counted, call.attempts);
-        let params = self.p.classes[class];
+        let call = self.call_mut(key);
+        call.attempts += 1;
+        let (class, counted, attempts, deadline, output) =
+            (call.class as usize, call.counted, call.attempts, call.deadline, call.output);
+        let input_tokens = self.metered_input(self.call(key));
+        let params = &self.p.classes[class];
+        let (timeouts, max_tokens, tier) = (params.timeouts, params.max_tokens, params.tier);
         let (give_up_at, give_up_reason) = match self.p.client {
             // The naive client's one timeout per call is all it has.
-            Client::Naive { .. } => (call.deadline, Reason::TimeoutTotal),
+            Client::Naive { .. } => (deadline, Reason::TimeoutTotal),
             // Without the attempt loop there are no attempt timeouts, only the deadline.
-            Client::Stack if self.retry_pos.is_none() => (call.deadline, Reason::TimeoutDeadline),
-            Client::Stack if call.deadline <= now + params.timeouts.total => (call.deadline, Reason::TimeoutDeadline),
-            Client::Stack => (now + params.timeouts.total, Reason::TimeoutTotal),
+            Client::Stack if self.retry_pos.is_none() => (deadline, Reason::TimeoutDeadline),
+            Client::Stack if deadline <= now + timeouts.total => (deadline, Reason::TimeoutDeadline),
+            Client::Stack => (now + timeouts.total, Reason::TimeoutTotal),
         };
-        let input_tokens = self.metered_input(&call);
-        let spec = CallSpec { id: 0, input_tokens, output_tokens: call.output, max_tokens: params.max_tokens };
+        let spec = CallSpec { id: 0, input_tokens, output_tokens: output, max_tokens };
         count_in_bucket(&mut self.series.attempts, self.p.series_bucket, now);
         let results = &mut self.results.classes[class];
         if counted {
             results.attempts += 1;
             results.retries += (attempts > 1) as u64;
         }
-        let tier = params.tier;
         let attempt = self.attempts.insert(Attempt {
             call: key,
             spec,
@@ -73,7 +74,7 @@ impl Gateway<'_> {
             }
             Arrival::Started(plan) => self.started(now, plan, scheduler),
             Arrival::Queued { gives_up_at } => {
-                let connect = Some((now + params.timeouts.connect, Reason::TimeoutConnect))
+                let connect = Some((now + timeouts.connect, Reason::TimeoutConnect))
                     .filter(|_| self.p.client == Client::Stack && self.retry_pos.is_some());
                 // The provider's queue giving up reads as a 529; on a tie it answers first.
                 let candidates = [connect, Some((give_up_at, give_up_reason)), None];
@@ -115,27 +116,27 @@ impl Gateway<'_> {
         attempt.state = AttemptState::Started;
         attempt.plan = Some(plan);
         let call = self.calls.get(attempt.call).expect("an attempt's call is live");
-        let params = self.p.classes[call.class as usize];
+        let params = &self.p.classes[call.class as usize];
         let timed = self.p.client == Client::Stack && self.retry_pos.is_some();
-        let timeouts = params.timeouts;
+        let (timeouts, streamed) = (params.timeouts, params.streamed);
         // What the client sees first: the first token of a stream, else the whole response.
-        let visible = if params.streamed { plan.first_token_at } else { plan.done_at };
+        let visible = if streamed { plan.first_token_at } else { plan.done_at };
         let first_token = (attempt.sent_at + timeouts.first_token, Reason::TimeoutFirstToken);
         let first_token = Some(first_token).filter(|&(limit, _)| timed && visible > limit);
         let gap = (plan.done_at - plan.first_token_at) / attempt.spec.output_tokens.max(1);
         let inter_token = timeouts
             .inter_token
-            .filter(|&limit| timed && params.streamed && gap > limit)
+            .filter(|&limit| timed && streamed && gap > limit)
             .map(|limit| (plan.first_token_at + limit, Reason::TimeoutInterToken));
         let total = Some((attempt.give_up_at, attempt.give_up_reason)).filter(|_| plan.done_at > attempt.give_up_at);
         // On a tie a stream blames the token it waited for; a whole response, the total.
-        let candidates = if params.streamed { [first_token, inter_token, total] } else { [total, first_token, None] };
+        let candidates = if streamed { [first_token, inter_token, total] } else { [total, first_token, None] };
         let completed =
             (plan.done_at, if plan.server_error { Ending::Failed(Reason::Http500) } else { Ending::Success });
         let (at, ending) = earliest(candidates, completed);
         let at = at.max(now);
         self.resolve(key, ending, at, None, scheduler);
-        if params.streamed && plan.first_token_at < at {
+        if streamed && plan.first_token_at < at {
             let stamp = self.attempt_mut(key).ticket.current();
             scheduler.at(plan.first_token_at, Event::FirstToken { attempt: key, stamp });
         }
@@ -148,11 +149,11 @@ impl Gateway<'_> {
         if !attempt.ticket.matches(stamp) || attempt.state != AttemptState::Started {
             return;
         }
-        let call = *self.calls.get(attempt.call).expect("an attempt's call is live");
+        let call = self.calls.get(attempt.call).expect("an attempt's call is live");
         if call.limiter {
             attempt.sampled = true;
             let sample = now - attempt.sent_at;
-            self.limiter_learns_first_token(now, &call, sample);
+            self.limiter_learns_first_token(now, call.class as usize, sample);
         }
     }
 
@@ -222,8 +223,8 @@ impl Gateway<'_> {
         plan: ServicePlan,
         feedback: &mut Feedback,
     ) {
-        let call = *self.calls.get(attempt.call).expect("an attempt's call is live");
-        let (class, counted) = (call.class as usize, call.counted);
+        let call = self.calls.get(attempt.call).expect("an attempt's call is live");
+        let (class, counted, input, cached) = (call.class as usize, call.counted, call.input, call.cached);
         let tier = attempt.tier as usize;
         let generated = generated_tokens(now, &plan, attempt.spec.output_tokens);
         feedback.output_used = generated;
@@ -237,7 +238,7 @@ impl Gateway<'_> {
         // output as generated; errors are free.
         if counted && !plan.server_error {
             let t = &self.p.tiers[tier];
-            let billed_input = (call.input - call.cached) as f64 + call.cached as f64 * self.p.cache_price_weight;
+            let billed_input = (input - cached) as f64 + cached as f64 * self.p.cache_price_weight;
             let usd = (billed_input * t.usd_per_mtok_in + generated as f64 * t.usd_per_mtok_out) / 1e6;
             let results = &mut self.results.classes[class];
             if attempt.ending == Ending::Success {
@@ -274,11 +275,11 @@ impl Gateway<'_> {
         retry_after: Option<Nanos>,
         scheduler: &mut Scheduler<Event>,
     ) {
-        let call = *self.call(key);
-        let inside_loop = self.retry_pos.is_some_and(|r| r < call.pos);
+        let &Call { pos, attempts, deadline, .. } = self.call(key);
+        let inside_loop = self.retry_pos.is_some_and(|r| r < pos);
         if let Some(retry_pos) = self.retry_pos.filter(|_| inside_loop) {
             self.call_mut(key).tries += 1;
-            self.release(now, key, retry_pos as usize + 1, call.pos as usize, feedback);
+            self.release(now, key, retry_pos as usize + 1, pos as usize, feedback);
             if let Some(delay) = self.retry_delay(now, key, feedback, retry_after) {
                 let call = self.call_mut(key);
                 call.pos = retry_pos + 1;
@@ -289,14 +290,14 @@ impl Gateway<'_> {
                 return;
             }
             self.release(now, key, 0, retry_pos as usize, feedback);
-        } else if let Client::Naive { attempts, .. } = self.p.client {
+        } else if let Client::Naive { attempts: max_attempts, .. } = self.p.client {
             if let Ending::Failed(reason) = feedback.ending {
-                if call.attempts < attempts && !matches!(reason, Reason::TimeoutTotal) && now < call.deadline {
+                if attempts < max_attempts && !matches!(reason, Reason::TimeoutTotal) && now < deadline {
                     return self.send(now, key, scheduler); // again, at once
                 }
             }
         } else {
-            self.release(now, key, 0, call.pos as usize, feedback);
+            self.release(now, key, 0, pos as usize, feedback);
         }
         self.end_call(now, key, feedback.ending, scheduler);
     }

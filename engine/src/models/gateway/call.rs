@@ -17,7 +17,7 @@ use super::state::{Call, Ending, Event, Feedback, Origin};
 impl Gateway<'_> {
     pub(super) fn start_call(&mut self, now: Nanos, class: usize, origin: Origin, scheduler: &mut Scheduler<Event>) {
         let Origin { turn, slot, instance, tenant } = origin;
-        let params = self.p.classes[class];
+        let params = &self.p.classes[class];
         // Common random numbers: the tokens are the call's, whatever the stack does.
         let input = tokens(&mut self.tokens, params.input_tokens);
         let cached = if params.cache_hit_ratio > 0.0 && self.cache_rng.bernoulli(params.cache_hit_ratio) {
@@ -29,7 +29,7 @@ impl Gateway<'_> {
         let counted = now >= self.p.warmup;
         self.results.classes[class].offered += counted as u64;
         let deadline = match self.p.client {
-            Client::Stack => now + params.deadline,
+            Client::Stack => now + self.p.classes[class].deadline,
             Client::Naive { timeout, .. } => now + timeout,
         };
         let mut call = Call {
@@ -62,7 +62,7 @@ impl Gateway<'_> {
         // here, as a refusal at the first gate would, without a slab entry or a walk.
         let up_front = self.tracer.is_none() && self.p.gates.first() == Some(&Gate::Admission);
         if up_front && matches!(self.p.client, Client::Stack) {
-            match self.admission_decision(now, &call) {
+            match self.admission_decision(now, (&call).into()) {
                 Entry::Refuse(reason) => return self.call_over(now, &call, Ending::Failed(reason), scheduler),
                 Entry::Pass => (call.admitted, call.pos) = (true, 1),
                 Entry::Park => unreachable!("admission never parks a call"),
@@ -82,11 +82,11 @@ impl Gateway<'_> {
         };
         self.trace_wait_ends(now, key);
         loop {
-            let call = *self.call(key);
-            let Some(&gate) = self.p.gates.get(call.pos as usize) else {
+            let pos = self.call(key).pos as usize;
+            let Some(&gate) = self.p.gates.get(pos) else {
                 return self.send(now, key, scheduler);
             };
-            match self.enter(gate, now, key, &call, scheduler) {
+            match self.enter(gate, now, key, scheduler) {
                 Entry::Pass => self.call_mut(key).pos += 1,
                 Entry::Refuse(reason) => return self.refused(now, key, reason, scheduler),
                 Entry::Park => return self.trace_wait_starts(now, key, gate),
@@ -111,9 +111,8 @@ impl Gateway<'_> {
     /// Releases the gates at positions [from, to) that the call holds, innermost first,
     /// feeding each what the attempt (or the call) taught.
     pub(super) fn release(&mut self, now: Nanos, key: SlabKey, from: usize, to: usize, feedback: Feedback) {
-        let call = *self.call(key);
         for pos in (from..to.min(self.p.gates.len())).rev() {
-            self.release_gate(self.p.gates[pos], now, key, &call, feedback);
+            self.release_gate(self.p.gates[pos], now, key, feedback);
         }
     }
 

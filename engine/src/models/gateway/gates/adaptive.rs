@@ -22,18 +22,18 @@ impl Gateway<'_> {
         &mut self,
         now: Nanos,
         key: SlabKey,
-        call: &Call,
         scheduler: &mut Scheduler<Event>,
     ) -> Entry {
-        let limiter = self.limiter_index(call.class as usize);
+        let &Call { class, deadline, .. } = self.call(key);
+        let limiter = self.limiter_index(class as usize);
         if self.limiters[limiter].try_acquire() {
             self.call_mut(key).limiter = true;
             Entry::Pass
         } else if self.limiter_queues[limiter].len() < self.limiter_queue_capacity[limiter] {
             // Wait for a completion to free a place.
-            self.limiter_queues[limiter].push_back((key, call.deadline));
+            self.limiter_queues[limiter].push_back((key, deadline));
             let earliest = &mut self.limiter_earliest_deadline[limiter];
-            *earliest = (*earliest).min(call.deadline);
+            *earliest = (*earliest).min(deadline);
             self.keep_sweeping(now, scheduler);
             Entry::Park
         } else {
@@ -41,18 +41,14 @@ impl Gateway<'_> {
         }
     }
 
-    pub(in crate::models::gateway) fn release_adaptive(
-        &mut self,
-        now: Nanos,
-        key: SlabKey,
-        call: &Call,
-        feedback: Feedback,
-    ) {
+    pub(in crate::models::gateway) fn release_adaptive(&mut self, now: Nanos, key: SlabKey, feedback: Feedback) {
+        let call = self.call_mut(key);
         if !call.limiter {
             return;
         }
-        self.call_mut(key).limiter = false;
-        let index = self.limiter_index(call.class as usize);
+        call.limiter = false;
+        let class = call.class as usize;
+        let index = self.limiter_index(class);
         let limiter = &mut self.limiters[index];
         // Netflix's listener: success, dropped (timeouts, overload), or ignored —
         // a 429 is quota, not congestion, and a 500 is an independent error.
@@ -116,8 +112,8 @@ impl Gateway<'_> {
 
     /// The first token of a streamed attempt: the limiter learns its latency now, not
     /// when the stream ends.
-    pub(in crate::models::gateway) fn limiter_learns_first_token(&mut self, now: Nanos, call: &Call, sample: Nanos) {
-        let index = self.limiter_index(call.class as usize);
+    pub(in crate::models::gateway) fn limiter_learns_first_token(&mut self, now: Nanos, class: usize, sample: Nanos) {
+        let index = self.limiter_index(class);
         self.limiters[index].observe(now, sample, Signal::Success, &mut self.limiter_rng);
     }
 }

@@ -13,8 +13,8 @@ use crate::models::gateway::reason::Reason;
 use crate::models::gateway::state::Call;
 
 impl Gateway<'_> {
-    pub(in crate::models::gateway) fn enter_admission(&mut self, now: Nanos, key: SlabKey, call: &Call) -> Entry {
-        let entry = self.admission_decision(now, call);
+    pub(in crate::models::gateway) fn enter_admission(&mut self, now: Nanos, key: SlabKey) -> Entry {
+        let entry = self.admission_decision(now, self.call(key).into());
         if entry == Entry::Pass {
             self.call_mut(key).admitted = true;
         }
@@ -25,7 +25,7 @@ impl Gateway<'_> {
     /// caller must mark). It needs no slab key: `start_call` asks before a call is
     /// built when admission is the first gate, so a shed call costs no slab entry and
     /// no walk.
-    pub(in crate::models::gateway) fn admission_decision(&mut self, now: Nanos, call: &Call) -> Entry {
+    pub(in crate::models::gateway) fn admission_decision(&mut self, now: Nanos, call: Applicant) -> Entry {
         let class = call.class as usize;
         let rung = self.p.classes[class].shed_from_rung;
         // Pressure only matters to a class on the ladder, or to the tenant share.
@@ -45,10 +45,27 @@ impl Gateway<'_> {
         }
     }
 
-    pub(in crate::models::gateway) fn release_admission(&mut self, key: SlabKey, call: &Call) {
+    pub(in crate::models::gateway) fn release_admission(&mut self, key: SlabKey) {
+        let call = self.call_mut(key);
         if call.admitted {
-            self.admission.finished(call.tenant as u32);
-            self.call_mut(key).admitted = false;
+            call.admitted = false;
+            let tenant = call.tenant as u32;
+            self.admission.finished(tenant);
         }
+    }
+}
+
+/// What admission reads of a call, whether or not the call is in the slab yet.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::models::gateway) struct Applicant {
+    pub(in crate::models::gateway) class: u8,
+    pub(in crate::models::gateway) instance: u16,
+    pub(in crate::models::gateway) tenant: u16,
+    pub(in crate::models::gateway) deadline: Nanos,
+}
+
+impl From<&Call> for Applicant {
+    fn from(call: &Call) -> Self {
+        Applicant { class: call.class, instance: call.instance, tenant: call.tenant, deadline: call.deadline }
     }
 }

@@ -9,12 +9,13 @@ use crate::policy::classify::Outcome;
 use super::Entry;
 use crate::models::gateway::model::Gateway;
 use crate::models::gateway::reason::Reason;
-use crate::models::gateway::state::{Call, Ending, Feedback};
+use crate::models::gateway::state::{Ending, Feedback};
 
 impl Gateway<'_> {
-    pub(in crate::models::gateway) fn enter_breaker(&mut self, now: Nanos, key: SlabKey, call: &Call) -> Entry {
-        let acquired = self.breakers[call.class as usize].try_acquire(now);
-        self.trace_breaker(now, call.class as usize);
+    pub(in crate::models::gateway) fn enter_breaker(&mut self, now: Nanos, key: SlabKey) -> Entry {
+        let class = self.call(key).class as usize;
+        let acquired = self.breakers[class].try_acquire(now);
+        self.trace_breaker(now, class);
         match acquired {
             Some(permit) => {
                 self.call_mut(key).permit = Some(permit);
@@ -24,16 +25,11 @@ impl Gateway<'_> {
         }
     }
 
-    pub(in crate::models::gateway) fn release_breaker(
-        &mut self,
-        now: Nanos,
-        key: SlabKey,
-        call: &Call,
-        feedback: Feedback,
-    ) {
-        let Some(permit) = call.permit else { return };
-        self.call_mut(key).permit = None;
-        let breaker = &mut self.breakers[call.class as usize];
+    pub(in crate::models::gateway) fn release_breaker(&mut self, now: Nanos, key: SlabKey, feedback: Feedback) {
+        let call = self.call_mut(key);
+        let Some(permit) = call.permit.take() else { return };
+        let class = call.class as usize;
+        let breaker = &mut self.breakers[class];
         let callers_deadline = matches!(feedback.ending, Ending::Failed(reason) if reason.is_callers_deadline());
         if feedback.reached_provider && !callers_deadline {
             let outcome = match feedback.ending {
@@ -44,6 +40,6 @@ impl Gateway<'_> {
         } else {
             breaker.abandon(permit);
         }
-        self.trace_breaker(now, call.class as usize);
+        self.trace_breaker(now, class);
     }
 }

@@ -19,10 +19,10 @@ impl Gateway<'_> {
         &mut self,
         now: Nanos,
         key: SlabKey,
-        call: &Call,
         scheduler: &mut Scheduler<Event>,
     ) -> Entry {
-        match self.bulkheads[call.class as usize].try_acquire(now, key.to_bits(), call.deadline) {
+        let &Call { class, deadline, .. } = self.call(key);
+        match self.bulkheads[class as usize].try_acquire(now, key.to_bits(), deadline) {
             Acquire::Granted => {
                 self.call_mut(key).bulkhead = true;
                 Entry::Pass
@@ -35,13 +35,15 @@ impl Gateway<'_> {
         }
     }
 
-    pub(in crate::models::gateway) fn release_bulkhead(&mut self, now: Nanos, key: SlabKey, call: &Call) {
+    pub(in crate::models::gateway) fn release_bulkhead(&mut self, now: Nanos, key: SlabKey) {
+        let call = self.call_mut(key);
         if !call.bulkhead {
             return;
         }
-        self.call_mut(key).bulkhead = false;
+        call.bulkhead = false;
+        let class = call.class as usize;
         let mut dropped = std::mem::take(&mut self.dropped);
-        let handed = self.bulkheads[call.class as usize].release(now, |waiter: Waiter, why: Dropped| {
+        let handed = self.bulkheads[class].release(now, |waiter: Waiter, why: Dropped| {
             let reason = match why {
                 Dropped::DeadlineExpired => Reason::QueueDeadline,
                 Dropped::CoDel => Reason::CoDel,

@@ -14,23 +14,23 @@ use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter};
 use super::Entry;
 use crate::models::gateway::model::Gateway;
 use crate::models::gateway::reason::Reason;
-use crate::models::gateway::state::{Call, Ending, Event, Feedback};
+use crate::models::gateway::state::{Ending, Event, Feedback};
 
 impl Gateway<'_> {
     pub(in crate::models::gateway) fn enter_quota(
         &mut self,
         now: Nanos,
         key: SlabKey,
-        call: &Call,
         scheduler: &mut Scheduler<Event>,
     ) -> Entry {
-        let class = call.class as usize;
+        let call = self.call(key);
+        let (class, counted, quota_waited) = (call.class as usize, call.counted, call.quota_waited);
         let meter = self.meter_index(call);
-        let max_tokens = self.p.classes[class].max_tokens;
         let input = self.metered_input(call);
+        let max_tokens = self.p.classes[class].max_tokens;
         match self.meters[meter].reserve(now, input, max_tokens) {
             Reserve::Granted(reservation) => {
-                if call.counted {
+                if counted {
                     self.results.classes[class].tokens_reserved += max_tokens;
                 }
                 let call = self.call_mut(key);
@@ -38,7 +38,7 @@ impl Gateway<'_> {
                 call.meter = meter as u16;
                 Entry::Pass
             }
-            Reserve::Wait(wait) if call.quota_waited + wait <= self.p.quota.longest_wait => {
+            Reserve::Wait(wait) if quota_waited + wait <= self.p.quota.longest_wait => {
                 self.call_mut(key).quota_waited += wait;
                 scheduler.at(now + wait, Event::Resume { call: key });
                 Entry::Park
@@ -47,15 +47,10 @@ impl Gateway<'_> {
         }
     }
 
-    pub(in crate::models::gateway) fn release_quota(
-        &mut self,
-        now: Nanos,
-        key: SlabKey,
-        call: &Call,
-        feedback: Feedback,
-    ) {
-        let Some(reservation) = call.reservation else { return };
-        self.call_mut(key).reservation = None;
+    pub(in crate::models::gateway) fn release_quota(&mut self, now: Nanos, key: SlabKey, feedback: Feedback) {
+        let call = self.call_mut(key);
+        let Some(reservation) = call.reservation.take() else { return };
+        let (class, counted) = (call.class as usize, call.counted);
         // The meter that granted it, even if a coordinator outage began or ended since.
         let meter = call.meter as usize;
         let sent =
@@ -64,8 +59,8 @@ impl Gateway<'_> {
             self.meters[meter].cancel(now, reservation);
         } else if self.p.reconcile {
             self.meters[meter].reconcile(now, reservation, feedback.output_used);
-            if call.counted {
-                self.results.classes[call.class as usize].tokens_handed_back +=
+            if counted {
+                self.results.classes[class].tokens_handed_back +=
                     reservation.max_tokens - feedback.output_used.min(reservation.max_tokens);
             }
         }

@@ -24,7 +24,7 @@ impl Gateway<'_> {
         let Ending::Failed(reason) = feedback.ending else { return None };
         let call = *self.call(key);
         let class = call.class as usize;
-        let params = self.p.classes[class];
+        let params = &self.p.classes[class];
         debug_assert!(call.tries >= call.attempts && call.tries > 0);
         if call.tries >= params.max_attempts {
             return None;
