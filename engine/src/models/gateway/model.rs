@@ -431,7 +431,7 @@ impl<'h> Gateway<'h> {
         let tiers = self.p.tiers.len();
         let set = self.meter_set(instance);
         let meters = self.meters.iter_mut().skip(set).take(tiers);
-        meters.fold(in_flight, |pressure, meter| pressure.max(meter.pressure(now)))
+        meters.fold(in_flight, |pressure, meter| meter.pressure_at_least(now, pressure))
     }
 
     /// Continues calls handed a bulkhead slot and fails the ones it dropped.
