@@ -4,10 +4,19 @@
 //! same nanosecond pop in the order they were pushed (FIFO ties). That makes a run a
 //! pure function of its seeds: no tie is ever broken by memory layout or hashing.
 //!
+//! The kernel's loop uses the heap the way a discrete-event "hold" does: it
+//! [`EventQueue::take_root`]s the earliest event (a copy; the entry stays at the
+//! root), the model handles it, and the first event the model schedules meanwhile
+//! *replaces* the root — one walk down the heap instead of a pop's walk down plus a
+//! push's walk up. [`EventQueue::settle`] removes a root that nothing replaced. The
+//! order events come out in is the same either way: it is fixed by the unique keys,
+//! not by the heap's layout.
+//!
 //! Invariants: for every index `i > 0`, `key(heap[(i - 1) / 2]) < key(heap[i])`
 //! (keys are unique because sequence numbers are); `next_sequence` is larger than
-//! every sequence number in the heap. Once the `Vec` has grown to the largest number
-//! of simultaneously pending events, push and pop never allocate.
+//! every sequence number in the heap; while `root_taken`, the root is an event already
+//! handed out and not pending. Once the `Vec` has grown to the largest number of
+//! simultaneously pending events, push and pop never allocate.
 
 use crate::time::Nanos;
 
@@ -41,6 +50,9 @@ impl<E> Entry<E> {
 pub struct EventQueue<E: Copy> {
     heap: Vec<Entry<E>>,
     next_sequence: u64,
+    /// The root was handed out by `take_root`: the next push replaces it, or `settle`
+    /// removes it.
+    root_taken: bool,
 }
 
 impl<E: Copy> Default for EventQueue<E> {
@@ -52,24 +64,25 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     /// An empty queue with room for `capacity` pending events before it grows.
     pub fn with_capacity(capacity: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(capacity), next_sequence: 0 }
+        EventQueue { heap: Vec::with_capacity(capacity), next_sequence: 0, root_taken: false }
     }
 
     /// Number of pending events.
     #[inline]
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.root_taken as usize
     }
 
     /// True when nothing is pending.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
-    /// The time of the earliest pending event.
+    /// The time of the earliest pending event. Not while a taken root is unsettled.
     #[inline]
     pub fn peek_time(&self) -> Option<Nanos> {
+        debug_assert!(!self.root_taken, "peek_time before settle");
         self.heap.first().map(Entry::time)
     }
 
@@ -78,6 +91,14 @@ impl<E: Copy> EventQueue<E> {
     pub fn push(&mut self, time: Nanos, event: E) {
         let entry = Entry::new(time, self.next_sequence, event);
         self.next_sequence += 1;
+        if self.root_taken {
+            self.root_taken = false;
+            let end = self.heap.len();
+            // SAFETY: a taken root means the heap holds at least that root (end ≥ 1).
+            unsafe { self.fill_root_hole(end, entry) };
+            self.debug_check_root();
+            return;
+        }
         let position = self.heap.len();
         self.heap.push(entry);
         // SAFETY: `position` is the index of the entry just pushed.
@@ -87,15 +108,55 @@ impl<E: Copy> EventQueue<E> {
     /// Removes and returns the earliest event (FIFO among equal times).
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let last = self.heap.pop()?;
-        let end = self.heap.len();
-        if end == 0 {
-            return Some((last.time(), last.event));
+        debug_assert!(!self.root_taken, "pop before settle");
+        let top = *self.heap.first()?;
+        self.remove_root();
+        Some((top.time(), top.event))
+    }
+
+    /// The earliest event, left at the root as taken: the next [`EventQueue::push`]
+    /// replaces it, and [`EventQueue::settle`] removes it if nothing did. Between the
+    /// two the queue behaves as if it had been popped.
+    #[inline]
+    pub fn take_root(&mut self) -> Option<(Nanos, E)> {
+        debug_assert!(!self.root_taken, "take_root before settle");
+        let top = *self.heap.first()?;
+        self.root_taken = true;
+        Some((top.time(), top.event))
+    }
+
+    /// Removes a taken root that no push replaced.
+    #[inline]
+    pub fn settle(&mut self) {
+        if self.root_taken {
+            self.root_taken = false;
+            self.remove_root();
         }
-        let top = self.heap[0];
-        // Floyd's trick, as std's BinaryHeap does: walk the hole at the root down to a
-        // leaf along the smaller children, then sift the displaced last entry up from
-        // there. It saves one comparison per level compared with a classic sift-down.
+    }
+
+    #[inline(always)]
+    fn remove_root(&mut self) {
+        let Some(last) = self.heap.pop() else { return };
+        let end = self.heap.len();
+        if end > 0 {
+            // SAFETY: `end ≥ 1` entries remain and the root is the hole to fill.
+            unsafe { self.fill_root_hole(end, last) };
+        }
+        self.debug_check_root();
+    }
+
+    /// Fills the hole at the root with `entry`, among the heap's first `end` entries.
+    ///
+    /// Floyd's trick, as std's BinaryHeap does: walk the hole at the root down to a
+    /// leaf along the smaller children, then sift `entry` up from there. It saves one
+    /// comparison per level compared with a classic sift-down, and a new event usually
+    /// belongs near the bottom.
+    ///
+    /// # Safety
+    /// `1 ≤ end ≤ self.heap.len()`.
+    #[inline(always)]
+    unsafe fn fill_root_hole(&mut self, end: usize, entry: Entry<E>) {
+        debug_assert!(end >= 1 && end <= self.heap.len());
         let heap = self.heap.as_mut_ptr();
         let mut hole = 0;
         let mut child = 1;
@@ -114,15 +175,14 @@ impl<E: Copy> EventQueue<E> {
                 *heap.add(hole) = *heap.add(child);
                 hole = child;
             }
-            self.sift_up(hole, last);
+            self.sift_up(hole, entry);
         }
-        self.debug_check_root();
-        Some((top.time(), top.event))
     }
 
     /// Removes every pending event. Capacity is kept.
     pub fn clear(&mut self) {
         self.heap.clear();
+        self.root_taken = false;
     }
 
     /// Moves `entry` from the hole at `hole` towards the root to its place.
@@ -155,6 +215,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Checks the full heap invariant. O(n); for tests.
     pub fn check_invariants(&self) {
+        assert!(!self.root_taken || !self.heap.is_empty(), "a taken root is in the heap");
         for i in 1..self.heap.len() {
             assert!(self.heap[(i - 1) / 2].key < self.heap[i].key, "heap order violated at {i}");
             assert!(self.heap[i].sequence() < self.next_sequence);
@@ -182,6 +243,44 @@ mod tests {
     }
 
     proptest! {
+        /// A hold (take the root, push what handling it schedules, settle) gives the
+        /// same events in the same order as pop-then-push, against a stable sort,
+        /// whether the handler pushes nothing, one event or several.
+        #[test]
+        fn holds_match_a_stable_sort(
+            seed in proptest::collection::vec(0u64..50, 1..50),
+            steps in proptest::collection::vec(proptest::collection::vec(0u64..30, 0..4), 1..300),
+        ) {
+            let mut queue = EventQueue::default();
+            let mut model: Vec<(u64, usize)> = Vec::new();
+            let mut label = 0;
+            for time in seed {
+                queue.push(time, label);
+                model.push((time, label));
+                label += 1;
+            }
+            for pushes in steps {
+                let want = model.iter().enumerate().min_by_key(|(_, entry)| **entry).map(|(i, entry)| (i, *entry));
+                let got = queue.take_root();
+                let Some((position, entry)) = want else {
+                    prop_assert_eq!(got, None);
+                    break;
+                };
+                model.remove(position);
+                prop_assert_eq!(got, Some(entry));
+                prop_assert_eq!(queue.len(), model.len(), "a taken root is not pending");
+                for delay in pushes {
+                    queue.push(entry.0 + delay, label);
+                    model.push((entry.0 + delay, label));
+                    label += 1;
+                    prop_assert_eq!(queue.len(), model.len());
+                }
+                queue.settle();
+                queue.check_invariants();
+                prop_assert_eq!(queue.len(), model.len());
+            }
+        }
+
         /// Against a stable sort: any interleaving of pushes and pops returns events
         /// in (time, push order).
         #[test]

@@ -101,13 +101,16 @@ impl<M: Model> Simulation<M> {
     }
 
     /// Handles the next pending event, whatever its time; returns that time, or
-    /// `None` when nothing is pending.
+    /// `None` when nothing is pending. The event stays at the heap's root while it is
+    /// handled, so the first event the model schedules replaces it in one walk down
+    /// the heap (see [`EventQueue::take_root`]).
     #[inline]
     pub fn step(&mut self) -> Option<Nanos> {
-        let (time, event) = self.scheduler.queue.pop()?;
+        let (time, event) = self.scheduler.queue.take_root()?;
         debug_assert!(time >= self.scheduler.now, "time went backwards");
         self.scheduler.now = time;
         self.model.handle(time, event, &mut self.scheduler);
+        self.scheduler.queue.settle();
         self.events_handled += 1;
         Some(time)
     }
