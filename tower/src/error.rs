@@ -1,0 +1,31 @@
+//! The one error a layer adds: a request it refused without calling the service.
+
+use stampede_engine::policy::Criticality;
+
+/// Why a layer refused a request before it reached the service. It travels as a
+/// [`crate::BoxError`], like tower's own `Overloaded`; `downcast_ref::<Rejected>()`
+/// tells a refusal from the service's own errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rejected {
+    /// The circuit breaker is open (or half-open with its probes taken).
+    BreakerOpen,
+    /// The concurrency limit (fixed or adaptive) is reached.
+    ConcurrencyLimit,
+    /// The priority shedder shed a request of this criticality.
+    Shed(Criticality),
+    /// The token bucket is empty.
+    RateLimited,
+}
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rejected::BreakerOpen => write!(f, "refused: the circuit breaker is open"),
+            Rejected::ConcurrencyLimit => write!(f, "refused: the concurrency limit is reached"),
+            Rejected::Shed(criticality) => write!(f, "refused: a {criticality:?} request was shed under load"),
+            Rejected::RateLimited => write!(f, "refused: the rate limit's token bucket is empty"),
+        }
+    }
+}
+
+impl std::error::Error for Rejected {}

@@ -1,0 +1,334 @@
+//! Each layer driven through tower with a scripted inner service and tokio's paused
+//! clock, so every time is exact and every run the same; the policy's decisions are
+//! checked against the same struct driven directly with the same times.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, SlidingWindow};
+use stampede_engine::policy::classify::{Outcome, RetryClassifier};
+use stampede_engine::policy::limiter::{AimdConfig, ConcurrencyLimiter, LimiterKind, Signal};
+use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_engine::policy::shedder::ShedMarks;
+use stampede_engine::policy::Criticality;
+use stampede_engine::{RngStream, StreamPurpose, NANOS_PER_SEC};
+use stampede_tower::{
+    circuit_breaker, classify_with, concurrency_limit, priority_shedder, rate_limit, retry, BoxError, Classified,
+    HttpStatus, Rejected, RetryConfig,
+};
+use tower_layer::Layer;
+use tower_service::Service;
+
+const MS: u64 = 1_000_000;
+
+/// What the scripted service answers to its n-th call (0-based): after how long, and
+/// with which outcome.
+type Script = Arc<dyn Fn(u32) -> (Duration, Outcome) + Send + Sync>;
+
+/// An inner service that answers as its script says and counts its calls.
+#[derive(Clone)]
+struct Scripted {
+    calls: Arc<AtomicU32>,
+    script: Script,
+}
+
+/// The scripted service's error: the outcome it stands for.
+#[derive(Debug)]
+struct Failed(Outcome);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+impl std::error::Error for Failed {}
+
+impl Scripted {
+    fn new(script: impl Fn(u32) -> (Duration, Outcome) + Send + Sync + 'static) -> Self {
+        Scripted { calls: Arc::new(AtomicU32::new(0)), script: Arc::new(script) }
+    }
+
+    fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl<Req> Service<Req> for Scripted {
+    type Response = u32;
+    type Error = Failed;
+    type Future = Pin<Box<dyn Future<Output = Result<u32, Failed>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Failed>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Req) -> Self::Future {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        let (after, outcome) = (self.script)(n);
+        Box::pin(async move {
+            tokio::time::sleep(after).await;
+            match outcome {
+                Outcome::Success => Ok(n),
+                outcome => Err(Failed(outcome)),
+            }
+        })
+    }
+}
+
+/// Reads the scripted service's error as its outcome.
+fn scripted_outcomes() -> impl stampede_tower::Classify<u32, Failed> {
+    classify_with(|result: Result<&u32, &Failed>| match result {
+        Ok(_) => Classified::of(Outcome::Success),
+        Err(Failed(outcome)) => Classified::of(*outcome),
+    })
+}
+
+fn rejection(error: &BoxError) -> Option<Rejected> {
+    error.downcast_ref::<Rejected>().copied()
+}
+
+async fn call<S: Service<u32, Response = u32, Error = BoxError>>(service: &mut S) -> Result<u32, BoxError> {
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+    service.call(0).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_breaker_opens_refuses_without_calling_the_service_and_probes_after_its_open_time() {
+    let config = BreakerConfig {
+        window: SlidingWindow::Count { size: 10 },
+        minimum_calls: 10,
+        failure_rate_threshold: 0.5,
+        open_duration: 5 * NANOS_PER_SEC,
+        max_open_duration: 5 * NANOS_PER_SEC,
+        half_open_probes: 2,
+        ..BreakerConfig::default()
+    };
+    // Six failures in the first ten calls, then a healthy service.
+    let inner = Scripted::new(|n| {
+        (Duration::from_millis(10), if n < 10 && n % 5 < 3 { Outcome::ServerError } else { Outcome::Success })
+    });
+    let layer = circuit_breaker(config).classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    let mut direct = CircuitBreaker::new(config);
+    for n in 0..10u64 {
+        let now = n * 10 * MS;
+        let permit = direct.try_acquire(now).expect("closed");
+        let result = call(&mut service).await;
+        let outcome = if result.is_ok() { Outcome::Success } else { Outcome::ServerError };
+        direct.record(now + 10 * MS, permit, outcome, 10 * MS);
+    }
+    assert!(matches!(direct.state(), BreakerState::Open { .. }), "the struct driven directly trips at 6 of 10");
+    assert!(matches!(layer.policy().read(|b| b.0.state()), BreakerState::Open { .. }), "and so does the layer's");
+    let before = inner.calls();
+    for _ in 0..20 {
+        let error = call(&mut service).await.expect_err("open");
+        assert_eq!(rejection(&error), Some(Rejected::BreakerOpen));
+    }
+    assert_eq!(inner.calls(), before, "an open breaker never calls the service");
+    tokio::time::advance(Duration::from_secs(5)).await;
+    assert_eq!(call(&mut service).await.expect("a probe goes through"), 10);
+    assert_eq!(call(&mut service).await.expect("the second probe"), 11);
+    assert_eq!(layer.policy().read(|b| b.0.state()), BreakerState::Closed, "two good probes close it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fixed_limit_refuses_past_its_limit_and_a_dropped_call_gives_its_place_back() {
+    let inner = Scripted::new(|_| (Duration::from_secs(1), Outcome::Success));
+    let layer = concurrency_limit(LimiterKind::Fixed { limit: 2 }, None, 1).classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    let first = tokio::spawn(service.call(0));
+    let second = service.call(0);
+    let error = service.call(0).await.expect_err("a third is over the limit");
+    assert_eq!(rejection(&error), Some(Rejected::ConcurrencyLimit));
+    assert_eq!(inner.calls(), 2);
+    drop(second); // the caller gave up
+    assert_eq!(layer.policy().read(|g| g.limiter.in_flight()), 1, "a dropped call is abandoned");
+    let third = tokio::spawn(service.call(0));
+    assert_eq!(first.await.unwrap().unwrap(), 0);
+    assert_eq!(third.await.unwrap().unwrap(), 2);
+    assert_eq!(layer.policy().read(|g| g.limiter.in_flight()), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_adaptive_limit_learns_what_the_struct_learns_from_the_same_outcomes() {
+    let aimd = AimdConfig { initial: 10.0, min: 2.0, max: 50.0, timeout: 5 * NANOS_PER_SEC, ..AimdConfig::default() };
+    let kind = LimiterKind::Aimd(aimd);
+    // Successes, then timeouts (drops), then 500s (ignored), in turn.
+    let outcome = |n: u32| match n % 3 {
+        0 => Outcome::Success,
+        1 => Outcome::Timeout,
+        _ => Outcome::ServerError,
+    };
+    let inner = Scripted::new(move |n| (Duration::from_millis(20), outcome(n)));
+    let layer = concurrency_limit(kind, None, 3).classify(scripted_outcomes());
+    let mut service = layer.layer(inner);
+    let mut direct = ConcurrencyLimiter::new(kind);
+    let mut rng = RngStream::derive(3, 0, StreamPurpose::named("tower.limiter"));
+    for n in 0..30u32 {
+        let _ = call(&mut service).await;
+        assert!(direct.try_acquire());
+        let now = (n as u64 + 1) * 20 * MS;
+        match stampede_tower::gates::limiter_signal(outcome(n)) {
+            Some(signal) => direct.on_complete(now, 20 * MS, signal, &mut rng),
+            None => direct.abandon(),
+        }
+        assert_eq!(layer.policy().read(|g| g.limiter.limit()), direct.limit(), "after call {n}");
+    }
+    assert!(direct.limit() < 10, "ten drops lowered the limit: {}", direct.limit());
+    assert_eq!(stampede_tower::gates::limiter_signal(Outcome::Timeout), Some(Signal::Dropped));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_shedder_reads_criticality_from_the_request_and_sheds_the_least_critical_first() {
+    #[derive(Clone)]
+    struct Slow;
+    impl Service<http::Request<()>> for Slow {
+        type Response = http::Response<()>;
+        type Error = std::convert::Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<http::Response<()>, std::convert::Infallible>> + Send>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: http::Request<()>) -> Self::Future {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Ok(http::Response::new(()))
+            })
+        }
+    }
+    let request = |criticality: Criticality| {
+        let mut request = http::Request::new(());
+        request.extensions_mut().insert(criticality);
+        request
+    };
+    // Sheddable requests stop at half the pool, critical ones at all of it.
+    let layer = priority_shedder(4, ShedMarks([1.0, 1.0, 0.75, 0.5])).classify(HttpStatus);
+    let mut service = layer.layer(Slow);
+    let held: Vec<_> = (0..2).map(|_| tokio::spawn(service.call(request(Criticality::Sheddable)))).collect();
+    tokio::task::yield_now().await;
+    let error = service.call(request(Criticality::Sheddable)).await.expect_err("the pool is half full");
+    assert_eq!(rejection(&error), Some(Rejected::Shed(Criticality::Sheddable)));
+    let critical: Vec<_> = (0..2).map(|_| tokio::spawn(service.call(request(Criticality::Critical)))).collect();
+    tokio::task::yield_now().await;
+    let error = service.call(http::Request::new(())).await.expect_err("no extension reads as critical; full");
+    assert_eq!(rejection(&error), Some(Rejected::Shed(Criticality::Critical)));
+    for task in held.into_iter().chain(critical) {
+        assert_eq!(task.await.unwrap().unwrap().status(), 200);
+    }
+    assert_eq!(layer.policy().read(|g| g.0.in_flight()), 0);
+    assert_eq!(layer.policy().read(|g| g.0.shed()), [0, 1, 0, 1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_rate_limit_refuses_an_empty_bucket_and_refills_with_time() {
+    let inner = Scripted::new(|_| (Duration::ZERO, Outcome::Success));
+    let mut service = rate_limit(5, 5, NANOS_PER_SEC).classify(scripted_outcomes()).layer(inner.clone());
+    for _ in 0..5 {
+        call(&mut service).await.expect("a full bucket");
+    }
+    let error = call(&mut service).await.expect_err("empty");
+    assert_eq!(rejection(&error), Some(Rejected::RateLimited));
+    tokio::time::advance(Duration::from_millis(199)).await;
+    assert!(call(&mut service).await.is_err(), "not yet a whole token");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    call(&mut service).await.expect("one token refilled in 200 ms");
+    assert_eq!(inner.calls(), 6, "refusals never reached the service");
+}
+
+fn retry_config(max_attempts: u32, deadline: Option<Duration>) -> RetryConfig {
+    RetryConfig {
+        max_attempts,
+        backoff: Backoff::Exponential { base: 100 * MS, cap: NANOS_PER_SEC },
+        classifier: RetryClassifier::default(),
+        deadline,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_wait_the_backoff_and_stop_at_max_attempts() {
+    // Two 500s, then a success.
+    let inner =
+        Scripted::new(|n| (Duration::from_millis(10), if n < 2 { Outcome::ServerError } else { Outcome::Success }));
+    let layer = retry(retry_config(3, None), RetryBudget::Unlimited, 1).classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    let start = tokio::time::Instant::now();
+    assert_eq!(call(&mut service).await.expect("the third attempt succeeds"), 2);
+    // 10 ms, 100 ms back-off, 10 ms, 200 ms, 10 ms.
+    assert_eq!(start.elapsed(), Duration::from_millis(330));
+    let counts = layer.state().read(|s| s.counts);
+    assert_eq!((counts.calls, counts.attempts, counts.retries), (1, 3, 2));
+    // Always failing: three attempts, then the last error.
+    let failing = Scripted::new(|_| (Duration::from_millis(10), Outcome::Timeout));
+    let mut service = layer.layer(failing.clone());
+    let error = call(&mut service).await.expect_err("every attempt times out");
+    assert!(error.downcast_ref::<Failed>().is_some_and(|f| f.0 == Outcome::Timeout));
+    assert_eq!(failing.calls(), 3);
+    // A client error is never retried.
+    let wrong = Scripted::new(|_| (Duration::ZERO, Outcome::ClientError));
+    assert!(call(&mut layer.layer(wrong.clone())).await.is_err());
+    assert_eq!(wrong.calls(), 1);
+    assert_eq!(layer.state().read(|s| s.active), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_that_cannot_meet_the_deadline_and_one_the_budget_refuses_are_not_made() {
+    // The deadline: successes take 300 ms, so after one a retry needs 100 ms + 300 ms.
+    let inner =
+        Scripted::new(|n| (Duration::from_millis(300), if n == 0 { Outcome::Success } else { Outcome::ServerError }));
+    let layer = retry(retry_config(5, Some(Duration::from_millis(600))), RetryBudget::Unlimited, 1)
+        .classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    call(&mut service).await.expect("the first call succeeds and sets the expected attempt");
+    assert!(call(&mut service).await.is_err());
+    // At 300 ms: 300 + 100 + 300 > 600, so no retry.
+    assert_eq!(inner.calls(), 2);
+    assert_eq!(layer.state().read(|s| s.counts.denied_by_deadline), 1);
+
+    // The budget: a ratio budget with 2 tokens, a retry costs 1.
+    let failing = Scripted::new(|_| (Duration::from_millis(1), Outcome::ServerError));
+    let layer = retry(retry_config(5, None), RetryBudget::Ratio(RatioBudget::new(0.1, 2.0, 2.0)), 1)
+        .classify(scripted_outcomes());
+    let mut service = layer.layer(failing.clone());
+    assert!(call(&mut service).await.is_err());
+    assert_eq!(failing.calls(), 3, "the first attempt and the two retries the budget held");
+    assert!(call(&mut service).await.is_err());
+    assert_eq!(failing.calls(), 4, "an empty budget: no retry");
+    let counts = layer.state().read(|s| s.counts);
+    assert_eq!((counts.retries, counts.denied_by_budget), (2, 2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_waits_at_least_the_servers_retry_after() {
+    #[derive(Clone)]
+    struct Limited(Arc<Mutex<u32>>);
+    impl Service<()> for Limited {
+        type Response = http::Response<()>;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<http::Response<()>, std::convert::Infallible>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: ()) -> Self::Future {
+            let mut n = self.0.lock().unwrap();
+            *n += 1;
+            let response = if *n == 1 {
+                http::Response::builder().status(429).header("retry-after", "2").body(()).unwrap()
+            } else {
+                http::Response::new(())
+            };
+            std::future::ready(Ok(response))
+        }
+    }
+    let layer = retry(retry_config(2, None), RetryBudget::Unlimited, 1).classify(HttpStatus);
+    let mut service = layer.layer(Limited(Arc::new(Mutex::new(0))));
+    let start = tokio::time::Instant::now();
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+    let response = service.call(()).await.expect("answered");
+    assert_eq!(response.status(), 200);
+    assert_eq!(start.elapsed(), Duration::from_secs(2), "the 100 ms back-off is raised to the retry-after");
+}
