@@ -33,6 +33,31 @@ pub trait Gate {
     fn abandon(&mut self, ticket: Self::Ticket);
 }
 
+/// An optional gate: `None` admits everything and learns nothing (a scenario edge
+/// without a breaker), so a stack keeps one type whichever policies it has.
+impl<G: Gate> Gate for Option<G> {
+    type Ticket = Option<G::Ticket>;
+
+    fn admit(&mut self, now: Nanos, criticality: Criticality) -> Result<Self::Ticket, Rejected> {
+        match self {
+            Some(gate) => gate.admit(now, criticality).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn finish(&mut self, now: Nanos, ticket: Self::Ticket, classified: Classified, latency: Nanos) {
+        if let (Some(gate), Some(ticket)) = (self, ticket) {
+            gate.finish(now, ticket, classified, latency);
+        }
+    }
+
+    fn abandon(&mut self, ticket: Self::Ticket) {
+        if let (Some(gate), Some(ticket)) = (self, ticket) {
+            gate.abandon(ticket);
+        }
+    }
+}
+
 /// How important a request is, for the priority shedder.
 pub trait CriticalityOf<Req>: Clone {
     fn criticality(&self, request: &Req) -> Criticality;

@@ -60,6 +60,13 @@ pub fn limiter_signal(outcome: Outcome) -> Option<Signal> {
     }
 }
 
+impl LimitGate {
+    /// `limiter` with a random stream from `seed` (Vegas's probe jitter draws from it).
+    pub fn new(limiter: ConcurrencyLimiter, seed: u64) -> Self {
+        LimitGate { limiter, rng: crate::stream(seed, "tower.limiter") }
+    }
+}
+
 impl Gate for LimitGate {
     type Ticket = ();
 
@@ -91,8 +98,7 @@ pub fn concurrency_limit(
         Some(window) => ConcurrencyLimiter::windowed(kind, window),
         None => ConcurrencyLimiter::new(kind),
     };
-    let rng = crate::stream(seed, "tower.limiter");
-    GateLayer::new(LimitGate { limiter, rng }, Clock::new(), ErrorsFail, AllCritical)
+    GateLayer::new(LimitGate::new(limiter, seed), Clock::new(), ErrorsFail, AllCritical)
 }
 
 /// The engine's [`PriorityShedder`] at the door: a request is refused when the pool's

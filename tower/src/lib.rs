@@ -52,7 +52,10 @@ pub mod gate;
 pub mod gates;
 pub mod outcome;
 pub mod retry;
+#[cfg(feature = "scenario")]
+pub mod scenario;
 pub mod shared;
+pub mod timeout;
 
 pub use clock::Clock;
 pub use error::Rejected;
@@ -60,7 +63,10 @@ pub use gate::{AllCritical, CriticalityOf, FromExtension, Gate, GateFuture, Gate
 pub use gates::{circuit_breaker, concurrency_limit, priority_shedder, rate_limit};
 pub use outcome::{classify_with, Classified, Classify, ErrorsFail, HttpStatus};
 pub use retry::{retry, Retry, RetryConfig, RetryCounts, RetryLayer};
+#[cfg(feature = "scenario")]
+pub use scenario::{from_scenario, from_scenario_point, service_from_scenario, EdgeStack, ServiceStack};
 pub use shared::Shared;
+pub use timeout::{timeout, Timeout, TimeoutLayer};
 
 /// The error every layer returns: the service's own, or a [`Rejected`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

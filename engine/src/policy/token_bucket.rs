@@ -34,6 +34,15 @@ impl TokenBucket {
         TokenBucket { capacity, refill, period, level_units: max_units, updated_at: 0, max_units, full_level }
     }
 
+    /// `per_s` tokens a second, one every 1/`per_s` seconds (to the nanosecond), up to
+    /// `burst` (at least one): a service's rate limit in the graph model and in
+    /// `stampede-tower`.
+    pub fn per_second(per_s: f64, burst: u64) -> Self {
+        assert!(per_s > 0.0 && per_s.is_finite(), "a rate is positive");
+        let period = ((crate::kernel::time::NANOS_PER_SEC as f64 / per_s).round() as Nanos).max(1);
+        Self::new(burst.max(1), 1, period)
+    }
+
     /// The usual rate limit: `limit` per minute, bursting up to `limit`.
     pub fn per_minute(limit: u64) -> Self {
         Self::new(limit, limit, 60 * crate::kernel::time::NANOS_PER_SEC)

@@ -247,11 +247,7 @@ impl<'h> Graph<'h> {
             },
             shedder: params.shedder.map(|marks| PriorityShedder::new(params.workers, marks)),
             limiter: params.limiter.map(ConcurrencyLimiter::new),
-            bucket: params.rate_limit.map(|(per_s, burst)| {
-                // Refill one token every 1/per_s seconds, up to `burst`.
-                let period = ((NANOS_PER_SEC as f64 / per_s).round() as Nanos).max(1);
-                TokenBucket::new(burst.max(1), 1, period)
-            }),
+            bucket: params.rate_limit.map(|(per_s, burst)| TokenBucket::per_second(per_s, burst)),
             slowdown: 1.0,
             added: 0,
             error_rate: 0.0,

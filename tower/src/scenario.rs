@@ -1,0 +1,219 @@
+//! One configuration, two uses: the stack a scenario simulated, built from the same
+//! TOML by the same parser (`stampede_experiments`), so a bad file fails here with
+//! the message and exit code `stampede run` gives it.
+//!
+//! * [`from_scenario`]`(path, "api->payments")`: a graph edge's client side — its
+//!   retries (max attempts, backoff, which failures, the budget), its circuit breaker
+//!   and its per-attempt timeout, in the simulator's order: the retry loop outside,
+//!   then per attempt the breaker, then the timeout.
+//! * [`service_from_scenario`]`(path, "payments")`: a graph service's protection, per
+//!   instance — its rate limit, its priority shedder (over its workers) and its
+//!   concurrency limit, in the order the simulated server checks them.
+//!
+//! What a scenario says that a process cannot take from it: the network and the
+//! balancer (the client's transport's), hedging (not yet a layer), and a propagated
+//! deadline: an inner edge's deadline is what is left of its caller's, which travels
+//! with the request in production (a header); the client's own edge takes the
+//! workload's deadline.
+
+use std::path::Path;
+use std::time::Duration;
+
+use stampede_engine::models::graph::{EdgeParams, Failure, FailureSet, ServiceParams};
+use stampede_engine::policy::classify::{RetryClassifier, RetryDecision};
+use stampede_engine::policy::limiter::ConcurrencyLimiter;
+use stampede_engine::policy::shedder::PriorityShedder;
+use stampede_engine::policy::token_bucket::TokenBucket;
+use stampede_experiments::models::graph::{build, Graph, Topology};
+use stampede_experiments::scenario::builtin::load_scenario_source;
+use stampede_experiments::{Error, Overrides, Result, Scenario};
+use tower_layer::Layer;
+
+use crate::gate::{AllCritical, FromExtension, GateLayer, Gated};
+use crate::gates::{BreakerGate, LimitGate, RateGate, ShedGate};
+use crate::outcome::ErrorsFail;
+use crate::retry::{retry, Retry, RetryConfig, RetryLayer};
+use crate::timeout::{timeout, Timeout, TimeoutLayer};
+use crate::Clock;
+
+/// A graph edge's client-side policies, as layers.
+#[derive(Debug)]
+pub struct EdgeStack<C = ErrorsFail> {
+    pub retry: RetryLayer<C>,
+    /// `None` inside when the edge has no breaker.
+    pub breaker: GateLayer<Option<BreakerGate>, C>,
+    pub timeout: TimeoutLayer,
+    /// The retry settings as resolved, for display.
+    pub retry_config: RetryConfig,
+}
+
+/// The service an [`EdgeStack`] builds around `S`.
+pub type EdgeService<S, C = ErrorsFail> = Retry<Gated<Timeout<S>, Option<BreakerGate>, C, AllCritical>, C>;
+
+impl<C: Clone> EdgeStack<C> {
+    /// The same stack, reading outcomes with `classify` (e.g. [`crate::HttpStatus`]).
+    pub fn classify<C2: Clone>(self, classify: C2) -> EdgeStack<C2> {
+        EdgeStack {
+            retry: self.retry.classify(classify.clone()),
+            breaker: self.breaker.classify(classify),
+            timeout: self.timeout,
+            retry_config: self.retry_config,
+        }
+    }
+
+    /// Wraps `inner`: retries outside, then per attempt the breaker and the timeout.
+    pub fn layer<S>(&self, inner: S) -> EdgeService<S, C> {
+        self.retry.layer(self.breaker.layer(self.timeout.layer(inner)))
+    }
+}
+
+/// A graph service's protection for one instance, as layers.
+#[derive(Debug)]
+pub struct ServiceStack<C = ErrorsFail> {
+    pub rate_limit: GateLayer<Option<RateGate>, C>,
+    pub shedder: GateLayer<Option<ShedGate>, C, FromExtension>,
+    pub limiter: GateLayer<Option<LimitGate>, C>,
+}
+
+/// The service a [`ServiceStack`] builds around `S`.
+pub type ProtectedService<S, C = ErrorsFail> = Gated<
+    Gated<Gated<S, Option<LimitGate>, C, AllCritical>, Option<ShedGate>, C, FromExtension>,
+    Option<RateGate>,
+    C,
+    AllCritical,
+>;
+
+impl<C: Clone> ServiceStack<C> {
+    /// Wraps `inner`: the rate limit outside, then the shedder, then the limit.
+    pub fn layer<S>(&self, inner: S) -> ProtectedService<S, C> {
+        self.rate_limit.layer(self.shedder.layer(self.limiter.layer(inner)))
+    }
+}
+
+/// The client side of edge `edge` (`caller->callee`, or `client->entry`) of the graph
+/// scenario at `path` (or a built-in scenario's name), which has one grid point.
+/// `seed` feeds the jitter.
+pub fn from_scenario(path: impl AsRef<Path>, edge: &str, seed: u64) -> Result<EdgeStack> {
+    from_scenario_point(path, None, edge, seed)
+}
+
+/// [`from_scenario`] at grid point `point` (`stampede show` lists them; `None`: the
+/// scenario must have one).
+pub fn from_scenario_point(path: impl AsRef<Path>, point: Option<usize>, edge: &str, seed: u64) -> Result<EdgeStack> {
+    let (topology, deadline) = resolve(path.as_ref(), point)?;
+    let index = find(&topology.edges, edge, "edge")?;
+    let params = &topology.params.edges[index];
+    // The client's own edge carries the workload's deadline.
+    let deadline = params.from.is_none().then_some(deadline).flatten();
+    Ok(edge_stack(params, deadline, seed))
+}
+
+/// The protection of service `service` of the graph scenario at `path` (at grid
+/// point `point`, as in [`from_scenario_point`]), for one of its instances. `seed`
+/// feeds the draws some limiters make.
+pub fn service_from_scenario(
+    path: impl AsRef<Path>,
+    point: Option<usize>,
+    service: &str,
+    seed: u64,
+) -> Result<ServiceStack> {
+    let (topology, _) = resolve(path.as_ref(), point)?;
+    let index = find(&topology.services, service, "service")?;
+    Ok(service_stack(&topology.params.services[index], seed))
+}
+
+/// The edge's policies as layers (the scenario's meaning of each field).
+pub fn edge_stack(params: &EdgeParams, deadline: Option<Duration>, seed: u64) -> EdgeStack {
+    let retry_config = RetryConfig {
+        max_attempts: params.max_attempts.max(1),
+        backoff: params.backoff,
+        classifier: retry_classifier(params.retry_on),
+        deadline,
+    };
+    let breaker =
+        params.breaker.map(|config| BreakerGate(stampede_engine::policy::breaker::CircuitBreaker::new(config)));
+    EdgeStack {
+        retry: retry(retry_config, params.budget.clone(), seed),
+        breaker: GateLayer::new(breaker, Clock::new(), ErrorsFail, AllCritical),
+        timeout: timeout(params.timeout.map(Duration::from_nanos)),
+        retry_config,
+    }
+}
+
+/// The service's protection as layers, for one instance (the simulator's are per instance).
+pub fn service_stack(params: &ServiceParams, seed: u64) -> ServiceStack {
+    let clock = Clock::new();
+    let rate = params.rate_limit.map(|(per_s, burst)| RateGate(TokenBucket::per_second(per_s, burst)));
+    let shedder = params.shedder.map(|marks| ShedGate(PriorityShedder::new(params.workers, marks)));
+    let limiter = params.limiter.map(|kind| LimitGate::new(ConcurrencyLimiter::new(kind), seed));
+    ServiceStack {
+        rate_limit: GateLayer::new(rate, clock, ErrorsFail, AllCritical),
+        shedder: GateLayer::new(shedder, clock, ErrorsFail, FromExtension),
+        limiter: GateLayer::new(limiter, clock, ErrorsFail, AllCritical),
+    }
+}
+
+/// The graph's failure names as the retry classifier's outcomes: `timeout` a timeout,
+/// `refused` an overloaded or rate-limited answer (after the server's retry-after),
+/// `error` a server error; a client error is never retried.
+pub fn retry_classifier(on: FailureSet) -> RetryClassifier {
+    let decide = |failure: Failure, yes: RetryDecision| if on.contains(failure) { yes } else { RetryDecision::Never };
+    RetryClassifier {
+        rate_limited: decide(Failure::Refused, RetryDecision::RetryAfterServerDelay),
+        overloaded: decide(Failure::Refused, RetryDecision::RetryAfterServerDelay),
+        server_error: decide(Failure::Error, RetryDecision::Retry),
+        timeout: decide(Failure::Timeout, RetryDecision::Retry),
+        client_error: RetryDecision::Never,
+    }
+}
+
+/// The scenario's graph, resolved as `stampede run` resolves it, and its first
+/// workload's deadline.
+fn resolve(path: &Path, point: Option<usize>) -> Result<(Topology, Option<Duration>)> {
+    let argument = path.to_string_lossy();
+    let source = load_scenario_source(&argument)?;
+    let scenario = Scenario::resolve(source, &Overrides::default())?;
+    let points = scenario.grid_points()?;
+    let describe = || {
+        let each = points.iter().map(|p| {
+            let params: Vec<String> = p.params.iter().map(|(axis, value)| format!("{axis} = {value}")).collect();
+            format!("{}: {}", p.index, params.join(", "))
+        });
+        each.collect::<Vec<_>>().join("; ")
+    };
+    if let Some(first) = points.first().filter(|p| p.model.downcast::<Graph>().is_none()) {
+        return Err(Error::bad_input(format!(
+            "{argument}: a stack is built from a graph scenario (model = \"graph\"); this one is model = {:?}",
+            first.model.name()
+        )));
+    }
+    let index = match point {
+        None if points.len() == 1 => 0,
+        None => {
+            return Err(Error::bad_input(format!(
+                "{argument}: a stack is built from one configuration, and this scenario's grid has {} points ({})",
+                points.len(),
+                describe()
+            ))
+            .with_hint("choose one with from_scenario_point(path, Some(INDEX), …)"));
+        }
+        Some(index) if index < points.len() => index,
+        Some(index) => {
+            return Err(Error::bad_input(format!(
+                "{argument}: grid point {index} does not exist; its points are {}",
+                describe()
+            )));
+        }
+    };
+    let point = &points[index];
+    let config = point.model.downcast::<Graph>().expect("every point has the scenario's model");
+    let topology = build::build(config)?;
+    let deadline = topology.params.workloads.first().and_then(|w| w.deadline).map(Duration::from_nanos);
+    Ok((topology, deadline))
+}
+
+fn find(names: &[String], wanted: &str, what: &str) -> Result<usize> {
+    names.iter().position(|name| name == wanted).ok_or_else(|| {
+        Error::bad_input(format!("{what} {wanted:?} is not in the scenario; its {what}s are: {}", names.join(", ")))
+    })
+}
