@@ -1,0 +1,94 @@
+//! No allocation per request beyond what tower itself does: a request that passes
+//! every layer (retry, breaker, timeout, rate limit, shedder, adaptive limit) around a
+//! service that answers at once allocates nothing once the stack is built. Refusals
+//! box a `Rejected`, as tower's own `LoadShed` boxes its `Overloaded`; that is
+//! counted too, so the cost is stated, not guessed.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::breaker::BreakerConfig;
+use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::limiter::{Gradient2Config, LimiterKind};
+use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_engine::policy::shedder::ShedMarks;
+use stampede_engine::testing::{allocations, CountingAllocator};
+use stampede_engine::NANOS_PER_SEC;
+use stampede_tower::{
+    circuit_breaker, concurrency_limit, priority_shedder, rate_limit, retry, timeout, AllCritical, RetryConfig,
+};
+use tower_layer::Layer;
+use tower_service::Service;
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Answers at once.
+#[derive(Clone, Copy)]
+struct Instant;
+
+impl Service<u32> for Instant {
+    type Response = u32;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<u32, Infallible>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, request: u32) -> Self::Future {
+        std::future::ready(Ok(request))
+    }
+}
+
+/// Polls a future that is ready at once, without a runtime.
+fn now<F: Future>(future: F) -> F::Output {
+    let mut cx = Context::from_waker(Waker::noop());
+    match pin!(future).poll(&mut cx) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the stack answered later than at once"),
+    }
+}
+
+#[test]
+fn a_request_through_every_layer_allocates_nothing() {
+    let retry_config = RetryConfig {
+        max_attempts: 3,
+        backoff: Backoff::FullJitter { base: NANOS_PER_SEC / 100, cap: NANOS_PER_SEC },
+        classifier: RetryClassifier::default(),
+        deadline: None,
+    };
+    let stack = retry(retry_config, RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1).layer(
+        circuit_breaker(BreakerConfig::default()).layer(timeout(None).layer(
+            rate_limit(1_000_000, 1_000_000, NANOS_PER_SEC).layer(
+                priority_shedder(64, ShedMarks::default()).criticality(AllCritical).layer(
+                    concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1).layer(Instant),
+                ),
+            ),
+        )),
+    );
+    let mut service = stack;
+    let mut cx = Context::from_waker(Waker::noop());
+    for i in 0..1_000 {
+        assert!(service.poll_ready(&mut cx).is_ready());
+        assert_eq!(now(service.call(i)).expect("answered"), i);
+    }
+    let before = allocations();
+    for i in 0..100_000 {
+        let _ = service.poll_ready(&mut cx);
+        assert_eq!(now(service.call(i)).expect("answered"), i);
+    }
+    assert_eq!(allocations() - before, 0, "allocations in 100,000 requests through six layers");
+}
+
+#[test]
+fn a_refusal_allocates_its_one_boxed_error() {
+    let mut service = rate_limit(1, 1, 3_600 * NANOS_PER_SEC).layer(Instant);
+    now(service.call(0)).expect("the one token");
+    let before = allocations();
+    for i in 0..1_000 {
+        assert!(now(service.call(i)).is_err());
+    }
+    assert_eq!(allocations() - before, 1_000, "one Box<Rejected> per refusal, as tower's LoadShed");
+}
