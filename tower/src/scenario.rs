@@ -60,9 +60,13 @@ impl<C: Clone> EdgeStack<C> {
             retry_config: self.retry_config,
         }
     }
+}
 
-    /// Wraps `inner`: retries outside, then per attempt the breaker and the timeout.
-    pub fn layer<S>(&self, inner: S) -> EdgeService<S, C> {
+/// Wraps a service: retries outside, then per attempt the breaker and the timeout.
+impl<S, C: Clone> Layer<S> for EdgeStack<C> {
+    type Service = EdgeService<S, C>;
+
+    fn layer(&self, inner: S) -> EdgeService<S, C> {
         self.retry.layer(self.breaker.layer(self.timeout.layer(inner)))
     }
 }
@@ -83,9 +87,11 @@ pub type ProtectedService<S, C = ErrorsFail> = Gated<
     AllCritical,
 >;
 
-impl<C: Clone> ServiceStack<C> {
-    /// Wraps `inner`: the rate limit outside, then the shedder, then the limit.
-    pub fn layer<S>(&self, inner: S) -> ProtectedService<S, C> {
+/// Wraps a service: the rate limit outside, then the shedder, then the limit.
+impl<S, C: Clone> Layer<S> for ServiceStack<C> {
+    type Service = ProtectedService<S, C>;
+
+    fn layer(&self, inner: S) -> ProtectedService<S, C> {
         self.rate_limit.layer(self.shedder.layer(self.limiter.layer(inner)))
     }
 }

@@ -7,8 +7,8 @@
 //! breaker's window must see every call; so one lock, and the lock chosen by
 //! measurement (`benches/benches/tower.rs`, eight tokio tasks sharing one layer on a
 //! worker per core): parking_lot's mutex, which spins briefly before it parks, took
-//! 240-390 ns per request per layer where std's took 560-1,240 ns, and the same on
-//! one thread (115-160 ns).
+//! 240-390 ns per request per layer where std's took 560-1,240 ns in the same quick
+//! runs, and the same on one thread (95-160 ns).
 //!
 //! The invariant the guard keeps: every `debug_assert!` of the policy holds, because
 //! no two decisions interleave. parking_lot does not poison: a panic inside a

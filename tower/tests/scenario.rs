@@ -13,6 +13,7 @@ use stampede_engine::policy::classify::RetryDecision;
 use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::{Overrides, Scenario};
 use stampede_tower::{from_scenario, from_scenario_point, service_from_scenario, BoxError, Rejected};
+use tower_layer::Layer;
 use tower_service::Service;
 
 const SCENARIO: &str = r#"

@@ -39,6 +39,7 @@ use stampede_experiments::scenario::builtin::load_scenario_source;
 use stampede_experiments::{Overrides, Scenario};
 use stampede_tower::{from_scenario, BoxError, HttpStatus};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tower_layer::Layer;
 use tower_service::Service;
 
 const WORKERS: u32 = 4;
