@@ -1,5 +1,6 @@
 //! The one error a layer adds: a request it refused without calling the service.
 
+use stampede_engine::policy::bulkhead::Dropped;
 use stampede_engine::policy::Criticality;
 
 /// Why a layer refused a request before it reached the service. It travels as a
@@ -15,6 +16,11 @@ pub enum Rejected {
     Shed(Criticality),
     /// The token bucket is empty.
     RateLimited,
+    /// The bulkhead's slots are taken and its queue is full.
+    BulkheadFull,
+    /// The request waited in the bulkhead's queue and was dropped: CoDel, or its
+    /// longest wait passed.
+    BulkheadDropped(Dropped),
 }
 
 impl std::fmt::Display for Rejected {
@@ -24,6 +30,13 @@ impl std::fmt::Display for Rejected {
             Rejected::ConcurrencyLimit => write!(f, "refused: the concurrency limit is reached"),
             Rejected::Shed(criticality) => write!(f, "refused: a {criticality:?} request was shed under load"),
             Rejected::RateLimited => write!(f, "refused: the rate limit's token bucket is empty"),
+            Rejected::BulkheadFull => write!(f, "refused: the bulkhead's slots are taken and its queue is full"),
+            Rejected::BulkheadDropped(Dropped::CoDel) => {
+                write!(f, "refused: CoDel dropped the request from the bulkhead's queue")
+            }
+            Rejected::BulkheadDropped(Dropped::DeadlineExpired) => {
+                write!(f, "refused: the request waited its longest wait in the bulkhead's queue")
+            }
         }
     }
 }

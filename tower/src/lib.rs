@@ -46,6 +46,7 @@
 //! Shared state: each layer's policy sits behind one mutex ([`shared`]), held for one
 //! decision; why not per-core shards is written there.
 
+pub mod bulkhead;
 pub mod clock;
 pub mod error;
 pub mod gate;
@@ -57,6 +58,7 @@ pub mod scenario;
 pub mod shared;
 pub mod timeout;
 
+pub use bulkhead::{bulkhead, BulkheadLayer, BulkheadService};
 pub use clock::Clock;
 pub use error::Rejected;
 pub use gate::{AllCritical, CriticalityOf, FromExtension, Gate, GateFuture, GateLayer, Gated};

@@ -1,5 +1,5 @@
 //! No allocation per request beyond what tower itself does: a request that passes
-//! every layer (retry, breaker, timeout, rate limit, shedder, adaptive limit) around a
+//! every layer (retry, breaker, timeout, rate limit, shedder, adaptive limit, bulkhead) around a
 //! service that answers at once allocates nothing once the stack is built. Refusals
 //! box a `Rejected`, as tower's own `LoadShed` boxes its `Overloaded`; that is
 //! counted too, so the cost is stated, not guessed.
@@ -8,9 +8,11 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::BreakerConfig;
+use stampede_engine::policy::bulkhead::{BulkheadConfig, QueueOrder};
 use stampede_engine::policy::classify::RetryClassifier;
 use stampede_engine::policy::limiter::{Gradient2Config, LimiterKind};
 use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
@@ -18,7 +20,8 @@ use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::testing::{allocations, CountingAllocator};
 use stampede_engine::NANOS_PER_SEC;
 use stampede_tower::{
-    circuit_breaker, concurrency_limit, priority_shedder, rate_limit, retry, timeout, AllCritical, RetryConfig,
+    bulkhead, circuit_breaker, concurrency_limit, priority_shedder, rate_limit, retry, timeout, AllCritical,
+    RetryConfig,
 };
 use tower_layer::Layer;
 use tower_service::Service;
@@ -60,13 +63,21 @@ fn a_request_through_every_layer_allocates_nothing() {
         deadline: None,
     };
     let stack = retry(retry_config, RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1).layer(
-        circuit_breaker(BreakerConfig::default()).layer(timeout(None).layer(
-            rate_limit(1_000_000, 1_000_000, NANOS_PER_SEC).layer(
-                priority_shedder(64, ShedMarks::default()).criticality(AllCritical).layer(
-                    concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1).layer(Instant),
+        circuit_breaker(BreakerConfig::default()).layer(
+            timeout(None).layer(
+                rate_limit(1_000_000, 1_000_000, NANOS_PER_SEC).layer(
+                    priority_shedder(64, ShedMarks::default()).criticality(AllCritical).layer(
+                        concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1).layer(
+                            bulkhead(
+                                BulkheadConfig { slots: 8, queue_capacity: 8, order: QueueOrder::Fifo, codel: None },
+                                Duration::from_secs(1),
+                            )
+                            .layer(Instant),
+                        ),
+                    ),
                 ),
             ),
-        )),
+        ),
     );
     let mut service = stack;
     let mut cx = Context::from_waker(Waker::noop());
@@ -79,7 +90,7 @@ fn a_request_through_every_layer_allocates_nothing() {
         let _ = service.poll_ready(&mut cx);
         assert_eq!(now(service.call(i)).expect("answered"), i);
     }
-    assert_eq!(allocations() - before, 0, "allocations in 100,000 requests through six layers");
+    assert_eq!(allocations() - before, 0, "allocations in 100,000 requests through seven layers");
 }
 
 #[test]
