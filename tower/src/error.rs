@@ -18,6 +18,8 @@ pub enum Rejected {
     RateLimited,
     /// The bulkhead's slots are taken and its queue is full.
     BulkheadFull,
+    /// The client-side quota meter would not have room within its longest wait.
+    Quota,
     /// The request waited in the bulkhead's queue and was dropped: CoDel, or its
     /// longest wait passed.
     BulkheadDropped(Dropped),
@@ -31,6 +33,7 @@ impl std::fmt::Display for Rejected {
             Rejected::Shed(criticality) => write!(f, "refused: a {criticality:?} request was shed under load"),
             Rejected::RateLimited => write!(f, "refused: the rate limit's token bucket is empty"),
             Rejected::BulkheadFull => write!(f, "refused: the bulkhead's slots are taken and its queue is full"),
+            Rejected::Quota => write!(f, "refused: the client-side quota has no room within its longest wait"),
             Rejected::BulkheadDropped(Dropped::CoDel) => {
                 write!(f, "refused: CoDel dropped the request from the bulkhead's queue")
             }

@@ -52,6 +52,7 @@ pub mod error;
 pub mod gate;
 pub mod gates;
 pub mod outcome;
+pub mod quota;
 pub mod retry;
 #[cfg(feature = "scenario")]
 pub mod scenario;
@@ -64,6 +65,7 @@ pub use error::Rejected;
 pub use gate::{AllCritical, CriticalityOf, FromExtension, Gate, GateFuture, GateLayer, Gated};
 pub use gates::{circuit_breaker, concurrency_limit, priority_shedder, rate_limit};
 pub use outcome::{classify_with, Classified, Classify, ErrorsFail, HttpStatus};
+pub use quota::{quota_meter, Quota, QuotaLayer, Tokens, TokensWith};
 pub use retry::{retry, Retry, RetryConfig, RetryCounts, RetryLayer};
 #[cfg(feature = "scenario")]
 pub use scenario::{from_scenario, from_scenario_point, service_from_scenario, EdgeStack, ServiceStack};
