@@ -68,7 +68,9 @@ pub use outcome::{classify_with, Classified, Classify, ErrorsFail, HttpStatus};
 pub use quota::{quota_meter, Quota, QuotaLayer, Tokens, TokensWith};
 pub use retry::{retry, Retry, RetryConfig, RetryCounts, RetryLayer};
 #[cfg(feature = "scenario")]
-pub use scenario::{from_scenario, from_scenario_point, service_from_scenario, EdgeStack, ServiceStack};
+pub use scenario::{
+    from_cluster_scenario, from_scenario, from_scenario_point, service_from_scenario, EdgeStack, ServiceStack,
+};
 pub use shared::Shared;
 pub use timeout::{timeout, Timeout, TimeoutLayer};
 

@@ -19,14 +19,18 @@
 use std::path::Path;
 use std::time::Duration;
 
+use stampede_engine::models::cluster::RetryPolicy;
 use stampede_engine::models::graph::{EdgeParams, Failure, FailureSet, ServiceParams};
+use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::classify::{RetryClassifier, RetryDecision};
 use stampede_engine::policy::limiter::ConcurrencyLimiter;
 use stampede_engine::policy::shedder::PriorityShedder;
 use stampede_engine::policy::token_bucket::TokenBucket;
+use stampede_experiments::models::cluster::Cluster;
 use stampede_experiments::models::graph::{build, Graph, Topology};
+use stampede_experiments::models::ModelSpec;
 use stampede_experiments::scenario::builtin::load_scenario_source;
-use stampede_experiments::{Error, Overrides, Result, Scenario};
+use stampede_experiments::{Error, GridPoint, Overrides, Result, Scenario};
 use tower_layer::Layer;
 
 use crate::gate::{AllCritical, FromExtension, GateLayer, Gated};
@@ -176,10 +180,20 @@ pub fn retry_classifier(on: FailureSet) -> RetryClassifier {
 /// The scenario's graph, resolved as `stampede run` resolves it, and its first
 /// workload's deadline.
 fn resolve(path: &Path, point: Option<usize>) -> Result<(Topology, Option<Duration>)> {
+    let point = choose::<Graph>(path, point, "graph")?;
+    let config = point.model.downcast::<Graph>().expect("every point has the scenario's model");
+    let topology = build::build(config)?;
+    let deadline = topology.params.workloads.first().and_then(|w| w.deadline).map(Duration::from_nanos);
+    Ok((topology, deadline))
+}
+
+/// The grid point `point` of the scenario at `path` (the only one when `None`), which
+/// must be a `model` scenario.
+fn choose<M: ModelSpec>(path: &Path, point: Option<usize>, model: &str) -> Result<GridPoint> {
     let argument = path.to_string_lossy();
     let source = load_scenario_source(&argument)?;
     let scenario = Scenario::resolve(source, &Overrides::default())?;
-    let points = scenario.grid_points()?;
+    let mut points = scenario.grid_points()?;
     let describe = || {
         let each = points.iter().map(|p| {
             let params: Vec<String> = p.params.iter().map(|(axis, value)| format!("{axis} = {value}")).collect();
@@ -187,9 +201,9 @@ fn resolve(path: &Path, point: Option<usize>) -> Result<(Topology, Option<Durati
         });
         each.collect::<Vec<_>>().join("; ")
     };
-    if let Some(first) = points.first().filter(|p| p.model.downcast::<Graph>().is_none()) {
+    if let Some(first) = points.first().filter(|p| p.model.downcast::<M>().is_none()) {
         return Err(Error::bad_input(format!(
-            "{argument}: a stack is built from a graph scenario (model = \"graph\"); this one is model = {:?}",
+            "{argument}: this stack is built from a {model} scenario (model = \"{model}\"); this one is model = {:?}",
             first.model.name()
         )));
     }
@@ -211,11 +225,44 @@ fn resolve(path: &Path, point: Option<usize>) -> Result<(Topology, Option<Durati
             )));
         }
     };
-    let point = &points[index];
-    let config = point.model.downcast::<Graph>().expect("every point has the scenario's model");
-    let topology = build::build(config)?;
-    let deadline = topology.params.workloads.first().and_then(|w| w.deadline).map(Duration::from_nanos);
-    Ok((topology, deadline))
+    Ok(points.swap_remove(index))
+}
+
+/// The cluster scenario's client (`[retry]`, `[retry.breaker]`, `attempt_timeout_s`) at
+/// grid point `point` (`None`: the scenario must have one), as the stack
+/// [`from_scenario`] builds for a graph edge: retries around the breaker around the
+/// timeout. The cluster retries every failure (timeouts, refusals, errors; never a
+/// client error), without a deadline; `naive` retries at once. Its breaker is one per
+/// shard: put one stack in front of each upstream host.
+pub fn from_cluster_scenario(path: impl AsRef<Path>, point: Option<usize>, seed: u64) -> Result<EdgeStack> {
+    let point = choose::<Cluster>(path.as_ref(), point, "cluster")?;
+    let config = point.model.downcast::<Cluster>().expect("every point has the scenario's model");
+    let params = config.params(&point.run);
+    let (max_attempts, backoff) = match params.retry {
+        RetryPolicy::None => (1, Backoff::Constant { delay: 0 }),
+        RetryPolicy::Naive { max_attempts } => (max_attempts, Backoff::Constant { delay: 0 }),
+        RetryPolicy::Backoff { max_attempts, backoff } => (max_attempts, backoff),
+    };
+    let retry_config = RetryConfig {
+        max_attempts: max_attempts.max(1),
+        backoff,
+        classifier: RetryClassifier {
+            rate_limited: RetryDecision::Retry,
+            overloaded: RetryDecision::Retry,
+            server_error: RetryDecision::Retry,
+            timeout: RetryDecision::Retry,
+            client_error: RetryDecision::Never,
+        },
+        deadline: None,
+    };
+    let breaker =
+        params.breaker.map(|config| BreakerGate(stampede_engine::policy::breaker::CircuitBreaker::new(config)));
+    Ok(EdgeStack {
+        retry: retry(retry_config, params.budget.clone(), seed),
+        breaker: GateLayer::new(breaker, Clock::new(), ErrorsFail, AllCritical),
+        timeout: timeout(Some(Duration::from_nanos(params.attempt_timeout))),
+        retry_config,
+    })
 }
 
 fn find(names: &[String], wanted: &str, what: &str) -> Result<usize> {

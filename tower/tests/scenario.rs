@@ -179,3 +179,27 @@ fn bad_scenarios_fail_with_the_parsers_own_message_and_exit_code() {
     let not_graph = from_scenario("mmc", "a->b", 1).expect_err("not a graph").to_string();
     assert!(not_graph.contains("model = \"graph\""), "{not_graph}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cluster_scenarios_retry_section_builds_the_same_client() {
+    use stampede_engine::policy::retry_budget::RetryBudget;
+    use stampede_tower::from_cluster_scenario;
+    // retry-storm's two points: naive retries without a budget, backoff with a ratio budget.
+    let naive = from_cluster_scenario("retry-storm", Some(0), 1).expect("point 0");
+    assert_eq!(naive.retry_config.max_attempts, 5);
+    assert_eq!(naive.retry_config.backoff, Backoff::Constant { delay: 0 }, "naive retries at once");
+    assert!(naive.retry.state().read(|s| matches!(s.budget, RetryBudget::Unlimited)));
+    let budgeted = from_cluster_scenario("retry-storm", Some(1), 1).expect("point 1");
+    assert_eq!(budgeted.retry_config.backoff, Backoff::FullJitter { base: 10_000_000, cap: 1_000_000_000 });
+    assert!(budgeted.retry.state().read(|s| matches!(s.budget, RetryBudget::Ratio(_))));
+    assert!(budgeted.breaker.policy().read(|b| b.is_none()), "its breaker is disabled");
+    // The client's 50 ms timeout per attempt, every failure retried: five attempts.
+    let inner = Silent::default();
+    let mut service = naive.layer(inner.clone());
+    let start = tokio::time::Instant::now();
+    assert!(service.call(()).await.is_err());
+    assert_eq!(inner.0.load(Ordering::SeqCst), 5);
+    assert_eq!(start.elapsed(), Duration::from_millis(250));
+    let graph = from_cluster_scenario("graph-three-tier", Some(0), 1).expect_err("not a cluster").to_string();
+    assert!(graph.contains("model = \"cluster\""), "{graph}");
+}
