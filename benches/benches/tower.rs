@@ -101,51 +101,40 @@ fn retry_config() -> RetryConfig {
     }
 }
 
-/// Every service measured, by name, built fresh (so each bench has its own state).
-fn services() -> Vec<(&'static str, Build)> {
-    fn boxed<S: Service<u32> + Send + 'static>(mut service: S) -> Requester {
-        Box::new(move |n| request(&mut service, n))
-    }
+fn boxed<S: Service<u32> + Send + 'static>(mut service: S) -> Requester {
+    Box::new(move |n| request(&mut service, n))
+}
+
+/// Every service measured, by name: each builds requesters over one layer (so the
+/// eight tasks share its policy), and says whether the eight-task group runs it.
+fn services() -> Vec<(&'static str, Build, bool)> {
+    let breaker = circuit_breaker(BreakerConfig::default());
+    let fixed = concurrency_limit(LimiterKind::Fixed { limit: 1_000 }, None, 1);
+    let gradient2 = concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1);
+    let shedder = priority_shedder(1_000, ShedMarks::default()).criticality(AllCritical);
+    let rate = rate_limit(1 << 40, 1 << 40, NANOS_PER_SEC);
+    let retries = retry(retry_config(), RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1);
+    let tower_limit = tower::limit::ConcurrencyLimitLayer::new(1_000);
+    let tower_retry = tower::retry::RetryLayer::new(NeverRetry);
     let per_second = NonZeroU32::new(u32::MAX).expect("nonzero");
+    let governed = std::sync::Arc::new(governor::RateLimiter::direct(governor::Quota::per_second(per_second)));
     vec![
-        ("bare service", Box::new(|| boxed(Answer))),
-        ("stampede breaker", Box::new(|| boxed(circuit_breaker(BreakerConfig::default()).layer(Answer)))),
-        (
-            "stampede limit (fixed)",
-            Box::new(|| boxed(concurrency_limit(LimiterKind::Fixed { limit: 1_000 }, None, 1).layer(Answer))),
-        ),
-        (
-            "stampede limit (gradient2)",
-            Box::new(|| {
-                boxed(concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1).layer(Answer))
-            }),
-        ),
-        (
-            "stampede shedder",
-            Box::new(|| boxed(priority_shedder(1_000, ShedMarks::default()).criticality(AllCritical).layer(Answer))),
-        ),
-        ("stampede rate limit", Box::new(|| boxed(rate_limit(1 << 40, 1 << 40, NANOS_PER_SEC).layer(Answer)))),
-        (
-            "stampede retry (ratio budget)",
-            Box::new(|| {
-                boxed(retry(retry_config(), RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1).layer(Answer))
-            }),
-        ),
-        ("tower concurrency limit", Box::new(|| boxed(tower::limit::ConcurrencyLimitLayer::new(1_000).layer(Answer)))),
-        ("tower retry", Box::new(|| boxed(tower::retry::RetryLayer::new(NeverRetry).layer(Answer)))),
-        (
-            "governor rate limit",
-            Box::new(move || {
-                let limiter = governor::RateLimiter::direct(governor::Quota::per_second(per_second));
-                boxed(Governed { limiter: std::sync::Arc::new(limiter) })
-            }),
-        ),
+        ("bare service", Box::new(|| boxed(Answer)), true),
+        ("stampede breaker", Box::new(move || boxed(breaker.layer(Answer))), true),
+        ("stampede limit (fixed)", Box::new(move || boxed(fixed.layer(Answer))), false),
+        ("stampede limit (gradient2)", Box::new(move || boxed(gradient2.layer(Answer))), true),
+        ("stampede shedder", Box::new(move || boxed(shedder.layer(Answer))), true),
+        ("stampede rate limit", Box::new(move || boxed(rate.layer(Answer))), true),
+        ("stampede retry (ratio budget)", Box::new(move || boxed(retries.layer(Answer))), true),
+        ("tower concurrency limit", Box::new(move || boxed(tower_limit.layer(Answer))), true),
+        ("tower retry", Box::new(move || boxed(tower_retry.layer(Answer))), false),
+        ("governor rate limit", Box::new(move || boxed(Governed { limiter: governed.clone() })), true),
     ]
 }
 
 fn one_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group("tower/one_thread");
-    for (name, build) in services() {
+    for (name, build, _) in services() {
         let mut service = build();
         let mut n = 0u32;
         group.bench_function(name, |b| {
@@ -168,30 +157,7 @@ fn eight_tasks(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).build().expect("a runtime");
     let mut group = c.benchmark_group("tower/eight_tasks");
     group.sample_size(20).measurement_time(Duration::from_secs(3));
-    let shared: Vec<(&str, Build)> = {
-        let breaker = circuit_breaker(BreakerConfig::default());
-        let limit = concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1);
-        let shedder = priority_shedder(1_000, ShedMarks::default()).criticality(AllCritical);
-        let rate = rate_limit(1 << 40, 1 << 40, NANOS_PER_SEC);
-        let retries = retry(retry_config(), RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1);
-        let tower_limit = tower::limit::ConcurrencyLimitLayer::new(1_000);
-        let per_second = NonZeroU32::new(u32::MAX).expect("nonzero");
-        let governed = std::sync::Arc::new(governor::RateLimiter::direct(governor::Quota::per_second(per_second)));
-        fn boxed<S: Service<u32> + Send + 'static>(mut service: S) -> Requester {
-            Box::new(move |n| request(&mut service, n))
-        }
-        vec![
-            ("bare service", Box::new(|| boxed(Answer))),
-            ("stampede breaker", Box::new(move || boxed(breaker.layer(Answer)))),
-            ("stampede limit (gradient2)", Box::new(move || boxed(limit.layer(Answer)))),
-            ("stampede shedder", Box::new(move || boxed(shedder.layer(Answer)))),
-            ("stampede rate limit", Box::new(move || boxed(rate.layer(Answer)))),
-            ("stampede retry (ratio budget)", Box::new(move || boxed(retries.layer(Answer)))),
-            ("tower concurrency limit", Box::new(move || boxed(tower_limit.layer(Answer)))),
-            ("governor rate limit", Box::new(move || boxed(Governed { limiter: governed.clone() }))),
-        ]
-    };
-    for (name, build) in shared {
+    for (name, build, _) in services().into_iter().filter(|(_, _, eight)| *eight) {
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let tasks: Vec<_> = (0..TASKS).map(|_| build()).collect();

@@ -22,8 +22,10 @@ use std::time::Duration;
 use stampede_engine::models::cluster::RetryPolicy;
 use stampede_engine::models::graph::{EdgeParams, Failure, FailureSet, ServiceParams};
 use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::breaker::{BreakerConfig, CircuitBreaker};
 use stampede_engine::policy::classify::{RetryClassifier, RetryDecision};
 use stampede_engine::policy::limiter::ConcurrencyLimiter;
+use stampede_engine::policy::retry_budget::RetryBudget;
 use stampede_engine::policy::shedder::PriorityShedder;
 use stampede_engine::policy::token_bucket::TokenBucket;
 use stampede_experiments::models::cluster::Cluster;
@@ -140,12 +142,24 @@ pub fn edge_stack(params: &EdgeParams, deadline: Option<Duration>, seed: u64) ->
         classifier: retry_classifier(params.retry_on),
         deadline,
     };
-    let breaker =
-        params.breaker.map(|config| BreakerGate(stampede_engine::policy::breaker::CircuitBreaker::new(config)));
+    let attempt_timeout = params.timeout.map(Duration::from_nanos);
+    client_stack(retry_config, params.budget.clone(), params.breaker, attempt_timeout, seed)
+}
+
+/// Retries around a breaker around a per-attempt timeout: a graph edge's client and
+/// a cluster's.
+fn client_stack(
+    retry_config: RetryConfig,
+    budget: RetryBudget,
+    breaker: Option<BreakerConfig>,
+    attempt_timeout: Option<Duration>,
+    seed: u64,
+) -> EdgeStack {
+    let breaker = breaker.map(|config| BreakerGate(CircuitBreaker::new(config)));
     EdgeStack {
-        retry: retry(retry_config, params.budget.clone(), seed),
+        retry: retry(retry_config, budget, seed),
         breaker: GateLayer::new(breaker, Clock::new(), ErrorsFail, AllCritical),
-        timeout: timeout(params.timeout.map(Duration::from_nanos)),
+        timeout: timeout(attempt_timeout),
         retry_config,
     }
 }
@@ -255,14 +269,8 @@ pub fn from_cluster_scenario(path: impl AsRef<Path>, point: Option<usize>, seed:
         },
         deadline: None,
     };
-    let breaker =
-        params.breaker.map(|config| BreakerGate(stampede_engine::policy::breaker::CircuitBreaker::new(config)));
-    Ok(EdgeStack {
-        retry: retry(retry_config, params.budget.clone(), seed),
-        breaker: GateLayer::new(breaker, Clock::new(), ErrorsFail, AllCritical),
-        timeout: timeout(Some(Duration::from_nanos(params.attempt_timeout))),
-        retry_config,
-    })
+    let attempt_timeout = Some(Duration::from_nanos(params.attempt_timeout));
+    Ok(client_stack(retry_config, params.budget, params.breaker, attempt_timeout, seed))
 }
 
 fn find(names: &[String], wanted: &str, what: &str) -> Result<usize> {

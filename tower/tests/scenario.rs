@@ -47,21 +47,11 @@ rate_per_s = 50.0
 deadline_s = 1.5
 "#;
 
-fn scenario_file(text: &str) -> tempfile_lite::Path {
-    tempfile_lite::write(text)
-}
-
-/// A temporary file without a crate for it: the test's own folder under the target dir.
-mod tempfile_lite {
-    pub type Path = std::path::PathBuf;
-    pub fn write(text: &str) -> Path {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let path = dir.join(format!("scenario-{}-{}.toml", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst)));
-        std::fs::write(&path, text).expect("the target dir is writable");
-        path
-    }
+/// `text` as a scenario file, removed when the returned path is dropped.
+fn scenario_file(text: &str) -> tempfile::TempPath {
+    let mut file = tempfile::Builder::new().suffix(".toml").tempfile().expect("a temporary file");
+    std::io::Write::write_all(&mut file, text.as_bytes()).expect("written");
+    file.into_temp_path()
 }
 
 #[test]

@@ -26,7 +26,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -131,15 +131,11 @@ struct Figures {
     recovery_s: Option<f64>,
 }
 
-fn write_scenario(text: &str) -> std::path::PathBuf {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "sim-vs-real-{}-{}.toml",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::write(&path, text).expect("the target dir is writable");
-    path
+/// `text` as a scenario file, removed when the returned path is dropped.
+fn write_scenario(text: &str) -> tempfile::TempPath {
+    let mut file = tempfile::Builder::new().suffix(".toml").tempfile().expect("a temporary file");
+    std::io::Write::write_all(&mut file, text.as_bytes()).expect("written");
+    file.into_temp_path()
 }
 
 fn simulate(path: &std::path::Path) -> Vec<Figures> {
