@@ -16,12 +16,13 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::BreakerConfig;
 use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
 use stampede_engine::policy::limiter::{Gradient2Config, LimiterKind};
 use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::NANOS_PER_SEC;
 use stampede_tower::{
-    circuit_breaker, concurrency_limit, priority_shedder, rate_limit, retry, AllCritical, RetryConfig,
+    circuit_breaker, concurrency_limit, hedge, priority_shedder, rate_limit, retry, AllCritical, RetryConfig,
 };
 use tower::layer::Layer;
 use tower::Service;
@@ -114,6 +115,9 @@ fn services() -> Vec<(&'static str, Build, bool)> {
     let shedder = priority_shedder(1_000, ShedMarks::default()).criticality(AllCritical);
     let rate = rate_limit(1 << 40, 1 << 40, NANOS_PER_SEC);
     let retries = retry(retry_config(), RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1);
+    // A p95 hedge on a service that answers at once: what every call pays (the policy
+    // learns each latency; no timer is made for an answer that came at once).
+    let hedges = hedge(Some(HedgeConfig { delay: HedgeDelay::Quantile(0.95), max_hedges: 1, min_samples: 20 }));
     let tower_limit = tower::limit::ConcurrencyLimitLayer::new(1_000);
     let tower_retry = tower::retry::RetryLayer::new(NeverRetry);
     let per_second = NonZeroU32::new(u32::MAX).expect("nonzero");
@@ -126,6 +130,7 @@ fn services() -> Vec<(&'static str, Build, bool)> {
         ("stampede shedder", Box::new(move || boxed(shedder.layer(Answer))), true),
         ("stampede rate limit", Box::new(move || boxed(rate.layer(Answer))), true),
         ("stampede retry (ratio budget)", Box::new(move || boxed(retries.layer(Answer))), true),
+        ("stampede hedge (p95)", Box::new(move || boxed(hedges.layer(Answer))), true),
         ("tower concurrency limit", Box::new(move || boxed(tower_limit.layer(Answer))), true),
         ("tower retry", Box::new(move || boxed(tower_retry.layer(Answer))), false),
         ("governor rate limit", Box::new(move || boxed(Governed { limiter: governed.clone() })), true),

@@ -54,7 +54,7 @@ pub struct RetryCounts {
 #[derive(Debug)]
 pub struct RetryState {
     pub budget: RetryBudget,
-    rng: RngStream,
+    pub(crate) rng: RngStream,
     /// An average of successful attempts' durations (0 until the first).
     pub expected_attempt: Nanos,
     /// Calls in flight through the layer (Envoy's budget reads it).

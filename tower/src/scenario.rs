@@ -3,18 +3,19 @@
 //! the message and exit code `stampede run` gives it.
 //!
 //! * [`from_scenario`]`(path, "api->payments")`: a graph edge's client side — its
-//!   retries (max attempts, backoff, which failures, the budget), its circuit breaker
-//!   and its per-attempt timeout, in the simulator's order: the retry loop outside,
-//!   then per attempt the breaker, then the timeout.
+//!   retries (max attempts, backoff, which failures, the budget), its hedges, its
+//!   circuit breaker and its per-attempt timeout, in the simulator's order: the retry
+//!   loop outside, then each try's hedges, then per attempt the breaker and the timeout.
 //! * [`service_from_scenario`]`(path, "payments")`: a graph service's protection, per
 //!   instance — its rate limit, its priority shedder (over its workers) and its
 //!   concurrency limit, in the order the simulated server checks them.
 //!
 //! What a scenario says that a process cannot take from it: the network and the
-//! balancer (the client's transport's), hedging (not yet a layer), and a propagated
-//! deadline: an inner edge's deadline is what is left of its caller's, which travels
-//! with the request in production (a header); the client's own edge takes the
-//! workload's deadline.
+//! balancer (the client's transport's), and a propagated deadline: an inner edge's
+//! deadline is what is left of its caller's, which travels with the request in
+//! production (a header); the client's own edge takes the workload's deadline (the
+//! retry layer checks it; a hedge is not held back by it, where the simulator sends
+//! none after the deadline — the timeout bounds it).
 
 use std::path::Path;
 use std::time::Duration;
@@ -37,6 +38,7 @@ use tower_layer::Layer;
 
 use crate::gate::{AllCritical, FromExtension, GateLayer, Gated};
 use crate::gates::{BreakerGate, LimitGate, RateGate, ShedGate};
+use crate::hedge::{hedge, Hedge, HedgeLayer, MAX_HEDGES};
 use crate::outcome::ErrorsFail;
 use crate::retry::{retry, Retry, RetryConfig, RetryLayer};
 use crate::timeout::{timeout, Timeout, TimeoutLayer};
@@ -46,6 +48,8 @@ use crate::Clock;
 #[derive(Debug)]
 pub struct EdgeStack<C = ErrorsFail> {
     pub retry: RetryLayer<C>,
+    /// Without a `[hedge]` section, a pass-through.
+    pub hedge: HedgeLayer<C>,
     /// `None` inside when the edge has no breaker.
     pub breaker: GateLayer<Option<BreakerGate>, C>,
     pub timeout: TimeoutLayer,
@@ -54,13 +58,14 @@ pub struct EdgeStack<C = ErrorsFail> {
 }
 
 /// The service an [`EdgeStack`] builds around `S`.
-pub type EdgeService<S, C = ErrorsFail> = Retry<Gated<Timeout<S>, Option<BreakerGate>, C, AllCritical>, C>;
+pub type EdgeService<S, C = ErrorsFail> = Retry<Hedge<Gated<Timeout<S>, Option<BreakerGate>, C, AllCritical>, C>, C>;
 
 impl<C: Clone> EdgeStack<C> {
     /// The same stack, reading outcomes with `classify` (e.g. [`crate::HttpStatus`]).
     pub fn classify<C2: Clone>(self, classify: C2) -> EdgeStack<C2> {
         EdgeStack {
             retry: self.retry.classify(classify.clone()),
+            hedge: self.hedge.classify(classify.clone()),
             breaker: self.breaker.classify(classify),
             timeout: self.timeout,
             retry_config: self.retry_config,
@@ -68,12 +73,13 @@ impl<C: Clone> EdgeStack<C> {
     }
 }
 
-/// Wraps a service: retries outside, then per attempt the breaker and the timeout.
+/// Wraps a service: retries outside, then the hedges of each try, then per attempt
+/// the breaker and the timeout.
 impl<S, C: Clone> Layer<S> for EdgeStack<C> {
     type Service = EdgeService<S, C>;
 
     fn layer(&self, inner: S) -> EdgeService<S, C> {
-        self.retry.layer(self.breaker.layer(self.timeout.layer(inner)))
+        self.retry.layer(self.hedge.layer(self.breaker.layer(self.timeout.layer(inner))))
     }
 }
 
@@ -117,7 +123,7 @@ pub fn from_scenario_point(path: impl AsRef<Path>, point: Option<usize>, edge: &
     let params = &topology.params.edges[index];
     // The client's own edge carries the workload's deadline.
     let deadline = params.from.is_none().then_some(deadline).flatten();
-    Ok(edge_stack(params, deadline, seed))
+    edge_stack(params, deadline, seed).map_err(|error| error.context(format_args!("edge {edge:?}")))
 }
 
 /// The protection of service `service` of the graph scenario at `path` (at grid
@@ -134,8 +140,15 @@ pub fn service_from_scenario(
     Ok(service_stack(&topology.params.services[index], seed))
 }
 
-/// The edge's policies as layers (the scenario's meaning of each field).
-pub fn edge_stack(params: &EdgeParams, deadline: Option<Duration>, seed: u64) -> EdgeStack {
+/// The edge's policies as layers (the scenario's meaning of each field). A hedge of
+/// more than [`MAX_HEDGES`] per try is refused.
+pub fn edge_stack(params: &EdgeParams, deadline: Option<Duration>, seed: u64) -> Result<EdgeStack> {
+    if let Some(config) = params.hedge.filter(|config| config.max_hedges > MAX_HEDGES) {
+        return Err(Error::bad_input(format!(
+            "hedge.max = {}: stampede-tower sends at most {MAX_HEDGES} hedges per try (gRPC's limit: maxAttempts 5)",
+            config.max_hedges
+        )));
+    }
     let retry_config = RetryConfig {
         max_attempts: params.max_attempts.max(1),
         backoff: params.backoff,
@@ -143,11 +156,13 @@ pub fn edge_stack(params: &EdgeParams, deadline: Option<Duration>, seed: u64) ->
         deadline,
     };
     let attempt_timeout = params.timeout.map(Duration::from_nanos);
-    client_stack(retry_config, params.budget.clone(), params.breaker, attempt_timeout, seed)
+    let mut stack = client_stack(retry_config, params.budget.clone(), params.breaker, attempt_timeout, seed);
+    stack.hedge = hedge(params.hedge).with_retry(&stack.retry, params.hedge_uses_budget);
+    Ok(stack)
 }
 
-/// Retries around a breaker around a per-attempt timeout: a graph edge's client and
-/// a cluster's.
+/// Retries around a breaker around a per-attempt timeout, no hedging: a graph edge's
+/// client and a cluster's.
 fn client_stack(
     retry_config: RetryConfig,
     budget: RetryBudget,
@@ -156,8 +171,10 @@ fn client_stack(
     seed: u64,
 ) -> EdgeStack {
     let breaker = breaker.map(|config| BreakerGate(CircuitBreaker::new(config)));
+    let retry = retry(retry_config, budget, seed);
     EdgeStack {
-        retry: retry(retry_config, budget, seed),
+        hedge: hedge(None).with_retry(&retry, false),
+        retry,
         breaker: GateLayer::new(breaker, Clock::new(), ErrorsFail, AllCritical),
         timeout: timeout(attempt_timeout),
         retry_config,

@@ -1,5 +1,5 @@
 //! No allocation per request beyond what tower itself does: a request that passes
-//! every layer (retry, breaker, timeout, rate limit, shedder, adaptive limit, bulkhead) around a
+//! every layer (retry, hedge, breaker, timeout, rate limit, shedder, adaptive limit, bulkhead) around a
 //! service that answers at once allocates nothing once the stack is built. Refusals
 //! box a `Rejected`, as tower's own `LoadShed` boxes its `Overloaded`; that is
 //! counted too, so the cost is stated, not guessed.
@@ -14,13 +14,14 @@ use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::BreakerConfig;
 use stampede_engine::policy::bulkhead::{BulkheadConfig, QueueOrder};
 use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
 use stampede_engine::policy::limiter::{Gradient2Config, LimiterKind};
 use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::testing::{allocations, CountingAllocator};
 use stampede_engine::NANOS_PER_SEC;
 use stampede_tower::{
-    bulkhead, circuit_breaker, concurrency_limit, priority_shedder, rate_limit, retry, timeout, AllCritical,
+    bulkhead, circuit_breaker, concurrency_limit, hedge, priority_shedder, rate_limit, retry, timeout, AllCritical,
     RetryConfig,
 };
 use tower_layer::Layer;
@@ -62,17 +63,26 @@ fn a_request_through_every_layer_allocates_nothing() {
         classifier: RetryClassifier::default(),
         deadline: None,
     };
-    let stack = retry(retry_config, RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1).layer(
-        circuit_breaker(BreakerConfig::default()).layer(
-            timeout(None).layer(
-                rate_limit(1_000_000, 1_000_000, NANOS_PER_SEC).layer(
-                    priority_shedder(64, ShedMarks::default()).criticality(AllCritical).layer(
-                        concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1).layer(
-                            bulkhead(
-                                BulkheadConfig { slots: 8, queue_capacity: 8, order: QueueOrder::Fifo, codel: None },
-                                Duration::from_secs(1),
-                            )
-                            .layer(Instant),
+    let retries = retry(retry_config, RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1);
+    let hedges = hedge(Some(HedgeConfig { delay: HedgeDelay::Quantile(0.95), max_hedges: 1, min_samples: 20 }));
+    let stack = retries.layer(
+        hedges.with_retry(&retries, true).layer(
+            circuit_breaker(BreakerConfig::default()).layer(
+                timeout(None).layer(
+                    rate_limit(1_000_000, 1_000_000, NANOS_PER_SEC).layer(
+                        priority_shedder(64, ShedMarks::default()).criticality(AllCritical).layer(
+                            concurrency_limit(LimiterKind::Gradient2(Gradient2Config::default()), None, 1).layer(
+                                bulkhead(
+                                    BulkheadConfig {
+                                        slots: 8,
+                                        queue_capacity: 8,
+                                        order: QueueOrder::Fifo,
+                                        codel: None,
+                                    },
+                                    Duration::from_secs(1),
+                                )
+                                .layer(Instant),
+                            ),
                         ),
                     ),
                 ),
@@ -90,7 +100,7 @@ fn a_request_through_every_layer_allocates_nothing() {
         let _ = service.poll_ready(&mut cx);
         assert_eq!(now(service.call(i)).expect("answered"), i);
     }
-    assert_eq!(allocations() - before, 0, "allocations in 100,000 requests through seven layers");
+    assert_eq!(allocations() - before, 0, "allocations in 100,000 requests through eight layers");
 }
 
 #[test]
@@ -102,4 +112,64 @@ fn a_refusal_allocates_its_one_boxed_error() {
         assert!(now(service.call(i)).is_err());
     }
     assert_eq!(allocations() - before, 1_000, "one Box<Rejected> per refusal, as tower's LoadShed");
+}
+
+/// Answers after a delay that depends on the request: a slow first attempt, a quick
+/// hedge. Its future is a tokio sleep in place, so it allocates nothing itself.
+#[derive(Clone, Copy)]
+struct Later;
+
+pin_project_lite::pin_project! {
+    struct LaterFuture {
+        #[pin]
+        sleep: tokio::time::Sleep,
+        value: u32,
+    }
+}
+
+impl Future for LaterFuture {
+    type Output = Result<u32, Infallible>;
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        std::task::ready!(this.sleep.poll(cx));
+        Poll::Ready(Ok(*this.value))
+    }
+}
+
+impl Service<u32> for Later {
+    type Response = u32;
+    type Error = Infallible;
+    type Future = LaterFuture;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, request: u32) -> LaterFuture {
+        // Every third call takes 30 ms, the others 5 ms.
+        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let slow = n.is_multiple_of(3);
+        let after = Duration::from_millis(if slow { 30 } else { 5 });
+        LaterFuture { sleep: tokio::time::sleep(after), value: request }
+    }
+}
+
+#[test]
+fn hedges_that_fire_win_and_cancel_allocate_nothing() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    let hedges = hedge(Some(HedgeConfig { delay: HedgeDelay::Fixed(10_000_000), max_hedges: 2, min_samples: 0 }));
+    let mut service = hedges.layer(Later);
+    runtime.block_on(async {
+        for i in 0..100 {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+            service.call(i).await.unwrap();
+        }
+        let before = allocations();
+        for i in 0..3_000 {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+            assert_eq!(service.call(i).await.unwrap(), i);
+        }
+        assert_eq!(allocations() - before, 0, "allocations in 3,000 hedged calls");
+    });
+    let counts = hedges.state().unwrap().read(|s| s.counts);
+    assert!(counts.hedges >= 1_000 && counts.hedge_wins >= 1_000, "hedges went out and won: {counts:?}");
 }

@@ -97,3 +97,80 @@ async fn eight_tasks_through_one_stack_keep_every_policy_consistent() {
     let counters = breaker.policy().read(|g| g.0.counters());
     assert_eq!((counters.trips, counters.refusals), (0, 0), "the breaker never opened: {counters:?}");
 }
+
+/// Answers after 0–3 ms (by the request's number); every fifth call fails.
+#[derive(Clone, Default)]
+struct Jittery {
+    calls: Arc<AtomicU32>,
+}
+
+impl Service<u32> for Jittery {
+    type Response = ();
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, n: u32) -> Self::Future {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(((n ^ call) % 4) as u64)).await;
+            if call.is_multiple_of(5) {
+                Err("the fifth fails".into())
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_tasks_retrying_and_hedging_on_one_budget_give_back_every_loan() {
+    use stampede_engine::policy::backoff::Backoff;
+    use stampede_engine::policy::classify::RetryClassifier;
+    use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
+    use stampede_engine::policy::retry_budget::{EnvoyBudget, RetryBudget};
+    use stampede_tower::{hedge, retry, RetryConfig};
+    let config = RetryConfig {
+        max_attempts: 3,
+        backoff: Backoff::Constant { delay: 0 },
+        classifier: RetryClassifier::default(),
+        deadline: None,
+    };
+    // Envoy's budget lends at most three concurrent retries or hedges.
+    let retries = retry(config, RetryBudget::Envoy(EnvoyBudget::new(0.0, 3)), 1);
+    let hedges = hedge(Some(HedgeConfig { delay: HedgeDelay::Fixed(1_000_000), max_hedges: 2, min_samples: 0 }))
+        .with_retry(&retries, true);
+    let inner = Jittery::default();
+    let service = retries.layer(hedges.layer(inner.clone()));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let mut service = service.clone();
+            tokio::spawn(async move {
+                let mut answered = 0u32;
+                for i in 0..200 {
+                    std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+                    answered += service.call(task * 200 + i).await.is_ok() as u32;
+                }
+                answered
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    for task in tasks {
+        answered += task.await.expect("no task panicked (a debug assertion would)");
+    }
+    let state = retries.state().lock();
+    let lent = match &state.budget {
+        RetryBudget::Envoy(budget) => budget.active_retries(),
+        _ => unreachable!(),
+    };
+    assert_eq!((state.active, lent), (0, 0), "every call ended and every retry or hedge gave back its loan");
+    let counts = hedges.state().unwrap().read(|s| s.counts);
+    assert!(counts.hedges > 0 && counts.denied_by_budget > 0, "hedges went out and the budget ran dry: {counts:?}");
+    assert!(state.counts.retries > 0, "{:?}", state.counts);
+    assert_eq!(counts.calls, state.counts.attempts, "every try of every call went through the hedge layer");
+    assert!(answered > 1_400, "{answered} of 1,600 answered");
+}

@@ -12,14 +12,15 @@ use std::time::Duration;
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, SlidingWindow};
 use stampede_engine::policy::classify::{Outcome, RetryClassifier};
+use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay, HedgePolicy};
 use stampede_engine::policy::limiter::{AimdConfig, ConcurrencyLimiter, LimiterKind, Signal};
-use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_engine::policy::retry_budget::{EnvoyBudget, RatioBudget, RetryBudget};
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::policy::Criticality;
 use stampede_engine::{RngStream, StreamPurpose, NANOS_PER_SEC};
 use stampede_tower::{
-    circuit_breaker, classify_with, concurrency_limit, priority_shedder, rate_limit, retry, BoxError, Classified,
-    HttpStatus, Rejected, RetryConfig,
+    circuit_breaker, classify_with, concurrency_limit, hedge, priority_shedder, rate_limit, retry, BoxError,
+    Classified, HedgeCounts, HttpStatus, Rejected, RetryConfig,
 };
 use tower_layer::Layer;
 use tower_service::Service;
@@ -34,6 +35,8 @@ type Script = Arc<dyn Fn(u32) -> (Duration, Outcome) + Send + Sync>;
 #[derive(Clone)]
 struct Scripted {
     calls: Arc<AtomicU32>,
+    /// Calls whose future ran to its end (not dropped, as a lost hedge is).
+    finished: Arc<AtomicU32>,
     script: Script,
 }
 
@@ -50,11 +53,15 @@ impl std::error::Error for Failed {}
 
 impl Scripted {
     fn new(script: impl Fn(u32) -> (Duration, Outcome) + Send + Sync + 'static) -> Self {
-        Scripted { calls: Arc::new(AtomicU32::new(0)), script: Arc::new(script) }
+        Scripted { calls: Arc::new(AtomicU32::new(0)), finished: Arc::new(AtomicU32::new(0)), script: Arc::new(script) }
     }
 
     fn calls(&self) -> u32 {
         self.calls.load(Ordering::SeqCst)
+    }
+
+    fn finished(&self) -> u32 {
+        self.finished.load(Ordering::SeqCst)
     }
 }
 
@@ -70,8 +77,10 @@ impl<Req> Service<Req> for Scripted {
     fn call(&mut self, _: Req) -> Self::Future {
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         let (after, outcome) = (self.script)(n);
+        let finished = Arc::clone(&self.finished);
         Box::pin(async move {
             tokio::time::sleep(after).await;
+            finished.fetch_add(1, Ordering::SeqCst);
             match outcome {
                 Outcome::Success => Ok(n),
                 outcome => Err(Failed(outcome)),
@@ -331,4 +340,139 @@ async fn a_429_waits_at_least_the_servers_retry_after() {
     let response = service.call(()).await.expect("answered");
     assert_eq!(response.status(), 200);
     assert_eq!(start.elapsed(), Duration::from_secs(2), "the 100 ms back-off is raised to the retry-after");
+}
+
+/// Calls `service` once when it is ready, whatever its error type.
+async fn call_once<S: Service<u32>>(service: &mut S) -> Result<S::Response, S::Error> {
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+    service.call(0).await
+}
+
+fn fixed_hedge(after: Duration, max_hedges: u32) -> HedgeConfig {
+    HedgeConfig { delay: HedgeDelay::Fixed(after.as_nanos() as u64), max_hedges, min_samples: 0 }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_goes_out_after_its_delay_the_first_success_wins_and_the_loser_is_cancelled() {
+    // The first attempt is slow (100 ms), the hedge quick (10 ms).
+    let inner = Scripted::new(|n| (Duration::from_millis(if n == 0 { 100 } else { 10 }), Outcome::Success));
+    let layer = hedge(Some(fixed_hedge(Duration::from_millis(20), 1))).classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    let start = tokio::time::Instant::now();
+    assert_eq!(call_once(&mut service).await.expect("the hedge answers"), 1);
+    assert_eq!(start.elapsed(), Duration::from_millis(30), "sent at 20 ms, answered 10 ms later");
+    let counts = layer.state().expect("a policy").read(|s| s.counts);
+    assert_eq!(counts, HedgeCounts { calls: 1, hedges: 1, hedge_wins: 1, denied_by_budget: 0 });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!((inner.calls(), inner.finished()), (2, 1), "the losing first attempt was dropped, not finished");
+
+    // An answer before the delay sends no hedge.
+    let quick = Scripted::new(|_| (Duration::from_millis(10), Outcome::Success));
+    let layer = hedge(Some(fixed_hedge(Duration::from_millis(20), 1))).classify(scripted_outcomes());
+    let mut service = layer.layer(quick.clone());
+    for _ in 0..5 {
+        call_once(&mut service).await.expect("answers");
+    }
+    assert_eq!(quick.calls(), 5);
+    assert_eq!(layer.state().unwrap().read(|s| s.counts.hedges), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn hedges_go_out_one_delay_apart_up_to_max_and_a_failed_one_waits_for_the_others() {
+    // Attempt 0 answers at 100 ms; hedge 1 (sent at 20 ms) fails at 25 ms; hedge 2
+    // (sent at 40 ms) succeeds at 50 ms. A third hedge is never sent (max 2).
+    let inner = Scripted::new(|n| match n {
+        0 => (Duration::from_millis(100), Outcome::Success),
+        1 => (Duration::from_millis(5), Outcome::ServerError),
+        _ => (Duration::from_millis(10), Outcome::Success),
+    });
+    let layer = hedge(Some(fixed_hedge(Duration::from_millis(20), 2))).classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    let start = tokio::time::Instant::now();
+    assert_eq!(call_once(&mut service).await.expect("the second hedge answers"), 2);
+    assert_eq!(start.elapsed(), Duration::from_millis(50));
+    assert_eq!(inner.calls(), 3);
+    assert_eq!(layer.state().unwrap().read(|s| (s.counts.hedges, s.counts.hedge_wins)), (2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_try_whose_attempts_all_fail_answers_the_last_failure_and_the_retry_layer_retries_it() {
+    // Attempt 0 fails at 50 ms, its hedge (sent at 20 ms) at 40 ms: the try fails at
+    // 50 ms; the retry (after a 100 ms backoff) succeeds at once.
+    let inner = Scripted::new(|n| match n {
+        0 => (Duration::from_millis(50), Outcome::Timeout),
+        1 => (Duration::from_millis(20), Outcome::ServerError),
+        _ => (Duration::from_millis(5), Outcome::Success),
+    });
+    let retries = retry(retry_config(2, None), RetryBudget::Unlimited, 1).classify(scripted_outcomes());
+    let hedges = hedge(Some(fixed_hedge(Duration::from_millis(20), 1))).with_retry(&retries, true);
+    let hedges = hedges.classify(scripted_outcomes());
+    let mut service = retries.layer(hedges.layer(inner.clone()));
+    let start = tokio::time::Instant::now();
+    assert_eq!(call(&mut service).await.expect("the retry succeeds"), 2);
+    // The retry's own hedge would go out at 20 ms; it answered in 5.
+    assert_eq!(start.elapsed(), Duration::from_millis(50 + 100 + 5));
+    assert_eq!(retries.state().read(|s| s.counts.retries), 1);
+    assert_eq!(inner.calls(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_asks_the_retry_budget_which_may_refuse_it_and_gets_back_what_it_lent() {
+    let slow_then_quick =
+        |n: u32| (Duration::from_millis(if n.is_multiple_of(2) { 100 } else { 10 }), Outcome::Success);
+    // An empty ratio budget refuses the hedge: the call waits for its first attempt.
+    let inner = Scripted::new(slow_then_quick);
+    let retries = retry(retry_config(3, None), RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 0.0)), 1);
+    let hedges = hedge(Some(fixed_hedge(Duration::from_millis(20), 2))).with_retry(&retries, true);
+    let mut service = retries.layer(hedges.clone().classify(scripted_outcomes()).layer(inner.clone()));
+    let start = tokio::time::Instant::now();
+    assert_eq!(call(&mut service).await.expect("answers"), 0);
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+    assert_eq!(inner.calls(), 1, "a refused hedge ends the hedging of the try");
+    assert_eq!(
+        hedges.state().unwrap().read(|s| s.counts),
+        HedgeCounts { calls: 1, hedges: 0, hedge_wins: 0, denied_by_budget: 1 }
+    );
+    // Envoy's budget lends one concurrent retry: the hedge holds it while out, and
+    // gives it back when it wins — and when it loses or its caller goes away.
+    let inner = Scripted::new(slow_then_quick);
+    let retries = retry(retry_config(3, None), RetryBudget::Envoy(EnvoyBudget::new(0.0, 1)), 1);
+    let hedges = hedge(Some(fixed_hedge(Duration::from_millis(20), 1))).with_retry(&retries, true);
+    let mut service = retries.layer(hedges.clone().classify(scripted_outcomes()).layer(inner.clone()));
+    let lent = || match &retries.state().lock().budget {
+        RetryBudget::Envoy(budget) => budget.active_retries(),
+        _ => unreachable!(),
+    };
+    let pending = tokio::spawn(service.call(0));
+    tokio::time::sleep(Duration::from_millis(25)).await;
+    assert_eq!(lent(), 1, "the hedge is out");
+    assert_eq!(pending.await.unwrap().expect("the hedge wins"), 1);
+    assert_eq!(lent(), 0, "and gave back what it was lent");
+    let dropped = service.call(0);
+    let dropped = tokio::spawn(async move { tokio::time::timeout(Duration::from_millis(25), dropped).await });
+    assert!(dropped.await.unwrap().is_err(), "the caller gave up at 25 ms, with the hedge out");
+    assert_eq!(lent(), 0, "a dropped call gives back its hedge's loan");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_quantile_delay_is_the_structs_read_from_each_tries_latency_since_its_first_attempt() {
+    // Latencies 1–60 ms in a fixed shuffle; the p90 after 20 tries.
+    let latency = |n: u32| Duration::from_millis(1 + (n as u64 * 37) % 60);
+    let config = HedgeConfig { delay: HedgeDelay::Quantile(0.9), max_hedges: 1, min_samples: 20 };
+    let inner = Scripted::new(move |n| (latency(n), Outcome::Success));
+    let layer = hedge(Some(config)).classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    let mut direct = HedgePolicy::new(config);
+    let tries = 400;
+    for _ in 0..tries {
+        let start = tokio::time::Instant::now();
+        call_once(&mut service).await.expect("answers");
+        direct.observe(start.elapsed().as_nanos() as u64);
+        let read = layer.state().unwrap().read(|s| s.policy.delay(0));
+        assert_eq!(read, direct.delay(0), "the layer's policy learned what the struct learned");
+    }
+    let hedged = layer.state().unwrap().read(|s| s.counts.hedges);
+    // The first 20 tries send none; at the fixed point about 1 − q of the rest hedge.
+    assert!((20..=60).contains(&hedged), "{hedged} of {tries} tries hedged at the p90");
+    assert_eq!(inner.calls() as u64, tries + hedged);
 }

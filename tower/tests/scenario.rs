@@ -193,3 +193,38 @@ async fn a_cluster_scenarios_retry_section_builds_the_same_client() {
     let graph = from_cluster_scenario("graph-three-tier", Some(0), 1).expect_err("not a cluster").to_string();
     assert!(graph.contains("model = \"cluster\""), "{graph}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_edges_hedge_section_hedges_each_try_and_too_many_hedges_are_refused() {
+    // (A breaker that needs 50 calls, so that it stays closed here.)
+    let hedged = SCENARIO
+        .replace("budget = \"ratio\" }", "budget = \"ratio\" }\nhedge = { after_s = 0.05, max = 2 }")
+        .replace("minimum_calls = 5,", "minimum_calls = 50,");
+    let path = scenario_file(&hedged);
+    let stack = from_scenario(&path, "api->payments", 1).expect("a valid scenario");
+    let inner = Silent::default();
+    let mut service = stack.layer(inner.clone());
+    let start = tokio::time::Instant::now();
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+    assert!(service.call(()).await.is_err(), "it never answers");
+    // Each of three tries: the attempt at 0, hedges at 50 and 100 ms, each timing out
+    // 200 ms after it was sent (the try fails at 300 ms), then the 50 ms backoff.
+    assert_eq!(inner.0.load(Ordering::SeqCst), 9, "three attempts per try");
+    assert_eq!(start.elapsed(), Duration::from_millis(3 * 300 + 2 * 50));
+    let counts = stack.hedge.state().expect("the edge hedges").read(|s| s.counts);
+    assert_eq!((counts.calls, counts.hedges, counts.denied_by_budget), (3, 6, 0));
+    // Eight of the ratio budget's ten tokens went to six hedges and two retries.
+    let tokens = stack.retry.state().read(|s| match &s.budget {
+        stampede_engine::policy::retry_budget::RetryBudget::Ratio(budget) => budget.tokens(),
+        _ => unreachable!(),
+    });
+    assert_eq!(tokens, 2.0);
+    // The simulator allows any number of hedges; a process here at most four per try.
+    let many = scenario_file(&hedged.replace("max = 2", "max = 5"));
+    let error = from_scenario(&many, "api->payments", 1).expect_err("five hedges");
+    assert_eq!(error.exit_code(), 2);
+    assert!(
+        error.to_string().starts_with("edge \"api->payments\": hedge.max = 5: stampede-tower sends at most 4"),
+        "{error}"
+    );
+}
