@@ -13,6 +13,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use stampede_engine::policy::admission::Ladder;
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::BreakerConfig;
 use stampede_engine::policy::classify::RetryClassifier;
@@ -20,9 +21,11 @@ use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
 use stampede_engine::policy::limiter::{Gradient2Config, LimiterKind};
 use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
 use stampede_engine::policy::shedder::ShedMarks;
+use stampede_engine::policy::Criticality;
 use stampede_engine::NANOS_PER_SEC;
 use stampede_tower::{
-    circuit_breaker, concurrency_limit, hedge, priority_shedder, rate_limit, retry, AllCritical, RetryConfig,
+    admission, applicant_with, circuit_breaker, concurrency_limit, hedge, priority_shedder, rate_limit, retry,
+    AdmissionConfig, AllCritical, Applicant, RetryConfig,
 };
 use tower::layer::Layer;
 use tower::Service;
@@ -117,6 +120,22 @@ fn services() -> Vec<(&'static str, Build, bool)> {
     let retries = retry(retry_config(), RetryBudget::Ratio(RatioBudget::new(0.1, 10.0, 10.0)), 1);
     // A p95 hedge on a service that answers at once: what every call pays (the policy
     // learns each latency; no timer is made for an answer that came at once).
+    // Admission with a deadline every request meets, one tenant, no pressure.
+    let admitted = admission(
+        AdmissionConfig {
+            ladder: Ladder::default(),
+            tenants: 1,
+            capacity: 1_000,
+            class_rungs: Vec::new(),
+            expected: vec![Duration::from_millis(1)],
+        },
+        applicant_with(|_: &u32| Applicant {
+            class: 0,
+            criticality: Criticality::Critical,
+            tenant: 0,
+            time_left: Some(Duration::from_secs(1)),
+        }),
+    );
     let hedges = hedge(Some(HedgeConfig { delay: HedgeDelay::Quantile(0.95), max_hedges: 1, min_samples: 20 }));
     let tower_limit = tower::limit::ConcurrencyLimitLayer::new(1_000);
     let tower_retry = tower::retry::RetryLayer::new(NeverRetry);
@@ -130,6 +149,7 @@ fn services() -> Vec<(&'static str, Build, bool)> {
         ("stampede shedder", Box::new(move || boxed(shedder.layer(Answer))), true),
         ("stampede rate limit", Box::new(move || boxed(rate.layer(Answer))), true),
         ("stampede retry (ratio budget)", Box::new(move || boxed(retries.layer(Answer))), true),
+        ("stampede admission", Box::new(move || boxed(admitted.layer(Answer))), true),
         ("stampede hedge (p95)", Box::new(move || boxed(hedges.layer(Answer))), true),
         ("tower concurrency limit", Box::new(move || boxed(tower_limit.layer(Answer))), true),
         ("tower retry", Box::new(move || boxed(tower_retry.layer(Answer))), false),

@@ -23,6 +23,13 @@ pub enum Rejected {
     /// The request waited in the bulkhead's queue and was dropped: CoDel, or its
     /// longest wait passed.
     BulkheadDropped(Dropped),
+    /// The admission ladder sheds this request's class at the current rung.
+    AdmissionShed { rung: u8 },
+    /// The request could not end before its deadline: now plus the expected latency
+    /// is past it.
+    AdmissionInfeasible,
+    /// Under pressure, the request's tenant holds its fair share already.
+    AdmissionFairShare,
 }
 
 impl std::fmt::Display for Rejected {
@@ -39,6 +46,15 @@ impl std::fmt::Display for Rejected {
             }
             Rejected::BulkheadDropped(Dropped::DeadlineExpired) => {
                 write!(f, "refused: the request waited its longest wait in the bulkhead's queue")
+            }
+            Rejected::AdmissionShed { rung } => {
+                write!(f, "refused: admission's ladder sheds this class at rung L{rung}")
+            }
+            Rejected::AdmissionInfeasible => {
+                write!(f, "refused: the request cannot end before its deadline (admission's expected latency)")
+            }
+            Rejected::AdmissionFairShare => {
+                write!(f, "refused: under pressure, the tenant already holds its fair share")
             }
         }
     }

@@ -46,11 +46,14 @@
 //! Shared state: each layer's policy sits behind one mutex ([`shared`]), held for one
 //! decision; why not per-core shards is written there.
 
+pub mod admission;
 pub mod bulkhead;
 pub mod clock;
 pub mod error;
 pub mod gate;
 pub mod gates;
+#[cfg(feature = "scenario")]
+pub mod gateway;
 pub mod hedge;
 pub mod outcome;
 pub mod quota;
@@ -58,13 +61,20 @@ pub mod retry;
 #[cfg(feature = "scenario")]
 pub mod scenario;
 pub mod shared;
+pub mod steps;
 pub mod timeout;
 
+pub use admission::{
+    admission, applicant_with, AdmissionConfig, AdmissionLayer, AdmissionState, Admitted, Applicant, ApplicantOf,
+    Class, FromExtensions, Tenant, TimeLeft,
+};
 pub use bulkhead::{bulkhead, BulkheadLayer, BulkheadService};
 pub use clock::Clock;
 pub use error::Rejected;
 pub use gate::{AllCritical, CriticalityOf, FromExtension, Gate, GateFuture, GateLayer, Gated};
 pub use gates::{circuit_breaker, concurrency_limit, priority_shedder, rate_limit};
+#[cfg(feature = "scenario")]
+pub use gateway::{gateway_from_scenario, ClassApplicant, ClassService, ClassStack, GatewayStacks};
 pub use hedge::{hedge, Hedge, HedgeCounts, HedgeLayer, HedgeState};
 pub use outcome::{classify_with, Classified, Classify, ErrorsFail, HttpStatus};
 pub use quota::{quota_meter, Quota, QuotaLayer, Tokens, TokensWith};

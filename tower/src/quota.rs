@@ -93,6 +93,21 @@ impl<T, C> QuotaLayer<T, C> {
         &self.meter
     }
 
+    /// The same meter, reading token counts with `tokens`: a layer per call class in
+    /// front of one tier's meter.
+    pub fn tokens<T2>(&self, tokens: T2) -> QuotaLayer<T2, C>
+    where
+        C: Clone,
+    {
+        QuotaLayer {
+            meter: self.meter.clone(),
+            clock: self.clock,
+            longest_wait: self.longest_wait,
+            tokens,
+            classify: self.classify.clone(),
+        }
+    }
+
     /// The same layer, reading outcomes with `classify` (a 429 or 529 cancels).
     pub fn classify<C2>(self, classify: C2) -> QuotaLayer<T, C2> {
         QuotaLayer {

@@ -101,6 +101,16 @@ impl<C> RetryLayer<C> {
         &self.state
     }
 
+    /// Retries configured by `config` on this layer's budget (and counts): another
+    /// call site, or call class, sharing one retry budget.
+    pub fn sharing_budget(&self, config: RetryConfig) -> RetryLayer<C>
+    where
+        C: Clone,
+    {
+        assert!(config.max_attempts >= 1, "max_attempts counts the first attempt, so it is at least 1");
+        RetryLayer { state: self.state.clone(), config, clock: self.clock, classify: self.classify.clone() }
+    }
+
     /// The same layer, reading outcomes with `classify`.
     pub fn classify<C2>(self, classify: C2) -> RetryLayer<C2> {
         RetryLayer { state: self.state, config: self.config, clock: self.clock, classify }

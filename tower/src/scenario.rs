@@ -220,7 +220,7 @@ fn resolve(path: &Path, point: Option<usize>) -> Result<(Topology, Option<Durati
 
 /// The grid point `point` of the scenario at `path` (the only one when `None`), which
 /// must be a `model` scenario.
-fn choose<M: ModelSpec>(path: &Path, point: Option<usize>, model: &str) -> Result<GridPoint> {
+pub(crate) fn choose<M: ModelSpec>(path: &Path, point: Option<usize>, model: &str) -> Result<GridPoint> {
     let argument = path.to_string_lossy();
     let source = load_scenario_source(&argument)?;
     let scenario = Scenario::resolve(source, &Overrides::default())?;

@@ -173,3 +173,30 @@ fn hedges_that_fire_win_and_cancel_allocate_nothing() {
     let counts = hedges.state().unwrap().read(|s| s.counts);
     assert!(counts.hedges >= 1_000 && counts.hedge_wins >= 1_000, "hedges went out and won: {counts:?}");
 }
+
+#[test]
+fn a_request_through_a_gateway_class_stack_allocates_nothing() {
+    use stampede_tower::{gateway_from_scenario, GatewayStacks, TokensWith};
+    // llm-stack's seven gates, with meters too large to refuse (a refusal boxes its error).
+    let mut params = gateway_from_scenario("llm-stack", Some(1), 1).expect("point 1").params().clone();
+    for tier in &mut params.tiers {
+        (tier.spec.rpm, tier.spec.itpm, tier.spec.otpm) = (u64::MAX / 4, u64::MAX / 4, u64::MAX / 4);
+    }
+    let stacks = GatewayStacks::new(params, 1);
+    let stack = stacks.class("answer", TokensWith(|_: &u32| (100, 100), |_: &u32| 50)).expect("a class");
+    assert_eq!(stack.order().len(), 7, "{:?}", stack.order());
+    let mut service = stack.layer(Instant);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    runtime.block_on(async {
+        for i in 0..1_000 {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+            assert_eq!(service.call(i).await.expect("answered"), i);
+        }
+        let before = allocations();
+        for i in 0..20_000 {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+            assert_eq!(service.call(i).await.expect("answered"), i);
+        }
+        assert_eq!(allocations() - before, 0, "allocations in 20,000 requests through a class's seven layers");
+    });
+}

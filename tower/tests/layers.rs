@@ -9,15 +9,19 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use stampede_engine::kernel::Named;
+use stampede_engine::policy::admission::{Admission, AdmissionController, AdmissionRequest, Ladder};
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, SlidingWindow};
 use stampede_engine::policy::classify::{Outcome, RetryClassifier};
 use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay, HedgePolicy};
 use stampede_engine::policy::limiter::{AimdConfig, ConcurrencyLimiter, LimiterKind, Signal};
+use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits, Reserve};
 use stampede_engine::policy::retry_budget::{EnvoyBudget, RatioBudget, RetryBudget};
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::policy::Criticality;
 use stampede_engine::{RngStream, StreamPurpose, NANOS_PER_SEC};
+use stampede_tower::{admission, applicant_with, quota_meter, AdmissionConfig, Applicant, TokensWith};
 use stampede_tower::{
     circuit_breaker, classify_with, concurrency_limit, hedge, priority_shedder, rate_limit, retry, BoxError,
     Classified, HedgeCounts, HttpStatus, Rejected, RetryConfig,
@@ -475,4 +479,138 @@ async fn a_quantile_delay_is_the_structs_read_from_each_tries_latency_since_its_
     // The first 20 tries send none; at the fixed point about 1 − q of the rest hedge.
     assert!((20..=60).contains(&hedged), "{hedged} of {tries} tries hedged at the p90");
     assert_eq!(inner.calls() as u64, tries + hedged);
+}
+
+fn admission_config(capacity: u32, tenants: u32, expected: Duration) -> AdmissionConfig {
+    AdmissionConfig { ladder: Ladder::default(), tenants, capacity, class_rungs: Vec::new(), expected: vec![expected] }
+}
+
+/// Reads the request number as the applicant: `n / 100` its tenant, `n % 10` its
+/// criticality (0 CRITICAL_PLUS … 3 SHEDDABLE), and `(n / 10) % 10` its time left in
+/// tens of milliseconds (0: no deadline).
+fn numbered(n: &u32) -> Applicant {
+    let left = (n / 10) % 10;
+    Applicant {
+        class: 0,
+        criticality: Criticality::ALL[(n % 10) as usize],
+        tenant: n / 100,
+        time_left: (left > 0).then(|| Duration::from_millis(left as u64 * 10)),
+    }
+}
+
+type Pending = Pin<Box<dyn Future<Output = Result<u32, BoxError>> + Send>>;
+
+/// Calls once and polls once: `Err(refusal)` when refused at once, else the pending call.
+async fn try_admit<S>(service: &mut S, n: u32) -> Result<Pending, Option<Rejected>>
+where
+    S: Service<u32, Response = u32, Error = BoxError>,
+    S::Future: Send + 'static,
+{
+    let mut future: Pending = Box::pin(service.call(n));
+    match std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
+        Poll::Pending => Ok(future),
+        Poll::Ready(Err(error)) => Err(rejection(&error)),
+        Poll::Ready(Ok(_)) => unreachable!("the scripted service answers later"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn admission_sheds_by_the_ladder_under_in_flight_pressure_as_the_controller_does() {
+    let inner = Scripted::new(|_| (Duration::from_secs(1), Outcome::Success));
+    let layer = admission(admission_config(10, 1, Duration::from_millis(1)), applicant_with(numbered))
+        .classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    let mut direct = AdmissionController::new(Ladder::default(), 1, 10);
+    let request = |criticality| AdmissionRequest { criticality, tenant: 0, deadline: u64::MAX, expected_latency: MS };
+    let mut held = Vec::new();
+    // Eight CRITICAL_PLUS requests in flight: pressure 0.8, rung L1.
+    for in_flight in 0..8u32 {
+        held.push(try_admit(&mut service, 0).await.expect("admitted"));
+        assert_eq!(direct.admit(0, request(Criticality::CriticalPlus), in_flight as f64 / 10.0), Admission::Admitted);
+    }
+    assert_eq!(layer.state().read(|s| s.pressure(0)), 0.8);
+    // At L1 only SHEDDABLE is refused; at 0.9 (L2) SHEDDABLE_PLUS too.
+    for pressure_in_flight in [8u32, 9] {
+        for &criticality in Criticality::ALL {
+            let pressure = layer.state().read(|s| s.pressure(0));
+            assert_eq!(pressure, pressure_in_flight as f64 / 10.0);
+            let expected = direct.admit(0, request(criticality), pressure);
+            match try_admit(&mut service, criticality.index() as u32).await {
+                Err(Some(Rejected::AdmissionShed { rung })) => assert_eq!(expected, Admission::Shed { rung }),
+                Err(other) => panic!("{other:?}"),
+                Ok(call) => {
+                    assert_eq!(expected, Admission::Admitted, "{criticality:?}");
+                    drop(call); // the caller gives up: the place is given back
+                    direct.finished(0);
+                }
+            }
+        }
+        held.push(try_admit(&mut service, 0).await.expect("CRITICAL_PLUS is admitted"));
+        direct.admit(0, request(Criticality::CriticalPlus), pressure_in_flight as f64 / 10.0);
+    }
+    assert_eq!(layer.state().read(|s| s.controller.refusals()), direct.refusals());
+    assert_eq!(direct.refusals().0, 3, "SHEDDABLE at L1; SHEDDABLE and SHEDDABLE_PLUS at L2");
+    for call in held {
+        call.await.expect("answered");
+    }
+    assert_eq!(layer.state().read(|s| s.in_flight), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn admission_refuses_a_deadline_it_cannot_meet_and_learns_the_expected_latency() {
+    let inner = Scripted::new(|_| (Duration::from_millis(10), Outcome::Success));
+    let layer = admission(admission_config(100, 1, Duration::from_millis(45)), applicant_with(numbered))
+        .classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    // 40 ms left (n = 41: CRITICAL) against an expected 45 ms: refused; 50 ms left: admitted.
+    assert_eq!(try_admit(&mut service, 41).await.err(), Some(Some(Rejected::AdmissionInfeasible)));
+    assert_eq!(inner.calls(), 0, "refused before the service");
+    let mut expected = 45.0 * MS as f64;
+    for _ in 0..20 {
+        try_admit(&mut service, 51).await.expect("admitted").await.expect("answered");
+        expected = (expected as u64 as f64) * 0.9 + 10.0 * MS as f64 * 0.1;
+    }
+    assert_eq!(layer.state().read(|s| s.expected[0]), expected as u64, "nine parts old, one part the 10 ms answer");
+    // Now about 15 ms: 20 ms left is enough.
+    try_admit(&mut service, 21).await.expect("admitted").await.expect("answered");
+}
+
+#[tokio::test(start_paused = true)]
+async fn admission_holds_a_tenant_to_its_fair_share_under_pressure() {
+    let inner = Scripted::new(|_| (Duration::from_secs(1), Outcome::Success));
+    let layer =
+        admission(admission_config(5, 2, Duration::ZERO), applicant_with(numbered)).classify(scripted_outcomes());
+    let mut service = layer.layer(inner.clone());
+    // Tenant 0 takes three places (pressure 0.6: no fair share yet), tenant 1 one.
+    let mut held = Vec::new();
+    for n in [1, 1, 1, 101] {
+        held.push(try_admit(&mut service, n).await.expect("admitted"));
+    }
+    // Pressure 0.8: tenant 0 holds ceil(5 / 2) = 3, its share; tenant 1 may go on.
+    assert_eq!(try_admit(&mut service, 1).await.err(), Some(Some(Rejected::AdmissionFairShare)));
+    held.push(try_admit(&mut service, 101).await.expect("tenant 1 is under its share"));
+    held.truncate(2);
+    assert_eq!(layer.state().read(|s| s.in_flight), 2, "three callers gave up; their places came back");
+    held.push(try_admit(&mut service, 1).await.expect("pressure 0.4: tenant 0 again"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn admission_reads_an_attached_quota_meters_pressure() {
+    let limits =
+        QuotaLimits { requests_per_minute: 10, input_tokens_per_minute: 1_000, output_tokens_per_minute: 1_000 };
+    let config = QuotaConfig { headroom: 1.0, longest_wait: 0, instances: 1, coordinated: true };
+    let quota = quota_meter(limits, config, TokensWith(|_: &u32| (0, 0), |_: &u32| 0));
+    let layer = admission(admission_config(100, 1, Duration::ZERO), applicant_with(numbered))
+        .with_quota(quota.meter())
+        .classify(scripted_outcomes());
+    let mut service = layer.layer(Scripted::new(|_| (Duration::from_millis(1), Outcome::Success)));
+    // Nine of ten requests a minute used: pressure 0.9 (L2) sheds SHEDDABLE_PLUS.
+    for _ in 0..9 {
+        assert!(matches!(quota.meter().lock().reserve(0, 0, 0), Reserve::Granted(_)));
+    }
+    let read = layer.state().read(|s| s.pressure(0));
+    assert_eq!(read, quota.meter().lock().pressure(0));
+    assert!((read - 0.9).abs() < 1e-9, "{read}");
+    assert_eq!(try_admit(&mut service, 2).await.err(), Some(Some(Rejected::AdmissionShed { rung: 2 })));
+    try_admit(&mut service, 1).await.expect("CRITICAL goes").await.expect("answered");
 }

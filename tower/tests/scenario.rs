@@ -228,3 +228,134 @@ async fn an_edges_hedge_section_hedges_each_try_and_too_many_hedges_are_refused(
         "{error}"
     );
 }
+
+/// An LLM request and answer, as a client of a metered API sends and reads them.
+#[derive(Clone, Copy, Debug)]
+struct Prompt {
+    input_tokens: u64,
+    max_tokens: u64,
+}
+
+#[derive(Debug)]
+struct Completion {
+    output_tokens: u64,
+}
+
+/// The provider's refusal: a 429.
+#[derive(Debug)]
+struct TooManyRequests;
+
+impl std::fmt::Display for TooManyRequests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "429")
+    }
+}
+impl std::error::Error for TooManyRequests {}
+
+/// Answers 300 output tokens after 2 s; its first call is refused with a 429.
+#[derive(Clone, Default)]
+struct Provider(Arc<AtomicU32>);
+
+impl Service<Prompt> for Provider {
+    type Response = Completion;
+    type Error = TooManyRequests;
+    type Future = Pin<Box<dyn Future<Output = Result<Completion, TooManyRequests>> + Send>>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), TooManyRequests>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, _: Prompt) -> Self::Future {
+        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            if n == 0 {
+                return Err(TooManyRequests);
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            Ok(Completion { output_tokens: 300 })
+        })
+    }
+}
+
+/// A 429 (boxed by a layer further in, or the provider's own) is rate limited.
+fn llm_outcomes(
+) -> impl stampede_tower::Classify<Completion, BoxError> + stampede_tower::Classify<Completion, TooManyRequests> {
+    #[derive(Clone, Copy)]
+    struct Llm;
+    impl stampede_tower::Classify<Completion, TooManyRequests> for Llm {
+        fn classify(&self, result: Result<&Completion, &TooManyRequests>) -> stampede_tower::Classified {
+            use stampede_engine::policy::classify::Outcome;
+            match result {
+                Ok(_) => stampede_tower::Classified::of(Outcome::Success),
+                Err(_) => stampede_tower::Classified::of(Outcome::RateLimited),
+            }
+        }
+    }
+    impl stampede_tower::Classify<Completion, BoxError> for Llm {
+        fn classify(&self, result: Result<&Completion, &BoxError>) -> stampede_tower::Classified {
+            use stampede_engine::policy::classify::Outcome;
+            match result {
+                Ok(_) => stampede_tower::Classified::of(Outcome::Success),
+                Err(error) if error.is::<TooManyRequests>() => stampede_tower::Classified::of(Outcome::RateLimited),
+                Err(error) => stampede_tower::ErrorsFail.classify(Err::<&Completion, _>(error)),
+            }
+        }
+    }
+    Llm
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gateway_scenarios_stack_builds_each_class_in_its_order_over_shared_state() {
+    use stampede_engine::models::gateway::Client;
+    use stampede_tower::{gateway_from_scenario, TokensWith};
+    let tokens = TokensWith(|p: &Prompt| (p.input_tokens, p.max_tokens), |c: &Completion| c.output_tokens);
+    // llm-stack's second point: the seven gates, outermost first.
+    let stacks = gateway_from_scenario("llm-stack", Some(1), 7).expect("point 1");
+    assert_eq!(stacks.params().client, Client::Stack);
+    assert!(stacks.classes().contains(&"answer"), "{:?}", stacks.classes());
+    let answer = stacks.class("answer", tokens).expect("a class");
+    assert_eq!(answer.order(), ["admission", "bulkhead", "adaptive", "breaker", "quota", "retry", "timeout"]);
+    // Admission: the classes' rungs and unloaded latencies, as the simulator's.
+    let p = stacks.params();
+    let index = stacks.classes().iter().position(|c| *c == "answer").unwrap();
+    let expected = stacks.admission().read(|s| s.expected.clone());
+    assert_eq!(expected[index], p.unloaded_latency(index));
+    // One call: admitted, a slot, the limiter, the breaker, the tier's meter; a 429
+    // retried after the class's backoff; the answer reconciles the meter.
+    let provider = Provider::default();
+    let mut service = answer.classify(llm_outcomes()).layer(provider.clone());
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+    let prompt = Prompt { input_tokens: 1_000, max_tokens: p.classes[index].max_tokens };
+    let completion = service.call(prompt).await.expect("the retry answers");
+    assert_eq!(completion.output_tokens, 300);
+    assert_eq!(provider.0.load(Ordering::SeqCst), 2, "the 429 was retried");
+    assert_eq!(stacks.retry().state().read(|s| s.counts.retries), 1);
+    assert_eq!(stacks.admission().read(|s| s.in_flight), 0, "admission let the call go");
+    let tier = p.classes[index].tier;
+    let pressure = stacks.meter(tier).meter().lock().pressure(0);
+    assert!(pressure > 0.0, "the tier's meter holds what the calls used: {pressure}");
+    // The naive client.
+    let naive = gateway_from_scenario("llm-stack", Some(0), 7).expect("point 0");
+    let naive_answer = naive.class("answer", tokens).unwrap();
+    assert_eq!(naive_answer.order(), ["timeout", "retry"], "one timeout per call around immediate retries");
+    let missing = stacks.class("poem", tokens).err().expect("no such class").to_string();
+    assert!(missing.contains("\"poem\"") && missing.contains("answer"), "{missing}");
+    let not_gateway = gateway_from_scenario("mmc", None, 1).expect_err("not a gateway").to_string();
+    assert!(not_gateway.contains("model = \"gateway\""), "{not_gateway}");
+}
+
+#[test]
+fn a_gateway_stack_keeps_the_scenarios_order_and_leaves_out_the_gates_it_does_not_list() {
+    use stampede_tower::{gateway_from_scenario, TokensWith};
+    let tokens = TokensWith(|p: &Prompt| (p.input_tokens, p.max_tokens), |c: &Completion| c.output_tokens);
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../experiments/scenarios/llm-stack.toml"))
+            .expect("the built-in");
+    let reordered = source
+        .replace(
+            r#"gates = ["admission", "bulkhead", "adaptive", "breaker", "quota", "retry", "fallback"]"#,
+            r#"gates = ["retry", "quota", "breaker"]"#,
+        )
+        .replace("\"stack.client\" = [\"naive\", \"stack\"]", "\"stack.client\" = [\"stack\"]");
+    let path = scenario_file(&reordered);
+    let stacks = gateway_from_scenario(&path, None, 1).expect("one point");
+    assert_eq!(stacks.class("answer", tokens).unwrap().order(), ["retry", "quota", "breaker", "timeout"]);
+}

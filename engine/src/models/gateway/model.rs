@@ -185,16 +185,7 @@ impl<'h> Gateway<'h> {
             })
             .collect();
         let limiter_queue_capacity = limiter_queue_capacity(&p);
-        let expected_latency = p.classes.iter().map(|c| {
-            let tier = &p.tiers[c.tier];
-            let spec = &tier.spec;
-            let first_token = match &tier.ttft {
-                Some(ttft) => ttft.mean_s(),
-                None => spec.base_latency_s + c.input_tokens.0 / spec.prefill_tokens_per_s,
-            };
-            secs_to_nanos(first_token + c.output_tokens.0 / spec.decode_tokens_per_s)
-        });
-        let expected_latency = expected_latency.collect();
+        let expected_latency = (0..p.classes.len()).map(|class| p.unloaded_latency(class)).collect();
         let classes = p.classes.len();
         Gateway {
             arrivals: RngStream::derive(master_seed, replica, ARRIVALS),

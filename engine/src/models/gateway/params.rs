@@ -275,6 +275,19 @@ pub struct GatewayParams {
 }
 
 impl GatewayParams {
+    /// A call of `class`'s latency on an idle tier (its mean first token plus the
+    /// mean output's decode): admission's expected latency before any call ended.
+    pub fn unloaded_latency(&self, class: usize) -> Nanos {
+        let c = &self.classes[class];
+        let tier = &self.tiers[c.tier];
+        let spec = &tier.spec;
+        let first_token = match &tier.ttft {
+            Some(ttft) => ttft.mean_s(),
+            None => spec.base_latency_s + c.input_tokens.0 / spec.prefill_tokens_per_s,
+        };
+        crate::kernel::time::secs_to_nanos(first_token + c.output_tokens.0 / spec.decode_tokens_per_s)
+    }
+
     /// Panics on parameters the experiments layer should never produce.
     pub(super) fn check(&self) {
         assert!(

@@ -1,0 +1,311 @@
+//! The LLM gateway's `[stack]`, built from the scenario that simulated it: for each
+//! call class, the defences `stack.gates` lists, in its order, each the layer over
+//! the engine struct the simulated gate holds, with the scenario's (and the
+//! fixture's) numbers — and shared where the simulator shares them:
+//!
+//! * **admission**: one controller for the gateway (the ladder, each class's rung,
+//!   the tenants' fair share of the classes' bulkhead slots); its pressure is the
+//!   admitted calls over that capacity and every tier's quota meter;
+//! * **bulkhead**: per class (its slots, its queue, the queue order and CoDel; a
+//!   waiter gives up at the class's deadline);
+//! * **adaptive**: the concurrency limiter per class, or per tier (`limiter_scope`);
+//! * **breaker**: per class;
+//! * **quota**: the tier's meters (RPM, ITPM, OTPM with headroom and the longest
+//!   wait), one per tier, shared by its classes;
+//! * **retry**: the class's attempts, backoff and deadline, the classifier, one ratio
+//!   budget for the gateway (`stack.retry_budget`);
+//! * the class's total timeout per attempt, innermost.
+//!
+//! A gate left out of `stack.gates` is an empty place. The naive client
+//! (`stack.client = "naive"`) is its one timeout per call around immediate retries.
+//!
+//! What a scenario says that a process cannot take from it: the provider (tiers,
+//! speeds, incidents), the turn plan, and `fallback` — answering a failed call from
+//! another tier is your client's choice of a second service, so a class's stack
+//! answers the failure. Admission reads each call as its class's, from tenant 0,
+//! with the class's deadline; [`ClassStack::applicant`] reads them from the request.
+
+use std::path::Path;
+use std::time::Duration;
+
+use stampede_engine::models::gateway::{Client, Gate, GatewayParams, LimiterScope};
+use stampede_engine::policy::backoff::Backoff;
+use stampede_engine::policy::breaker::CircuitBreaker;
+use stampede_engine::policy::bulkhead::BulkheadConfig;
+use stampede_engine::policy::classify::{RetryClassifier, RetryDecision};
+use stampede_engine::policy::limiter::ConcurrencyLimiter;
+use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits};
+use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_engine::policy::Criticality;
+use stampede_experiments::models::gateway::Gateway;
+use stampede_experiments::{Error, Result};
+use tower_layer::Layer;
+
+use crate::admission::{admission, AdmissionConfig, AdmissionLayer, AdmissionState, Applicant, ApplicantOf};
+use crate::bulkhead::{bulkhead, BulkheadLayer};
+use crate::clock::Clock;
+use crate::gate::{AllCritical, GateLayer};
+use crate::gates::{BreakerGate, LimitGate};
+use crate::outcome::ErrorsFail;
+use crate::quota::{quota_meter, QuotaLayer};
+use crate::retry::{retry, RetryConfig, RetryLayer};
+use crate::scenario::choose;
+use crate::shared::Shared;
+use crate::steps::{Step, StepService, STEPS};
+use crate::timeout::timeout;
+
+/// Every call of a class reads as that class's, from tenant 0, `Critical`, with the
+/// class's deadline left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassApplicant {
+    pub class: u16,
+    pub deadline: Duration,
+}
+
+impl<Req> ApplicantOf<Req> for ClassApplicant {
+    fn applicant(&self, _: &Req) -> Applicant {
+        Applicant { class: self.class, criticality: Criticality::Critical, tenant: 0, time_left: Some(self.deadline) }
+    }
+}
+
+/// A gateway scenario's stacks, one per call class, over shared state.
+#[derive(Debug)]
+pub struct GatewayStacks {
+    params: GatewayParams,
+    admission: AdmissionLayer<ClassApplicant>,
+    bulkheads: Vec<BulkheadLayer>,
+    /// Per class or per tier, as `limiter_scope` says.
+    limiters: Vec<GateLayer<LimitGate, ErrorsFail>>,
+    breakers: Vec<GateLayer<BreakerGate, ErrorsFail>>,
+    /// Per tier; the token reader is given per class.
+    meters: Vec<QuotaLayer<()>>,
+    retry: RetryLayer,
+}
+
+/// The stacks of the gateway scenario at `path` (or a built-in's name) at grid point
+/// `point` (`None`: it must have one). `seed` feeds the jitter and the limiters' draws.
+pub fn gateway_from_scenario(path: impl AsRef<Path>, point: Option<usize>, seed: u64) -> Result<GatewayStacks> {
+    let point = choose::<Gateway>(path.as_ref(), point, "gateway")?;
+    let config = point.model.downcast::<Gateway>().expect("every point has the scenario's model");
+    Ok(GatewayStacks::new(config.params(&point.run), seed))
+}
+
+impl GatewayStacks {
+    /// The stacks for a gateway's parameters (what [`gateway_from_scenario`] reads).
+    pub fn new(params: GatewayParams, seed: u64) -> Self {
+        let p = &params;
+        let nanos = Duration::from_nanos;
+        let capacity = p.classes.iter().map(|c| c.bulkhead_slots).sum::<u32>().max(1);
+        let meters: Vec<QuotaLayer<()>> = p
+            .tiers
+            .iter()
+            .map(|tier| {
+                let limits = QuotaLimits {
+                    requests_per_minute: tier.spec.rpm,
+                    input_tokens_per_minute: tier.spec.itpm,
+                    output_tokens_per_minute: tier.spec.otpm,
+                };
+                // One process is one gateway instance: its meter is the fleet's when the
+                // quota is coordinated, its own share when split.
+                let config = QuotaConfig { instances: p.instances, ..p.quota };
+                quota_meter(limits, config, ())
+            })
+            .collect();
+        let mut admission = admission(
+            AdmissionConfig {
+                ladder: p.ladder,
+                tenants: p.tenants,
+                capacity,
+                class_rungs: p.classes.iter().map(|c| c.shed_from_rung).collect(),
+                expected: (0..p.classes.len()).map(|class| nanos(p.unloaded_latency(class))).collect(),
+            },
+            ClassApplicant { class: 0, deadline: nanos(p.classes[0].deadline) },
+        );
+        for meter in &meters {
+            admission = admission.with_quota(meter.meter());
+        }
+        let bulkheads = p
+            .classes
+            .iter()
+            .map(|c| {
+                let config = BulkheadConfig {
+                    slots: c.bulkhead_slots,
+                    queue_capacity: c.bulkhead_queue,
+                    order: p.bulkhead_order,
+                    codel: p.codel,
+                };
+                bulkhead(config, nanos(c.deadline))
+            })
+            .collect();
+        let limiter_count = match p.limiter_scope {
+            LimiterScope::Class => p.classes.len(),
+            LimiterScope::Tier => p.tiers.len(),
+        };
+        let clock = Clock::new();
+        let limiters = (0..limiter_count)
+            .map(|index| {
+                let limiter = match p.limiter_window {
+                    Some(window) => ConcurrencyLimiter::windowed(p.limiter, window),
+                    None => ConcurrencyLimiter::new(p.limiter),
+                };
+                let gate = LimitGate::new(limiter, seed.wrapping_add(index as u64));
+                GateLayer::new(gate, clock, ErrorsFail, AllCritical)
+            })
+            .collect();
+        let breakers = p
+            .classes
+            .iter()
+            .map(|_| GateLayer::new(BreakerGate(CircuitBreaker::new(p.breaker)), clock, ErrorsFail, AllCritical))
+            .collect();
+        // The gateway's one budget (the model's: a ratio of successes, 100 tokens at most).
+        let budget = match p.retry_budget {
+            Some(ratio) => RetryBudget::Ratio(RatioBudget::new(ratio, 100.0, 100.0 * ratio)),
+            None => RetryBudget::Unlimited,
+        };
+        let first = RetryConfig {
+            max_attempts: 1,
+            backoff: Backoff::Constant { delay: 0 },
+            classifier: p.classifier,
+            deadline: None,
+        };
+        let retry = retry(first, budget, seed);
+        GatewayStacks { params, admission, bulkheads, limiters, breakers, meters, retry }
+    }
+
+    /// The call classes, in the scenario's order (re-sent copies included).
+    pub fn classes(&self) -> &[&'static str] {
+        &self.params.class_names
+    }
+
+    /// The gateway's parameters as the simulator reads them.
+    pub fn params(&self) -> &GatewayParams {
+        &self.params
+    }
+
+    /// The admission every class shares (its refusals, its pressure).
+    pub fn admission(&self) -> &Shared<AdmissionState> {
+        self.admission.state()
+    }
+
+    /// The retry state every class shares (the budget, the counts).
+    pub fn retry(&self) -> &RetryLayer {
+        &self.retry
+    }
+
+    /// Tier `tier`'s quota meter layer (with no token reader; see [`Self::class`]).
+    pub fn meter(&self, tier: usize) -> &QuotaLayer<()> {
+        &self.meters[tier]
+    }
+
+    /// The stack of class `name`, reading a request's input tokens and `max_tokens`,
+    /// and an answer's output tokens, with `tokens` (a [`crate::Tokens`]).
+    pub fn class<T: Clone>(&self, name: &str, tokens: T) -> Result<ClassStack<ClassApplicant, T>> {
+        let p = &self.params;
+        let class = p.class_names.iter().position(|n| *n == name).ok_or_else(|| {
+            Error::bad_input(format!(
+                "class {name:?} is not in the scenario; its classes are: {}",
+                p.class_names.join(", ")
+            ))
+        })?;
+        let c = &p.classes[class];
+        let applicant = ClassApplicant { class: class as u16, deadline: Duration::from_nanos(c.deadline) };
+        let mut steps: [Step<ClassApplicant, T, ErrorsFail>; STEPS] = std::array::from_fn(|_| Step::Pass);
+        match p.client {
+            Client::Naive { attempts, timeout: call_timeout } => {
+                // One timeout per call around immediate attempts on any failure.
+                steps[0] = Step::Timeout(timeout(Some(Duration::from_nanos(call_timeout))));
+                let every_failure = RetryClassifier {
+                    rate_limited: RetryDecision::Retry,
+                    overloaded: RetryDecision::Retry,
+                    server_error: RetryDecision::Retry,
+                    timeout: RetryDecision::Retry,
+                    client_error: RetryDecision::Never,
+                };
+                let config = RetryConfig {
+                    max_attempts: attempts.max(1),
+                    backoff: Backoff::Constant { delay: 0 },
+                    classifier: every_failure,
+                    deadline: None,
+                };
+                steps[1] = Step::Retry(self.retry.sharing_budget(config));
+            }
+            Client::Stack => {
+                let mut place = 0;
+                for gate in &p.gates {
+                    let step = match gate {
+                        Gate::Admission => Step::Admission(self.admission.applicant(applicant)),
+                        Gate::Bulkhead => Step::Bulkhead(self.bulkheads[class].clone()),
+                        Gate::Adaptive => Step::Adaptive(
+                            self.limiters[match p.limiter_scope {
+                                LimiterScope::Class => class,
+                                LimiterScope::Tier => c.tier,
+                            }]
+                            .clone(),
+                        ),
+                        Gate::Breaker => Step::Breaker(self.breakers[class].clone()),
+                        Gate::Quota => Step::Quota(self.meters[c.tier].tokens(tokens.clone())),
+                        Gate::Retry => Step::Retry(self.retry.sharing_budget(RetryConfig {
+                            max_attempts: c.max_attempts.max(1),
+                            backoff: c.backoff,
+                            classifier: p.classifier,
+                            deadline: Some(Duration::from_nanos(c.deadline)),
+                        })),
+                        // Served by another service: the caller's (see the module's docs).
+                        Gate::Fallback => continue,
+                    };
+                    steps[place] = step;
+                    place += 1;
+                }
+                debug_assert!(place < STEPS, "six gates and the timeout fit");
+                steps[STEPS - 1] = Step::Timeout(timeout(Some(Duration::from_nanos(c.timeouts.total))));
+            }
+        }
+        Ok(ClassStack { steps })
+    }
+}
+
+/// One call class's stack: [`STEPS`] places, outermost first.
+#[derive(Debug)]
+pub struct ClassStack<A, T, C = ErrorsFail> {
+    pub steps: [Step<A, T, C>; STEPS],
+}
+
+impl<A, T, C: Clone> ClassStack<A, T, C> {
+    /// The same stack, reading outcomes with `classify` (e.g. [`crate::HttpStatus`]).
+    pub fn classify<C2: Clone>(self, classify: C2) -> ClassStack<A, T, C2> {
+        ClassStack { steps: self.steps.map(|step| step.classify(classify.clone())) }
+    }
+
+    /// The same stack, admission reading each request's tenant, criticality and time
+    /// left with `applicant` (which names the class too).
+    pub fn applicant<A2: Clone>(self, applicant: A2) -> ClassStack<A2, T, C> {
+        ClassStack { steps: self.steps.map(|step| step.applicant(applicant.clone())) }
+    }
+
+    /// The layers in order, outermost first, by their `stack.gates` names.
+    pub fn order(&self) -> Vec<&'static str> {
+        self.steps.iter().map(Step::name).filter(|name| *name != "none").collect()
+    }
+}
+
+/// The service a [`ClassStack`] builds around `S`.
+pub type ClassService<S, A, T, C = ErrorsFail> = StepService<
+    StepService<
+        StepService<StepService<StepService<StepService<StepService<S, A, T, C>, A, T, C>, A, T, C>, A, T, C>, A, T, C>,
+        A,
+        T,
+        C,
+    >,
+    A,
+    T,
+    C,
+>;
+
+impl<S, A: Clone, T: Clone, C: Clone> Layer<S> for ClassStack<A, T, C> {
+    type Service = ClassService<S, A, T, C>;
+
+    fn layer(&self, inner: S) -> ClassService<S, A, T, C> {
+        let [a, b, c, d, e, f, g] = &self.steps;
+        a.layer(b.layer(c.layer(d.layer(e.layer(f.layer(g.layer(inner)))))))
+    }
+}
