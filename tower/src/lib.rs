@@ -9,7 +9,11 @@
 //! [`TokenBucket`](stampede_engine::policy::token_bucket::TokenBucket), and for
 //! retries the [`Backoff`](stampede_engine::policy::backoff::Backoff), the
 //! [`RetryClassifier`](stampede_engine::policy::classify::RetryClassifier) and the
-//! five [`RetryBudget`](stampede_engine::policy::retry_budget::RetryBudget)s — and
+//! five [`RetryBudget`](stampede_engine::policy::retry_budget::RetryBudget)s, the
+//! [`Bulkhead`](stampede_engine::policy::bulkhead::Bulkhead), the
+//! [`QuotaMeter`](stampede_engine::policy::quota::QuotaMeter), the
+//! [`HedgePolicy`](stampede_engine::policy::hedge::HedgePolicy) and the
+//! [`AdmissionController`](stampede_engine::policy::admission::AdmissionController) — and
 //! feeds it a real clock ([`Clock`]: monotonic nanoseconds since the layer was built,
 //! read from tokio so tests can pause it) and a seeded random stream. Nothing is
 //! re-implemented: the decisions are the simulated ones, and the mapping from a live
