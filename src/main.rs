@@ -580,6 +580,7 @@ fn merge(args: MergeArgs) -> Result<()> {
             dirs.push(dir.clone());
         }
     }
+    let started = std::time::Instant::now();
     let shards = Shards::read(&dirs)?;
     let no_report = args.no_report;
     let write = |report: &RunReport, staging: &Path| {
@@ -592,11 +593,23 @@ fn merge(args: MergeArgs) -> Result<()> {
     let report = execute_merge(&shards, &args.out, Some(&documents), Writing { resume: false, force: args.force })?;
     if !args.quiet {
         println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
+        // What the merge cost: "Sizing a big sweep" in the README reads these.
+        let seconds = started.elapsed().as_secs_f64();
+        let peak = peak_memory_mib().map_or(String::new(), |mib| format!(", peak memory {mib:.1} MiB"));
+        println!("merge took {seconds:.2} s ({:.1} ms per shard){peak}", seconds * 1e3 / dirs.len() as f64);
         if !no_report {
             println!("report: {}", report.output_dir.join("report.html").display());
         }
     }
     Ok(())
+}
+
+/// This process's peak resident memory (Linux's VmHWM), in MiB; `None` elsewhere.
+fn peak_memory_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: f64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib / 1024.0)
 }
 
 /// Writes report.html into the run's staging folder unless `--no-report`.

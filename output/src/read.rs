@@ -47,6 +47,108 @@ impl Table {
         Ok(Table { columns: columns.unwrap_or_default(), path: path.to_path_buf() })
     }
 
+    /// Rows `rows` of `path` (a file [`crate::TableWriter`] wrote), only the columns
+    /// named in `columns` (all when empty), in file order. Only the row groups that hold
+    /// them are read.
+    pub fn read_rows(path: &Path, columns: &[&str], rows: std::ops::Range<usize>) -> Result<Table> {
+        let mut all: Option<Table> = None;
+        Table::stream_rows(path, columns, rows, 8192, &|error| error, &mut |batch| {
+            match &mut all {
+                None => all = Some(batch),
+                Some(all) => {
+                    for ((_, column), (_, more)) in all.columns.iter_mut().zip(batch.columns) {
+                        column.append(more);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(all.expect("stream_rows hands on at least one batch"))
+    }
+
+    /// [`Self::read_rows`] in batches of at most `batch` rows, each handed to `each` as
+    /// it is decoded (at least one, empty for an empty range): a merge reads a shard's
+    /// slice of a grid point in memory that grows with neither the file nor the slice.
+    /// `each` may fail with the caller's own error; a read failure becomes one by `error`.
+    pub fn stream_rows<E>(
+        path: &Path,
+        columns: &[&str],
+        rows: std::ops::Range<usize>,
+        batch: usize,
+        error: &dyn Fn(OutputError) -> E,
+        each: &mut dyn FnMut(Table) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        use parquet::arrow::arrow_reader::{RowSelection, RowSelector};
+        use parquet::arrow::ProjectionMask;
+        let file = File::open(path).map_err(|e| error(OutputError::new(path, e)))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| error(OutputError::new(path, format!("not a readable Parquet file: {e}"))))?;
+        let total = builder.metadata().file_metadata().num_rows() as usize;
+        if rows.end > total {
+            return Err(error(OutputError::new(path, format!("rows {rows:?} asked of a table of {total}"))));
+        }
+        // The row groups overlapping `rows`, and where the first of them starts.
+        let (mut groups, mut start, mut first_start) = (Vec::new(), 0usize, None);
+        for (index, group) in builder.metadata().row_groups().iter().enumerate() {
+            let end = start + group.num_rows() as usize;
+            if end > rows.start && start < rows.end {
+                first_start.get_or_insert(start);
+                groups.push(index);
+            }
+            start = end;
+        }
+        let fields: Vec<String> = builder.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let mut indices = Vec::new();
+        for name in columns {
+            let index = fields.iter().position(|f| f == name).ok_or_else(|| {
+                error(OutputError::new(path, format!("no column {name:?}; its columns: {}", fields.join(", "))))
+            })?;
+            indices.push(index);
+        }
+        let mask = if columns.is_empty() {
+            ProjectionMask::all()
+        } else {
+            ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied())
+        };
+        // The projection keeps the file's order.
+        indices.sort_unstable();
+        let chosen: Vec<usize> = if columns.is_empty() { (0..fields.len()).collect() } else { indices };
+        let schema = builder.schema().clone();
+        let skip = rows.start - first_start.unwrap_or(rows.start);
+        let selection = RowSelection::from(vec![RowSelector::skip(skip), RowSelector::select(rows.len())]);
+        let reader = builder
+            .with_row_groups(groups)
+            .with_projection(mask)
+            .with_row_selection(selection)
+            .with_batch_size(batch.max(1))
+            .build()
+            .map_err(|e| error(OutputError::new(path, format!("cannot read it: {e}"))))?;
+        let mut read = 0;
+        for batch in reader {
+            let batch = batch.map_err(|e| error(OutputError::new(path, e)))?;
+            read += batch.num_rows();
+            each(Table { columns: batch_columns(path, &batch).map_err(error)?, path: path.to_path_buf() })?;
+        }
+        if read != rows.len() {
+            return Err(error(OutputError::new(path, format!("rows {rows:?}: read {read} of them"))));
+        }
+        if rows.is_empty() {
+            // No batch at all: the chosen columns, empty.
+            let projected = schema.project(&chosen).map_err(|e| error(OutputError::new(path, e)))?;
+            let empty = RecordBatch::new_empty(std::sync::Arc::new(projected));
+            each(Table { columns: batch_columns(path, &empty).map_err(error)?, path: path.to_path_buf() })?;
+        }
+        Ok(())
+    }
+
+    /// Rows in the file at `path`, from its footer.
+    pub fn row_count(path: &Path) -> Result<usize> {
+        let file = File::open(path).map_err(|e| OutputError::new(path, e))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| OutputError::new(path, format!("not a readable Parquet file: {e}")))?;
+        Ok(builder.metadata().file_metadata().num_rows() as usize)
+    }
+
     /// Rows in the table.
     pub fn rows(&self) -> usize {
         self.columns.first().map_or(0, |(_, c)| c.len())
@@ -222,6 +324,15 @@ mod tests {
         assert_eq!(table.binaries("blob").unwrap(), blob.as_slice());
         assert!(table.numbers("name").unwrap_err().reason.contains("not a number"));
         assert!(table.column("missing").unwrap_err().reason.contains("no column \"missing\""));
+        // Any range, across the row-group boundary, of some columns.
+        assert_eq!(Table::row_count(&path).unwrap(), n);
+        for range in [0..0, 0..1, 5..2_050, crate::table::ROW_GROUP_ROWS..n, n - 1..n] {
+            let part = Table::read_rows(&path, &["x", "blob"], range.clone()).unwrap();
+            assert_eq!(part.columns.len(), 2);
+            assert_eq!(part.numbers("x").unwrap(), x[range.clone()], "{range:?}");
+            assert_eq!(part.binaries("blob").unwrap(), &blob[range]);
+        }
+        assert!(Table::read_rows(&path, &[], 0..n + 1).is_err(), "past the end");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

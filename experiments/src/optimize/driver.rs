@@ -219,10 +219,11 @@ impl Evaluator for Simulation<'_> {
         self.played.push(dir);
         let values = (0..points.len() as u32)
             .map(|c| {
-                let columns: Vec<&[f64]> = self.tracked.iter().map(|&m| part.metric_values(c, m)).collect();
-                (0..columns[0].len()).map(|j| columns.iter().map(|column| column[j]).collect()).collect()
+                let columns: Vec<Vec<f64>> =
+                    self.tracked.iter().map(|&m| part.metric_values(&scenario, c, m)).collect::<Result<_>>()?;
+                Ok((0..columns[0].len()).map(|j| columns.iter().map(|column| column[j]).collect()).collect())
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(values)
     }
 }

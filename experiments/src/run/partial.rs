@@ -75,61 +75,118 @@ fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<Co
     ]
 }
 
-/// A folder of partial results read back: a shard, or a checkpoint piece. Its
-/// columns are extracted once, so gathering many grid points costs one pass.
+/// A folder of partial results, opened: a shard, or a checkpoint piece. Only where
+/// each grid point's rows lie is kept; a point's rows are read from the files when it
+/// is gathered, so a merge of many shards holds one shard's slice of one point at a
+/// time, not the shards.
 pub(crate) struct Part {
     pub(crate) dir: PathBuf,
-    replica: Vec<u32>,
-    seed: Vec<u64>,
-    /// By metric, in the model's order.
-    metrics: Vec<Vec<f64>>,
-    item: Vec<String>,
-    replicas: Vec<f64>,
-    extra: Vec<f64>,
-    data: Vec<Vec<u8>>,
     /// Row ranges of each grid point in its replica rows and its partial rows (both point-major).
     replica_rows: BTreeMap<u32, std::ops::Range<usize>>,
     partial_rows: BTreeMap<u32, std::ops::Range<usize>>,
+    /// The first replica each grid point's rows hold.
+    first_replicas: BTreeMap<u32, u32>,
 }
 
+/// A grid point's rows of one part: replica numbers, seeds, and the metrics in the
+/// model's order.
+pub(crate) struct PointRows {
+    pub(crate) replica: Vec<u32>,
+    pub(crate) seed: Vec<u64>,
+    pub(crate) metrics: Vec<Vec<f64>>,
+}
+
+/// Rows a gather reads at a time.
+const READ_BATCH: usize = 8192;
+
 impl Part {
-    pub(crate) fn read(dir: &Path, scenario: &Scenario) -> Result<Part> {
+    /// Opens a partial folder, finding each point's rows by reading its `grid_point`
+    /// and `replica` columns (a checkpoint piece or an optimizer's round: small).
+    pub(crate) fn read(dir: &Path, _scenario: &Scenario) -> Result<Part> {
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
-        let read = |name: &str| Table::read(&dir.join(name)).map_err(|e| Error::bad_input(format!("merge: {e}")));
-        let (replicas_table, partials) = (read("replicas.parquet")?, read("partials.parquet")?);
-        let numbers = |t: &Table, name: &str| t.numbers(name).map_err(|e| bad(e.to_string()));
-        // Seeds are u64: read exactly, not through f64.
-        let ColumnValues::U64(seed) = replicas_table.column("seed").map_err(|e| bad(e.to_string()))?.clone() else {
-            return Err(bad("its seed column is not u64".into()));
+        let replicas = Table::read_rows(
+            &dir.join("replicas.parquet"),
+            &["grid_point", "replica"],
+            0..Table::row_count(&dir.join("replicas.parquet")).map_err(|e| bad(e.to_string()))?,
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        let replica_rows = row_ranges(&replicas)?;
+        let replica = replicas.numbers("replica").map_err(|e| bad(e.to_string()))?;
+        let first_replicas = replica_rows.iter().map(|(&p, rows)| (p, replica[rows.start] as u32)).collect();
+        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows: partial_ranges(dir)?, first_replicas })
+    }
+
+    /// Opens shard `plan.shard`'s folder: where its rows lie follows from the plan (a
+    /// point's replicas in order, point after point), so nothing is read but the
+    /// footers and the partials' `grid_point` column; the rows are checked as they are
+    /// gathered.
+    pub(crate) fn of_shard(dir: &Path, plan: &super::plan::Plan) -> Result<Part> {
+        let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
+        let rows = Table::row_count(&dir.join("replicas.parquet")).map_err(|e| bad(e.to_string()))?;
+        if rows as u64 != plan.task_count() {
+            return Err(bad(format!("its replicas.parquet has {rows} rows; the shard ran {}", plan.task_count())));
+        }
+        let (mut replica_rows, mut first_replicas, mut start) = (BTreeMap::new(), BTreeMap::new(), 0usize);
+        for point in 0..plan.points {
+            let replicas = plan.replicas_of(point);
+            if !replicas.is_empty() {
+                replica_rows.insert(point, start..start + replicas.len());
+                first_replicas.insert(point, replicas.start);
+                start += replicas.len();
+            }
+        }
+        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows: partial_ranges(dir)?, first_replicas })
+    }
+
+    /// Streams grid point `point`'s rows to `each`, a batch at a time.
+    pub(crate) fn stream_point(
+        &self,
+        scenario: &Scenario,
+        point: u32,
+        each: &mut dyn FnMut(PointRows) -> Result<()>,
+    ) -> Result<()> {
+        let Some(rows) = self.replica_rows.get(&point) else { return Ok(()) };
+        let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", self.dir.display()));
+        let names: Vec<&str> = scenario.model.metrics().iter().map(|d| d.name).collect();
+        let path = self.dir.join("replicas.parquet");
+        let mut read = |table: Table| -> Result<()> {
+            // Seeds are u64: read exactly, not through f64.
+            let ColumnValues::U64(seed) = table.column("seed").map_err(|e| bad(e.to_string()))?.clone() else {
+                return Err(bad("its seed column is not u64".into()));
+            };
+            let replica = table.numbers("replica").map_err(|e| bad(e.to_string()))?;
+            let metrics =
+                names.iter().map(|name| table.numbers(name).map_err(|e| bad(e.to_string()))).collect::<Result<_>>()?;
+            each(PointRows { replica: replica.into_iter().map(|r| r as u32).collect(), seed, metrics })
         };
-        let ColumnValues::Binary(data) = partials.column("data").map_err(|e| bad(e.to_string()))?.clone() else {
-            return Err(bad("its data column is not binary".into()));
-        };
-        Ok(Part {
-            dir: dir.to_path_buf(),
-            replica: numbers(&replicas_table, "replica")?.into_iter().map(|r| r as u32).collect(),
-            seed,
-            metrics: scenario
-                .model
-                .metrics()
-                .iter()
-                .map(|d| numbers(&replicas_table, d.name))
-                .collect::<Result<_>>()?,
-            item: partials.strings("item").map_err(|e| bad(e.to_string()))?.to_vec(),
-            replicas: numbers(&partials, "replicas")?,
-            extra: numbers(&partials, "extra")?,
-            data,
-            replica_rows: row_ranges(&replicas_table)?,
-            partial_rows: row_ranges(&partials)?,
-        })
+        Table::stream_rows(&path, &[], rows.clone(), READ_BATCH, &|e| bad(e.reason), &mut read)
+    }
+
+    /// Grid point `point`'s values of metric `metric` (model order), in replica order.
+    pub(crate) fn metric_values(&self, scenario: &Scenario, point: u32, metric: usize) -> Result<Vec<f64>> {
+        let mut values = Vec::new();
+        self.stream_point(scenario, point, &mut |rows| {
+            values.extend_from_slice(&rows.metrics[metric]);
+            Ok(())
+        })?;
+        Ok(values)
+    }
+
+    /// Grid point `point`'s partial rows (histograms, series sums, counts, compute).
+    fn partials(&self, point: u32) -> Result<Option<Table>> {
+        let Some(rows) = self.partial_rows.get(&point) else { return Ok(None) };
+        Table::read_rows(&self.dir.join("partials.parquet"), &[], rows.clone())
+            .map(Some)
+            .map_err(|e| Error::bad_input(format!("merge: {e}")))
     }
 }
 
-impl Part {
-    /// Grid point `point`'s values of metric `metric` (model order), in replica order.
-    pub(crate) fn metric_values(&self, point: u32, metric: usize) -> &[f64] {
-        self.replica_rows.get(&point).map_or(&[], |rows| &self.metrics[metric][rows.clone()])
-    }
+/// Each grid point's rows in a partial folder's partials.parquet.
+fn partial_ranges(dir: &Path) -> Result<BTreeMap<u32, std::ops::Range<usize>>> {
+    let path = dir.join("partials.parquet");
+    let bad = |e: stampede_output::OutputError| Error::bad_input(format!("merge: {e}"));
+    let rows = Table::row_count(&path).map_err(bad)?;
+    row_ranges(&Table::read_rows(&path, &["grid_point"], 0..rows).map_err(bad)?)
 }
 
 /// Writes a partial folder's two tables into `dir` (staged; the caller commits).
@@ -212,58 +269,50 @@ impl<'s> Gather<'s> {
 
     /// The first replica `part` holds of this point (parts are added in this order).
     pub(crate) fn first_replica(part: &Part, index: u32) -> Option<u32> {
-        part.replica_rows.get(&index).map(|rows| part.replica[rows.start])
+        part.first_replicas.get(&index).copied()
     }
 
     /// Adds `part`'s rows and partials of this point, streaming its records to `emit`.
     pub(crate) fn add(&mut self, part: &Part, emit: &mut dyn FnMut(&[ReplicaRecord]) -> Result<()>) -> Result<()> {
-        const BATCH: usize = 2048;
         let index = self.index;
-        if let Some(rows) = part.replica_rows.get(&index) {
-            let mut batch = Vec::with_capacity(BATCH.min(rows.len()));
-            for row in rows.clone() {
-                if part.replica[row] != self.next || self.next >= self.expected.end {
+        let mut batch = Vec::new();
+        part.stream_point(self.scenario, index, &mut |rows| {
+            batch.clear();
+            for (row, &replica) in rows.replica.iter().enumerate() {
+                if replica != self.next || self.next >= self.expected.end {
                     return Err(self.incomplete());
                 }
-                let metrics: Vec<f64> = part.metrics.iter().map(|column| column[row]).collect();
+                let metrics: Vec<f64> = rows.metrics.iter().map(|column| column[row]).collect();
                 for (welford, &value) in self.welfords.iter_mut().zip(&metrics) {
                     welford.push(value);
                 }
-                batch.push(ReplicaRecord {
-                    grid_point: index,
-                    replica: self.next,
-                    seed: part.seed[row],
-                    metrics,
-                    compute_ns: 0,
-                });
+                batch.push(ReplicaRecord { grid_point: index, replica, seed: rows.seed[row], metrics, compute_ns: 0 });
                 self.next += 1;
-                if batch.len() == BATCH {
-                    emit(&batch)?;
-                    batch.clear();
-                }
             }
-            if !batch.is_empty() {
-                emit(&batch)?;
-            }
-        }
+            emit(&batch)
+        })?;
+        let Some(partials) = part.partials(index)? else { return Ok(()) };
+        let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", part.dir.display()));
+        let item = partials.strings("item").map_err(|e| bad(e.to_string()))?;
+        let replicas = partials.numbers("replicas").map_err(|e| bad(e.to_string()))?;
+        let extra = partials.numbers("extra").map_err(|e| bad(e.to_string()))?;
+        let data = partials.binaries("data").map_err(|e| bad(e.to_string()))?;
         let latencies = self.scenario.schema.latencies;
         let series = self.scenario.schema.series;
-        let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", part.dir.display()));
-        let Some(rows) = part.partial_rows.get(&index) else { return Ok(()) };
-        for row in rows.clone() {
-            let item = part.item[row].as_str();
-            let data = &part.data[row];
+        for row in 0..item.len() {
+            let item = item[row].as_str();
+            let data = &data[row];
             if let Some(name) = item.strip_prefix("hdr:") {
                 let i = latencies
                     .iter()
                     .position(|l| *l == name)
                     .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
                 let hdr = deserialize_v2(data).map_err(bad)?;
-                self.histograms[i].merge_hdr(&hdr, part.extra[row] as u64);
+                self.histograms[i].merge_hdr(&hdr, extra[row] as u64);
             } else if let Some(name) = item.strip_prefix("series:") {
                 let i =
                     series.iter().position(|s| s.name == name).ok_or_else(|| bad(format!("unknown series {name}")))?;
-                self.sums.add_bytes(i, series.len(), part.replicas[row] as u64, data)?;
+                self.sums.add_bytes(i, series.len(), replicas[row] as u64, data)?;
             } else if item == "counts" {
                 let values: Vec<u64> =
                     data.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
@@ -272,7 +321,7 @@ impl<'s> Gather<'s> {
                 }
                 self.counts.iter_mut().zip(&values).for_each(|(t, v)| *t += v);
             } else if item == "compute" {
-                self.compute_ns += part.extra[row] as u64;
+                self.compute_ns += extra[row] as u64;
             }
         }
         Ok(())

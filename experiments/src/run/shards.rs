@@ -12,6 +12,12 @@
 //! replica order (so the Welford fold is the same fold) and its partials summed
 //! (integer addition, exact). The folder is then written by the single-run code, so
 //! the merged tables are byte-identical to a run in one process for any split.
+//!
+//! The merge streams: each shard is opened for where its rows lie (from the plan:
+//! shard K holds a slice of every point), and each point is gathered by reading every
+//! shard's slice of it in replica order, a batch at a time, while the output is
+//! written as it goes. Memory holds one batch, one point's histograms and series, and
+//! per shard its points' partial-row ranges — not the shards' rows.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -162,7 +168,14 @@ impl Shards {
                 "merge: the shards were written by another stampede version or output format; merge them with that one",
             ));
         }
-        let list = manifests.iter().map(|(dir, ..)| Part::read(dir, &scenario)).collect::<Result<Vec<_>>>()?;
+        // Only where each point's rows lie is kept: the rows are read point by point.
+        let list = manifests
+            .iter()
+            .map(|(dir, index, count, ..)| {
+                let shard = Shard { index: *index as u32, count: *count as u32 };
+                Part::of_shard(dir, &Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard)))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Shards { scenario, list })
     }
 
