@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_experiments::base::typing::parse_text;
-use stampede_experiments::run::pipeline::{execute_with, Documents, Writing};
+use stampede_experiments::run::pipeline::{execute_with, Documents, ReplicaRows, Shape, Writing};
 use stampede_experiments::run::plan::{Plan, Shard};
 use stampede_experiments::run::report::RunReport;
 use stampede_experiments::run::shards::{execute_merge, execute_shard, Shards};
@@ -95,6 +95,14 @@ struct MergeArgs {
     /// Replace OUT/<scenario name>/ even if it holds files stampede did not write.
     #[arg(long)]
     force: bool,
+    /// Which per-replica rows to write: all (default), none, or sample:N (replicas 0..N
+    /// of each grid point). The summary, histograms and series are exact either way.
+    #[arg(long, value_name = "all|none|sample:N", default_value = "all", value_parser = parse_replica_rows)]
+    replica_rows: ReplicaRows,
+    /// `grid_point`: write replica rows and series as hive-partitioned files,
+    /// replicas/grid_point=K/part-0.parquet and timeseries/grid_point=K/part-0.parquet.
+    #[arg(long, value_name = "grid_point", value_parser = parse_partition_by)]
+    partition_by: Option<bool>,
 }
 
 #[derive(Args)]
@@ -222,6 +230,14 @@ struct RunArgs {
     /// default only a folder stampede wrote is replaced; anything else is refused).
     #[arg(long)]
     force: bool,
+    /// Which per-replica rows to write: all (default), none, or sample:N (replicas 0..N
+    /// of each grid point). The summary, histograms and series are exact either way.
+    #[arg(long, value_name = "all|none|sample:N", default_value = "all", value_parser = parse_replica_rows)]
+    replica_rows: ReplicaRows,
+    /// `grid_point`: write replica rows and series as hive-partitioned files,
+    /// replicas/grid_point=K/part-0.parquet and timeseries/grid_point=K/part-0.parquet.
+    #[arg(long, value_name = "grid_point", value_parser = parse_partition_by)]
+    partition_by: Option<bool>,
     /// Run shard K of N (0-based) and write OUT/NAME/shards/shard=K/ for `stampede merge`;
     /// `auto` reads SLURM_ARRAY_TASK_ID/COUNT/MIN or JOB_COMPLETION_INDEX (run only).
     #[arg(long, value_name = "K/N|auto")]
@@ -446,6 +462,11 @@ fn run(args: RunArgs) -> Result<()> {
                 "--trace with --shard: trace a whole run (the trace is one replica; no shard needs it)",
             ));
         }
+        if writing(&args).shape != Shape::default() {
+            return Err(Error::bad_input(
+                "--replica-rows and --partition-by with --shard: give them to `stampede merge`, which writes the merged folder (a shard keeps every row, for the exact merge)",
+            ));
+        }
         return run_shard(&scenario, shard, &args);
     }
     if let Some(replica) = args.trace {
@@ -590,7 +611,9 @@ fn merge(args: MergeArgs) -> Result<()> {
         Ok(())
     };
     let documents = Documents { files: if no_report { vec![] } else { vec!["report.html"] }, write: &write };
-    let report = execute_merge(&shards, &args.out, Some(&documents), Writing { resume: false, force: args.force })?;
+    let shape = Shape { replica_rows: args.replica_rows, partition_by_point: args.partition_by.unwrap_or(false) };
+    let report =
+        execute_merge(&shards, &args.out, Some(&documents), Writing { resume: false, force: args.force, shape })?;
     if !args.quiet {
         println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
         // What the merge cost: "Sizing a big sweep" in the README reads these.
@@ -737,7 +760,7 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
     };
     let files = if args.no_report { vec![] } else { vec!["report.html"] };
     let bar = progress_bar(request.budget_for(&scenario), args.quiet || args.json || args.show_toml);
-    let writing = Writing { resume: args.resume, force: args.force };
+    let writing = Writing { resume: args.resume, force: args.force, shape: Shape::default() };
     let optimized =
         execute(&scenario, &request, &args.out, threads, &|| bar.inc(1), &Documents { files, write: &write }, writing)?;
     bar.finish_and_clear();
@@ -870,7 +893,20 @@ fn summary(report: &RunReport, args: &RunArgs) -> String {
 }
 
 fn writing(args: &RunArgs) -> Writing {
-    Writing { resume: args.resume, force: args.force }
+    let shape = Shape { replica_rows: args.replica_rows, partition_by_point: args.partition_by.unwrap_or(false) };
+    Writing { resume: args.resume, force: args.force, shape }
+}
+
+fn parse_replica_rows(text: &str) -> std::result::Result<ReplicaRows, String> {
+    ReplicaRows::parse(text).map_err(|e| e.message)
+}
+
+fn parse_partition_by(text: &str) -> std::result::Result<bool, String> {
+    match text {
+        "grid_point" => Ok(true),
+        "none" => Ok(false),
+        other => Err(format!("{other:?}: the only partition is grid_point (or none)")),
+    }
 }
 
 fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Documents) -> Result<RunReport> {

@@ -79,6 +79,10 @@ fn collect_foreign(dir: &Path, prefix: &str, foreign: &mut Vec<String>) -> std::
                     || DOCUMENTS.contains(&name.as_str())
                     || is_temporary_of(&name, files.iter().map(String::as_str).chain(DOCUMENTS))
             }
+            Some(files) if kind.is_dir() && PARTITIONED.contains(&name.as_str()) => {
+                collect_foreign_partitions(&entry.path(), &format!("{prefix}{name}/"), &name, files, foreign)?;
+                true
+            }
             _ if kind.is_dir() && name == "shards" => {
                 collect_foreign_shards(&entry.path(), &format!("{prefix}shards/"), foreign)?;
                 true
@@ -131,10 +135,58 @@ fn stampede_manifest_files(dir: &Path) -> Option<Vec<String>> {
         files
             .iter()
             .filter_map(serde_json::Value::as_str)
-            .filter(|f| !f.is_empty() && !f.contains(['/', '\\']) && *f != "." && *f != "..")
+            .filter(|f| is_partition_file(f) || (!f.is_empty() && !f.contains(['/', '\\']) && *f != "." && *f != ".."))
             .map(str::to_string)
             .collect(),
     )
+}
+
+/// The tables a run may split by grid point (`--partition-by grid_point`).
+const PARTITIONED: [&str; 2] = ["replicas", "timeseries"];
+
+/// `replicas/grid_point=K/part-0.parquet` (or `timeseries/…`): a hive partition's file,
+/// the one kind of listed name with a folder in it.
+fn is_partition_file(name: &str) -> bool {
+    let mut parts = name.split('/');
+    let (Some(table), Some(folder), Some(file), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let point = folder.strip_prefix("grid_point=");
+    PARTITIONED.contains(&table)
+        && point.is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+        && file == "part-0.parquet"
+}
+
+/// A partitioned table's folder: `grid_point=K/` folders holding only the listed
+/// `part-0.parquet` (or its temporary file).
+fn collect_foreign_partitions(
+    dir: &Path,
+    prefix: &str,
+    table: &str,
+    listed: &[String],
+    foreign: &mut Vec<String>,
+) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !entry.file_type()?.is_dir() || !name.starts_with("grid_point=") {
+            foreign.push(format!("{prefix}{name}"));
+            continue;
+        }
+        for inner in fs::read_dir(entry.path())? {
+            let inner = inner?;
+            let file = inner.file_name().to_string_lossy().into_owned();
+            let full = format!("{table}/{name}/{file}");
+            let ours = inner.file_type()?.is_file()
+                && (listed.contains(&full)
+                    || (is_temporary_of(&file, std::iter::once("part-0.parquet"))
+                        && listed.contains(&format!("{table}/{name}/part-0.parquet"))));
+            if !ours {
+                foreign.push(format!("{prefix}{name}/{file}"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `.NAME.tmp-PID`: a [`crate::StagedFile`] of one of `names` that a killed process left.

@@ -201,6 +201,39 @@ impl Table {
     }
 }
 
+/// Table `name` of an output folder whose manifest lists `files`: `NAME.parquet`, or
+/// its hive partitions `NAME/grid_point=K/part-0.parquet` (`--partition-by
+/// grid_point`) read in grid-point order with the `grid_point` column put back first;
+/// `None` when the folder has neither (`--replica-rows none`, or a model without series).
+pub fn read_output_table(dir: &Path, name: &str, files: &[String]) -> Result<Option<Table>> {
+    let whole = format!("{name}.parquet");
+    if files.contains(&whole) {
+        return Table::read(&dir.join(whole)).map(Some);
+    }
+    let prefix = format!("{name}/grid_point=");
+    let mut parts: Vec<(u32, &String)> =
+        files.iter().filter_map(|f| f.strip_prefix(&prefix)?.split_once('/')?.0.parse().ok().map(|k| (k, f))).collect();
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    parts.sort();
+    let mut all: Option<Table> = None;
+    for (point, file) in parts {
+        let mut table = Table::read(&dir.join(file))?;
+        let rows = table.rows();
+        table.columns.insert(0, ("grid_point".to_string(), ColumnValues::U32(vec![point; rows])));
+        match &mut all {
+            None => all = Some(table),
+            Some(all) => {
+                for ((_, column), (_, more)) in all.columns.iter_mut().zip(table.columns) {
+                    column.append(more);
+                }
+            }
+        }
+    }
+    Ok(all.map(|table| Table { path: dir.join(name), ..table }))
+}
+
 /// One numeric column of any Parquet file (written by pandas, DuckDB, Spark, …): every
 /// integer and float width, as `f64`, in row order. A missing column is an error that
 /// lists the columns there are; a null is an error naming its row (1-based).

@@ -60,9 +60,17 @@ pub struct Comparison {
 /// Reads `dir`'s folder and its per-replica rows.
 fn read(dir: &Path) -> Result<(Folder, Table)> {
     let folder = Folder::read(dir)?;
-    let replicas = Table::read(&dir.join("replicas.parquet")).map_err(|e| {
-        Error::bad_input(format!("{}: compare needs the per-replica rows (replicas.parquet): {e}", dir.display()))
-    })?;
+    let replicas = stampede_output::read::read_output_table(dir, "replicas", &folder.manifest.files)
+        .map_err(|e| {
+            Error::bad_input(format!("{}: compare needs the per-replica rows (replicas.parquet): {e}", dir.display()))
+        })?
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "{}: compare needs the per-replica rows, and this run kept none (--replica-rows none)",
+                dir.display()
+            ))
+            .with_hint("run both with --replica-rows all (the default) or sample:N")
+        })?;
     Ok((folder, replicas))
 }
 

@@ -127,14 +127,16 @@ impl Folder {
         };
         let summary = table("summary.parquet")?;
         let histograms = table("histograms.parquet")?;
-        let timeseries = if manifest.files.iter().any(|f| f == "timeseries.parquet") {
-            Some(table("timeseries.parquet")?)
-        } else {
-            None
-        };
+        let timeseries = stampede_output::read::read_output_table(dir, "timeseries", &manifest.files)
+            .map_err(|e| Error::bad_input(format!("cannot read the output folder: {e}")))?;
         let standard = ["replicas.parquet", "summary.parquet", "histograms.parquet", "timeseries.parquet"];
+        let partitioned = |f: &str| f.starts_with("replicas/") || f.starts_with("timeseries/");
         let mut extra = Vec::new();
-        for file in manifest.files.iter().filter(|f| f.ends_with(".parquet") && !standard.contains(&f.as_str())) {
+        for file in manifest
+            .files
+            .iter()
+            .filter(|f| f.ends_with(".parquet") && !standard.contains(&f.as_str()) && !partitioned(f))
+        {
             extra.push((file.clone(), table(file)?));
         }
         let verify_path = dir.join("verify.json");

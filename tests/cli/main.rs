@@ -4,6 +4,7 @@
 //! layers live in `experiments/src/tests.rs`.
 
 mod bad_input;
+mod big_sweeps;
 mod cdp;
 mod ci_checks;
 mod cluster_cli;

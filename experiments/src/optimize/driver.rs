@@ -319,14 +319,8 @@ pub fn execute(
         StagedFile::with_contents(staging, super::answer::JSON, &json)?.commit()?;
         (documents.write)(report, staging)
     };
-    let report = write_run(
-        &candidates,
-        out_root,
-        threads,
-        &produce,
-        Some(&Documents { files, write: &write }),
-        writing.replace(),
-    )?;
+    let report =
+        write_run(&candidates, out_root, threads, &produce, Some(&Documents { files, write: &write }), writing)?;
     std::fs::remove_dir_all(&simulation.rounds.dir).map_err(io(&simulation.rounds.dir))?;
     Ok(Optimized { answer, outcome, candidates, report })
 }

@@ -56,7 +56,7 @@ pub fn execute(
     execute_with(scenario, out_root, threads, progress, None, Writing::default())
 }
 
-/// How a run treats what it finds where it writes.
+/// How a run treats what it finds where it writes, and what it writes.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Writing {
     /// Keep the pieces of an interrupted run of the same scenario and run only the rest.
@@ -64,6 +64,70 @@ pub struct Writing {
     /// Replace the output folder whatever it holds (`--force`); by default only a
     /// folder stampede wrote is replaced ([`stampede_output::folder::foreign_entries`]).
     pub force: bool,
+    /// Which replica rows are written, and where.
+    pub shape: Shape,
+}
+
+/// Which per-replica rows a run writes, and whether rows and series are split by
+/// grid point. The summary, histograms and series never depend on it: they are
+/// folded from every replica whatever is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    pub replica_rows: ReplicaRows,
+    /// `--partition-by grid_point`: `replicas/grid_point=K/part-0.parquet` and
+    /// `timeseries/grid_point=K/part-0.parquet` (hive-partitioned: the grid point is in
+    /// the path, not in the file) instead of one `replicas.parquet` and one
+    /// `timeseries.parquet`.
+    pub partition_by_point: bool,
+}
+
+/// `--replica-rows`: every replica's row, none, or the first N of each grid point.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplicaRows {
+    #[default]
+    All,
+    None,
+    /// Replicas 0..N of each point: replicas are independent and identically
+    /// distributed, so the first N are a uniform random sample, the same in every
+    /// run and every split into shards.
+    Sample(u32),
+}
+
+impl ReplicaRows {
+    /// `all`, `none` or `sample:N` (N ≥ 1).
+    pub fn parse(text: &str) -> Result<ReplicaRows> {
+        let bad = || {
+            Error::bad_input(format!(
+                "--replica-rows {text}: expected all, none or sample:N (N ≥ 1 replicas of each grid point)"
+            ))
+        };
+        match text.trim() {
+            "all" => Ok(ReplicaRows::All),
+            "none" => Ok(ReplicaRows::None),
+            other => match other.strip_prefix("sample:").map(|n| n.trim().parse::<u32>()) {
+                Some(Ok(n)) if n >= 1 => Ok(ReplicaRows::Sample(n)),
+                _ => Err(bad()),
+            },
+        }
+    }
+
+    /// Whether replica `replica`'s row is written.
+    pub fn keeps(self, replica: u32) -> bool {
+        match self {
+            ReplicaRows::All => true,
+            ReplicaRows::None => false,
+            ReplicaRows::Sample(n) => replica < n,
+        }
+    }
+
+    /// As `--replica-rows` spells it (the manifest records it).
+    pub fn name(self) -> String {
+        match self {
+            ReplicaRows::All => "all".into(),
+            ReplicaRows::None => "none".into(),
+            ReplicaRows::Sample(n) => format!("sample:{n}"),
+        }
+    }
 }
 
 impl Writing {
@@ -109,7 +173,7 @@ pub fn execute_with(
         *checkpoint.borrow_mut() = Some(opened);
         Ok(())
     };
-    let report = write_run(scenario, out_root, threads, &produce, documents, writing.replace()).map_err(|error| {
+    let report = write_run(scenario, out_root, threads, &produce, documents, writing).map_err(|error| {
         if started.get() && checkpoint_dir.join("checkpoint.json").exists() {
             error.with_hint(format!(
                 "the work done so far is kept in {}; the same command with --resume finishes it",
@@ -134,13 +198,14 @@ pub fn write_run(
     threads: usize,
     produce: &dyn Fn(Sinks) -> Result<()>,
     documents: Option<&Documents>,
-    replace: Replace,
+    writing: Writing,
 ) -> Result<RunReport> {
     let started = Instant::now();
-    let folder = begin_folder(out_root, &scenario.name, replace)?;
+    let shape = writing.shape;
+    let folder = begin_folder(out_root, &scenario.name, writing.replace())?;
     let dir = folder.path();
-    let mut replicas_table = TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?;
-    let mut tables = Tables::create(dir, scenario)?;
+    let mut replicas_table = ReplicaTable::create(dir, scenario, shape)?;
+    let mut tables = Tables::create(dir, scenario, shape)?;
     let kept = scenario.replica_metrics();
     let mut replica_values: BTreeMap<u32, BTreeMap<usize, Vec<f64>>> = BTreeMap::new();
     let mut reports = Vec::new();
@@ -151,7 +216,7 @@ pub fn write_run(
                 values.push(record.metrics[metric]);
             }
         }
-        Ok(replicas_table.write(replica_values_columns(scenario, records))?)
+        replicas_table.write(scenario, records)
     };
     let mut points = |point: &GridPoint, result: PointResult| -> Result<()> {
         tables.write_point(scenario, point, &result)?;
@@ -170,8 +235,8 @@ pub fn write_run(
         report.replica_values = replica_values.remove(&report.index).unwrap_or_default();
     }
     let mut staged = StagedSet::default();
-    staged.push(replicas_table.finish()?);
-    tables.finish(&mut staged)?;
+    let mut written = replicas_table.finish(&mut staged)?;
+    written.extend(tables.finish(&mut staged)?);
     let report = RunReport {
         scenario: scenario.clone(),
         points: reports,
@@ -180,7 +245,23 @@ pub fn write_run(
         threads,
     };
     let files = documents.map(|d| d.files.as_slice()).unwrap_or_default();
-    let manifest = serde_json::to_vec_pretty(&report.manifest(files)).expect("JSON serialises");
+    let mut manifest = report.manifest(files);
+    if shape != Shape::default() {
+        // The tables actually written, in commit order, and how.
+        let object = manifest.as_object_mut().expect("a manifest is an object");
+        let mut listed: Vec<serde_json::Value> = written.iter().map(|f| serde_json::json!(f)).collect();
+        listed.push(serde_json::json!("manifest.json"));
+        listed.extend(files.iter().map(|f| serde_json::json!(f)));
+        object.insert("files".into(), serde_json::Value::Array(listed));
+        object.insert(
+            "output".into(),
+            serde_json::json!({
+                "replica_rows": shape.replica_rows.name(),
+                "partition_by": if shape.partition_by_point { "grid_point" } else { "none" },
+            }),
+        );
+    }
+    let manifest = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
     staged.push(StagedFile::with_contents(dir, "manifest.json", &manifest)?);
     staged.commit()?;
     if let Some(documents) = documents {
@@ -225,20 +306,23 @@ struct Tables {
     axis_types: Vec<ColumnType>,
     leaves: Vec<LeafColumn>,
     histograms: TableWriter,
-    timeseries: Option<TableWriter>,
+    timeseries: Option<Series>,
     counts: Option<(CountHistogramDef, TableWriter)>,
 }
 
 impl Tables {
-    fn create(dir: &Path, scenario: &Scenario) -> Result<Tables> {
+    fn create(dir: &Path, scenario: &Scenario, shape: Shape) -> Result<Tables> {
         Ok(Tables {
             summary: TableWriter::create(dir, "summary.parquet", &summary_columns(scenario))?,
             axis_types: scenario.grid.iter().map(axis_column_type).collect(),
             leaves: leaf_columns(scenario),
             histograms: TableWriter::create(dir, "histograms.parquet", &histogram_columns())?,
-            timeseries: match scenario.schema.series.is_empty() {
-                true => None,
-                false => Some(TableWriter::create(dir, "timeseries.parquet", &timeseries_columns(scenario))?),
+            timeseries: match (scenario.schema.series.is_empty(), shape.partition_by_point) {
+                (true, _) => None,
+                (false, false) => {
+                    Some(Series::Whole(TableWriter::create(dir, "timeseries.parquet", &timeseries_columns(scenario))?))
+                }
+                (false, true) => Some(Series::Partitioned { dir: dir.to_path_buf(), files: Vec::new() }),
             },
             counts: match scenario.schema.count_histogram {
                 None => None,
@@ -251,8 +335,16 @@ impl Tables {
     fn write_point(&mut self, scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Result<()> {
         self.summary.write(self.summary_row(scenario, point, result))?;
         self.histograms.write(histogram_rows(scenario, point, result))?;
-        if let Some(table) = &mut self.timeseries {
-            table.write(timeseries_rows(scenario, point, result))?;
+        match &mut self.timeseries {
+            None => {}
+            Some(Series::Whole(table)) => table.write(timeseries_rows(scenario, point, result))?,
+            Some(Series::Partitioned { dir, files }) => {
+                // The grid point is in the path: the file leaves its column out.
+                let name = partition_file("timeseries", point.index);
+                let mut table = partition_writer(dir, &name, &timeseries_columns(scenario)[1..])?;
+                table.write(timeseries_rows(scenario, point, result).split_off(1))?;
+                files.push((name, table.finish()?));
+            }
         }
         if let Some((_, table)) = &mut self.counts {
             table.write(count_rows(point, result))?;
@@ -275,17 +367,130 @@ impl Tables {
         columns
     }
 
-    /// Closes every table, in the order they are committed.
-    fn finish(self, staged: &mut StagedSet) -> Result<()> {
+    /// Closes every table, in the order they are committed; returns their names.
+    fn finish(self, staged: &mut StagedSet) -> Result<Vec<String>> {
+        let mut names = vec!["summary.parquet".to_string(), "histograms.parquet".to_string()];
         staged.push(self.summary.finish()?);
         staged.push(self.histograms.finish()?);
-        if let Some(table) = self.timeseries {
+        match self.timeseries {
+            None => {}
+            Some(Series::Whole(table)) => {
+                names.push("timeseries.parquet".into());
+                staged.push(table.finish()?);
+            }
+            Some(Series::Partitioned { files, .. }) => {
+                for (name, file) in files {
+                    names.push(name);
+                    staged.push(file);
+                }
+            }
+        }
+        if let Some((def, table)) = self.counts {
+            names.push(def.file.to_string());
             staged.push(table.finish()?);
         }
-        if let Some((_, table)) = self.counts {
-            staged.push(table.finish()?);
+        Ok(names)
+    }
+}
+
+/// Where the time series go: one table, or one file per grid point.
+enum Series {
+    Whole(TableWriter),
+    Partitioned { dir: std::path::PathBuf, files: Vec<(String, StagedFile)> },
+}
+
+/// `TABLE/grid_point=K/part-0.parquet`: a hive partition's file.
+fn partition_file(table: &str, point: u32) -> String {
+    format!("{table}/grid_point={point}/part-0.parquet")
+}
+
+/// A table in a partition folder under `dir`, created first.
+fn partition_writer(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
+    let (folder, file) = name.rsplit_once('/').expect("a partition file is in a folder");
+    let folder = dir.join(folder);
+    std::fs::create_dir_all(&folder).map_err(|e| Error::io(format!("cannot create {}: {e}", folder.display())))?;
+    Ok(TableWriter::create(&folder, file, columns)?)
+}
+
+/// The per-replica rows: one table, one per grid point, or none, keeping the rows
+/// [`ReplicaRows`] keeps.
+struct ReplicaTable {
+    dir: std::path::PathBuf,
+    shape: Shape,
+    whole: Option<TableWriter>,
+    /// The open partition: its grid point and table.
+    open: Option<(u32, String, TableWriter)>,
+    files: Vec<(String, StagedFile)>,
+}
+
+impl ReplicaTable {
+    fn create(dir: &Path, scenario: &Scenario, shape: Shape) -> Result<ReplicaTable> {
+        let whole = match (shape.replica_rows, shape.partition_by_point) {
+            (ReplicaRows::None, _) | (_, true) => None,
+            _ => Some(TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?),
+        };
+        Ok(ReplicaTable { dir: dir.to_path_buf(), shape, whole, open: None, files: Vec::new() })
+    }
+
+    fn write(&mut self, scenario: &Scenario, records: &[ReplicaRecord]) -> Result<()> {
+        let rows = self.shape.replica_rows;
+        let kept: Vec<ReplicaRecord>;
+        let records = if rows == ReplicaRows::All {
+            records
+        } else {
+            kept = records.iter().filter(|r| rows.keeps(r.replica)).cloned().collect();
+            &kept
+        };
+        if records.is_empty() {
+            return Ok(());
+        }
+        if let Some(table) = &mut self.whole {
+            return Ok(table.write(replica_values_columns(scenario, records))?);
+        }
+        // Partitioned: records come point after point, a batch may end one and begin the next.
+        for run in records.chunk_by(|a, b| a.grid_point == b.grid_point) {
+            let point = run[0].grid_point;
+            if let Some(open) = self.open.as_ref().map(|(open, ..)| *open).filter(|open| *open != point) {
+                self.point_done(open)?;
+            }
+            if self.open.is_none() {
+                let name = partition_file("replicas", point);
+                let table = partition_writer(&self.dir, &name, &replica_columns(scenario)[1..])?;
+                self.open = Some((point, name, table));
+            }
+            let (_, _, table) = self.open.as_mut().expect("opened");
+            table.write(replica_values_columns(scenario, run).split_off(1))?;
         }
         Ok(())
+    }
+
+    /// Grid point `point` is complete: its partition is closed.
+    fn point_done(&mut self, point: u32) -> Result<()> {
+        if let Some((open, ..)) = &self.open {
+            if *open == point {
+                let (_, name, table) = self.open.take().expect("open");
+                self.files.push((name, table.finish()?));
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes the rows; returns the files' names, staged in `staged`.
+    fn finish(mut self, staged: &mut StagedSet) -> Result<Vec<String>> {
+        if let Some((point, ..)) = &self.open {
+            let point = *point;
+            self.point_done(point)?;
+        }
+        let mut names = Vec::new();
+        if let Some(table) = self.whole {
+            names.push("replicas.parquet".to_string());
+            staged.push(table.finish()?);
+        }
+        for (name, file) in self.files {
+            names.push(name);
+            staged.push(file);
+        }
+        Ok(names)
     }
 }
 

@@ -215,5 +215,5 @@ pub fn execute_merge(
             inside.dir.display()
         )));
     }
-    pipeline::write_run(&shards.scenario, out_root, 1, &|sinks| shards.produce(sinks), documents, writing.replace())
+    pipeline::write_run(&shards.scenario, out_root, 1, &|sinks| shards.produce(sinks), documents, writing)
 }

@@ -1,0 +1,219 @@
+//! Output that scales with grid points (`--replica-rows`, `--partition-by`): every
+//! other table and every claim are the same bytes whichever rows are kept; the
+//! partitioned layout reads back as the whole tables, and DuckDB reads it with one
+//! glob; a merge writes the same shapes.
+
+use std::path::Path;
+
+use stampede_output::read::read_output_table;
+use stampede_output::Table;
+
+use crate::common::{parquet_tables, python_with_duckdb, skip, stampede, stderr, stdout};
+
+fn run(args: &[&str]) {
+    let output = stampede(args);
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+}
+
+/// Every table but the replica rows, by name.
+fn other_tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    parquet_tables(dir).into_iter().filter(|(name, _)| !name.starts_with("replicas")).collect()
+}
+
+fn manifest_files(dir: &Path) -> Vec<String> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    manifest["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect()
+}
+
+/// `baltor` verified with `extra`: its folder.
+fn verified(root: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = root.join(name);
+    let mut args =
+        vec!["verify", "baltor", "--replicas", "8", "--out", out.to_str().unwrap(), "--quiet", "--no-report"];
+    args.extend_from_slice(extra);
+    let output = stampede(&args);
+    assert!(output.status.code() == Some(0) || output.status.code() == Some(1), "{}", stderr(&output));
+    out.join("baltor")
+}
+
+#[test]
+fn kept_rows_change_nothing_else_and_claims_that_need_replica_values_still_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = verified(dir.path(), "all", &[]);
+    let none = verified(dir.path(), "none", &["--replica-rows", "none"]);
+    let sample = verified(dir.path(), "sample", &["--replica-rows", "sample:3"]);
+    let verdicts = |d: &Path| std::fs::read(d.join("verify.json")).unwrap();
+    for (name, folder) in [("none", &none), ("sample:3", &sample)] {
+        assert!(
+            other_tables(folder) == other_tables(&all),
+            "--replica-rows {name} changed a table other than replicas"
+        );
+        assert_eq!(
+            verdicts(folder),
+            verdicts(&all),
+            "--replica-rows {name} changed a claim's verdict (baltor has p95 and fraction claims)"
+        );
+    }
+    assert!(!none.join("replicas.parquet").exists(), "none writes no rows");
+    assert!(!manifest_files(&none).iter().any(|f| f.starts_with("replicas")), "{:?}", manifest_files(&none));
+    let whole = Table::read(&all.join("replicas.parquet")).unwrap();
+    let kept = Table::read(&sample.join("replicas.parquet")).unwrap();
+    let points = whole.numbers("grid_point").unwrap().iter().fold(0.0f64, |a, &b| a.max(b)) as usize + 1;
+    assert_eq!(kept.rows(), 3 * points, "three rows of each of {points} points");
+    assert!(kept.numbers("replica").unwrap().iter().all(|&r| r < 3.0), "replicas 0, 1 and 2");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sample.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["output"]["replica_rows"], "sample:3");
+    // The rows kept are the whole run's rows of those replicas, value for value.
+    let seeds = |t: &Table| match t.column("seed").unwrap() {
+        stampede_output::ColumnValues::U64(v) => v.clone(),
+        _ => unreachable!(),
+    };
+    let whole_seeds = seeds(&whole);
+    let whole_replicas = whole.numbers("replica").unwrap();
+    let expected: Vec<u64> =
+        whole_seeds.iter().zip(&whole_replicas).filter(|(_, &r)| r < 3.0).map(|(s, _)| *s).collect();
+    assert_eq!(seeds(&kept), expected);
+    // A bad value names what is allowed.
+    let bad = stampede(&["run", "mmc", "--replica-rows", "some", "--out", dir.path().to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("all, none or sample:N"), "{}", stderr(&bad));
+}
+
+#[test]
+fn partitioned_rows_and_series_read_back_as_the_whole_tables_and_a_rerun_replaces_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole_root = dir.path().join("whole");
+    let parts_root = dir.path().join("parts");
+    let common = ["retry-storm", "--replicas", "5", "--quiet", "--no-report"];
+    run(&[&["run"], &common[..], &["--out", whole_root.to_str().unwrap()]].concat());
+    let partitioned =
+        [&["run"], &common[..], &["--out", parts_root.to_str().unwrap(), "--partition-by", "grid_point"]].concat();
+    run(&partitioned);
+    let (whole, parts) = (whole_root.join("retry-storm"), parts_root.join("retry-storm"));
+    for point in 0..2 {
+        for table in ["replicas", "timeseries"] {
+            assert!(
+                parts.join(format!("{table}/grid_point={point}/part-0.parquet")).is_file(),
+                "{table} of point {point}"
+            );
+        }
+    }
+    assert!(!parts.join("replicas.parquet").exists() && !parts.join("timeseries.parquet").exists());
+    let files = manifest_files(&parts);
+    for table in ["replicas", "timeseries"] {
+        let joined = read_output_table(&parts, table, &files).unwrap().expect("partitioned");
+        let single = Table::read(&whole.join(format!("{table}.parquet"))).unwrap();
+        // (Debug-formatted: NaN, an unrecovered replica's recovery time, equals itself there.)
+        assert_eq!(
+            format!("{:?}", joined.columns),
+            format!("{:?}", single.columns),
+            "{table}: the partitions are the whole table"
+        );
+    }
+    let all_other = |d: &Path| {
+        parquet_tables(d)
+            .into_iter()
+            .filter(|(n, _)| !n.starts_with("replicas") && !n.starts_with("timeseries"))
+            .collect::<Vec<_>>()
+    };
+    assert!(all_other(&parts) == all_other(&whole), "the summary and histograms do not depend on the layout");
+    // The folder is stampede's: running again replaces it, and so does a run without partitions.
+    run(&partitioned);
+    run(&[&["run"], &common[..], &["--out", parts_root.to_str().unwrap()]].concat());
+    assert!(!parts.join("replicas").exists(), "the partitions went with the folder they were in");
+    // A stray file among the partitions is not stampede's: the folder is not replaced.
+    run(&partitioned);
+    std::fs::write(parts.join("replicas/grid_point=0/notes.txt"), "mine").unwrap();
+    let refused = stampede(&[&["run"], &common[..], &["--out", parts_root.to_str().unwrap()]].concat());
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("replicas/grid_point=0/notes.txt"), "{}", stderr(&refused));
+}
+
+#[test]
+fn a_merge_writes_the_shapes_a_single_run_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let parts = root("parts");
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        run(&[
+            "run",
+            "retry-storm",
+            "--replicas",
+            "5",
+            "--out",
+            &parts,
+            "--quiet",
+            "--shard",
+            &shard,
+            "--threads",
+            "1",
+        ]);
+    }
+    let shards = format!("{parts}/retry-storm/shards");
+    for flags in [&["--replica-rows", "none"][..], &["--replica-rows", "sample:2", "--partition-by", "grid_point"]] {
+        let single = root(&format!("single{}", flags.len()));
+        run(&[&["run", "retry-storm", "--replicas", "5", "--out", &single, "--quiet", "--no-report"], flags].concat());
+        let merged = root(&format!("merged{}", flags.len()));
+        let output = stampede(&[&["merge", &shards, "--out", &merged, "--no-report"], flags].concat());
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(stdout(&output).contains("peak memory") || !Path::new("/proc/self/status").exists());
+        let (a, b) = (
+            parquet_tables(&Path::new(&single).join("retry-storm")),
+            parquet_tables(&Path::new(&merged).join("retry-storm")),
+        );
+        assert!(a == b, "{flags:?}: the merge differs from the single run");
+    }
+    // A shard keeps every row: the shapes are the merge's to choose.
+    let refused = stampede(&["run", "retry-storm", "--out", &parts, "--shard", "0/3", "--replica-rows", "none"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("give them to `stampede merge`"), "{}", stderr(&refused));
+}
+
+#[test]
+fn duckdb_reads_the_partitioned_rows_with_one_glob() {
+    let python = match python_with_duckdb() {
+        Ok(python) => python,
+        Err(why) => return skip("duckdb_reads_the_partitioned_rows_with_one_glob", &why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    run(&[
+        "run",
+        "retry-storm",
+        "--replicas",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--no-report",
+        "--partition-by",
+        "grid_point",
+    ]);
+    let folder = out.join("retry-storm");
+    // The README's query.
+    let script = format!(
+        r#"
+import duckdb
+rows = duckdb.sql("""
+    SELECT grid_point, count(*) AS replicas, min(replica) AS first, max(replica) AS last
+    FROM read_parquet('{0}/replicas/*/*.parquet', hive_partitioning = true)
+    GROUP BY grid_point ORDER BY grid_point
+""").fetchall()
+print(rows)
+assert rows == [(0, 4, 0, 3), (1, 4, 0, 3)], rows
+series = duckdb.sql("SELECT count(DISTINCT grid_point) FROM read_parquet('{0}/timeseries/*/*.parquet', hive_partitioning = true)").fetchall()[0][0]
+assert series == 2, series
+"#,
+        folder.display()
+    );
+    let output = std::process::Command::new(python).args(["-c", &script]).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
