@@ -395,8 +395,12 @@ impl Tables {
 
 /// Where the time series go: one table, or one file per grid point.
 enum Series {
-    Whole(TableWriter),
-    Partitioned { dir: std::path::PathBuf, files: Vec<(String, StagedFile)> },
+    /// Boxed: a writer is ten times the size of the list of partitions.
+    Whole(Box<TableWriter>),
+    Partitioned {
+        dir: std::path::PathBuf,
+        files: Vec<(String, StagedFile)>,
+    },
 }
 
 /// `TABLE/grid_point=K/part-0.parquet`: a hive partition's file.
