@@ -319,9 +319,11 @@ impl Tables {
             histograms: TableWriter::create(dir, "histograms.parquet", &histogram_columns())?,
             timeseries: match (scenario.schema.series.is_empty(), shape.partition_by_point) {
                 (true, _) => None,
-                (false, false) => {
-                    Some(Series::Whole(TableWriter::create(dir, "timeseries.parquet", &timeseries_columns(scenario))?))
-                }
+                (false, false) => Some(Series::Whole(Box::new(TableWriter::create(
+                    dir,
+                    "timeseries.parquet",
+                    &timeseries_columns(scenario),
+                )?))),
                 (false, true) => Some(Series::Partitioned { dir: dir.to_path_buf(), files: Vec::new() }),
             },
             counts: match scenario.schema.count_histogram {
