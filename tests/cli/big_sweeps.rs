@@ -217,3 +217,71 @@ assert series == 2, series
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A file's size in bytes.
+fn size(path: &Path) -> f64 {
+    std::fs::metadata(path).unwrap().len() as f64
+}
+
+/// README, "Sizing a big sweep": events = events per replica × replicas × points, and
+/// output = per point (summary, histograms, series) + per kept row. Both constants are
+/// measured on a small run and must predict a run four times the size.
+#[test]
+fn the_sizing_formulas_predict_a_run_four_times_the_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let measure = |replicas: u32| {
+        let out = dir.path().join(format!("r{replicas}"));
+        let replicas_text = replicas.to_string();
+        run(&[
+            "run",
+            "retry-storm",
+            "--replicas",
+            &replicas_text,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--no-report",
+            "--set",
+            "run.horizon_s=4",
+            "--set",
+            "run.warmup_s=1",
+        ]);
+        let folder = out.join("retry-storm");
+        let rows = Table::read(&folder.join("replicas.parquet")).unwrap();
+        let events: f64 = rows.numbers("events").unwrap().iter().sum();
+        let per_point: f64 = ["summary.parquet", "histograms.parquet", "timeseries.parquet", "hops.parquet"]
+            .iter()
+            .map(|f| size(&folder.join(f)))
+            .sum();
+        (events, size(&folder.join("replicas.parquet")), per_point, rows.rows() as f64)
+    };
+    let (small, large) = (measure(40), measure(160));
+    // Events per replica do not depend on how many replicas run.
+    let events_per_replica = small.0 / small.3;
+    let predicted = events_per_replica * large.3;
+    assert!((large.0 / predicted - 1.0).abs() < 0.05, "events: predicted {predicted}, measured {}", large.0);
+    // Replica rows: a fixed footer and schema plus bytes per row (compressed).
+    let empty = {
+        let out = dir.path().join("empty");
+        run(&[
+            "run",
+            "retry-storm",
+            "--replicas",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--no-report",
+            "--set",
+            "run.horizon_s=4",
+            "--set",
+            "run.warmup_s=1",
+        ]);
+        size(&out.join("retry-storm/replicas.parquet"))
+    };
+    let per_row = (small.1 - empty) / (small.3 - 2.0);
+    let predicted = empty + per_row * (large.3 - 2.0);
+    assert!((large.1 / predicted - 1.0).abs() < 0.15, "rows: predicted {predicted} B, measured {} B", large.1);
+    // What a point costs does not grow with replicas (histograms merge; series are sums).
+    assert!((large.2 / small.2 - 1.0).abs() < 0.25, "per point: {} B at 40, {} B at 160", small.2, large.2);
+}
