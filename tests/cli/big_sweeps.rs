@@ -261,24 +261,8 @@ fn the_sizing_formulas_predict_a_run_four_times_the_size() {
     let predicted = events_per_replica * large.3;
     assert!((large.0 / predicted - 1.0).abs() < 0.05, "events: predicted {predicted}, measured {}", large.0);
     // Replica rows: a fixed footer and schema plus bytes per row (compressed).
-    let empty = {
-        let out = dir.path().join("empty");
-        run(&[
-            "run",
-            "retry-storm",
-            "--replicas",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-            "--no-report",
-            "--set",
-            "run.horizon_s=4",
-            "--set",
-            "run.warmup_s=1",
-        ]);
-        size(&out.join("retry-storm/replicas.parquet"))
-    };
+    // (One replica of each of the two points: the footer, the schema and two rows.)
+    let empty = measure(1).1;
     let per_row = (small.1 - empty) / (small.3 - 2.0);
     let predicted = empty + per_row * (large.3 - 2.0);
     assert!((large.1 / predicted - 1.0).abs() < 0.15, "rows: predicted {predicted} B, measured {} B", large.1);

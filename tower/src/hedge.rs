@@ -186,7 +186,7 @@ where
             hedge_waiting: false,
             service,
             request,
-            grants: Grants { budget: self.budget.clone(), granted: [false; SLOTS] },
+            grants: Grants { budget: self.budget.clone(), granted: [false; SLOTS + 1] },
             state: self.state.clone(),
             clock: self.clock,
             classify: self.classify.clone(),
@@ -219,13 +219,17 @@ impl<F> Slots<F> {
     }
 }
 
-/// The hedges a budget granted, handed back when they end, even when the caller
-/// drops the call.
+/// The hedges a budget granted, by slot, handed back when they end, even when the
+/// caller drops the call. Place [`PENDING`] is the hedge granted but not yet sent (the
+/// service was not ready): its grant moves to the slot the hedge is sent in.
 #[derive(Debug)]
 struct Grants {
     budget: Option<Budget>,
-    granted: [bool; SLOTS],
+    granted: [bool; SLOTS + 1],
 }
+
+/// [`Grants`]' place for a granted hedge waiting for the service.
+const PENDING: usize = SLOTS;
 
 impl Grants {
     fn finish(&mut self, slot: usize) {
@@ -238,7 +242,7 @@ impl Grants {
 
 impl Drop for Grants {
     fn drop(&mut self) {
-        for slot in 0..SLOTS {
+        for slot in 0..=PENDING {
             self.finish(slot);
         }
     }
@@ -311,16 +315,20 @@ where
                             state.counts.hedge_wins += 1;
                         }
                     }
-                    // The others lose: dropped, which cancels them.
+                    // The others lose: dropped, which cancels them (and a hedge granted
+                    // but not yet sent is not sent).
                     for other in 0..SLOTS {
                         this.attempts.as_mut().slot(other).set(None);
                         this.grants.finish(other);
                     }
+                    this.grants.finish(PENDING);
                     *this.out = 0;
                     return Poll::Ready(result);
                 }
                 if *this.out == 0 {
-                    // Every attempt failed: the last failure is the try's answer.
+                    // Every attempt failed: the last failure is the try's answer (a hedge
+                    // still waiting for the service is not sent).
+                    this.grants.finish(PENDING);
                     return Poll::Ready(result);
                 }
                 // Another attempt may still answer; the budget hears this one's failure.
@@ -358,9 +366,7 @@ where
                     None => state.lock().counts.denied_by_budget += 1,
                     Some(granted) => {
                         *this.hedge_waiting = true;
-                        let free = (0..SLOTS).find(|&slot| this.attempts.as_mut().slot(slot).is_none());
-                        let free = free.expect("at most 1 + max_hedges attempts are out");
-                        this.grants.granted[free] = granted;
+                        this.grants.granted[PENDING] = granted;
                     }
                 }
             }
@@ -375,9 +381,10 @@ where
                     let free = free.expect("at most 1 + max_hedges attempts are out");
                     if ready.is_err() {
                         // The service cannot take the hedge; the attempts out go on.
-                        this.grants.finish(free);
+                        this.grants.finish(PENDING);
                         continue;
                     }
+                    this.grants.granted[free] = std::mem::take(&mut this.grants.granted[PENDING]);
                     this.attempts.as_mut().slot(free).set(Some(this.service.call(this.request.clone())));
                     *this.out += 1;
                     debug_assert!(*this.out <= MAX_HEDGES + 1);

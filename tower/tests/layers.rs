@@ -614,3 +614,77 @@ async fn admission_reads_an_attached_quota_meters_pressure() {
     assert_eq!(try_admit(&mut service, 2).await.err(), Some(Some(Rejected::AdmissionShed { rung: 2 })));
     try_admit(&mut service, 1).await.expect("CRITICAL goes").await.expect("answered");
 }
+
+/// Answers like [`Scripted`], but is ready only while its switch is on.
+#[derive(Clone)]
+struct Switched {
+    inner: Scripted,
+    on: Arc<Mutex<(bool, Option<std::task::Waker>)>>,
+}
+
+impl Switched {
+    fn set(&self, on: bool) {
+        let mut state = self.on.lock().unwrap();
+        state.0 = on;
+        if let Some(waker) = state.1.take().filter(|_| on) {
+            waker.wake();
+        }
+    }
+}
+
+impl Service<u32> for Switched {
+    type Response = u32;
+    type Error = Failed;
+    type Future = Pin<Box<dyn Future<Output = Result<u32, Failed>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Failed>> {
+        let mut state = self.on.lock().unwrap();
+        if state.0 {
+            Poll::Ready(Ok(()))
+        } else {
+            state.1 = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    fn call(&mut self, request: u32) -> Self::Future {
+        <Scripted as Service<u32>>::call(&mut self.inner, request)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_granted_while_the_service_is_not_ready_is_sent_when_it_is_or_handed_back() {
+    let retries = retry(retry_config(1, None), RetryBudget::Envoy(EnvoyBudget::new(0.0, 2)), 1);
+    let lent = || match &retries.state().lock().budget {
+        RetryBudget::Envoy(budget) => budget.active_retries(),
+        _ => unreachable!(),
+    };
+    let hedges = hedge(Some(fixed_hedge(Duration::from_millis(20), 1))).with_retry(&retries, true);
+    let switched = Switched {
+        // Each call's first attempt takes 100 ms, a hedge 10 ms.
+        inner: Scripted::new(|n| (Duration::from_millis(if n.is_multiple_of(2) { 100 } else { 10 }), Outcome::Success)),
+        on: Arc::new(Mutex::new((true, None))),
+    };
+    let mut service = hedges.clone().classify(scripted_outcomes()).layer(switched.clone());
+    // The first attempt goes; the service then stops being ready: the hedge granted at
+    // 20 ms waits, and goes at 25 ms when the service is ready again; it wins at 35 ms.
+    let call = service.call(0);
+    switched.set(false);
+    let pending = tokio::spawn(call);
+    tokio::time::sleep(Duration::from_millis(25)).await;
+    assert_eq!(lent(), 1, "the hedge was granted and waits");
+    switched.set(true);
+    let start = tokio::time::Instant::now();
+    assert_eq!(pending.await.unwrap().expect("the hedge wins"), 1);
+    assert_eq!(start.elapsed(), Duration::from_millis(10), "sent at 25 ms, answered 10 ms later");
+    assert_eq!(lent(), 0);
+    // Never ready again: the first attempt answers, and the waiting hedge's loan is given back.
+    let call = service.call(0);
+    switched.set(false);
+    let pending = tokio::spawn(call);
+    tokio::time::sleep(Duration::from_millis(25)).await;
+    assert_eq!(lent(), 1);
+    assert_eq!(pending.await.unwrap().expect("the first attempt answers"), 2);
+    assert_eq!(lent(), 0, "a hedge never sent gives back its loan");
+    assert_eq!(switched.inner.calls(), 3);
+}

@@ -215,13 +215,19 @@ impl Evaluator for Simulation<'_> {
             }
             None => self.run_round(&scenario, round, ranges)?,
         };
-        let part = Part::read(&dir, &scenario)?;
+        let part = Part::read(&dir)?;
         self.played.push(dir);
+        // Per candidate, per replica, the tracked metrics' values (one read of its rows).
         let values = (0..points.len() as u32)
             .map(|c| {
-                let columns: Vec<Vec<f64>> =
-                    self.tracked.iter().map(|&m| part.metric_values(&scenario, c, m)).collect::<Result<_>>()?;
-                Ok((0..columns[0].len()).map(|j| columns.iter().map(|column| column[j]).collect()).collect())
+                let mut replicas: Vec<Vec<f64>> = Vec::new();
+                part.stream_point(&scenario, c, &mut |rows| {
+                    let each =
+                        (0..rows.replica.len()).map(|j| self.tracked.iter().map(|&m| rows.metrics[m][j]).collect());
+                    replicas.extend(each);
+                    Ok(())
+                })?;
+                Ok(replicas)
             })
             .collect::<Result<_>>()?;
         Ok(values)
@@ -296,8 +302,7 @@ pub fn execute(
     let outcome = search(settings, request.constraints.clone(), &shape, &mut simulation)?;
     let candidates = simulation.candidates.scenario(&outcome.points)?;
     let produce = |sinks: Sinks| -> Result<()> {
-        let parts: Vec<Part> =
-            simulation.played.iter().map(|dir| Part::read(dir, &candidates)).collect::<Result<_>>()?;
+        let parts: Vec<Part> = simulation.played.iter().map(|dir| Part::read(dir)).collect::<Result<_>>()?;
         for c in 0..outcome.points.len() as u32 {
             let replicas = outcome.race.replicas(c as usize);
             let mut gather = Gather::new(&candidates, c, 0..replicas);

@@ -234,7 +234,7 @@ impl Checkpoint {
             for (i, piece) in self.pieces.iter().enumerate().filter(|(_, p)| p.first <= index && index <= p.last) {
                 let part = match carried.take() {
                     Some((j, part)) if j == i => part,
-                    _ => Part::read(&piece.dir, scenario)?,
+                    _ => Part::read(&piece.dir)?,
                 };
                 gather.add(&part, sinks.records)?;
                 if piece.last > index {

@@ -102,7 +102,7 @@ const READ_BATCH: usize = 8192;
 impl Part {
     /// Opens a partial folder, finding each point's rows by reading its `grid_point`
     /// and `replica` columns (a checkpoint piece or an optimizer's round: small).
-    pub(crate) fn read(dir: &Path, _scenario: &Scenario) -> Result<Part> {
+    pub(crate) fn read(dir: &Path) -> Result<Part> {
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
         let replicas = Table::read_rows(
             &dir.join("replicas.parquet"),
@@ -160,16 +160,6 @@ impl Part {
             each(PointRows { replica: replica.into_iter().map(|r| r as u32).collect(), seed, metrics })
         };
         Table::stream_rows(&path, &[], rows.clone(), READ_BATCH, &|e| bad(e.reason), &mut read)
-    }
-
-    /// Grid point `point`'s values of metric `metric` (model order), in replica order.
-    pub(crate) fn metric_values(&self, scenario: &Scenario, point: u32, metric: usize) -> Result<Vec<f64>> {
-        let mut values = Vec::new();
-        self.stream_point(scenario, point, &mut |rows| {
-            values.extend_from_slice(&rows.metrics[metric]);
-            Ok(())
-        })?;
-        Ok(values)
     }
 
     /// Grid point `point`'s partial rows (histograms, series sums, counts, compute).
