@@ -618,21 +618,14 @@ fn merge(args: MergeArgs) -> Result<()> {
         println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
         // What the merge cost: "Sizing a big sweep" in the README reads these.
         let seconds = started.elapsed().as_secs_f64();
-        let peak = peak_memory_mib().map_or(String::new(), |mib| format!(", peak memory {mib:.1} MiB"));
+        let peak = stampede_experiments::run::budget::peak_rss_bytes()
+            .map_or(String::new(), |bytes| format!(", peak memory {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
         println!("merge took {seconds:.2} s ({:.1} ms per shard){peak}", seconds * 1e3 / dirs.len() as f64);
         if !no_report {
             println!("report: {}", report.output_dir.join("report.html").display());
         }
     }
     Ok(())
-}
-
-/// This process's peak resident memory (Linux's VmHWM), in MiB; `None` elsewhere.
-fn peak_memory_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: f64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib / 1024.0)
 }
 
 /// Writes report.html into the run's staging folder unless `--no-report`.

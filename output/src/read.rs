@@ -31,20 +31,13 @@ impl Table {
         let reader = ParquetRecordBatchReaderBuilder::try_new(file)
             .and_then(|builder| builder.build())
             .map_err(|e| OutputError::new(path, format!("not a readable Parquet file: {e}")))?;
-        let mut columns: Option<Vec<(String, ColumnValues)>> = None;
+        let mut all: Option<Table> = None;
         for batch in reader {
             let batch = batch.map_err(|e| OutputError::new(path, e))?;
-            let values = batch_columns(path, &batch)?;
-            match &mut columns {
-                None => columns = Some(values),
-                Some(columns) => {
-                    for ((_, all), (_, more)) in columns.iter_mut().zip(values) {
-                        all.append(more);
-                    }
-                }
-            }
+            let more = Table { columns: batch_columns(path, &batch)?, path: path.to_path_buf() };
+            Table::extend(&mut all, more);
         }
-        Ok(Table { columns: columns.unwrap_or_default(), path: path.to_path_buf() })
+        Ok(all.unwrap_or(Table { columns: Vec::new(), path: path.to_path_buf() }))
     }
 
     /// Rows `rows` of `path` (a file [`crate::TableWriter`] wrote), only the columns
@@ -53,17 +46,22 @@ impl Table {
     pub fn read_rows(path: &Path, columns: &[&str], rows: std::ops::Range<usize>) -> Result<Table> {
         let mut all: Option<Table> = None;
         Table::stream_rows(path, columns, rows, 8192, &|error| error, &mut |batch| {
-            match &mut all {
-                None => all = Some(batch),
-                Some(all) => {
-                    for ((_, column), (_, more)) in all.columns.iter_mut().zip(batch.columns) {
-                        column.append(more);
-                    }
-                }
-            }
+            Table::extend(&mut all, batch);
             Ok(())
         })?;
         Ok(all.expect("stream_rows hands on at least one batch"))
+    }
+
+    /// `more`'s rows after `all`'s (the same columns), or `more` itself when `all` is empty.
+    fn extend(all: &mut Option<Table>, more: Table) {
+        match all {
+            None => *all = Some(more),
+            Some(all) => {
+                for ((_, column), (_, rows)) in all.columns.iter_mut().zip(more.columns) {
+                    column.append(rows);
+                }
+            }
+        }
     }
 
     /// [`Self::read_rows`] in batches of at most `batch` rows, each handed to `each` as
@@ -222,14 +220,7 @@ pub fn read_output_table(dir: &Path, name: &str, files: &[String]) -> Result<Opt
         let mut table = Table::read(&dir.join(file))?;
         let rows = table.rows();
         table.columns.insert(0, ("grid_point".to_string(), ColumnValues::U32(vec![point; rows])));
-        match &mut all {
-            None => all = Some(table),
-            Some(all) => {
-                for ((_, column), (_, more)) in all.columns.iter_mut().zip(table.columns) {
-                    column.append(more);
-                }
-            }
-        }
+        Table::extend(&mut all, table);
     }
     Ok(all.map(|table| Table { path: dir.join(name), ..table }))
 }

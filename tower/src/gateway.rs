@@ -31,11 +31,8 @@ use std::time::Duration;
 use stampede_engine::models::gateway::{Client, Gate, GatewayParams, LimiterScope};
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::CircuitBreaker;
-use stampede_engine::policy::bulkhead::BulkheadConfig;
-use stampede_engine::policy::classify::{RetryClassifier, RetryDecision};
-use stampede_engine::policy::limiter::ConcurrencyLimiter;
-use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits};
-use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::retry_budget::RetryBudget;
 use stampede_engine::policy::Criticality;
 use stampede_experiments::models::gateway::Gateway;
 use stampede_experiments::{Error, Result};
@@ -96,21 +93,10 @@ impl GatewayStacks {
         let p = &params;
         let nanos = Duration::from_nanos;
         let capacity = p.classes.iter().map(|c| c.bulkhead_slots).sum::<u32>().max(1);
-        let meters: Vec<QuotaLayer<()>> = p
-            .tiers
-            .iter()
-            .map(|tier| {
-                let limits = QuotaLimits {
-                    requests_per_minute: tier.spec.rpm,
-                    input_tokens_per_minute: tier.spec.itpm,
-                    output_tokens_per_minute: tier.spec.otpm,
-                };
-                // One process is one gateway instance: its meter is the fleet's when the
-                // quota is coordinated, its own share when split.
-                let config = QuotaConfig { instances: p.instances, ..p.quota };
-                quota_meter(limits, config, ())
-            })
-            .collect();
+        // One process is one gateway instance: its meter is the fleet's when the quota is
+        // coordinated, its own share when split.
+        let meters: Vec<QuotaLayer<()>> =
+            (0..p.tiers.len()).map(|tier| quota_meter(p.quota_limits(tier), p.quota, ())).collect();
         let mut admission = admission(
             AdmissionConfig {
                 ladder: p.ladder,
@@ -124,18 +110,9 @@ impl GatewayStacks {
         for meter in &meters {
             admission = admission.with_quota(meter.meter());
         }
-        let bulkheads = p
-            .classes
-            .iter()
-            .map(|c| {
-                let config = BulkheadConfig {
-                    slots: c.bulkhead_slots,
-                    queue_capacity: c.bulkhead_queue,
-                    order: p.bulkhead_order,
-                    codel: p.codel,
-                };
-                bulkhead(config, nanos(c.deadline))
-            })
+        // A waiter gives up at its class's deadline.
+        let bulkheads = (0..p.classes.len())
+            .map(|class| bulkhead(p.bulkhead_config(class), nanos(p.classes[class].deadline)))
             .collect();
         let limiter_count = match p.limiter_scope {
             LimiterScope::Class => p.classes.len(),
@@ -144,11 +121,7 @@ impl GatewayStacks {
         let clock = Clock::new();
         let limiters = (0..limiter_count)
             .map(|index| {
-                let limiter = match p.limiter_window {
-                    Some(window) => ConcurrencyLimiter::windowed(p.limiter, window),
-                    None => ConcurrencyLimiter::new(p.limiter),
-                };
-                let gate = LimitGate::new(limiter, seed.wrapping_add(index as u64));
+                let gate = LimitGate::new(p.limiter(), seed.wrapping_add(index as u64));
                 GateLayer::new(gate, clock, ErrorsFail, AllCritical)
             })
             .collect();
@@ -157,11 +130,8 @@ impl GatewayStacks {
             .iter()
             .map(|_| GateLayer::new(BreakerGate(CircuitBreaker::new(p.breaker)), clock, ErrorsFail, AllCritical))
             .collect();
-        // The gateway's one budget (the model's: a ratio of successes, 100 tokens at most).
-        let budget = match p.retry_budget {
-            Some(ratio) => RetryBudget::Ratio(RatioBudget::new(ratio, 100.0, 100.0 * ratio)),
-            None => RetryBudget::Unlimited,
-        };
+        // The gateway's one budget, the model's.
+        let budget = p.ratio_budget().map_or(RetryBudget::Unlimited, RetryBudget::Ratio);
         let first = RetryConfig {
             max_attempts: 1,
             backoff: Backoff::Constant { delay: 0 },
@@ -214,17 +184,10 @@ impl GatewayStacks {
             Client::Naive { attempts, timeout: call_timeout } => {
                 // One timeout per call around immediate attempts on any failure.
                 steps[0] = Step::Timeout(timeout(Some(Duration::from_nanos(call_timeout))));
-                let every_failure = RetryClassifier {
-                    rate_limited: RetryDecision::Retry,
-                    overloaded: RetryDecision::Retry,
-                    server_error: RetryDecision::Retry,
-                    timeout: RetryDecision::Retry,
-                    client_error: RetryDecision::Never,
-                };
                 let config = RetryConfig {
                     max_attempts: attempts.max(1),
                     backoff: Backoff::Constant { delay: 0 },
-                    classifier: every_failure,
+                    classifier: RetryClassifier::EVERY_FAILURE,
                     deadline: None,
                 };
                 steps[1] = Step::Retry(self.retry.sharing_budget(config));

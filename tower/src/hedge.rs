@@ -62,16 +62,10 @@ pub struct HedgeState {
 /// The retry layer a hedge reports to: every attempt's failure that is not the try's
 /// answer goes to its budget's `on_outcome` (the answer's is the retry layer's to
 /// report), and when `spend`, a hedge asks the budget first.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Budget {
     retry: Shared<RetryState>,
     spend: bool,
-}
-
-impl Clone for Budget {
-    fn clone(&self) -> Self {
-        Budget { retry: self.retry.clone(), spend: self.spend }
-    }
 }
 
 /// The layer; with no policy (a scenario edge without `[hedge]`) it passes every call

@@ -277,13 +277,7 @@ pub fn from_cluster_scenario(path: impl AsRef<Path>, point: Option<usize>, seed:
     let retry_config = RetryConfig {
         max_attempts: max_attempts.max(1),
         backoff,
-        classifier: RetryClassifier {
-            rate_limited: RetryDecision::Retry,
-            overloaded: RetryDecision::Retry,
-            server_error: RetryDecision::Retry,
-            timeout: RetryDecision::Retry,
-            client_error: RetryDecision::Never,
-        },
+        classifier: RetryClassifier::EVERY_FAILURE,
         deadline: None,
     };
     let attempt_timeout = Some(Duration::from_nanos(params.attempt_timeout));

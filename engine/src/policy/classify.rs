@@ -69,6 +69,16 @@ impl Default for RetryClassifier {
 }
 
 impl RetryClassifier {
+    /// Every failure retried at once, whatever the server says, and never a client
+    /// error: the naive clients (the gateway's, the cluster's).
+    pub const EVERY_FAILURE: RetryClassifier = RetryClassifier {
+        rate_limited: RetryDecision::Retry,
+        overloaded: RetryDecision::Retry,
+        server_error: RetryDecision::Retry,
+        timeout: RetryDecision::Retry,
+        client_error: RetryDecision::Never,
+    };
+
     /// The decision for `outcome`; success is never retried.
     #[inline]
     pub fn classify(&self, outcome: Outcome) -> RetryDecision {

@@ -212,7 +212,7 @@ impl<'h> Gateway<'h> {
             limiter_queue_capacity,
             breakers: (0..classes).map(|_| CircuitBreaker::new(p.breaker)).collect(),
             // Starts as if 100 calls had succeeded: a ratio of 0 funds no retry at all.
-            budget: p.retry_budget.map(|ratio| RatioBudget::new(ratio, 100.0, 100.0 * ratio)),
+            budget: p.ratio_budget(),
             retry_pos: if stack { p.gates.iter().position(|g| *g == Gate::Retry).map(|i| i as u8) } else { None },
             has_fallback_gate: has(Gate::Fallback),
             turns: Slab::with_capacity(1024),

@@ -8,10 +8,11 @@ use crate::kernel::time::Nanos;
 use crate::policy::admission::Ladder;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
-use crate::policy::bulkhead::{CoDelConfig, QueueOrder};
+use crate::policy::bulkhead::{BulkheadConfig, CoDelConfig, QueueOrder};
 use crate::policy::classify::RetryClassifier;
-use crate::policy::limiter::{LimiterKind, SampleWindow};
-use crate::policy::quota::QuotaConfig;
+use crate::policy::limiter::{ConcurrencyLimiter, LimiterKind, SampleWindow};
+use crate::policy::quota::{QuotaConfig, QuotaLimits};
+use crate::policy::retry_budget::RatioBudget;
 
 use super::gates::Gate;
 
@@ -275,6 +276,41 @@ pub struct GatewayParams {
 }
 
 impl GatewayParams {
+    /// One concurrency limiter of the adaptive gate (per class or per tier).
+    pub fn limiter(&self) -> ConcurrencyLimiter {
+        match self.limiter_window {
+            Some(window) => ConcurrencyLimiter::windowed(self.limiter, window),
+            None => ConcurrencyLimiter::new(self.limiter),
+        }
+    }
+
+    /// Class `class`'s bulkhead: its slots and queue, the gateway's order and CoDel.
+    pub fn bulkhead_config(&self, class: usize) -> BulkheadConfig {
+        let c = &self.classes[class];
+        BulkheadConfig {
+            slots: c.bulkhead_slots,
+            queue_capacity: c.bulkhead_queue,
+            order: self.bulkhead_order,
+            codel: self.codel,
+        }
+    }
+
+    /// Tier `tier`'s quota: its requests, input and output tokens per minute.
+    pub fn quota_limits(&self, tier: usize) -> QuotaLimits {
+        let spec = &self.tiers[tier].spec;
+        QuotaLimits {
+            requests_per_minute: spec.rpm,
+            input_tokens_per_minute: spec.itpm,
+            output_tokens_per_minute: spec.otpm,
+        }
+    }
+
+    /// The gateway's one retry budget: a ratio of successes, 100 tokens at most, a
+    /// full window's worth to start; `None` when retries are unbudgeted.
+    pub fn ratio_budget(&self) -> Option<RatioBudget> {
+        self.retry_budget.map(|ratio| RatioBudget::new(ratio, 100.0, 100.0 * ratio))
+    }
+
     /// A call of `class`'s latency on an idle tier (its mean first token plus the
     /// mean output's decode): admission's expected latency before any call ended.
     pub fn unloaded_latency(&self, class: usize) -> Nanos {

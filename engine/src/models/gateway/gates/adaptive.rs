@@ -124,11 +124,7 @@ pub(in crate::models::gateway) fn limiters(p: &GatewayParams) -> Vec<Concurrency
         LimiterScope::Class => p.classes.len(),
         LimiterScope::Tier => p.tiers.len(),
     };
-    let limiter = |_| match p.limiter_window {
-        Some(window) => ConcurrencyLimiter::windowed(p.limiter, window),
-        None => ConcurrencyLimiter::new(p.limiter),
-    };
-    (0..count).map(limiter).collect()
+    (0..count).map(|_| p.limiter()).collect()
 }
 
 /// How many calls may wait for each limiter: its classes' bulkhead queues.

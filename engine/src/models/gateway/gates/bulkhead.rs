@@ -6,8 +6,8 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::models::gateway::params::GatewayParams;
+use crate::policy::bulkhead::Bulkhead;
 use crate::policy::bulkhead::{Acquire, Dropped, Waiter};
-use crate::policy::bulkhead::{Bulkhead, BulkheadConfig};
 
 use super::Entry;
 use crate::models::gateway::model::Gateway;
@@ -69,13 +69,5 @@ impl Gateway<'_> {
 
 /// One bulkhead per class, sized by the class.
 pub(in crate::models::gateway) fn bulkheads(p: &GatewayParams) -> Vec<Bulkhead> {
-    let bulkhead = |c: &crate::models::gateway::params::ClassParams| {
-        Bulkhead::new(BulkheadConfig {
-            slots: c.bulkhead_slots,
-            queue_capacity: c.bulkhead_queue,
-            order: p.bulkhead_order,
-            codel: p.codel,
-        })
-    };
-    p.classes.iter().map(bulkhead).collect()
+    (0..p.classes.len()).map(|class| Bulkhead::new(p.bulkhead_config(class))).collect()
 }

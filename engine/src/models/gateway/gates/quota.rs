@@ -9,7 +9,7 @@ use crate::kernel::time::Nanos;
 use crate::models::gateway::params::GatewayParams;
 use crate::models::gateway::params::IncidentKind;
 use crate::policy::quota::Reserve;
-use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter};
+use crate::policy::quota::{QuotaConfig, QuotaMeter};
 
 use super::Entry;
 use crate::models::gateway::model::Gateway;
@@ -71,19 +71,15 @@ impl Gateway<'_> {
 /// when split (`instances × tiers`, instance-major). A coordinated quota that may lose
 /// its coordinator also gets the per-instance sets it falls back to, after its own.
 pub(in crate::models::gateway) fn quota_meters(p: &GatewayParams) -> Vec<QuotaMeter> {
-    let limits = |tier: &crate::models::gateway::params::TierParams| QuotaLimits {
-        requests_per_minute: tier.spec.rpm,
-        input_tokens_per_minute: tier.spec.itpm,
-        output_tokens_per_minute: tier.spec.otpm,
-    };
+    let tiers = 0..p.tiers.len();
     let split = QuotaConfig { coordinated: false, ..p.quota };
     let per_instance =
-        || (0..p.instances).flat_map(|_| p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), split)));
+        || (0..p.instances).flat_map(|_| tiers.clone().map(|tier| QuotaMeter::new(p.quota_limits(tier), split)));
     let can_fail = p.incidents.iter().any(|i| i.kind == IncidentKind::CoordinatorOutage);
     match (p.quota.coordinated, can_fail) {
-        (true, false) => p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), p.quota)).collect(),
+        (true, false) => tiers.clone().map(|tier| QuotaMeter::new(p.quota_limits(tier), p.quota)).collect(),
         (true, true) => {
-            p.tiers.iter().map(|tier| QuotaMeter::new(limits(tier), p.quota)).chain(per_instance()).collect()
+            tiers.clone().map(|tier| QuotaMeter::new(p.quota_limits(tier), p.quota)).chain(per_instance()).collect()
         }
         (false, _) => per_instance().collect(),
     }
