@@ -95,10 +95,11 @@ struct MergeArgs {
     /// Replace OUT/<scenario name>/ even if it holds files stampede did not write.
     #[arg(long)]
     force: bool,
-    /// Which per-replica rows to write: all (default), none, or sample:N (replicas 0..N
-    /// of each grid point). The summary, histograms and series are exact either way.
-    #[arg(long, value_name = "all|none|sample:N", default_value = "all", value_parser = parse_replica_rows)]
-    replica_rows: ReplicaRows,
+    /// Which per-replica rows to write: all, none, or sample:N (replicas 0..N of each
+    /// grid point); by default the rows the shards kept. The summary, histograms and
+    /// series are exact either way.
+    #[arg(long, value_name = "all|none|sample:N", value_parser = parse_replica_rows)]
+    replica_rows: Option<ReplicaRows>,
     /// `grid_point`: write replica rows and series as hive-partitioned files,
     /// replicas/grid_point=K/part-0.parquet and timeseries/grid_point=K/part-0.parquet.
     #[arg(long, value_name = "grid_point", value_parser = parse_partition_by)]
@@ -232,6 +233,7 @@ struct RunArgs {
     force: bool,
     /// Which per-replica rows to write: all (default), none, or sample:N (replicas 0..N
     /// of each grid point). The summary, histograms and series are exact either way.
+    /// With --shard, the rows the shard keeps: its merge writes these or fewer.
     #[arg(long, value_name = "all|none|sample:N", default_value = "all", value_parser = parse_replica_rows)]
     replica_rows: ReplicaRows,
     /// `grid_point`: write replica rows and series as hive-partitioned files,
@@ -462,9 +464,9 @@ fn run(args: RunArgs) -> Result<()> {
                 "--trace with --shard: trace a whole run (the trace is one replica; no shard needs it)",
             ));
         }
-        if writing(&args).shape != Shape::default() {
+        if args.partition_by.unwrap_or(false) {
             return Err(Error::bad_input(
-                "--replica-rows and --partition-by with --shard: give them to `stampede merge`, which writes the merged folder (a shard keeps every row, for the exact merge)",
+                "--partition-by with --shard: give it to `stampede merge`, which writes the merged folder (a shard's rows are one file)",
             ));
         }
         return run_shard(&scenario, shard, &args);
@@ -611,7 +613,10 @@ fn merge(args: MergeArgs) -> Result<()> {
         Ok(())
     };
     let documents = Documents { files: if no_report { vec![] } else { vec!["report.html"] }, write: &write };
-    let shape = Shape { replica_rows: args.replica_rows, partition_by_point: args.partition_by.unwrap_or(false) };
+    let shape = Shape {
+        replica_rows: args.replica_rows.unwrap_or(shards.kept),
+        partition_by_point: args.partition_by.unwrap_or(false),
+    };
     let report =
         execute_merge(&shards, &args.out, Some(&documents), Writing { resume: false, force: args.force, shape })?;
     if !args.quiet {

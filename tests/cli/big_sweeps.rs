@@ -166,10 +166,102 @@ fn a_merge_writes_the_shapes_a_single_run_writes() {
         );
         assert!(a == b, "{flags:?}: the merge differs from the single run");
     }
-    // A shard keeps every row: the shapes are the merge's to choose.
-    let refused = stampede(&["run", "retry-storm", "--out", &parts, "--shard", "0/3", "--replica-rows", "none"]);
+    // A shard's rows are one file: the partitioning is the merge's to choose.
+    let refused = stampede(&["run", "retry-storm", "--out", &parts, "--shard", "0/3", "--partition-by", "grid_point"]);
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("give them to `stampede merge`"), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("give it to `stampede merge`"), "{}", stderr(&refused));
+}
+
+/// Runs `retry-storm` (3 grid points × 7 replicas) as `count` shards keeping `rows`
+/// under `root/NAME/shards`.
+fn shards_keeping(root: &str, count: u32, rows: &str) -> String {
+    for k in 0..count {
+        let shard = format!("{k}/{count}");
+        run(&[
+            "run",
+            "retry-storm",
+            "--replicas",
+            "7",
+            "--out",
+            root,
+            "--quiet",
+            "--shard",
+            &shard,
+            "--threads",
+            "1",
+            "--replica-rows",
+            rows,
+        ]);
+    }
+    format!("{root}/retry-storm/shards")
+}
+
+/// A shard that keeps no rows hands the merge its exact moments: the merged summary
+/// is byte-identical to one process's, at 1 and 7 shards, and the shards are a
+/// fraction of the size. A merge cannot write rows its shards did not keep.
+#[test]
+fn shards_that_keep_no_rows_merge_to_the_single_run_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let single = |rows: &str| {
+        let out = root(&format!("single-{rows}"));
+        let args = ["run", "retry-storm", "--replicas", "7", "--out", &out, "--quiet", "--no-report"];
+        run(&[&args[..], &["--replica-rows", rows]].concat());
+        parquet_tables(&Path::new(&out).join("retry-storm"))
+    };
+    let merged = |shards: &str, name: &str, flags: &[&str]| {
+        let out = root(name);
+        let output = stampede(&[&["merge", shards, "--out", &out, "--no-report"], flags].concat());
+        assert!(output.status.success(), "{}", stderr(&output));
+        parquet_tables(&Path::new(&out).join("retry-storm"))
+    };
+    let (all, none, sample) = (single("all"), single("none"), single("sample:2"));
+    for count in [1, 7] {
+        let shards = shards_keeping(&root(&format!("none{count}")), count, "none");
+        let rows: usize = (0..count)
+            .map(|k| Table::row_count(Path::new(&format!("{shards}/shard={k}/replicas.parquet"))).unwrap())
+            .sum();
+        assert_eq!(rows, 0, "{count} shards kept rows");
+        // The merge follows the shards' --replica-rows by default.
+        assert!(
+            merged(&shards, &format!("merged-none{count}"), &[]) == none,
+            "{count} shards: differs from one process"
+        );
+        let refused = stampede(&["merge", &shards, "--out", &root("refused"), "--replica-rows", "all"]);
+        assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+        assert!(stderr(&refused).contains("the shards kept only --replica-rows none"), "{}", stderr(&refused));
+        assert!(!Path::new(&root("refused")).join("retry-storm").exists(), "a refused merge wrote nothing");
+    }
+    // Every table but the rows is the same as with every row kept.
+    let without_rows = |tables: &Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+        tables.iter().filter(|(name, _)| name != "replicas.parquet").cloned().collect()
+    };
+    assert!(without_rows(&none) == without_rows(&all));
+    // A sample: the shards keep replicas 0 and 1 of each point; a merge writes them or fewer.
+    let shards = shards_keeping(&root("sample"), 3, "sample:2");
+    assert!(merged(&shards, "merged-sample", &[]) == sample);
+    assert!(merged(&shards, "merged-sample-none", &["--replica-rows", "none"]) == none);
+    let refused = stampede(&["merge", &shards, "--out", &root("refused"), "--replica-rows", "sample:3"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    // Shards of one run kept alike, or the merge says which did not.
+    let mixed = root("mixed");
+    shards_keeping(&mixed, 2, "all");
+    run(&[
+        "run",
+        "retry-storm",
+        "--replicas",
+        "7",
+        "--out",
+        &mixed,
+        "--quiet",
+        "--shard",
+        "1/2",
+        "--replica-rows",
+        "none",
+    ]);
+    let refused = stampede(&["merge", &format!("{mixed}/retry-storm/shards"), "--out", &root("refused")]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("run every shard with the same --replica-rows"), "{}", stderr(&refused));
 }
 
 #[test]

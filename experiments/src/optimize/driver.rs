@@ -27,6 +27,7 @@ use super::search::{search, Evaluator, Outcome, Point};
 use super::space::Dimension;
 use crate::base::error::{Error, Result};
 use crate::resolved::{GridPoint, Scenario};
+use crate::run::layout::ReplicaRows;
 use crate::run::partial::{Gather, Part, PartWriter};
 use crate::run::pipeline::{write_run, Documents, Writing};
 use crate::run::report::RunReport;
@@ -242,7 +243,7 @@ impl Simulation<'_> {
             std::fs::remove_dir_all(&temporary).map_err(&e)?;
         }
         std::fs::create_dir_all(&temporary).map_err(&e)?;
-        let writer = std::cell::RefCell::new(PartWriter::create_scratch(&temporary, scenario)?);
+        let writer = std::cell::RefCell::new(PartWriter::create_scratch(&temporary, scenario, ReplicaRows::All)?);
         let mut records = |records: &[ReplicaRecord]| writer.borrow_mut().records(scenario, records);
         let mut points =
             |point: &GridPoint, result: PointResult| writer.borrow_mut().point(scenario, point.index, &result);

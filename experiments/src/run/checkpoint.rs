@@ -16,6 +16,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use stampede_output::{StagedFile, StagedSet};
 
+use super::layout::ReplicaRows;
 use super::partial::{Gather, Part, PartWriter};
 use super::plan::Plan;
 use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
@@ -35,6 +36,8 @@ struct Piece {
 /// A run's checkpoint folder.
 pub struct Checkpoint {
     dir: PathBuf,
+    /// The replica rows its pieces keep (part of the identity: a resume keeps them alike).
+    keep: ReplicaRows,
     pieces: Vec<Piece>,
     /// Tasks already done when it was opened (for the progress bar).
     pub resumed_tasks: u64,
@@ -85,9 +88,11 @@ fn refuse_unless_checkpoint(dir: &Path) -> Result<()> {
 }
 
 impl Checkpoint {
-    /// Opens `dir` for the run `identity`: with `resume`, keeps the pieces of that run
-    /// (refusing another run's); without, starts over.
-    pub fn open(dir: &Path, identity: &str, resume: bool) -> Result<Checkpoint> {
+    /// Opens `dir` for the run `identity` whose pieces keep the replica rows `keep`:
+    /// with `resume`, keeps the pieces of that run (refusing another run's); without,
+    /// starts over.
+    pub fn open(dir: &Path, identity: &str, keep: ReplicaRows, resume: bool) -> Result<Checkpoint> {
+        let identity = &format!("{identity} rows {}", keep.name());
         let e = io(dir);
         let mut pieces = Vec::new();
         if resume && !dir.exists() {
@@ -104,7 +109,7 @@ impl Checkpoint {
             let recorded: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             if recorded.get("identity").and_then(Value::as_str) != Some(identity) {
                 return Err(Error::bad_input(format!(
-                    "--resume: the checkpoint in {} belongs to another run (another scenario, seed, replicas, shard or \
+                    "--resume: the checkpoint in {} belongs to another run (another scenario, seed, replicas, shard, --replica-rows or \
                      stampede version); run without --resume to start over",
                     dir.display()
                 )));
@@ -140,7 +145,7 @@ impl Checkpoint {
         let bytes = serde_json::to_vec_pretty(&json!({"identity": identity})).expect("JSON serialises");
         StagedFile::with_contents(dir, "checkpoint.json", &bytes)?.commit()?;
         let resumed_tasks = pieces.iter().map(|p| p.to - p.from).sum();
-        Ok(Checkpoint { dir: dir.to_path_buf(), pieces, resumed_tasks })
+        Ok(Checkpoint { dir: dir.to_path_buf(), keep, pieces, resumed_tasks })
     }
 
     /// Runs every task of `plan` not in a piece yet, a piece at a time.
@@ -193,7 +198,7 @@ impl Checkpoint {
         let e = io(&self.dir);
         let temporary = self.dir.join(format!(".piece-{from:012}-{}", std::process::id()));
         std::fs::create_dir_all(&temporary).map_err(&e)?;
-        let writer = std::cell::RefCell::new(PartWriter::create_scratch(&temporary, scenario)?);
+        let writer = std::cell::RefCell::new(PartWriter::create_scratch(&temporary, scenario, self.keep)?);
         let (mut first, mut last) = (u32::MAX, 0u32);
         let window = plan.window(from, to);
         let mut records = |records: &[ReplicaRecord]| -> Result<()> {

@@ -8,6 +8,7 @@ pub mod budget;
 pub mod checkpoint;
 pub mod latency;
 pub mod layout;
+pub mod moments;
 pub mod partial;
 pub mod pipeline;
 pub mod plan;

@@ -1,11 +1,14 @@
 //! Partial results: what a shard or a checkpoint piece holds, written and read back.
 //!
-//! A partial folder is `replicas.parquet` (its replicas' rows, columns as a full
-//! run's) and `partials.parquet` (per grid point its latency histograms, the exact
-//! integer sums behind its time series, its count histogram and its compute time).
-//! [`gather`] rebuilds one grid point from any set of partials: its records in
-//! replica order and its partials summed — exactly what the runner hands on — so a
-//! merge, a resume and a single run fold the same numbers in the same order.
+//! A partial folder is `replicas.parquet` (the replica rows it keeps, columns as a
+//! full run's: every row, or none, or a sample — see [`ReplicaRows`]) and
+//! `partials.parquet` (per grid point the replicas it holds, their metrics' exact
+//! moments, latency histograms, the exact integer sums behind its time series, its
+//! count histogram and its compute time). [`Gather`] rebuilds one grid point from any
+//! set of partials: its kept records in replica order and its partials summed —
+//! exactly what the runner hands on. Every sum is exact (integers, and
+//! [`Moments`]), so a merge, a resume and a single run give the same bits whatever
+//! the split, and a part needs no rows for the summary to be exact.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,12 +18,16 @@ use stampede_engine::LatencyHistogram;
 use stampede_output::hdr::{deserialize_v2, serialize_v2};
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedSet, Table, TableWriter};
 
+use super::layout::ReplicaRows;
+use super::moments::Moments;
 use super::report::MANIFEST_FORMAT;
 use super::rows::{replica_columns, replica_values_columns};
 use super::runner::{summaries, PointResult, ReplicaRecord, SeriesSums};
-use super::stats::Welford;
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
+
+/// The partial folders' layout: 2 since each point carries its replicas' exact moments.
+const PARTIAL_FORMAT: &str = "partials 2";
 
 /// What identifies a run: shards with the same fingerprint merge into it.
 pub fn fingerprint(scenario: &Scenario) -> String {
@@ -30,6 +37,7 @@ pub fn fingerprint(scenario: &Scenario) -> String {
         scenario.run.seed.to_string(),
         scenario.run.replicas.to_string(),
         MANIFEST_FORMAT.to_string(),
+        PARTIAL_FORMAT.to_string(),
         env!("CARGO_PKG_VERSION").to_string(),
     ] {
         hash.update(part.as_bytes());
@@ -48,12 +56,21 @@ fn partial_columns() -> Vec<ColumnSpec> {
     ]
 }
 
-/// One point's partial rows: `hdr:NAME` (V2 bytes; extra = values clamped to the
-/// top), `series:NAME` (per bucket sum and sum of squares, u128 LE), `counts`
+/// The partial row that says which replicas a part holds of a point (replicas = how
+/// many, extra = the first) and carries their metrics' moments.
+const MOMENTS: &str = "moments";
+
+/// One point's partial rows: `moments` (the replicas held; every metric's
+/// [`Moments`] in the model's order), `hdr:NAME` (V2 bytes; extra = values clamped to
+/// the top), `series:NAME` (per bucket sum and sum of squares, u128 LE), `counts`
 /// (u64 LE), `compute` (extra = wall-clock ns of its replicas).
 fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<ColumnValues> {
     let replicas = result.series.replicas;
-    let mut items: Vec<(String, u64, u64, Vec<u8>)> = Vec::new();
+    let mut moments = Vec::new();
+    result.moments.iter().for_each(|m| m.to_bytes(&mut moments));
+    let held = &result.replicas;
+    let mut items: Vec<(String, u64, u64, Vec<u8>)> =
+        vec![(MOMENTS.into(), held.len() as u64, held.start as u64, moments)];
     for (name, histogram) in scenario.schema.latencies.iter().zip(&result.latencies) {
         items.push((format!("hdr:{name}"), 0, histogram.saturated(), serialize_v2(&histogram.hdr())));
     }
@@ -84,8 +101,8 @@ pub(crate) struct Part {
     /// Row ranges of each grid point in its replica rows and its partial rows (both point-major).
     replica_rows: BTreeMap<u32, std::ops::Range<usize>>,
     partial_rows: BTreeMap<u32, std::ops::Range<usize>>,
-    /// The first replica each grid point's rows hold.
-    first_replicas: BTreeMap<u32, u32>,
+    /// The replicas the part holds of each grid point (its rows keep some or all of them).
+    held: BTreeMap<u32, std::ops::Range<u32>>,
 }
 
 /// A grid point's rows of one part: replica numbers, seeds, and the metrics in the
@@ -101,41 +118,40 @@ const READ_BATCH: usize = 8192;
 
 impl Part {
     /// Opens a partial folder, finding each point's rows by reading its `grid_point`
-    /// and `replica` columns (a checkpoint piece or an optimizer's round: small).
+    /// column (a checkpoint piece or an optimizer's round: small).
     pub(crate) fn read(dir: &Path) -> Result<Part> {
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
-        let replicas = Table::read_rows(
-            &dir.join("replicas.parquet"),
-            &["grid_point", "replica"],
-            0..Table::row_count(&dir.join("replicas.parquet")).map_err(|e| bad(e.to_string()))?,
-        )
-        .map_err(|e| bad(e.to_string()))?;
-        let replica_rows = row_ranges(&replicas)?;
-        let replica = replicas.numbers("replica").map_err(|e| bad(e.to_string()))?;
-        let first_replicas = replica_rows.iter().map(|(&p, rows)| (p, replica[rows.start] as u32)).collect();
-        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows: partial_ranges(dir)?, first_replicas })
+        let path = dir.join("replicas.parquet");
+        let rows = Table::row_count(&path).map_err(|e| bad(e.to_string()))?;
+        let replicas = Table::read_rows(&path, &["grid_point"], 0..rows).map_err(|e| bad(e.to_string()))?;
+        let (partial_rows, held) = partial_index(dir)?;
+        Ok(Part { dir: dir.to_path_buf(), replica_rows: row_ranges(&replicas)?, partial_rows, held })
     }
 
-    /// Opens shard `plan.shard`'s folder: where its rows lie follows from the plan (a
-    /// point's replicas in order, point after point), so nothing is read but the
-    /// footers and the partials' `grid_point` column; the rows are checked as they are
-    /// gathered.
-    pub(crate) fn of_shard(dir: &Path, plan: &super::plan::Plan) -> Result<Part> {
+    /// Opens shard `plan.shard`'s folder, which kept the rows `kept` keeps: where its
+    /// rows lie follows from the plan (a point's replicas in order, point after point),
+    /// so nothing is read but the footers and the partials' index columns; the rows
+    /// are checked as they are gathered.
+    pub(crate) fn of_shard(dir: &Path, plan: &super::plan::Plan, kept: ReplicaRows) -> Result<Part> {
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
         let rows = Table::row_count(&dir.join("replicas.parquet")).map_err(|e| bad(e.to_string()))?;
-        if rows as u64 != plan.task_count() {
-            return Err(bad(format!("its replicas.parquet has {rows} rows; the shard ran {}", plan.task_count())));
-        }
-        let (mut replica_rows, mut first_replicas, mut start) = (BTreeMap::new(), BTreeMap::new(), 0usize);
+        let (mut replica_rows, mut start) = (BTreeMap::new(), 0usize);
         for point in 0..plan.points {
-            let replicas = plan.replicas_of(point);
-            if !replicas.is_empty() {
-                replica_rows.insert(point, start..start + replicas.len());
-                first_replicas.insert(point, replicas.start);
-                start += replicas.len();
+            // The kept replicas of a shard's contiguous share are contiguous too (a prefix of the point's).
+            let count = plan.replicas_of(point).filter(|&r| kept.keeps(r)).count();
+            if count > 0 {
+                replica_rows.insert(point, start..start + count);
+                start += count;
             }
         }
-        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows: partial_ranges(dir)?, first_replicas })
+        if rows != start {
+            return Err(bad(format!(
+                "its replicas.parquet has {rows} rows; the shard kept {start} (--replica-rows {})",
+                kept.name()
+            )));
+        }
+        let (partial_rows, held) = partial_index(dir)?;
+        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows, held })
     }
 
     /// Streams grid point `point`'s rows to `each`, a batch at a time.
@@ -171,39 +187,61 @@ impl Part {
     }
 }
 
-/// Each grid point's rows in a partial folder's partials.parquet.
-fn partial_ranges(dir: &Path) -> Result<BTreeMap<u32, std::ops::Range<usize>>> {
+/// Each grid point's rows in a partial folder's partials.parquet, and the replicas
+/// it holds of each point.
+type PartialIndex = (BTreeMap<u32, std::ops::Range<usize>>, BTreeMap<u32, std::ops::Range<u32>>);
+
+fn partial_index(dir: &Path) -> Result<PartialIndex> {
     let path = dir.join("partials.parquet");
     let bad = |e: stampede_output::OutputError| Error::bad_input(format!("merge: {e}"));
     let rows = Table::row_count(&path).map_err(bad)?;
-    row_ranges(&Table::read_rows(&path, &["grid_point"], 0..rows).map_err(bad)?)
+    let table = Table::read_rows(&path, &["grid_point", "item", "replicas", "extra"], 0..rows).map_err(bad)?;
+    let (points, items) = (table.numbers("grid_point").map_err(bad)?, table.strings("item").map_err(bad)?);
+    let (counts, firsts) = (table.numbers("replicas").map_err(bad)?, table.numbers("extra").map_err(bad)?);
+    let mut held = BTreeMap::new();
+    for row in (0..items.len()).filter(|&row| items[row] == MOMENTS) {
+        let first = firsts[row] as u32;
+        held.insert(points[row] as u32, first..first + counts[row] as u32);
+    }
+    Ok((row_ranges(&table)?, held))
 }
 
 /// Writes a partial folder's two tables into `dir` (staged; the caller commits).
 pub(crate) struct PartWriter {
     replicas: TableWriter,
     partials: TableWriter,
+    /// The replica rows written (the partials hold every replica's moments either way).
+    keep: ReplicaRows,
 }
 
 impl PartWriter {
     /// A shard's tables (compressed: they are kept, and read by DuckDB).
-    pub(crate) fn create(dir: &Path, scenario: &Scenario) -> Result<PartWriter> {
+    pub(crate) fn create(dir: &Path, scenario: &Scenario, keep: ReplicaRows) -> Result<PartWriter> {
         Ok(PartWriter {
             replicas: TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?,
             partials: TableWriter::create(dir, "partials.parquet", &partial_columns())?,
+            keep,
         })
     }
 
     /// A checkpoint piece's tables (uncompressed scratch: written once, read once).
-    pub(crate) fn create_scratch(dir: &Path, scenario: &Scenario) -> Result<PartWriter> {
+    pub(crate) fn create_scratch(dir: &Path, scenario: &Scenario, keep: ReplicaRows) -> Result<PartWriter> {
         Ok(PartWriter {
             replicas: TableWriter::create_scratch(dir, "replicas.parquet", &replica_columns(scenario))?,
             partials: TableWriter::create_scratch(dir, "partials.parquet", &partial_columns())?,
+            keep,
         })
     }
 
     pub(crate) fn records(&mut self, scenario: &Scenario, records: &[ReplicaRecord]) -> Result<()> {
-        Ok(self.replicas.write(replica_values_columns(scenario, records))?)
+        if self.keep == ReplicaRows::All {
+            return Ok(self.replicas.write(replica_values_columns(scenario, records))?);
+        }
+        let kept: Vec<ReplicaRecord> = records.iter().filter(|r| self.keep.keeps(r.replica)).cloned().collect();
+        if kept.is_empty() {
+            return Ok(());
+        }
+        Ok(self.replicas.write(replica_values_columns(scenario, &kept))?)
     }
 
     pub(crate) fn point(&mut self, scenario: &Scenario, point: u32, result: &PointResult) -> Result<()> {
@@ -226,7 +264,7 @@ pub(crate) struct Gather<'s> {
     index: u32,
     expected: std::ops::Range<u32>,
     next: u32,
-    welfords: Vec<Welford>,
+    moments: Vec<Moments>,
     histograms: Vec<LatencyHistogram>,
     sums: SeriesSums,
     counts: Vec<u64>,
@@ -240,7 +278,7 @@ impl<'s> Gather<'s> {
             index,
             next: expected.start,
             expected,
-            welfords: vec![Welford::default(); scenario.schema.metrics.len()],
+            moments: vec![Moments::default(); scenario.schema.metrics.len()],
             histograms: scenario.schema.latencies.iter().map(|_| LatencyHistogram::new()).collect(),
             sums: SeriesSums::default(),
             counts: Vec::new(),
@@ -259,28 +297,46 @@ impl<'s> Gather<'s> {
 
     /// The first replica `part` holds of this point (parts are added in this order).
     pub(crate) fn first_replica(part: &Part, index: u32) -> Option<u32> {
-        part.first_replicas.get(&index).copied()
+        part.held.get(&index).map(|held| held.start)
     }
 
-    /// Adds `part`'s rows and partials of this point, streaming its records to `emit`.
+    /// Adds `part`'s partials and kept rows of this point, streaming its records to
+    /// `emit`. The part must hold the replicas that come next; its rows, replicas it
+    /// holds, in order.
     pub(crate) fn add(&mut self, part: &Part, emit: &mut dyn FnMut(&[ReplicaRecord]) -> Result<()>) -> Result<()> {
         let index = self.index;
+        let Some(held) = part.held.get(&index).cloned() else {
+            return match part.replica_rows.contains_key(&index) {
+                true => Err(Error::bad_input(format!(
+                    "merge: {}: rows of grid point {index} without its moments",
+                    part.dir.display()
+                ))),
+                false => Ok(()),
+            };
+        };
+        if held.start != self.next || held.end > self.expected.end {
+            return Err(self.incomplete());
+        }
         let mut batch = Vec::new();
+        let mut last: Option<u32> = None;
         part.stream_point(self.scenario, index, &mut |rows| {
             batch.clear();
             for (row, &replica) in rows.replica.iter().enumerate() {
-                if replica != self.next || self.next >= self.expected.end {
-                    return Err(self.incomplete());
+                if !held.contains(&replica) || last.is_some_and(|last| replica <= last) {
+                    return Err(Error::bad_input(format!(
+                        "merge: {}: a row of replica {replica} of grid point {index}, which it does not hold                          (replicas {}..{}) or holds twice",
+                        part.dir.display(),
+                        held.start,
+                        held.end
+                    )));
                 }
+                last = Some(replica);
                 let metrics: Vec<f64> = rows.metrics.iter().map(|column| column[row]).collect();
-                for (welford, &value) in self.welfords.iter_mut().zip(&metrics) {
-                    welford.push(value);
-                }
                 batch.push(ReplicaRecord { grid_point: index, replica, seed: rows.seed[row], metrics, compute_ns: 0 });
-                self.next += 1;
             }
             emit(&batch)
         })?;
+        self.next = held.end;
         let Some(partials) = part.partials(index)? else { return Ok(()) };
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", part.dir.display()));
         let item = partials.strings("item").map_err(|e| bad(e.to_string()))?;
@@ -292,7 +348,15 @@ impl<'s> Gather<'s> {
         for row in 0..item.len() {
             let item = item[row].as_str();
             let data = &data[row];
-            if let Some(name) = item.strip_prefix("hdr:") {
+            if item == MOMENTS {
+                let mut bytes = data.as_slice();
+                for moments in &mut self.moments {
+                    moments.merge(&Moments::from_bytes(&mut bytes).map_err(bad)?);
+                }
+                if !bytes.is_empty() {
+                    return Err(bad(format!("grid point {index}'s moments: {} bytes too many", bytes.len())));
+                }
+            } else if let Some(name) = item.strip_prefix("hdr:") {
                 let i = latencies
                     .iter()
                     .position(|l| *l == name)
@@ -323,7 +387,9 @@ impl<'s> Gather<'s> {
             return Err(self.incomplete());
         }
         Ok(PointResult {
-            summaries: summaries(&self.welfords, &self.scenario.schema.metrics),
+            summaries: summaries(&self.moments, &self.scenario.schema.metrics),
+            moments: self.moments,
+            replicas: self.expected,
             latencies: self.histograms,
             series: self.sums,
             counts: self.counts,

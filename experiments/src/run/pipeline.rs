@@ -24,6 +24,7 @@ use stampede_output::{
 use super::budget;
 use super::checkpoint::Checkpoint;
 use super::latency::{LatencyStats, QUANTILES};
+pub use super::layout::{ReplicaRows, Shape};
 use super::plan::Plan;
 use super::report::{PointReport, RunReport};
 use super::rows::{replica_columns, replica_values_columns};
@@ -68,68 +69,6 @@ pub struct Writing {
     pub shape: Shape,
 }
 
-/// Which per-replica rows a run writes, and whether rows and series are split by
-/// grid point. The summary, histograms and series never depend on it: they are
-/// folded from every replica whatever is written.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Shape {
-    pub replica_rows: ReplicaRows,
-    /// `--partition-by grid_point`: `replicas/grid_point=K/part-0.parquet` and
-    /// `timeseries/grid_point=K/part-0.parquet` (hive-partitioned: the grid point is in
-    /// the path, not in the file) instead of one `replicas.parquet` and one
-    /// `timeseries.parquet`.
-    pub partition_by_point: bool,
-}
-
-/// `--replica-rows`: every replica's row, none, or the first N of each grid point.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ReplicaRows {
-    #[default]
-    All,
-    None,
-    /// Replicas 0..N of each point: replicas are independent and identically
-    /// distributed, so the first N are a uniform random sample, the same in every
-    /// run and every split into shards.
-    Sample(u32),
-}
-
-impl ReplicaRows {
-    /// `all`, `none` or `sample:N` (N ≥ 1).
-    pub fn parse(text: &str) -> Result<ReplicaRows> {
-        let bad = || {
-            Error::bad_input(format!(
-                "--replica-rows {text}: expected all, none or sample:N (N ≥ 1 replicas of each grid point)"
-            ))
-        };
-        match text.trim() {
-            "all" => Ok(ReplicaRows::All),
-            "none" => Ok(ReplicaRows::None),
-            other => match other.strip_prefix("sample:").map(|n| n.trim().parse::<u32>()) {
-                Some(Ok(n)) if n >= 1 => Ok(ReplicaRows::Sample(n)),
-                _ => Err(bad()),
-            },
-        }
-    }
-
-    /// Whether replica `replica`'s row is written.
-    pub fn keeps(self, replica: u32) -> bool {
-        match self {
-            ReplicaRows::All => true,
-            ReplicaRows::None => false,
-            ReplicaRows::Sample(n) => replica < n,
-        }
-    }
-
-    /// As `--replica-rows` spells it (the manifest records it).
-    pub fn name(self) -> String {
-        match self {
-            ReplicaRows::All => "all".into(),
-            ReplicaRows::None => "none".into(),
-            ReplicaRows::Sample(n) => format!("sample:{n}"),
-        }
-    }
-}
-
 impl Writing {
     pub(crate) fn replace(self) -> Replace {
         if self.force {
@@ -163,7 +102,9 @@ pub fn execute_with(
     let started = std::cell::Cell::new(false);
     // Opened inside the producer: under the folder's lock, so two runs never share it.
     let produce = |sinks: Sinks| {
-        let mut opened = Checkpoint::open(&checkpoint_dir, &super::partial::fingerprint(scenario), resume)?;
+        // The pieces keep the rows written, and every row while a claim reads replica values.
+        let keep = if scenario.replica_metrics().is_empty() { writing.shape.replica_rows } else { ReplicaRows::All };
+        let mut opened = Checkpoint::open(&checkpoint_dir, &super::partial::fingerprint(scenario), keep, resume)?;
         started.set(true);
         for _ in 0..opened.resumed_tasks {
             progress();

@@ -26,8 +26,9 @@ use rayon::prelude::*;
 use stampede_engine::kernel::rng::replica_seed;
 use stampede_engine::LatencyHistogram;
 
+use super::moments::Moments;
 use super::plan::Plan;
-use super::stats::{t_quantile_975, Summary, Welford};
+use super::stats::{t_quantile_975, Summary};
 use crate::base::error::{Error, Result};
 use crate::resolved::{GridPoint, Scenario};
 
@@ -55,8 +56,12 @@ pub struct ReplicaRecord {
 /// A grid point's aggregated results.
 #[derive(Clone, Debug)]
 pub struct PointResult {
-    /// One per metric, in the model's order.
+    /// One per metric, in the model's order: each summary is made from these.
     pub summaries: Vec<Summary>,
+    /// One per metric: exact count, Σx and Σx² over the replicas run.
+    pub moments: Vec<Moments>,
+    /// The replicas this result holds (all of the point's, or a shard's or a piece's share).
+    pub replicas: std::ops::Range<u32>,
     /// One per latency histogram, merged over replicas.
     pub latencies: Vec<LatencyHistogram>,
     /// Per-bucket sums of the model's time series (empty for models without).
@@ -229,7 +234,9 @@ impl WorkerAccumulators {
 /// A grid point between its first task and its last: the typed point and its totals.
 struct LivePoint {
     point: GridPoint,
-    welfords: Vec<Welford>,
+    moments: Vec<Moments>,
+    /// The replicas folded so far (contiguous, in order).
+    replicas: std::ops::Range<u32>,
     histograms: Vec<LatencyHistogram>,
     series: SeriesSums,
     counts: Vec<u64>,
@@ -274,12 +281,12 @@ impl Work<'_> {
 
 /// Each metric's mean and interval from its fold, the interval clipped to the
 /// metric's domain: the one way a summary is made (a run, and a merge of shards).
-pub fn summaries(welfords: &[Welford], defs: &[crate::models::MetricDef]) -> Vec<Summary> {
-    welfords
+pub fn summaries(moments: &[Moments], defs: &[crate::models::MetricDef]) -> Vec<Summary> {
+    moments
         .iter()
         .zip(defs)
-        .map(|(welford, def)| {
-            let summary = welford.summary();
+        .map(|(moments, def)| {
+            let summary = moments.summary();
             let (ci_lo, ci_hi) = def.clip(summary.ci_lo, summary.ci_hi);
             Summary { ci_lo, ci_hi, ..summary }
         })
@@ -392,10 +399,10 @@ fn run_tasks(
             if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(index) {
                 let point = scenario.grid_point(index)?;
                 let histograms = (0..latency_count).map(|_| LatencyHistogram::new()).collect();
-                let welfords = vec![Welford::default(); metric_count];
                 slot.insert(LivePoint {
                     point,
-                    welfords,
+                    moments: vec![Moments::default(); metric_count],
+                    replicas: 0..0,
                     histograms,
                     series: SeriesSums::default(),
                     counts: Vec::new(),
@@ -429,9 +436,14 @@ fn run_tasks(
         debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
         for record in &records {
             let point = live.get_mut(&record.grid_point).expect("live");
-            for (welford, &value) in point.welfords.iter_mut().zip(&record.metrics) {
-                welford.push(value);
+            for (moments, &value) in point.moments.iter_mut().zip(&record.metrics) {
+                moments.push(value);
             }
+            if point.replicas.is_empty() {
+                point.replicas = record.replica..record.replica;
+            }
+            debug_assert_eq!(point.replicas.end, record.replica, "a point's replicas arrive in order, each once");
+            point.replicas.end = record.replica + 1;
             point.compute_ns += record.compute_ns;
         }
         (sinks.records)(&records)?;
@@ -444,7 +456,9 @@ fn run_tasks(
         while let Some(entry) = live.first_entry().filter(|e| *e.key() < finished_below) {
             let done = entry.remove();
             let result = PointResult {
-                summaries: summaries(&done.welfords, metric_defs),
+                summaries: summaries(&done.moments, metric_defs),
+                moments: done.moments,
+                replicas: done.replicas,
                 latencies: done.histograms,
                 series: done.series,
                 counts: done.counts,

@@ -1,17 +1,20 @@
 //! Sharded runs and their exact merge.
 //!
 //! `stampede run … --shard K/N` runs shard K's tasks ([`super::plan`]) and writes a
-//! shard folder, `OUT/NAME/shards/shard=K/`: `replicas.parquet` (its rows, columns as
-//! a full run's), `partials.parquet` (per grid point its histograms, the exact
-//! integer sums behind the time series, the count histogram) and `manifest.json` with
-//! the run's fingerprint and the shard's index. DuckDB reads every shard at once
-//! with `read_parquet('OUT/NAME/shards/*/replicas.parquet', hive_partitioning = true)`.
+//! shard folder, `OUT/NAME/shards/shard=K/`: `replicas.parquet` (the rows it keeps,
+//! columns as a full run's: all by default, none or a sample with `--replica-rows`),
+//! `partials.parquet` (per grid point the replicas it holds, their metrics' exact
+//! moments, histograms, the exact integer sums behind the time series, the count
+//! histogram) and `manifest.json` with the run's fingerprint, the shard's index and
+//! the rows it kept. DuckDB reads every shard at once with
+//! `read_parquet('OUT/NAME/shards/*/replicas.parquet', hive_partitioning = true)`.
 //!
 //! `stampede merge` checks the shards belong together and are all there, then feeds
-//! the pipeline's sinks exactly what a single run would: each point's records in
-//! replica order (so the Welford fold is the same fold) and its partials summed
-//! (integer addition, exact). The folder is then written by the single-run code, so
-//! the merged tables are byte-identical to a run in one process for any split.
+//! the pipeline's sinks exactly what a single run would: each point's kept records in
+//! replica order and its partials summed (every sum exact: integers and
+//! [`super::moments::Moments`]). The folder is then written by the single-run code,
+//! so the merged tables are byte-identical to a run in one process for any split —
+//! and a shard that keeps no rows loses nothing the summary needs.
 //!
 //! The merge streams: each shard is opened for where its rows lie (from the plan:
 //! shard K holds a slice of every point), and each point is gathered by reading every
@@ -26,6 +29,7 @@ use serde_json::{json, Value};
 use stampede_output::{StagedFile, StagedSet};
 
 use super::checkpoint::Checkpoint;
+use super::layout::ReplicaRows;
 use super::partial::{fingerprint, Gather, Part, PartWriter};
 use super::plan::{Plan, Shard};
 use super::report::RunReport;
@@ -51,13 +55,14 @@ pub fn execute_shard(
     let dir = folder.path();
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
     let identity = format!("{} shard {}/{}", fingerprint(scenario), shard.index, shard.count);
+    let keep = writing.shape.replica_rows;
     let mut checkpoint =
-        Checkpoint::open(&root.join(format!(".shard={}.checkpoint", shard.index)), &identity, writing.resume)?;
+        Checkpoint::open(&root.join(format!(".shard={}.checkpoint", shard.index)), &identity, keep, writing.resume)?;
     for _ in 0..checkpoint.resumed_tasks {
         progress();
     }
     checkpoint.run(scenario, &plan, threads, progress)?;
-    let mut writer = PartWriter::create(dir, scenario)?;
+    let mut writer = PartWriter::create(dir, scenario, keep)?;
     {
         let writer = std::cell::RefCell::new(&mut writer);
         let mut records = |records: &[ReplicaRecord]| writer.borrow_mut().records(scenario, records);
@@ -80,6 +85,7 @@ pub fn execute_shard(
     object.insert("files".into(), json!(["replicas.parquet", "partials.parquet", "manifest.json"]));
     object.insert("fingerprint".into(), json!(fingerprint(scenario)));
     object.insert("shard".into(), json!({"index": shard.index, "count": shard.count, "tasks": plan.task_count()}));
+    object.insert("replica_rows".into(), json!(keep.name()));
     let bytes = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
     staged.push(StagedFile::with_contents(dir, "manifest.json", &bytes)?);
     staged.commit()?;
@@ -93,6 +99,8 @@ pub fn execute_shard(
 pub struct Shards {
     pub scenario: Scenario,
     list: Vec<Part>,
+    /// The replica rows every shard kept (`--replica-rows` of `run --shard`).
+    pub kept: ReplicaRows,
 }
 
 fn manifest_of(dir: &Path) -> Result<Value> {
@@ -122,6 +130,27 @@ impl Shards {
                 )));
             };
             manifests.push((dir.clone(), index, count, print, manifest));
+        }
+        // Written before shards recorded it: every row.
+        let kept_of = |manifest: &Value| {
+            ReplicaRows::parse(manifest.get("replica_rows").and_then(Value::as_str).unwrap_or("all"))
+        };
+        let kept = kept_of(&manifests[0].4)?;
+        let unlike: Vec<String> = manifests
+            .iter()
+            .filter(|m| kept_of(&m.4).ok() != Some(kept))
+            .map(|m| {
+                format!("{} ({})", m.0.display(), m.4.get("replica_rows").and_then(Value::as_str).unwrap_or("all"))
+            })
+            .collect();
+        if !unlike.is_empty() {
+            return Err(Error::bad_input(format!(
+                "merge: {} kept --replica-rows {}, but {}; run every shard with the same --replica-rows; nothing \
+                 was written",
+                manifests[0].0.display(),
+                kept.name(),
+                unlike.join(", ")
+            )));
         }
         let (_, _, count, print, first) = &manifests[0];
         let strangers: Vec<String> = manifests
@@ -173,10 +202,10 @@ impl Shards {
             .iter()
             .map(|(dir, index, count, ..)| {
                 let shard = Shard { index: *index as u32, count: *count as u32 };
-                Part::of_shard(dir, &Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard)))
+                Part::of_shard(dir, &Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard)), kept)
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Shards { scenario, list })
+        Ok(Shards { scenario, list, kept })
     }
 
     /// Feeds `sinks` as `run_grid` would for the whole run.
@@ -213,6 +242,20 @@ pub fn execute_merge(
             out_root.display(),
             destination.display(),
             inside.dir.display()
+        )));
+    }
+    let (asked, kept) = (writing.shape.replica_rows, shards.kept);
+    let covered = match (asked, kept) {
+        (_, ReplicaRows::All) | (ReplicaRows::None, _) => true,
+        (ReplicaRows::Sample(asked), ReplicaRows::Sample(kept)) => asked <= kept,
+        _ => false,
+    };
+    if !covered {
+        return Err(Error::bad_input(format!(
+            "merge --replica-rows {}: the shards kept only --replica-rows {}; merge with that (the default) or \
+             less, or run the shards again; nothing was written",
+            asked.name(),
+            kept.name()
         )));
     }
     pipeline::write_run(&shards.scenario, out_root, 1, &|sinks| shards.produce(sinks), documents, writing)
