@@ -12,6 +12,7 @@
 //! their working size.
 
 pub mod event_queue;
+pub mod float;
 pub mod histogram;
 pub mod names;
 pub mod rng;

@@ -150,7 +150,7 @@ fn replica_histogram() -> Histogram<u32> {
 }
 
 pub(super) fn tokens(rng: &mut RngStream, (mean, sd): (f64, f64)) -> u64 {
-    rng.normal(mean, sd).round().max(1.0) as u64
+    crate::kernel::float::round(rng.normal(mean, sd)).max(1.0) as u64
 }
 
 impl<'h> Gateway<'h> {
@@ -407,7 +407,7 @@ impl<'h> Gateway<'h> {
     /// Input tokens as the meters count them: a cached token weighs `cache_itpm_weight`.
     pub(super) fn metered_input(&self, call: &Call) -> u64 {
         let cached = call.cached as f64 * self.p.cache_itpm_weight;
-        call.input - call.cached + cached.round() as u64
+        call.input - call.cached + crate::kernel::float::round(cached) as u64
     }
 
     /// Pressure: the tightest of the instance's quota meters (used fraction) or the
