@@ -5,6 +5,8 @@
 //! is a call into a software routine, 3.4% of an llm-stack replica where token counts
 //! are rounded. The truncating conversion to an integer is an instruction, and the
 //! fraction it leaves is exact, so rounding half away from zero needs nothing more.
+//! (Non-negative seconds to integer nanoseconds have their own, branch-free
+//! [`crate::time::round_to_nanos`].)
 
 /// `x.round()`, bit for bit (half away from zero, the sign of zero kept), without the
 /// library call for |x| < 2^63.

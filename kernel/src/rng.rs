@@ -392,14 +392,22 @@ mod tests {
         assert!((excess - 1.0).abs() < 5.0 / expected.sqrt(), "{name}: mean excess beyond R {excess}");
         // 10 expected beyond the 1 - 10^-6 quantile, ln 10^6: Poisson(10) is outside
         // [1, 28] with probability 5e-5.
-        let extreme = xs.iter().filter(|&&x| x > 1e6f64.ln()).count();
-        assert!((1..=28).contains(&extreme), "{name}: {extreme} draws beyond the 10^-6 quantile, want about 10");
+        check_extremes_and_ks(name, &mut xs, 1e6f64.ln(), |x| -(-x).exp_m1());
+    }
+
+    /// 10^7 draws: about 10 beyond the 1 - 10^-6 quantile `extreme` (Poisson(10) is
+    /// outside [1, 28] with probability 5e-5), and the Kolmogorov-Smirnov distance to
+    /// `cdf` within its 0.1% critical value.
+    fn check_extremes_and_ks(name: &str, xs: &mut [f64], extreme: f64, cdf: impl Fn(f64) -> f64) {
+        let n = xs.len() as f64;
+        let beyond = xs.iter().filter(|&&x| x > extreme).count();
+        assert!((1..=28).contains(&beyond), "{name}: {beyond} draws beyond the 10^-6 quantile, want about 10");
         xs.sort_unstable_by(f64::total_cmp);
         let ks = xs
             .iter()
             .enumerate()
             .map(|(i, &x)| {
-                let cdf = -(-x).exp_m1();
+                let cdf = cdf(x);
                 (cdf - i as f64 / n).abs().max(((i + 1) as f64 / n - cdf).abs())
             })
             .fold(0.0, f64::max);
@@ -500,20 +508,7 @@ mod tests {
             (excess - want_excess).abs() < 5.0 * 0.3 / expected.sqrt(),
             "{name}: mean excess beyond R {excess}, want {want_excess}"
         );
-        // 10 expected beyond the 1 - 10^-6 quantile (4.753424); Poisson(10) is outside
-        // [1, 28] with probability 5e-5.
-        let extreme = xs.iter().filter(|&&x| x > 4.753_424_308_822_899).count();
-        assert!((1..=28).contains(&extreme), "{name}: {extreme} draws beyond the 10^-6 quantile, want about 10");
-        xs.sort_unstable_by(f64::total_cmp);
-        let ks = xs
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| {
-                let cdf = normal_cdf(x);
-                (cdf - i as f64 / n).abs().max(((i + 1) as f64 / n - cdf).abs())
-            })
-            .fold(0.0, f64::max);
-        assert!(ks < 1.9496 / n.sqrt(), "{name}: Kolmogorov-Smirnov D = {ks}");
+        check_extremes_and_ks(name, &mut xs, 4.753_424_308_822_899, normal_cdf);
     }
 
     #[test]

@@ -175,25 +175,14 @@ fn a_merge_writes_the_shapes_a_single_run_writes() {
 /// Runs `retry-storm` (3 grid points × 7 replicas) as `count` shards keeping `rows`
 /// under `root/NAME/shards`.
 fn shards_keeping(root: &str, count: u32, rows: &str) -> String {
-    for k in 0..count {
-        let shard = format!("{k}/{count}");
-        run(&[
-            "run",
-            "retry-storm",
-            "--replicas",
-            "7",
-            "--out",
-            root,
-            "--quiet",
-            "--shard",
-            &shard,
-            "--threads",
-            "1",
-            "--replica-rows",
-            rows,
-        ]);
-    }
+    (0..count).for_each(|k| shard_keeping(root, &format!("{k}/{count}"), rows));
     format!("{root}/retry-storm/shards")
+}
+
+/// Runs shard `shard` (K/N) of `retry-storm` at 7 replicas keeping `rows`.
+fn shard_keeping(root: &str, shard: &str, rows: &str) {
+    let args = ["--out", root, "--quiet", "--shard", shard, "--threads", "1", "--replica-rows", rows];
+    run(&[&["run", "retry-storm", "--replicas", "7"][..], &args].concat());
 }
 
 /// A shard that keeps no rows hands the merge its exact moments: the merged summary
@@ -245,20 +234,8 @@ fn shards_that_keep_no_rows_merge_to_the_single_run_bytes() {
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     // Shards of one run kept alike, or the merge says which did not.
     let mixed = root("mixed");
-    shards_keeping(&mixed, 2, "all");
-    run(&[
-        "run",
-        "retry-storm",
-        "--replicas",
-        "7",
-        "--out",
-        &mixed,
-        "--quiet",
-        "--shard",
-        "1/2",
-        "--replica-rows",
-        "none",
-    ]);
+    shard_keeping(&mixed, "0/2", "all");
+    shard_keeping(&mixed, "1/2", "none");
     let refused = stampede(&["merge", &format!("{mixed}/retry-storm/shards"), "--out", &root("refused")]);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("run every shard with the same --replica-rows"), "{}", stderr(&refused));
