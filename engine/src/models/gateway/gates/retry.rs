@@ -10,7 +10,7 @@ use crate::kernel::time::Nanos;
 use crate::policy::classify::RetryDecision;
 
 use crate::models::gateway::model::Gateway;
-use crate::models::gateway::state::{Ending, Feedback};
+use crate::models::gateway::state::{Call, Ending, Feedback};
 
 impl Gateway<'_> {
     /// The wait before the next attempt, or `None` to stop.
@@ -22,15 +22,16 @@ impl Gateway<'_> {
         retry_after: Option<Nanos>,
     ) -> Option<Nanos> {
         let Ending::Failed(reason) = feedback.ending else { return None };
-        let call = *self.call(key);
-        let class = call.class as usize;
+        // The fields read, not a copy of the whole call (the gates' rule).
+        let &Call { class, tries, attempts, output, previous_backoff, deadline, counted, .. } = self.call(key);
+        let class = class as usize;
         let params = &self.p.classes[class];
-        debug_assert!(call.tries >= call.attempts && call.tries > 0);
-        if call.tries >= params.max_attempts {
+        debug_assert!(tries >= attempts && tries > 0);
+        if tries >= params.max_attempts {
             return None;
         }
         // A stream past this fraction delivered is not worth starting over.
-        if params.streamed && feedback.output_used as f64 >= self.p.no_retry_past_delivered * call.output as f64 {
+        if params.streamed && feedback.output_used as f64 >= self.p.no_retry_past_delivered * output as f64 {
             return None;
         }
         let honoured = match self.p.classifier.classify(reason.outcome()) {
@@ -38,18 +39,18 @@ impl Gateway<'_> {
             RetryDecision::RetryAfterServerDelay => retry_after,
             RetryDecision::Retry => None,
         };
-        let delay = params.backoff.delay(call.tries - 1, call.previous_backoff, honoured, &mut self.backoff_rng);
+        let delay = params.backoff.delay(tries - 1, previous_backoff, honoured, &mut self.backoff_rng);
         // The retry must fit the deadline with the call it makes: the backoff plus the
         // class's expected call time (an average of its recent successes).
-        if now + delay + self.expected_latency[class] > call.deadline {
-            if call.counted {
+        if now + delay + self.expected_latency[class] > deadline {
+            if counted {
                 self.results.classes[class].retries_denied_by_deadline += 1;
             }
             return None;
         }
         if let Some(budget) = &mut self.budget {
             if !budget.try_retry() {
-                if call.counted {
+                if counted {
                     self.results.classes[class].retries_denied_by_budget += 1;
                 }
                 return None;
