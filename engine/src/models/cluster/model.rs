@@ -2,6 +2,7 @@
 //! per-bucket integrals, invariant checks and the results at the horizon.
 
 use super::params::FaultKind;
+use crate::measurement::buckets::BucketCursor;
 use crate::measurement::trace::{Trace, TraceKind, Tracer, NONE};
 use std::collections::VecDeque;
 
@@ -64,9 +65,8 @@ pub struct Cluster<'h> {
     pub(super) busy_area: u128,
     /// Busy servers over all shards (Σ shard.busy), for `busy_area`.
     pub(super) busy_servers: u64,
-    /// The bucket `last_change` lies in, and where it ends (exclusive of events at its end).
-    pub(super) span_bucket: usize,
-    pub(super) span_end: Nanos,
+    /// The series bucket `last_change` lies in.
+    pub(super) cursor: BucketCursor,
     pub(super) wasted_ns: u128,
     pub(super) latency: &'h mut LatencyHistogram,
     /// Per-request tracing, off unless [`Cluster::traced`]: one branch per hook when off.
@@ -135,8 +135,7 @@ impl<'h> Cluster<'h> {
             routed: 0,
             busy_area: 0,
             busy_servers: 0,
-            span_bucket: 0,
-            span_end: 0,
+            cursor: BucketCursor::new(p.bucket),
             wasted_ns: 0,
             latency,
             tracer: None,
@@ -206,33 +205,15 @@ impl<'h> Cluster<'h> {
         now >= self.p.warmup
     }
 
-    /// Adds the state held since the last change to the per-bucket integrals.
+    /// Adds the state held since the last change to the per-bucket integrals. Most
+    /// events fall in the bucket of the previous one: the cursor then adds one piece
+    /// without dividing.
     #[inline]
     pub(super) fn advance(&mut self, now: Nanos) {
-        // Most events fall in the bucket of the previous one, after the warm-up: one
-        // multiply-add each, without the span loop's divisions (exactly what the loop
-        // would add: the same integers into the same bucket).
-        if now <= self.span_end && self.last_change >= self.p.warmup {
-            let dwell = (now - self.last_change) as u128;
-            if let Some(area) = self.series.queued_area.get_mut(self.span_bucket) {
-                *area += self.queued as u128 * dwell;
-                self.series.in_flight_area[self.span_bucket] += self.in_flight as u128 * dwell;
-            }
-            self.busy_area += self.busy_servers as u128 * dwell;
-            self.last_change = now;
-            return;
-        }
-        self.advance_across_buckets(now);
-        let bucket = self.p.bucket;
-        self.span_bucket = (now / bucket) as usize;
-        self.span_end = (now / bucket + 1) * bucket;
-    }
-
-    fn advance_across_buckets(&mut self, now: Nanos) {
         let (queued, in_flight, busy) = (self.queued as u128, self.in_flight as u128, self.busy_servers as u128);
         let series = &mut self.series;
         let busy_area = &mut self.busy_area;
-        crate::measurement::buckets::for_each_span(
+        self.cursor.for_each_span(
             self.last_change,
             now,
             self.p.bucket,

@@ -12,6 +12,7 @@ use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
+use crate::measurement::buckets::BucketCursor;
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
@@ -60,6 +61,8 @@ pub(super) struct ServiceState {
     pub queued: u64,
     pub present: u64,
     pub last_change: Nanos,
+    /// The series bucket `last_change` falls in.
+    pub cursor: BucketCursor,
     pub busy_window: u128,
     pub queued_window: u128,
     pub present_window: u128,
@@ -134,6 +137,7 @@ impl<'h> Graph<'h> {
                 queued: 0,
                 present: 0,
                 last_change: 0,
+                cursor: BucketCursor::new(p.bucket),
                 busy_window: 0,
                 queued_window: 0,
                 present_window: 0,
@@ -317,7 +321,7 @@ impl<'h> Graph<'h> {
         let (busy, queued, present) = (state.busy as u128, state.queued as u128, state.present as u128);
         let (queued_series, busy_series) = (&mut self.series.queued_area[s], &mut self.series.busy_area[s]);
         let (mut busy_window, mut queued_window, mut present_window) = (0u128, 0u128, 0u128);
-        crate::measurement::buckets::for_each_span(
+        state.cursor.for_each_span(
             state.last_change,
             now,
             self.p.bucket,
