@@ -1,6 +1,7 @@
 //! The output folder's layout: which files a run writes, in commit order, and the
 //! shape asked for — which replica rows, split by grid point or not.
 
+use super::runner::ReplicaRecord;
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
 
@@ -66,6 +67,24 @@ impl ReplicaRows {
             ReplicaRows::All => true,
             ReplicaRows::None => false,
             ReplicaRows::Sample(n) => replica < n,
+        }
+    }
+
+    /// The replicas of `replicas` whose rows are written: a range, since kept
+    /// replicas are a prefix of each point's.
+    pub fn kept(self, replicas: std::ops::Range<u32>) -> std::ops::Range<u32> {
+        match self {
+            ReplicaRows::All => replicas,
+            ReplicaRows::None => replicas.start..replicas.start,
+            ReplicaRows::Sample(n) => replicas.start.min(n)..replicas.end.min(n),
+        }
+    }
+
+    /// The records whose rows are written (borrowed when that is all of them).
+    pub(crate) fn filter(self, records: &[ReplicaRecord]) -> std::borrow::Cow<'_, [ReplicaRecord]> {
+        match self {
+            ReplicaRows::All => std::borrow::Cow::Borrowed(records),
+            _ => records.iter().filter(|r| self.keeps(r.replica)).cloned().collect(),
         }
     }
 

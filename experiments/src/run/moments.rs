@@ -19,7 +19,7 @@
 //! are serialised, merged or read; `pending` additions since the last normalisation
 //! stay below 2^30, so no limb overflows.
 
-use super::stats::{t_quantile_975, Summary};
+use super::stats::Summary;
 
 /// Limbs of 32 bits: limb k weighs 2^(32·(k − LOW_LIMBS)).
 const LIMBS: usize = 70;
@@ -284,8 +284,7 @@ impl Moments {
         }
         let n = self.count as f64;
         let sd = if self.huge > 0 { f64::INFINITY } else { (self.variance_numerator() / (n * (n - 1.0))).sqrt() };
-        let half_width = t_quantile_975(self.count - 1) * sd / n.sqrt();
-        Summary { mean, sd, ci_lo: mean - half_width, ci_hi: mean + half_width }
+        Summary::with_interval(mean, sd, self.count)
     }
 
     /// n·Σx² − (Σx)² (that is n·Σ(x − mean)²), formed exactly and rounded once.

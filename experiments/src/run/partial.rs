@@ -137,8 +137,7 @@ impl Part {
         let rows = Table::row_count(&dir.join("replicas.parquet")).map_err(|e| bad(e.to_string()))?;
         let (mut replica_rows, mut start) = (BTreeMap::new(), 0usize);
         for point in 0..plan.points {
-            // The kept replicas of a shard's contiguous share are contiguous too (a prefix of the point's).
-            let count = plan.replicas_of(point).filter(|&r| kept.keeps(r)).count();
+            let count = kept.kept(plan.replicas_of(point)).len();
             if count > 0 {
                 replica_rows.insert(point, start..start + count);
                 start += count;
@@ -234,10 +233,7 @@ impl PartWriter {
     }
 
     pub(crate) fn records(&mut self, scenario: &Scenario, records: &[ReplicaRecord]) -> Result<()> {
-        if self.keep == ReplicaRows::All {
-            return Ok(self.replicas.write(replica_values_columns(scenario, records))?);
-        }
-        let kept: Vec<ReplicaRecord> = records.iter().filter(|r| self.keep.keeps(r.replica)).cloned().collect();
+        let kept = self.keep.filter(records);
         if kept.is_empty() {
             return Ok(());
         }

@@ -380,14 +380,7 @@ impl ReplicaTable {
     }
 
     fn write(&mut self, scenario: &Scenario, records: &[ReplicaRecord]) -> Result<()> {
-        let rows = self.shape.replica_rows;
-        let kept: Vec<ReplicaRecord>;
-        let records = if rows == ReplicaRows::All {
-            records
-        } else {
-            kept = records.iter().filter(|r| rows.keeps(r.replica)).cloned().collect();
-            &kept
-        };
+        let records = &*self.shape.replica_rows.filter(records);
         if records.is_empty() {
             return Ok(());
         }

@@ -43,8 +43,7 @@ impl Welford {
         }
         let n = self.count as f64;
         let sd = (self.squared_deviations / (n - 1.0)).max(0.0).sqrt();
-        let half_width = t_quantile_975(self.count - 1) * sd / n.sqrt();
-        Summary { mean: self.mean, sd, ci_lo: self.mean - half_width, ci_hi: self.mean + half_width }
+        Summary::with_interval(self.mean, sd, self.count)
     }
 }
 
@@ -72,6 +71,15 @@ pub struct Summary {
     pub sd: f64,
     pub ci_lo: f64,
     pub ci_hi: f64,
+}
+
+impl Summary {
+    /// `mean` and `sd` of `count` ≥ 2 values with the 95% Student-t interval of the mean.
+    pub fn with_interval(mean: f64, sd: f64, count: u64) -> Summary {
+        debug_assert!(count >= 2);
+        let half_width = t_quantile_975(count - 1) * sd / (count as f64).sqrt();
+        Summary { mean, sd, ci_lo: mean - half_width, ci_hi: mean + half_width }
+    }
 }
 
 /// The 0.975 quantile of the standard normal.
