@@ -262,6 +262,18 @@ impl Distribution {
         value
     }
 
+    /// The value every draw gives, in integer nanoseconds, when the distribution is a
+    /// constant (its draws read no random number): a hot loop can take it once instead
+    /// of drawing per event.
+    pub fn fixed_nanos(&self) -> Option<Nanos> {
+        match self.shape {
+            Shape::Constant { value_s } => {
+                Some(round_to_nanos((self.shift_s + self.scale * value_s) * NANOS_PER_SEC as f64))
+            }
+            _ => None,
+        }
+    }
+
     /// One draw, in integer nanoseconds.
     #[inline]
     pub fn sample(&self, rng: &mut RngStream) -> Nanos {
@@ -407,6 +419,21 @@ mod tests {
             (gamma_function(5.0) - 24.0).abs() < 1e-10
                 && (gamma_function(0.5) - std::f64::consts::PI.sqrt()).abs() < 1e-12
         );
+    }
+
+    /// A constant's fixed value is what every draw gives, scale and shift included, and
+    /// taking it reads no random number; a random shape has none.
+    #[test]
+    fn a_constant_s_fixed_value_is_its_draw() {
+        for (value_s, scale, shift_s) in [(0.0001, 1.0, 0.0), (0.0, 1.0, 0.0), (0.25, 1.5, 0.01), (1e-10, 3.0, 0.0)] {
+            let constant = Distribution::new(Shape::Constant { value_s }).adjusted(scale, shift_s);
+            let mut rng = RngStream::derive(5, 0, TEST);
+            let drawn = constant.sample(&mut rng);
+            assert_eq!(constant.fixed_nanos(), Some(drawn), "{value_s}·{scale} + {shift_s}");
+            // No number was consumed: the stream is where a fresh one starts.
+            assert_eq!(rng.next_u64(), RngStream::derive(5, 0, TEST).next_u64());
+        }
+        assert_eq!(Distribution::new(Shape::Exponential { mean_s: 0.1 }).fixed_nanos(), None);
     }
 
     /// Scale and shift: X·1.5 + 0.01 has mean 1.5·E[X] + 0.01 and the draws say so.

@@ -79,7 +79,7 @@ impl Graph<'_> {
 
     /// A call's first attempt.
     pub(super) fn begin_call(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) {
-        let c = *self.calls.get(call).expect("live call");
+        let c = self.calls.get(call).expect("live call");
         let edge = &mut self.edges[c.edge as usize];
         if c.counted {
             edge.results.calls += 1;
@@ -378,11 +378,12 @@ impl Graph<'_> {
             }
         }
         self.let_go(now, attempt, Some(outcome), scheduler);
-        self.calls.get_mut(a.call).expect("a waiting attempt's call is live").outstanding -= 1;
+        let c = self.calls.get_mut(a.call).expect("a waiting attempt's call is live");
+        c.outstanding -= 1;
+        let counted = c.counted;
         match answer {
             Answer::Success | Answer::Degraded => {
-                let c = *self.calls.get(a.call).expect("live call");
-                if a.hedge && c.counted {
+                if a.hedge && counted {
                     self.edges[e].results.hedge_wins += 1;
                 }
                 let outcome = if answer == Answer::Success { CallOutcome::Success } else { CallOutcome::Degraded };
@@ -494,9 +495,8 @@ impl Graph<'_> {
 
     /// Every attempt failed and no retry will be made: a fallback answers, or the call fails.
     fn call_failed(&mut self, now: Nanos, call: SlabKey, failure: Failure, scheduler: &mut Scheduler<Event>) {
-        let c = *self.calls.get(call).expect("live call");
-        let params = &self.p.edges[c.edge as usize];
-        if params.fallback_on.contains(failure) {
+        let edge = self.calls.get(call).expect("live call").edge;
+        if self.p.edges[edge as usize].fallback_on.contains(failure) {
             self.call_complete(now, call, CallOutcome::Fallback, scheduler);
         } else {
             self.call_complete(now, call, CallOutcome::Failed(failure), scheduler);
@@ -555,19 +555,20 @@ impl Graph<'_> {
 
     /// Splices `call` out of its parent job's children.
     fn unlink_child(&mut self, call: SlabKey) {
-        let c = *self.calls.get(call).expect("live call");
-        let Some(job) = c.parent else { return };
-        match c.prev_sibling {
-            Some(prev) => self.calls.get_mut(prev).expect("live sibling").next_sibling = c.next_sibling,
+        let c = self.calls.get(call).expect("live call");
+        let (parent, prev_sibling, next_sibling) = (c.parent, c.prev_sibling, c.next_sibling);
+        let Some(job) = parent else { return };
+        match prev_sibling {
+            Some(prev) => self.calls.get_mut(prev).expect("live sibling").next_sibling = next_sibling,
             None => {
                 if let Some(j) = self.jobs.get_mut(job) {
                     debug_assert_eq!(j.first_child, Some(call));
-                    j.first_child = c.next_sibling;
+                    j.first_child = next_sibling;
                 }
             }
         }
-        if let Some(next) = c.next_sibling {
-            self.calls.get_mut(next).expect("live sibling").prev_sibling = c.prev_sibling;
+        if let Some(next) = next_sibling {
+            self.calls.get_mut(next).expect("live sibling").prev_sibling = prev_sibling;
         }
     }
 
@@ -622,14 +623,16 @@ impl Graph<'_> {
     /// A new call from `job` along call site `site`, linked as its first child; the
     /// caller starts it with [`Self::begin_call`] once the whole group is made.
     pub(super) fn child_call(&mut self, now: Nanos, job: SlabKey, site: u32) -> SlabKey {
-        let j = *self.jobs.get(job).expect("live job");
+        // The few fields read, not the whole record copied: this runs per call made.
+        let j = self.jobs.get(job).expect("live job");
+        let (attempt, first_child, counted) = (j.attempt, j.first_child, j.counted);
         let site = self.p.call_sites[site as usize];
         let edge = &self.p.edges[site.edge as usize];
         let deadline = if edge.propagate_deadline { j.deadline } else { Nanos::MAX };
-        let a = self.attempts.get(j.attempt).expect("a job's attempt is live");
+        let a = self.attempts.get(attempt).expect("a job's attempt is live");
         let workload = self.calls.get(a.call).map_or(0, |c| c.workload);
         let call = self.calls.insert(Call {
-            next_sibling: j.first_child,
+            next_sibling: first_child,
             ..Call::new(
                 Some(job),
                 workload,
@@ -640,15 +643,15 @@ impl Graph<'_> {
                 j.criticality,
                 j.depth + 1,
                 j.key,
-                j.counted,
+                counted,
             )
         });
-        if let Some(next) = j.first_child {
+        if let Some(next) = first_child {
             self.calls.get_mut(next).expect("a job's children are live").prev_sibling = Some(call);
         }
         if let Some(tracer) = self.tracer.as_deref_mut() {
-            let parent = tracer.attempt_span(j.attempt);
-            tracer.call_started(call, now, site.endpoint, parent, j.counted);
+            let parent = tracer.attempt_span(attempt);
+            tracer.call_started(call, now, site.endpoint, parent, counted);
         }
         self.jobs.get_mut(job).expect("live job").first_child = Some(call);
         call

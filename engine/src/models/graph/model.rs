@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use crate::components::arrivals::Arrivals;
+use crate::components::distribution::Distribution;
 use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
@@ -84,6 +85,9 @@ pub(super) struct EdgeState {
     /// Timeouts of the edge's own length, due in the order armed: (attempt, ticket).
     pub expiries: TimeoutFifo<(SlabKey, TimerTicket)>,
     pub network_rng: RngStream,
+    /// The one-way delay when every draw gives the same (no distribution, or a
+    /// constant): taken instead of drawn.
+    pub network_fixed: Option<Nanos>,
     pub client_rng: RngStream,
     pub routing_rng: RngStream,
     /// An active partition: `Some(fail_fast)`.
@@ -171,6 +175,7 @@ impl<'h> Graph<'h> {
                     active: 0,
                     expiries: TimeoutFifo::with_capacity(64),
                     network_rng: stream(NETWORK, e),
+                    network_fixed: edge.network.as_ref().map_or(Some(0), Distribution::fixed_nanos),
                     client_rng: stream(CLIENT, e),
                     routing_rng: stream(ROUTING, e),
                     partition: None,
@@ -506,9 +511,10 @@ impl<'h> Graph<'h> {
     /// Draws a one-way network delay on edge `e`.
     pub(super) fn network(&mut self, e: usize) -> Nanos {
         let edge = &mut self.edges[e];
-        let base = match &self.p.edges[e].network {
-            None => 0,
-            Some(distribution) => distribution.sample(&mut edge.network_rng),
+        let base = match (edge.network_fixed, &self.p.edges[e].network) {
+            (Some(fixed), _) => fixed,
+            (None, Some(distribution)) => distribution.sample(&mut edge.network_rng),
+            (None, None) => unreachable!("no distribution is a fixed delay of 0"),
         };
         let slowed = if edge.slowdown == 1.0 { base } else { (base as f64 * edge.slowdown).round() as Nanos };
         slowed + edge.added

@@ -137,25 +137,25 @@ impl Graph<'_> {
             let Some(job) = (if lifo { instance.queue.pop_back() } else { instance.queue.pop_front() }) else { break };
             self.advance(s, now);
             self.services[s].queued -= 1;
-            let j = *self.jobs.get(job).expect("a queued job is live");
+            let j = self.jobs.get(job).expect("a queued job is live");
             let JobState::Queued { since, fresh } = j.state else { unreachable!("queued") };
+            let (cancelled, attempt, deadline, pending) = (j.cancelled, j.attempt, j.deadline, j.pending_work);
             if let Some(tracer) = self.tracer.as_deref_mut() {
-                tracer.dequeued(job, now, s as u32, if j.cancelled { "cancelled" } else { "queue" });
+                tracer.dequeued(job, now, s as u32, if cancelled { "cancelled" } else { "queue" });
             }
-            if j.cancelled {
+            if cancelled {
                 self.release_job(now, job);
-                let a = self.attempts.get_mut(j.attempt).expect("live");
+                let a = self.attempts.get_mut(attempt).expect("live");
                 (a.job, a.in_flight) = (None, false);
-                self.drop_attempt_if_done(j.attempt);
+                self.drop_attempt_if_done(attempt);
                 continue;
             }
             if fresh {
                 let queue_empty = self.instances[i].queue.is_empty();
                 let dropped =
                     self.instances[i].codel.as_mut().is_some_and(|c| c.should_drop(now, now - since, queue_empty));
-                if dropped || now >= j.deadline {
+                if dropped || now >= deadline {
                     let refusal = if dropped { Refusal::Codel } else { Refusal::Deadline };
-                    let attempt = j.attempt;
                     self.release_job(now, job);
                     self.attempts.get_mut(attempt).expect("live").job = None;
                     self.refuse(attempt, s, refusal, scheduler);
@@ -166,7 +166,6 @@ impl Graph<'_> {
             if fresh {
                 self.proceed(now, job, scheduler);
             } else {
-                let pending = j.pending_work;
                 self.start_work(now, job, pending, scheduler);
             }
         }
@@ -374,8 +373,8 @@ impl Graph<'_> {
 
     /// The job answers its attempt: an error fault may turn a success into an error.
     fn finish_job(&mut self, now: Nanos, job: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
-        let j = *self.jobs.get(job).expect("live job");
-        let i = j.instance as usize;
+        let j = self.jobs.get(job).expect("live job");
+        let (i, attempt, arrived, limit_held) = (j.instance as usize, j.attempt, j.arrived, j.limit_held);
         let s = self.instances[i].service as usize;
         let error_rate = self.instances[i].error_rate;
         let answer = if answer != Answer::Error && error_rate > 0.0 && self.services[s].error_rng.bernoulli(error_rate)
@@ -385,11 +384,10 @@ impl Graph<'_> {
             answer
         };
         let signal = if answer == Answer::Error { Signal::Dropped } else { Signal::Success };
-        if let Some(limiter) = self.instances[i].limiter.as_mut().filter(|_| j.limit_held) {
-            limiter.on_complete(now, now - j.arrived, signal, &mut self.services[s].limit_rng);
+        if let Some(limiter) = self.instances[i].limiter.as_mut().filter(|_| limit_held) {
+            limiter.on_complete(now, now - arrived, signal, &mut self.services[s].limit_rng);
             self.jobs.get_mut(job).expect("live").limit_held = false;
         }
-        let attempt = j.attempt;
         self.release_job(now, job);
         self.attempts.get_mut(attempt).expect("live").job = None;
         self.answer(attempt, answer, scheduler);
