@@ -104,6 +104,15 @@ struct MergeArgs {
     /// replicas/grid_point=K/part-0.parquet and timeseries/grid_point=K/part-0.parquet.
     #[arg(long, value_name = "grid_point", value_parser = parse_partition_by)]
     partition_by: Option<bool>,
+    /// Check the scenario's [[verify]] claims on the merged run, as `stampede verify`
+    /// does on one machine: verify.json in the folder, the verdicts printed, exit 1 if
+    /// one fails. Claims over replicas (quantiles, fractions) need the shards' rows
+    /// (`run --shard … --replica-rows all`).
+    #[arg(long)]
+    verify: bool,
+    /// With --verify: also write the verdicts as JUnit XML to FILE.
+    #[arg(long, value_name = "FILE", requires = "verify")]
+    junit: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -397,7 +406,7 @@ fn main() -> ExitCode {
         Command::Optimize(args) => optimize(args),
         Command::Ring(args) => ring_cli::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
-        Command::Merge(args) => merge(args).map(|()| ExitStatus::Success),
+        Command::Merge(args) => merge(args),
         Command::Fit(args) => fit(args).map(|()| ExitStatus::Success),
     };
     match outcome {
@@ -581,7 +590,8 @@ fn fit(args: FitArgs) -> Result<()> {
     Ok(())
 }
 
-fn merge(args: MergeArgs) -> Result<()> {
+fn merge(args: MergeArgs) -> Result<ExitStatus> {
+    use stampede_experiments::verify::verdicts::{write_json, Verdicts};
     // A folder holding shard=K folders stands for all of them.
     let mut dirs = Vec::new();
     for dir in &args.shards {
@@ -605,14 +615,23 @@ fn merge(args: MergeArgs) -> Result<()> {
     }
     let started = std::time::Instant::now();
     let shards = Shards::read(&dirs)?;
+    let skipped = if args.verify { Some(claims_a_merge_can_check(&shards, args.junit.as_deref())?) } else { None };
     let no_report = args.no_report;
     let write = |report: &RunReport, staging: &Path| {
+        // The verdicts go into the folder before the report that shows them.
+        if let Some(skipped) = &skipped {
+            write_json(staging, &Verdicts::new(report, skipped.clone()).to_json())?;
+        }
         if !no_report {
             stampede_report::write_as(staging, &report.output_dir)?;
         }
         Ok(())
     };
-    let documents = Documents { files: if no_report { vec![] } else { vec!["report.html"] }, write: &write };
+    let mut files = if skipped.is_some() { vec!["verify.json"] } else { vec![] };
+    if !no_report {
+        files.push("report.html");
+    }
+    let documents = Documents { files, write: &write };
     let shape = Shape {
         replica_rows: args.replica_rows.unwrap_or(shards.kept),
         partition_by_point: args.partition_by.unwrap_or(false),
@@ -626,11 +645,67 @@ fn merge(args: MergeArgs) -> Result<()> {
         let peak = stampede_experiments::run::budget::peak_rss_bytes()
             .map_or(String::new(), |bytes| format!(", peak memory {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
         println!("merge took {seconds:.2} s ({:.1} ms per shard){peak}", seconds * 1e3 / dirs.len() as f64);
-        if !no_report {
+        if !no_report && skipped.is_none() {
             println!("report: {}", report.output_dir.join("report.html").display());
         }
     }
-    Ok(())
+    let Some(skipped) = skipped else { return Ok(ExitStatus::Success) };
+    let verdicts = Verdicts::new(&report, skipped);
+    if let Some(junit) = &args.junit {
+        write_file_atomically(junit, verdicts.to_junit().as_bytes())?;
+    }
+    print!("{}", verdicts.render());
+    if !no_report {
+        println!("report: {}", report.output_dir.join("report.html").display());
+    }
+    if std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true") {
+        print!("{}", verdicts.github_annotations());
+    }
+    Ok(if verdicts.all_passed() { ExitStatus::Success } else { ExitStatus::VerificationFailed })
+}
+
+/// `merge --verify`: the claims the merged run can check, refused before anything is
+/// written when there are none, or when one reads every replica's value and the shards
+/// did not keep every row (a verdict over some replicas would not be the run's).
+fn claims_a_merge_can_check(
+    shards: &Shards,
+    junit: Option<&Path>,
+) -> Result<Vec<stampede_experiments::scenario::claims::Skipped>> {
+    let scenario = &shards.scenario;
+    if let Some(junit) = junit {
+        check_junit_path(junit)?;
+    }
+    if scenario.verify.is_empty() {
+        return Err(Error::bad_input(format!(
+            "merge --verify: scenario {} declares no [[verify]] assertions",
+            scenario.name
+        )));
+    }
+    let (claims, skipped) = scenario.claims_to_check()?;
+    if claims.is_empty() {
+        return Err(Error::bad_input(format!(
+            "merge --verify: none of the {} [[verify]] claims of {} applies to this run: {}",
+            skipped.len(),
+            scenario.name,
+            skipped.iter().map(|s| format!("verify[{}]: {}", s.index, s.why)).collect::<Vec<_>>().join("; ")
+        )));
+    }
+    if shards.kept != ReplicaRows::All {
+        let over_replicas: Vec<String> = claims
+            .iter()
+            .filter(|(_, claim)| claim.statistic.reads_replicas())
+            .map(|(index, claim)| format!("verify[{index}] ({} of {})", claim.statistic.name(), claim.metric))
+            .collect();
+        if !over_replicas.is_empty() {
+            return Err(Error::bad_input(format!(
+                "merge --verify: {} read every replica's value, and the shards were run with --replica-rows {}; \
+                 run them with --replica-rows all (the merge can still write fewer with its own --replica-rows)",
+                over_replicas.join(", "),
+                shards.kept.name()
+            )));
+        }
+    }
+    Ok(skipped)
 }
 
 /// Writes report.html into the run's staging folder unless `--no-report`.
@@ -788,6 +863,12 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
     };
     if args.trace.is_some() {
         return Err(Error::bad_input("--trace belongs to `stampede run`: verify checks claims, it writes no trace"));
+    }
+    if let Some(shard) = &args.shard {
+        return Err(Error::bad_input(format!(
+            "--shard {shard} with verify: a claim is about the whole run, which no shard holds; run the shards \
+             with `stampede run {name} --shard K/N`, then `stampede merge --verify` checks the claims on the merged run"
+        )));
     }
     if let Some(junit) = &verify_args.junit {
         check_junit_path(junit)?;

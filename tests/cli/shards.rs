@@ -285,3 +285,106 @@ fn two_hundred_shards_merge_byte_identically_in_the_memory_seven_take() {
         _ => eprintln!("SKIPPED the peak-memory half: this system has no /proc/self/status VmHWM (Linux has)"),
     }
 }
+
+/// Runs `scenario`'s shards (`extra` settings) into `root`: the shards folder.
+fn shards_of(root: &Path, scenario: &str, replicas: &str, count: u32, extra: &[&str]) -> std::path::PathBuf {
+    for k in 0..count {
+        let shard = format!("{k}/{count}");
+        let mut args = vec![
+            "run",
+            scenario,
+            "--replicas",
+            replicas,
+            "--out",
+            root.to_str().unwrap(),
+            "--quiet",
+            "--shard",
+            &shard,
+        ];
+        args.extend_from_slice(extra);
+        run(&args);
+    }
+    root.join(scenario).join("shards")
+}
+
+/// `merge --verify` checks the claims on the merged run: the same verify.json, the
+/// same exit status and the same tables as `stampede verify` in one process — for
+/// claims on means (mg1) and on replicas' quantiles and fractions (baltor, whose
+/// fractions fail at 12 replicas: exit 1 either way) — and JUnit beside it.
+#[test]
+fn merge_verify_gives_the_single_verify_s_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    for (scenario, replicas, merge_rows) in [("mg1", "24", "all"), ("baltor", "12", "none")] {
+        let root = dir.path().join(scenario);
+        let shards = shards_of(&root.join("parts"), scenario, replicas, 3, &[]);
+        let merged = root.join("merged");
+        let junit = root.join("verdicts.xml");
+        let merge = stampede(&[
+            "merge",
+            shards.to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+            "--verify",
+            "--junit",
+            junit.to_str().unwrap(),
+            "--replica-rows",
+            merge_rows,
+            "--quiet",
+        ]);
+        let single = root.join("single");
+        let verify = stampede(&[
+            "verify",
+            scenario,
+            "--replicas",
+            replicas,
+            "--out",
+            single.to_str().unwrap(),
+            "--replica-rows",
+            merge_rows,
+            "--quiet",
+        ]);
+        assert!(matches!(verify.status.code(), Some(0 | 1)), "{}", stderr(&verify));
+        assert_eq!(merge.status.code(), verify.status.code(), "{scenario}: {}", stderr(&merge));
+        let verdicts =
+            |text: String| text.lines().filter(|l| !l.starts_with("report: ")).collect::<Vec<_>>().join("\n");
+        assert_eq!(verdicts(stdout(&merge)), verdicts(stdout(&verify)), "{scenario}: the verdicts printed");
+        assert!(stdout(&merge).contains(&format!("report: {}", merged.join(scenario).join("report.html").display())));
+        let read = |d: &Path| std::fs::read(d.join(scenario).join("verify.json")).unwrap();
+        assert_eq!(read(&merged), read(&single), "{scenario}: verify.json");
+        assert!(tables(&merged.join(scenario)) == tables(&single.join(scenario)), "{scenario}: the tables");
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(xml.contains("<testsuite") && xml.contains(scenario), "{xml}");
+        assert!(merged.join(scenario).join("report.html").exists());
+    }
+}
+
+/// What `merge --verify` and `verify --shard` cannot do is refused with exit 2 before
+/// anything is written: claims over replicas from shards that kept no rows (the
+/// message names the claims and the fix), a scenario without claims, --junit without
+/// --verify, and a shard of a verify (a claim is about the whole run).
+#[test]
+fn merge_verify_refuses_what_it_cannot_check_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("merged");
+    let refused = |args: &[&str], needles: &[&str]| {
+        let output = stampede(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        for needle in needles {
+            assert!(stderr(&output).contains(needle), "{args:?}: wants {needle:?} in {}", stderr(&output));
+        }
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    };
+    let rowless = shards_of(&dir.path().join("rowless"), "baltor", "6", 2, &["--replica-rows", "none"]);
+    let (rowless, out_arg) = (rowless.to_str().unwrap(), out.to_str().unwrap());
+    refused(
+        &["merge", rowless, "--out", out_arg, "--verify"],
+        &["verify[3] (p95 of recovery_s)", "--replica-rows none", "run them with --replica-rows all"],
+    );
+    let mmc = shards_of(&dir.path().join("mmc"), "mmc", "4", 2, &[]);
+    refused(&["merge", mmc.to_str().unwrap(), "--out", out_arg, "--verify"], &["declares no [[verify]] assertions"]);
+    refused(&["merge", mmc.to_str().unwrap(), "--out", out_arg, "--junit", "j.xml"], &["--verify"]);
+    refused(
+        &["verify", "mg1", "--shard", "0/2", "--out", out_arg],
+        &["--shard 0/2 with verify", "stampede merge --verify"],
+    );
+}
