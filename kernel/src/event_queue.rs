@@ -95,7 +95,7 @@ impl<E: Copy> EventQueue<E> {
             self.root_taken = false;
             let end = self.heap.len();
             // SAFETY: a taken root means the heap holds at least that root (end ≥ 1).
-            unsafe { self.sift_down_from_root(end, entry) };
+            unsafe { self.fill_root_hole::<true>(end, entry) };
             self.debug_check_root();
             return;
         }
@@ -140,22 +140,26 @@ impl<E: Copy> EventQueue<E> {
         let end = self.heap.len();
         if end > 0 {
             // SAFETY: `end ≥ 1` entries remain and the root is the hole to fill.
-            unsafe { self.fill_root_hole(end, last) };
+            unsafe { self.fill_root_hole::<false>(end, last) };
         }
         self.debug_check_root();
     }
 
-    /// Fills the hole at the root with `entry`, among the heap's first `end` entries.
+    /// Fills the hole at the root with `entry`, among the heap's first `end` entries:
+    /// the hole walks down along the smaller children, and `entry` goes where it belongs.
     ///
-    /// Floyd's trick, as std's BinaryHeap does: walk the hole at the root down to a
-    /// leaf along the smaller children, then sift `entry` up from there. It saves one
-    /// comparison per level compared with a classic sift-down, and a new event usually
-    /// belongs near the bottom.
+    /// How far down is the choice. `STOP_WHERE_IT_BELONGS` is the classic sift-down: it
+    /// stops as soon as `entry` is below both children — for the event a handler
+    /// schedules, often among the earliest pending (a microsecond network hop among
+    /// millisecond work), where a walk to a leaf and back up would cost two heights.
+    /// Without it, Floyd's trick (std's `BinaryHeap`'s): walk to a leaf without looking
+    /// at `entry`, then sift it up — one comparison less per level, for an entry that
+    /// belongs near the bottom (the heap's last entry, after a removal).
     ///
     /// # Safety
     /// `1 ≤ end ≤ self.heap.len()`.
     #[inline(always)]
-    unsafe fn fill_root_hole(&mut self, end: usize, entry: Entry<E>) {
+    unsafe fn fill_root_hole<const STOP_WHERE_IT_BELONGS: bool>(&mut self, end: usize, entry: Entry<E>) {
         debug_assert!(end >= 1 && end <= self.heap.len());
         let heap = self.heap.as_mut_ptr();
         let mut hole = 0;
@@ -167,36 +171,7 @@ impl<E: Copy> EventQueue<E> {
         unsafe {
             while child + 1 < end {
                 child += ((*heap.add(child + 1)).key < (*heap.add(child)).key) as usize;
-                *heap.add(hole) = *heap.add(child);
-                hole = child;
-                child = 2 * hole + 1;
-            }
-            if child == end - 1 {
-                *heap.add(hole) = *heap.add(child);
-                hole = child;
-            }
-            self.sift_up(hole, entry);
-        }
-    }
-
-    /// Puts `entry` in the hole at the root, among the heap's first `end` entries, by a
-    /// classic sift-down: it stops where `entry` belongs. A model's follow-up event is
-    /// often among the earliest pending (a network hop of microseconds among services'
-    /// milliseconds), where Floyd's walk to a leaf and back up would cost two heights.
-    ///
-    /// # Safety
-    /// `1 ≤ end ≤ self.heap.len()`.
-    #[inline(always)]
-    unsafe fn sift_down_from_root(&mut self, end: usize, entry: Entry<E>) {
-        debug_assert!(end >= 1 && end <= self.heap.len());
-        let heap = self.heap.as_mut_ptr();
-        let mut hole = 0;
-        let mut child = 1;
-        // SAFETY: every index read or written is below `end`, as in `fill_root_hole`.
-        unsafe {
-            while child + 1 < end {
-                child += ((*heap.add(child + 1)).key < (*heap.add(child)).key) as usize;
-                if entry.key < (*heap.add(child)).key {
+                if STOP_WHERE_IT_BELONGS && entry.key < (*heap.add(child)).key {
                     *heap.add(hole) = entry;
                     return;
                 }
@@ -204,11 +179,17 @@ impl<E: Copy> EventQueue<E> {
                 hole = child;
                 child = 2 * hole + 1;
             }
-            if child == end - 1 && (*heap.add(child)).key < entry.key {
+            if child == end - 1 && !(STOP_WHERE_IT_BELONGS && entry.key < (*heap.add(child)).key) {
                 *heap.add(hole) = *heap.add(child);
                 hole = child;
             }
-            *heap.add(hole) = entry;
+            if STOP_WHERE_IT_BELONGS {
+                // Every entry moved up was below `entry`, and `entry` is below what
+                // stays under the hole (or nothing does): it belongs here.
+                *heap.add(hole) = entry;
+            } else {
+                self.sift_up(hole, entry);
+            }
         }
     }
 

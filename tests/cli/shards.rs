@@ -11,6 +11,27 @@ fn run(args: &[&str]) {
     assert!(output.status.success(), "{args:?}: {}", stderr(&output));
 }
 
+/// Runs `scenario`'s `count` shards (`extra` settings) into `root`: their folder.
+fn shards_of(root: &Path, scenario: &str, replicas: &str, count: u32, extra: &[&str]) -> std::path::PathBuf {
+    for k in 0..count {
+        let shard = format!("{k}/{count}");
+        let mut args = vec![
+            "run",
+            scenario,
+            "--replicas",
+            replicas,
+            "--out",
+            root.to_str().unwrap(),
+            "--quiet",
+            "--shard",
+            &shard,
+        ];
+        args.extend_from_slice(extra);
+        run(&args);
+    }
+    root.join(Path::new(scenario).file_stem().unwrap()).join("shards")
+}
+
 /// Runs `scenario` whole and in `count` shards (a few replicas, `extra` settings),
 /// merges, and compares every table.
 fn check(scenario: &str, replicas: &str, count: u32, extra: &[&str]) {
@@ -20,29 +41,12 @@ fn check(scenario: &str, replicas: &str, count: u32, extra: &[&str]) {
     let mut single = vec!["run", scenario, "--replicas", replicas, "--out", &single_root, "--quiet", "--no-report"];
     single.extend_from_slice(extra);
     run(&single);
-    let parts = root("parts");
-    for k in 0..count {
-        let shard = format!("{k}/{count}");
-        let mut args = vec![
-            "run",
-            scenario,
-            "--replicas",
-            replicas,
-            "--out",
-            &parts,
-            "--quiet",
-            "--shard",
-            &shard,
-            "--threads",
-            "1",
-        ];
-        args.extend_from_slice(extra);
-        run(&args);
-    }
+    let mut sharded = vec!["--threads", "1"];
+    sharded.extend_from_slice(extra);
+    let shards = shards_of(&dir.path().join("parts"), scenario, replicas, count, &sharded);
     let name = Path::new(scenario).file_stem().unwrap().to_str().unwrap().to_string();
-    let shards = format!("{parts}/{name}/shards");
     let merged = root("merged");
-    run(&["merge", &shards, "--out", &merged, "--quiet", "--no-report"]);
+    run(&["merge", shards.to_str().unwrap(), "--out", &merged, "--quiet", "--no-report"]);
     let (a, b) = (tables(&dir.path().join("single").join(&name)), tables(&dir.path().join("merged").join(&name)));
     assert_eq!(a.iter().map(|t| &t.0).collect::<Vec<_>>(), b.iter().map(|t| &t.0).collect::<Vec<_>>(), "{scenario}");
     for ((file, x), (_, y)) in a.iter().zip(&b) {
@@ -284,27 +288,6 @@ fn two_hundred_shards_merge_byte_identically_in_the_memory_seven_take() {
         }
         _ => eprintln!("SKIPPED the peak-memory half: this system has no /proc/self/status VmHWM (Linux has)"),
     }
-}
-
-/// Runs `scenario`'s shards (`extra` settings) into `root`: the shards folder.
-fn shards_of(root: &Path, scenario: &str, replicas: &str, count: u32, extra: &[&str]) -> std::path::PathBuf {
-    for k in 0..count {
-        let shard = format!("{k}/{count}");
-        let mut args = vec![
-            "run",
-            scenario,
-            "--replicas",
-            replicas,
-            "--out",
-            root.to_str().unwrap(),
-            "--quiet",
-            "--shard",
-            &shard,
-        ];
-        args.extend_from_slice(extra);
-        run(&args);
-    }
-    root.join(scenario).join("shards")
 }
 
 /// `merge --verify` checks the claims on the merged run: the same verify.json, the
