@@ -210,7 +210,9 @@ impl Scenario {
             }
         }
         let metrics = scenario.schema.metric_names();
-        for (i, assertion) in scenario.verify.iter().enumerate() {
+        let points = scenario.point_count();
+        for (i, assertion) in scenario.verify.iter_mut().enumerate() {
+            assertion.name_the_point(&format!("verify[{i}]"), points)?;
             assertion.check(&format!("verify[{i}]"), &metrics, scenario.model.name())?;
         }
         let all = scenario.point_count() as usize;

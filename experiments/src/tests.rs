@@ -270,6 +270,25 @@ fn claims_are_checked_against_the_grid_and_the_metrics() {
     );
 }
 
+/// A claim without `grid_point` is about the run's only grid point (and `show` writes
+/// it as 0); with several points it is refused, saying which there are.
+#[test]
+fn a_claim_may_leave_out_the_grid_point_of_a_one_point_run() {
+    let unnamed = "[[verify]]\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nat_most = 5.0\n";
+    let resolve =
+        |text: &str| Scenario::resolve(crate::base::typing::parse_text(text, "t").unwrap(), &Overrides::default());
+    let one = resolve(&mmc(unnamed)).unwrap();
+    assert_eq!(one.verify[0].grid_point, 0);
+    assert!(one.to_toml().contains("grid_point = 0"), "{}", one.to_toml());
+    assert_eq!(one.claims_to_check().unwrap().0.len(), 1);
+    let two = resolve(&mmc(&format!("[grid]\n\"queue.servers\" = [1, 2]\n{unnamed}"))).unwrap_err();
+    assert_eq!(
+        two.to_string(),
+        "verify[0]: no grid_point, and this run's grid has 2 points (0 to 1): say which one the claim is about \
+         (grid_point = 0, …)"
+    );
+}
+
 /// `run` ignores claims it does not check; `verify` skips claims whose grid point a
 /// narrowed grid lost, and refuses intervals with one replica before running.
 #[test]

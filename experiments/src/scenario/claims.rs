@@ -88,10 +88,20 @@ impl Statistic {
     }
 }
 
+/// What a parsed claim without `grid_point` holds until the scenario is resolved, which
+/// makes it 0 when the grid has one point and refuses it otherwise.
+pub const UNNAMED_POINT: u32 = u32::MAX;
+
+fn unnamed_point() -> u32 {
+    UNNAMED_POINT
+}
+
 /// A `[[verify]]` entry: a bound on one statistic of one metric at one grid point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Assertion {
+    /// May be left out when the grid has one point (see [`Assertion::name_the_point`]).
+    #[serde(default = "unnamed_point")]
     pub grid_point: u32,
     pub metric: String,
     pub statistic: Statistic,
@@ -149,6 +159,23 @@ impl Assertion {
     /// Checks the claim's shape against a model's `metrics` (of model `model`):
     /// a known metric, at least one bound, bounds that can hold. `path` names it in
     /// messages (`verify[2]`).
+    /// A claim that names no grid point is about the only one; with several, which one
+    /// it is about must be said.
+    pub fn name_the_point(&mut self, path: &str, points: u32) -> Result<()> {
+        if self.grid_point != UNNAMED_POINT {
+            return Ok(());
+        }
+        if points != 1 {
+            return Err(Error::bad_input(format!(
+                "{path}: no grid_point, and this run's grid has {points} points (0 to {}): say which one the claim \
+                 is about (grid_point = 0, …)",
+                points - 1
+            )));
+        }
+        self.grid_point = 0;
+        Ok(())
+    }
+
     pub fn check(&self, path: &str, metrics: &[&str], model: &str) -> Result<()> {
         if !metrics.contains(&self.metric.as_str()) {
             return Err(Error::bad_input(format!(
