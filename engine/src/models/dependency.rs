@@ -132,6 +132,8 @@ pub struct Dependency<'h> {
     queue: VecDeque<SlabKey>,
     busy: u32,
     last_change: Nanos,
+    /// The series bucket `last_change` falls in.
+    cursor: crate::measurement::buckets::BucketCursor,
     busy_window_area: u128,
     series: DependencySeries,
     results: DependencyResults,
@@ -164,6 +166,7 @@ impl<'h> Dependency<'h> {
             queue: VecDeque::with_capacity(p.queue_capacity as usize),
             busy: 0,
             last_change: 0,
+            cursor: crate::measurement::buckets::BucketCursor::new(p.bucket),
             busy_window_area: 0,
             series: DependencySeries {
                 busy_area: vec![0; buckets],
@@ -219,7 +222,7 @@ impl<'h> Dependency<'h> {
         let (busy, queued) = (self.busy as u128, self.queue.len() as u128);
         let series = &mut self.series;
         let window = &mut self.busy_window_area;
-        crate::measurement::buckets::for_each_span(
+        self.cursor.for_each_span(
             self.last_change,
             now,
             self.p.bucket,
