@@ -343,8 +343,44 @@ impl Moments {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::stats::Welford;
+    use crate::run::stats::Summary;
     use stampede_engine::{RngStream, StreamPurpose};
+
+    /// Welford's running mean and sum of squared deviations: what summaries were folded
+    /// with before the exact moments, kept as the reference they are compared against.
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    struct Welford {
+        count: u64,
+        mean: f64,
+        squared_deviations: f64,
+    }
+
+    impl Welford {
+        /// Adds one observation. NaN means "undefined for this replica" (say, the
+        /// recovery time of a replica that never recovered) and is skipped.
+        fn push(&mut self, value: f64) {
+            if value.is_nan() {
+                return;
+            }
+            self.count += 1;
+            let delta = value - self.mean;
+            self.mean += delta / self.count as f64;
+            self.squared_deviations += delta * (value - self.mean);
+        }
+
+        /// Mean, sample standard deviation and the 95% Student-t interval for the mean.
+        /// With fewer than two observations the spread is unknown: sd and the
+        /// interval bounds are NaN.
+        fn summary(&self) -> Summary {
+            if self.count < 2 {
+                let mean = if self.count == 1 { self.mean } else { f64::NAN };
+                return Summary { mean, sd: f64::NAN, ci_lo: f64::NAN, ci_hi: f64::NAN };
+            }
+            let n = self.count as f64;
+            let sd = (self.squared_deviations / (n - 1.0)).max(0.0).sqrt();
+            Summary::with_interval(self.mean, sd, self.count)
+        }
+    }
 
     fn values(seed: u64, n: usize) -> Vec<f64> {
         let mut rng = RngStream::derive(seed, 0, StreamPurpose::named("test.moments"));

@@ -1,51 +1,10 @@
-//! Replica statistics: streaming mean and variance, and 95% Student-t intervals.
-//!
-//! Values are folded in replica order with Welford's update, so every float of a
-//! summary is identical whatever thread ran which replica. The t quantile comes
-//! from `statrs` (its inverse CDF is accurate to ~1e-9), checked here against
-//! published table values.
+//! Replica statistics: a metric's [`Summary`] (mean, sd, 95% Student-t interval) and
+//! the t and normal quantiles behind it. The mean and variance themselves are folded
+//! exactly by `moments.rs`, so every float of a summary is identical whatever thread ran
+//! which replica and however the run was split. The t quantile comes from `statrs` (its
+//! inverse CDF is accurate to ~1e-9), checked here against published table values.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
-
-/// Running mean and sum of squared deviations (Welford).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Welford {
-    count: u64,
-    mean: f64,
-    squared_deviations: f64,
-}
-
-impl Welford {
-    /// Adds one observation. NaN means "undefined for this replica" (say, the
-    /// recovery time of a replica that never recovered) and is skipped.
-    pub fn push(&mut self, value: f64) {
-        if value.is_nan() {
-            return;
-        }
-        self.count += 1;
-        let delta = value - self.mean;
-        self.mean += delta / self.count as f64;
-        self.squared_deviations += delta * (value - self.mean);
-    }
-
-    /// Observations so far.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    /// Mean, sample standard deviation and the 95% Student-t interval for the mean.
-    /// With fewer than two observations the spread is unknown: sd and the
-    /// interval bounds are NaN.
-    pub fn summary(&self) -> Summary {
-        if self.count < 2 {
-            let mean = if self.count == 1 { self.mean } else { f64::NAN };
-            return Summary { mean, sd: f64::NAN, ci_lo: f64::NAN, ci_hi: f64::NAN };
-        }
-        let n = self.count as f64;
-        let sd = (self.squared_deviations / (n - 1.0)).max(0.0).sqrt();
-        Summary::with_interval(self.mean, sd, self.count)
-    }
-}
 
 /// The `p` quantile (0 < p < 1) of Student's t with `degrees_of_freedom` (≥ 1): the
 /// one-sided and two-sided intervals at any confidence (`optimize`'s).
@@ -107,6 +66,7 @@ pub fn t_quantile_975(degrees_of_freedom: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::moments::Moments;
 
     #[test]
     fn quantiles_at_any_level_match_published_tables() {
@@ -132,9 +92,9 @@ mod tests {
     }
 
     #[test]
-    fn welford_matches_the_two_pass_formula() {
+    fn moments_match_the_two_pass_formula() {
         let xs = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
-        let mut w = Welford::default();
+        let mut w = Moments::default();
         xs.iter().for_each(|&x| w.push(x));
         let s = w.summary();
         assert_eq!(s.mean, 5.0);
@@ -147,7 +107,7 @@ mod tests {
 
     #[test]
     fn one_observation_has_no_interval() {
-        let mut w = Welford::default();
+        let mut w = Moments::default();
         w.push(3.0);
         let s = w.summary();
         assert_eq!(s.mean, 3.0);
@@ -161,7 +121,7 @@ mod tests {
         let mut rng = stampede_engine::RngStream::derive(1, 0, stampede_engine::StreamPurpose::named("test.ci"));
         let covered = (0..2000)
             .filter(|_| {
-                let mut w = Welford::default();
+                let mut w = Moments::default();
                 (0..5).for_each(|_| w.push(rng.standard_normal()));
                 let s = w.summary();
                 s.ci_lo <= 0.0 && 0.0 <= s.ci_hi

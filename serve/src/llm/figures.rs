@@ -3,7 +3,8 @@
 //! * [`traced_run`] (Learn): every replica of the scenario's single point is run
 //!   with its trace on; a page-supplied function turns each replica's trace into
 //!   figures, and each figure gets its mean and 95% Student-t interval over the
-//!   replicas (folded in replica order: the same for any thread count).
+//!   replicas (exact moments, as `stampede run` folds its summaries: the same bits
+//!   for any thread count).
 //! * [`summarised_run`] (Sandbox): the run layer's own [`run_grid_cancellable`], so the
 //!   means and intervals are those `stampede run` writes for the same TOML; plus the
 //!   latency quantiles, interpolated inside histogram buckets, and the time series.
@@ -19,9 +20,10 @@ use stampede_engine::measurement::trace::{Trace, TraceKind, TraceRow};
 use stampede_engine::{nanos_to_secs, secs_to_nanos, Nanos};
 use stampede_experiments::base::typing::parse_text;
 use stampede_experiments::run::latency::interpolated_quantile;
+use stampede_experiments::run::moments::Moments;
 use stampede_experiments::run::plan::Plan;
 use stampede_experiments::run::runner::{run_grid_cancellable, PointResult, ReplicaRecord, Sinks};
-use stampede_experiments::run::stats::{Summary, Welford};
+use stampede_experiments::run::stats::Summary;
 use stampede_experiments::{Overrides, Scenario};
 
 use super::RunError;
@@ -77,18 +79,18 @@ pub fn traced_run(
     if cancel.load(Ordering::Relaxed) {
         return Err(RunError::Cancelled);
     }
-    let mut welfords: Vec<Welford> = Vec::new();
+    let mut moments: Vec<Moments> = Vec::new();
     let mut first = None;
     for (figures, trace) in results.into_iter().map(|r| r.expect("not cancelled")) {
-        welfords.resize(figures.len(), Welford::default());
-        for (welford, value) in welfords.iter_mut().zip(figures) {
+        moments.resize(figures.len(), Moments::default());
+        for (moment, value) in moments.iter_mut().zip(figures) {
             if value.is_finite() {
-                welford.push(value);
+                moment.push(value);
             }
         }
         first = first.or(trace);
     }
-    Ok((welfords.iter().map(Welford::summary).collect(), first.expect("replica 0 ran")))
+    Ok((moments.iter().map(Moments::summary).collect(), first.expect("replica 0 ran")))
 }
 
 /// What [`summarised_run`] gives back: every metric, latency and series of the first point.
@@ -111,11 +113,11 @@ pub fn summarised_run(
 ) -> Result<Summarised, RunError> {
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, None);
     let mut first: Option<PointResult> = None;
-    let mut derived: Vec<Welford> = Vec::new();
+    let mut derived: Vec<Moments> = Vec::new();
     let mut records = |records: &[ReplicaRecord]| {
         for record in records.iter().filter(|r| r.grid_point == 0) {
             let figures = derive(&record.metrics);
-            derived.resize(figures.len(), Welford::default());
+            derived.resize(figures.len(), Moments::default());
             derived.iter_mut().zip(figures).for_each(|(w, v)| w.push(v));
         }
         Ok(())
@@ -140,7 +142,7 @@ pub fn summarised_run(
     let names: Vec<&'static str> = scenario.schema.metric_names();
     Ok(Summarised {
         metrics: names.into_iter().zip(point.summaries.iter().cloned()).collect(),
-        derived: derived.iter().map(Welford::summary).collect(),
+        derived: derived.iter().map(Moments::summary).collect(),
         replicas: scenario.run.replicas,
         bucket_s: scenario.schema.series_bucket_s,
         series: scenario.schema.series_names(),
