@@ -113,6 +113,10 @@ struct MergeArgs {
     /// With --verify: also write the verdicts as JUnit XML to FILE.
     #[arg(long, value_name = "FILE", requires = "verify")]
     junit: Option<PathBuf>,
+    /// Print the merged run's summary as one JSON document on stdout, as `run --json`
+    /// does (with --verify: the claims with their verdicts, as `verify --json`).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -638,7 +642,7 @@ fn merge(args: MergeArgs) -> Result<ExitStatus> {
     };
     let report =
         execute_merge(&shards, &args.out, Some(&documents), Writing { resume: false, force: args.force, shape })?;
-    if !args.quiet {
+    if !args.quiet && !args.json {
         println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
         // What the merge cost: "Sizing a big sweep" in the README reads these.
         let seconds = started.elapsed().as_secs_f64();
@@ -649,14 +653,23 @@ fn merge(args: MergeArgs) -> Result<ExitStatus> {
             println!("report: {}", report.output_dir.join("report.html").display());
         }
     }
-    let Some(skipped) = skipped else { return Ok(ExitStatus::Success) };
+    let Some(skipped) = skipped else {
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
+        }
+        return Ok(ExitStatus::Success);
+    };
     let verdicts = Verdicts::new(&report, skipped);
     if let Some(junit) = &args.junit {
         write_file_atomically(junit, verdicts.to_junit().as_bytes())?;
     }
-    print!("{}", verdicts.render());
-    if !no_report {
-        println!("report: {}", report.output_dir.join("report.html").display());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&verdicts.to_json()).expect("JSON serialises"));
+    } else {
+        print!("{}", verdicts.render());
+        if !no_report {
+            println!("report: {}", report.output_dir.join("report.html").display());
+        }
     }
     if std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true") {
         print!("{}", verdicts.github_annotations());

@@ -341,6 +341,30 @@ fn merge_verify_gives_the_single_verify_s_verdicts() {
     }
 }
 
+/// `merge --json` prints what `run --json` prints for the same run (but where it
+/// wrote), and with `--verify` what `verify --json` prints, byte for byte.
+#[test]
+fn merge_json_is_run_s_and_verify_s_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = shards_of(&dir.path().join("parts"), "mg1", "12", 2, &[]);
+    let out = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let printed = |args: &[&str]| {
+        let output = stampede(args);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        serde_json::from_str::<serde_json::Value>(&stdout(&output)).expect("one JSON document")
+    };
+    let mut merged = printed(&["merge", shards.to_str().unwrap(), "--out", &out("m"), "--json", "--no-report"]);
+    let mut single = printed(&["run", "mg1", "--replicas", "12", "--out", &out("s"), "--json", "--no-report"]);
+    assert_ne!(merged["output_dir"], single["output_dir"]);
+    merged["output_dir"] = serde_json::Value::Null;
+    single["output_dir"] = serde_json::Value::Null;
+    assert_eq!(merged, single);
+    let verdicts = printed(&["merge", shards.to_str().unwrap(), "--out", &out("mv"), "--json", "--verify"]);
+    let verified = printed(&["verify", "mg1", "--replicas", "12", "--out", &out("sv"), "--json"]);
+    assert_eq!(verdicts, verified);
+    assert!(verdicts.to_string().contains("\"passed\""), "{verdicts}");
+}
+
 /// What `merge --verify` and `verify --shard` cannot do is refused with exit 2 before
 /// anything is written: claims over replicas from shards that kept no rows (the
 /// message names the claims and the fix), a scenario without claims, --junit without
