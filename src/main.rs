@@ -16,6 +16,7 @@ use stampede_experiments::run::report::RunReport;
 use stampede_experiments::run::shards::{execute_merge, execute_shard, Shards};
 use stampede_experiments::run::summary::SummaryOptions;
 use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
+use stampede_experiments::scenario::claims::Skipped;
 use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
 use stampede_experiments::{Error, Overrides, Result, Scenario};
 
@@ -659,50 +660,18 @@ fn merge(args: MergeArgs) -> Result<ExitStatus> {
         }
         return Ok(ExitStatus::Success);
     };
-    let verdicts = Verdicts::new(&report, skipped);
-    if let Some(junit) = &args.junit {
-        write_file_atomically(junit, verdicts.to_junit().as_bytes())?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&verdicts.to_json()).expect("JSON serialises"));
-    } else {
-        print!("{}", verdicts.render());
-        if !no_report {
-            println!("report: {}", report.output_dir.join("report.html").display());
-        }
-    }
-    if std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true") {
-        print!("{}", verdicts.github_annotations());
-    }
-    Ok(if verdicts.all_passed() { ExitStatus::Success } else { ExitStatus::VerificationFailed })
+    let html = (!no_report).then(|| report.output_dir.join("report.html"));
+    end_with_verdicts(&Verdicts::new(&report, skipped), args.junit.as_deref(), args.json, html)
 }
 
 /// `merge --verify`: the claims the merged run can check, refused before anything is
 /// written when there are none, or when one reads every replica's value and the shards
 /// did not keep every row (a verdict over some replicas would not be the run's).
-fn claims_a_merge_can_check(
-    shards: &Shards,
-    junit: Option<&Path>,
-) -> Result<Vec<stampede_experiments::scenario::claims::Skipped>> {
-    let scenario = &shards.scenario;
+fn claims_a_merge_can_check(shards: &Shards, junit: Option<&Path>) -> Result<Vec<Skipped>> {
     if let Some(junit) = junit {
         check_junit_path(junit)?;
     }
-    if scenario.verify.is_empty() {
-        return Err(Error::bad_input(format!(
-            "merge --verify: scenario {} declares no [[verify]] assertions",
-            scenario.name
-        )));
-    }
-    let (claims, skipped) = scenario.claims_to_check()?;
-    if claims.is_empty() {
-        return Err(Error::bad_input(format!(
-            "merge --verify: none of the {} [[verify]] claims of {} applies to this run: {}",
-            skipped.len(),
-            scenario.name,
-            skipped.iter().map(|s| format!("verify[{}]: {}", s.index, s.why)).collect::<Vec<_>>().join("; ")
-        )));
-    }
+    let (claims, skipped) = claims_that_apply(&shards.scenario, "merge --verify: ")?;
     if shards.kept != ReplicaRows::All {
         let over_replicas: Vec<String> = claims
             .iter()
@@ -889,18 +858,8 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
     let scenario = resolve(name, &args.scenario_args)?;
     warn(&scenario);
     check_rank_by(&scenario, args)?;
-    if scenario.verify.is_empty() {
-        return Err(Error::bad_input(format!("scenario {name} declares no [[verify]] assertions")));
-    }
     // Claims are checked against this run's grid and replicas before anything runs.
-    let (claims, skipped) = scenario.claims_to_check()?;
-    if claims.is_empty() {
-        return Err(Error::bad_input(format!(
-            "none of the {} [[verify]] claims of {name} applies to this run: {}",
-            skipped.len(),
-            skipped.iter().map(|s| format!("verify[{}]: {}", s.index, s.why)).collect::<Vec<_>>().join("; ")
-        )));
-    }
+    let (_, skipped) = claims_that_apply(&scenario, "")?;
     // The claims go into the folder too (verify.json), before the report that shows them.
     let write = |report: &RunReport, staging: &Path| {
         write_json(staging, &Verdicts::new(report, skipped.clone()).to_json())?;
@@ -908,17 +867,49 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
     };
     let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
     let report = execute_with_progress(&scenario, args, &Documents { files, write: &write })?;
-    let verdicts = Verdicts::new(&report, skipped);
-    if let Some(junit) = &verify_args.junit {
-        write_file_atomically(junit, verdicts.to_junit().as_bytes())?;
+    if !args.json && !args.quiet {
+        println!("{}", summary(&report, args));
     }
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
-    if args.json {
+    end_with_verdicts(&Verdicts::new(&report, skipped), verify_args.junit.as_deref(), args.json, html)
+}
+
+/// The claims of `scenario` that this run can check (numbered) and the ones it skips,
+/// refused when it declares none or none applies; `command` prefixes the message.
+fn claims_that_apply<'s>(
+    scenario: &'s Scenario,
+    command: &str,
+) -> Result<(Vec<stampede_experiments::resolved::NumberedClaim<'s>>, Vec<Skipped>)> {
+    let name = &scenario.name;
+    if scenario.verify.is_empty() {
+        return Err(Error::bad_input(format!("{command}scenario {name} declares no [[verify]] assertions")));
+    }
+    let (claims, skipped) = scenario.claims_to_check()?;
+    if claims.is_empty() {
+        return Err(Error::bad_input(format!(
+            "{command}none of the {} [[verify]] claims of {name} applies to this run: {}",
+            skipped.len(),
+            skipped.iter().map(|s| format!("verify[{}]: {}", s.index, s.why)).collect::<Vec<_>>().join("; ")
+        )));
+    }
+    Ok((claims, skipped))
+}
+
+/// How `verify` and `merge --verify` end: the JUnit file if asked, the verdicts (or
+/// their JSON document) and the report's path, annotations on GitHub Actions, and exit
+/// 1 if a claim failed.
+fn end_with_verdicts(
+    verdicts: &stampede_experiments::verify::verdicts::Verdicts,
+    junit: Option<&Path>,
+    json: bool,
+    html: Option<PathBuf>,
+) -> Result<ExitStatus> {
+    if let Some(junit) = junit {
+        write_file_atomically(junit, verdicts.to_junit().as_bytes())?;
+    }
+    if json {
         println!("{}", serde_json::to_string_pretty(&verdicts.to_json()).expect("JSON serialises"));
     } else {
-        if !args.quiet {
-            println!("{}", summary(&report, args));
-        }
         print!("{}", verdicts.render());
         if let Some(html) = html {
             println!("report: {}", html.display());
