@@ -3,7 +3,8 @@
 //! draws the wait with the configured jitter, any of the five [`RetryBudget`]s may
 //! refuse the retry, and a retry that could not finish before the call's deadline
 //! (its backoff plus the expected attempt time, an average of recent successes) is
-//! not made. The same order of checks as the gateway's attempt loop.
+//! not made. The decision is the engine's own (`policy::retry::decide`), the one the
+//! gateway's attempt loop makes: the same checks in the same order, one implementation.
 //!
 //! Invariants: at most `max_attempts` attempts per call; the budget hears every
 //! first attempt (`on_request`), every attempt's end (`on_outcome`) and the end of
@@ -16,7 +17,8 @@ use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use stampede_engine::policy::backoff::Backoff;
-use stampede_engine::policy::classify::{Outcome, RetryClassifier, RetryDecision};
+use stampede_engine::policy::classify::{Outcome, RetryClassifier};
+use stampede_engine::policy::retry::{decide, FailedAttempt, RetryVerdict};
 use stampede_engine::policy::retry_budget::RetryBudget;
 use stampede_engine::{Nanos, RngStream};
 use tokio::time::Sleep;
@@ -309,28 +311,31 @@ struct CallSoFar {
     previous_backoff: Nanos,
 }
 
-/// The wait before the next attempt, or `None` to give up: the gateway's attempt
-/// loop's checks, in its order.
+/// The wait before the next attempt, or `None` to give up: the engine's decision
+/// (`policy::retry::decide`), the one the gateway's attempt loop makes.
 fn retry_delay(config: &RetryConfig, state: &mut RetryState, call: CallSoFar, classified: Classified) -> Option<Nanos> {
-    if call.attempts >= config.max_attempts {
-        return None;
-    }
-    let honoured = match config.classifier.classify(classified.outcome) {
-        RetryDecision::Never => return None,
-        RetryDecision::RetryAfterServerDelay => classified.retry_after,
-        RetryDecision::Retry => None,
+    let attempt = FailedAttempt {
+        now: call.now,
+        tries: call.attempts,
+        outcome: classified.outcome,
+        retry_after: classified.retry_after,
+        previous_backoff: call.previous_backoff,
+        deadline: config.deadline.map(|deadline| call.started_at.saturating_add(nanos(deadline))),
+        expected_attempt: state.expected_attempt,
     };
-    let delay = config.backoff.delay(call.attempts - 1, call.previous_backoff, honoured, &mut state.rng);
-    if let Some(deadline) = config.deadline {
-        if call.now + delay + state.expected_attempt > call.started_at.saturating_add(nanos(deadline)) {
-            state.counts.denied_by_deadline += 1;
-            return None;
+    let (budget, active) = (&mut state.budget, state.active);
+    let verdict = decide(attempt, config.max_attempts, &config.classifier, &config.backoff, &mut state.rng, |rng| {
+        budget.try_retry(call.now, active, 0, rng)
+    });
+    let counts = &mut state.counts;
+    match verdict {
+        RetryVerdict::After(delay) => {
+            counts.retries += 1;
+            return Some(delay);
         }
+        RetryVerdict::GiveUp => {}
+        RetryVerdict::DeniedByDeadline => counts.denied_by_deadline += 1,
+        RetryVerdict::DeniedByBudget => counts.denied_by_budget += 1,
     }
-    if !state.budget.try_retry(call.now, state.active, 0, &mut state.rng) {
-        state.counts.denied_by_budget += 1;
-        return None;
-    }
-    state.counts.retries += 1;
-    Some(delay)
+    None
 }

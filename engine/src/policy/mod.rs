@@ -16,6 +16,7 @@ pub mod codel;
 pub mod hedge;
 pub mod limiter;
 pub mod quota;
+pub mod retry;
 pub mod retry_budget;
 pub mod shedder;
 pub mod token_bucket;

@@ -7,7 +7,7 @@
 
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
-use crate::policy::classify::RetryDecision;
+use crate::policy::retry::{decide, FailedAttempt, RetryVerdict};
 
 use crate::models::gateway::model::Gateway;
 use crate::models::gateway::state::{Call, Ending, Feedback};
@@ -27,35 +27,34 @@ impl Gateway<'_> {
         let class = class as usize;
         let params = &self.p.classes[class];
         debug_assert!(tries >= attempts && tries > 0);
-        if tries >= params.max_attempts {
-            return None;
-        }
         // A stream past this fraction delivered is not worth starting over.
         if params.streamed && feedback.output_used as f64 >= self.p.no_retry_past_delivered * output as f64 {
             return None;
         }
-        let honoured = match self.p.classifier.classify(reason.outcome()) {
-            RetryDecision::Never => return None,
-            RetryDecision::RetryAfterServerDelay => retry_after,
-            RetryDecision::Retry => None,
+        // The rest is the library's decision (tower's retry layer makes the same). The
+        // deadline counts the class's expected call time, an average of its recent successes.
+        let attempt = FailedAttempt {
+            now,
+            tries,
+            outcome: reason.outcome(),
+            retry_after,
+            previous_backoff,
+            deadline: Some(deadline),
+            expected_attempt: self.expected_latency[class],
         };
-        let delay = params.backoff.delay(tries - 1, previous_backoff, honoured, &mut self.backoff_rng);
-        // The retry must fit the deadline with the call it makes: the backoff plus the
-        // class's expected call time (an average of its recent successes).
-        if now + delay + self.expected_latency[class] > deadline {
-            if counted {
-                self.results.classes[class].retries_denied_by_deadline += 1;
-            }
-            return None;
+        let budget = &mut self.budget;
+        let verdict =
+            decide(attempt, params.max_attempts, &self.p.classifier, &params.backoff, &mut self.backoff_rng, |_| {
+                budget.as_mut().is_none_or(|budget| budget.try_retry())
+            });
+        let results = &mut self.results.classes[class];
+        match verdict {
+            RetryVerdict::After(delay) => return Some(delay),
+            RetryVerdict::GiveUp => {}
+            RetryVerdict::DeniedByDeadline if counted => results.retries_denied_by_deadline += 1,
+            RetryVerdict::DeniedByBudget if counted => results.retries_denied_by_budget += 1,
+            RetryVerdict::DeniedByDeadline | RetryVerdict::DeniedByBudget => {}
         }
-        if let Some(budget) = &mut self.budget {
-            if !budget.try_retry() {
-                if counted {
-                    self.results.classes[class].retries_denied_by_budget += 1;
-                }
-                return None;
-            }
-        }
-        Some(delay)
+        None
     }
 }
