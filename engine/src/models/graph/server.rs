@@ -25,6 +25,7 @@ fn criticality(level: u8) -> Criticality {
 
 impl Graph<'_> {
     /// Sends `attempt`'s answer back along its edge.
+    #[inline]
     fn answer(&mut self, attempt: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
         let edge = self.attempts.get(attempt).expect("an answered attempt is live").edge as usize;
         let delay = self.network(edge);
@@ -117,10 +118,18 @@ impl Graph<'_> {
         self.advance(s, now);
         self.instances[i].present += 1;
         self.services[s].present += 1;
-        self.enqueue(i, job);
+        let instance = &self.instances[i];
+        if instance.busy < self.p.services[s].workers && instance.queue.is_empty() {
+            // It would be queued and taken at once: taken without the queue's round trip
+            // (the same checks; the queue's level would rise and fall at this instant).
+            self.take_queued(now, i, job, scheduler);
+        } else {
+            self.enqueue(i, job);
+        }
         self.dispatch(now, i, scheduler);
     }
 
+    #[inline]
     fn enqueue(&mut self, i: usize, job: SlabKey) {
         let instance = &mut self.instances[i];
         instance.queue.push_back(job);
@@ -137,42 +146,50 @@ impl Graph<'_> {
             let Some(job) = (if lifo { instance.queue.pop_back() } else { instance.queue.pop_front() }) else { break };
             self.advance(s, now);
             self.services[s].queued -= 1;
-            let j = self.jobs.get(job).expect("a queued job is live");
-            let JobState::Queued { since, fresh } = j.state else { unreachable!("queued") };
-            let (cancelled, attempt, deadline, pending) = (j.cancelled, j.attempt, j.deadline, j.pending_work);
-            if let Some(tracer) = self.tracer.as_deref_mut() {
-                tracer.dequeued(job, now, s as u32, if cancelled { "cancelled" } else { "queue" });
-            }
-            if cancelled {
-                self.release_job(now, job);
-                let a = self.attempts.get_mut(attempt).expect("live");
-                (a.job, a.in_flight) = (None, false);
-                self.drop_attempt_if_done(attempt);
-                continue;
-            }
-            if fresh {
-                let queue_empty = self.instances[i].queue.is_empty();
-                let dropped =
-                    self.instances[i].codel.as_mut().is_some_and(|c| c.should_drop(now, now - since, queue_empty));
-                if dropped || now >= deadline {
-                    let refusal = if dropped { Refusal::Codel } else { Refusal::Deadline };
-                    self.release_job(now, job);
-                    self.attempts.get_mut(attempt).expect("live").job = None;
-                    self.refuse(attempt, s, refusal, scheduler);
-                    continue;
-                }
-            }
-            self.take_worker(now, i, job);
-            if fresh {
-                self.proceed(now, job, scheduler);
-            } else {
-                self.start_work(now, job, pending, scheduler);
-            }
+            self.take_queued(now, i, job, scheduler);
         }
         debug_assert!(self.instances[i].busy <= workers);
         debug_assert!(self.instances[i].queue.len() <= self.p.services[s].queue_capacity as usize + workers as usize);
     }
 
+    /// A free worker of instance `i` takes `job`, out of the queue: a cancelled job is
+    /// dropped, a fresh one may still be dropped by CoDel or its deadline, and the rest
+    /// start their work.
+    #[inline]
+    fn take_queued(&mut self, now: Nanos, i: usize, job: SlabKey, scheduler: &mut Scheduler<Event>) {
+        let s = self.instances[i].service as usize;
+        let j = self.jobs.get(job).expect("a queued job is live");
+        let JobState::Queued { since, fresh } = j.state else { unreachable!("queued") };
+        let (cancelled, attempt, deadline, pending) = (j.cancelled, j.attempt, j.deadline, j.pending_work);
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.dequeued(job, now, s as u32, if cancelled { "cancelled" } else { "queue" });
+        }
+        if cancelled {
+            self.release_job(now, job);
+            let a = self.attempts.get_mut(attempt).expect("live");
+            (a.job, a.in_flight) = (None, false);
+            return self.drop_attempt_if_done(attempt);
+        }
+        if fresh {
+            let queue_empty = self.instances[i].queue.is_empty();
+            let dropped =
+                self.instances[i].codel.as_mut().is_some_and(|c| c.should_drop(now, now - since, queue_empty));
+            if dropped || now >= deadline {
+                let refusal = if dropped { Refusal::Codel } else { Refusal::Deadline };
+                self.release_job(now, job);
+                self.attempts.get_mut(attempt).expect("live").job = None;
+                return self.refuse(attempt, s, refusal, scheduler);
+            }
+        }
+        self.take_worker(now, i, job);
+        if fresh {
+            self.proceed(now, job, scheduler);
+        } else {
+            self.start_work(now, job, pending, scheduler);
+        }
+    }
+
+    #[inline]
     fn take_worker(&mut self, now: Nanos, i: usize, job: SlabKey) {
         let s = self.instances[i].service as usize;
         self.advance(s, now);
@@ -184,6 +201,7 @@ impl Graph<'_> {
         j.busy_since = now;
     }
 
+    #[inline]
     fn release_worker(&mut self, now: Nanos, job: SlabKey) {
         let j = self.jobs.get_mut(job).expect("live job");
         if !j.holds_worker {
@@ -261,6 +279,7 @@ impl Graph<'_> {
     }
 
     /// `job` has local work `piece` to do: on its worker if it holds one, else it queues.
+    #[inline]
     fn need_work(&mut self, now: Nanos, job: SlabKey, piece: u32, scheduler: &mut Scheduler<Event>) {
         let j = self.jobs.get_mut(job).expect("live job");
         if j.holds_worker {
@@ -276,6 +295,7 @@ impl Graph<'_> {
         self.enqueue(i, job);
     }
 
+    #[inline]
     fn start_work(&mut self, _now: Nanos, job: SlabKey, piece: u32, scheduler: &mut Scheduler<Event>) {
         let j = self.jobs.get(job).expect("live job");
         debug_assert!(j.holds_worker);
