@@ -85,6 +85,20 @@ pub struct Scenario {
     /// The scenario file's folder: relative input files of distribution values are
     /// read from it (`None`: the current folder).
     base_dir: Option<std::path::PathBuf>,
+    /// Every file any grid point reads, sealed when the scenario was resolved.
+    inputs: Vec<InputFile>,
+}
+
+/// A file the scenario reads, as sealed for this process ([`crate::inputs::sealed`]):
+/// the run uses exactly these bytes, and the manifest, the checkpoint and the shards
+/// record this hash.
+#[derive(Clone, Debug)]
+pub struct InputFile {
+    /// The field that names it (`queue.service.file`).
+    pub field: String,
+    /// The path as the scenario writes it.
+    pub file: String,
+    pub sealed: Arc<crate::inputs::sealed::Sealed>,
 }
 
 /// One point of the grid, typed and validated.
@@ -182,6 +196,7 @@ impl Scenario {
             verify: document.verify.clone(),
             document,
             base_dir: base_dir.map(std::path::Path::to_path_buf),
+            inputs: Vec::new(),
         };
         // Validate every point now: bad input must fail before anything is written.
         // Points are typed one at a time and dropped: memory stays flat in the grid.
@@ -190,6 +205,14 @@ impl Scenario {
         let mut warned: Vec<(String, Vec<u32>)> = Vec::new();
         for index in 0..scenario.point_count() {
             let point = scenario.grid_point(index)?;
+            for (field, file) in point.model.inputs() {
+                if !scenario.inputs.iter().any(|input| input.field == field && input.file == file) {
+                    // Sealed while the point was typed; read now if the model reads it later.
+                    let sealed = crate::inputs::sealed::read(&scenario.locate_input(&file))
+                        .map_err(|e| e.context(format!("{field} = {file:?}")))?;
+                    scenario.inputs.push(InputFile { field, file, sealed });
+                }
+            }
             for warning in point.model.warnings(&point.run) {
                 match warned.iter_mut().find(|(w, _)| *w == warning) {
                     Some((_, points)) => points.push(index),
@@ -270,6 +293,12 @@ impl Scenario {
             }
         }
         Self::resolve_with(source, overrides, Some(dir))
+    }
+
+    /// Every file a grid point reads (in the order first met), each with the hash of
+    /// the bytes the run uses.
+    pub fn inputs(&self) -> &[InputFile] {
+        &self.inputs
     }
 
     /// The scenario file's folder, which relative input files are read from (`None`

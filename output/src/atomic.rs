@@ -69,6 +69,12 @@ impl StagedSet {
         self.files.push(file);
     }
 
+    /// Where the staged file that will become `name` is being written (its temporary
+    /// path), to read it back before it is committed.
+    pub fn staged_path(&self, name: &str) -> Option<&Path> {
+        self.files.iter().find(|f| f.destination.file_name().is_some_and(|n| n == name)).map(|f| f.temporary.as_path())
+    }
+
     /// Renames every file into place, in the order added. Returns the final paths.
     pub fn commit(self) -> Result<Vec<PathBuf>> {
         self.files.into_iter().map(StagedFile::commit).collect()

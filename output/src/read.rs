@@ -229,22 +229,97 @@ pub fn read_output_table(dir: &Path, name: &str, files: &[String]) -> Result<Opt
 /// integer and float width, as `f64`, in row order. A missing column is an error that
 /// lists the columns there are; a null is an error naming its row (1-based).
 pub fn number_column(path: &Path, name: &str) -> Result<Vec<f64>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{
-        Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type,
-        UInt8Type,
-    };
-    use parquet::arrow::ProjectionMask;
     let file = File::open(path).map_err(|e| OutputError::new(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    number_column_from(file, path, name, u64::MAX)
+}
+
+/// [`number_column`] of a file already in memory (`path` names it in errors), its
+/// column refused if it would decompress to more than `limit` bytes.
+pub fn number_column_of(bytes: std::sync::Arc<[u8]>, path: &Path, name: &str, limit: u64) -> Result<Vec<f64>> {
+    number_column_from(bytes::Bytes::from_owner(bytes), path, name, limit)
+}
+
+/// One text column of any Parquet file, row for row (plain, large or dictionary-encoded
+/// strings, as pandas writes a `category`), from a file in memory; a null is an error
+/// naming its row. Refused if it would decompress to more than `limit` bytes.
+pub fn string_column_of(bytes: std::sync::Arc<[u8]>, path: &Path, name: &str, limit: u64) -> Result<Vec<String>> {
+    use arrow_array::cast::AsArray;
+    let reader = column_reader(bytes::Bytes::from_owner(bytes), path, name, limit)?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| OutputError::new(path, e))?;
+        let array = batch.column(0);
+        if let Some(row) = (0..array.len()).find(|&i| array.is_null(i)) {
+            return Err(OutputError::new(path, format!("column {name:?} row {} is null", out.len() + row + 1)));
+        }
+        match array.data_type() {
+            DataType::Utf8 => out.extend(array.as_string::<i32>().iter().map(|s| s.unwrap_or("").to_string())),
+            DataType::LargeUtf8 => out.extend(array.as_string::<i64>().iter().map(|s| s.unwrap_or("").to_string())),
+            DataType::Utf8View => out.extend(array.as_string_view().iter().map(|s| s.unwrap_or("").to_string())),
+            DataType::Dictionary(_, value) if matches!(**value, DataType::Utf8 | DataType::LargeUtf8) => {
+                let dictionary = array.as_any_dictionary();
+                let values = dictionary.values();
+                let text = |i: usize| match value.as_ref() {
+                    DataType::Utf8 => values.as_string::<i32>().value(i).to_string(),
+                    _ => values.as_string::<i64>().value(i).to_string(),
+                };
+                out.extend(dictionary.normalized_keys().into_iter().map(text));
+            }
+            other => {
+                return Err(OutputError::new(path, format!("column {name:?} has type {other}, not text")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A reader of column `name` alone, after checking that the column's pages declare at
+/// most `limit` bytes once decompressed (a tiny file cannot make the reader allocate
+/// gigabytes).
+fn column_reader<R: parquet::file::reader::ChunkReader + 'static>(
+    source: R,
+    path: &Path,
+    name: &str,
+    limit: u64,
+) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    use parquet::arrow::ProjectionMask;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(source)
         .map_err(|e| OutputError::new(path, format!("not a readable Parquet file: {e}")))?;
     let fields: Vec<String> = builder.schema().fields().iter().map(|f| f.name().clone()).collect();
     let Some(index) = fields.iter().position(|f| f == name) else {
         return Err(OutputError::new(path, format!("no column {name:?}; its columns: {}", fields.join(", "))));
     };
+    let leaves: Vec<usize> = (0..builder.parquet_schema().num_columns())
+        .filter(|&leaf| builder.parquet_schema().get_column_root_idx(leaf) == index)
+        .collect();
+    let declared: u64 = builder
+        .metadata()
+        .row_groups()
+        .iter()
+        .flat_map(|group| leaves.iter().map(move |&leaf| group.column(leaf).uncompressed_size().max(0) as u64))
+        .fold(0u64, u64::saturating_add);
+    if declared > limit {
+        return Err(OutputError::new(
+            path,
+            format!("column {name:?} declares {declared} bytes uncompressed; inputs may be at most {limit} bytes"),
+        ));
+    }
     let mask = ProjectionMask::roots(builder.parquet_schema(), [index]);
-    let reader =
-        builder.with_projection(mask).build().map_err(|e| OutputError::new(path, format!("cannot read it: {e}")))?;
+    builder.with_projection(mask).build().map_err(|e| OutputError::new(path, format!("cannot read it: {e}")))
+}
+
+fn number_column_from<R: parquet::file::reader::ChunkReader + 'static>(
+    source: R,
+    path: &Path,
+    name: &str,
+    limit: u64,
+) -> Result<Vec<f64>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{
+        Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type,
+        UInt8Type,
+    };
+    let reader = column_reader(source, path, name, limit)?;
     let mut out = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|e| OutputError::new(path, e))?;

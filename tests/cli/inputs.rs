@@ -75,7 +75,7 @@ fn an_empirical_service_time_file_gives_pollaczek_khinchine_for_its_moments() {
     assert_eq!(input["sha256"].as_str().unwrap().len(), 64);
 
     // A Parquet column works too (here a column of the run's own replicas.parquet); a
-    // binary file is recorded by path, size and hash, not embedded.
+    // binary file under 1 MB is embedded as base64 (a merge needs no file).
     let parquet = "{ dist = \"empirical\", file = \"out/from-data/replicas.parquet\", column = \"response_mean_s\", scale = 0.1 }";
     let text = mg1_scenario("SERVICE").replace("from-data", "from-parquet").replace("replicas = 30", "replicas = 3");
     std::fs::write(&scenario, text.replace("SERVICE", parquet)).unwrap();
@@ -83,7 +83,8 @@ fn an_empirical_service_time_file_gives_pollaczek_khinchine_for_its_moments() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("from-parquet/manifest.json")).unwrap()).unwrap();
-    assert!(manifest["inputs"][0]["content_omitted"].as_str().unwrap().starts_with("binary"), "{manifest}");
+    let embedded = manifest["inputs"][0]["content_base64"].as_str().unwrap();
+    assert!(embedded.starts_with("UEFSMQ"), "a Parquet file's magic, PAR1, base64: {embedded:.12}");
     let missing = mg1_scenario("{ dist = \"empirical\", file = \"out/from-data/replicas.parquet\", column = \"p99\" }");
     std::fs::write(&scenario, missing).unwrap();
     let output = stampede(&["run", scenario.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);

@@ -23,6 +23,7 @@ mod report;
 mod resume;
 mod ring;
 mod run_output;
+mod sealed;
 mod serve_guard;
 mod shards;
 mod slurm;

@@ -282,7 +282,9 @@ fn sine(spec: &ShapeSpec) -> Result<RateShape> {
 /// `time_s,rate_per_s` lines (a header row is skipped).
 fn rate_file(path: &Path) -> Result<Vec<(f64, f64)>> {
     let refuse = |what: String| Error::bad_input(format!("load.rate_file: {}: {what}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| refuse(format!("cannot read it: {e}")))?;
+    let sealed = super::sealed::read(path).map_err(|e| e.context("load.rate_file"))?;
+    let text = std::str::from_utf8(&sealed.bytes).map_err(|_| refuse("not UTF-8 text".into()))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut points = Vec::new();
     for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();

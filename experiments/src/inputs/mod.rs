@@ -13,6 +13,7 @@
 
 pub mod fit;
 pub mod load;
+pub mod sealed;
 pub mod sources;
 
 use std::cell::RefCell;
@@ -266,11 +267,11 @@ impl DistributionSpec {
     /// The table of a data-driven kind, from the process-wide cache or built now.
     fn table(&self, path: &str) -> Result<Arc<QuantileTable>> {
         static CACHE: OnceLock<Mutex<BTreeMap<String, Arc<QuantileTable>>>> = OnceLock::new();
-        // The key holds the spec and the file's size and modification time, so an
-        // edited file is read again.
+        // The key holds the spec and the hash of the file's sealed bytes (a file is
+        // read once per process: see `sealed`).
         let located = self.file.as_deref().map(locate);
-        let stamp = located.as_deref().and_then(|f| std::fs::metadata(f).ok()).map(|m| (m.len(), m.modified().ok()));
-        let key = format!("{self:?}{located:?}{stamp:?}");
+        let sealed = located.as_deref().map(sealed::read).transpose().map_err(|e| e.context(format!("{path}.file")))?;
+        let key = format!("{self:?}{located:?}{:?}", sealed.map(|s| s.sha256.clone()));
         let cache = CACHE.get_or_init(Default::default);
         if let Some(table) = cache.lock().expect("the cache lock").get(&key) {
             return Ok(Arc::clone(table));

@@ -19,12 +19,20 @@ fn refuse(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::bad_input(format!("{}: {what}", path.display()))
 }
 
-fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
+/// The file's bytes as sealed for this process ([`super::sealed`]): read once, kept.
+fn read_bytes(path: &Path) -> Result<std::sync::Arc<[u8]>> {
+    let bytes = std::sync::Arc::clone(&super::sealed::read(path)?.bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(refuse(path, "the file is empty"));
     }
     Ok(bytes)
+}
+
+/// The file as UTF-8 text, without a leading byte-order mark (spreadsheets write one).
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = read_bytes(path)?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    Ok(text.strip_prefix('\u{feff}').unwrap_or(text).to_string())
 }
 
 /// A sample: a Parquet column, or a CSV with one value a line (an optional header
@@ -34,10 +42,9 @@ pub fn sample(path: &Path, column: Option<&str>) -> Result<Vec<f64>> {
     let is_parquet = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
     let values = if is_parquet {
         let column = column.ok_or_else(|| refuse(path, "a Parquet file needs `column`, the column to read"))?;
-        if std::fs::metadata(path).map_err(|e| refuse(path, format!("cannot read it: {e}")))?.len() == 0 {
-            return Err(refuse(path, "the file is empty"));
-        }
-        let values = stampede_output::read::number_column(path, column).map_err(|e| Error::bad_input(e.to_string()))?;
+        let bytes = read_bytes(path)?;
+        let values = stampede_output::read::number_column_of(bytes, path, column, super::sealed::max_input_bytes())
+            .map_err(|e| Error::bad_input(e.to_string()))?;
         if let Some((row, bad)) = values.iter().enumerate().find(|(_, v)| !v.is_finite() || **v < 0.0) {
             return Err(refuse(path, format!("column {column:?} row {}: {bad} is not a non-negative number", row + 1)));
         }
@@ -55,10 +62,11 @@ pub fn sample(path: &Path, column: Option<&str>) -> Result<Vec<f64>> {
 pub fn labels(path: &Path, column: &str) -> Result<Vec<String>> {
     let is_parquet = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
     if is_parquet {
-        let table = stampede_output::Table::read(path).map_err(|e| Error::bad_input(e.to_string()))?;
-        return table.strings(column).map(<[String]>::to_vec).map_err(|e| Error::bad_input(e.to_string()));
+        let bytes = read_bytes(path)?;
+        return stampede_output::read::string_column_of(bytes, path, column, super::sealed::max_input_bytes())
+            .map_err(|e| Error::bad_input(e.to_string()));
     }
-    let text = String::from_utf8(read_bytes(path)?).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    let text = read_text(path)?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').map(|c| c.trim().trim_matches('"')).collect();
     let field = header
@@ -69,7 +77,7 @@ pub fn labels(path: &Path, column: &str) -> Result<Vec<String>> {
 }
 
 fn csv_sample(path: &Path, column: Option<&str>) -> Result<Vec<f64>> {
-    let text = String::from_utf8(read_bytes(path)?).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    let text = read_text(path)?;
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).peekable();
     let mut field = 0;
     if let Some((_, first)) = lines.peek() {
@@ -130,8 +138,7 @@ pub fn hdr(path: &Path, window: (Option<f64>, Option<f64>)) -> Result<Histogram<
         if window != (None, None) {
             return Err(refuse(path, "start_s and end_s choose intervals of an interval log; this is one histogram"));
         }
-        return Deserializer::new()
-            .deserialize::<u64, _>(&mut std::io::Cursor::new(&bytes))
+        return bounded_histogram(&bytes)
             .map_err(|e| refuse(path, format!("not an HdrHistogram (V2 or V2 + DEFLATE): {e}")));
     };
     let mut merged: Option<Histogram<u64>> = None;
@@ -149,8 +156,7 @@ pub fn hdr(path: &Path, window: (Option<f64>, Option<f64>)) -> Result<Histogram<
         let encoded = base64::engine::general_purpose::STANDARD
             .decode(interval.encoded_histogram())
             .map_err(|e| refuse(path, format!("interval {}: not base64: {e}", index + 1)))?;
-        let histogram: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut std::io::Cursor::new(encoded))
+        let histogram = bounded_histogram(&encoded)
             .map_err(|e| refuse(path, format!("interval {}: not an HdrHistogram: {e}", index + 1)))?;
         intervals += 1;
         match &mut merged {
@@ -164,6 +170,66 @@ pub fn hdr(path: &Path, window: (Option<f64>, Option<f64>)) -> Result<Histogram<
         Some(histogram) if !histogram.is_empty() => Ok(histogram),
         _ if intervals == 0 => Err(refuse(path, "no interval of the log falls within start_s..end_s (or it has none)")),
         _ => Err(refuse(path, "the histogram holds no values")),
+    }
+}
+
+/// The most bytes a compressed HdrHistogram may inflate to (64 MiB: a histogram of
+/// five significant digits over every `u64` value is about 50 MB of counts, and a
+/// real one is kilobytes); a DEFLATE bomb stops here.
+pub const MAX_INFLATED_HISTOGRAM_BYTES: u64 = 64 << 20;
+
+const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
+/// cookie, payload length, normalising offset, digits, lowest, highest, ratio.
+const V2_HEADER_BYTES: usize = 4 + 4 + 4 + 4 + 8 + 8 + 8;
+
+fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// One serialised histogram, its declared lengths checked against the bytes there
+/// are before the `hdrhistogram` crate allocates by them: a V2 payload must fit in the
+/// bytes that follow its header, a compressed one's DEFLATE stream in the bytes that
+/// follow its length, and what it inflates to at most
+/// [`MAX_INFLATED_HISTOGRAM_BYTES`]. So a few bytes cannot make it allocate gigabytes.
+pub fn bounded_histogram(bytes: &[u8]) -> std::result::Result<Histogram<u64>, String> {
+    let deserialize = |v2: &[u8]| -> std::result::Result<Histogram<u64>, String> {
+        let declared = be_u32(v2, 4).ok_or("shorter than a histogram's header")? as usize;
+        let available = v2.len().saturating_sub(V2_HEADER_BYTES);
+        if v2.len() < V2_HEADER_BYTES || declared > available {
+            return Err(format!("it declares {declared} bytes of counts, but only {available} follow its header"));
+        }
+        let digits = be_u32(v2, 12).ok_or("shorter than a histogram's header")?;
+        if digits > 5 {
+            return Err(format!("it declares {digits} significant digits; HdrHistogram allows at most 5"));
+        }
+        Deserializer::new().deserialize::<u64, _>(&mut std::io::Cursor::new(v2)).map_err(|e| format!("{e:?}"))
+    };
+    match be_u32(bytes, 0) {
+        Some(V2_COOKIE) => deserialize(bytes),
+        Some(V2_COMPRESSED_COOKIE) => {
+            use std::io::Read as _;
+            let declared = be_u32(bytes, 4).ok_or("shorter than a compressed histogram's header")? as usize;
+            let available = bytes.len() - 8.min(bytes.len());
+            if declared > available {
+                return Err(format!("it declares {declared} compressed bytes, but only {available} follow"));
+            }
+            let mut inflated = Vec::new();
+            flate2::read::ZlibDecoder::new(&bytes[8..8 + declared])
+                .take(MAX_INFLATED_HISTOGRAM_BYTES + 1)
+                .read_to_end(&mut inflated)
+                .map_err(|e| format!("its DEFLATE stream is damaged: {e}"))?;
+            if inflated.len() as u64 > MAX_INFLATED_HISTOGRAM_BYTES {
+                return Err(format!(
+                    "it inflates to more than {MAX_INFLATED_HISTOGRAM_BYTES} bytes, far beyond any real histogram"
+                ));
+            }
+            if be_u32(&inflated, 0) != Some(V2_COOKIE) {
+                return Err("its inflated content is not a V2 histogram".into());
+            }
+            deserialize(&inflated)
+        }
+        _ => Err("it does not start with a V2 histogram's cookie".into()),
     }
 }
 
@@ -200,7 +266,7 @@ pub struct Buckets {
 /// the text exposition format or the JSON of Prometheus' HTTP API (a vector, or the
 /// last sample of each series of a matrix).
 pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) -> Result<Buckets> {
-    let text = String::from_utf8(read_bytes(path)?).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    let text = read_text(path)?;
     // (labels without le, le, value, line) of every bucket sample; sums by label set.
     let mut samples: Vec<(BTreeMap<String, String>, String, f64, usize)> = Vec::new();
     let mut sums: Vec<(BTreeMap<String, String>, f64)> = Vec::new();

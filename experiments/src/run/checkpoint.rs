@@ -21,7 +21,7 @@ use super::partial::{Gather, Part, PartWriter};
 use super::plan::Plan;
 use super::runner::{run_grid, PointResult, ReplicaRecord, Sinks};
 use crate::base::error::{Error, Result};
-use crate::resolved::{GridPoint, Scenario};
+use crate::resolved::{GridPoint, InputFile, Scenario};
 
 /// One finished piece: tasks `from..to`, grid points `first..=last`.
 #[derive(Clone, Debug)]
@@ -45,6 +45,32 @@ pub struct Checkpoint {
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::io(format!("checkpoint {}: {e}", path.display()))
+}
+
+/// "lat.csv changed (sha256 0123abcd… then, 4567cdef… now)" for every input whose
+/// hash differs from the one `recorded` (a checkpoint.json) kept, or `None`.
+fn changed_inputs(recorded: &Value, inputs: &[InputFile]) -> Option<String> {
+    let then = recorded.get("inputs")?.as_array()?;
+    let changed: Vec<String> = inputs
+        .iter()
+        .filter_map(|input| {
+            let old = then.iter().find(|r| {
+                r.get("field").and_then(Value::as_str) == Some(&input.field)
+                    && r.get("path").and_then(Value::as_str) == Some(&input.file)
+            })?;
+            let old = old.get("sha256").and_then(Value::as_str)?;
+            (old != input.sealed.sha256).then(|| {
+                format!(
+                    "{} ({}) changed (sha256 {}… then, {}… now)",
+                    input.file,
+                    input.field,
+                    &old[..12.min(old.len())],
+                    &input.sealed.sha256[..12]
+                )
+            })
+        })
+        .collect();
+    (!changed.is_empty()).then(|| changed.join("; "))
 }
 
 /// The most tasks in one piece: a piece's rows are held in memory while assembling
@@ -91,8 +117,16 @@ impl Checkpoint {
     /// Opens `dir` for the run `identity` whose pieces keep the replica rows `keep`:
     /// with `resume`, keeps the pieces of that run (refusing another run's); without,
     /// starts over.
-    pub fn open(dir: &Path, identity: &str, keep: ReplicaRows, resume: bool) -> Result<Checkpoint> {
+    pub fn open(
+        dir: &Path,
+        identity: &str,
+        inputs: &[InputFile],
+        keep: ReplicaRows,
+        resume: bool,
+    ) -> Result<Checkpoint> {
         let identity = &format!("{identity} rows {}", keep.name());
+        let input_hashes: Vec<Value> =
+            inputs.iter().map(|i| json!({"field": i.field, "path": i.file, "sha256": i.sealed.sha256})).collect();
         let e = io(dir);
         let mut pieces = Vec::new();
         if resume && !dir.exists() {
@@ -107,6 +141,14 @@ impl Checkpoint {
         if dir.exists() && resume {
             let text = std::fs::read_to_string(dir.join("checkpoint.json")).unwrap_or_default();
             let recorded: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            if let Some(changed) = changed_inputs(&recorded, inputs) {
+                return Err(Error::bad_input(format!(
+                    "--resume: {changed} since the checkpoint in {} was written; its pieces used the old content, so \
+                     nothing was resumed",
+                    dir.display()
+                ))
+                .with_hint("restore the file as it was to resume, or run without --resume to start over"));
+            }
             if recorded.get("identity").and_then(Value::as_str) != Some(identity) {
                 return Err(Error::bad_input(format!(
                     "--resume: the checkpoint in {} belongs to another run (another scenario, seed, replicas, shard, --replica-rows or \
@@ -142,7 +184,8 @@ impl Checkpoint {
             std::fs::remove_dir_all(dir).map_err(&e)?;
         }
         std::fs::create_dir_all(dir).map_err(&e)?;
-        let bytes = serde_json::to_vec_pretty(&json!({"identity": identity})).expect("JSON serialises");
+        let bytes =
+            serde_json::to_vec_pretty(&json!({"identity": identity, "inputs": input_hashes})).expect("JSON serialises");
         StagedFile::with_contents(dir, "checkpoint.json", &bytes)?.commit()?;
         let resumed_tasks = pieces.iter().map(|p| p.to - p.from).sum();
         Ok(Checkpoint { dir: dir.to_path_buf(), keep, pieces, resumed_tasks })

@@ -43,6 +43,14 @@ pub fn fingerprint(scenario: &Scenario) -> String {
         hash.update(part.as_bytes());
         hash.update([0]);
     }
+    // The inputs' content, by hash: shards or a checkpoint that read another version
+    // of a file are of another run.
+    for input in scenario.inputs() {
+        for part in [&input.field, &input.file, &input.sealed.sha256] {
+            hash.update(part.as_bytes());
+            hash.update([0]);
+        }
+    }
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 

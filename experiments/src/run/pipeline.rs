@@ -104,7 +104,8 @@ pub fn execute_with(
     let produce = |sinks: Sinks| {
         // The pieces keep the rows written, and every row while a claim reads replica values.
         let keep = if scenario.replica_metrics().is_empty() { writing.shape.replica_rows } else { ReplicaRows::All };
-        let mut opened = Checkpoint::open(&checkpoint_dir, &super::partial::fingerprint(scenario), keep, resume)?;
+        let mut opened =
+            Checkpoint::open(&checkpoint_dir, &super::partial::fingerprint(scenario), scenario.inputs(), keep, resume)?;
         started.set(true);
         for _ in 0..opened.resumed_tasks {
             progress();

@@ -142,7 +142,7 @@ impl RunReport {
             "scenario_toml": self.scenario.to_toml(),
             // Relative input files in scenario_toml are read from here (merge, report).
             "scenario_dir": self.scenario.base_dir().map(|d| d.display().to_string()),
-            "inputs": self.scenario.model.inputs().into_iter().map(|(field, file)| input_json(&field, &file, &self.scenario.locate_input(&file))).collect::<Vec<_>>(),
+            "inputs": self.scenario.inputs().iter().map(input_json).collect::<Vec<_>>(),
             "command_line": std::env::args().collect::<Vec<_>>(),
             "seed": self.scenario.run.seed,
             "replicas": self.scenario.run.replicas,
@@ -175,19 +175,24 @@ impl RunReport {
 const EMBEDDED_INPUT_BYTES: usize = 1 << 20;
 
 /// A file the run read, for the manifest: its field, its path as written, its size and
-/// SHA-256, and its content when it is text of at most 1 MB (else `content_omitted`
-/// says why: reproducing the run needs the file itself, which the hash identifies).
-fn input_json(field: &str, file: &str, located: &std::path::Path) -> Value {
-    use sha2::{Digest, Sha256};
-    let Ok(bytes) = std::fs::read(located) else {
-        return json!({"field": field, "path": file, "content_omitted": "the file could not be read when the manifest was written"});
-    };
-    let sha256: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-    let mut entry = json!({"field": field, "path": file, "bytes": bytes.len(), "sha256": sha256});
-    match String::from_utf8(bytes) {
-        Ok(text) if text.len() <= EMBEDDED_INPUT_BYTES => entry["content"] = json!(text),
-        Ok(_) => entry["content_omitted"] = json!("larger than 1 MB: the path and hash identify it"),
-        Err(_) => entry["content_omitted"] = json!("binary: the path and hash identify it"),
+/// the SHA-256 of the bytes the run used (sealed: never read again for the manifest),
+/// and its content when it is at most 1 MB — `content` for UTF-8 text,
+/// `content_base64` otherwise — else `content_omitted` says why (reproducing the run,
+/// or merging its shards, then needs the file itself, which the hash identifies).
+fn input_json(input: &crate::resolved::InputFile) -> Value {
+    let bytes = &input.sealed.bytes;
+    let mut entry =
+        json!({"field": input.field, "path": input.file, "bytes": bytes.len(), "sha256": input.sealed.sha256});
+    if bytes.len() > EMBEDDED_INPUT_BYTES {
+        entry["content_omitted"] = json!("larger than 1 MB: the path and hash identify it");
+        return entry;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => entry["content"] = json!(text),
+        Err(_) => {
+            use base64::Engine as _;
+            entry["content_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+        }
     }
     entry
 }

@@ -56,8 +56,13 @@ pub fn execute_shard(
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
     let identity = format!("{} shard {}/{}", fingerprint(scenario), shard.index, shard.count);
     let keep = writing.shape.replica_rows;
-    let mut checkpoint =
-        Checkpoint::open(&root.join(format!(".shard={}.checkpoint", shard.index)), &identity, keep, writing.resume)?;
+    let mut checkpoint = Checkpoint::open(
+        &root.join(format!(".shard={}.checkpoint", shard.index)),
+        &identity,
+        scenario.inputs(),
+        keep,
+        writing.resume,
+    )?;
     for _ in 0..checkpoint.resumed_tasks {
         progress();
     }
@@ -73,6 +78,7 @@ pub fn execute_shard(
     }
     let mut staged = StagedSet::default();
     writer.finish(&mut staged)?;
+    let checksums = file_checksums(&staged)?;
     let report = RunReport {
         scenario: scenario.clone(),
         points: Vec::new(),
@@ -86,6 +92,7 @@ pub fn execute_shard(
     object.insert("fingerprint".into(), json!(fingerprint(scenario)));
     object.insert("shard".into(), json!({"index": shard.index, "count": shard.count, "tasks": plan.task_count()}));
     object.insert("replica_rows".into(), json!(keep.name()));
+    object.insert("file_checksums".into(), checksums);
     let bytes = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
     staged.push(StagedFile::with_contents(dir, "manifest.json", &bytes)?);
     staged.commit()?;
@@ -93,6 +100,148 @@ pub fn execute_shard(
     folder.commit()?;
     checkpoint.remove()?;
     Ok(destination)
+}
+
+/// The files of a shard folder whose size and SHA-256 its manifest records.
+const CHECKSUMMED: &[&str] = &["replicas.parquet", "partials.parquet"];
+
+/// `{"replicas.parquet": {"bytes": …, "sha256": …}, …}` of the shard folder's staged
+/// files, for its manifest (the files are hashed as written, before they appear).
+fn file_checksums(staged: &StagedSet) -> Result<Value> {
+    let mut files = serde_json::Map::new();
+    for name in CHECKSUMMED {
+        let path = staged.staged_path(name).ok_or_else(|| Error::io(format!("{name} was not written")))?;
+        let (bytes, sha256) =
+            hash_file(&path).map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
+        files.insert((*name).into(), json!({"bytes": bytes, "sha256": sha256}));
+    }
+    Ok(Value::Object(files))
+}
+
+/// A file's size and SHA-256, read in pieces (a shard's rows can be large).
+fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hash = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        total += read as u64;
+        hash.update(&buffer[..read]);
+    }
+    Ok((total, hash.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+}
+
+/// Refuses a shard whose files are not, byte for byte, the ones its manifest
+/// recorded (a flipped bit, a truncated copy, a file from another shard). Shards
+/// written before manifests recorded checksums are taken as they are.
+fn verify_files(dir: &Path, manifest: &Value) -> Result<()> {
+    let Some(recorded) = manifest.get("file_checksums").and_then(Value::as_object) else { return Ok(()) };
+    for (name, want) in recorded {
+        let path = dir.join(name);
+        let (bytes, sha256) = hash_file(&path).map_err(|e| {
+            Error::bad_input(format!("merge: {}: cannot read it: {e}; nothing was written", path.display()))
+        })?;
+        let want_bytes = want.get("bytes").and_then(Value::as_u64);
+        let want_sha = want.get("sha256").and_then(Value::as_str);
+        if want_bytes != Some(bytes) || want_sha != Some(sha256.as_str()) {
+            return Err(Error::bad_input(format!(
+                "merge: {} is damaged: {bytes} bytes with sha256 {}…, but the shard's manifest recorded {} bytes with \
+                 sha256 {}…; nothing was written",
+                path.display(),
+                &sha256[..12],
+                want_bytes.map_or("no".to_string(), |b| b.to_string()),
+                &want_sha.unwrap_or("?")[..12.min(want_sha.unwrap_or("?").len())]
+            ))
+            .with_hint("copy the shard again from where it was written, or run that shard again"));
+        }
+    }
+    Ok(())
+}
+
+/// (field, path) → sha256 of the inputs a shard's manifest lists.
+fn inputs_of(manifest: &Value) -> BTreeMap<(String, String), String> {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    manifest
+        .get("inputs")
+        .and_then(Value::as_array)
+        .map(|list| list.iter().map(|i| ((text(i, "field"), text(i, "path")), text(i, "sha256"))).collect())
+        .unwrap_or_default()
+}
+
+/// Refuses shards that read different content for an input (each shard's manifest
+/// records the hash of what it used), naming the file and the shards.
+fn check_same_inputs(manifests: &[(&Path, &Value)]) -> Result<()> {
+    let (first_dir, first) = manifests[0];
+    let want = inputs_of(first);
+    for (dir, manifest) in &manifests[1..] {
+        let got = inputs_of(manifest);
+        for key in want.keys().chain(got.keys()) {
+            let (a, b) = (want.get(key), got.get(key));
+            if a != b {
+                let short = |h: Option<&String>| {
+                    h.map_or("absent".to_string(), |h| format!("sha256 {}…", &h[..12.min(h.len())]))
+                };
+                return Err(Error::bad_input(format!(
+                    "merge: the shards read different content for {} ({}): {} in {}, {} in {}; nothing was written",
+                    key.1,
+                    key.0,
+                    short(a),
+                    first_dir.display(),
+                    short(b),
+                    dir.display()
+                ))
+                .with_hint("run every shard with the same input files"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Seeds the process's sealed inputs ([`crate::inputs::sealed`]) with the contents the
+/// shards recorded, so the merge types the scenario from what the shards used and
+/// never reads the files (which need not exist on the merging machine). An input too
+/// large to have been recorded (over 1 MB) is read from its path and must have the
+/// recorded hash.
+fn seed_inputs(manifest: &Value, scenario_dir: Option<&str>) -> Result<()> {
+    use base64::Engine as _;
+    let Some(inputs) = manifest.get("inputs").and_then(Value::as_array) else { return Ok(()) };
+    for input in inputs {
+        let file = input.get("path").and_then(Value::as_str).unwrap_or_default();
+        let located = match scenario_dir {
+            Some(dir) if Path::new(file).is_relative() => Path::new(dir).join(file),
+            _ => PathBuf::from(file),
+        };
+        let content = match (input.get("content").and_then(Value::as_str), input.get("content_base64")) {
+            (Some(text), _) => Some(text.as_bytes().to_vec()),
+            (None, Some(Value::String(encoded))) => base64::engine::general_purpose::STANDARD.decode(encoded).ok(),
+            _ => None,
+        };
+        let want = input.get("sha256").and_then(Value::as_str).unwrap_or_default();
+        let sealed = match content {
+            Some(bytes) => crate::inputs::sealed::seed(&located, bytes),
+            None => crate::inputs::sealed::read(&located).map_err(|e| {
+                e.context(
+                    "merge: the shards recorded this input's hash but not its content (over 1 MB); the merge \
+                           needs the same file where the shards read it",
+                )
+            })?,
+        };
+        if sealed.sha256 != want {
+            return Err(Error::bad_input(format!(
+                "merge: {file} has sha256 {}…, but the shards read a file with sha256 {}…; nothing was written",
+                &sealed.sha256[..12],
+                &want[..12.min(want.len())]
+            ))
+            .with_hint("merge with the file the shards used"));
+        }
+    }
+    Ok(())
 }
 
 /// Shards that belong together, checked.
@@ -152,6 +301,15 @@ impl Shards {
                 unlike.join(", ")
             )));
         }
+        for (dir, .., manifest) in &manifests {
+            verify_files(dir, manifest)?;
+        }
+        // Of one scenario and seed but of other input content: said as such.
+        let same_run =
+            |m: &Value| ["scenario_toml", "seed", "replicas"].iter().all(|k| m.get(k) == manifests[0].4.get(k));
+        check_same_inputs(
+            &manifests.iter().filter(|m| same_run(&m.4)).map(|m| (m.0.as_path(), &m.4)).collect::<Vec<_>>(),
+        )?;
         let (_, _, count, print, first) = &manifests[0];
         let strangers: Vec<String> = manifests
             .iter()
@@ -190,6 +348,7 @@ impl Shards {
         }
         let toml_text = first.get("scenario_toml").and_then(Value::as_str).unwrap_or_default();
         let scenario_dir = first.get("scenario_dir").and_then(Value::as_str);
+        seed_inputs(first, scenario_dir)?;
         let scenario =
             Scenario::from_manifest(toml_text, scenario_dir).map_err(|e| e.context("merge: the shards' scenario"))?;
         if fingerprint(&scenario) != *print {

@@ -383,9 +383,11 @@ impl Fixture {
         match path {
             None => Fixture::parse(DEFAULT_FIXTURE, "the built-in fixture"),
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| Error::bad_input(format!("cannot read fixture file {path}: {e}")))?;
-                Fixture::parse(&text, &format!("fixture file {path}"))
+                let sealed = crate::inputs::sealed::read(std::path::Path::new(path))
+                    .map_err(|e| e.context("cannot read the fixture file"))?;
+                let text = std::str::from_utf8(&sealed.bytes)
+                    .map_err(|_| Error::bad_input(format!("fixture file {path}: not UTF-8 text")))?;
+                Fixture::parse(text.strip_prefix('\u{feff}').unwrap_or(text), &format!("fixture file {path}"))
             }
         }
     }
