@@ -1,6 +1,7 @@
 //! The `stampede` command: parses arguments, then hands over to the experiments
 //! crate. Exit codes: 0 success, 2 bad input, 3 I/O or internal error.
 
+mod output_file;
 mod ring_cli;
 
 use std::io::IsTerminal;
@@ -93,7 +94,8 @@ struct MergeArgs {
     /// Print nothing but errors.
     #[arg(long)]
     quiet: bool,
-    /// Replace OUT/<scenario name>/ even if it holds files stampede did not write.
+    /// Replace OUT/<scenario name>/ (and --junit's FILE) even if it holds files
+    /// stampede did not write.
     #[arg(long)]
     force: bool,
     /// Which per-replica rows to write: all, none, or sample:N (replicas 0..N of each
@@ -189,6 +191,9 @@ struct CompareArgs {
     /// Also write a self-contained HTML page of the differences to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// Replace --html's FILE even if it is not a page stampede wrote.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -360,6 +365,9 @@ struct FitArgs {
     /// Where the page of CDFs goes (default: out/fit-<file stem>.html).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Replace the page even if the file there is not one stampede wrote.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -495,10 +503,12 @@ fn run(args: RunArgs) -> Result<()> {
         write_report(report, staging, &args)
     };
     let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
-    if args.trace.is_some() {
+    let mut disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
+    if let Some(replica) = args.trace {
         files.push(stampede_experiments::run::trace::FILE);
+        disk_bytes += stampede_experiments::run::trace::estimate_bytes(&scenario, replica)?;
     }
-    let documents = Documents { files, write: &write };
+    let documents = Documents { files, write: &write, disk_bytes };
     let report = execute_with_progress(&scenario, &args, &documents)?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
@@ -578,13 +588,14 @@ fn fit(args: FitArgs) -> Result<()> {
     if spec.dist != "prometheus" && (args.tail.is_some() || !args.labels.is_empty()) {
         return Err(Error::bad_input("--tail and --label are for a Prometheus histogram: give --metric too"));
     }
-    let (table, count) = spec.data("fit")?;
-    let report = stampede_experiments::inputs::fit::fit(&table, count);
-    let source = spec.inline_toml();
     let stem =
         Path::new(&args.file).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "data".into());
     let page = args.out.clone().unwrap_or_else(|| PathBuf::from("out").join(format!("fit-{stem}.html")));
-    write_file_atomically(&page, stampede_report::fit_page::render(&source, &report).as_bytes())?;
+    output_file::check(&page, "--out", args.force)?;
+    let (table, count) = spec.data("fit")?;
+    let report = stampede_experiments::inputs::fit::fit(&table, count);
+    let source = spec.inline_toml();
+    output_file::write(&page, "--out", stampede_report::fit_page::render(&source, &report).as_bytes(), args.force)?;
     let page_text = page.display().to_string();
     if args.json {
         let json = report.to_json(&args.file, &source, &page_text);
@@ -620,7 +631,8 @@ fn merge(args: MergeArgs) -> Result<ExitStatus> {
     }
     let started = std::time::Instant::now();
     let shards = Shards::read(&dirs)?;
-    let skipped = if args.verify { Some(claims_a_merge_can_check(&shards, args.junit.as_deref())?) } else { None };
+    let skipped =
+        if args.verify { Some(claims_a_merge_can_check(&shards, args.junit.as_deref(), args.force)?) } else { None };
     let no_report = args.no_report;
     let write = |report: &RunReport, staging: &Path| {
         // The verdicts go into the folder before the report that shows them.
@@ -636,7 +648,8 @@ fn merge(args: MergeArgs) -> Result<ExitStatus> {
     if !no_report {
         files.push("report.html");
     }
-    let documents = Documents { files, write: &write };
+    let disk_bytes = if no_report { 0.0 } else { report_bytes(&shards.scenario) };
+    let documents = Documents { files, write: &write, disk_bytes };
     let shape = Shape {
         replica_rows: args.replica_rows.unwrap_or(shards.kept),
         partition_by_point: args.partition_by.unwrap_or(false),
@@ -661,15 +674,15 @@ fn merge(args: MergeArgs) -> Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     };
     let html = (!no_report).then(|| report.output_dir.join("report.html"));
-    end_with_verdicts(&Verdicts::new(&report, skipped), args.junit.as_deref(), args.json, html)
+    end_with_verdicts(&Verdicts::new(&report, skipped), args.junit.as_deref().map(|j| (j, args.force)), args.json, html)
 }
 
 /// `merge --verify`: the claims the merged run can check, refused before anything is
 /// written when there are none, or when one reads every replica's value and the shards
 /// did not keep every row (a verdict over some replicas would not be the run's).
-fn claims_a_merge_can_check(shards: &Shards, junit: Option<&Path>) -> Result<Vec<Skipped>> {
+fn claims_a_merge_can_check(shards: &Shards, junit: Option<&Path>, force: bool) -> Result<Vec<Skipped>> {
     if let Some(junit) = junit {
-        check_junit_path(junit)?;
+        output_file::check(junit, "--junit", force)?;
     }
     let (claims, skipped) = claims_that_apply(&shards.scenario, "merge --verify: ")?;
     if shards.kept != ReplicaRows::All {
@@ -755,9 +768,12 @@ fn report(args: ReportArgs) -> Result<()> {
 }
 
 fn compare(args: CompareArgs) -> Result<ExitStatus> {
+    if let Some(path) = &args.html {
+        output_file::check(path, "--html", args.force)?;
+    }
     let comparison = stampede_report::compare::compare(&args.a, &args.b, args.alpha, args.tolerance)?;
     if let Some(path) = &args.html {
-        write_file_atomically(path, comparison.html().as_bytes())?;
+        output_file::write(path, "--html", comparison.html().as_bytes(), args.force)?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&comparison.to_json()).expect("JSON serialises"));
@@ -768,6 +784,11 @@ fn compare(args: CompareArgs) -> Result<ExitStatus> {
         }
     }
     Ok(if comparison.changed() { ExitStatus::Changed } else { ExitStatus::Success })
+}
+
+/// The HTML report's size, estimated before the run for the free-space check.
+fn report_bytes(scenario: &Scenario) -> f64 {
+    stampede_experiments::run::budget::report_bytes(scenario)
 }
 
 fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
@@ -814,10 +835,18 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         Ok(())
     };
     let files = if args.no_report { vec![] } else { vec!["report.html"] };
+    let disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
     let bar = progress_bar(request.budget_for(&scenario), args.quiet || args.json || args.show_toml);
     let writing = Writing { resume: args.resume, force: args.force, shape: Shape::default() };
-    let optimized =
-        execute(&scenario, &request, &args.out, threads, &|| bar.inc(1), &Documents { files, write: &write }, writing)?;
+    let optimized = execute(
+        &scenario,
+        &request,
+        &args.out,
+        threads,
+        &|| bar.inc(1),
+        &Documents { files, write: &write, disk_bytes },
+        writing,
+    )?;
     bar.finish_and_clear();
     let answer = &optimized.answer;
     let folder = optimized.report.output_dir.display().to_string();
@@ -853,7 +882,7 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
         )));
     }
     if let Some(junit) = &verify_args.junit {
-        check_junit_path(junit)?;
+        output_file::check(junit, "--junit", args.force)?;
     }
     let scenario = resolve(name, &args.scenario_args)?;
     warn(&scenario);
@@ -866,12 +895,18 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
         write_report(report, staging, args)
     };
     let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
-    let report = execute_with_progress(&scenario, args, &Documents { files, write: &write })?;
+    let disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
+    let report = execute_with_progress(&scenario, args, &Documents { files, write: &write, disk_bytes })?;
     if !args.json && !args.quiet {
         println!("{}", summary(&report, args));
     }
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
-    end_with_verdicts(&Verdicts::new(&report, skipped), verify_args.junit.as_deref(), args.json, html)
+    end_with_verdicts(
+        &Verdicts::new(&report, skipped),
+        verify_args.junit.as_deref().map(|j| (j, args.force)),
+        args.json,
+        html,
+    )
 }
 
 /// The claims of `scenario` that this run can check (numbered) and the ones it skips,
@@ -900,12 +935,12 @@ fn claims_that_apply<'s>(
 /// 1 if a claim failed.
 fn end_with_verdicts(
     verdicts: &stampede_experiments::verify::verdicts::Verdicts,
-    junit: Option<&Path>,
+    junit: Option<(&Path, bool)>,
     json: bool,
     html: Option<PathBuf>,
 ) -> Result<ExitStatus> {
-    if let Some(junit) = junit {
-        write_file_atomically(junit, verdicts.to_junit().as_bytes())?;
+    if let Some((junit, force)) = junit {
+        output_file::write(junit, "--junit", verdicts.to_junit().as_bytes(), force)?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&verdicts.to_json()).expect("JSON serialises"));
@@ -920,31 +955,6 @@ fn end_with_verdicts(
         print!("{}", verdicts.github_annotations());
     }
     Ok(if verdicts.all_passed() { ExitStatus::Success } else { ExitStatus::VerificationFailed })
-}
-
-/// `--junit FILE` must name a file: refused before the run if it is a folder.
-fn check_junit_path(path: &Path) -> Result<()> {
-    if path.is_dir() {
-        return Err(Error::bad_input(format!(
-            "--junit {}: is a folder; give a file name, e.g. --junit {}",
-            path.display(),
-            path.join("verify.junit.xml").display()
-        )));
-    }
-    Ok(())
-}
-
-/// Writes `bytes` to `path` atomically (the output crate's staged file: a temporary in
-/// the same folder, then a rename), creating the folder.
-fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    std::fs::create_dir_all(parent)
-        .map_err(|e| Error::io(format!("cannot write {}: cannot create its folder: {e}", path.display())))?;
-    stampede_output::StagedFile::with_contents(parent, &name, bytes)
-        .and_then(|file| file.commit())
-        .map(|_| ())
-        .map_err(|e| Error::io(format!("cannot write {e}")))
 }
 
 /// `--rank-by` names a metric of the scenario's model.

@@ -118,6 +118,20 @@ pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result
             only(&mb.metrics, &ma.metrics)
         )));
     }
+    // A difference's interval needs each side's spread: at least two replicas a point.
+    let few: Vec<String> = [(a, ma.replicas), (b, mb.replicas)]
+        .iter()
+        .filter(|(_, n)| *n < 2)
+        .map(|(dir, n)| format!("{} has {n} replica{} a grid point", dir.display(), if *n == 1 { "" } else { "s" }))
+        .collect();
+    if !few.is_empty() {
+        return Err(Error::bad_input(format!(
+            "compare: {}; a test needs at least 2 replicas a point on each side, so nothing could be tested (a gate \
+             that tests nothing does not pass)",
+            few.join(" and ")
+        ))
+        .with_hint("run both sides with --replicas 2 or more (30 or more gives useful power)"));
+    }
     let paired = ma.seed == mb.seed;
     let (infos, _) = points(&fa, &fa.metric_defs());
     let by_point = |table: &Table, point: u32, metric: &str| -> Result<Vec<(u64, f64)>> {
@@ -151,6 +165,13 @@ pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result
         }
     }
     let p: Vec<f64> = rows.iter().map(|r| r.difference.p_mean).collect();
+    if !rows.is_empty() && p.iter().all(|p| p.is_nan()) {
+        return Err(Error::bad_input(format!(
+            "compare: none of the {} (grid point, metric) pairs could be tested (each has fewer than 2 defined \
+             values on a side); a gate that tests nothing does not pass",
+            rows.len()
+        )));
+    }
     for (row, significant) in rows.iter_mut().zip(holm(&p, alpha)) {
         row.significant = significant;
     }
@@ -257,6 +278,16 @@ impl Comparison {
         self.rows.iter().filter(|r| !r.difference.p_mean.is_nan()).count()
     }
 
+    /// "27 tests", or "25 tests (2 untested: fewer than 2 defined values on a side)".
+    fn tests_said(&self) -> String {
+        let untested = self.rows.len() - self.tests();
+        if untested == 0 {
+            format!("{} tests", self.tests())
+        } else {
+            format!("{} tests ({untested} untested: fewer than 2 defined values on a side)", self.tests())
+        }
+    }
+
     fn method(&self) -> String {
         if self.paired {
             "paired on replica index (same seed: common random numbers)".into()
@@ -268,13 +299,13 @@ impl Comparison {
     /// The terminal answer: what changed, then (with `all`) every row, then latencies.
     pub fn render(&self, all: bool) -> String {
         let mut out = format!(
-            "compare {} → {}: scenario {}; differences of the means B − A, {}; Holm-corrected at α = {} over {} tests{}\n",
+            "compare {} → {}: scenario {}; differences of the means B − A, {}; Holm-corrected at α = {} over {}{}\n",
             self.a.display(),
             self.b.display(),
             self.scenario,
             self.method(),
             self.alpha,
-            self.tests(),
+            self.tests_said(),
             self.tolerance.map_or(String::new(), |t| format!("; a change must also exceed {}% of A's mean", t * 100.0))
         );
         let line = |r: &Row| {
@@ -378,15 +409,16 @@ impl Comparison {
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
              <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
-             <title>stampede compare: {}</title><style>body{{font:15px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
+             <meta name=\"generator\" content=\"stampede {}\">\n<title>stampede compare: {}</title><style>body{{font:15px/1.45 system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}}\
              table{{border-collapse:collapse}}td,th{{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left}}\
              tr.changed td{{background:#fde8e4;font-weight:600}}</style></head>\n\
              <body><h1>stampede compare: {}</h1><p>A = <code>{}</code><br>B = <code>{}</code></p>\
-             <p><strong>{}</strong>. Differences of the means B − A with 95% intervals, {}; Holm-corrected at α = {} over {} tests{}. \
+             <p><strong>{}</strong>. Differences of the means B − A with 95% intervals, {}; Holm-corrected at α = {} over {}{}. \
              The rank test is Mann–Whitney's on the per-replica values.</p>\
              <table><tr><th>grid point</th><th>metric</th><th>A</th><th>B</th><th>B − A [95%]</th><th>p</th><th>rank p</th><th></th></tr>{rows}</table>\
              <h2>Latency quantiles (p50 / p99 / p99.9, seconds)</h2>\
              <table><tr><th>grid point</th><th>latency</th><th>A</th><th>B</th></tr>{latencies}</table></body></html>\n",
+            env!("CARGO_PKG_VERSION"),
             escape(&self.scenario),
             escape(&self.scenario),
             escape(&self.a.display().to_string()),
@@ -394,7 +426,7 @@ impl Comparison {
             if self.changed() { "Changed" } else { "No significant change" },
             self.method(),
             self.alpha,
-            self.tests(),
+            escape(&self.tests_said()),
             self.tolerance.map_or(String::new(), |t| format!("; a change must also exceed {}% of A's mean", t * 100.0)),
         )
     }

@@ -85,13 +85,14 @@ pub fn render(source: &str, report: &FitReport) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
-         <title>stampede fit</title><style>body{{font:15px/1.45 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em}}\
+         <meta name=\"generator\" content=\"stampede {}\">\n<title>stampede fit</title><style>body{{font:15px/1.45 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em}}\
          table{{border-collapse:collapse}}td,th{{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left}}code{{font-size:13px}}</style></head>\n\
          <body><h1>stampede fit</h1><p><code>{}</code></p>\
          <p>{} observations · mean {:.4} s · scv {:.3}</p><table><tr>{data_row}</tr></table>\
          <h2>The data's CDF against each fit</h2><p>{legend}</p>{}\
          <h2>Candidates, best first</h2><p>KS: the Kolmogorov–Smirnov distance, the largest gap between the data's CDF and the fit's.</p>\
          <table><tr><th>family</th><th>KS</th><th>p50</th><th>p99</th><th>p99.9</th><th>value</th></tr>{rows}</table></body></html>\n",
+        env!("CARGO_PKG_VERSION"),
         escape(source),
         report.count,
         report.mean,

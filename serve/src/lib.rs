@@ -63,6 +63,13 @@ pub type State = Arc<Options>;
 
 /// The whole app.
 pub fn app(options: Options) -> Router {
+    // A request may not make the server read a file it names (a fixture's
+    // `ttft_s = { dist = "empirical", file = "/etc/passwd" }`): only inline values and
+    // the uploaded fixture, which the Sandbox keeps in memory.
+    stampede_experiments::inputs::sealed::refuse_all_files(
+        "the web app reads no file on the server; give the values inline (a distribution's parameters, or \
+         dist = \"quantiles\") or run the scenario with `stampede run`",
+    );
     let state: State = Arc::new(options);
     Router::new()
         .merge(pages::home::routes())

@@ -114,3 +114,19 @@ fn compare_refuses_what_it_cannot_compare() {
     assert_eq!(alpha.status.code(), Some(2));
     assert!(stderr(&alpha).contains("--alpha 1.5"), "{}", stderr(&alpha));
 }
+
+/// A side with one replica a point can be tested for nothing: refused (exit 2), never
+/// "no significant change … over 0 tests" with exit 0 (issue 43, item 9).
+#[test]
+fn a_side_too_small_to_test_is_refused_not_passed() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (a, b) = (scratch.path().join("a"), scratch.path().join("b"));
+    let short = ["--set", "run.horizon_s=30", "--set", "run.warmup_s=2"];
+    run_mmc(&a, &[&short[..], &["--replicas", "1"]].concat());
+    run_mmc(&b, &[&short[..], &["--replicas", "6", "--set", "queue.service_rate_per_s=120"]].concat());
+    let output = compare(&a.join("mmc"), &b.join("mmc"), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let message = stderr(&output);
+    assert!(message.contains("has 1 replica a grid point") && message.contains("nothing could be tested"), "{message}");
+    assert!(stdout(&output).is_empty(), "no verdict printed: {}", stdout(&output));
+}

@@ -80,6 +80,8 @@ pub struct FitReport {
     pub candidates: Vec<Candidate>,
     /// (x, F(x)) of the data's CDF, for plotting.
     pub cdf: Vec<(f64, f64)>,
+    /// What the user should know about the data (all zeros, say).
+    pub notes: Vec<String>,
 }
 
 impl FitReport {
@@ -104,6 +106,7 @@ impl FitReport {
             "file": file, "count": self.count, "mean_s": self.mean, "scv": self.scv,
             "quantiles": quantiles, "candidates": candidates, "best": best.map(|c| c.family),
             "best_toml": best.map(|c| c.toml.clone()), "data_toml": data_toml, "page": page,
+            "notes": self.notes,
         })
     }
 
@@ -126,6 +129,9 @@ impl FitReport {
         if let Some(best) = self.candidates.first() {
             let _ = writeln!(out, "\nbest: {} (the smallest Kolmogorov–Smirnov distance, {:.4})", best.family, best.ks);
             let _ = writeln!(out, "  service = {}", best.toml);
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
         }
         let _ = writeln!(out, "the data itself:\n  service = {data_toml}\npage: {page}");
         out
@@ -214,6 +220,58 @@ pub fn fit(table: &QuantileTable, count: f64) -> FitReport {
         values.iter().enumerate().map(|(i, x)| (*x, i as f64 / last, i as f64 / last)).collect()
     };
     let mut candidates: Vec<(&'static str, Distribution, String)> = Vec::new();
+    let mut notes = Vec::new();
+    if values.first() == values.last() {
+        // One value: no family with a spread fits it (a lognormal's sigma would be 0,
+        // which `run` refuses); the value itself does, exactly.
+        let value = values.first().copied().unwrap_or(0.0);
+        if value == 0.0 {
+            notes.push(
+                "every observation is 0 s: as a service time that is free work; check the unit and the column".into(),
+            );
+        }
+        candidates.push((
+            "constant",
+            Distribution::new(Shape::Constant { value_s: value }),
+            format!("{{ dist = \"constant\", value_s = {} }}", short(value)),
+        ));
+    } else {
+        push_families(&mut candidates, table, mean, scv);
+    }
+    let mut fitted: Vec<Candidate> = candidates
+        .into_iter()
+        .map(|(family, distribution, toml)| {
+            let ks = cdf_points
+                .iter()
+                .map(|(x, before, after)| {
+                    let f = cdf(&distribution.shape, *x);
+                    (f - before).abs().max((f - after).abs())
+                })
+                .fold(0.0, f64::max);
+            let quantiles = [0.5, 0.99, 0.999].map(|p| quantile(&distribution.shape, p));
+            Candidate { family, distribution, toml, ks, quantiles }
+        })
+        .collect();
+    fitted.sort_by(|a, b| a.ks.total_cmp(&b.ks));
+    FitReport {
+        count,
+        mean,
+        scv,
+        quantiles: DATA_QUANTILES.map(|p| table.quantile(p)),
+        candidates: fitted,
+        cdf: cdf_points.iter().map(|(x, _, after)| (*x, *after)).collect(),
+        notes,
+    }
+}
+
+/// The families with a spread, fitted to data whose values are not all one.
+fn push_families(
+    candidates: &mut Vec<(&'static str, Distribution, String)>,
+    table: &QuantileTable,
+    mean: f64,
+    scv: f64,
+) {
+    let values = table.values();
     candidates.push((
         "exponential",
         Distribution::new(Shape::Exponential { mean_s: mean }),
@@ -265,29 +323,6 @@ pub fn fit(table: &QuantileTable, count: f64) -> FitReport {
             Distribution::hyperexponential_mean_scv(mean, scv),
             format!("{{ dist = \"hyperexponential\", mean_s = {}, scv = {} }}", short(mean), short(scv)),
         ));
-    }
-    let mut fitted: Vec<Candidate> = candidates
-        .into_iter()
-        .map(|(family, distribution, toml)| {
-            let ks = cdf_points
-                .iter()
-                .map(|(x, before, after)| {
-                    let f = cdf(&distribution.shape, *x);
-                    (f - before).abs().max((f - after).abs())
-                })
-                .fold(0.0, f64::max);
-            let quantiles = [0.5, 0.99, 0.999].map(|p| quantile(&distribution.shape, p));
-            Candidate { family, distribution, toml, ks, quantiles }
-        })
-        .collect();
-    fitted.sort_by(|a, b| a.ks.total_cmp(&b.ks));
-    FitReport {
-        count,
-        mean,
-        scv,
-        quantiles: DATA_QUANTILES.map(|p| table.quantile(p)),
-        candidates: fitted,
-        cdf: cdf_points.iter().map(|(x, _, after)| (*x, *after)).collect(),
     }
 }
 

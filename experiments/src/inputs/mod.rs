@@ -16,6 +16,9 @@ pub mod load;
 pub mod sealed;
 pub mod sources;
 
+#[cfg(test)]
+mod fuzz;
+
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -82,15 +82,17 @@ fn refuse(path: &Path, what: impl std::fmt::Display) -> Error {
 }
 
 /// The file at `path`, read (the first time) or as first read (every later time).
+/// Once [`refuse_all_files`] was called, only what was [`seed`]ed is there; anything
+/// else is refused before the file system is asked about it.
 pub fn read(path: &Path) -> Result<Arc<Sealed>> {
-    if let Some(why) = REFUSAL.get() {
-        return Err(refuse(path, why));
-    }
     let key = key(path);
     // Held while reading: two threads asking for one file get one read.
     let mut store = store().lock().expect("the input store's lock");
     if let Some(sealed) = store.get(&key) {
         return Ok(Arc::clone(sealed));
+    }
+    if let Some(why) = REFUSAL.get() {
+        return Err(refuse(path, why));
     }
     let bytes = read_regular_file(path, max_input_bytes())?;
     let sealed = Arc::new(Sealed { path: key.clone(), sha256: sha256_hex(&bytes), bytes: bytes.into() });
@@ -112,6 +114,12 @@ pub fn seed(path: &Path, bytes: Vec<u8>) -> Arc<Sealed> {
         .entry(key.clone())
         .or_insert_with(|| Arc::new(Sealed { path: key, sha256: sha256_hex(&bytes), bytes: bytes.into() }));
     Arc::clone(entry)
+}
+
+/// Removes what [`seed`] put at `path` (the web app, when a request's uploaded fixture
+/// is no longer needed).
+pub fn forget(path: &Path) {
+    store().lock().expect("the input store's lock").remove(&key(path));
 }
 
 /// What kind of thing a non-regular file is, for the refusal.

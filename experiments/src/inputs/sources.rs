@@ -389,6 +389,12 @@ pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) 
             return Err(refuse(path, format!("line {line}: the cumulative count falls from {c0} to {c1} at le={le1}; bucket counts are cumulative")));
         }
     }
+    if !bounds.is_empty() && bounds.iter().all(|b| b.0.is_infinite()) {
+        return Err(refuse(
+            path,
+            format!("the {metric} series has only the le=\"+Inf\" bucket: no finite bucket to say where its observations lie"),
+        ));
+    }
     if bounds.last().is_none_or(|b| b.0.is_finite()) {
         return Err(refuse(path, format!("the {metric} series has no le=\"+Inf\" bucket (the total count)")));
     }

@@ -325,8 +325,14 @@ pub fn execute(
         StagedFile::with_contents(staging, super::answer::JSON, &json)?.commit()?;
         (documents.write)(report, staging)
     };
-    let report =
-        write_run(&candidates, out_root, threads, &produce, Some(&Documents { files, write: &write }), writing)?;
+    let report = write_run(
+        &candidates,
+        out_root,
+        threads,
+        &produce,
+        Some(&Documents { files, write: &write, disk_bytes: documents.disk_bytes }),
+        writing,
+    )?;
     std::fs::remove_dir_all(&simulation.rounds.dir).map_err(io(&simulation.rounds.dir))?;
     Ok(Optimized { answer, outcome, candidates, report })
 }

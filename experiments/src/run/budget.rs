@@ -52,6 +52,18 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     Estimate { memory_bytes, disk_bytes }
 }
 
+/// The HTML report's size, at most: its script and style (about 200 KB), and per
+/// grid point a row of every metric, the latency charts and the series' charts.
+pub fn report_bytes(scenario: &Scenario) -> f64 {
+    let schema = &scenario.schema;
+    let (metrics, latencies, series) =
+        (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
+    let buckets =
+        if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil().min(2_000.0) } else { 0.0 };
+    let per_point = metrics * 400.0 + latencies * 12_000.0 + series * buckets * 40.0 + 2_000.0;
+    200e3 + f64::from(scenario.point_count()) * per_point
+}
+
 /// Refuses a run that cannot fit in the memory available now or on the disk of `out_root`.
 pub fn check(estimate: Estimate, out_root: &Path) -> Result<()> {
     if let Some(available) = available_memory() {

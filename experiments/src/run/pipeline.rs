@@ -44,6 +44,9 @@ pub struct Documents<'a> {
     pub files: Vec<&'static str>,
     /// Writes them into the staging folder (the path given), the run's report at hand.
     pub write: &'a dyn Fn(&RunReport, &Path) -> Result<()>,
+    /// What they will take on disk, estimated before the run (the free-space check
+    /// counts it with the tables; [`budget::report_bytes`], `trace::estimate_bytes`).
+    pub disk_bytes: f64,
 }
 
 /// Runs `scenario` with `threads` workers and writes `out_root/<name>/` (tables and
@@ -94,7 +97,9 @@ pub fn execute_with(
     writing: Writing,
 ) -> Result<RunReport> {
     let resume = writing.resume;
-    budget::check(budget::estimate(scenario, threads), out_root)?;
+    let mut estimate = budget::estimate(scenario, threads);
+    estimate.disk_bytes += documents.map_or(0.0, |d| d.disk_bytes);
+    budget::check(estimate, out_root)?;
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, None);
     let checkpoint_dir = out_root.join(format!(".{}.checkpoint", scenario.name));
     let checkpoint = std::cell::RefCell::new(None);

@@ -67,6 +67,16 @@ fn columns() -> Vec<ColumnSpec> {
     .collect()
 }
 
+/// Bytes `trace.parquet` holds before compression, estimated before the run (so the
+/// free-space check counts it): grid point 0's trace replica is run now and its rows
+/// counted, then taken for every point, each row at its columns' width (8 bytes a
+/// number, 24 a text cell).
+pub fn estimate_bytes(scenario: &Scenario, replica: u32) -> Result<f64> {
+    let rows = trace(scenario, 0, replica)?.rows.len() as f64;
+    let row_bytes: f64 = columns().iter().map(|c| if c.kind == ColumnType::Utf8 { 24.0 } else { 8.0 }).sum();
+    Ok(rows * row_bytes * f64::from(scenario.point_count()))
+}
+
 /// Writes `trace.parquet` into `dir` (a staging folder): replica `replica` of every
 /// grid point, traced and written one point at a time (memory holds one trace).
 pub fn write(dir: &Path, scenario: &Scenario, replica: u32) -> Result<()> {

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::Gate;
+use stampede_experiments::inputs::sealed;
 use stampede_experiments::models::gateway::fixture::Fixture;
 use stampede_experiments::{Overrides, Scenario};
 
@@ -99,7 +100,7 @@ pub fn product(config: &Config) -> Result<Value, RunError> {
 /// A resolved scenario and the private folder its fixture was read from (removed when dropped).
 pub struct Prepared {
     pub scenario: Scenario,
-    _folder: Option<TempFolder>,
+    _folder: Option<UploadedFixture>,
 }
 
 /// The scenario `config` exports, resolved as `stampede run` resolves the exported
@@ -114,33 +115,35 @@ fn resolve_text(text: &str, fixture: Option<&FixtureFile>) -> Result<Prepared, R
         return Ok(Prepared { scenario: super::figures::scenario(text)?, _folder: None });
     };
     fixture.parse()?;
-    let folder = TempFolder::new()?;
-    let path = folder.0.join(&fixture.file);
-    let written =
-        path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, &fixture.text));
-    written.map_err(|e| RunError::Failed(format!("cannot write the fixture to {}: {e}", path.display())))?;
+    let folder = UploadedFixture::new(fixture);
     let table: toml::Table = text.parse().map_err(|e| RunError::BadInput(format!("{e}")))?;
-    let scenario = Scenario::resolve_in(table, &Overrides::default(), &folder.0)?;
+    let scenario = Scenario::resolve_in(table, &Overrides::default(), &folder.dir)?;
     Ok(Prepared { scenario, _folder: Some(folder) })
 }
 
-/// A private temporary folder, removed with everything in it when dropped.
-struct TempFolder(PathBuf);
+/// The uploaded fixture, held in memory under a folder that does not exist on disk:
+/// the scenario reads it through the sealed inputs, where it was seeded, and the
+/// server reads no file at all (every other path is refused: see
+/// [`stampede_experiments::inputs::sealed::refuse_all_files`]). Forgotten when dropped.
+struct UploadedFixture {
+    dir: PathBuf,
+    path: PathBuf,
+}
 
-impl TempFolder {
-    fn new() -> Result<TempFolder, RunError> {
+impl UploadedFixture {
+    fn new(fixture: &FixtureFile) -> UploadedFixture {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let name = format!("stampede-sandbox-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        let path = std::env::temp_dir().join(name);
-        std::fs::create_dir(&path)
-            .map_err(|e| RunError::Failed(format!("cannot make a folder at {}: {e}", path.display())))?;
-        Ok(TempFolder(path))
+        let dir = Path::new("/nonexistent-stampede-sandbox").join(name);
+        let path = dir.join(&fixture.file);
+        sealed::seed(&path, fixture.text.clone().into_bytes());
+        UploadedFixture { dir, path }
     }
 }
 
-impl Drop for TempFolder {
+impl Drop for UploadedFixture {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        sealed::forget(&self.path);
     }
 }
 
