@@ -296,6 +296,10 @@ struct OptimizeArgs {
     /// The most replicas to spend in all (default: the candidates × run.replicas, what `run` would spend).
     #[arg(long, value_name = "N")]
     budget_replicas: Option<u64>,
+    /// Start no round after this many seconds of wall time; the answer then says the search
+    /// stopped on time (where it stops depends on the machine).
+    #[arg(long, value_name = "SECONDS")]
+    max_time: Option<f64>,
     /// δ: differences in the objective's mean smaller than this do not matter (default: 1% of the
     /// first stage's mean objective).
     #[arg(long, value_name = "DELTA", allow_hyphen_values = true)]
@@ -786,6 +790,24 @@ fn compare(args: CompareArgs) -> Result<ExitStatus> {
     Ok(if comparison.changed() { ExitStatus::Changed } else { ExitStatus::Success })
 }
 
+/// `--max-time SECONDS` as a duration: a positive, finite number of seconds.
+fn max_time(seconds: f64) -> Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Error::bad_input(format!("--max-time {seconds}: a positive number of seconds")))
+}
+
+/// "40 s", "12 min", "3.5 h", "2.1 days".
+fn duration_words(seconds: f64) -> String {
+    match seconds {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7_200.0 => format!("{:.0} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3_600.0),
+        s => format!("{:.1} days", s / 86_400.0),
+    }
+}
+
 /// The HTML report's size, estimated before the run for the free-space check.
 fn report_bytes(scenario: &Scenario) -> f64 {
     stampede_experiments::run::budget::report_bytes(scenario)
@@ -825,9 +847,25 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         first_stage: args.first_stage,
         samples: args.samples,
         refinements: args.refine,
+        max_time: args.max_time.map(max_time).transpose()?,
     };
     request.check(&scenario)?;
     let threads = threads(args.threads)?;
+    if !(args.quiet || args.json) {
+        // What the search may cost, before its first round: the budget at the pace of
+        // one replica of the base (measured now).
+        let budget = request.budget_for(&scenario);
+        let per_replica = stampede_experiments::run::budget::seconds_per_replica(&scenario)?;
+        let seconds = budget as f64 * per_replica / threads as f64;
+        eprintln!(
+            "stampede optimize: at most {budget} replicas (--budget-replicas); one replica of the base took {:.1} ms, \
+             so at most about {} on {threads} thread{}{}",
+            per_replica * 1e3,
+            duration_words(seconds),
+            if threads == 1 { "" } else { "s" },
+            args.max_time.map_or(String::new(), |t| format!(" (--max-time {t} s bounds it)"))
+        );
+    }
     let write = |report: &RunReport, staging: &Path| -> Result<()> {
         if !args.no_report {
             stampede_report::write_as(staging, &report.output_dir)?;

@@ -197,7 +197,9 @@ fn is_temporary_of<'a>(file: &str, mut names: impl Iterator<Item = &'a str>) -> 
 }
 
 /// Refuses `destination` unless `replace` allows what it holds; `Ok` when it is absent.
-fn check_replaceable(destination: &Path, replace: Replace) -> Result<()> {
+/// [`StagedFolder::begin`] checks this again; a command that works long before it
+/// writes (optimize) calls it first so that a refusal costs nothing.
+pub fn check_replaceable(destination: &Path, replace: Replace) -> Result<()> {
     let meta = match fs::symlink_metadata(destination) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use atomic::{StagedFile, StagedSet};
-pub use folder::{foreign_entries, FolderLock, LockError, Replace, StagedFolder};
+pub use folder::{check_replaceable, foreign_entries, FolderLock, LockError, Replace, StagedFolder};
 pub use read::Table;
 pub use table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 

@@ -351,6 +351,8 @@ fn bad_input_exits_2_and_an_impossible_constraint_exits_1() {
         (&["--minimize", "wait_mean_s"][..], "give one objective"),
         (&["--confidence", "1.5"][..], "--confidence"),
         (&["--indifference", "-1"][..], "--indifference"),
+        (&["--budget-replicas", "1000000000000000"][..], "bound a long search with --max-time"),
+        (&["--max-time", "0"][..], "--max-time"),
     ] {
         let output = optimize(&out, &[&base[..], extra, SHORT_MMC].concat());
         assert_eq!(output.status.code(), Some(2), "{extra:?}: {}", stderr(&output));
@@ -389,4 +391,54 @@ fn every_model_can_be_optimised() {
         let page = std::fs::read_to_string(scratch.path().join(scenario).join("report.html")).unwrap();
         assert!(page.contains("Optimization race"), "{scenario}: the report draws the race");
     }
+}
+
+/// A search asked for a difference far below its noise (δ = 1e-9 s between two
+/// nearly equal service rates) is bounded: δ is raised to what the budget can
+/// resolve, and said so; --max-time stops a search on time and says so; the cost is
+/// estimated before the first round; a user's folder at --out is refused before the
+/// search, and nothing is left behind (issue 43, items 10–11).
+#[test]
+fn a_search_is_bounded_and_refuses_early() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let close = [
+        "mmc",
+        "--grid",
+        "queue.service_rate_per_s=[100.0, 100.5]",
+        "--set",
+        "queue.servers=3",
+        "--minimize",
+        "wait_mean_s",
+    ];
+    let output =
+        optimize(&out, &[&close[..], &["--indifference", "1e-9", "--budget-replicas", "4000"], SHORT_MMC].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("was raised from 1e-9") || text.contains("was raised from 1.000e-9"), "{text}");
+    let estimate = stderr(&output);
+    assert!(
+        estimate.contains("at most 4000 replicas") && estimate.contains("one replica of the base took"),
+        "{estimate}"
+    );
+    let answer: Value = serde_json::from_str(&std::fs::read_to_string(out.join("mmc/optimize.json")).unwrap()).unwrap();
+    assert!(answer["indifference"].as_f64().unwrap() > 1e-7, "{answer}");
+    assert_eq!(answer["indifference_raised_from"].as_f64(), Some(1e-9));
+    // --max-time: no round starts after it; the answer says it stopped on time.
+    let output =
+        optimize(&out, &[&close[..], &["--indifference", "1e-9", "--max-time", "0.001", "--json"], SHORT_MMC].concat());
+    let answer = json(&output);
+    assert!(["time_spent", "certain"].contains(&answer["ending"].as_str().unwrap()), "{answer}");
+    assert_eq!(answer["max_time_s"].as_f64(), Some(0.001));
+    // A user's folder at --out/NAME: refused before any round, nothing left behind.
+    let user = scratch.path().join("user");
+    std::fs::create_dir_all(user.join("mmc")).unwrap();
+    std::fs::write(user.join("mmc/thesis.tex"), "mine").unwrap();
+    let started = std::time::Instant::now();
+    let output = optimize(&user, &[&close[..], SHORT_MMC].concat());
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("thesis.tex"), "{}", stderr(&output));
+    assert!(!user.join(".mmc.optimize").exists(), "no rounds left behind");
+    assert_eq!(std::fs::read_dir(&user).unwrap().count(), 1, "nothing else written");
+    assert!(started.elapsed() < Duration::from_secs(20));
 }

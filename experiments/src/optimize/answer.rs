@@ -88,6 +88,10 @@ pub struct Answer {
     pub confidence: f64,
     pub indifference: f64,
     pub indifference_given: bool,
+    /// δ as asked or derived, when the budget could not resolve it and it was raised.
+    pub indifference_raised_from: Option<f64>,
+    /// `--max-time`, when given.
+    pub max_time_s: Option<f64>,
     pub constraints: Vec<String>,
     pub ending: Ending,
     pub chosen: Option<Shown>,
@@ -130,6 +134,8 @@ impl Answer {
             confidence: request.confidence,
             indifference: race.settings.indifference,
             indifference_given: request.indifference.is_some(),
+            indifference_raised_from: race.indifference_raised_from,
+            max_time_s: request.max_time.map(|t| t.as_secs_f64()),
             constraints: request.constraints.iter().map(|c| c.text.clone()).collect(),
             ending: outcome.ending,
             chosen,
@@ -161,6 +167,16 @@ impl Answer {
                 "NOT certain: the budget of {} replicas ran out while {} still in doubt; the choice is the best \
                  so far (raise --budget-replicas, or widen --indifference)",
                 self.budget,
+                match self.doubtful.len() {
+                    0 => "nothing was".to_string(),
+                    1 => format!("1 candidate was ({})", self.doubtful[0]),
+                    n => format!("{n} candidates were"),
+                }
+            ),
+            Ending::TimeSpent => format!(
+                "NOT certain: --max-time {} s passed while {} still in doubt; the choice is the best so far, and \
+                 where a search stops on time depends on the machine (raise --max-time, or widen --indifference)",
+                self.max_time_s.unwrap_or(f64::NAN),
                 match self.doubtful.len() {
                     0 => "nothing was".to_string(),
                     1 => format!("1 candidate was ({})", self.doubtful[0]),
@@ -237,7 +253,15 @@ impl Answer {
             self.full_grid,
             ratio * 100.0
         ));
-        if !self.indifference_given {
+        if let Some(asked) = self.indifference_raised_from {
+            out.push_str(&format!(
+                "δ = {} was raised from {}: with the objective's noise, the budget of {} replicas cannot resolve \
+                 smaller differences (raise --budget-replicas to resolve finer)\n",
+                short(self.indifference),
+                short(asked),
+                self.budget
+            ));
+        } else if !self.indifference_given {
             out.push_str(&format!(
                 "δ = {} was derived (1% of the first stage's mean {}); give --indifference to set it\n",
                 short(self.indifference),
@@ -252,6 +276,7 @@ impl Answer {
         let ending = match self.ending {
             Ending::Certain => "certain",
             Ending::BudgetSpent => "budget_spent",
+            Ending::TimeSpent => "time_spent",
             Ending::Infeasible => "infeasible",
         };
         let runner_up = self.runner_up.as_ref().map(|(shown, paired, unpaired)| {
@@ -265,6 +290,8 @@ impl Answer {
             "confidence": self.confidence,
             "indifference": json_number(self.indifference),
             "indifference_given": self.indifference_given,
+            "indifference_raised_from": self.indifference_raised_from.map(json_number),
+            "max_time_s": self.max_time_s,
             "ending": ending,
             "why": self.ending_text(),
             "chosen": self.chosen.as_ref().map(|c| c.to_json(&self.constraints)),

@@ -275,6 +275,9 @@ pub fn execute(
     writing: Writing,
 ) -> Result<Optimized> {
     request.check(base)?;
+    // The output folder is checked before the search, not after it: a refusal then
+    // costs nothing (the write checks again under the folder's lock).
+    stampede_output::check_replaceable(&out_root.join(&base.name), writing.replace()).map_err(Error::from)?;
     let metrics = base.schema.metric_names();
     let index = |name: &str| metrics.iter().position(|m| *m == name).expect("checked when parsed");
     let mut tracked = vec![index(&request.objective.metric)];
@@ -300,7 +303,17 @@ pub fn execute(
         progress,
         played: Vec::new(),
     };
-    let outcome = search(settings, request.constraints.clone(), &shape, &mut simulation)?;
+    let outcome = match search(settings, request.constraints.clone(), &shape, &mut simulation) {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            // Bad input found mid-search (a candidate's values refused) leaves nothing
+            // behind; an I/O failure keeps the rounds for --resume.
+            if error.kind == crate::base::error::ErrorKind::BadInput && simulation.rounds.opened && !writing.resume {
+                let _ = std::fs::remove_dir_all(&simulation.rounds.dir);
+            }
+            return Err(error);
+        }
+    };
     let candidates = simulation.candidates.scenario(&outcome.points)?;
     let produce = |sinks: Sinks| -> Result<()> {
         let parts: Vec<Part> = simulation.played.iter().map(|dir| Part::read(dir)).collect::<Result<_>>()?;

@@ -239,6 +239,10 @@ pub struct Race {
     /// KN's h².
     h2: f64,
     pub entrants: Vec<Entrant>,
+    /// δ as asked (or derived), when the budget could not resolve it and it was raised.
+    pub indifference_raised_from: Option<f64>,
+    /// Whether δ is settled (after the first stage).
+    indifference_settled: bool,
 }
 
 impl Race {
@@ -252,19 +256,44 @@ impl Race {
         let eta = 0.5 * ((2.0 * alpha / (k - 1.0)).powf(-2.0 / (n0 - 1.0)) - 1.0);
         let h2 = 2.0 * eta * (n0 - 1.0);
         debug_assert!(h2.is_finite() && h2 > 0.0);
-        Race { settings, constraints, h2, entrants: Vec::new() }
+        Race {
+            settings,
+            constraints,
+            h2,
+            entrants: Vec::new(),
+            indifference_raised_from: None,
+            indifference_settled: false,
+        }
     }
 
-    /// Sets δ, when the user gave none, to 1% of the candidates' mean objective in
-    /// magnitude (the first stage's; at least 1e-12). Called once the first stage is in.
-    pub fn settle_indifference(&mut self) {
-        if !self.settings.indifference.is_nan() {
+    /// Settles δ once the first stage is in: when the user gave none, 1% of the
+    /// candidates' mean objective in magnitude (at least 1e-12). Then δ is raised, if it
+    /// must be, to the smallest difference `budget_per_candidate` replicas can resolve:
+    /// KN's boundary for a pair closes by r = h²S²/δ² replicas, so with the noisiest
+    /// pair's first-stage variance S² the floor is √(h²S²/budget). A δ below the noise
+    /// the budget can see would only spend the whole budget to end undecided.
+    pub fn settle_indifference(&mut self, budget_per_candidate: f64) {
+        if self.indifference_settled {
             return;
         }
-        let means: Vec<f64> =
-            (0..self.entrants.len()).map(|e| self.objective(e).mean.abs()).filter(|m| m.is_finite()).collect();
-        let typical = means.iter().sum::<f64>() / means.len().max(1) as f64;
-        self.settings.indifference = (0.01 * typical).max(1e-12);
+        self.indifference_settled = true;
+        if self.settings.indifference.is_nan() {
+            let means: Vec<f64> =
+                (0..self.entrants.len()).map(|e| self.objective(e).mean.abs()).filter(|m| m.is_finite()).collect();
+            let typical = means.iter().sum::<f64>() / means.len().max(1) as f64;
+            self.settings.indifference = (0.01 * typical).max(1e-12);
+        }
+        let noisiest = (0..self.entrants.len())
+            .flat_map(|i| (0..i).map(move |l| (i, l)))
+            .map(|(i, l)| self.pair_variance(i, l))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let floor = (self.h2 * noisiest / budget_per_candidate.max(1.0)).sqrt();
+        if floor > self.settings.indifference {
+            self.indifference_raised_from = Some(self.settings.indifference);
+            self.settings.indifference = floor;
+        }
+        debug_assert!(self.settings.indifference > 0.0, "δ settled positive");
     }
 
     /// How many metrics each replica reports to the race (the objective, then one per constraint).

@@ -26,7 +26,13 @@ pub struct Request {
     /// Halton points in the first stage with `--range` (default 8 × (dimensions + 1)).
     pub samples: Option<usize>,
     pub refinements: u32,
+    /// `--max-time`: no round starts after this much wall time.
+    pub max_time: Option<std::time::Duration>,
 }
+
+/// The most replicas `--budget-replicas` may ask for: more than any machine runs in a
+/// search, and small enough that every count stays exact in a double (10¹²).
+pub const MAX_BUDGET_REPLICAS: u64 = 1_000_000_000_000;
 
 impl Request {
     /// Checks what can be checked before anything runs.
@@ -64,6 +70,14 @@ impl Request {
         if self.budget == Some(0) {
             return Err(Error::bad_input("--budget-replicas 0: must be at least 1"));
         }
+        if let Some(budget) = self.budget.filter(|b| *b > MAX_BUDGET_REPLICAS) {
+            return Err(Error::bad_input(format!(
+                "--budget-replicas {budget}: at most {MAX_BUDGET_REPLICAS}; bound a long search with --max-time instead"
+            )));
+        }
+        if let Some(limit) = self.max_time.filter(|t| t.is_zero()) {
+            return Err(Error::bad_input(format!("--max-time {}: must be more than 0 seconds", limit.as_secs_f64())));
+        }
         Ok(())
     }
 
@@ -78,6 +92,7 @@ impl Request {
             samples,
             refinements: self.refinements,
             budget: self.budget.unwrap_or(initial * scenario.run.replicas as u64),
+            max_time: self.max_time,
         }
     }
 

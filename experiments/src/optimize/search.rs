@@ -57,6 +57,9 @@ pub struct Shape {
     pub refinements: u32,
     /// The most replicas the search may run in all.
     pub budget: u64,
+    /// `--max-time`: no round starts after this much wall time (the answer then says
+    /// the search stopped on time; where it stops depends on the machine).
+    pub max_time: Option<std::time::Duration>,
 }
 
 /// Candidates around each leader per refinement, and how many leaders.
@@ -95,6 +98,8 @@ pub enum Ending {
     Certain,
     /// The budget could not pay for another round while something was still in doubt.
     BudgetSpent,
+    /// `--max-time` passed while something was still in doubt.
+    TimeSpent,
     /// Every candidate failed a constraint.
     Infeasible,
 }
@@ -116,18 +121,25 @@ struct Search<'e> {
     rounds: Vec<Round>,
     spent: u64,
     budget: u64,
+    /// When no further round may start (`--max-time`).
+    deadline: Option<std::time::Instant>,
     evaluator: &'e mut dyn Evaluator,
 }
 
-/// Whether the race ran out of budget or settled.
+/// Whether the race ran out of budget or time, or settled.
 enum Settled {
     Yes,
     BudgetSpent,
+    TimeSpent,
 }
 
 impl Search<'_> {
     fn remaining(&self) -> u64 {
         self.budget - self.spent
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline)
     }
 
     /// Runs one round: each candidate's range, then judgement and the log.
@@ -146,7 +158,9 @@ impl Search<'_> {
             }
         }
         self.spent += cost;
-        self.race.settle_indifference();
+        // The most one candidate of the last pair in doubt could get: half the budget.
+        let per_candidate = self.budget as f64 / 2.0;
+        self.race.settle_indifference(per_candidate);
         self.race.judge(round);
         let rows = (0..self.points.len())
             .map(|c| Row {
@@ -208,6 +222,9 @@ impl Search<'_> {
             if Self::cost(&ranges) == 0 {
                 return Ok(Settled::BudgetSpent);
             }
+            if self.out_of_time() {
+                return Ok(Settled::TimeSpent);
+            }
             self.play("race", ranges)?;
         }
     }
@@ -255,6 +272,7 @@ pub fn search(
         rounds: Vec::new(),
         spent: 0,
         budget: shape.budget,
+        deadline: shape.max_time.map(|limit| std::time::Instant::now() + limit),
         evaluator,
     };
     let mut first = Vec::new();
@@ -279,6 +297,10 @@ pub fn search(
             if Search::cost(&ranges) > search.remaining() {
                 break;
             }
+            if search.out_of_time() {
+                settled = Settled::TimeSpent;
+                break;
+            }
             search.play("successive halving", ranges)?;
         }
         // Local refinement around the leaders.
@@ -300,10 +322,17 @@ pub fn search(
                 settled = Settled::BudgetSpent;
                 break;
             }
-            search.play(&format!("refinement {generation}"), ranges)?;
-            if let Settled::BudgetSpent = search.race()? {
-                settled = Settled::BudgetSpent;
+            if search.out_of_time() {
+                settled = Settled::TimeSpent;
                 break;
+            }
+            search.play(&format!("refinement {generation}"), ranges)?;
+            match search.race()? {
+                Settled::Yes => {}
+                other => {
+                    settled = other;
+                    break;
+                }
             }
         }
     }
@@ -315,6 +344,7 @@ pub fn search(
         (None, _) => Ending::Infeasible,
         (Some(_), Settled::Yes) => Ending::Certain,
         (Some(_), Settled::BudgetSpent) => Ending::BudgetSpent,
+        (Some(_), Settled::TimeSpent) => Ending::TimeSpent,
     };
     debug_assert!(search.spent <= shape.budget);
     Ok(Outcome { race: search.race, points: search.points, rounds: search.rounds, spent: search.spent, ending, answer })
@@ -373,7 +403,7 @@ mod tests {
     }
 
     fn grid(points: u32, budget: u64) -> Shape {
-        Shape { grid_points: points, dimensions: Vec::new(), samples: 1, refinements: 0, budget }
+        Shape { grid_points: points, dimensions: Vec::new(), samples: 1, refinements: 0, budget, max_time: None }
     }
 
     /// KN's guarantee in its least favourable configuration: ten candidates, the best

@@ -52,6 +52,17 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     Estimate { memory_bytes, disk_bytes }
 }
 
+/// Seconds one replica of grid point 0 takes on one core, measured now (a pilot, its
+/// result thrown away), for the estimates printed before long work starts.
+pub fn seconds_per_replica(scenario: &Scenario) -> Result<f64> {
+    let point = scenario.grid_point(0)?;
+    let mut histograms: Vec<LatencyHistogram> =
+        point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
+    let started = std::time::Instant::now();
+    let _ = point.model.run_replica(&point.run, scenario.run.seed, 0, &mut histograms);
+    Ok(started.elapsed().as_secs_f64())
+}
+
 /// The HTML report's size, at most: its script and style (about 200 KB), and per
 /// grid point a row of every metric, the latency charts and the series' charts.
 pub fn report_bytes(scenario: &Scenario) -> f64 {
