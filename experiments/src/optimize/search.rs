@@ -540,6 +540,7 @@ mod tests {
                 samples: 16,
                 refinements: 3,
                 budget: 20_000,
+                max_time: None,
             };
             let outcome = search(settings(Sense::Minimize, 0.005), Vec::new(), &shape, &mut problem).unwrap();
             let phases: Vec<&str> = outcome.rounds.iter().map(|r| r.phase.as_str()).collect();
