@@ -9,6 +9,7 @@ use std::path::Path;
 use stampede_engine::LatencyHistogram;
 
 use super::runner::{CHUNK_POINTS, CHUNK_TASKS};
+use stampede_output::table::{ROW_GROUP_MAX_BYTES, ROW_GROUP_ROWS};
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
 
@@ -39,8 +40,15 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     let per_live_point = latencies * (total_histogram + threads as f64 * recording_histogram)
         + (threads as f64 + 1.0) * series * buckets * 32.0;
     let chunk_records = (CHUNK_TASKS as f64) * (metrics * 8.0 + 64.0);
-    // The Parquet writers hold a row group (2,048 rows) of every table.
-    let row_groups = 2048.0 * (metrics * 8.0 + metrics * 32.0 + series * 24.0 + 64.0);
+    // The Parquet writers hold a row group in progress of every table: at most
+    // ROW_GROUP_ROWS rows or ROW_GROUP_MAX_BYTES encoded, plus a page (64 KB) being
+    // filled per column. The replica table and the time series are the long ones.
+    let group = |row_bytes: f64, columns: f64| {
+        (ROW_GROUP_ROWS as f64 * row_bytes).min(ROW_GROUP_MAX_BYTES as f64) + columns * 65_536.0
+    };
+    let row_groups = group(16.0 + metrics * 8.0, metrics + 3.0)
+        + group(16.0 + series * 8.0, series + 2.0)
+        + 2.0 * group(metrics * 32.0 + 64.0, 4.0 * metrics);
     // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
     let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
     let memory_bytes = live_points * per_live_point + chunk_records + row_groups + points * per_point_report + 64e6;
