@@ -338,3 +338,42 @@ fn the_sizing_formulas_predict_a_run_four_times_the_size() {
     // What a point costs does not grow with replicas (histograms merge; series are sums).
     assert!((large.2 / small.2 - 1.0).abs() < 0.25, "per point: {} B at 40, {} B at 160", small.2, large.2);
 }
+
+/// Peak memory of a run that keeps every replica row (`manifest.json`'s
+/// `host.peak_rss_bytes`) is flat in the replicas: four times the rows costs at most 10%
+/// more (issue 54). CI size: one-second `mmc` (3 grid points) at 100,000 and 400,000
+/// replicas; `STAMPEDE_MEMORY_REPLICAS=1000000` checks the README's 10⁶ figure (+8.7% in
+/// a release build: 32.6 MB and 35.4 MB).
+#[test]
+fn peak_memory_is_flat_in_the_replica_rows() {
+    let large: u64 = std::env::var("STAMPEDE_MEMORY_REPLICAS").ok().and_then(|v| v.parse().ok()).unwrap_or(400_000);
+    let scratch = tempfile::tempdir().unwrap();
+    let peak = |replicas: u64| -> f64 {
+        let out = scratch.path().join(format!("r{replicas}"));
+        let count = replicas.to_string();
+        run(&[
+            "run",
+            "mmc",
+            "--quiet",
+            "--replicas",
+            &count,
+            "--set",
+            "run.horizon_s=1",
+            "--set",
+            "run.warmup_s=0",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("mmc/manifest.json")).unwrap()).unwrap();
+        manifest["host"]["peak_rss_bytes"].as_f64().expect("peak RSS is read from /proc on Linux")
+    };
+    let (small, big) = (peak(100_000), peak(large));
+    assert!(
+        big <= 1.10 * small,
+        "peak RSS {:.1} MB at {large} replicas vs {:.1} MB at 100,000",
+        big / 1e6,
+        small / 1e6
+    );
+}

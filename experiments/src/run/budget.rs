@@ -9,9 +9,9 @@ use std::path::Path;
 use stampede_engine::LatencyHistogram;
 
 use super::runner::{CHUNK_POINTS, CHUNK_TASKS};
-use stampede_output::table::{ROW_GROUP_MAX_BYTES, ROW_GROUP_ROWS};
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
+use stampede_output::table::{ROW_GROUP_MAX_BYTES, ROW_GROUP_ROWS};
 
 /// A run's estimated needs, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
