@@ -246,12 +246,7 @@ pub fn string_column_of(bytes: std::sync::Arc<[u8]>, path: &Path, name: &str, li
     use arrow_array::cast::AsArray;
     let reader = column_reader(bytes::Bytes::from_owner(bytes), path, name, limit)?;
     let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| OutputError::new(path, e))?;
-        let array = batch.column(0);
-        if let Some(row) = (0..array.len()).find(|&i| array.is_null(i)) {
-            return Err(OutputError::new(path, format!("column {name:?} row {} is null", out.len() + row + 1)));
-        }
+    for_each_array(reader, path, name, |array| {
         match array.data_type() {
             DataType::Utf8 => out.extend(array.as_string::<i32>().iter().map(|s| s.unwrap_or("").to_string())),
             DataType::LargeUtf8 => out.extend(array.as_string::<i64>().iter().map(|s| s.unwrap_or("").to_string())),
@@ -269,8 +264,29 @@ pub fn string_column_of(bytes: std::sync::Arc<[u8]>, path: &Path, name: &str, li
                 return Err(OutputError::new(path, format!("column {name:?} has type {other}, not text")));
             }
         }
-    }
+        Ok(out.len())
+    })?;
     Ok(out)
+}
+
+/// Hands each batch's one column to `each` (which returns the rows read so far), after
+/// refusing a null, named by its row (1-based).
+fn for_each_array(
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    path: &Path,
+    name: &str,
+    mut each: impl FnMut(&arrow_array::ArrayRef) -> Result<usize>,
+) -> Result<()> {
+    let mut rows = 0;
+    for batch in reader {
+        let batch = batch.map_err(|e| OutputError::new(path, e))?;
+        let array = batch.column(0);
+        if let Some(row) = (0..array.len()).find(|&i| array.is_null(i)) {
+            return Err(OutputError::new(path, format!("column {name:?} row {} is null", rows + row + 1)));
+        }
+        rows = each(array)?;
+    }
+    Ok(())
 }
 
 /// A reader of column `name` alone, after checking that the column's pages declare at
@@ -321,12 +337,7 @@ fn number_column_from<R: parquet::file::reader::ChunkReader + 'static>(
     };
     let reader = column_reader(source, path, name, limit)?;
     let mut out = Vec::new();
-    for batch in reader {
-        let batch = batch.map_err(|e| OutputError::new(path, e))?;
-        let array = batch.column(0);
-        if let Some(row) = (0..array.len()).find(|&i| array.is_null(i)) {
-            return Err(OutputError::new(path, format!("column {name:?} row {} is null", out.len() + row + 1)));
-        }
+    for_each_array(reader, path, name, |array| {
         macro_rules! extend {
             ($type:ty) => {
                 out.extend(array.as_primitive::<$type>().values().iter().map(|&v| v as f64))
@@ -347,7 +358,8 @@ fn number_column_from<R: parquet::file::reader::ChunkReader + 'static>(
                 return Err(OutputError::new(path, format!("column {name:?} has type {other}, not a number")));
             }
         }
-    }
+        Ok(out.len())
+    })?;
     Ok(out)
 }
 

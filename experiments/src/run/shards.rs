@@ -111,8 +111,7 @@ fn file_checksums(staged: &StagedSet) -> Result<Value> {
     let mut files = serde_json::Map::new();
     for name in CHECKSUMMED {
         let path = staged.staged_path(name).ok_or_else(|| Error::io(format!("{name} was not written")))?;
-        let (bytes, sha256) =
-            hash_file(&path).map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
+        let (bytes, sha256) = hash_file(path).map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
         files.insert((*name).into(), json!({"bytes": bytes, "sha256": sha256}));
     }
     Ok(Value::Object(files))
