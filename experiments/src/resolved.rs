@@ -165,6 +165,18 @@ fn typed_body(
     Ok((config, run))
 }
 
+/// Where the input `file` named by `field` of a `model` scenario is read from: a
+/// path field (a gateway's `workload.fixture`) was already rewritten relative to the
+/// scenario's folder when the scenario was resolved; a distribution value's or a
+/// `[load]` file, kept as written, is read from `base_dir`.
+pub fn input_location(model: &str, base_dir: Option<&std::path::Path>, field: &str, file: &str) -> std::path::PathBuf {
+    let rewritten = registry::model(model).is_some_and(|m| m.path_fields().contains(&field));
+    if rewritten {
+        return std::path::PathBuf::from(file);
+    }
+    crate::inputs::with_base_dir(base_dir, || crate::inputs::locate(file))
+}
+
 impl Scenario {
     /// Resolves a parsed scenario file with command-line overrides and validates
     /// every grid point and every claim.
@@ -208,8 +220,13 @@ impl Scenario {
             for (field, file) in point.model.inputs() {
                 if !scenario.inputs.iter().any(|input| input.field == field && input.file == file) {
                     // Sealed while the point was typed; read now if the model reads it later.
-                    let sealed = crate::inputs::sealed::read(&scenario.locate_input(&file))
-                        .map_err(|e| e.context(format!("{field} = {file:?}")))?;
+                    let sealed = crate::inputs::sealed::read(&input_location(
+                        scenario.model.name(),
+                        scenario.base_dir(),
+                        &field,
+                        &file,
+                    ))
+                    .map_err(|e| e.context(format!("{field} = {file:?}")))?;
                     scenario.inputs.push(InputFile { field, file, sealed });
                 }
             }

@@ -210,12 +210,11 @@ fn check_same_inputs(manifests: &[(&Path, &Value)]) -> Result<()> {
 fn seed_inputs(manifest: &Value, scenario_dir: Option<&str>) -> Result<()> {
     use base64::Engine as _;
     let Some(inputs) = manifest.get("inputs").and_then(Value::as_array) else { return Ok(()) };
+    let model = manifest.get("model").and_then(Value::as_str).unwrap_or_default();
     for input in inputs {
         let file = input.get("path").and_then(Value::as_str).unwrap_or_default();
-        let located = match scenario_dir {
-            Some(dir) if Path::new(file).is_relative() => Path::new(dir).join(file),
-            _ => PathBuf::from(file),
-        };
+        let field = input.get("field").and_then(Value::as_str).unwrap_or_default();
+        let located = crate::resolved::input_location(model, scenario_dir.map(Path::new), field, file);
         let content = match (input.get("content").and_then(Value::as_str), input.get("content_base64")) {
             (Some(text), _) => Some(text.as_bytes().to_vec()),
             (None, Some(Value::String(encoded))) => base64::engine::general_purpose::STANDARD.decode(encoded).ok(),
