@@ -363,16 +363,36 @@ impl<'h> Graph<'h> {
                 let base = self.services[service as usize].first_instance;
                 for i in base + first..base + first + count {
                     if let FaultKind::Crash = fault.kind {
-                        if starts {
+                        // Crashes compose: the instance is down while any crash covering
+                        // it is on. A second crash finds it down already; the end of one
+                        // restarts it only when no other is still on.
+                        let another = self.another_crash_on(now, index, i as usize);
+                        if starts && self.instances[i as usize].up {
                             self.crash(now, i as usize, scheduler);
-                        } else {
+                        } else if !starts && !another {
                             self.restart(i as usize);
                         }
+                        debug_assert!(!another || !self.instances[i as usize].up, "down while a crash is on");
                     }
                     self.recompute_instance_faults(now, i as usize);
                 }
             }
         }
+    }
+
+    /// Whether a crash other than fault `index` covers global instance `i` at `now`.
+    fn another_crash_on(&self, now: Nanos, index: usize, i: usize) -> bool {
+        let service = self.instances[i].service;
+        let local = i as u32 - self.services[service as usize].first_instance;
+        (0..self.p.faults.len()).any(|other| {
+            let fault = &self.p.faults[other];
+            let FaultTarget::Instances { service: s, first, count } = fault.target else { return false };
+            other != index
+                && fault.kind == FaultKind::Crash
+                && s == service
+                && (first..first + count).contains(&local)
+                && self.active(now, other)
+        })
     }
 
     fn active(&self, now: Nanos, index: usize) -> bool {

@@ -395,6 +395,80 @@ fn crashes_and_partitions() {
     assert!(r.entries[0].successes as f64 > offered - refused - timeouts - 5.0);
 }
 
+/// Faults on one target compose when their windows overlap (issue 44, item 1): two
+/// crashes of 5–15 s and 10–20 s keep the instance down until 20 s (not 15 s); two
+/// slowdowns multiply, two added latencies add, two error rates combine as
+/// 1 − (1 − r₁)(1 − r₂), two partitions hold the edge until the later ends. Each is
+/// measured against the same fault given once as its composition.
+#[test]
+fn overlapping_faults_on_one_target_compose() {
+    let fault = |target, kind, from: f64, to: f64| GraphFault {
+        target,
+        kind,
+        start: secs_to_nanos(from),
+        duration: secs_to_nanos(to - from),
+    };
+    let build = |faults: &dyn Fn(u32, u32) -> Vec<GraphFault>| {
+        let mut g = Builder::new(30.0, 1.0);
+        let front = g.service(1, 100_000, 0);
+        let back = g.service(1, 100, 100);
+        let ef = g.endpoint(front, None);
+        let eb = g.endpoint(back, Some(exp(0.002)));
+        let fb = g.edge(Some(front), back);
+        g.p.edges[fb as usize].timeout = Some(50 * MS);
+        g.step(ef, S::Calls(vec![(eb, fb, 1.0)], Wait::All));
+        g.poisson(ef, 100.0, None);
+        g.p.faults.extend(faults(back, fb));
+        run(&g.build(), 0).0
+    };
+    let instances = |back| FaultTarget::Instances { service: back, first: 0, count: 1 };
+    // Crashes: down from 5 s to 20 s, as one crash of 5–20 s.
+    let two = build(&|back, _| {
+        vec![fault(instances(back), FaultKind::Crash, 5.0, 15.0), fault(instances(back), FaultKind::Crash, 10.0, 20.0)]
+    });
+    let one = build(&|back, _| vec![fault(instances(back), FaultKind::Crash, 5.0, 20.0)]);
+    let refused = |r: &GraphResults| r.services[1].refused_by(Refusal::Down);
+    assert_eq!(refused(&two), refused(&one), "the instance stays down until the last crash ends");
+    assert!((refused(&two) as f64 / (100.0 * 15.0) - 1.0).abs() < 0.1, "{} refused over 15 s", refused(&two));
+    // Errors: 0.2 and 0.5 overlapping on 5–15 s is 0.6 there.
+    let errors = |r: &GraphResults| r.entries[0].failed_by(Failure::Error);
+    let two = build(&|back, _| {
+        vec![
+            fault(instances(back), FaultKind::Errors { rate: 0.2 }, 5.0, 15.0),
+            fault(instances(back), FaultKind::Errors { rate: 0.5 }, 5.0, 15.0),
+        ]
+    });
+    let one = build(&|back, _| vec![fault(instances(back), FaultKind::Errors { rate: 0.6 }, 5.0, 15.0)]);
+    assert_eq!(errors(&two), errors(&one), "1 − 0.8 × 0.5 = 0.6");
+    // Slowdowns multiply and latencies add: the same draws give the same results.
+    let two = build(&|back, _| {
+        vec![
+            fault(instances(back), FaultKind::Slowdown { factor: 2.0 }, 5.0, 15.0),
+            fault(instances(back), FaultKind::Slowdown { factor: 3.0 }, 5.0, 15.0),
+            fault(instances(back), FaultKind::Latency { added: 2 * MS }, 5.0, 15.0),
+            fault(instances(back), FaultKind::Latency { added: 3 * MS }, 5.0, 15.0),
+        ]
+    });
+    let one = build(&|back, _| {
+        vec![
+            fault(instances(back), FaultKind::Slowdown { factor: 6.0 }, 5.0, 15.0),
+            fault(instances(back), FaultKind::Latency { added: 5 * MS }, 5.0, 15.0),
+        ]
+    });
+    assert_eq!(two.entries[0].successes, one.entries[0].successes);
+    assert_eq!(two.entries[0].failed_by(Failure::Timeout), one.entries[0].failed_by(Failure::Timeout));
+    // Partitions: the edge is cut until the later one ends.
+    let timeouts = |r: &GraphResults| r.edges[0].timeouts;
+    let two = build(&|_, fb| {
+        vec![
+            fault(FaultTarget::Edge(fb), FaultKind::Partition { fail_fast: false }, 5.0, 15.0),
+            fault(FaultTarget::Edge(fb), FaultKind::Partition { fail_fast: false }, 10.0, 20.0),
+        ]
+    });
+    let one = build(&|_, fb| vec![fault(FaultTarget::Edge(fb), FaultKind::Partition { fail_fast: false }, 5.0, 20.0)]);
+    assert_eq!(timeouts(&two), timeouts(&one));
+}
+
 #[test]
 fn replicas_are_deterministic() {
     let mut g = Builder::new(10.0, 1.0);
