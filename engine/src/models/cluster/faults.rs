@@ -39,8 +39,18 @@ impl Cluster<'_> {
                 }
             }
             FaultKind::ShardFailure { shard } => {
-                self.ring.set_healthy(shard, !starting);
+                // Failures compose: the shard is off the ring while any is on, and a
+                // second failure finds its queue already failed.
+                let failures = &mut self.shards[shard as usize].failures;
+                let first = starting && *failures == 0;
                 if starting {
+                    *failures += 1;
+                } else {
+                    debug_assert!(*failures > 0, "a failure ends that started");
+                    *failures -= 1;
+                }
+                self.ring.set_healthy(shard, *failures == 0);
+                if first {
                     self.touch(shard, now);
                     // Queued attempts are lost; their clients see a refusal and may retry elsewhere.
                     while let Some(attempt_key) = self.shards[shard as usize].queue.pop_front() {

@@ -89,6 +89,7 @@ impl<'h> Cluster<'h> {
                 load_since: 0,
                 slowdown: 1.0,
                 stalls: 0,
+                failures: 0,
                 load_area: 0,
                 codel: match p.discipline {
                     QueueDiscipline::CoDel(config) => Some(CoDel::new(config)),

@@ -70,6 +70,8 @@ pub(super) struct Shard {
     pub(super) load_since: Nanos,
     pub(super) slowdown: f64,
     pub(super) stalls: u32,
+    /// Shard failures on now: the shard is off the ring while any is (they compose).
+    pub(super) failures: u32,
     pub(super) load_area: u128,
     pub(super) codel: Option<CoDel>,
 }

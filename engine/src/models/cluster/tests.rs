@@ -136,6 +136,35 @@ fn a_stalled_shard_builds_a_queue_and_a_failed_shard_fails_over() {
     assert!(healthy.failed < failed_over.failed, "{} vs {}", healthy.failed, failed_over.failed);
 }
 
+/// Overlapping faults on one shard compose (issue 44, item 1): two failures of 3–4 s
+/// and 3.5–4.5 s keep the shard off the ring until 4.5 s, as one failure of 3–4.5 s;
+/// two stalls likewise; two brownouts multiply.
+#[test]
+fn overlapping_faults_on_one_shard_compose() {
+    let plain = ClusterParams { capacity_factor: f64::INFINITY, ..base() };
+    let at = |kind: FaultKind, from: f64, to: f64| Fault {
+        kind,
+        start: secs_to_nanos(from),
+        duration: secs_to_nanos(to - from),
+    };
+    let same = |two: Vec<Fault>, one: Vec<Fault>, what: &str| {
+        let (a, sa, _) = run(&ClusterParams { faults: two, ..plain.clone() }, 0);
+        let (b, sb, _) = run(&ClusterParams { faults: one, ..plain.clone() }, 0);
+        assert_eq!(
+            (a.failed, a.timeouts, a.successes, a.refused_no_shard),
+            (b.failed, b.timeouts, b.successes, b.refused_no_shard),
+            "{what}"
+        );
+        assert_eq!(sa.queued_area, sb.queued_area, "{what}");
+    };
+    let failure = FaultKind::ShardFailure { shard: 1 };
+    same(vec![at(failure, 3.0, 4.0), at(failure, 3.5, 4.5)], vec![at(failure, 3.0, 4.5)], "failures");
+    let stall = FaultKind::Brownout { shard: 1, slowdown: f64::INFINITY };
+    same(vec![at(stall, 3.0, 4.0), at(stall, 3.5, 4.5)], vec![at(stall, 3.0, 4.5)], "stalls");
+    let slow = |slowdown| FaultKind::Brownout { shard: 1, slowdown };
+    same(vec![at(slow(2.0), 3.0, 4.0), at(slow(4.0), 3.0, 4.0)], vec![at(slow(8.0), 3.0, 4.0)], "brownouts multiply");
+}
+
 #[test]
 fn a_latency_spike_slows_every_shard() {
     let spike = Fault {
