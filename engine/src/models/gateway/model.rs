@@ -459,26 +459,65 @@ impl<'h> Gateway<'h> {
         }
     }
 
+    /// Incident `index` starts or ends: the tier's condition is recomputed from every
+    /// incident on at `now` (windows are half-open, so the one ending is off), so
+    /// overlapping incidents compose — health and latency factors multiply, error
+    /// rates combine as 1 − Π(1 − r), quota scales multiply, the coordinator is down
+    /// while any outage of it is on, and a tier is out (health 0.05, every answer an
+    /// error) while any outage of it is on. One incident alone gives what it always gave.
     pub(super) fn incident(&mut self, now: Nanos, index: usize, starts: bool) {
-        let incident = self.p.incidents[index];
-        let healthy_errors = self.p.tiers[incident.tier].error_rate;
-        let condition = |health, error_rate, latency_factor| TierIncident { health, error_rate, latency_factor };
-        let condition = match incident.kind {
-            IncidentKind::Brownout { health, error_rate, latency_factor } => {
-                condition(health, error_rate, latency_factor)
+        let tier = self.p.incidents[index].tier;
+        let on = |incident: &Incident| incident.start <= now && now < incident.end;
+        debug_assert_eq!(on(&self.p.incidents[index]), starts, "an incident is on from its start to its end");
+        let (mut health, mut latency_factor, mut scales) = (1.0, 1.0, [1.0; 3]);
+        // None: no incident sets the error rate (the healthy one holds); one alone keeps
+        // its own rate to the bit.
+        let (mut errors, mut condition_set): (Option<f64>, bool) = (None, false);
+        let combine =
+            |errors: Option<f64>, rate: f64| Some(errors.map_or(rate, |e: f64| 1.0 - (1.0 - e) * (1.0 - rate)));
+        let (mut coordinator_down, mut outage) = (false, false);
+        for incident in self.p.incidents.iter().filter(|i| on(i)) {
+            if let IncidentKind::CoordinatorOutage = incident.kind {
+                coordinator_down = true;
             }
-            IncidentKind::Outage => condition(0.05, 1.0, 1.0),
-            IncidentKind::CapacityStep { scale } => condition(scale, healthy_errors, 1.0),
-            IncidentKind::RateLimitStep { scales } => {
-                self.providers[incident.tier].scale_quota(now, if starts { scales } else { [1.0; 3] });
-                return;
+            if incident.tier != tier {
+                continue;
             }
-            IncidentKind::CoordinatorOutage => {
-                self.coordinator_down = starts;
-                return;
+            match incident.kind {
+                IncidentKind::Brownout { health: h, error_rate, latency_factor: f } => {
+                    (health, latency_factor) = (health * h, latency_factor * f);
+                    errors = combine(errors, error_rate);
+                    condition_set = true;
+                }
+                // A state, not a factor: two outages are one outage.
+                IncidentKind::Outage => outage = true,
+                IncidentKind::CapacityStep { scale } => {
+                    health *= scale;
+                    condition_set = true;
+                }
+                IncidentKind::RateLimitStep { scales: s } => {
+                    for (total, one) in scales.iter_mut().zip(s) {
+                        *total *= one;
+                    }
+                }
+                IncidentKind::CoordinatorOutage => {}
             }
-        };
-        self.providers[incident.tier].set_incident(starts.then_some(condition));
+        }
+        if outage {
+            health *= 0.05;
+            errors = combine(errors, 1.0);
+            condition_set = true;
+        }
+        match self.p.incidents[index].kind {
+            IncidentKind::RateLimitStep { .. } => self.providers[tier].scale_quota(now, scales),
+            IncidentKind::CoordinatorOutage => self.coordinator_down = coordinator_down,
+            _ => {
+                let healthy_errors = self.p.tiers[tier].error_rate;
+                let error_rate = errors.unwrap_or(healthy_errors);
+                let condition = TierIncident { health, error_rate, latency_factor };
+                self.providers[tier].set_incident(condition_set.then_some(condition));
+            }
+        }
     }
 }
 

@@ -338,6 +338,40 @@ fn the_full_stack_drains_and_reproduces() {
     assert!(a.turns_failed > 0 && a.turns_answered > 0);
 }
 
+/// Overlapping incidents on one tier compose (issue 44, item 1): two outages of 20–30 s
+/// and 25–35 s keep the tier out until 35 s, as one outage of 20–35 s (the first to end
+/// used to restore the tier); two brownouts give their product of health and latency
+/// and 1 − (1 − r₁)(1 − r₂) of errors; two quota steps multiply; coordinator outages
+/// likewise. Each equals its composed single incident, replica for replica.
+#[test]
+fn overlapping_incidents_on_one_tier_compose() {
+    let same = |two: Vec<Incident>, one: Vec<Incident>, what: &str| {
+        let mut p = params(&[Gate::Breaker, Gate::Quota, Gate::Retry]);
+        p.incidents = two;
+        let a = run(p.clone());
+        p.incidents = one;
+        let b = run(p);
+        // The same but for the extra incident's two events.
+        let events = |r: &GatewayResults| GatewayResults { events: 0, ..r.clone() };
+        assert_eq!(format!("{:?}", events(&a)), format!("{:?}", events(&b)), "{what}");
+        a
+    };
+    let at = |kind, from: u64, to: u64| Incident { tier: 0, kind, start: from * S, end: to * S };
+    let outage = IncidentKind::Outage;
+    let a = same(vec![at(outage, 20, 30), at(outage, 25, 35)], vec![at(outage, 20, 35)], "outages");
+    assert!(a.turns_failed > 0);
+    let brownout = |health, error_rate, latency_factor| IncidentKind::Brownout { health, error_rate, latency_factor };
+    same(
+        vec![at(brownout(0.5, 0.5, 2.0), 20, 30), at(brownout(0.5, 0.5, 3.0), 20, 30)],
+        vec![at(brownout(0.25, 0.75, 6.0), 20, 30)],
+        "brownouts",
+    );
+    let step = |scale: f64| IncidentKind::RateLimitStep { scales: [scale; 3] };
+    same(vec![at(step(0.5), 20, 30), at(step(0.5), 20, 30)], vec![at(step(0.25), 20, 30)], "quota steps");
+    let coordinator = IncidentKind::CoordinatorOutage;
+    same(vec![at(coordinator, 20, 30), at(coordinator, 25, 35)], vec![at(coordinator, 20, 35)], "coordinator outages");
+}
+
 /// Repeat trips lengthen the open state (Resilience4j's exponential wait interval):
 /// a dead tier is probed less and less often.
 #[test]
