@@ -345,8 +345,10 @@ pub(crate) fn default_budget_window() -> f64 {
     10.0
 }
 
+/// A field left out takes its default (`breaker = { enabled = true }` is a breaker with
+/// the documented settings).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct BreakerSection {
     pub enabled: bool,
     pub failure_rate_threshold: f64,

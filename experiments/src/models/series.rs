@@ -7,8 +7,9 @@ use crate::base::checks::positive;
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
 
+/// A field left out takes its default (the section may be written in part).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct SeriesConfig {
     pub bucket_s: f64,
     pub recovery_hold_s: f64,
@@ -37,5 +38,22 @@ impl SeriesConfig {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A section written in part keeps the documented defaults of the rest (issue 44,
+    /// item 4: `[series] bucket_s = 0.5` was "missing field recovery_hold_s").
+    #[test]
+    fn a_partly_written_section_takes_the_other_defaults() {
+        let series: SeriesConfig = toml::from_str("bucket_s = 0.5").unwrap();
+        assert_eq!(series, SeriesConfig { bucket_s: 0.5, ..SeriesConfig::default() });
+        let series: SeriesConfig = toml::from_str("recovery_hold_s = 1.0").unwrap();
+        assert_eq!(series, SeriesConfig { recovery_hold_s: 1.0, ..SeriesConfig::default() });
+        let breaker: crate::models::cluster::BreakerSection = toml::from_str("enabled = true").unwrap();
+        assert_eq!(breaker, crate::models::cluster::BreakerSection { enabled: true, ..Default::default() });
     }
 }
