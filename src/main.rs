@@ -851,6 +851,9 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
     };
     request.check(&scenario)?;
     let threads = threads(args.threads)?;
+    if let Some(warning) = request.budget_warning(&scenario) {
+        eprintln!("stampede: warning: {warning}");
+    }
     if !(args.quiet || args.json) {
         // What the search may cost, before its first round: the budget at the pace of
         // one replica of the base (measured now).

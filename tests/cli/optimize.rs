@@ -368,6 +368,11 @@ fn bad_input_exits_2_and_an_impossible_constraint_exits_1() {
     let text = optimize(&out, &[&base[..], &["--require", "wait_mean_s <= 0.000001"], SHORT_MMC].concat());
     assert!(stdout(&text).contains("closest to feasible: queue.servers = 4"), "{}", stdout(&text));
     assert!(stdout(&text).contains("no candidate meets the constraints"));
+    // Nothing chosen: no "full grid at the chosen one's 0 replicas … (NaN% of it)" (issue 44, item 12).
+    assert!(!stdout(&text).contains("NaN") && !stdout(&text).contains("0 replicas each"), "{}", stdout(&text));
+    // A budget that pays for the first stage alone is said to, before the search.
+    let text = optimize(&out, &[&base[..], &["--budget-replicas", "70"], SHORT_MMC].concat());
+    assert!(stderr(&text).contains("pays for the first stage (60"), "{}", stderr(&text));
 }
 
 /// Every model can be optimised: a built-in of each, shortened, gives an answer whose

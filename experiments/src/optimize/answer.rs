@@ -241,18 +241,20 @@ impl Answer {
             ));
         }
         out.push_str(&format!("answer: {}\n", self.ending_text()));
-        let ratio = if self.full_grid > 0 { self.spent as f64 / self.full_grid as f64 } else { f64::NAN };
         out.push_str(&format!(
-            "spent: {} replicas over {} candidates in {} rounds (budget {}); the full grid at the chosen one's {} \
-             replicas each: {} ({:.0}% of it)\n",
-            self.spent,
-            self.candidates,
-            self.rounds,
-            self.budget,
-            self.chosen.as_ref().map_or(0, |c| c.replicas),
-            self.full_grid,
-            ratio * 100.0
+            "spent: {} replicas over {} candidates in {} rounds (budget {})",
+            self.spent, self.candidates, self.rounds, self.budget
         ));
+        match &self.chosen {
+            // Nothing chosen: there is no "full grid at the chosen one's replicas".
+            Some(chosen) if self.full_grid > 0 => out.push_str(&format!(
+                "; the full grid at the chosen one's {} replicas each: {} ({:.0}% of it)\n",
+                chosen.replicas,
+                self.full_grid,
+                100.0 * self.spent as f64 / self.full_grid as f64
+            )),
+            _ => out.push('\n'),
+        }
         if let Some(asked) = self.indifference_raised_from {
             out.push_str(&format!(
                 "δ = {} was raised from {}: with the objective's noise, the budget of {} replicas cannot resolve \

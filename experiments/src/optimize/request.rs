@@ -101,6 +101,23 @@ impl Request {
         self.shape(scenario).budget
     }
 
+    /// A sentence when the budget pays for the first stage and little more (under twice
+    /// its cost), so the race will likely end undecided: said before it starts.
+    pub fn budget_warning(&self, scenario: &Scenario) -> Option<String> {
+        let shape = self.shape(scenario);
+        let first = scenario.point_count() as u64 * shape.samples as u64 * u64::from(self.first_stage);
+        (shape.budget < 2 * first).then(|| {
+            format!(
+                "the budget of {} replicas pays for the first stage ({first}: every first candidate × \
+                 --first-stage {}) and little more, so the race will likely end undecided; give \
+                 --budget-replicas {} or more",
+                shape.budget,
+                self.first_stage,
+                4 * first
+            )
+        })
+    }
+
     /// What identifies this search (its rounds resume only into the same search).
     pub(crate) fn identity(&self, scenario: &Scenario) -> String {
         format!(
