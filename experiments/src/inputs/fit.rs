@@ -172,10 +172,10 @@ fn quantile(shape: &Shape, p: f64) -> f64 {
     match shape {
         Shape::Exponential { mean_s } => Exp::new(1.0 / mean_s).map_or(f64::NAN, |d| d.inverse_cdf(p)),
         Shape::Lognormal { mu, sigma } => LogNormal::new(*mu, *sigma).map_or(f64::NAN, |d| d.inverse_cdf(p)),
-        Shape::Gamma { shape, scale_s } => Gamma::new(*shape, 1.0 / scale_s).map_or(f64::NAN, |d| d.inverse_cdf(p)),
         Shape::Weibull { shape, scale_s } => scale_s * (-(1.0 - p).ln()).powf(1.0 / shape),
         _ => {
-            // Bisection on the CDF (the hyperexponential has no closed-form inverse).
+            // Bisection on the CDF (the hyperexponential has no closed-form inverse, and
+            // statrs' gamma inverse gave NaN for fitted shapes: issue 44, item 10).
             let (mut low, mut high) = (0.0, 1.0);
             while cdf(shape, high) < p && high < 1e15 {
                 high *= 2.0;
@@ -253,6 +253,21 @@ pub fn fit(table: &QuantileTable, count: f64) -> FitReport {
         })
         .collect();
     fitted.sort_by(|a, b| a.ks.total_cmp(&b.ks));
+    if let Some(best) = fitted.first().filter(|best| best.ks > ks_critical_1pct(count)) {
+        notes.push(format!(
+            "even the best family ({}, KS distance {:.3}) is farther from the data than sampling explains (the KS \
+             critical value at 1% for {} observations is {:.4}); its tail is not the data's (p99 {:.4} s against \
+             the data's {:.4} s, p99.9 {:.4} s against {:.4} s): use the data itself, below",
+            best.family,
+            best.ks,
+            count,
+            ks_critical_1pct(count),
+            best.quantiles[1],
+            table.quantile(0.99),
+            best.quantiles[2],
+            table.quantile(0.999)
+        ));
+    }
     FitReport {
         count,
         mean,
@@ -324,6 +339,12 @@ fn push_families(
             format!("{{ dist = \"hyperexponential\", mean_s = {}, scv = {} }}", short(mean), short(scv)),
         ));
     }
+}
+
+/// The Kolmogorov–Smirnov critical value at 1% for `n` observations (the asymptotic
+/// 1.628/√n): a fit farther than this from the data is rejected at 1%.
+pub fn ks_critical_1pct(n: f64) -> f64 {
+    1.628 / n.max(1.0).sqrt()
 }
 
 /// The Weibull shape k whose scv, Γ(1 + 2/k)/Γ(1 + 1/k)² − 1, is `scv` (it falls as k
@@ -428,5 +449,34 @@ mod tests {
         }
         assert_eq!(short(0.123456), "0.1235");
         assert_eq!(short(2.0), "2.0");
+    }
+
+    /// Every candidate's quantiles are numbers (gamma's p50 was NaN), and a sample no
+    /// family fits — two far-apart modes — gets a note naming the KS critical value,
+    /// while a sample drawn from a family gets none (issue 44, item 10).
+    #[test]
+    fn quantiles_are_numbers_and_a_bad_best_fit_is_said() {
+        let gamma = Distribution::gamma_mean_scv(0.05, 2.0);
+        let report = fit(&sample(&gamma, 3000, 11), 3000.0);
+        for candidate in &report.candidates {
+            assert!(
+                candidate.quantiles.iter().all(|q| q.is_finite() && *q > 0.0),
+                "{}: {:?}",
+                candidate.family,
+                candidate.quantiles
+            );
+        }
+        let g = report.candidates.iter().find(|c| c.family == "gamma").unwrap();
+        assert!((cdf(&g.distribution.shape, g.quantiles[0]) - 0.5).abs() < 1e-6, "p50 inverts the CDF");
+        assert!(report.notes.is_empty(), "{:?}", report.notes);
+        let bimodal: Vec<f64> =
+            (0..3000).map(|i| if i % 2 == 0 { 0.01 + 1e-6 * i as f64 } else { 1.0 + 1e-6 * i as f64 }).collect();
+        let report = fit(&QuantileTable::from_sample(&bimodal).unwrap(), 3000.0);
+        assert!(report.candidates[0].ks > ks_critical_1pct(3000.0));
+        assert!(
+            report.notes.iter().any(|n| n.contains("farther from the data than sampling explains")),
+            "{:?}",
+            report.notes
+        );
     }
 }
