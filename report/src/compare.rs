@@ -55,6 +55,43 @@ pub struct Comparison {
     pub tolerance: Option<f64>,
     pub rows: Vec<Row>,
     pub latencies: Vec<LatencyRow>,
+    /// What differs between A's and B's scenarios, a field a line (`queue.servers 2 → 3`).
+    pub differences: Vec<String>,
+}
+
+/// The fields in which scenario `b` differs from `a` (both TOML as the manifests keep
+/// them), as `path a → b`, in path order; a field only one has reads `(absent)`.
+fn scenario_differences(a: &str, b: &str) -> Vec<String> {
+    fn flatten(prefix: &str, value: &toml::Value, out: &mut std::collections::BTreeMap<String, String>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (key, inner) in table {
+                    let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                    flatten(&path, inner, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let fields = |text: &str| {
+        let mut out = std::collections::BTreeMap::new();
+        if let Ok(table) = text.parse::<toml::Table>() {
+            flatten("", &toml::Value::Table(table), &mut out);
+        }
+        out
+    };
+    let (a, b) = (fields(a), fields(b));
+    let absent = "(absent)".to_string();
+    let mut paths: Vec<&String> = a.keys().chain(b.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .filter(|path| a.get(*path) != b.get(*path))
+        .map(|path| format!("{path} {} → {}", a.get(path).unwrap_or(&absent), b.get(path).unwrap_or(&absent)))
+        .collect()
 }
 
 /// Reads `dir`'s folder and its per-replica rows.
@@ -204,6 +241,7 @@ pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result
         tolerance,
         rows,
         latencies,
+        differences: scenario_differences(&ma.scenario_toml, &mb.scenario_toml),
     })
 }
 
@@ -243,6 +281,17 @@ fn signed(x: f64) -> String {
 }
 
 impl Row {
+    /// "#3 naive" — the point's number and its label, the number once when the label
+    /// is only the number (`#0`, not `#0 #0`).
+    fn heading(&self) -> String {
+        let number = format!("#{}", self.point);
+        if self.label == number || self.label.is_empty() {
+            number
+        } else {
+            format!("{number} {}", self.label)
+        }
+    }
+
     /// A change: significant, and beyond the tolerance when one is given.
     fn is_change(&self, tolerance: Option<f64>) -> bool {
         self.significant && (tolerance.is_none() || self.beyond_tolerance)
@@ -308,12 +357,16 @@ impl Comparison {
             self.tests_said(),
             self.tolerance.map_or(String::new(), |t| format!("; a change must also exceed {}% of A's mean", t * 100.0))
         );
+        if self.differences.is_empty() {
+            out.push_str("the two scenarios are identical\n");
+        } else {
+            out.push_str(&format!("the scenarios differ in: {}\n", self.differences.join("; ")));
+        }
         let line = |r: &Row| {
             let [a, b, diff, lo, hi, p, p_rank] = r.figures();
             format!(
-                "  #{} {:<14} {:<32} {a} → {b}   {diff} [{lo}, {hi}]   p = {p} (rank test p = {p_rank}){}{}\n",
-                r.point,
-                r.label,
+                "  {:<18} {:<32} {a} → {b}   {diff} [{lo}, {hi}]   p = {p} (rank test p = {p_rank}){}{}\n",
+                r.heading(),
                 r.metric,
                 if r.significant { "  significant" } else { "" },
                 if r.beyond_tolerance { "  beyond tolerance" } else { "" }
@@ -353,6 +406,7 @@ impl Comparison {
             "tolerance": self.tolerance,
             "tests": self.tests(),
             "changed": self.changed(),
+            "scenario_differences": self.differences,
             "rows": self.rows.iter().map(|r| {
                 let d = &r.difference;
                 json!({
@@ -380,9 +434,8 @@ impl Comparison {
                 let class = if r.is_change(self.tolerance) { " class=\"changed\"" } else { "" };
                 let [a, b, diff, lo, hi, p, p_rank] = r.figures();
                 format!(
-                    "<tr{class}><td>#{} {}</td><td>{}</td><td>{a}</td><td>{b}</td><td>{diff} [{lo}, {hi}]</td><td>{p}</td><td>{p_rank}</td><td>{}</td></tr>",
-                    r.point,
-                    escape(&r.label),
+                    "<tr{class}><td>{}</td><td>{}</td><td>{a}</td><td>{b}</td><td>{diff} [{lo}, {hi}]</td><td>{p}</td><td>{p_rank}</td><td>{}</td></tr>",
+                    escape(&r.heading()),
                     escape(&r.metric),
                     match (r.significant, r.beyond_tolerance) {
                         (true, true) => "significant, beyond tolerance",
@@ -414,7 +467,7 @@ impl Comparison {
              tr.changed td{{background:#fde8e4;font-weight:600}}</style></head>\n\
              <body><h1>stampede compare: {}</h1><p>A = <code>{}</code><br>B = <code>{}</code></p>\
              <p><strong>{}</strong>. Differences of the means B − A with 95% intervals, {}; Holm-corrected at α = {} over {}{}. \
-             The rank test is Mann–Whitney's on the per-replica values.</p>\
+             The rank test is Mann–Whitney's on the per-replica values.</p><p>{}</p>\
              <table><tr><th>grid point</th><th>metric</th><th>A</th><th>B</th><th>B − A [95%]</th><th>p</th><th>rank p</th><th></th></tr>{rows}</table>\
              <h2>Latency quantiles (p50 / p99 / p99.9, seconds)</h2>\
              <table><tr><th>grid point</th><th>latency</th><th>A</th><th>B</th></tr>{latencies}</table></body></html>\n",
@@ -428,6 +481,11 @@ impl Comparison {
             self.alpha,
             escape(&self.tests_said()),
             self.tolerance.map_or(String::new(), |t| format!("; a change must also exceed {}% of A's mean", t * 100.0)),
+            if self.differences.is_empty() {
+                "The two scenarios are identical.".to_string()
+            } else {
+                format!("The scenarios differ in: {}.", escape(&self.differences.join("; ")))
+            },
         )
     }
 }

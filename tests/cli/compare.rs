@@ -130,3 +130,22 @@ fn a_side_too_small_to_test_is_refused_not_passed() {
     assert!(message.contains("has 1 replica a grid point") && message.contains("nothing could be tested"), "{message}");
     assert!(stdout(&output).is_empty(), "no verdict printed: {}", stdout(&output));
 }
+
+/// compare says what differs between the two runs' scenarios above its table, and a
+/// point without a label is `#0`, not `#0 #0` (issue 44, item 9).
+#[test]
+fn compare_says_what_differs_between_the_scenarios() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (a, b) = (scratch.path().join("a"), scratch.path().join("b"));
+    let one_point =
+        ["--set", "run.horizon_s=30", "--set", "run.warmup_s=2", "--replicas", "6", "--grid", "queue.servers=[3]"];
+    run_mmc(&a, &one_point);
+    run_mmc(&b, &[&one_point[..], &["--set", "queue.service_rate_per_s=120"]].concat());
+    let output = compare(&a.join("mmc"), &b.join("mmc"), &["--all"]);
+    let text = stdout(&output);
+    assert!(text.contains("the scenarios differ in: queue.service_rate_per_s 100.0 → 120"), "{text}");
+    assert!(!text.contains("#0 #0"), "{text}");
+    let output = compare(&a.join("mmc"), &a.join("mmc"), &["--json"]);
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(answer["scenario_differences"], serde_json::json!([]));
+}
