@@ -377,3 +377,29 @@ fn peak_memory_is_flat_in_the_replica_rows() {
         small / 1e6
     );
 }
+
+/// The free-space check counts the report and the trace (issue 43, item 13: a run
+/// estimated at 484 KB wrote 9.7 MB): on `baltor` with `--trace 0`, the estimates of
+/// report.html and trace.parquet are at least what is written, and not absurdly more.
+#[test]
+fn the_space_estimate_covers_the_report_and_the_trace() {
+    use stampede_experiments::scenario::builtin::load_scenario_source;
+    use stampede_experiments::{Overrides, Scenario};
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    run(&["run", "baltor", "--quiet", "--replicas", "3", "--trace", "0", "--out", out.to_str().unwrap()]);
+    let overrides = Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(3))], grids: vec![] };
+    let scenario = Scenario::resolve(load_scenario_source("baltor").unwrap(), &overrides).unwrap();
+    let report = stampede_experiments::run::budget::report_bytes(&scenario);
+    let trace = stampede_experiments::run::trace::estimate_bytes(&scenario, 0).unwrap();
+    let written = |name: &str| std::fs::metadata(out.join("baltor").join(name)).unwrap().len() as f64;
+    let (report_written, trace_written) = (written("report.html"), written("trace.parquet"));
+    assert!(
+        report >= report_written && report < 50.0 * report_written,
+        "report: {report} estimated, {report_written} written"
+    );
+    assert!(
+        trace >= trace_written && trace < 100.0 * trace_written,
+        "trace: {trace} estimated, {trace_written} written"
+    );
+}
