@@ -171,3 +171,28 @@ fn the_readme_graph_example_is_the_shipped_file() {
         .expect("the README shows the graph example");
     assert_eq!(shown.1, file, "README's graph example and experiments/fixtures/checkout-graph.toml differ");
 }
+
+/// The README's output table and report section name exactly the models that write
+/// time series (issue 44, item 15: the graph's were left out): every built-in's model
+/// with series is named on the `timeseries.parquet` row and in "Over time", and a model
+/// named there has series.
+#[test]
+fn the_readme_names_the_models_that_write_time_series() {
+    use stampede_experiments::scenario::builtin::{load_scenario_source, BUILTINS};
+    use stampede_experiments::{Overrides, Scenario};
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let row = readme.lines().find(|l| l.starts_with("| `timeseries.parquet` |")).expect("the output table's row");
+    let row_models = row.split('|').nth(2).unwrap().to_string();
+    let over_time =
+        readme.lines().find(|l| l.starts_with("- **Over time**")).expect("the report's section").to_string();
+    let mut models: std::collections::BTreeMap<&str, bool> = Default::default();
+    for (name, _) in BUILTINS {
+        let scenario = Scenario::resolve(load_scenario_source(name).unwrap(), &Overrides::default()).unwrap();
+        *models.entry(scenario.model.name()).or_default() |= !scenario.schema.series.is_empty();
+    }
+    for (model, has_series) in models {
+        for (place, text) in [("the timeseries.parquet row", &row_models), ("Over time", &over_time)] {
+            assert_eq!(text.contains(model), has_series, "{model} (series: {has_series}) in {place}: {text}");
+        }
+    }
+}
