@@ -332,12 +332,6 @@ impl Scenario {
         Self::resolve_with(source, &Overrides::default(), scenario_dir.map(std::path::Path::new))
     }
 
-    /// Where an input file named `file` in this scenario is read from: relative to
-    /// the scenario file's folder.
-    pub fn locate_input(&self, file: &str) -> std::path::PathBuf {
-        crate::inputs::with_base_dir(self.base_dir.as_deref(), || crate::inputs::locate(file))
-    }
-
     /// Grid point `index`, typed and validated.
     pub fn grid_point(&self, index: u32) -> Result<GridPoint> {
         let point = self.document.point(index as usize)?;

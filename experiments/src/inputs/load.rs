@@ -283,8 +283,7 @@ fn sine(spec: &ShapeSpec) -> Result<RateShape> {
 fn rate_file(path: &Path) -> Result<Vec<(f64, f64)>> {
     let refuse = |what: String| Error::bad_input(format!("load.rate_file: {}: {what}", path.display()));
     let sealed = super::sealed::read(path).map_err(|e| e.context("load.rate_file"))?;
-    let text = std::str::from_utf8(&sealed.bytes).map_err(|_| refuse("not UTF-8 text".into()))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = sealed.text().ok_or_else(|| refuse("not UTF-8 text".into()))?;
     let mut points = Vec::new();
     for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();

@@ -35,6 +35,15 @@ pub struct Sealed {
     pub sha256: String,
 }
 
+impl Sealed {
+    /// The bytes as UTF-8 text without a leading byte-order mark (spreadsheets write
+    /// one), or `None` when they are not UTF-8.
+    pub fn text(&self) -> Option<&str> {
+        let text = std::str::from_utf8(&self.bytes).ok()?;
+        Some(text.strip_prefix('\u{feff}').unwrap_or(text))
+    }
+}
+
 /// The largest input read, by default: inputs are held whole in memory for the
 /// process's life (1 GiB; `STAMPEDE_MAX_INPUT_BYTES` sets another limit).
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
@@ -70,7 +79,12 @@ pub fn files_refused() -> bool {
 
 /// The hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(bytes))
+}
+
+/// A digest as lower-case hex, the form every hash stampede records takes.
+pub fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn key(path: &Path) -> PathBuf {

@@ -19,20 +19,25 @@ fn refuse(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::bad_input(format!("{}: {what}", path.display()))
 }
 
-/// The file's bytes as sealed for this process ([`super::sealed`]): read once, kept.
-fn read_bytes(path: &Path) -> Result<std::sync::Arc<[u8]>> {
-    let bytes = std::sync::Arc::clone(&super::sealed::read(path)?.bytes);
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+/// The file as sealed for this process ([`super::sealed`]: read once, kept), refused
+/// when it holds nothing but whitespace.
+fn read_sealed(path: &Path) -> Result<std::sync::Arc<super::sealed::Sealed>> {
+    let sealed = super::sealed::read(path)?;
+    if sealed.bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(refuse(path, "the file is empty"));
     }
-    Ok(bytes)
+    Ok(sealed)
+}
+
+/// The file's bytes, shared with the sealed copy.
+fn read_bytes(path: &Path) -> Result<std::sync::Arc<[u8]>> {
+    Ok(std::sync::Arc::clone(&read_sealed(path)?.bytes))
 }
 
 /// The file as UTF-8 text, without a leading byte-order mark (spreadsheets write one).
 fn read_text(path: &Path) -> Result<String> {
-    let bytes = read_bytes(path)?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| refuse(path, "not UTF-8 text"))?;
-    Ok(text.strip_prefix('\u{feff}').unwrap_or(text).to_string())
+    let sealed = read_sealed(path)?;
+    Ok(sealed.text().ok_or_else(|| refuse(path, "not UTF-8 text"))?.to_string())
 }
 
 /// A sample: a Parquet column, or a CSV with one value a line (an optional header

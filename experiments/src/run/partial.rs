@@ -51,7 +51,7 @@ pub fn fingerprint(scenario: &Scenario) -> String {
             hash.update([0]);
         }
     }
-    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::inputs::sealed::hex(&hash.finalize())
 }
 
 fn partial_columns() -> Vec<ColumnSpec> {

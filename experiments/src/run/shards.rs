@@ -133,7 +133,7 @@ fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
         total += read as u64;
         hash.update(&buffer[..read]);
     }
-    Ok((total, hash.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+    Ok((total, crate::inputs::sealed::hex(&hash.finalize())))
 }
 
 /// Refuses a shard whose files are not, byte for byte, the ones its manifest

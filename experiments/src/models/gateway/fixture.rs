@@ -385,9 +385,9 @@ impl Fixture {
             Some(path) => {
                 let sealed = crate::inputs::sealed::read(std::path::Path::new(path))
                     .map_err(|e| Error { message: format!("cannot read fixture file {}", e.message), ..e })?;
-                let text = std::str::from_utf8(&sealed.bytes)
-                    .map_err(|_| Error::bad_input(format!("fixture file {path}: not UTF-8 text")))?;
-                Fixture::parse(text.strip_prefix('\u{feff}').unwrap_or(text), &format!("fixture file {path}"))
+                let text =
+                    sealed.text().ok_or_else(|| Error::bad_input(format!("fixture file {path}: not UTF-8 text")))?;
+                Fixture::parse(text, &format!("fixture file {path}"))
             }
         }
     }
