@@ -538,3 +538,134 @@ fn a_trace_is_a_forest_of_request_trees_that_adds_up_to_the_results() {
     let waits = count(&|r| r.kind == TraceKind::Wait && r.outcome == "queue");
     assert!(waits > 0 && count(&|r| r.kind == TraceKind::Wait && r.outcome == "backoff") > 0);
 }
+
+/// Dice for a generated graph: each roll takes the next number (cycling).
+struct Dice<'a>(&'a [u32], usize);
+
+impl Dice<'_> {
+    /// A whole number below `n`.
+    fn below(&mut self, n: u32) -> u32 {
+        self.1 += 1;
+        self.0[(self.1 - 1) % self.0.len()] % n
+    }
+
+    fn chance(&mut self, percent: u32) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// A random layered graph (each service calls later ones) with retries, hedges,
+/// timeouts, parallel groups with every wait, probabilities, cancellation, async
+/// services, deadlines and faults of every kind, short and overloaded at times.
+fn random_graph(rolls: &[u32]) -> GraphParams {
+    use crate::policy::hedge::{HedgeConfig, HedgeDelay};
+    let mut dice = Dice(rolls, 0);
+    let mut g = Builder::new(3.0, 0.5);
+    let count = 2 + dice.below(4);
+    let services: Vec<u32> = (0..count)
+        .map(|_| {
+            let s = g.service(1 + dice.below(3), 1 + dice.below(8), dice.below(20));
+            g.p.services[s as usize].cancel_abandoned = dice.chance(50);
+            g.p.services[s as usize].blocking = dice.chance(70);
+            s
+        })
+        .collect();
+    let endpoints: Vec<u32> = services
+        .iter()
+        .map(|&s| {
+            let mean_s = 0.0005 * f64::from(1 + dice.below(20));
+            g.endpoint(s, dice.chance(80).then(|| exp(mean_s)))
+        })
+        .collect();
+    for caller in 0..count as usize - 1 {
+        for _ in 0..1 + dice.below(2) {
+            let mut calls = vec![];
+            for _ in 0..1 + dice.below(3) {
+                let callee = caller + 1 + dice.below(count - caller as u32 - 1) as usize;
+                let edge = g.edge(Some(services[caller]), services[callee]);
+                let e = &mut g.p.edges[edge as usize];
+                e.timeout = dice.chance(70).then(|| MS * u64::from(2 + dice.below(40)));
+                e.max_attempts = 1 + dice.below(3);
+                e.backoff = Backoff::FullJitter { base: MS, cap: 5 * MS };
+                e.propagate_deadline = dice.chance(50);
+                if dice.chance(40) {
+                    let delay = if dice.chance(50) {
+                        HedgeDelay::Fixed(MS * u64::from(1 + dice.below(10)))
+                    } else {
+                        HedgeDelay::Quantile(0.9)
+                    };
+                    e.hedge = Some(HedgeConfig { delay, max_hedges: 1 + dice.below(2), min_samples: 0 });
+                }
+                let probability = if dice.chance(50) { 1.0 } else { 0.3 };
+                calls.push((endpoints[callee], edge, probability));
+            }
+            let wait = match dice.below(3) {
+                0 => Wait::All,
+                1 => Wait::FirstSuccess,
+                _ => Wait::Quorum(1 + dice.below(calls.len() as u32)),
+            };
+            g.step(endpoints[caller], S::Calls(calls, wait));
+        }
+    }
+    let rate = f64::from(50 + dice.below(400));
+    let deadline = dice.chance(50).then(|| 0.005 * f64::from(1 + dice.below(40)));
+    g.poisson(endpoints[0], rate, deadline);
+    for _ in 0..dice.below(4) {
+        let service = services[dice.below(count) as usize];
+        let kind = match dice.below(5) {
+            0 => FaultKind::Slowdown { factor: 5.0 },
+            1 => FaultKind::Latency { added: 20 * MS },
+            2 => FaultKind::Errors { rate: 0.5 },
+            3 => FaultKind::Crash,
+            _ => FaultKind::Partition { fail_fast: dice.chance(50) },
+        };
+        let target = match kind {
+            FaultKind::Partition { .. } => FaultTarget::Edge(dice.below(g.p.edges.len() as u32)),
+            _ => FaultTarget::Instances { service, first: 0, count: 1 },
+        };
+        let start = secs_to_nanos(0.1 * f64::from(dice.below(20)));
+        g.p.faults.push(GraphFault {
+            target,
+            kind,
+            start,
+            duration: secs_to_nanos(0.1 * f64::from(1 + dice.below(15))),
+        });
+    }
+    g.build()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: std::env::var("STAMPEDE_PROPERTY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(32),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Whatever the graph: span numbers are unique, every span but an entry request has
+    /// its parent in the trace (a call under an attempt, an attempt under a call, a wait
+    /// or refusal under a span), and only entry requests are roots — including calls a
+    /// job makes after its caller stopped waiting for it (a timeout, a hedge's loser).
+    #[test]
+    fn every_span_of_a_trace_has_its_parent_in_the_trace(rolls in proptest::collection::vec(0u32..1_000_000, 97)) {
+        use crate::measurement::trace::{TraceKind, NONE};
+        let p = random_graph(&rolls);
+        let names = |n: usize, prefix: &str| -> Vec<&'static str> {
+            (0..n).map(|i| &*Box::leak(format!("{prefix}{i}").into_boxed_str())).collect()
+        };
+        let mut histograms = [LatencyHistogram::new()];
+        let (_, _, trace) = Graph::new(p.clone(), 11, 0, &mut histograms)
+            .traced(names(p.endpoints.len(), "e"), names(p.services.len(), "s"))
+            .run_traced();
+        let trace = trace.expect("traced");
+        let kind_of: std::collections::HashMap<u32, TraceKind> = trace.rows.iter().map(|r| (r.span, r.kind)).collect();
+        proptest::prop_assert_eq!(kind_of.len(), trace.rows.len(), "span numbers are unique");
+        for row in &trace.rows {
+            let parent = kind_of.get(&row.parent).copied();
+            match row.kind {
+                TraceKind::Call if row.parent == NONE => proptest::prop_assert_eq!(row.class, "e0", "only entry requests are roots"),
+                TraceKind::Call => proptest::prop_assert_eq!(parent, Some(TraceKind::Attempt), "{:?}", row),
+                TraceKind::Attempt => proptest::prop_assert_eq!(parent, Some(TraceKind::Call), "{:?}", row),
+                _ => proptest::prop_assert!(parent.is_some(), "{:?}", row),
+            }
+        }
+    }
+}

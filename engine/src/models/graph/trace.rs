@@ -44,8 +44,13 @@ pub struct SpanTracer {
     next_call: u32,
     /// By call slab index: the open call, and its open backoff (start).
     calls: Vec<(Open, Option<Nanos>)>,
-    /// By attempt slab index.
+    /// By attempt slab index: the open attempt (closed when its caller lets go).
     attempts: Vec<Open>,
+    /// By attempt slab index: the attempt's span and whether it is counted, kept after
+    /// the caller lets go — its job may still run and make calls, whose parent it stays.
+    /// The slab keeps an attempt's key while its job lives, so the entry is not reused
+    /// under a running job.
+    attempt_spans: Vec<(u32, bool)>,
     /// By job slab index: when it started waiting for a worker, its attempt's span, and
     /// whether that attempt is counted.
     queued: Vec<Option<(Nanos, u32, bool)>>,
@@ -89,9 +94,13 @@ impl SpanTracer {
         }
     }
 
-    /// The span of live attempt `attempt` (to parent what its job does).
+    /// The span of live attempt `attempt` (to parent what its job does), answered or not.
     pub fn attempt_span(&self, attempt: SlabKey) -> u32 {
-        self.attempts.get(attempt.index()).map_or(NONE, |a| a.span)
+        self.attempt_spans.get(attempt.index()).map_or(NONE, |a| a.0)
+    }
+
+    fn attempt_counted(&self, attempt: SlabKey) -> bool {
+        self.attempt_spans.get(attempt.index()).is_some_and(|a| a.1)
     }
 
     pub fn call_started(&mut self, call: SlabKey, now: Nanos, endpoint: u32, parent: u32, counted: bool) {
@@ -146,6 +155,7 @@ impl SpanTracer {
             ..call
         };
         *slot(&mut self.attempts, attempt, CLOSED) = open;
+        *slot(&mut self.attempt_spans, attempt, (NONE, false)) = (span, open.counted);
     }
 
     pub fn attempt_ended(&mut self, attempt: SlabKey, now: Nanos, outcome: &'static str) {
@@ -156,7 +166,7 @@ impl SpanTracer {
 
     /// A job of `attempt` starts waiting for a worker (`fresh`: before its first work).
     pub fn queued(&mut self, job: SlabKey, now: Nanos, attempt: SlabKey) {
-        let (span, counted) = self.attempts.get(attempt.index()).map_or((NONE, false), |a| (a.span, a.counted));
+        let (span, counted) = (self.attempt_span(attempt), self.attempt_counted(attempt));
         *slot(&mut self.queued, job, None) = Some((now, span, counted));
     }
 
@@ -176,7 +186,7 @@ impl SpanTracer {
         let parent = self.attempt_span(attempt);
         let span = self.span();
         let gate = self.service_names.get(service as usize).copied().unwrap_or("");
-        let counted = self.attempts.get(attempt.index()).is_some_and(|a| a.counted);
+        let counted = self.attempt_counted(attempt);
         let open = Open { span, parent, start: now, gate, counted, ..CLOSED };
         self.rows.push(Self::row(&open, TraceKind::Refusal, now, reason));
     }
