@@ -27,6 +27,7 @@ mod sealed;
 mod serve_files;
 mod serve_guard;
 mod shards;
+mod shop;
 mod slurm;
 mod trace;
 mod user_files;

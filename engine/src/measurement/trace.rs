@@ -69,6 +69,9 @@ pub struct TraceRow {
     pub outcome: &'static str,
     /// The gate that refused or held the call, or that changed state; empty otherwise.
     pub gate: &'static str,
+    /// A failed or degraded call's root cause (the graph: `service.failure`, the
+    /// deepest failure that decided it); empty otherwise.
+    pub cause: &'static str,
     /// Counted in the replica's metrics (it started after the warm-up).
     pub counted: bool,
 }
@@ -206,6 +209,7 @@ impl Tracer {
             end,
             outcome,
             gate: "",
+            cause: "",
             counted: live.counted,
         }
     }
@@ -308,6 +312,7 @@ impl Tracer {
             end,
             outcome,
             gate,
+            cause: "",
             counted,
         });
     }

@@ -60,6 +60,7 @@ fn columns() -> Vec<ColumnSpec> {
         ("end_s", F64),
         ("outcome", Utf8),
         ("gate", Utf8),
+        ("cause", Utf8),
         ("counted", Bool),
     ]
     .into_iter()
@@ -102,6 +103,7 @@ pub fn write(dir: &Path, scenario: &Scenario, replica: u32) -> Result<()> {
                 ColumnValues::F64(rows.iter().map(|r| nanos_to_secs(r.end)).collect()),
                 ColumnValues::Utf8(rows.iter().map(|r| r.outcome.to_string()).collect()),
                 ColumnValues::Utf8(rows.iter().map(|r| r.gate.to_string()).collect()),
+                ColumnValues::Utf8(rows.iter().map(|r| r.cause.to_string()).collect()),
                 ColumnValues::Bool(rows.iter().map(|r| r.counted).collect()),
             ])
             .map_err(io)?;

@@ -11,18 +11,18 @@ use crate::kernel::timer::{TimerSlot, TimerTicket};
 use crate::policy::classify::Outcome;
 
 use super::model::Graph;
-use super::params::{Balance, Failure, WorkloadArrivals};
+use super::params::{Balance, Cause, Failure, WorkloadArrivals};
 use super::state::{Answer, Attempt, Call, Event};
 
 /// How a call ended, as its caller sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum CallOutcome {
     Success,
-    /// The callee answered, degraded (a fallback somewhere below).
-    Degraded,
-    /// The call failed and its edge's fallback answered.
-    Fallback,
-    Failed(Failure),
+    /// The callee answered, degraded (a fallback somewhere below, for this cause).
+    Degraded(Cause),
+    /// The call failed for this cause and its edge's fallback answered.
+    Fallback(Cause),
+    Failed(Failure, Cause),
 }
 
 fn pick_criticality(shares: &[f64; 4], rng: &mut RngStream) -> u8 {
@@ -101,7 +101,7 @@ impl Graph<'_> {
         let e = c.edge as usize;
         if now >= c.deadline {
             if !hedge && c.outstanding == 0 {
-                self.call_failed(now, call, Failure::Timeout, scheduler);
+                self.call_failed(now, call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);
             }
             return;
         }
@@ -117,7 +117,13 @@ impl Graph<'_> {
                         self.edges[e].budget.retry_finished();
                     }
                     if !hedge && c.outstanding == 0 {
-                        self.call_failed(now, call, Failure::BreakerOpen, scheduler);
+                        self.call_failed(
+                            now,
+                            call,
+                            Failure::BreakerOpen,
+                            self.callee(e, Failure::BreakerOpen),
+                            scheduler,
+                        );
                     }
                     return;
                 }
@@ -132,6 +138,7 @@ impl Graph<'_> {
                 self.edges[e].budget.retry_finished();
             }
             if !hedge && c.outstanding == 0 {
+                self.calls.get_mut(call).expect("live call").last_cause = self.callee(e, Failure::Refused);
                 self.attempts_exhausted(now, call, Failure::Refused, scheduler);
             }
             return;
@@ -159,6 +166,7 @@ impl Graph<'_> {
             caller_waiting: true,
             in_flight: true,
             next: c.first_attempt,
+            cause: None,
         });
         let edge = &mut self.edges[e];
         edge.active += 1;
@@ -386,11 +394,22 @@ impl Graph<'_> {
                 if a.hedge && counted {
                     self.edges[e].results.hedge_wins += 1;
                 }
-                let outcome = if answer == Answer::Success { CallOutcome::Success } else { CallOutcome::Degraded };
+                let outcome = match answer {
+                    Answer::Success => CallOutcome::Success,
+                    _ => CallOutcome::Degraded(a.cause.unwrap_or(self.callee(e, Failure::Error))),
+                };
                 self.call_complete(now, a.call, outcome, scheduler);
             }
-            Answer::Refused => self.attempt_failed(now, a.call, Failure::Refused, scheduler),
-            Answer::Error => self.attempt_failed(now, a.call, Failure::Error, scheduler),
+            // A partition that fails fast or an edge's error fault answers without a
+            // cause: the callee is where it failed.
+            Answer::Refused => {
+                let cause = a.cause.unwrap_or(self.callee(e, Failure::Refused));
+                self.attempt_failed(now, a.call, Failure::Refused, cause, scheduler)
+            }
+            Answer::Error => {
+                let cause = a.cause.unwrap_or(self.callee(e, Failure::Error));
+                self.attempt_failed(now, a.call, Failure::Error, cause, scheduler)
+            }
         }
     }
 
@@ -413,13 +432,26 @@ impl Graph<'_> {
         self.edges[e].budget.on_outcome(now, false);
         self.let_go(now, attempt, Some(Outcome::Timeout), scheduler);
         self.calls.get_mut(a.call).expect("a waiting attempt's call is live").outstanding -= 1;
-        self.attempt_failed(now, a.call, Failure::Timeout, scheduler);
+        self.attempt_failed(now, a.call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);
     }
 
-    /// One attempt failed: wait for the others, or retry, or give up.
-    fn attempt_failed(&mut self, now: Nanos, call: SlabKey, failure: Failure, scheduler: &mut Scheduler<Event>) {
+    /// The cause "`failure` calling edge `e`'s callee".
+    fn callee(&self, e: usize, failure: Failure) -> Cause {
+        Cause { service: self.p.edges[e].to, failure }
+    }
+
+    /// One attempt failed (for `cause`): wait for the others, or retry, or give up.
+    fn attempt_failed(
+        &mut self,
+        now: Nanos,
+        call: SlabKey,
+        failure: Failure,
+        cause: Cause,
+        scheduler: &mut Scheduler<Event>,
+    ) {
         let c = self.calls.get_mut(call).expect("live call");
         c.last_failure = failure;
+        c.last_cause = cause;
         if c.outstanding > 0 {
             return; // a hedge may still answer
         }
@@ -432,19 +464,19 @@ impl Graph<'_> {
         let e = c.edge as usize;
         let params = &self.p.edges[e];
         if !params.retry_on.contains(failure) || c.tries >= params.max_attempts {
-            return self.call_failed(now, call, failure, scheduler);
+            return self.call_failed(now, call, failure, c.last_cause, scheduler);
         }
         let edge = &mut self.edges[e];
         let delay = params.backoff.delay(c.tries - 1, c.last_backoff, None, &mut edge.client_rng);
         // A retry that cannot start before the deadline is not made.
         if now.saturating_add(delay) >= c.deadline {
-            return self.call_failed(now, call, failure, scheduler);
+            return self.call_failed(now, call, failure, c.last_cause, scheduler);
         }
         if !edge.budget.try_retry(now, edge.active, 0, &mut edge.client_rng) {
             if c.counted {
                 edge.results.budget_denials += 1;
             }
-            return self.call_failed(now, call, failure, scheduler);
+            return self.call_failed(now, call, failure, c.last_cause, scheduler);
         }
         let c = self.calls.get_mut(call).expect("live call");
         c.last_backoff = delay;
@@ -493,13 +525,21 @@ impl Graph<'_> {
         self.send_attempt(now, call, true, granted, scheduler);
     }
 
-    /// Every attempt failed and no retry will be made: a fallback answers, or the call fails.
-    fn call_failed(&mut self, now: Nanos, call: SlabKey, failure: Failure, scheduler: &mut Scheduler<Event>) {
+    /// Every attempt failed and no retry will be made: a fallback answers, or the call
+    /// fails; either way for `cause`.
+    fn call_failed(
+        &mut self,
+        now: Nanos,
+        call: SlabKey,
+        failure: Failure,
+        cause: Cause,
+        scheduler: &mut Scheduler<Event>,
+    ) {
         let edge = self.calls.get(call).expect("live call").edge;
         if self.p.edges[edge as usize].fallback_on.contains(failure) {
-            self.call_complete(now, call, CallOutcome::Fallback, scheduler);
+            self.call_complete(now, call, CallOutcome::Fallback(cause), scheduler);
         } else {
-            self.call_complete(now, call, CallOutcome::Failed(failure), scheduler);
+            self.call_complete(now, call, CallOutcome::Failed(failure, cause), scheduler);
         }
     }
 
@@ -507,13 +547,13 @@ impl Graph<'_> {
     fn call_complete(&mut self, now: Nanos, call: SlabKey, outcome: CallOutcome, scheduler: &mut Scheduler<Event>) {
         let first_attempt = self.let_go_of_attempts(now, call, scheduler);
         if let Some(tracer) = self.tracer.as_deref_mut() {
-            let name = match outcome {
-                CallOutcome::Success => "success",
-                CallOutcome::Degraded => "degraded",
-                CallOutcome::Fallback => "fallback",
-                CallOutcome::Failed(failure) => failure.name(),
+            let (name, cause) = match outcome {
+                CallOutcome::Success => ("success", None),
+                CallOutcome::Degraded(cause) => ("degraded", Some(cause)),
+                CallOutcome::Fallback(cause) => ("fallback", Some(cause)),
+                CallOutcome::Failed(failure, cause) => (failure.name(), Some(cause)),
             };
-            tracer.call_ended(call, now, name);
+            tracer.call_ended(call, now, name, cause);
         }
         self.unlink_child(call);
         let c = self.calls.remove(call).expect("live call");
@@ -521,9 +561,9 @@ impl Graph<'_> {
         let edge = &mut self.edges[c.edge as usize].results;
         if c.counted {
             match outcome {
-                CallOutcome::Success | CallOutcome::Degraded => {}
-                CallOutcome::Fallback => edge.fallbacks += 1,
-                CallOutcome::Failed(_) => edge.failed += 1,
+                CallOutcome::Success | CallOutcome::Degraded(_) => {}
+                CallOutcome::Fallback(_) => edge.fallbacks += 1,
+                CallOutcome::Failed(..) => edge.failed += 1,
             }
         }
         match c.parent {
@@ -586,7 +626,7 @@ impl Graph<'_> {
         if self.calls.contains(call) {
             let head = self.let_go_of_attempts(now, call, scheduler);
             if let Some(tracer) = self.tracer.as_deref_mut() {
-                tracer.call_ended(call, now, "cancelled");
+                tracer.call_ended(call, now, "cancelled", None);
             }
             self.unlink_child(call);
             self.calls.remove(call);
@@ -605,8 +645,14 @@ impl Graph<'_> {
                     results.latency_sum_s += (now - call.started) as f64 / crate::kernel::time::NANOS_PER_SEC as f64;
                     self.latencies[w].record(now - call.started);
                 }
-                CallOutcome::Degraded | CallOutcome::Fallback => results.degraded += 1,
-                CallOutcome::Failed(failure) => results.failed[failure.index()] += 1,
+                CallOutcome::Degraded(cause) | CallOutcome::Fallback(cause) => {
+                    results.degraded += 1;
+                    results.degraded_by_service[cause.service as usize] += 1;
+                }
+                CallOutcome::Failed(failure, cause) => {
+                    results.failed[failure.index()] += 1;
+                    results.failed_by_cause[cause.index()] += 1;
+                }
             }
         }
         if outcome == CallOutcome::Success {

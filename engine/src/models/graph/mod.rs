@@ -15,6 +15,10 @@
 //! were resolved to indices before the replica starts, so nothing looks up a string
 //! or allocates per event once the slabs and queues have grown.
 //!
+//! Every failed or degraded entry request keeps its root [`Cause`]: a job whose calls
+//! failed answers with the deciding call's cause, so the entry learns which service
+//! failed, and how, however many hops below.
+//!
 //! Invariants (asserted): busy ≤ workers per instance; every level the time
 //! integrals read equals the sum over its instances; a job's children are cancelled
 //! or done before it is removed; a call waits on exactly `outstanding` attempts.
@@ -32,8 +36,9 @@ mod trace;
 
 pub use model::Graph;
 pub use params::{
-    Balance, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
+    Balance, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
     GraphParams, Refusal, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
 };
 pub use results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
 pub use state::Event;
+pub use trace::TraceNames;

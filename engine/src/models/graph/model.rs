@@ -197,7 +197,11 @@ impl<'h> Graph<'h> {
                 },
                 arrival_rng: stream(ARRIVALS, w),
                 mix_rng: stream(MIX, w),
-                results: EntryResults::default(),
+                results: EntryResults {
+                    failed_by_cause: vec![0; p.services.len() * super::params::Failure::ALL.len()],
+                    degraded_by_service: vec![0; p.services.len()],
+                    ..EntryResults::default()
+                },
             })
             .collect();
         let buckets = p.horizon.div_ceil(p.bucket) as usize;
@@ -223,9 +227,9 @@ impl<'h> Graph<'h> {
     }
 
     /// Records every call, attempt, backoff, queue wait and refusal with its span and
-    /// parent span (see `trace.rs`); names label the rows (by endpoint and service index).
-    pub fn traced(mut self, endpoint_names: Vec<&'static str>, service_names: Vec<&'static str>) -> Self {
-        self.tracer = Some(Box::new(super::trace::SpanTracer::new(endpoint_names, service_names)));
+    /// parent span (see `trace.rs`); `names` label the rows.
+    pub fn traced(mut self, names: super::trace::TraceNames) -> Self {
+        self.tracer = Some(Box::new(super::trace::SpanTracer::new(names)));
         self
     }
 

@@ -44,6 +44,24 @@ impl Failure {
     }
 }
 
+/// Where a failed (or degraded) request's failure was decided: the deepest failure on
+/// the path that decided it — the service that refused, erred or did not answer in
+/// time (or whose calls a breaker refused), and how its caller saw it. A job whose
+/// calls failed passes the deciding call's cause up; a timeout or refusal above a
+/// deeper failure is that caller's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cause {
+    pub service: u32,
+    pub failure: Failure,
+}
+
+impl Cause {
+    /// Its index among a graph's `services × 4` causes.
+    pub fn index(self) -> usize {
+        self.service as usize * Failure::ALL.len() + self.failure.index()
+    }
+}
+
 /// Why a service refused work. The names are the metric suffixes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {

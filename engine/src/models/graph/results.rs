@@ -4,7 +4,7 @@
 
 use crate::measurement::log_histogram::LogHistogram;
 
-use super::params::{Failure, Refusal};
+use super::params::{Cause, Failure, Refusal};
 
 /// One workload's entry point.
 #[derive(Clone, Debug, Default)]
@@ -14,6 +14,10 @@ pub struct EntryResults {
     pub degraded: u64,
     /// By [`Failure`].
     pub failed: [u64; 4],
+    /// Failed requests by root cause ([`Cause::index`]: service × failure).
+    pub failed_by_cause: Vec<u64>,
+    /// Degraded requests by the service whose failure a fallback answered for.
+    pub degraded_by_service: Vec<u64>,
     /// Successful requests' latency (degraded answers excluded), and its sum.
     pub latency: LogHistogram,
     pub latency_sum_s: f64,
@@ -36,6 +40,16 @@ impl EntryResults {
 
     pub fn failed_by(&self, failure: Failure) -> u64 {
         self.failed[failure.index()]
+    }
+
+    /// Failed requests whose root cause was `cause`.
+    pub fn failed_by_cause(&self, cause: Cause) -> u64 {
+        self.failed_by_cause.get(cause.index()).copied().unwrap_or(0)
+    }
+
+    /// Degraded requests whose fallback answered for a failure of `service`.
+    pub fn degraded_by_service(&self, service: u32) -> u64 {
+        self.degraded_by_service.get(service as usize).copied().unwrap_or(0)
     }
 }
 

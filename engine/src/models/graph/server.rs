@@ -13,7 +13,7 @@ use crate::policy::Criticality;
 
 use super::client::CallOutcome;
 use super::model::Graph;
-use super::params::{Refusal, Step, Wait};
+use super::params::{Cause, Failure, Refusal, Step, Wait};
 use super::state::{Answer, Event, Job, JobState};
 
 const ENDPOINT_WORK: u32 = u32::MAX;
@@ -36,7 +36,9 @@ impl Graph<'_> {
         if let Some(tracer) = self.tracer.as_deref_mut() {
             tracer.refused(attempt, scheduler.now(), service as u32, refusal.name());
         }
-        if self.attempts.get(attempt).expect("live").counted {
+        let a = self.attempts.get_mut(attempt).expect("live");
+        a.cause = Some(Cause { service: service as u32, failure: Failure::Refused });
+        if a.counted {
             self.services[service].results.refused[refusal.index()] += 1;
         }
         self.answer(attempt, Answer::Refused, scheduler);
@@ -110,6 +112,7 @@ impl Graph<'_> {
             group_ok: 0,
             group_failed: 0,
             cancelled: false,
+            cause: None,
         });
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
         if let Some(tracer) = self.tracer.as_deref_mut() {
@@ -361,14 +364,18 @@ impl Graph<'_> {
         j.group_pending -= 1;
         match outcome {
             CallOutcome::Success => j.group_ok += 1,
-            CallOutcome::Degraded | CallOutcome::Fallback => {
+            CallOutcome::Degraded(cause) | CallOutcome::Fallback(cause) => {
                 j.group_ok += 1;
                 j.degraded = true;
+                j.cause = j.cause.or(Some(cause));
             }
-            CallOutcome::Failed(_) => j.group_failed += 1,
+            CallOutcome::Failed(..) => j.group_failed += 1,
         }
         let succeeded = j.group_ok >= j.group_needed;
         let failed = j.group_failed > j.group_launched - j.group_needed;
+        if let (true, CallOutcome::Failed(_, cause)) = (failed, outcome) {
+            j.cause = Some(cause); // the failure that decided the group
+        }
         if !succeeded && !failed {
             return;
         }
@@ -394,22 +401,25 @@ impl Graph<'_> {
     /// The job answers its attempt: an error fault may turn a success into an error.
     fn finish_job(&mut self, now: Nanos, job: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
         let j = self.jobs.get(job).expect("live job");
-        let (i, attempt, arrived, limit_held) = (j.instance as usize, j.attempt, j.arrived, j.limit_held);
+        let (i, attempt, arrived, limit_held, below) =
+            (j.instance as usize, j.attempt, j.arrived, j.limit_held, j.cause);
         let s = self.instances[i].service as usize;
         let error_rate = self.instances[i].error_rate;
-        let answer = if answer != Answer::Error && error_rate > 0.0 && self.services[s].error_rng.bernoulli(error_rate)
-        {
-            Answer::Error
-        } else {
-            answer
-        };
+        let (answer, cause) =
+            if answer != Answer::Error && error_rate > 0.0 && self.services[s].error_rng.bernoulli(error_rate) {
+                (Answer::Error, Some(Cause { service: s as u32, failure: Failure::Error }))
+            } else {
+                (answer, below)
+            };
+        debug_assert!(answer == Answer::Success || cause.is_some(), "a degraded or error answer has its cause");
         let signal = if answer == Answer::Error { Signal::Dropped } else { Signal::Success };
         if let Some(limiter) = self.instances[i].limiter.as_mut().filter(|_| limit_held) {
             limiter.on_complete(now, now - arrived, signal, &mut self.services[s].limit_rng);
             self.jobs.get_mut(job).expect("live").limit_held = false;
         }
         self.release_job(now, job);
-        self.attempts.get_mut(attempt).expect("live").job = None;
+        let a = self.attempts.get_mut(attempt).expect("live");
+        (a.job, a.cause) = (None, cause);
         self.answer(attempt, answer, scheduler);
     }
 

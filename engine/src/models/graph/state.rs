@@ -10,7 +10,7 @@ use crate::kernel::time::Nanos;
 use crate::kernel::timer::{Ticket, TicketStamp, TimerSlot, TimerTicket};
 use crate::policy::breaker::Permit;
 
-use super::params::Failure;
+use super::params::{Cause, Failure};
 
 /// A caller's logical call: one entry request, or one call a job makes.
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +37,8 @@ pub(super) struct Call {
     pub prev_sibling: Option<SlabKey>,
     pub last_backoff: Nanos,
     pub last_failure: Failure,
+    /// The root cause of the latest failed attempt (see [`Cause`]).
+    pub last_cause: Cause,
     pub hedge_timer: TimerSlot,
     /// A retry is scheduled (the call waits on no attempt).
     pub backing_off: bool,
@@ -77,6 +79,7 @@ impl Call {
             prev_sibling: None,
             last_backoff: 0,
             last_failure: Failure::Timeout,
+            last_cause: Cause { service: 0, failure: Failure::Timeout },
             hedge_timer: TimerSlot::default(),
             backing_off: false,
             criticality,
@@ -115,6 +118,9 @@ pub(super) struct Attempt {
     /// answer on the way back). The attempt is removed once neither side needs it.
     pub in_flight: bool,
     pub next: Option<SlabKey>,
+    /// Why its answer is not a plain success (set with a refused, error or degraded
+    /// answer; `None` lets the caller name the callee).
+    pub cause: Option<Cause>,
 }
 
 /// Where a job is.
@@ -166,6 +172,9 @@ pub(super) struct Job {
     pub group_failed: u32,
     /// The caller gave up and the service cancels abandoned work.
     pub cancelled: bool,
+    /// The root cause its answer carries: the first fallback's below it (it is
+    /// degraded), replaced by the failing call's that decided a group's failure.
+    pub cause: Option<Cause>,
 }
 
 /// What an instance answers (or the network, for a partition that fails fast).

@@ -11,6 +11,11 @@ use crate::policy::retry_budget::{RatioBudget, RetryBudget};
 
 const MS: Nanos = 1_000_000;
 
+/// A test's name kept for the run (a few bytes per traced test).
+fn leak(name: String) -> &'static str {
+    Box::leak(name.into_boxed_str())
+}
+
 fn exp(mean_s: f64) -> Distribution {
     Distribution::new(Shape::Exponential { mean_s })
 }
@@ -506,7 +511,7 @@ fn a_trace_is_a_forest_of_request_trees_that_adds_up_to_the_results() {
     let p = g.build();
     let mut histograms = [LatencyHistogram::new()];
     let (results, series, trace) = Graph::new(p.clone(), 7, 0, &mut histograms)
-        .traced(vec!["front.search", "store.get"], vec!["front", "store"])
+        .traced(TraceNames::new(vec!["front.search", "store.get"], vec!["front", "store"], leak))
         .run_traced();
     let trace = trace.expect("traced");
     let (plain, plain_series) = run(&p, 0);
@@ -648,12 +653,10 @@ proptest::proptest! {
     fn every_span_of_a_trace_has_its_parent_in_the_trace(rolls in proptest::collection::vec(0u32..1_000_000, 97)) {
         use crate::measurement::trace::{TraceKind, NONE};
         let p = random_graph(&rolls);
-        let names = |n: usize, prefix: &str| -> Vec<&'static str> {
-            (0..n).map(|i| &*Box::leak(format!("{prefix}{i}").into_boxed_str())).collect()
-        };
+        let names = |n: usize, prefix: &str| -> Vec<&'static str> { (0..n).map(|i| leak(format!("{prefix}{i}"))).collect() };
         let mut histograms = [LatencyHistogram::new()];
-        let (_, _, trace) = Graph::new(p.clone(), 11, 0, &mut histograms)
-            .traced(names(p.endpoints.len(), "e"), names(p.services.len(), "s"))
+        let (results, _, trace) = Graph::new(p.clone(), 11, 0, &mut histograms)
+            .traced(TraceNames::new(names(p.endpoints.len(), "e"), names(p.services.len(), "s"), leak))
             .run_traced();
         let trace = trace.expect("traced");
         let kind_of: std::collections::HashMap<u32, TraceKind> = trace.rows.iter().map(|r| (r.span, r.kind)).collect();
@@ -667,5 +670,69 @@ proptest::proptest! {
                 _ => proptest::prop_assert!(parent.is_some(), "{:?}", row),
             }
         }
+        // Every failed or degraded entry request has one root cause, in the results
+        // and on its trace row alike.
+        let entry = &results.entries[0];
+        proptest::prop_assert_eq!(entry.failed_by_cause.iter().sum::<u64>(), entry.failed_total());
+        proptest::prop_assert_eq!(entry.degraded_by_service.iter().sum::<u64>(), entry.degraded);
+        for row in trace.rows.iter().filter(|r| r.kind == TraceKind::Call && r.parent == NONE && r.outcome != "in_flight") {
+            let plain = matches!(row.outcome, "success" | "cancelled");
+            proptest::prop_assert_eq!(row.cause.is_empty(), plain, "{:?}", row);
+        }
+        let traced_causes = trace.rows.iter().filter(|r| r.counted && r.parent == NONE && r.kind == TraceKind::Call && !r.cause.is_empty()).count() as u64;
+        proptest::prop_assert_eq!(traced_causes, entry.failed_total() + entry.degraded);
     }
+}
+
+/// The root cause crosses hops. edge → orders → payments, payments failing every call
+/// from 2 s to 8 s with a breaker on orders→payments: the entry sees orders' errors,
+/// but each failed request names payments — `error` before the breaker opens, then
+/// `breaker_open` (the incident's signature the entry's reason hides). Causes add up
+/// to the failures, and a deeper refusal (a crashed bottom tier behind a fallback)
+/// shows as the service the fallback answered for.
+#[test]
+fn a_failure_keeps_its_root_cause_across_hops() {
+    use crate::policy::breaker::BreakerConfig;
+    let mut g = Builder::new(10.0, 1.0);
+    let edge = g.service(1, 100_000, 0);
+    let orders = g.service(1, 100_000, 0);
+    let payments = g.service(1, 100_000, 0);
+    let ledger = g.service(1, 100_000, 0);
+    let ee = g.endpoint(edge, Some(constant(0.0001)));
+    let eo = g.endpoint(orders, Some(constant(0.0001)));
+    let ep = g.endpoint(payments, Some(constant(0.001)));
+    let el = g.endpoint(ledger, Some(constant(0.001)));
+    let to_orders = g.edge(Some(edge), orders);
+    let to_payments = g.edge(Some(orders), payments);
+    let to_ledger = g.edge(Some(orders), ledger);
+    g.p.edges[to_payments as usize].breaker =
+        Some(BreakerConfig { minimum_calls: 20, open_duration: secs_to_nanos(30.0), ..BreakerConfig::default() });
+    g.p.edges[to_ledger as usize].fallback_on = FailureSet::of(&Failure::ALL);
+    g.step(ee, S::Calls(vec![(eo, to_orders, 1.0)], Wait::All));
+    g.step(eo, S::Calls(vec![(el, to_ledger, 1.0)], Wait::All));
+    g.step(eo, S::Calls(vec![(ep, to_payments, 1.0)], Wait::All));
+    g.poisson(ee, 200.0, None);
+    let (start, duration) = (secs_to_nanos(2.0), secs_to_nanos(6.0));
+    let everyone = |service| FaultTarget::Instances { service, first: 0, count: 1 };
+    g.p.faults.push(GraphFault { target: everyone(payments), kind: FaultKind::Errors { rate: 1.0 }, start, duration });
+    g.p.faults.push(GraphFault {
+        target: everyone(ledger),
+        kind: FaultKind::Crash,
+        start: secs_to_nanos(1.2),
+        duration: secs_to_nanos(0.7),
+    });
+    let p = g.build();
+    let (results, _) = run(&p, 0);
+    let entry = &results.entries[0];
+    let by = |service, failure| entry.failed_by_cause(Cause { service, failure });
+    assert_eq!(entry.failed_by(Failure::Error), entry.failed_total(), "the entry sees only orders' errors");
+    assert_eq!(entry.failed_by_cause.iter().sum::<u64>(), entry.failed_total(), "every failure has one cause");
+    assert_eq!(entry.degraded_by_service.iter().sum::<u64>(), entry.degraded);
+    let (errors, refusals) = (by(payments, Failure::Error), by(payments, Failure::BreakerOpen));
+    assert!(errors >= 20 && refusals > 1_000, "payments: {errors} errors, {refusals} breaker refusals");
+    assert_eq!(errors + refusals, entry.failed_total(), "{:?}", entry.failed_by_cause);
+    assert_eq!(by(orders, Failure::Error), 0, "orders only passed payments' failures up");
+    // The ledger crashed for 0.7 s before the incident, behind a fallback: degraded, for the ledger.
+    let degraded_by_ledger = entry.degraded_by_service(ledger);
+    assert!(degraded_by_ledger > 100 && degraded_by_ledger == entry.degraded, "{:?}", entry.degraded_by_service);
 }

@@ -12,6 +12,8 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::measurement::trace::{Trace, TraceKind, TraceRow, NONE};
 
+use super::params::{Cause, Failure};
+
 #[derive(Clone, Copy, Debug)]
 struct Open {
     span: u32,
@@ -54,8 +56,32 @@ pub struct SpanTracer {
     /// By job slab index: when it started waiting for a worker, its attempt's span, and
     /// whether that attempt is counted.
     queued: Vec<Option<(Nanos, u32, bool)>>,
-    endpoint_names: Vec<&'static str>,
-    service_names: Vec<&'static str>,
+    names: TraceNames,
+}
+
+/// What labels a graph's trace rows: endpoints (`service.endpoint`) and services by
+/// index, and every root cause (`service.failure`) by [`Cause::index`].
+#[derive(Debug, Default)]
+pub struct TraceNames {
+    endpoints: Vec<&'static str>,
+    services: Vec<&'static str>,
+    causes: Vec<&'static str>,
+}
+
+impl TraceNames {
+    /// The causes' names are made once here, kept by `keep` (an interner).
+    pub fn new(
+        endpoints: Vec<&'static str>,
+        services: Vec<&'static str>,
+        keep: impl Fn(String) -> &'static str,
+    ) -> Self {
+        let causes = services
+            .iter()
+            .flat_map(|s| Failure::ALL.map(|failure| (s, failure)))
+            .map(|(s, failure)| keep(format!("{s}.{}", failure.name())))
+            .collect();
+        TraceNames { endpoints, services, causes }
+    }
 }
 
 fn slot<T: Copy>(table: &mut Vec<T>, key: SlabKey, vacant: T) -> &mut T {
@@ -66,8 +92,8 @@ fn slot<T: Copy>(table: &mut Vec<T>, key: SlabKey, vacant: T) -> &mut T {
 }
 
 impl SpanTracer {
-    pub fn new(endpoint_names: Vec<&'static str>, service_names: Vec<&'static str>) -> Self {
-        SpanTracer { endpoint_names, service_names, ..SpanTracer::default() }
+    pub fn new(names: TraceNames) -> Self {
+        SpanTracer { names, ..SpanTracer::default() }
     }
 
     fn span(&mut self) -> u32 {
@@ -90,6 +116,7 @@ impl SpanTracer {
             end,
             outcome,
             gate: open.gate,
+            cause: "",
             counted: open.counted,
         }
     }
@@ -106,19 +133,21 @@ impl SpanTracer {
     pub fn call_started(&mut self, call: SlabKey, now: Nanos, endpoint: u32, parent: u32, counted: bool) {
         let (span, serial) = (self.span(), self.next_call);
         self.next_call += 1;
-        let class = self.endpoint_names.get(endpoint as usize).copied().unwrap_or("");
+        let class = self.names.endpoints.get(endpoint as usize).copied().unwrap_or("");
         let open = Open { span, parent, serial, start: now, class, counted, ..CLOSED };
         *slot(&mut self.calls, call, (CLOSED, None)) = (open, None);
     }
 
-    pub fn call_ended(&mut self, call: SlabKey, now: Nanos, outcome: &'static str) {
+    /// The call ended with `outcome`; a failed or degraded one names its root `cause`.
+    pub fn call_ended(&mut self, call: SlabKey, now: Nanos, outcome: &'static str, cause: Option<Cause>) {
         let (open, backoff) = std::mem::replace(&mut self.calls[call.index()], (CLOSED, None));
         debug_assert_ne!(open.span, NONE, "a traced call is open");
         if let Some(start) = backoff {
             let wait = Open { start, parent: open.span, span: self.span(), ..open };
             self.rows.push(Self::row(&wait, TraceKind::Wait, now, "backoff"));
         }
-        self.rows.push(Self::row(&open, TraceKind::Call, now, outcome));
+        let cause = cause.and_then(|c| self.names.causes.get(c.index()).copied()).unwrap_or("");
+        self.rows.push(TraceRow { cause, ..Self::row(&open, TraceKind::Call, now, outcome) });
     }
 
     pub fn backoff_starts(&mut self, call: SlabKey, now: Nanos) {
@@ -175,7 +204,7 @@ impl SpanTracer {
         let waited = self.queued.get_mut(job.index()).and_then(Option::take);
         if let Some((start, parent, counted)) = waited.filter(|&(start, ..)| start < now || outcome != "queue") {
             let span = self.span();
-            let gate = self.service_names.get(service as usize).copied().unwrap_or("");
+            let gate = self.names.services.get(service as usize).copied().unwrap_or("");
             let open = Open { span, parent, start, gate, counted, ..CLOSED };
             self.rows.push(Self::row(&open, TraceKind::Wait, now, outcome));
         }
@@ -185,7 +214,7 @@ impl SpanTracer {
     pub fn refused(&mut self, attempt: SlabKey, now: Nanos, service: u32, reason: &'static str) {
         let parent = self.attempt_span(attempt);
         let span = self.span();
-        let gate = self.service_names.get(service as usize).copied().unwrap_or("");
+        let gate = self.names.services.get(service as usize).copied().unwrap_or("");
         let counted = self.attempt_counted(attempt);
         let open = Open { span, parent, start: now, gate, counted, ..CLOSED };
         self.rows.push(Self::row(&open, TraceKind::Refusal, now, reason));

@@ -2,7 +2,7 @@
 //! each metric's declaration (named from the graph) with where its value comes from,
 //! so a replica only reads its numbers — no names formatted or interned per replica.
 
-use stampede_engine::models::graph::{Failure, GraphResults, Refusal};
+use stampede_engine::models::graph::{Cause, Failure, GraphResults, Refusal};
 
 use super::topology::Topology;
 use crate::models::metrics::{intern, Direction, MetricDef, MetricKind};
@@ -45,6 +45,24 @@ impl MetricTable {
             .collect()
     }
 
+    /// Entry point `w`'s root causes: (metric, failure name or `degraded`, service), in
+    /// column order.
+    pub fn cause_metrics(&self, w: usize) -> Vec<(&'static str, &'static str, usize)> {
+        self.defs
+            .iter()
+            .zip(&self.reads)
+            .filter_map(|(def, read)| match *read {
+                Read::Entry(i, EntryValue::FailedBy(cause)) if i == w => {
+                    Some((def.name, cause.failure.name(), cause.service as usize))
+                }
+                Read::Entry(i, EntryValue::DegradedBy(service)) if i == w => {
+                    Some((def.name, "degraded", service as usize))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Edge `e`'s metrics, in column order.
     pub fn edge_metrics(&self, e: usize) -> Vec<&'static str> {
         self.names_where(|read| matches!(read, Read::Edge(i, _) if i == e))
@@ -79,6 +97,10 @@ enum EntryValue {
     DegradedRatio,
     FailedRatio,
     Failed(Failure),
+    /// Failed requests by root cause.
+    FailedBy(Cause),
+    /// Degraded requests by the service a fallback answered for.
+    DegradedBy(u32),
     Mean,
     Quantile(f64),
 }
@@ -131,6 +153,8 @@ impl Read {
                     EntryValue::DegradedRatio => ratio(e.degraded, e.offered),
                     EntryValue::FailedRatio => ratio(e.failed_total(), e.offered),
                     EntryValue::Failed(failure) => e.failed_by(failure) as f64,
+                    EntryValue::FailedBy(cause) => e.failed_by_cause(cause) as f64,
+                    EntryValue::DegradedBy(service) => e.degraded_by_service(service) as f64,
                     EntryValue::Mean => e.latency_mean_s(),
                     EntryValue::Quantile(q) => e.latency.quantile(q) / 1e9,
                 }
@@ -257,6 +281,30 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
                 false,
                 None,
                 r(EntryValue::Failed(failure)),
+            );
+        }
+        for (s, service) in t.services.iter().enumerate() {
+            for failure in Failure::ALL {
+                let how = failure.name().replace('_', " ");
+                add(
+                    format!("{e}.failed_by.{service}.{}", failure.name()),
+                    Count,
+                    format!(
+                        "{e}: failed requests whose root cause was {service} ({how}): the deepest failure that \
+                         decided them"
+                    ),
+                    false,
+                    None,
+                    r(EntryValue::FailedBy(Cause { service: s as u32, failure })),
+                );
+            }
+            add(
+                format!("{e}.degraded_by.{service}"),
+                Count,
+                format!("{e}: degraded requests whose fallback answered for a failure of {service}"),
+                false,
+                None,
+                r(EntryValue::DegradedBy(s as u32)),
             );
         }
         add(

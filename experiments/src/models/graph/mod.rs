@@ -234,6 +234,25 @@ impl ModelSpec for Graph {
                     metrics: pairs("utilisation", &t.services),
                 },
             ];
+        let table = metric_table(config);
+        let causes = t.entries.iter().enumerate().map(|(w, entry)| {
+            let segments = table
+                .cause_metrics(w)
+                .into_iter()
+                .map(|(metric, how, s)| Segment {
+                    metric: metric.to_string(),
+                    label: t.services[s].clone(),
+                    stage: how.replace('_', " "),
+                })
+                .collect();
+            (entry.clone(), segments)
+        });
+        sections.push(Section::Outcomes {
+            title: "Where failures came from: each entry point's failed and degraded requests by root cause — the \
+                    service whose failure decided them (the deepest one), and how it failed"
+                .into(),
+            groups: causes.collect(),
+        });
         sections.extend(parts);
         Presentation { windows, recovery: Some(Recovery::of_queue_depth(run.warmup_s)), sections }
     }
@@ -256,8 +275,8 @@ impl ModelSpec for Graph {
         let mut histograms: Vec<LatencyHistogram> = t.entries.iter().map(|_| LatencyHistogram::new()).collect();
         let endpoints = t.endpoints.iter().map(|e| intern(e.clone())).collect();
         let services = t.services.iter().map(|s| intern(s.clone())).collect();
-        let model =
-            GraphModel::new(params(config, run), master_seed, replica, &mut histograms).traced(endpoints, services);
+        let names = stampede_engine::models::graph::TraceNames::new(endpoints, services, intern);
+        let model = GraphModel::new(params(config, run), master_seed, replica, &mut histograms).traced(names);
         let (results, series, trace) = model.run_traced();
         Some(TracedReplica { output: output(metric_table(config), &results, series), trace: trace.expect("traced") })
     }

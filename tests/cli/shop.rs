@@ -1,0 +1,113 @@
+//! The shop of issue 44 (`fixtures/shop.toml`: edge → orders → inventory ∥
+//! pricing-cache → pricing, then payments for 30%; a payments incident, two
+//! overlapping inventory crashes; retries, a budget, a breaker) run as its user ran
+//! it, with a trace: no overlapping fault undoes another, no span is an orphan, and
+//! every failed request names its root cause — in the metrics and the trace alike.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use stampede_output::{ColumnValues, Table};
+
+use crate::common::{stampede, stderr};
+
+const SHOP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/fixtures/shop.toml");
+const NONE: u32 = u32::MAX;
+
+fn u32s(table: &Table, name: &str) -> Vec<u32> {
+    table.numbers(name).unwrap().into_iter().map(|x| x as u32).collect()
+}
+
+fn run_shop(out: &Path) -> std::path::PathBuf {
+    let args = ["run", SHOP, "--replicas", "2", "--trace", "0", "--quiet", "--out", out.to_str().unwrap()];
+    let output = stampede(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    out.join("shop")
+}
+
+#[test]
+fn the_shop_runs_without_overlap_orphan_or_lost_cause_defects() {
+    let out = std::env::temp_dir().join(format!("stampede-shop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let dir = run_shop(&out);
+    let trace = Table::read(&dir.join("trace.parquet")).unwrap();
+    let (points, spans, parents) =
+        (u32s(&trace, "grid_point"), u32s(&trace, "span_id"), u32s(&trace, "parent_span_id"));
+    let kinds = trace.strings("kind").unwrap();
+    let (gates, causes, outcomes) =
+        (trace.strings("gate").unwrap(), trace.strings("cause").unwrap(), trace.strings("outcome").unwrap());
+    let starts = trace.numbers("start_s").unwrap();
+    let counted = match trace.column("counted").unwrap() {
+        ColumnValues::Bool(v) => v.clone(),
+        other => panic!("counted: {other:?}"),
+    };
+
+    // No orphan: every parent is a span of its grid point's trace; roots are entry calls.
+    let known: HashSet<(u32, u32)> = points.iter().zip(&spans).map(|(&p, &s)| (p, s)).collect();
+    for i in 0..trace.rows() {
+        if parents[i] == NONE {
+            assert!(
+                kinds[i] == "call" || kinds[i] == "state" || kinds[i] == "incident",
+                "row {i}: a root {}",
+                kinds[i]
+            );
+        } else {
+            assert!(
+                known.contains(&(points[i], parents[i])),
+                "row {i} ({} {}) has no parent in the trace",
+                kinds[i],
+                outcomes[i]
+            );
+        }
+    }
+
+    // Overlapping crashes of inventory#0 (16–20 s and 18–22 s): down from 16 s to 22 s,
+    // refusing in every second of it, and in none after.
+    for point in 0..3 {
+        let mut per_second = BTreeMap::<u32, u32>::new();
+        for i in (0..trace.rows()).filter(|&i| points[i] == point && kinds[i] == "refusal" && gates[i] == "inventory") {
+            *per_second.entry(starts[i] as u32).or_default() += 1;
+        }
+        let seconds: Vec<u32> = per_second.keys().copied().collect();
+        assert_eq!(seconds, (16..22).collect::<Vec<_>>(), "point {point}: inventory refused in {per_second:?}");
+    }
+
+    // Root causes: replica 0's failed_by counts are its trace's causes, they add up to
+    // its failures, and the breaker case names payments' breaker though the entry only
+    // saw orders' errors.
+    let replicas = Table::read(&dir.join("replicas.parquet")).unwrap();
+    let (rows_point, rows_replica) = (u32s(&replicas, "grid_point"), u32s(&replicas, "replica"));
+    let failed_by: Vec<String> =
+        replicas.columns.iter().map(|(n, _)| n).filter(|n| n.starts_with("edge.api.failed_by.")).cloned().collect();
+    assert_eq!(failed_by.len(), 6 * 4, "six services × four ways to fail: {failed_by:?}");
+    for point in 0..3u32 {
+        let row = (0..replicas.rows()).find(|&r| rows_point[r] == point && rows_replica[r] == 0).unwrap();
+        let metric = |name: &str| replicas.numbers(name).unwrap()[row];
+        let total: f64 = failed_by.iter().map(|m| metric(m)).sum();
+        let failed: f64 = ["timeout", "refused", "error", "breaker_open"]
+            .iter()
+            .map(|f| metric(&format!("edge.api.failed_{f}")))
+            .sum();
+        assert_eq!(total, failed, "point {point}: the causes add up to the failures");
+        for name in &failed_by {
+            let cause = name.trim_start_matches("edge.api.failed_by.");
+            let traced = (0..trace.rows())
+                .filter(|&i| {
+                    points[i] == point && counted[i] && parents[i] == NONE && kinds[i] == "call" && causes[i] == cause
+                })
+                .count() as f64;
+            assert_eq!(traced, metric(name), "point {point}: {cause} in the trace and the metric");
+        }
+        assert!(metric("edge.api.failed_by.inventory.refused") > 0.0, "point {point}: the crash is inventory's");
+        assert_eq!(metric("edge.api.failed_by.orders.error"), 0.0, "orders only passes failures up");
+        if point == 2 {
+            assert_eq!(metric("edge.api.failed_breaker_open"), 0.0, "the entry's own breaker never opened");
+            assert!(metric("edge.api.failed_by.payments.breaker_open") > 100.0, "the breaker below is the cause");
+        } else {
+            assert!(metric("edge.api.failed_by.payments.error") > 100.0, "point {point}: payments' errors");
+        }
+    }
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(report.contains("Where failures came from"), "the report says where failures came from");
+    let _ = std::fs::remove_dir_all(&out);
+}
