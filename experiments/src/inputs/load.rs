@@ -10,6 +10,7 @@
 //! rate_file = "load.csv"                   # time_s,rate_per_s (MiSim's profiles), instead of rate
 //! interpolate = "step"                     # or "linear" (ramps between the points)
 //! bursts = [{ at_s = 30, duration_s = 5, factor = 3 }]
+//! scale = 0.3                              # every rate × 0.3 (two workloads sharing one file)
 //! ```
 //!
 //! [`LoadSpec::resolve`] checks it, reads its files (relative to the scenario's
@@ -38,6 +39,10 @@ pub struct LoadSpec {
     pub interpolate: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bursts: Vec<BurstSpec>,
+    /// Multiplies every rate of the profile (so two workloads can share one file, each
+    /// its share of it); not for a replayed trace, whose pace is `time_scale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
 }
 
 /// `arrivals`: a spacing name or a trace to replay.
@@ -178,9 +183,10 @@ impl LoadSpec {
     /// graph workload's entry in `endpoint_column`, a gateway class in `class_column`).
     pub fn resolve_for(&self, base_rate: f64, rate_path: &str, pick: Option<Pick>) -> Result<ArrivalProcess> {
         if let Some(ArrivalsField::Trace(trace)) = &self.arrivals {
-            if self.rate.is_some() || self.rate_file.is_some() || !self.bursts.is_empty() {
+            if self.rate.is_some() || self.rate_file.is_some() || !self.bursts.is_empty() || self.scale.is_some() {
                 return Err(Error::bad_input(
-                    "load.arrivals: a replayed trace sets the arrivals itself; leave out load.rate, load.rate_file and load.bursts",
+                    "load.arrivals: a replayed trace sets the arrivals itself; leave out load.rate, load.rate_file, \
+                     load.bursts and load.scale (a trace's pace is load.arrivals.time_scale)",
                 ));
             }
             return trace_instants(trace, pick);
@@ -198,6 +204,15 @@ impl LoadSpec {
             (None, Some(file)) => {
                 let points = rate_file(&super::locate(file))?;
                 self.schedule(points, "load.rate_file")?
+            }
+        };
+        let shape = match self.scale {
+            None => shape,
+            Some(scale) if scale.is_finite() && scale > 0.0 => scaled(shape, scale),
+            Some(scale) => {
+                return Err(Error::bad_input(format!(
+                    "load.scale = {scale}: must be a positive factor (0.3: 30% of the profile's rate)"
+                )))
             }
         };
         if self.interpolate.is_some() && !matches!(shape, RateShape::Schedule { .. }) {
@@ -260,6 +275,19 @@ impl LoadSpec {
             }
         };
         Ok(RateShape::Schedule { points: Arc::from(points), linear })
+    }
+}
+
+/// `shape` with every rate multiplied by `scale`.
+fn scaled(shape: RateShape, scale: f64) -> RateShape {
+    match shape {
+        RateShape::Constant(rate) => RateShape::Constant(rate * scale),
+        RateShape::Sine { mean, amplitude, period_s } => {
+            RateShape::Sine { mean: mean * scale, amplitude: amplitude * scale, period_s }
+        }
+        RateShape::Schedule { points, linear } => {
+            RateShape::Schedule { points: points.iter().map(|&(t, r)| (t, r * scale)).collect(), linear }
+        }
     }
 }
 
@@ -435,5 +463,51 @@ pub fn mean_rate(process: &ArrivalProcess, horizon_s: f64) -> f64 {
             let horizon = stampede_engine::secs_to_nanos(horizon_s);
             instants.iter().filter(|t| **t < horizon).count() as f64 / horizon_s
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape_of(process: ArrivalProcess) -> RateProfile {
+        match process {
+            ArrivalProcess::Poisson(profile) | ArrivalProcess::Even(profile) => profile,
+            other => panic!("a rate profile: {other:?}"),
+        }
+    }
+
+    /// `scale` multiplies every rate of every form (so two workloads can share one
+    /// file), and is refused for a trace and when not a positive factor.
+    #[test]
+    fn scale_multiplies_every_form_of_rate() {
+        let points = LoadSpec { rate: Some(RateField::Points(vec![[0.0, 100.0], [10.0, 300.0]])), ..LoadSpec::default() };
+        let sine = LoadSpec {
+            rate: Some(RateField::Shape(ShapeSpec { shape: "sine".into(), mean: 100.0, amplitude: 50.0, period_s: 8.0 })),
+            ..LoadSpec::default()
+        };
+        for spec in [points, sine, LoadSpec::default()] {
+            let plain = shape_of(spec.resolve(100.0, "rate").unwrap());
+            let scaled = shape_of(LoadSpec { scale: Some(0.3), ..spec.clone() }.resolve(100.0, "rate").unwrap());
+            for t in [0.0, 2.0, 5.0, 12.0] {
+                assert!((scaled.rate(t) - 0.3 * plain.rate(t)).abs() < 1e-9, "{spec:?} at {t}");
+            }
+        }
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let error = LoadSpec { scale: Some(bad), ..LoadSpec::default() }.resolve(10.0, "rate").unwrap_err();
+            assert!(error.to_string().contains("load.scale"), "{error}");
+        }
+        let trace = TraceSpec {
+            trace: "t.csv".into(),
+            column: None,
+            time_scale: None,
+            sort: false,
+            key_column: None,
+            endpoint_column: None,
+            class_column: None,
+        };
+        let spec = LoadSpec { arrivals: Some(ArrivalsField::Trace(trace)), scale: Some(2.0), ..LoadSpec::default() };
+        let error = spec.resolve(10.0, "rate").unwrap_err().to_string();
+        assert!(error.contains("load.scale") && error.contains("time_scale"), "{error}");
     }
 }

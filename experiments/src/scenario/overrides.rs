@@ -173,8 +173,9 @@ fn set_in_value(current: &mut toml::Value, parts: &[&str], path: &str, depth: us
 /// of digits indexes an existing list: `faults.0.factor`); a table value is merged key by key into the table already
 /// at `path` (recursively), so a grid axis over a section can change several of its
 /// fields together: `"retry" = [{policy = "naive"}, {policy = "backoff", budget = "ratio"}]`.
-/// A distribution value (a table with `dist`) replaces whatever is there: its fields
-/// belong together (a gamma's `scv` means nothing to an `hdr`).
+/// A value whose fields belong together replaces whatever is there: a distribution
+/// value (a table with `dist`: a gamma's `scv` means nothing to an `hdr`) and a load
+/// profile (a table at `load` or `load.rate`: a `rate_file` replaces the old `rate`).
 pub(crate) fn merge_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<()> {
     let mut parts: Vec<String> = path.split('.').map(String::from).collect();
     merge_parts(table, &mut parts, value)
@@ -184,7 +185,7 @@ pub(crate) fn merge_path(table: &mut toml::Table, path: &str, value: toml::Value
 /// with a dot in it (a call site's edge, `"api.checkout->db.read"`) stays one key.
 fn merge_parts(table: &mut toml::Table, parts: &mut Vec<String>, value: toml::Value) -> Result<()> {
     match value {
-        toml::Value::Table(fields) if !fields.contains_key("dist") => {
+        toml::Value::Table(fields) if !fields.contains_key("dist") && !is_load_profile(parts) => {
             for (key, inner) in fields {
                 parts.push(key);
                 merge_parts(table, parts, inner)?;
@@ -196,6 +197,15 @@ fn merge_parts(table: &mut toml::Table, parts: &mut Vec<String>, value: toml::Va
             let split: Vec<&str> = parts.iter().map(String::as_str).collect();
             set_in_table(table, &split, &parts.join("."), 0, other)
         }
+    }
+}
+
+/// Whether `parts` lead to a load profile (`load`, `workload.1.load`) or its `rate`.
+fn is_load_profile(parts: &[String]) -> bool {
+    match parts {
+        [.., last] if last == "load" => true,
+        [.., load, last] => load == "load" && last == "rate",
+        _ => false,
     }
 }
 
@@ -216,6 +226,25 @@ mod tests {
         assert_eq!(edge["timeout_s"].as_float(), Some(1.0));
         assert_eq!(edge["hash_vnodes"].as_integer(), Some(7), "the other fields are kept");
         assert_eq!(body["edges"].as_table().unwrap().len(), 1, "{body:?}");
+    }
+
+    /// A load profile given whole replaces the old one (its forms exclude each other);
+    /// a section still merges.
+    #[test]
+    fn a_load_profile_replaces_and_a_section_merges() {
+        let mut doc = table("[[workload]]\nentry = \"a.b\"\nload = { rate = [[0, 10]], bursts = [{ at_s = 1, duration_s = 1, factor = 2 }] }");
+        merge_path(&mut doc, "workload.0.load", toml::Value::Table(table("rate_file = \"x.csv\""))).unwrap();
+        let load = doc["workload"][0]["load"].as_table().unwrap();
+        assert_eq!(load.keys().collect::<Vec<_>>(), ["rate_file"], "{load:?}");
+        let mut doc = table("[load]\nrate = [[0, 10]]\nscale = 2.0");
+        merge_path(&mut doc, "load.rate", toml::Value::Table(table("shape = \"sine\"\nmean = 5\namplitude = 1\nperiod_s = 60"))).unwrap();
+        assert_eq!(doc["load"]["rate"]["mean"].as_integer(), Some(5));
+        assert_eq!(doc["load"]["scale"].as_float(), Some(2.0), "the section's other fields stay");
+        merge_path(&mut doc, "load", toml::Value::Table(table("rate_file = \"y.csv\""))).unwrap();
+        assert!(doc["load"].get("scale").is_none(), "the whole profile was replaced: {doc:?}");
+        let mut doc = table("[retry]\npolicy = \"naive\"\nmax_attempts = 5");
+        merge_path(&mut doc, "retry", toml::Value::Table(table("policy = \"backoff\""))).unwrap();
+        assert_eq!(doc["retry"]["max_attempts"].as_integer(), Some(5), "a section merges");
     }
 
     #[test]
