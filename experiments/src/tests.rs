@@ -484,3 +484,56 @@ fn warnings_name_the_grid_points_they_hold_for() {
     assert!(naive.warnings()[0].starts_with("tier opus: 20 turns/s"), "{:?}", naive.warnings());
     assert!(resolve("mmc").warnings().is_empty());
 }
+
+/// Every table whose fields the docs list with defaults takes those defaults when
+/// written with one field — every model: the table replaces the built-in's whole (no
+/// merge hides a missing field), the scenario resolves, and the resolved TOML (what
+/// `stampede show` prints) holds a documented default of a field left out.
+#[test]
+fn a_table_written_with_one_field_takes_the_documented_defaults() {
+    // (built-in, path to the table, its one field, a default the resolved table shows)
+    let cases: &[(&str, &[&str], &str, (&str, &str))] = &[
+        ("graph-three-tier", &["services", "cache", "queue"], "order = \"lifo\"", ("capacity", "1000")),
+        ("graph-three-tier", &["services", "cache", "shedder"], "shed_low_at = 0.5", ("shed_normal_at", "0.9")),
+        ("graph-three-tier", &["services", "cache", "rate_limit"], "per_s = 5000.0", ("burst", "1")),
+        ("graph-three-tier", &["edges", "api->cache", "retry"], "max_attempts = 3", ("backoff_base_s", "0.01")),
+        ("graph-three-tier", &["edges", "api->cache", "breaker"], "enabled = true", ("minimum_calls", "20")),
+        ("graph-three-tier", &["edges", "api->cache", "hedge"], "after_s = 0.01", ("min_samples", "20")),
+        ("graph-three-tier", &["series"], "bucket_s = 0.5", ("recovery_hold_s", "0.2")),
+        ("baltor", &["retry"], "policy = \"backoff\"", ("max_attempts", "3")),
+        ("baltor", &["retry", "breaker"], "enabled = true", ("minimum_calls", "20")),
+        ("baltor", &["series"], "bucket_s = 0.5", ("recovery_hold_s", "0.2")),
+        ("dependency-slowdown", &["protection"], "policy = \"shedder\"", ("breaker_minimum_calls", "20")),
+        ("dependency-slowdown", &["series"], "recovery_hold_s = 0.5", ("bucket_s", "0.01")),
+        // The gateway's fixture overrides are shown as written (the fixture resolves them):
+        // that they resolve is the check; fixture.rs tests each field's default.
+        ("llm-retries", &["classes", "answer", "timeouts_s"], "connect = 1.0", ("", "")),
+        ("llm-retries", &["tiers", "sonnet"], "rpm = 100", ("", "")),
+    ];
+    for &(builtin, path, field, (default, value)) in cases {
+        let mut source = load_scenario_source(builtin).unwrap();
+        source.remove("grid");
+        source.remove("verify");
+        let (last, parents) = path.split_last().unwrap();
+        let mut table = &mut source;
+        for part in parents {
+            table = table.entry(part.to_string()).or_insert(toml::Value::Table(toml::Table::new())).as_table_mut().unwrap();
+        }
+        table.insert(last.to_string(), toml::Value::Table(field.parse().unwrap()));
+        let what = format!("{builtin}: {} = {{ {field} }}", path.join("."));
+        let scenario = Scenario::resolve(source, &Overrides::default()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        if default.is_empty() {
+            continue;
+        }
+        let shown: toml::Table = scenario.to_toml().parse().unwrap();
+        let mut resolved = &shown;
+        for part in path {
+            resolved = resolved.get(*part).and_then(toml::Value::as_table).unwrap_or_else(|| panic!("{what}: {shown}"));
+        }
+        let got = resolved.get(default).map(|v| v.to_string()).unwrap_or_default();
+        assert!(
+            got == value || got.parse::<f64>().ok() == value.parse::<f64>().ok(),
+            "{what}: {default} = {got:?}, documented {value}"
+        );
+    }
+}

@@ -86,16 +86,15 @@ fn blocking() -> Threading {
     Threading::Blocking
 }
 
+/// A field left out takes its default (`queue = { order = "lifo" }` keeps 1000 places).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct QueueConfig {
     /// Waiting requests per instance at most.
     pub capacity: u32,
-    #[serde(default = "crate::models::cluster::default_order", with = "crate::base::names")]
+    #[serde(with = "crate::base::names")]
     pub order: QueueOrderName,
-    #[serde(default = "crate::models::cluster::default_codel_target")]
     pub codel_target_s: f64,
-    #[serde(default = "crate::models::cluster::default_codel_interval")]
     pub codel_interval_s: f64,
 }
 
