@@ -517,7 +517,8 @@ fn a_table_written_with_one_field_takes_the_documented_defaults() {
         let (last, parents) = path.split_last().unwrap();
         let mut table = &mut source;
         for part in parents {
-            table = table.entry(part.to_string()).or_insert(toml::Value::Table(toml::Table::new())).as_table_mut().unwrap();
+            table =
+                table.entry(part.to_string()).or_insert(toml::Value::Table(toml::Table::new())).as_table_mut().unwrap();
         }
         table.insert(last.to_string(), toml::Value::Table(field.parse().unwrap()));
         let what = format!("{builtin}: {} = {{ {field} }}", path.join("."));
@@ -535,5 +536,41 @@ fn a_table_written_with_one_field_takes_the_documented_defaults() {
             got == value || got.parse::<f64>().ok() == value.parse::<f64>().ok(),
             "{what}: {default} = {got:?}, documented {value}"
         );
+    }
+}
+
+/// Each field `stampede fit` says to paste a distribution value into takes one, in a
+/// built-in of that model (the graph's written for one endpoint of it).
+#[test]
+fn the_fields_fit_names_take_a_distribution_value() {
+    use crate::inputs::fit::DISTRIBUTION_FIELDS;
+    let value = crate::scenario::overrides::parse_cli_value("{ dist = \"lognormal\", median_s = 0.002, sigma = 0.6 }");
+    let builtins = [
+        ("mg1", "mg1"),
+        ("cluster", "baltor"),
+        ("dependency", "dependency-slowdown"),
+        ("graph", "graph-three-tier"),
+        ("gateway", "llm-retries"),
+    ];
+    for (model, field) in DISTRIBUTION_FIELDS {
+        let builtin = builtins.iter().find(|(m, _)| *m == model).expect("a built-in per model").1;
+        let path = match model {
+            "graph" => "services.cache.endpoints.get.work".to_string(),
+            "gateway" => field.replace("NAME", "sonnet"),
+            _ => field.split(' ').next().unwrap().to_string(),
+        };
+        let overrides = Overrides { sets: vec![(path.clone(), value.clone())], grids: vec![] };
+        let mut source = load_scenario_source(builtin).unwrap();
+        // The value carries its own parameters: a shape's scalar beside it is refused.
+        if let Some(toml::Value::Table(shards)) = source.get_mut("shards") {
+            shards.remove("service_s");
+            shards.remove("service_sigma");
+        }
+        if let Some(toml::Value::Table(dependency)) = source.get_mut("dependency") {
+            dependency.remove("healthy_latency_s");
+        }
+        let scenario = Scenario::resolve(source, &overrides).unwrap_or_else(|e| panic!("{model}: {path}: {e}"));
+        assert_eq!(scenario.model.name(), model);
+        scenario.grid_points().unwrap_or_else(|e| panic!("{model}: {path}: {e}"));
     }
 }

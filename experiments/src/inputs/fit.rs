@@ -107,10 +107,12 @@ impl FitReport {
             "quantiles": quantiles, "candidates": candidates, "best": best.map(|c| c.family),
             "best_toml": best.map(|c| c.toml.clone()), "data_toml": data_toml, "page": page,
             "notes": self.notes,
+            "fields": DISTRIBUTION_FIELDS.iter().map(|(model, field)| serde_json::json!({ "model": model, "field": field })).collect::<Vec<_>>(),
         })
     }
 
-    /// `stampede fit`'s text: the data, a table of candidates, the values to paste.
+    /// `stampede fit`'s text: the data, a table of candidates, the values to paste and
+    /// the field each model reads them from.
     pub fn render(&self, file: &str, data_toml: &str, page: &str) -> String {
         use std::fmt::Write as _;
         let q = self.quantiles;
@@ -128,17 +130,32 @@ impl FitReport {
         }
         if let Some(best) = self.candidates.first() {
             let _ = writeln!(out, "\nbest: {} (the smallest Kolmogorov–Smirnov distance, {:.4})", best.family, best.ks);
-            let _ = writeln!(out, "  service = {}", best.toml);
+            let _ = writeln!(out, "  {}", best.toml);
         }
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
-        let _ = writeln!(out, "the data itself:\n  service = {data_toml}\npage: {page}");
+        let _ = writeln!(out, "the data itself:\n  {data_toml}");
+        let _ = writeln!(out, "paste either as the field that takes a distribution value:");
+        for (model, field) in DISTRIBUTION_FIELDS {
+            let _ = writeln!(out, "  {model:<11} {field}");
+        }
+        let _ = writeln!(out, "page: {page}");
         out
     }
 }
 
 /// The probabilities of [`FitReport::quantiles`].
+/// Where each model reads a distribution value (`stampede fit` prints them; the
+/// fit-fields test checks each against a scenario that uses it).
+pub const DISTRIBUTION_FIELDS: [(&str, &str); 5] = [
+    ("mg1", "queue.service"),
+    ("cluster", "shards.service (service_s and service_sigma left out)"),
+    ("dependency", "dependency.latency (healthy_latency_s left out)"),
+    ("graph", "services.S.endpoints.E.work (or a step's work = …, an edge's network = …)"),
+    ("gateway", "tiers.NAME.ttft_s"),
+];
+
 pub const DATA_QUANTILES: [f64; 6] = [0.0, 0.5, 0.9, 0.99, 0.999, 1.0];
 
 /// A fitted distribution's CDF at `x` seconds.

@@ -481,9 +481,15 @@ mod tests {
     /// file), and is refused for a trace and when not a positive factor.
     #[test]
     fn scale_multiplies_every_form_of_rate() {
-        let points = LoadSpec { rate: Some(RateField::Points(vec![[0.0, 100.0], [10.0, 300.0]])), ..LoadSpec::default() };
+        let points =
+            LoadSpec { rate: Some(RateField::Points(vec![[0.0, 100.0], [10.0, 300.0]])), ..LoadSpec::default() };
         let sine = LoadSpec {
-            rate: Some(RateField::Shape(ShapeSpec { shape: "sine".into(), mean: 100.0, amplitude: 50.0, period_s: 8.0 })),
+            rate: Some(RateField::Shape(ShapeSpec {
+                shape: "sine".into(),
+                mean: 100.0,
+                amplitude: 50.0,
+                period_s: 8.0,
+            })),
             ..LoadSpec::default()
         };
         for spec in [points, sine, LoadSpec::default()] {

@@ -237,7 +237,12 @@ mod tests {
         let load = doc["workload"][0]["load"].as_table().unwrap();
         assert_eq!(load.keys().collect::<Vec<_>>(), ["rate_file"], "{load:?}");
         let mut doc = table("[load]\nrate = [[0, 10]]\nscale = 2.0");
-        merge_path(&mut doc, "load.rate", toml::Value::Table(table("shape = \"sine\"\nmean = 5\namplitude = 1\nperiod_s = 60"))).unwrap();
+        merge_path(
+            &mut doc,
+            "load.rate",
+            toml::Value::Table(table("shape = \"sine\"\nmean = 5\namplitude = 1\nperiod_s = 60")),
+        )
+        .unwrap();
         assert_eq!(doc["load"]["rate"]["mean"].as_integer(), Some(5));
         assert_eq!(doc["load"]["scale"].as_float(), Some(2.0), "the section's other fields stay");
         merge_path(&mut doc, "load", toml::Value::Table(table("rate_file = \"y.csv\""))).unwrap();
