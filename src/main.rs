@@ -207,6 +207,10 @@ struct ScenarioArgs {
     /// be tables: --grid 'retry=[{policy="naive"}, {policy="backoff"}]' (repeatable; axes multiply).
     #[arg(long = "grid", value_name = "PATH=V1,V2,...")]
     grids: Vec<String>,
+    /// Only the [[grid.case]] entries with this label (repeatable; kept in the file's order).
+    /// Claims follow their points: a claim about a case left out is skipped, saying so.
+    #[arg(long = "case", value_name = "LABEL")]
+    cases: Vec<String>,
     /// Replicas per grid point (default: the scenario's run.replicas).
     #[arg(long, value_name = "N")]
     replicas: Option<u32>,
@@ -473,6 +477,7 @@ fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
     for grid in &args.grids {
         overrides.grids.push(parse_grid(grid)?);
     }
+    overrides.cases = args.cases.clone();
     match scenario_dir(scenario) {
         Some(dir) => Scenario::resolve_in(source, &overrides, &dir),
         None => Scenario::resolve(source, &overrides),

@@ -17,6 +17,7 @@ fn sweep(c: &mut Criterion) {
             ("run.replicas".into(), toml::Value::Integer(1000)),
         ],
         grids: vec![],
+        cases: vec![],
     };
     let mut source = load_scenario_source("mmc").expect("built-in");
     source.remove("grid");

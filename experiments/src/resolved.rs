@@ -389,8 +389,11 @@ impl Scenario {
             }
             table.insert("grid".into(), toml::Value::Table(axes));
         }
-        if !self.verify.is_empty() {
-            let entries = self.verify.iter().map(|a| toml::Value::try_from(a).expect("assertions serialise")).collect();
+        // The claims this grid can check, naming its points (a claim it cannot is left
+        // out: the point it is about is not in this grid).
+        let here: Vec<&Assertion> = self.verify.iter().filter(|a| a.not_here.is_none()).collect();
+        if !here.is_empty() {
+            let entries = here.iter().map(|a| toml::Value::try_from(a).expect("assertions serialise")).collect();
             table.insert("verify".into(), toml::Value::Array(entries));
         }
         toml::to_string(&table).expect("a table serialises")

@@ -9,7 +9,8 @@ use stampede_engine::LatencyHistogram;
 #[test]
 fn models_report_what_they_declare() {
     for (name, _) in BUILTINS {
-        let overrides = Overrides { sets: vec![("run.horizon_s".into(), toml::Value::Float(6.0))], grids: vec![] };
+        let overrides =
+            Overrides { sets: vec![("run.horizon_s".into(), toml::Value::Float(6.0))], grids: vec![], cases: vec![] };
         let mut source = load_scenario_source(name).unwrap();
         // Faults may start after the shortened horizon; they change no declaration.
         source.remove("faults");
@@ -169,6 +170,33 @@ fn bad_scenarios_name_the_field_the_value_and_what_is_allowed() {
         "grid point 1 (queue.servers = 0): queue.servers = 0: must be at least 1",
     );
     bad(&mmc("[[grid.case]]\nqueue = { servers = 2 }\n"), &[], &[], "every case needs label");
+    // Claims name a point of the file's grid: by index within it, or by a case and
+    // axis values it has, once.
+    let cases = "[[grid.case]]\nlabel = \"two\"\nqueue = { servers = 2 }\n[[grid.case]]\nlabel = \"three\"\nqueue = { servers = 3 }\n";
+    let claim = |selector: &str| {
+        mmc(&format!("{cases}[grid]\n\"queue.service_rate_per_s\" = [1.0, 2.0]\n[[verify]]\n{selector}\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nat_most = 5.0\n"))
+    };
+    bad(&claim("grid_point = 4"), &[], &[], "verify[0].grid_point = 4: the scenario's grid has 4 point(s) (0 to 3)");
+    bad(&claim("case = \"four\""), &[], &[], "verify[0].case = \"four\": no such case; the cases: \"two\", \"three\"");
+    bad(&claim("case = \"two\""), &[], &[], "verify[0]: case = \"two\" is 2 points of the scenario's grid; name the other axes' values too: point = { \"queue.service_rate_per_s\" = … }");
+    bad(
+        &claim("case = \"two\"\ngrid_point = 1"),
+        &[],
+        &[],
+        "verify[0]: grid_point = 1 and case/point name the point twice",
+    );
+    bad(&claim("point = { \"queue.servers\" = 2 }"), &[], &[], "verify[0].point: \"queue.servers\" is not an axis of the scenario's grid; its axes: case, queue.service_rate_per_s");
+    check(
+        &claim("case = \"three\"\npoint = { \"queue.service_rate_per_s\" = 2 }"),
+        &[],
+        &[],
+        Ok(&[
+            "0: case = \"two\", queue.service_rate_per_s = 1.0",
+            "1: case = \"two\", queue.service_rate_per_s = 2.0",
+            "2: case = \"three\", queue.service_rate_per_s = 1.0",
+            "3: case = \"three\", queue.service_rate_per_s = 2.0",
+        ]),
+    );
     bad(&mmc("").replace("name = \"t\"", "name = \"a/b\""), &[], &[], "name = \"a/b\": must be letters, digits");
     // Names parsed through the engine's enums list the names allowed.
     let mg1 = "name = \"g\"\nmodel = \"mg1\"\n[run]\nhorizon_s = 10.0\nreplicas = 2\n\
@@ -300,17 +328,28 @@ fn verify_skips_claims_a_narrowed_grid_lost_and_refuses_intervals_of_one_replica
         let overrides = Overrides {
             sets: sets.iter().map(|s| crate::scenario::overrides::parse_set(s).unwrap()).collect(),
             grids: grids.iter().map(|g| crate::scenario::overrides::parse_grid(g).unwrap()).collect(),
+            cases: vec![],
         };
         Scenario::resolve(crate::base::typing::parse_text(&text, "t").unwrap(), &overrides)
     };
     let full = resolve(&[], &[]).unwrap();
     let (checked, skipped) = full.claims_to_check().unwrap();
     assert_eq!((checked.len(), skipped.len()), (2, 0));
+    // Narrowed to servers = 2: the claim about grid point 1 (servers = 2) follows it to
+    // the run's point 0; the claim about servers = 1 is skipped, not applied to 2.
     let narrowed = resolve(&[], &["queue.servers=2"]).expect("run accepts a narrowed grid");
     let (checked, skipped) = narrowed.claims_to_check().unwrap();
-    assert_eq!(checked.len(), 1);
-    assert_eq!(skipped[0].index, 0);
-    assert_eq!(skipped[0].why, "grid point 1 is not in this run's grid of 1 point(s)");
+    assert_eq!(checked.iter().map(|(i, c)| (*i, c.grid_point)).collect::<Vec<_>>(), [(0, 0)]);
+    assert_eq!(skipped[0].index, 1);
+    assert_eq!(skipped[0].why, "grid point 0 of the scenario (queue.servers = 1) is not in this run's grid");
+    // --set on the axis narrows it the same way.
+    let set = resolve(&["queue.servers=2"], &[]).unwrap();
+    assert_eq!(set.claims_to_check().unwrap().0.iter().map(|(i, c)| (*i, c.grid_point)).collect::<Vec<_>>(), [(0, 0)]);
+    // An axis the command line adds makes the file's point two of the run's: skipped.
+    let crossed = resolve(&[], &["queue.arrival_rate_per_s=1.0,1.2"]).unwrap();
+    let (checked, skipped) = crossed.claims_to_check().unwrap();
+    assert!(checked.is_empty() && skipped.len() == 2, "{skipped:?}");
+    assert!(skipped[0].why.contains("is 2 points of this run's grid"), "{}", skipped[0].why);
     let one = resolve(&["run.replicas=1"], &[]).unwrap();
     let error = one.claims_to_check().unwrap_err();
     assert!(error.to_string().contains("verify[0].statistic = \"ci_hi\": a 95% interval needs at least 2"), "{error}");
@@ -559,7 +598,7 @@ fn the_fields_fit_names_take_a_distribution_value() {
             "gateway" => field.replace("NAME", "sonnet"),
             _ => field.split(' ').next().unwrap().to_string(),
         };
-        let overrides = Overrides { sets: vec![(path.clone(), value.clone())], grids: vec![] };
+        let overrides = Overrides { sets: vec![(path.clone(), value.clone())], grids: vec![], cases: vec![] };
         let mut source = load_scenario_source(builtin).unwrap();
         // The value carries its own parameters: a shape's scalar beside it is refused.
         if let Some(toml::Value::Table(shards)) = source.get_mut("shards") {

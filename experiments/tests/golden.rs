@@ -24,8 +24,11 @@ const TABLES: &[&str] =
 fn checksums(out: &Path) -> String {
     let mut lines = String::new();
     for (name, _) in BUILTINS {
-        let overrides =
-            Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(REPLICAS))], grids: vec![] };
+        let overrides = Overrides {
+            sets: vec![("run.replicas".into(), toml::Value::Integer(REPLICAS))],
+            grids: vec![],
+            cases: vec![],
+        };
         let scenario = Scenario::resolve(load_scenario_source(name).unwrap(), &overrides).unwrap();
         execute(&scenario, out, 2, &|| {}).unwrap();
         for table in TABLES {

@@ -15,7 +15,8 @@ use crate::{chart, data};
 
 /// Runs built-in `name` with `replicas` replicas into `out` and reads the folder back.
 fn run(name: &str, replicas: i64, out: &Path) -> Folder {
-    let overrides = Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(replicas))], grids: vec![] };
+    let overrides =
+        Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(replicas))], grids: vec![], cases: vec![] };
     let scenario = Scenario::resolve(load_scenario_source(name).unwrap(), &overrides).unwrap();
     let report = execute(&scenario, out, 2, &|| {}).unwrap();
     Folder::read(&report.output_dir).unwrap()

@@ -388,7 +388,8 @@ fn the_space_estimate_covers_the_report_and_the_trace() {
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().join("out");
     run(&["run", "baltor", "--quiet", "--replicas", "3", "--trace", "0", "--out", out.to_str().unwrap()]);
-    let overrides = Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(3))], grids: vec![] };
+    let overrides =
+        Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(3))], grids: vec![], cases: vec![] };
     let scenario = Scenario::resolve(load_scenario_source("baltor").unwrap(), &overrides).unwrap();
     let report = stampede_experiments::run::budget::report_bytes(&scenario);
     let trace = stampede_experiments::run::trace::estimate_bytes(&scenario, 0).unwrap();

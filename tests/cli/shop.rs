@@ -111,3 +111,43 @@ fn the_shop_runs_without_overlap_orphan_or_lost_cause_defects() {
     assert!(report.contains("Where failures came from"), "the report says where failures came from");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--case` keeps the named cases (run, verify, show); claims name cases by label and
+/// follow them — a claim about a case left out is skipped, saying which; a verdict
+/// line names the case first; unknown labels are refused listing the cases.
+#[test]
+fn cases_are_chosen_by_label_and_claims_follow_them() {
+    let out = std::env::temp_dir().join(format!("stampede-shop-cases-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let out_arg = out.to_str().unwrap();
+    let all = stampede(&["verify", SHOP, "--replicas", "3", "--no-report", "--quiet", "--out", out_arg]);
+    assert!(all.status.success(), "{}", stderr(&all));
+    let verdicts = crate::common::stdout(&all);
+    assert!(verdicts.contains("PASS  shop #2 \"breaker\""), "{verdicts}");
+    assert!(verdicts.contains("PASS  shop #1 \"budget\""), "{verdicts}");
+    let one =
+        stampede(&["verify", SHOP, "--case", "breaker", "--replicas", "3", "--no-report", "--quiet", "--out", out_arg]);
+    assert!(one.status.success(), "{}", stderr(&one));
+    let verdicts = crate::common::stdout(&one);
+    assert!(verdicts.contains("PASS  shop #0 \"breaker\""), "the breaker's claim follows it to point 0: {verdicts}");
+    assert!(
+        verdicts.contains("SKIP  shop verify[1]: the point case = \"budget\" is not in this run's grid"),
+        "{verdicts}"
+    );
+    let show = stampede(&["show", SHOP, "--case", "retries", "--case", "budget"]);
+    let shown = crate::common::stdout(&show);
+    assert!(
+        shown.contains("label = \"retries\"")
+            && shown.contains("label = \"budget\"")
+            && !shown.contains("label = \"breaker\""),
+        "{shown}"
+    );
+    let bad = stampede(&["run", SHOP, "--case", "circuit", "--out", out_arg]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("--case \"circuit\": no such case; the cases: \"retries\", \"budget\", \"breaker\""),
+        "{}",
+        stderr(&bad)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

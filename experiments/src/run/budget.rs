@@ -147,6 +147,7 @@ mod tests {
             let overrides = Overrides {
                 sets: vec![("run.replicas".into(), toml::Value::Integer(10))],
                 grids: vec![crate::scenario::overrides::parse_grid(grid).unwrap()],
+                cases: vec![],
             };
             Scenario::resolve(load_scenario_source("mmc").unwrap(), &overrides).unwrap()
         };

@@ -50,8 +50,14 @@ pub fn point_heading(index: u32, params: &[(String, toml::Value)]) -> (String, O
         }
     };
     if tables {
-        let legend = params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ");
-        return (format!("#{index}"), Some(format!("#{index}: {legend}")));
+        // The case's label first, whole; then the other values.
+        let case = params.iter().find(|(p, _)| p == "case").and_then(|(_, v)| v.as_str());
+        let rest = params.iter().filter(|(p, _)| p != "case");
+        let legend = rest.map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ");
+        return match case {
+            Some(label) => (format!("#{index} {label}"), Some(format!("#{index} {label}: {legend}"))),
+            None => (format!("#{index}"), Some(format!("#{index}: {legend}"))),
+        };
     }
     (params.iter().map(shown).collect::<Vec<_>>().join(" "), None)
 }
@@ -250,6 +256,7 @@ mod tests {
         let overrides = Overrides {
             sets: vec![],
             grids: vec![crate::scenario::overrides::parse_grid(&format!("queue.servers={}", values.join(","))).unwrap()],
+            cases: vec![],
         };
         let scenario = Scenario::resolve(load_scenario_source("mmc").unwrap(), &overrides).unwrap();
         let metrics = scenario.schema.metrics.len();

@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, Result};
 
+use super::grid::{Found, GridView};
+use super::selector::{describe_wanted, wanted_by_name};
+
 /// Which statistic of a metric an assertion bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -101,8 +104,16 @@ fn unnamed_point() -> u32 {
 #[serde(deny_unknown_fields)]
 pub struct Assertion {
     /// May be left out when the grid has one point (see [`Assertion::name_the_point`]).
-    #[serde(default = "unnamed_point")]
+    /// Written, a point of the file's grid; once resolved, of the run's (see
+    /// [`super::selector`]).
+    #[serde(default = "unnamed_point", skip_serializing_if = "is_unnamed")]
     pub grid_point: u32,
+    /// The point by its case label instead of its index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+    /// The point by axis values (beside `case`, or alone): `{ "faults.0.duration_s" = 2 }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<toml::Table>,
     pub metric: String,
     pub statistic: Statistic,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -123,6 +134,14 @@ pub struct Assertion {
     pub replica_at_most: Option<f64>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// Why this run cannot check the claim: a point it names is not in the run's
+    /// grid, or is several of its points (set when the claim follows its point).
+    #[serde(skip)]
+    pub not_here: Option<String>,
+}
+
+fn is_unnamed(point: &u32) -> bool {
+    *point == UNNAMED_POINT
 }
 
 /// Another grid point's statistic of the same metric, times `factor` — for claims
@@ -131,7 +150,12 @@ pub struct Assertion {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Relative {
+    #[serde(default = "unnamed_point", skip_serializing_if = "is_unnamed")]
     pub grid_point: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<toml::Table>,
     pub statistic: Statistic,
     #[serde(default = "unit_factor")]
     pub factor: f64,
@@ -162,7 +186,7 @@ impl Assertion {
     /// A claim that names no grid point is about the only one; with several, which one
     /// it is about must be said.
     pub fn name_the_point(&mut self, path: &str, points: u32) -> Result<()> {
-        if self.grid_point != UNNAMED_POINT {
+        if self.grid_point != UNNAMED_POINT || self.not_here.is_some() {
             return Ok(());
         }
         if points != 1 {
@@ -221,6 +245,9 @@ impl Assertion {
     /// `replicas`: `Ok(None)` if it can, `Ok(Some(why))` if a grid point it names is
     /// not in this (narrowed) grid, an error if it can never hold here.
     pub fn check_for_run(&self, path: &str, points: usize, replicas: u32) -> Result<Option<String>> {
+        if let Some(why) = &self.not_here {
+            return Ok(Some(why.clone()));
+        }
         let relatives = [&self.above, &self.below].into_iter().flatten();
         let missing =
             std::iter::once(self.grid_point).chain(relatives.map(|r| r.grid_point)).find(|&p| p as usize >= points);
@@ -239,6 +266,108 @@ impl Assertion {
             }
         }
         Ok(None)
+    }
+}
+
+impl Assertion {
+    /// Follows the points the claim names from the file's grid into the run's (see
+    /// [`super::selector`]): `grid_point`s become the run's indices, `case` and
+    /// `point` are resolved to one; a point the run lacks (or has several of) leaves
+    /// the claim `not_here`, saying why. Errors are the file's own: a point beyond its
+    /// grid, a case or axis it does not have, a name that fits several of its points.
+    pub fn follow(&mut self, path: &str, file: GridView, run: GridView) -> Result<()> {
+        let mut why = None;
+        let own = (self.grid_point, self.case.take(), self.point.take());
+        self.grid_point = follow_one(path, own, file, run, &mut why)?;
+        for (side, relative) in [("above", &mut self.above), ("below", &mut self.below)] {
+            if let Some(r) = relative {
+                if r.grid_point == UNNAMED_POINT && r.case.is_none() && r.point.is_none() {
+                    return Err(Error::bad_input(format!(
+                        "{path}.{side}: name the other point, with grid_point = N or case = \"…\""
+                    )));
+                }
+                let named = (r.grid_point, r.case.take(), r.point.take());
+                r.grid_point = follow_one(&format!("{path}.{side}"), named, file, run, &mut why)?;
+            }
+        }
+        self.not_here = why;
+        Ok(())
+    }
+}
+
+/// One named point, followed: its index in the run's grid (`why` set when none).
+fn follow_one(
+    path: &str,
+    (index, case, point): (u32, Option<String>, Option<toml::Table>),
+    file: GridView,
+    run: GridView,
+    why: &mut Option<String>,
+) -> Result<u32> {
+    let by_name = case.is_some() || point.is_some();
+    if by_name && index != UNNAMED_POINT {
+        return Err(Error::bad_input(format!(
+            "{path}: grid_point = {index} and case/point name the point twice; keep one"
+        )));
+    }
+    let file_count = file.point_count();
+    let wanted = if by_name {
+        let wanted = wanted_by_name(path, case.as_deref(), point.as_ref(), file)?;
+        match file.find(&wanted) {
+            Found::At(_) => wanted,
+            Found::Nowhere => {
+                return Err(Error::bad_input(format!(
+                    "{path}: no point of the scenario's grid has {}",
+                    describe_wanted(&wanted)
+                )))
+            }
+            Found::Several(n) => {
+                let free: Vec<String> = file
+                    .axes
+                    .iter()
+                    .filter(|a| a.values.len() > 1 && !wanted.iter().any(|(p, _)| *p == a.path))
+                    .map(|a| format!("\"{}\" = …", a.path))
+                    .collect();
+                return Err(Error::bad_input(format!(
+                    "{path}: {} is {n} points of the scenario's grid; name the other axes' values too: point = {{ {} }}",
+                    describe_wanted(&wanted),
+                    free.join(", ")
+                )));
+            }
+        }
+    } else if index == UNNAMED_POINT || file.axes.is_empty() {
+        // Nothing to follow: the only point, or a file without a grid naming the run's.
+        return Ok(index);
+    } else if index as usize >= file_count {
+        return Err(Error::bad_input(format!(
+            "{path}.grid_point = {index}: the scenario's grid has {file_count} point(s) (0 to {})",
+            file_count - 1
+        )));
+    } else {
+        file.values(index as usize)
+    };
+    match run.find(&wanted) {
+        Found::At(at) => Ok(at),
+        Found::Nowhere => {
+            why.get_or_insert_with(|| format!("{} is not in this run's grid", named(index, &wanted)));
+            Ok(UNNAMED_POINT)
+        }
+        Found::Several(n) => {
+            why.get_or_insert_with(|| {
+                format!(
+                    "{} is {n} points of this run's grid (an axis the command line added); name it with point = {{ … }}",
+                    named(index, &wanted)
+                )
+            });
+            Ok(UNNAMED_POINT)
+        }
+    }
+}
+
+/// `grid point 1 of the scenario (case = "b")`, or the values alone for a point named by them.
+fn named(index: u32, wanted: &[(String, toml::Value)]) -> String {
+    match index {
+        UNNAMED_POINT => format!("the point {}", describe_wanted(wanted)),
+        i => format!("grid point {i} of the scenario ({})", describe_wanted(wanted)),
     }
 }
 

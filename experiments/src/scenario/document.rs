@@ -30,11 +30,10 @@ use crate::base::error::{Error, Result};
 use crate::base::typing::{describe, typed};
 
 use super::claims::{Assertion, Assertions};
+use super::grid::GridView;
 use super::overrides::{check_path, merge_path, GridAxis, Overrides};
 
-/// The grid axis whose values are labelled patches of several sections:
-/// `case = [{ label = "naive", stack = { client = "naive" } }, { label = "brownout", incidents = [...] }]`.
-pub const CASE_AXIS: &str = "case";
+pub use super::grid::{Combinations, CASE_AXIS};
 
 /// The most grid points one run may have.
 pub const MAX_GRID_POINTS: usize = 1_000_000;
@@ -42,9 +41,6 @@ pub const MAX_GRID_POINTS: usize = 1_000_000;
 /// The `[grid]` key that lists combinations instead of taking every one (never an
 /// axis: a field path always starts with a section name).
 pub const POINTS_KEY: &str = "points";
-
-/// `[grid] points`: per grid point, an index into each axis's values.
-pub type Combinations = Vec<Vec<u32>>;
 
 const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify"];
 
@@ -176,14 +172,9 @@ impl Document {
                 )));
             }
         }
-        let (mut grid, points) = Self::take_grid(&mut source, overrides)?;
-        // --set on a path that is a grid axis replaces the axis with that one value.
-        for (path, value) in &overrides.sets {
-            if let Some(axis) = grid.iter_mut().find(|axis| axis.path == *path) {
-                axis.values = vec![value.clone()];
-            }
-        }
-        let verify = match source.remove("verify") {
+        let (file_grid, file_points) = Self::take_grid(&mut source)?;
+        let (grid, points) = Self::override_grid(file_grid.clone(), file_points.clone(), overrides)?;
+        let mut verify = match source.remove("verify") {
             None => Vec::new(),
             Some(value) => {
                 let mut wrapper = toml::Table::new();
@@ -191,6 +182,11 @@ impl Document {
                 typed::<Assertions>(toml::Value::Table(wrapper))?.verify
             }
         };
+        let file = GridView { axes: &file_grid, points: file_points.as_ref() };
+        let run = GridView { axes: &grid, points: points.as_ref() };
+        for (i, claim) in verify.iter_mut().enumerate() {
+            claim.follow(&format!("verify[{i}]"), file, run)?;
+        }
         let count: usize = match &points {
             Some(points) => points.len(),
             None => grid
@@ -205,8 +201,8 @@ impl Document {
         Ok(Document { name, description, model, grid, points, verify, body: source })
     }
 
-    /// The file's `[grid]` axes, replaced or extended by `--grid`, and its `points`.
-    fn take_grid(source: &mut toml::Table, overrides: &Overrides) -> Result<(Vec<GridAxis>, Option<Combinations>)> {
+    /// The file's `[grid]` axes and its `points`.
+    fn take_grid(source: &mut toml::Table) -> Result<(Vec<GridAxis>, Option<Combinations>)> {
         let mut grid = Vec::new();
         let mut points = None;
         match source.remove("grid") {
@@ -228,28 +224,33 @@ impl Document {
                 )))
             }
         }
+        check_points(&grid, points.as_ref())?;
+        Ok((grid, points))
+    }
+
+    /// The file's grid as the command line changes it: `--grid` replaces or adds an
+    /// axis, `--set` on an axis's path leaves it that one value, `--case` keeps the
+    /// cases it names. Then checked: the axes, and `points` against them.
+    fn override_grid(
+        mut grid: Vec<GridAxis>,
+        points: Option<Combinations>,
+        overrides: &Overrides,
+    ) -> Result<(Vec<GridAxis>, Option<Combinations>)> {
         for axis in &overrides.grids {
             match grid.iter_mut().find(|existing| existing.path == axis.path) {
                 Some(existing) => existing.values = axis.values.clone(),
                 None => grid.push(axis.clone()),
             }
         }
-        for axis in &grid {
-            check_axis(axis)?;
-        }
-        for (i, point) in points.iter().flatten().enumerate() {
-            let fits =
-                point.len() == grid.len() && point.iter().zip(&grid).all(|(&v, a)| (v as usize) < a.values.len());
-            if !fits {
-                let sizes: Vec<String> =
-                    grid.iter().map(|a| format!("{} ({} values)", a.path, a.values.len())).collect();
-                return Err(Error::bad_input(format!(
-                    "grid.points[{i}] = {point:?}: needs one index per axis, each below its axis's number of values; \
-                     the axes, in order: {}",
-                    if sizes.is_empty() { "none".to_string() } else { sizes.join(", ") }
-                )));
+        for (path, value) in &overrides.sets {
+            if let Some(axis) = grid.iter_mut().find(|axis| axis.path == *path) {
+                axis.values = vec![value.clone()];
             }
         }
+        if !overrides.cases.is_empty() {
+            keep_cases(&mut grid, points.is_some(), &overrides.cases)?;
+        }
+        check_points(&grid, points.as_ref())?;
         Ok((grid, points))
     }
 
@@ -264,17 +265,7 @@ impl Document {
     /// Grid point `index`'s table: the body with its axis values merged in (a case
     /// patches several sections). Row-major: the first axis varies slowest.
     pub fn point(&self, index: usize) -> Result<PointBody> {
-        let mut choice = vec![0; self.grid.len()];
-        match &self.points {
-            Some(points) => choice.iter_mut().zip(&points[index]).for_each(|(slot, &i)| *slot = i as usize),
-            None => {
-                let mut rest = index;
-                for (slot, axis) in choice.iter_mut().zip(&self.grid).rev() {
-                    *slot = rest % axis.values.len();
-                    rest /= axis.values.len();
-                }
-            }
-        }
+        let choice = GridView { axes: &self.grid, points: self.points.as_ref() }.choice(index);
         let mut body = self.body.clone();
         let mut params = Vec::with_capacity(self.grid.len());
         for (axis, &i) in self.grid.iter().zip(&choice) {
@@ -290,6 +281,52 @@ impl Document {
         }
         Ok(PointBody { index: index as u32, params, body })
     }
+}
+
+/// The axes are valid, and `points` index them: one index per axis, each below its
+/// number of values.
+fn check_points(grid: &[GridAxis], points: Option<&Combinations>) -> Result<()> {
+    for axis in grid {
+        check_axis(axis)?;
+    }
+    for (i, point) in points.into_iter().flatten().enumerate() {
+        let fits = point.len() == grid.len() && point.iter().zip(grid).all(|(&v, a)| (v as usize) < a.values.len());
+        if !fits {
+            let sizes: Vec<String> = grid.iter().map(|a| format!("{} ({} values)", a.path, a.values.len())).collect();
+            return Err(Error::bad_input(format!(
+                "grid.points[{i}] = {point:?}: needs one index per axis, each below its axis's number of values; \
+                 the axes, in order: {}",
+                if sizes.is_empty() { "none".to_string() } else { sizes.join(", ") }
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--case LABEL…`: keeps the cases named, in the file's order; every label must be
+/// one of the grid's.
+fn keep_cases(grid: &mut [GridAxis], listed: bool, labels: &[String]) -> Result<()> {
+    let Some(axis) = grid.iter_mut().find(|axis| axis.path == CASE_AXIS) else {
+        return Err(Error::bad_input(format!(
+            "--case {:?}: the scenario's grid has no [[grid.case]] to choose from",
+            labels[0]
+        )));
+    };
+    if listed {
+        return Err(Error::bad_input("--case: the grid lists its points (grid.points); choose them there"));
+    }
+    let label_of = |value: &toml::Value| value.get("label").and_then(toml::Value::as_str).map(str::to_string);
+    let known: Vec<String> = axis.values.iter().filter_map(label_of).collect();
+    for label in labels {
+        if !known.contains(label) {
+            return Err(Error::bad_input(format!(
+                "--case {label:?}: no such case; the cases: {}",
+                known.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    axis.values.retain(|value| label_of(value).is_some_and(|label| labels.contains(&label)));
+    Ok(())
 }
 
 /// Merges a case's sections into `body` and returns its label (its column value).

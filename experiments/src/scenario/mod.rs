@@ -1,14 +1,17 @@
 //! Scenario files, untyped by any model: the document (`name`, `description`,
 //! `model`, `[run]`, the model's sections, `[grid]`, `[[verify]]`), the command
 //! line's `--set`/`--grid` overrides, grid expansion into per-point tables, the
-//! claims of `[[verify]]`, and the built-in scenarios. The model layer above types
+//! claims of `[[verify]]` (and how they follow their point: `selector.rs`), and the
+//! built-in scenarios. The model layer above types
 //! what this layer hands it.
 
 pub mod builtin;
 pub mod claims;
 pub mod document;
+pub mod grid;
 pub mod overrides;
 pub mod run;
+pub mod selector;
 
 pub use document::{Document, PointBody, CASE_AXIS, MAX_GRID_POINTS};
 pub use overrides::{GridAxis, Overrides};

@@ -19,6 +19,8 @@ pub struct Overrides {
     pub sets: Vec<(String, toml::Value)>,
     /// `--grid PATH=V1,V2,…`: replaces the file's axis of the same path, or adds one.
     pub grids: Vec<GridAxis>,
+    /// `--case LABEL`: only these `[[grid.case]]` entries (in the file's order).
+    pub cases: Vec<String>,
 }
 
 /// Checks a dotted path: non-empty parts of letters, digits, `_`, `-` and `>` (a part

@@ -188,18 +188,29 @@ fn binomial_cdf(n: usize, q: f64) -> Vec<f64> {
 const POINT_LABEL_CHARS: usize = 100;
 
 /// `#0 (retry.policy = "naive")`: a grid point by its index and the axis values that
-/// make it (a case by its label), so that a verdict line says which policy it judged.
+/// make it, so that a verdict line says which policy it judged. A case's label comes
+/// first and whole (`#1 "breaker" (faults.0.duration_s = 45)`); only the other axis
+/// values may be cut.
 pub fn point_label(point: &PointReport) -> String {
-    if point.params.is_empty() {
-        return format!("#{}", point.index);
+    let case = point.params.iter().find(|(path, _)| path == crate::scenario::CASE_AXIS);
+    let mut label = format!("#{}", point.index);
+    if let Some((_, value)) = case {
+        label = format!("{label} {}", crate::base::typing::describe(value));
     }
-    let values: Vec<String> =
-        point.params.iter().map(|(path, value)| format!("{path} = {}", crate::base::typing::describe(value))).collect();
+    let values: Vec<String> = point
+        .params
+        .iter()
+        .filter(|(path, _)| path != crate::scenario::CASE_AXIS)
+        .map(|(path, value)| format!("{path} = {}", crate::base::typing::describe(value)))
+        .collect();
+    if values.is_empty() {
+        return label;
+    }
     let mut values = values.join(", ");
     if values.chars().count() > POINT_LABEL_CHARS {
         values = values.chars().take(POINT_LABEL_CHARS - 1).collect::<String>() + "…";
     }
-    format!("#{} ({values})", point.index)
+    format!("{label} ({values})")
 }
 
 /// Evaluates every claim the run can check (see [`crate::Scenario::claims_to_check`]).
