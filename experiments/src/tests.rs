@@ -379,6 +379,8 @@ fn verify_checks_bounds_on_means_and_interval_ends() {
             latencies: Vec::new(),
             replica_values: Default::default(),
             compute_s: 0.0,
+            covered: vec![10; metrics],
+            replicas: 10,
         }
     };
     let report = |first: f64, second: f64| RunReport {
@@ -434,7 +436,16 @@ fn claims_over_replicas_read_every_replica() {
     let summaries = vec![Summary { mean: 1.0, sd: 0.5, ci_lo: 0.5, ci_hi: 1.5 }; scenario.model.metrics().len()];
     let replica_values = [(0, vec![0.5, 1.0, 1.2, 2.0, f64::NAN])].into_iter().collect();
     let point =
-        PointReport { index: 0, params: Vec::new(), summaries, latencies: Vec::new(), replica_values, compute_s: 0.0 };
+        PointReport {
+            index: 0,
+            params: Vec::new(),
+            covered: vec![10; summaries.len()],
+            replicas: 10,
+            summaries,
+            latencies: Vec::new(),
+            replica_values,
+            compute_s: 0.0,
+        };
     let report = RunReport { scenario, points: vec![point], output_dir: "out".into(), wall_time_s: 0.0, threads: 1 };
     let checks = crate::verify::check(&report);
     let values: Vec<f64> = checks.iter().map(|c| c.value).collect();

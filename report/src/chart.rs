@@ -507,6 +507,9 @@ impl LinePlot {
 pub struct BarValue {
     pub value: f64,
     pub interval: Option<(f64, f64)>,
+    /// (defined, replicas) when the value is a mean over only the replicas where the
+    /// metric is defined; `None` when it covers all.
+    pub covered: Option<(u64, u64)>,
 }
 
 /// A series of bars, one per category (`None`: nothing to draw there).
@@ -948,7 +951,7 @@ mod tests {
 
     #[test]
     fn bars_and_heatmaps_count_what_they_draw() {
-        let value = |v: f64| Some(BarValue { value: v, interval: Some((v - 1.0, v + 1.0)) });
+        let value = |v: f64| Some(BarValue { value: v, interval: Some((v - 1.0, v + 1.0)), covered: None });
         let bars = BarPlot {
             title: "b".into(),
             y_label: "y".into(),

@@ -297,6 +297,24 @@ impl Row {
         self.significant && (tolerance.is_none() || self.beyond_tolerance)
     }
 
+    /// `  (defined in 1 of 1000 replicas of A: not compared)` when a side's metric is
+    /// partial; empty otherwise.
+    fn coverage(&self) -> String {
+        let d = &self.difference;
+        let mut sides = Vec::new();
+        if d.n_a < d.replicas_a {
+            sides.push(format!("{} of {} replicas of A", d.n_a, d.replicas_a));
+        }
+        if d.n_b < d.replicas_b {
+            sides.push(format!("{} of {} of B", d.n_b, d.replicas_b));
+        }
+        match (sides.is_empty(), d.partial()) {
+            (true, _) => String::new(),
+            (false, true) => format!("  (defined in {}: not compared)", sides.join(", ")),
+            (false, false) => format!("  (defined in {})", sides.join(", ")),
+        }
+    }
+
     /// A, B, B − A, its interval's ends, p and the rank test's p, as shown.
     fn figures(&self) -> [String; 7] {
         let d = &self.difference;
@@ -327,13 +345,17 @@ impl Comparison {
         self.rows.iter().filter(|r| !r.difference.p_mean.is_nan()).count()
     }
 
-    /// "27 tests", or "25 tests (2 untested: fewer than 2 defined values on a side)".
+    /// "27 tests", or "25 tests (2 untested: defined in under half of a side's
+    /// replicas, or fewer than 2 values)".
     fn tests_said(&self) -> String {
         let untested = self.rows.len() - self.tests();
         if untested == 0 {
             format!("{} tests", self.tests())
         } else {
-            format!("{} tests ({untested} untested: fewer than 2 defined values on a side)", self.tests())
+            format!(
+                "{} tests ({untested} untested: defined in under half of a side's replicas, or in fewer than 2)",
+                self.tests()
+            )
         }
     }
 
@@ -365,11 +387,12 @@ impl Comparison {
         let line = |r: &Row| {
             let [a, b, diff, lo, hi, p, p_rank] = r.figures();
             format!(
-                "  {:<18} {:<32} {a} → {b}   {diff} [{lo}, {hi}]   p = {p} (rank test p = {p_rank}){}{}\n",
+                "  {:<18} {:<32} {a} → {b}   {diff} [{lo}, {hi}]   p = {p} (rank test p = {p_rank}){}{}{}\n",
                 r.heading(),
                 r.metric,
                 if r.significant { "  significant" } else { "" },
-                if r.beyond_tolerance { "  beyond tolerance" } else { "" }
+                if r.beyond_tolerance { "  beyond tolerance" } else { "" },
+                r.coverage()
             )
         };
         let changes: Vec<&Row> = self.changes().collect();
@@ -411,7 +434,7 @@ impl Comparison {
                 let d = &r.difference;
                 json!({
                     "grid_point": r.point, "label": r.label, "metric": r.metric,
-                    "n_a": d.n_a, "n_b": d.n_b,
+                    "n_a": d.n_a, "n_b": d.n_b, "replicas_a": d.replicas_a, "replicas_b": d.replicas_b,
                     "mean_a": json_number(d.mean_a), "mean_b": json_number(d.mean_b),
                     "diff": json_number(d.diff), "ci_lo": json_number(d.lo), "ci_hi": json_number(d.hi),
                     "paired": d.paired, "p_mean": json_number(d.p_mean), "p_rank": json_number(d.p_rank),
@@ -434,7 +457,7 @@ impl Comparison {
                 let class = if r.is_change(self.tolerance) { " class=\"changed\"" } else { "" };
                 let [a, b, diff, lo, hi, p, p_rank] = r.figures();
                 format!(
-                    "<tr{class}><td>{}</td><td>{}</td><td>{a}</td><td>{b}</td><td>{diff} [{lo}, {hi}]</td><td>{p}</td><td>{p_rank}</td><td>{}</td></tr>",
+                    "<tr{class}><td>{}</td><td>{}</td><td>{a}</td><td>{b}</td><td>{diff} [{lo}, {hi}]</td><td>{p}</td><td>{p_rank}</td><td>{}{}</td></tr>",
                     escape(&r.heading()),
                     escape(&r.metric),
                     match (r.significant, r.beyond_tolerance) {
@@ -442,7 +465,8 @@ impl Comparison {
                         (true, false) => "significant",
                         (false, true) => "beyond tolerance (not significant)",
                         (false, false) => "",
-                    }
+                    },
+                    escape(r.coverage().trim())
                 )
             })
             .collect();

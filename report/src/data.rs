@@ -15,13 +15,19 @@ pub fn rows_of(table: &Table, point: u32) -> Vec<usize> {
     points.iter().enumerate().filter(|(_, &p)| p == point as f64).map(|(i, _)| i).collect()
 }
 
-/// The mean of `metric` at `point` with its 95% interval (`_mean`, `_ci_lo`, `_ci_hi`).
+/// The mean of `metric` at `point` with its 95% interval (`_mean`, `_ci_lo`, `_ci_hi`),
+/// and how many of the point's `replicas` it covers when not all (`_n`; a folder
+/// written before `_n` existed covers all).
 pub fn interval(summary: &Table, point: u32, metric: &str) -> Option<BarValue> {
     let row = *rows_of(summary, point).first()?;
-    let column = |suffix: &str| summary.numbers(&format!("{metric}_{suffix}")).ok().map(|v| v[row]);
-    let value = column("mean")?;
-    let interval = column("ci_lo").zip(column("ci_hi"));
-    Some(BarValue { value, interval })
+    let column = |name: &str| summary.numbers(name).ok().map(|v| v[row]);
+    let value = column(&format!("{metric}_mean"))?;
+    let interval = column(&format!("{metric}_ci_lo")).zip(column(&format!("{metric}_ci_hi")));
+    let covered = column(&format!("{metric}_n"))
+        .zip(column("replicas"))
+        .map(|(k, n)| (k as u64, n as u64))
+        .filter(|(k, n)| k < n);
+    Some(BarValue { value, interval, covered })
 }
 
 /// Time series `series` at `point` as (t, mean, [lo, hi]) points, thinned to at most

@@ -244,7 +244,10 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
     html.push_str("</tr></thead><tbody>");
     for def in metrics {
         let values: Vec<Option<BarValue>> = ctx.points.iter().map(|p| ctx.value(p.index, def.name)).collect();
-        let means: Vec<f64> = values.iter().map(|v| v.map_or(f64::NAN, |v| v.value)).collect();
+        // A mean over under half the replicas (the rest undefined) is never the best.
+        let too_partial = |v: &BarValue| v.covered.is_some_and(|(k, n)| k * 2 < n);
+        let means: Vec<f64> =
+            values.iter().map(|v| v.filter(|v| !too_partial(v)).map_or(f64::NAN, |v| v.value)).collect();
         let top = best(&means, def.direction);
         let arrow = match def.direction {
             Direction::Higher => " <span class=\"dir\" title=\"higher is better\">↑</span>",
@@ -255,14 +258,19 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
         for value in values {
             match value {
                 Some(v) => {
-                    let is_best = top.is_some_and(|t| t == v.value);
+                    let is_best = top.is_some_and(|t| t == v.value) && !too_partial(&v);
                     let interval = v
                         .interval
                         .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
                         .map(|(lo, hi)| format!("<span class=\"ci\">[{}, {}]</span>", short(lo), short(hi)))
                         .unwrap_or_default();
+                    let covered = v.covered.map_or(String::new(), |(k, n)| {
+                        format!(
+                            " <span class=\"covered\" title=\"defined in {k} of {n} replicas; the mean is over those\">({k}/{n})</span>"
+                        )
+                    });
                     html.push_str(&format!(
-                        "<td{}>{}{} {interval}</td>",
+                        "<td{}>{}{} {interval}{covered}</td>",
                         if is_best { " class=\"best\"" } else { "" },
                         if is_best { "★ " } else { "" },
                         short(v.value)
@@ -1145,7 +1153,7 @@ fn count_histogram(ctx: &Context, title: &str, file: &str, column: &str, x_label
             let mut values = vec![None; categories.len()];
             for &(value, share) in counts {
                 if (value as usize) <= last {
-                    values[value as usize] = Some(BarValue { value: share, interval: None });
+                    values[value as usize] = Some(BarValue { value: share, interval: None, covered: None });
                     rows.push(vec![point.index.to_string(), num(value), num(share)]);
                 }
             }
@@ -1268,7 +1276,7 @@ fn funnel(ctx: &Context, title: &str, total_label: &str, segments: &[(Segment, V
                         num(sums[s][p]),
                         num(share),
                     ]);
-                    Some(BarValue { value: share, interval: None })
+                    Some(BarValue { value: share, interval: None, covered: None })
                 })
                 .collect();
             BarSeries { label: segment_label(segment), colour, values }

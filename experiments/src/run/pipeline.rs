@@ -170,6 +170,8 @@ pub fn write_run(
         reports.push(PointReport {
             index: point.index,
             params: point.params.clone(),
+            covered: result.moments.iter().map(super::moments::Moments::count).collect(),
+            replicas: result.replicas.len() as u32,
             summaries: result.summaries,
             latencies: result.latencies.iter().map(LatencyStats::of).collect(),
             replica_values: BTreeMap::new(),
@@ -310,8 +312,9 @@ impl Tables {
         columns.extend(self.leaves.iter().map(|leaf| leaf_column_value(scenario, leaf, point)));
         // The point's own count: `optimize` gives its candidates different numbers.
         columns.push(ColumnValues::U32(vec![point.run.replicas]));
-        for s in &result.summaries {
+        for (s, moments) in result.summaries.iter().zip(&result.moments) {
             columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
+            columns.push(ColumnValues::U32(vec![moments.count() as u32]));
         }
         columns
     }
@@ -609,6 +612,8 @@ fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
         for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {
             columns.push(ColumnSpec::new(format!("{}_{suffix}", metric.name), ColumnType::F64));
         }
+        // The replicas whose value is defined (the mean and interval are over these).
+        columns.push(ColumnSpec::new(format!("{}_n", metric.name), ColumnType::U32));
     }
     columns
 }

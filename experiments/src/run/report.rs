@@ -21,6 +21,10 @@ pub struct PointReport {
     pub params: Vec<(String, toml::Value)>,
     /// One per metric, in the model's order.
     pub summaries: Vec<Summary>,
+    /// One per metric: the replicas whose value is defined (a recovery time only
+    /// where the replica recovered), of `replicas`.
+    pub covered: Vec<u64>,
+    pub replicas: u32,
     /// One per latency histogram, in the model's order.
     pub latencies: Vec<LatencyStats>,
     /// Every replica's value of the metrics that claims over replicas read, by
@@ -31,6 +35,17 @@ pub struct PointReport {
 }
 
 impl PointReport {
+    /// Metric `m` is defined in fewer than all replicas: (covered, replicas).
+    pub fn partial(&self, m: usize) -> Option<(u64, u32)> {
+        let covered = *self.covered.get(m)?;
+        (covered < u64::from(self.replicas)).then_some((covered, self.replicas))
+    }
+
+    /// Metric `m` is defined in under half the replicas: never marked best or compared.
+    pub fn too_partial(&self, m: usize) -> bool {
+        self.partial(m).is_some_and(|(covered, replicas)| covered * 2 < u64::from(replicas))
+    }
+
     /// Events per second of one core and nanoseconds per event, from the model's
     /// `events` metric (mean per replica) and the replicas' compute time.
     pub fn cost(&self, events_index: Option<usize>, replicas: u32) -> Option<(f64, f64)> {
@@ -63,13 +78,17 @@ pub fn toml_to_json(value: &toml::Value) -> Value {
     }
 }
 
-fn summary_json(summary: &Summary) -> Value {
+/// A metric's summary, with `n`: the replicas whose value is defined (all of them
+/// unless the metric is undefined in some, as a recovery time of a replica that never
+/// recovered), over which the mean and interval are taken.
+fn summary_json(summary: &Summary, covered: u64) -> Value {
     // serde_json writes non-finite floats as null.
     json!({
         "mean": json_number(summary.mean),
         "sd": json_number(summary.sd),
         "ci_lo": json_number(summary.ci_lo),
         "ci_hi": json_number(summary.ci_hi),
+        "n": covered,
     })
 }
 
@@ -96,8 +115,8 @@ impl RunReport {
                 let metrics: Map<String, Value> = schema
                     .metrics
                     .iter()
-                    .zip(&point.summaries)
-                    .map(|(metric, summary)| (metric.name.to_string(), summary_json(summary)))
+                    .zip(point.summaries.iter().zip(&point.covered))
+                    .map(|(metric, (summary, &n))| (metric.name.to_string(), summary_json(summary, n)))
                     .collect();
                 let latency: Map<String, Value> = schema
                     .latencies

@@ -174,12 +174,17 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     }
     out.push('\n');
     let mut rows: Vec<usize> = (0..metrics.len()).filter(|&m| metrics[m].headline).collect();
+    let mut partial_shown = false;
     if options.all_metrics {
         rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline));
     }
     for m in rows {
         let def = &metrics[m];
-        let means: Vec<f64> = columns.iter().map(|&c| report.points[c].summaries[m].mean).collect();
+        // A value defined in under half its point's replicas is never the best.
+        let means: Vec<f64> = columns
+            .iter()
+            .map(|&c| if report.points[c].too_partial(m) { f64::NAN } else { report.points[c].summaries[m].mean })
+            .collect();
         let best = best(&means, def.direction).filter(|_| columns.len() > 1);
         let is_best = |i: usize| best.is_some_and(|b| means[i] == b);
         out.push_str(&format!("{:<NAME_COLUMN$}", fit(def.name, NAME_COLUMN)));
@@ -187,8 +192,17 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
             let s = report.points[c].summaries[m];
             let half = (s.ci_hi - s.ci_lo) / 2.0;
             let mut cell = number(s.mean, def.kind);
+            let coverage = report.points[c].partial(m).map(|(covered, replicas)| format!(" ({covered}/{replicas})"));
             if half.is_finite() && half > 0.0 {
-                cell = format!("{cell} ±{}", number(half, def.kind));
+                let with_half = format!("{cell} ±{}", number(half, def.kind));
+                // The coverage must show: the ± gives way when both do not fit.
+                if coverage.as_ref().is_none_or(|c| with_half.chars().count() + c.chars().count() < CELL) {
+                    cell = with_half;
+                }
+            }
+            if let Some(coverage) = &coverage {
+                partial_shown = true;
+                cell.push_str(coverage);
             }
             if is_best(i) {
                 cell.push('*');
@@ -236,6 +250,12 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         out.push_str(&note);
         out.push('\n');
     }
+    if partial_shown {
+        out.push_str(
+            "(k/N): defined in k of the point's N replicas (a recovery time where the replica recovered), the mean \
+             over those; under half is never marked best\n",
+        );
+    }
     let hidden = metrics.iter().filter(|m| !m.headline).count();
     if !options.all_metrics && hidden > 0 {
         out.push_str(&format!("{hidden} more metrics with --all-metrics; * marks a row's best\n"));
@@ -273,6 +293,8 @@ mod tests {
                     latencies: Vec::new(),
                     replica_values: Default::default(),
                     compute_s: 0.0,
+                    covered: vec![10; metrics],
+                    replicas: 10,
                 }
             })
             .collect();
@@ -292,6 +314,23 @@ mod tests {
         assert!(!lines[4].contains('*'), "equal values mark nothing:\n{text}");
         let all = render(&report(3), &SummaryOptions { all_metrics: true, colour: true, ..options });
         assert!(all.contains("in_system_mean") && all.contains("\x1b[1m"), "{all}");
+    }
+
+    /// A mean over a subset of replicas says how many, and under half is never best:
+    /// the last point would be best, but its value covers 1 of 10 replicas.
+    #[test]
+    fn a_metric_defined_in_few_replicas_says_so_and_is_never_best() {
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let mut partial = report(3);
+        partial.points[2].covered[0] = 1;
+        partial.points[1].covered[0] = 6;
+        let text = render(&partial, &options);
+        let row = text.lines().find(|l| l.starts_with("wait_mean_s")).unwrap();
+        assert!(row.contains("0.3333 (1/10)") && row.contains("(6/10)"), "{text}");
+        assert!(row.contains("0.5000 (6/10)*"), "the best of those covering half or more (the ± gives way):\n{text}");
+        assert!(!row.contains("(1/10)*"), "{text}");
+        assert!(text.contains("(k/N): defined in k of the point's N replicas"), "{text}");
+        assert!(!render(&report(3), &options).contains("(k/N)"), "no legend when every value covers all");
     }
 
     #[test]

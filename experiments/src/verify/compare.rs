@@ -20,8 +20,11 @@ pub struct Pair {
 /// How the means of A and B differ.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Difference {
+    /// Replicas with a defined value on each side, of `replicas_a` and `replicas_b`.
     pub n_a: usize,
     pub n_b: usize,
+    pub replicas_a: usize,
+    pub replicas_b: usize,
     pub mean_a: f64,
     pub mean_b: f64,
     /// `mean_b − mean_a`, and its 95% interval.
@@ -42,6 +45,13 @@ fn mean(values: &[f64]) -> f64 {
 
 fn variance(values: &[f64], mean: f64) -> f64 {
     values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (values.len() as f64 - 1.0)
+}
+
+impl Difference {
+    /// Either side's metric is defined in under half of its replicas.
+    pub fn partial(&self) -> bool {
+        self.n_a * 2 < self.replicas_a || self.n_b * 2 < self.replicas_b
+    }
 }
 
 /// Two-sided p-value and 97.5% quantile of Student's t with `df` degrees of freedom
@@ -75,6 +85,8 @@ impl Pair {
         let mut d = Difference {
             n_a: va.len(),
             n_b: vb.len(),
+            replicas_a: self.a.len(),
+            replicas_b: self.b.len(),
             mean_a,
             mean_b,
             diff: mean_b - mean_a,
@@ -84,6 +96,12 @@ impl Pair {
             p_mean: f64::NAN,
             p_rank,
         };
+        if d.partial() {
+            // A metric defined in under half the replicas (a recovery time where most
+            // never recovered) says little about the rest: not tested.
+            d.p_rank = f64::NAN;
+            return d;
+        }
         if d.paired {
             let diffs: Vec<f64> = self
                 .a
@@ -176,6 +194,20 @@ pub fn holm(p_values: &[f64], alpha: f64) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A metric defined in under half of a side's replicas is not tested (a recovery
+    /// time where 1 of 10 replicas recovered); at half or more it is.
+    #[test]
+    fn a_metric_defined_in_under_half_the_replicas_is_not_compared() {
+        let side = |defined: u64, value: f64| -> Vec<(u64, f64)> {
+            (0..10).map(|i| (i, if i < defined { value + i as f64 * 0.01 } else { f64::NAN })).collect()
+        };
+        let d = Pair { a: side(10, 1.0), b: side(1, 5.0) }.difference(true);
+        assert!(d.partial() && d.p_mean.is_nan() && d.p_rank.is_nan(), "{d:?}");
+        assert_eq!((d.n_a, d.n_b, d.replicas_a, d.replicas_b), (10, 1, 10, 10));
+        let d = Pair { a: side(10, 1.0), b: side(5, 5.0) }.difference(true);
+        assert!(!d.partial() && d.p_mean < 0.01, "{d:?}");
+    }
 
     fn indexed(values: &[f64]) -> Vec<(u64, f64)> {
         values.iter().enumerate().map(|(i, v)| (i as u64, *v)).collect()

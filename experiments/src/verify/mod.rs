@@ -35,6 +35,9 @@ pub struct Check {
     pub relative_bounds: Vec<String>,
     /// What was measured for the claimed statistic, with its own interval.
     pub measured: Measured,
+    /// (defined, replicas) when the metric is undefined in some replicas: the mean
+    /// and its interval are over the defined ones.
+    pub covered: Option<(u64, u32)>,
 }
 
 /// The claimed statistic as measured: for a fraction, the fraction itself and its
@@ -254,6 +257,7 @@ pub fn check(report: &RunReport) -> Vec<Check> {
                 passed,
                 relative_bounds,
                 measured: measured(point, index, assertion),
+                covered: point.partial(index),
             }
         })
         .collect()

@@ -106,7 +106,13 @@ impl<'a> Verdicts<'a> {
         object.insert("relative_bounds".into(), json!(c.relative_bounds));
         // The claimed statistic's own interval (the mean's for mean, ci_lo and ci_hi).
         let (kind, lo, hi) = match c.measured {
-            Measured::Mean => ("student_t_mean", c.ci_lo, c.ci_hi),
+            Measured::Mean => {
+                if let Some((defined, replicas)) = c.covered {
+                    object.insert("defined".into(), json!(defined));
+                    object.insert("replicas".into(), json!(replicas));
+                }
+                ("student_t_mean", c.ci_lo, c.ci_hi)
+            }
             Measured::Fraction { successes, replicas, fraction, lo, hi } => {
                 object.insert("fraction".into(), json_number(fraction));
                 object.insert("successes".into(), json!(successes));
@@ -257,7 +263,10 @@ fn number(value: f64) -> String {
 fn measured_text(c: &Check) -> String {
     let end = |v: f64| if v.is_nan() { "unbounded".to_string() } else { format!("{v:.4}") };
     match c.measured {
-        Measured::Mean => format!("mean {}, 95% [{}, {}]", number(c.mean), number(c.ci_lo), number(c.ci_hi)),
+        Measured::Mean => {
+            let over = c.covered.map_or(String::new(), |(k, n)| format!(" over the {k} of {n} replicas where it is defined"));
+            format!("mean {}, 95% [{}, {}]{over}", number(c.mean), number(c.ci_lo), number(c.ci_hi))
+        }
         Measured::Fraction { successes, replicas, fraction, lo, hi } => format!(
             "fraction {:.1}% = {successes} of {replicas} replicas, Wilson 95% [{:.1}%, {:.1}%]",
             100.0 * fraction,
