@@ -435,17 +435,16 @@ fn claims_over_replicas_read_every_replica() {
     assert_eq!(scenario.replica_metrics(), [(0, 0)], "only the metric the claims read is kept per replica");
     let summaries = vec![Summary { mean: 1.0, sd: 0.5, ci_lo: 0.5, ci_hi: 1.5 }; scenario.model.metrics().len()];
     let replica_values = [(0, vec![0.5, 1.0, 1.2, 2.0, f64::NAN])].into_iter().collect();
-    let point =
-        PointReport {
-            index: 0,
-            params: Vec::new(),
-            covered: vec![10; summaries.len()],
-            replicas: 10,
-            summaries,
-            latencies: Vec::new(),
-            replica_values,
-            compute_s: 0.0,
-        };
+    let point = PointReport {
+        index: 0,
+        params: Vec::new(),
+        covered: vec![10; summaries.len()],
+        replicas: 10,
+        summaries,
+        latencies: Vec::new(),
+        replica_values,
+        compute_s: 0.0,
+    };
     let report = RunReport { scenario, points: vec![point], output_dir: "out".into(), wall_time_s: 0.0, threads: 1 };
     let checks = crate::verify::check(&report);
     let values: Vec<f64> = checks.iter().map(|c| c.value).collect();

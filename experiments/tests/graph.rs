@@ -173,7 +173,7 @@ rate_per_s = 50.0
     let per_call = |edge: &str| failing[&format!("{edge}.attempts")] / failing[&format!("{edge}.calls")];
     // (Calls still retrying at the horizon end short of their last attempts.)
     assert!((per_call(site) - 5.0).abs() < 0.02, "{}", per_call(site));
-    assert!((per_call("edge.api->db") - 2.0).abs() < 0.02, "{}", per_call("edge.api->db"));
+    assert!((per_call("api->db") - 2.0).abs() < 0.02, "{}", per_call("api->db"));
     // A fail-fast partition of the link api->db fails both sites' calls.
     let cut = one_replica(
         &scenario(
@@ -181,7 +181,7 @@ rate_per_s = 50.0
         ),
         7,
     );
-    for edge in [site, "edge.api->db"] {
+    for edge in [site, "api->db"] {
         assert_eq!(cut[&format!("{edge}.failed")], cut[&format!("{edge}.calls")], "{edge}: {cut:?}");
         assert!(cut[&format!("{edge}.calls")] > 900.0);
     }

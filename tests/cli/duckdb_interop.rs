@@ -103,7 +103,7 @@ out = sys.argv[1]
 con = duckdb.connect()
 # The README's gateway query.
 rows = con.execute(f"""
-    SELECT "case", turn_completion_ratio_mean, answer_call_p95_s_mean, wasted_usd_mean
+    SELECT case_label, turn_completion_ratio_mean, answer_call_p95_s_mean, wasted_usd_mean
     FROM '{out}/llm-breaker/summary.parquet' ORDER BY grid_point""").fetchall()
 assert [r[0] for r in rows] == [
     "rate-limited, 429 excluded", "rate-limited, 429 counted", "brownout, no breaker", "brownout, breaker",

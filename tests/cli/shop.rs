@@ -151,3 +151,41 @@ fn cases_are_chosen_by_label_and_claims_follow_them() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Names that do not fight SQL (issue 44, item 13): the case column is `case_label`, a
+/// fault axis has readable columns per field (`faults.0.duration_s`), edge metrics are
+/// `A->B.…` with no `edge.` prefix, and a claim naming the old spelling is told the new.
+#[test]
+fn summary_columns_need_no_quoting_beyond_the_dots() {
+    let out = std::env::temp_dir().join(format!("stampede-shop-names-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let faults =
+        "faults=[[{ target = \"payments\", kind = \"errors\", rate = 1.0, start_s = 6.0, duration_s = 4.0 }], \
+                  [{ target = \"payments\", kind = \"errors\", rate = 1.0, start_s = 6.0, duration_s = 8.0 }]]";
+    let args = ["run", SHOP, "--case", "breaker", "--grid", faults, "--replicas", "2", "--no-report", "--quiet"];
+    let output = stampede(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = Table::read(&out.join("shop/summary.parquet")).unwrap();
+    assert_eq!(summary.strings("case_label").unwrap(), ["breaker", "breaker"]);
+    assert!(!summary.has("case"), "no column named by the SQL keyword");
+    assert_eq!(summary.numbers("faults.0.duration_s").unwrap(), [4.0, 8.0]);
+    assert_eq!(summary.strings("faults.0.target").unwrap(), ["payments", "payments"]);
+    assert_eq!(summary.strings("faults.0.kind").unwrap(), ["errors", "errors"]);
+    assert!(
+        summary.has("orders->payments.breaker_refusals_mean")
+            && !summary.columns.iter().any(|(n, _)| n.starts_with("edge.orders"))
+    );
+    // The old spelling in a claim: refused, naming the new one.
+    let text = std::fs::read_to_string(SHOP).unwrap()
+        + "\n[[verify]]\ncase = \"breaker\"\nmetric = \"edge.orders->payments.breaker_trips\"\nstatistic = \"mean\"\nat_least = 1.0\n";
+    let old = out.join("old.toml");
+    std::fs::write(&old, text).unwrap();
+    let refused = stampede(&["verify", old.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("edge metrics are named without `edge.` now: \"orders->payments.breaker_trips\""),
+        "{}",
+        stderr(&refused)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -173,9 +173,9 @@ fn a_graph_trace_adds_up_to_its_replica_and_every_parent_is_in_it() {
         let roots = count(&|i| kinds[i] == "call" && parents[i] == u32::MAX);
         assert_eq!(roots, replica_metric(&dir, point, 1, "front.read.offered"), "point {point}");
         let hedges = count(&|i| kinds[i] == "attempt" && gates[i] == "hedge");
-        assert_eq!(hedges, replica_metric(&dir, point, 1, "edge.front->store.hedges"), "point {point}");
+        assert_eq!(hedges, replica_metric(&dir, point, 1, "front->store.hedges"), "point {point}");
         let attempts = count(&|i| kinds[i] == "attempt" && classes[i] == "store.get");
-        assert_eq!(attempts, replica_metric(&dir, point, 1, "edge.front->store.attempts"), "point {point}");
+        assert_eq!(attempts, replica_metric(&dir, point, 1, "front->store.attempts"), "point {point}");
         assert_eq!(hedges > 0.0, point > 0, "point {point}: hedges only where the case hedges");
     }
 }

@@ -495,6 +495,16 @@ fn count_rows(point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
 
 /// How a grid axis is typed in `summary.parquet`: integers stay integers, numbers
 /// become floats, booleans stay booleans, anything else is its TOML text.
+/// An axis's column in `summary.parquet`: its dotted path, but the case axis's is
+/// `case_label` (`case` is an SQL keyword: `SELECT case FROM …` does not parse).
+fn axis_column_name(axis: &GridAxis) -> &str {
+    if axis.path == CASE_AXIS {
+        "case_label"
+    } else {
+        &axis.path
+    }
+}
+
 fn axis_column_type(axis: &GridAxis) -> ColumnType {
     use toml::Value::{Boolean, Float, Integer};
     if axis.values.iter().all(|v| matches!(v, Integer(_))) {
@@ -531,27 +541,42 @@ struct LeafColumn {
     path: Vec<String>,
 }
 
-/// Every leaf of a table, as dotted paths (a `label` at the top is the case's name).
+/// Every leaf of a table, as dotted paths (a `label` at the top is the case's name);
+/// a list of tables is entered by position (`faults.0.kind`, `faults.0.start_s`).
 fn leaves(table: &toml::Table, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     for (key, value) in table {
         if prefix.is_empty() && key == "label" {
             continue;
         }
         prefix.push(key.clone());
-        match value {
-            toml::Value::Table(inner) => leaves(inner, prefix, out),
-            _ => {
-                if !out.contains(prefix) {
-                    out.push(prefix.clone());
-                }
-            }
-        }
+        leaves_of(value, prefix, out);
         prefix.pop();
     }
 }
 
+fn leaves_of(value: &toml::Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        toml::Value::Table(inner) => leaves(inner, prefix, out),
+        toml::Value::Array(items) if !items.is_empty() && items.iter().all(toml::Value::is_table) => {
+            for (i, item) in items.iter().enumerate() {
+                prefix.push(i.to_string());
+                leaves_of(item, prefix, out);
+                prefix.pop();
+            }
+        }
+        _ => {
+            if !out.contains(prefix) {
+                out.push(prefix.clone());
+            }
+        }
+    }
+}
+
 fn leaf_value<'v>(value: &'v toml::Value, path: &[String]) -> Option<&'v toml::Value> {
-    path.iter().try_fold(value, |v, key| v.as_table()?.get(key))
+    path.iter().try_fold(value, |v, key| match v {
+        toml::Value::Array(items) => items.get(key.parse::<usize>().ok()?),
+        _ => v.as_table()?.get(key),
+    })
 }
 
 fn leaf_columns(scenario: &Scenario) -> Vec<LeafColumn> {
@@ -560,8 +585,12 @@ fn leaf_columns(scenario: &Scenario) -> Vec<LeafColumn> {
     for (axis_index, axis) in scenario.grid.iter().enumerate() {
         let mut paths = Vec::new();
         for value in &axis.values {
-            if let toml::Value::Table(table) = value {
-                leaves(table, &mut Vec::new(), &mut paths);
+            match value {
+                toml::Value::Table(table) => leaves(table, &mut Vec::new(), &mut paths),
+                toml::Value::Array(items) if !items.is_empty() && items.iter().all(toml::Value::is_table) => {
+                    leaves_of(value, &mut Vec::new(), &mut paths)
+                }
+                _ => {}
             }
         }
         for path in paths {
@@ -605,7 +634,7 @@ fn leaf_column_value(scenario: &Scenario, leaf: &LeafColumn, point: &GridPoint) 
 
 fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![ColumnSpec::new("grid_point", ColumnType::U32)];
-    columns.extend(scenario.grid.iter().map(|axis| ColumnSpec::new(&axis.path, axis_column_type(axis))));
+    columns.extend(scenario.grid.iter().map(|axis| ColumnSpec::new(axis_column_name(axis), axis_column_type(axis))));
     columns.extend(leaf_columns(scenario).into_iter().map(|leaf| ColumnSpec::new(leaf.name, leaf.kind)));
     columns.push(ColumnSpec::new("replicas", ColumnType::U32));
     for metric in &scenario.schema.metrics {

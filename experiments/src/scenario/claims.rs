@@ -202,6 +202,14 @@ impl Assertion {
 
     pub fn check(&self, path: &str, metrics: &[&str], model: &str) -> Result<()> {
         if !metrics.contains(&self.metric.as_str()) {
+            // A graph's edge metrics were `edge.A->B.…` in 0.6; the arrow alone marks an edge now.
+            if let Some(renamed) = self.metric.strip_prefix("edge.").filter(|m| m.contains("->") && metrics.contains(m))
+            {
+                return Err(Error::bad_input(format!(
+                    "{path}.metric = {:?}: edge metrics are named without `edge.` now: {renamed:?}",
+                    self.metric
+                )));
+            }
             return Err(Error::bad_input(format!(
                 "{path}.metric = {:?}: not a metric of model {model}; its metrics: {}",
                 self.metric,

@@ -264,7 +264,8 @@ fn measured_text(c: &Check) -> String {
     let end = |v: f64| if v.is_nan() { "unbounded".to_string() } else { format!("{v:.4}") };
     match c.measured {
         Measured::Mean => {
-            let over = c.covered.map_or(String::new(), |(k, n)| format!(" over the {k} of {n} replicas where it is defined"));
+            let over =
+                c.covered.map_or(String::new(), |(k, n)| format!(" over the {k} of {n} replicas where it is defined"));
             format!("mean {}, 95% [{}, {}]{over}", number(c.mean), number(c.ci_lo), number(c.ci_hi))
         }
         Measured::Fraction { successes, replicas, fraction, lo, hi } => format!(

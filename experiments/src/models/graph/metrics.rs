@@ -418,7 +418,7 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
             ("failed", EdgeValue::Failed, "calls that failed (fallbacks excluded)"),
             ("fallbacks", EdgeValue::Fallbacks, "calls answered by the fallback"),
         ] {
-            add(format!("edge.{edge}.{field}"), Count, format!("{edge}: {what}"), false, None, r(value));
+            add(format!("{edge}.{field}"), Count, format!("{edge}: {what}"), false, None, r(value));
         }
     }
     add(

@@ -1,6 +1,6 @@
 //! The `graph` model: the user's own service graph (see `schema.rs` for the sections,
 //! `build.rs` for how names become indices), its metrics named from the graph
-//! (`api.checkout.p99_s`, `payments.utilisation`, `edge.api->payments.retries`), its
+//! (`api.checkout.p99_s`, `payments.utilisation`, `api->payments.retries`), its
 //! series per service, and what its report draws.
 
 pub mod build;
@@ -165,9 +165,9 @@ impl ModelSpec for Graph {
                     from: p.from.map(|s| t.services[s as usize].clone()),
                     to: t.services[p.to as usize].clone(),
                     call_site: build::call_site_label(name).unwrap_or_default(),
-                    attempts: format!("edge.{name}.attempts"),
-                    calls: format!("edge.{name}.calls"),
-                    failed: format!("edge.{name}.failed"),
+                    attempts: format!("{name}.attempts"),
+                    calls: format!("{name}.calls"),
+                    failed: format!("{name}.failed"),
                     faulted: faulted(name) || faulted(&build::link_of(name)),
                 }
             })
