@@ -160,7 +160,7 @@ rate_per_s = 50.0
     // Healthy: both sites answer in one attempt, and the checkout call pays the
     // link's network both ways (2 × 10 ms + 1 ms of work).
     let healthy = one_replica(&scenario(""), 7);
-    let site = "edge.api.checkout->db.read";
+    let site = "api.checkout->db.read";
     assert!(healthy[&format!("{site}.calls")] > 900.0, "{healthy:?}");
     assert_eq!(healthy[&format!("{site}.attempts")], healthy[&format!("{site}.calls")]);
     let p50 = healthy["api.checkout.p50_s"];

@@ -25,7 +25,7 @@ service_rate_per_s = 100.0
 servers = 2
 
 [grid]
-"queue.servers" = [2, 3]
+"queue.servers" = [2, 3, 4]
 
 [[verify]]
 grid_point = 0
@@ -42,7 +42,7 @@ at_most = 0.0000001
 note = "a promise <nobody> & \"no\" server keeps"
 
 [[verify]]
-grid_point = 4
+grid_point = 2
 metric = "wait_mean_s"
 statistic = "mean"
 at_most = 1.0
@@ -72,7 +72,8 @@ fn verify_writes_junit_json_and_annotations_with_the_verdicts() {
     let junit = scratch.path().join("reports/claims.xml");
     let output = Command::new(env!("CARGO_BIN_EXE_stampede"))
         .args(["verify", scenario.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
-        .args(["--junit", junit.to_str().unwrap()])
+        // Narrowed: the claim about four servers is skipped (it follows its point).
+        .args(["--junit", junit.to_str().unwrap(), "--grid", "queue.servers=2,3"])
         .env("GITHUB_ACTIONS", "true")
         .output()
         .unwrap();
@@ -192,7 +193,7 @@ fn nightly_checks_every_scenario_and_fails_at_the_end() {
     let summary = std::fs::read_to_string(out.join("nightly.txt")).unwrap();
     let lines: Vec<&str> = summary.lines().collect();
     assert_eq!(lines.len(), 3, "{summary}");
-    assert!(lines[0].starts_with("FAIL   claims: 1 passed, 1 failed, 1 skipped"), "{summary}");
+    assert!(lines[0].starts_with("FAIL   claims: 2 passed, 1 failed"), "{summary}");
     assert!(lines[1].starts_with("ERROR  no-such-scenario: exit 2"), "{summary}");
     assert!(lines[2].starts_with("PASS   mg1: 8 passed, 0 failed"), "{summary}");
     // Everything is left for upload: both folders, both JUnit files, every log.
