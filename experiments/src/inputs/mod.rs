@@ -11,6 +11,7 @@
 //! [`Distribution`]. A table built from a file is made once per process for each (file,
 //! content, spec) and shared read-only by every grid point and replica.
 
+pub mod buckets;
 pub mod fit;
 pub mod load;
 pub mod sealed;
@@ -313,7 +314,7 @@ impl DistributionSpec {
                 let labels = self.labels.clone().unwrap_or_default();
                 let buckets = sources::prometheus(file(), metric, &labels).map_err(at)?;
                 let tail = self.tail.as_deref().unwrap_or("cap");
-                let knots = sources::bucket_knots(&buckets, tail)
+                let knots = buckets::bucket_knots(&buckets, tail)
                     .map_err(|why| Error::bad_input(format!("{path}.tail: {why}")))?;
                 QuantileTable::from_cdf(&knots)
             }

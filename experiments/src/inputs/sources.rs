@@ -454,57 +454,6 @@ fn parse_labels(rest: &str) -> std::result::Result<(BTreeMap<String, String>, &s
     }
 }
 
-/// CDF knots from Prometheus buckets: linear inside each bucket, the first from 0;
-/// what lies above the last finite `le` is `tail`: `cap` puts it at that `le`;
-/// `exponential` spreads it as an exponential beyond it whose mean makes the whole
-/// histogram's mean equal `_sum / _count` (ending where the sampling table's grid can
-/// still resolve it: half of one 4,096th of the whole distribution short of 1).
-pub fn bucket_knots(buckets: &Buckets, tail: &str) -> std::result::Result<Vec<(f64, f64)>, String> {
-    let total = buckets.bounds.last().expect("checked: a +Inf bucket").1;
-    let mut knots = vec![(0.0, 0.0)];
-    let mut inside_mean = 0.0;
-    let (mut last_le, mut last_count) = (0.0, 0.0);
-    for &(le, count) in buckets.bounds.iter().filter(|(le, _)| le.is_finite()) {
-        inside_mean += (count - last_count) / total * (last_le + le) / 2.0;
-        knots.push((le, count / total));
-        (last_le, last_count) = (le, count);
-    }
-    let tail_share = (total - last_count) / total;
-    if tail_share == 0.0 {
-        knots.last_mut().expect("a knot").1 = 1.0;
-        return Ok(knots);
-    }
-    match tail {
-        "cap" => knots.push((last_le, 1.0)),
-        "exponential" => {
-            let sum = buckets.sum.ok_or(
-                "tail = \"exponential\" needs the histogram's _sum (to set the tail's mean); the file has none: use tail = \"cap\"",
-            )?;
-            let beyond = (sum / total - inside_mean) / tail_share - last_le;
-            if !(beyond > 0.0 && beyond.is_finite()) {
-                return Err(format!(
-                    "tail = \"exponential\": _sum / _count = {:.6} leaves no positive mean for the {:.2}% beyond le={last_le}; use tail = \"cap\"",
-                    sum / total,
-                    100.0 * tail_share
-                ));
-            }
-            // Knots along the exponential's CDF up to where the table's even probability
-            // grid can still resolve it: half a grid cell of the whole distribution short
-            // of 1 (a point further out would be drawn with a whole cell's probability).
-            let cell = 1.0 / (stampede_engine::components::distribution::QuantileTable::MAX_POINTS - 1) as f64;
-            let end = (1.0 - cell / (2.0 * tail_share)).clamp(0.5, 1.0 - 1e-6);
-            let base = 1.0 - tail_share;
-            for k in 1..=64 {
-                let q = 1.0 - (1.0 - end).powf(f64::from(k) / 64.0);
-                knots.push((last_le - beyond * (1.0 - q).ln(), base + tail_share * q));
-            }
-            knots.last_mut().expect("a knot").1 = 1.0;
-        }
-        other => return Err(format!("tail = {other:?}: allowed: \"cap\", \"exponential\"")),
-    }
-    Ok(knots)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,21 +465,5 @@ mod tests {
         assert_eq!(labels["le"], "0.5");
         assert_eq!(rest, "42 1700000000");
         assert!(parse_labels(r#"{le=0.5} 1"#).unwrap_err().contains("not quoted"));
-    }
-
-    #[test]
-    fn bucket_knots_cap_or_fit_the_tail() {
-        let buckets = Buckets { bounds: vec![(0.1, 50.0), (0.5, 90.0), (f64::INFINITY, 100.0)], sum: Some(25.0) };
-        let capped = bucket_knots(&buckets, "cap").unwrap();
-        assert_eq!(capped, [(0.0, 0.0), (0.1, 0.5), (0.5, 0.9), (0.5, 1.0)]);
-        let fitted = bucket_knots(&buckets, "exponential").unwrap();
-        // Inside mean 0.5·0.05 + 0.4·0.3 = 0.145; the tail's 10% must bring it to 0.25,
-        // so its mean beyond 0.5 is (0.25 − 0.145)/0.1 − 0.5 = 0.55.
-        let table = stampede_engine::components::distribution::QuantileTable::from_cdf(&fitted).unwrap();
-        let median_of_tail = table.quantile(0.95);
-        assert!((median_of_tail - (0.5 + 0.55 * 2f64.ln())).abs() < 0.005, "{median_of_tail}");
-        assert!((table.mean() - 0.25).abs() < 0.005, "the whole mean is _sum/_count: {}", table.mean());
-        let no_sum = Buckets { sum: None, ..buckets };
-        assert!(bucket_knots(&no_sum, "exponential").unwrap_err().contains("needs the histogram's _sum"));
     }
 }
