@@ -541,7 +541,8 @@ fn warnings_name_the_grid_points_they_hold_for() {
 #[test]
 fn a_table_written_with_one_field_takes_the_documented_defaults() {
     // (built-in, path to the table, its one field, a default the resolved table shows)
-    let cases: &[(&str, &[&str], &str, (&str, &str))] = &[
+    type Case<'a> = (&'a str, &'a [&'a str], &'a str, (&'a str, &'a str));
+    let cases: &[Case] = &[
         ("graph-three-tier", &["services", "cache", "queue"], "order = \"lifo\"", ("capacity", "1000")),
         ("graph-three-tier", &["services", "cache", "shedder"], "shed_low_at = 0.5", ("shed_normal_at", "0.9")),
         ("graph-three-tier", &["services", "cache", "rate_limit"], "per_s = 5000.0", ("burst", "1")),

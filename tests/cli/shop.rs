@@ -189,3 +189,39 @@ fn summary_columns_need_no_quoting_beyond_the_dots() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `timeout_s = "p99"` on an edge (issue 44, item 5): runs with its ceiling, and its
+/// mistakes are refused naming the field.
+#[test]
+fn an_edge_takes_a_timeout_from_the_callees_running_quantile() {
+    let out = std::env::temp_dir().join(format!("stampede-shop-timeout-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let edge = "edges.orders->payments";
+    let run = |sets: &[String]| {
+        let mut args =
+            vec!["run".to_string(), SHOP.into(), "--case".into(), "retries".into(), "--replicas".into(), "2".into()];
+        args.extend(["--no-report", "--quiet", "--out", out.to_str().unwrap()].map(String::from));
+        for set in sets {
+            args.extend(["--set".to_string(), set.clone()]);
+        }
+        stampede(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let ok = run(&[format!("{edge}.timeout_s=\"p99\""), format!("{edge}.timeout_max_s=0.5")]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let summary = Table::read(&out.join("shop/summary.parquet")).unwrap();
+    assert!(summary.numbers("orders->payments.timeouts_mean").unwrap()[0] >= 0.0);
+    for (sets, message) in [
+        (vec![format!("{edge}.timeout_s=\"p99\"")], "timeout_s = \"p99\": give timeout_max_s too"),
+        (
+            vec![format!("{edge}.timeout_s=\"p100\""), format!("{edge}.timeout_max_s=1")],
+            "a running quantile of the callee's latency such as \"p99\"",
+        ),
+        (vec![format!("{edge}.timeout_s=\"p95 * 0\""), format!("{edge}.timeout_max_s=1")], "timeout_s = \"p95 * 0\""),
+        (vec![format!("{edge}.timeout_max_s=1")], "timeout_min_s and timeout_max_s bound an adaptive timeout"),
+    ] {
+        let refused = run(&sets);
+        assert_eq!(refused.status.code(), Some(2), "{sets:?}");
+        assert!(stderr(&refused).contains(message), "{sets:?}: {}", stderr(&refused));
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -149,6 +149,11 @@ pub fn edge_stack(params: &EdgeParams, deadline: Option<Duration>, seed: u64) ->
             config.max_hedges
         )));
     }
+    if params.adaptive_timeout.is_some() {
+        return Err(Error::bad_input(
+            "timeout_s = \"pNN\": stampede-tower's per-attempt timeout is fixed; give this edge timeout_s in seconds",
+        ));
+    }
     let retry_config = RetryConfig {
         max_attempts: params.max_attempts.max(1),
         backoff: params.backoff,

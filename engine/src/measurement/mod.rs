@@ -6,5 +6,6 @@
 pub mod buckets;
 pub mod log_histogram;
 pub mod recovery;
+pub mod running_quantile;
 pub mod theory;
 pub mod trace;

@@ -6,9 +6,8 @@
 //! `maxAttempts`).
 //!
 //! The delay is fixed, or a running quantile of this call site's recent successful
-//! latencies. The quantile is read from a [`LogHistogram`] (±3.2%), refreshed every
-//! [`REFRESH_EVERY`] samples and halved every [`HALF_LIFE`] samples so it follows a
-//! latency that changes; until [`HedgeConfig::min_samples`] samples have been seen, a
+//! latencies ([`RunningQuantile`]: a log histogram, refreshed and halved so it follows
+//! a latency that changes); until [`HedgeConfig::min_samples`] samples have been seen, a
 //! quantile hedge sends none (there is nothing to read the tail from). Whether a hedge
 //! may spend the retry budget is the model's business: it asks the budget as for a
 //! retry.
@@ -17,12 +16,7 @@
 //! from the quantile is positive.
 
 use crate::kernel::time::Nanos;
-use crate::measurement::log_histogram::LogHistogram;
-
-/// Samples between two readings of the quantile.
-pub const REFRESH_EVERY: u32 = 32;
-/// Samples after which the histogram is halved (older samples weigh half).
-pub const HALF_LIFE: u64 = 4_096;
+use crate::measurement::running_quantile::RunningQuantile;
 
 /// When the next hedge goes out.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,40 +39,23 @@ pub struct HedgeConfig {
 #[derive(Clone, Debug)]
 pub struct HedgePolicy {
     config: HedgeConfig,
-    latencies: LogHistogram,
-    samples: u64,
-    since_refresh: u32,
-    /// The delay last read from the quantile; `None` until there were enough samples.
-    current: Option<Nanos>,
+    /// The running quantile a quantile delay reads; `None` for a fixed delay.
+    quantile: Option<RunningQuantile>,
 }
 
 impl HedgePolicy {
     pub fn new(config: HedgeConfig) -> Self {
-        if let HedgeDelay::Quantile(q) = config.delay {
-            assert!(q > 0.0 && q < 1.0, "a hedge quantile is inside (0, 1)");
-        }
-        let current = match config.delay {
-            HedgeDelay::Fixed(delay) => Some(delay),
-            HedgeDelay::Quantile(_) => None,
+        let quantile = match config.delay {
+            HedgeDelay::Fixed(_) => None,
+            HedgeDelay::Quantile(q) => Some(RunningQuantile::new(q, config.min_samples)),
         };
-        HedgePolicy { config, latencies: LogHistogram::new(), samples: 0, since_refresh: 0, current }
+        HedgePolicy { config, quantile }
     }
 
     /// Learns a successful attempt's latency (a no-op for a fixed delay).
     pub fn observe(&mut self, latency: Nanos) {
-        let HedgeDelay::Quantile(q) = self.config.delay else { return };
-        self.latencies.record(latency);
-        self.samples += 1;
-        self.since_refresh += 1;
-        if self.latencies.count() >= HALF_LIFE {
-            self.latencies.halve();
-        }
-        let enough = self.samples >= self.config.min_samples as u64;
-        if enough && (self.current.is_none() || self.since_refresh >= REFRESH_EVERY) {
-            self.since_refresh = 0;
-            let delay = (self.latencies.quantile(q).round() as Nanos).max(1);
-            debug_assert!(delay > 0);
-            self.current = Some(delay);
+        if let Some(quantile) = self.quantile.as_mut() {
+            quantile.observe(latency);
         }
     }
 
@@ -88,7 +65,11 @@ impl HedgePolicy {
         if hedges_sent >= self.config.max_hedges {
             return None;
         }
-        self.current
+        match (self.config.delay, &self.quantile) {
+            (HedgeDelay::Fixed(delay), _) => Some(delay),
+            (HedgeDelay::Quantile(_), Some(quantile)) => quantile.current(),
+            (HedgeDelay::Quantile(_), None) => unreachable!("a quantile delay has its running quantile"),
+        }
     }
 }
 

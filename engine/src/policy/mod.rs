@@ -7,6 +7,7 @@
 //! the semantics of the library it follows; `docs/policies.md` lists parameters,
 //! defaults, references and deliberate differences.
 
+pub mod adaptive_timeout;
 pub mod admission;
 pub mod backoff;
 pub mod breaker;

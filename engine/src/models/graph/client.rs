@@ -143,7 +143,11 @@ impl Graph<'_> {
             }
             return;
         };
-        let timeout = self.p.edges[e].timeout.unwrap_or(Nanos::MAX).min(c.deadline.saturating_sub(now));
+        let own = match self.edges[e].adaptive_timeout.as_ref() {
+            Some(adaptive) => Some(adaptive.timeout()),
+            None => self.p.edges[e].timeout,
+        };
+        let timeout = own.unwrap_or(Nanos::MAX).min(c.deadline.saturating_sub(now));
         let mut timer = TimerSlot::default();
         let ticket = (timeout != Nanos::MAX).then(|| timer.arm());
         let attempt = self.attempts.insert(Attempt {
@@ -375,6 +379,10 @@ impl Graph<'_> {
         };
         let e = a.edge as usize;
         self.edges[e].budget.on_outcome(now, outcome == Outcome::Success);
+        if let Some(adaptive) = self.edges[e].adaptive_timeout.as_mut() {
+            // Every answer, failures too: how long the callee takes to answer at all.
+            adaptive.answered(now - a.sent);
+        }
         if outcome == Outcome::Success {
             // The call's latency since its primary attempt, not the winning attempt's own:
             // attempts that lose to a hedge are never seen, so their own latencies would read
@@ -428,6 +436,9 @@ impl Graph<'_> {
         let e = a.edge as usize;
         if a.counted {
             self.edges[e].results.timeouts += 1;
+        }
+        if let Some(adaptive) = self.edges[e].adaptive_timeout.as_mut() {
+            adaptive.timed_out(now - a.sent);
         }
         self.edges[e].budget.on_outcome(now, false);
         self.let_go(now, attempt, Some(Outcome::Timeout), scheduler);

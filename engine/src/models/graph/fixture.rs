@@ -34,6 +34,7 @@ fn edge(from: Option<u32>, to: u32, timeout: Nanos, balance: Balance) -> EdgePar
         to,
         network: Some(Distribution::new(Shape::Constant { value_s: 0.0001 })),
         timeout: Some(timeout),
+        adaptive_timeout: None,
         propagate_deadline: true,
         max_attempts: 3,
         backoff: Backoff::FullJitter { base: 2 * MS, cap: 50 * MS },

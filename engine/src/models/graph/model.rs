@@ -15,6 +15,7 @@ use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
 use crate::measurement::buckets::BucketCursor;
 use crate::models::cluster::QueueDiscipline;
+use crate::policy::adaptive_timeout::AdaptiveTimeout;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
 use crate::policy::hedge::HedgePolicy;
@@ -78,6 +79,7 @@ pub(super) struct EdgeState {
     pub budget: RetryBudget,
     pub breaker: Option<CircuitBreaker>,
     pub hedge: Option<HedgePolicy>,
+    pub adaptive_timeout: Option<AdaptiveTimeout>,
     pub ring: Option<(HashRing, BoundedLoadRouter)>,
     pub round_robin: u32,
     /// Attempts in flight on the edge (Envoy's budget reads them).
@@ -164,6 +166,7 @@ impl<'h> Graph<'h> {
                     budget: edge.budget.clone(),
                     breaker: edge.breaker.map(CircuitBreaker::new),
                     hedge: edge.hedge.map(HedgePolicy::new),
+                    adaptive_timeout: edge.adaptive_timeout.map(AdaptiveTimeout::new),
                     ring: match edge.balance {
                         Balance::ConsistentHash { vnodes, capacity_factor } => Some((
                             HashRing::new(callee.instances, vnodes, RingHash::Fast, e as u64),

@@ -6,6 +6,7 @@ use crate::components::arrivals::ArrivalProcess;
 use crate::components::distribution::Distribution;
 use crate::kernel::time::Nanos;
 use crate::models::cluster::QueueDiscipline;
+use crate::policy::adaptive_timeout::AdaptiveTimeoutConfig;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
 use crate::policy::hedge::HedgeConfig;
@@ -234,6 +235,8 @@ pub struct EdgeParams {
     pub network: Option<Distribution>,
     /// Per attempt.
     pub timeout: Option<Nanos>,
+    /// Per attempt, from the callee's running latency quantile (instead of `timeout`).
+    pub adaptive_timeout: Option<AdaptiveTimeoutConfig>,
     /// A call gets what is left of its caller's deadline, and work whose deadline has
     /// passed is not started.
     pub propagate_deadline: bool,

@@ -76,6 +76,7 @@ impl Builder {
             to,
             network: None,
             timeout: None,
+            adaptive_timeout: None,
             propagate_deadline: true,
             max_attempts: 1,
             backoff: Backoff::Constant { delay: 0 },
@@ -735,4 +736,32 @@ fn a_failure_keeps_its_root_cause_across_hops() {
     // The ledger crashed for 0.7 s before the incident, behind a fallback: degraded, for the ledger.
     let degraded_by_ledger = entry.degraded_by_service(ledger);
     assert!(degraded_by_ledger > 100 && degraded_by_ledger == entry.degraded, "{:?}", entry.degraded_by_service);
+}
+
+/// `timeout_s = "p99"`: a callee of exponential latency (mean 10 ms, far from
+/// overload) times out about 1% of attempts once the running p99 is read; `"p95 * 2"`
+/// about e^(−2 ln 20) = 0.25%. Until 20 answers, the ceiling holds.
+#[test]
+fn an_adaptive_timeout_cuts_the_share_its_quantile_says() {
+    use crate::policy::adaptive_timeout::AdaptiveTimeoutConfig;
+    let share = |quantile: f64, multiple: f64| {
+        let mut g = Builder::new(60.0, 5.0);
+        let front = g.service(1, 100_000, 0);
+        let back = g.service(1, 100_000, 0);
+        let ef = g.endpoint(front, None);
+        let eb = g.endpoint(back, Some(exp(0.01)));
+        let fb = g.edge(Some(front), back);
+        g.p.edges[fb as usize].adaptive_timeout =
+            Some(AdaptiveTimeoutConfig { quantile, multiple, floor: MS, ceiling: 1_000 * MS, min_samples: 20 });
+        g.step(ef, S::Calls(vec![(eb, fb, 1.0)], Wait::All));
+        g.poisson(ef, 400.0, None);
+        let p = g.build();
+        let (results, _) = run(&p, 0);
+        let edge = &results.edges[fb as usize];
+        edge.timeouts as f64 / edge.attempts as f64
+    };
+    let p99 = share(0.99, 1.0);
+    assert!((0.007..0.014).contains(&p99), "p99: {p99} of attempts timed out");
+    let doubled = share(0.95, 2.0);
+    assert!((0.001..0.0045).contains(&doubled), "p95 × 2: {doubled}");
 }

@@ -13,6 +13,7 @@ use stampede_engine::models::graph::{
     Balance, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
     GraphParams, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
 };
+use stampede_engine::policy::adaptive_timeout::AdaptiveTimeoutConfig;
 use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
 use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, VegasConfig};
@@ -22,7 +23,7 @@ use stampede_engine::secs_to_nanos;
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
     BalanceName, DeadlineName, EdgeConfig, GraphConfig, LimiterName, ServiceConfig, StepConfig, Threading,
-    WorkloadConfig,
+    TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -679,9 +680,65 @@ fn limiter(path: &str, l: &super::schema::LimiterConfig) -> Result<LimiterKind> 
     })
 }
 
+/// Samples an adaptive timeout reads its quantile from (the hedge's default too).
+const TIMEOUT_MIN_SAMPLES: u32 = 20;
+
+/// `timeout_s = "p99"` (`"p99.9"`, `"p95 * 2"`) with its floor and ceiling, checked;
+/// `None` for a fixed timeout or none.
+fn timeout_of(path: &str, e: &EdgeConfig) -> Result<Option<AdaptiveTimeoutConfig>> {
+    let bounds_alone = e.timeout_min_s.is_some() || e.timeout_max_s.is_some();
+    let Some(TimeoutValue::Quantile(text)) = &e.timeout_s else {
+        if bounds_alone {
+            return Err(bad(format!(
+                "{path}: timeout_min_s and timeout_max_s bound an adaptive timeout (timeout_s = \"p99\"); a fixed one needs neither"
+            )));
+        }
+        return Ok(None);
+    };
+    let refuse = || {
+        bad(format!(
+            "{path}.timeout_s = {text:?}: seconds, or a running quantile of the callee's latency such as \"p99\", \"p99.9\" \
+             or \"p95 * 2\""
+        ))
+    };
+    let (quantile, multiple) = match text.split_once('*') {
+        Some((q, m)) => (q.trim(), m.trim().parse::<f64>().map_err(|_| refuse())?),
+        None => (text.trim(), 1.0),
+    };
+    let q = quantile
+        .strip_prefix('p')
+        .and_then(|digits| digits.parse::<f64>().ok())
+        .map(|percent| percent / 100.0)
+        .filter(|q| *q > 0.0 && *q < 1.0)
+        .ok_or_else(refuse)?;
+    if !(multiple > 0.0 && multiple.is_finite()) {
+        return Err(refuse());
+    }
+    let Some(ceiling) = e.timeout_max_s else {
+        return Err(bad(format!(
+            "{path}.timeout_s = {text:?}: give timeout_max_s too — the timeout until {TIMEOUT_MIN_SAMPLES} answers are seen, \
+             and the most it may become"
+        )));
+    };
+    let floor = e.timeout_min_s.unwrap_or(0.001);
+    positive(&format!("{path}.timeout_min_s"), floor, "a positive number of seconds")?;
+    if !(ceiling >= floor && ceiling.is_finite()) {
+        return Err(bad(format!("{path}.timeout_max_s = {ceiling}: must be at least timeout_min_s ({floor})")));
+    }
+    Ok(Some(AdaptiveTimeoutConfig {
+        quantile: q,
+        multiple,
+        floor: secs_to_nanos(floor),
+        ceiling: secs_to_nanos(ceiling),
+        min_samples: TIMEOUT_MIN_SAMPLES,
+    }))
+}
+
 fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances: u32) -> Result<EdgeParams> {
     let network = e.network.as_ref().map(|n| n.resolve(&format!("{path}.network"))).transpose()?;
-    if let Some(t) = e.timeout_s {
+    let adaptive_timeout = timeout_of(path, e)?;
+    let fixed_timeout = e.timeout_s.as_ref().and_then(TimeoutValue::seconds);
+    if let Some(t) = fixed_timeout {
         positive(&format!("{path}.timeout_s"), t, "a positive number of seconds")?;
     }
     let r = &e.retry;
@@ -708,7 +765,7 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
             let delay = match (h.after_s, h.after.as_deref()) {
                 (Some(after), None) => {
                     positive(&format!("{path}.hedge.after_s"), after, "a positive number of seconds")?;
-                    if let Some(timeout) = e.timeout_s.filter(|&t| after >= t) {
+                    if let Some(timeout) = fixed_timeout.filter(|&t| after >= t) {
                         return Err(bad(format!(
                             "{path}.hedge.after_s = {after}: not before the timeout ({path}.timeout_s = {timeout}), so no hedge would ever be sent"
                         )));
@@ -766,7 +823,8 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         from,
         to,
         network,
-        timeout: e.timeout_s.map(secs_to_nanos),
+        timeout: fixed_timeout.map(secs_to_nanos),
+        adaptive_timeout,
         propagate_deadline: e.deadline == DeadlineName::Propagate,
         max_attempts: r.max_attempts,
         backoff: r.backoff.with(secs_to_nanos(r.backoff_base_s), secs_to_nanos(r.backoff_cap_s)),

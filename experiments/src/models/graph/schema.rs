@@ -219,6 +219,24 @@ stampede_engine::named_enum! {
     }
 }
 
+/// `edges.E.timeout_s`: seconds, or a running quantile (`"p99"`, `"p95 * 2"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TimeoutValue {
+    Seconds(f64),
+    Quantile(String),
+}
+
+impl TimeoutValue {
+    /// The fixed timeout in seconds, if it is one.
+    pub fn seconds(&self) -> Option<f64> {
+        match self {
+            TimeoutValue::Seconds(s) => Some(*s),
+            TimeoutValue::Quantile(_) => None,
+        }
+    }
+}
+
 stampede_engine::named_enum! {
     /// `edges.E.deadline`.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,9 +254,16 @@ pub struct EdgeConfig {
     /// One way, drawn for the request and again for its answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<DistributionSpec>,
-    /// Per attempt.
+    /// Per attempt: seconds, or `"p99"` / `"p99.9"` / `"p95 * 2"` — a multiple of the
+    /// callee's running latency quantile, between `timeout_min_s` and `timeout_max_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_s: Option<f64>,
+    pub timeout_s: Option<TimeoutValue>,
+    /// An adaptive timeout's floor, seconds (default 0.001).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_min_s: Option<f64>,
+    /// An adaptive timeout's ceiling, seconds, and its value until 20 answers are seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_max_s: Option<f64>,
     #[serde(default = "propagate", with = "crate::base::names")]
     pub deadline: DeadlineName,
     #[serde(default)]
@@ -263,6 +288,8 @@ impl Default for EdgeConfig {
         EdgeConfig {
             network: None,
             timeout_s: None,
+            timeout_min_s: None,
+            timeout_max_s: None,
             deadline: propagate(),
             retry: EdgeRetryConfig::default(),
             breaker: BreakerSection::default(),
