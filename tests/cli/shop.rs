@@ -107,6 +107,17 @@ fn the_shop_runs_without_overlap_orphan_or_lost_cause_defects() {
             assert!(metric("edge.api.failed_by.payments.error") > 100.0, "point {point}: payments' errors");
         }
     }
+    // Per call site: checkout's payments call (30% of requests) has its own figures.
+    for point in 0..3u32 {
+        let row = (0..replicas.rows()).find(|&r| rows_point[r] == point && rows_replica[r] == 0).unwrap();
+        let metric = |name: &str| replicas.numbers(name).unwrap()[row];
+        let (orders, payments) =
+            (metric("edge.api->orders.place.offered"), metric("orders.place->payments.charge.offered"));
+        let share = payments / orders;
+        assert!((0.27..0.33).contains(&share), "point {point}: payments called for {share} of orders");
+        assert!(metric("orders.place->payments.charge.failed_ratio") > 0.05, "the incident shows on its call site");
+        assert!(metric("orders.place->inventory.check.p99_s") > 0.0);
+    }
     let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(report.contains("Where failures came from"), "the report says where failures came from");
     let _ = std::fs::remove_dir_all(&out);

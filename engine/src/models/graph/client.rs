@@ -12,7 +12,7 @@ use crate::policy::classify::Outcome;
 
 use super::model::Graph;
 use super::params::{Balance, Cause, Failure, WorkloadArrivals};
-use super::state::{Answer, Attempt, Call, Event};
+use super::state::{Answer, Attempt, Call, Event, NO_SITE};
 
 /// How a call ended, as its caller sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -577,6 +577,18 @@ impl Graph<'_> {
                 CallOutcome::Failed(..) => edge.failed += 1,
             }
         }
+        if c.counted && c.site != NO_SITE {
+            let site = &mut self.sites[c.site as usize];
+            match outcome {
+                CallOutcome::Success => {
+                    site.successes += 1;
+                    site.latency.record(now - c.started);
+                    site.latency_sum_s += (now - c.started) as f64 / crate::kernel::time::NANOS_PER_SEC as f64;
+                }
+                CallOutcome::Degraded(_) | CallOutcome::Fallback(_) => site.degraded += 1,
+                CallOutcome::Failed(failure, _) => site.failed[failure.index()] += 1,
+            }
+        }
         match c.parent {
             Some(job) => self.child_done(now, job, outcome, scheduler),
             None => self.entry_done(now, &c, outcome, scheduler),
@@ -683,13 +695,18 @@ impl Graph<'_> {
         // The few fields read, not the whole record copied: this runs per call made.
         let j = self.jobs.get(job).expect("live job");
         let (attempt, first_child, counted) = (j.attempt, j.first_child, j.counted);
+        let site_index = site;
         let site = self.p.call_sites[site as usize];
         let edge = &self.p.edges[site.edge as usize];
         let deadline = if edge.propagate_deadline { j.deadline } else { Nanos::MAX };
         let a = self.attempts.get(attempt).expect("a job's attempt is live");
         let workload = self.calls.get(a.call).map_or(0, |c| c.workload);
+        if counted {
+            self.sites[site_index as usize].offered += 1;
+        }
         let call = self.calls.insert(Call {
             next_sibling: first_child,
+            site: site_index,
             ..Call::new(
                 Some(job),
                 workload,

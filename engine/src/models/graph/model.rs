@@ -116,6 +116,8 @@ pub struct Graph<'h> {
     pub(super) workloads: Vec<WorkloadState>,
     /// One stream per call site: whether an optional call is made.
     pub(super) site_rng: Vec<RngStream>,
+    /// Per call site, the outcomes of the calls it made.
+    pub(super) sites: Vec<EntryResults>,
     pub(super) calls: Slab<Call>,
     pub(super) attempts: Slab<Attempt>,
     pub(super) jobs: Slab<Job>,
@@ -215,6 +217,7 @@ impl<'h> Graph<'h> {
         };
         Graph {
             site_rng: (0..p.call_sites.len()).map(|c| stream(MIX, 1_000_000 + c)).collect(),
+            sites: vec![EntryResults::default(); p.call_sites.len()],
             instances,
             services,
             edges,
@@ -532,6 +535,7 @@ impl<'h> Graph<'h> {
         );
         let results = GraphResults {
             entries: self.workloads.iter_mut().map(|w| std::mem::take(&mut w.results)).collect(),
+            sites: std::mem::take(&mut self.sites),
             services: self.services.iter_mut().map(|s| std::mem::take(&mut s.results)).collect(),
             edges: self.edges.iter().map(|e| e.results).collect(),
             recovered: recovery.is_some(),

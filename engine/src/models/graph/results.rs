@@ -102,6 +102,10 @@ pub struct EdgeResults {
 #[derive(Clone, Debug, Default)]
 pub struct GraphResults {
     pub entries: Vec<EntryResults>,
+    /// Per call site (in the call sites' order), the same figures for the calls it made:
+    /// `offered` counts every call made, the outcomes those that ended (a call whose
+    /// group was decided without it, or whose caller gave up, is in no outcome).
+    pub sites: Vec<EntryResults>,
     pub services: Vec<ServiceResults>,
     pub edges: Vec<EdgeResults>,
     /// From the whole graph's queue depth, as the cluster measures it.

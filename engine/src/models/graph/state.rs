@@ -12,6 +12,9 @@ use crate::policy::breaker::Permit;
 
 use super::params::{Cause, Failure};
 
+/// [`Call::site`] of an entry request.
+pub(super) const NO_SITE: u32 = u32::MAX;
+
 /// A caller's logical call: one entry request, or one call a job makes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Call {
@@ -19,6 +22,9 @@ pub(super) struct Call {
     pub parent: Option<SlabKey>,
     /// The workload the request tree belongs to.
     pub workload: u32,
+    /// The call site that made it (an index into the call sites); `NO_SITE` for an
+    /// entry request.
+    pub site: u32,
     pub edge: u32,
     pub endpoint: u32,
     /// Absolute; `Nanos::MAX` without one.
@@ -66,6 +72,7 @@ impl Call {
         Call {
             parent,
             workload,
+            site: NO_SITE,
             edge,
             endpoint,
             deadline,

@@ -765,3 +765,41 @@ fn an_adaptive_timeout_cuts_the_share_its_quantile_says() {
     let doubled = share(0.95, 2.0);
     assert!((0.001..0.0045).contains(&doubled), "p95 × 2: {doubled}");
 }
+
+/// Each call site counts its own calls: checkout calls inventory always and payments
+/// for 30% of requests; payments fails every call, so its site's calls all fail while
+/// inventory's all succeed, and the payments site made 30% ± 3σ of the entry's.
+#[test]
+fn a_call_site_has_its_own_outcomes() {
+    let mut g = Builder::new(20.0, 1.0);
+    let front = g.service(1, 100_000, 0);
+    let inventory = g.service(1, 100_000, 0);
+    let payments = g.service(1, 100_000, 0);
+    let ef = g.endpoint(front, None);
+    let ei = g.endpoint(inventory, Some(exp(0.002)));
+    let ep = g.endpoint(payments, Some(exp(0.002)));
+    let fi = g.edge(Some(front), inventory);
+    let fp = g.edge(Some(front), payments);
+    g.step(ef, S::Calls(vec![(ei, fi, 1.0)], Wait::All));
+    g.step(ef, S::Calls(vec![(ep, fp, 0.3)], Wait::All));
+    g.poisson(ef, 200.0, None);
+    g.p.faults.push(GraphFault {
+        target: FaultTarget::Instances { service: payments, first: 0, count: 1 },
+        kind: FaultKind::Errors { rate: 1.0 },
+        start: 0,
+        duration: secs_to_nanos(100.0),
+    });
+    let p = g.build();
+    let (results, _) = run(&p, 0);
+    let entry = &results.entries[0];
+    let (inv, pay) = (&results.sites[0], &results.sites[1]);
+    assert_eq!(results.sites.len(), 2);
+    assert_eq!(inv.successes, inv.offered, "inventory answers every call");
+    assert!(inv.latency.quantile(0.5) > 0.0 && inv.latency_mean_s() > 0.0015, "{}", inv.latency_mean_s());
+    assert_eq!(pay.failed_by(Failure::Error), pay.offered, "payments fails every call");
+    assert_eq!(pay.successes, 0);
+    let n = entry.offered as f64;
+    let sd = (n * 0.3 * 0.7).sqrt();
+    assert!((pay.offered as f64 - 0.3 * n).abs() < 3.0 * sd, "{} of {n}", pay.offered);
+    assert_eq!(entry.failed_by(Failure::Error), pay.offered, "each failed payment failed its request");
+}

@@ -575,14 +575,20 @@ impl Builder {
             bucket: 1,
             recovery_hold: 0,
         };
+        let mut site_names = Vec::new();
         for (e, steps) in self.steps.into_iter().enumerate() {
             params.endpoints[e].first_step = params.steps.len() as u32;
             params.endpoints[e].step_count = steps.len() as u32;
+            let mut seen: Vec<String> = Vec::new();
             for (mut step, sites) in steps {
                 if let Step::Calls { first_call, .. } = &mut step {
                     *first_call = params.call_sites.len() as u32;
                 }
                 for (endpoint, edge, probability) in sites {
+                    let pair = format!("{}->{}", self.endpoints[e], self.endpoints[endpoint as usize]);
+                    let repeat = seen.iter().filter(|p| **p == pair).count();
+                    site_names.push(if repeat == 0 { pair.clone() } else { format!("{pair}#{}", repeat + 1) });
+                    seen.push(pair);
                     params.call_sites.push(CallSite {
                         endpoint,
                         edge: edge_index(&self.edge_names, &edge),
@@ -602,6 +608,7 @@ impl Builder {
             endpoints: self.endpoints,
             edges: self.edge_names,
             entries: self.entries,
+            sites: site_names,
         }
     }
 }

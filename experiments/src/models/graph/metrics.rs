@@ -2,7 +2,7 @@
 //! each metric's declaration (named from the graph) with where its value comes from,
 //! so a replica only reads its numbers — no names formatted or interned per replica.
 
-use stampede_engine::models::graph::{Cause, Failure, GraphResults, Refusal};
+use stampede_engine::models::graph::{Cause, EntryResults, Failure, GraphResults, Refusal};
 
 use super::topology::Topology;
 use crate::models::metrics::{intern, Direction, MetricDef, MetricKind};
@@ -82,6 +82,8 @@ impl MetricTable {
 #[derive(Clone, Copy, Debug)]
 enum Read {
     Entry(usize, EntryValue),
+    /// A call site's figures, as an entry's.
+    Site(usize, EntryValue),
     Service(usize, ServiceValue),
     Edge(usize, EdgeValue),
     RecoveredRatio,
@@ -141,24 +143,29 @@ fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
+impl EntryValue {
+    /// This figure of an entry point's (or a call site's) results.
+    fn of(self, e: &EntryResults) -> f64 {
+        match self {
+            EntryValue::Offered => e.offered as f64,
+            EntryValue::Goodput => e.goodput_rps,
+            EntryValue::SuccessRatio => ratio(e.successes, e.offered),
+            EntryValue::DegradedRatio => ratio(e.degraded, e.offered),
+            EntryValue::FailedRatio => ratio(e.failed_total(), e.offered),
+            EntryValue::Failed(failure) => e.failed_by(failure) as f64,
+            EntryValue::FailedBy(cause) => e.failed_by_cause(cause) as f64,
+            EntryValue::DegradedBy(service) => e.degraded_by_service(service) as f64,
+            EntryValue::Mean => e.latency_mean_s(),
+            EntryValue::Quantile(q) => e.latency.quantile(q) / 1e9,
+        }
+    }
+}
+
 impl Read {
     fn value(self, r: &GraphResults) -> f64 {
         match self {
-            Read::Entry(w, value) => {
-                let e = &r.entries[w];
-                match value {
-                    EntryValue::Offered => e.offered as f64,
-                    EntryValue::Goodput => e.goodput_rps,
-                    EntryValue::SuccessRatio => ratio(e.successes, e.offered),
-                    EntryValue::DegradedRatio => ratio(e.degraded, e.offered),
-                    EntryValue::FailedRatio => ratio(e.failed_total(), e.offered),
-                    EntryValue::Failed(failure) => e.failed_by(failure) as f64,
-                    EntryValue::FailedBy(cause) => e.failed_by_cause(cause) as f64,
-                    EntryValue::DegradedBy(service) => e.degraded_by_service(service) as f64,
-                    EntryValue::Mean => e.latency_mean_s(),
-                    EntryValue::Quantile(q) => e.latency.quantile(q) / 1e9,
-                }
-            }
+            Read::Entry(w, value) => value.of(&r.entries[w]),
+            Read::Site(s, value) => value.of(&r.sites[s]),
             Read::Service(s, value) => {
                 let service = &r.services[s];
                 match value {
@@ -322,6 +329,45 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
                 format!("{e}: this replica's {label} latency of requests answered in full (±3.2%)"),
                 false,
                 headline,
+                r(EntryValue::Quantile(q)),
+            );
+        }
+    }
+    for (i, site) in t.sites.iter().enumerate() {
+        let r = |v| Read::Site(i, v);
+        add(
+            format!("{site}.offered"),
+            Count,
+            format!("{site}: calls this call site made (after warm-up), retries not counted"),
+            false,
+            None,
+            r(EntryValue::Offered),
+        );
+        for (field, value, what, fraction) in [
+            ("success_ratio", EntryValue::SuccessRatio, "answered in full ÷ calls made", true),
+            ("degraded_ratio", EntryValue::DegradedRatio, "answered by a fallback (here or below) ÷ calls made", true),
+            ("failed_ratio", EntryValue::FailedRatio, "failed ÷ calls made", true),
+            ("mean_s", EntryValue::Mean, "mean latency of the calls answered in full", false),
+        ] {
+            add(format!("{site}.{field}"), Real, format!("{site}: {what}"), fraction, None, r(value));
+        }
+        for failure in Failure::ALL {
+            add(
+                format!("{site}.failed_{}", failure.name()),
+                Count,
+                format!("{site}: calls that failed ({}), as its caller saw them", failure.name().replace('_', " ")),
+                false,
+                None,
+                r(EntryValue::Failed(failure)),
+            );
+        }
+        for (q, label) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
+            add(
+                format!("{site}.{label}_s"),
+                Real,
+                format!("{site}: this replica's {label} latency of the calls answered in full (±3.2%)"),
+                false,
+                None,
                 r(EntryValue::Quantile(q)),
             );
         }

@@ -16,6 +16,9 @@ pub struct Topology {
     pub edges: Vec<String>,
     /// Each workload's entry, `service.endpoint`.
     pub entries: Vec<String>,
+    /// Each call site, in the call sites' order: `caller.endpoint->callee.endpoint`,
+    /// with `#2`, `#3`… for the same pair's later sites in one endpoint's steps.
+    pub sites: Vec<String>,
 }
 
 impl PartialEq for Topology {
