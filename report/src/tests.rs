@@ -259,7 +259,7 @@ fn every_graph_service_gets_a_section_with_its_figures_refusals_and_series() {
         let point: usize = row[0].parse().unwrap();
         assert!(close(row[3].parse().unwrap(), full[point]), "{row:?} vs {}", full[point]);
     }
-    assert!(api.contains("edge.web-&gt;api.attempts") && api.contains("edge.api-&gt;cache.retries"), "{api}");
+    assert!(api.contains("web-&gt;api.attempts") && api.contains("api-&gt;cache.retries"), "{api}");
     let common = sections::time_series(&ctx).unwrap();
     let common: Vec<&str> = figures(&common.blocks).iter().map(|f| f.title.as_str()).collect();
     assert!(common.iter().all(|t| !t.starts_with("api.") && !t.starts_with("cache.")), "{common:?}");
