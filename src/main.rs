@@ -913,6 +913,24 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
 }
 
 fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
+    let result = verify_claims(&verify_args);
+    // A scenario that cannot run still answers the CI: an errored JUnit testcase and an
+    // `::error` line, so the test report is not green while the job fails.
+    if let (Err(error), Some(junit)) = (&result, &verify_args.junit) {
+        if error.exit_code() == 2 && output_file::check(junit, "--junit", verify_args.run.force).is_ok() {
+            use stampede_experiments::verify::verdicts::{annotation_error, junit_error};
+            let name = verify_args.run.scenario.as_deref().unwrap_or("?");
+            let message = error.to_string();
+            let _ = output_file::write(junit, "--junit", junit_error(name, &message).as_bytes(), verify_args.run.force);
+            if std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true") {
+                print!("{}", annotation_error(name, &message));
+            }
+        }
+    }
+    result
+}
+
+fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
     use stampede_experiments::verify::verdicts::{write_json, Verdicts};
     let args = &verify_args.run;
     let Some(name) = args.scenario.as_deref() else {

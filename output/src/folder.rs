@@ -60,6 +60,15 @@ const NAMED_AT_MOST: usize = 8;
 /// being written, and a `shards/` folder holding only shard folders that pass the same
 /// rule with their lock, checkpoint and staging entries. A folder without a stampede
 /// manifest may hold only `shards/` (what `run --shard` creates).
+/// A `verify --junit` file written into the folder: stampede's own suite, by its first
+/// bytes (so the next run may replace the folder).
+fn is_stampede_junit(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let read = fs::File::open(path).and_then(|mut file| file.read(&mut head)).unwrap_or(0);
+    String::from_utf8_lossy(&head[..read]).contains("<testsuites name=\"stampede verify")
+}
+
 pub fn foreign_entries(dir: &Path) -> std::io::Result<Vec<String>> {
     let mut foreign = Vec::new();
     collect_foreign(dir, "", &mut foreign)?;
@@ -78,6 +87,7 @@ fn collect_foreign(dir: &Path, prefix: &str, foreign: &mut Vec<String>) -> std::
                 files.contains(&name)
                     || DOCUMENTS.contains(&name.as_str())
                     || is_temporary_of(&name, files.iter().map(String::as_str).chain(DOCUMENTS))
+                    || is_stampede_junit(&entry.path())
             }
             Some(files) if kind.is_dir() && PARTITIONED.contains(&name.as_str()) => {
                 collect_foreign_partitions(&entry.path(), &format!("{prefix}{name}/"), &name, files, foreign)?;

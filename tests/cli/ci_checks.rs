@@ -114,14 +114,13 @@ print("props", props["scenario"], props["seed"], props["replicas"], props["commi
     let parsed = stdout(&parsed);
     let lines: Vec<&str> = parsed.lines().collect();
     assert_eq!(lines[0], "3 1 1", "{parsed}");
-    assert!(lines[1].starts_with("pass | verify[0] #0 (queue.servers = 2) wait_mean_s: mean ≥ 0.001"), "{parsed}");
-    assert!(
-        lines[2].starts_with("failure | verify[1] #1 (queue.servers = 3) wait_mean_s: ci_hi ≤ 0.0000001"),
-        "{parsed}"
-    );
+    // A testcase's name is the claim's identity (the point as the file names it, the
+    // metric, statistic and bound), never a measured value: the same every night.
+    assert!(lines[1].starts_with("pass | verify[0] grid point 0 wait_mean_s mean ≥ 0.001 |"), "{parsed}");
+    assert!(lines[2].starts_with("failure | verify[1] grid point 1 wait_mean_s ci_hi ≤ 0.0000001 |"), "{parsed}");
     assert!(lines[2].contains("| expected ci_hi ≤ 0.0000001, got 0.0021 |"), "{parsed}");
     assert!(lines[2].ends_with("a promise <nobody> & \"no\" server keeps"), "escaped and read back: {parsed}");
-    assert!(lines[3].starts_with("skipped | verify[2]"), "{parsed}");
+    assert!(lines[3].starts_with("skipped | verify[2] grid point 2 wait_mean_s mean ≤ 1 |"), "{parsed}");
     let commit = head_commit();
     assert_eq!(lines[4], format!("props ci-claims 7 20 {}", commit.as_deref().unwrap_or("-")), "{parsed}");
 
@@ -154,6 +153,51 @@ print("props", props["scenario"], props["seed"], props["replicas"], props["commi
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("ci-claims/manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["commit"].as_str(), commit.as_deref());
+}
+
+/// A scenario that cannot run still leaves a JUnit file (one errored testcase) and an
+/// `::error` line; a JUnit file written into the output folder does not block the
+/// next run of it.
+#[test]
+fn a_scenario_that_cannot_run_leaves_an_errored_junit_and_junit_in_the_folder_is_stampedes() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bad = scratch.path().join("bad.toml");
+    std::fs::write(&bad, CLAIMS.replace("arrival_rate_per_s = 160.0", "arrival_rate_per_s = -5.0")).unwrap();
+    let junit = scratch.path().join("bad.xml");
+    let output = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["verify", bad.to_str().unwrap(), "--quiet", "--out", scratch.path().join("out").to_str().unwrap()])
+        .args(["--junit", junit.to_str().unwrap()])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let xml = std::fs::read_to_string(&junit).expect("a JUnit file for the run that could not run");
+    assert!(
+        xml.contains("errors=\"1\"") && xml.contains("<error message=\"") && xml.contains("arrival_rate_per_s"),
+        "{xml}"
+    );
+    assert!(stdout(&output).contains("::error title=stampede verify"), "{}", stdout(&output));
+    // --junit into the output folder: the next run replaces the folder as its own.
+    let out = scratch.path().join("runs");
+    std::fs::create_dir_all(&out).unwrap();
+    let inside = out.join("ci-claims/junit.xml");
+    for _ in 0..2 {
+        let good = scratch.path().join("good.toml");
+        std::fs::write(&good, CLAIMS).unwrap();
+        let run = stampede(&[
+            "verify",
+            good.to_str().unwrap(),
+            "--replicas",
+            "3",
+            "--quiet",
+            "--no-report",
+            "--out",
+            out.to_str().unwrap(),
+            "--junit",
+            inside.to_str().unwrap(),
+        ]);
+        assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    }
 }
 
 #[test]

@@ -138,6 +138,10 @@ pub struct Assertion {
     /// grid, or is several of its points (set when the claim follows its point).
     #[serde(skip)]
     pub not_here: Option<String>,
+    /// The point as the file names it (`case "breaker"`, `grid point 1`; empty for the
+    /// only point): the claim's identity whatever the run's grid (JUnit names it so).
+    #[serde(skip)]
+    pub written: String,
 }
 
 fn is_unnamed(point: &u32) -> bool {
@@ -157,6 +161,9 @@ pub struct Relative {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point: Option<toml::Table>,
     pub statistic: Statistic,
+    /// The other point as the file names it (see [`Assertion::written`]).
+    #[serde(skip)]
+    pub written: String,
     #[serde(default = "unit_factor")]
     pub factor: f64,
 }
@@ -286,6 +293,7 @@ impl Assertion {
     pub fn follow(&mut self, path: &str, file: GridView, run: GridView) -> Result<()> {
         let mut why = None;
         let own = (self.grid_point, self.case.take(), self.point.take());
+        self.written = written(&own);
         self.grid_point = follow_one(path, own, file, run, &mut why)?;
         for (side, relative) in [("above", &mut self.above), ("below", &mut self.below)] {
             if let Some(r) = relative {
@@ -295,12 +303,23 @@ impl Assertion {
                     )));
                 }
                 let named = (r.grid_point, r.case.take(), r.point.take());
+                r.written = written(&named);
                 r.grid_point = follow_one(&format!("{path}.{side}"), named, file, run, &mut why)?;
             }
         }
         self.not_here = why;
         Ok(())
     }
+}
+
+/// A point as the file names it: `case "b", x.n = 2`, `grid point 1`, or empty.
+fn written((index, case, point): &(u32, Option<String>, Option<toml::Table>)) -> String {
+    let mut parts: Vec<String> = case.iter().map(|label| format!("case {label:?}")).collect();
+    parts.extend(point.iter().flatten().map(|(k, v)| format!("{k} = {}", crate::base::typing::describe(v))));
+    if parts.is_empty() && *index != UNNAMED_POINT {
+        parts.push(format!("grid point {index}"));
+    }
+    parts.join(", ")
 }
 
 /// One named point, followed: its index in the run's grid (`why` set when none).

@@ -161,11 +161,13 @@ impl<'a> Verdicts<'a> {
         }
         xml.push_str("    </properties>\n");
         let classname = escape(&format!("stampede.verify.{}", scenario.name));
+        let claims = &self.report.scenario.verify;
         for c in &self.checks {
-            let name = escape(&format!("verify[{}] {} {}: {}", c.claim, c.point, c.assertion.metric, expected(c)));
+            let name = escape(&identity(c.claim, &c.assertion));
             let _ = write!(xml, "    <testcase classname=\"{classname}\" name=\"{name}\"");
             if c.passed {
-                xml.push_str("/>\n");
+                // The measurement in the output, never in the name.
+                let _ = writeln!(xml, ">\n      <system-out>{}</system-out>\n    </testcase>", escape(&sentence(c)));
             } else {
                 let _ = writeln!(
                     xml,
@@ -176,7 +178,7 @@ impl<'a> Verdicts<'a> {
             }
         }
         for s in &self.skipped {
-            let name = escape(&format!("verify[{}]", s.index));
+            let name = escape(&identity(s.index, &claims[s.index]));
             let _ = writeln!(
                 xml,
                 "    <testcase classname=\"{classname}\" name=\"{name}\">\n      <skipped message=\"{}\"/>\n    </testcase>",
@@ -221,6 +223,29 @@ fn sentence(c: &Check) -> String {
 
 /// What the claim expects of its statistic: `ci_lo ≥ 3.5`, `fraction_ci_lo (replicas
 /// with recovery_s ≤ 1.5) ≥ 0.85`, `ci_lo > #0 ci_hi (0.6500)`.
+/// A claim's identity, as JUnit names its testcase: the point as the file names it, the
+/// metric, the statistic and the claimed bound (another point by its name, never its
+/// measured value) — the same every night, whatever was measured or skipped:
+/// `verify[3] case "breaker" success_ratio ci_lo ≥ 0.9`.
+pub fn identity(index: usize, a: &Assertion) -> String {
+    let mut bounds = Vec::new();
+    if let Some(bound) = a.at_least {
+        bounds.push(format!("≥ {bound}"));
+    }
+    if let Some(bound) = a.at_most {
+        bounds.push(format!("≤ {bound}"));
+    }
+    for (sign, relative) in [(">", &a.above), ("<", &a.below)] {
+        if let Some(r) = relative {
+            let times = if r.factor == 1.0 { String::new() } else { format!("{} × ", r.factor) };
+            let other = if r.written.is_empty() { "the point".to_string() } else { r.written.clone() };
+            bounds.push(format!("{sign} {times}{other} {}", r.statistic.name()));
+        }
+    }
+    let point = if a.written.is_empty() { String::new() } else { format!(" {}", a.written) };
+    format!("verify[{index}]{point} {} {}{} {}", a.metric, a.statistic.name(), per_replica(a), bounds.join(" and "))
+}
+
 fn expected(c: &Check) -> String {
     let a = &c.assertion;
     let mut bounds = Vec::new();
@@ -334,4 +359,26 @@ mod tests {
         assert_eq!(annotation("50%: a, b\nc", true), "50%25%3A a%2C b%0Ac");
         assert_eq!(annotation("50%: a, b\nc", false), "50%25: a, b%0Ac");
     }
+}
+
+/// The JUnit file of a `verify` that could not run (bad input, exit 2): one errored
+/// testcase carrying the error, so a test report never shows green for it.
+pub fn junit_error(scenario: &str, message: &str) -> String {
+    let suite = format!(
+        "name=\"{}\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"0\"",
+        escape(&format!("stampede verify {scenario}"))
+    );
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites {suite}>\n  <testsuite {suite}>\n    <testcase \
+         classname=\"{}\" name=\"the scenario runs\">\n      <error message=\"{}\" type=\"bad_input\"/>\n    \
+         </testcase>\n  </testsuite>\n</testsuites>\n",
+        escape(&format!("stampede.verify.{scenario}")),
+        escape(message)
+    )
+}
+
+/// The `::error` line of a `verify` that could not run.
+pub fn annotation_error(scenario: &str, message: &str) -> String {
+    let title = format!("stampede verify {scenario}: could not run");
+    format!("::error title={}::{}\n", annotation(&title, true), annotation(message, false))
 }
