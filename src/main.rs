@@ -386,6 +386,11 @@ struct VerifyArgs {
     /// dashboards; written whether the claims pass or fail.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
+    /// Measure the claims instead of judging one run: run them over N consecutive seeds
+    /// from --seed (else run.seed) and print each claim's pass rate; exit 1 when a claim
+    /// holds on fewer than 99% of them. Nothing is written.
+    #[arg(long, value_name = "N")]
+    seeds: Option<u32>,
 }
 
 #[derive(Args)]
@@ -913,6 +918,9 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
 }
 
 fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
+    if let Some(seeds) = verify_args.seeds {
+        return seed_sweep(&verify_args, seeds);
+    }
     let result = verify_claims(&verify_args);
     // A scenario that cannot run still answers the CI: an errored JUnit testcase and an
     // `::error` line, so the test report is not green while the job fails.
@@ -971,6 +979,87 @@ fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
         args.json,
         html,
     )
+}
+
+/// Claims hold on at least this share of seeds, or `verify --seeds` exits 1.
+const SEED_PASS_RATE: f64 = 0.99;
+
+/// `verify --seeds N`: each claim's pass rate over N consecutive seeds, each a whole run
+/// at the scenario's own size (in a temporary folder, removed), so a nightly that
+/// rotates its seed knows how often it would go red with no change.
+fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitStatus> {
+    use stampede_experiments::verify::verdicts::{identity, Verdicts};
+    let args = &verify_args.run;
+    let Some(name) = args.scenario.as_deref() else {
+        return Err(Error::bad_input("verify --seeds needs a scenario: stampede verify SCENARIO --seeds 200"));
+    };
+    if seeds == 0 {
+        return Err(Error::bad_input("--seeds 0: run the claims over at least one seed"));
+    }
+    if verify_args.junit.is_some() || args.shard.is_some() || args.trace.is_some() {
+        return Err(Error::bad_input(
+            "--seeds measures pass rates and writes nothing: leave out --junit, --shard, --trace",
+        ));
+    }
+    let scenario = resolve(name, &args.scenario_args)?;
+    let (claims, skipped) = claims_that_apply(&scenario, "")?;
+    let threads = threads(args.threads)?;
+    let base = scenario.run.seed;
+    let scratch = std::env::temp_dir().join(format!("stampede-seeds-{}", std::process::id()));
+    let mut passed = vec![0u32; scenario.verify.len()];
+    let mut failing_seeds: Vec<Vec<u64>> = vec![Vec::new(); scenario.verify.len()];
+    for k in 0..u64::from(seeds) {
+        let mut seeded = scenario.clone();
+        seeded.run.seed = base.wrapping_add(k);
+        let writing = Writing { resume: false, force: true, shape: Shape::default() };
+        let report = execute_with(&seeded, &scratch, threads, &|| {}, None, writing);
+        let _ = std::fs::remove_dir_all(&scratch);
+        let report = report?;
+        let verdicts = Verdicts::new(&report, skipped.clone());
+        for check in &verdicts.checks {
+            if check.passed {
+                passed[check.claim] += 1;
+            } else {
+                failing_seeds[check.claim].push(seeded.run.seed);
+            }
+        }
+        if !args.quiet {
+            let failed = verdicts.checks.iter().filter(|c| !c.passed).count();
+            eprintln!("seed {}: {} passed, {failed} failed", seeded.run.seed, verdicts.checks.len() - failed);
+        }
+    }
+    println!(
+        "{}: each claim's pass rate over {seeds} seed(s) {base}..{}, {} replicas a point",
+        scenario.name,
+        base.wrapping_add(u64::from(seeds) - 1),
+        scenario.run.replicas
+    );
+    let mut short = 0;
+    for (index, _) in &claims {
+        let rate = f64::from(passed[*index]) / f64::from(seeds);
+        let mark = if rate < SEED_PASS_RATE { "SHORT" } else { "ok   " };
+        short += usize::from(rate < SEED_PASS_RATE);
+        let failing = &failing_seeds[*index];
+        let seeds_shown = failing.iter().take(8).map(u64::to_string).collect::<Vec<_>>().join(", ");
+        let more = if failing.len() > 8 { format!(" and {} more", failing.len() - 8) } else { String::new() };
+        println!(
+            "{mark} {:>6.1}%  {}/{seeds}  {}{}",
+            100.0 * rate,
+            passed[*index],
+            identity(*index, &scenario.verify[*index]),
+            if failing.is_empty() { String::new() } else { format!("  (fails on seed {seeds_shown}{more})") }
+        );
+    }
+    for s in &skipped {
+        println!("skip              {}: {}", identity(s.index, &scenario.verify[s.index]), s.why);
+    }
+    if short > 0 {
+        println!("{short} claim(s) hold on fewer than {:.0}% of seeds", 100.0 * SEED_PASS_RATE);
+        Ok(ExitStatus::VerificationFailed)
+    } else {
+        println!("every claim holds on at least {:.0}% of seeds", 100.0 * SEED_PASS_RATE);
+        Ok(ExitStatus::Success)
+    }
 }
 
 /// The claims of `scenario` that this run can check (numbered) and the ones it skips,

@@ -237,18 +237,36 @@ fn nightly_checks_every_scenario_and_fails_at_the_end() {
     let summary = std::fs::read_to_string(out.join("nightly.txt")).unwrap();
     let lines: Vec<&str> = summary.lines().collect();
     assert_eq!(lines.len(), 3, "{summary}");
-    assert!(lines[0].starts_with("FAIL   claims: 2 passed, 1 failed"), "{summary}");
+    assert!(lines[0].starts_with("FAIL   ci-claims: 2 passed, 1 failed (seed 7)"), "{summary}");
     assert!(lines[1].starts_with("ERROR  no-such-scenario: exit 2"), "{summary}");
-    assert!(lines[2].starts_with("PASS   mg1: 8 passed, 0 failed"), "{summary}");
+    assert!(lines[2].starts_with("PASS   mg1: 5 passed, 0 failed"), "{summary}");
     // Everything is left for upload: both folders, both JUnit files, every log.
-    for file in
-        ["ci-claims/verify.json", "mg1/verify.json", "junit/claims.xml", "junit/mg1.xml", "logs/no-such-scenario.txt"]
-    {
+    for file in [
+        "ci-claims/verify.json",
+        "mg1/verify.json",
+        "junit/ci-claims.xml",
+        "junit/mg1.xml",
+        "logs/no-such-scenario.txt",
+    ] {
         assert!(out.join(file).is_file(), "{file} missing");
     }
+    // The forwarded options are in each header.
+    assert!(text.contains("== stampede verify mg1 --replicas 20"), "{text}");
     // No scenario at all is a usage error.
     let none = Command::new(root().join("ci/nightly")).output().unwrap();
     assert_eq!(none.status.code(), Some(2));
+    // Two scenarios of one name would overwrite each other: refused before anything runs.
+    let twin = scratch.path().join("mg1-tight.toml");
+    std::fs::write(&twin, CLAIMS.replace("name = \"ci-claims\"", "name = \"mg1\"")).unwrap();
+    let out = scratch.path().join("twins");
+    let twins = Command::new(root().join("ci/nightly"))
+        .args(["--out", out.to_str().unwrap(), "--stampede", env!("CARGO_BIN_EXE_stampede")])
+        .args(["mg1", twin.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(twins.status.code(), Some(2), "{}", stdout(&twins));
+    assert!(stderr(&twins).contains("are both named \"mg1\""), "{}", stderr(&twins));
+    assert!(!out.join("mg1").exists(), "nothing ran");
 }
 
 /// A gungraun report of two benchmarks, as `cargo bench --bench instructions` prints it.
@@ -339,4 +357,35 @@ fn the_gate_records_its_toolchain_reports_stale_baselines_and_writes_json() {
     assert_eq!(other.status.code(), Some(1), "{text}");
     assert!(text.contains("the baseline was saved with 0.0.1 (0000000 1970-01-01)"), "{text}");
     assert!(text.contains("not comparable") && text.contains(".ci/instruction-gate --save"), "{text}");
+}
+
+/// `verify --seeds N` measures each claim's pass rate over N seeds (writing nothing)
+/// and exits 1 when one holds on fewer than 99%; `near`/`within` claims judge the mean's
+/// interval against a band.
+#[test]
+fn seeds_measure_each_claims_pass_rate() {
+    let scratch = tempfile::tempdir().unwrap();
+    let scenario = scratch.path().join("claims.toml");
+    let text = CLAIMS.to_string()
+        + "\n[[verify]]\ngrid_point = 0\nmetric = \"wait_mean_s\"\nstatistic = \"mean\"\nnear = 0.0178\nwithin = 0.5\n";
+    std::fs::write(&scenario, text).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["verify", scenario.to_str().unwrap(), "--seeds", "3", "--replicas", "4", "--quiet"])
+        .current_dir(scratch.path())
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(text.contains("ci-claims: each claim's pass rate over 3 seed(s) 7..9, 4 replicas a point"), "{text}");
+    assert!(text.contains("ok     100.0%  3/3  verify[0] grid point 0 wait_mean_s mean ≥ 0.001"), "{text}");
+    assert!(
+        text.contains(
+            "SHORT    0.0%  0/3  verify[1] grid point 1 wait_mean_s ci_hi ≤ 0.0000001  (fails on seed 7, 8, 9)"
+        ),
+        "{text}"
+    );
+    // M/M/2 at ρ = 0.8 waits 0.0178 s (Erlang C): the band holds it on every seed.
+    assert!(text.contains("ok     100.0%  3/3  verify[3] grid point 0 wait_mean_s mean ≈ 0.0178 ± 50%"), "{text}");
+    assert!(text.contains("1 claim(s) hold on fewer than 99% of seeds"), "{text}");
+    assert!(std::fs::read_dir(scratch.path()).unwrap().count() == 1, "nothing written beside the scenario");
 }

@@ -132,6 +132,14 @@ pub struct Assertion {
     /// For `fraction…`: a replica counts if its value is at most this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_at_most: Option<f64>,
+    /// With `within`, for `statistic = "mean"`: the mean's 95% interval must meet the
+    /// band `near × (1 ± within)` — "the model agrees with theory to within 5%", a claim
+    /// that fails when the model is off, not on 5% of seeds as "the interval covers the
+    /// value" does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<f64>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
     /// Why this run cannot check the claim: a point it names is not in the run's
@@ -223,8 +231,37 @@ impl Assertion {
                 metrics.join(", ")
             )));
         }
-        if self.at_least.is_none() && self.at_most.is_none() && self.above.is_none() && self.below.is_none() {
-            return Err(Error::bad_input(format!("{path}: needs at least one of at_least, at_most, above, below")));
+        if self.at_least.is_none()
+            && self.at_most.is_none()
+            && self.above.is_none()
+            && self.below.is_none()
+            && self.near.is_none()
+        {
+            return Err(Error::bad_input(format!(
+                "{path}: needs at least one of at_least, at_most, above, below, near (with within)"
+            )));
+        }
+        match (self.near, self.within) {
+            (None, None) => {}
+            (Some(near), Some(within)) => {
+                if !near.is_finite() || !(0.0..1.0).contains(&within) {
+                    return Err(Error::bad_input(format!(
+                        "{path}: near = {near}, within = {within}: a finite value and a share from 0 to below 1 \
+                         (within = 0.05: the mean's interval meets near ± 5%)"
+                    )));
+                }
+                if self.statistic != Statistic::Mean {
+                    return Err(Error::bad_input(format!(
+                        "{path}.statistic = {:?}: near/within judge the mean's 95% interval; use statistic = \"mean\"",
+                        self.statistic.name()
+                    )));
+                }
+            }
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "{path}: near and within go together (near = 10.0, within = 0.05: the mean is 10 within 5%)"
+                )))
+            }
         }
         bounds(path, "at_least", self.at_least, "at_most", self.at_most)?;
         bounds(path, "replica_at_least", self.replica_at_least, "replica_at_most", self.replica_at_most)?;
@@ -285,6 +322,13 @@ impl Assertion {
 }
 
 impl Assertion {
+    /// The band `near × (1 ± within)` a `near` claim's interval must meet.
+    pub fn band(&self) -> Option<(f64, f64)> {
+        let (near, within) = (self.near?, self.within?);
+        let half = near.abs() * within;
+        Some((near - half, near + half))
+    }
+
     /// Follows the points the claim names from the file's grid into the run's (see
     /// [`super::selector`]): `grid_point`s become the run's indices, `case` and
     /// `point` are resolved to one; a point the run lacks (or has several of) leaves

@@ -234,6 +234,7 @@ pub fn check(report: &RunReport) -> Vec<Check> {
             // NaN compares false: an undefined statistic never passes.
             let passed = assertion.at_least.is_none_or(|bound| value >= bound)
                 && assertion.at_most.is_none_or(|bound| value <= bound)
+                && assertion.band().is_none_or(|(lo, hi)| summary.ci_lo <= hi && summary.ci_hi >= lo)
                 && assertion.above.as_ref().is_none_or(|relative| value > other(relative))
                 && assertion.below.as_ref().is_none_or(|relative| value < other(relative))
                 && !value.is_nan();

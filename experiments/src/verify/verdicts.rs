@@ -229,6 +229,9 @@ fn sentence(c: &Check) -> String {
 /// `verify[3] case "breaker" success_ratio ci_lo ≥ 0.9`.
 pub fn identity(index: usize, a: &Assertion) -> String {
     let mut bounds = Vec::new();
+    if let (Some(near), Some(within)) = (a.near, a.within) {
+        bounds.push(format!("≈ {near} ± {}%", 100.0 * within));
+    }
     if let Some(bound) = a.at_least {
         bounds.push(format!("≥ {bound}"));
     }
@@ -249,6 +252,9 @@ pub fn identity(index: usize, a: &Assertion) -> String {
 fn expected(c: &Check) -> String {
     let a = &c.assertion;
     let mut bounds = Vec::new();
+    if let (Some(near), Some((lo, hi))) = (a.near, a.band()) {
+        bounds.push(format!("≈ {near} ± {}% (its 95% interval meets [{lo}, {hi}])", 100.0 * a.within.unwrap_or(0.0)));
+    }
     if let Some(bound) = a.at_least {
         bounds.push(format!("≥ {bound}"));
     }
