@@ -354,19 +354,6 @@ pub fn write_json(dir: &std::path::Path, json: &Value) -> crate::Result<()> {
         .map_err(|e| crate::Error::io(format!("cannot write verify.json: {e}")))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn xml_and_annotations_escape_what_their_formats_reserve() {
-        assert_eq!(escape(r#"a < b & "c" > 'd'"#), "a &lt; b &amp; &quot;c&quot; &gt; &apos;d&apos;");
-        assert_eq!(escape("bell\u{7}"), "bell ");
-        assert_eq!(annotation("50%: a, b\nc", true), "50%25%3A a%2C b%0Ac");
-        assert_eq!(annotation("50%: a, b\nc", false), "50%25: a, b%0Ac");
-    }
-}
-
 /// The JUnit file of a `verify` that could not run (bad input, exit 2): one errored
 /// testcase carrying the error, so a test report never shows green for it.
 pub fn junit_error(scenario: &str, message: &str) -> String {
@@ -387,4 +374,17 @@ pub fn junit_error(scenario: &str, message: &str) -> String {
 pub fn annotation_error(scenario: &str, message: &str) -> String {
     let title = format!("stampede verify {scenario}: could not run");
     format!("::error title={}::{}\n", annotation(&title, true), annotation(message, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_and_annotations_escape_what_their_formats_reserve() {
+        assert_eq!(escape(r#"a < b & "c" > 'd'"#), "a &lt; b &amp; &quot;c&quot; &gt; &apos;d&apos;");
+        assert_eq!(escape("bell\u{7}"), "bell ");
+        assert_eq!(annotation("50%: a, b\nc", true), "50%25%3A a%2C b%0Ac");
+        assert_eq!(annotation("50%: a, b\nc", false), "50%25: a, b%0Ac");
+    }
 }
