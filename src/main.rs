@@ -191,7 +191,11 @@ struct CompareArgs {
     /// Also write a self-contained HTML page of the differences to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-    /// Replace --html's FILE even if it is not a page stampede wrote.
+    /// Also write JUnit XML to FILE: a testcase per (grid point, metric) tested, a
+    /// failure per change.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Replace --html's or --junit's FILE even if it is not one stampede wrote.
     #[arg(long)]
     force: bool,
 }
@@ -785,9 +789,18 @@ fn compare(args: CompareArgs) -> Result<ExitStatus> {
     if let Some(path) = &args.html {
         output_file::check(path, "--html", args.force)?;
     }
+    if let Some(path) = &args.junit {
+        output_file::check(path, "--junit", args.force)?;
+    }
     let comparison = stampede_report::compare::compare(&args.a, &args.b, args.alpha, args.tolerance)?;
     if let Some(path) = &args.html {
         output_file::write(path, "--html", comparison.html().as_bytes(), args.force)?;
+    }
+    if let Some(path) = &args.junit {
+        output_file::write(path, "--junit", comparison.to_junit().as_bytes(), args.force)?;
+    }
+    if std::env::var_os("GITHUB_ACTIONS").is_some_and(|v| v == "true") {
+        print!("{}", comparison.github_annotations());
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&comparison.to_json()).expect("JSON serialises"));

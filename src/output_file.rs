@@ -12,7 +12,11 @@ use stampede_experiments::Error;
 type Result<T> = std::result::Result<T, Error>;
 
 /// What marks a file as one stampede wrote, within its first 4 KB.
-const MARKS: &[&str] = &["<meta name=\"generator\" content=\"stampede", "<testsuites name=\"stampede verify"];
+const MARKS: &[&str] = &[
+    "<meta name=\"generator\" content=\"stampede",
+    "<testsuites name=\"stampede verify",
+    "<testsuites name=\"stampede compare",
+];
 
 /// Whether the regular file at `path` is one stampede wrote.
 fn written_by_stampede(path: &Path) -> bool {

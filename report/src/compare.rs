@@ -114,6 +114,9 @@ fn read(dir: &Path) -> Result<(Folder, Table)> {
 /// Compares folder `b` with folder `a`: Holm-corrected at `alpha`; `tolerance` (a share
 /// of A's mean) marks what moved by more. Two folders of different scenarios, models,
 /// grids or metrics are refused (bad input).
+/// Metrics that measure the run itself: shown, never tested.
+pub const RUN_METRICS: &[&str] = &["events"];
+
 pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result<Comparison> {
     if !(alpha > 0.0 && alpha < 1.0) {
         return Err(Error::bad_input(format!("--alpha {alpha}: a false-alarm rate between 0 and 1, e.g. 0.05")));
@@ -201,7 +204,12 @@ pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result
             });
         }
     }
-    let p: Vec<f64> = rows.iter().map(|r| r.difference.p_mean).collect();
+    // A metric that measures the run rather than the system (`events`: how much work the
+    // simulation did) is listed, not tested: it changes with the code, not the behaviour.
+    let p: Vec<f64> = rows
+        .iter()
+        .map(|r| if RUN_METRICS.contains(&r.metric.as_str()) { f64::NAN } else { r.difference.p_mean })
+        .collect();
     if !rows.is_empty() && p.iter().all(|p| p.is_nan()) {
         return Err(Error::bad_input(format!(
             "compare: none of the {} (grid point, metric) pairs could be tested (each has fewer than 2 defined \
@@ -292,6 +300,11 @@ impl Row {
         }
     }
 
+    /// Tested: not a metric of the run itself, and enough defined values on each side.
+    fn tested(&self) -> bool {
+        !RUN_METRICS.contains(&self.metric.as_str()) && !self.difference.p_mean.is_nan()
+    }
+
     /// A change: significant, and beyond the tolerance when one is given.
     fn is_change(&self, tolerance: Option<f64>) -> bool {
         self.significant && (tolerance.is_none() || self.beyond_tolerance)
@@ -342,7 +355,56 @@ impl Comparison {
     }
 
     fn tests(&self) -> usize {
-        self.rows.iter().filter(|r| !r.difference.p_mean.is_nan()).count()
+        self.rows.iter().filter(|r| r.tested()).count()
+    }
+
+    /// GitHub Actions workflow commands: an `::error` per change, so a changed night
+    /// shows what moved on the run's summary.
+    pub fn github_annotations(&self) -> String {
+        self.changes()
+            .map(|r| {
+                let [a, b, diff, lo, hi, p, _] = r.figures();
+                format!(
+                    "::error title=stampede compare {}: {} {} changed::{a} → {b}, B − A = {diff} [{lo}, {hi}], p = {p}\n",
+                    self.scenario,
+                    r.heading(),
+                    r.metric
+                )
+            })
+            .collect()
+    }
+
+    /// JUnit XML: a testcase per (grid point, metric) tested, named by the pair (never
+    /// a measured value), a `<failure>` for each change.
+    pub fn to_junit(&self) -> String {
+        let tested: Vec<&Row> = self.rows.iter().filter(|r| r.tested()).collect();
+        let failures = tested.iter().filter(|r| r.is_change(self.tolerance)).count();
+        let suite = format!(
+            "name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\"",
+            escape(&format!("stampede compare {}", self.scenario)),
+            tested.len()
+        );
+        let mut xml =
+            format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites {suite}>\n  <testsuite {suite}>\n");
+        let classname = escape(&format!("stampede.compare.{}", self.scenario));
+        for r in tested {
+            let [a, b, diff, lo, hi, p, _] = r.figures();
+            let measured = format!("{a} → {b}, B − A = {diff} [{lo}, {hi}], p = {p}");
+            let name = escape(&format!("{} {}", r.heading(), r.metric));
+            if r.is_change(self.tolerance) {
+                xml.push_str(&format!(
+                    "    <testcase classname=\"{classname}\" name=\"{name}\">\n      <failure message=\"changed: {}\" type=\"change\"/>\n    </testcase>\n",
+                    escape(&measured)
+                ));
+            } else {
+                xml.push_str(&format!(
+                    "    <testcase classname=\"{classname}\" name=\"{name}\">\n      <system-out>{}</system-out>\n    </testcase>\n",
+                    escape(&measured)
+                ));
+            }
+        }
+        xml.push_str("  </testsuite>\n</testsuites>\n");
+        xml
     }
 
     /// "27 tests", or "25 tests (2 untested: defined in under half of a side's
@@ -384,15 +446,19 @@ impl Comparison {
         } else {
             out.push_str(&format!("the scenarios differ in: {}\n", self.differences.join("; ")));
         }
+        // Columns as wide as their longest entry, so long labels keep the figures aligned.
+        let heading_width = self.rows.iter().map(|r| r.heading().chars().count()).max().unwrap_or(0);
+        let metric_width = self.rows.iter().map(|r| r.metric.chars().count()).max().unwrap_or(0);
         let line = |r: &Row| {
             let [a, b, diff, lo, hi, p, p_rank] = r.figures();
             format!(
-                "  {:<18} {:<32} {a} → {b}   {diff} [{lo}, {hi}]   p = {p} (rank test p = {p_rank}){}{}{}\n",
+                "  {:<heading_width$} {:<metric_width$} {a} → {b}   {diff} [{lo}, {hi}]   p = {p} (rank test p = {p_rank}){}{}{}{}\n",
                 r.heading(),
                 r.metric,
                 if r.significant { "  significant" } else { "" },
                 if r.beyond_tolerance { "  beyond tolerance" } else { "" },
-                r.coverage()
+                r.coverage(),
+                if RUN_METRICS.contains(&r.metric.as_str()) { "  (measures the run: not tested)" } else { "" }
             )
         };
         let changes: Vec<&Row> = self.changes().collect();

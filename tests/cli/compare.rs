@@ -93,6 +93,30 @@ fn a_three_percent_slower_service_is_found() {
     assert!(changed(&answer, "wait_mean_s") && !changed(&answer, "utilization_ratio"));
     let none = compare(&a.join("mmc"), &b.join("mmc"), &["--tolerance", "100"]);
     assert_eq!(none.status.code(), Some(0), "{}", stdout(&none));
+    // In CI: a JUnit testcase per (point, metric) tested, named without figures, a
+    // failure per change; an ::error line per change on GitHub Actions; `events`
+    // (how much work the run did) listed but never tested.
+    let junit = scratch.path().join("compare.xml");
+    let ci = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(["compare", a.join("mmc").to_str().unwrap(), b.join("mmc").to_str().unwrap(), "--all"])
+        .args(["--junit", junit.to_str().unwrap()])
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    assert_eq!(ci.status.code(), Some(1));
+    let text = stdout(&ci);
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("::error title=stampede compare mmc: ")).collect();
+    assert!(!errors.is_empty() && errors.iter().any(|l| l.contains("wait_mean_s changed::")), "{text}");
+    assert!(text.lines().any(|l| l.contains(" events ") && l.contains("(measures the run: not tested)")), "{text}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<testsuites name=\"stampede compare mmc\"") && xml.contains("<failure message=\"changed: "),
+        "{xml}"
+    );
+    assert!(!xml.contains(" events\""), "events is not a test: {xml}");
+    assert_eq!(xml.matches("<failure").count(), errors.len(), "one failure per change");
+    let names: Vec<&str> = xml.split("name=\"").skip(2).map(|s| s.split('"').next().unwrap()).collect();
+    assert!(names.iter().all(|n| !n.chars().any(|c| c == '→')), "names carry no figures: {names:?}");
 }
 
 /// Bad input exits 2 with the reason: a missing folder, two different scenarios, a
