@@ -293,3 +293,47 @@ fn report_on_a_folder_that_is_not_one_is_a_clear_error() {
     assert!(stderr(&output).contains("manifest.json"), "{}", stderr(&output));
     assert!(!dir.path().join("report.html").exists(), "nothing written");
 }
+
+/// Two identical runs write the same report.html but for what the README names: the
+/// run's wall-clock time and date, the command line, and the folder it was written to
+/// (issue 45, item 7).
+#[test]
+fn identical_runs_write_identical_reports_but_the_named_lines() {
+    let scratch = tempfile::tempdir().unwrap();
+    let pages: Vec<String> = ["one", "two"]
+        .iter()
+        .map(|leaf| {
+            let out = scratch.path().join(leaf);
+            let run = crate::common::stampede(&[
+                "run",
+                "baltor",
+                "--replicas",
+                "3",
+                "--quiet",
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert!(run.status.success(), "{}", crate::common::stderr(&run));
+            let page = std::fs::read_to_string(out.join("baltor/report.html")).unwrap();
+            // The three named differences, masked.
+            let timing = mask_run_time(&page, " s on ", " UTC</dd>");
+            timing.replace(out.to_str().unwrap(), "OUT")
+        })
+        .collect();
+    assert!(pages[0] == pages[1], "the reports differ beyond the run's time, command and folder");
+}
+
+/// `text` with every span from a `start` marker's line start to `end` blanked (the
+/// wall-clock time and date of the run line).
+fn mask_run_time(text: &str, start: &str, end: &str) -> String {
+    text.lines()
+        .map(|line| match (line.find(start), line.find(end)) {
+            (Some(_), Some(_)) => {
+                assert!(line.len() < 200, "the run-time line is a line of its own: {line}");
+                "<masked run time>".to_string()
+            }
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
