@@ -115,7 +115,7 @@ fallback = con.execute(f"""SELECT grid_point FROM '{out}/llm-breaker/summary.par
     WHERE "stack.answer_fallback_tier" = 'haiku'""").fetchall()
 assert fallback == [(4,)], fallback
 counted = con.execute(f"""SELECT grid_point FROM '{out}/llm-breaker/summary.parquet'
-    WHERE "gateway.breaker_counts_429" = 'true'""").fetchall()
+    WHERE "gateway.breaker_counts_429" """).fetchall()
 assert counted == [(1,)], counted
 # Per class, the reasons add up to the failed calls, replica by replica.
 reasons = ["admission_shed", "admission_infeasible", "admission_fair_share", "queue_full", "queue_deadline",
@@ -127,6 +127,28 @@ for cls in ["guard", "rewrite", "answer", "think", "title", "answer_fallback"]:
     assert bad == 0, cls
 print("gateway interop ok")
 "#;
+
+const TYPED_CHECK: &str = r#"
+import sys, duckdb
+out = sys.argv[1]
+con = duckdb.connect()
+# A table-valued axis's fields are typed columns; a point that does not set one shows
+# the value it used (no breaker asked for: enabled = false).
+rows = con.execute(f"""SELECT grid_point, "retry.breaker.enabled", "retry.policy"
+    FROM '{out}/baltor/summary.parquet' ORDER BY grid_point""").fetchall()
+assert rows == [(0, False, "naive"), (1, False, "backoff"), (2, True, "backoff")], rows
+on = con.execute(f"""SELECT grid_point FROM '{out}/baltor/summary.parquet' WHERE "retry.breaker.enabled" """).fetchall()
+assert on == [(2,)], on
+kind = con.execute(f"""SELECT typeof("retry.breaker.enabled") FROM '{out}/baltor/summary.parquet' LIMIT 1""").fetchone()[0]
+assert kind == "BOOLEAN", kind
+print("typed ok")
+"#;
+
+/// `WHERE "retry.breaker.enabled"` works: leaf columns keep their TOML type (issue 45).
+#[test]
+fn duckdb_filters_on_a_typed_leaf_column() {
+    run_and_check(&["baltor", "--replicas", "2", "--no-report"], TYPED_CHECK);
+}
 
 #[test]
 fn duckdb_reads_a_gateway_act_by_case() {

@@ -532,7 +532,9 @@ fn axis_value(kind: ColumnType, value: &toml::Value) -> ColumnValues {
 
 /// A column per leaf of a table-valued axis (`retry.policy`, `retry.budget`, …) or
 /// of a case (`stack.client`, …), beside the axis's own column, so that DuckDB can
-/// filter on one field without matching TOML text.
+/// filter on one field without matching TOML text. Typed by the values given (int64,
+/// float64, bool, else text); a point that does not set the leaf shows the value it
+/// used.
 struct LeafColumn {
     name: String,
     kind: ColumnType,
@@ -602,9 +604,11 @@ fn leaf_columns(scenario: &Scenario) -> Vec<LeafColumn> {
             let values: Vec<Option<&toml::Value>> = axis.values.iter().map(|v| leaf_value(v, &path)).collect();
             let numeric = values.iter().all(|v| v.is_none_or(|v| v.is_integer() || v.is_float()));
             let integers = values.iter().all(|v| v.is_some_and(toml::Value::is_integer));
-            let kind = match (integers, numeric) {
-                (true, _) => ColumnType::I64,
-                (false, true) => ColumnType::F64,
+            let booleans = values.iter().all(|v| v.is_none_or(toml::Value::is_bool));
+            let kind = match (integers, numeric, booleans) {
+                (true, ..) => ColumnType::I64,
+                (false, true, _) => ColumnType::F64,
+                (.., true) => ColumnType::Bool,
                 _ => ColumnType::Utf8,
             };
             taken.push(name.clone());
@@ -621,8 +625,20 @@ fn leaf_column_value(scenario: &Scenario, leaf: &LeafColumn, point: &GridPoint) 
     // A case's column value is its label: find the case it names.
     let value =
         if axis.path == CASE_AXIS { axis.values.iter().find(|v| v.get("label") == Some(chosen)) } else { Some(chosen) };
-    let leaf_value = value.and_then(|v| leaf_value(v, &leaf.path));
+    // A point that does not set the field shows the value it used (its default), from
+    // its resolved sections: `retry.breaker.enabled` is false, not empty, where no
+    // breaker was asked for.
+    let resolved;
+    let leaf_value = match value.and_then(|v| leaf_value(v, &leaf.path)) {
+        Some(set) => Some(set),
+        None => {
+            resolved = toml::Value::Table(point.model.to_sections());
+            let path: Vec<String> = leaf.name.split('.').map(String::from).collect();
+            leaf_value(&resolved, &path)
+        }
+    };
     match leaf.kind {
+        ColumnType::Bool => ColumnValues::Bool(vec![leaf_value.and_then(toml::Value::as_bool).unwrap_or(false)]),
         ColumnType::I64 => ColumnValues::I64(vec![leaf_value.and_then(toml::Value::as_integer).expect("typed leaf")]),
         ColumnType::F64 => ColumnValues::F64(vec![leaf_value
             .map_or(f64::NAN, |v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).unwrap_or(f64::NAN))]),
