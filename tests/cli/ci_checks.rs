@@ -407,3 +407,48 @@ fn the_cheap_builtins_claims_hold_on_the_first_seeds() {
         assert!(text.contains("every claim holds on at least 99% of seeds"), "{name}: {text}");
     }
 }
+
+/// The nightly workflow runs as written: its shell steps, run the way GitHub runs them
+/// (`bash -e -o pipefail`), on a first night (no baseline: compare says FIRST and
+/// passes) and a second (compared with the first: the same seed, no change); the README
+/// shows the file verbatim (issue 45, item 5).
+#[test]
+fn the_nightly_workflows_shell_steps_run_under_bash_e() {
+    let workflow = std::fs::read_to_string(root().join(".github/workflows/nightly.yml")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.contains(&format!("```yaml\n{workflow}```")), "the README shows nightly.yml verbatim");
+    let steps: Vec<String> = workflow
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- run: ").or_else(|| l.trim().strip_prefix("run: ")))
+        .filter(|command| command.starts_with("ci/"))
+        .map(|command| {
+            // This test's binary and one cheap scenario in place of the nightly's list.
+            command
+                .replace("target/release/stampede", env!("CARGO_BIN_EXE_stampede"))
+                .replace("baltor retry-storm bounded-load mg1", "mg1")
+        })
+        .collect();
+    assert_eq!(steps.len(), 2, "ci/nightly and ci/compare-nightly: {steps:?}");
+    let scratch = tempfile::tempdir().unwrap();
+    let run = |command: &str| {
+        Command::new("bash")
+            .args(["-e", "-o", "pipefail", "-c", &format!("{}/{command}", root().display())])
+            .current_dir(scratch.path())
+            .output()
+            .unwrap()
+    };
+    for night in ["first", "second"] {
+        for step in &steps {
+            let output = run(step);
+            assert_eq!(output.status.code(), Some(0), "{night} night, {step}:\n{}{}", stdout(&output), stderr(&output));
+        }
+        let verdicts = std::fs::read_to_string(scratch.path().join("out/compare.txt")).unwrap();
+        match night {
+            "first" => assert!(verdicts.starts_with("FIRST  mg1: no baseline"), "{verdicts}"),
+            _ => assert!(verdicts.starts_with("SAME   mg1"), "{verdicts}"),
+        }
+        // Tonight's output becomes tomorrow's baseline (the artifact download).
+        let _ = std::fs::remove_dir_all(scratch.path().join("last"));
+        std::fs::rename(scratch.path().join("out"), scratch.path().join("last")).unwrap();
+    }
+}
