@@ -375,7 +375,9 @@ fn batch_columns(path: &Path, batch: &RecordBatch) -> Result<Vec<(String, Column
             DataType::UInt32 => ColumnValues::U32(values::<UInt32Array>(array).values().to_vec()),
             DataType::UInt64 => ColumnValues::U64(values::<UInt64Array>(array).values().to_vec()),
             DataType::Int64 => ColumnValues::I64(values::<Int64Array>(array).values().to_vec()),
-            DataType::Float64 => ColumnValues::F64(values::<Float64Array>(array).values().to_vec()),
+            DataType::Float64 => {
+                ColumnValues::F64(values::<Float64Array>(array).iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+            }
             DataType::Boolean => {
                 ColumnValues::Bool(values::<BooleanArray>(array).iter().map(|b| b == Some(true)).collect())
             }
@@ -401,6 +403,27 @@ fn batch_columns(path: &Path, batch: &RecordBatch) -> Result<Vec<(String, Column
 mod tests {
     use super::*;
     use crate::table::{ColumnSpec, ColumnType, TableWriter};
+
+    /// An undefined value (NaN) is written as NULL — the Parquet column holds a null,
+    /// not a NaN — and a table reads it back as NaN; the one-column reader of input
+    /// samples refuses it, naming the row (a sample with a hole is not a sample).
+    #[test]
+    fn nan_is_written_as_null_and_read_back_as_nan() {
+        let dir = std::env::temp_dir().join(format!("stampede-null-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut writer = TableWriter::create(&dir, "n.parquet", &[ColumnSpec::new("x", ColumnType::F64)]).unwrap();
+        writer.write(vec![ColumnValues::F64(vec![1.5, f64::NAN, f64::INFINITY])]).unwrap();
+        let path = writer.finish().unwrap().commit().unwrap();
+        let file = File::open(&path).unwrap();
+        let batch = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap().next().unwrap().unwrap();
+        assert_eq!(batch.column(0).null_count(), 1, "the NaN is a null in the file");
+        let x = Table::read(&path).unwrap().numbers("x").unwrap();
+        assert!(x[0] == 1.5 && x[1].is_nan() && x[2] == f64::INFINITY, "{x:?}");
+        let bytes: std::sync::Arc<[u8]> = std::fs::read(&path).unwrap().into();
+        let refused = number_column_of(bytes, &path, "x", u64::MAX).unwrap_err();
+        assert!(refused.reason.contains("row 2 is null"), "{refused:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn reads_back_what_the_writer_wrote_across_row_groups() {

@@ -157,7 +157,9 @@ impl ColumnValues {
             ColumnValues::U32(v) => Arc::new(UInt32Array::from(v)),
             ColumnValues::U64(v) => Arc::new(UInt64Array::from(v)),
             ColumnValues::I64(v) => Arc::new(Int64Array::from(v)),
-            ColumnValues::F64(v) => Arc::new(Float64Array::from(v)),
+            // An undefined value (NaN) is written as NULL: `IS NULL` finds it and SQL's
+            // aggregates skip it, where a NaN would make `avg()` NaN.
+            ColumnValues::F64(v) => Arc::new(v.into_iter().map(|x| (!x.is_nan()).then_some(x)).collect::<Float64Array>()),
             ColumnValues::Bool(v) => Arc::new(BooleanArray::from(v)),
             ColumnValues::Utf8(v) => Arc::new(StringArray::from(v)),
             ColumnValues::Binary(v) => Arc::new(BinaryArray::from_iter_values(v)),
@@ -195,7 +197,9 @@ impl TableWriter {
     }
 
     fn create_with(dir: &Path, name: &str, columns: &[ColumnSpec], compressed: bool) -> Result<TableWriter> {
-        let fields: Vec<Field> = columns.iter().map(|c| Field::new(&c.name, c.kind.arrow(), false)).collect();
+        // Numbers may be NULL (an undefined value); nothing else is.
+        let fields: Vec<Field> =
+            columns.iter().map(|c| Field::new(&c.name, c.kind.arrow(), c.kind == ColumnType::F64)).collect();
         let schema = Arc::new(Schema::new(fields));
         let (staged, file) = StagedFile::create(dir, name)?;
         let properties = WriterProperties::builder()

@@ -141,6 +141,13 @@ on = con.execute(f"""SELECT grid_point FROM '{out}/baltor/summary.parquet' WHERE
 assert on == [(2,)], on
 kind = con.execute(f"""SELECT typeof("retry.breaker.enabled") FROM '{out}/baltor/summary.parquet' LIMIT 1""").fetchone()[0]
 assert kind == "BOOLEAN", kind
+# An undefined value is NULL, not NaN: the naive client's replicas that never
+# recovered have no recovery time, IS NULL finds them, avg() skips them.
+nulls, total, mean = con.execute(f"""SELECT count(*) FILTER (WHERE recovery_s IS NULL), count(*), avg(recovery_s)
+    FROM '{out}/baltor/replicas.parquet' WHERE grid_point = 0""").fetchone()
+assert nulls == total == 2 and mean is None, (nulls, total, mean)
+nan = con.execute(f"""SELECT count(*) FROM '{out}/baltor/replicas.parquet' WHERE isnan(recovery_s)""").fetchone()[0]
+assert nan == 0, nan
 print("typed ok")
 "#;
 
