@@ -159,7 +159,9 @@ impl ColumnValues {
             ColumnValues::I64(v) => Arc::new(Int64Array::from(v)),
             // An undefined value (NaN) is written as NULL: `IS NULL` finds it and SQL's
             // aggregates skip it, where a NaN would make `avg()` NaN.
-            ColumnValues::F64(v) => Arc::new(v.into_iter().map(|x| (!x.is_nan()).then_some(x)).collect::<Float64Array>()),
+            ColumnValues::F64(v) => {
+                Arc::new(v.into_iter().map(|x| (!x.is_nan()).then_some(x)).collect::<Float64Array>())
+            }
             ColumnValues::Bool(v) => Arc::new(BooleanArray::from(v)),
             ColumnValues::Utf8(v) => Arc::new(StringArray::from(v)),
             ColumnValues::Binary(v) => Arc::new(BinaryArray::from_iter_values(v)),
