@@ -415,8 +415,8 @@ fn the_cheap_builtins_claims_hold_on_the_first_seeds() {
 #[test]
 fn the_nightly_workflows_shell_steps_run_under_bash_e() {
     let workflow = std::fs::read_to_string(root().join(".github/workflows/nightly.yml")).unwrap();
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    assert!(readme.contains(&format!("```yaml\n{workflow}```")), "the README shows nightly.yml verbatim");
+    let readme = crate::common::book();
+    assert!(readme.contains(&format!("```yaml\n{workflow}```")), "the book shows nightly.yml verbatim");
     let steps: Vec<String> = workflow
         .lines()
         .filter_map(|l| l.trim().strip_prefix("- run: ").or_else(|| l.trim().strip_prefix("run: ")))

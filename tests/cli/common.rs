@@ -191,3 +191,17 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// The README and the book's chapters (`docs/SUMMARY.md`, in its order), as one text:
+/// what a reader reads front to back, and what the README tests run and check.
+pub fn book() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let summary = std::fs::read_to_string(root.join("docs/SUMMARY.md")).unwrap();
+    for line in summary.lines() {
+        let Some(page) = line.split("](").nth(1).and_then(|rest| rest.split(')').next()) else { continue };
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(root.join("docs").join(page)).unwrap());
+    }
+    text
+}

@@ -90,7 +90,7 @@ fn every_readme_example_runs() {
         Ok(python) => python,
         Err(why) => return skip("README examples", &why),
     };
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = crate::common::book();
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
     // The README's worked examples read the shipped fixtures and docs/examples by their
@@ -159,7 +159,7 @@ fn every_readme_example_runs() {
 /// The graph model's complete example in the README is the file the tests run.
 #[test]
 fn the_readme_graph_example_is_the_shipped_file() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = crate::common::book();
     let file =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures/checkout-graph.toml"))
             .unwrap();
@@ -180,7 +180,7 @@ fn the_readme_graph_example_is_the_shipped_file() {
 fn the_readme_names_the_models_that_write_time_series() {
     use stampede_experiments::scenario::builtin::{load_scenario_source, BUILTINS};
     use stampede_experiments::{Overrides, Scenario};
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = crate::common::book();
     let row = readme.lines().find(|l| l.starts_with("| `timeseries.parquet` |")).expect("the output table's row");
     let row_models = row.split('|').nth(2).unwrap().to_string();
     let over_time =
