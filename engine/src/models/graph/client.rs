@@ -12,6 +12,7 @@ use crate::policy::classify::Outcome;
 
 use super::model::Graph;
 use super::params::{Balance, Cause, Failure, WorkloadArrivals};
+use super::results::EntryResults;
 use super::state::{Answer, Attempt, Call, Event, NO_SITE};
 
 /// How a call ended, as its caller sees it.
@@ -23,6 +24,31 @@ pub(super) enum CallOutcome {
     /// The call failed for this cause and its edge's fallback answered.
     Fallback(Cause),
     Failed(Failure, Cause),
+}
+
+/// Counts one ended call in `results` — an entry point's or a call site's: its
+/// outcome, a success's latency, and the root cause where `results` keeps causes (an
+/// entry point's; a call site's tables are empty).
+fn count_outcome(results: &mut EntryResults, outcome: CallOutcome, latency: Nanos) {
+    match outcome {
+        CallOutcome::Success => {
+            results.successes += 1;
+            results.latency.record(latency);
+            results.latency_sum_s += latency as f64 / crate::kernel::time::NANOS_PER_SEC as f64;
+        }
+        CallOutcome::Degraded(cause) | CallOutcome::Fallback(cause) => {
+            results.degraded += 1;
+            if let Some(count) = results.degraded_by_service.get_mut(cause.service as usize) {
+                *count += 1;
+            }
+        }
+        CallOutcome::Failed(failure, cause) => {
+            results.failed[failure.index()] += 1;
+            if let Some(count) = results.failed_by_cause.get_mut(cause.index()) {
+                *count += 1;
+            }
+        }
+    }
 }
 
 fn pick_criticality(shares: &[f64; 4], rng: &mut RngStream) -> u8 {
@@ -578,16 +604,7 @@ impl Graph<'_> {
             }
         }
         if c.counted && c.site != NO_SITE {
-            let site = &mut self.sites[c.site as usize];
-            match outcome {
-                CallOutcome::Success => {
-                    site.successes += 1;
-                    site.latency.record(now - c.started);
-                    site.latency_sum_s += (now - c.started) as f64 / crate::kernel::time::NANOS_PER_SEC as f64;
-                }
-                CallOutcome::Degraded(_) | CallOutcome::Fallback(_) => site.degraded += 1,
-                CallOutcome::Failed(failure, _) => site.failed[failure.index()] += 1,
-            }
+            count_outcome(&mut self.sites[c.site as usize], outcome, now - c.started);
         }
         match c.parent {
             Some(job) => self.child_done(now, job, outcome, scheduler),
@@ -660,22 +677,9 @@ impl Graph<'_> {
     fn entry_done(&mut self, now: Nanos, call: &Call, outcome: CallOutcome, scheduler: &mut Scheduler<Event>) {
         let w = call.workload as usize;
         if call.counted {
-            let results = &mut self.workloads[w].results;
-            match outcome {
-                CallOutcome::Success => {
-                    results.successes += 1;
-                    results.latency.record(now - call.started);
-                    results.latency_sum_s += (now - call.started) as f64 / crate::kernel::time::NANOS_PER_SEC as f64;
-                    self.latencies[w].record(now - call.started);
-                }
-                CallOutcome::Degraded(cause) | CallOutcome::Fallback(cause) => {
-                    results.degraded += 1;
-                    results.degraded_by_service[cause.service as usize] += 1;
-                }
-                CallOutcome::Failed(failure, cause) => {
-                    results.failed[failure.index()] += 1;
-                    results.failed_by_cause[cause.index()] += 1;
-                }
+            count_outcome(&mut self.workloads[w].results, outcome, now - call.started);
+            if outcome == CallOutcome::Success {
+                self.latencies[w].record(now - call.started);
             }
         }
         if outcome == CallOutcome::Success {
