@@ -20,11 +20,7 @@ const MARKS: &[&str] = &[
 
 /// Whether the regular file at `path` is one stampede wrote.
 fn written_by_stampede(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(4096);
-    let read = std::fs::File::open(path).and_then(|file| file.take(4096).read_to_end(&mut head));
-    let text = String::from_utf8_lossy(&head);
-    read.is_ok() && MARKS.iter().any(|mark| text.contains(mark))
+    stampede_output::folder::carries_mark(path, MARKS)
 }
 
 /// Refuses `path` (given as `flag`) unless writing it can lose nothing: not a folder

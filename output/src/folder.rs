@@ -60,13 +60,21 @@ const NAMED_AT_MOST: usize = 8;
 /// being written, and a `shards/` folder holding only shard folders that pass the same
 /// rule with their lock, checkpoint and staging entries. A folder without a stampede
 /// manifest may hold only `shards/` (what `run --shard` creates).
+/// Whether the regular file at `path` carries one of `marks` within its first 4 KB:
+/// how stampede knows a page or JUnit file it wrote (`--force` aside, only those are
+/// replaced).
+pub fn carries_mark(path: &Path, marks: &[&str]) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    let read = fs::File::open(path).and_then(|file| file.take(4096).read_to_end(&mut head));
+    let text = String::from_utf8_lossy(&head);
+    read.is_ok() && marks.iter().any(|mark| text.contains(mark))
+}
+
 /// A `verify --junit` file written into the folder: stampede's own suite, by its first
 /// bytes (so the next run may replace the folder).
 fn is_stampede_junit(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 256];
-    let read = fs::File::open(path).and_then(|mut file| file.read(&mut head)).unwrap_or(0);
-    String::from_utf8_lossy(&head[..read]).contains("<testsuites name=\"stampede verify")
+    carries_mark(path, &["<testsuites name=\"stampede verify"])
 }
 
 pub fn foreign_entries(dir: &Path) -> std::io::Result<Vec<String>> {
