@@ -157,6 +157,11 @@ impl Table {
         self.columns.iter().any(|(n, _)| n == name)
     }
 
+    /// The columns' names, in the file's order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.columns.iter().map(|(n, _)| n.as_str())
+    }
+
     /// The column called `name`.
     pub fn column(&self, name: &str) -> Result<&ColumnValues> {
         self.columns
@@ -171,7 +176,7 @@ impl Table {
         Ok(match self.column(name)? {
             ColumnValues::U32(v) => v.iter().map(|&x| x as f64).collect(),
             ColumnValues::U64(v) => v.iter().map(|&x| x as f64).collect(),
-            ColumnValues::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            ColumnValues::I64(v) => v.iter().map(|x| x.map_or(f64::NAN, |x| x as f64)).collect(),
             ColumnValues::F64(v) => v.clone(),
             other => {
                 return Err(OutputError::new(
@@ -374,12 +379,13 @@ fn batch_columns(path: &Path, batch: &RecordBatch) -> Result<Vec<(String, Column
         let column = match field.data_type() {
             DataType::UInt32 => ColumnValues::U32(values::<UInt32Array>(array).values().to_vec()),
             DataType::UInt64 => ColumnValues::U64(values::<UInt64Array>(array).values().to_vec()),
-            DataType::Int64 => ColumnValues::I64(values::<Int64Array>(array).values().to_vec()),
+            DataType::Int64 => ColumnValues::I64(values::<Int64Array>(array).iter().collect()),
             DataType::Float64 => {
                 ColumnValues::F64(values::<Float64Array>(array).iter().map(|v| v.unwrap_or(f64::NAN)).collect())
             }
-            DataType::Boolean => {
-                ColumnValues::Bool(values::<BooleanArray>(array).iter().map(|b| b == Some(true)).collect())
+            DataType::Boolean => ColumnValues::Bool(values::<BooleanArray>(array).iter().collect()),
+            DataType::Utf8 if array.null_count() > 0 => {
+                ColumnValues::NullableUtf8(values::<StringArray>(array).iter().map(|s| s.map(str::to_string)).collect())
             }
             DataType::Utf8 => {
                 ColumnValues::Utf8(values::<StringArray>(array).iter().map(|s| s.unwrap_or("").to_string()).collect())

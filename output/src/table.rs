@@ -60,28 +60,40 @@ impl ColumnType {
     }
 }
 
-/// A column's name and type.
+/// A column's name and type, and whether it may hold NULL. Numbers (float64) always
+/// may: an undefined value is NULL. Other columns only when made with
+/// [`ColumnSpec::nullable`] (a grid-axis field a point does not set).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnSpec {
     pub name: String,
     pub kind: ColumnType,
+    pub nullable: bool,
 }
 
 impl ColumnSpec {
     pub fn new(name: impl Into<String>, kind: ColumnType) -> Self {
-        ColumnSpec { name: name.into(), kind }
+        ColumnSpec { name: name.into(), kind, nullable: kind == ColumnType::F64 }
+    }
+
+    /// A column that may hold NULL whatever its type.
+    pub fn nullable(name: impl Into<String>, kind: ColumnType) -> Self {
+        ColumnSpec { name: name.into(), kind, nullable: true }
     }
 }
 
-/// The values of one column for a batch of rows.
+/// The values of one column for a batch of rows. `None` is NULL (only in a column
+/// whose [`ColumnSpec`] is nullable); in a float64 column NULL is NaN.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ColumnValues {
     U32(Vec<u32>),
     U64(Vec<u64>),
-    I64(Vec<i64>),
+    I64(Vec<Option<i64>>),
     F64(Vec<f64>),
-    Bool(Vec<bool>),
+    Bool(Vec<Option<bool>>),
     Utf8(Vec<String>),
+    /// Text with NULLs (type [`ColumnType::Utf8`]); a table read back holds this for
+    /// a text column only when it has a NULL.
+    NullableUtf8(Vec<Option<String>>),
     Binary(Vec<Vec<u8>>),
 }
 
@@ -95,6 +107,7 @@ macro_rules! each_variant {
             ColumnValues::F64($v) => $body,
             ColumnValues::Bool($v) => $body,
             ColumnValues::Utf8($v) => $body,
+            ColumnValues::NullableUtf8($v) => $body,
             ColumnValues::Binary($v) => $body,
         }
     };
@@ -111,6 +124,16 @@ impl ColumnValues {
 
     /// Moves `other`'s values to the end of `self` (same variant).
     pub fn append(&mut self, other: ColumnValues) {
+        // Text read back in row groups is nullable only in the groups that hold a NULL.
+        if let (ColumnValues::Utf8(a), ColumnValues::NullableUtf8(_)) = (&mut *self, &other) {
+            *self = ColumnValues::NullableUtf8(std::mem::take(a).into_iter().map(Some).collect());
+        }
+        let other = match other {
+            ColumnValues::Utf8(b) if matches!(self, ColumnValues::NullableUtf8(_)) => {
+                ColumnValues::NullableUtf8(b.into_iter().map(Some).collect())
+            }
+            other => other,
+        };
         match (self, other) {
             (ColumnValues::U32(a), ColumnValues::U32(b)) => a.extend(b),
             (ColumnValues::U64(a), ColumnValues::U64(b)) => a.extend(b),
@@ -118,6 +141,7 @@ impl ColumnValues {
             (ColumnValues::F64(a), ColumnValues::F64(b)) => a.extend(b),
             (ColumnValues::Bool(a), ColumnValues::Bool(b)) => a.extend(b),
             (ColumnValues::Utf8(a), ColumnValues::Utf8(b)) => a.extend(b),
+            (ColumnValues::NullableUtf8(a), ColumnValues::NullableUtf8(b)) => a.extend(b),
             (ColumnValues::Binary(a), ColumnValues::Binary(b)) => a.extend(b),
             (a, b) => panic!("appending {:?} values to a {:?} column", b.kind(), a.kind()),
         }
@@ -136,6 +160,7 @@ impl ColumnValues {
             ColumnValues::F64(v) => ColumnValues::F64(split(v, rows)),
             ColumnValues::Bool(v) => ColumnValues::Bool(split(v, rows)),
             ColumnValues::Utf8(v) => ColumnValues::Utf8(split(v, rows)),
+            ColumnValues::NullableUtf8(v) => ColumnValues::NullableUtf8(split(v, rows)),
             ColumnValues::Binary(v) => ColumnValues::Binary(split(v, rows)),
         }
     }
@@ -147,7 +172,7 @@ impl ColumnValues {
             ColumnValues::I64(_) => ColumnType::I64,
             ColumnValues::F64(_) => ColumnType::F64,
             ColumnValues::Bool(_) => ColumnType::Bool,
-            ColumnValues::Utf8(_) => ColumnType::Utf8,
+            ColumnValues::Utf8(_) | ColumnValues::NullableUtf8(_) => ColumnType::Utf8,
             ColumnValues::Binary(_) => ColumnType::Binary,
         }
     }
@@ -164,6 +189,7 @@ impl ColumnValues {
             }
             ColumnValues::Bool(v) => Arc::new(BooleanArray::from(v)),
             ColumnValues::Utf8(v) => Arc::new(StringArray::from(v)),
+            ColumnValues::NullableUtf8(v) => Arc::new(StringArray::from(v)),
             ColumnValues::Binary(v) => Arc::new(BinaryArray::from_iter_values(v)),
         }
     }
@@ -199,9 +225,7 @@ impl TableWriter {
     }
 
     fn create_with(dir: &Path, name: &str, columns: &[ColumnSpec], compressed: bool) -> Result<TableWriter> {
-        // Numbers may be NULL (an undefined value); nothing else is.
-        let fields: Vec<Field> =
-            columns.iter().map(|c| Field::new(&c.name, c.kind.arrow(), c.kind == ColumnType::F64)).collect();
+        let fields: Vec<Field> = columns.iter().map(|c| Field::new(&c.name, c.kind.arrow(), c.nullable)).collect();
         let schema = Arc::new(Schema::new(fields));
         let (staged, file) = StagedFile::create(dir, name)?;
         let properties = WriterProperties::builder()

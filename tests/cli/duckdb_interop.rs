@@ -132,13 +132,21 @@ const TYPED_CHECK: &str = r#"
 import sys, duckdb
 out = sys.argv[1]
 con = duckdb.connect()
-# A table-valued axis's fields are typed columns; a point that does not set one shows
-# the value it used (no breaker asked for: enabled = false).
-rows = con.execute(f"""SELECT grid_point, "retry.breaker.enabled", "retry.policy"
+# A table-valued axis's fields are typed columns; a point that does not set one has
+# NULL there, and `<field>_used` holds the value it ran with (no breaker: false).
+rows = con.execute(f"""SELECT grid_point, "retry.breaker.enabled", "retry.breaker.enabled_used", "retry.policy"
     FROM '{out}/baltor/summary.parquet' ORDER BY grid_point""").fetchall()
-assert rows == [(0, False, "naive"), (1, False, "backoff"), (2, True, "backoff")], rows
+assert rows == [(0, None, False, "naive"), (1, None, False, "backoff"), (2, True, True, "backoff")], rows
 on = con.execute(f"""SELECT grid_point FROM '{out}/baltor/summary.parquet' WHERE "retry.breaker.enabled" """).fetchall()
 assert on == [(2,)], on
+unset = con.execute(f"""SELECT grid_point FROM '{out}/baltor/summary.parquet'
+    WHERE "retry.breaker.enabled" IS NULL ORDER BY grid_point""").fetchall()
+assert unset == [(0,), (1,)], unset
+off = con.execute(f"""SELECT count(*) FROM '{out}/baltor/summary.parquet' WHERE NOT "retry.breaker.enabled_used" """).fetchone()[0]
+assert off == 2, off
+# A field every point sets has no `_used` column.
+names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM '{out}/baltor/summary.parquet'").fetchall()]
+assert "retry.policy_used" not in names, names
 kind = con.execute(f"""SELECT typeof("retry.breaker.enabled") FROM '{out}/baltor/summary.parquet' LIMIT 1""").fetchone()[0]
 assert kind == "BOOLEAN", kind
 # An undefined value is NULL, not NaN: the naive client's replicas that never
@@ -151,7 +159,8 @@ assert nan == 0, nan
 print("typed ok")
 "#;
 
-/// `WHERE "retry.breaker.enabled"` works: leaf columns keep their TOML type (issue 45).
+/// `WHERE "retry.breaker.enabled"` works: leaf columns keep their TOML type, are NULL
+/// where a point does not set them, and `_used` says what it ran with (issue 45).
 #[test]
 fn duckdb_filters_on_a_typed_leaf_column() {
     run_and_check(&["baltor", "--replicas", "2", "--no-report"], TYPED_CHECK);

@@ -8,6 +8,7 @@ mod big_sweeps;
 mod cdp;
 mod ci_checks;
 mod cluster_cli;
+mod column_types;
 mod common;
 mod compare;
 mod duckdb_interop;

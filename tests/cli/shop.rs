@@ -38,7 +38,7 @@ fn the_shop_runs_without_overlap_orphan_or_lost_cause_defects() {
         (trace.strings("gate").unwrap(), trace.strings("cause").unwrap(), trace.strings("outcome").unwrap());
     let starts = trace.numbers("start_s").unwrap();
     let counted = match trace.column("counted").unwrap() {
-        ColumnValues::Bool(v) => v.clone(),
+        ColumnValues::Bool(v) => v.iter().map(|b| b.expect("counted is never NULL")).collect::<Vec<bool>>(),
         other => panic!("counted: {other:?}"),
     };
 

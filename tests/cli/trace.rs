@@ -18,7 +18,7 @@ fn u32s(table: &Table, name: &str) -> Vec<u32> {
 
 fn bools(table: &Table, name: &str) -> Vec<bool> {
     match table.column(name).unwrap() {
-        ColumnValues::Bool(v) => v.clone(),
+        ColumnValues::Bool(v) => v.iter().map(|b| b.expect("counted is never NULL")).collect(),
         other => panic!("{name}: {other:?}"),
     }
 }

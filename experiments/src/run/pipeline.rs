@@ -309,7 +309,7 @@ impl Tables {
         for (&kind, (_, value)) in self.axis_types.iter().zip(&point.params) {
             columns.push(axis_value(kind, value));
         }
-        columns.extend(self.leaves.iter().map(|leaf| leaf_column_value(scenario, leaf, point)));
+        columns.extend(self.leaves.iter().flat_map(|leaf| leaf_column_values(scenario, leaf, point)));
         // The point's own count: `optimize` gives its candidates different numbers.
         columns.push(ColumnValues::U32(vec![point.run.replicas]));
         for (s, moments) in result.summaries.iter().zip(&result.moments) {
@@ -520,12 +520,12 @@ fn axis_column_type(axis: &GridAxis) -> ColumnType {
 
 fn axis_value(kind: ColumnType, value: &toml::Value) -> ColumnValues {
     match kind {
-        ColumnType::I64 => ColumnValues::I64(vec![value.as_integer().expect("typed axis")]),
+        ColumnType::I64 => ColumnValues::I64(vec![Some(value.as_integer().expect("typed axis"))]),
         ColumnType::F64 => ColumnValues::F64(vec![value
             .as_float()
             .or_else(|| value.as_integer().map(|i| i as f64))
             .expect("typed axis")]),
-        ColumnType::Bool => ColumnValues::Bool(vec![value.as_bool().expect("typed axis")]),
+        ColumnType::Bool => ColumnValues::Bool(vec![Some(value.as_bool().expect("typed axis"))]),
         _ => ColumnValues::Utf8(vec![value.as_str().map_or_else(|| describe(value), str::to_string)]),
     }
 }
@@ -533,14 +533,31 @@ fn axis_value(kind: ColumnType, value: &toml::Value) -> ColumnValues {
 /// A column per leaf of a table-valued axis (`retry.policy`, `retry.budget`, …) or
 /// of a case (`stack.client`, …), beside the axis's own column, so that DuckDB can
 /// filter on one field without matching TOML text. Typed by the values given (int64,
-/// float64, bool, else text); a point that does not set the leaf shows the value it
-/// used.
+/// float64, bool, else text). A point that does not set the leaf has NULL there, and
+/// when some point leaves it unset a second column, `<leaf>_used`, holds the value
+/// every point ran with (the default where unset), read from its resolved sections.
 struct LeafColumn {
     name: String,
     kind: ColumnType,
     axis: usize,
     /// The leaf's dotted path inside the axis value.
     path: Vec<String>,
+    /// Some point leaves it unset: a `<name>_used` column follows.
+    with_used: bool,
+}
+
+impl LeafColumn {
+    fn used_name(&self) -> String {
+        format!("{}_used", self.name)
+    }
+
+    fn specs(&self) -> Vec<ColumnSpec> {
+        let mut specs = vec![ColumnSpec::nullable(&self.name, self.kind)];
+        if self.with_used {
+            specs.push(ColumnSpec::nullable(self.used_name(), self.kind));
+        }
+        specs
+    }
 }
 
 /// Every leaf of a table, as dotted paths (a `label` at the top is the case's name);
@@ -603,7 +620,7 @@ fn leaf_columns(scenario: &Scenario) -> Vec<LeafColumn> {
             }
             let values: Vec<Option<&toml::Value>> = axis.values.iter().map(|v| leaf_value(v, &path)).collect();
             let numeric = values.iter().all(|v| v.is_none_or(|v| v.is_integer() || v.is_float()));
-            let integers = values.iter().all(|v| v.is_some_and(toml::Value::is_integer));
+            let integers = values.iter().all(|v| v.is_none_or(toml::Value::is_integer));
             let booleans = values.iter().all(|v| v.is_none_or(toml::Value::is_bool));
             let kind = match (integers, numeric, booleans) {
                 (true, ..) => ColumnType::I64,
@@ -611,47 +628,65 @@ fn leaf_columns(scenario: &Scenario) -> Vec<LeafColumn> {
                 (.., true) => ColumnType::Bool,
                 _ => ColumnType::Utf8,
             };
+            let with_used = values.iter().any(Option::is_none);
             taken.push(name.clone());
-            columns.push(LeafColumn { name, kind, axis: axis_index, path });
+            if with_used {
+                taken.push(format!("{name}_used"));
+            }
+            columns.push(LeafColumn { name, kind, axis: axis_index, path, with_used });
         }
     }
     columns
 }
 
-/// A leaf's value at `point` (missing: NaN or an empty string).
-fn leaf_column_value(scenario: &Scenario, leaf: &LeafColumn, point: &GridPoint) -> ColumnValues {
+/// A leaf's columns at `point`: the value the point sets (NULL where it sets none)
+/// and, when the leaf has a `_used` column, the value it ran with.
+fn leaf_column_values(scenario: &Scenario, leaf: &LeafColumn, point: &GridPoint) -> Vec<ColumnValues> {
     let axis = &scenario.grid[leaf.axis];
     let chosen = &point.params[leaf.axis].1;
     // A case's column value is its label: find the case it names.
     let value =
         if axis.path == CASE_AXIS { axis.values.iter().find(|v| v.get("label") == Some(chosen)) } else { Some(chosen) };
-    // A point that does not set the field shows the value it used (its default), from
-    // its resolved sections: `retry.breaker.enabled` is false, not empty, where no
-    // breaker was asked for.
-    let resolved;
-    let leaf_value = match value.and_then(|v| leaf_value(v, &leaf.path)) {
-        Some(set) => Some(set),
-        None => {
-            resolved = toml::Value::Table(point.model.to_sections());
-            let path: Vec<String> = leaf.name.split('.').map(String::from).collect();
-            leaf_value(&resolved, &path)
-        }
-    };
-    match leaf.kind {
-        ColumnType::Bool => ColumnValues::Bool(vec![leaf_value.and_then(toml::Value::as_bool).unwrap_or(false)]),
-        ColumnType::I64 => ColumnValues::I64(vec![leaf_value.and_then(toml::Value::as_integer).expect("typed leaf")]),
-        ColumnType::F64 => ColumnValues::F64(vec![leaf_value
-            .map_or(f64::NAN, |v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).unwrap_or(f64::NAN))]),
-        _ => ColumnValues::Utf8(vec![
-            leaf_value.map_or(String::new(), |v| v.as_str().map_or_else(|| describe(v), str::to_string))
-        ]),
+    let set = value.and_then(|v| leaf_value(v, &leaf.path));
+    let mut columns = vec![typed_leaf(leaf.kind, set)];
+    if leaf.with_used {
+        let used = match set {
+            Some(set) => typed_leaf(leaf.kind, Some(set)),
+            None => {
+                // The resolved sections hold every field's value, defaults included;
+                // a section that is off altogether (no breaker) leaves its flag out,
+                // which is a `false`.
+                let resolved = toml::Value::Table(point.model.to_sections());
+                let path: Vec<String> = leaf.name.split('.').map(String::from).collect();
+                match (leaf.kind, leaf_value(&resolved, &path)) {
+                    (ColumnType::Bool, None) => ColumnValues::Bool(vec![Some(false)]),
+                    (kind, found) => typed_leaf(kind, found),
+                }
+            }
+        };
+        columns.push(used);
+    }
+    columns
+}
+
+/// One value of a leaf column of type `kind`; NULL when absent or of another type.
+fn typed_leaf(kind: ColumnType, value: Option<&toml::Value>) -> ColumnValues {
+    let integer =
+        |v: &toml::Value| v.as_integer().or_else(|| v.as_float().filter(|f| f.fract() == 0.0).map(|f| f as i64));
+    match kind {
+        ColumnType::Bool => ColumnValues::Bool(vec![value.and_then(toml::Value::as_bool)]),
+        ColumnType::I64 => ColumnValues::I64(vec![value.and_then(integer)]),
+        ColumnType::F64 => ColumnValues::F64(vec![value
+            .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+            .unwrap_or(f64::NAN)]),
+        _ => ColumnValues::NullableUtf8(vec![value.map(|v| v.as_str().map_or_else(|| describe(v), str::to_string))]),
     }
 }
 
 fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
     let mut columns = vec![ColumnSpec::new("grid_point", ColumnType::U32)];
     columns.extend(scenario.grid.iter().map(|axis| ColumnSpec::new(axis_column_name(axis), axis_column_type(axis))));
-    columns.extend(leaf_columns(scenario).into_iter().map(|leaf| ColumnSpec::new(leaf.name, leaf.kind)));
+    columns.extend(leaf_columns(scenario).iter().flat_map(LeafColumn::specs));
     columns.push(ColumnSpec::new("replicas", ColumnType::U32));
     for metric in &scenario.schema.metrics {
         for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {

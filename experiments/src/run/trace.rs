@@ -104,7 +104,7 @@ pub fn write(dir: &Path, scenario: &Scenario, replica: u32) -> Result<()> {
                 ColumnValues::Utf8(rows.iter().map(|r| r.outcome.to_string()).collect()),
                 ColumnValues::Utf8(rows.iter().map(|r| r.gate.to_string()).collect()),
                 ColumnValues::Utf8(rows.iter().map(|r| r.cause.to_string()).collect()),
-                ColumnValues::Bool(rows.iter().map(|r| r.counted).collect()),
+                ColumnValues::Bool(rows.iter().map(|r| Some(r.counted)).collect()),
             ])
             .map_err(io)?;
     }
