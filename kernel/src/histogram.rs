@@ -40,7 +40,7 @@ const LEADING_ZERO_COUNT_BASE: u32 = 64 - SUB_BUCKET_HALF_COUNT_MAGNITUDE - 1;
 
 /// The bucket `value` falls in: HdrHistogram's `index_for` for these bounds.
 #[inline]
-fn bucket_of(value: u64) -> usize {
+pub(crate) fn bucket_of(value: u64) -> usize {
     let bucket = LEADING_ZERO_COUNT_BASE - (value | SUB_BUCKET_MASK).leading_zeros();
     let sub_bucket = (value >> bucket) as usize;
     ((bucket as usize + 1) << SUB_BUCKET_HALF_COUNT_MAGNITUDE) + sub_bucket - SUB_BUCKET_HALF_COUNT
@@ -48,7 +48,7 @@ fn bucket_of(value: u64) -> usize {
 
 /// The lowest value of bucket `index` (HdrHistogram's `value_for`): recording it lands
 /// in the same bucket.
-fn lowest_value_of(index: usize) -> u64 {
+pub(crate) fn lowest_value_of(index: usize) -> u64 {
     let bucket = (index >> SUB_BUCKET_HALF_COUNT_MAGNITUDE) as i64 - 1;
     let sub_bucket = (index & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT;
     if bucket < 0 {
@@ -56,6 +56,11 @@ fn lowest_value_of(index: usize) -> u64 {
     } else {
         (sub_bucket as u64) << bucket
     }
+}
+
+/// The number of buckets of these bounds (the top value's bucket is the last).
+pub(crate) fn bucket_count() -> usize {
+    bucket_of(HIGHEST_TRACKABLE_NANOS) + 1
 }
 
 /// A latency histogram in nanoseconds.
@@ -156,7 +161,11 @@ impl LatencyHistogram {
 
     /// Adds every count of `other` into `self`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.histogram.add(&other.histogram).expect("histograms share bounds");
+        // A replica's histogram has usually never folded: adding its empty 64-bit
+        // counts would walk all 35,000 of them.
+        if !other.histogram.is_empty() {
+            self.histogram.add(&other.histogram).expect("histograms share bounds");
+        }
         if other.recent_count > 0 {
             let touched = &other.recent[other.recent_low..=other.recent_high];
             Self::add_recent(&mut self.histogram, touched, other.recent_low);
@@ -205,10 +214,13 @@ impl LatencyHistogram {
         self.fold();
     }
 
-    /// Empties the histogram, keeping its memory.
+    /// Empties the histogram, keeping its memory. Cheap after a replica that never
+    /// folded: only the 32-bit counts it touched are zeroed.
     pub fn reset(&mut self) {
         self.clear_recent();
-        self.histogram.reset();
+        if !self.histogram.is_empty() {
+            self.histogram.reset();
+        }
         self.saturated = 0;
     }
 }

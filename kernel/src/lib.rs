@@ -1,7 +1,8 @@
 //! stampede's discrete-event kernel: simulated time in integer nanoseconds, a binary
 //! heap of small events, the [`Simulation`] loop over a statically dispatched
 //! [`Model`], generational slabs for entity state, cancellable timers and shared
-//! tickets, named random streams, and latency histograms.
+//! tickets, named random streams, and latency histograms (pooled, and a replica's own
+//! for its quantiles).
 //!
 //! It is its own crate so that the compiler enforces the layering: the kernel knows
 //! no model and no policy. Nothing here does I/O, spawns threads or reads a clock.
@@ -15,6 +16,7 @@ pub mod event_queue;
 pub mod float;
 pub mod histogram;
 pub mod names;
+pub mod replica_quantiles;
 pub mod rng;
 pub mod sim;
 pub mod slab;
@@ -25,6 +27,7 @@ pub mod ziggurat;
 
 pub use histogram::LatencyHistogram;
 pub use names::Named;
+pub use replica_quantiles::ReplicaQuantiles;
 pub use rng::{RngStream, StreamPurpose};
 pub use sim::{Model, Scheduler, Simulation};
 pub use slab::{Slab, SlabKey};

@@ -30,5 +30,6 @@ mod serve_guard;
 mod shards;
 mod shop;
 mod slurm;
+mod tail;
 mod trace;
 mod user_files;

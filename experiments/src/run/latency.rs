@@ -1,7 +1,10 @@
 //! A latency histogram's headline numbers: the quantiles every output reports
-//! (the `histograms.parquet` columns, the JSON and the table) and the maximum.
+//! (the `histograms.parquet` columns, the JSON and the table), each with its
+//! sectioning interval over batches of replicas, and the maximum.
 
 use stampede_engine::LatencyHistogram;
+
+use super::batches::BatchedLatency;
 
 /// Latency quantiles reported per histogram, with their column names.
 pub const QUANTILES: &[(&str, f64)] = &[("p50_s", 0.5), ("p90_s", 0.9), ("p99_s", 0.99), ("p999_s", 0.999)];
@@ -12,19 +15,31 @@ pub struct LatencyStats {
     pub count: u64,
     /// In [`QUANTILES`] order; NaN when nothing was recorded.
     pub quantiles_s: Vec<f64>,
+    /// Each quantile's 95% sectioning interval (see [`super::batches`]); NaN with
+    /// fewer than two batches holding values.
+    pub intervals_s: Vec<(f64, f64)>,
+    /// The batches of replicas that recorded a value (the interval's m).
+    pub batches: u32,
     pub max_s: f64,
 }
 
 impl LatencyStats {
-    pub fn of(histogram: &LatencyHistogram) -> Self {
-        let hdr = histogram.hdr();
+    /// The numbers of `pooled`, whose batches are `batched`.
+    pub fn of(pooled: &LatencyHistogram, batched: &BatchedLatency) -> Self {
+        let hdr = pooled.hdr();
         let empty = hdr.is_empty();
         let seconds = |nanos: u64| if empty { f64::NAN } else { nanos as f64 / 1e9 };
-        LatencyStats {
-            count: hdr.len(),
-            quantiles_s: QUANTILES.iter().map(|(_, q)| seconds(hdr.value_at_quantile(*q))).collect(),
-            max_s: seconds(hdr.max()),
-        }
+        let quantiles_s: Vec<f64> = QUANTILES.iter().map(|(_, q)| seconds(hdr.value_at_quantile(*q))).collect();
+        let intervals_s = QUANTILES
+            .iter()
+            .zip(&quantiles_s)
+            .map(|((_, q), pooled_s)| {
+                let (lo, hi) = batched.interval(*q, pooled_s * 1e9);
+                (lo / 1e9, hi / 1e9)
+            })
+            .collect();
+        let batches = batched.batches().filter(|(_, h)| h.count() > 0).count() as u32;
+        LatencyStats { count: hdr.len(), quantiles_s, intervals_s, batches, max_s: seconds(hdr.max()) }
     }
 }
 

@@ -4,6 +4,7 @@
 //! [`report`] (JSON, manifest, terminal table), and the per-call [`trace`] of one
 //! replica. It names no model.
 
+pub mod batches;
 pub mod budget;
 pub mod checkpoint;
 pub mod latency;

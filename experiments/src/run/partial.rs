@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use stampede_engine::LatencyHistogram;
 use stampede_output::hdr::{deserialize_v2, serialize_v2};
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedSet, Table, TableWriter};
 
+use super::batches::{BatchedLatency, BATCHES};
 use super::layout::ReplicaRows;
 use super::moments::Moments;
 use super::report::MANIFEST_FORMAT;
@@ -26,8 +26,9 @@ use super::runner::{summaries, PointResult, ReplicaRecord, SeriesSums};
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
 
-/// The partial folders' layout: 2 since each point carries its replicas' exact moments.
-const PARTIAL_FORMAT: &str = "partials 2";
+/// The partial folders' layout: 2 since each point carries its replicas' exact
+/// moments, 3 since its histograms are kept per batch of replicas.
+const PARTIAL_FORMAT: &str = "partials 3";
 
 /// What identifies a run: shards with the same fingerprint merge into it.
 pub fn fingerprint(scenario: &Scenario) -> String {
@@ -69,8 +70,8 @@ fn partial_columns() -> Vec<ColumnSpec> {
 const MOMENTS: &str = "moments";
 
 /// One point's partial rows: `moments` (the replicas held; every metric's
-/// [`Moments`] in the model's order), `hdr:NAME` (V2 bytes; extra = values clamped to
-/// the top), `series:NAME` (per bucket sum and sum of squares, u128 LE), `counts`
+/// [`Moments`] in the model's order), `hdr:NAME@B` (batch B's histogram, V2 bytes;
+/// extra = values clamped to the top; only batches that ran), `series:NAME` (per bucket sum and sum of squares, u128 LE), `counts`
 /// (u64 LE), `compute` (extra = wall-clock ns of its replicas).
 fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<ColumnValues> {
     let replicas = result.series.replicas;
@@ -79,8 +80,10 @@ fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<Co
     let held = &result.replicas;
     let mut items: Vec<(String, u64, u64, Vec<u8>)> =
         vec![(MOMENTS.into(), held.len() as u64, held.start as u64, moments)];
-    for (name, histogram) in scenario.schema.latencies.iter().zip(&result.latencies) {
-        items.push((format!("hdr:{name}"), 0, histogram.saturated(), serialize_v2(&histogram.hdr())));
+    for (name, batched) in scenario.schema.latencies.iter().zip(&result.latency_batches) {
+        for (b, histogram) in batched.batches() {
+            items.push((format!("hdr:{name}@{b}"), 0, histogram.saturated(), serialize_v2(&histogram.hdr())));
+        }
     }
     if result.series.buckets() > 0 {
         for (index, def) in scenario.schema.series.iter().enumerate() {
@@ -269,7 +272,7 @@ pub(crate) struct Gather<'s> {
     expected: std::ops::Range<u32>,
     next: u32,
     moments: Vec<Moments>,
-    histograms: Vec<LatencyHistogram>,
+    histograms: Vec<BatchedLatency>,
     sums: SeriesSums,
     counts: Vec<u64>,
     compute_ns: u64,
@@ -283,7 +286,7 @@ impl<'s> Gather<'s> {
             next: expected.start,
             expected,
             moments: vec![Moments::default(); scenario.schema.metrics.len()],
-            histograms: scenario.schema.latencies.iter().map(|_| LatencyHistogram::new()).collect(),
+            histograms: scenario.schema.latencies.iter().map(|_| BatchedLatency::default()).collect(),
             sums: SeriesSums::default(),
             counts: Vec::new(),
             compute_ns: 0,
@@ -360,13 +363,17 @@ impl<'s> Gather<'s> {
                 if !bytes.is_empty() {
                     return Err(bad(format!("grid point {index}'s moments: {} bytes too many", bytes.len())));
                 }
-            } else if let Some(name) = item.strip_prefix("hdr:") {
+            } else if let Some(named) = item.strip_prefix("hdr:") {
+                let (name, batch) = named
+                    .rsplit_once('@')
+                    .and_then(|(name, b)| Some((name, b.parse::<usize>().ok().filter(|b| *b < BATCHES)?)))
+                    .ok_or_else(|| bad(format!("histogram {named:?} names no batch")))?;
                 let i = latencies
                     .iter()
                     .position(|l| *l == name)
                     .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
                 let hdr = deserialize_v2(data).map_err(bad)?;
-                self.histograms[i].merge_hdr(&hdr, extra[row] as u64);
+                self.histograms[i].batch_mut(batch).merge_hdr(&hdr, extra[row] as u64);
             } else if let Some(name) = item.strip_prefix("series:") {
                 let i =
                     series.iter().position(|s| s.name == name).ok_or_else(|| bad(format!("unknown series {name}")))?;
@@ -394,7 +401,8 @@ impl<'s> Gather<'s> {
             summaries: summaries(&self.moments, &self.scenario.schema.metrics),
             moments: self.moments,
             replicas: self.expected,
-            latencies: self.histograms,
+            latencies: self.histograms.iter().map(BatchedLatency::pooled).collect(),
+            latency_batches: self.histograms,
             series: self.sums,
             counts: self.counts,
             compute_s: self.compute_ns as f64 / 1e9,

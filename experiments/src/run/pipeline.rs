@@ -172,8 +172,8 @@ pub fn write_run(
             params: point.params.clone(),
             covered: result.moments.iter().map(super::moments::Moments::count).collect(),
             replicas: result.replicas.len() as u32,
+            latencies: latency_stats(&result),
             summaries: result.summaries,
-            latencies: result.latencies.iter().map(LatencyStats::of).collect(),
             replica_values: BTreeMap::new(),
             compute_s: result.compute_s,
         });
@@ -443,29 +443,50 @@ impl ReplicaTable {
     }
 }
 
+/// Each latency's headline numbers at a finished point.
+fn latency_stats(result: &PointResult) -> Vec<LatencyStats> {
+    result
+        .latencies
+        .iter()
+        .zip(&result.latency_batches)
+        .map(|(pooled, batched)| LatencyStats::of(pooled, batched))
+        .collect()
+}
+
 fn histogram_columns() -> Vec<ColumnSpec> {
     let mut columns = vec![
         ColumnSpec::new("grid_point", ColumnType::U32),
         ColumnSpec::new("metric", ColumnType::Utf8),
         ColumnSpec::new("count", ColumnType::U64),
+        ColumnSpec::new("batches", ColumnType::U32),
     ];
-    columns.extend(QUANTILES.iter().map(|(name, _)| ColumnSpec::new(*name, ColumnType::F64)));
+    for (name, _) in QUANTILES {
+        columns.push(ColumnSpec::new(*name, ColumnType::F64));
+        columns.push(ColumnSpec::new(format!("{name}_ci_lo"), ColumnType::F64));
+        columns.push(ColumnSpec::new(format!("{name}_ci_hi"), ColumnType::F64));
+    }
     columns.push(ColumnSpec::new("max_s", ColumnType::F64));
     columns.push(ColumnSpec::new("hdr", ColumnType::Binary));
     columns
 }
 
-/// `histograms.parquet` rows of one point: per latency, the count, the quantiles,
-/// the maximum and the whole HDR histogram (V2 serialisation).
+/// `histograms.parquet` rows of one point: per latency, the count, the batches of
+/// replicas that recorded, each quantile with its sectioning interval, the maximum
+/// and the whole HDR histogram (V2 serialisation).
 fn histogram_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
     let names = scenario.schema.latencies;
-    let stats: Vec<LatencyStats> = result.latencies.iter().map(LatencyStats::of).collect();
+    let stats = latency_stats(result);
     let mut columns = vec![
         ColumnValues::U32(vec![point.index; names.len()]),
         ColumnValues::Utf8(names.iter().map(|n| n.to_string()).collect()),
         ColumnValues::U64(stats.iter().map(|s| s.count).collect()),
+        ColumnValues::U32(stats.iter().map(|s| s.batches).collect()),
     ];
-    columns.extend((0..QUANTILES.len()).map(|q| ColumnValues::F64(stats.iter().map(|s| s.quantiles_s[q]).collect())));
+    for q in 0..QUANTILES.len() {
+        columns.push(ColumnValues::F64(stats.iter().map(|s| s.quantiles_s[q]).collect()));
+        columns.push(ColumnValues::F64(stats.iter().map(|s| s.intervals_s[q].0).collect()));
+        columns.push(ColumnValues::F64(stats.iter().map(|s| s.intervals_s[q].1).collect()));
+    }
     columns.push(ColumnValues::F64(stats.iter().map(|s| s.max_s).collect()));
     columns.push(ColumnValues::Binary(result.latencies.iter().map(|h| serialize_v2(&h.hdr())).collect()));
     columns

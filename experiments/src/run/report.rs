@@ -95,8 +95,11 @@ fn summary_json(summary: &Summary, covered: u64) -> Value {
 fn latency_json(stats: &LatencyStats) -> Value {
     let mut object = Map::new();
     object.insert("count".into(), json!(stats.count));
-    for ((name, _), value) in QUANTILES.iter().zip(&stats.quantiles_s) {
+    object.insert("batches".into(), json!(stats.batches));
+    for ((name, _), (value, (lo, hi))) in QUANTILES.iter().zip(stats.quantiles_s.iter().zip(&stats.intervals_s)) {
         object.insert((*name).into(), json_number(*value));
+        object.insert(format!("{name}_ci_lo"), json_number(*lo));
+        object.insert(format!("{name}_ci_hi"), json_number(*hi));
     }
     object.insert("max_s".into(), json_number(stats.max_s));
     Value::Object(object)

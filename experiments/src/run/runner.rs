@@ -5,18 +5,22 @@
 //! points (both fixed, never derived from the thread count). A chunk runs in
 //! parallel and its per-replica records come back in task order; they are then
 //! consumed sequentially: the statistics fold them in replica order and the record
-//! sink streams them to `replicas.parquet`. Latencies go straight into histograms
-//! owned by the worker thread that ran the replica, one set per grid point; when
-//! every replica of a grid point is done, the workers' histograms for it are merged
-//! (integer addition, so the order does not matter), handed to the point sink with
-//! the point's statistics, and freed. Grid points are typed when their first chunk
-//! starts and dropped when they are finished. Hence:
+//! sink streams them to `replicas.parquet`. Latencies go into a histogram set owned
+//! by the worker thread that runs the replica, which after the replica is added into
+//! its grid point's histograms of the replica's batch (see [`super::batches`]: ten
+//! batches by replica residue, for the pooled quantiles' intervals) and emptied;
+//! series and counts go into the worker's sums for the point. When every replica of
+//! a grid point is done, the workers' sums for it are merged (integer addition, so
+//! the order does not matter), handed to the point sink with the point's statistics
+//! and batches, and freed. Grid points are typed when their first chunk starts and
+//! dropped when they are finished. Hence:
 //!
 //! * every number is identical for any thread count (the fold order is fixed,
 //!   histogram merging is exact, and the chunking changes no output byte);
-//! * memory is one chunk of records plus histograms and time-series sums for the
-//!   grid points of one chunk, per thread — flat in the number of replicas *and* in
-//!   the number of grid points.
+//! * memory is one chunk of records, the batch histograms of the grid points of one
+//!   chunk, one replica's histograms per thread and time-series sums for the grid
+//!   points of one chunk per thread — flat in the number of replicas *and* in the
+//!   number of grid points.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +30,7 @@ use rayon::prelude::*;
 use stampede_engine::kernel::rng::replica_seed;
 use stampede_engine::LatencyHistogram;
 
+use super::batches::{batch_of, BatchedLatency, BATCHES};
 use super::moments::Moments;
 use super::plan::Plan;
 use super::stats::{t_quantile_975, Summary};
@@ -64,6 +69,8 @@ pub struct PointResult {
     pub replicas: std::ops::Range<u32>,
     /// One per latency histogram, merged over replicas.
     pub latencies: Vec<LatencyHistogram>,
+    /// The same, per batch of replicas (their sum is `latencies`).
+    pub latency_batches: Vec<BatchedLatency>,
     /// Per-bucket sums of the model's time series (empty for models without).
     pub series: SeriesSums,
     /// Summed count histogram (empty for models without).
@@ -186,28 +193,25 @@ impl SeriesSums {
 /// What one worker thread accumulates for a grid point it has touched.
 struct PointAccumulator {
     grid_point: u32,
-    histograms: Vec<LatencyHistogram>,
     series: SeriesSums,
     counts: Vec<u64>,
 }
 
-/// One worker thread's accumulators for grid points not finished yet.
+/// One worker thread's accumulators for grid points not finished yet, and the
+/// histograms its replica in progress records into.
 #[derive(Default)]
 struct WorkerAccumulators {
     by_point: Vec<PointAccumulator>,
+    /// Empty between replicas (reset after each: only touched buckets are zeroed).
+    replica: Vec<LatencyHistogram>,
 }
 
 impl WorkerAccumulators {
-    fn for_point(&mut self, grid_point: u32, count: usize) -> &mut PointAccumulator {
+    fn for_point(&mut self, grid_point: u32) -> &mut PointAccumulator {
         let position = match self.by_point.iter().position(|a| a.grid_point == grid_point) {
             Some(position) => position,
             None => {
-                self.by_point.push(PointAccumulator {
-                    grid_point,
-                    histograms: (0..count).map(|_| LatencyHistogram::new()).collect(),
-                    series: SeriesSums::default(),
-                    counts: Vec::new(),
-                });
+                self.by_point.push(PointAccumulator { grid_point, series: SeriesSums::default(), counts: Vec::new() });
                 self.by_point.len() - 1
             }
         };
@@ -221,9 +225,6 @@ impl WorkerAccumulators {
                 return true;
             }
             let point = live.get_mut(&accumulator.grid_point).expect("a point is live until finished");
-            for (total, part) in point.histograms.iter_mut().zip(&accumulator.histograms) {
-                total.merge(part);
-            }
             point.series.merge(&accumulator.series);
             add_counts(&mut point.counts, &accumulator.counts);
             false
@@ -237,16 +238,34 @@ struct LivePoint {
     moments: Vec<Moments>,
     /// The replicas folded so far (contiguous, in order).
     replicas: std::ops::Range<u32>,
-    histograms: Vec<LatencyHistogram>,
+    /// Per batch ([`BATCHES`]), one histogram per latency (empty until a replica of
+    /// the batch ran): workers add their replicas here, each batch behind its own lock.
+    batches: Vec<Mutex<Vec<LatencyHistogram>>>,
     series: SeriesSums,
     counts: Vec<u64>,
     compute_ns: u64,
 }
 
+impl LivePoint {
+    /// Its latencies per batch, and their sum.
+    fn latencies(
+        batches: Vec<Mutex<Vec<LatencyHistogram>>>,
+        count: usize,
+    ) -> (Vec<LatencyHistogram>, Vec<BatchedLatency>) {
+        let mut batched = vec![BatchedLatency::default(); count];
+        for (b, histograms) in batches.into_iter().enumerate() {
+            for (latency, histogram) in batched.iter_mut().zip(histograms.into_inner().expect("no worker panicked")) {
+                *latency.batch_mut(b) = histogram;
+            }
+        }
+        (batched.iter().map(BatchedLatency::pooled).collect(), batched)
+    }
+}
+
 /// What every task of one chunk shares.
 struct Work<'a> {
     /// The chunk's grid points, from `first_point` on (`None`: no task of it here).
-    points: Vec<Option<&'a GridPoint>>,
+    points: Vec<Option<&'a LivePoint>>,
     first_point: u32,
     /// The chunk's tasks as (grid point, replica), in order.
     tasks: &'a [(u32, u32)],
@@ -262,14 +281,29 @@ impl Work<'_> {
     /// latencies, series and counts into that worker's accumulators.
     fn run(&self, task: usize) -> ReplicaRecord {
         let (grid_point, replica) = self.tasks[task];
-        let point = self.points[(grid_point - self.first_point) as usize].expect("a task's point is live");
+        let live = self.points[(grid_point - self.first_point) as usize].expect("a task's point is live");
+        let point = &live.point;
         let worker = rayon::current_thread_index().expect("runs on the pool");
         // Each worker locks only its own slot: never contended.
         let mut accumulators = self.workers[worker].lock().expect("no worker panicked");
-        let accumulator = accumulators.for_point(grid_point, self.latency_count);
+        if accumulators.replica.len() != self.latency_count {
+            accumulators.replica = (0..self.latency_count).map(|_| LatencyHistogram::new()).collect();
+        }
         let started = std::time::Instant::now();
-        let output = point.model.run_replica(&point.run, self.master_seed, replica as u64, &mut accumulator.histograms);
+        let output = point.model.run_replica(&point.run, self.master_seed, replica as u64, &mut accumulators.replica);
         let compute_ns = started.elapsed().as_nanos() as u64;
+        {
+            // Batches by residue: two workers rarely want one batch at once.
+            let mut batch = live.batches[batch_of(replica)].lock().expect("no worker panicked");
+            if batch.is_empty() {
+                *batch = (0..self.latency_count).map(|_| LatencyHistogram::new()).collect();
+            }
+            for (total, part) in batch.iter_mut().zip(accumulators.replica.iter_mut()) {
+                total.merge(part);
+                part.reset();
+            }
+        }
+        let accumulator = accumulators.for_point(grid_point);
         accumulator.series.add(&output.series);
         add_counts(&mut accumulator.counts, &output.counts);
         let metrics = output.metrics;
@@ -398,12 +432,11 @@ fn run_tasks(
         for &index in &chunk_points {
             if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(index) {
                 let point = scenario.grid_point(index)?;
-                let histograms = (0..latency_count).map(|_| LatencyHistogram::new()).collect();
                 slot.insert(LivePoint {
                     point,
                     moments: vec![Moments::default(); metric_count],
                     replicas: 0..0,
-                    histograms,
+                    batches: (0..BATCHES).map(|_| Mutex::new(Vec::new())).collect(),
                     series: SeriesSums::default(),
                     counts: Vec::new(),
                     compute_ns: 0,
@@ -411,7 +444,7 @@ fn run_tasks(
             }
         }
         let work = Work {
-            points: (first..=last).map(|i| live.get(&i).map(|p| &p.point)).collect(),
+            points: (first..=last).map(|i| live.get(&i)).collect(),
             first_point: first,
             tasks: &tasks,
             master_seed,
@@ -455,11 +488,13 @@ fn run_tasks(
         }
         while let Some(entry) = live.first_entry().filter(|e| *e.key() < finished_below) {
             let done = entry.remove();
+            let (latencies, latency_batches) = LivePoint::latencies(done.batches, latency_count);
             let result = PointResult {
                 summaries: summaries(&done.moments, metric_defs),
                 moments: done.moments,
                 replicas: done.replicas,
-                latencies: done.histograms,
+                latencies,
+                latency_batches,
                 series: done.series,
                 counts: done.counts,
                 compute_s: done.compute_ns as f64 / 1e9,

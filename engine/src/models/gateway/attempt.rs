@@ -255,7 +255,7 @@ impl Gateway<'_> {
                     self.histograms[ttft].record(feedback.sample);
                     self.histograms[whole].record(total);
                 }
-                self.attempt_latency[class].saturating_record(total);
+                self.attempt_latency[class].record(total);
             }
             let expected = &mut self.expected_latency[class];
             *expected = (*expected as f64 * 0.9 + total as f64 * 0.1) as Nanos;

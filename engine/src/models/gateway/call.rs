@@ -132,7 +132,7 @@ impl Gateway<'_> {
         let served = ending == Ending::Success;
         let fallback = !served && self.serves_fallback(class);
         if call.counted {
-            self.call_latency[class].saturating_record(now - call.started_at);
+            self.call_latency[class].record(now - call.started_at);
             let results = &mut self.results.classes[class];
             results.cache_hits += (call.cached > 0) as u64;
             results.cached_tokens += call.cached;

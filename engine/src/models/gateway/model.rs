@@ -9,10 +9,9 @@
 
 use std::collections::VecDeque;
 
-use hdrhistogram::Histogram;
-
 use crate::components::provider::{ProviderTier, ServicePlan, TierIncident};
 use crate::kernel::histogram::LatencyHistogram;
+use crate::kernel::replica_quantiles::ReplicaQuantiles;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
@@ -96,10 +95,9 @@ pub struct Gateway<'h> {
     pub(super) sweeping: bool,
     pub(super) results: GatewayResults,
     /// Per-replica, per-class latencies for the p95 metrics (successful attempts, and
-    /// whole calls): 1 µs to 1 h at 1% precision, 13 KB each instead of a full-range
-    /// latency histogram's 280 KB.
-    pub(super) attempt_latency: Vec<Histogram<u32>>,
-    pub(super) call_latency: Vec<Histogram<u32>>,
+    /// whole calls), within 0.1% of the replica's own order statistic.
+    pub(super) attempt_latency: Vec<ReplicaQuantiles>,
+    pub(super) call_latency: Vec<ReplicaQuantiles>,
     pub(super) cache_rng: RngStream,
     /// The quota coordinator is down: a coordinated quota uses the per-instance meters.
     pub(super) coordinator_down: bool,
@@ -143,10 +141,6 @@ pub(super) fn earliest(candidates: [Option<(Nanos, Reason)>; 3], otherwise: (Nan
         }
     }
     (at, ending)
-}
-
-fn replica_histogram() -> Histogram<u32> {
-    Histogram::new_with_bounds(1_000, 3_600 * NANOS_PER_SEC, 2).expect("valid bounds")
 }
 
 pub(super) fn tokens(rng: &mut RngStream, (mean, sd): (f64, f64)) -> u64 {
@@ -229,8 +223,8 @@ impl<'h> Gateway<'h> {
             answered_at: p.plan.answered_at(),
             sweeping: false,
             results: GatewayResults { classes: vec![ClassResults::default(); classes], ..GatewayResults::default() },
-            attempt_latency: (0..classes).map(|_| replica_histogram()).collect(),
-            call_latency: (0..classes).map(|_| replica_histogram()).collect(),
+            attempt_latency: (0..classes).map(|_| ReplicaQuantiles::new()).collect(),
+            call_latency: (0..classes).map(|_| ReplicaQuantiles::new()).collect(),
             histograms,
             series: GatewaySeries::new(&p),
             tracer: None,
@@ -333,13 +327,7 @@ impl<'h> Gateway<'h> {
 
     /// The results once the simulation has drained (asserts that it has).
     pub fn finish(mut self, events: u64) -> GatewayResults {
-        let p95 = |h: &Histogram<u32>| {
-            if h.is_empty() {
-                f64::NAN
-            } else {
-                h.value_at_quantile(0.95) as f64 / NANOS_PER_SEC as f64
-            }
-        };
+        let p95 = |h: &ReplicaQuantiles| h.quantile(0.95) / NANOS_PER_SEC as f64;
         debug_assert!(self.calls.is_empty() && self.turns.is_empty(), "the replica drained");
         let limited = matches!(self.p.client, Client::Stack) && self.p.gates.contains(&Gate::Adaptive);
         for (class, name) in self.p.class_names.iter().enumerate() {

@@ -2,7 +2,7 @@
 //! plus recovery; and its time series. Counters only count requests whose tree began
 //! after warm-up.
 
-use crate::measurement::log_histogram::LogHistogram;
+use crate::kernel::replica_quantiles::ReplicaQuantiles;
 
 use super::params::{Cause, Failure, Refusal};
 
@@ -18,8 +18,9 @@ pub struct EntryResults {
     pub failed_by_cause: Vec<u64>,
     /// Degraded requests by the service whose failure a fallback answered for.
     pub degraded_by_service: Vec<u64>,
-    /// Successful requests' latency (degraded answers excluded), and its sum.
-    pub latency: LogHistogram,
+    /// Successful requests' latency (degraded answers excluded), for this replica's
+    /// quantiles within 0.1%, and its sum.
+    pub latency: ReplicaQuantiles,
     pub latency_sum_s: f64,
     pub goodput_rps: f64,
 }

@@ -136,13 +136,13 @@ const AFTER_REASONS: &[(&str, MetricKind, &str, ClassReader)] = &[
         "retries whose backoff plus expected call time did not fit the deadline",
         |r, c| r.classes[c].retries_denied_by_deadline as f64,
     ),
-    ("attempt_p95_s", MetricKind::Real, "p95 of successful attempts, sent to last token (seconds)", |r, c| {
+    ("attempt_p95_s", MetricKind::Real, "this replica's p95 of successful attempts, sent to last token (seconds, within 0.1%)", |r, c| {
         r.classes[c].attempt_p95_s
     }),
     (
         "call_p95_s",
         MetricKind::Real,
-        "p95 of every call, entering the stack to its answer or failure: what the caller waited (seconds)",
+        "this replica's p95 of every call, entering the stack to its answer or failure: what the caller waited (seconds, within 0.1%)",
         |r, c| r.classes[c].call_p95_s,
     ),
     ("cache_hits", MetricKind::Count, "calls whose cacheable prefix hit the prompt cache", |r, c| {

@@ -326,7 +326,7 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
             add(
                 format!("{e}.{label}_s"),
                 Real,
-                format!("{e}: this replica's {label} latency of requests answered in full (±3.2%)"),
+                format!("{e}: this replica's {label} latency of requests answered in full (within 0.1%)"),
                 false,
                 headline,
                 r(EntryValue::Quantile(q)),
@@ -365,7 +365,7 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
             add(
                 format!("{site}.{label}_s"),
                 Real,
-                format!("{site}: this replica's {label} latency of the calls answered in full (±3.2%)"),
+                format!("{site}: this replica's {label} latency of the calls answered in full (within 0.1%)"),
                 false,
                 None,
                 r(EntryValue::Quantile(q)),
