@@ -41,6 +41,23 @@ pub struct LatencyRow {
     /// p50, p99, p99.9 (seconds) in A and in B.
     pub a: [f64; 3],
     pub b: [f64; 3],
+    /// Each quantile's 95% sectioning interval in A and in B (NaN where the folder
+    /// has none: fewer than two batches, or written before intervals existed).
+    pub a_ci: [(f64, f64); 3],
+    pub b_ci: [(f64, f64); 3],
+}
+
+impl LatencyRow {
+    /// Quantile `k`'s difference B − A with a 95% interval: the half-widths combine as
+    /// independent (√(hA² + hB²)); with common seeds the runs are positively
+    /// correlated, so this errs wide. NaN bounds without both intervals.
+    pub fn difference(&self, k: usize) -> (f64, f64, f64) {
+        let d = self.b[k] - self.a[k];
+        // The upper half-width: the lower bound may be clipped at 0.
+        let (ha, hb) = (self.a_ci[k].1 - self.a[k], self.b_ci[k].1 - self.b[k]);
+        let half = (ha * ha + hb * hb).sqrt();
+        (d, d - half, d + half)
+    }
 }
 
 /// The whole comparison.
@@ -223,20 +240,27 @@ pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result
     let mut latencies = Vec::new();
     for info in &infos {
         for latency in &ma.latencies {
-            let quantiles = |folder: &Folder| -> [f64; 3] {
+            let column = |folder: &Folder, suffix: &str| -> [f64; 3] {
                 let table = &folder.histograms;
                 let (Ok(points), Ok(names)) = (table.numbers("grid_point"), table.strings("metric")) else {
                     return [f64::NAN; 3];
                 };
                 let row = (0..points.len()).find(|&i| points[i] == f64::from(info.index) && names[i] == *latency);
-                ["p50_s", "p99_s", "p999_s"]
-                    .map(|c| row.and_then(|i| table.numbers(c).ok().map(|v| v[i])).unwrap_or(f64::NAN))
+                ["p50_s", "p99_s", "p999_s"].map(|c| {
+                    row.and_then(|i| table.numbers(&format!("{c}{suffix}")).ok().map(|v| v[i])).unwrap_or(f64::NAN)
+                })
+            };
+            let interval = |folder: &Folder| -> [(f64, f64); 3] {
+                let (lo, hi) = (column(folder, "_ci_lo"), column(folder, "_ci_hi"));
+                [0, 1, 2].map(|k| (lo[k], hi[k]))
             };
             latencies.push(LatencyRow {
                 point: info.index,
                 latency: latency.clone(),
-                a: quantiles(&fa),
-                b: quantiles(&fb),
+                a: column(&fa, ""),
+                b: column(&fb, ""),
+                a_ci: interval(&fa),
+                b_ci: interval(&fb),
             });
         }
     }
@@ -473,9 +497,22 @@ impl Comparison {
             self.rows.iter().for_each(|r| out.push_str(&line(r)));
         }
         if !self.latencies.is_empty() {
-            out.push_str("latency quantiles A → B (p50 / p99 / p99.9, seconds):\n");
+            out.push_str(
+                "latency quantiles A → B (p50 / p99 / p99.9, seconds, pooled over replicas; the p99's B − A with its 95% interval):\n",
+            );
+            let width = self.latencies.iter().map(|l| l.latency.chars().count()).max().unwrap_or(0);
             for l in &self.latencies {
-                out.push_str(&format!("  #{} {:<20} {}  →  {}\n", l.point, l.latency, quantiles(l.a), quantiles(l.b)));
+                let (d, lo, hi) = l.difference(1);
+                out.push_str(&format!(
+                    "  #{} {:<width$} {}  →  {}   p99 {} [{}, {}]\n",
+                    l.point,
+                    l.latency,
+                    quantiles(l.a),
+                    quantiles(l.b),
+                    signed(d),
+                    signed(lo),
+                    signed(hi)
+                ));
             }
         }
         out.push_str(if self.changed() { "verdict: changed (exit 1)\n" } else { "verdict: no change (exit 0)\n" });
@@ -510,6 +547,12 @@ impl Comparison {
             "latencies": self.latencies.iter().map(|l| json!({
                 "grid_point": l.point, "latency": l.latency,
                 "a": l.a.map(json_number), "b": l.b.map(json_number),
+                "a_ci": l.a_ci.map(|(lo, hi)| [json_number(lo), json_number(hi)]),
+                "b_ci": l.b_ci.map(|(lo, hi)| [json_number(lo), json_number(hi)]),
+                "difference": (0..3).map(|k| {
+                    let (d, lo, hi) = l.difference(k);
+                    json!({"b_minus_a": json_number(d), "ci_lo": json_number(lo), "ci_hi": json_number(hi)})
+                }).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })
     }
@@ -540,12 +583,16 @@ impl Comparison {
             .latencies
             .iter()
             .map(|l| {
+                let (d, lo, hi) = l.difference(1);
                 format!(
-                    "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} [{}, {}]</td></tr>",
                     l.point,
                     escape(&l.latency),
                     quantiles(l.a),
-                    quantiles(l.b)
+                    quantiles(l.b),
+                    signed(d),
+                    signed(lo),
+                    signed(hi)
                 )
             })
             .collect();
@@ -560,7 +607,7 @@ impl Comparison {
              The rank test is Mann–Whitney's on the per-replica values.</p><p>{}</p>\
              <table><tr><th>grid point</th><th>metric</th><th>A</th><th>B</th><th>B − A [95%]</th><th>p</th><th>rank p</th><th></th></tr>{rows}</table>\
              <h2>Latency quantiles (p50 / p99 / p99.9, seconds)</h2>\
-             <table><tr><th>grid point</th><th>latency</th><th>A</th><th>B</th></tr>{latencies}</table></body></html>\n",
+             <table><tr><th>grid point</th><th>latency</th><th>A</th><th>B</th><th>p99 B − A [95%]</th></tr>{latencies}</table></body></html>\n",
             env!("CARGO_PKG_VERSION"),
             escape(&self.scenario),
             escape(&self.scenario),

@@ -285,17 +285,23 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
         if let Some(latency) = ctx.folder.manifest.latencies.first() {
             for (column, name) in [("p50_s", "p50"), ("p99_s", "p99")] {
                 html.push_str(&format!(
-                    "<tr><th title=\"from the merged HdrHistogram of all replicas\">{} {name} (s) <span class=\"dir\">↓</span></th>",
+                    "<tr><th title=\"from the merged HdrHistogram of all replicas (within 0.1%), with its 95% sectioning interval over ten batches of replicas\">{} {name} (s) <span class=\"dir\">↓</span></th>",
                     escape(latency.trim_end_matches("_s"))
                 ));
                 let table = &ctx.folder.histograms;
                 let (Ok(metrics), Ok(values)) = (table.strings("metric"), table.numbers(column)) else { continue };
+                // The sectioning interval over batches of replicas (absent in folders
+                // written before it existed).
+                let bounds = (table.numbers(&format!("{column}_ci_lo")), table.numbers(&format!("{column}_ci_hi")));
                 for point in &ctx.points {
-                    let value = data::rows_of(table, point.index)
-                        .into_iter()
-                        .find(|&r| &metrics[r] == latency)
-                        .map(|r| values[r]);
-                    html.push_str(&format!("<td>{}</td>", value.map_or("–".into(), short)));
+                    let row = data::rows_of(table, point.index).into_iter().find(|&r| &metrics[r] == latency);
+                    let interval = match (&bounds, row) {
+                        ((Ok(lo), Ok(hi)), Some(r)) if lo[r].is_finite() && hi[r].is_finite() => {
+                            format!(" <span class=\"ci\">[{}, {}]</span>", short(lo[r]), short(hi[r]))
+                        }
+                        _ => String::new(),
+                    };
+                    html.push_str(&format!("<td>{}{interval}</td>", row.map_or("–".into(), |r| short(values[r]))));
                 }
                 html.push_str("</tr>");
             }

@@ -173,3 +173,43 @@ fn compare_says_what_differs_between_the_scenarios() {
     let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     assert_eq!(answer["scenario_differences"], serde_json::json!([]));
 }
+
+/// The pooled latency quantiles come with their difference and its interval: a
+/// slower service (M/M/2 at 80% load, service 5% slower) moves every point's p99 up
+/// by an interval that excludes 0, and two seeds of one scenario give intervals that
+/// cover 0 at each of the three points.
+#[test]
+fn compare_gives_the_pooled_p99s_difference_with_an_interval() {
+    let scratch = tempfile::tempdir().unwrap();
+    let short = ["--replicas", "20", "--set", "run.horizon_s=100", "--set", "run.warmup_s=10"];
+    let (a, b, c) = (scratch.path().join("a"), scratch.path().join("b"), scratch.path().join("c"));
+    run_mmc(&a, &[&short[..], &["--seed", "1"]].concat());
+    run_mmc(&b, &[&short[..], &["--seed", "2"]].concat());
+    run_mmc(&c, &[&short[..], &["--seed", "2", "--set", "queue.service_rate_per_s=95"]].concat());
+    let differences = |other: &std::path::Path| -> Vec<(f64, f64, f64)> {
+        let output = compare(&a.join("mmc"), &other.join("mmc"), &["--json"]);
+        let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        answer["latencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let p99 = &l["difference"][1];
+                let number = |key: &str| p99[key].as_f64().unwrap_or_else(|| panic!("{key} in {l}"));
+                let (a, b) = (l["a"][1].as_f64().unwrap(), l["b"][1].as_f64().unwrap());
+                assert!((number("b_minus_a") - (b - a)).abs() < 1e-12, "{l}");
+                (number("b_minus_a"), number("ci_lo"), number("ci_hi"))
+            })
+            .collect()
+    };
+    let same = differences(&b);
+    assert_eq!(same.len(), 3);
+    for (d, lo, hi) in &same {
+        assert!(lo < d && d < hi && *lo <= 0.0 && 0.0 <= *hi, "seeds alone: {d} [{lo}, {hi}]");
+    }
+    for (d, lo, hi) in differences(&c) {
+        assert!(lo > 0.0 && lo < d && d < hi, "5% slower service: {d} [{lo}, {hi}]");
+    }
+    let text = stdout(&compare(&a.join("mmc"), &c.join("mmc"), &[]));
+    assert!(text.contains("the p99's B − A with its 95% interval") && text.contains("p99 +"), "{text}");
+}

@@ -109,7 +109,9 @@ assert [r[0] for r in rows] == [
     "rate-limited, 429 excluded", "rate-limited, 429 counted", "brownout, no breaker", "brownout, breaker",
     "brownout, breaker, answer falls back to haiku", "dead tier, constant open time",
     "dead tier, growing open time"], rows
-assert all(0.0 <= r[1] <= 1.0 and r[2] > 0 and r[3] > 0 for r in rows), rows
+# A dead tier refuses at once: its p95 to answer or failure is exactly 0.
+assert all(0.0 <= r[1] <= 1.0 and r[2] >= 0 and r[3] > 0 for r in rows), rows
+assert rows[5][2] == 0.0 and rows[2][2] > 30, rows
 # A case's fields are columns of their own: filter on one without matching TOML text.
 fallback = con.execute(f"""SELECT grid_point FROM '{out}/llm-breaker/summary.parquet'
     WHERE "stack.answer_fallback_tier" = 'haiku'""").fetchall()

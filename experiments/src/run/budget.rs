@@ -2,12 +2,13 @@
 //! the estimate and the limit) when it cannot fit, instead of letting the kernel
 //! kill it half way. Estimates are upper bounds from the shapes involved — the
 //! tables before compression, the histograms and series the runner holds for one
-//! chunk per thread, and a few numbers per grid point for the report.
+//! chunk (per batch of replicas, and per thread), and a few numbers per grid point for the report.
 
 use std::path::Path;
 
 use stampede_engine::LatencyHistogram;
 
+use super::batches::BATCHES;
 use super::runner::{CHUNK_POINTS, CHUNK_TASKS};
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
@@ -36,9 +37,13 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
         histogram.footprint_bytes() as f64
     };
     let live_points = (CHUNK_POINTS as f64).min(points) + 1.0;
-    // Each live point: its totals plus one copy per worker (histograms, exact series sums).
-    let per_live_point = latencies * (total_histogram + threads as f64 * recording_histogram)
-        + (threads as f64 + 1.0) * series * buckets * 32.0;
+    // Each live point: a histogram per batch of replicas and their pooled sum, and its
+    // series sums plus one copy per worker.
+    let per_live_point =
+        latencies * (BATCHES as f64 + 1.0) * total_histogram + (threads as f64 + 1.0) * series * buckets * 32.0;
+    // Each worker: the histograms its replica in progress records into, and its spare
+    // per-replica quantile buffers (kernel::replica_quantiles, 420 KB each, 64 at most).
+    let per_worker = latencies * recording_histogram + 64.0 * 430_080.0;
     let chunk_records = (CHUNK_TASKS as f64) * (metrics * 8.0 + 64.0);
     // The Parquet writers hold a row group in progress of every table: at most
     // ROW_GROUP_ROWS rows or ROW_GROUP_MAX_BYTES encoded, plus a page (64 KB) being
@@ -51,7 +56,12 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
         + 2.0 * group(metrics * 32.0 + 64.0, 4.0 * metrics);
     // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
     let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
-    let memory_bytes = live_points * per_live_point + chunk_records + row_groups + points * per_point_report + 64e6;
+    let memory_bytes = live_points * per_live_point
+        + threads as f64 * per_worker
+        + chunk_records
+        + row_groups
+        + points * per_point_report
+        + 64e6;
     // Replica rows are written twice (checkpoint pieces, then the table) and so are
     // the histograms (a piece's partials, then histograms.parquet).
     let disk_bytes = 2.0 * points * replicas * (16.0 + metrics * 8.0)
