@@ -170,7 +170,9 @@ impl Drop for ReplicaQuantiles {
                 }
             }
         }
-        SPARES.with(|spares| {
+        // `try_with`: a histogram dropped while its thread is being torn down frees
+        // its buffers instead.
+        let _ = SPARES.try_with(|spares| {
             let mut spares = spares.borrow_mut();
             if spares.len() < SPARES_KEPT {
                 spares.push(buckets);
