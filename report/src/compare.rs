@@ -17,8 +17,8 @@ use stampede_experiments::verify::compare::{holm, Difference, Pair};
 use stampede_experiments::{Error, Result};
 use stampede_output::Table;
 
+use crate::blocks::{escape, points};
 use crate::folder::Folder;
-use crate::sections::{escape, points};
 
 /// One metric at one grid point.
 #[derive(Clone, Debug)]

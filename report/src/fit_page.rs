@@ -4,8 +4,8 @@
 
 use stampede_experiments::inputs::fit::{FitReport, DATA_QUANTILES};
 
+use crate::blocks::escape;
 use crate::chart::{hex, series_colour, Axis, Line, LinePlot, Point, Scale};
-use crate::sections::escape;
 
 /// Points per fitted CDF curve (each is a marker with its value on hover).
 const CURVE_POINTS: usize = 40;

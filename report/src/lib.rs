@@ -5,11 +5,14 @@
 //!
 //! [`compare`] is `stampede compare`: two folders of one scenario, metric by metric.
 //!
-//! Layers: [`folder`] reads the folder back, [`data`] derives each plot's numbers,
-//! [`chart`] draws them to SVG with `plotters`, [`sections`] decides what to show,
-//! [`page`] writes the HTML. The page loads nothing: styles, script and plots are
+//! Layers, each importing only from those before it: [`folder`] reads the folder
+//! back, [`data`] derives each plot's numbers, [`chart`] draws them to SVG with
+//! `plotters`, [`blocks`] holds what every section is made of (blocks, points, the
+//! context, HTML and CSV encoding), [`race`] and [`topology`] draw one figure each,
+//! [`sections`] decides what to show, [`page`] writes the HTML. The page loads nothing: styles, script and plots are
 //! inlined, and its Content-Security-Policy forbids every request.
 
+pub mod blocks;
 pub mod chart;
 pub mod compare;
 pub mod data;
@@ -28,8 +31,8 @@ use std::path::{Path, PathBuf};
 use stampede_experiments::{Error, Result};
 use stampede_output::StagedFile;
 
+use crate::blocks::Context;
 use crate::folder::Folder;
-use crate::sections::Context;
 
 /// The report of the folder `dir`, as HTML.
 pub fn render(dir: &Path) -> Result<String> {
@@ -46,7 +49,7 @@ pub fn render_as(dir: &Path, shown: &Path) -> Result<String> {
         Err(_) => Default::default(),
     };
     let defs = folder.metric_defs();
-    let (points, overlay_note) = sections::points(&folder, &defs);
+    let (points, overlay_note) = blocks::points(&folder, &defs);
     let ctx = Context { folder: &folder, defs, points, overlay_note, presentation };
     let sections = sections::all(&ctx);
     Ok(page::render(&folder, &ctx.points, &sections))

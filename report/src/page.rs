@@ -3,9 +3,9 @@
 //! page provably works offline from disk; the script only switches heatmap metrics,
 //! offers each plot's CSV as a download and counts the plots it finds.
 
+use crate::blocks::{escape, Block, PointInfo, Section};
 use crate::chart::{hex, Figure};
 use crate::folder::Folder;
-use crate::sections::{escape, Block, PointInfo, Section};
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");

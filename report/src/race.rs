@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::blocks::{csv, escape, Block, Context, Section};
 use crate::chart::{series_colour, short, Axis, Line, LinePlot, Point, WIDE};
-use crate::sections::{csv, escape, Block, Context, Section};
 
 /// The row of one candidate in one round of `optimize.parquet`.
 struct Standing {

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, VecDeque};
 use plotters::style::RGBColor;
 use stampede_experiments::models::presentation::{TopologyEdge, TopologyService};
 
+use crate::blocks::escape;
 use crate::chart::Figure;
-use crate::sections::escape;
 
 const BOX_HEIGHT: f64 = 58.0;
 const ROW_PITCH: f64 = 92.0;
