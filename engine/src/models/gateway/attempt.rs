@@ -11,7 +11,7 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{Ticket, TicketStamp};
 
-use super::gates::Gate;
+use super::gate::Gate;
 use super::model::{count_in_bucket, earliest, Gateway};
 use super::params::Client;
 use super::reason::Reason;

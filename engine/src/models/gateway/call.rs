@@ -8,7 +8,8 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::Named;
 
-use super::gates::{Entry, Gate};
+use super::gate::Gate;
+use super::gates::Entry;
 use super::model::{tokens, Gateway};
 use super::params::Client;
 use super::reason::Reason;

@@ -74,6 +74,7 @@
 
 mod attempt;
 mod call;
+pub mod gate;
 pub mod gates;
 mod model;
 pub mod params;
@@ -86,7 +87,7 @@ mod turn;
 #[cfg(test)]
 mod tests;
 
-pub use gates::Gate;
+pub use gate::Gate;
 pub use model::{Gateway, GatewaySeries};
 pub use params::{
     Arrivals, ClassParams, Client, GatewayParams, Incident, IncidentKind, LimiterScope, PlannedCall, Step, TierParams,

@@ -25,7 +25,8 @@ use crate::policy::limiter::ConcurrencyLimiter;
 use crate::policy::quota::QuotaMeter;
 use crate::policy::retry_budget::RatioBudget;
 
-use super::gates::{bulkheads, limiter_queue_capacity, limiters, quota_meters, Gate};
+use super::gate::Gate;
+use super::gates::{bulkheads, limiter_queue_capacity, limiters, quota_meters};
 use super::params::{Arrivals, Client, GatewayParams, Incident, IncidentKind, LimiterScope};
 use super::reason::Reason;
 use super::results::{ClassResults, GatewayResults};

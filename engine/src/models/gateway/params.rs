@@ -14,7 +14,7 @@ use crate::policy::limiter::{ConcurrencyLimiter, LimiterKind, SampleWindow};
 use crate::policy::quota::{QuotaConfig, QuotaLimits};
 use crate::policy::retry_budget::RatioBudget;
 
-use super::gates::Gate;
+use super::gate::Gate;
 
 /// Per-attempt timeouts. Not streamed: the client sees nothing before the whole
 /// response, so "first token" and "total" both bound the response.

@@ -7,7 +7,7 @@
 use crate::kernel::Named;
 use crate::policy::classify::Outcome;
 
-use super::gates::Gate;
+use super::gate::Gate;
 
 stampede_kernel::named_enum! {
     /// Why a counted call ended without being served.

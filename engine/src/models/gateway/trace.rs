@@ -9,7 +9,7 @@ use crate::kernel::Named;
 use crate::measurement::trace::{TraceKind, Tracer};
 use crate::policy::breaker::BreakerState;
 
-use super::gates::Gate;
+use super::gate::Gate;
 use super::model::Gateway;
 use super::reason::{Reason, Source};
 use super::state::{Attempt, AttemptState, Ending};

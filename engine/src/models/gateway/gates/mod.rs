@@ -8,8 +8,8 @@
 //!   innermost first, with the [`Feedback`] the gate learns from: the breaker records
 //!   the outcome, the limiter the latency, the quota meter the tokens used.
 //!
-//! Dispatch is a `match` over [`Gate`], so a call never goes through `dyn`. Adding
-//! a gate: a variant here (with its name), a file with its `enter_…`/`release_…`,
+//! Dispatch is a `match` over [`Gate`] (the data enum, in [`super::gate`]), so a call
+//! never goes through `dyn`. Adding a gate: a variant there (with its name), a file with its `enter_…`/`release_…`,
 //! one arm in each `match` below, and the reasons it refuses with in
 //! [`super::reason`].
 
@@ -29,30 +29,10 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 
+use super::gate::Gate;
 use super::model::Gateway;
 use super::reason::Reason;
 use super::state::{Event, Feedback};
-
-stampede_kernel::named_enum! {
-    /// The defences, in the order a scenario lists them (outermost first).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Gate {
-        /// ① the product ladder, deadline feasibility and tenant share.
-        Admission = "admission",
-        /// ② slots and a bounded queue per class.
-        Bulkhead = "bulkhead",
-        /// ③ an adaptive concurrency limit per class (or per tier).
-        Adaptive = "adaptive",
-        /// ④ a circuit breaker per class.
-        Breaker = "breaker",
-        /// ⑤ client-side quota meters per tier.
-        Quota = "quota",
-        /// ⑥ the attempt loop: gates after it are passed once per attempt.
-        Retry = "retry",
-        /// ⑦ a failed call of a class with a fallback is served its fallback.
-        Fallback = "fallback",
-    }
-}
 
 /// What a gate does with a call that reaches it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
