@@ -11,11 +11,10 @@
 //! re-examined key sits where the placement puts it.
 
 use serde::{Deserialize, Serialize};
-use stampede_kernel::names::Named;
 
 use crate::hash::HashKind;
 use crate::store::{KeyRow, KeyStore};
-use crate::strategy::{bounded_assign, vnode_count, NodeSpec, Placement, Scope, Settings, Strategy};
+use crate::strategy::{bounded_assign, NodeSpec, Placement, Scope, Settings, Strategy};
 
 /// A live node: a stable id (never reused), its name and weight.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -364,15 +363,6 @@ impl<S: KeyStore> Explorer<S> {
         }
         Ok(())
     }
-
-    /// How many virtual nodes `node` has under the current strategy.
-    pub fn points_of(&self, node: &Node) -> u32 {
-        match self.strategy() {
-            Strategy::Vnodes | Strategy::Bounded => vnode_count(self.settings.vnodes, node.weight),
-            Strategy::Ring | Strategy::Multiprobe => 1,
-            _ => 0,
-        }
-    }
 }
 
 /// Names are 1–200 printable characters.
@@ -385,9 +375,4 @@ pub fn check_name(what: &str, name: &str) -> Result<(), String> {
 
 fn specs(nodes: &[Node]) -> Vec<NodeSpec> {
     nodes.iter().map(|n| NodeSpec { name: n.name.clone(), weight: n.weight }).collect()
-}
-
-/// All strategies by name, for messages.
-pub fn strategy_names() -> String {
-    Strategy::NAMES.join(", ")
 }

@@ -56,10 +56,6 @@ impl MemoryStore {
     pub fn assignment(&self) -> Vec<(String, Option<u32>)> {
         self.keys.values().map(|(name, _, owner)| (name.clone(), *owner)).collect()
     }
-
-    pub fn name_of(&self, id: u64) -> Option<&str> {
-        self.keys.get(&id).map(|k| k.0.as_str())
-    }
 }
 
 pub fn in_arc(position: u32, from: u32, to: u32) -> bool {

@@ -70,9 +70,4 @@ impl CoDel {
             false
         }
     }
-
-    /// True while CoDel is in its dropping state.
-    pub fn is_dropping(&self) -> bool {
-        self.dropping
-    }
 }

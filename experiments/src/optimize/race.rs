@@ -563,15 +563,7 @@ impl Race {
 
 /// The one-sided Wilson bounds at `level` of `successes` out of `n`: (lower, upper).
 pub fn wilson_one_sided(successes: usize, n: usize, level: f64) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let z = normal_quantile(level);
-    let (n, p) = (n as f64, successes as f64 / n as f64);
-    let z2 = z * z;
-    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    crate::run::stats::wilson(successes, n, normal_quantile(level))
 }
 
 /// Who the race picks.

@@ -95,18 +95,6 @@ impl Plan {
         Plan { window: Some((from, to)), ..self }
     }
 
-    /// The grid point of task `task` (an index into the unwindowed list).
-    pub fn point_of(&self, task: u64) -> u32 {
-        let mut seen = 0u64;
-        for p in 0..self.points {
-            seen += self.replicas_of(p).len() as u64;
-            if task < seen {
-                return p;
-            }
-        }
-        self.points.saturating_sub(1)
-    }
-
     /// The replicas of `point` this process runs.
     pub fn replicas_of(&self, point: u32) -> Range<u32> {
         let Some(Shard { index, count }) = self.shard else { return 0..self.replicas };

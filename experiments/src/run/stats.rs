@@ -44,6 +44,21 @@ impl Summary {
 /// The 0.975 quantile of the standard normal.
 const Z_975: f64 = 1.959_963_984_540_054;
 
+/// The Wilson score bounds of `successes` out of `n` at normal quantile `z` (1.96
+/// for a two-sided 95% interval; `normal_quantile(level)` for one-sided bounds at
+/// `level`): (lower, upper), within [0, 1]. With no trials nothing is known: (0, 1).
+pub fn wilson(successes: usize, n: usize, z: f64) -> (f64, f64) {
+    debug_assert!(successes <= n, "{successes} successes of {n}");
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (n, p) = (n as f64, successes as f64 / n as f64);
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
 /// The 0.975 quantile of Student's t with `degrees_of_freedom` (≥ 1).
 ///
 /// Below 1,000 degrees of freedom it is statrs' inverse CDF. From 1,000 on it is the

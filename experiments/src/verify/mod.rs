@@ -78,16 +78,9 @@ pub fn replica_quantile(values: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
-/// The Wilson score interval (95%) of `successes` out of `n`.
+/// The Wilson score interval (95%) of `successes` out of `n` ((0, 1) with none).
 pub fn wilson(successes: usize, n: usize) -> (f64, f64) {
-    if n == 0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let (n, p) = (n as f64, successes as f64 / n as f64);
-    let z2 = Z_975 * Z_975;
-    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = Z_975 / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    crate::run::stats::wilson(successes, n, Z_975)
 }
 
 /// The replicas' values of metric `index` at `point` (those a claim reads).
