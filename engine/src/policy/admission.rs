@@ -7,6 +7,7 @@
 //! SHEDDABLE_PLUS, L3 at 0.95 adds CRITICAL, L4 at the cap (1.0) adds CRITICAL_PLUS.
 
 use super::Criticality;
+use crate::kernel::names::Named;
 use crate::kernel::time::Nanos;
 
 /// Rung thresholds and the rung from which each criticality is refused.

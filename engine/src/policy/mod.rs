@@ -34,10 +34,3 @@ stampede_kernel::named_enum! {
         Sheddable = "sheddable",
     }
 }
-
-impl Criticality {
-    /// Index into per-level arrays (0 = CRITICAL_PLUS).
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}

@@ -5,6 +5,7 @@
 //! only when the pool is full. Invariant: in-flight ≤ max (asserted).
 
 use super::Criticality;
+use crate::kernel::names::Named;
 
 /// Utilisation marks at which each criticality starts being shed, indexed by
 /// [`Criticality::index`] (CRITICAL_PLUS first).
