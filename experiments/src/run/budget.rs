@@ -42,8 +42,9 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     let per_live_point =
         latencies * (BATCHES as f64 + 1.0) * total_histogram + (threads as f64 + 1.0) * series * buckets * 32.0;
     // Each worker: the histograms its replica in progress records into, and its spare
-    // per-replica quantile buffers (kernel::replica_quantiles, 420 KB each, 64 at most).
-    let per_worker = latencies * recording_histogram + 64.0 * 430_080.0;
+    // per-replica quantile buffers (kernel::replica_quantiles, 420 KB each).
+    let spares = stampede_engine::kernel::replica_quantiles::SPARES_KEPT as f64;
+    let per_worker = latencies * recording_histogram + spares * 430_080.0;
     let chunk_records = (CHUNK_TASKS as f64) * (metrics * 8.0 + 64.0);
     // The Parquet writers hold a row group in progress of every table: at most
     // ROW_GROUP_ROWS rows or ROW_GROUP_MAX_BYTES encoded, plus a page (64 KB) being
