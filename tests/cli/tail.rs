@@ -88,7 +88,7 @@ fn replicas_quantiles_do_not_snap_to_buckets() {
 
 /// The pooled p99's sectioning interval covers the exact p99 of an M/M/1 queue's
 /// sojourn time (exponential with rate μ − λ: p99 = ln(100)/(μ − λ)) on 90–99% of
-/// 100 seeds. Intervals from requests instead of replicas, a missing √m or a biased
+/// 200 seeds (measured: 187). Intervals from requests instead of replicas, a missing √m or a biased
 /// pooled quantile would each fall outside that band.
 #[test]
 fn the_pooled_p99s_interval_covers_the_mm1_p99() {
@@ -101,10 +101,10 @@ fn the_pooled_p99s_interval_covers_the_mm1_p99() {
     )
     .unwrap();
     let exact = 100f64.ln() / (1000.0 - 800.0);
-    let seeds: Vec<u32> = (1..=100).collect();
+    let seeds: Vec<u32> = (1..=200).collect();
     let covered: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = seeds
-            .chunks(50)
+            .chunks(100)
             .enumerate()
             .map(|(part, seeds)| {
                 let (scenario, dir) = (&scenario, dir.path());
@@ -139,6 +139,6 @@ fn the_pooled_p99s_interval_covers_the_mm1_p99() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
-    eprintln!("the M/M/1 p99's interval covered {exact} on {covered} of 100 seeds");
-    assert!((90..=99).contains(&covered), "the p99's interval covered {exact} on {covered} of 100 seeds");
+    eprintln!("the M/M/1 p99's interval covered {exact} on {covered} of 200 seeds");
+    assert!((180..=198).contains(&covered), "the p99's interval covered {exact} on {covered} of 200 seeds");
 }
