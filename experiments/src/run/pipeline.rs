@@ -166,13 +166,15 @@ pub fn write_run(
         replicas_table.write(scenario, records)
     };
     let mut points = |point: &GridPoint, result: PointResult| -> Result<()> {
-        tables.write_point(scenario, point, &result)?;
+        // Once per point: the tables and the report read the same numbers.
+        let latencies = latency_stats(&result);
+        tables.write_point(scenario, point, &result, &latencies)?;
         reports.push(PointReport {
             index: point.index,
             params: point.params.clone(),
             covered: result.moments.iter().map(super::moments::Moments::count).collect(),
             replicas: result.replicas.len() as u32,
-            latencies: latency_stats(&result),
+            latencies,
             summaries: result.summaries,
             replica_values: BTreeMap::new(),
             compute_s: result.compute_s,
@@ -283,9 +285,15 @@ impl Tables {
     }
 
     /// Writes a finished grid point's rows to every per-point table.
-    fn write_point(&mut self, scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Result<()> {
+    fn write_point(
+        &mut self,
+        scenario: &Scenario,
+        point: &GridPoint,
+        result: &PointResult,
+        latencies: &[LatencyStats],
+    ) -> Result<()> {
         self.summary.write(self.summary_row(scenario, point, result))?;
-        self.histograms.write(histogram_rows(scenario, point, result))?;
+        self.histograms.write(histogram_rows(scenario, point, result, latencies))?;
         match &mut self.timeseries {
             None => {}
             Some(Series::Whole(table)) => table.write(timeseries_rows(scenario, point, result))?,
@@ -473,9 +481,13 @@ fn histogram_columns() -> Vec<ColumnSpec> {
 /// `histograms.parquet` rows of one point: per latency, the count, the batches of
 /// replicas that recorded, each quantile with its sectioning interval, the maximum
 /// and the whole HDR histogram (V2 serialisation).
-fn histogram_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+fn histogram_rows(
+    scenario: &Scenario,
+    point: &GridPoint,
+    result: &PointResult,
+    stats: &[LatencyStats],
+) -> Vec<ColumnValues> {
     let names = scenario.schema.latencies;
-    let stats = latency_stats(result);
     let mut columns = vec![
         ColumnValues::U32(vec![point.index; names.len()]),
         ColumnValues::Utf8(names.iter().map(|n| n.to_string()).collect()),
