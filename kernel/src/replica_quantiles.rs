@@ -133,10 +133,10 @@ impl ReplicaQuantiles {
             for index in first..(first + GROUP).min(buckets.counts.len()) {
                 let count = u64::from(buckets.counts[index]);
                 if before + count >= rank {
-                    let low = lowest_value_of(index) as f64;
-                    let width = (lowest_value_of(index + 1) - lowest_value_of(index)) as f64;
+                    let low = lowest_value_of(index);
+                    let width = (lowest_value_of(index + 1) - low) as f64;
                     let mean = buckets.offset_sums[index] as f64 / count as f64;
-                    return low + spread(rank - before, count, mean, width);
+                    return low as f64 + spread(rank - before, count, mean, width);
                 }
                 before += count;
             }

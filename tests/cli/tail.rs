@@ -8,11 +8,10 @@ use stampede_output::{ColumnValues, Table};
 
 use crate::common::{stampede, stderr};
 
-/// The order statistic of rank ⌈q·n⌉ (at least 1), as the metrics define it.
-fn order_statistic(mut values: Vec<f64>, q: f64) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
-    values[rank - 1]
+/// The order statistic of rank ⌈q·n⌉ (at least 1), as the metrics define it: the
+/// nearest-rank quantile `verify` uses across replicas.
+fn order_statistic(values: Vec<f64>, q: f64) -> f64 {
+    stampede_experiments::verify::replica_quantile(&values, q)
 }
 
 fn run(dir: &Path, args: &[&str]) {

@@ -48,6 +48,11 @@ impl BatchedLatency {
         self.batches[batch].get_or_insert_with(LatencyHistogram::new)
     }
 
+    /// Sets batch `batch` to `histogram` (what the runner gathered for it).
+    pub fn set(&mut self, batch: usize, histogram: LatencyHistogram) {
+        self.batches[batch] = Some(histogram);
+    }
+
     /// The batches that ran, with their index.
     pub fn batches(&self) -> impl Iterator<Item = (usize, &LatencyHistogram)> {
         self.batches.iter().enumerate().filter_map(|(b, h)| Some((b, h.as_ref()?)))

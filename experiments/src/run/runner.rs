@@ -255,7 +255,7 @@ impl LivePoint {
         let mut batched = vec![BatchedLatency::default(); count];
         for (b, histograms) in batches.into_iter().enumerate() {
             for (latency, histogram) in batched.iter_mut().zip(histograms.into_inner().expect("no worker panicked")) {
-                *latency.batch_mut(b) = histogram;
+                latency.set(b, histogram);
             }
         }
         (batched.iter().map(BatchedLatency::pooled).collect(), batched)
