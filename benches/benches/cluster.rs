@@ -11,12 +11,13 @@ use stampede_engine::LatencyHistogram;
 
 fn cluster(c: &mut Criterion) {
     let mut histogram = LatencyHistogram::new();
-    let events = Cluster::new(ClusterParams::every_policy_on(), 1, 0, &mut histogram).run().0.events;
+    let events =
+        Cluster::new(ClusterParams::every_policy_on(), 1, 0, std::slice::from_mut(&mut histogram)).run().0.events;
     let mut group = c.benchmark_group("cluster");
     group.sample_size(20);
     group.throughput(Throughput::Elements(events));
     group.bench_function("every_policy_on", |b| {
-        b.iter(|| Cluster::new(ClusterParams::every_policy_on(), 1, 0, &mut histogram).run())
+        b.iter(|| Cluster::new(ClusterParams::every_policy_on(), 1, 0, std::slice::from_mut(&mut histogram)).run())
     });
     group.finish();
 }

@@ -63,7 +63,7 @@ fn mmc_replica() -> u64 {
 #[library_benchmark]
 fn cluster_every_policy_replica() -> u64 {
     let mut histogram = LatencyHistogram::new();
-    black_box(Cluster::new(ClusterParams::every_policy_on(), 1, 0, &mut histogram).run().0.events)
+    black_box(Cluster::new(ClusterParams::every_policy_on(), 1, 0, std::slice::from_mut(&mut histogram)).run().0.events)
 }
 
 // The service graph with every client policy on (`GraphParams::three_tier_every_policy`),

@@ -236,7 +236,7 @@ fn cluster_allocates_nothing_per_event_after_warmup() {
         ..ClusterParams::every_policy_on()
     };
     let mut histogram = LatencyHistogram::new();
-    let mut simulation = Cluster::new(params, 3, 0, &mut histogram).into_simulation();
+    let mut simulation = Cluster::new(params, 3, 0, std::slice::from_mut(&mut histogram)).into_simulation();
     simulation.run_until(secs_to_nanos(20.0));
     let before = allocations();
     let events = simulation.run_until(secs_to_nanos(300.0));

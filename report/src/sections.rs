@@ -93,10 +93,19 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
         html.push_str("</tr>");
     }
     if with_latency {
-        if let Some(latency) = ctx.folder.manifest.latencies.first() {
-            for (column, name) in [("p50_s", "p50"), ("p99_s", "p99")] {
+        if let Some(first) = ctx.folder.manifest.latencies.first() {
+            let endings = endings_of(&ctx.folder.manifest.latencies, first);
+            // The answered requests' quantiles, then (where the model splits them) every
+            // request's, then the share of each ending.
+            let mut shown = vec![(first.clone(), "requests answered in full")];
+            if let Some((all, _)) = endings.iter().find(|(_, ending)| *ending == "all") {
+                shown.push((all.clone(), "every request that ended: answered, degraded or failed"));
+            }
+            for (latency, column, name, what) in
+                shown.iter().flat_map(|(l, what)| [("p50_s", "p50"), ("p99_s", "p99")].map(|(c, n)| (l, c, n, what)))
+            {
                 html.push_str(&format!(
-                    "<tr><th title=\"from the merged HdrHistogram of all replicas (within 0.1%), with its 95% sectioning interval over ten batches of replicas\">{} {name} (s) <span class=\"dir\">↓</span></th>",
+                    "<tr><th title=\"{what}: from the merged HdrHistogram of all replicas (within 0.1%), with its 95% sectioning interval over ten batches of replicas\">{} {name} (s) <span class=\"dir\">↓</span></th>",
                     escape(latency.trim_end_matches("_s"))
                 ));
                 let table = &ctx.folder.histograms;
@@ -116,10 +125,59 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
                 }
                 html.push_str("</tr>");
             }
+            html.push_str(&ending_shares(ctx, &endings));
         }
     }
     html.push_str("</tbody></table></div>");
     html
+}
+
+/// The latencies that split `first`'s request kind by ending, as (histogram, ending):
+/// `response_s` is `ok`, `response_failed_s` is `failed`, `response_all_s` is `all`
+/// (empty when the model does not split it).
+fn endings_of(latencies: &[String], first: &str) -> Vec<(String, &'static str)> {
+    let base = first.trim_end_matches("_s");
+    let mut endings = vec![(first.to_string(), "ok")];
+    for ending in ["degraded", "failed", "all"] {
+        let name = format!("{base}_{ending}_s");
+        if latencies.contains(&name) {
+            endings.push((name, ending));
+        }
+    }
+    if endings.len() == 1 {
+        endings.clear();
+    }
+    endings
+}
+
+/// A row of each ending's share of the requests that ended (from the histograms'
+/// counts), "ok / degraded / failed" per grid point; empty without endings.
+fn ending_shares(ctx: &Context, endings: &[(String, &'static str)]) -> String {
+    let table = &ctx.folder.histograms;
+    let (Ok(metrics), Ok(counts)) = (table.strings("metric"), table.numbers("count")) else { return String::new() };
+    let Some((all, _)) = endings.iter().find(|(_, ending)| *ending == "all") else { return String::new() };
+    let parts: Vec<&(String, &str)> = endings.iter().filter(|(_, ending)| *ending != "all").collect();
+    let names: Vec<&str> = parts.iter().map(|(_, ending)| *ending).collect();
+    let mut html = format!(
+        "<tr><th title=\"the share of the requests that ended, by how they ended (counted in the histograms)\">{} share {}</th>",
+        escape(all.trim_end_matches("_all_s")),
+        names.join(" / ")
+    );
+    for point in &ctx.points {
+        let count = |latency: &str| {
+            data::rows_of(table, point.index).into_iter().find(|&r| metrics[r] == latency).map(|r| counts[r])
+        };
+        let cell = match count(all) {
+            Some(total) if total > 0.0 => parts
+                .iter()
+                .map(|(latency, _)| format!("{:.3}", count(latency).unwrap_or(0.0) / total))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            _ => "–".into(),
+        };
+        html.push_str(&format!("<td>{cell}</td>"));
+    }
+    html + "</tr>"
 }
 
 /// A claim's measured statistic: a fraction as a percentage with its count.
@@ -339,6 +397,9 @@ pub fn latency(ctx: &Context) -> Option<Section> {
     }
     let mut blocks = Vec::new();
     let mut more = Vec::new();
+    // The first request kind's answered and all-requests curves are drawn wide, one
+    // above the other; the rest go in a collapsed grid.
+    let first_all = format!("{}_all_s", latencies[0].trim_end_matches("_s"));
     for (l, latency) in latencies.iter().enumerate() {
         let mut curves = Vec::new();
         let mut cdfs = Vec::new();
@@ -370,7 +431,7 @@ pub fn latency(ctx: &Context) -> Option<Section> {
             windows: vec![],
             markers: vec![],
             bands: vec![],
-            size: if l == 0 { WIDE } else { SMALL },
+            size: if l == 0 || *latency == first_all { WIDE } else { SMALL },
         };
         let note = format!(
             "From the merged HdrHistogram of every replica (3 significant digits); x is 1/(1−q) on a log scale, so p90, \
@@ -399,6 +460,8 @@ pub fn latency(ctx: &Context) -> Option<Section> {
                         .into(),
                 ),
             ));
+        } else if *latency == first_all {
+            blocks.push(Block::Figure(figure));
         } else {
             more.push(figure);
         }

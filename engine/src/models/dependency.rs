@@ -22,6 +22,7 @@ use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::measurement::endings::{Ending, EndingSlots};
 use crate::measurement::trace::{Trace, TraceKind, Tracer};
 use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
 use crate::policy::classify::Outcome;
@@ -137,7 +138,9 @@ pub struct Dependency<'h> {
     busy_window_area: u128,
     series: DependencySeries,
     results: DependencyResults,
-    latency: &'h mut LatencyHistogram,
+    /// Requests' latencies by ending (see [`Dependency::new`]).
+    latencies: &'h mut [LatencyHistogram],
+    endings: EndingSlots,
     /// Per-request tracing, off unless [`Dependency::traced`].
     tracer: Option<Box<Tracer>>,
 }
@@ -147,7 +150,11 @@ fn criticality(priority: u8) -> Criticality {
 }
 
 impl<'h> Dependency<'h> {
-    pub fn new(p: DependencyParams, master_seed: u64, replica: u64, latency: &'h mut LatencyHistogram) -> Self {
+    /// Replica `replica` of a run seeded `master_seed`. Request latencies go to
+    /// `latencies`: `[ok, degraded, failed, all]` — degraded is a fallback answer, and a
+    /// failed request's latency is the time until its client learned it (the client
+    /// timeout, or 0 for a full queue) — or `[ok]` alone.
+    pub fn new(p: DependencyParams, master_seed: u64, replica: u64, latencies: &'h mut [LatencyHistogram]) -> Self {
         assert!(p.workers > 0 && p.bucket > 0);
         let buckets = p.horizon.div_ceil(p.bucket) as usize;
         Dependency {
@@ -175,7 +182,8 @@ impl<'h> Dependency<'h> {
                 fallbacks: vec![0; buckets],
             },
             results: DependencyResults::default(),
-            latency,
+            endings: EndingSlots::for_len(0, latencies.len(), true),
+            latencies,
             tracer: None,
             p,
         }
@@ -250,9 +258,11 @@ impl<'h> Dependency<'h> {
         round_to_nanos(median as f64 * self.latency_rng.lognormal(0.0, 0.25))
     }
 
-    fn fallback(&mut self, now: Nanos, counted: bool) {
+    /// A fallback answered a request that arrived at `arrived_at`.
+    fn fallback(&mut self, now: Nanos, counted: bool, arrived_at: Nanos) {
         if counted {
             self.results.fallbacks += 1;
+            self.endings.record(self.latencies, Ending::Degraded, now - arrived_at);
         }
         if let Some(b) = self.series.fallbacks.get_mut((now / self.p.bucket) as usize) {
             *b += 1;
@@ -275,7 +285,7 @@ impl<'h> Dependency<'h> {
                         tracer.refusal(key, now, "breaker_open", "breaker");
                         tracer.call_ended(key, now, "fallback");
                     }
-                    self.fallback(now, request.counted);
+                    self.fallback(now, request.counted, request.arrived_at);
                     self.finish_request(key);
                     return;
                 }
@@ -328,15 +338,16 @@ impl<'h> Dependency<'h> {
             if request.counted {
                 self.results.call_timeouts += 1;
             }
-            self.fallback(now, request.counted);
+            self.fallback(now, request.counted, request.arrived_at);
         } else if !in_time {
             if request.counted {
                 self.results.client_timeouts += 1;
+                self.endings.record(self.latencies, Ending::Failed, self.p.client_timeout);
             }
         } else {
             if request.counted {
                 self.results.served[request.priority as usize] += 1;
-                self.latency.record(now - request.arrived_at);
+                self.endings.record(self.latencies, Ending::Ok, now - request.arrived_at);
             }
             if let Some(b) = self.series.served.get_mut((now / self.p.bucket) as usize) {
                 *b += 1;
@@ -349,6 +360,8 @@ impl<'h> Dependency<'h> {
             if now - waiting.arrived_at > self.p.client_timeout {
                 if waiting.counted {
                     self.results.client_timeouts += 1;
+                    // The client gave up at its timeout; the pool notices only now.
+                    self.endings.record(self.latencies, Ending::Failed, self.p.client_timeout);
                 }
                 if let Some(tracer) = self.tracer.as_deref_mut() {
                     tracer.wait_ends(next, now);
@@ -390,7 +403,7 @@ impl<'h> Dependency<'h> {
                     if let Some(tracer) = self.tracer.as_deref_mut() {
                         tracer.refused_on_arrival(PRIORITY_NAMES[priority as usize], counted, now, "shed", "shedder");
                     }
-                    self.fallback(now, counted);
+                    self.fallback(now, counted, now);
                     return;
                 }
                 true
@@ -417,6 +430,7 @@ impl<'h> Dependency<'h> {
         } else {
             if counted {
                 self.results.queue_full += 1;
+                self.endings.record(self.latencies, Ending::Failed, 0);
             }
             if let Some(tracer) = self.tracer.as_deref_mut() {
                 tracer.refusal(key, now, "queue_full", "pool");
@@ -527,7 +541,7 @@ mod tests {
 
     fn run(p: DependencyParams) -> DependencyResults {
         let mut histogram = LatencyHistogram::new();
-        Dependency::new(p, 5, 0, &mut histogram).run().0
+        Dependency::new(p, 5, 0, std::slice::from_mut(&mut histogram)).run().0
     }
 
     #[test]
@@ -575,7 +589,8 @@ mod tests {
             let unprotected = breaker.is_none();
             let p = DependencyParams { breaker, shedder, ..base() };
             let mut histogram = LatencyHistogram::new();
-            let (results, series, trace) = Dependency::new(p.clone(), 3, 0, &mut histogram).traced().run_traced();
+            let (results, series, trace) =
+                Dependency::new(p.clone(), 3, 0, std::slice::from_mut(&mut histogram)).traced().run_traced();
             let trace = trace.expect("traced");
             assert_eq!((results, series), run_both(p));
             trace.check_tiling().unwrap();
@@ -601,6 +616,6 @@ mod tests {
 
     fn run_both(p: DependencyParams) -> (DependencyResults, DependencySeries) {
         let mut histogram = LatencyHistogram::new();
-        Dependency::new(p, 3, 0, &mut histogram).run()
+        Dependency::new(p, 3, 0, std::slice::from_mut(&mut histogram)).run()
     }
 }

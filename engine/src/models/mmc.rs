@@ -65,6 +65,9 @@ pub struct MmcResults {
     pub throughput_rps: f64,
     /// Fraction of arrivals refused because the system was full.
     pub rejected_ratio: f64,
+    /// Arrivals refused because the system was full (after warm-up): each learned it
+    /// at once, so its latency is 0.
+    pub rejected: u64,
     /// Events handled over the whole replica, warm-up included.
     pub events: u64,
 }
@@ -216,6 +219,7 @@ impl<'h> Mmc<'h> {
             in_system_mean: queue_length_mean + busy_mean,
             throughput_rps: if window > 0.0 { self.completions_in_window as f64 / window } else { 0.0 },
             rejected_ratio: ratio(self.rejected, self.arrivals_counted),
+            rejected: self.rejected,
             events,
         }
     }

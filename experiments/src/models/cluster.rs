@@ -61,7 +61,7 @@ impl ModelSpec for Cluster {
     }
 
     fn latencies(_: &ClusterConfig) -> &'static [&'static str] {
-        &["response_s"]
+        &["response_s", "response_failed_s", "response_all_s"]
     }
 
     fn series(_: &ClusterConfig) -> &'static [SeriesDef] {
@@ -103,8 +103,7 @@ impl ModelSpec for Cluster {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let [response] = histograms else { panic!("cluster records one histogram") };
-        let (results, series) = ClusterModel::new(config.params(run), master_seed, replica, response).run();
+        let (results, series) = ClusterModel::new(config.params(run), master_seed, replica, histograms).run();
         output(&results, series)
     }
 
@@ -112,7 +111,8 @@ impl ModelSpec for Cluster {
 
     fn trace_replica(config: &ClusterConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         let mut response = LatencyHistogram::new();
-        let model = ClusterModel::new(config.params(run), master_seed, replica, &mut response).traced();
+        let model =
+            ClusterModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response)).traced();
         let (results, series, trace) = model.run_traced();
         Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
     }

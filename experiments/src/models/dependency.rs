@@ -73,7 +73,7 @@ impl ModelSpec for Dependency {
     }
 
     fn latencies(_: &DependencyConfig) -> &'static [&'static str] {
-        &["response_s"]
+        &["response_s", "response_degraded_s", "response_failed_s", "response_all_s"]
     }
 
     fn series(_: &DependencyConfig) -> &'static [SeriesDef] {
@@ -119,8 +119,7 @@ impl ModelSpec for Dependency {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let [response] = histograms else { panic!("dependency records one histogram") };
-        let (results, series) = DependencyModel::new(config.params(run), master_seed, replica, response).run();
+        let (results, series) = DependencyModel::new(config.params(run), master_seed, replica, histograms).run();
         output(&results, series)
     }
 
@@ -133,7 +132,8 @@ impl ModelSpec for Dependency {
         replica: u64,
     ) -> Option<TracedReplica> {
         let mut response = LatencyHistogram::new();
-        let model = DependencyModel::new(config.params(run), master_seed, replica, &mut response).traced();
+        let model = DependencyModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response))
+            .traced();
         let (results, series, trace) = model.run_traced();
         Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
     }

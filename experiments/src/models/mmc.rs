@@ -43,8 +43,13 @@ impl ModelSpec for Mmc {
         defs(MMC_METRICS)
     }
 
-    fn latencies(_: &MmcConfig) -> &'static [&'static str] {
-        &["response_s"]
+    /// With a capacity K, a refused arrival fails at once (latency 0): its latencies
+    /// are split by ending; without one every customer is served.
+    fn latencies(config: &MmcConfig) -> &'static [&'static str] {
+        match config.queue.capacity {
+            Some(_) => &["response_s", "response_failed_s", "response_all_s"],
+            None => &["response_s"],
+        }
     }
 
     fn run_replica(
@@ -54,12 +59,19 @@ impl ModelSpec for Mmc {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let [response] = histograms else { panic!("mmc records one histogram") };
+        let (response, refused) = histograms.split_first_mut().expect("mmc records its response times");
         let mut model = MmcModel::new(config.params(run), master_seed, replica, response);
         if let Some(arrivals) = &config.arrivals {
             model = model.with_load(arrivals.clone());
         }
         let results = model.run();
+        if let [failed, all] = refused {
+            for _ in 0..results.rejected {
+                failed.record(0);
+            }
+            all.merge(response);
+            all.merge(failed);
+        }
         ReplicaOutput { metrics: values(MMC_METRICS, &results), ..ReplicaOutput::default() }
     }
 }

@@ -239,8 +239,10 @@ struct LivePoint {
     /// The replicas folded so far (contiguous, in order).
     replicas: std::ops::Range<u32>,
     /// Per batch ([`BATCHES`]), one histogram per latency (empty until a replica of
-    /// the batch ran): workers add their replicas here, each batch behind its own lock.
-    batches: Vec<Mutex<Vec<LatencyHistogram>>>,
+    /// the batch ran; `None` until one of them recorded a value of it, so a latency
+    /// that stays empty — failures at a healthy point — costs no memory): workers add
+    /// their replicas here, each batch behind its own lock.
+    batches: Vec<Mutex<Vec<Option<LatencyHistogram>>>>,
     series: SeriesSums,
     counts: Vec<u64>,
     compute_ns: u64,
@@ -249,13 +251,15 @@ struct LivePoint {
 impl LivePoint {
     /// Its latencies per batch, and their sum.
     fn latencies(
-        batches: Vec<Mutex<Vec<LatencyHistogram>>>,
+        batches: Vec<Mutex<Vec<Option<LatencyHistogram>>>>,
         count: usize,
     ) -> (Vec<LatencyHistogram>, Vec<BatchedLatency>) {
         let mut batched = vec![BatchedLatency::default(); count];
         for (b, histograms) in batches.into_iter().enumerate() {
             for (latency, histogram) in batched.iter_mut().zip(histograms.into_inner().expect("no worker panicked")) {
-                latency.set(b, histogram);
+                if let Some(histogram) = histogram {
+                    latency.set(b, histogram);
+                }
             }
         }
         (batched.iter().map(BatchedLatency::pooled).collect(), batched)
@@ -296,11 +300,13 @@ impl Work<'_> {
             // Batches by residue: two workers rarely want one batch at once.
             let mut batch = live.batches[batch_of(replica)].lock().expect("no worker panicked");
             if batch.is_empty() {
-                *batch = (0..self.latency_count).map(|_| LatencyHistogram::new()).collect();
+                *batch = vec![None; self.latency_count];
             }
             for (total, part) in batch.iter_mut().zip(accumulators.replica.iter_mut()) {
-                total.merge(part);
-                part.reset();
+                if part.count() > 0 {
+                    total.get_or_insert_with(LatencyHistogram::new).merge(part);
+                    part.reset();
+                }
             }
         }
         let accumulator = accumulators.for_point(grid_point);

@@ -13,6 +13,7 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timer::{TimerSlot, TimerTicket};
+use crate::measurement::endings::Ending;
 use crate::policy::classify::Outcome;
 
 impl Cluster<'_> {
@@ -258,6 +259,7 @@ impl Cluster<'_> {
         self.requests.remove(request_key);
         if request.counted {
             self.results.failed += 1;
+            self.endings.record(self.latencies, Ending::Failed, now - request.arrived_at);
         }
         if let Some(tracer) = self.tracer.as_deref_mut() {
             tracer.call_ended(request_key, now, "failed");

@@ -18,6 +18,7 @@ use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
+use crate::measurement::endings::EndingSlots;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
 
@@ -68,14 +69,18 @@ pub struct Cluster<'h> {
     /// The series bucket `last_change` lies in.
     pub(super) cursor: BucketCursor,
     pub(super) wasted_ns: u128,
-    pub(super) latency: &'h mut LatencyHistogram,
+    /// Requests' latencies by ending (see [`Self::new`]).
+    pub(super) latencies: &'h mut [LatencyHistogram],
+    pub(super) endings: EndingSlots,
     /// Per-request tracing, off unless [`Cluster::traced`]: one branch per hook when off.
     pub(super) tracer: Option<Box<Tracer>>,
 }
 
 impl<'h> Cluster<'h> {
-    /// Replica `replica` of a run seeded `master_seed`; successful request latencies go to `latency`.
-    pub fn new(p: ClusterParams, master_seed: u64, replica: u64, latency: &'h mut LatencyHistogram) -> Self {
+    /// Replica `replica` of a run seeded `master_seed`. Request latencies go to
+    /// `latencies`: `[ok, failed, all]` (a failed request's latency is the time until
+    /// its client gave up), or `[ok]` alone.
+    pub fn new(p: ClusterParams, master_seed: u64, replica: u64, latencies: &'h mut [LatencyHistogram]) -> Self {
         assert!(p.shards > 0 && p.servers > 0 && p.keys > 0 && p.bucket > 0);
         assert!(p.faults.len() < u32::MAX as usize);
         let ring = HashRing::new(p.shards, p.vnodes, p.hash, 0x5eed);
@@ -138,7 +143,8 @@ impl<'h> Cluster<'h> {
             busy_servers: 0,
             cursor: BucketCursor::new(p.bucket),
             wasted_ns: 0,
-            latency,
+            endings: EndingSlots::for_len(0, latencies.len(), false),
+            latencies,
             tracer: None,
             p,
         }

@@ -9,6 +9,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::Nanos;
+use crate::measurement::endings::Ending;
 use crate::policy::classify::Outcome;
 
 impl Cluster<'_> {
@@ -98,7 +99,7 @@ impl Cluster<'_> {
             }
             if request.counted {
                 self.results.successes += 1;
-                self.latency.record(now - request.arrived_at);
+                self.endings.record(self.latencies, Ending::Ok, now - request.arrived_at);
             }
             self.request_ended(request.closed_loop, scheduler);
             let bucket = self.bucket_of(now);

@@ -46,7 +46,7 @@ fn base() -> ClusterParams {
 
 fn run(p: &ClusterParams, replica: u64) -> (ClusterResults, ClusterSeries, LatencyHistogram) {
     let mut histogram = LatencyHistogram::new();
-    let (results, series) = Cluster::new(p.clone(), 7, replica, &mut histogram).run();
+    let (results, series) = Cluster::new(p.clone(), 7, replica, std::slice::from_mut(&mut histogram)).run();
     (results, series, histogram)
 }
 
@@ -325,10 +325,11 @@ fn a_trace_tiles_every_request_and_adds_up_to_the_results() {
     let mut p = ClusterParams::every_policy_on();
     p.discipline = QueueDiscipline::CoDel(crate::policy::codel::CoDelConfig { target: 5 * MS, interval: 100 * MS });
     let mut histogram = LatencyHistogram::new();
-    let (results, series, trace) = Cluster::new(p.clone(), 7, 0, &mut histogram).traced().run_traced();
+    let (results, series, trace) =
+        Cluster::new(p.clone(), 7, 0, std::slice::from_mut(&mut histogram)).traced().run_traced();
     let trace = trace.expect("traced");
     let mut plain = LatencyHistogram::new();
-    let (untraced, untraced_series) = Cluster::new(p, 7, 0, &mut plain).run();
+    let (untraced, untraced_series) = Cluster::new(p, 7, 0, std::slice::from_mut(&mut plain)).run();
     assert_eq!(format!("{results:?}"), format!("{untraced:?}"));
     assert_eq!(format!("{series:?}"), format!("{untraced_series:?}"));
     trace.check_tiling().unwrap();

@@ -251,9 +251,9 @@ impl Gateway<'_> {
             let total = now - attempt.sent_at;
             // Counted like the counts: from the warm-up on.
             if counted {
-                if let Some((ttft, whole)) = self.class_histograms[class] {
-                    self.histograms[ttft].record(feedback.sample);
-                    self.histograms[whole].record(total);
+                if let Some(histograms) = self.class_histograms[class] {
+                    self.histograms[histograms.ttft].record(feedback.sample);
+                    self.histograms[histograms.total].record(total);
                 }
                 self.attempt_latency[class].record(total);
             }

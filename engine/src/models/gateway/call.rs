@@ -7,6 +7,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::Named;
+use crate::measurement::endings::Ending as CallEnding;
 
 use super::gate::Gate;
 use super::gates::Entry;
@@ -134,6 +135,10 @@ impl Gateway<'_> {
         let fallback = !served && self.serves_fallback(class);
         if call.counted {
             self.call_latency[class].record(now - call.started_at);
+            if let Some(histograms) = self.class_histograms[class] {
+                let ending = if served { CallEnding::Ok } else { CallEnding::Failed };
+                histograms.calls.record(self.histograms, ending, now - call.started_at);
+            }
             let results = &mut self.results.classes[class];
             results.cache_hits += (call.cached > 0) as u64;
             results.cached_tokens += call.cached;

@@ -29,7 +29,7 @@ use super::gate::Gate;
 use super::gates::{bulkheads, limiter_queue_capacity, limiters, quota_meters};
 use super::params::{Arrivals, Client, GatewayParams, Incident, IncidentKind, LimiterScope};
 use super::reason::Reason;
-use super::results::{ClassResults, GatewayResults};
+use super::results::{ClassHistograms, ClassResults, GatewayResults, TURN_ENDINGS};
 use super::state::{Attempt, Call, Ending, Event, Turn};
 use super::trace::GatewayTrace;
 
@@ -89,8 +89,8 @@ pub struct Gateway<'h> {
     pub(super) in_flight: Vec<u32>,
     pub(super) tier_slots: Vec<u32>,
     pub(super) expected_latency: Vec<Nanos>,
-    /// Each class's (time to first token, total) histograms in `histograms`.
-    pub(super) class_histograms: Vec<Option<(usize, usize)>>,
+    /// Each class's histograms in `histograms` (classes with `latency`).
+    pub(super) class_histograms: Vec<Option<ClassHistograms>>,
     /// The plan's first step at which a turn is answered ([`super::TurnPlan::answered_at`]).
     pub(super) answered_at: usize,
     pub(super) sweeping: bool,
@@ -168,14 +168,14 @@ impl<'h> Gateway<'h> {
                 on_tier.map(|(c, _)| c.bulkhead_slots).sum()
             })
             .collect();
-        let mut next_histogram = 1;
+        let mut next_histogram = TURN_ENDINGS.end();
         let class_histograms = p
             .classes
             .iter()
             .map(|c| {
                 c.latency.then(|| {
-                    next_histogram += 2;
-                    (next_histogram - 2, next_histogram - 1)
+                    next_histogram += ClassHistograms::LEN;
+                    ClassHistograms::from(next_histogram - ClassHistograms::LEN)
                 })
             })
             .collect();

@@ -357,9 +357,11 @@ impl GatewayParams {
         assert_eq!(next, plan.calls.len());
     }
 
-    /// How many latency histograms a replica records: the turn's, then each class's
-    /// (with `latency`) time to first token and total.
+    /// How many latency histograms a replica records: the turn's three (answered,
+    /// failed, all), then each class's (with `latency`) five: time to first token and
+    /// total of successful attempts, and its calls served, failed and all.
     pub fn latency_histograms(&self) -> usize {
-        1 + 2 * self.classes.iter().filter(|c| c.latency).count()
+        super::results::TURN_ENDINGS.len()
+            + super::results::ClassHistograms::LEN * self.classes.iter().filter(|c| c.latency).count()
     }
 }

@@ -3,6 +3,7 @@
 //! experiments layer turns these into metric columns by iterating the enums.
 
 use crate::kernel::Named;
+use crate::measurement::endings::EndingSlots;
 
 use super::reason::{Reason, REASONS};
 
@@ -84,7 +85,28 @@ impl GatewayResults {
     }
 }
 
-/// Where answered turns' latencies go: the first histogram; each class with
-/// `latency` has two after it, in class order (see
+/// Where turns' latencies go: the first three histograms (answered, failed, all;
+/// a failed turn's latency is the time until it failed); each class with `latency`
+/// has five after them, in class order (see
 /// [`super::GatewayParams::latency_histograms`]).
 pub(super) const TURN_HISTOGRAM: usize = 0;
+pub(super) const TURN_ENDINGS: EndingSlots = EndingSlots::split(TURN_HISTOGRAM, false);
+
+/// One class's histograms (a class with `latency`): its successful attempts' time to
+/// first token and total, then its calls by ending (served, failed, all), each from
+/// entering the stack to its answer or failure.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ClassHistograms {
+    pub(super) ttft: usize,
+    pub(super) total: usize,
+    pub(super) calls: EndingSlots,
+}
+
+impl ClassHistograms {
+    /// Histograms per class with `latency`.
+    pub(super) const LEN: usize = 5;
+
+    pub(super) const fn from(first: usize) -> Self {
+        ClassHistograms { ttft: first, total: first + 1, calls: EndingSlots::split(first + 2, false) }
+    }
+}

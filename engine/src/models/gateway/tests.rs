@@ -420,11 +420,17 @@ fn histograms_count_from_the_warmup_like_the_counts() {
     let mut histograms = latency_histograms(&p);
     let r = Gateway::new(p, 7, 0, &mut histograms).run();
     for class in [GUARD, REWRITE, ANSWER] {
-        let (_, total) = (1 + 2 * class, 2 + 2 * class);
-        assert_eq!(histograms[total].count(), r.classes[class].served, "{}", CLASS_NAMES[class]);
-        assert!(r.classes[class].served > 100);
+        let histograms_of = results::ClassHistograms::from(3 + results::ClassHistograms::LEN * class);
+        let c = r.classes[class];
+        assert_eq!(histograms[histograms_of.total].count(), c.served, "{}", CLASS_NAMES[class]);
+        // Calls by ending: served, failed, all — every counted call in exactly one.
+        let [served, failed, all] = [0, 1, 2].map(|k| histograms[histograms_of.total + 1 + k].count());
+        assert_eq!((served, failed, all), (c.served, c.failed, c.served + c.failed), "{}", CLASS_NAMES[class]);
+        assert!(c.served > 100);
     }
     assert_eq!(histograms[results::TURN_HISTOGRAM].count(), r.turns_answered);
+    assert_eq!(histograms[results::TURN_HISTOGRAM + 1].count(), r.turns_failed);
+    assert_eq!(histograms[results::TURN_HISTOGRAM + 2].count(), r.turns_answered + r.turns_failed);
     assert!(r.classes[ANSWER].attempt_p95_s > 0.0 && r.classes[ANSWER].call_p95_s >= r.classes[ANSWER].attempt_p95_s);
 }
 
@@ -756,7 +762,7 @@ fn a_fallback_class_and_a_fallback_tier_take_over_failed_calls() {
     p.classes[ANSWER] = ClassParams { has_fallback: true, fallback: Some(ANSWER_FALLBACK), ..p.classes[ANSWER] };
     p.classes[ANSWER_FALLBACK].tier = 1;
     p.plan = TurnPlan::new(vec![(vec![call(THINK)], false)]);
-    assert_eq!(p.latency_histograms(), 1 + 2 * 5);
+    assert_eq!(p.latency_histograms(), 3 + 5 * 5);
     let r = run(p);
     let (think, answer, resent) = (r.classes[THINK], r.classes[ANSWER], r.classes[ANSWER_FALLBACK]);
     assert_eq!(answer.offered, think.failed, "every failed think becomes an answer call");

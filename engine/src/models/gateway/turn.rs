@@ -15,8 +15,9 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 
 use super::model::{count_in_bucket, Gateway};
-use super::results::TURN_HISTOGRAM;
+use super::results::TURN_ENDINGS;
 use super::state::{Call, Event, Origin, Turn};
+use crate::measurement::endings::Ending as CallEnding;
 
 impl Gateway<'_> {
     pub(super) fn turn_arrival(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {
@@ -199,12 +200,14 @@ impl Gateway<'_> {
             count_in_bucket(&mut self.series.answered, self.p.series_bucket, now);
         }
         if turn.counted {
-            if answered {
+            let ending = if answered {
                 self.results.turns_answered += 1;
-                self.histograms[TURN_HISTOGRAM].record(now - turn.arrived_at);
+                CallEnding::Ok
             } else {
                 self.results.turns_failed += 1;
-            }
+                CallEnding::Failed
+            };
+            TURN_ENDINGS.record(self.histograms, ending, now - turn.arrived_at);
         }
     }
 }

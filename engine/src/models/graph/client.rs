@@ -8,6 +8,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{TimerSlot, TimerTicket};
+use crate::measurement::endings::{Ending, EndingSlots};
 use crate::policy::classify::Outcome;
 
 use super::model::Graph;
@@ -26,10 +27,22 @@ pub(super) enum CallOutcome {
     Failed(Failure, Cause),
 }
 
+impl CallOutcome {
+    /// How the caller saw it end: a fallback's answer (here or below) is degraded.
+    fn ending(self) -> Ending {
+        match self {
+            CallOutcome::Success => Ending::Ok,
+            CallOutcome::Degraded(_) | CallOutcome::Fallback(_) => Ending::Degraded,
+            CallOutcome::Failed(..) => Ending::Failed,
+        }
+    }
+}
+
 /// Counts one ended call in `results` — an entry point's or a call site's: its
-/// outcome, a success's latency, and the root cause where `results` keeps causes (an
+/// outcome, its latency (a success's also apart), and the root cause where `results` keeps causes (an
 /// entry point's; a call site's tables are empty).
 fn count_outcome(results: &mut EntryResults, outcome: CallOutcome, latency: Nanos) {
+    results.latency_all.record(latency);
     match outcome {
         CallOutcome::Success => {
             results.successes += 1;
@@ -678,9 +691,8 @@ impl Graph<'_> {
         let w = call.workload as usize;
         if call.counted {
             count_outcome(&mut self.workloads[w].results, outcome, now - call.started);
-            if outcome == CallOutcome::Success {
-                self.latencies[w].record(now - call.started);
-            }
+            let slots = if self.split_endings { EndingSlots::split(4 * w, true) } else { EndingSlots::ok_only(w) };
+            slots.record(self.latencies, outcome.ending(), now - call.started);
         }
         if outcome == CallOutcome::Success {
             if let Some(b) = self.series.successes[w].get_mut((now / self.p.bucket) as usize) {

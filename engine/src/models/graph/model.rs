@@ -122,15 +122,21 @@ pub struct Graph<'h> {
     pub(super) attempts: Slab<Attempt>,
     pub(super) jobs: Slab<Job>,
     pub(super) series: GraphSeries,
+    /// Entry requests' latencies by ending: per workload `[ok, degraded, failed, all]`,
+    /// or `[ok]` alone (see [`Graph::new`]).
     pub(super) latencies: &'h mut [LatencyHistogram],
+    pub(super) split_endings: bool,
     /// Per-span tracing, off unless [`Graph::traced`].
     pub(super) tracer: Option<Box<super::trace::SpanTracer>>,
 }
 
 impl<'h> Graph<'h> {
-    /// A replica; `latencies` holds one histogram per workload (successful requests).
+    /// A replica. `latencies` holds per workload four histograms — requests answered in
+    /// full, degraded (a fallback answered), failed (the time until the client learned
+    /// it), and all of them — or one (answered in full).
     pub fn new(p: GraphParams, master_seed: u64, replica: u64, latencies: &'h mut [LatencyHistogram]) -> Self {
-        assert_eq!(latencies.len(), p.workloads.len(), "one histogram per workload");
+        let split_endings = latencies.len() == 4 * p.workloads.len();
+        assert!(split_endings || latencies.len() == p.workloads.len(), "one or four histograms per workload");
         assert!(p.bucket > 0 && !p.workloads.is_empty());
         let stream = |purpose: StreamPurpose, index: usize| {
             RngStream::derive(master_seed, replica, purpose.indexed(index as u64))
@@ -227,6 +233,7 @@ impl<'h> Graph<'h> {
             jobs: Slab::with_capacity(1024),
             series,
             latencies,
+            split_endings,
             tracer: None,
             p,
         }

@@ -22,6 +22,9 @@ pub struct EntryResults {
     /// quantiles within 0.1%, and its sum.
     pub latency: ReplicaQuantiles,
     pub latency_sum_s: f64,
+    /// Every ended request's latency (answered, degraded or failed; a failure's is the
+    /// time until its caller learned it).
+    pub latency_all: ReplicaQuantiles,
     pub goodput_rps: f64,
 }
 

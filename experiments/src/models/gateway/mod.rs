@@ -499,10 +499,11 @@ impl GatewayConfig {
         let names: Vec<&str> = classes.iter().map(|c| c.name).collect();
         let main = main_class(&fixture).map(|main| names.iter().position(|n| *n == main).expect("a fixture class"));
         let table = Arc::new(MetricTable(metrics::metric_table(&names, main)));
-        let mut latencies = vec!["turn_s"];
+        let mut latencies = vec!["turn_s", "turn_failed_s", "turn_all_s"];
         for class in classes.iter().filter(|c| !c.resent) {
-            latencies.push(intern(format!("{}_ttft_s", class.name)));
-            latencies.push(intern(format!("{}_total_s", class.name)));
+            for kind in ["ttft", "total", "call", "call_failed", "call_all"] {
+                latencies.push(intern(format!("{}_{kind}_s", class.name)));
+            }
         }
         let latencies = intern_names(latencies);
         self.resolved = Some(Resolved { fixture, knobs, pools, load, call_loads, classes, table, latencies });

@@ -104,7 +104,10 @@ enum EntryValue {
     /// Degraded requests by the service a fallback answered for.
     DegradedBy(u32),
     Mean,
+    /// Of requests answered in full.
     Quantile(f64),
+    /// Of every request that ended (answered, degraded or failed).
+    QuantileAll(f64),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -157,6 +160,7 @@ impl EntryValue {
             EntryValue::DegradedBy(service) => e.degraded_by_service(service) as f64,
             EntryValue::Mean => e.latency_mean_s(),
             EntryValue::Quantile(q) => e.latency.quantile(q) / 1e9,
+            EntryValue::QuantileAll(q) => e.latency_all.quantile(q) / 1e9,
         }
     }
 }
@@ -332,6 +336,19 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
                 r(EntryValue::Quantile(q)),
             );
         }
+        for (q, label) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
+            add(
+                format!("{e}.{label}_all_s"),
+                Real,
+                format!(
+                    "{e}: this replica's {label} latency of every request that ended — answered, degraded or failed \
+                     (a failure counts the time until its client learned it; within 0.1%)"
+                ),
+                false,
+                None,
+                r(EntryValue::QuantileAll(q)),
+            );
+        }
     }
     for (i, site) in t.sites.iter().enumerate() {
         let r = |v| Read::Site(i, v);
@@ -371,6 +388,17 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
                 r(EntryValue::Quantile(q)),
             );
         }
+        add(
+            format!("{site}.p99_all_s"),
+            Real,
+            format!(
+                "{site}: this replica's p99 latency of every call that ended — answered, degraded or failed, as its \
+                 caller saw it (within 0.1%)"
+            ),
+            false,
+            None,
+            r(EntryValue::QuantileAll(0.99)),
+        );
     }
     for (s, name) in t.services.iter().enumerate() {
         let r = |v| Read::Service(s, v);

@@ -100,7 +100,9 @@ impl ModelSpec for Graph {
 
     fn latencies(config: &GraphConfig) -> &'static [&'static str] {
         let t = topology(config);
-        intern_names(t.entries.iter().map(|e| intern(format!("{e}.latency_s"))).collect())
+        let endings = ["", "_degraded", "_failed", "_all"];
+        let names = t.entries.iter().flat_map(|e| endings.map(|ending| intern(format!("{e}.latency{ending}_s"))));
+        intern_names(names.collect())
     }
 
     fn series(config: &GraphConfig) -> &'static [SeriesDef] {

@@ -1,0 +1,134 @@
+//! How a request ended as its client saw it ([`Ending`]), and where a request kind's
+//! latencies go by ending ([`EndingSlots`]): a model records every request that ended
+//! — answered in full, degraded (a fallback answered), or failed — and the latency of
+//! a failed one is the time until its client learned it failed (a timeout, a deadline,
+//! a refusal, an error), so that "p99 of all requests" counts the requests that did
+//! not succeed instead of leaving them out.
+//!
+//! A request kind's histograms sit consecutively in the model's histogram slice:
+//! `ok`, then `degraded` (for kinds that can degrade), then `failed`, then `all`.
+//! A kind laid out [`EndingSlots::ok_only`] keeps the one `ok` histogram (tests and
+//! benches that read successes only).
+//!
+//! Invariant (asserted in debug builds): a kind that cannot degrade never records a
+//! degraded ending; `all` counts exactly the sum of the others.
+
+use crate::kernel::histogram::LatencyHistogram;
+use crate::kernel::time::Nanos;
+
+/// How a request ended, as its client saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Answered in full.
+    Ok,
+    /// Answered, but by a fallback (here or below).
+    Degraded,
+    /// Failed: the client got an error, a refusal, or gave up waiting.
+    Failed,
+}
+
+impl Ending {
+    /// The index of this ending in a per-ending array `[ok, degraded, failed]`.
+    pub const fn index(self) -> usize {
+        match self {
+            Ending::Ok => 0,
+            Ending::Degraded => 1,
+            Ending::Failed => 2,
+        }
+    }
+}
+
+/// Where one request kind's histograms sit in a model's histogram slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndingSlots {
+    first: usize,
+    degraded: bool,
+    split: bool,
+}
+
+impl EndingSlots {
+    /// `ok`, (`degraded`,) `failed`, `all` from index `first` on.
+    pub const fn split(first: usize, degraded: bool) -> Self {
+        EndingSlots { first, degraded, split: true }
+    }
+
+    /// One histogram at `first`: successes only.
+    pub const fn ok_only(first: usize) -> Self {
+        EndingSlots { first, degraded: false, split: false }
+    }
+
+    /// The slots for a slice of `len` histograms from `first`: split when the slice
+    /// holds the whole layout, successes only when it holds one.
+    pub fn for_len(first: usize, len: usize, degraded: bool) -> Self {
+        let split = Self::split(first, degraded);
+        if len >= first + split.len() {
+            split
+        } else {
+            assert_eq!(len, first + 1, "a request kind has its ok histogram, or all of its endings'");
+            Self::ok_only(first)
+        }
+    }
+
+    /// Histograms this kind takes.
+    pub const fn len(&self) -> usize {
+        if self.split {
+            3 + self.degraded as usize
+        } else {
+            1
+        }
+    }
+
+    /// The next free index after this kind's histograms.
+    pub const fn end(&self) -> usize {
+        self.first + self.len()
+    }
+
+    /// Records one ended request's latency under its ending and under `all`.
+    #[inline]
+    pub fn record(&self, histograms: &mut [LatencyHistogram], ending: Ending, latency: Nanos) {
+        if !self.split {
+            if ending == Ending::Ok {
+                histograms[self.first].record(latency);
+            }
+            return;
+        }
+        debug_assert!(self.degraded || ending != Ending::Degraded, "this request kind cannot degrade");
+        let slot = match ending {
+            Ending::Ok => 0,
+            Ending::Degraded => 1,
+            Ending::Failed => 1 + self.degraded as usize,
+        };
+        histograms[self.first + slot].record(latency);
+        histograms[self.end() - 1].record(latency);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ending_goes_to_its_own_histogram_and_to_all() {
+        let mut histograms: Vec<LatencyHistogram> = (0..5).map(|_| LatencyHistogram::new()).collect();
+        let slots = EndingSlots::split(1, true);
+        assert_eq!((slots.len(), slots.end()), (4, 5));
+        slots.record(&mut histograms, Ending::Ok, 10);
+        slots.record(&mut histograms, Ending::Degraded, 20);
+        slots.record(&mut histograms, Ending::Failed, 30);
+        slots.record(&mut histograms, Ending::Failed, 40);
+        let counts: Vec<u64> = histograms.iter().map(LatencyHistogram::count).collect();
+        assert_eq!(counts, [0, 1, 1, 2, 4]);
+
+        let mut two: Vec<LatencyHistogram> = (0..3).map(|_| LatencyHistogram::new()).collect();
+        let slots = EndingSlots::for_len(0, 3, false);
+        slots.record(&mut two, Ending::Failed, 5);
+        slots.record(&mut two, Ending::Ok, 6);
+        assert_eq!(two.iter().map(LatencyHistogram::count).collect::<Vec<_>>(), [1, 1, 2]);
+
+        let mut one = [LatencyHistogram::new()];
+        let slots = EndingSlots::for_len(0, 1, false);
+        slots.record(&mut one, Ending::Failed, 5);
+        slots.record(&mut one, Ending::Ok, 6);
+        assert_eq!(one[0].count(), 1);
+    }
+}
