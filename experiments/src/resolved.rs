@@ -7,7 +7,7 @@ use crate::base::typing::typed_at;
 use std::sync::Arc;
 
 use crate::models::registry;
-use crate::models::{CountHistogramDef, MetricDef, ModelConfig, SeriesDef};
+use crate::models::{CountHistogramDef, MetricDef, ModelConfig, SeriesDef, TimedLatency};
 use crate::scenario::claims::{Assertion, Skipped};
 use crate::scenario::document::POINTS_KEY;
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
@@ -29,11 +29,15 @@ pub struct OutputSchema {
     pub series_bucket_s: f64,
     /// The model's small-integer histogram file, if it writes one.
     pub count_histogram: Option<CountHistogramDef>,
+    /// The request kinds whose latency is kept over time (their windows' width may
+    /// differ between grid points: it follows each point's horizon).
+    pub timed: Vec<TimedLatency>,
 }
 
 impl OutputSchema {
     fn of(model: &ModelConfig) -> OutputSchema {
         OutputSchema {
+            timed: model.timed_latencies(),
             metrics: model.metrics(),
             latencies: model.latencies(),
             series: model.series(),
@@ -63,6 +67,7 @@ impl OutputSchema {
             && self.series_names() == other.series_names()
             && self.series_bucket_s == other.series_bucket_s
             && self.count_histogram.map(|c| (c.file, c.column)) == other.count_histogram.map(|c| (c.file, c.column))
+            && self.timed == other.timed
     }
 }
 

@@ -35,15 +35,24 @@ pub fn interval(summary: &Table, point: u32, metric: &str) -> Option<BarValue> {
 /// means, the lowest low and the highest high — a band never drawn narrower than
 /// any bucket's own.
 pub fn time_series(timeseries: &Table, series: &str, point: u32, max_points: usize) -> Vec<Point> {
-    let rows = rows_of(timeseries, point);
+    let [mean, lo, hi] = ["mean", "ci_lo", "ci_hi"].map(|suffix| format!("{series}_{suffix}"));
+    time_series_of(timeseries, [&mean, &lo, &hi], point, max_points)
+}
+
+/// [`time_series`] of any value column and its interval's columns, as
+/// `[value, ci_lo, ci_hi]` (a NULL value — a window nothing ended in — leaves a gap
+/// only where a whole merged chunk is undefined).
+pub fn time_series_of(timeseries: &Table, columns: [&str; 3], point: u32, max_points: usize) -> Vec<Point> {
+    let rows: Vec<usize> = rows_of(timeseries, point);
     let (Ok(t), Ok(mean), Ok(lo), Ok(hi)) = (
         timeseries.numbers("t_s"),
-        timeseries.numbers(&format!("{series}_mean")),
-        timeseries.numbers(&format!("{series}_ci_lo")),
-        timeseries.numbers(&format!("{series}_ci_hi")),
+        timeseries.numbers(columns[0]),
+        timeseries.numbers(columns[1]),
+        timeseries.numbers(columns[2]),
     ) else {
         return Vec::new();
     };
+    let rows: Vec<usize> = rows.into_iter().filter(|&r| mean[r].is_finite()).collect();
     let step = rows.len().div_ceil(max_points.max(1)).max(1);
     rows.chunks(step)
         .map(|chunk| {

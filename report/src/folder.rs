@@ -29,6 +29,9 @@ pub struct Manifest {
     pub metrics: Vec<String>,
     pub latencies: Vec<String>,
     pub series: Vec<String>,
+    /// The request kinds whose latency is in timeseries.parquet (none in folders
+    /// written before it existed).
+    pub timed: Vec<String>,
     pub files: Vec<String>,
     pub command_line: Vec<String>,
     pub wall_time_s: f64,
@@ -105,6 +108,7 @@ impl Manifest {
             metrics: strings(field(&json, "metrics", path)?),
             latencies: strings(field(&json, "latencies", path)?),
             series: json.get("series").map(strings).unwrap_or_default(),
+            timed: json.get("latency_over_time").map(strings).unwrap_or_default(),
             files: strings(field(&json, "files", path)?),
             command_line: json.get("command_line").map(strings).unwrap_or_default(),
             wall_time_s: json.get("wall_time_s").and_then(Value::as_f64).unwrap_or(f64::NAN),

@@ -268,14 +268,85 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
         // time series need the width to be read.
         blocks.insert(if judged { 0 } else { blocks.len() }, Block::Figure(figure));
     }
+    for kind in &ctx.folder.manifest.timed {
+        blocks.extend(latency_over_time(ctx, kind).into_iter().map(Block::Figure));
+    }
     Some(Section {
         id: "timeseries".into(),
         title: "Over time".into(),
-        intro:
-            "What happened during the run, per grid point: the mean across replicas of each bucket and its 95% band."
-                .into(),
+        intro: "What happened during the run, per grid point: the mean across replicas of each bucket and its 95% \
+                band; then each request kind's latency and how its requests ended, per latency window."
+            .into(),
         blocks,
     })
+}
+
+/// A timed request kind's p99 over time (every request that ended in each window,
+/// failures counted, with its 95% band) and the share of its requests that failed,
+/// every overlaid grid point a line, fault windows shaded.
+fn latency_over_time(ctx: &Context, kind: &str) -> Vec<Figure> {
+    let Some(table) = ctx.folder.timeseries.as_ref() else { return Vec::new() };
+    let resolution = series_resolution(ctx.overlaid().count());
+    let windows: Vec<Window> = ctx
+        .presentation
+        .windows
+        .iter()
+        .map(|w| Window { label: w.label.clone(), from: w.start_s, to: w.end_s })
+        .collect();
+    let p99 = format!("{kind}.p99_all_s");
+    let failed = format!("{kind}.failed_share");
+    let charts = [
+        (
+            [p99.clone(), format!("{p99}_ci_lo"), format!("{p99}_ci_hi")],
+            format!("{kind}: p99 latency of every request, over time"),
+            "p99 latency (s)",
+            format!(
+                "Per latency window (latency_window_t_s in timeseries.parquet), the p99 of every request that ended \
+                 in it — answered, degraded or failed (a failure counts the time until its client learned it) — \
+                 pooled over replicas, with its 95% sectioning interval over ten batches of replicas; within 3.1% \
+                 (one bucket) of the pooled sample's own. timeseries.parquet also has p50, the answered-only \
+                 quantiles ({kind}.p99_s) and ended_rps."
+            ),
+        ),
+        (
+            [failed.clone(), failed.clone(), failed.clone()],
+            format!("{kind}: share of requests that failed, over time"),
+            "failed ÷ ended",
+            "Per latency window, failed requests ÷ requests that ended in it, pooled over replicas.".into(),
+        ),
+    ];
+    let mut figures = Vec::new();
+    for (columns, title, y_label, note) in charts {
+        let mut lines = Vec::new();
+        let mut rows = Vec::new();
+        for point in ctx.overlaid() {
+            let values = data::time_series_of(table, [&columns[0], &columns[1], &columns[2]], point.index, resolution);
+            for p in &values {
+                let (lo, hi) = p.interval.unwrap_or((f64::NAN, f64::NAN));
+                rows.push(vec![point.index.to_string(), num(p.x), num(p.y), num(lo), num(hi)]);
+            }
+            lines.push(Line { label: point.long(), colour: point.colour, points: values, whiskers: false });
+        }
+        if lines.iter().all(|l| l.points.is_empty()) {
+            continue;
+        }
+        let plot = LinePlot {
+            title,
+            x: Axis::linear("time (s)"),
+            y: Axis::linear(y_label),
+            lines,
+            windows: windows.clone(),
+            markers: vec![],
+            bands: vec![],
+            size: WIDE,
+        };
+        figures.push(plot.render(
+            "latency-over-time",
+            csv(&["grid_point", "t_s", "value", "ci_lo", "ci_hi"], rows),
+            note,
+        ));
+    }
+    figures
 }
 
 /// Series a [`ModelSection::Part`] draws in its own section.

@@ -16,6 +16,8 @@
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::time::Nanos;
 
+use super::latency_windows::{LatencyWindows, WindowCounts};
+
 /// How a request ended, as its client saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
@@ -100,6 +102,38 @@ impl EndingSlots {
         };
         histograms[self.first + slot].record(latency);
         histograms[self.end() - 1].record(latency);
+    }
+}
+
+/// One request kind's latencies as a model records them: its histograms by ending
+/// and, when on, its windows over time.
+#[derive(Clone, Debug)]
+pub struct RequestLatencies {
+    pub slots: EndingSlots,
+    windows: LatencyWindows,
+}
+
+impl RequestLatencies {
+    pub fn new(slots: EndingSlots) -> Self {
+        RequestLatencies { slots, windows: LatencyWindows::off() }
+    }
+
+    /// Turns on latency over time, in windows of `window` ns up to `horizon`.
+    pub fn with_windows(mut self, window: Nanos, horizon: Nanos) -> Self {
+        self.windows = LatencyWindows::new(window, horizon);
+        self
+    }
+
+    /// Records a request that ended at `now` after `latency`.
+    #[inline]
+    pub fn record(&mut self, histograms: &mut [LatencyHistogram], now: Nanos, ending: Ending, latency: Nanos) {
+        self.slots.record(histograms, ending, latency);
+        self.windows.record(now, ending, latency);
+    }
+
+    /// The windows' counters, leaving them empty (none when off).
+    pub fn take_windows(&mut self) -> WindowCounts {
+        std::mem::take(&mut self.windows).into_counts()
     }
 }
 

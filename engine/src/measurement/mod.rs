@@ -1,10 +1,11 @@
 //! What the models are measured with and checked against: closed-form queueing
-//! theory, per-bucket time integrals, latencies by how requests ended, recovery
-//! detection on a series, and per-request traces of one replica.
+//! theory, per-bucket time integrals, latencies by how requests ended and over
+//! time, recovery detection on a series, and per-request traces of one replica.
 //! Nothing here schedules events.
 
 pub mod buckets;
 pub mod endings;
+pub mod latency_windows;
 pub mod log_histogram;
 pub mod recovery;
 pub mod running_quantile;

@@ -22,7 +22,8 @@ use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
-use crate::measurement::endings::{Ending, EndingSlots};
+use crate::measurement::endings::{Ending, EndingSlots, RequestLatencies};
+use crate::measurement::latency_windows::WindowCounts;
 use crate::measurement::trace::{Trace, TraceKind, Tracer};
 use crate::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
 use crate::policy::classify::Outcome;
@@ -98,6 +99,9 @@ pub struct DependencySeries {
     pub queued_area: Vec<u128>,
     pub served: Vec<u64>,
     pub fallbacks: Vec<u64>,
+    /// Counted requests' latencies over time, by the window they ended in for their
+    /// client (empty unless [`Dependency::with_latency_windows`]).
+    pub latency: WindowCounts,
 }
 
 /// Events (16 bytes).
@@ -140,7 +144,7 @@ pub struct Dependency<'h> {
     results: DependencyResults,
     /// Requests' latencies by ending (see [`Dependency::new`]).
     latencies: &'h mut [LatencyHistogram],
-    endings: EndingSlots,
+    endings: RequestLatencies,
     /// Per-request tracing, off unless [`Dependency::traced`].
     tracer: Option<Box<Tracer>>,
 }
@@ -180,9 +184,10 @@ impl<'h> Dependency<'h> {
                 queued_area: vec![0; buckets],
                 served: vec![0; buckets],
                 fallbacks: vec![0; buckets],
+                latency: WindowCounts::default(),
             },
             results: DependencyResults::default(),
-            endings: EndingSlots::for_len(0, latencies.len(), true),
+            endings: RequestLatencies::new(EndingSlots::for_len(0, latencies.len(), true)),
             latencies,
             tracer: None,
             p,
@@ -197,6 +202,12 @@ impl<'h> Dependency<'h> {
     /// Records a trace of every request (see [`crate::measurement::trace`]): its wait
     /// for a worker, its dependency call (the attempt), refusals; requests still going
     /// at the horizon end there as `in_flight`.
+    /// Keeps the requests' latencies over time too, in windows of `window` ns.
+    pub fn with_latency_windows(mut self, window: Nanos) -> Self {
+        self.endings = self.endings.with_windows(window, self.p.horizon);
+        self
+    }
+
     pub fn traced(mut self) -> Self {
         let mut tracer = Tracer::new();
         let window = (self.p.slow_start, self.p.slow_start.saturating_add(self.p.slow_duration));
@@ -262,7 +273,7 @@ impl<'h> Dependency<'h> {
     fn fallback(&mut self, now: Nanos, counted: bool, arrived_at: Nanos) {
         if counted {
             self.results.fallbacks += 1;
-            self.endings.record(self.latencies, Ending::Degraded, now - arrived_at);
+            self.endings.record(self.latencies, now, Ending::Degraded, now - arrived_at);
         }
         if let Some(b) = self.series.fallbacks.get_mut((now / self.p.bucket) as usize) {
             *b += 1;
@@ -342,12 +353,13 @@ impl<'h> Dependency<'h> {
         } else if !in_time {
             if request.counted {
                 self.results.client_timeouts += 1;
-                self.endings.record(self.latencies, Ending::Failed, self.p.client_timeout);
+                let learned = request.arrived_at + self.p.client_timeout;
+                self.endings.record(self.latencies, learned, Ending::Failed, self.p.client_timeout);
             }
         } else {
             if request.counted {
                 self.results.served[request.priority as usize] += 1;
-                self.endings.record(self.latencies, Ending::Ok, now - request.arrived_at);
+                self.endings.record(self.latencies, now, Ending::Ok, now - request.arrived_at);
             }
             if let Some(b) = self.series.served.get_mut((now / self.p.bucket) as usize) {
                 *b += 1;
@@ -361,7 +373,8 @@ impl<'h> Dependency<'h> {
                 if waiting.counted {
                     self.results.client_timeouts += 1;
                     // The client gave up at its timeout; the pool notices only now.
-                    self.endings.record(self.latencies, Ending::Failed, self.p.client_timeout);
+                    let learned = waiting.arrived_at + self.p.client_timeout;
+                    self.endings.record(self.latencies, learned, Ending::Failed, self.p.client_timeout);
                 }
                 if let Some(tracer) = self.tracer.as_deref_mut() {
                     tracer.wait_ends(next, now);
@@ -430,7 +443,7 @@ impl<'h> Dependency<'h> {
         } else {
             if counted {
                 self.results.queue_full += 1;
-                self.endings.record(self.latencies, Ending::Failed, 0);
+                self.endings.record(self.latencies, now, Ending::Failed, 0);
             }
             if let Some(tracer) = self.tracer.as_deref_mut() {
                 tracer.refusal(key, now, "queue_full", "pool");
@@ -463,6 +476,7 @@ impl<'h> Dependency<'h> {
         );
         r.recovered = recovery.is_some();
         r.recovery_s = recovery.map_or(f64::NAN, |ns| ns as f64 / NANOS_PER_SEC as f64);
+        self.series.latency = self.endings.take_windows();
         (*r, std::mem::take(&mut self.series))
     }
 }

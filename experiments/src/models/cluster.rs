@@ -15,11 +15,11 @@ use stampede_engine::{secs_to_nanos, Nanos};
 use stampede_engine::models::cluster::{Cluster as ClusterModel, ClusterResults, ClusterSeries};
 use stampede_engine::LatencyHistogram;
 
-use super::metrics::TracedReplica;
 use super::metrics::{
     count, defs, flag, fraction, headline, real, values, CountHistogramDef, Direction, Metric, MetricDef,
     ReplicaOutput, SeriesDef, SeriesKind,
 };
+use super::metrics::{TimedLatency, TracedReplica};
 use super::presentation::{labelled, Presentation, Recovery, Section, Window};
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
@@ -72,6 +72,14 @@ impl ModelSpec for Cluster {
         config.series.bucket_s
     }
 
+    fn timed_latencies(_: &ClusterConfig) -> Vec<TimedLatency> {
+        vec![TimedLatency { name: "response", histogram: "response_s", degraded: false }]
+    }
+
+    fn latency_window_s(config: &ClusterConfig, run: &RunConfig) -> f64 {
+        config.series.latency_window_s(run.horizon_s)
+    }
+
     fn count_histogram(_: &ClusterConfig) -> Option<CountHistogramDef> {
         Some(CountHistogramDef { file: "hops.parquet", column: "hops" })
     }
@@ -103,7 +111,9 @@ impl ModelSpec for Cluster {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let (results, series) = ClusterModel::new(config.params(run), master_seed, replica, histograms).run();
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let model = ClusterModel::new(config.params(run), master_seed, replica, histograms);
+        let (results, series) = model.with_latency_windows(window).run();
         output(&results, series)
     }
 
@@ -111,8 +121,9 @@ impl ModelSpec for Cluster {
 
     fn trace_replica(config: &ClusterConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         let mut response = LatencyHistogram::new();
-        let model =
-            ClusterModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response)).traced();
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let model = ClusterModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response));
+        let model = model.with_latency_windows(window).traced();
         let (results, series, trace) = model.run_traced();
         Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
     }
@@ -123,6 +134,7 @@ fn output(results: &ClusterResults, series: ClusterSeries) -> ReplicaOutput {
     let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
     ReplicaOutput {
         metrics: values(CLUSTER_METRICS, results),
+        latency_windows: vec![series.latency],
         series: vec![series.queued_area, series.in_flight_area, counts(series.attempts), counts(series.successes)],
         counts: series.hops,
     }

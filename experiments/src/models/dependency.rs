@@ -10,11 +10,11 @@ use stampede_engine::secs_to_nanos;
 use stampede_engine::models::dependency::{Dependency as DependencyModel, DependencyResults, DependencySeries};
 use stampede_engine::LatencyHistogram;
 
-use super::metrics::TracedReplica;
 use super::metrics::{
     count, defs, flag, fraction, headline, real, values, Direction, Metric, MetricDef, ReplicaOutput, SeriesDef,
     SeriesKind,
 };
+use super::metrics::{TimedLatency, TracedReplica};
 use super::presentation::{labelled, Presentation, Recovery, Section, Window};
 use super::series::SeriesConfig;
 use super::spec::ModelSpec;
@@ -80,6 +80,14 @@ impl ModelSpec for Dependency {
         DEPENDENCY_SERIES
     }
 
+    fn timed_latencies(_: &DependencyConfig) -> Vec<TimedLatency> {
+        vec![TimedLatency { name: "response", histogram: "response_s", degraded: true }]
+    }
+
+    fn latency_window_s(config: &DependencyConfig, run: &RunConfig) -> f64 {
+        config.series.latency_window_s(run.horizon_s)
+    }
+
     fn series_bucket_s(config: &DependencyConfig) -> f64 {
         config.series.bucket_s
     }
@@ -119,7 +127,9 @@ impl ModelSpec for Dependency {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let (results, series) = DependencyModel::new(config.params(run), master_seed, replica, histograms).run();
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let model = DependencyModel::new(config.params(run), master_seed, replica, histograms);
+        let (results, series) = model.with_latency_windows(window).run();
         output(&results, series)
     }
 
@@ -132,8 +142,9 @@ impl ModelSpec for Dependency {
         replica: u64,
     ) -> Option<TracedReplica> {
         let mut response = LatencyHistogram::new();
-        let model = DependencyModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response))
-            .traced();
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let model = DependencyModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response));
+        let model = model.with_latency_windows(window).traced();
         let (results, series, trace) = model.run_traced();
         Some(TracedReplica { output: output(&results, series), trace: trace.expect("traced") })
     }
@@ -143,6 +154,7 @@ fn output(results: &DependencyResults, series: DependencySeries) -> ReplicaOutpu
     let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
     ReplicaOutput {
         metrics: values(DEPENDENCY_METRICS, results),
+        latency_windows: vec![series.latency],
         series: vec![series.busy_area, series.queued_area, counts(series.served), counts(series.fallbacks)],
         counts: Vec::new(),
     }
@@ -316,14 +328,7 @@ impl DependencyConfig {
         if p.breaker_half_open_probes == 0 {
             return Err(Error::bad_input("protection.breaker_half_open_probes = 0: must be at least 1"));
         }
-        positive("series.bucket_s", self.series.bucket_s)?;
-        if run.horizon_s / self.series.bucket_s > 1_000_000.0 {
-            return Err(Error::bad_input(format!(
-                "series.bucket_s = {}: gives more than 1000000 buckets over run.horizon_s",
-                self.series.bucket_s
-            )));
-        }
-        Ok(())
+        self.series.validate(run)
     }
 
     pub fn params(&self, run: &RunConfig) -> DependencyParams {

@@ -6,6 +6,8 @@
 //! function that reads the value off its results — so names and values cannot drift
 //! out of step.
 
+use stampede_engine::measurement::latency_windows::WindowCounts;
+
 /// Whether a metric is a count (written as an unsigned integer per replica) or a real.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetricKind {
@@ -69,11 +71,26 @@ pub struct SeriesDef {
     pub kind: SeriesKind,
 }
 
+/// A request kind whose latency is also kept over time (in windows, see
+/// `engine::measurement::latency_windows`): its name in `timeseries.parquet`'s
+/// columns (`NAME.p99_all_s`), its answered-in-full histogram (whose `_all_s`
+/// sibling the windows' every-ending quantiles refine in time), and whether it can
+/// end degraded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimedLatency {
+    pub name: &'static str,
+    pub histogram: &'static str,
+    pub degraded: bool,
+}
+
 /// What one replica produced.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplicaOutput {
     /// In the model's metric order.
     pub metrics: Vec<f64>,
+    /// In the model's [`TimedLatency`] order, each kind's latencies over time (empty
+    /// for a model without).
+    pub latency_windows: Vec<WindowCounts>,
     /// In the model's series order, one integer per bucket (empty without series).
     pub series: Vec<Vec<u128>>,
     /// Counts of a small-integer quantity (the model's count histogram); empty without.

@@ -16,6 +16,8 @@ pub mod registry;
 pub mod series;
 pub mod spec;
 
-pub use metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica};
+pub use metrics::{
+    CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency, TracedReplica,
+};
 pub use presentation::Presentation;
 pub use spec::{ModelConfig, ModelSpec};

@@ -1,5 +1,6 @@
 //! The `[series]` section shared by the models that report time series: the
-//! bucket width and how long a queue must stay in its band to count as recovered.
+//! bucket width, how long a queue must stay in its band to count as recovered, and
+//! the width of the windows latency over time is kept in.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,16 +14,39 @@ use crate::scenario::RunConfig;
 pub struct SeriesConfig {
     pub bucket_s: f64,
     pub recovery_hold_s: f64,
+    /// Latency over time is kept per window of this many seconds, a whole number of
+    /// buckets; unset, the fewest buckets that make at most [`LATENCY_WINDOWS`]
+    /// windows over the horizon.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_window_s: Option<f64>,
+}
+
+/// Windows of latency over time by default at most (each costs 8.7 KB per request
+/// kind per replica, and eleven copies per grid point: see the Output chapter).
+pub const LATENCY_WINDOWS: f64 = 60.0;
+
+/// Most windows a run may ask for.
+const MAX_LATENCY_WINDOWS: f64 = 1_000.0;
+
+/// The width of latency windows over `horizon_s` with buckets of `bucket_s`: the
+/// fewest buckets that make at most [`LATENCY_WINDOWS`] windows.
+pub fn default_latency_window_s(horizon_s: f64, bucket_s: f64) -> f64 {
+    bucket_s * (horizon_s / (LATENCY_WINDOWS * bucket_s)).ceil().max(1.0)
 }
 
 impl Default for SeriesConfig {
     fn default() -> Self {
-        SeriesConfig { bucket_s: 0.01, recovery_hold_s: 0.2 }
+        SeriesConfig { bucket_s: 0.01, recovery_hold_s: 0.2, latency_window_s: None }
     }
 }
 
 impl SeriesConfig {
     /// A positive bucket, at most a million buckets over the run, a non-negative hold.
+    /// The latency windows' width for a run of `horizon_s`.
+    pub fn latency_window_s(&self, horizon_s: f64) -> f64 {
+        self.latency_window_s.unwrap_or_else(|| default_latency_window_s(horizon_s, self.bucket_s))
+    }
+
     pub fn validate(&self, run: &RunConfig) -> Result<()> {
         positive("series.bucket_s", self.bucket_s, "a positive number of seconds")?;
         if run.horizon_s / self.bucket_s > 1_000_000.0 {
@@ -30,6 +54,22 @@ impl SeriesConfig {
                 "series.bucket_s = {}: gives more than 1000000 buckets over run.horizon_s",
                 self.bucket_s
             )));
+        }
+        if let Some(window) = self.latency_window_s {
+            let buckets = window / self.bucket_s;
+            if !(window.is_finite() && window > 0.0) || (buckets - buckets.round()).abs() > 1e-9 * buckets.max(1.0) {
+                return Err(Error::bad_input(format!(
+                    "series.latency_window_s = {window}: must be a whole number of series.bucket_s ({}) seconds",
+                    self.bucket_s
+                )));
+            }
+            if run.horizon_s / window > MAX_LATENCY_WINDOWS {
+                return Err(Error::bad_input(format!(
+                    "series.latency_window_s = {window}: gives more than {MAX_LATENCY_WINDOWS} windows over \
+                     run.horizon_s = {} (each costs memory per request kind; widen it)",
+                    run.horizon_s
+                )));
+            }
         }
         if !(self.recovery_hold_s.is_finite() && self.recovery_hold_s >= 0.0) {
             return Err(Error::bad_input(format!(

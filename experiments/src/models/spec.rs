@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use stampede_engine::LatencyHistogram;
 
-use super::metrics::{CountHistogramDef, MetricDef, ReplicaOutput, SeriesDef, TracedReplica};
+use super::metrics::{CountHistogramDef, MetricDef, ReplicaOutput, SeriesDef, TimedLatency, TracedReplica};
 use super::presentation::Presentation;
 use crate::base::error::Result;
 use crate::base::typing::{to_table, typed};
@@ -74,6 +74,17 @@ pub trait ModelSpec: Send + Sync + 'static {
         None
     }
 
+    /// The request kinds whose latencies are kept over time, in
+    /// [`ReplicaOutput::latency_windows`] order (none by default).
+    fn timed_latencies(_config: &Self::Config) -> Vec<TimedLatency> {
+        Vec::new()
+    }
+
+    /// The width of their windows in seconds (models with timed latencies only).
+    fn latency_window_s(_config: &Self::Config, _run: &RunConfig) -> f64 {
+        0.0
+    }
+
     /// What the HTML report draws for this model beyond the shared sections (none by default).
     fn presentation(_config: &Self::Config, _run: &RunConfig) -> Presentation {
         Presentation::default()
@@ -128,6 +139,8 @@ pub trait DynModel: Send + Sync {
     fn series(&self, config: &dyn Any) -> &'static [SeriesDef];
     fn series_bucket_s(&self, config: &dyn Any) -> f64;
     fn count_histogram(&self, config: &dyn Any) -> Option<CountHistogramDef>;
+    fn timed_latencies(&self, config: &dyn Any) -> Vec<TimedLatency>;
+    fn latency_window_s(&self, config: &dyn Any, run: &RunConfig) -> f64;
     fn presentation(&self, config: &dyn Any, run: &RunConfig) -> Presentation;
     fn warnings(&self, config: &dyn Any, run: &RunConfig) -> Vec<String>;
     fn run_replica(
@@ -194,6 +207,12 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn count_histogram(&self, c: &dyn Any) -> Option<CountHistogramDef> {
         M::count_histogram(config::<M>(c))
+    }
+    fn timed_latencies(&self, c: &dyn Any) -> Vec<TimedLatency> {
+        M::timed_latencies(config::<M>(c))
+    }
+    fn latency_window_s(&self, c: &dyn Any, run: &RunConfig) -> f64 {
+        M::latency_window_s(config::<M>(c), run)
     }
     fn presentation(&self, c: &dyn Any, run: &RunConfig) -> Presentation {
         M::presentation(config::<M>(c), run)
@@ -272,6 +291,16 @@ impl ModelConfig {
     /// The model's count histogram, if it has one.
     pub fn count_histogram(&self) -> Option<CountHistogramDef> {
         self.model.count_histogram(self.config.as_ref())
+    }
+
+    /// See [`ModelSpec::timed_latencies`].
+    pub fn timed_latencies(&self) -> Vec<TimedLatency> {
+        self.model.timed_latencies(self.config.as_ref())
+    }
+
+    /// See [`ModelSpec::latency_window_s`].
+    pub fn latency_window_s(&self, run: &RunConfig) -> f64 {
+        self.model.latency_window_s(self.config.as_ref(), run)
     }
 
     /// What the HTML report draws for this model beyond the shared sections.

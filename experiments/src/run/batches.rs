@@ -84,15 +84,22 @@ impl BatchedLatency {
             .filter(|hdr| !hdr.is_empty())
             .map(|hdr| hdr.value_at_quantile(q) as f64)
             .collect();
-        let m = estimates.len();
-        if m < 2 || pooled_nanos.is_nan() {
-            return (f64::NAN, f64::NAN);
-        }
-        let mean = estimates.iter().sum::<f64>() / m as f64;
-        let variance = estimates.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (m - 1) as f64;
-        let half = t_quantile_975(m as u64 - 1) * (variance / m as f64).sqrt();
-        ((pooled_nanos - half).max(0.0), pooled_nanos + half)
+        sectioning(&estimates, pooled_nanos)
     }
+}
+
+/// The sectioning interval around `pooled` from the batches' own `estimates` of the
+/// same quantity: pooled ± t(m−1) × sd / √m, floored at 0; NaN bounds with fewer than
+/// two estimates or no pooled value.
+pub fn sectioning(estimates: &[f64], pooled: f64) -> (f64, f64) {
+    let m = estimates.len();
+    if m < 2 || pooled.is_nan() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = estimates.iter().sum::<f64>() / m as f64;
+    let variance = estimates.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (m - 1) as f64;
+    let half = t_quantile_975(m as u64 - 1) * (variance / m as f64).sqrt();
+    ((pooled - half).max(0.0), pooled + half)
 }
 
 #[cfg(test)]

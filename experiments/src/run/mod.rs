@@ -1,5 +1,6 @@
 //! The run machinery: the parallel replica [`runner`], [`stats`] over replicas,
-//! the output folder's [`layout`], latency headline numbers ([`latency`]), the
+//! the output folder's [`layout`], latency headline numbers ([`latency`]) and
+//! latency over time ([`windows`]), the
 //! [`pipeline`] that turns a resolved scenario into the output folder, and the
 //! [`report`] (JSON, manifest, terminal table), and the per-call [`trace`] of one
 //! replica. It names no model.
@@ -20,3 +21,4 @@ pub mod shards;
 pub mod stats;
 pub mod summary;
 pub mod trace;
+pub mod windows;

@@ -23,12 +23,15 @@ use super::moments::Moments;
 use super::report::MANIFEST_FORMAT;
 use super::rows::{replica_columns, replica_values_columns};
 use super::runner::{summaries, PointResult, ReplicaRecord, SeriesSums};
+use super::windows::BatchedWindows;
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
+use stampede_engine::measurement::latency_windows::WindowCounts;
 
 /// The partial folders' layout: 2 since each point carries its replicas' exact
-/// moments, 3 since its histograms are kept per batch of replicas.
-const PARTIAL_FORMAT: &str = "partials 3";
+/// moments, 3 since its histograms are kept per batch of replicas, 4 since it
+/// carries latency over time.
+const PARTIAL_FORMAT: &str = "partials 4";
 
 /// What identifies a run: shards with the same fingerprint merge into it.
 pub fn fingerprint(scenario: &Scenario) -> String {
@@ -71,8 +74,10 @@ const MOMENTS: &str = "moments";
 
 /// One point's partial rows: `moments` (the replicas held; every metric's
 /// [`Moments`] in the model's order), `hdr:NAME@B` (batch B's histogram, V2 bytes;
-/// extra = values clamped to the top; only batches that ran), `series:NAME` (per bucket sum and sum of squares, u128 LE), `counts`
-/// (u64 LE), `compute` (extra = wall-clock ns of its replicas).
+/// extra = values clamped to the top; only batches that ran), `windows:KIND@B`
+/// (batch B's latency windows of a timed request kind, [`WindowCounts::to_bytes`]),
+/// `series:NAME` (per bucket sum and sum of squares, u128 LE), `counts` (u64 LE),
+/// `compute` (extra = wall-clock ns of its replicas).
 fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<ColumnValues> {
     let replicas = result.series.replicas;
     let mut moments = Vec::new();
@@ -83,6 +88,11 @@ fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<Co
     for (name, batched) in scenario.schema.latencies.iter().zip(&result.latency_batches) {
         for (b, histogram) in batched.batches() {
             items.push((format!("hdr:{name}@{b}"), 0, histogram.saturated(), serialize_v2(&histogram.hdr())));
+        }
+    }
+    for (timed, batched) in scenario.schema.timed.iter().zip(&result.latency_windows) {
+        for (b, counts) in batched.batches() {
+            items.push((format!("windows:{}@{b}", timed.name), 0, 0, counts.to_bytes()));
         }
     }
     if result.series.buckets() > 0 {
@@ -273,6 +283,7 @@ pub(crate) struct Gather<'s> {
     next: u32,
     moments: Vec<Moments>,
     histograms: Vec<BatchedLatency>,
+    windows: Vec<BatchedWindows>,
     sums: SeriesSums,
     counts: Vec<u64>,
     compute_ns: u64,
@@ -287,6 +298,7 @@ impl<'s> Gather<'s> {
             expected,
             moments: vec![Moments::default(); scenario.schema.metrics.len()],
             histograms: scenario.schema.latencies.iter().map(|_| BatchedLatency::default()).collect(),
+            windows: Vec::new(),
             sums: SeriesSums::default(),
             counts: Vec::new(),
             compute_ns: 0,
@@ -374,6 +386,23 @@ impl<'s> Gather<'s> {
                     .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
                 let hdr = deserialize_v2(data).map_err(bad)?;
                 self.histograms[i].batch_mut(batch).merge_hdr(&hdr, extra[row] as u64);
+            } else if let Some(named) = item.strip_prefix("windows:") {
+                let (name, batch) = named
+                    .rsplit_once('@')
+                    .and_then(|(name, b)| Some((name, b.parse::<usize>().ok().filter(|b| *b < BATCHES)?)))
+                    .ok_or_else(|| bad(format!("latency windows {named:?} name no batch")))?;
+                let timed = &self.scenario.schema.timed;
+                let i = timed
+                    .iter()
+                    .position(|t| t.name == name)
+                    .ok_or_else(|| bad(format!("unknown latency over time {name}")))?;
+                let counts = WindowCounts::from_bytes(data)
+                    .ok_or_else(|| bad(format!("latency windows {named:?} are damaged")))?;
+                self.windows.resize_with(timed.len(), BatchedWindows::default);
+                if ![0, counts.windows()].contains(&self.windows[i].windows()) {
+                    return Err(bad(format!("latency windows {named:?} have another number of windows")));
+                }
+                self.windows[i].add(batch, &counts);
             } else if let Some(name) = item.strip_prefix("series:") {
                 let i =
                     series.iter().position(|s| s.name == name).ok_or_else(|| bad(format!("unknown series {name}")))?;
@@ -403,6 +432,7 @@ impl<'s> Gather<'s> {
             replicas: self.expected,
             latencies: self.histograms.iter().map(BatchedLatency::pooled).collect(),
             latency_batches: self.histograms,
+            latency_windows: self.windows,
             series: self.sums,
             counts: self.counts,
             compute_s: self.compute_ns as f64 / 1e9,

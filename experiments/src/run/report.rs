@@ -174,6 +174,7 @@ impl RunReport {
             "latencies": self.scenario.schema.latencies,
             "files": output_files(&self.scenario).into_iter().chain(documents.iter().copied()).collect::<Vec<_>>(),
             "series": self.scenario.schema.series_names(),
+            "latency_over_time": self.scenario.schema.timed.iter().map(|t| t.name).collect::<Vec<_>>(),
             "warnings": self.scenario.warnings(),
             "wall_time_s": self.wall_time_s,
             "host": {

@@ -34,6 +34,7 @@ use super::batches::{batch_of, BatchedLatency, BATCHES};
 use super::moments::Moments;
 use super::plan::Plan;
 use super::stats::{t_quantile_975, Summary};
+use super::windows::BatchedWindows;
 use crate::base::error::{Error, Result};
 use crate::resolved::{GridPoint, Scenario};
 
@@ -71,6 +72,9 @@ pub struct PointResult {
     pub latencies: Vec<LatencyHistogram>,
     /// The same, per batch of replicas (their sum is `latencies`).
     pub latency_batches: Vec<BatchedLatency>,
+    /// Per timed request kind, its latency over time per batch (empty for models
+    /// without).
+    pub latency_windows: Vec<BatchedWindows>,
     /// Per-bucket sums of the model's time series (empty for models without).
     pub series: SeriesSums,
     /// Summed count histogram (empty for models without).
@@ -243,6 +247,8 @@ struct LivePoint {
     /// that stays empty — failures at a healthy point — costs no memory): workers add
     /// their replicas here, each batch behind its own lock.
     batches: Vec<Mutex<Vec<Option<LatencyHistogram>>>>,
+    /// Per timed request kind, its latency windows per batch.
+    windows: Mutex<Vec<BatchedWindows>>,
     series: SeriesSums,
     counts: Vec<u64>,
     compute_ns: u64,
@@ -307,6 +313,13 @@ impl Work<'_> {
                     total.get_or_insert_with(LatencyHistogram::new).merge(part);
                     part.reset();
                 }
+            }
+        }
+        if !output.latency_windows.is_empty() {
+            let mut windows = live.windows.lock().expect("no worker panicked");
+            windows.resize_with(output.latency_windows.len(), BatchedWindows::default);
+            for (kind, counts) in windows.iter_mut().zip(&output.latency_windows) {
+                kind.add(batch_of(replica), counts);
             }
         }
         let accumulator = accumulators.for_point(grid_point);
@@ -443,6 +456,7 @@ fn run_tasks(
                     moments: vec![Moments::default(); metric_count],
                     replicas: 0..0,
                     batches: (0..BATCHES).map(|_| Mutex::new(Vec::new())).collect(),
+                    windows: Mutex::new(Vec::new()),
                     series: SeriesSums::default(),
                     counts: Vec::new(),
                     compute_ns: 0,
@@ -501,6 +515,7 @@ fn run_tasks(
                 replicas: done.replicas,
                 latencies,
                 latency_batches,
+                latency_windows: done.windows.into_inner().expect("no worker panicked"),
                 series: done.series,
                 counts: done.counts,
                 compute_s: done.compute_ns as f64 / 1e9,

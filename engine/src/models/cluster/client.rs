@@ -259,7 +259,7 @@ impl Cluster<'_> {
         self.requests.remove(request_key);
         if request.counted {
             self.results.failed += 1;
-            self.endings.record(self.latencies, Ending::Failed, now - request.arrived_at);
+            self.endings.record(self.latencies, now, Ending::Failed, now - request.arrived_at);
         }
         if let Some(tracer) = self.tracer.as_deref_mut() {
             tracer.call_ended(request_key, now, "failed");

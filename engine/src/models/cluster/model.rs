@@ -18,7 +18,8 @@ use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
-use crate::measurement::endings::EndingSlots;
+use crate::measurement::endings::{EndingSlots, RequestLatencies};
+use crate::measurement::latency_windows::WindowCounts;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
 
@@ -71,7 +72,7 @@ pub struct Cluster<'h> {
     pub(super) wasted_ns: u128,
     /// Requests' latencies by ending (see [`Self::new`]).
     pub(super) latencies: &'h mut [LatencyHistogram],
-    pub(super) endings: EndingSlots,
+    pub(super) endings: RequestLatencies,
     /// Per-request tracing, off unless [`Cluster::traced`]: one branch per hook when off.
     pub(super) tracer: Option<Box<Tracer>>,
 }
@@ -135,6 +136,7 @@ impl<'h> Cluster<'h> {
                 attempts: vec![0; buckets],
                 successes: vec![0; buckets],
                 hops: vec![0; HOPS_TRACKED + 1],
+                latency: WindowCounts::default(),
             },
             results: ClusterResults::default(),
             hops_total: 0,
@@ -143,11 +145,18 @@ impl<'h> Cluster<'h> {
             busy_servers: 0,
             cursor: BucketCursor::new(p.bucket),
             wasted_ns: 0,
-            endings: EndingSlots::for_len(0, latencies.len(), false),
+            endings: RequestLatencies::new(EndingSlots::for_len(0, latencies.len(), false)),
             latencies,
             tracer: None,
             p,
         }
+    }
+
+    /// Keeps the requests' latencies over time too, in windows of `window` ns (see
+    /// [`ClusterSeries::latency`]).
+    pub fn with_latency_windows(mut self, window: Nanos) -> Self {
+        self.endings = self.endings.with_windows(window, self.p.horizon);
+        self
     }
 
     /// Records a trace of every request (see [`crate::measurement::trace`]); the
@@ -294,6 +303,7 @@ impl<'h> Cluster<'h> {
         let recovery = recovery_time(&self.series.queued_area, &self.p);
         r.recovered = recovery.is_some();
         r.recovery_s = recovery.map_or(f64::NAN, |ns| ns as f64 / NANOS_PER_SEC as f64);
+        self.series.latency = self.endings.take_windows();
         (*r, std::mem::take(&mut self.series))
     }
 }

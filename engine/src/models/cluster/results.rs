@@ -3,6 +3,7 @@
 
 use super::params::ClusterParams;
 use crate::kernel::time::Nanos;
+use crate::measurement::latency_windows::WindowCounts;
 
 /// Time series of one replica, per bucket, in exact integers.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -17,6 +18,9 @@ pub struct ClusterSeries {
     pub successes: Vec<u64>,
     /// Routed attempts (after warm-up) by hops walked: index h for h < 64, index 64 for 64 or more.
     pub hops: Vec<u64>,
+    /// Counted requests' latencies over time, by the window they ended in (empty
+    /// unless [`super::Cluster::with_latency_windows`]).
+    pub latency: WindowCounts,
 }
 
 /// Exact hop counts are kept below this; longer walks share the last slot.

@@ -99,7 +99,7 @@ impl Cluster<'_> {
             }
             if request.counted {
                 self.results.successes += 1;
-                self.endings.record(self.latencies, Ending::Ok, now - request.arrived_at);
+                self.endings.record(self.latencies, now, Ending::Ok, now - request.arrived_at);
             }
             self.request_ended(request.closed_loop, scheduler);
             let bucket = self.bucket_of(now);

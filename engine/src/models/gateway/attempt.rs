@@ -251,7 +251,7 @@ impl Gateway<'_> {
             let total = now - attempt.sent_at;
             // Counted like the counts: from the warm-up on.
             if counted {
-                if let Some(histograms) = self.class_histograms[class] {
+                if let Some(histograms) = &self.class_histograms[class] {
                     self.histograms[histograms.ttft].record(feedback.sample);
                     self.histograms[histograms.total].record(total);
                 }

@@ -135,9 +135,9 @@ impl Gateway<'_> {
         let fallback = !served && self.serves_fallback(class);
         if call.counted {
             self.call_latency[class].record(now - call.started_at);
-            if let Some(histograms) = self.class_histograms[class] {
+            if let Some(histograms) = &mut self.class_histograms[class] {
                 let ending = if served { CallEnding::Ok } else { CallEnding::Failed };
-                histograms.calls.record(self.histograms, ending, now - call.started_at);
+                histograms.calls.record(self.histograms, now, ending, now - call.started_at);
             }
             let results = &mut self.results.classes[class];
             results.cache_hits += (call.cached > 0) as u64;

@@ -16,6 +16,8 @@ use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
+use crate::measurement::endings::RequestLatencies;
+use crate::measurement::latency_windows::WindowCounts;
 use crate::measurement::trace::{Trace, TraceKind, Tracer};
 use crate::policy::admission::AdmissionController;
 use crate::policy::breaker::BreakerState;
@@ -91,6 +93,8 @@ pub struct Gateway<'h> {
     pub(super) expected_latency: Vec<Nanos>,
     /// Each class's histograms in `histograms` (classes with `latency`).
     pub(super) class_histograms: Vec<Option<ClassHistograms>>,
+    /// Turns' latencies by ending (and over time, when on).
+    pub(super) turn_latencies: RequestLatencies,
     /// The plan's first step at which a turn is answered ([`super::TurnPlan::answered_at`]).
     pub(super) answered_at: usize,
     pub(super) sweeping: bool,
@@ -115,12 +119,15 @@ pub struct GatewaySeries {
     pub attempts: Vec<u64>,
     /// Turns answered.
     pub answered: Vec<u64>,
+    /// Counted turns' latencies over time, then each class's (with `latency`) calls',
+    /// by the window they ended in (empty unless [`Gateway::with_latency_windows`]).
+    pub latency: Vec<WindowCounts>,
 }
 
 impl GatewaySeries {
     fn new(p: &GatewayParams) -> Self {
         let buckets = p.horizon.div_ceil(p.series_bucket) as usize;
-        GatewaySeries { attempts: vec![0; buckets], answered: vec![0; buckets] }
+        GatewaySeries { attempts: vec![0; buckets], answered: vec![0; buckets], latency: Vec::new() }
     }
 }
 
@@ -221,6 +228,7 @@ impl<'h> Gateway<'h> {
             tier_slots,
             expected_latency,
             class_histograms,
+            turn_latencies: RequestLatencies::new(TURN_ENDINGS),
             answered_at: p.plan.answered_at(),
             sweeping: false,
             results: GatewayResults { classes: vec![ClassResults::default(); classes], ..GatewayResults::default() },
@@ -245,12 +253,25 @@ impl<'h> Gateway<'h> {
         simulation.run_until(Nanos::MAX);
         let events = simulation.events_handled();
         let mut model = simulation.model;
-        let series = std::mem::take(&mut model.series);
+        let mut series = std::mem::take(&mut model.series);
+        series.latency = std::iter::once(model.turn_latencies.take_windows())
+            .chain(model.class_histograms.iter_mut().flatten().map(|h| h.calls.take_windows()))
+            .collect();
         let tracer = model.tracer.take();
         (model.finish(events), series, tracer.map(|t| t.rows.finish(None)))
     }
 
     /// Records a trace of every call (see [`crate::measurement::trace`]).
+    /// Keeps turns' and calls' latencies over time too, in windows of `window` ns.
+    pub fn with_latency_windows(mut self, window: Nanos) -> Self {
+        let horizon = self.p.horizon;
+        self.turn_latencies = self.turn_latencies.with_windows(window, horizon);
+        for histograms in self.class_histograms.iter_mut().flatten() {
+            histograms.calls = histograms.calls.clone().with_windows(window, horizon);
+        }
+        self
+    }
+
     pub fn traced(mut self) -> Self {
         let mut tracer = Tracer::new();
         for incident in &self.p.incidents {

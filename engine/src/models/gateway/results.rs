@@ -3,7 +3,7 @@
 //! experiments layer turns these into metric columns by iterating the enums.
 
 use crate::kernel::Named;
-use crate::measurement::endings::EndingSlots;
+use crate::measurement::endings::{EndingSlots, RequestLatencies};
 
 use super::reason::{Reason, REASONS};
 
@@ -95,18 +95,22 @@ pub(super) const TURN_ENDINGS: EndingSlots = EndingSlots::split(TURN_HISTOGRAM, 
 /// One class's histograms (a class with `latency`): its successful attempts' time to
 /// first token and total, then its calls by ending (served, failed, all), each from
 /// entering the stack to its answer or failure.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct ClassHistograms {
     pub(super) ttft: usize,
     pub(super) total: usize,
-    pub(super) calls: EndingSlots,
+    pub(super) calls: RequestLatencies,
 }
 
 impl ClassHistograms {
     /// Histograms per class with `latency`.
     pub(super) const LEN: usize = 5;
 
-    pub(super) const fn from(first: usize) -> Self {
-        ClassHistograms { ttft: first, total: first + 1, calls: EndingSlots::split(first + 2, false) }
+    pub(super) fn from(first: usize) -> Self {
+        ClassHistograms {
+            ttft: first,
+            total: first + 1,
+            calls: RequestLatencies::new(EndingSlots::split(first + 2, false)),
+        }
     }
 }

@@ -15,7 +15,6 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 
 use super::model::{count_in_bucket, Gateway};
-use super::results::TURN_ENDINGS;
 use super::state::{Call, Event, Origin, Turn};
 use crate::measurement::endings::Ending as CallEnding;
 
@@ -207,7 +206,7 @@ impl Gateway<'_> {
                 self.results.turns_failed += 1;
                 CallEnding::Failed
             };
-            TURN_ENDINGS.record(self.histograms, ending, now - turn.arrived_at);
+            self.turn_latencies.record(self.histograms, now, ending, now - turn.arrived_at);
         }
     }
 }

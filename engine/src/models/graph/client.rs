@@ -8,7 +8,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{TimerSlot, TimerTicket};
-use crate::measurement::endings::{Ending, EndingSlots};
+use crate::measurement::endings::Ending;
 use crate::policy::classify::Outcome;
 
 use super::model::Graph;
@@ -691,8 +691,7 @@ impl Graph<'_> {
         let w = call.workload as usize;
         if call.counted {
             count_outcome(&mut self.workloads[w].results, outcome, now - call.started);
-            let slots = if self.split_endings { EndingSlots::split(4 * w, true) } else { EndingSlots::ok_only(w) };
-            slots.record(self.latencies, outcome.ending(), now - call.started);
+            self.entry_latencies[w].record(self.latencies, now, outcome.ending(), now - call.started);
         }
         if outcome == CallOutcome::Success {
             if let Some(b) = self.series.successes[w].get_mut((now / self.p.bucket) as usize) {

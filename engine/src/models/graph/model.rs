@@ -14,6 +14,7 @@ use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
 use crate::measurement::buckets::BucketCursor;
+use crate::measurement::endings::{EndingSlots, RequestLatencies};
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeout;
 use crate::policy::breaker::CircuitBreaker;
@@ -125,7 +126,8 @@ pub struct Graph<'h> {
     /// Entry requests' latencies by ending: per workload `[ok, degraded, failed, all]`,
     /// or `[ok]` alone (see [`Graph::new`]).
     pub(super) latencies: &'h mut [LatencyHistogram],
-    pub(super) split_endings: bool,
+    /// Per workload, where its entry requests' latencies go (and over time, when on).
+    pub(super) entry_latencies: Vec<RequestLatencies>,
     /// Per-span tracing, off unless [`Graph::traced`].
     pub(super) tracer: Option<Box<super::trace::SpanTracer>>,
 }
@@ -220,6 +222,7 @@ impl<'h> Graph<'h> {
             queued_area: vec![vec![0; buckets]; p.services.len()],
             busy_area: vec![vec![0; buckets]; p.services.len()],
             successes: vec![vec![0; buckets]; p.workloads.len()],
+            latency: Vec::new(),
         };
         Graph {
             site_rng: (0..p.call_sites.len()).map(|c| stream(MIX, 1_000_000 + c)).collect(),
@@ -232,8 +235,13 @@ impl<'h> Graph<'h> {
             attempts: Slab::with_capacity(1024),
             jobs: Slab::with_capacity(1024),
             series,
+            entry_latencies: (0..p.workloads.len())
+                .map(|w| match split_endings {
+                    true => RequestLatencies::new(EndingSlots::split(4 * w, true)),
+                    false => RequestLatencies::new(EndingSlots::ok_only(w)),
+                })
+                .collect(),
             latencies,
-            split_endings,
             tracer: None,
             p,
         }
@@ -241,6 +249,13 @@ impl<'h> Graph<'h> {
 
     /// Records every call, attempt, backoff, queue wait and refusal with its span and
     /// parent span (see `trace.rs`); `names` label the rows.
+    /// Keeps each entry point's latencies over time too, in windows of `window` ns.
+    pub fn with_latency_windows(mut self, window: Nanos) -> Self {
+        let horizon = self.p.horizon;
+        self.entry_latencies = self.entry_latencies.drain(..).map(|l| l.with_windows(window, horizon)).collect();
+        self
+    }
+
     pub fn traced(mut self, names: super::trace::TraceNames) -> Self {
         self.tracer = Some(Box::new(super::trace::SpanTracer::new(names)));
         self
@@ -549,6 +564,7 @@ impl<'h> Graph<'h> {
             recovery_s: recovery.map_or(f64::NAN, |ns| ns as f64 / NANOS_PER_SEC as f64),
             events,
         };
+        self.series.latency = self.entry_latencies.iter_mut().map(RequestLatencies::take_windows).collect();
         (results, std::mem::take(&mut self.series))
     }
 

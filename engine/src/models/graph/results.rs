@@ -3,6 +3,7 @@
 //! after warm-up.
 
 use crate::kernel::replica_quantiles::ReplicaQuantiles;
+use crate::measurement::latency_windows::WindowCounts;
 
 use super::params::{Cause, Failure, Refusal};
 
@@ -124,4 +125,7 @@ pub struct GraphSeries {
     pub queued_area: Vec<Vec<u128>>,
     pub busy_area: Vec<Vec<u128>>,
     pub successes: Vec<Vec<u64>>,
+    /// Per entry point, counted requests' latencies over time by the window they ended
+    /// in (empty unless [`super::Graph::with_latency_windows`]).
+    pub latency: Vec<WindowCounts>,
 }

@@ -37,7 +37,8 @@ use stampede_engine::LatencyHistogram;
 
 use self::fixture::{Fixture, Gateway as GatewayKnobs};
 use super::metrics::{
-    defs, intern, intern_names, values, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica,
+    defs, intern, intern_names, values, Metric, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency,
+    TracedReplica,
 };
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
@@ -102,6 +103,21 @@ impl ModelSpec for Gateway {
         SERIES_BUCKET_S
     }
 
+    /// Turns, then each class's calls (the classes with latency histograms).
+    fn timed_latencies(config: &GatewayConfig) -> Vec<TimedLatency> {
+        let turn = TimedLatency { name: "turn", histogram: "turn_s", degraded: false };
+        let classes = config.resolved().classes.iter().filter(|c| !c.resent).map(|c| TimedLatency {
+            name: intern(format!("{}_call", c.name)),
+            histogram: intern(format!("{}_call_s", c.name)),
+            degraded: false,
+        });
+        std::iter::once(turn).chain(classes).collect()
+    }
+
+    fn latency_window_s(_: &GatewayConfig, run: &RunConfig) -> f64 {
+        latency_window_s(run)
+    }
+
     fn run_replica(
         config: &GatewayConfig,
         run: &RunConfig,
@@ -109,7 +125,9 @@ impl ModelSpec for Gateway {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let (results, series, _) = GatewayModel::new(config.params(run), master_seed, replica, histograms).run_all();
+        let window = secs_to_nanos(latency_window_s(run));
+        let model = GatewayModel::new(config.params(run), master_seed, replica, histograms);
+        let (results, series, _) = model.with_latency_windows(window).run_all();
         output(config, &results, series)
     }
 
@@ -117,7 +135,9 @@ impl ModelSpec for Gateway {
 
     fn trace_replica(config: &GatewayConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         let mut histograms: Vec<_> = config.resolved().latencies.iter().map(|_| LatencyHistogram::new()).collect();
-        let model = GatewayModel::new(config.params(run), master_seed, replica, &mut histograms).traced();
+        let window = secs_to_nanos(latency_window_s(run));
+        let model = GatewayModel::new(config.params(run), master_seed, replica, &mut histograms);
+        let model = model.with_latency_windows(window).traced();
         let (results, series, trace) = model.run_all();
         Some(TracedReplica { output: output(config, &results, series), trace: trace.expect("traced") })
     }
@@ -125,6 +145,11 @@ impl ModelSpec for Gateway {
 
 /// The width of the gateway's time-series buckets.
 const SERIES_BUCKET_S: f64 = 1.0;
+
+/// The gateway's latency windows: the fewest 1 s buckets that make at most 60 windows.
+fn latency_window_s(run: &RunConfig) -> f64 {
+    super::series::default_latency_window_s(run.horizon_s, SERIES_BUCKET_S)
+}
 
 const GATEWAY_SERIES: &[SeriesDef] = &[
     SeriesDef { name: "attempt_rps", kind: SeriesKind::Count },
@@ -136,6 +161,7 @@ fn output(config: &GatewayConfig, results: &GatewayResults, series: GatewaySerie
     ReplicaOutput {
         metrics: values(&config.resolved().table.0, results),
         series: vec![counts(series.attempts), counts(series.answered)],
+        latency_windows: series.latency,
         ..ReplicaOutput::default()
     }
 }

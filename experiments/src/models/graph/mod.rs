@@ -14,7 +14,7 @@ use stampede_engine::models::graph::{Graph as GraphModel, GraphParams, GraphResu
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{
-    intern, intern_names, intern_series, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TracedReplica,
+    intern, intern_names, intern_series, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency, TracedReplica,
 };
 use super::presentation::{Presentation, Recovery, Section, Segment, TopologyEdge, TopologyService, Window};
 use super::spec::ModelSpec;
@@ -116,6 +116,20 @@ impl ModelSpec for Graph {
             series.push(SeriesDef { name: intern(format!("{e}.goodput_rps")), kind: SeriesKind::Count });
         }
         intern_series(series)
+    }
+
+    fn timed_latencies(config: &GraphConfig) -> Vec<TimedLatency> {
+        let t = topology(config);
+        let timed = |e: &String| TimedLatency {
+            name: intern(e.clone()),
+            histogram: intern(format!("{e}.latency_s")),
+            degraded: true,
+        };
+        t.entries.iter().map(timed).collect()
+    }
+
+    fn latency_window_s(config: &GraphConfig, run: &RunConfig) -> f64 {
+        config.series.latency_window_s(run.horizon_s)
     }
 
     fn series_bucket_s(config: &GraphConfig) -> f64 {
@@ -266,7 +280,9 @@ impl ModelSpec for Graph {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let (results, series) = GraphModel::new(params(config, run), master_seed, replica, histograms).run();
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let model = GraphModel::new(params(config, run), master_seed, replica, histograms);
+        let (results, series) = model.with_latency_windows(window).run();
         output(metric_table(config), &results, series)
     }
 
@@ -278,7 +294,9 @@ impl ModelSpec for Graph {
         let endpoints = t.endpoints.iter().map(|e| intern(e.clone())).collect();
         let services = t.services.iter().map(|s| intern(s.clone())).collect();
         let names = stampede_engine::models::graph::TraceNames::new(endpoints, services, intern);
-        let model = GraphModel::new(params(config, run), master_seed, replica, &mut histograms).traced(names);
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let model = GraphModel::new(params(config, run), master_seed, replica, &mut histograms);
+        let model = model.with_latency_windows(window).traced(names);
         let (results, series, trace) = model.run_traced();
         Some(TracedReplica { output: output(metric_table(config), &results, series), trace: trace.expect("traced") })
     }
@@ -313,5 +331,5 @@ fn output(table: &metrics::MetricTable, results: &GraphResults, series: GraphSer
     for successes in series.successes {
         out.push(successes.into_iter().map(u128::from).collect());
     }
-    ReplicaOutput { metrics, series: out, counts: Vec::new() }
+    ReplicaOutput { metrics, latency_windows: series.latency, series: out, counts: Vec::new() }
 }

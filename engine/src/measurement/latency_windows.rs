@@ -1,0 +1,302 @@
+//! Latency over time: per time window, a compact histogram of the latencies of the
+//! requests that ended in it (every ending, and those answered in full apart) and the
+//! count of each ending — what "p99 during the incident, failures counted" is read from.
+//!
+//! A window's histogram has [`BUCKETS`] 32-bit counters: one for everything under
+//! 1 µs, then 32 per power of two up to 2^44 ns (4.9 hours; longer latencies go in the
+//! top bucket). A bucket is at most 1/32 of its lower edge wide. A quantile is the
+//! bucket holding its rank and, inside it, the rank's place among the bucket's values
+//! spread evenly: it lies in the same bucket as the sample's order statistic, so
+//! within 3.1% of it (placing by rank rather than snapping to a bucket's middle keeps
+//! batches of replicas from tying on one value and making a zero-width interval).
+//! 4,356 bytes per histogram, two per window. [`WindowCounts`] is the layout, shared with the
+//! run layer that sums replicas' windows.
+//!
+//! A model holds one [`LatencyWindows`] per request kind, off (recording nothing, one
+//! branch) unless given a window width. Recording allocates nothing: the counters are
+//! allocated when the model is built.
+//!
+//! Invariants (checked by the tests): a window's `all` histogram counts exactly the
+//! sum of its ending counts; `ok` counts exactly its `Ok` endings.
+
+use crate::kernel::time::Nanos;
+
+use super::endings::Ending;
+
+/// Buckets per power of two, as a shift.
+const SUB_BITS: u32 = 5;
+/// The lowest octave with its own buckets: 2^10 ns ≈ 1 µs.
+const LOW_OCTAVE: u32 = 10;
+/// The highest octave: 2^44 ns ≈ 4.9 hours (higher values share its top bucket).
+const HIGH_OCTAVE: u32 = 44;
+/// Counters per histogram: one under 1 µs, then 32 per octave.
+pub const BUCKETS: usize = 1 + (((HIGH_OCTAVE - LOW_OCTAVE) as usize) << SUB_BITS);
+
+/// The bucket of `latency`.
+#[inline]
+pub fn bucket_of(latency: Nanos) -> usize {
+    if latency < 1 << LOW_OCTAVE {
+        return 0;
+    }
+    let octave = (63 - latency.leading_zeros()).min(HIGH_OCTAVE - 1);
+    let sub = if octave == HIGH_OCTAVE - 1 && latency >> HIGH_OCTAVE > 0 {
+        (1 << SUB_BITS) - 1
+    } else {
+        (latency >> (octave - SUB_BITS)) as usize & ((1 << SUB_BITS) - 1)
+    };
+    1 + (((octave - LOW_OCTAVE) as usize) << SUB_BITS) + sub
+}
+
+/// The [low, high) nanoseconds of bucket `index` (the first bucket is [0, 1024)).
+pub fn bucket_range(index: usize) -> (f64, f64) {
+    if index == 0 {
+        return (0.0, (1u64 << LOW_OCTAVE) as f64);
+    }
+    let octave = LOW_OCTAVE + ((index - 1) >> SUB_BITS) as u32;
+    let sub = ((index - 1) & ((1 << SUB_BITS) - 1)) as u64;
+    let width = 1u64 << (octave - SUB_BITS);
+    let low = (1u64 << octave) + sub * width;
+    (low as f64, (low + width) as f64)
+}
+
+/// The `q` quantile (0 < q ≤ 1) of a histogram of [`BUCKETS`] counts, in nanoseconds:
+/// the bucket holding rank ⌈q·n⌉, and inside it the rank's place among the bucket's
+/// values spread evenly over its width. NaN when empty.
+pub fn quantile_of<C: Copy + Into<u64>>(counts: &[C], q: f64) -> f64 {
+    let total: u64 = counts.iter().map(|&c| c.into()).sum();
+    if total == 0 {
+        return f64::NAN;
+    }
+    let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+    let mut seen = 0u64;
+    for (index, &count) in counts.iter().enumerate() {
+        let count: u64 = count.into();
+        if seen + count >= rank {
+            let (low, high) = bucket_range(index);
+            let place = (rank - seen) as f64 - 0.5;
+            return low + (high - low) * place / count as f64;
+        }
+        seen += count;
+    }
+    unreachable!("rank ≤ total")
+}
+
+/// What each window holds, by position: the `all` histogram, the `ok` histogram.
+pub const HISTOGRAMS_PER_WINDOW: usize = 2;
+
+/// The counters of `windows` windows: per window its `all` then its `ok` histogram,
+/// and per window the count of each ending (`[ok, degraded, failed]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WindowCounts {
+    pub histograms: Vec<u32>,
+    pub endings: Vec<[u32; 3]>,
+}
+
+impl WindowCounts {
+    pub fn new(windows: usize) -> Self {
+        WindowCounts { histograms: vec![0; windows * HISTOGRAMS_PER_WINDOW * BUCKETS], endings: vec![[0; 3]; windows] }
+    }
+
+    pub fn windows(&self) -> usize {
+        self.endings.len()
+    }
+
+    /// Window `w`'s histogram of every ending.
+    pub fn all(&self, w: usize) -> &[u32] {
+        let start = w * HISTOGRAMS_PER_WINDOW * BUCKETS;
+        &self.histograms[start..start + BUCKETS]
+    }
+
+    /// Window `w`'s histogram of requests answered in full.
+    pub fn ok(&self, w: usize) -> &[u32] {
+        let start = (w * HISTOGRAMS_PER_WINDOW + 1) * BUCKETS;
+        &self.histograms[start..start + BUCKETS]
+    }
+
+    /// Adds `other` (of as many windows), skipping its empty windows. Panics if a
+    /// counter would pass `u32::MAX` (4.3 billion requests in one bucket of one window
+    /// of one batch of replicas).
+    pub fn add(&mut self, other: &WindowCounts) {
+        assert_eq!(self.windows(), other.windows(), "windows of one layout");
+        for w in 0..other.windows() {
+            if other.endings[w] == [0; 3] {
+                continue;
+            }
+            for (mine, theirs) in self.endings[w].iter_mut().zip(other.endings[w]) {
+                *mine = mine.checked_add(theirs).expect("a window's count fits in 32 bits");
+            }
+            let range = w * HISTOGRAMS_PER_WINDOW * BUCKETS..(w + 1) * HISTOGRAMS_PER_WINDOW * BUCKETS;
+            for (mine, &theirs) in self.histograms[range.clone()].iter_mut().zip(&other.histograms[range]) {
+                *mine = mine.checked_add(theirs).expect("a bucket's count fits in 32 bits");
+            }
+        }
+    }
+
+    /// Zeroes the windows that hold anything.
+    pub fn clear(&mut self) {
+        for w in 0..self.windows() {
+            if self.endings[w] != [0; 3] {
+                self.endings[w] = [0; 3];
+                let range = w * HISTOGRAMS_PER_WINDOW * BUCKETS..(w + 1) * HISTOGRAMS_PER_WINDOW * BUCKETS;
+                self.histograms[range].fill(0);
+            }
+        }
+    }
+
+    /// The non-zero counters as (index, count) pairs, then the endings: a compact,
+    /// exact serialisation (little-endian u32s) for shards and checkpoints.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(self.windows() as u32).to_le_bytes());
+        for counts in &self.endings {
+            counts.iter().for_each(|c| bytes.extend_from_slice(&c.to_le_bytes()));
+        }
+        for (index, &count) in self.histograms.iter().enumerate().filter(|(_, &c)| c > 0) {
+            bytes.extend_from_slice(&(index as u32).to_le_bytes());
+            bytes.extend_from_slice(&count.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads [`Self::to_bytes`] back; `None` if the bytes are not of that layout.
+    pub fn from_bytes(bytes: &[u8]) -> Option<WindowCounts> {
+        let words: Vec<u32> =
+            bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("four bytes"))).collect();
+        if bytes.len() % 4 != 0 || words.is_empty() {
+            return None;
+        }
+        let windows = words[0] as usize;
+        let ending_words = windows.checked_mul(3)?;
+        let pairs = words.get(1 + ending_words..)?;
+        if pairs.len() % 2 != 0 {
+            return None;
+        }
+        let mut counts = WindowCounts::new(windows);
+        for (w, chunk) in words[1..1 + ending_words].chunks_exact(3).enumerate() {
+            counts.endings[w] = [chunk[0], chunk[1], chunk[2]];
+        }
+        for pair in pairs.chunks_exact(2) {
+            *counts.histograms.get_mut(pair[0] as usize)? = pair[1];
+        }
+        Some(counts)
+    }
+}
+
+/// One request kind's latencies over time in one replica.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyWindows {
+    /// Window width (0: off).
+    window: Nanos,
+    counts: WindowCounts,
+}
+
+impl LatencyWindows {
+    /// Off: records nothing.
+    pub fn off() -> Self {
+        LatencyWindows::default()
+    }
+
+    /// Windows of `window` ns from time 0 to `horizon` (the last may be cut short).
+    pub fn new(window: Nanos, horizon: Nanos) -> Self {
+        assert!(window > 0, "a window has a width");
+        LatencyWindows { window, counts: WindowCounts::new(horizon.div_ceil(window).max(1) as usize) }
+    }
+
+    /// Records a request that ended at `now` after `latency`, as `ending` (one that
+    /// ended after the horizon — a model that drains — goes in the last window).
+    #[inline]
+    pub fn record(&mut self, now: Nanos, ending: Ending, latency: Nanos) {
+        if self.window == 0 {
+            return;
+        }
+        let w = ((now / self.window) as usize).min(self.counts.windows() - 1);
+        let bucket = bucket_of(latency);
+        let start = w * HISTOGRAMS_PER_WINDOW * BUCKETS;
+        self.counts.histograms[start + bucket] += 1;
+        if ending == Ending::Ok {
+            self.counts.histograms[start + BUCKETS + bucket] += 1;
+        }
+        self.counts.endings[w][ending.index()] += 1;
+    }
+
+    /// The counters (empty when off).
+    pub fn counts(&self) -> &WindowCounts {
+        &self.counts
+    }
+
+    pub fn into_counts(self) -> WindowCounts {
+        self.counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::rng::{RngStream, StreamPurpose};
+
+    #[test]
+    fn buckets_are_ordered_and_at_most_a_32nd_wide() {
+        let mut previous = 0;
+        let values = (0..200_000u64).step_by(7).chain((0..64).map(|k| 1u64 << k)).chain([u64::MAX, (1 << 44) - 1]);
+        let mut values: Vec<u64> = values.collect();
+        values.sort_unstable();
+        for value in values {
+            let index = bucket_of(value);
+            assert!(index >= previous && index < BUCKETS, "monotone and in range at {value}");
+            previous = index;
+            let (low, high) = bucket_range(index);
+            if value < 1 << HIGH_OCTAVE {
+                assert!(low <= value as f64 && (value as f64) < high, "{value} in [{low}, {high})");
+            }
+            if index > 0 {
+                assert!((high - low) / low <= 1.0 / 32.0 + 1e-12, "bucket {index} is {low}..{high}");
+            }
+        }
+        assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    /// Quantiles of an exponential sample are within one bucket (3.1%) of its own order
+    /// statistics.
+    #[test]
+    fn quantiles_are_within_the_stated_precision_of_the_sample() {
+        let mut rng = RngStream::derive(1, 0, StreamPurpose::named("test.latency_windows"));
+        let mut windows = LatencyWindows::new(10, 20);
+        let mut sample = Vec::new();
+        for i in 0..100_000u64 {
+            let latency = (rng.exponential(1.0) * 1e7) as Nanos + 2_000;
+            let ending = if i % 10 == 0 { Ending::Failed } else { Ending::Ok };
+            windows.record(i % 20, ending, latency);
+            sample.push((i % 20 >= 10, ending, latency));
+        }
+        let counts = windows.counts();
+        assert_eq!(counts.windows(), 2);
+        for w in 0..2 {
+            let mut all: Vec<u64> = sample.iter().filter(|s| s.0 == (w == 1)).map(|s| s.2).collect();
+            all.sort_unstable();
+            assert_eq!(counts.all(w).iter().map(|&c| c as u64).sum::<u64>(), all.len() as u64);
+            assert_eq!(counts.endings[w][0] + counts.endings[w][2], all.len() as u32);
+            assert_eq!(counts.ok(w).iter().map(|&c| c as u64).sum::<u64>(), counts.endings[w][0] as u64);
+            for q in [0.5, 0.9, 0.99, 0.999] {
+                let exact = all[((q * all.len() as f64).ceil() as usize).clamp(1, all.len()) - 1] as f64;
+                let got = quantile_of(counts.all(w), q);
+                assert!((got / exact - 1.0).abs() <= 1.0 / 32.0, "window {w} q{q}: {got} vs {exact}");
+            }
+        }
+        let back = WindowCounts::from_bytes(&counts.to_bytes()).expect("round trip");
+        assert_eq!(&back, counts);
+        let mut twice = back.clone();
+        twice.add(&back);
+        assert_eq!(twice.endings[1][0], 2 * back.endings[1][0]);
+        twice.clear();
+        assert_eq!(twice, WindowCounts::new(2));
+        assert!(quantile_of(twice.all(0), 0.5).is_nan());
+        assert_eq!(WindowCounts::from_bytes(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn off_records_nothing() {
+        let mut off = LatencyWindows::off();
+        off.record(5, Ending::Ok, 5);
+        assert_eq!(off.counts().windows(), 0);
+    }
+}
