@@ -185,6 +185,10 @@ struct CompareArgs {
     /// List every metric, not only those that changed.
     #[arg(long)]
     all: bool,
+    /// Also compare latency over time: each latency window starting in [FROM, TO)
+    /// seconds, every request's p50 and p99 per window (from timeseries.parquet).
+    #[arg(long, value_name = "FROM,TO", value_parser = window_arg)]
+    window: Option<(f64, f64)>,
     /// Print the answer as one JSON document.
     #[arg(long)]
     json: bool,
@@ -792,7 +796,7 @@ fn compare(args: CompareArgs) -> Result<ExitStatus> {
     if let Some(path) = &args.junit {
         output_file::check(path, "--junit", args.force)?;
     }
-    let comparison = stampede_report::compare::compare(&args.a, &args.b, args.alpha, args.tolerance)?;
+    let comparison = stampede_report::compare::compare(&args.a, &args.b, args.alpha, args.tolerance, args.window)?;
     if let Some(path) = &args.html {
         output_file::write(path, "--html", comparison.html().as_bytes(), args.force)?;
     }
@@ -811,6 +815,15 @@ fn compare(args: CompareArgs) -> Result<ExitStatus> {
         }
     }
     Ok(if comparison.changed() { ExitStatus::Changed } else { ExitStatus::Success })
+}
+
+/// `--window FROM,TO`: two numbers of seconds.
+fn window_arg(text: &str) -> std::result::Result<(f64, f64), String> {
+    let parse = |part: &str| part.trim().parse::<f64>().ok();
+    match text.split_once(',').map(|(from, to)| (parse(from), parse(to))) {
+        Some((Some(from), Some(to))) => Ok((from, to)),
+        _ => Err(format!("{text:?}: two numbers of seconds, FROM,TO (e.g. 10,55)")),
+    }
 }
 
 /// `--max-time SECONDS` as a duration: a positive, finite number of seconds.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::models::registry;
 use crate::models::{CountHistogramDef, MetricDef, ModelConfig, SeriesDef, TimedLatency};
-use crate::scenario::claims::{Assertion, Skipped};
+use crate::scenario::claims::{Assertion, LatencyNames, Skipped};
 use crate::scenario::document::POINTS_KEY;
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
 
@@ -54,6 +54,17 @@ impl OutputSchema {
     /// The metric names, in column order.
     pub fn metric_names(&self) -> Vec<&'static str> {
         self.metrics.iter().map(|m| m.name).collect()
+    }
+
+    /// The latencies a claim may name: every histogram, and (for `window`) the
+    /// answered-in-full and all-requests histograms of the kinds kept over time.
+    pub fn latency_names(&self) -> LatencyNames<'_> {
+        let over_time = self
+            .timed
+            .iter()
+            .flat_map(|t| [t.histogram.to_string(), format!("{}_all_s", t.histogram.trim_end_matches("_s"))])
+            .collect();
+        LatencyNames { histograms: self.latencies, over_time }
     }
 
     /// The series names, in column order.
@@ -255,10 +266,11 @@ impl Scenario {
             }
         }
         let metrics = scenario.schema.metric_names();
+        let latencies = scenario.schema.latency_names();
         let points = scenario.point_count();
         for (i, assertion) in scenario.verify.iter_mut().enumerate() {
             assertion.name_the_point(&format!("verify[{i}]"), points)?;
-            assertion.check(&format!("verify[{i}]"), &metrics, scenario.model.name())?;
+            assertion.check(&format!("verify[{i}]"), &metrics, &latencies, scenario.model.name())?;
         }
         let all = scenario.point_count() as usize;
         scenario.warnings = warned
@@ -354,11 +366,28 @@ impl Scenario {
         for (index, claim) in self.verify.iter().enumerate() {
             let path = format!("verify[{index}]");
             match claim.check_for_run(&path, self.point_count() as usize, self.run.replicas)? {
-                None => checked.push((index, claim)),
+                None => {
+                    self.latency_claim_windows(index, claim)?;
+                    checked.push((index, claim))
+                }
                 Some(why) => skipped.push(Skipped { index, why }),
             }
         }
         Ok((checked, skipped))
+    }
+
+    /// A checked latency claim's `window` as a range of its grid point's latency
+    /// windows (`None` without a window); bad input when the window leaves the
+    /// measured run or does not fall on the point's windows.
+    pub fn latency_claim_windows(&self, index: usize, claim: &Assertion) -> Result<Option<std::ops::Range<usize>>> {
+        if claim.window.is_none() {
+            return Ok(None);
+        }
+        let point = self.grid_point(claim.grid_point)?;
+        let width_s = point.model.latency_window_s(&point.run);
+        let windows =
+            claim.windows_of(&format!("verify[{index}]"), width_s, point.run.warmup_s, point.run.horizon_s)?;
+        Ok(windows.map(|(from, to)| from..to))
     }
 
     /// The (grid point, metric index) pairs whose every replica's value a checked

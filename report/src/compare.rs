@@ -72,6 +72,11 @@ pub struct Comparison {
     pub tolerance: Option<f64>,
     pub rows: Vec<Row>,
     pub latencies: Vec<LatencyRow>,
+    /// With `--window FROM,TO`: per grid point, request kind kept over time and latency
+    /// window starting in [FROM, TO), every request's p50 and p99 in that window (p99.9
+    /// NaN), named `KIND all @ T s`.
+    pub windows: Vec<LatencyRow>,
+    pub window: Option<(f64, f64)>,
     /// What differs between A's and B's scenarios, a field a line (`queue.servers 2 → 3`).
     pub differences: Vec<String>,
 }
@@ -134,7 +139,18 @@ fn read(dir: &Path) -> Result<(Folder, Table)> {
 /// Metrics that measure the run itself: shown, never tested.
 pub const RUN_METRICS: &[&str] = &["events"];
 
-pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result<Comparison> {
+pub fn compare(
+    a: &Path,
+    b: &Path,
+    alpha: f64,
+    tolerance: Option<f64>,
+    window: Option<(f64, f64)>,
+) -> Result<Comparison> {
+    if let Some((from, to)) = window.filter(|(from, to)| !(from.is_finite() && to.is_finite() && from < to)) {
+        return Err(Error::bad_input(format!(
+            "--window {from},{to}: two times in seconds from the run's start, the first below the second"
+        )));
+    }
     if !(alpha > 0.0 && alpha < 1.0) {
         return Err(Error::bad_input(format!("--alpha {alpha}: a false-alarm rate between 0 and 1, e.g. 0.05")));
     }
@@ -264,6 +280,10 @@ pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result
             });
         }
     }
+    let windows = match window {
+        Some((from, to)) => window_rows(&fa, &fb, &infos, from, to)?,
+        None => Vec::new(),
+    };
     Ok(Comparison {
         a: a.into(),
         b: b.into(),
@@ -273,8 +293,92 @@ pub fn compare(a: &Path, b: &Path, alpha: f64, tolerance: Option<f64>) -> Result
         tolerance,
         rows,
         latencies,
+        windows,
+        window,
         differences: scenario_differences(&ma.scenario_toml, &mb.scenario_toml),
     })
+}
+
+/// Latency over time in [from, to): per point and timed request kind, each latency
+/// window starting there, every request's p50 and p99 in A and in B with their
+/// intervals (from `timeseries.parquet`). Bad input when neither run has such a window.
+fn window_rows(
+    fa: &Folder,
+    fb: &Folder,
+    infos: &[crate::blocks::PointInfo],
+    from: f64,
+    to: f64,
+) -> Result<Vec<LatencyRow>> {
+    let kinds = &fa.manifest.timed;
+    let (Some(ta), Some(tb)) = (fa.timeseries.as_ref(), fb.timeseries.as_ref()) else {
+        return Err(Error::bad_input("--window: these runs keep no latency over time (a model without time series, or folders written before 0.7)"));
+    };
+    if kinds.is_empty() {
+        return Err(Error::bad_input("--window: these runs keep no latency over time"));
+    }
+    // Per (point, window start): A's and B's row (the first bucket of the window).
+    let starts = |table: &Table, point: u32| -> Vec<(f64, usize)> {
+        let (Ok(points), Ok(t)) = (table.numbers("grid_point"), table.numbers("latency_window_t_s")) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(f64, usize)> = Vec::new();
+        for row in (0..points.len()).filter(|&r| points[r] == f64::from(point)) {
+            if found.last().is_none_or(|(start, _)| *start != t[row]) {
+                found.push((t[row], row));
+            }
+        }
+        found
+    };
+    let mut rows = Vec::new();
+    for info in infos {
+        let (sa, sb) = (starts(ta, info.index), starts(tb, info.index));
+        let inside: Vec<(f64, usize)> = sa.iter().copied().filter(|(t, _)| *t >= from && *t < to).collect();
+        if inside.is_empty() {
+            let starts = match sa.as_slice() {
+                [] => "nowhere".to_string(),
+                [only] => format!("{} s", short(only.0)),
+                [first, second, .., last] => {
+                    format!("{}, {}, …, {} s", short(first.0), short(second.0), short(last.0))
+                }
+                [first, last] => format!("{} and {} s", short(first.0), short(last.0)),
+            };
+            return Err(Error::bad_input(format!(
+                "--window {from},{to}: no latency window of grid point {} starts in it; its windows start at {starts}",
+                info.index
+            )));
+        }
+        for kind in kinds {
+            for &(start, row_a) in &inside {
+                let Some(&(_, row_b)) = sb.iter().find(|(t, _)| *t == start) else { continue };
+                let read = |table: &Table, row: usize, column: &str| table.numbers(column).map_or(f64::NAN, |v| v[row]);
+                let side = |table: &Table, row: usize| {
+                    let q = ["p50", "p99"].map(|p| format!("{kind}.{p}_all_s"));
+                    let value = [read(table, row, &q[0]), read(table, row, &q[1]), f64::NAN];
+                    let ci = [0, 1, 2].map(|k| match q.get(k) {
+                        Some(c) => (read(table, row, &format!("{c}_ci_lo")), read(table, row, &format!("{c}_ci_hi"))),
+                        None => (f64::NAN, f64::NAN),
+                    });
+                    (value, ci)
+                };
+                let ((a, a_ci), (b, b_ci)) = (side(ta, row_a), side(tb, row_b));
+                rows.push(LatencyRow {
+                    point: info.index,
+                    latency: format!("{kind} all @ {} s", short(start)),
+                    a,
+                    b,
+                    a_ci,
+                    b_ci,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// A window row's p99 difference B − A with its interval, as JSON.
+fn window_difference(l: &LatencyRow) -> Value {
+    let (d, lo, hi) = l.difference(1);
+    json!({"b_minus_a": json_number(d), "ci_lo": json_number(lo), "ci_hi": json_number(hi)})
 }
 
 /// A number in a few significant digits.
@@ -515,6 +619,30 @@ impl Comparison {
                 ));
             }
         }
+        if let Some((from, to)) = self.window {
+            out.push_str(&format!(
+                "latency over time in [{}, {}) s, every request (p50 / p99 per window A → B, seconds, pooled over \
+                 replicas; the p99's B − A with its 95% interval):\n",
+                short(from),
+                short(to)
+            ));
+            let width = self.windows.iter().map(|l| l.latency.chars().count()).max().unwrap_or(0);
+            for l in &self.windows {
+                let (d, lo, hi) = l.difference(1);
+                out.push_str(&format!(
+                    "  #{} {:<width$} {} / {}  →  {} / {}   p99 {} [{}, {}]\n",
+                    l.point,
+                    l.latency,
+                    short(l.a[0]),
+                    short(l.a[1]),
+                    short(l.b[0]),
+                    short(l.b[1]),
+                    signed(d),
+                    signed(lo),
+                    signed(hi)
+                ));
+            }
+        }
         out.push_str(if self.changed() { "verdict: changed (exit 1)\n" } else { "verdict: no change (exit 0)\n" });
         out
     }
@@ -544,6 +672,11 @@ impl Comparison {
                     "significant": r.significant, "beyond_tolerance": r.beyond_tolerance,
                 })
             }).collect::<Vec<_>>(),
+            "windows": self.windows.iter().map(|l| json!({
+                "grid_point": l.point, "latency": l.latency,
+                "a": [json_number(l.a[0]), json_number(l.a[1])], "b": [json_number(l.b[0]), json_number(l.b[1])],
+                "p99_difference": window_difference(l),
+            })).collect::<Vec<_>>(),
             "latencies": self.latencies.iter().map(|l| json!({
                 "grid_point": l.point, "latency": l.latency,
                 "a": l.a.map(json_number), "b": l.b.map(json_number),

@@ -29,7 +29,7 @@ use super::plan::Plan;
 use super::report::{PointReport, RunReport};
 use super::rows::{replica_columns, replica_values_columns};
 use super::runner::{PointResult, ReplicaRecord, Sinks};
-use super::windows::{BatchedWindows, Counted};
+use super::windows::{BatchedWindows, Counted, WindowQuantile};
 use crate::base::error::{Error, Result};
 use crate::base::typing::describe;
 use crate::models::{CountHistogramDef, SeriesKind, TimedLatency};
@@ -170,6 +170,7 @@ pub fn write_run(
         // Once per point: the tables and the report read the same numbers.
         let latencies = latency_stats(&result);
         tables.write_point(scenario, point, &result, &latencies)?;
+        let claimed = latency_claims(scenario, point.index, &result)?;
         reports.push(PointReport {
             index: point.index,
             params: point.params.clone(),
@@ -178,6 +179,7 @@ pub fn write_run(
             latencies,
             summaries: result.summaries,
             replica_values: BTreeMap::new(),
+            latency_claims: claimed,
             compute_s: result.compute_s,
         });
         Ok(())
@@ -730,6 +732,45 @@ fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
         columns.push(ColumnSpec::new(format!("{}_n", metric.name), ColumnType::U32));
     }
     columns
+}
+
+/// The pooled quantile each checked latency claim about grid point `point` bounds,
+/// with its sectioning interval: from the whole run's histogram, or from the latency
+/// windows its `window` covers.
+fn latency_claims(scenario: &Scenario, point: u32, result: &PointResult) -> Result<BTreeMap<usize, WindowQuantile>> {
+    let mut values = BTreeMap::new();
+    let (claims, _) = scenario.claims_to_check()?;
+    for (index, claim) in claims.into_iter().filter(|(_, c)| c.grid_point == point) {
+        let (Some(latency), Some(percent)) = (&claim.latency, claim.quantile) else { continue };
+        let q = percent / 100.0;
+        let value = match scenario.latency_claim_windows(index, claim)? {
+            None => {
+                let i = scenario.schema.latencies.iter().position(|l| l == latency).expect("a checked latency");
+                let pooled = result.latencies[i].hdr();
+                let nanos = if pooled.is_empty() { f64::NAN } else { pooled.value_at_quantile(q) as f64 };
+                let (lo, hi) = result.latency_batches[i].interval(q, nanos);
+                WindowQuantile { value_s: nanos / 1e9, ci_lo_s: lo / 1e9, ci_hi_s: hi / 1e9 }
+            }
+            Some(windows) => {
+                let all = latency.ends_with("_all_s");
+                let kind = scenario
+                    .schema
+                    .timed
+                    .iter()
+                    .position(|t| {
+                        t.histogram == latency || format!("{}_all_s", t.histogram.trim_end_matches("_s")) == *latency
+                    })
+                    .expect("a checked window's latency is kept over time");
+                let counted = if all { Counted::All } else { Counted::Ok };
+                match result.latency_windows.get(kind) {
+                    Some(batched) => batched.quantile(windows, counted, q),
+                    None => WindowQuantile { value_s: f64::NAN, ci_lo_s: f64::NAN, ci_hi_s: f64::NAN },
+                }
+            }
+        };
+        values.insert(index, value);
+    }
+    Ok(values)
 }
 
 fn timeseries_columns(scenario: &Scenario) -> Vec<ColumnSpec> {

@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use super::latency::{LatencyStats, QUANTILES};
 use super::layout::output_files;
 use super::stats::Summary;
+use super::windows::WindowQuantile;
 use crate::models::MetricKind;
 use crate::resolved::Scenario;
 
@@ -30,6 +31,9 @@ pub struct PointReport {
     /// Every replica's value of the metrics that claims over replicas read, by
     /// metric index, in replica order.
     pub replica_values: BTreeMap<usize, Vec<f64>>,
+    /// The pooled quantile (and its interval) each latency claim about this point
+    /// bounds, by claim index.
+    pub latency_claims: BTreeMap<usize, WindowQuantile>,
     /// Wall-clock seconds its replicas took on their workers, summed.
     pub compute_s: f64,
 }

@@ -8,6 +8,13 @@
 //! the recovery time of a replica that never recovered) ranks above every value and
 //! never meets a bound.
 //!
+//! A claim may bound a latency quantile instead of a metric: `latency` names a
+//! histogram of `histograms.parquet` (`front.read.latency_all_s`: every request,
+//! failures counted), `quantile` the percentile, and `window = [a, b]` optionally the
+//! seconds the requests ended in (read from the latency windows of
+//! `timeseries.parquet`); the quantile is pooled over the point's replicas, with its
+//! sectioning interval over batches of replicas.
+//!
 //! Their shape is checked when the scenario is resolved; whether their grid points
 //! exist and intervals can exist is checked by `verify` before it runs
 //! ([`Assertion::check_for_run`]); [`crate::verify`] evaluates them.
@@ -37,6 +44,19 @@ pub enum Statistic {
     Fraction,
     FractionCiLo,
     FractionCiHi,
+    /// Not written: a latency claim's pooled quantile (and, in a metric claim, the
+    /// mark that `statistic` is missing).
+    Pooled,
+}
+
+impl Default for Statistic {
+    fn default() -> Self {
+        Statistic::Pooled
+    }
+}
+
+fn is_pooled(statistic: &Statistic) -> bool {
+    *statistic == Statistic::Pooled
 }
 
 impl Statistic {
@@ -57,6 +77,7 @@ impl Statistic {
             Statistic::Fraction => "fraction",
             Statistic::FractionCiLo => "fraction_ci_lo",
             Statistic::FractionCiHi => "fraction_ci_hi",
+            Statistic::Pooled => "pooled",
         }
     }
 
@@ -114,8 +135,19 @@ pub struct Assertion {
     /// The point by axis values (beside `case`, or alone): `{ "faults.0.duration_s" = 2 }`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub point: Option<toml::Table>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub metric: String,
+    #[serde(default, skip_serializing_if = "is_pooled")]
     pub statistic: Statistic,
+    /// Instead of `metric`: a latency histogram, bounded by its `quantile` (a
+    /// percentage) pooled over replicas, of the requests that ended in `window`
+    /// (seconds; the whole run after warm-up without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantile: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<[f64; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_least: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,6 +186,14 @@ pub struct Assertion {
 
 fn is_unnamed(point: &u32) -> bool {
     *point == UNNAMED_POINT
+}
+
+/// The latencies a model writes, as claims may name them: every histogram, and those
+/// kept over time too (a `window` can read only these).
+#[derive(Clone, Debug, Default)]
+pub struct LatencyNames<'a> {
+    pub histograms: &'a [&'a str],
+    pub over_time: Vec<String>,
 }
 
 /// Another grid point's statistic of the same metric, times `factor` — for claims
@@ -215,7 +255,29 @@ impl Assertion {
         Ok(())
     }
 
-    pub fn check(&self, path: &str, metrics: &[&str], model: &str) -> Result<()> {
+    pub fn check(&self, path: &str, metrics: &[&str], latencies: &LatencyNames, model: &str) -> Result<()> {
+        if let Some(latency) = &self.latency {
+            return self.check_latency(path, latency, latencies, model);
+        } else if self.metric.is_empty() {
+            return Err(Error::bad_input(format!(
+                "{path}: name a metric (metric = \"…\" with statistic = \"mean\", …) or a latency (latency = \"…\" \
+                 with quantile = 99)"
+            )));
+        } else if self.statistic == Statistic::Pooled {
+            return Err(Error::bad_input(format!(
+                "{path}: metric = {:?} needs a statistic: mean, ci_lo, ci_hi, min, p05 … p99, max, fraction, \
+                 fraction_ci_lo or fraction_ci_hi",
+                self.metric
+            )));
+        } else if let Some(field) = [("quantile", self.quantile.is_some()), ("window", self.window.is_some())]
+            .into_iter()
+            .find_map(|(field, set)| set.then_some(field))
+        {
+            return Err(Error::bad_input(format!(
+                "{path}.{field}: belongs to a latency claim (latency = \"…\"); a metric claim's statistic says \
+                 what it bounds"
+            )));
+        }
         if !metrics.contains(&self.metric.as_str()) {
             // A graph's edge metrics were `edge.A->B.…` in 0.6; the arrow alone marks an edge now.
             if let Some(renamed) = self.metric.strip_prefix("edge.").filter(|m| m.contains("->") && metrics.contains(m))
@@ -291,6 +353,120 @@ impl Assertion {
             }
         }
         Ok(())
+    }
+
+    /// A latency claim's own shape: a histogram the model writes (an ending its
+    /// requests can have), a percentage strictly between 0 and 100, fixed bounds, and
+    /// a window of seconds on a request kind kept over time.
+    fn check_latency(&self, path: &str, latency: &str, names: &LatencyNames, model: &str) -> Result<()> {
+        let bad = |message: String| Err(Error::bad_input(message));
+        if !self.metric.is_empty() {
+            return bad(format!(
+                "{path}: metric = {:?} and latency = {latency:?}: a claim bounds one or the other",
+                self.metric
+            ));
+        }
+        if self.statistic != Statistic::Pooled {
+            return bad(format!(
+                "{path}.statistic = {:?}: a latency claim bounds its quantile pooled over replicas (quantile = 99); \
+                 statistic is for metrics",
+                self.statistic.name()
+            ));
+        }
+        if !names.histograms.contains(&latency) {
+            let list = names.histograms.join(", ");
+            for ending in ["degraded", "failed", "all"] {
+                let base = latency.strip_suffix(&format!("_{ending}_s"));
+                if let Some(base) = base.filter(|b| names.histograms.contains(&format!("{b}_s").as_str())) {
+                    return bad(format!(
+                        "{path}.latency = {latency:?}: model {model}'s {base} requests never end {ending}; its \
+                         latencies: {list}"
+                    ));
+                }
+            }
+            return bad(format!("{path}.latency = {latency:?}: not a latency of model {model}; its latencies: {list}"));
+        }
+        let Some(quantile) = self.quantile else {
+            return bad(format!(
+                "{path}: latency = {latency:?} needs quantile, a percentage (99 for p99, 99.9 for p99.9)"
+            ));
+        };
+        if !(quantile > 0.0 && quantile < 100.0) {
+            return bad(format!(
+                "{path}.quantile = {quantile}: a percentage strictly between 0 and 100 (99 for p99, 99.9 for p99.9)"
+            ));
+        }
+        let set = [
+            ("above", self.above.is_some()),
+            ("below", self.below.is_some()),
+            ("replica_at_least", self.replica_at_least.is_some()),
+            ("replica_at_most", self.replica_at_most.is_some()),
+        ];
+        if let Some((field, _)) = set.iter().find(|(_, set)| *set) {
+            return bad(format!(
+                "{path}.{field}: not for a latency claim, which takes at_least, at_most, or near with within (its \
+                 pooled quantile's 95% interval meets near ± within); compare two points' latencies with \
+                 `stampede compare`"
+            ));
+        }
+        if self.at_least.is_none() && self.at_most.is_none() && self.near.is_none() {
+            return bad(format!("{path}: needs at least one of at_least, at_most, near (with within)"));
+        }
+        if let (Some(near), Some(within)) = (self.near, self.within) {
+            if !near.is_finite() || !(0.0..1.0).contains(&within) {
+                return bad(format!(
+                    "{path}: near = {near}, within = {within}: a finite value and a share from 0 to below 1"
+                ));
+            }
+        } else if self.near.is_some() || self.within.is_some() {
+            return bad(format!("{path}: near and within go together (near = 0.2, within = 0.05)"));
+        }
+        bounds(path, "at_least", self.at_least, "at_most", self.at_most)?;
+        if let Some([from, to]) = self.window {
+            if !(from.is_finite() && to.is_finite() && 0.0 <= from && from < to) {
+                return bad(format!(
+                    "{path}.window = [{from}, {to}]: seconds from the run's start, the first below the second"
+                ));
+            }
+            if !names.over_time.iter().any(|name| name == latency) {
+                return bad(format!(
+                    "{path}.window: {latency:?} is not kept over time; model {model} keeps over time: {}",
+                    if names.over_time.is_empty() { "nothing".to_string() } else { names.over_time.join(", ") }
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A latency claim's window as whole latency windows of `width_s` within a run of
+    /// `horizon_s` (after its warm-up): the range of window indices, or why not.
+    pub fn windows_of(
+        &self,
+        path: &str,
+        width_s: f64,
+        warmup_s: f64,
+        horizon_s: f64,
+    ) -> Result<Option<(usize, usize)>> {
+        let Some([from, to]) = self.window else { return Ok(None) };
+        if to > horizon_s || from < warmup_s {
+            return Err(Error::bad_input(format!(
+                "{path}.window = [{from}, {to}]: outside the measured run, from the warm-up ({warmup_s} s) to \
+                 run.horizon_s ({horizon_s} s)"
+            )));
+        }
+        let whole = |t: f64| {
+            let k = t / width_s;
+            ((k - k.round()).abs() < 1e-9 * k.abs().max(1.0)).then_some(k.round() as usize)
+        };
+        match (whole(from), whole(to)) {
+            (Some(a), Some(b)) => Ok(Some((a, b))),
+            _ => Err(Error::bad_input(format!(
+                "{path}.window = [{from}, {to}]: the bounds must fall on the latency windows, every {width_s} s \
+                 here (e.g. [{}, {}]); set [series] latency_window_s to choose them",
+                (from / width_s).floor() * width_s,
+                (to / width_s).ceil() * width_s
+            ))),
+        }
     }
 
     /// Whether `verify` can check the claim on a run of `points` grid points ×

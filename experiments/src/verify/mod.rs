@@ -60,6 +60,12 @@ pub enum Measured {
         lo: f64,
         hi: f64,
     },
+    /// A latency quantile pooled over replicas, with its sectioning interval over ten
+    /// batches of replicas (NaN with fewer than two batches holding values).
+    Pooled {
+        lo: f64,
+        hi: f64,
+    },
 }
 
 /// The `q` quantile of `values` (nearest rank; NaN ranks above every number).
@@ -216,6 +222,9 @@ pub fn check(report: &RunReport) -> Vec<Check> {
     claims
         .into_iter()
         .map(|(claim, assertion)| {
+            if assertion.latency.is_some() {
+                return latency_check(report, claim, assertion);
+            }
             let index = metrics.iter().position(|m| m.name == assertion.metric).expect("validated metric");
             let point = &report.points[assertion.grid_point as usize];
             let summary = point.summaries[index];
@@ -255,6 +264,32 @@ pub fn check(report: &RunReport) -> Vec<Check> {
             }
         })
         .collect()
+}
+
+/// A latency claim's outcome: its pooled quantile (computed as its point finished)
+/// against fixed bounds, or its interval against the `near` band.
+fn latency_check(report: &RunReport, claim: usize, assertion: &Assertion) -> Check {
+    let point = &report.points[assertion.grid_point as usize];
+    let nan = crate::run::windows::WindowQuantile { value_s: f64::NAN, ci_lo_s: f64::NAN, ci_hi_s: f64::NAN };
+    let measured = point.latency_claims.get(&claim).copied().unwrap_or(nan);
+    let value = measured.value_s;
+    let passed = !value.is_nan()
+        && assertion.at_least.is_none_or(|bound| value >= bound)
+        && assertion.at_most.is_none_or(|bound| value <= bound)
+        && assertion.band().is_none_or(|(lo, hi)| measured.ci_lo_s <= hi && measured.ci_hi_s >= lo);
+    Check {
+        claim,
+        assertion: assertion.clone(),
+        point: point_label(point),
+        value,
+        mean: value,
+        ci_lo: measured.ci_lo_s,
+        ci_hi: measured.ci_hi_s,
+        passed,
+        relative_bounds: Vec::new(),
+        measured: Measured::Pooled { lo: measured.ci_lo_s, hi: measured.ci_hi_s },
+        covered: None,
+    }
 }
 
 #[cfg(test)]

@@ -123,6 +123,11 @@ impl<'a> Verdicts<'a> {
                 object.insert("replicas".into(), json!(replicas));
                 ("order_statistic", lo, hi)
             }
+            Measured::Pooled { lo, hi } => {
+                object.insert("metric".into(), json!(subject(&c.assertion)));
+                object.insert("replicas".into(), json!(point.replicas));
+                ("sectioning", lo, hi)
+            }
         };
         object.insert("interval".into(), json!(kind));
         object.insert("interval_lo".into(), json_number(lo));
@@ -207,7 +212,7 @@ fn sentence(c: &Check) -> String {
     let mut line = format!(
         "{} {}: expected {}, got {} ({})",
         c.point,
-        c.assertion.metric,
+        subject(&c.assertion),
         expected(c),
         number(c.value),
         measured_text(c)
@@ -246,7 +251,23 @@ pub fn identity(index: usize, a: &Assertion) -> String {
         }
     }
     let point = if a.written.is_empty() { String::new() } else { format!(" {}", a.written) };
+    if a.latency.is_some() {
+        return format!("verify[{index}]{point} {} {}", subject(a), bounds.join(" and "));
+    }
     format!("verify[{index}]{point} {} {}{} {}", a.metric, a.statistic.name(), per_replica(a), bounds.join(" and "))
+}
+
+/// What a claim bounds, in words: its metric, or a latency's pooled quantile and the
+/// seconds its requests ended in (`front.read.latency_all_s p99 of requests ended in
+/// [10, 55) s`).
+pub fn subject(a: &Assertion) -> String {
+    match (&a.latency, a.quantile) {
+        (Some(latency), Some(q)) => {
+            let window = a.window.map_or(String::new(), |[from, to]| format!(" of requests ended in [{from}, {to}) s"));
+            format!("{latency} p{q}{window}")
+        }
+        _ => a.metric.clone(),
+    }
 }
 
 fn expected(c: &Check) -> String {
@@ -262,6 +283,9 @@ fn expected(c: &Check) -> String {
         bounds.push(format!("≤ {bound}"));
     }
     bounds.extend(c.relative_bounds.iter().cloned());
+    if a.latency.is_some() {
+        return format!("pooled p{} {}", a.quantile.unwrap_or(f64::NAN), bounds.join(" and "));
+    }
     format!("{}{} {}", a.statistic.name(), per_replica(a), bounds.join(" and "))
 }
 
@@ -312,6 +336,14 @@ fn measured_text(c: &Check) -> String {
             end(hi),
             number(c.mean)
         ),
+        Measured::Pooled { lo, hi } => {
+            let precision = if c.assertion.window.is_some() { "within 3.1%" } else { "within 0.1%" };
+            format!(
+                "pooled over every replica ({precision}), sectioning 95% [{}, {}] over ten batches of replicas",
+                end(lo),
+                end(hi)
+            )
+        }
     }
 }
 
