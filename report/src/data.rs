@@ -36,14 +36,25 @@ pub fn interval(summary: &Table, point: u32, metric: &str) -> Option<BarValue> {
 /// any bucket's own.
 pub fn time_series(timeseries: &Table, series: &str, point: u32, max_points: usize) -> Vec<Point> {
     let [mean, lo, hi] = ["mean", "ci_lo", "ci_hi"].map(|suffix| format!("{series}_{suffix}"));
-    time_series_of(timeseries, [&mean, &lo, &hi], point, max_points)
+    time_series_of(timeseries, [&mean, &lo, &hi], point, max_points, None)
 }
 
 /// [`time_series`] of any value column and its interval's columns, as
-/// `[value, ci_lo, ci_hi]` (a NULL value — a window nothing ended in — leaves a gap
-/// only where a whole merged chunk is undefined).
-pub fn time_series_of(timeseries: &Table, columns: [&str; 3], point: u32, max_points: usize) -> Vec<Point> {
-    let rows: Vec<usize> = rows_of(timeseries, point);
+/// `[value, ci_lo, ci_hi]`; rows with a NULL value (a window nothing ended in) are
+/// left out, and with `once_per` only the first row of each run of equal values of
+/// that column is kept (latency over time repeats its window's values on every
+/// bucket of it).
+pub fn time_series_of(
+    timeseries: &Table,
+    columns: [&str; 3],
+    point: u32,
+    max_points: usize,
+    once_per: Option<&str>,
+) -> Vec<Point> {
+    let mut rows: Vec<usize> = rows_of(timeseries, point);
+    if let Some(Ok(keys)) = once_per.map(|column| timeseries.numbers(column)) {
+        rows.dedup_by_key(|r| keys[*r].to_bits());
+    }
     let (Ok(t), Ok(mean), Ok(lo), Ok(hi)) = (
         timeseries.numbers("t_s"),
         timeseries.numbers(columns[0]),

@@ -268,8 +268,23 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
         // time series need the width to be read.
         blocks.insert(if judged { 0 } else { blocks.len() }, Block::Figure(figure));
     }
-    for kind in &ctx.folder.manifest.timed {
-        blocks.extend(latency_over_time(ctx, kind).into_iter().map(Block::Figure));
+    // The first request kind's p99 and failed share full width; the others' p99 as
+    // small multiples (timeseries.parquet has them all).
+    let mut more = Vec::new();
+    for (k, kind) in ctx.folder.manifest.timed.iter().enumerate() {
+        let charts = if k == 0 { 2 } else { 1 };
+        let figures = latency_over_time(ctx, kind, charts, if k == 0 { WIDE } else { SMALL });
+        if k == 0 {
+            blocks.extend(figures.into_iter().map(Block::Figure));
+        } else {
+            more.extend(figures);
+        }
+    }
+    if !more.is_empty() {
+        blocks.push(Block::Details {
+            summary: format!("p99 over time of {} more request kinds", more.len()),
+            blocks: vec![Block::Multiples(more)],
+        });
     }
     Some(Section {
         id: "timeseries".into(),
@@ -284,7 +299,7 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
 /// A timed request kind's p99 over time (every request that ended in each window,
 /// failures counted, with its 95% band) and the share of its requests that failed,
 /// every overlaid grid point a line, fault windows shaded.
-fn latency_over_time(ctx: &Context, kind: &str) -> Vec<Figure> {
+fn latency_over_time(ctx: &Context, kind: &str, charts: usize, size: (u32, u32)) -> Vec<Figure> {
     let Some(table) = ctx.folder.timeseries.as_ref() else { return Vec::new() };
     let resolution = series_resolution(ctx.overlaid().count());
     let windows: Vec<Window> = ctx
@@ -295,6 +310,7 @@ fn latency_over_time(ctx: &Context, kind: &str) -> Vec<Figure> {
         .collect();
     let p99 = format!("{kind}.p99_all_s");
     let failed = format!("{kind}.failed_share");
+    let shown = charts;
     let charts = [
         (
             [p99.clone(), format!("{p99}_ci_lo"), format!("{p99}_ci_hi")],
@@ -316,11 +332,12 @@ fn latency_over_time(ctx: &Context, kind: &str) -> Vec<Figure> {
         ),
     ];
     let mut figures = Vec::new();
-    for (columns, title, y_label, note) in charts {
+    for (columns, title, y_label, note) in charts.into_iter().take(shown) {
         let mut lines = Vec::new();
         let mut rows = Vec::new();
         for point in ctx.overlaid() {
-            let values = data::time_series_of(table, [&columns[0], &columns[1], &columns[2]], point.index, resolution);
+            let columns = [columns[0].as_str(), &columns[1], &columns[2]];
+            let values = data::time_series_of(table, columns, point.index, resolution, Some("latency_window_t_s"));
             for p in &values {
                 let (lo, hi) = p.interval.unwrap_or((f64::NAN, f64::NAN));
                 rows.push(vec![point.index.to_string(), num(p.x), num(p.y), num(lo), num(hi)]);
@@ -338,7 +355,7 @@ fn latency_over_time(ctx: &Context, kind: &str) -> Vec<Figure> {
             windows: windows.clone(),
             markers: vec![],
             bands: vec![],
-            size: WIDE,
+            size,
         };
         figures.push(plot.render(
             "latency-over-time",
@@ -472,6 +489,20 @@ pub fn latency(ctx: &Context) -> Option<Section> {
     // above the other; the rest go in a collapsed grid.
     let first_all = format!("{}_all_s", latencies[0].trim_end_matches("_s"));
     for (l, latency) in latencies.iter().enumerate() {
+        // A request kind split by ending is drawn for the first kind only (answered and
+        // every request); the others' curves stay in histograms.parquet, and their p99
+        // over time is in "Over time": the page keeps to what a reader compares first,
+        // under its size budget.
+        let ending_split = |name: &str| {
+            let base = ["_failed_s", "_degraded_s", "_all_s"]
+                .iter()
+                .find_map(|ending| name.strip_suffix(ending))
+                .map_or_else(|| name.trim_end_matches("_s").to_string(), str::to_string);
+            latencies.contains(&format!("{base}_all_s"))
+        };
+        if l > 0 && *latency != first_all && ending_split(latency) {
+            continue;
+        }
         let mut curves = Vec::new();
         let mut cdfs = Vec::new();
         let mut rows = Vec::new();

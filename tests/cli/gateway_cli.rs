@@ -295,16 +295,14 @@ fn a_two_tier_three_class_product_runs_end_to_end_under_its_own_names() {
     let histograms = stampede_output::Table::read(&dir.join("histograms.parquet")).unwrap();
     let latencies: std::collections::BTreeSet<&str> =
         histograms.strings("metric").unwrap().iter().map(String::as_str).collect();
-    let expected = [
-        "turn_s",
-        "classify_ttft_s",
-        "classify_total_s",
-        "answer_ttft_s",
-        "answer_total_s",
-        "summarize_ttft_s",
-        "summarize_total_s",
-    ];
-    assert_eq!(latencies, expected.into_iter().collect());
+    // Turns by ending, then per class its attempts' ttft and total and its calls by ending.
+    let mut expected = vec!["turn_s".to_string(), "turn_failed_s".into(), "turn_all_s".into()];
+    for class in ["classify", "answer", "summarize"] {
+        for kind in ["ttft", "total", "call", "call_failed", "call_all"] {
+            expected.push(format!("{class}_{kind}_s"));
+        }
+    }
+    assert_eq!(latencies, expected.iter().map(String::as_str).collect());
     let trace = stampede_output::Table::read(&dir.join("trace.parquet")).unwrap();
     // A summary for 30% of answered turns, counted over the whole traced replica of point 0
     // (every turn answered there), where warm-up does not split a turn from its summary.
