@@ -102,10 +102,12 @@ fn values_type(values: &[Option<&Value>]) -> &'static str {
     }
 }
 
-/// What a run's folder says about its families: metrics, series and grid axes.
+/// What a run's folder says about its families: metrics, series, request kinds kept
+/// over time and grid axes.
 struct Families {
     metrics: Vec<String>,
     series: Vec<String>,
+    timed: Vec<String>,
     /// Each axis's column name and its values.
     axes: Vec<(String, Vec<Value>)>,
 }
@@ -129,7 +131,7 @@ impl Families {
                 (column, values)
             })
             .collect();
-        Families { metrics: names("metrics"), series: names("series"), axes }
+        Families { metrics: names("metrics"), series: names("series"), timed: names("latency_over_time"), axes }
     }
 
     /// The documented name (fixed or a family) that `column` of `file` is, and the
@@ -163,7 +165,15 @@ impl Families {
                 (family.into(), Some(kind))
             }
             "timeseries.parquet" => {
-                family("S", &["_mean", "_ci_lo", "_ci_hi"], &self.series).map_or((column.into(), None), |n| (n, None))
+                if let Some(name) = family("S", &["_mean", "_ci_lo", "_ci_hi"], &self.series) {
+                    return (name, None);
+                }
+                // A request kind's latency over time: `K.p99_all_s_ci_lo`, `K.failed_share`, …
+                let timed = self.timed.iter().find_map(|kind| column.strip_prefix(&format!("{kind}.")));
+                match timed {
+                    Some(rest) => (format!("K.{rest}"), None),
+                    None => (column.into(), None),
+                }
             }
             "replicas.parquet" if self.metrics.iter().any(|m| m == column) => ("M".into(), None),
             _ => (column.into(), None),

@@ -15,8 +15,7 @@ pub struct SeriesConfig {
     pub bucket_s: f64,
     pub recovery_hold_s: f64,
     /// Latency over time is kept per window of this many seconds, a whole number of
-    /// buckets; unset, the fewest buckets that make at most [`LATENCY_WINDOWS`]
-    /// windows over the horizon.
+    /// buckets; unset, see [`default_latency_window_s`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_window_s: Option<f64>,
 }
@@ -29,9 +28,15 @@ pub const LATENCY_WINDOWS: f64 = 60.0;
 const MAX_LATENCY_WINDOWS: f64 = 1_000.0;
 
 /// The width of latency windows over `horizon_s` with buckets of `bucket_s`: the
-/// fewest buckets that make at most [`LATENCY_WINDOWS`] windows.
+/// narrowest round width (1, 2, 2.5 or 5 × a power of ten, so windows start at
+/// readable times) that makes at most [`LATENCY_WINDOWS`] windows, rounded up to a
+/// whole number of buckets.
 pub fn default_latency_window_s(horizon_s: f64, bucket_s: f64) -> f64 {
-    bucket_s * (horizon_s / (LATENCY_WINDOWS * bucket_s)).ceil().max(1.0)
+    let wanted = horizon_s / LATENCY_WINDOWS;
+    let decade = 10f64.powf(wanted.log10().floor());
+    let round = [1.0, 2.0, 2.5, 5.0, 10.0].into_iter().map(|m| m * decade).find(|w| *w >= wanted * (1.0 - 1e-12));
+    let width = round.unwrap_or(wanted);
+    bucket_s * ((width / bucket_s) * (1.0 - 1e-12)).ceil().max(1.0)
 }
 
 impl Default for SeriesConfig {
@@ -87,6 +92,25 @@ mod tests {
 
     /// A section written in part keeps the documented defaults of the rest (issue 44,
     /// item 4: `[series] bucket_s = 0.5` was "missing field recovery_hold_s").
+    /// Default windows are round, a whole number of buckets, and at most 60.
+    #[test]
+    fn default_latency_windows_are_round_and_few() {
+        for (horizon, bucket, width) in [
+            (10.0, 0.01, 0.2),
+            (15.0, 0.01, 0.25),
+            (190.0, 1.0, 5.0),
+            (60.0, 0.01, 1.0),
+            (1.0, 0.05, 0.05),
+            (6.0, 0.5, 0.5),
+        ] {
+            let got = default_latency_window_s(horizon, bucket);
+            assert!((got - width).abs() < 1e-9, "{horizon} s in {bucket} s buckets: {got}");
+            assert!(horizon / got <= LATENCY_WINDOWS + 1e-9 || got == bucket);
+            let buckets = got / bucket;
+            assert!((buckets - buckets.round()).abs() < 1e-9);
+        }
+    }
+
     #[test]
     fn a_partly_written_section_takes_the_other_defaults() {
         let series: SeriesConfig = toml::from_str("bucket_s = 0.5").unwrap();

@@ -146,7 +146,7 @@ impl ModelSpec for Gateway {
 /// The width of the gateway's time-series buckets.
 const SERIES_BUCKET_S: f64 = 1.0;
 
-/// The gateway's latency windows: the fewest 1 s buckets that make at most 60 windows.
+/// The gateway's latency windows: round, at most 60 of them, in whole 1 s buckets.
 fn latency_window_s(run: &RunConfig) -> f64 {
     super::series::default_latency_window_s(run.horizon_s, SERIES_BUCKET_S)
 }
