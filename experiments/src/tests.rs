@@ -378,6 +378,7 @@ fn verify_checks_bounds_on_means_and_interval_ends() {
             summaries,
             latencies: Vec::new(),
             replica_values: Default::default(),
+            latency_claims: Default::default(),
             compute_s: 0.0,
             covered: vec![10; metrics],
             replicas: 10,
@@ -443,6 +444,7 @@ fn claims_over_replicas_read_every_replica() {
         summaries,
         latencies: Vec::new(),
         replica_values,
+        latency_claims: Default::default(),
         compute_s: 0.0,
     };
     let report = RunReport { scenario, points: vec![point], output_dir: "out".into(), wall_time_s: 0.0, threads: 1 };

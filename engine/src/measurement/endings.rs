@@ -63,7 +63,7 @@ impl EndingSlots {
     /// holds the whole layout, successes only when it holds one.
     pub fn for_len(first: usize, len: usize, degraded: bool) -> Self {
         let split = Self::split(first, degraded);
-        if len >= first + split.len() {
+        if len >= first + split.count() {
             split
         } else {
             assert_eq!(len, first + 1, "a request kind has its ok histogram, or all of its endings'");
@@ -72,7 +72,7 @@ impl EndingSlots {
     }
 
     /// Histograms this kind takes.
-    pub const fn len(&self) -> usize {
+    pub const fn count(&self) -> usize {
         if self.split {
             3 + self.degraded as usize
         } else {
@@ -82,7 +82,7 @@ impl EndingSlots {
 
     /// The next free index after this kind's histograms.
     pub const fn end(&self) -> usize {
-        self.first + self.len()
+        self.first + self.count()
     }
 
     /// Records one ended request's latency under its ending and under `all`.
@@ -145,7 +145,7 @@ mod tests {
     fn every_ending_goes_to_its_own_histogram_and_to_all() {
         let mut histograms: Vec<LatencyHistogram> = (0..5).map(|_| LatencyHistogram::new()).collect();
         let slots = EndingSlots::split(1, true);
-        assert_eq!((slots.len(), slots.end()), (4, 5));
+        assert_eq!((slots.count(), slots.end()), (4, 5));
         slots.record(&mut histograms, Ending::Ok, 10);
         slots.record(&mut histograms, Ending::Degraded, 20);
         slots.record(&mut histograms, Ending::Failed, 30);

@@ -162,13 +162,13 @@ impl WindowCounts {
     pub fn from_bytes(bytes: &[u8]) -> Option<WindowCounts> {
         let words: Vec<u32> =
             bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("four bytes"))).collect();
-        if bytes.len() % 4 != 0 || words.is_empty() {
+        if !bytes.len().is_multiple_of(4) || words.is_empty() {
             return None;
         }
         let windows = words[0] as usize;
         let ending_words = windows.checked_mul(3)?;
         let pairs = words.get(1 + ending_words..)?;
-        if pairs.len() % 2 != 0 {
+        if !pairs.len().is_multiple_of(2) {
             return None;
         }
         let mut counts = WindowCounts::new(windows);

@@ -292,6 +292,7 @@ mod tests {
                     summaries,
                     latencies: Vec::new(),
                     replica_values: Default::default(),
+                    latency_claims: Default::default(),
                     compute_s: 0.0,
                     covered: vec![10; metrics],
                     replicas: 10,

@@ -27,7 +27,7 @@ use super::grid::{Found, GridView};
 use super::selector::{describe_wanted, wanted_by_name};
 
 /// Which statistic of a metric an assertion bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Statistic {
     Mean,
@@ -46,13 +46,8 @@ pub enum Statistic {
     FractionCiHi,
     /// Not written: a latency claim's pooled quantile (and, in a metric claim, the
     /// mark that `statistic` is missing).
+    #[default]
     Pooled,
-}
-
-impl Default for Statistic {
-    fn default() -> Self {
-        Statistic::Pooled
-    }
 }
 
 fn is_pooled(statistic: &Statistic) -> bool {

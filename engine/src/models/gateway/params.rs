@@ -361,7 +361,7 @@ impl GatewayParams {
     /// failed, all), then each class's (with `latency`) five: time to first token and
     /// total of successful attempts, and its calls served, failed and all.
     pub fn latency_histograms(&self) -> usize {
-        super::results::TURN_ENDINGS.len()
+        super::results::TURN_ENDINGS.count()
             + super::results::ClassHistograms::LEN * self.classes.iter().filter(|c| c.latency).count()
     }
 }
