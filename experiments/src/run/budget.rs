@@ -12,6 +12,7 @@ use super::batches::BATCHES;
 use super::runner::{CHUNK_POINTS, CHUNK_TASKS};
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
+use stampede_engine::measurement::latency_windows::{BUCKETS as WINDOW_BUCKETS, HISTOGRAMS_PER_WINDOW};
 use stampede_output::table::{ROW_GROUP_MAX_BYTES, ROW_GROUP_ROWS};
 
 /// A run's estimated needs, in bytes.
@@ -37,14 +38,23 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
         histogram.footprint_bytes() as f64
     };
     let live_points = (CHUNK_POINTS as f64).min(points) + 1.0;
-    // Each live point: a histogram per batch of replicas and their pooled sum, and its
-    // series sums plus one copy per worker.
-    let per_live_point =
-        latencies * (BATCHES as f64 + 1.0) * total_histogram + (threads as f64 + 1.0) * series * buckets * 32.0;
-    // Each worker: the histograms its replica in progress records into, and its spare
-    // per-replica quantile buffers (kernel::replica_quantiles, 420 KB each).
+    // Latency over time: per timed request kind, its windows (two histograms each).
+    let windows_bytes = {
+        let width = scenario.model.latency_window_s(&scenario.run);
+        let windows = if width > 0.0 { (scenario.run.horizon_s / width).ceil() } else { 0.0 };
+        let per_window = (HISTOGRAMS_PER_WINDOW * WINDOW_BUCKETS * 4 + 12) as f64;
+        schema.timed.len() as f64 * windows * per_window
+    };
+    // Each live point: a histogram per batch of replicas and their pooled sum, its
+    // latency windows per batch, and its series sums plus one copy per worker.
+    let per_live_point = latencies * (BATCHES as f64 + 1.0) * total_histogram
+        + BATCHES as f64 * windows_bytes
+        + (threads as f64 + 1.0) * series * buckets * 32.0;
+    // Each worker: the histograms its replica in progress records into, its replica's
+    // latency windows, and its spare per-replica quantile buffers
+    // (kernel::replica_quantiles, 420 KB each).
     let spares = stampede_engine::kernel::replica_quantiles::SPARES_KEPT as f64;
-    let per_worker = latencies * recording_histogram + spares * 430_080.0;
+    let per_worker = latencies * recording_histogram + windows_bytes + spares * 430_080.0;
     let chunk_records = (CHUNK_TASKS as f64) * (metrics * 8.0 + 64.0);
     // The Parquet writers hold a row group in progress of every table: at most
     // ROW_GROUP_ROWS rows or ROW_GROUP_MAX_BYTES encoded, plus a page (64 KB) being
@@ -67,7 +77,7 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     // the histograms (a piece's partials, then histograms.parquet).
     let disk_bytes = 2.0 * points * replicas * (16.0 + metrics * 8.0)
         + points * (metrics * 32.0 + 2.0 * latencies * 8_192.0)
-        + points * buckets * (12.0 + series * 24.0);
+        + points * buckets * (12.0 + series * 24.0 + schema.timed.len() as f64 * 16.0 * 8.0);
     Estimate { memory_bytes, disk_bytes }
 }
 
