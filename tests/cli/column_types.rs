@@ -252,7 +252,7 @@ fn every_column_is_as_the_output_chapter_says() {
     let rows = documented_table();
     let out = tempfile::tempdir().unwrap();
     let out_dir = out.path().to_str().unwrap();
-    let runs: [&[&str]; 4] = [
+    let runs: [&[&str]; 5] = [
         // The cluster: summary with a table-valued axis (text, bool and `_used`
         // fields), replicas, histograms, series, and a trace.
         &["run", "baltor", "--replicas", "2", "--trace", "0", "--no-report", "--quiet", "--out", out_dir],
@@ -262,6 +262,8 @@ fn every_column_is_as_the_output_chapter_says() {
         &["run", "mmc", "--replicas", "2", "--no-report", "--quiet", "--out", out_dir],
         // A case axis (`case_label`) with its fields, and a gateway trace.
         &["run", "llm-retries", "--replicas", "2", "--trace", "0", "--no-report", "--quiet", "--out", out_dir],
+        // Requests that can end degraded (a fallback): `K.degraded_share`.
+        &["run", "dependency-slowdown", "--replicas", "2", "--no-report", "--quiet", "--out", out_dir],
     ];
     let mut seen = BTreeSet::new();
     for args in runs {

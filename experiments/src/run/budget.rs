@@ -100,7 +100,19 @@ pub fn report_bytes(scenario: &Scenario) -> f64 {
         (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
     let buckets =
         if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil().min(2_000.0) } else { 0.0 };
-    let per_point = metrics * 400.0 + latencies * 12_000.0 + series * buckets * 40.0 + 2_000.0;
+    // Latency over time: per request kind up to two charts of a line per point, a few
+    // hundred bytes per window.
+    let windows = {
+        let width = scenario.model.latency_window_s(&scenario.run);
+        if width > 0.0 {
+            (scenario.run.horizon_s / width).ceil()
+        } else {
+            0.0
+        }
+    };
+    let timed = schema.timed.len() as f64;
+    let per_point =
+        metrics * 400.0 + latencies * 12_000.0 + series * buckets * 40.0 + 2.0 * timed * windows * 300.0 + 2_000.0;
     200e3 + f64::from(scenario.point_count()) * per_point
 }
 
