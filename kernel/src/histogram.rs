@@ -214,6 +214,32 @@ impl LatencyHistogram {
         self.fold();
     }
 
+    /// Calls `f(bucket, count)` for every bucket holding values (a bucket may come
+    /// twice: once from the folded counts, once from those recorded since).
+    pub fn for_each_bucket(&self, mut f: impl FnMut(usize, u64)) {
+        for bucket in self.histogram.iter_recorded() {
+            f(bucket_of(bucket.value_iterated_to()), bucket.count_at_value());
+        }
+        if self.recent_count > 0 {
+            for (offset, &count) in self.recent[self.recent_low..=self.recent_high].iter().enumerate() {
+                if count > 0 {
+                    f(self.recent_low + offset, count as u64);
+                }
+            }
+        }
+    }
+
+    /// A histogram of `count` values in each given bucket (as [`Self::for_each_bucket`]
+    /// lists them) and `saturated` clamped ones: the exact inverse.
+    pub fn from_buckets(buckets: impl IntoIterator<Item = (usize, u64)>, saturated: u64) -> Self {
+        let mut histogram = LatencyHistogram::new();
+        for (index, count) in buckets {
+            histogram.histogram.record_n(lowest_value_of(index), count).expect("a bucket of the same bounds");
+        }
+        histogram.saturated = saturated;
+        histogram
+    }
+
     /// Empties the histogram, keeping its memory. Cheap after a replica that never
     /// folded: only the 32-bit counts it touched are zeroed.
     pub fn reset(&mut self) {

@@ -12,12 +12,16 @@
 //! not by range, so a batch never depends on the replica count: a shard, a resume and
 //! a longer run keep every batch the same.
 //!
+//! A batch is kept sparse ([`SparseHistogram`]: the buckets it touched), made dense
+//! only for a moment to read its quantiles or serialise it.
+//!
 //! Invariants: a batch holds exactly the replicas of its residue that ran; the pooled
 //! histogram is the sum of the batches (both exact integer merges, so neither depends
 //! on thread, order or split).
 
 use stampede_engine::LatencyHistogram;
 
+use super::sparse::SparseHistogram;
 use super::stats::t_quantile_975;
 
 /// Batches of replicas per grid point: ten sections give a t interval with nine
@@ -33,7 +37,7 @@ pub fn batch_of(replica: u32) -> usize {
 /// One latency of one grid point, per batch (`None` until a replica of it ran).
 #[derive(Clone, Debug)]
 pub struct BatchedLatency {
-    batches: Vec<Option<LatencyHistogram>>,
+    batches: Vec<Option<SparseHistogram>>,
 }
 
 impl Default for BatchedLatency {
@@ -44,47 +48,53 @@ impl Default for BatchedLatency {
 
 impl BatchedLatency {
     /// The histogram of batch `batch`, made empty on first use.
-    pub fn batch_mut(&mut self, batch: usize) -> &mut LatencyHistogram {
-        self.batches[batch].get_or_insert_with(LatencyHistogram::new)
+    pub fn batch_mut(&mut self, batch: usize) -> &mut SparseHistogram {
+        self.batches[batch].get_or_insert_with(SparseHistogram::default)
     }
 
     /// Sets batch `batch` to `histogram` (what the runner gathered for it).
-    pub fn set(&mut self, batch: usize, histogram: LatencyHistogram) {
+    pub fn set(&mut self, batch: usize, histogram: SparseHistogram) {
         self.batches[batch] = Some(histogram);
     }
 
     /// The batches that ran, with their index.
-    pub fn batches(&self) -> impl Iterator<Item = (usize, &LatencyHistogram)> {
+    pub fn batches(&self) -> impl Iterator<Item = (usize, &SparseHistogram)> {
         self.batches.iter().enumerate().filter_map(|(b, h)| Some((b, h.as_ref()?)))
     }
 
     /// Adds every batch of `other` into the same batch here.
     pub fn merge(&mut self, other: &BatchedLatency) {
         for (b, histogram) in other.batches() {
-            self.batch_mut(b).merge(histogram);
+            self.batch_mut(b).add_sparse(histogram);
         }
     }
 
     /// Every replica's latencies: the sum of the batches.
     pub fn pooled(&self) -> LatencyHistogram {
-        let mut total = LatencyHistogram::new();
+        let mut total = SparseHistogram::default();
         for (_, histogram) in self.batches() {
-            total.merge(histogram);
+            total.add_sparse(histogram);
         }
-        total.settle();
-        total
+        total.to_histogram()
     }
 
     /// The sectioning interval around `pooled_nanos` (the pooled `q` quantile): NaN
     /// bounds with fewer than two batches holding values.
     pub fn interval(&self, q: f64, pooled_nanos: f64) -> (f64, f64) {
-        let estimates: Vec<f64> = self
-            .batches()
-            .map(|(_, h)| h.hdr())
-            .filter(|hdr| !hdr.is_empty())
-            .map(|hdr| hdr.value_at_quantile(q) as f64)
-            .collect();
-        sectioning(&estimates, pooled_nanos)
+        self.intervals(&[(q, pooled_nanos)])[0]
+    }
+
+    /// [`Self::interval`] of several (q, pooled quantile in ns), each batch made dense once.
+    pub fn intervals(&self, quantiles: &[(f64, f64)]) -> Vec<(f64, f64)> {
+        let mut estimates = vec![Vec::new(); quantiles.len()];
+        for (_, batch) in self.batches().filter(|(_, h)| h.count() > 0) {
+            let dense = batch.to_histogram();
+            let hdr = dense.hdr();
+            for (estimate, (q, _)) in estimates.iter_mut().zip(quantiles) {
+                estimate.push(hdr.value_at_quantile(*q) as f64);
+            }
+        }
+        estimates.iter().zip(quantiles).map(|(estimates, (_, pooled))| sectioning(estimates, *pooled)).collect()
     }
 }
 
@@ -107,16 +117,23 @@ mod tests {
     use super::*;
     use stampede_engine::kernel::rng::{RngStream, StreamPurpose};
 
+    /// One value, as a replica's histogram holds it.
+    fn one(value: u64) -> LatencyHistogram {
+        let mut histogram = LatencyHistogram::new();
+        histogram.record(value);
+        histogram
+    }
+
     /// Batches by residue; the pooled histogram is their sum; one batch has no interval.
     #[test]
     fn batches_sum_to_the_pool_and_one_batch_has_no_interval() {
         assert_eq!((batch_of(0), batch_of(9), batch_of(10), batch_of(23)), (0, 9, 0, 3));
         let mut latency = BatchedLatency::default();
-        latency.batch_mut(3).record(1_000);
+        latency.batch_mut(3).add(&one(1_000));
         let pooled = latency.pooled();
         let p50 = pooled.hdr().value_at_quantile(0.5) as f64;
         assert!(latency.interval(0.5, p50).0.is_nan());
-        latency.batch_mut(4).record(3_000);
+        latency.batch_mut(4).add(&one(3_000));
         let (lo, hi) = latency.interval(0.5, p50);
         assert!(lo <= p50 && p50 <= hi && hi > lo, "{lo} {p50} {hi}");
         assert_eq!(latency.pooled().count(), 2);
@@ -137,10 +154,11 @@ mod tests {
             let mut rng = RngStream::derive(11, trial, StreamPurpose::named("test.batches"));
             let mut latency = BatchedLatency::default();
             for replica in 0..40u32 {
-                let histogram = latency.batch_mut(batch_of(replica));
+                let mut histogram = LatencyHistogram::new();
                 for _ in 0..200 {
                     histogram.record((rng.exponential(1.0) * 1e6) as u64);
                 }
+                latency.batch_mut(batch_of(replica)).add(&histogram);
             }
             let pooled = latency.pooled().hdr().value_at_quantile(0.5) as f64;
             let (lo, hi) = latency.interval(0.5, pooled);

@@ -30,14 +30,8 @@ impl LatencyStats {
         let empty = hdr.is_empty();
         let seconds = |nanos: u64| if empty { f64::NAN } else { nanos as f64 / 1e9 };
         let quantiles_s: Vec<f64> = QUANTILES.iter().map(|(_, q)| seconds(hdr.value_at_quantile(*q))).collect();
-        let intervals_s = QUANTILES
-            .iter()
-            .zip(&quantiles_s)
-            .map(|((_, q), pooled_s)| {
-                let (lo, hi) = batched.interval(*q, pooled_s * 1e9);
-                (lo / 1e9, hi / 1e9)
-            })
-            .collect();
+        let asked: Vec<(f64, f64)> = QUANTILES.iter().zip(&quantiles_s).map(|((_, q), s)| (*q, s * 1e9)).collect();
+        let intervals_s = batched.intervals(&asked).into_iter().map(|(lo, hi)| (lo / 1e9, hi / 1e9)).collect();
         let batches = batched.batches().filter(|(_, h)| h.count() > 0).count() as u32;
         LatencyStats { count: hdr.len(), quantiles_s, intervals_s, batches, max_s: seconds(hdr.max()) }
     }

@@ -18,6 +18,7 @@ pub mod report;
 pub mod rows;
 pub mod runner;
 pub mod shards;
+pub mod sparse;
 pub mod stats;
 pub mod summary;
 pub mod trace;

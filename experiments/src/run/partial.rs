@@ -87,7 +87,8 @@ fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<Co
         vec![(MOMENTS.into(), held.len() as u64, held.start as u64, moments)];
     for (name, batched) in scenario.schema.latencies.iter().zip(&result.latency_batches) {
         for (b, histogram) in batched.batches() {
-            items.push((format!("hdr:{name}@{b}"), 0, histogram.saturated(), serialize_v2(&histogram.hdr())));
+            let dense = histogram.to_histogram();
+            items.push((format!("hdr:{name}@{b}"), 0, histogram.saturated(), serialize_v2(&dense.hdr())));
         }
     }
     for (timed, batched) in scenario.schema.timed.iter().zip(&result.latency_windows) {
@@ -385,7 +386,9 @@ impl<'s> Gather<'s> {
                     .position(|l| *l == name)
                     .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
                 let hdr = deserialize_v2(data).map_err(bad)?;
-                self.histograms[i].batch_mut(batch).merge_hdr(&hdr, extra[row] as u64);
+                let mut dense = stampede_engine::LatencyHistogram::new();
+                dense.merge_hdr(&hdr, extra[row] as u64);
+                self.histograms[i].batch_mut(batch).add(&dense);
             } else if let Some(named) = item.strip_prefix("windows:") {
                 let (name, batch) = named
                     .rsplit_once('@')

@@ -33,6 +33,7 @@ use stampede_engine::LatencyHistogram;
 use super::batches::{batch_of, BatchedLatency, BATCHES};
 use super::moments::Moments;
 use super::plan::Plan;
+use super::sparse::SparseHistogram;
 use super::stats::{t_quantile_975, Summary};
 use super::windows::BatchedWindows;
 use crate::base::error::{Error, Result};
@@ -246,7 +247,7 @@ struct LivePoint {
     /// the batch ran; `None` until one of them recorded a value of it, so a latency
     /// that stays empty — failures at a healthy point — costs no memory): workers add
     /// their replicas here, each batch behind its own lock.
-    batches: Vec<Mutex<Vec<Option<LatencyHistogram>>>>,
+    batches: Vec<Mutex<Vec<Option<SparseHistogram>>>>,
     /// Per timed request kind, its latency windows per batch.
     windows: Mutex<Vec<BatchedWindows>>,
     series: SeriesSums,
@@ -257,7 +258,7 @@ struct LivePoint {
 impl LivePoint {
     /// Its latencies per batch, and their sum.
     fn latencies(
-        batches: Vec<Mutex<Vec<Option<LatencyHistogram>>>>,
+        batches: Vec<Mutex<Vec<Option<SparseHistogram>>>>,
         count: usize,
     ) -> (Vec<LatencyHistogram>, Vec<BatchedLatency>) {
         let mut batched = vec![BatchedLatency::default(); count];
@@ -310,7 +311,7 @@ impl Work<'_> {
             }
             for (total, part) in batch.iter_mut().zip(accumulators.replica.iter_mut()) {
                 if part.count() > 0 {
-                    total.get_or_insert_with(LatencyHistogram::new).merge(part);
+                    total.get_or_insert_with(SparseHistogram::default).add(part);
                     part.reset();
                 }
             }

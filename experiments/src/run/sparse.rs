@@ -1,0 +1,111 @@
+//! A latency histogram kept sparse: the buckets that hold values, as sorted (bucket,
+//! count) pairs, and the values clamped to the top. What a grid point keeps per batch
+//! of replicas while it runs: a batch touches a few thousand of the 36,000 buckets, so
+//! this is tens of kilobytes where a dense histogram is 280 KB — ten batches per
+//! latency, every latency of every live grid point.
+//!
+//! Invariants: pairs are sorted by bucket, each bucket once, every count positive;
+//! [`SparseHistogram::to_histogram`] gives exactly the histogram the pairs were read
+//! from (integer counts, so neither order nor split changes a bit).
+
+use stampede_engine::LatencyHistogram;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SparseHistogram {
+    buckets: Vec<(u32, u64)>,
+    saturated: u64,
+}
+
+impl SparseHistogram {
+    /// Adds every value of `histogram`.
+    pub fn add(&mut self, histogram: &LatencyHistogram) {
+        let mut incoming = Vec::new();
+        histogram.for_each_bucket(|bucket, count| incoming.push((bucket as u32, count)));
+        incoming.sort_unstable_by_key(|(bucket, _)| *bucket);
+        self.merge_sorted(&incoming);
+        self.saturated += histogram.saturated();
+    }
+
+    /// Adds every value of `other`.
+    pub fn add_sparse(&mut self, other: &SparseHistogram) {
+        self.merge_sorted(&other.buckets);
+        self.saturated += other.saturated;
+    }
+
+    /// Merges sorted pairs (a bucket may repeat in `incoming`) into the own.
+    fn merge_sorted(&mut self, incoming: &[(u32, u64)]) {
+        if incoming.is_empty() {
+            return;
+        }
+        let mut merged = Vec::with_capacity(self.buckets.len() + incoming.len());
+        let (mut mine, mut theirs) = (self.buckets.iter().peekable(), incoming.iter().peekable());
+        loop {
+            let next = match (mine.peek(), theirs.peek()) {
+                (Some(a), Some(b)) if a.0 <= b.0 => *mine.next().expect("peeked"),
+                (_, Some(_)) => *theirs.next().expect("peeked"),
+                (Some(_), None) => *mine.next().expect("peeked"),
+                (None, None) => break,
+            };
+            match merged.last_mut() {
+                Some((bucket, count)) if *bucket == next.0 => *count += next.1,
+                _ => merged.push(next),
+            }
+        }
+        debug_assert!(merged.windows(2).all(|w| w[0].0 < w[1].0) && merged.iter().all(|(_, c)| *c > 0));
+        self.buckets = merged;
+    }
+
+    /// Values that were above the trackable range and clamped.
+    pub fn saturated(&self) -> u64 {
+        self.saturated
+    }
+
+    /// Values held.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().map(|(_, count)| count).sum()
+    }
+
+    /// The dense histogram (280 KB while it lives).
+    pub fn to_histogram(&self) -> LatencyHistogram {
+        LatencyHistogram::from_buckets(self.buckets.iter().map(|&(b, c)| (b as usize, c)), self.saturated)
+    }
+
+    /// Bytes held.
+    pub fn footprint_bytes(&self) -> usize {
+        self.buckets.capacity() * std::mem::size_of::<(u32, u64)>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sparse sums are exactly the dense ones, whatever the order of adding.
+    #[test]
+    fn sparse_sums_are_the_dense_ones() {
+        let (mut a, mut b) = (LatencyHistogram::new(), LatencyHistogram::new());
+        for v in [0u64, 1, 5_000, 5_001, 1_000_000, 30_000_000_000] {
+            a.record(v);
+        }
+        b.record(5_000);
+        b.record(20_000_000_000_000);
+        b.settle();
+        b.record(7);
+        let mut sparse = SparseHistogram::default();
+        sparse.add(&a);
+        sparse.add(&b);
+        let mut other = SparseHistogram::default();
+        other.add(&b);
+        other.add(&a);
+        assert_eq!(sparse, other);
+        let mut dense = a.clone();
+        dense.merge(&b);
+        assert_eq!(sparse.to_histogram(), dense);
+        assert_eq!(sparse.count(), 9);
+        assert_eq!(sparse.to_histogram().saturated(), 1);
+        let mut twice = sparse.clone();
+        twice.add_sparse(&sparse);
+        assert_eq!(twice.count(), 18);
+        assert!(sparse.footprint_bytes() < 1_000);
+    }
+}
