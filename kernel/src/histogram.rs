@@ -217,8 +217,12 @@ impl LatencyHistogram {
     /// Calls `f(bucket, count)` for every bucket holding values (a bucket may come
     /// twice: once from the folded counts, once from those recorded since).
     pub fn for_each_bucket(&self, mut f: impl FnMut(usize, u64)) {
-        for bucket in self.histogram.iter_recorded() {
-            f(bucket_of(bucket.value_iterated_to()), bucket.count_at_value());
+        // A replica's histogram has usually never folded: its iterator would still
+        // walk all 35,000 empty 64-bit counts.
+        if !self.histogram.is_empty() {
+            for bucket in self.histogram.iter_recorded() {
+                f(bucket_of(bucket.value_iterated_to()), bucket.count_at_value());
+            }
         }
         if self.recent_count > 0 {
             for (offset, &count) in self.recent[self.recent_low..=self.recent_high].iter().enumerate() {
@@ -226,6 +230,17 @@ impl LatencyHistogram {
                     f(self.recent_low + offset, count as u64);
                 }
             }
+        }
+    }
+
+    /// The value HdrHistogram reports for a quantile whose rank falls in bucket
+    /// `index`: the bucket's highest equivalent value (its lowest for the 0 quantile).
+    pub fn bucket_reported_value(index: usize, lowest: bool) -> u64 {
+        if lowest {
+            lowest_value_of(index)
+        } else {
+            // The formula holds one past the last bucket too: the top bucket's range.
+            lowest_value_of(index + 1) - 1
         }
     }
 

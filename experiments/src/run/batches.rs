@@ -12,8 +12,8 @@
 //! not by range, so a batch never depends on the replica count: a shard, a resume and
 //! a longer run keep every batch the same.
 //!
-//! A batch is kept sparse ([`SparseHistogram`]: the buckets it touched), made dense
-//! only for a moment to read its quantiles or serialise it.
+//! A batch is kept sparse ([`SparseHistogram`]: the buckets it touched); its
+//! quantiles are read off the pairs as HdrHistogram reads them.
 //!
 //! Invariants: a batch holds exactly the replicas of its residue that ran; the pooled
 //! histogram is the sum of the batches (both exact integer merges, so neither depends
@@ -84,14 +84,12 @@ impl BatchedLatency {
         self.intervals(&[(q, pooled_nanos)])[0]
     }
 
-    /// [`Self::interval`] of several (q, pooled quantile in ns), each batch made dense once.
+    /// [`Self::interval`] of several (q, pooled quantile in ns).
     pub fn intervals(&self, quantiles: &[(f64, f64)]) -> Vec<(f64, f64)> {
         let mut estimates = vec![Vec::new(); quantiles.len()];
         for (_, batch) in self.batches().filter(|(_, h)| h.count() > 0) {
-            let dense = batch.to_histogram();
-            let hdr = dense.hdr();
             for (estimate, (q, _)) in estimates.iter_mut().zip(quantiles) {
-                estimate.push(hdr.value_at_quantile(*q) as f64);
+                estimate.push(batch.value_at_quantile(*q));
             }
         }
         estimates.iter().zip(quantiles).map(|(estimates, (_, pooled))| sectioning(estimates, *pooled)).collect()

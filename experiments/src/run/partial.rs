@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use stampede_output::hdr::{deserialize_v2, serialize_v2};
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedSet, Table, TableWriter};
 
 use super::batches::{BatchedLatency, BATCHES};
@@ -23,6 +22,7 @@ use super::moments::Moments;
 use super::report::MANIFEST_FORMAT;
 use super::rows::{replica_columns, replica_values_columns};
 use super::runner::{summaries, PointResult, ReplicaRecord, SeriesSums};
+use super::sparse::SparseHistogram;
 use super::windows::BatchedWindows;
 use crate::base::error::{Error, Result};
 use crate::resolved::Scenario;
@@ -73,8 +73,8 @@ fn partial_columns() -> Vec<ColumnSpec> {
 const MOMENTS: &str = "moments";
 
 /// One point's partial rows: `moments` (the replicas held; every metric's
-/// [`Moments`] in the model's order), `hdr:NAME@B` (batch B's histogram, V2 bytes;
-/// extra = values clamped to the top; only batches that ran), `windows:KIND@B`
+/// [`Moments`] in the model's order), `sparse:NAME@B` (batch B's histogram,
+/// [`SparseHistogram::to_bytes`]; only batches that ran), `windows:KIND@B`
 /// (batch B's latency windows of a timed request kind, [`WindowCounts::to_bytes`]),
 /// `series:NAME` (per bucket sum and sum of squares, u128 LE), `counts` (u64 LE),
 /// `compute` (extra = wall-clock ns of its replicas).
@@ -87,8 +87,7 @@ fn partial_rows(scenario: &Scenario, point: u32, result: &PointResult) -> Vec<Co
         vec![(MOMENTS.into(), held.len() as u64, held.start as u64, moments)];
     for (name, batched) in scenario.schema.latencies.iter().zip(&result.latency_batches) {
         for (b, histogram) in batched.batches() {
-            let dense = histogram.to_histogram();
-            items.push((format!("hdr:{name}@{b}"), 0, histogram.saturated(), serialize_v2(&dense.hdr())));
+            items.push((format!("sparse:{name}@{b}"), 0, histogram.saturated(), histogram.to_bytes()));
         }
     }
     for (timed, batched) in scenario.schema.timed.iter().zip(&result.latency_windows) {
@@ -376,7 +375,7 @@ impl<'s> Gather<'s> {
                 if !bytes.is_empty() {
                     return Err(bad(format!("grid point {index}'s moments: {} bytes too many", bytes.len())));
                 }
-            } else if let Some(named) = item.strip_prefix("hdr:") {
+            } else if let Some(named) = item.strip_prefix("sparse:") {
                 let (name, batch) = named
                     .rsplit_once('@')
                     .and_then(|(name, b)| Some((name, b.parse::<usize>().ok().filter(|b| *b < BATCHES)?)))
@@ -385,10 +384,9 @@ impl<'s> Gather<'s> {
                     .iter()
                     .position(|l| *l == name)
                     .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
-                let hdr = deserialize_v2(data).map_err(bad)?;
-                let mut dense = stampede_engine::LatencyHistogram::new();
-                dense.merge_hdr(&hdr, extra[row] as u64);
-                self.histograms[i].batch_mut(batch).add(&dense);
+                let sparse =
+                    SparseHistogram::from_bytes(data).ok_or_else(|| bad(format!("histogram {named:?} is damaged")))?;
+                self.histograms[i].batch_mut(batch).add_sparse(&sparse);
             } else if let Some(named) = item.strip_prefix("windows:") {
                 let (name, batch) = named
                     .rsplit_once('@')

@@ -60,6 +60,59 @@ impl SparseHistogram {
         self.saturated
     }
 
+    /// The `q` quantile in nanoseconds as HdrHistogram's `value_at_quantile` gives it
+    /// for the same counts (the rank ⌈q·n⌉, at least 1; its bucket's highest
+    /// equivalent value), without making the histogram dense; NaN when empty.
+    pub fn value_at_quantile(&self, q: f64) -> f64 {
+        let total = self.count();
+        if total == 0 {
+            return f64::NAN;
+        }
+        let rank = ((q.min(1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for &(bucket, count) in &self.buckets {
+            seen += count;
+            if seen >= rank {
+                return LatencyHistogram::bucket_reported_value(bucket as usize, q == 0.0) as f64;
+            }
+        }
+        unreachable!("rank ≤ total")
+    }
+
+    /// The pairs and the clamped count as bytes (little-endian: the clamped count,
+    /// then u32 bucket and u64 count per pair): a shard's or a checkpoint piece's
+    /// histogram, exact and without the dense layout.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(8 + 12 * self.buckets.len());
+        bytes.extend_from_slice(&self.saturated.to_le_bytes());
+        for (bucket, count) in &self.buckets {
+            bytes.extend_from_slice(&bucket.to_le_bytes());
+            bytes.extend_from_slice(&count.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Reads [`Self::to_bytes`] back; `None` if the bytes are not of that layout.
+    pub fn from_bytes(bytes: &[u8]) -> Option<SparseHistogram> {
+        let (saturated, pairs) = bytes.split_first_chunk::<8>()?;
+        if !pairs.len().is_multiple_of(12) {
+            return None;
+        }
+        let buckets: Vec<(u32, u64)> = pairs
+            .chunks_exact(12)
+            .map(|pair| {
+                let (bucket, count) = pair.split_at(4);
+                (
+                    u32::from_le_bytes(bucket.try_into().expect("4 bytes")),
+                    u64::from_le_bytes(count.try_into().expect("8 bytes")),
+                )
+            })
+            .collect();
+        let sorted = buckets.windows(2).all(|w| w[0].0 < w[1].0) && buckets.iter().all(|(_, c)| *c > 0);
+        let known = buckets.last().is_none_or(|(b, _)| (*b as usize) < LatencyHistogram::new().hdr().distinct_values());
+        (sorted && known).then_some(SparseHistogram { buckets, saturated: u64::from_le_bytes(*saturated) })
+    }
+
     /// Values held.
     pub fn count(&self) -> u64 {
         self.buckets.iter().map(|(_, count)| count).sum()
@@ -107,5 +160,28 @@ mod tests {
         twice.add_sparse(&sparse);
         assert_eq!(twice.count(), 18);
         assert!(sparse.footprint_bytes() < 1_000);
+        assert_eq!(SparseHistogram::from_bytes(&sparse.to_bytes()), Some(sparse.clone()));
+        assert_eq!(SparseHistogram::from_bytes(&[0; 7]), None);
+    }
+
+    /// Quantiles read off the pairs are HdrHistogram's own, to the nanosecond.
+    #[test]
+    fn sparse_quantiles_are_hdrhistograms() {
+        use stampede_engine::kernel::rng::{RngStream, StreamPurpose};
+        let mut rng = RngStream::derive(3, 0, StreamPurpose::named("test.sparse"));
+        for trial in 0..20 {
+            let mut dense = LatencyHistogram::new();
+            for _ in 0..(1 + trial * 97) {
+                let magnitude = rng.below(44);
+                dense.record((1u64 << magnitude) + rng.below(1u64 << magnitude));
+            }
+            dense.record(0);
+            let mut sparse = SparseHistogram::default();
+            sparse.add(&dense);
+            let hdr = dense.hdr();
+            for q in [0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+                assert_eq!(sparse.value_at_quantile(q), hdr.value_at_quantile(q) as f64, "trial {trial} q{q}");
+            }
+        }
     }
 }
