@@ -280,12 +280,7 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
             more.extend(figures);
         }
     }
-    if !more.is_empty() {
-        blocks.push(Block::Details {
-            summary: format!("p99 over time of {} more request kinds", more.len()),
-            blocks: vec![Block::Multiples(more)],
-        });
-    }
+    blocks.extend(collapsed(format!("p99 over time of {} more request kinds", more.len()), more));
     Some(Section {
         id: "timeseries".into(),
         title: "Over time".into(),
@@ -302,12 +297,7 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
 fn latency_over_time(ctx: &Context, kind: &str, charts: usize, size: (u32, u32)) -> Vec<Figure> {
     let Some(table) = ctx.folder.timeseries.as_ref() else { return Vec::new() };
     let resolution = series_resolution(ctx.overlaid().count());
-    let windows: Vec<Window> = ctx
-        .presentation
-        .windows
-        .iter()
-        .map(|w| Window { label: w.label.clone(), from: w.start_s, to: w.end_s })
-        .collect();
+    let windows = fault_windows(ctx);
     let p99 = format!("{kind}.p99_all_s");
     let failed = format!("{kind}.failed_share");
     let shown = charts;
@@ -366,6 +356,16 @@ fn latency_over_time(ctx: &Context, kind: &str, charts: usize, size: (u32, u32))
     figures
 }
 
+/// `figures` as small multiples in a collapsed block (none without figures).
+fn collapsed(summary: String, figures: Vec<Figure>) -> Option<Block> {
+    (!figures.is_empty()).then(|| Block::Details { summary, blocks: vec![Block::Multiples(figures)] })
+}
+
+/// The run's fault windows, as a chart shades them.
+fn fault_windows(ctx: &Context) -> Vec<Window> {
+    ctx.presentation.windows.iter().map(|w| Window { label: w.label.clone(), from: w.start_s, to: w.end_s }).collect()
+}
+
 /// Series a [`ModelSection::Part`] draws in its own section.
 fn part_series<'c>(ctx: &'c Context) -> Vec<&'c str> {
     ctx.presentation
@@ -383,12 +383,7 @@ fn part_series<'c>(ctx: &'c Context) -> Vec<&'c str> {
 fn series_figure(ctx: &Context, series: &str) -> Option<(Figure, bool)> {
     let table = ctx.folder.timeseries.as_ref()?;
     let resolution = series_resolution(ctx.overlaid().count());
-    let windows: Vec<Window> = ctx
-        .presentation
-        .windows
-        .iter()
-        .map(|w| Window { label: w.label.clone(), from: w.start_s, to: w.end_s })
-        .collect();
+    let windows = fault_windows(ctx);
     let last_fault_end = ctx.presentation.windows.iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
     let first_fault = ctx.presentation.windows.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
     let mut lines = Vec::new();
@@ -568,12 +563,7 @@ pub fn latency(ctx: &Context) -> Option<Section> {
             more.push(figure);
         }
     }
-    if !more.is_empty() {
-        blocks.push(Block::Details {
-            summary: format!("{} more latency histograms", more.len()),
-            blocks: vec![Block::Multiples(more)],
-        });
-    }
+    blocks.extend(collapsed(format!("{} more latency histograms", more.len()), more));
     Some(Section {
         id: "latency".into(),
         title: "Latency".into(),
