@@ -32,11 +32,24 @@ impl SparseHistogram {
         self.saturated += other.saturated;
     }
 
-    /// Merges sorted pairs (a bucket may repeat in `incoming`) into the own.
+    /// Merges sorted pairs (a bucket may repeat in `incoming`) into the own: in place
+    /// for buckets already held (most, once a batch has seen a few replicas), and by
+    /// one merge of the rest.
     fn merge_sorted(&mut self, incoming: &[(u32, u64)]) {
-        if incoming.is_empty() {
+        let mut new = Vec::new();
+        for &(bucket, count) in incoming {
+            match self.buckets.binary_search_by_key(&bucket, |(b, _)| *b) {
+                Ok(at) => self.buckets[at].1 += count,
+                Err(_) => match new.last_mut() {
+                    Some((last, total)) if *last == bucket => *total += count,
+                    _ => new.push((bucket, count)),
+                },
+            }
+        }
+        if new.is_empty() {
             return;
         }
+        let incoming = new.as_slice();
         let mut merged = Vec::with_capacity(self.buckets.len() + incoming.len());
         let (mut mine, mut theirs) = (self.buckets.iter().peekable(), incoming.iter().peekable());
         loop {
