@@ -36,14 +36,20 @@ impl SparseHistogram {
     /// for buckets already held (most, once a batch has seen a few replicas), and by
     /// one merge of the rest.
     fn merge_sorted(&mut self, incoming: &[(u32, u64)]) {
-        let mut new = Vec::new();
+        let mut new: Vec<(u32, u64)> = Vec::new();
+        let mut at = 0;
         for &(bucket, count) in incoming {
-            match self.buckets.binary_search_by_key(&bucket, |(b, _)| *b) {
-                Ok(at) => self.buckets[at].1 += count,
-                Err(_) => match new.last_mut() {
+            // Both sorted: one cursor walks the own pairs once.
+            while at < self.buckets.len() && self.buckets[at].0 < bucket {
+                at += 1;
+            }
+            if at < self.buckets.len() && self.buckets[at].0 == bucket {
+                self.buckets[at].1 += count;
+            } else {
+                match new.last_mut() {
                     Some((last, total)) if *last == bucket => *total += count,
                     _ => new.push((bucket, count)),
-                },
+                }
             }
         }
         if new.is_empty() {
