@@ -72,7 +72,9 @@ fn replicas_quantiles_do_not_snap_to_buckets() {
     run(dir.path(), &["run", "graph-hedging", "--replicas", "30"]);
     let replicas = Table::read(&dir.path().join("graph-hedging/replicas.parquet")).unwrap();
     let points = replicas.numbers("grid_point").unwrap();
-    for metric in ["front.read.p50_s", "front.read.p99_s", "front.read.p999_s"] {
+    let metrics =
+        ["p50_s", "p99_s", "p999_s", "p50_all_s", "p99_all_s", "p999_all_s"].map(|q| format!("front.read.{q}"));
+    for metric in &metrics {
         let values = replicas.numbers(metric).unwrap();
         for point in 0..3 {
             let mut of_point: Vec<u64> =
