@@ -10,8 +10,10 @@
 //! A kind laid out [`EndingSlots::ok_only`] keeps the one `ok` histogram (tests and
 //! benches that read successes only).
 //!
-//! Invariant (asserted in debug builds): a kind that cannot degrade never records a
-//! degraded ending; `all` counts exactly the sum of the others.
+//! Invariants: a kind that cannot degrade never records a degraded ending (asserted
+//! in debug builds); `all` counts exactly the sum of the others (by construction:
+//! every record goes to its ending's histogram and to `all`; tested per model in
+//! `tests/cli/tail.rs`).
 
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::time::Nanos;
