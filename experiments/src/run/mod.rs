@@ -11,6 +11,7 @@ pub mod checkpoint;
 pub mod latency;
 pub mod layout;
 pub mod moments;
+pub mod over_time;
 pub mod partial;
 pub mod pipeline;
 pub mod plan;
