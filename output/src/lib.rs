@@ -1,5 +1,5 @@
 //! stampede's output: Parquet tables, serialised HdrHistograms, the JSON manifest,
-//! and the staging that makes every file appear atomically.
+//! HTML escaping, and the staging that makes every file appear atomically.
 //!
 //! Nothing here knows about scenarios or models; the experiments crate decides
 //! which columns a table has and this crate writes them.
@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod folder;
 pub mod hdr;
+pub mod markup;
 pub mod read;
 pub mod table;
 

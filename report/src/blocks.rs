@@ -73,9 +73,7 @@ pub struct Context<'a> {
     pub presentation: Presentation,
 }
 
-pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+pub use stampede_output::markup::escape_html as escape;
 
 /// CSV with a header row; fields holding a comma, quote or newline are quoted.
 pub fn csv(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {

@@ -5,10 +5,7 @@ use crate::pages::PAGES;
 
 const STYLE: &str = include_str!("../assets/shell.css");
 
-/// Escapes text for HTML.
-pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+pub use stampede_output::markup::escape_html as escape;
 
 /// A full page: `title`, the page's own `head` (styles) and `body`; `current` is the
 /// navigation path to mark.
