@@ -59,11 +59,7 @@ impl OutputSchema {
     /// The latencies a claim may name: every histogram, and (for `window`) the
     /// answered-in-full and all-requests histograms of the kinds kept over time.
     pub fn latency_names(&self) -> LatencyNames<'_> {
-        let over_time = self
-            .timed
-            .iter()
-            .flat_map(|t| [t.histogram.to_string(), format!("{}_all_s", t.histogram.trim_end_matches("_s"))])
-            .collect();
+        let over_time = self.timed.iter().flat_map(|t| [t.histogram.to_string(), t.all_histogram()]).collect();
         LatencyNames { histograms: self.latencies, over_time }
     }
 

@@ -136,7 +136,7 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
 /// `response_s` is `ok`, `response_failed_s` is `failed`, `response_all_s` is `all`
 /// (empty when the model does not split it).
 fn endings_of(latencies: &[String], first: &str) -> Vec<(String, &'static str)> {
-    let base = first.trim_end_matches("_s");
+    let base = request_kind(first);
     let mut endings = vec![(first.to_string(), "ok")];
     for ending in ["degraded", "failed", "all"] {
         let name = format!("{base}_{ending}_s");
@@ -148,6 +148,15 @@ fn endings_of(latencies: &[String], first: &str) -> Vec<(String, &'static str)> 
         endings.clear();
     }
     endings
+}
+
+/// The request kind a latency histogram counts: its name without its ending and `_s`
+/// (`response_s`, `response_failed_s` and `response_all_s` are all `response`).
+fn request_kind(latency: &str) -> &str {
+    ["_failed_s", "_degraded_s", "_all_s"]
+        .iter()
+        .find_map(|ending| latency.strip_suffix(ending))
+        .unwrap_or_else(|| latency.trim_end_matches("_s"))
 }
 
 /// A row of each ending's share of the requests that ended (from the histograms'
@@ -482,20 +491,14 @@ pub fn latency(ctx: &Context) -> Option<Section> {
     let mut more = Vec::new();
     // The first request kind's answered and all-requests curves are drawn wide, one
     // above the other; the rest go in a collapsed grid.
-    let first_all = format!("{}_all_s", latencies[0].trim_end_matches("_s"));
+    let first_all = format!("{}_all_s", request_kind(&latencies[0]));
     for (l, latency) in latencies.iter().enumerate() {
         // A request kind split by ending is drawn for the first kind only (answered and
         // every request); the others' curves stay in histograms.parquet, and their p99
         // over time is in "Over time": the page keeps to what a reader compares first,
         // under its size budget.
-        let ending_split = |name: &str| {
-            let base = ["_failed_s", "_degraded_s", "_all_s"]
-                .iter()
-                .find_map(|ending| name.strip_suffix(ending))
-                .map_or_else(|| name.trim_end_matches("_s").to_string(), str::to_string);
-            latencies.contains(&format!("{base}_all_s"))
-        };
-        if l > 0 && *latency != first_all && ending_split(latency) {
+        let ending_split = latencies.contains(&format!("{}_all_s", request_kind(latency)));
+        if l > 0 && *latency != first_all && ending_split {
             continue;
         }
         let mut curves = Vec::new();

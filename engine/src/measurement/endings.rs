@@ -121,9 +121,8 @@ impl RequestLatencies {
     }
 
     /// Turns on latency over time, in windows of `window` ns up to `horizon`.
-    pub fn with_windows(mut self, window: Nanos, horizon: Nanos) -> Self {
+    pub fn keep_windows(&mut self, window: Nanos, horizon: Nanos) {
         self.windows = LatencyWindows::new(window, horizon);
-        self
     }
 
     /// Records a request that ended at `now` after `latency`.

@@ -204,7 +204,7 @@ impl<'h> Dependency<'h> {
     /// at the horizon end there as `in_flight`.
     /// Keeps the requests' latencies over time too, in windows of `window` ns.
     pub fn with_latency_windows(mut self, window: Nanos) -> Self {
-        self.endings = self.endings.with_windows(window, self.p.horizon);
+        self.endings.keep_windows(window, self.p.horizon);
         self
     }
 

@@ -83,6 +83,13 @@ pub struct TimedLatency {
     pub degraded: bool,
 }
 
+impl TimedLatency {
+    /// Its every-request histogram: `response_s` → `response_all_s`.
+    pub fn all_histogram(&self) -> String {
+        format!("{}_all_s", self.histogram.trim_end_matches("_s"))
+    }
+}
+
 /// What one replica produced.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplicaOutput {

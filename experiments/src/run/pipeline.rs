@@ -761,9 +761,7 @@ fn latency_claims(scenario: &Scenario, point: u32, result: &PointResult) -> BTre
                     .schema
                     .timed
                     .iter()
-                    .position(|t| {
-                        t.histogram == latency || format!("{}_all_s", t.histogram.trim_end_matches("_s")) == *latency
-                    })
+                    .position(|t| t.histogram == latency || t.all_histogram() == *latency)
                     .expect("a checked window's latency is kept over time");
                 let counted = if all { Counted::All } else { Counted::Ok };
                 match result.latency_windows.get(kind) {

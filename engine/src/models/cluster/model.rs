@@ -155,7 +155,7 @@ impl<'h> Cluster<'h> {
     /// Keeps the requests' latencies over time too, in windows of `window` ns (see
     /// [`ClusterSeries::latency`]).
     pub fn with_latency_windows(mut self, window: Nanos) -> Self {
-        self.endings = self.endings.with_windows(window, self.p.horizon);
+        self.endings.keep_windows(window, self.p.horizon);
         self
     }
 

@@ -265,9 +265,9 @@ impl<'h> Gateway<'h> {
     /// Keeps turns' and calls' latencies over time too, in windows of `window` ns.
     pub fn with_latency_windows(mut self, window: Nanos) -> Self {
         let horizon = self.p.horizon;
-        self.turn_latencies = self.turn_latencies.with_windows(window, horizon);
+        self.turn_latencies.keep_windows(window, horizon);
         for histograms in self.class_histograms.iter_mut().flatten() {
-            histograms.calls = histograms.calls.clone().with_windows(window, horizon);
+            histograms.calls.keep_windows(window, horizon);
         }
         self
     }

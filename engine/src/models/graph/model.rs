@@ -252,7 +252,7 @@ impl<'h> Graph<'h> {
     /// Keeps each entry point's latencies over time too, in windows of `window` ns.
     pub fn with_latency_windows(mut self, window: Nanos) -> Self {
         let horizon = self.p.horizon;
-        self.entry_latencies = self.entry_latencies.drain(..).map(|l| l.with_windows(window, horizon)).collect();
+        self.entry_latencies.iter_mut().for_each(|latencies| latencies.keep_windows(window, horizon));
         self
     }
 
