@@ -10,16 +10,16 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use stampede_experiments::base::typing::parse_text;
-use stampede_experiments::run::pipeline::{execute_with, Documents, ReplicaRows, Shape, Writing};
-use stampede_experiments::run::plan::{Plan, Shard};
-use stampede_experiments::run::report::RunReport;
-use stampede_experiments::run::shards::{execute_merge, execute_shard, Shards};
-use stampede_experiments::run::summary::SummaryOptions;
-use stampede_experiments::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
-use stampede_experiments::scenario::claims::Skipped;
-use stampede_experiments::scenario::overrides::{parse_grid, parse_set};
-use stampede_experiments::{Error, Overrides, Result, Scenario};
+use stampede_run::pipeline::{execute_with, Documents, ReplicaRows, Shape, Writing};
+use stampede_run::plan::{Plan, Shard};
+use stampede_run::report::RunReport;
+use stampede_run::shards::{execute_merge, execute_shard, Shards};
+use stampede_run::summary::SummaryOptions;
+use stampede_scenario::base::typing::parse_text;
+use stampede_scenario::scenario::builtin::{load_scenario_source, scenario_dir, BUILTINS, DEFAULT_SCENARIO};
+use stampede_scenario::scenario::claims::Skipped;
+use stampede_scenario::scenario::overrides::{parse_grid, parse_set};
+use stampede_scenario::{Error, Overrides, Result, Scenario};
 
 #[derive(Parser)]
 #[command(name = "stampede", version, about = "Monte Carlo engine for overload and resilience policies")]
@@ -516,19 +516,19 @@ fn run(args: RunArgs) -> Result<()> {
         return run_shard(&scenario, shard, &args);
     }
     if let Some(replica) = args.trace {
-        stampede_experiments::run::trace::check(&scenario, replica)?;
+        stampede_run::trace::check(&scenario, replica)?;
     }
     let write = |report: &RunReport, staging: &Path| {
         if let Some(replica) = args.trace {
-            stampede_experiments::run::trace::write(staging, &scenario, replica)?;
+            stampede_run::trace::write(staging, &scenario, replica)?;
         }
         write_report(report, staging, &args)
     };
     let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
     let mut disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
     if let Some(replica) = args.trace {
-        files.push(stampede_experiments::run::trace::FILE);
-        disk_bytes += stampede_experiments::run::trace::estimate_bytes(&scenario, replica)?;
+        files.push(stampede_run::trace::FILE);
+        disk_bytes += stampede_run::trace::estimate_bytes(&scenario, replica)?;
     }
     let documents = Documents { files, write: &write, disk_bytes };
     let report = execute_with_progress(&scenario, &args, &documents)?;
@@ -568,7 +568,7 @@ fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
 
 /// `stampede fit FILE`: the data, each candidate, the best value and the page.
 fn fit(args: FitArgs) -> Result<()> {
-    use stampede_experiments::inputs::DistributionSpec;
+    use stampede_scenario::inputs::DistributionSpec;
     let lower = args.file.to_ascii_lowercase();
     let mut labels = std::collections::BTreeMap::new();
     for label in &args.labels {
@@ -615,7 +615,7 @@ fn fit(args: FitArgs) -> Result<()> {
     let page = args.out.clone().unwrap_or_else(|| PathBuf::from("out").join(format!("fit-{stem}.html")));
     output_file::check(&page, "--out", args.force)?;
     let (table, count) = spec.data("fit")?;
-    let report = stampede_experiments::inputs::fit::fit(&table, count);
+    let report = stampede_scenario::inputs::fit::fit(&table, count);
     let source = spec.inline_toml();
     output_file::write(&page, "--out", stampede_report::fit_page::render(&source, &report).as_bytes(), args.force)?;
     let page_text = page.display().to_string();
@@ -629,7 +629,7 @@ fn fit(args: FitArgs) -> Result<()> {
 }
 
 fn merge(args: MergeArgs) -> Result<ExitStatus> {
-    use stampede_experiments::verify::verdicts::{write_json, Verdicts};
+    use stampede_run::verify::verdicts::{write_json, Verdicts};
     // A folder holding shard=K folders stands for all of them.
     let mut dirs = Vec::new();
     for dir in &args.shards {
@@ -682,7 +682,7 @@ fn merge(args: MergeArgs) -> Result<ExitStatus> {
         println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
         // What the merge cost: "Sizing a big sweep" in the README reads these.
         let seconds = started.elapsed().as_secs_f64();
-        let peak = stampede_experiments::run::budget::peak_rss_bytes()
+        let peak = stampede_run::budget::peak_rss_bytes()
             .map_or(String::new(), |bytes| format!(", peak memory {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
         println!("merge took {seconds:.2} s ({:.1} ms per shard){peak}", seconds * 1e3 / dirs.len() as f64);
         if !no_report && skipped.is_none() {
@@ -846,13 +846,13 @@ fn duration_words(seconds: f64) -> String {
 
 /// The HTML report's size, estimated before the run for the free-space check.
 fn report_bytes(scenario: &Scenario) -> f64 {
-    stampede_experiments::run::budget::report_bytes(scenario)
+    stampede_run::budget::report_bytes(scenario)
 }
 
 fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
-    use stampede_experiments::optimize::goal::{claims_as_constraints, parse_requirement, Objective};
-    use stampede_experiments::optimize::space::Dimension;
-    use stampede_experiments::optimize::{answer, execute, Request};
+    use stampede_optimize::goal::{claims_as_constraints, parse_requirement, Objective};
+    use stampede_optimize::space::Dimension;
+    use stampede_optimize::{answer, execute, Request};
     let scenario = resolve(&args.scenario, &args.scenario_args)?;
     warn(&scenario);
     let metrics = scenario.schema.metric_names();
@@ -894,7 +894,7 @@ fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         // What the search may cost, before its first round: the budget at the pace of
         // one replica of the base (measured now).
         let budget = request.budget_for(&scenario);
-        let per_replica = stampede_experiments::run::budget::seconds_per_replica(&scenario)?;
+        let per_replica = stampede_run::budget::seconds_per_replica(&scenario)?;
         let seconds = budget as f64 * per_replica / threads as f64;
         eprintln!(
             "stampede optimize: at most {budget} replicas (--budget-replicas); one replica of the base took {:.1} ms, \
@@ -952,7 +952,7 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
     // `::error` line, so the test report is not green while the job fails.
     if let (Err(error), Some(junit)) = (&result, &verify_args.junit) {
         if error.exit_code() == 2 && output_file::check(junit, "--junit", verify_args.run.force).is_ok() {
-            use stampede_experiments::verify::verdicts::{annotation_error, junit_error};
+            use stampede_run::verify::verdicts::{annotation_error, junit_error};
             let name = verify_args.run.scenario.as_deref().unwrap_or("?");
             let message = error.to_string();
             let _ = output_file::write(junit, "--junit", junit_error(name, &message).as_bytes(), verify_args.run.force);
@@ -965,7 +965,7 @@ fn verify(verify_args: VerifyArgs) -> Result<ExitStatus> {
 }
 
 fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
-    use stampede_experiments::verify::verdicts::{write_json, Verdicts};
+    use stampede_run::verify::verdicts::{write_json, Verdicts};
     let args = &verify_args.run;
     let Some(name) = args.scenario.as_deref() else {
         return Err(Error::bad_input("verify needs a scenario: stampede verify SCENARIO"));
@@ -1014,7 +1014,7 @@ const SEED_PASS_RATE: f64 = 0.99;
 /// at the scenario's own size (in a temporary folder, removed), so a nightly that
 /// rotates its seed knows how often it would go red with no change.
 fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitStatus> {
-    use stampede_experiments::verify::verdicts::{identity, Verdicts};
+    use stampede_run::verify::verdicts::{identity, Verdicts};
     let args = &verify_args.run;
     let Some(name) = args.scenario.as_deref() else {
         return Err(Error::bad_input("verify --seeds needs a scenario: stampede verify SCENARIO --seeds 200"));
@@ -1093,7 +1093,7 @@ fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitStatus> {
 fn claims_that_apply<'s>(
     scenario: &'s Scenario,
     command: &str,
-) -> Result<(Vec<stampede_experiments::resolved::NumberedClaim<'s>>, Vec<Skipped>)> {
+) -> Result<(Vec<stampede_scenario::resolved::NumberedClaim<'s>>, Vec<Skipped>)> {
     let name = &scenario.name;
     if scenario.verify.is_empty() {
         return Err(Error::bad_input(format!("{command}scenario {name} declares no [[verify]] assertions")));
@@ -1113,7 +1113,7 @@ fn claims_that_apply<'s>(
 /// their JSON document) and the report's path, annotations on GitHub Actions, and exit
 /// 1 if a claim failed.
 fn end_with_verdicts(
-    verdicts: &stampede_experiments::verify::verdicts::Verdicts,
+    verdicts: &stampede_run::verify::verdicts::Verdicts,
     junit: Option<(&Path, bool)>,
     json: bool,
     html: Option<PathBuf>,
@@ -1161,7 +1161,7 @@ fn summary(report: &RunReport, args: &RunArgs) -> String {
         .unwrap_or(120);
     let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let options = SummaryOptions { all_metrics: args.all_metrics, rank_by: args.rank_by.clone(), width, colour };
-    stampede_experiments::run::summary::render(report, &options)
+    stampede_run::summary::render(report, &options)
 }
 
 fn writing(args: &RunArgs) -> Writing {
@@ -1222,9 +1222,9 @@ fn capacity(args: CapacityArgs) -> Result<()> {
             args.target_turns_rps
         )));
     }
-    let mut fixture = stampede_experiments::models::gateway::fixture::Fixture::load(args.fixture.as_deref())?;
+    let mut fixture = stampede_scenario::models::gateway::fixture::Fixture::load(args.fixture.as_deref())?;
     fixture.read_inputs()?;
-    let report = stampede_experiments::models::gateway::capacity::analyse(&fixture, args.target_turns_rps);
+    let report = stampede_scenario::models::gateway::capacity::analyse(&fixture, args.target_turns_rps);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else {

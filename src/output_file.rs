@@ -7,7 +7,7 @@
 
 use std::path::{Component, Path};
 
-use stampede_experiments::Error;
+use stampede_scenario::Error;
 
 type Result<T> = std::result::Result<T, Error>;
 

@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use stampede_experiments::{Error, Result};
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedSet, TableWriter};
 use stampede_ring::compare::{self, Options};
 use stampede_ring::journal::{replay, Applied, Journal};
 use stampede_ring::status::{lookup, render, status};
 use stampede_ring::{JournalError, Op, Settings};
+use stampede_scenario::{Error, Result};
 
 #[derive(Args)]
 pub struct RingArgs {

@@ -8,9 +8,9 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use stampede_engine::models::gateway::{Gateway, GatewayParams};
 use stampede_engine::LatencyHistogram;
-use stampede_experiments::models::gateway::Gateway as GatewayModel;
-use stampede_experiments::scenario::builtin::load_scenario_source;
-use stampede_experiments::{Overrides, Scenario};
+use stampede_scenario::models::gateway::Gateway as GatewayModel;
+use stampede_scenario::scenario::builtin::load_scenario_source;
+use stampede_scenario::{Overrides, Scenario};
 
 /// The parameters of `llm-stack`'s grid points (0: naive, 1: stack).
 fn llm_stack() -> Vec<GatewayParams> {

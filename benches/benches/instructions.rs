@@ -22,9 +22,9 @@ use stampede_engine::policy::classify::Outcome;
 use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
 use stampede_engine::policy::token_bucket::TokenBucket;
 use stampede_engine::{secs_to_nanos, LatencyHistogram, RngStream, StreamPurpose};
-use stampede_experiments::models::gateway::Gateway as GatewayModel;
-use stampede_experiments::scenario::builtin::load_scenario_source;
-use stampede_experiments::{Overrides, Scenario};
+use stampede_scenario::models::gateway::Gateway as GatewayModel;
+use stampede_scenario::scenario::builtin::load_scenario_source;
+use stampede_scenario::{Overrides, Scenario};
 
 const HOLDS: usize = 10_000;
 

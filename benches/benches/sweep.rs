@@ -4,10 +4,10 @@
 //! `cargo bench -p stampede-benches --bench sweep`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use stampede_experiments::run::plan::Plan;
-use stampede_experiments::run::runner::{run_grid, Sinks};
-use stampede_experiments::scenario::builtin::load_scenario_source;
-use stampede_experiments::{Overrides, Scenario};
+use stampede_run::plan::Plan;
+use stampede_run::runner::{run_grid, Sinks};
+use stampede_scenario::scenario::builtin::load_scenario_source;
+use stampede_scenario::{Overrides, Scenario};
 
 fn sweep(c: &mut Criterion) {
     let overrides = Overrides {

@@ -21,6 +21,9 @@ pub mod components;
 pub mod measurement;
 pub mod models;
 pub mod policy;
+/// Test support (a counting allocator); only with the `test-util` feature, so no
+/// production build carries it.
+#[cfg(feature = "test-util")]
 pub mod testing;
 
 pub use kernel::histogram::LatencyHistogram;

@@ -4,7 +4,7 @@
 //! [`named_enum!`](crate::named_enum) declares a fieldless enum together with its
 //! [`Named`] implementation: the list of variants in declaration order and each
 //! variant's snake_case name. Configuration parses names through one generic helper
-//! (`stampede_experiments::base::names`), and per-variant metrics are built by
+//! (`stampede_scenario::base::names`), and per-variant metrics are built by
 //! iterating [`Named::ALL`] — never by literal index.
 
 /// A fieldless enum with a fixed list of variants and a name for each.

@@ -8,10 +8,10 @@
 //! `blocks` → `race`, `topology` → `sections` → `page`.
 
 use plotters::style::RGBColor;
-use stampede_experiments::models::metrics::Direction;
-use stampede_experiments::models::presentation::Presentation;
-use stampede_experiments::models::MetricDef;
-use stampede_experiments::run::summary::point_heading;
+use stampede_run::summary::point_heading;
+use stampede_scenario::models::metrics::Direction;
+use stampede_scenario::models::presentation::Presentation;
+use stampede_scenario::models::MetricDef;
 
 use crate::chart::{series_colour, BarValue, Figure};
 use crate::data;

@@ -6,16 +6,16 @@
 //! more than a relative tolerance; latency quantiles side by side. Rendered for the
 //! terminal, as JSON and as a self-contained HTML page.
 //!
-//! The statistics are [`stampede_experiments::verify::compare`]'s; this module reads
+//! The statistics are [`stampede_run::verify::compare`]'s; this module reads
 //! the folders and shapes the answer.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use stampede_experiments::run::report::json_number;
-use stampede_experiments::verify::compare::{holm, Difference, Pair};
-use stampede_experiments::{Error, Result};
 use stampede_output::Table;
+use stampede_run::report::json_number;
+use stampede_run::verify::compare::{holm, Difference, Pair};
+use stampede_scenario::{Error, Result};
 
 use crate::blocks::{escape, points};
 use crate::folder::Folder;

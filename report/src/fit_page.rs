@@ -2,7 +2,7 @@
 //! log time axis, and the table of candidates with their Kolmogorov–Smirnov distances
 //! and the TOML value of each. Self-contained and offline, like the run report.
 
-use stampede_experiments::inputs::fit::{FitReport, DATA_QUANTILES};
+use stampede_scenario::inputs::fit::{FitReport, DATA_QUANTILES};
 
 use crate::blocks::escape;
 use crate::chart::{hex, series_colour, Axis, Line, LinePlot, Point, Scale};
@@ -27,7 +27,7 @@ pub fn render(source: &str, report: &FitReport) -> String {
             .iter()
             .map(|x| Point {
                 x: *x,
-                y: stampede_experiments::inputs::fit::cdf_of(&candidate.distribution, *x),
+                y: stampede_scenario::inputs::fit::cdf_of(&candidate.distribution, *x),
                 interval: None,
             })
             .collect();

@@ -10,10 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use stampede_experiments::models::MetricDef;
-use stampede_experiments::run::report::MANIFEST_FORMAT;
-use stampede_experiments::{Error, Result, Scenario};
 use stampede_output::Table;
+use stampede_run::report::MANIFEST_FORMAT;
+use stampede_scenario::models::MetricDef;
+use stampede_scenario::{Error, Result, Scenario};
 
 /// The fields of `manifest.json` the report uses.
 #[derive(Clone, Debug)]
@@ -184,7 +184,7 @@ impl Folder {
                 .iter()
                 .map(|name| {
                     let name: &'static str = Box::leak(name.clone().into_boxed_str());
-                    MetricDef::new(name, stampede_experiments::models::MetricKind::Real, "", false)
+                    MetricDef::new(name, stampede_scenario::models::MetricKind::Real, "", false)
                 })
                 .collect(),
         }

@@ -28,8 +28,8 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
-use stampede_experiments::{Error, Result};
 use stampede_output::StagedFile;
+use stampede_scenario::{Error, Result};
 
 use crate::blocks::Context;
 use crate::folder::Folder;

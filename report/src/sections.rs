@@ -5,10 +5,10 @@
 //! turns them into HTML.
 
 use plotters::style::RGBColor;
-use stampede_experiments::models::metrics::Direction;
-use stampede_experiments::models::presentation::{Section as ModelSection, Segment};
-use stampede_experiments::models::MetricDef;
-use stampede_experiments::run::summary::best;
+use stampede_run::summary::best;
+use stampede_scenario::models::metrics::Direction;
+use stampede_scenario::models::presentation::{Section as ModelSection, Segment};
+use stampede_scenario::models::MetricDef;
 
 use crate::blocks::{csv, escape, num, Block, Context, Section};
 use crate::chart::{
@@ -1043,8 +1043,8 @@ pub fn part_sections(ctx: &Context) -> Vec<Section> {
 fn topology(
     ctx: &Context,
     title: &str,
-    services: &[stampede_experiments::models::presentation::TopologyService],
-    edges: &[stampede_experiments::models::presentation::TopologyEdge],
+    services: &[stampede_scenario::models::presentation::TopologyService],
+    edges: &[stampede_scenario::models::presentation::TopologyEdge],
     entries: &[String],
 ) -> Block {
     let mean = |point: u32, metric: &str| ctx.value(point, metric).map_or(f64::NAN, |v| v.value);

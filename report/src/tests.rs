@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use stampede_experiments::run::pipeline::execute;
-use stampede_experiments::scenario::builtin::load_scenario_source;
-use stampede_experiments::{Overrides, Scenario};
 use stampede_output::Table;
+use stampede_run::pipeline::execute;
+use stampede_scenario::scenario::builtin::load_scenario_source;
+use stampede_scenario::{Overrides, Scenario};
 
 use crate::blocks::{self, Block, Context};
 use crate::folder::Folder;
@@ -285,43 +285,4 @@ fn a_newer_or_foreign_manifest_is_refused_and_an_older_one_is_read() {
     std::fs::write(&manifest, b"{\"tool\": \"other\"}").unwrap();
     let error = crate::render(&folder.dir).err().unwrap().to_string();
     assert!(error.contains("not a stampede manifest"), "{error}");
-}
-
-/// The report's modules form layers, each importing only from layers below it (so
-/// no two import from each other): `chart`, `folder` → `data` → `blocks` → `race`,
-/// `topology`, `fit_page` → `sections`, `compare` → `page` → the crate root. Read
-/// from the source, the whole file but its `mod tests` block.
-#[test]
-fn the_report_modules_import_only_from_layers_below() {
-    const LAYERS: &[&[&str]] = &[
-        &["chart", "folder"],
-        &["data"],
-        &["blocks"],
-        &["race", "topology", "fit_page"],
-        &["sections", "compare"],
-        &["page"],
-    ];
-    let layer_of = |module: &str| LAYERS.iter().position(|layer| layer.contains(&module));
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let module = path.file_stem().unwrap().to_string_lossy().to_string();
-        if module == "tests" || module == "lib" {
-            continue;
-        }
-        let own =
-            layer_of(&module).unwrap_or_else(|| panic!("report/src/{module}.rs is in no layer: add it to LAYERS"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let code = text.split("#[cfg(test)]\nmod tests {").next().unwrap();
-        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (at, _) in line.match_indices("crate::") {
-                let target: String = line[at + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-                let Some(theirs) = layer_of(&target) else { continue };
-                assert!(theirs < own, "report/src/{module}.rs (layer {own}) imports crate::{target} (layer {theirs})");
-                checked += 1;
-            }
-        }
-    }
-    assert!(checked > 15, "the imports were read: {checked}");
 }

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use plotters::style::RGBColor;
-use stampede_experiments::models::presentation::{TopologyEdge, TopologyService};
+use stampede_scenario::models::presentation::{TopologyEdge, TopologyService};
 
 use crate::blocks::escape;
 use crate::chart::Figure;

@@ -4,7 +4,7 @@
 //!
 //! Each page is one module under [`pages`] with its routes (page and JSON API); the
 //! shell ([`shell`]) gives every page the same header and navigation. Adding a page
-//! is a module and a line in [`pages::PAGES`] and [`app`].
+//! is a module and a line in [`shell::PAGES`] and [`app`].
 
 pub mod guard;
 pub mod llm;
@@ -66,7 +66,7 @@ pub fn app(options: Options) -> Router {
     // A request may not make the server read a file it names (a fixture's
     // `ttft_s = { dist = "empirical", file = "/etc/passwd" }`): only inline values and
     // the uploaded fixture, which the Sandbox keeps in memory.
-    stampede_experiments::inputs::sealed::refuse_all_files(
+    stampede_scenario::inputs::sealed::refuse_all_files(
         "the web app reads no file on the server; give the values inline (a distribution's parameters, or \
          dist = \"quantiles\") or run the scenario with `stampede run`",
     );

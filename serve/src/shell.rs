@@ -1,7 +1,9 @@
 //! The page shell every page shares: document head, the header with the navigation
-//! built from [`crate::pages::PAGES`], and the shared stylesheet.
+//! built from [`PAGES`], and the shared stylesheet. Below every page: it imports none.
 
-use crate::pages::PAGES;
+/// The navigation: (path, name), in order.
+pub const PAGES: &[(&str, &str)] =
+    &[("/learn", "Learn"), ("/sandbox", "Sandbox"), ("/ring", "Ring explorer"), ("/results", "Results")];
 
 const STYLE: &str = include_str!("../assets/shell.css");
 

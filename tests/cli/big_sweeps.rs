@@ -383,16 +383,16 @@ fn peak_memory_is_flat_in_the_replica_rows() {
 /// report.html and trace.parquet are at least what is written, and not absurdly more.
 #[test]
 fn the_space_estimate_covers_the_report_and_the_trace() {
-    use stampede_experiments::scenario::builtin::load_scenario_source;
-    use stampede_experiments::{Overrides, Scenario};
+    use stampede_scenario::scenario::builtin::load_scenario_source;
+    use stampede_scenario::{Overrides, Scenario};
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().join("out");
     run(&["run", "baltor", "--quiet", "--replicas", "3", "--trace", "0", "--out", out.to_str().unwrap()]);
     let overrides =
         Overrides { sets: vec![("run.replicas".into(), toml::Value::Integer(3))], grids: vec![], cases: vec![] };
     let scenario = Scenario::resolve(load_scenario_source("baltor").unwrap(), &overrides).unwrap();
-    let report = stampede_experiments::run::budget::report_bytes(&scenario);
-    let trace = stampede_experiments::run::trace::estimate_bytes(&scenario, 0).unwrap();
+    let report = stampede_run::budget::report_bytes(&scenario);
+    let trace = stampede_run::trace::estimate_bytes(&scenario, 0).unwrap();
     let written = |name: &str| std::fs::metadata(out.join("baltor").join(name)).unwrap().len() as f64;
     let (report_written, trace_written) = (written("report.html"), written("trace.parquet"));
     assert!(

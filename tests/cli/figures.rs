@@ -71,7 +71,7 @@ impl Run {
         let all = self.replicas.numbers(metric).unwrap_or_else(|_| panic!("no metric {metric}"));
         let values: Vec<f64> = points.iter().zip(all).filter(|(p, _)| **p as usize == point).map(|(_, v)| v).collect();
         match statistic {
-            "p95" => stampede_experiments::verify::replica_quantile(&values, 0.95),
+            "p95" => stampede_run::verify::replica_quantile(&values, 0.95),
             "max" => values.iter().copied().filter(|v| v.is_finite()).fold(f64::NEG_INFINITY, f64::max),
             "fraction_at_most" => {
                 let bound = bound.expect("fraction_at_most needs a bound");

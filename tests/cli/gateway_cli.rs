@@ -99,10 +99,9 @@ fn a_fixture_path_is_relative_to_its_scenario_and_the_manifest_embeds_it() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("lab");
     std::fs::create_dir(&dir).unwrap();
-    let fixture =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures/llm-gateway.toml"))
-            .unwrap()
-            .replace("# ", "#  ");
+    let fixture = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenario/fixtures/llm-gateway.toml"))
+        .unwrap()
+        .replace("# ", "#  ");
     std::fs::write(dir.join("my-fixture.toml"), &fixture).unwrap();
     let shown = stdout(&stampede(&["show", "llm-naive"]));
     let scenario = shown.replace("[workload]\n", "[workload]\nfixture = \"my-fixture.toml\"\n");

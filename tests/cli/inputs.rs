@@ -339,7 +339,7 @@ fn bad_load_input_is_refused_naming_the_field() {
 #[test]
 fn fit_reports_each_family_and_writes_its_page() {
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures");
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/scenario/fixtures");
     let page = dir.path().join("fit.html");
     let output = stampede(&[
         "fit",

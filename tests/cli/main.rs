@@ -1,7 +1,7 @@
 //! Integration tests of the `stampede` binary, as one test binary (one link instead
 //! of five): bad input, output files and determinism, the cluster and gateway
 //! commands, and DuckDB/pandas reading the output. In-process tests of the same
-//! layers live in `experiments/src/tests.rs`.
+//! layers live in `run/src/tests.rs`.
 
 mod bad_input;
 mod big_sweeps;

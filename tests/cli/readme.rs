@@ -95,7 +95,7 @@ fn every_readme_example_runs() {
     let dir = scratch.path();
     // The README's worked examples read the shipped fixtures and docs/examples by their
     // path in the repository: the scratch folder holds them at the same place.
-    for folder in ["experiments/fixtures", "docs/examples"] {
+    for folder in ["scenario/fixtures", "docs/examples"] {
         let copy = dir.join(folder);
         std::fs::create_dir_all(&copy).unwrap();
         for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(folder)).unwrap() {
@@ -161,15 +161,14 @@ fn every_readme_example_runs() {
 fn the_readme_graph_example_is_the_shipped_file() {
     let readme = crate::common::book();
     let file =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/fixtures/checkout-graph.toml"))
-            .unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenario/fixtures/checkout-graph.toml")).unwrap();
     let shown = blocks(&readme)
         .into_iter()
         .find(|(info, text)| {
             info == "toml" && text.contains("model = \"graph\"") && text.starts_with("name = \"checkout\"")
         })
         .expect("the README shows the graph example");
-    assert_eq!(shown.1, file, "README's graph example and experiments/fixtures/checkout-graph.toml differ");
+    assert_eq!(shown.1, file, "README's graph example and scenario/fixtures/checkout-graph.toml differ");
 }
 
 /// The README's output table and report section name exactly the models that write
@@ -178,8 +177,8 @@ fn the_readme_graph_example_is_the_shipped_file() {
 /// named there has series.
 #[test]
 fn the_readme_names_the_models_that_write_time_series() {
-    use stampede_experiments::scenario::builtin::{load_scenario_source, BUILTINS};
-    use stampede_experiments::{Overrides, Scenario};
+    use stampede_scenario::scenario::builtin::{load_scenario_source, BUILTINS};
+    use stampede_scenario::{Overrides, Scenario};
     let readme = crate::common::book();
     let row = readme.lines().find(|l| l.starts_with("| `timeseries.parquet` |")).expect("the output table's row");
     let row_models = row.split('|').nth(2).unwrap().to_string();

@@ -257,7 +257,7 @@ fn verify_lines_say_what_each_claim_measured() {
     assert_eq!(replicas, 100);
     assert_eq!(fraction["interval"], "wilson");
     // The interval is Wilson's of the count, and the claimed statistic is its lower end.
-    let (lo, hi) = stampede_experiments::verify::wilson(successes as usize, replicas as usize);
+    let (lo, hi) = stampede_run::verify::wilson(successes as usize, replicas as usize);
     assert_eq!(fraction["interval_lo"].as_f64().unwrap(), lo);
     assert_eq!(fraction["value"].as_f64().unwrap(), lo);
     let printed = line("recovery_s: expected fraction_ci_lo");

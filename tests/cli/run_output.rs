@@ -152,7 +152,7 @@ fn list_names_every_builtin_with_a_description() {
     assert!(output.status.success());
     let text = stdout(&output);
     let names: Vec<&str> = text.lines().map(|line| line.split_whitespace().next().unwrap()).collect();
-    let builtins: Vec<&str> = stampede_experiments::scenario::builtin::BUILTINS.iter().map(|(name, _)| *name).collect();
+    let builtins: Vec<&str> = stampede_scenario::scenario::builtin::BUILTINS.iter().map(|(name, _)| *name).collect();
     assert_eq!(names, builtins);
     assert!(names.contains(&"baltor") && names.contains(&"mmc"));
     assert!(text.lines().all(|line| line.split_whitespace().count() > 3));
@@ -189,8 +189,8 @@ fn capacity_prints_the_arithmetic_and_reads_a_user_fixture() {
     // A user's fixture: a think class that reserves only what it needs no longer pays the tax.
     let scratch = tempfile::tempdir().unwrap();
     let file = scratch.path().join("mine.toml");
-    let mine = stampede_experiments::models::gateway::fixture::DEFAULT_FIXTURE
-        .replace("max_tokens = 8192", "max_tokens = 4096");
+    let mine =
+        stampede_scenario::models::gateway::fixture::DEFAULT_FIXTURE.replace("max_tokens = 8192", "max_tokens = 4096");
     std::fs::write(&file, mine).unwrap();
     let text = stdout(&stampede(&["capacity", "--fixture", file.to_str().unwrap()]));
     assert!(text.contains("sustainable: 12.25 turns/s"), "{text}");

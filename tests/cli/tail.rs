@@ -11,7 +11,7 @@ use crate::common::{stampede, stderr};
 /// The order statistic of rank ⌈q·n⌉ (at least 1), as the metrics define it: the
 /// nearest-rank quantile `verify` uses across replicas.
 fn order_statistic(values: Vec<f64>, q: f64) -> f64 {
-    stampede_experiments::verify::replica_quantile(&values, q)
+    stampede_run::verify::replica_quantile(&values, q)
 }
 
 fn run(dir: &Path, args: &[&str]) {

@@ -34,8 +34,8 @@ use stampede_engine::policy::breaker::CircuitBreaker;
 use stampede_engine::policy::classify::RetryClassifier;
 use stampede_engine::policy::retry_budget::RetryBudget;
 use stampede_engine::policy::Criticality;
-use stampede_experiments::models::gateway::Gateway;
-use stampede_experiments::{Error, Result};
+use stampede_scenario::models::gateway::Gateway;
+use stampede_scenario::{Error, Result};
 use tower_layer::Layer;
 
 use crate::admission::{admission, AdmissionConfig, AdmissionLayer, AdmissionState, Applicant, ApplicantOf};

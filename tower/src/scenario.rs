@@ -1,5 +1,5 @@
 //! One configuration, two uses: the stack a scenario simulated, built from the same
-//! TOML by the same parser (`stampede_experiments`), so a bad file fails here with
+//! TOML by the same parser (`stampede_scenario`), so a bad file fails here with
 //! the message and exit code `stampede run` gives it.
 //!
 //! * [`from_scenario`]`(path, "api->payments")`: a graph edge's client side — its
@@ -29,11 +29,11 @@ use stampede_engine::policy::limiter::ConcurrencyLimiter;
 use stampede_engine::policy::retry_budget::RetryBudget;
 use stampede_engine::policy::shedder::PriorityShedder;
 use stampede_engine::policy::token_bucket::TokenBucket;
-use stampede_experiments::models::cluster::Cluster;
-use stampede_experiments::models::graph::{build, Graph, Topology};
-use stampede_experiments::models::ModelSpec;
-use stampede_experiments::scenario::builtin::load_scenario_source;
-use stampede_experiments::{Error, GridPoint, Overrides, Result, Scenario};
+use stampede_scenario::models::cluster::Cluster;
+use stampede_scenario::models::graph::{build, Graph, Topology};
+use stampede_scenario::models::ModelSpec;
+use stampede_scenario::scenario::builtin::load_scenario_source;
+use stampede_scenario::{Error, GridPoint, Overrides, Result, Scenario};
 use tower_layer::Layer;
 
 use crate::gate::{AllCritical, FromExtension, GateLayer, Gated};

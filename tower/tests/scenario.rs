@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::classify::RetryDecision;
-use stampede_experiments::scenario::builtin::load_scenario_source;
-use stampede_experiments::{Overrides, Scenario};
+use stampede_scenario::scenario::builtin::load_scenario_source;
+use stampede_scenario::{Overrides, Scenario};
 use stampede_tower::{from_scenario, from_scenario_point, service_from_scenario, BoxError, Rejected};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -70,8 +70,8 @@ fn an_edge_stack_carries_the_edges_retry_breaker_and_timeout_as_the_simulator_re
     let source = load_scenario_source(&path.to_string_lossy()).unwrap();
     let scenario = Scenario::resolve(source, &Overrides::default()).unwrap();
     let point = &scenario.grid_points().unwrap()[0];
-    let graph = point.model.downcast::<stampede_experiments::models::graph::Graph>().unwrap();
-    let topology = stampede_experiments::models::graph::build::build(graph).unwrap();
+    let graph = point.model.downcast::<stampede_scenario::models::graph::Graph>().unwrap();
+    let topology = stampede_scenario::models::graph::build::build(graph).unwrap();
     let edge = &topology.params.edges[topology.edges.iter().position(|e| e == "api->payments").unwrap()];
     assert_eq!(edge.breaker.expect("the simulator's edge has it too").minimum_calls, 5);
     assert_eq!(edge.max_attempts, config.max_attempts);
@@ -346,9 +346,8 @@ async fn a_gateway_scenarios_stack_builds_each_class_in_its_order_over_shared_st
 fn a_gateway_stack_keeps_the_scenarios_order_and_leaves_out_the_gates_it_does_not_list() {
     use stampede_tower::{gateway_from_scenario, TokensWith};
     let tokens = TokensWith(|p: &Prompt| (p.input_tokens, p.max_tokens), |c: &Completion| c.output_tokens);
-    let source =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../experiments/scenarios/llm-stack.toml"))
-            .expect("the built-in");
+    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenario/scenarios/llm-stack.toml"))
+        .expect("the built-in");
     let reordered = source
         .replace(
             r#"gates = ["admission", "bulkhead", "adaptive", "breaker", "quota", "retry", "fallback"]"#,

@@ -26,7 +26,7 @@ use std::cell::RefCell;
 
 use crate::kernel::time::Nanos;
 
-use super::endings::Ending;
+use super::ending::Ending;
 
 /// Spare counters kept per thread at most (a replica of a usual model holds one per
 /// request kind: the gateway's turns and classes, a graph's entry points).

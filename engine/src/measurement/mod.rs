@@ -4,10 +4,11 @@
 //! Nothing here schedules events.
 
 pub mod buckets;
-pub mod endings;
+pub mod ending;
 pub mod latency_windows;
 pub mod log_histogram;
 pub mod recovery;
+pub mod request_latencies;
 pub mod running_quantile;
 pub mod theory;
 pub mod trace;

@@ -18,13 +18,13 @@ use serde_json::{json, Map, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::measurement::trace::{Trace, TraceKind, TraceRow};
 use stampede_engine::{nanos_to_secs, secs_to_nanos, Nanos};
-use stampede_experiments::base::typing::parse_text;
-use stampede_experiments::run::latency::interpolated_quantile;
-use stampede_experiments::run::moments::Moments;
-use stampede_experiments::run::plan::Plan;
-use stampede_experiments::run::runner::{run_grid_cancellable, PointResult, ReplicaRecord, Sinks};
-use stampede_experiments::run::stats::Summary;
-use stampede_experiments::{Overrides, Scenario};
+use stampede_run::latency::interpolated_quantile;
+use stampede_run::moments::Moments;
+use stampede_run::plan::Plan;
+use stampede_run::runner::{run_grid_cancellable, PointResult, ReplicaRecord, Sinks};
+use stampede_run::stats::Summary;
+use stampede_scenario::base::typing::parse_text;
+use stampede_scenario::{Overrides, Scenario};
 
 use super::RunError;
 

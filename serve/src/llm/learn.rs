@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use stampede_engine::measurement::trace::{Trace, TraceKind};
 use stampede_engine::nanos_to_secs;
-use stampede_experiments::run::stats::Summary;
+use stampede_run::stats::Summary;
 
 /// One knob: a slider (`min`..`max` by `step`) or a choice among `choices`.
 pub struct Knob {

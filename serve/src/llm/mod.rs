@@ -28,10 +28,10 @@ pub enum RunError {
     Failed(String),
 }
 
-impl From<stampede_experiments::Error> for RunError {
-    fn from(error: stampede_experiments::Error) -> Self {
+impl From<stampede_scenario::Error> for RunError {
+    fn from(error: stampede_scenario::Error) -> Self {
         match error.kind {
-            stampede_experiments::ErrorKind::BadInput => RunError::BadInput(error.to_string()),
+            stampede_scenario::ErrorKind::BadInput => RunError::BadInput(error.to_string()),
             _ => RunError::Failed(error.to_string()),
         }
     }

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::Gate;
-use stampede_experiments::inputs::sealed;
-use stampede_experiments::models::gateway::fixture::Fixture;
-use stampede_experiments::{Overrides, Scenario};
+use stampede_scenario::inputs::sealed;
+use stampede_scenario::models::gateway::fixture::Fixture;
+use stampede_scenario::{Overrides, Scenario};
 
 use super::RunError;
 
@@ -124,7 +124,7 @@ fn resolve_text(text: &str, fixture: Option<&FixtureFile>) -> Result<Prepared, R
 /// The uploaded fixture, held in memory under a folder that does not exist on disk:
 /// the scenario reads it through the sealed inputs, where it was seeded, and the
 /// server reads no file at all (every other path is refused: see
-/// [`stampede_experiments::inputs::sealed::refuse_all_files`]). Forgotten when dropped.
+/// [`stampede_scenario::inputs::sealed::refuse_all_files`]). Forgotten when dropped.
 struct UploadedFixture {
     dir: PathBuf,
     path: PathBuf,
@@ -160,11 +160,11 @@ pub fn gate_notes() -> Value {
     })
 }
 
-use stampede_experiments::models::gateway::IncidentName;
+use stampede_scenario::models::gateway::IncidentName;
 /// An incident as the page edits it: the scenario's own `[[incidents]]` entry (one
 /// type, so the page and `stampede run` cannot disagree on a field); the page shows the
 /// kinds in [`SHOWN_INCIDENTS`].
-pub use stampede_experiments::models::gateway::IncidentSection as Incident;
+pub use stampede_scenario::models::gateway::IncidentSection as Incident;
 
 /// The knobs the Sandbox exposes (each maps to one scenario field).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -13,10 +13,6 @@ use serde_json::{json, Value};
 
 use crate::llm::RunError;
 
-/// The navigation: (path, name), in order.
-pub const PAGES: &[(&str, &str)] =
-    &[("/learn", "Learn"), ("/sandbox", "Sandbox"), ("/ring", "Ring explorer"), ("/results", "Results")];
-
 /// The LLM pages' shared stylesheet and drawing code (timeline, histogram, series, cards).
 const LLM_STYLE: &str = include_str!("../../assets/llm.css");
 const LLM_SCRIPT: &str = include_str!("../../assets/llm.js");

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::reason::Source;
 use stampede_engine::models::gateway::{Gate, Reason};
-use stampede_experiments::models::gateway::Gateway as GatewayModel;
+use stampede_scenario::models::gateway::Gateway as GatewayModel;
 
 use crate::llm::figures::{anchor, interval, summarised_run, timeline};
 use crate::llm::sandbox::{gate_notes, prepare, product, warnings, Config};

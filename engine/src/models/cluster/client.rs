@@ -13,7 +13,7 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timer::{TimerSlot, TimerTicket};
-use crate::measurement::endings::Ending;
+use crate::measurement::ending::Ending;
 use crate::policy::classify::Outcome;
 
 impl Cluster<'_> {

@@ -18,8 +18,8 @@ use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
-use crate::measurement::endings::{EndingSlots, RequestLatencies};
 use crate::measurement::latency_windows::WindowCounts;
+use crate::measurement::request_latencies::{EndingSlots, RequestLatencies};
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
 

@@ -9,7 +9,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::Nanos;
-use crate::measurement::endings::Ending;
+use crate::measurement::ending::Ending;
 use crate::policy::classify::Outcome;
 
 impl Cluster<'_> {

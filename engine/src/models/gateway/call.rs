@@ -7,7 +7,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::Named;
-use crate::measurement::endings::Ending as CallEnding;
+use crate::measurement::ending::Ending as CallEnding;
 
 use super::gate::Gate;
 use super::gates::Entry;

@@ -16,8 +16,8 @@ use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{secs_to_nanos, Nanos, NANOS_PER_SEC};
-use crate::measurement::endings::RequestLatencies;
 use crate::measurement::latency_windows::WindowCounts;
+use crate::measurement::request_latencies::RequestLatencies;
 use crate::measurement::trace::{Trace, TraceKind, Tracer};
 use crate::policy::admission::AdmissionController;
 use crate::policy::breaker::BreakerState;
@@ -28,12 +28,11 @@ use crate::policy::quota::QuotaMeter;
 use crate::policy::retry_budget::RatioBudget;
 
 use super::gate::Gate;
-use super::gates::{bulkheads, limiter_queue_capacity, limiters, quota_meters};
 use super::params::{Arrivals, Client, GatewayParams, Incident, IncidentKind, LimiterScope};
 use super::reason::Reason;
 use super::results::{ClassHistograms, ClassResults, GatewayResults, TURN_ENDINGS};
+use super::state::GatewayTrace;
 use super::state::{Attempt, Call, Ending, Event, Turn};
-use super::trace::GatewayTrace;
 
 const ARRIVALS: StreamPurpose = StreamPurpose::named("gateway.arrivals");
 const TURNS: StreamPurpose = StreamPurpose::named("gateway.turns");
@@ -165,7 +164,7 @@ impl<'h> Gateway<'h> {
         let has = |gate| stack && p.gates.contains(&gate);
         let providers =
             p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate).with_ttft(t.ttft.clone())).collect();
-        let meters = if has(Gate::Quota) { quota_meters(&p) } else { Vec::new() };
+        let meters = if has(Gate::Quota) { p.quota_meters() } else { Vec::new() };
         let in_flight_capacity: u32 = p.classes.iter().map(|c| c.bulkhead_slots).sum();
         // Pressure compares a tier's attempts with the slots of the classes a turn can call.
         let reached = p.plan.reachable(&p.classes);
@@ -186,7 +185,7 @@ impl<'h> Gateway<'h> {
                 })
             })
             .collect();
-        let limiter_queue_capacity = limiter_queue_capacity(&p);
+        let limiter_queue_capacity = p.limiter_queue_capacity();
         let expected_latency = (0..p.classes.len()).map(|class| p.unloaded_latency(class)).collect();
         let classes = p.classes.len();
         Gateway {
@@ -207,8 +206,8 @@ impl<'h> Gateway<'h> {
             providers,
             meters,
             admission: AdmissionController::new(p.ladder, p.tenants, in_flight_capacity),
-            bulkheads: bulkheads(&p),
-            limiters: limiters(&p),
+            bulkheads: p.bulkheads(),
+            limiters: p.limiters(),
             limiter_queues: limiter_queue_capacity.iter().map(|&n| VecDeque::with_capacity(n)).collect(),
             limiter_earliest_deadline: vec![Nanos::MAX; limiter_queue_capacity.len()],
             limiter_queue_capacity,

@@ -8,10 +8,10 @@ use crate::kernel::time::Nanos;
 use crate::policy::admission::Ladder;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
-use crate::policy::bulkhead::{BulkheadConfig, CoDelConfig, QueueOrder};
+use crate::policy::bulkhead::{Bulkhead, BulkheadConfig, CoDelConfig, QueueOrder};
 use crate::policy::classify::RetryClassifier;
 use crate::policy::limiter::{ConcurrencyLimiter, LimiterKind, SampleWindow};
-use crate::policy::quota::{QuotaConfig, QuotaLimits};
+use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter};
 use crate::policy::retry_budget::RatioBudget;
 
 use super::gate::Gate;
@@ -276,6 +276,51 @@ pub struct GatewayParams {
 }
 
 impl GatewayParams {
+    /// One limiter per class, or one per tier (the pooling bug).
+    pub(super) fn limiters(&self) -> Vec<ConcurrencyLimiter> {
+        let count = match self.limiter_scope {
+            LimiterScope::Class => self.classes.len(),
+            LimiterScope::Tier => self.tiers.len(),
+        };
+        (0..count).map(|_| self.limiter()).collect()
+    }
+
+    /// How many calls may wait for each limiter: its classes' bulkhead queues.
+    pub(super) fn limiter_queue_capacity(&self) -> Vec<usize> {
+        match self.limiter_scope {
+            LimiterScope::Class => self.classes.iter().map(|c| c.bulkhead_queue as usize).collect(),
+            LimiterScope::Tier => (0..self.tiers.len())
+                .map(|tier| self.classes.iter().filter(|c| c.tier == tier).map(|c| c.bulkhead_queue as usize).sum())
+                .collect(),
+        }
+    }
+
+    /// One bulkhead per class, sized by the class.
+    pub(super) fn bulkheads(&self) -> Vec<Bulkhead> {
+        (0..self.classes.len()).map(|class| Bulkhead::new(self.bulkhead_config(class))).collect()
+    }
+
+    /// The client meters: one set of tiers fleet-wide when coordinated, one per instance
+    /// when split (`instances × tiers`, instance-major). A coordinated quota that may lose
+    /// its coordinator also gets the per-instance sets it falls back to, after its own.
+    pub(super) fn quota_meters(&self) -> Vec<QuotaMeter> {
+        let tiers = 0..self.tiers.len();
+        let split = QuotaConfig { coordinated: false, ..self.quota };
+        let per_instance = || {
+            (0..self.instances).flat_map(|_| tiers.clone().map(|tier| QuotaMeter::new(self.quota_limits(tier), split)))
+        };
+        let can_fail = self.incidents.iter().any(|i| i.kind == IncidentKind::CoordinatorOutage);
+        match (self.quota.coordinated, can_fail) {
+            (true, false) => tiers.clone().map(|tier| QuotaMeter::new(self.quota_limits(tier), self.quota)).collect(),
+            (true, true) => tiers
+                .clone()
+                .map(|tier| QuotaMeter::new(self.quota_limits(tier), self.quota))
+                .chain(per_instance())
+                .collect(),
+            (false, _) => per_instance().collect(),
+        }
+    }
+
     /// One concurrency limiter of the adaptive gate (per class or per tier).
     pub fn limiter(&self) -> ConcurrencyLimiter {
         match self.limiter_window {

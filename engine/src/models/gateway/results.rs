@@ -3,7 +3,7 @@
 //! experiments layer turns these into metric columns by iterating the enums.
 
 use crate::kernel::Named;
-use crate::measurement::endings::{EndingSlots, RequestLatencies};
+use crate::measurement::request_latencies::{EndingSlots, RequestLatencies};
 
 use super::reason::{Reason, REASONS};
 

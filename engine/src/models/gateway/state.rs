@@ -8,7 +8,8 @@ use crate::components::provider::{CallSpec, ServicePlan};
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{Ticket, TicketStamp};
-use crate::policy::breaker::Permit;
+use crate::measurement::trace::Tracer;
+use crate::policy::breaker::{BreakerState, Permit};
 use crate::policy::quota::Reservation;
 
 use super::reason::Reason;
@@ -159,4 +160,11 @@ pub(super) struct Feedback {
     pub(super) output_used: u64,
     /// The limiter already learnt this attempt's time to first token.
     pub(super) sampled: bool,
+}
+
+/// A traced replica's rows and what the hooks compare against.
+pub(super) struct GatewayTrace {
+    pub(super) rows: Tracer,
+    /// Each class's breaker state when last looked at.
+    pub(super) breakers: Vec<BreakerState>,
 }

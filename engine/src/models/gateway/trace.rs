@@ -6,20 +6,13 @@
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::Named;
-use crate::measurement::trace::{TraceKind, Tracer};
+use crate::measurement::trace::TraceKind;
 use crate::policy::breaker::BreakerState;
 
 use super::gate::Gate;
 use super::model::Gateway;
 use super::reason::{Reason, Source};
 use super::state::{Attempt, AttemptState, Ending};
-
-/// A traced replica's rows and what the hooks compare against.
-pub(super) struct GatewayTrace {
-    pub(super) rows: Tracer,
-    /// Each class's breaker state when last looked at.
-    pub(super) breakers: Vec<BreakerState>,
-}
 
 /// An attempt's outcome as the client saw it: an HTTP status or the timeout's name.
 fn attempt_outcome(ending: Ending) -> &'static str {

@@ -16,7 +16,7 @@ use crate::kernel::time::Nanos;
 
 use super::model::{count_in_bucket, Gateway};
 use super::state::{Call, Event, Origin, Turn};
-use crate::measurement::endings::Ending as CallEnding;
+use crate::measurement::ending::Ending as CallEnding;
 
 impl Gateway<'_> {
     pub(super) fn turn_arrival(&mut self, now: Nanos, scheduler: &mut Scheduler<Event>) {

@@ -8,7 +8,7 @@ use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{TimerSlot, TimerTicket};
-use crate::measurement::endings::Ending;
+use crate::measurement::ending::Ending;
 use crate::policy::classify::Outcome;
 
 use super::model::Graph;

@@ -14,7 +14,7 @@ use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
 use crate::measurement::buckets::BucketCursor;
-use crate::measurement::endings::{EndingSlots, RequestLatencies};
+use crate::measurement::request_latencies::{EndingSlots, RequestLatencies};
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeout;
 use crate::policy::breaker::CircuitBreaker;

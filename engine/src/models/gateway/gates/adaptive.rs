@@ -7,9 +7,9 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
-use crate::models::gateway::params::{GatewayParams, LimiterScope};
+
 use crate::policy::bulkhead::QueueOrder;
-use crate::policy::limiter::ConcurrencyLimiter;
+
 use crate::policy::limiter::Signal;
 
 use super::Entry;
@@ -115,24 +115,5 @@ impl Gateway<'_> {
     pub(in crate::models::gateway) fn limiter_learns_first_token(&mut self, now: Nanos, class: usize, sample: Nanos) {
         let index = self.limiter_index(class);
         self.limiters[index].observe(now, sample, Signal::Success, &mut self.limiter_rng);
-    }
-}
-
-/// One limiter per class, or one per tier (the pooling bug).
-pub(in crate::models::gateway) fn limiters(p: &GatewayParams) -> Vec<ConcurrencyLimiter> {
-    let count = match p.limiter_scope {
-        LimiterScope::Class => p.classes.len(),
-        LimiterScope::Tier => p.tiers.len(),
-    };
-    (0..count).map(|_| p.limiter()).collect()
-}
-
-/// How many calls may wait for each limiter: its classes' bulkhead queues.
-pub(in crate::models::gateway) fn limiter_queue_capacity(p: &GatewayParams) -> Vec<usize> {
-    match p.limiter_scope {
-        LimiterScope::Class => p.classes.iter().map(|c| c.bulkhead_queue as usize).collect(),
-        LimiterScope::Tier => (0..p.tiers.len())
-            .map(|tier| p.classes.iter().filter(|c| c.tier == tier).map(|c| c.bulkhead_queue as usize).sum())
-            .collect(),
     }
 }

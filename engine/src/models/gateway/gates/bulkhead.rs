@@ -5,8 +5,7 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
-use crate::models::gateway::params::GatewayParams;
-use crate::policy::bulkhead::Bulkhead;
+
 use crate::policy::bulkhead::{Acquire, Dropped, Waiter};
 
 use super::Entry;
@@ -65,9 +64,4 @@ impl Gateway<'_> {
             bulkhead.sweep(now, |waiter, _| dropped.push((SlabKey::from_bits(waiter.id), Reason::QueueDeadline)));
         }
     }
-}
-
-/// One bulkhead per class, sized by the class.
-pub(in crate::models::gateway) fn bulkheads(p: &GatewayParams) -> Vec<Bulkhead> {
-    (0..p.classes.len()).map(|class| Bulkhead::new(p.bulkhead_config(class))).collect()
 }

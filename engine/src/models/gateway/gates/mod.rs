@@ -21,10 +21,6 @@ mod fallback;
 mod quota;
 mod retry;
 
-pub(super) use adaptive::{limiter_queue_capacity, limiters};
-pub(super) use bulkhead::bulkheads;
-pub(super) use quota::quota_meters;
-
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;

@@ -6,10 +6,8 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
-use crate::models::gateway::params::GatewayParams;
-use crate::models::gateway::params::IncidentKind;
+
 use crate::policy::quota::Reserve;
-use crate::policy::quota::{QuotaConfig, QuotaMeter};
 
 use super::Entry;
 use crate::models::gateway::model::Gateway;
@@ -64,23 +62,5 @@ impl Gateway<'_> {
                     reservation.max_tokens - feedback.output_used.min(reservation.max_tokens);
             }
         }
-    }
-}
-
-/// The client meters: one set of tiers fleet-wide when coordinated, one per instance
-/// when split (`instances × tiers`, instance-major). A coordinated quota that may lose
-/// its coordinator also gets the per-instance sets it falls back to, after its own.
-pub(in crate::models::gateway) fn quota_meters(p: &GatewayParams) -> Vec<QuotaMeter> {
-    let tiers = 0..p.tiers.len();
-    let split = QuotaConfig { coordinated: false, ..p.quota };
-    let per_instance =
-        || (0..p.instances).flat_map(|_| tiers.clone().map(|tier| QuotaMeter::new(p.quota_limits(tier), split)));
-    let can_fail = p.incidents.iter().any(|i| i.kind == IncidentKind::CoordinatorOutage);
-    match (p.quota.coordinated, can_fail) {
-        (true, false) => tiers.clone().map(|tier| QuotaMeter::new(p.quota_limits(tier), p.quota)).collect(),
-        (true, true) => {
-            tiers.clone().map(|tier| QuotaMeter::new(p.quota_limits(tier), p.quota)).chain(per_instance()).collect()
-        }
-        (false, _) => per_instance().collect(),
     }
 }

@@ -1,0 +1,379 @@
+//! The terminal summary at the end of `run` and `verify`: one compact table, metrics
+//! as rows and grid points as columns (`mean ±half-width` of the 95% interval),
+//! headline metrics first (and by default only them), the best value of each row
+//! marked (`*`, bold on a colour terminal) by the direction declared where the metric
+//! is defined. A grid too wide for the terminal shows its top and bottom points by a
+//! chosen metric and says how many it left out.
+
+use super::latency::QUANTILES;
+use super::report::{number, PointReport, RunReport};
+use stampede_scenario::base::typing::describe;
+use stampede_scenario::models::metrics::{Direction, MetricDef};
+
+/// How to print the summary.
+#[derive(Clone, Debug)]
+pub struct SummaryOptions {
+    /// Every metric, not only the headline ones.
+    pub all_metrics: bool,
+    /// The metric that ranks grid points when not all fit (default: the first headline).
+    pub rank_by: Option<String>,
+    /// Terminal columns.
+    pub width: usize,
+    /// ANSI bold for the best value of each row.
+    pub colour: bool,
+}
+
+const NAME_COLUMN: usize = 24;
+const CELL: usize = 20;
+
+/// A grid point's column heading: its case label or its scalar axis values, else
+/// `#index` with the values spelt out in the legend under the table (see
+/// [`column_titles`] for headings that would not fit or would repeat).
+fn heading(point: &PointReport) -> (String, Option<String>) {
+    point_heading(point.index, &point.params)
+}
+
+/// The heading of grid point `index` with axis values `params` (the summary's and
+/// the HTML report's): its case label or its scalar axis values, else `#index` with
+/// the values spelt out in a legend line.
+pub fn point_heading(index: u32, params: &[(String, toml::Value)]) -> (String, Option<String>) {
+    if params.is_empty() {
+        return (format!("point {index}"), None);
+    }
+    let tables = params.iter().any(|(_, v)| v.is_table() || v.is_array());
+    let shown = |(path, value): &(String, toml::Value)| {
+        let text = value.as_str().map_or_else(|| describe(value), str::to_string);
+        if path == "case" {
+            text
+        } else {
+            format!("{}={text}", path.rsplit('.').next().unwrap_or(path))
+        }
+    };
+    if tables {
+        // The case's label first, whole; then the other values.
+        let case = params.iter().find(|(p, _)| p == "case").and_then(|(_, v)| v.as_str());
+        let rest = params.iter().filter(|(p, _)| p != "case");
+        let legend = rest.map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ");
+        return match case {
+            Some(label) => (format!("#{index} {label}"), Some(format!("#{index} {label}: {legend}"))),
+            None => (format!("#{index}"), Some(format!("#{index}: {legend}"))),
+        };
+    }
+    (params.iter().map(shown).collect::<Vec<_>>().join(" "), None)
+}
+
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The shown columns' titles and the legend under the table. Axis values are the
+/// titles when every one fits its column and no two are alike; otherwise every column
+/// is `#N` and the legend spells out each point's values, so that columns can always
+/// be told apart.
+fn column_titles(report: &RunReport, columns: &[usize]) -> (Vec<String>, Vec<String>) {
+    let headings: Vec<(String, Option<String>)> = columns.iter().map(|&c| heading(&report.points[c])).collect();
+    let fits = headings.iter().all(|(title, _)| title.chars().count() <= CELL);
+    let distinct =
+        headings.iter().map(|(title, _)| title).collect::<std::collections::BTreeSet<_>>().len() == headings.len();
+    if fits && distinct {
+        let legend = headings.iter().filter_map(|(_, line)| line.clone()).collect();
+        return (headings.into_iter().map(|(title, _)| title).collect(), legend);
+    }
+    let legend = columns
+        .iter()
+        .map(|&c| {
+            let point = &report.points[c];
+            let values: Vec<String> = point.params.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect();
+            format!("#{}: {}", point.index, values.join(", "))
+        })
+        .collect();
+    (columns.iter().map(|&c| format!("#{}", report.points[c].index)).collect(), legend)
+}
+
+/// `line`, broken after commas into lines of at most `width` (continuations indented).
+fn wrap(line: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut current = String::new();
+    for (i, part) in line.split_inclusive(", ").enumerate() {
+        if i > 0 && current.chars().count() + part.chars().count() > width {
+            out.push_str(current.trim_end());
+            out.push('\n');
+            current = "    ".to_string();
+        }
+        current.push_str(part);
+    }
+    out.push_str(&current);
+    out.push('\n');
+    out
+}
+
+/// The best value of `values` in `direction` (none for `Neither`, all NaN, or all equal).
+pub fn best(values: &[f64], direction: Direction) -> Option<f64> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.windows(2).all(|w| w[0] == w[1]) {
+        return None; // all equal: nothing to mark
+    }
+    match direction {
+        Direction::Higher => finite.into_iter().max_by(f64::total_cmp),
+        Direction::Lower => finite.into_iter().min_by(f64::total_cmp),
+        Direction::Neither => None,
+    }
+}
+
+/// Which grid points to show: all if they fit, else the top and bottom by `rank`.
+fn chosen(report: &RunReport, metrics: &[MetricDef], options: &SummaryOptions) -> (Vec<usize>, Option<String>) {
+    let fits = ((options.width.saturating_sub(NAME_COLUMN)) / (CELL + 2)).max(2);
+    let n = report.points.len();
+    if n <= fits {
+        return ((0..n).collect(), None);
+    }
+    let rank = options
+        .rank_by
+        .as_deref()
+        .and_then(|name| metrics.iter().position(|m| m.name == name))
+        .or_else(|| metrics.iter().position(|m| m.headline && m.direction != Direction::Neither))
+        .unwrap_or(0);
+    let mut order: Vec<usize> = (0..n).collect();
+    let value = |i: usize| report.points[i].summaries[rank].mean;
+    order.sort_by(|&a, &b| value(a).total_cmp(&value(b)));
+    if metrics[rank].direction == Direction::Higher {
+        order.reverse();
+    }
+    let top = fits.div_ceil(2);
+    let mut shown: Vec<usize> = order[..top].iter().chain(&order[n - (fits - top)..]).copied().collect();
+    shown.sort_unstable();
+    let note = format!(
+        "{fits} of {n} grid points shown: best {top}, worst {} by {} (--rank-by METRIC)",
+        fits - top,
+        metrics[rank].name
+    );
+    (shown, Some(note))
+}
+
+/// The summary table.
+pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
+    let metrics = &report.scenario.schema.metrics;
+    let mut out = format!(
+        "{} · {} grid point(s) × {} replicas · seed {} · {:.1}s\n\n",
+        report.scenario.name,
+        report.points.len(),
+        report.scenario.run.replicas,
+        report.scenario.run.seed,
+        report.wall_time_s
+    );
+    let (columns, note) = chosen(report, metrics, options);
+    out.push_str(&format!("{:<NAME_COLUMN$}", "mean ± 95% half-width"));
+    let (titles, legend) = column_titles(report, &columns);
+    for title in &titles {
+        out.push_str(&format!("  {title:>CELL$}"));
+    }
+    out.push('\n');
+    let mut rows: Vec<usize> = (0..metrics.len()).filter(|&m| metrics[m].headline).collect();
+    let mut partial_shown = false;
+    if options.all_metrics {
+        rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline));
+    }
+    for m in rows {
+        let def = &metrics[m];
+        // A value defined in under half its point's replicas is never the best.
+        let means: Vec<f64> = columns
+            .iter()
+            .map(|&c| if report.points[c].too_partial(m) { f64::NAN } else { report.points[c].summaries[m].mean })
+            .collect();
+        let best = best(&means, def.direction).filter(|_| columns.len() > 1);
+        let is_best = |i: usize| best.is_some_and(|b| means[i] == b);
+        out.push_str(&format!("{:<NAME_COLUMN$}", fit(def.name, NAME_COLUMN)));
+        for (i, &c) in columns.iter().enumerate() {
+            let s = report.points[c].summaries[m];
+            let half = (s.ci_hi - s.ci_lo) / 2.0;
+            let mut cell = number(s.mean, def.kind);
+            let coverage = report.points[c].partial(m).map(|(covered, replicas)| format!(" ({covered}/{replicas})"));
+            if half.is_finite() && half > 0.0 {
+                let with_half = format!("{cell} ±{}", number(half, def.kind));
+                // The coverage must show: the ± gives way when both do not fit.
+                if coverage.as_ref().is_none_or(|c| with_half.chars().count() + c.chars().count() < CELL) {
+                    cell = with_half;
+                }
+            }
+            if let Some(coverage) = &coverage {
+                partial_shown = true;
+                cell.push_str(coverage);
+            }
+            if is_best(i) {
+                cell.push('*');
+            }
+            let padded = format!("{:>CELL$}", fit(&cell, CELL));
+            if is_best(i) && options.colour {
+                out.push_str(&format!("  \x1b[1m{padded}\x1b[0m"));
+            } else {
+                out.push_str(&format!("  {padded}"));
+            }
+        }
+        out.push('\n');
+    }
+    // Latency tails: the first histogram's p50 and p99, every histogram's with --all-metrics.
+    let latencies = report.scenario.schema.latencies;
+    let shown_latencies = if options.all_metrics { latencies.len() } else { latencies.len().min(1) };
+    for (l, name) in latencies.iter().enumerate().take(shown_latencies) {
+        for (q, quantile) in QUANTILES.iter().enumerate().filter(|(_, (n, _))| *n == "p50_s" || *n == "p99_s") {
+            let label = format!("{} {}", name.trim_end_matches("_s"), quantile.0);
+            out.push_str(&format!("{:<NAME_COLUMN$}", fit(&label, NAME_COLUMN)));
+            for &c in &columns {
+                let value = report.points[c].latencies.get(l).map_or(f64::NAN, |s| s.quantiles_s[q]);
+                out.push_str(&format!("  {:>CELL$}", number(value, stampede_scenario::models::MetricKind::Real)));
+            }
+            out.push('\n');
+        }
+    }
+    // What each point cost: nanoseconds per event on one core (wall clock, so it varies run to run).
+    let events = metrics.iter().position(|m| m.name == "events");
+    let costs: Vec<Option<(f64, f64)>> =
+        columns.iter().map(|&c| report.points[c].cost(events, report.scenario.run.replicas)).collect();
+    if costs.iter().any(Option::is_some) {
+        out.push_str(&format!("{:<NAME_COLUMN$}", "ns per event (1 core)"));
+        for cost in &costs {
+            let shown = cost.map_or("–".to_string(), |(_, ns)| format!("{ns:.0}"));
+            out.push_str(&format!("  {shown:>CELL$}"));
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    for line in legend {
+        out.push_str(&wrap(&line, options.width.max(40)));
+    }
+    if let Some(note) = note {
+        out.push_str(&note);
+        out.push('\n');
+    }
+    if partial_shown {
+        out.push_str(
+            "(k/N): defined in k of the point's N replicas (a recovery time where the replica recovered), the mean \
+             over those; under half is never marked best\n",
+        );
+    }
+    let hidden = metrics.iter().filter(|m| !m.headline).count();
+    if !options.all_metrics && hidden > 0 {
+        out.push_str(&format!("{hidden} more metrics with --all-metrics; * marks a row's best\n"));
+    }
+    out.push_str(&format!("wrote {}\n", report.output_dir.display()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Summary;
+    use stampede_scenario::scenario::builtin::load_scenario_source;
+    use stampede_scenario::{Overrides, Scenario};
+
+    fn report(points: usize) -> RunReport {
+        let values: Vec<String> = (0..points).map(|i| (2 + i).to_string()).collect();
+        let overrides = Overrides {
+            sets: vec![],
+            grids: vec![stampede_scenario::scenario::overrides::parse_grid(&format!(
+                "queue.servers={}",
+                values.join(",")
+            ))
+            .unwrap()],
+            cases: vec![],
+        };
+        let scenario = Scenario::resolve(load_scenario_source("mmc").unwrap(), &overrides).unwrap();
+        let metrics = scenario.schema.metrics.len();
+        let points = (0..points)
+            .map(|i| {
+                // wait_mean_s falls with servers: point 0 waits longest.
+                let wait = 1.0 / (i as f64 + 1.0);
+                let mut summaries = vec![Summary { mean: 1.0, sd: 0.0, ci_lo: 1.0, ci_hi: 1.0 }; metrics];
+                summaries[0] = Summary { mean: wait, sd: 0.1, ci_lo: wait - 0.01, ci_hi: wait + 0.01 };
+                PointReport {
+                    index: i as u32,
+                    params: vec![("queue.servers".into(), toml::Value::Integer(2 + i as i64))],
+                    summaries,
+                    latencies: Vec::new(),
+                    replica_values: Default::default(),
+                    latency_claims: Default::default(),
+                    compute_s: 0.0,
+                    covered: vec![10; metrics],
+                    replicas: 10,
+                }
+            })
+            .collect();
+        RunReport { scenario, points, output_dir: "out/mmc".into(), wall_time_s: 1.0, threads: 2 }
+    }
+
+    #[test]
+    fn headlines_first_best_marked_and_no_colour_unless_asked() {
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let text = render(&report(3), &options);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[2].contains("servers=2") && lines[2].contains("servers=4"), "{text}");
+        assert!(lines[3].starts_with("wait_mean_s"), "the first headline comes first:\n{text}");
+        assert!(lines[3].ends_with("0.3333 ±0.01000*"), "lower is better: the last point is best:\n{text}");
+        assert!(!text.contains("in_system_mean"), "not a headline:\n{text}");
+        assert!(text.contains("more metrics with --all-metrics") && !text.contains('\x1b'), "{text}");
+        assert!(!lines[4].contains('*'), "equal values mark nothing:\n{text}");
+        let all = render(&report(3), &SummaryOptions { all_metrics: true, colour: true, ..options });
+        assert!(all.contains("in_system_mean") && all.contains("\x1b[1m"), "{all}");
+    }
+
+    /// A mean over a subset of replicas says how many, and under half is never best:
+    /// the last point would be best, but its value covers 1 of 10 replicas.
+    #[test]
+    fn a_metric_defined_in_few_replicas_says_so_and_is_never_best() {
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let mut partial = report(3);
+        partial.points[2].covered[0] = 1;
+        partial.points[1].covered[0] = 6;
+        let text = render(&partial, &options);
+        let row = text.lines().find(|l| l.starts_with("wait_mean_s")).unwrap();
+        assert!(row.contains("0.3333 (1/10)") && row.contains("(6/10)"), "{text}");
+        assert!(row.contains("0.5000 (6/10)*"), "the best of those covering half or more (the ± gives way):\n{text}");
+        assert!(!row.contains("(1/10)*"), "{text}");
+        assert!(text.contains("(k/N): defined in k of the point's N replicas"), "{text}");
+        assert!(!render(&report(3), &options).contains("(k/N)"), "no legend when every value covers all");
+    }
+
+    #[test]
+    fn a_wide_grid_shows_its_best_and_worst_and_says_how_many_it_left_out() {
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 24 + 4 * 22, colour: false };
+        let text = render(&report(30), &options);
+        assert!(text.contains("4 of 30 grid points shown: best 2, worst 2 by wait_mean_s"), "{text}");
+        // Best by wait (lower): servers 31 and 30; worst: servers 2 and 3.
+        let header = text.lines().nth(2).unwrap();
+        for shown in ["servers=2", "servers=3", "servers=30", "servers=31"] {
+            assert!(header.contains(shown), "{shown} missing from {header}");
+        }
+        assert!(text.lines().all(|l| l.chars().count() <= 24 + 4 * 22), "{text}");
+    }
+
+    /// Headings cut to the column width, or alike, become `#N` with a legend line per
+    /// point (policy-grid's `capacity_factor=inf…` columns); a long legend line wraps.
+    #[test]
+    fn long_or_alike_headings_become_numbers_with_a_legend() {
+        let mut wide = report(3);
+        for (i, point) in wide.points.iter_mut().enumerate() {
+            point.params = vec![
+                ("ring.capacity_factor".into(), toml::Value::String("inf".into())),
+                ("client.retry.policy_with_a_long_name".into(), toml::Value::String(format!("policy-{i}"))),
+            ];
+        }
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let text = render(&wide, &options);
+        let header = text.lines().nth(2).unwrap();
+        assert!(header.contains("#0") && header.contains("#1") && header.contains("#2"), "{text}");
+        assert!(!text.contains('…'), "nothing is cut:\n{text}");
+        assert!(
+            text.contains("#1: ring.capacity_factor = \"inf\", client.retry.policy_with_a_long_name = \"policy-1\""),
+            "{text}"
+        );
+        let narrow = render(&wide, &SummaryOptions { width: 60, ..options.clone() });
+        assert!(narrow.contains("#2: ring.capacity_factor = \"inf\",\n    client.retry"), "wrapped:\n{narrow}");
+        // Short distinct headings stay as they are.
+        assert!(render(&report(3), &options).lines().nth(2).unwrap().contains("servers=3"));
+    }
+}

@@ -1,0 +1,66 @@
+//! The built-in scenarios, shipped inside the binary. Each is an ordinary scenario
+//! file under `scenario/scenarios/`; `stampede show NAME` prints it resolved.
+
+use crate::base::error::{Error, Result};
+use crate::base::typing::parse_text;
+
+/// (name, TOML text) of every built-in scenario, in `stampede list` order.
+pub const BUILTINS: &[(&str, &str)] = &[
+    ("baltor", include_str!("../../scenarios/baltor.toml")),
+    ("retry-storm", include_str!("../../scenarios/retry-storm.toml")),
+    ("bounded-load", include_str!("../../scenarios/bounded-load.toml")),
+    ("policy-grid", include_str!("../../scenarios/policy-grid.toml")),
+    ("dependency-slowdown", include_str!("../../scenarios/dependency-slowdown.toml")),
+    ("graph-three-tier", include_str!("../../scenarios/graph-three-tier.toml")),
+    ("graph-hedging", include_str!("../../scenarios/graph-hedging.toml")),
+    ("graph-fanout", include_str!("../../scenarios/graph-fanout.toml")),
+    ("graph-dependency", include_str!("../../scenarios/graph-dependency.toml")),
+    ("mmc", include_str!("../../scenarios/mmc.toml")),
+    ("mmc-load", include_str!("../../scenarios/mmc-load.toml")),
+    ("mmck", include_str!("../../scenarios/mmck.toml")),
+    ("mg1", include_str!("../../scenarios/mg1.toml")),
+    ("llm-naive", include_str!("../../scenarios/llm-naive.toml")),
+    ("llm-stack", include_str!("../../scenarios/llm-stack.toml")),
+    ("llm-breaker", include_str!("../../scenarios/llm-breaker.toml")),
+    ("llm-retries", include_str!("../../scenarios/llm-retries.toml")),
+    ("llm-adaptive", include_str!("../../scenarios/llm-adaptive.toml")),
+    ("llm-ladder", include_str!("../../scenarios/llm-ladder.toml")),
+    ("llm-meters", include_str!("../../scenarios/llm-meters.toml")),
+];
+
+/// What `stampede run` runs without a scenario argument.
+pub const DEFAULT_SCENARIO: &str = "baltor";
+
+/// The TOML text of built-in `name`.
+pub fn builtin_text(name: &str) -> Option<&'static str> {
+    BUILTINS.iter().find(|(builtin, _)| *builtin == name).map(|(_, text)| *text)
+}
+
+/// The folder a scenario argument's relative paths are read from: the scenario
+/// file's folder, or `None` for a built-in.
+pub fn scenario_dir(argument: &str) -> Option<std::path::PathBuf> {
+    if builtin_text(argument).is_some() {
+        return None;
+    }
+    let parent = std::path::Path::new(argument).parent()?;
+    Some(if parent.as_os_str().is_empty() { std::path::PathBuf::from(".") } else { parent.to_path_buf() })
+}
+
+/// Loads a scenario argument: a built-in name, or a path to a `.toml` file.
+pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
+    if let Some(text) = builtin_text(argument) {
+        return parse_text(text, &format!("built-in scenario {argument}"));
+    }
+    let path = std::path::Path::new(argument);
+    if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| Error::bad_input(format!("cannot read scenario file {argument}: {error}")))?;
+        return parse_text(&text, &format!("scenario file {argument}"));
+    }
+    let names: Vec<&str> = BUILTINS.iter().map(|(name, _)| *name).collect();
+    Err(Error::bad_input(format!(
+        "unknown scenario {argument:?}: it is neither a built-in ({}) nor an existing file",
+        names.join(", ")
+    ))
+    .with_hint("`stampede list` shows the built-in scenarios"))
+}

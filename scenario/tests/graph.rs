@@ -1,0 +1,277 @@
+//! The graph model against the dependency model: `graph-dependency` is
+//! `dependency-slowdown` written as a graph, and every figure the two share agrees
+//! within the interval of their difference, for every protection policy. A graph that
+//! propagated the client's deadline into the dependency call (a different policy)
+//! moves utilisation by 2% and fails this test; see the scenario's note.
+
+use stampede_engine::LatencyHistogram;
+use stampede_scenario::scenario::builtin::load_scenario_source;
+use stampede_scenario::{Overrides, Scenario};
+
+const REPLICAS: u64 = 60;
+
+/// Per grid point, per replica, the metrics named in `metrics`, each summed (a metric
+/// spelled `a+b+c` is the sum of three).
+fn figures(name: &str, metrics: &[&str]) -> Vec<Vec<Vec<f64>>> {
+    let scenario = Scenario::resolve(load_scenario_source(name).unwrap(), &Overrides::default()).unwrap();
+    let seed = scenario.run.seed;
+    scenario
+        .grid_points()
+        .unwrap()
+        .iter()
+        .map(|point| {
+            let names: Vec<&str> = point.model.metrics().iter().map(|m| m.name).collect();
+            (0..REPLICAS)
+                .map(|replica| {
+                    let mut histograms: Vec<LatencyHistogram> =
+                        point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
+                    let output = point.model.run_replica(&point.run, seed, replica, &mut histograms);
+                    metrics
+                        .iter()
+                        .map(|spec| {
+                            spec.split('+')
+                                .map(|m| {
+                                    let index =
+                                        names.iter().position(|n| *n == m).unwrap_or_else(|| panic!("{name}: {m}"));
+                                    output.metrics[index]
+                                })
+                                .sum()
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn mean_and_se(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (var / n).sqrt())
+}
+
+#[test]
+fn graph_dependency_equals_the_dependency_model_for_every_protection_policy() {
+    let graph = figures(
+        "graph-dependency",
+        &[
+            "service.handle.goodput_rps",
+            "service.utilisation",
+            "service.refused_queue_full",
+            "service.refused_shed",
+            "recovery_s",
+        ],
+    );
+    let dependency = figures(
+        "dependency-slowdown",
+        &[
+            "goodput_high_rps+goodput_normal_rps+goodput_low_rps",
+            "pool_saturation_ratio",
+            "queue_full",
+            "shed",
+            "recovery_s",
+        ],
+    );
+    let labels = ["goodput", "utilisation", "queue full", "shed", "recovery"];
+    let policies = ["none", "breaker", "shedder", "both"];
+    assert_eq!(graph.len(), 4);
+    assert_eq!(dependency.len(), 4);
+    let mut compared = 0;
+    for (p, policy) in policies.iter().enumerate() {
+        for (m, label) in labels.iter().enumerate() {
+            let column = |runs: &Vec<Vec<Vec<f64>>>| runs[p].iter().map(|r| r[m]).collect::<Vec<f64>>();
+            let (g, g_se) = mean_and_se(&column(&graph));
+            let (d, d_se) = mean_and_se(&column(&dependency));
+            if g == 0.0 && d == 0.0 {
+                continue; // no shedding without a shedder, no recovery time with a breaker
+            }
+            // 3.29 standard errors of the difference: a 99.9% interval, so that twenty
+            // comparisons together stay above 98%.
+            let bound = 3.29 * (g_se * g_se + d_se * d_se).sqrt();
+            assert!((g - d).abs() <= bound, "{policy}, {label}: graph {g} ± {g_se}, dependency {d} ± {d_se}");
+            // The test can fail: each interval is tight next to the figure.
+            assert!(
+                bound < 0.12 * d.abs().max(g.abs()),
+                "{policy}, {label}: ±{bound} is too wide to compare {g} and {d}"
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 13, "figures compared");
+}
+
+/// One replica's metrics of a graph scenario given as TOML, by name.
+fn one_replica(source: &str, seed: u64) -> std::collections::BTreeMap<String, f64> {
+    let table: toml::Table = toml::from_str(source).unwrap();
+    let scenario = Scenario::resolve(table, &Overrides::default()).unwrap();
+    let points = scenario.grid_points().unwrap();
+    let point = &points[0];
+    let mut histograms: Vec<LatencyHistogram> =
+        point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
+    let output = point.model.run_replica(&point.run, seed, 0, &mut histograms);
+    point.model.metrics().iter().map(|m| m.name.to_string()).zip(output.metrics).collect()
+}
+
+/// `[edges."api.checkout->db.read"]` gives one call site its own client policy: its
+/// calls leave the service edge `api->db` (whose policy the other endpoint keeps),
+/// inherit the link's network, and a fault on the link reaches them too.
+#[test]
+fn a_call_site_edge_carries_its_own_policy_and_shares_the_link() {
+    let scenario = |faults: &str| {
+        format!(
+            r#"
+name = "call-sites"
+model = "graph"
+[run]
+horizon_s = 20.0
+warmup_s = 0.0
+replicas = 1
+seed = 1
+[services.api]
+instances = 1
+workers = 64
+[services.api.endpoints.checkout]
+steps = [{{ call = "db.read" }}]
+[services.api.endpoints.browse]
+steps = [{{ call = "db.read" }}]
+[services.db]
+instances = 1
+workers = 64
+[services.db.endpoints.read]
+work = {{ dist = "constant", value_s = 0.001 }}
+[edges."api->db"]
+network = {{ dist = "constant", value_s = 0.01 }}
+retry = {{ max_attempts = 2, backoff = "constant", backoff_base_s = 0.0, backoff_cap_s = 0.0, budget = "none" }}
+[edges."api.checkout->db.read"]
+retry = {{ max_attempts = 5, backoff = "constant", backoff_base_s = 0.0, backoff_cap_s = 0.0, budget = "none" }}
+[[workload]]
+entry = "api.checkout"
+arrivals = "even"
+rate_per_s = 50.0
+[[workload]]
+entry = "api.browse"
+arrivals = "even"
+rate_per_s = 50.0
+{faults}
+"#
+        )
+    };
+    // Healthy: both sites answer in one attempt, and the checkout call pays the
+    // link's network both ways (2 × 10 ms + 1 ms of work).
+    let healthy = one_replica(&scenario(""), 7);
+    let site = "api.checkout->db.read";
+    assert!(healthy[&format!("{site}.calls")] > 900.0, "{healthy:?}");
+    assert_eq!(healthy[&format!("{site}.attempts")], healthy[&format!("{site}.calls")]);
+    let p50 = healthy["api.checkout.p50_s"];
+    assert!((p50 - 0.021).abs() < 0.0015, "checkout p50 {p50}: the call-site edge lost the link's network");
+    // Every db answer an error: the call site tries 5 times, the service edge 2.
+    let failing = one_replica(
+        &scenario("[[faults]]\ntarget = \"db\"\nkind = \"errors\"\nrate = 1.0\nstart_s = 0.0\nduration_s = 100.0"),
+        7,
+    );
+    let per_call = |edge: &str| failing[&format!("{edge}.attempts")] / failing[&format!("{edge}.calls")];
+    // (Calls still retrying at the horizon end short of their last attempts.)
+    assert!((per_call(site) - 5.0).abs() < 0.02, "{}", per_call(site));
+    assert!((per_call("api->db") - 2.0).abs() < 0.02, "{}", per_call("api->db"));
+    // A fail-fast partition of the link api->db fails both sites' calls.
+    let cut = one_replica(
+        &scenario(
+            "[[faults]]\ntarget = \"api->db\"\nkind = \"partition\"\nmode = \"fail_fast\"\nstart_s = 0.0\nduration_s = 100.0",
+        ),
+        7,
+    );
+    for edge in [site, "api->db"] {
+        assert_eq!(cut[&format!("{edge}.failed")], cut[&format!("{edge}.calls")], "{edge}: {cut:?}");
+        assert!(cut[&format!("{edge}.calls")] > 900.0);
+    }
+}
+
+#[test]
+fn a_call_site_edge_no_call_uses_is_refused_with_the_graph_s_edges() {
+    let source = r#"
+name = "call-sites"
+model = "graph"
+[run]
+horizon_s = 1.0
+replicas = 1
+[services.api]
+instances = 1
+workers = 1
+[services.api.endpoints.checkout]
+steps = [{ call = "db.read" }]
+[services.db]
+instances = 1
+workers = 1
+[services.db.endpoints.read]
+work = { dist = "constant", value_s = 0.001 }
+[edges."api.browse->db.read"]
+timeout_s = 1.0
+[[workload]]
+entry = "api.checkout"
+rate_per_s = 10.0
+"#;
+    let error = Scenario::resolve(toml::from_str(source).unwrap(), &Overrides::default()).unwrap_err();
+    let text = format!("{} {:?}", error.message, error.hint);
+    for expected in ["edges.\"api.browse->db.read\": no call goes along it", "api->db, client->api", "by call site"] {
+        assert!(text.contains(expected), "{expected:?} not in {text}");
+    }
+}
+
+/// One access log drives every entry point: with `endpoint_column`, each workload
+/// replays only the rows that name its entry, at their instants; a name no row has is
+/// refused with the names it does have.
+#[test]
+fn one_replayed_access_log_drives_each_entry_by_its_endpoint_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.csv");
+    let rows =
+        [(0.5, "api.checkout"), (0.75, "api.browse"), (1.0, "api.browse"), (2.5, "api.checkout"), (3.0, "api.browse")];
+    let mut text = String::from("t_s,endpoint\n");
+    for (t, e) in rows {
+        text.push_str(&format!("{t},{e}\n"));
+    }
+    std::fs::write(&log, text).unwrap();
+    let scenario = |second_entry: &str| {
+        format!(
+            r#"
+name = "access-log"
+model = "graph"
+[run]
+horizon_s = 10.0
+warmup_s = 0.0
+replicas = 1
+[services.api]
+instances = 1
+workers = 4
+[services.api.endpoints.checkout]
+work = {{ dist = "constant", value_s = 0.001 }}
+[services.api.endpoints.browse]
+work = {{ dist = "constant", value_s = 0.001 }}
+[[workload]]
+entry = "api.checkout"
+load = {{ arrivals = {{ trace = "{log}", column = "t_s", endpoint_column = "endpoint" }} }}
+[[workload]]
+entry = "{second_entry}"
+load = {{ arrivals = {{ trace = "{log}", column = "t_s", endpoint_column = "endpoint" }} }}
+"#,
+            log = log.display()
+        )
+    };
+    let metrics = one_replica(&scenario("api.browse"), 3);
+    assert_eq!(metrics["api.checkout.offered"], 2.0);
+    assert_eq!(metrics["api.browse.offered"], 3.0);
+    assert_eq!(metrics["api.checkout.success_ratio"], 1.0);
+    let table: toml::Table = toml::from_str(&scenario("api.search").replace(
+        "[services.api.endpoints.browse]",
+        "[services.api.endpoints.search]\nwork = { dist = \"constant\", value_s = 0.001 }\n[services.api.endpoints.browse]",
+    ))
+    .unwrap();
+    let error = Scenario::resolve(table, &Overrides::default()).unwrap_err();
+    assert!(
+        error.message.contains("no row of \"endpoint\"")
+            && error.message.contains("names \"api.search\"; it names api.browse, api.checkout"),
+        "{}",
+        error.message
+    );
+}
