@@ -4,7 +4,7 @@
 //!
 //! The expected SHA-256s are in `tests/golden/checksums.txt`. When a change of
 //! results is intended, regenerate them with
-//! `STAMPEDE_BLESS=1 cargo test -p stampede-experiments --test golden` and say why
+//! `STAMPEDE_BLESS=1 cargo test -p stampede-run --test golden` and say why
 //! in the commit message.
 
 use std::collections::BTreeMap;

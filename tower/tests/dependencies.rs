@@ -24,9 +24,9 @@ fn crates(features: &[&str]) -> BTreeSet<String> {
 fn default_features_stay_within_forty_crates_and_scenario_is_opt_in() {
     let default = crates(&[]);
     assert!(default.len() <= 40, "{} crates by default: {default:?}", default.len());
-    for heavy in ["parquet", "arrow-array", "zstd", "rayon", "statrs", "stampede-experiments"] {
+    for heavy in ["parquet", "arrow-array", "zstd", "rayon", "statrs", "stampede-scenario", "stampede-run"] {
         assert!(!default.contains(heavy), "{heavy} is a default dependency");
     }
     let with_scenario = crates(&["--features", "scenario"]);
-    assert!(with_scenario.contains("stampede-experiments") && with_scenario.contains("parquet"));
+    assert!(with_scenario.contains("stampede-scenario") && with_scenario.contains("parquet"));
 }

@@ -3,7 +3,7 @@
 //! valid files with bytes flipped, truncated or spliced. None may panic, and none may
 //! allocate by a length the bytes declare: a declared length beyond the file, or a
 //! compressed stream that inflates without bound, is refused in milliseconds.
-//! `PROPTEST_CASES=10000 cargo test -p stampede-experiments fuzz` runs more cases
+//! `PROPTEST_CASES=10000 cargo test -p stampede-scenario fuzz` runs more cases
 //! (the default, 256 a reader, runs in seconds).
 
 use std::collections::BTreeMap;

@@ -545,7 +545,7 @@ mod tests {
     /// Writes `scenario/fixtures/checkout-latency.hlog`, the README's worked
     /// example: three one-minute intervals of a checkout service's latencies in
     /// microseconds (lognormal, median 18 ms, σ 0.6, the last minute 40% slower).
-    /// `cargo test -p stampede-experiments -- --ignored write_the_hlog_fixture`.
+    /// `cargo test -p stampede-scenario -- --ignored write_the_hlog_fixture`.
     #[test]
     #[ignore = "writes a fixture; run by hand when it should change"]
     fn write_the_hlog_fixture() {
