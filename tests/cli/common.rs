@@ -192,16 +192,25 @@ impl Drop for Server {
     }
 }
 
-/// The README and the book's chapters (`docs/SUMMARY.md`, in its order), as one text:
-/// what a reader reads front to back, and what the README tests run and check.
+/// The README and the book's pages (`docs/src/SUMMARY.md`, in its order), as one
+/// text: what a reader reads front to back, and what the README tests run and check.
 pub fn book() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let summary = std::fs::read_to_string(root.join("docs/SUMMARY.md")).unwrap();
-    for line in summary.lines() {
-        let Some(page) = line.split("](").nth(1).and_then(|rest| rest.split(')').next()) else { continue };
+    for page in book_pages() {
         text.push('\n');
-        text.push_str(&std::fs::read_to_string(root.join("docs").join(page)).unwrap());
+        text.push_str(&std::fs::read_to_string(root.join("docs/src").join(page)).unwrap());
     }
     text
+}
+
+/// The pages `docs/src/SUMMARY.md` links, in its order (paths under `docs/src`).
+pub fn book_pages() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let summary = std::fs::read_to_string(root.join("docs/src/SUMMARY.md")).unwrap();
+    summary
+        .lines()
+        .filter_map(|line| line.split("](").nth(1).and_then(|rest| rest.split(')').next()))
+        .map(str::to_string)
+        .collect()
 }

@@ -251,13 +251,13 @@ fn load_drives_the_gateways_turns() {
     assert_eq!(replayed, [0.5, 1.25, 2.0, 7.5, 8.0, 13.0]);
 }
 
-/// The product of issue 29, from `docs/examples`: two tiers and three classes with
+/// The product of issue 29, from `docs/src/examples`: two tiers and three classes with
 /// names of its own, a turn plan with a background call and a fallback tier. It runs
 /// end to end — verify (run, claims, report), a trace, capacity and show — with its
 /// own names in every table and none of the shipped fixture's.
 #[test]
 fn a_two_tier_three_class_product_runs_end_to_end_under_its_own_names() {
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/examples");
     let (scenario, fixture) = (examples.join("chat-product-scenario.toml"), examples.join("chat-product.toml"));
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().to_str().unwrap();
@@ -359,7 +359,7 @@ fn a_two_tier_three_class_product_runs_end_to_end_under_its_own_names() {
 #[test]
 fn bad_fixtures_are_refused_naming_file_table_and_field() {
     let fixture =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/chat-product.toml")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/examples/chat-product.toml")).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let cases = [
         (
@@ -416,7 +416,7 @@ fn bad_fixtures_are_refused_naming_file_table_and_field() {
 fn a_call_trace_with_a_class_column_replays_each_call_at_its_instant() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
-    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/chat-product.toml"), dir.join("product.toml"))
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/examples/chat-product.toml"), dir.join("product.toml"))
         .unwrap();
     let rows =
         [(0.5, "classify"), (1.0, "answer"), (1.5, "classify"), (2.0, "summarize"), (2.5, "answer"), (3.0, "classify")];

@@ -361,7 +361,7 @@ fn the_sandbox_shows_a_busy_server_and_retries() {
 /// exported scenario, saved beside the exported fixture, gives `stampede run`'s numbers.
 #[test]
 fn the_sandbox_runs_your_own_fixture_and_its_export_reproduces() {
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/examples");
     let fixture = std::fs::read_to_string(examples.join("chat-product.toml")).unwrap();
     let scenario = std::fs::read_to_string(examples.join("chat-product-scenario.toml")).unwrap();
     // One configuration: the scenario without its grid and claims, a shorter run.
@@ -447,7 +447,7 @@ fn the_sandbox_runs_your_own_fixture_and_its_export_reproduces() {
 #[test]
 fn the_sandbox_page_loads_your_own_fixture() {
     let Some(mut browser) = browser_or_skip("the_sandbox_page_loads_your_own_fixture") else { return };
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/examples");
     let fixture = std::fs::read_to_string(examples.join("chat-product.toml")).unwrap();
     let scenario = std::fs::read_to_string(examples.join("chat-product-scenario.toml")).unwrap();
     let scenario = scenario.split("[[grid.case]]").next().unwrap().replace("replicas = 30", "replicas = 10");

@@ -93,9 +93,9 @@ fn every_readme_example_runs() {
     let readme = crate::common::book();
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
-    // The README's worked examples read the shipped fixtures and docs/examples by their
+    // The README's worked examples read the shipped fixtures and docs/src/examples by their
     // path in the repository: the scratch folder holds them at the same place.
-    for folder in ["scenario/fixtures", "docs/examples"] {
+    for folder in ["scenario/fixtures", "docs/src/examples"] {
         let copy = dir.join(folder);
         std::fs::create_dir_all(&copy).unwrap();
         for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(folder)).unwrap() {
@@ -194,4 +194,57 @@ fn the_readme_names_the_models_that_write_time_series() {
             assert_eq!(text.contains(model), has_series, "{model} (series: {has_series}) in {place}: {text}");
         }
     }
+}
+
+/// The book is whole: `docs/src/SUMMARY.md` links every page under `docs/src` once
+/// (so the README tests, which read the pages it links, read every page), and every
+/// relative link in the README, the book, CONTRIBUTING.md and ARCHITECTURE.md names a
+/// file that exists — the same on a code host and in `mdbook build docs`.
+#[test]
+fn the_book_links_every_page_once_and_every_link_resolves() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = crate::common::book_pages();
+    let linked: BTreeSet<&String> = pages.iter().collect();
+    assert_eq!(linked.len(), pages.len(), "SUMMARY.md links a page twice: {pages:?}");
+    fn markdown(dir: &Path, under: &Path, found: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                markdown(&path, under, found);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                found.insert(path.strip_prefix(under).unwrap().to_string_lossy().to_string());
+            }
+        }
+    }
+    let src = root.join("docs/src");
+    let mut on_disk = BTreeSet::new();
+    markdown(&src, &src, &mut on_disk);
+    on_disk.remove("SUMMARY.md");
+    let linked: BTreeSet<String> = pages.iter().cloned().collect();
+    assert_eq!(on_disk, linked, "pages under docs/src and the pages SUMMARY.md links differ");
+
+    let mut files: Vec<std::path::PathBuf> = ["README.md", "CONTRIBUTING.md", "ARCHITECTURE.md", "CHANGELOG.md"]
+        .iter()
+        .map(|f| root.join(f))
+        .collect();
+    files.extend(pages.iter().map(|page| src.join(page)));
+    files.push(src.join("SUMMARY.md"));
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for (at, _) in text.match_indices("](") {
+            let target: String = text[at + 2..].chars().take_while(|c| *c != ')' && !c.is_whitespace()).collect();
+            let path = target.split('#').next().unwrap_or_default();
+            if path.is_empty() || path.contains("://") || path.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            if !file.parent().unwrap().join(path).exists() {
+                broken.push(format!("{}: {target}", file.strip_prefix(root).unwrap().display()));
+            }
+        }
+    }
+    assert!(checked > 20, "the links were read: {checked}");
+    assert!(broken.is_empty(), "links to files that do not exist:\n{}", broken.join("\n"));
 }

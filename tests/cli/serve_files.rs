@@ -35,7 +35,7 @@ fn the_web_app_refuses_every_file_a_request_names_before_reading_it() {
     let server = Server::start(&["--results", dir.path().to_str().unwrap()]);
     let post =
         |body: Value| crate::common::http("POST", &format!("{}/api/sandbox/load", server.url), Some(&body.to_string()));
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/examples");
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/examples");
     let fixture = std::fs::read_to_string(examples.join("chat-product.toml")).unwrap();
     let scenario = std::fs::read_to_string(examples.join("chat-product-scenario.toml")).unwrap();
     let scenario = scenario.split("[[grid.case]]").next().unwrap().to_string();

@@ -6,7 +6,7 @@
 //! (time to first token for a streamed LLM call, total latency otherwise) and the
 //! signal: a success, a rate limit (429: AIMD backs off gently) or a drop (500,
 //! timeout, 529: full back-off). Update rules and defaults are those of the
-//! references; `docs/policies.md` lists the deliberate differences (Envoy's periodic
+//! references; `docs/src/policies.md` lists the deliberate differences (Envoy's periodic
 //! updates happen on the first sample after each interval, as there are no timers
 //! inside a policy).
 //!

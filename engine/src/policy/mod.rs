@@ -4,7 +4,7 @@
 //! where it needs randomness, a `&mut RngStream`) as arguments, never reads a
 //! clock, allocates nothing per decision, and checks its invariants with
 //! `debug_assert!` on every state transition. Each is tested alone here, against
-//! the semantics of the library it follows; `docs/policies.md` lists parameters,
+//! the semantics of the library it follows; `docs/src/policies.md` lists parameters,
 //! defaults, references and deliberate differences.
 
 pub mod adaptive_timeout;

@@ -8,7 +8,7 @@
 //!
 //! Collisions (two points at one position — likely beyond ~77,000 points on a 32-bit
 //! ring) are ordered by node name, then virtual-node number: the first owns the
-//! position and the others own empty arcs. Deterministic, and said in docs/ring.md.
+//! position and the others own empty arcs. Deterministic, and said in docs/src/ring.md.
 
 /// The sorted points and their owners (indexes into the node list).
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! The LLM-gateway fixture: model tiers and their meters, call classes, the turn plan
 //! and gateway defaults (`scenario/fixtures/llm-gateway.toml`, replaceable by the
-//! user's own; `docs/llm-fixture.md` gives every field). [`Fixture::validate`] is the
+//! user's own; `docs/src/llm-fixture.md` gives every field). [`Fixture::validate`] is the
 //! one check of a fixture: `run`, `capacity` and the Sandbox all go through it.
 //!
 //! Invariants once validated: every name a class, a plan step or the ladder uses is
