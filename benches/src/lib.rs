@@ -5,6 +5,8 @@
 //! alone. Increments come from a precomputed table so that both the kernel and the
 //! reference loop pay exactly the same for them.
 
+#![forbid(unsafe_code)]
+
 use std::cmp::Ordering;
 
 use stampede_engine::{Model, Nanos, RngStream, Scheduler, Simulation, StreamPurpose};

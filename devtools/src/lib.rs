@@ -3,6 +3,8 @@
 //! [`assert_layered`] holds a crate's modules to a list of layers: Cargo keeps the
 //! crates layered, this keeps the modules inside one crate layered the same way.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

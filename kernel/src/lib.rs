@@ -12,6 +12,8 @@
 //! replica, purpose); nothing allocates per event once queues and slabs reached
 //! their working size.
 
+#![warn(missing_docs)]
+
 pub mod event_queue;
 pub mod float;
 pub mod histogram;

@@ -64,6 +64,8 @@ thread_local! {
     static SPARES: RefCell<Vec<Buckets>> = const { RefCell::new(Vec::new()) };
 }
 
+/// One replica's latency quantiles: a histogram of its records, its buckets taken
+/// from (and given back to) the thread's spares.
 #[derive(Clone, Debug)]
 pub struct ReplicaQuantiles {
     /// `None` until the first record.

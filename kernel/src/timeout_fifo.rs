@@ -27,7 +27,9 @@ use crate::timer::{TimerSlot, TimerTicket};
 /// A wake-up to schedule: at `at`, an event carrying `ticket`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WakeUp {
+    /// When to wake up.
     pub at: Nanos,
+    /// What the event carries, to tell a current wake-up from a stale one.
     pub ticket: TimerTicket,
 }
 

@@ -9,6 +9,8 @@
 //! - [`driver`] — the search run as simulation, checkpointed by round, and the output folder;
 //! - [`answer`] — what the terminal, JSON, `optimize.parquet` and `--show-toml` say.
 
+#![forbid(unsafe_code)]
+
 pub mod answer;
 pub mod driver;
 pub mod goal;

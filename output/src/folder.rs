@@ -413,9 +413,10 @@ pub(crate) fn free_space(path: &Path) -> Option<u64> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `stats` is a plain C struct that statvfs fills; `path` is a valid
-    // NUL-terminated string that outlives the call.
+    // SAFETY: `statvfs` is a plain C struct of integers, for which all zeros is a value.
     let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a valid NUL-terminated string that outlives the call, and
+    // `stats` a live struct that statvfs only writes.
     let status = unsafe { libc::statvfs(path.as_ptr(), &mut stats) };
     (status == 0).then(|| stats.f_bavail as u64 * stats.f_frsize as u64)
 }

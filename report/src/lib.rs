@@ -12,6 +12,8 @@
 //! [`sections`] decides what to show, [`page`] writes the HTML. The page loads nothing: styles, script and plots are
 //! inlined, and its Content-Security-Policy forbids every request.
 
+#![forbid(unsafe_code)]
+
 pub mod blocks;
 pub mod chart;
 pub mod compare;

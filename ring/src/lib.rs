@@ -4,6 +4,8 @@
 //! ([`journal`]), what `status` reports ([`status`]) and the strategy comparison
 //! ([`compare`]).
 
+#![forbid(unsafe_code)]
+
 pub mod compare;
 pub mod explorer;
 pub mod hash;

@@ -10,6 +10,8 @@
 //! rows, partials, pipeline, report), then [`verify`]; `stampede-optimize` sits above
 //! this crate and `stampede-scenario` below it.
 
+#![forbid(unsafe_code)]
+
 pub mod batches;
 pub mod budget;
 pub mod checkpoint;

@@ -18,6 +18,8 @@
 //! Flow: [`scenario::builtin::load_scenario_source`] → [`Scenario::resolve`] → the
 //! run crate's `pipeline::execute`.
 
+#![forbid(unsafe_code)]
+
 pub mod base;
 pub mod inputs;
 pub mod models;

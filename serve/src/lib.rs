@@ -6,6 +6,8 @@
 //! shell ([`shell`]) gives every page the same header and navigation. Adding a page
 //! is a module and a line in [`shell::PAGES`] and [`app`].
 
+#![forbid(unsafe_code)]
+
 pub mod guard;
 pub mod llm;
 pub mod pages;

@@ -416,8 +416,11 @@ fn bad_fixtures_are_refused_naming_file_table_and_field() {
 fn a_call_trace_with_a_class_column_replays_each_call_at_its_instant() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
-    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/examples/chat-product.toml"), dir.join("product.toml"))
-        .unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/examples/chat-product.toml"),
+        dir.join("product.toml"),
+    )
+    .unwrap();
     let rows =
         [(0.5, "classify"), (1.0, "answer"), (1.5, "classify"), (2.0, "summarize"), (2.5, "answer"), (3.0, "classify")];
     let csv: String = rows.iter().map(|(t, c)| format!("{t},{c}\n")).collect();

@@ -223,10 +223,8 @@ fn the_book_links_every_page_once_and_every_link_resolves() {
     let linked: BTreeSet<String> = pages.iter().cloned().collect();
     assert_eq!(on_disk, linked, "pages under docs/src and the pages SUMMARY.md links differ");
 
-    let mut files: Vec<std::path::PathBuf> = ["README.md", "CONTRIBUTING.md", "ARCHITECTURE.md", "CHANGELOG.md"]
-        .iter()
-        .map(|f| root.join(f))
-        .collect();
+    let mut files: Vec<std::path::PathBuf> =
+        ["README.md", "CONTRIBUTING.md", "ARCHITECTURE.md", "CHANGELOG.md"].iter().map(|f| root.join(f)).collect();
     files.extend(pages.iter().map(|page| src.join(page)));
     files.push(src.join("SUMMARY.md"));
     let mut broken = Vec::new();

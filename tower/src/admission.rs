@@ -49,6 +49,7 @@ pub struct Applicant {
 
 /// Reads a request's [`Applicant`].
 pub trait ApplicantOf<Req>: Clone {
+    /// The applicant `request` is.
     fn applicant(&self, request: &Req) -> Applicant;
 }
 
@@ -97,6 +98,7 @@ impl<Req, F: Fn(&Req) -> Applicant + Clone> ApplicantOf<Req> for ApplicantWith<F
 /// How admission is configured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdmissionConfig {
+    /// The rungs and the pressure that climbs them.
     pub ladder: Ladder,
     /// Tenants sharing the capacity (≥ 1).
     pub tenants: u32,
@@ -113,6 +115,7 @@ pub struct AdmissionConfig {
 /// What every clone of an admission service shares.
 #[derive(Debug)]
 pub struct AdmissionState {
+    /// The engine's controller: the rung, the tenants' shares, the decisions.
     pub controller: AdmissionController,
     /// Per class, the expected latency now.
     pub expected: Vec<Nanos>,

@@ -39,6 +39,7 @@ enum Verdict {
 /// The struct and the verdicts of the requests it has queued.
 #[derive(Debug)]
 pub struct BulkheadState {
+    /// The engine's bulkhead: slots, the queue and its CoDel.
     pub bulkhead: Bulkhead,
     waiters: Slab<Verdict>,
     /// How long a request may wait (its deadline in the queue).

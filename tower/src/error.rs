@@ -24,7 +24,10 @@ pub enum Rejected {
     /// longest wait passed.
     BulkheadDropped(Dropped),
     /// The admission ladder sheds this request's class at the current rung.
-    AdmissionShed { rung: u8 },
+    AdmissionShed {
+        /// The ladder's rung when it refused (1..=4).
+        rung: u8,
+    },
     /// The request could not end before its deadline: now plus the expected latency
     /// is past it.
     AdmissionInfeasible,

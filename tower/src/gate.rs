@@ -26,6 +26,7 @@ use crate::{BoxError, Rejected};
 pub trait Gate {
     /// What an admitted request holds until it ends (a breaker's permit).
     type Ticket;
+    /// Admits a request of `criticality` at `now`, or says why not.
     fn admit(&mut self, now: Nanos, criticality: Criticality) -> Result<Self::Ticket, Rejected>;
     /// The request ended at `now`, `latency` after it was admitted.
     fn finish(&mut self, now: Nanos, ticket: Self::Ticket, classified: Classified, latency: Nanos);
@@ -60,6 +61,7 @@ impl<G: Gate> Gate for Option<G> {
 
 /// How important a request is, for the priority shedder.
 pub trait CriticalityOf<Req>: Clone {
+    /// How important `request` is.
     fn criticality(&self, request: &Req) -> Criticality;
 }
 

@@ -45,6 +45,7 @@ pub fn circuit_breaker(config: BreakerConfig) -> GateLayer<BreakerGate, ErrorsFa
 /// the limit; the adaptive kinds learn each call's latency and whether it dropped.
 #[derive(Debug)]
 pub struct LimitGate {
+    /// The limit and what it learns from.
     pub limiter: ConcurrencyLimiter,
     rng: RngStream,
 }

@@ -55,7 +55,9 @@ use crate::timeout::timeout;
 /// class's deadline left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClassApplicant {
+    /// The call class (its index in the fixture).
     pub class: u16,
+    /// The class's deadline, from the call's start.
     pub deadline: Duration,
 }
 
@@ -230,6 +232,7 @@ impl GatewayStacks {
 /// One call class's stack: [`STEPS`] places, outermost first.
 #[derive(Debug)]
 pub struct ClassStack<A, T, C = ErrorsFail> {
+    /// The places, outermost first; an absent gate is [`Step::Pass`].
     pub steps: [Step<A, T, C>; STEPS],
 }
 

@@ -55,7 +55,9 @@ pub struct HedgeCounts {
 /// The state every clone of a hedging service shares.
 #[derive(Debug)]
 pub struct HedgeState {
+    /// When to send a hedge, and the running quantile it reads.
     pub policy: HedgePolicy,
+    /// Hedges sent and won, for metrics and tests.
     pub counts: HedgeCounts,
 }
 

@@ -50,6 +50,8 @@
 //! Shared state: each layer's policy sits behind one mutex ([`shared`]), held for one
 //! decision; why not per-core shards is written there.
 
+#![warn(missing_docs)]
+
 pub mod admission;
 pub mod bulkhead;
 pub mod clock;

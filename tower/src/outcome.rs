@@ -13,6 +13,7 @@ use crate::clock::nanos;
 /// What a policy learns from one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Classified {
+    /// Success, or which kind of failure.
     pub outcome: Outcome,
     /// The server's retry-after, a floor under the next backoff (429 and 503).
     pub retry_after: Option<Nanos>,
@@ -32,6 +33,7 @@ impl Classified {
 
 /// Reads an attempt's result as an [`Outcome`].
 pub trait Classify<Res, E>: Clone {
+    /// What one attempt's result says.
     fn classify(&self, result: Result<&Res, &E>) -> Classified;
 }
 

@@ -35,7 +35,9 @@ use crate::BoxError;
 pub struct RetryConfig {
     /// Attempts in all, the first included (≥ 1).
     pub max_attempts: u32,
+    /// The wait before each retry.
     pub backoff: Backoff,
+    /// Which outcomes are worth a retry.
     pub classifier: RetryClassifier,
     /// The call's deadline from its start: a retry that could not end before it is
     /// not made. `None`: no deadline.
@@ -45,22 +47,29 @@ pub struct RetryConfig {
 /// What the retry layer has done, for metrics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetryCounts {
+    /// Calls that entered the layer.
     pub calls: u64,
+    /// Attempts sent, first attempts included.
     pub attempts: u64,
+    /// Attempts after the first.
     pub retries: u64,
+    /// Retries the budget refused.
     pub denied_by_budget: u64,
+    /// Retries not made because they could not end before the deadline.
     pub denied_by_deadline: u64,
 }
 
 /// The state every clone of a retrying service shares.
 #[derive(Debug)]
 pub struct RetryState {
+    /// The retry budget every clone draws from.
     pub budget: RetryBudget,
     pub(crate) rng: RngStream,
     /// An average of successful attempts' durations (0 until the first).
     pub expected_attempt: Nanos,
     /// Calls in flight through the layer (Envoy's budget reads it).
     pub active: u32,
+    /// What the layer has done.
     pub counts: RetryCounts,
 }
 

@@ -47,11 +47,13 @@ use crate::Clock;
 /// A graph edge's client-side policies, as layers.
 #[derive(Debug)]
 pub struct EdgeStack<C = ErrorsFail> {
+    /// Retries with the edge's backoff and budget (one attempt without `[retry]`).
     pub retry: RetryLayer<C>,
     /// Without a `[hedge]` section, a pass-through.
     pub hedge: HedgeLayer<C>,
     /// `None` inside when the edge has no breaker.
     pub breaker: GateLayer<Option<BreakerGate>, C>,
+    /// The edge's per-attempt timeout.
     pub timeout: TimeoutLayer,
     /// The retry settings as resolved, for display.
     pub retry_config: RetryConfig,
@@ -86,8 +88,11 @@ impl<S, C: Clone> Layer<S> for EdgeStack<C> {
 /// A graph service's protection for one instance, as layers.
 #[derive(Debug)]
 pub struct ServiceStack<C = ErrorsFail> {
+    /// The token-bucket rate limit (`None` inside without one).
     pub rate_limit: GateLayer<Option<RateGate>, C>,
+    /// The priority shedder, reading each request's criticality from its extensions.
     pub shedder: GateLayer<Option<ShedGate>, C, FromExtension>,
+    /// The concurrency limiter.
     pub limiter: GateLayer<Option<LimitGate>, C>,
 }
 

@@ -32,6 +32,7 @@ impl<P> Clone for Shared<P> {
 }
 
 impl<P> Shared<P> {
+    /// `policy`, shared by every clone.
     pub fn new(policy: P) -> Self {
         Shared { inner: Arc::new(Mutex::new(policy)) }
     }

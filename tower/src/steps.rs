@@ -28,13 +28,21 @@ pub const STEPS: usize = 7;
 /// One place in a stack: a layer, or nothing.
 #[derive(Debug)]
 pub enum Step<A, T, C> {
+    /// The admission ladder.
     Admission(AdmissionLayer<A, C>),
+    /// The bulkhead.
     Bulkhead(BulkheadLayer),
+    /// The concurrency limiter.
     Adaptive(GateLayer<LimitGate, C>),
+    /// The circuit breaker.
     Breaker(GateLayer<BreakerGate, C>),
+    /// The client-side quota.
     Quota(QuotaLayer<T, C>),
+    /// Retries.
     Retry(RetryLayer<C>),
+    /// The per-attempt timeout.
     Timeout(crate::timeout::TimeoutLayer),
+    /// No layer: the request passes.
     Pass,
 }
 
@@ -73,13 +81,21 @@ impl<S, A: Clone, T: Clone, C: Clone> Layer<S> for Step<A, T, C> {
 /// The service of one place.
 #[derive(Clone, Debug)]
 pub enum StepService<S, A, T, C> {
+    /// Behind the admission ladder.
     Admission(Admitted<S, A, C>),
+    /// Behind the bulkhead.
     Bulkhead(BulkheadService<S>),
+    /// Behind the concurrency limiter.
     Adaptive(Gated<S, LimitGate, C, AllCritical>),
+    /// Behind the circuit breaker.
     Breaker(Gated<S, BreakerGate, C, AllCritical>),
+    /// Behind the client-side quota.
     Quota(Quota<S, T, C>),
+    /// With retries.
     Retry(Retry<S, C>),
+    /// With the per-attempt timeout.
     Timeout(crate::timeout::Timeout<S>),
+    /// The inner service itself.
     Pass(S),
 }
 
@@ -125,15 +141,26 @@ where
 
 pin_project! {
     /// The future of one place: its layer's own.
+    // pin-project-lite takes no doc comment on a variant's field: the fields are
+    // each variant's future.
+    #[allow(missing_docs)]
     #[project = StepProj]
     pub enum StepFuture<S: Service<Req>, Req, T, C> {
+        /// The admission ladder's.
         Admission { #[pin] future: AdmissionFuture<S::Future, C> },
+        /// The bulkhead's.
         Bulkhead { #[pin] future: BulkheadFuture<S, Req> },
+        /// The concurrency limiter's.
         Adaptive { #[pin] future: GateFuture<S::Future, LimitGate, C> },
+        /// The circuit breaker's.
         Breaker { #[pin] future: GateFuture<S::Future, BreakerGate, C> },
+        /// The client-side quota's.
         Quota { #[pin] future: QuotaFuture<S, Req, T, C> },
+        /// The retry layer's.
         Retry { #[pin] future: RetryFuture<S, Req, C> },
+        /// The timeout's.
         Timeout { #[pin] future: crate::timeout::TimeoutFuture<S::Future> },
+        /// The inner service's.
         Pass { #[pin] future: S::Future },
     }
 }

@@ -63,9 +63,13 @@ where
 
 pin_project! {
     /// A call with or without its timer.
+    // pin-project-lite takes no doc comment on a variant's field.
+    #[allow(missing_docs)]
     #[project = TimeoutProj]
     pub enum TimeoutFuture<F> {
+        /// With a timer.
         Timed { #[pin] future: tokio::time::Timeout<F> },
+        /// Without one (no timeout configured).
         Untimed { #[pin] future: F },
     }
 }
