@@ -37,6 +37,7 @@ use super::runner::{PointResult, ReplicaRecord, Sinks};
 use super::{budget, pipeline};
 use stampede_scenario::base::error::{Error, Result};
 use stampede_scenario::resolved::Scenario;
+use stampede_scenario::scenario::claims::Skipped;
 
 /// Runs shard `shard` of `scenario` and writes `out_root/NAME/shards/shard=K/`,
 /// checkpointed (see [`super::checkpoint`]); `resume` keeps an earlier attempt's pieces.
@@ -258,7 +259,63 @@ fn manifest_of(dir: &Path) -> Result<Value> {
     serde_json::from_str(&text).map_err(|e| Error::bad_input(format!("{}: not JSON: {e}", path.display())))
 }
 
+/// The shard folders `paths` name: a folder with a manifest is one; a folder holding
+/// `shard=K` folders (`OUT/NAME/shards`) stands for all of them, in name order. An
+/// error names a folder that is neither.
+pub fn shard_folders(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut dirs = Vec::new();
+    for dir in paths {
+        if dir.join("manifest.json").exists() || !dir.is_dir() {
+            dirs.push(dir.clone());
+            continue;
+        }
+        let mut inside: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| Error::bad_input(format!("{}: {e}", dir.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("shard=")))
+            .collect();
+        inside.sort();
+        if inside.is_empty() {
+            return Err(Error::bad_input(format!(
+                "merge: {}: not a shard folder, and it holds none (shard=K folders, from `stampede run --shard`)",
+                dir.display()
+            )));
+        }
+        dirs.extend(inside);
+    }
+    Ok(dirs)
+}
+
+/// The claims `merge --verify` can check on shards that kept `kept` replica rows: an
+/// error when the scenario has none that apply, or when one reads every replica's value
+/// and the shards did not keep every row (a verdict over some replicas would not be
+/// the run's). The skipped claims otherwise.
+pub fn claims_a_merge_can_check(scenario: &Scenario, kept: ReplicaRows) -> Result<Vec<Skipped>> {
+    let (claims, skipped) = scenario.claims_that_apply("merge --verify: ")?;
+    if kept != ReplicaRows::All {
+        let over_replicas: Vec<String> = claims
+            .iter()
+            .filter(|(_, claim)| claim.statistic.reads_replicas())
+            .map(|(index, claim)| format!("verify[{index}] ({} of {})", claim.statistic.name(), claim.metric))
+            .collect();
+        if !over_replicas.is_empty() {
+            return Err(Error::bad_input(format!(
+                "merge --verify: {} read every replica's value, and the shards were run with --replica-rows {}; \
+                 run them with --replica-rows all (the merge can still write fewer with its own --replica-rows)",
+                over_replicas.join(", "),
+                kept.name()
+            )));
+        }
+    }
+    Ok(skipped)
+}
+
 impl Shards {
+    /// The claims a merge of these shards can check ([`claims_a_merge_can_check`]).
+    pub fn claims_a_merge_can_check(&self) -> Result<Vec<Skipped>> {
+        claims_a_merge_can_check(&self.scenario, self.kept)
+    }
+
     /// Reads and checks `dirs`: one fingerprint, one shard count, every index once.
     pub fn read(dirs: &[PathBuf]) -> Result<Shards> {
         if dirs.is_empty() {
@@ -416,4 +473,56 @@ pub fn execute_merge(
         )));
     }
     pipeline::write_run(&shards.scenario, out_root, 1, &|sinks| shards.produce(sinks), documents, writing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_scenario::base::typing::parse_text;
+    use stampede_scenario::Overrides;
+
+    fn mmc(claims: &str) -> Scenario {
+        let text = format!(
+            "name = \"t\"\nmodel = \"mmc\"\n[run]\nhorizon_s = 100.0\nreplicas = 2\n\
+             [queue]\narrival_rate_per_s = 1.0\nservice_rate_per_s = 1.5\nservers = 1\n{claims}"
+        );
+        Scenario::resolve(parse_text(&text, "t").unwrap(), &Overrides::default()).unwrap()
+    }
+
+    const MEAN: &str =
+        "[[verify]]\ngrid_point = 0\nmetric = \"utilization_ratio\"\nstatistic = \"mean\"\nat_most = 1.0\n";
+    const P95: &str =
+        "[[verify]]\ngrid_point = 0\nmetric = \"utilization_ratio\"\nstatistic = \"p95\"\nat_most = 1.0\n";
+
+    #[test]
+    fn a_folder_of_shards_stands_for_them_in_name_order() {
+        let root = tempfile::tempdir().unwrap();
+        let shards = root.path().join("shards");
+        for name in ["shard=1", "shard=0", "notes"] {
+            std::fs::create_dir_all(shards.join(name)).unwrap();
+        }
+        let one = root.path().join("one");
+        std::fs::create_dir_all(&one).unwrap();
+        std::fs::write(one.join("manifest.json"), "{}").unwrap();
+        let found = shard_folders(&[shards.clone(), one.clone()]).unwrap();
+        assert_eq!(found, [shards.join("shard=0"), shards.join("shard=1"), one]);
+
+        let empty = root.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let error = shard_folders(&[empty]).unwrap_err().to_string();
+        assert!(error.contains("empty: not a shard folder, and it holds none (shard=K folders"), "{error}");
+    }
+
+    #[test]
+    fn a_merge_checks_claims_over_replicas_only_when_every_row_was_kept() {
+        assert!(claims_a_merge_can_check(&mmc(MEAN), ReplicaRows::None).unwrap().is_empty());
+        assert!(claims_a_merge_can_check(&mmc(P95), ReplicaRows::All).is_ok());
+        let error = claims_a_merge_can_check(&mmc(&format!("{MEAN}{P95}")), ReplicaRows::Sample(3)).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("verify[1] (p95 of utilization_ratio) read every replica's value"), "{message}");
+        assert!(message.contains("--replica-rows sample:3; run them with --replica-rows all"), "{message}");
+        assert_eq!(error.exit_code(), 2);
+        let none = claims_a_merge_can_check(&mmc(""), ReplicaRows::All).unwrap_err().to_string();
+        assert_eq!(none, "merge --verify: scenario t declares no [[verify]] assertions");
+    }
 }

@@ -353,6 +353,25 @@ impl Scenario {
         Ok(GridPoint { index: point.index, params: point.params, model, run })
     }
 
+    /// [`Scenario::claims_to_check`] for a command that checks claims (`verify`,
+    /// `merge --verify`): an error, prefixed with `command`, when the scenario declares
+    /// none or none applies to this run (naming each skipped claim and why).
+    pub fn claims_that_apply(&self, command: &str) -> Result<(Vec<NumberedClaim<'_>>, Vec<Skipped>)> {
+        let name = &self.name;
+        if self.verify.is_empty() {
+            return Err(Error::bad_input(format!("{command}scenario {name} declares no [[verify]] assertions")));
+        }
+        let (claims, skipped) = self.claims_to_check()?;
+        if claims.is_empty() {
+            return Err(Error::bad_input(format!(
+                "{command}none of the {} [[verify]] claims of {name} applies to this run: {}",
+                skipped.len(),
+                skipped.iter().map(|s| format!("verify[{}]: {}", s.index, s.why)).collect::<Vec<_>>().join("; ")
+            )));
+        }
+        Ok((claims, skipped))
+    }
+
     /// The claims `verify` checks on this run, and the ones it skips with the reason
     /// (a grid point a narrowed grid no longer has). An error if a claim can never
     /// hold on this run (an interval with one replica). Each checked claim comes with

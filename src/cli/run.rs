@@ -1,0 +1,226 @@
+//! `stampede run`: a scenario's grid × replicas into the output folder (or one shard
+//! of it), with a progress bar, the summary table and the report.
+
+use super::optimize::report_bytes;
+use super::{resolve, warn, ScenarioArgs};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use stampede_run::pipeline::{execute_with, Documents, ReplicaRows, Shape, Writing};
+use stampede_run::plan::{Plan, Shard};
+use stampede_run::report::RunReport;
+use stampede_run::shards::execute_shard;
+use stampede_run::summary::SummaryOptions;
+use stampede_scenario::scenario::builtin::DEFAULT_SCENARIO;
+use stampede_scenario::{Error, Result, Scenario};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub(super) struct RunArgs {
+    /// A built-in scenario name or a path to a .toml file (default: the showcase).
+    pub(super) scenario: Option<String>,
+    #[command(flatten)]
+    pub(super) scenario_args: ScenarioArgs,
+    /// Worker threads; never changes any result (default: all cores).
+    #[arg(long, value_name = "T")]
+    pub(super) threads: Option<usize>,
+    /// Output root; results go to OUT/<scenario name>/.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    pub(super) out: PathBuf,
+    /// Print the run's summary as one JSON document on stdout.
+    #[arg(long)]
+    pub(super) json: bool,
+    /// No progress bar and no table.
+    #[arg(long)]
+    pub(super) quiet: bool,
+    /// Show every metric in the summary table, not only the headline ones.
+    #[arg(long)]
+    pub(super) all_metrics: bool,
+    /// When the grid is too wide for the terminal, show its best and worst points by this metric.
+    #[arg(long, value_name = "METRIC")]
+    pub(super) rank_by: Option<String>,
+    /// Do not write report.html into the output folder.
+    #[arg(long)]
+    pub(super) no_report: bool,
+    /// Finish an interrupted run of the same command: only the work its checkpoint lacks
+    /// (without a checkpoint, says so and runs from the start).
+    #[arg(long)]
+    pub(super) resume: bool,
+    /// Replace OUT/<scenario name>/ even if it holds files stampede did not write (by
+    /// default only a folder stampede wrote is replaced; anything else is refused).
+    #[arg(long)]
+    pub(super) force: bool,
+    /// Which per-replica rows to write: all (default), none, or sample:N (replicas 0..N
+    /// of each grid point). The summary, histograms and series are exact either way.
+    /// With --shard, the rows the shard keeps: its merge writes these or fewer.
+    #[arg(long, value_name = "all|none|sample:N", default_value = "all", value_parser = parse_replica_rows)]
+    pub(super) replica_rows: ReplicaRows,
+    /// `grid_point`: write replica rows and series as hive-partitioned files,
+    /// replicas/grid_point=K/part-0.parquet and timeseries/grid_point=K/part-0.parquet.
+    #[arg(long, value_name = "grid_point", value_parser = parse_partition_by)]
+    pub(super) partition_by: Option<bool>,
+    /// Run shard K of N (0-based) and write OUT/NAME/shards/shard=K/ for `stampede merge`;
+    /// `auto` reads SLURM_ARRAY_TASK_ID/COUNT/MIN or JOB_COMPLETION_INDEX (run only).
+    #[arg(long, value_name = "K/N|auto")]
+    pub(super) shard: Option<String>,
+    /// Also write trace.parquet: every call, attempt and wait of replica R of each grid
+    /// point (gateway, cluster and dependency models).
+    #[arg(long, value_name = "R")]
+    pub(super) trace: Option<u32>,
+}
+
+pub(super) fn run(args: RunArgs) -> Result<()> {
+    let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
+    let scenario = resolve(name, &args.scenario_args)?;
+    warn(&scenario);
+    check_rank_by(&scenario, &args)?;
+    if let Some(shard) = &args.shard {
+        if args.trace.is_some() {
+            return Err(Error::bad_input(
+                "--trace with --shard: trace a whole run (the trace is one replica; no shard needs it)",
+            ));
+        }
+        if args.partition_by.unwrap_or(false) {
+            return Err(Error::bad_input(
+                "--partition-by with --shard: give it to `stampede merge`, which writes the merged folder (a shard's rows are one file)",
+            ));
+        }
+        return run_shard(&scenario, shard, &args);
+    }
+    if let Some(replica) = args.trace {
+        stampede_run::trace::check(&scenario, replica)?;
+    }
+    let write = |report: &RunReport, staging: &Path| {
+        if let Some(replica) = args.trace {
+            stampede_run::trace::write(staging, &scenario, replica)?;
+        }
+        write_report(report, staging, &args)
+    };
+    let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
+    let mut disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
+    if let Some(replica) = args.trace {
+        files.push(stampede_run::trace::FILE);
+        disk_bytes += stampede_run::trace::estimate_bytes(&scenario, replica)?;
+    }
+    let documents = Documents { files, write: &write, disk_bytes };
+    let report = execute_with_progress(&scenario, &args, &documents)?;
+    let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
+    } else if !args.quiet {
+        print!("{}", summary(&report, &args));
+        if let Some(html) = html {
+            println!("report: {}", html.display());
+        }
+    }
+    Ok(())
+}
+
+/// `run --shard`: one shard's folder.
+pub(super) fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
+    let shard = if text == "auto" {
+        let (shard, how) = Shard::from_env(|name| std::env::var(name).ok())?;
+        if !args.quiet {
+            eprintln!("stampede: --shard auto: shard {} of {} (from {how})", shard.index, shard.count);
+        }
+        shard
+    } else {
+        Shard::parse(text)?
+    };
+    let threads = threads(args.threads)?;
+    let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
+    let bar = progress_bar(plan.task_count(), args.quiet);
+    let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1), writing(args))?;
+    bar.finish_and_clear();
+    if !args.quiet {
+        println!("wrote shard {} of {} ({} tasks): {}", shard.index, shard.count, plan.task_count(), dir.display());
+    }
+    Ok(())
+}
+
+/// Writes report.html into the run's staging folder unless `--no-report`.
+pub(super) fn write_report(report: &RunReport, staging: &Path, args: &RunArgs) -> Result<()> {
+    if !args.no_report {
+        stampede_report::write_as(staging, &report.output_dir)?;
+    }
+    Ok(())
+}
+
+/// `--rank-by` names a metric of the scenario's model.
+pub(super) fn check_rank_by(scenario: &Scenario, args: &RunArgs) -> Result<()> {
+    let Some(name) = &args.rank_by else { return Ok(()) };
+    let metrics = scenario.model.metrics();
+    if metrics.iter().any(|m| m.name == name.as_str()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = metrics.iter().map(|m| m.name).collect();
+    Err(Error::bad_input(format!(
+        "--rank-by {name:?}: not a metric of model {}; its metrics: {}",
+        scenario.model.name(),
+        names.join(", ")
+    )))
+}
+
+/// The terminal summary, fitted to the terminal; bold only on a terminal without `NO_COLOR`.
+pub(super) fn summary(report: &RunReport, args: &RunArgs) -> String {
+    let terminal = std::io::stdout().is_terminal();
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .or_else(|| terminal.then(|| console::Term::stdout().size().1 as usize))
+        .unwrap_or(120);
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let options = SummaryOptions { all_metrics: args.all_metrics, rank_by: args.rank_by.clone(), width, colour };
+    stampede_run::summary::render(report, &options)
+}
+
+pub(super) fn writing(args: &RunArgs) -> Writing {
+    let shape = Shape { replica_rows: args.replica_rows, partition_by_point: args.partition_by.unwrap_or(false) };
+    Writing { resume: args.resume, force: args.force, shape }
+}
+
+pub(super) fn parse_replica_rows(text: &str) -> std::result::Result<ReplicaRows, String> {
+    ReplicaRows::parse(text).map_err(|e| e.message)
+}
+
+pub(super) fn parse_partition_by(text: &str) -> std::result::Result<bool, String> {
+    match text {
+        "grid_point" => Ok(true),
+        "none" => Ok(false),
+        other => Err(format!("{other:?}: the only partition is grid_point (or none)")),
+    }
+}
+
+pub(super) fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Documents) -> Result<RunReport> {
+    let threads = threads(args.threads)?;
+    let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
+    let bar = progress_bar(total, args.quiet);
+    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents), writing(args))?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+/// `--threads`: at least one; by default every core.
+pub(super) fn threads(requested: Option<usize>) -> Result<usize> {
+    Ok(match requested {
+        Some(0) => return Err(Error::bad_input("--threads 0: must be at least 1")),
+        Some(threads) => threads,
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    })
+}
+
+/// A progress bar on a terminal, hidden otherwise.
+pub(super) fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if !quiet && std::io::stderr().is_terminal() {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} replicas  {per_sec}  ETA {eta}",
+            )
+            .expect("valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    }
+}

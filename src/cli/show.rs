@@ -1,0 +1,31 @@
+//! `stampede list` and `stampede show`: the built-ins, and a scenario resolved as TOML.
+
+use super::{resolve, ScenarioArgs};
+use clap::Args;
+use stampede_scenario::base::typing::parse_text;
+use stampede_scenario::scenario::builtin::BUILTINS;
+use stampede_scenario::Result;
+
+#[derive(Args)]
+pub(super) struct ShowArgs {
+    /// A built-in scenario name or a path to a .toml file.
+    pub(super) scenario: String,
+    #[command(flatten)]
+    pub(super) scenario_args: ScenarioArgs,
+}
+
+pub(super) fn list() -> Result<()> {
+    let width = BUILTINS.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    for (name, text) in BUILTINS {
+        let table = parse_text(text, name)?;
+        let description = table.get("description").and_then(|d| d.as_str()).unwrap_or("");
+        println!("{name:<width$}  {description}");
+    }
+    Ok(())
+}
+
+pub(super) fn show(args: ShowArgs) -> Result<()> {
+    let scenario = resolve(&args.scenario, &args.scenario_args)?;
+    print!("{}", scenario.to_toml());
+    Ok(())
+}
