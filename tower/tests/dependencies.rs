@@ -24,7 +24,7 @@ fn crates(features: &[&str]) -> BTreeSet<String> {
 fn default_features_stay_within_forty_crates_and_scenario_is_opt_in() {
     let default = crates(&[]);
     assert!(default.len() <= 40, "{} crates by default: {default:?}", default.len());
-    for heavy in ["parquet", "arrow-array", "zstd", "rayon", "statrs", "stampede-scenario", "stampede-run"] {
+    for heavy in ["parquet", "arrow-array", "zstd", "rayon", "statrs", "stampede-scenario"] {
         assert!(!default.contains(heavy), "{heavy} is a default dependency");
     }
     let with_scenario = crates(&["--features", "scenario"]);
