@@ -7,7 +7,7 @@ use stampede_engine::LatencyHistogram;
 use super::batches::BatchedLatency;
 
 /// Latency quantiles reported per histogram, with their column names.
-pub const QUANTILES: &[(&str, f64)] = &[("p50_s", 0.5), ("p90_s", 0.9), ("p99_s", 0.99), ("p999_s", 0.999)];
+pub use stampede_scenario::schema::columns::QUANTILES;
 
 /// A histogram's headline numbers, in seconds.
 #[derive(Clone, Debug, PartialEq)]

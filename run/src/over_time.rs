@@ -9,30 +9,9 @@ use super::runner::PointResult;
 use super::windows::{BatchedWindows, Counted};
 use stampede_scenario::models::TimedLatency;
 use stampede_scenario::resolved::{GridPoint, Scenario};
+use stampede_scenario::schema::columns::{timed_column_names, WINDOW_QUANTILES};
 
-/// The quantiles latency over time reports per window, as (column label, q).
-const WINDOW_QUANTILES: [(&str, f64); 2] = [("p50", 0.5), ("p99", 0.99)];
-
-/// A timed request kind's `timeseries.parquet` columns: per quantile of the requests
-/// answered in full and of every request (`_all`), its value and interval; the
-/// requests that ended per second; the share of each ending.
-pub fn column_names(timed: &TimedLatency) -> Vec<String> {
-    let mut names = Vec::new();
-    for counted in ["", "_all"] {
-        for (label, _) in WINDOW_QUANTILES {
-            for suffix in ["", "_ci_lo", "_ci_hi"] {
-                names.push(format!("{}.{label}{counted}_s{suffix}", timed.name));
-            }
-        }
-    }
-    names.push(format!("{}.ended_rps", timed.name));
-    for ending in ["ok", "degraded", "failed"].into_iter().filter(|e| timed.degraded || *e != "degraded") {
-        names.push(format!("{}.{ending}_share", timed.name));
-    }
-    names
-}
-
-/// One timed kind's values for one latency window, in [`column_names`] order.
+/// One timed kind's values for one latency window, in [`timed_column_names`] order.
 fn window_values(timed: &TimedLatency, windows: &BatchedWindows, w: usize, replicas: f64, width_s: f64) -> Vec<f64> {
     let mut values = Vec::new();
     for counted in [Counted::Ok, Counted::All] {
@@ -77,7 +56,7 @@ pub fn columns(
         let count = windows.windows();
         let per_window: Vec<Vec<f64>> =
             (0..count).map(|w| window_values(kind, windows, w, replicas, width_s)).collect();
-        for column in 0..column_names(kind).len() {
+        for column in 0..timed_column_names(kind).len() {
             let value = |bucket: usize| per_window.get(window_of(bucket)).map_or(f64::NAN, |v| v[column]);
             columns.push(ColumnValues::F64((0..buckets).map(value).collect()));
         }

@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedSet, Table, TableWriter};
+use stampede_output::{ColumnValues, StagedSet, Table, TableWriter};
 
 use super::batches::{BatchedLatency, BATCHES};
 use super::layout::ReplicaRows;
 use super::moments::Moments;
 use super::report::MANIFEST_FORMAT;
-use super::rows::{replica_columns, replica_values_columns};
+use super::rows::replica_values_columns;
 use super::runner::{summaries, PointResult, ReplicaRecord, SeriesSums};
 use super::sparse::SparseHistogram;
 use super::windows::BatchedWindows;
@@ -56,16 +56,6 @@ pub fn fingerprint(scenario: &Scenario) -> String {
         }
     }
     stampede_scenario::inputs::sealed::hex(&hash.finalize())
-}
-
-fn partial_columns() -> Vec<ColumnSpec> {
-    vec![
-        ColumnSpec::new("grid_point", ColumnType::U32),
-        ColumnSpec::new("item", ColumnType::Utf8),
-        ColumnSpec::new("replicas", ColumnType::U64),
-        ColumnSpec::new("extra", ColumnType::U64),
-        ColumnSpec::new("data", ColumnType::Binary),
-    ]
 }
 
 /// The partial row that says which replicas a part holds of a point (replicas = how
@@ -238,8 +228,8 @@ impl PartWriter {
     /// A shard's tables (compressed: they are kept, and read by DuckDB).
     pub fn create(dir: &Path, scenario: &Scenario, keep: ReplicaRows) -> Result<PartWriter> {
         Ok(PartWriter {
-            replicas: TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?,
-            partials: TableWriter::create(dir, "partials.parquet", &partial_columns())?,
+            replicas: TableWriter::create(dir, "replicas.parquet", &scenario.columns.replicas)?,
+            partials: TableWriter::create(dir, "partials.parquet", &scenario.columns.partials)?,
             keep,
         })
     }
@@ -247,8 +237,8 @@ impl PartWriter {
     /// A checkpoint piece's tables (uncompressed scratch: written once, read once).
     pub fn create_scratch(dir: &Path, scenario: &Scenario, keep: ReplicaRows) -> Result<PartWriter> {
         Ok(PartWriter {
-            replicas: TableWriter::create_scratch(dir, "replicas.parquet", &replica_columns(scenario))?,
-            partials: TableWriter::create_scratch(dir, "partials.parquet", &partial_columns())?,
+            replicas: TableWriter::create_scratch(dir, "replicas.parquet", &scenario.columns.replicas)?,
+            partials: TableWriter::create_scratch(dir, "partials.parquet", &scenario.columns.partials)?,
             keep,
         })
     }

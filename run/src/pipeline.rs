@@ -28,14 +28,15 @@ pub use super::layout::{ReplicaRows, Shape};
 use super::over_time;
 use super::plan::Plan;
 use super::report::{PointReport, RunReport};
-use super::rows::{replica_columns, replica_values_columns};
+use super::rows::replica_values_columns;
 use super::runner::{PointResult, ReplicaRecord, Sinks};
 use super::windows::{Counted, WindowQuantile};
 use stampede_scenario::base::error::{Error, Result};
 use stampede_scenario::base::typing::describe;
 use stampede_scenario::models::{CountHistogramDef, SeriesKind};
 use stampede_scenario::resolved::{GridPoint, Scenario};
-use stampede_scenario::scenario::{GridAxis, CASE_AXIS};
+use stampede_scenario::scenario::CASE_AXIS;
+use stampede_scenario::schema::columns::{leaf_value, LeafColumn};
 
 /// Documents made from a finished run and written into its folder before the folder
 /// appears (the HTML report, `verify`'s claims): they read the complete tables and
@@ -268,22 +269,22 @@ struct Tables {
 impl Tables {
     fn create(dir: &Path, scenario: &Scenario, shape: Shape) -> Result<Tables> {
         Ok(Tables {
-            summary: TableWriter::create(dir, "summary.parquet", &summary_columns(scenario))?,
-            axis_types: scenario.grid.iter().map(axis_column_type).collect(),
-            leaves: leaf_columns(scenario),
-            histograms: TableWriter::create(dir, "histograms.parquet", &histogram_columns())?,
+            summary: TableWriter::create(dir, "summary.parquet", &scenario.columns.summary)?,
+            axis_types: scenario.columns.axis_types.clone(),
+            leaves: scenario.columns.leaves.clone(),
+            histograms: TableWriter::create(dir, "histograms.parquet", &scenario.columns.histograms)?,
             timeseries: match (scenario.schema.series.is_empty(), shape.partition_by_point) {
                 (true, _) => None,
                 (false, false) => Some(Series::Whole(Box::new(TableWriter::create(
                     dir,
                     "timeseries.parquet",
-                    &timeseries_columns(scenario),
+                    &scenario.columns.timeseries,
                 )?))),
                 (false, true) => Some(Series::Partitioned { dir: dir.to_path_buf(), files: Vec::new() }),
             },
-            counts: match scenario.schema.count_histogram {
+            counts: match &scenario.columns.counts {
                 None => None,
-                Some(def) => Some((def, TableWriter::create(dir, def.file, &count_columns(def))?)),
+                Some((def, columns)) => Some((*def, TableWriter::create(dir, def.file, columns)?)),
             },
         })
     }
@@ -304,7 +305,7 @@ impl Tables {
             Some(Series::Partitioned { dir, files }) => {
                 // The grid point is in the path: the file leaves its column out.
                 let name = partition_file("timeseries", point.index);
-                let mut table = partition_writer(dir, &name, &timeseries_columns(scenario)[1..])?;
+                let mut table = partition_writer(dir, &name, &scenario.columns.timeseries[1..])?;
                 table.write(timeseries_rows(scenario, point, result).split_off(1))?;
                 files.push((name, table.finish()?));
             }
@@ -395,7 +396,7 @@ impl ReplicaTable {
     fn create(dir: &Path, scenario: &Scenario, shape: Shape) -> Result<ReplicaTable> {
         let whole = match (shape.replica_rows, shape.partition_by_point) {
             (ReplicaRows::None, _) | (_, true) => None,
-            _ => Some(TableWriter::create(dir, "replicas.parquet", &replica_columns(scenario))?),
+            _ => Some(TableWriter::create(dir, "replicas.parquet", &scenario.columns.replicas)?),
         };
         Ok(ReplicaTable { dir: dir.to_path_buf(), shape, whole, open: None, files: Vec::new() })
     }
@@ -416,7 +417,7 @@ impl ReplicaTable {
             }
             if self.open.is_none() {
                 let name = partition_file("replicas", point);
-                let table = partition_writer(&self.dir, &name, &replica_columns(scenario)[1..])?;
+                let table = partition_writer(&self.dir, &name, &scenario.columns.replicas[1..])?;
                 self.open = Some((point, name, table));
             }
             let (_, _, table) = self.open.as_mut().expect("opened");
@@ -465,23 +466,6 @@ fn latency_stats(result: &PointResult) -> Vec<LatencyStats> {
         .collect()
 }
 
-fn histogram_columns() -> Vec<ColumnSpec> {
-    let mut columns = vec![
-        ColumnSpec::new("grid_point", ColumnType::U32),
-        ColumnSpec::new("metric", ColumnType::Utf8),
-        ColumnSpec::new("count", ColumnType::U64),
-        ColumnSpec::new("batches", ColumnType::U32),
-    ];
-    for (name, _) in QUANTILES {
-        columns.push(ColumnSpec::new(*name, ColumnType::F64));
-        columns.push(ColumnSpec::new(format!("{name}_ci_lo"), ColumnType::F64));
-        columns.push(ColumnSpec::new(format!("{name}_ci_hi"), ColumnType::F64));
-    }
-    columns.push(ColumnSpec::new("max_s", ColumnType::F64));
-    columns.push(ColumnSpec::new("hdr", ColumnType::Binary));
-    columns
-}
-
 /// `histograms.parquet` rows of one point: per latency, the count, the batches of
 /// replicas that recorded, each quantile with its sectioning interval, the maximum
 /// and the whole HDR histogram (V2 serialisation).
@@ -508,15 +492,6 @@ fn histogram_rows(
     columns
 }
 
-fn count_columns(def: CountHistogramDef) -> [ColumnSpec; 4] {
-    [
-        ColumnSpec::new("grid_point", ColumnType::U32),
-        ColumnSpec::new(def.column, ColumnType::U32),
-        ColumnSpec::new("count", ColumnType::U64),
-        ColumnSpec::new("share", ColumnType::F64),
-    ]
-}
-
 /// The model's histogram of a small-integer quantity (e.g. `hops.parquet`): exact
 /// counts summed over replicas, and each value's share.
 fn count_rows(point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
@@ -530,31 +505,6 @@ fn count_rows(point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
     ]
 }
 
-/// How a grid axis is typed in `summary.parquet`: integers stay integers, numbers
-/// become floats, booleans stay booleans, anything else is its TOML text.
-/// An axis's column in `summary.parquet`: its dotted path, but the case axis's is
-/// `case_label` (`case` is an SQL keyword: `SELECT case FROM …` does not parse).
-fn axis_column_name(axis: &GridAxis) -> &str {
-    if axis.path == CASE_AXIS {
-        "case_label"
-    } else {
-        &axis.path
-    }
-}
-
-fn axis_column_type(axis: &GridAxis) -> ColumnType {
-    use toml::Value::{Boolean, Float, Integer};
-    if axis.values.iter().all(|v| matches!(v, Integer(_))) {
-        ColumnType::I64
-    } else if axis.values.iter().all(|v| matches!(v, Integer(_) | Float(_))) {
-        ColumnType::F64
-    } else if axis.values.iter().all(|v| matches!(v, Boolean(_))) {
-        ColumnType::Bool
-    } else {
-        ColumnType::Utf8
-    }
-}
-
 fn axis_value(kind: ColumnType, value: &toml::Value) -> ColumnValues {
     match kind {
         ColumnType::I64 => ColumnValues::I64(vec![Some(value.as_integer().expect("typed axis"))]),
@@ -565,115 +515,6 @@ fn axis_value(kind: ColumnType, value: &toml::Value) -> ColumnValues {
         ColumnType::Bool => ColumnValues::Bool(vec![Some(value.as_bool().expect("typed axis"))]),
         _ => ColumnValues::Utf8(vec![value.as_str().map_or_else(|| describe(value), str::to_string)]),
     }
-}
-
-/// A column per leaf of a table-valued axis (`retry.policy`, `retry.budget`, …) or
-/// of a case (`stack.client`, …), beside the axis's own column, so that DuckDB can
-/// filter on one field without matching TOML text. Typed by the values given (int64,
-/// float64, bool, else text). A point that does not set the leaf has NULL there, and
-/// when some point leaves it unset a second column, `<leaf>_used`, holds the value
-/// every point ran with (the default where unset), read from its resolved sections.
-struct LeafColumn {
-    name: String,
-    kind: ColumnType,
-    axis: usize,
-    /// The leaf's dotted path inside the axis value.
-    path: Vec<String>,
-    /// Some point leaves it unset: a `<name>_used` column follows.
-    with_used: bool,
-}
-
-impl LeafColumn {
-    fn used_name(&self) -> String {
-        format!("{}_used", self.name)
-    }
-
-    fn specs(&self) -> Vec<ColumnSpec> {
-        let mut specs = vec![ColumnSpec::nullable(&self.name, self.kind)];
-        if self.with_used {
-            specs.push(ColumnSpec::nullable(self.used_name(), self.kind));
-        }
-        specs
-    }
-}
-
-/// Every leaf of a table, as dotted paths (a `label` at the top is the case's name);
-/// a list of tables is entered by position (`faults.0.kind`, `faults.0.start_s`).
-fn leaves(table: &toml::Table, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    for (key, value) in table {
-        if prefix.is_empty() && key == "label" {
-            continue;
-        }
-        prefix.push(key.clone());
-        leaves_of(value, prefix, out);
-        prefix.pop();
-    }
-}
-
-fn leaves_of(value: &toml::Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    match value {
-        toml::Value::Table(inner) => leaves(inner, prefix, out),
-        toml::Value::Array(items) if !items.is_empty() && items.iter().all(toml::Value::is_table) => {
-            for (i, item) in items.iter().enumerate() {
-                prefix.push(i.to_string());
-                leaves_of(item, prefix, out);
-                prefix.pop();
-            }
-        }
-        _ => {
-            if !out.contains(prefix) {
-                out.push(prefix.clone());
-            }
-        }
-    }
-}
-
-fn leaf_value<'v>(value: &'v toml::Value, path: &[String]) -> Option<&'v toml::Value> {
-    path.iter().try_fold(value, |v, key| match v {
-        toml::Value::Array(items) => items.get(key.parse::<usize>().ok()?),
-        _ => v.as_table()?.get(key),
-    })
-}
-
-fn leaf_columns(scenario: &Scenario) -> Vec<LeafColumn> {
-    let mut taken: Vec<String> = scenario.grid.iter().map(|a| a.path.clone()).collect();
-    let mut columns = Vec::new();
-    for (axis_index, axis) in scenario.grid.iter().enumerate() {
-        let mut paths = Vec::new();
-        for value in &axis.values {
-            match value {
-                toml::Value::Table(table) => leaves(table, &mut Vec::new(), &mut paths),
-                toml::Value::Array(items) if !items.is_empty() && items.iter().all(toml::Value::is_table) => {
-                    leaves_of(value, &mut Vec::new(), &mut paths)
-                }
-                _ => {}
-            }
-        }
-        for path in paths {
-            let name =
-                if axis.path == CASE_AXIS { path.join(".") } else { format!("{}.{}", axis.path, path.join(".")) };
-            if taken.contains(&name) {
-                continue;
-            }
-            let values: Vec<Option<&toml::Value>> = axis.values.iter().map(|v| leaf_value(v, &path)).collect();
-            let numeric = values.iter().all(|v| v.is_none_or(|v| v.is_integer() || v.is_float()));
-            let integers = values.iter().all(|v| v.is_none_or(toml::Value::is_integer));
-            let booleans = values.iter().all(|v| v.is_none_or(toml::Value::is_bool));
-            let kind = match (integers, numeric, booleans) {
-                (true, ..) => ColumnType::I64,
-                (false, true, _) => ColumnType::F64,
-                (.., true) => ColumnType::Bool,
-                _ => ColumnType::Utf8,
-            };
-            let with_used = values.iter().any(Option::is_none);
-            taken.push(name.clone());
-            if with_used {
-                taken.push(format!("{name}_used"));
-            }
-            columns.push(LeafColumn { name, kind, axis: axis_index, path, with_used });
-        }
-    }
-    columns
 }
 
 /// A leaf's columns at `point`: the value the point sets (NULL where it sets none)
@@ -720,21 +561,6 @@ fn typed_leaf(kind: ColumnType, value: Option<&toml::Value>) -> ColumnValues {
     }
 }
 
-fn summary_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
-    let mut columns = vec![ColumnSpec::new("grid_point", ColumnType::U32)];
-    columns.extend(scenario.grid.iter().map(|axis| ColumnSpec::new(axis_column_name(axis), axis_column_type(axis))));
-    columns.extend(leaf_columns(scenario).iter().flat_map(LeafColumn::specs));
-    columns.push(ColumnSpec::new("replicas", ColumnType::U32));
-    for metric in &scenario.schema.metrics {
-        for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {
-            columns.push(ColumnSpec::new(format!("{}_{suffix}", metric.name), ColumnType::F64));
-        }
-        // The replicas whose value is defined (the mean and interval are over these).
-        columns.push(ColumnSpec::new(format!("{}_n", metric.name), ColumnType::U32));
-    }
-    columns
-}
-
 /// The pooled quantile each latency claim about grid point `point` bounds, with its
 /// sectioning interval: from the whole run's histogram, or from the latency windows
 /// its `window` covers. `verify` refuses a claim it cannot check before running; a
@@ -773,26 +599,6 @@ fn latency_claims(scenario: &Scenario, point: u32, result: &PointResult) -> BTre
         values.insert(index, value);
     }
     values
-}
-
-fn timeseries_columns(scenario: &Scenario) -> Vec<ColumnSpec> {
-    let mut columns = vec![
-        ColumnSpec::new("grid_point", ColumnType::U32),
-        ColumnSpec::new("bucket", ColumnType::U32),
-        ColumnSpec::new("t_s", ColumnType::F64),
-    ];
-    for def in scenario.schema.series {
-        for suffix in ["mean", "ci_lo", "ci_hi"] {
-            columns.push(ColumnSpec::new(format!("{}_{suffix}", def.name), ColumnType::F64));
-        }
-    }
-    if !scenario.schema.timed.is_empty() {
-        columns.push(ColumnSpec::new("latency_window_t_s", ColumnType::F64));
-    }
-    for name in scenario.schema.timed.iter().flat_map(over_time::column_names) {
-        columns.push(ColumnSpec::new(name, ColumnType::F64));
-    }
-    columns
 }
 
 /// One point's rows of `timeseries.parquet`: per bucket, each series' mean and

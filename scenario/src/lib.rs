@@ -10,7 +10,8 @@
 //! 2. [`inputs`] — the distribution value and the files it reads (samples, HDR, Prometheus);
 //! 3. [`scenario`] — the scenario document, overrides, the grid, claims, built-ins;
 //! 4. [`models`] — the model registry and one module per model;
-//! 5. [`resolved`] — a scenario typed by its model, every grid point validated.
+//! 5. [`schema`] — what a run writes: the output schema and every table's columns;
+//! 6. [`resolved`] — a scenario typed by its model, every grid point validated.
 //!
 //! Above this crate: `stampede-run` (the runner, statistics, the output folder,
 //! verify) and `stampede-optimize` (the search) — Cargo keeps them above.
@@ -25,6 +26,7 @@ pub mod inputs;
 pub mod models;
 pub mod resolved;
 pub mod scenario;
+pub mod schema;
 
 pub use base::error::{Error, ErrorKind, Result};
 pub use resolved::{GridPoint, Scenario};

@@ -7,76 +7,14 @@ use crate::base::typing::typed_at;
 use std::sync::Arc;
 
 use crate::models::registry;
-use crate::models::{CountHistogramDef, MetricDef, ModelConfig, SeriesDef, TimedLatency};
-use crate::scenario::claims::{Assertion, LatencyNames, Skipped};
+use crate::models::ModelConfig;
+use crate::scenario::claims::{Assertion, Skipped};
 use crate::scenario::document::POINTS_KEY;
 use crate::scenario::{Document, GridAxis, Overrides, RunConfig};
+use crate::schema::{OutputSchema, TableColumns};
 
 /// A `[[verify]]` claim with its position in the list.
 pub type NumberedClaim<'a> = (usize, &'a Assertion);
-
-/// What every grid point of a run writes, fixed once when the scenario is resolved:
-/// the replica table's and the summary's metric columns, the latency histograms and
-/// the series. The pipeline, checkpoint pieces, shards, the merge, `verify` and the
-/// report read this; none asks the model again. Every grid point has this schema
-/// (`resolve` refuses a grid that would change it).
-#[derive(Clone, Debug)]
-pub struct OutputSchema {
-    pub metrics: Vec<MetricDef>,
-    pub latencies: &'static [&'static str],
-    pub series: &'static [SeriesDef],
-    /// The series' bucket width, seconds.
-    pub series_bucket_s: f64,
-    /// The model's small-integer histogram file, if it writes one.
-    pub count_histogram: Option<CountHistogramDef>,
-    /// The request kinds whose latency is kept over time (their windows' width may
-    /// differ between grid points: it follows each point's horizon).
-    pub timed: Vec<TimedLatency>,
-}
-
-impl OutputSchema {
-    fn of(model: &ModelConfig) -> OutputSchema {
-        OutputSchema {
-            timed: model.timed_latencies(),
-            metrics: model.metrics(),
-            latencies: model.latencies(),
-            series: model.series(),
-            series_bucket_s: model.series_bucket_s(),
-            count_histogram: model.count_histogram(),
-        }
-    }
-
-    /// The index of metric `name`.
-    pub fn metric_index(&self, name: &str) -> Option<usize> {
-        self.metrics.iter().position(|m| m.name == name)
-    }
-
-    /// The metric names, in column order.
-    pub fn metric_names(&self) -> Vec<&'static str> {
-        self.metrics.iter().map(|m| m.name).collect()
-    }
-
-    /// The latencies a claim may name: every histogram, and (for `window`) the
-    /// answered-in-full and all-requests histograms of the kinds kept over time.
-    pub fn latency_names(&self) -> LatencyNames<'_> {
-        let over_time = self.timed.iter().flat_map(|t| [t.histogram.to_string(), t.all_histogram()]).collect();
-        LatencyNames { histograms: self.latencies, over_time }
-    }
-
-    /// The series names, in column order.
-    pub fn series_names(&self) -> Vec<&'static str> {
-        self.series.iter().map(|s| s.name).collect()
-    }
-
-    fn same_columns(&self, other: &OutputSchema) -> bool {
-        self.metric_names() == other.metric_names()
-            && self.latencies == other.latencies
-            && self.series_names() == other.series_names()
-            && self.series_bucket_s == other.series_bucket_s
-            && self.count_histogram.map(|c| (c.file, c.column)) == other.count_histogram.map(|c| (c.file, c.column))
-            && self.timed == other.timed
-    }
-}
 
 /// A fully resolved, validated scenario.
 #[derive(Clone, Debug)]
@@ -87,6 +25,10 @@ pub struct Scenario {
     pub model: ModelConfig,
     /// What the run writes, from the base model; every grid point's is the same.
     pub schema: Arc<OutputSchema>,
+    /// Every output table's columns, names and types, computed once from the schema
+    /// and the grid: the pipeline, partials, checkpoint pieces and the merge write
+    /// with these.
+    pub columns: Arc<TableColumns>,
     pub run: RunConfig,
     pub grid: Vec<GridAxis>,
     /// `[[verify]]` assertions for `stampede verify`.
@@ -213,6 +155,7 @@ impl Scenario {
             warnings: Vec::new(),
             name: document.name.clone(),
             description: document.description.clone(),
+            columns: Arc::new(TableColumns::of(&document.grid, &OutputSchema::of(&model))),
             schema: Arc::new(OutputSchema::of(&model)),
             model,
             run,
