@@ -231,286 +231,229 @@ fn def(name: String, kind: MetricKind, description: String, fraction: bool, head
 /// Every metric of the graph with where its value comes from, in column order: per
 /// entry point, per service, per edge, then the whole graph's.
 fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
-    use MetricKind::{Count, Real};
     let mut rows = Vec::new();
-    let mut add = |name: String, kind, description: String, fraction, headline, read| {
-        rows.push((def(name, kind, description, fraction, headline), read));
+    let mut add = |scope: &str, row: &Row<Read>| {
+        let name = row.name.replace("{}", scope);
+        rows.push((def(name, row.kind, row.about.replace("{}", scope), row.fraction, row.headline), row.value));
     };
-    for (w, e) in t.entries.iter().enumerate() {
-        let r = |v| Read::Entry(w, v);
-        add(
-            format!("{e}.offered"),
-            Count,
-            format!("requests sent to {e} (after warm-up)"),
-            false,
-            None,
-            r(EntryValue::Offered),
-        );
-        add(
-            format!("{e}.goodput_rps"),
-            Real,
-            format!("{e}: requests answered in full per second"),
-            false,
-            Some(Direction::Higher),
-            r(EntryValue::Goodput),
-        );
-        add(
-            format!("{e}.success_ratio"),
-            Real,
-            format!("{e}: answered in full ÷ offered"),
-            true,
-            Some(Direction::Higher),
-            r(EntryValue::SuccessRatio),
-        );
-        add(
-            format!("{e}.degraded_ratio"),
-            Real,
-            format!("{e}: answered with a fallback somewhere in the tree ÷ offered"),
-            true,
-            None,
-            r(EntryValue::DegradedRatio),
-        );
-        add(
-            format!("{e}.failed_ratio"),
-            Real,
-            format!("{e}: failed ÷ offered"),
-            true,
-            Some(Direction::Lower),
-            r(EntryValue::FailedRatio),
-        );
-        for failure in Failure::ALL {
-            let why = match failure {
-                Failure::Timeout => "timed out (the client's timeout or deadline)",
-                Failure::Refused => "refused by the entry service",
-                Failure::Error => "answered with an error (a failure below, or an error fault)",
-                Failure::BreakerOpen => "refused by the client's own breaker",
-            };
-            add(
-                format!("{e}.failed_{}", failure.name()),
-                Count,
-                format!("{e}: requests that failed, {why}"),
-                false,
-                None,
-                r(EntryValue::Failed(failure)),
-            );
-        }
-        for (s, service) in t.services.iter().enumerate() {
-            for failure in Failure::ALL {
-                let how = failure.name().replace('_', " ");
-                add(
-                    format!("{e}.failed_by.{service}.{}", failure.name()),
-                    Count,
-                    format!(
-                        "{e}: failed requests whose root cause was {service} ({how}): the deepest failure that \
-                         decided them"
-                    ),
-                    false,
-                    None,
-                    r(EntryValue::FailedBy(Cause { service: s as u32, failure })),
-                );
-            }
-            add(
-                format!("{e}.degraded_by.{service}"),
-                Count,
-                format!("{e}: degraded requests whose fallback answered for a failure of {service}"),
-                false,
-                None,
-                r(EntryValue::DegradedBy(s as u32)),
-            );
-        }
-        add(
-            format!("{e}.mean_s"),
-            Real,
-            format!("{e}: mean latency of requests answered in full"),
-            false,
-            None,
-            r(EntryValue::Mean),
-        );
-        for (q, label, headline) in [(0.5, "p50", None), (0.99, "p99", Some(Direction::Lower)), (0.999, "p999", None)] {
-            add(
-                format!("{e}.{label}_s"),
-                Real,
-                format!("{e}: this replica's {label} latency of requests answered in full (within 0.1%)"),
-                false,
-                headline,
-                r(EntryValue::Quantile(q)),
-            );
-        }
-        for (q, label) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
-            add(
-                format!("{e}.{label}_all_s"),
-                Real,
-                format!(
-                    "{e}: this replica's {label} latency of every request that ended — answered, degraded or failed \
-                     (a failure counts the time until its client learned it; within 0.1%)"
-                ),
-                false,
-                None,
-                r(EntryValue::QuantileAll(q)),
-            );
+    for (w, entry) in t.entries.iter().enumerate() {
+        for row in entry_rows(&t.services) {
+            add(entry, &row.map(|v| Read::Entry(w, v)));
         }
     }
     for (i, site) in t.sites.iter().enumerate() {
-        let r = |v| Read::Site(i, v);
-        add(
-            format!("{site}.offered"),
-            Count,
-            format!("{site}: calls this call site made (after warm-up), retries not counted"),
-            false,
-            None,
-            r(EntryValue::Offered),
-        );
-        for (field, value, what, fraction) in [
-            ("success_ratio", EntryValue::SuccessRatio, "answered in full ÷ calls made", true),
-            ("degraded_ratio", EntryValue::DegradedRatio, "answered by a fallback (here or below) ÷ calls made", true),
-            ("failed_ratio", EntryValue::FailedRatio, "failed ÷ calls made", true),
-            ("mean_s", EntryValue::Mean, "mean latency of the calls answered in full", false),
-        ] {
-            add(format!("{site}.{field}"), Real, format!("{site}: {what}"), fraction, None, r(value));
+        for row in site_rows() {
+            add(site, &row.map(|v| Read::Site(i, v)));
         }
-        for failure in Failure::ALL {
-            add(
-                format!("{site}.failed_{}", failure.name()),
-                Count,
-                format!("{site}: calls that failed ({}), as its caller saw them", failure.name().replace('_', " ")),
-                false,
-                None,
-                r(EntryValue::Failed(failure)),
-            );
-        }
-        for (q, label) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
-            add(
-                format!("{site}.{label}_s"),
-                Real,
-                format!("{site}: this replica's {label} latency of the calls answered in full (within 0.1%)"),
-                false,
-                None,
-                r(EntryValue::Quantile(q)),
-            );
-        }
-        add(
-            format!("{site}.p99_all_s"),
-            Real,
-            format!(
-                "{site}: this replica's p99 latency of every call that ended — answered, degraded or failed, as its \
-                 caller saw it (within 0.1%)"
-            ),
-            false,
-            None,
-            r(EntryValue::QuantileAll(0.99)),
-        );
     }
-    for (s, name) in t.services.iter().enumerate() {
-        let r = |v| Read::Service(s, v);
-        add(
-            format!("{name}.utilisation"),
-            Real,
-            format!("{name}: busy workers ÷ workers, time-averaged"),
-            true,
-            None,
-            r(ServiceValue::Utilisation),
-        );
-        add(
-            format!("{name}.queue_depth_mean"),
-            Real,
-            format!("{name}: requests waiting for a worker, time-averaged over its instances"),
-            false,
-            None,
-            r(ServiceValue::QueueMean),
-        );
-        add(
-            format!("{name}.in_flight_mean"),
-            Real,
-            format!("{name}: requests present (waiting, working, or waiting on calls), time-averaged"),
-            false,
-            None,
-            r(ServiceValue::InFlightMean),
-        );
-        add(
-            format!("{name}.arrivals"),
-            Count,
-            format!("{name}: attempts that reached it, retries and hedges included"),
-            false,
-            None,
-            r(ServiceValue::Arrivals),
-        );
-        add(
-            format!("{name}.amplification_ratio"),
-            Real,
-            format!("{name}: attempts reaching it ÷ entry requests"),
-            false,
-            None,
-            r(ServiceValue::Amplification),
-        );
-        for refusal in Refusal::ALL {
-            add(
-                format!("{name}.refused_{}", refusal.name()),
-                Count,
-                format!("{name}: attempts refused ({})", refusal.name().replace('_', " ")),
-                false,
-                None,
-                r(ServiceValue::Refused(refusal)),
-            );
+    for (s, service) in t.services.iter().enumerate() {
+        for row in service_rows() {
+            add(service, &row.map(|v| Read::Service(s, v)));
         }
-        add(
-            format!("{name}.wasted_work_ratio"),
-            Real,
-            format!("{name}: busy time on requests whose caller had given up ÷ busy time"),
-            true,
-            None,
-            r(ServiceValue::WastedRatio),
-        );
-        add(
-            format!("{name}.cancelled"),
-            Count,
-            format!("{name}: requests cancelled because their caller gave up"),
-            false,
-            None,
-            r(ServiceValue::Cancelled),
-        );
-        add(
-            format!("{name}.limit_final"),
-            Real,
-            format!("{name}: the concurrency limiters' limits at the end, summed over instances (0 without)"),
-            false,
-            None,
-            r(ServiceValue::LimitFinal),
-        );
     }
     for (i, edge) in t.edges.iter().enumerate() {
-        let r = |v| Read::Edge(i, v);
-        for (field, value, what) in [
-            ("calls", EdgeValue::Calls, "calls made"),
-            ("attempts", EdgeValue::Attempts, "attempts sent, retries and hedges included"),
-            ("retries", EdgeValue::Retries, "retries sent"),
-            ("hedges", EdgeValue::Hedges, "hedges sent"),
-            ("hedge_wins", EdgeValue::HedgeWins, "calls answered first by a hedge"),
-            ("timeouts", EdgeValue::Timeouts, "attempts timed out"),
-            ("budget_denials", EdgeValue::BudgetDenials, "retries and hedges the retry budget refused"),
-            ("breaker_refusals", EdgeValue::BreakerRefusals, "attempts the breaker refused"),
-            ("breaker_trips", EdgeValue::BreakerTrips, "times the breaker opened"),
-            ("failed", EdgeValue::Failed, "calls that failed (fallbacks excluded)"),
-            ("fallbacks", EdgeValue::Fallbacks, "calls answered by the fallback"),
-        ] {
-            add(format!("{edge}.{field}"), Count, format!("{edge}: {what}"), false, None, r(value));
+        for row in &EDGE_ROWS {
+            add(edge, &row.map(|v| Read::Edge(i, v)));
         }
     }
-    add(
-        "recovered_ratio".into(),
-        Real,
-        "1 if the graph's queues returned to their band after the last fault, else 0".into(),
-        true,
-        Some(Direction::Higher),
-        Read::RecoveredRatio,
-    );
-    add(
-        "recovery_s".into(),
-        Real,
-        "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered".into(),
-        false,
-        Some(Direction::Lower),
-        Read::RecoveryS,
-    );
-    add("events".into(), Count, "events handled, warm-up included".into(), false, None, Read::Events);
+    for row in &GRAPH_ROWS {
+        add("", row);
+    }
     rows
 }
+
+/// One metric of a scope (an entry point, a call site, a service, an edge): its name
+/// and description with `{}` for the scope's name, and where its value comes from.
+#[derive(Clone, Debug)]
+struct Row<V> {
+    name: &'static str,
+    kind: MetricKind,
+    about: &'static str,
+    fraction: bool,
+    headline: Option<Direction>,
+    value: V,
+}
+
+impl<V: Copy> Row<V> {
+    /// The same metric, its value read through `value` (which scope, which index).
+    fn map<W>(&self, value: impl Fn(V) -> W) -> Row<W> {
+        Row {
+            name: self.name,
+            kind: self.kind,
+            about: self.about,
+            fraction: self.fraction,
+            headline: self.headline,
+            value: value(self.value),
+        }
+    }
+}
+
+const fn count<V>(name: &'static str, about: &'static str, value: V) -> Row<V> {
+    Row { name, kind: MetricKind::Count, about, fraction: false, headline: None, value }
+}
+
+const fn real<V>(name: &'static str, about: &'static str, value: V) -> Row<V> {
+    Row { name, kind: MetricKind::Real, about, fraction: false, headline: None, value }
+}
+
+const fn fraction<V>(name: &'static str, about: &'static str, value: V) -> Row<V> {
+    Row { name, kind: MetricKind::Real, about, fraction: true, headline: None, value }
+}
+
+const fn headline<V: Copy>(row: Row<V>, direction: Direction) -> Row<V> {
+    let Row { name, kind, about, fraction, value, .. } = row;
+    Row { name, kind, about, fraction, headline: Some(direction), value }
+}
+
+/// The quantiles a replica reports, as (q, label).
+const QUANTILES: [(f64, &str); 3] = [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")];
+
+/// An entry point's metrics; `services` name the root causes.
+fn entry_rows(services: &[String]) -> Vec<Row<EntryValue>> {
+    use EntryValue as V;
+    let mut rows = vec![
+        count("{}.offered", "requests sent to {} (after warm-up)", V::Offered),
+        headline(real("{}.goodput_rps", "{}: requests answered in full per second", V::Goodput), Direction::Higher),
+        headline(fraction("{}.success_ratio", "{}: answered in full ÷ offered", V::SuccessRatio), Direction::Higher),
+        fraction("{}.degraded_ratio", "{}: answered with a fallback somewhere in the tree ÷ offered", V::DegradedRatio),
+        headline(fraction("{}.failed_ratio", "{}: failed ÷ offered", V::FailedRatio), Direction::Lower),
+    ];
+    for failure in Failure::ALL {
+        let why = match failure {
+            Failure::Timeout => "timed out (the client's timeout or deadline)",
+            Failure::Refused => "refused by the entry service",
+            Failure::Error => "answered with an error (a failure below, or an error fault)",
+            Failure::BreakerOpen => "refused by the client's own breaker",
+        };
+        let name = intern(format!("{{}}.failed_{}", failure.name()));
+        rows.push(count(name, intern(format!("{{}}: requests that failed, {why}")), V::Failed(failure)));
+    }
+    for (s, service) in services.iter().enumerate() {
+        for failure in Failure::ALL {
+            let how = failure.name().replace('_', " ");
+            let name = intern(format!("{{}}.failed_by.{service}.{}", failure.name()));
+            let about = intern(format!(
+                "{{}}: failed requests whose root cause was {service} ({how}): the deepest failure that decided them"
+            ));
+            rows.push(count(name, about, V::FailedBy(Cause { service: s as u32, failure })));
+        }
+        let about = intern(format!("{{}}: degraded requests whose fallback answered for a failure of {service}"));
+        rows.push(count(intern(format!("{{}}.degraded_by.{service}")), about, V::DegradedBy(s as u32)));
+    }
+    rows.push(real("{}.mean_s", "{}: mean latency of requests answered in full", V::Mean));
+    for (q, label) in QUANTILES {
+        let about = intern(format!("{{}}: this replica's {label} latency of requests answered in full (within 0.1%)"));
+        let row = real(intern(format!("{{}}.{label}_s")), about, V::Quantile(q));
+        rows.push(if label == "p99" { headline(row, Direction::Lower) } else { row });
+    }
+    for (q, label) in QUANTILES {
+        let about = intern(format!(
+            "{{}}: this replica's {label} latency of every request that ended — answered, degraded or failed \
+             (a failure counts the time until its client learned it; within 0.1%)"
+        ));
+        rows.push(real(intern(format!("{{}}.{label}_all_s")), about, V::QuantileAll(q)));
+    }
+    rows
+}
+
+/// A call site's metrics, as an entry point's seen by its caller.
+fn site_rows() -> Vec<Row<EntryValue>> {
+    use EntryValue as V;
+    let mut rows = vec![
+        count("{}.offered", "{}: calls this call site made (after warm-up), retries not counted", V::Offered),
+        fraction("{}.success_ratio", "{}: answered in full ÷ calls made", V::SuccessRatio),
+        fraction("{}.degraded_ratio", "{}: answered by a fallback (here or below) ÷ calls made", V::DegradedRatio),
+        fraction("{}.failed_ratio", "{}: failed ÷ calls made", V::FailedRatio),
+        real("{}.mean_s", "{}: mean latency of the calls answered in full", V::Mean),
+    ];
+    for failure in Failure::ALL {
+        let how = failure.name().replace('_', " ");
+        let about = intern(format!("{{}}: calls that failed ({how}), as its caller saw them"));
+        rows.push(count(intern(format!("{{}}.failed_{}", failure.name())), about, V::Failed(failure)));
+    }
+    for (q, label) in QUANTILES {
+        let about = intern(format!("{{}}: this replica's {label} latency of the calls answered in full (within 0.1%)"));
+        rows.push(real(intern(format!("{{}}.{label}_s")), about, V::Quantile(q)));
+    }
+    rows.push(real(
+        "{}.p99_all_s",
+        "{}: this replica's p99 latency of every call that ended — answered, degraded or failed, as its caller \
+         saw it (within 0.1%)",
+        V::QuantileAll(0.99),
+    ));
+    rows
+}
+
+/// A service's metrics.
+fn service_rows() -> Vec<Row<ServiceValue>> {
+    use ServiceValue as V;
+    let mut rows = vec![
+        fraction("{}.utilisation", "{}: busy workers ÷ workers, time-averaged", V::Utilisation),
+        real(
+            "{}.queue_depth_mean",
+            "{}: requests waiting for a worker, time-averaged over its instances",
+            V::QueueMean,
+        ),
+        real(
+            "{}.in_flight_mean",
+            "{}: requests present (waiting, working, or waiting on calls), time-averaged",
+            V::InFlightMean,
+        ),
+        count("{}.arrivals", "{}: attempts that reached it, retries and hedges included", V::Arrivals),
+        real("{}.amplification_ratio", "{}: attempts reaching it ÷ entry requests", V::Amplification),
+    ];
+    for refusal in Refusal::ALL {
+        let about = intern(format!("{{}}: attempts refused ({})", refusal.name().replace('_', " ")));
+        rows.push(count(intern(format!("{{}}.refused_{}", refusal.name())), about, V::Refused(refusal)));
+    }
+    rows.extend([
+        fraction(
+            "{}.wasted_work_ratio",
+            "{}: busy time on requests whose caller had given up ÷ busy time",
+            V::WastedRatio,
+        ),
+        count("{}.cancelled", "{}: requests cancelled because their caller gave up", V::Cancelled),
+        real(
+            "{}.limit_final",
+            "{}: the concurrency limiters' limits at the end, summed over instances (0 without)",
+            V::LimitFinal,
+        ),
+    ]);
+    rows
+}
+
+/// An edge's metrics: counts of what its client did.
+const EDGE_ROWS: [Row<EdgeValue>; 11] = [
+    count("{}.calls", "{}: calls made", EdgeValue::Calls),
+    count("{}.attempts", "{}: attempts sent, retries and hedges included", EdgeValue::Attempts),
+    count("{}.retries", "{}: retries sent", EdgeValue::Retries),
+    count("{}.hedges", "{}: hedges sent", EdgeValue::Hedges),
+    count("{}.hedge_wins", "{}: calls answered first by a hedge", EdgeValue::HedgeWins),
+    count("{}.timeouts", "{}: attempts timed out", EdgeValue::Timeouts),
+    count("{}.budget_denials", "{}: retries and hedges the retry budget refused", EdgeValue::BudgetDenials),
+    count("{}.breaker_refusals", "{}: attempts the breaker refused", EdgeValue::BreakerRefusals),
+    count("{}.breaker_trips", "{}: times the breaker opened", EdgeValue::BreakerTrips),
+    count("{}.failed", "{}: calls that failed (fallbacks excluded)", EdgeValue::Failed),
+    count("{}.fallbacks", "{}: calls answered by the fallback", EdgeValue::Fallbacks),
+];
+
+/// The whole graph's metrics.
+const GRAPH_ROWS: [Row<Read>; 3] = [
+    headline(
+        fraction(
+            "recovered_ratio",
+            "1 if the graph's queues returned to their band after the last fault, else 0",
+            Read::RecoveredRatio,
+        ),
+        Direction::Higher,
+    ),
+    headline(
+        real(
+            "recovery_s",
+            "seconds from the last fault's end to recovery; NaN (excluded from the mean) when not recovered",
+            Read::RecoveryS,
+        ),
+        Direction::Lower,
+    ),
+    count("events", "events handled, warm-up included", Read::Events),
+];
