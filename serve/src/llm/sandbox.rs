@@ -19,7 +19,8 @@ use serde_json::{json, Value};
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::Gate;
 use stampede_scenario::inputs::sealed;
-use stampede_scenario::models::gateway::fixture::Fixture;
+use stampede_scenario::models::gateway::fixture::{Fixture, Gateway as GatewayKnobs};
+use stampede_scenario::models::gateway::Gateway as GatewayModel;
 use stampede_scenario::{Overrides, Scenario};
 
 use super::RunError;
@@ -212,9 +213,9 @@ pub struct Config {
 }
 
 impl Knobs {
-    /// The fixture's own policy defaults (its `[gateway]`), the rest the page's.
-    fn of(fixture: &Fixture) -> Knobs {
-        let g = &fixture.gateway;
+    /// The gateway's knobs (a fixture's `[gateway]`, with a scenario's overrides), the
+    /// rest the stack's defaults.
+    fn of(g: &GatewayKnobs) -> Knobs {
         Knobs {
             retry_budget: true,
             retry_budget_ratio: g.retry_budget_ratio,
@@ -244,7 +245,7 @@ impl Default for Config {
         Config {
             gates: Gate::ALL.iter().map(|g| g.name().to_string()).collect(),
             client: "stack".into(),
-            knobs: Knobs::of(&Fixture::load(None).expect("the shipped fixture")),
+            knobs: Knobs::of(&Fixture::load(None).expect("the shipped fixture").gateway),
             incidents: vec![Incident::new("sonnet", IncidentName::Brownout, 25.0, 20.0)],
             turns_per_s: 20.0,
             duration_s: 60.0,
@@ -381,10 +382,6 @@ impl Config {
             }
             (None, _) => None,
         };
-        let product = match &fixture {
-            Some(file) => file.parse()?,
-            None => Fixture::load(None)?,
-        };
         // Every refusal `stampede run` makes, with the fixture where the scenario names it.
         let scenario = resolve_text(text, fixture.as_ref())?.scenario;
         if !scenario.grid.is_empty() {
@@ -397,66 +394,31 @@ impl Config {
                 return Err(RunError::BadInput(format!("{key}: the Sandbox does not set this section")));
             }
         }
-        let defaults = Config { knobs: Knobs::of(&product), ..Config::default() };
-        let section = |name: &str| table.get(name).and_then(|v| v.as_table()).cloned().unwrap_or_default();
-        let (run, workload, stack, gateway) =
-            (section("run"), section("workload"), section("stack"), section("gateway"));
-        let float = |t: &toml::Table, key: &str, default: f64| {
-            t.get(key).and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64))).unwrap_or(default)
-        };
-        let boolean =
-            |t: &toml::Table, key: &str, default: bool| t.get(key).and_then(|v| v.as_bool()).unwrap_or(default);
-        let warmup_s = float(&run, "warmup_s", 0.0);
-        let mut fallback_tiers: BTreeMap<String, String> = stack
-            .get("fallback_tiers")
-            .and_then(|v| v.as_table())
-            .map(|t| t.iter().filter_map(|(c, v)| Some((c.clone(), v.as_str()?.to_string()))).collect())
-            .unwrap_or_default();
-        if let Some(tier) = stack.get("answer_fallback_tier").and_then(|v| v.as_str()) {
-            fallback_tiers.entry("answer".into()).or_insert_with(|| tier.into());
+        // The scenario as `stampede run` types it: every value, default and override
+        // comes from the gateway's own sections, never read here a second time.
+        let gateway = scenario.model.downcast::<GatewayModel>().ok_or_else(|| {
+            RunError::BadInput(format!("model = {:?}: the Sandbox runs the gateway", scenario.model.name()))
+        })?;
+        let (stack, knobs) = (&gateway.stack, gateway.knobs());
+        let mut fallback_tiers = stack.fallback_tiers.clone();
+        if let Some(tier) = &stack.answer_fallback_tier {
+            fallback_tiers.entry("answer".into()).or_insert_with(|| tier.clone());
         }
-        let k = &defaults.knobs;
-        let rungs = gateway.get("ladder_rungs").and_then(|v| v.as_array()).map(|a| {
-            let mut r = k.ladder_rungs;
-            for (slot, v) in r.iter_mut().zip(a) {
-                *slot = v.as_float().unwrap_or(*slot);
-            }
-            r
-        });
         let config = Config {
-            gates: stack
-                .get("gates")
-                .and_then(|v| v.as_array())
-                .map(|a| a.iter().filter_map(|g| g.as_str().map(String::from)).collect())
-                .unwrap_or(defaults.gates.clone()),
-            client: stack.get("client").and_then(|v| v.as_str()).unwrap_or("stack").to_string(),
+            gates: stack.gates.iter().map(|g| g.name().to_string()).collect(),
+            client: stack.client.name().to_string(),
             knobs: Knobs {
-                retry_budget: boolean(&stack, "retry_budget", true),
-                retry_budget_ratio: float(&gateway, "retry_budget_ratio", k.retry_budget_ratio),
-                backoff_base_s: float(&gateway, "backoff_base_s", k.backoff_base_s),
-                backoff_cap_s: float(&gateway, "backoff_cap_s", k.backoff_cap_s),
-                honour_retry_after: boolean(&gateway, "honour_retry_after", k.honour_retry_after),
-                breaker_failure_ratio: float(&gateway, "breaker_failure_ratio", k.breaker_failure_ratio),
-                breaker_open_s: float(&gateway, "breaker_open_s", k.breaker_open_s),
-                breaker_counts_429: boolean(&gateway, "breaker_counts_429", k.breaker_counts_429),
-                limiter_headroom: float(&gateway, "limiter_headroom", k.limiter_headroom),
-                limiter_longest_wait_s: float(&gateway, "limiter_longest_wait_s", k.limiter_longest_wait_s),
-                ladder_rungs: rungs.unwrap_or(k.ladder_rungs),
-                limiter: stack.get("limiter").and_then(|v| v.as_str()).unwrap_or(&k.limiter).to_string(),
-                bulkhead_queue: gateway
-                    .get("bulkhead_queue")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or(&k.bulkhead_queue)
-                    .to_string(),
-                codel_target_s: float(&gateway, "codel_target_s", k.codel_target_s),
+                retry_budget: stack.retry_budget,
+                limiter: stack.limiter.map_or_else(|| knobs.adaptive_kind.clone(), |l| l.name().to_string()),
                 fallback_tiers,
-                naive_attempts: stack.get("naive_attempts").and_then(|v| v.as_integer()).unwrap_or(3) as u32,
-                naive_timeout_s: float(&stack, "naive_timeout_s", k.naive_timeout_s),
+                naive_attempts: stack.naive_attempts,
+                naive_timeout_s: stack.naive_timeout_s,
+                ..Knobs::of(knobs)
             },
-            incidents: scenario_incidents(&table)?,
-            turns_per_s: float(&workload, "turns_per_s", defaults.turns_per_s),
-            duration_s: float(&run, "horizon_s", defaults.duration_s + warmup_s) - warmup_s,
-            warmup_s,
+            incidents: shown_incidents(&gateway.incidents)?,
+            turns_per_s: gateway.turns_per_s(&scenario.run),
+            duration_s: scenario.run.horizon_s - scenario.run.warmup_s,
+            warmup_s: scenario.run.warmup_s,
             seed: scenario.run.seed,
             replicas: scenario.run.replicas,
             fixture,
@@ -468,28 +430,17 @@ impl Config {
 /// The incident kinds the Sandbox's page can show and edit.
 pub const SHOWN_INCIDENTS: [&str; 3] = ["brownout", "outage", "capacity_step"];
 
-fn scenario_incidents(table: &toml::Table) -> Result<Vec<Incident>, RunError> {
-    let Some(list) = table.get("incidents").and_then(|v| v.as_array()) else { return Ok(Vec::new()) };
-    list.iter()
-        .enumerate()
-        .map(|(i, v)| {
-            if let Some(kind) = v.get("kind").and_then(toml::Value::as_str) {
-                if !SHOWN_INCIDENTS.contains(&kind) {
-                    return Err(RunError::BadInput(format!(
-                        "incidents[{i}].kind = {kind:?}: the Sandbox shows {}; run this scenario with `stampede run`",
-                        SHOWN_INCIDENTS.join(", ")
-                    )));
-                }
-            }
-            let incident = v.clone().try_into::<Incident>().map_err(|e| {
-                RunError::BadInput(format!(
-                    "incidents[{i}]: the Sandbox takes tier, kind, start_s, duration_s, scale, health, error_rate \
-                     and latency_factor: {e}"
-                ))
-            })?;
-            Ok(incident)
-        })
-        .collect()
+fn shown_incidents(incidents: &[Incident]) -> Result<Vec<Incident>, RunError> {
+    for (i, incident) in incidents.iter().enumerate() {
+        let kind = incident.kind.name();
+        if !SHOWN_INCIDENTS.contains(&kind) {
+            return Err(RunError::BadInput(format!(
+                "incidents[{i}].kind = {kind:?}: the Sandbox shows {}; run this scenario with `stampede run`",
+                SHOWN_INCIDENTS.join(", ")
+            )));
+        }
+    }
+    Ok(incidents.to_vec())
 }
 
 #[cfg(test)]
@@ -547,6 +498,22 @@ mod tests {
         assert!(warnings(&config)[0].contains("past the run's end"));
         config.incidents[0] = Incident { start_s: 1.0, duration_s: 2.0, ..config.incidents[0].clone() };
         assert!(warnings(&config)[0].contains("warm-up"));
+    }
+
+    #[test]
+    fn a_scenario_is_read_through_the_gateways_own_types() {
+        // Written by hand, not by the page: defaults come from the gateway's sections
+        // and the fixture's [gateway], overrides from the scenario.
+        let text = "name = \"mine\"\nmodel = \"gateway\"\n[run]\nhorizon_s = 30.0\nwarmup_s = 5.0\nreplicas = 3\n\
+                    [workload]\nturns_per_s = 4.0\n[stack]\nclient = \"naive\"\n[gateway]\nbackoff_cap_s = 7.0\n";
+        let config = Config::from_toml(text, None).unwrap();
+        let shipped = Knobs::of(&Fixture::load(None).unwrap().gateway);
+        assert_eq!(config.client, "naive");
+        assert_eq!(config.knobs.backoff_cap_s, 7.0);
+        assert_eq!(config.knobs.backoff_base_s, shipped.backoff_base_s);
+        assert_eq!((config.knobs.naive_attempts, config.knobs.naive_timeout_s), (3, 60.0));
+        assert_eq!(config.gates, Config::default().gates, "every gate, in the stack's order");
+        assert_eq!((config.turns_per_s, config.duration_s, config.warmup_s), (4.0, 25.0, 5.0));
     }
 
     #[test]

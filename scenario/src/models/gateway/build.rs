@@ -116,6 +116,11 @@ impl GatewayConfig {
         &self.resolved().fixture
     }
 
+    /// The gateway's knobs: the fixture's `[gateway]` with the scenario's overrides.
+    pub fn knobs(&self) -> &super::fixture::Gateway {
+        &self.resolved().knobs
+    }
+
     /// The engine's classes by name: the fixture's, in its order, then each re-sent
     /// copy (`NAME_fallback`). Metric names start with these.
     pub fn class_names(&self) -> Vec<&'static str> {
