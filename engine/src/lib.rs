@@ -14,6 +14,8 @@
 //!
 //! Start with [`kernel::sim`] and [`models::mmc`] (the smallest complete model).
 
+#![warn(missing_docs)]
+
 pub use stampede_kernel as kernel;
 pub use stampede_kernel::named_enum;
 

@@ -21,17 +21,23 @@ use crate::kernel::time::{round_to_nanos, Nanos, NANOS_PER_SEC};
 /// The base rate before bursts, arrivals per second.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RateShape {
+    /// The same rate all the time.
     Constant(f64),
     /// (from time s, rate) points, times increasing from 0; before the first point the
     /// first rate, after the last the last. `linear`: ramps between points; else steps.
     Schedule {
+        /// (from time s, rate) points.
         points: Arc<[(f64, f64)]>,
+        /// Ramp linearly between points; false: step at each.
         linear: bool,
     },
     /// mean + amplitude·sin(2π t / period): amplitude ≤ mean.
     Sine {
+        /// The average rate.
         mean: f64,
+        /// How far the rate swings above and below the mean.
         amplitude: f64,
+        /// The length of one cycle, seconds.
         period_s: f64,
     },
 }
@@ -39,15 +45,20 @@ pub enum RateShape {
 /// A window in which the rate is multiplied by `factor`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Burst {
+    /// When the burst starts, seconds.
     pub at_s: f64,
+    /// How long it lasts, seconds.
     pub duration_s: f64,
+    /// What it multiplies the rate by.
     pub factor: f64,
 }
 
 /// The rate over time: a shape times the bursts active at that time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RateProfile {
+    /// The base rate.
     pub shape: RateShape,
+    /// Windows that multiply it.
     pub bursts: Arc<[Burst]>,
 }
 
@@ -56,6 +67,7 @@ pub struct RateProfile {
 const SINE_PIECES: f64 = 16.0;
 
 impl RateProfile {
+    /// `rate` arrivals per second, no bursts.
     pub fn constant(rate: f64) -> Self {
         RateProfile { shape: RateShape::Constant(rate), bursts: Arc::from([]) }
     }
@@ -197,6 +209,7 @@ pub struct Arrivals {
 }
 
 impl Arrivals {
+    /// Arrivals of `process`, starting at time zero.
     pub fn new(process: ArrivalProcess) -> Self {
         if let ArrivalProcess::Trace(times, keys) = &process {
             debug_assert!(times.windows(2).all(|w| w[0] <= w[1]), "a trace is sorted");

@@ -168,32 +168,45 @@ impl QuantileTable {
 /// The shape of a duration before scale and shift.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
+    /// Always `value_s`.
     Constant {
+        /// The value, seconds.
         value_s: f64,
     },
+    /// Exponential: memoryless, scv 1.
     Exponential {
+        /// The mean, seconds.
         mean_s: f64,
     },
     /// exp(N(mu, sigma²)), seconds.
     Lognormal {
+        /// The mean of the logarithm (of seconds).
         mu: f64,
+        /// The standard deviation of the logarithm.
         sigma: f64,
     },
     /// Gamma with shape k and scale θ (mean kθ, scv 1/k).
     Gamma {
+        /// k.
         shape: f64,
+        /// θ, seconds.
         scale_s: f64,
     },
     /// Weibull with shape k and scale λ: λ·(−ln U)^(1/k).
     Weibull {
+        /// k.
         shape: f64,
+        /// λ, seconds.
         scale_s: f64,
     },
     /// Two exponential phases chosen with probabilities p₁ and 1 − p₁, by their rates
     /// (per second).
     HyperExponential {
+        /// The probability of the first phase.
         p1: f64,
+        /// The first phase's rate, per second.
         rate1: f64,
+        /// The second phase's rate, per second.
         rate2: f64,
     },
     /// A distribution from data, shared read-only by every replica.
@@ -203,8 +216,11 @@ pub enum Shape {
 /// A random duration: `scale × shape + shift_s`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Distribution {
+    /// The shape drawn from.
     pub shape: Shape,
+    /// What a draw is multiplied by.
     pub scale: f64,
+    /// What is added after scaling, seconds.
     pub shift_s: f64,
 }
 

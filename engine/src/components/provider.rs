@@ -34,12 +34,19 @@ use crate::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Re
 /// A tier's published limits and speeds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TierSpec {
+    /// Requests per minute.
     pub rpm: u64,
+    /// Input tokens per minute.
     pub itpm: u64,
+    /// Output tokens per minute.
     pub otpm: u64,
+    /// How fast the prompt is read, tokens per second.
     pub prefill_tokens_per_s: f64,
+    /// How fast the answer is written, tokens per second.
     pub decode_tokens_per_s: f64,
+    /// Latency before any token, seconds.
     pub base_latency_s: f64,
+    /// Calls the tier serves at once; more wait in its queue.
     pub server_slots: u32,
     /// Each meter's bucket holds this many seconds of its refill (60: a minute's worth).
     pub burst_s: f64,
@@ -61,17 +68,22 @@ pub struct TierIncident {
 pub struct CallSpec {
     /// The gateway's handle for the call.
     pub id: u64,
+    /// Tokens in the prompt.
     pub input_tokens: u64,
     /// What the model will write (drawn by the gateway).
     pub output_tokens: u64,
+    /// The most the call may write (what quota meters reserve).
     pub max_tokens: u64,
 }
 
 /// When a started call produces its first token and ends, and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServicePlan {
+    /// The call's handle, as in its [`CallSpec`].
     pub id: u64,
+    /// When its first token arrives.
     pub first_token_at: Nanos,
+    /// When it ends.
     pub done_at: Nanos,
     /// A 500 at `done_at` instead of an answer.
     pub server_error: bool,
@@ -81,13 +93,26 @@ pub struct ServicePlan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arrival {
     /// 429 at `respond_at`, come back after `retry_after`.
-    RateLimited { respond_at: Nanos, retry_after: Nanos },
+    RateLimited {
+        /// When the 429 arrives.
+        respond_at: Nanos,
+        /// How long the provider asks the caller to wait.
+        retry_after: Nanos,
+    },
     /// 529 at `respond_at` (charges refunded), retry after `retry_after`.
-    Overloaded { respond_at: Nanos, retry_after: Nanos },
+    Overloaded {
+        /// When the 529 arrives.
+        respond_at: Nanos,
+        /// How long the provider asks the caller to wait.
+        retry_after: Nanos,
+    },
     /// A slot was free: the call runs by this plan (it holds the slot until `done_at`).
     Started(ServicePlan),
     /// Waiting for a slot; [`ProviderTier::slot_freed`] starts it, or it gives up at `gives_up_at`.
-    Queued { gives_up_at: Nanos },
+    Queued {
+        /// When the provider gives up on it (its queue timeout).
+        gives_up_at: Nanos,
+    },
 }
 
 const QUEUE_TIMEOUT: Nanos = 30 * NANOS_PER_SEC;

@@ -165,7 +165,12 @@ impl HashRing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     /// Accepted by `shard` after walking `hops` virtual nodes past full shards.
-    Shard { shard: u32, hops: u32 },
+    Shard {
+        /// The shard that takes the key.
+        shard: u32,
+        /// Virtual nodes walked past full shards.
+        hops: u32,
+    },
     /// No healthy shard has room. With c ≥ 1 the caps add up to more than the load,
     /// so in practice this means no shard is healthy.
     Refused,

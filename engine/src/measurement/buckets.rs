@@ -34,6 +34,7 @@ pub struct BucketCursor {
 }
 
 impl BucketCursor {
+    /// A cursor over buckets `bucket` nanoseconds wide.
     pub fn new(bucket: Nanos) -> BucketCursor {
         debug_assert!(bucket > 0);
         BucketCursor { index: 0, end: bucket }

@@ -102,7 +102,9 @@ pub const HISTOGRAMS_PER_WINDOW: usize = 2;
 /// and per window the count of each ending (`[ok, degraded, failed]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WindowCounts {
+    /// Per window, its histograms' counters, window-major.
     pub histograms: Vec<u32>,
+    /// Per window, the requests that ended ok, degraded and failed.
     pub endings: Vec<[u32; 3]>,
 }
 
@@ -124,6 +126,7 @@ impl WindowCounts {
         WindowCounts { histograms: vec![0; windows * HISTOGRAMS_PER_WINDOW * BUCKETS], endings: vec![[0; 3]; windows] }
     }
 
+    /// How many windows the counts hold.
     pub fn windows(&self) -> usize {
         self.endings.len()
     }
@@ -271,6 +274,7 @@ impl LatencyWindows {
         &self.counts
     }
 
+    /// The counts recorded, for the run layer to sum.
     pub fn into_counts(self) -> WindowCounts {
         self.counts
     }

@@ -89,11 +89,13 @@ impl EndingSlots {
 /// and, when on, its windows over time.
 #[derive(Clone, Debug)]
 pub struct RequestLatencies {
+    /// Where this kind's histograms sit in the model's slice.
     pub slots: EndingSlots,
     windows: LatencyWindows,
 }
 
 impl RequestLatencies {
+    /// A recorder for the kind at `slots`, without windows.
     pub fn new(slots: EndingSlots) -> Self {
         RequestLatencies { slots, windows: LatencyWindows::off() }
     }

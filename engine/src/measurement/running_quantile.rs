@@ -15,6 +15,8 @@ pub const REFRESH_EVERY: u32 = 32;
 /// Samples after which the histogram is halved (older samples weigh half).
 pub const HALF_LIFE: u64 = 4_096;
 
+/// The q-quantile of the samples so far, older ones weighing less (halved every
+/// [`HALF_LIFE`] samples), from a [`LogHistogram`] (±3.2%).
 #[derive(Clone, Debug)]
 pub struct RunningQuantile {
     q: f64,
@@ -27,6 +29,7 @@ pub struct RunningQuantile {
 }
 
 impl RunningQuantile {
+    /// The `q`-quantile, known once `min_samples` samples were recorded.
     pub fn new(q: f64, min_samples: u32) -> Self {
         assert!(q > 0.0 && q < 1.0, "a running quantile is inside (0, 1)");
         RunningQuantile { q, min_samples, latencies: LogHistogram::new(), samples: 0, since_refresh: 0, current: None }

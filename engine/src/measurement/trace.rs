@@ -43,6 +43,7 @@ pub const NONE: u32 = u32::MAX;
 /// One row of a trace. Times are simulated nanoseconds from the replica's start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceRow {
+    /// What the row is: a call, an attempt, a wait, a refusal.
     pub kind: TraceKind,
     /// The call's serial number in the replica ([`NONE`] for state and incident rows).
     pub call: u32,
@@ -52,6 +53,7 @@ pub struct TraceRow {
     /// (the graph: a call's parent is the attempt whose server made it, an attempt's
     /// its call); [`NONE`] elsewhere.
     pub span: u32,
+    /// The parent's span number ([`NONE`] for a root, and outside trees).
     pub parent: u32,
     /// The call class (or request kind) name.
     pub class: &'static str,
@@ -59,9 +61,11 @@ pub struct TraceRow {
     pub place: u32,
     /// The attempt's number within its call (1, 2, …); 0 for other rows.
     pub attempt: u32,
+    /// When it started.
     pub start: Nanos,
     /// When the first token reached the client (streamed attempts that got one).
     pub first_token: Option<Nanos>,
+    /// When it ended.
     pub end: Nanos,
     /// An attempt's outcome (`200`, `429`, `529`, `500`, a timeout's name), a call's
     /// (`served` or its failure reason), a wait's kind, a refusal's reason, a state's
@@ -79,6 +83,7 @@ pub struct TraceRow {
 /// The rows of one traced replica, in the order they were completed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
+    /// The rows, in the order they ended.
     pub rows: Vec<TraceRow>,
 }
 
@@ -125,6 +130,7 @@ impl Trace {
 /// open wait and an attempt in flight.
 #[derive(Clone, Debug, Default)]
 pub struct Tracer {
+    /// What was recorded so far.
     pub trace: Trace,
     live: Vec<LiveCall>,
     groups: Vec<u32>,
@@ -157,6 +163,7 @@ const VACANT: LiveCall = LiveCall {
 };
 
 impl Tracer {
+    /// An empty tracer.
     pub fn new() -> Self {
         Tracer::default()
     }

@@ -47,7 +47,9 @@ pub struct DependencyParams {
     pub load: Option<ArrivalProcess>,
     /// Shares of HIGH, NORMAL and LOW requests (sum 1).
     pub priority_shares: [f64; 3],
+    /// Workers in the service's pool.
     pub workers: u32,
+    /// Requests that may wait for a worker.
     pub queue_capacity: u32,
     /// The client gives up after this long.
     pub client_timeout: Nanos,
@@ -55,50 +57,75 @@ pub struct DependencyParams {
     pub local_work: Nanos,
     /// The dependency's median latency while healthy and while slow (lognormal, σ = 0.25).
     pub healthy_latency: Nanos,
+    /// The dependency's median latency while slow.
     pub slow_latency: Nanos,
     /// A measured latency distribution for the healthy dependency instead of the
     /// lognormal around `healthy_latency`; while slow, its draws are scaled so that
     /// its median becomes `slow_latency`.
     pub latency: Option<Distribution>,
+    /// When the slowdown starts.
     pub slow_start: Nanos,
+    /// How long it lasts.
     pub slow_duration: Nanos,
     /// The service's own timeout on the dependency call.
     pub call_timeout: Nanos,
+    /// A breaker on the dependency call; `None`: none.
     pub breaker: Option<BreakerConfig>,
     /// Shed by priority above these utilisation marks of the worker pool.
     pub shedder: Option<ShedMarks>,
+    /// Nothing before this is counted.
     pub warmup: Nanos,
+    /// When the replica ends.
     pub horizon: Nanos,
+    /// Width of a time-series bucket.
     pub bucket: Nanos,
+    /// Recovery needs the pool back in its band for this long.
     pub recovery_hold: Nanos,
 }
 
 /// Scalar results (after warm-up).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DependencyResults {
+    /// Requests offered.
     pub offered: u64,
     /// Answered in time by the real dependency, per priority.
     pub served: [u64; 3],
+    /// Answered in time per second, per priority.
     pub goodput_rps: [f64; 3],
+    /// Requests answered by the fallback.
     pub fallbacks: u64,
+    /// Requests shed by priority.
     pub shed: u64,
+    /// Calls the breaker refused.
     pub breaker_refusals: u64,
+    /// Dependency calls that hit the service's timeout.
     pub call_timeouts: u64,
+    /// Requests whose client gave up.
     pub client_timeouts: u64,
+    /// Requests refused by a full queue.
     pub queue_full: u64,
+    /// The time-average share of workers busy.
     pub pool_saturation_ratio: f64,
+    /// Times the breaker opened.
     pub breaker_trips: u64,
+    /// Seconds from the slowdown's end until the pool is back in its band (NaN if never).
     pub recovery_s: f64,
+    /// Whether it recovered.
     pub recovered: bool,
+    /// Events handled, warm-up included.
     pub events: u64,
 }
 
 /// Per-bucket series: Σ busy workers × ns, Σ queued × ns, answers, fallbacks.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DependencySeries {
+    /// Σ busy workers × ns, per bucket.
     pub busy_area: Vec<u128>,
+    /// Σ queued requests × ns, per bucket.
     pub queued_area: Vec<u128>,
+    /// Requests answered by the dependency, per bucket.
     pub served: Vec<u64>,
+    /// Requests answered by the fallback, per bucket.
     pub fallbacks: Vec<u64>,
     /// Counted requests' latencies over time, by the window they ended in for their
     /// client (empty unless [`Dependency::with_latency_windows`]).
@@ -108,8 +135,13 @@ pub struct DependencySeries {
 /// Events (16 bytes).
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
+    /// A request arrives.
     Arrival,
-    CallDone { request: SlabKey },
+    /// A request's dependency call ends.
+    CallDone {
+        /// The request.
+        request: SlabKey,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -195,20 +227,21 @@ impl<'h> Dependency<'h> {
         }
     }
 
+    /// Runs to the horizon: the results and the series.
     pub fn run(self) -> (DependencyResults, DependencySeries) {
         let (results, series, _) = self.run_traced();
         (results, series)
     }
 
-    /// Records a trace of every request (see [`crate::measurement::trace`]): its wait
-    /// for a worker, its dependency call (the attempt), refusals; requests still going
-    /// at the horizon end there as `in_flight`.
     /// Keeps the requests' latencies over time too, in windows of `window` ns.
     pub fn with_latency_windows(mut self, window: Nanos) -> Self {
         self.endings.keep_windows(window, self.p.horizon);
         self
     }
 
+    /// Records a trace of every request (see [`crate::measurement::trace`]): its wait
+    /// for a worker, its dependency call (the attempt), refusals; requests still going
+    /// at the horizon end there as `in_flight`.
     pub fn traced(mut self) -> Self {
         let mut tracer = Tracer::new();
         let window = (self.p.slow_start, self.p.slow_start.saturating_add(self.p.slow_duration));

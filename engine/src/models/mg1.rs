@@ -50,6 +50,7 @@ stampede_kernel::named_enum! {
 /// A service-time distribution.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ServiceDistribution {
+    /// Which family.
     pub shape: ServiceShape,
     /// E[S], seconds.
     pub mean_s: f64,
@@ -118,9 +119,11 @@ pub struct Mg1Results {
 /// Events of the M/G/1 model.
 #[derive(Clone, Copy, Debug)]
 pub enum Mg1Event {
+    /// The next customer arrives.
     Arrival,
     /// The customer in service, who arrived at `arrived_at`, leaves.
     Departure {
+        /// When the customer arrived.
         arrived_at: Nanos,
     },
 }

@@ -78,7 +78,10 @@ pub enum MmcEvent {
     /// The next customer arrives.
     Arrival,
     /// A service ends; the customer had arrived at `arrived_at`.
-    Departure { arrived_at: Nanos },
+    Departure {
+        /// When the customer arrived.
+        arrived_at: Nanos,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -23,24 +23,29 @@ use crate::measurement::running_quantile::RunningQuantile;
 pub const CUT_OFF_WEIGHT: f64 = 2.0;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
+/// An adaptive timeout: a multiple of a running latency quantile, between a floor and a ceiling.
 pub struct AdaptiveTimeoutConfig {
     /// The quantile read (0.99 for `"p99"`).
     pub quantile: f64,
     /// The timeout is this multiple of it (2 for `"p95 * 2"`).
     pub multiple: f64,
+    /// The shortest timeout.
     pub floor: Nanos,
+    /// The longest timeout, and the timeout before `min_samples` observations.
     pub ceiling: Nanos,
     /// Observations before the quantile is read (the ceiling until then).
     pub min_samples: u32,
 }
 
 #[derive(Clone, Debug)]
+/// A timeout that follows the latency its attempts see.
 pub struct AdaptiveTimeout {
     config: AdaptiveTimeoutConfig,
     latencies: RunningQuantile,
 }
 
 impl AdaptiveTimeout {
+    /// A timeout with `config`, at its ceiling until it has seen enough attempts.
     pub fn new(config: AdaptiveTimeoutConfig) -> Self {
         assert!(config.multiple > 0.0 && config.multiple.is_finite(), "a positive multiple");
         assert!(0 < config.floor && config.floor <= config.ceiling, "0 < floor ≤ ceiling");

@@ -42,9 +42,11 @@ impl Ladder {
 /// Why a request was or was not admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
+    /// Let in.
     Admitted,
     /// The ladder's rung refuses this criticality.
     Shed {
+        /// The rung that refused it (1..=4).
         rung: u8,
     },
     /// The expected wait plus service would overrun the request's deadline.
@@ -56,7 +58,9 @@ pub enum Admission {
 /// A request as admission sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdmissionRequest {
+    /// How important it is: the ladder sheds the least critical first.
     pub criticality: Criticality,
+    /// The tenant it belongs to, for fair shares.
     pub tenant: u32,
     /// Absolute deadline.
     pub deadline: Nanos,

@@ -9,15 +9,38 @@ use crate::kernel::time::Nanos;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Backoff {
     /// The same delay every time.
-    Constant { delay: Nanos },
+    Constant {
+        /// The delay.
+        delay: Nanos,
+    },
     /// min(cap, base·2ⁿ): no jitter, so clients that failed together retry together.
-    Exponential { base: Nanos, cap: Nanos },
+    Exponential {
+        /// The first retry's delay.
+        base: Nanos,
+        /// The longest delay.
+        cap: Nanos,
+    },
     /// U(0, min(cap, base·2ⁿ)).
-    FullJitter { base: Nanos, cap: Nanos },
+    FullJitter {
+        /// The first retry's ceiling.
+        base: Nanos,
+        /// The longest ceiling.
+        cap: Nanos,
+    },
     /// t/2 + U(0, t/2) with t = min(cap, base·2ⁿ).
-    EqualJitter { base: Nanos, cap: Nanos },
+    EqualJitter {
+        /// The first retry's ceiling.
+        base: Nanos,
+        /// The longest ceiling.
+        cap: Nanos,
+    },
     /// min(cap, U(base, 3·previous)), with previous = base before the first retry.
-    Decorrelated { base: Nanos, cap: Nanos },
+    Decorrelated {
+        /// The shortest delay.
+        base: Nanos,
+        /// The longest delay.
+        cap: Nanos,
+    },
 }
 
 stampede_kernel::named_enum! {
@@ -25,10 +48,15 @@ stampede_kernel::named_enum! {
     /// chooses before it gives a base and a cap.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum BackoffKind {
+        /// [`Backoff::Constant`].
         Constant = "constant",
+        /// [`Backoff::Exponential`].
         Exponential = "exponential",
+        /// [`Backoff::FullJitter`].
         FullJitter = "full_jitter",
+        /// [`Backoff::EqualJitter`].
         EqualJitter = "equal_jitter",
+        /// [`Backoff::Decorrelated`].
         Decorrelated = "decorrelated",
     }
 }

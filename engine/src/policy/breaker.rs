@@ -25,17 +25,29 @@ use crate::kernel::time::Nanos;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SlidingWindow {
     /// The last `size` recorded calls.
-    Count { size: u32 },
+    Count {
+        /// How many calls.
+        size: u32,
+    },
     /// Calls in the last `window` nanoseconds, in `buckets` equal buckets.
-    Time { window: Nanos, buckets: u32 },
+    Time {
+        /// How long the window is.
+        window: Nanos,
+        /// How many buckets it is kept in.
+        buckets: u32,
+    },
 }
 
 /// Breaker parameters. Rates are fractions in (0, 1]; a threshold above 1 disables that trigger.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BreakerConfig {
+    /// Which recent calls the rates are over.
     pub window: SlidingWindow,
+    /// Calls the window must hold before the breaker may trip.
     pub minimum_calls: u32,
+    /// The failure rate at which it trips.
     pub failure_rate_threshold: f64,
+    /// The slow-call rate at which it trips.
     pub slow_call_rate_threshold: f64,
     /// A call at least this long is slow.
     pub slow_call_duration: Nanos,
@@ -43,7 +55,9 @@ pub struct BreakerConfig {
     pub open_duration: Nanos,
     /// Each further consecutive trip multiplies the open time by this.
     pub open_duration_multiplier: f64,
+    /// The longest open time repeated trips grow to.
     pub max_open_duration: Nanos,
+    /// Probes let through while half open; all must succeed to close.
     pub half_open_probes: u32,
     /// Count 429s as failures (off by default: they are the dependency being healthy).
     pub count_rate_limited: bool,
@@ -71,9 +85,20 @@ impl Default for BreakerConfig {
 /// The breaker's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BreakerState {
+    /// Calls pass; outcomes are counted.
     Closed,
-    Open { until: Nanos },
-    HalfOpen { probes_out: u32, good_probes: u32 },
+    /// Calls are refused until `until`.
+    Open {
+        /// When it lets probes through.
+        until: Nanos,
+    },
+    /// Probes are out; their outcomes close or reopen it.
+    HalfOpen {
+        /// Probes let through and not yet recorded.
+        probes_out: u32,
+        /// Probes that succeeded.
+        good_probes: u32,
+    },
 }
 
 /// Permission to call; hand it back with [`CircuitBreaker::record`] or [`CircuitBreaker::abandon`].
@@ -93,7 +118,9 @@ impl Permit {
 /// Counters over the breaker's life.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BreakerCounters {
+    /// Times it opened.
     pub trips: u64,
+    /// Calls it refused.
     pub refusals: u64,
     /// Time spent open, up to the last transition (see [`CircuitBreaker::time_open`]).
     pub time_open: Nanos,

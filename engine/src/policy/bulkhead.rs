@@ -23,10 +23,13 @@ use crate::kernel::time::Nanos;
 /// Which waiter a freed slot goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueOrder {
+    /// First come, first served.
     Fifo,
+    /// Last come, first served: under a standing queue the freshest request is served.
     Lifo,
     /// LIFO only while a queue stands, FIFO otherwise.
     AdaptiveLifo {
+        /// How long the oldest waiter must have waited for the queue to count as standing.
         standing_after: Nanos,
     },
 }
@@ -34,9 +37,13 @@ pub enum QueueOrder {
 /// Bulkhead parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BulkheadConfig {
+    /// Requests served at once.
     pub slots: u32,
+    /// Requests that may wait for a slot.
     pub queue_capacity: u32,
+    /// Which waiter a freed slot goes to.
     pub order: QueueOrder,
+    /// Drop waiters by CoDel's rule; `None`: only deadlines drop them.
     pub codel: Option<CoDelConfig>,
 }
 
@@ -45,6 +52,7 @@ pub struct BulkheadConfig {
 pub struct Waiter {
     /// The caller's handle for the request (a slab key's bits, say).
     pub id: u64,
+    /// When it joined the queue.
     pub enqueued_at: Nanos,
     /// Absolute deadline; the waiter is dropped once it has passed.
     pub deadline: Nanos,
@@ -64,7 +72,9 @@ pub enum Acquire {
 /// Why a waiter was dropped without being served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dropped {
+    /// Its deadline passed while it waited.
     DeadlineExpired,
+    /// CoDel dropped it: the queue had stood above its target for an interval.
     CoDel,
 }
 
@@ -81,6 +91,7 @@ pub struct Bulkhead {
 }
 
 impl Bulkhead {
+    /// A bulkhead with `config`, every slot free.
     pub fn new(config: BulkheadConfig) -> Self {
         assert!(config.slots > 0, "a bulkhead needs at least one slot");
         Bulkhead {

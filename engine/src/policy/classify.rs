@@ -3,6 +3,7 @@
 /// How a call to a dependency ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
+    /// Answered.
     Success,
     /// 429: the dependency is healthy and asks us to slow down.
     RateLimited,
@@ -47,10 +48,15 @@ pub enum RetryDecision {
 /// Outcome → retry decision; every entry configurable.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RetryClassifier {
+    /// What to do after a 429.
     pub rate_limited: RetryDecision,
+    /// What to do after a 529 or 503.
     pub overloaded: RetryDecision,
+    /// What to do after a 500.
     pub server_error: RetryDecision,
+    /// What to do after a timeout.
     pub timeout: RetryDecision,
+    /// What to do after a 4xx other than 429.
     pub client_error: RetryDecision,
 }
 

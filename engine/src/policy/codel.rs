@@ -12,7 +12,9 @@ use crate::kernel::time::Nanos;
 /// CoDel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CoDelConfig {
+    /// The standing queue delay CoDel tolerates.
     pub target: Nanos,
+    /// How long the delay must stay above the target before dropping starts.
     pub interval: Nanos,
 }
 
@@ -28,6 +30,7 @@ pub struct CoDel {
 }
 
 impl CoDel {
+    /// CoDel with `config`, not dropping.
     pub fn new(config: CoDelConfig) -> Self {
         assert!(config.interval > 0, "CoDel interval must be positive");
         CoDel { config, first_above_time: 0, drop_next: 0, count: 0, last_count: 0, dropping: false }

@@ -28,7 +28,9 @@ pub enum HedgeDelay {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
+/// When to hedge, and how many hedges a call may send.
 pub struct HedgeConfig {
+    /// How long a call waits before its next hedge.
     pub delay: HedgeDelay,
     /// Hedges per call at most (gRPC's maxAttempts − 1).
     pub max_hedges: u32,
@@ -37,6 +39,7 @@ pub struct HedgeConfig {
 }
 
 #[derive(Clone, Debug)]
+/// The hedging policy of one client: its delay, and the running quantile it reads.
 pub struct HedgePolicy {
     config: HedgeConfig,
     /// The running quantile a quantile delay reads; `None` for a fixed delay.
@@ -44,6 +47,7 @@ pub struct HedgePolicy {
 }
 
 impl HedgePolicy {
+    /// A policy with `config`, no samples yet.
     pub fn new(config: HedgeConfig) -> Self {
         let quantile = match config.delay {
             HedgeDelay::Fixed(_) => None,

@@ -18,6 +18,7 @@ use crate::kernel::time::Nanos;
 /// What a completion tells the limiter besides its latency.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Signal {
+    /// Answered.
     Success,
     /// The dependency asked us to slow down (429).
     RateLimited,
@@ -28,8 +29,11 @@ pub enum Signal {
 /// Netflix `AIMDLimit`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AimdConfig {
+    /// The limit before anything was learnt.
     pub initial: f64,
+    /// The lowest the limit goes.
     pub min: f64,
+    /// The highest the limit goes.
     pub max: f64,
     /// Multiplier on a drop or a timeout.
     pub backoff_ratio: f64,
@@ -55,9 +59,13 @@ impl Default for AimdConfig {
 /// Netflix `VegasLimit`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VegasConfig {
+    /// The limit before anything was learnt.
     pub initial: f64,
+    /// The highest the limit goes.
     pub max: f64,
+    /// How much of each new estimate the limit takes (exponential smoothing, 0..1].
     pub smoothing: f64,
+    /// How much headroom probing adds (Vegas's probe multiplier).
     pub probe_multiplier: f64,
 }
 
@@ -70,10 +78,15 @@ impl Default for VegasConfig {
 /// Netflix `GradientLimit`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GradientConfig {
+    /// The limit before anything was learnt.
     pub initial: f64,
+    /// The lowest the limit goes.
     pub min: f64,
+    /// The highest the limit goes.
     pub max: f64,
+    /// How much of each new estimate the limit takes (exponential smoothing, 0..1].
     pub smoothing: f64,
+    /// How much the latency may exceed the no-load latency before the limit shrinks (a ratio ≥ 1).
     pub rtt_tolerance: f64,
     /// Samples between resets of the no-load RTT (jittered ×[1, 2)).
     pub probe_interval: u32,
@@ -95,13 +108,19 @@ impl Default for GradientConfig {
 /// Netflix `Gradient2Limit`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gradient2Config {
+    /// The limit before anything was learnt.
     pub initial: f64,
+    /// The lowest the limit goes.
     pub min: f64,
+    /// The highest the limit goes.
     pub max: f64,
+    /// How much of each new estimate the limit takes (exponential smoothing, 0..1].
     pub smoothing: f64,
+    /// How much the latency may exceed the no-load latency before the limit shrinks (a ratio ≥ 1).
     pub rtt_tolerance: f64,
     /// Samples in the long-term RTT's exponential average.
     pub long_window: u32,
+    /// Headroom added to the limit so a queue can form (Netflix's queueSize).
     pub queue_size: f64,
 }
 
@@ -124,13 +143,17 @@ impl Default for Gradient2Config {
 /// Envoy's adaptive-concurrency gradient controller.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EnvoyGradientConfig {
+    /// The limit before anything was learnt.
     pub initial: f64,
     /// The limit is pinned here while the minimum RTT is measured.
     pub min_concurrency: f64,
+    /// The highest the limit goes.
     pub max: f64,
     /// Percentile of the samples that summarises an interval (0..1).
     pub sample_percentile: f64,
+    /// How often the limit is recomputed.
     pub concurrency_update_interval: Nanos,
+    /// How often the minimum RTT is measured again.
     pub min_rtt_calc_interval: Nanos,
     /// Samples collected to measure the minimum RTT.
     pub min_rtt_request_count: u32,
@@ -159,11 +182,20 @@ impl Default for EnvoyGradientConfig {
 /// Which algorithm sets the limit.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LimiterKind {
-    Fixed { limit: u32 },
+    /// A fixed limit.
+    Fixed {
+        /// The limit.
+        limit: u32,
+    },
+    /// Additive increase, multiplicative decrease.
     Aimd(AimdConfig),
+    /// Netflix Vegas: queue estimated from the RTT over its minimum.
     Vegas(VegasConfig),
+    /// Netflix Gradient: the limit scaled by the no-load RTT over the RTT.
     Gradient(GradientConfig),
+    /// Netflix Gradient2: a long-term RTT average instead of the minimum.
     Gradient2(Gradient2Config),
+    /// Envoy's adaptive concurrency gradient controller.
     EnvoyGradient(EnvoyGradientConfig),
 }
 
@@ -230,7 +262,9 @@ struct EnvoyState {
 /// varies by ±25%) from reading as congestion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleWindow {
+    /// The shortest window.
     pub min_time: Nanos,
+    /// The fewest samples in a window.
     pub min_samples: u32,
 }
 

@@ -28,7 +28,9 @@ stampede_kernel::named_enum! {
     pub enum Criticality {
         /// Never shed by policy: only refused when there is no room at all.
         CriticalPlus = "critical_plus",
+        /// The default for user-facing requests: shed only after the sheddable ones.
         Critical = "critical",
+        /// Shed before critical requests, after sheddable ones.
         SheddablePlus = "sheddable_plus",
         /// Shed first.
         Sheddable = "sheddable",

@@ -20,8 +20,11 @@ use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 /// Published per-minute limits of one model tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuotaLimits {
+    /// Requests per minute.
     pub requests_per_minute: u64,
+    /// Input tokens per minute.
     pub input_tokens_per_minute: u64,
+    /// Output tokens per minute.
     pub output_tokens_per_minute: u64,
 }
 
@@ -49,18 +52,22 @@ impl Default for QuotaConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "a reservation's unused output tokens are only returned by reconcile"]
 pub struct Reservation {
+    /// The input tokens taken.
     pub input_tokens: u64,
+    /// The output tokens held until the call reconciles what it wrote.
     pub max_tokens: u64,
 }
 
 /// The answer to a reservation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reserve {
+    /// Taken now.
     Granted(Reservation),
     /// Not now; enough will be there after this long (≤ the longest wait).
     Wait(Nanos),
     /// Not within the longest wait (`Some(wait)`), or never (`None`: more than a bucket holds).
     Refused {
+        /// How long it would take (`None`: never).
         wait: Option<Nanos>,
     },
 }

@@ -17,11 +17,13 @@ use super::classify::{Outcome, RetryClassifier, RetryDecision};
 /// A call whose last attempt failed, as the decision reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FailedAttempt {
+    /// When it failed.
     pub now: Nanos,
     /// Attempts made so far, the failed one included (≥ 1).
     pub tries: u32,
     /// How the attempt failed, and the server's retry-after if it sent one.
     pub outcome: Outcome,
+    /// The server's retry-after, if any: a floor under the next backoff.
     pub retry_after: Option<Nanos>,
     /// The wait before the last retry (decorrelated jitter grows from it; 0 before).
     pub previous_backoff: Nanos,

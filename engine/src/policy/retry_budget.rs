@@ -293,9 +293,13 @@ impl AdaptiveThrottle {
 pub enum RetryBudget {
     /// No budget: every retry the classifier allows goes.
     Unlimited,
+    /// Each success deposits a share of a token; each retry spends one.
     Ratio(RatioBudget),
+    /// gRPC's retry throttling (token bucket).
     Grpc(GrpcThrottle),
+    /// Finagle's `RetryBudget` / tower's `TpsBudget`: deposits that expire after a TTL.
     Ttl(TtlBudget),
+    /// Envoy's retry budget: retries in flight as a share of requests in flight.
     Envoy(EnvoyBudget),
     /// Boxed: its two windows make it ten times larger than the other budgets.
     Adaptive(Box<AdaptiveThrottle>),

@@ -13,14 +13,21 @@ use crate::policy::retry_budget::RetryBudget;
 /// Service-time distribution of one request on an unloaded server.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ServiceTime {
+    /// Exponential with mean `mean`.
     Exponential {
+        /// The mean.
         mean: Nanos,
     },
+    /// Lognormal with median `median` and log-standard deviation `sigma`.
     Lognormal {
+        /// The median.
         median: Nanos,
+        /// The standard deviation of the logarithm.
         sigma: f64,
     },
+    /// Always `value`.
     Constant {
+        /// The service time.
         value: Nanos,
     },
     /// Any distribution value (a table from data, gamma, Weibull, …), in seconds.
@@ -30,6 +37,7 @@ pub enum ServiceTime {
 /// The order in which a shard serves its queue.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum QueueDiscipline {
+    /// Oldest first.
     Fifo,
     /// Newest first.
     Lifo,
@@ -43,29 +51,54 @@ pub enum RetryPolicy {
     /// One attempt.
     None,
     /// Up to `max_attempts`, each retry immediately.
-    Naive { max_attempts: u32 },
+    Naive {
+        /// Attempts in all, the first included.
+        max_attempts: u32,
+    },
     /// Up to `max_attempts`, waiting by `backoff` between them.
-    Backoff { max_attempts: u32, backoff: Backoff },
+    Backoff {
+        /// Attempts in all, the first included.
+        max_attempts: u32,
+        /// The wait before each retry.
+        backoff: Backoff,
+    },
 }
 
 /// What a fault does while it is active.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FaultKind {
     /// Client arrivals × `multiplier`.
-    Surge { multiplier: f64 },
+    Surge {
+        /// What the arrival rate is multiplied by.
+        multiplier: f64,
+    },
     /// One shard's service times × `slowdown` (`f64::INFINITY` stalls it: no service starts).
-    Brownout { shard: u32, slowdown: f64 },
+    Brownout {
+        /// The shard that slows.
+        shard: u32,
+        /// What its service times are multiplied by.
+        slowdown: f64,
+    },
     /// One shard leaves the ring; its queue fails and its keys fail over.
-    ShardFailure { shard: u32 },
+    ShardFailure {
+        /// The shard that fails.
+        shard: u32,
+    },
     /// Every shard's service times × `factor`.
-    LatencySpike { factor: f64 },
+    LatencySpike {
+        /// What every service time is multiplied by.
+        factor: f64,
+    },
 }
 
 /// A fault and its window.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fault {
+    /// What it does.
     pub kind: FaultKind,
+    /// When it starts.
     pub start: Nanos,
+    /// How long it lasts.
     pub duration: Nanos,
 }
 
@@ -79,6 +112,7 @@ pub struct ClusterParams {
     pub load: Option<ArrivalProcess>,
     /// Key space; keys are drawn uniformly or Zipf(s) when `zipf_s > 0`.
     pub keys: u64,
+    /// The Zipf exponent of key popularity (0: uniform).
     pub zipf_s: f64,
     /// Share of requests that carry the single hot key 0 (a hot tenant); 0 = none.
     pub hot_share: f64,
@@ -88,24 +122,35 @@ pub struct ClusterParams {
     pub think_time: Nanos,
     /// Each attempt's client-side timeout.
     pub attempt_timeout: Nanos,
+    /// Shards on the ring.
     pub shards: u32,
+    /// Virtual nodes per shard.
     pub vnodes: u32,
     /// Bounded-load factor c; `f64::INFINITY` = plain consistent hashing.
     pub capacity_factor: f64,
+    /// How keys and nodes are hashed onto the ring.
     pub hash: RingHash,
+    /// Servers per shard.
     pub servers: u32,
+    /// A request's service time on an unloaded server.
     pub service: ServiceTime,
     /// Waiting room per shard.
     pub queue_capacity: u32,
+    /// The order a shard serves its queue in.
     pub discipline: QueueDiscipline,
     /// Drop, at dequeue, attempts whose client already gave up.
     pub drop_abandoned: bool,
+    /// The client's retry rule.
     pub retry: RetryPolicy,
     /// Any budget but Envoy's (which needs retry completions the model does not track).
     pub budget: RetryBudget,
+    /// A circuit breaker per shard on the client; `None`: none.
     pub breaker: Option<BreakerConfig>,
+    /// The faults, in time order.
     pub faults: Vec<Fault>,
+    /// Nothing before this is counted.
     pub warmup: Nanos,
+    /// When the replica ends.
     pub horizon: Nanos,
     /// Width of a time-series bucket.
     pub bucket: Nanos,

@@ -29,28 +29,49 @@ pub const HOPS_TRACKED: usize = 64;
 /// Scalar results of one replica (after warm-up).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ClusterResults {
+    /// Requests offered by the clients.
     pub offered: u64,
+    /// Attempts sent, retries included.
     pub attempts: u64,
+    /// Attempts ÷ requests.
     pub amplification_ratio: f64,
+    /// Requests answered.
     pub successes: u64,
+    /// Answered ÷ offered.
     pub success_ratio: f64,
+    /// Requests answered per second.
     pub goodput_rps: f64,
+    /// Requests that failed after their last attempt.
     pub failed: u64,
+    /// Attempts that timed out.
     pub timeouts: u64,
+    /// Attempts refused by a full queue.
     pub refused_queue_full: u64,
+    /// Attempts refused by the client's breaker.
     pub refused_breaker: u64,
+    /// Attempts with no shard to go to.
     pub refused_no_shard: u64,
+    /// Attempts CoDel dropped at dequeue.
     pub dropped_codel: u64,
+    /// Retries the budget refused.
     pub retries_denied_by_budget: u64,
+    /// Server time spent on attempts whose client had given up, seconds.
     pub wasted_work_s: f64,
+    /// Wasted server time ÷ busy server time.
     pub wasted_work_ratio: f64,
+    /// Virtual nodes walked past full shards, per request.
     pub hops_mean: f64,
+    /// The most virtual nodes one request walked.
     pub hops_max: u64,
+    /// The busiest shard's load ÷ the mean shard load.
     pub peak_shard_load_ratio: f64,
+    /// Times a breaker opened.
     pub breaker_trips: u64,
     /// Seconds from the end of the last fault until the queue is back in its band (NaN if never).
     pub recovery_s: f64,
+    /// Whether the queues returned to their band after the last fault.
     pub recovered: bool,
+    /// Events handled, warm-up included.
     pub events: u64,
 }
 

@@ -14,25 +14,37 @@ use crate::policy::codel::CoDel;
 /// Events of the cluster model (24 bytes).
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
+    /// A client request arrives.
     Arrival {
+        /// The arrival stream it belongs to: a surge restarts the stream, and arrivals of an older one are ignored.
         generation: u32,
     },
+    /// An attempt leaves the client (after its backoff).
     Send {
+        /// The request.
         request: SlabKey,
     },
+    /// A shard finished serving an attempt.
     Done {
+        /// The shard.
         shard: u32,
+        /// The attempt.
         attempt: SlabKey,
     },
     /// The attempt-timeout FIFO's wake-up: every timeout due now fires (see
     /// [`crate::kernel::timeout_fifo`]); a stale ticket is ignored.
     Timeouts {
+        /// Tells a current wake-up from a stale one.
         ticket: TimerTicket,
     },
+    /// A fault begins.
     FaultStart {
+        /// Its index in the parameters' faults.
         index: u32,
     },
+    /// A fault ends.
     FaultEnd {
+        /// Its index in the parameters' faults.
         index: u32,
     },
     /// A closed-loop user has finished thinking.

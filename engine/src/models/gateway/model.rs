@@ -271,6 +271,8 @@ impl<'h> Gateway<'h> {
         self
     }
 
+    /// Records a trace of every turn, call, attempt, wait and refusal, and the
+    /// breakers' state changes (see [`crate::measurement::trace`]).
     pub fn traced(mut self) -> Self {
         let mut tracer = Tracer::new();
         for incident in &self.p.incidents {

@@ -22,9 +22,11 @@ use super::gate::Gate;
 pub struct Timeouts {
     /// Until the provider answers or gives the call a server slot.
     pub connect: Nanos,
+    /// Until the first token (a streamed call) or the whole answer.
     pub first_token: Nanos,
     /// The longest gap between streamed tokens.
     pub inter_token: Option<Nanos>,
+    /// The whole call, from sending to the last token.
     pub total: Nanos,
 }
 
@@ -37,12 +39,19 @@ pub struct ClassParams {
     /// The share of turns that make this call, where the plan gives no probability of
     /// its own (the fixture's `calls_per_turn`, at most 1).
     pub share: f64,
+    /// Input tokens per call: (mean, standard deviation).
     pub input_tokens: (f64, f64),
+    /// Output tokens per call: (mean, standard deviation).
     pub output_tokens: (f64, f64),
+    /// The most a call may write (what quota meters reserve).
     pub max_tokens: u64,
+    /// The answer is streamed: the first token ends the first-token timeout.
     pub streamed: bool,
+    /// The call's deadline from its start; no retry is sent that could not end before it.
     pub deadline: Nanos,
+    /// The per-attempt timeouts.
     pub timeouts: Timeouts,
+    /// Attempts in all, the first included.
     pub max_attempts: u32,
     /// The ladder refuses this class from this rung (1..=4; 5: never).
     pub shed_from_rung: u8,
@@ -56,7 +65,9 @@ pub struct ClassParams {
     /// Records its time-to-first-token and total latency histograms (a re-sent copy
     /// of another class does not).
     pub latency: bool,
+    /// The class's bulkhead slots.
     pub bulkhead_slots: u32,
+    /// Calls that may wait for one.
     pub bulkhead_queue: u32,
     /// How this class waits between attempts (none, equal, full or decorrelated jitter).
     pub backoff: Backoff,
@@ -69,8 +80,11 @@ pub struct ClassParams {
 /// A tier: the provider's side plus prices.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TierParams {
+    /// Limits, speeds and slots.
     pub spec: TierSpec,
+    /// Price per million input tokens, USD.
     pub usd_per_mtok_in: f64,
+    /// Price per million output tokens, USD.
     pub usd_per_mtok_out: f64,
     /// Healthy 500 rate (the fixture's 0.002).
     pub error_rate: f64,
@@ -87,14 +101,27 @@ pub enum IncidentKind {
     /// Fewer slots (`health`), more 500s (`error_rate`), slower answers
     /// (`latency_factor` × time to first token and decode); [`IncidentKind::BROWNOUT`]
     /// is the seed's 0.2 / 0.25 / ×1.
-    Brownout { health: f64, error_rate: f64, latency_factor: f64 },
+    Brownout {
+        /// The share of server slots left.
+        health: f64,
+        /// The share of calls that end in a 500.
+        error_rate: f64,
+        /// What the time to first token and the decode time are multiplied by.
+        latency_factor: f64,
+    },
     /// Health 0.05, error rate 1.0.
     Outage,
     /// Health `scale`, healthy error rate.
-    CapacityStep { scale: f64 },
+    CapacityStep {
+        /// The share of server slots left.
+        scale: f64,
+    },
     /// The provider's quota changes: requests, input and output tokens per minute are
     /// `scales` × the published limits (the client's own meters do not know).
-    RateLimitStep { scales: [f64; 3] },
+    RateLimitStep {
+        /// Requests, input and output tokens per minute, as shares of the published limits.
+        scales: [f64; 3],
+    },
     /// The quota coordinator fails: a coordinated quota falls back to per-instance
     /// meters of 1/N each until it returns (the tier is not used).
     CoordinatorOutage,
@@ -108,9 +135,13 @@ impl IncidentKind {
 /// An incident on one tier over [start, end).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Incident {
+    /// The tier (its index).
     pub tier: usize,
+    /// What happens.
     pub kind: IncidentKind,
+    /// When it starts.
     pub start: Nanos,
+    /// When it ends.
     pub end: Nanos,
 }
 
@@ -138,7 +169,9 @@ pub struct PlannedCall {
 pub struct Step {
     /// The step's calls: `TurnPlan::calls[first..end]`.
     pub first: usize,
+    /// One past the step's last call.
     pub end: usize,
+    /// The turn does not wait for it: a background step's latency is never the turn's.
     pub background: bool,
 }
 
@@ -148,7 +181,9 @@ pub struct Step {
 /// latency never includes them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TurnPlan {
+    /// Every planned call, steps in order.
     pub calls: Vec<PlannedCall>,
+    /// The steps, in order.
     pub steps: Vec<Step>,
 }
 
@@ -201,14 +236,21 @@ pub enum Client {
     /// The configured gates.
     Stack,
     /// Up to `attempts` immediate attempts on any failure, one `timeout` per call.
-    Naive { attempts: u32, timeout: Nanos },
+    Naive {
+        /// Attempts in all, the first included.
+        attempts: u32,
+        /// The timeout of each call.
+        timeout: Nanos,
+    },
 }
 
 stampede_kernel::named_enum! {
     /// One limiter per class, or one per tier (the pooling bug).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum LimiterScope {
+        /// One limiter per call class.
         Class = "class",
+        /// One limiter per tier, shared by its classes.
         Tier = "tier",
     }
 }
@@ -217,7 +259,9 @@ stampede_kernel::named_enum! {
     /// How turns arrive: a Poisson process, or evenly spaced at the rate.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Arrivals {
+        /// Exponential gaps.
         Poisson = "poisson",
+        /// Equal gaps.
         Even = "even",
     }
 }
@@ -225,15 +269,18 @@ stampede_kernel::named_enum! {
 /// Everything one replica needs.
 #[derive(Clone, Debug)]
 pub struct GatewayParams {
+    /// The model tiers, by index.
     pub tiers: Vec<TierParams>,
     /// The call classes; per-class results and limiters, bulkheads and breakers follow
     /// this order.
     pub classes: Vec<ClassParams>,
     /// Each class's name (traces and messages).
     pub class_names: Vec<&'static str>,
+    /// What a turn calls, in which steps.
     pub plan: TurnPlan,
     /// Turns per second at `arrivals` spacing, unless `load` is set (then its mean).
     pub turns_per_s: f64,
+    /// How turns are spaced.
     pub arrivals: Arrivals,
     /// Turns from `[load]`: a rate profile (schedules, sines, bursts) or a replayed
     /// trace; `None`: `turns_per_s` at `arrivals` spacing.
@@ -242,34 +289,50 @@ pub struct GatewayParams {
     /// arrival is one call of that class outside any turn. When there are any, no
     /// turns arrive.
     pub call_arrivals: Vec<(usize, crate::components::arrivals::ArrivalProcess)>,
+    /// Tenants turns are spread over (admission's fair shares).
     pub tenants: u32,
     /// Share of turns from tenant 0 (the rest spread evenly over the others); 0 with
     /// one tenant.
     pub hot_tenant_share: f64,
     /// Gateway instances; turns are spread uniformly (only a split quota notices).
     pub instances: u32,
+    /// The stack of gates, or the naive client.
     pub client: Client,
+    /// The gates in order, outermost first.
     pub gates: Vec<Gate>,
+    /// The admission ladder.
     pub ladder: Ladder,
+    /// The concurrency limiter's algorithm.
     pub limiter: LimiterKind,
+    /// One limiter per class, or one per tier (the pooling bug).
     pub limiter_scope: LimiterScope,
     /// Learn from windows of samples (Netflix's WindowedLimit); `None`: from every sample.
     pub limiter_window: Option<SampleWindow>,
+    /// The breaker per class.
     pub breaker: BreakerConfig,
+    /// The client-side quota meters.
     pub quota: QuotaConfig,
+    /// Hand unused `max_tokens` back to the client meter when a call ends.
     pub reconcile: bool,
     /// Ratio retry budget (fraction of successes); `None`: unbudgeted.
     pub retry_budget: Option<f64>,
+    /// Which failures are retried.
     pub classifier: RetryClassifier,
+    /// A stream is not retried once this share of its output arrived.
     pub no_retry_past_delivered: f64,
+    /// Which waiter a freed bulkhead slot goes to.
     pub bulkhead_order: QueueOrder,
+    /// CoDel on the bulkhead queues; `None`: none.
     pub codel: Option<CoDelConfig>,
+    /// The incidents, in time order.
     pub incidents: Vec<Incident>,
     /// A cached input token counts this much against input-token meters (ITPM).
     pub cache_itpm_weight: f64,
     /// A cached input token is billed this share of the input price.
     pub cache_price_weight: f64,
+    /// Nothing before this is counted.
     pub warmup: Nanos,
+    /// When the replica ends.
     pub horizon: Nanos,
     /// The width of a time-series bucket (attempts and answered turns per bucket).
     pub series_bucket: Nanos,

@@ -13,24 +13,40 @@ stampede_kernel::named_enum! {
     /// Why a counted call ended without being served.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Reason {
+        /// The admission ladder shed its class.
         AdmissionShed = "admission_shed",
+        /// It could not end before its deadline.
         AdmissionInfeasible = "admission_infeasible",
+        /// Its tenant was over its fair share under pressure.
         AdmissionFairShare = "admission_fair_share",
+        /// The bulkhead's queue was full.
         QueueFull = "queue_full",
+        /// Its deadline passed while it waited for a bulkhead slot.
         QueueDeadline = "queue_deadline",
+        /// CoDel dropped it from the bulkhead's queue.
         CoDel = "codel_drop",
+        /// The adaptive limiter refused it.
         Limiter = "limiter",
+        /// The breaker was open.
         BreakerOpen = "breaker_open",
+        /// The client's quota meter had no room within its longest wait.
         LocalQuota = "local_quota",
+        /// The last attempt got no server slot within the connect timeout.
         TimeoutConnect = "timeout_connect",
+        /// No first token in time.
         TimeoutFirstToken = "timeout_first_token",
+        /// A gap between streamed tokens was too long.
         TimeoutInterToken = "timeout_inter_token",
+        /// The whole answer took too long.
         TimeoutTotal = "timeout_total",
         /// The caller's own deadline ran out: it says nothing about the provider, so
         /// neither the breaker nor the limiter learns from it.
         TimeoutDeadline = "timeout_deadline",
+        /// The provider rate-limited it.
         Http429 = "http_429",
+        /// The provider was overloaded (529), or its queue gave up on the call.
         Http529 = "http_529",
+        /// The provider answered with an error.
         Http500 = "http_500",
     }
 }

@@ -8,27 +8,40 @@ use crate::measurement::request_latencies::{EndingSlots, RequestLatencies};
 use super::reason::{Reason, REASONS};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// One call class's results (after warm-up).
 pub struct ClassResults {
+    /// Calls offered.
     pub offered: u64,
+    /// Attempts sent, retries included.
     pub attempts: u64,
+    /// Attempts after the first.
     pub retries: u64,
+    /// Calls answered by their tier.
     pub served: u64,
     /// Failed calls that were served their fallback.
     pub fallbacks: u64,
+    /// Calls that failed.
     pub failed: u64,
     /// Failed calls by [`Reason`].
     pub reasons: [u64; REASONS],
+    /// Retries the budget refused.
     pub retries_denied_by_budget: u64,
     /// Retries not made because the backoff plus the class's expected call time did
     /// not fit the call's remaining deadline.
     pub retries_denied_by_deadline: u64,
     /// Calls whose cacheable prefix hit the prompt cache, and the input tokens cached.
     pub cache_hits: u64,
+    /// Input tokens read from the prompt cache.
     pub cached_tokens: u64,
+    /// Spend on calls that were answered, USD.
     pub useful_usd: f64,
+    /// Spend on attempts whose answer was not used, USD.
     pub wasted_usd: f64,
+    /// Output tokens reserved by the quota meters.
     pub tokens_reserved: u64,
+    /// Reserved output tokens handed back unused.
     pub tokens_handed_back: u64,
+    /// Times its breaker opened.
     pub breaker_trips: u64,
     /// Every refusal by the class's breaker — more than the calls it failed when a
     /// loop above it retries into the open circuit.
@@ -36,7 +49,9 @@ pub struct ClassResults {
     /// The adaptive limiter's limit at the end, lowest and highest; `None` when the
     /// client has no limiter (the naive client, or a stack without `adaptive`).
     pub limit_final: Option<u32>,
+    /// The lowest limit over the run.
     pub limit_min: Option<u32>,
+    /// The highest limit over the run.
     pub limit_max: Option<u32>,
     /// p95 of successful attempts' duration (sent to last token), seconds; NaN without any.
     pub attempt_p95_s: f64,
@@ -57,29 +72,40 @@ impl ClassResults {
 pub struct GatewayResults {
     /// In [`super::GatewayParams::classes`] order.
     pub classes: Vec<ClassResults>,
+    /// Turns offered.
     pub turns_offered: u64,
+    /// Turns whose every foreground call was answered.
     pub turns_answered: u64,
+    /// Turns that failed.
     pub turns_failed: u64,
+    /// The measured window (horizon − warm-up), seconds.
     pub window_s: f64,
+    /// Events handled, warm-up included.
     pub events: u64,
 }
 
 impl GatewayResults {
+    /// Calls offered, every class.
     pub fn offered_calls(&self) -> u64 {
         self.classes.iter().map(|c| c.offered).sum()
     }
+    /// Attempts sent, every class.
     pub fn attempts(&self) -> u64 {
         self.classes.iter().map(|c| c.attempts).sum()
     }
+    /// Retries sent, every class.
     pub fn retries(&self) -> u64 {
         self.classes.iter().map(|c| c.retries).sum()
     }
+    /// Spend on answered calls, every class, USD.
     pub fn useful_usd(&self) -> f64 {
         self.classes.iter().map(|c| c.useful_usd).sum()
     }
+    /// Spend on attempts whose answer was not used, every class, USD.
     pub fn wasted_usd(&self) -> f64 {
         self.classes.iter().map(|c| c.wasted_usd).sum()
     }
+    /// Calls failed for `reason`, every class.
     pub fn reason(&self, reason: Reason) -> u64 {
         self.classes.iter().map(|c| c.reasons[reason.index()]).sum()
     }

@@ -17,28 +17,39 @@ use super::reason::Reason;
 /// Events (16 bytes).
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
+    /// A turn arrives.
     TurnArrival,
     /// A replayed call of stream `stream` ([`super::GatewayParams::call_arrivals`]) arrives.
     CallArrival {
+        /// The replayed stream (its index).
         stream: u16,
     },
     /// An attempt's precomputed end (stale unless `stamp` matches its ticket).
     AttemptEnd {
+        /// The attempt.
         attempt: SlabKey,
+        /// Its ticket's stamp when scheduled.
         stamp: TicketStamp,
     },
     /// A streamed attempt's first token reaches the client (same stamp as its end).
     FirstToken {
+        /// The attempt.
         attempt: SlabKey,
+        /// Its ticket's stamp when scheduled.
         stamp: TicketStamp,
     },
     /// A call resumes its walk down the stack (after a backoff or a quota wait).
     Resume {
+        /// The call.
         call: SlabKey,
     },
+    /// The periodic sweep: limiter and bulkhead queues' deadlines and CoDel.
     Sweep,
+    /// An incident starts or ends.
     Incident {
+        /// The incident (its index).
         index: u16,
+        /// Whether it starts (else it ends).
         starts: bool,
     },
 }

@@ -256,6 +256,8 @@ impl<'h> Graph<'h> {
         self
     }
 
+    /// Records a trace of every call, attempt and job as spans (see
+    /// [`crate::measurement::trace`]), named by `names`.
     pub fn traced(mut self, names: super::trace::TraceNames) -> Self {
         self.tracer = Some(Box::new(super::trace::SpanTracer::new(names)));
         self
@@ -295,6 +297,7 @@ impl<'h> Graph<'h> {
         }
     }
 
+    /// Runs to the horizon: the results and the series.
     pub fn run(self) -> (GraphResults, GraphSeries) {
         let (results, series, _) = self.run_traced();
         (results, series)

@@ -29,8 +29,10 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// Every failure, in index order.
     pub const ALL: [Failure; 4] = [Failure::Timeout, Failure::Refused, Failure::Error, Failure::BreakerOpen];
 
+    /// Its metric suffix.
     pub fn name(self) -> &'static str {
         match self {
             Failure::Timeout => "timeout",
@@ -40,6 +42,7 @@ impl Failure {
         }
     }
 
+    /// Its index in per-failure arrays.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -52,7 +55,9 @@ impl Failure {
 /// deeper failure is that caller's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cause {
+    /// The service where it happened.
     pub service: u32,
+    /// How it failed.
     pub failure: Failure,
 }
 
@@ -66,9 +71,13 @@ impl Cause {
 /// Why a service refused work. The names are the metric suffixes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
+    /// Its queue was full.
     QueueFull,
+    /// Its concurrency limiter refused.
     Limiter,
+    /// Its priority shedder refused.
     Shed,
+    /// Its rate limiter refused.
     RateLimit,
     /// The instance is down (crashed) or the edge is partitioned with fail-fast.
     Down,
@@ -81,6 +90,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// Every refusal, in index order.
     pub const ALL: [Refusal; 8] = [
         Refusal::QueueFull,
         Refusal::Limiter,
@@ -92,6 +102,7 @@ impl Refusal {
         Refusal::Depth,
     ];
 
+    /// Its metric suffix.
     pub fn name(self) -> &'static str {
         match self {
             Refusal::QueueFull => "queue_full",
@@ -105,6 +116,7 @@ impl Refusal {
         }
     }
 
+    /// Its index in per-refusal arrays.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -115,12 +127,15 @@ impl Refusal {
 pub struct FailureSet(pub u8);
 
 impl FailureSet {
+    /// No failure.
     pub const NONE: FailureSet = FailureSet(0);
 
+    /// The set of `failures`.
     pub fn of(failures: &[Failure]) -> Self {
         FailureSet(failures.iter().fold(0, |bits, f| bits | 1 << f.index()))
     }
 
+    /// Whether `failure` is in the set.
     pub fn contains(self, failure: Failure) -> bool {
         self.0 & (1 << failure.index()) != 0
     }
@@ -129,7 +144,9 @@ impl FailureSet {
 /// How a caller picks one of the callee's instances.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Balance {
+    /// Each instance in turn.
     RoundRobin,
+    /// A uniformly random instance.
     Random,
     /// The instance with the fewest requests present (queued, running or waiting on
     /// its own calls), first on ties.
@@ -139,7 +156,9 @@ pub enum Balance {
     /// The request's key on a hash ring of the instances with bounded loads (the
     /// cluster model's router): `vnodes` points per instance, capacity factor `c`.
     ConsistentHash {
+        /// Virtual nodes per instance.
         vnodes: u32,
+        /// Bounded-load factor c (`f64::INFINITY`: plain consistent hashing).
         capacity_factor: f64,
     },
 }
@@ -147,11 +166,13 @@ pub enum Balance {
 /// One service: identical instances, each with its workers and queue.
 #[derive(Clone, Debug)]
 pub struct ServiceParams {
+    /// Instances of the service.
     pub instances: u32,
     /// Workers (concurrency) per instance.
     pub workers: u32,
     /// Waiting requests per instance at most.
     pub queue_capacity: u32,
+    /// The order an instance serves its queue in.
     pub discipline: QueueDiscipline,
     /// When a request's caller gives up (timeout, a hedge won, its own caller gave up),
     /// the work is cancelled: dropped from the queue or its worker freed, and its own
@@ -189,10 +210,13 @@ impl ServiceParams {
 /// One endpoint of a service: local work, then its steps in order.
 #[derive(Clone, Debug)]
 pub struct EndpointParams {
+    /// The service that serves it.
     pub service: u32,
+    /// Work before its first step, if any.
     pub work: Option<Distribution>,
     /// Its steps are `steps[first_step .. first_step + step_count]`.
     pub first_step: u32,
+    /// How many steps it has.
     pub step_count: u32,
 }
 
@@ -213,13 +237,22 @@ pub enum Step {
     /// Local work on the request's worker.
     Work(Distribution),
     /// Calls `call_sites[first_call .. first_call + calls]` made together.
-    Calls { first_call: u32, calls: u32, wait: Wait },
+    Calls {
+        /// The first call site.
+        first_call: u32,
+        /// How many call sites.
+        calls: u32,
+        /// What the step waits for.
+        wait: Wait,
+    },
 }
 
 /// One place where an endpoint calls another.
 #[derive(Clone, Copy, Debug)]
 pub struct CallSite {
+    /// The endpoint called.
     pub endpoint: u32,
+    /// The edge the call travels along.
     pub edge: u32,
     /// The call is made with this probability (1 = always).
     pub probability: f64,
@@ -230,6 +263,7 @@ pub struct CallSite {
 pub struct EdgeParams {
     /// `None`: the workload's clients.
     pub from: Option<u32>,
+    /// The callee service.
     pub to: u32,
     /// One way; drawn for the request and again for the answer.
     pub network: Option<Distribution>,
@@ -240,15 +274,21 @@ pub struct EdgeParams {
     /// A call gets what is left of its caller's deadline, and work whose deadline has
     /// passed is not started.
     pub propagate_deadline: bool,
+    /// Attempts in all, the first included.
     pub max_attempts: u32,
+    /// The wait before each retry.
     pub backoff: Backoff,
+    /// Which failures are retried.
     pub retry_on: FailureSet,
     /// A template: each replica clones its own.
     pub budget: RetryBudget,
+    /// A breaker on the edge; `None`: none.
     pub breaker: Option<BreakerConfig>,
+    /// Hedging on the edge; `None`: none.
     pub hedge: Option<HedgeConfig>,
     /// Hedges ask the retry budget, as retries do.
     pub hedge_uses_budget: bool,
+    /// How the callee's instance is chosen.
     pub balance: Balance,
     /// Failures answered by a cheap fallback: the call succeeds degraded.
     pub fallback_on: FailureSet,
@@ -257,9 +297,11 @@ pub struct EdgeParams {
 /// Where requests come from.
 #[derive(Clone, Debug)]
 pub struct WorkloadParams {
+    /// The endpoint its requests call.
     pub endpoint: u32,
     /// The edge from the clients to the entry service.
     pub edge: u32,
+    /// How its requests arrive.
     pub arrivals: WorkloadArrivals,
     /// The client's deadline for the whole request (`None`: none).
     pub deadline: Option<Nanos>,
@@ -270,26 +312,44 @@ pub struct WorkloadParams {
 }
 
 #[derive(Clone, Debug)]
+/// How a workload's requests arrive.
 pub enum WorkloadArrivals {
     /// Open loop: a rate, or a `[load]`-style process.
     Open(ArrivalProcess),
     /// Closed loop: `users` who wait for each answer and think for an exponential time.
-    Closed { users: u32, think: Nanos },
+    Closed {
+        /// Users in the loop.
+        users: u32,
+        /// The mean think time.
+        think: Nanos,
+    },
 }
 
 /// What a fault does.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FaultKind {
     /// Local work takes `factor` times longer.
-    Slowdown { factor: f64 },
+    Slowdown {
+        /// What local work is multiplied by.
+        factor: f64,
+    },
     /// Local work takes this much longer.
-    Latency { added: Nanos },
+    Latency {
+        /// What is added to local work.
+        added: Nanos,
+    },
     /// Each answer is an error with this probability.
-    Errors { rate: f64 },
+    Errors {
+        /// The probability.
+        rate: f64,
+    },
     /// The instances crash: their work is lost and they refuse new work until the end.
     Crash,
     /// An edge: calls along it time out (`fail_fast` false) or are refused at once.
-    Partition { fail_fast: bool },
+    Partition {
+        /// Refused at once; false: the calls time out.
+        fail_fast: bool,
+    },
 }
 
 /// Where a fault applies.
@@ -297,35 +357,55 @@ pub enum FaultKind {
 pub enum FaultTarget {
     /// Instances `first .. first + count` of a service.
     Instances {
+        /// The service.
         service: u32,
+        /// The first instance.
         first: u32,
+        /// How many instances.
         count: u32,
     },
+    /// An edge (its index).
     Edge(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
+/// A fault on instances or an edge, over a window.
 pub struct GraphFault {
+    /// What it hits.
     pub target: FaultTarget,
+    /// What it does.
     pub kind: FaultKind,
+    /// When it starts.
     pub start: Nanos,
+    /// How long it lasts.
     pub duration: Nanos,
 }
 
 /// The whole graph for one replica.
 #[derive(Clone, Debug)]
 pub struct GraphParams {
+    /// The services, by index.
     pub services: Vec<ServiceParams>,
+    /// The endpoints, by index.
     pub endpoints: Vec<EndpointParams>,
+    /// Every endpoint's steps.
     pub steps: Vec<Step>,
+    /// Every step's call sites.
     pub call_sites: Vec<CallSite>,
+    /// The edges, by index.
     pub edges: Vec<EdgeParams>,
+    /// The workloads, by index.
     pub workloads: Vec<WorkloadParams>,
+    /// The faults, in time order.
     pub faults: Vec<GraphFault>,
     /// Calls nest at most this deep (a cycle needs it; a deeper call fails as refused).
     pub max_depth: u32,
+    /// Nothing before this is counted.
     pub warmup: Nanos,
+    /// When the replica ends.
     pub horizon: Nanos,
+    /// Width of a time-series bucket.
     pub bucket: Nanos,
+    /// Recovery needs the queues back in their band for this long.
     pub recovery_hold: Nanos,
 }

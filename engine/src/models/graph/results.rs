@@ -10,8 +10,11 @@ use super::params::{Cause, Failure, Refusal};
 /// One workload's entry point.
 #[derive(Clone, Debug, Default)]
 pub struct EntryResults {
+    /// Requests offered.
     pub offered: u64,
+    /// Requests answered in full.
     pub successes: u64,
+    /// Requests answered with a fallback somewhere in the tree.
     pub degraded: u64,
     /// By [`Failure`].
     pub failed: [u64; 4],
@@ -22,14 +25,17 @@ pub struct EntryResults {
     /// Successful requests' latency (degraded answers excluded), for this replica's
     /// quantiles within 0.1%, and its sum.
     pub latency: ReplicaQuantiles,
+    /// The sum of those latencies, seconds.
     pub latency_sum_s: f64,
     /// Every ended request's latency (answered, degraded or failed; a failure's is the
     /// time until its caller learned it).
     pub latency_all: ReplicaQuantiles,
+    /// Requests answered in full per second.
     pub goodput_rps: f64,
 }
 
 impl EntryResults {
+    /// Requests that failed, every failure.
     pub fn failed_total(&self) -> u64 {
         self.failed.iter().sum()
     }
@@ -43,6 +49,7 @@ impl EntryResults {
         }
     }
 
+    /// Requests that failed by `failure`.
     pub fn failed_by(&self, failure: Failure) -> u64 {
         self.failed[failure.index()]
     }
@@ -67,11 +74,13 @@ pub struct ServiceResults {
     pub refused: [u64; 8],
     /// Mean busy workers ÷ workers, after warm-up.
     pub utilisation: f64,
+    /// Requests waiting for a worker, time-averaged over its instances.
     pub queue_mean: f64,
     /// Mean requests present (queued, working, waiting on calls).
     pub present_mean: f64,
     /// Worker-seconds spent on counted jobs, and on those whose caller had given up.
     pub busy_s: f64,
+    /// Of those, worker-seconds on jobs whose caller had given up.
     pub wasted_s: f64,
     /// Jobs cancelled because their caller gave up.
     pub cancelled: u64,
@@ -80,6 +89,7 @@ pub struct ServiceResults {
 }
 
 impl ServiceResults {
+    /// Attempts it refused for `refusal`.
     pub fn refused_by(&self, refusal: Refusal) -> u64 {
         self.refused[refusal.index()]
     }
@@ -88,42 +98,59 @@ impl ServiceResults {
 /// One edge: the client side of the calls along it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct EdgeResults {
+    /// Calls made.
     pub calls: u64,
     /// Attempts sent, retries and hedges included.
     pub attempts: u64,
+    /// Retries sent.
     pub retries: u64,
+    /// Hedges sent.
     pub hedges: u64,
     /// Calls answered first by a hedge.
     pub hedge_wins: u64,
+    /// Attempts timed out.
     pub timeouts: u64,
+    /// Retries and hedges the budget refused.
     pub budget_denials: u64,
+    /// Attempts the breaker refused.
     pub breaker_refusals: u64,
+    /// Times the breaker opened.
     pub breaker_trips: u64,
     /// Calls that failed (fallbacks excluded), and those answered by a fallback.
     pub failed: u64,
+    /// Calls answered by the fallback.
     pub fallbacks: u64,
 }
 
 #[derive(Clone, Debug, Default)]
+/// Scalar results of one replica (after warm-up).
 pub struct GraphResults {
+    /// Per entry point (workload).
     pub entries: Vec<EntryResults>,
     /// Per call site (in the call sites' order), the same figures for the calls it made:
     /// `offered` counts every call made, the outcomes those that ended (a call whose
     /// group was decided without it, or whose caller gave up, is in no outcome).
     pub sites: Vec<EntryResults>,
+    /// Per service.
     pub services: Vec<ServiceResults>,
+    /// Per edge.
     pub edges: Vec<EdgeResults>,
     /// From the whole graph's queue depth, as the cluster measures it.
     pub recovery_s: f64,
+    /// Whether it recovered.
     pub recovered: bool,
+    /// Events handled, warm-up included.
     pub events: u64,
 }
 
 /// Per bucket: per service Σ queued × ns and Σ busy workers × ns; per entry, successes.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GraphSeries {
+    /// Per service, Σ queued × ns per bucket.
     pub queued_area: Vec<Vec<u128>>,
+    /// Per service, Σ busy workers × ns per bucket.
     pub busy_area: Vec<Vec<u128>>,
+    /// Per entry point, requests answered in full per bucket.
     pub successes: Vec<Vec<u64>>,
     /// Per entry point, counted requests' latencies over time by the window they ended
     /// in (empty unless [`super::Graph::with_latency_windows`]).

@@ -197,42 +197,64 @@ pub enum Answer {
 /// Events (16 bytes).
 #[derive(Clone, Copy, Debug)]
 pub enum Event {
+    /// A workload's request arrives.
     Arrival {
+        /// The workload.
         workload: u32,
     },
     /// An attempt reaches its instance.
     Arrives {
+        /// The attempt.
         attempt: SlabKey,
     },
     /// An attempt's answer reaches its caller.
     Answered {
+        /// The attempt.
         attempt: SlabKey,
+        /// What it answered.
         answer: Answer,
     },
     /// The wake-up of an edge's timeout FIFO: its front is due (a stale ticket is ignored).
     EdgeTimeouts {
+        /// The edge.
         edge: u32,
+        /// Tells a current wake-up from a stale one.
         ticket: TimerTicket,
     },
+    /// An attempt's own timeout (an adaptive one, which the edge's FIFO cannot hold).
     AttemptTimeout {
+        /// The attempt.
         attempt: SlabKey,
+        /// Tells a current timeout from a stale one.
         ticket: TimerTicket,
     },
+    /// A job's local work ends.
     WorkDone {
+        /// The job.
         job: SlabKey,
+        /// Its ticket's stamp when scheduled.
         stamp: TicketStamp,
     },
+    /// A call's backoff is over: its next attempt goes.
     RetryDue {
+        /// The call.
         call: SlabKey,
     },
+    /// A call's hedge delay is over.
     HedgeDue {
+        /// The call.
         call: SlabKey,
+        /// Tells a current hedge from a stale one.
         ticket: TimerTicket,
     },
+    /// A fault begins.
     FaultStarts {
+        /// Its index.
         fault: u32,
     },
+    /// A fault ends.
     FaultEnds {
+        /// Its index.
         fault: u32,
     },
 }
