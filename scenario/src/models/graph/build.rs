@@ -22,7 +22,7 @@ use stampede_engine::secs_to_nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    BalanceName, DeadlineName, EdgeConfig, GraphConfig, LimiterName, ServiceConfig, StepConfig, Threading,
+    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, LimiterName, ServiceConfig, StepConfig, Threading,
     TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
@@ -440,114 +440,12 @@ impl Builder {
                     is_call_site_edge(name) && link_of(name) == fault.target
                 })
                 .collect();
-            let target = if let Some(index) = self.edge_names.iter().position(|e| *e == fault.target) {
-                FaultTarget::Edge(index as u32)
-            } else if let Some(&first) = also.first() {
-                FaultTarget::Edge(first)
-            } else {
-                let (service, instance) = match fault.target.split_once('#') {
-                    Some((service, k)) => (service, Some(k)),
-                    None => (fault.target.as_str(), None),
-                };
-                let Some(&s) = self.service_index.get(service) else {
-                    return Err(bad(format!(
-                        "{path}.target = {:?}: not a service, an instance (service#k) or an edge; services: {}; edges: {}",
-                        fault.target,
-                        self.services.join(", "),
-                        self.edge_names.join(", ")
-                    )));
-                };
-                let instances = self.service_params[s as usize].instances;
-                match instance {
-                    Some(k) => {
-                        let k: u32 = k.parse().ok().filter(|&k| k < instances).ok_or_else(|| {
-                            bad(format!(
-                                "{path}.target = {:?}: {service} has instances #0 to #{}",
-                                fault.target,
-                                instances - 1
-                            ))
-                        })?;
-                        FaultTarget::Instances { service: s, first: k, count: 1 }
-                    }
-                    None => {
-                        let count = fault.instances.unwrap_or(instances);
-                        if count == 0 || count > instances {
-                            return Err(bad(format!(
-                                "{path}.instances = {count}: {service} has {instances} instances"
-                            )));
-                        }
-                        FaultTarget::Instances { service: s, first: 0, count }
-                    }
-                }
-            };
+            let target = self.fault_target(&path, fault, &also)?;
             let on_edge = matches!(target, FaultTarget::Edge(_));
             if fault.instances.is_some() && (on_edge || fault.target.contains('#')) {
                 return Err(bad(format!("{path}.instances: only for a fault on a whole service (k of its instances)")));
             }
-            let extra = |field: &str, set: bool| -> Result<()> {
-                if set {
-                    return Err(bad(format!("{path}.{field}: a {} fault takes no {field}", fault.kind)));
-                }
-                Ok(())
-            };
-            let kind = match fault.kind.as_str() {
-                "slowdown" => {
-                    extra("added_s", fault.added_s.is_some())?;
-                    extra("rate", fault.rate.is_some())?;
-                    let factor = fault.factor.ok_or_else(|| {
-                        bad(format!("{path}.factor: missing; a slowdown multiplies work (or the network) by it"))
-                    })?;
-                    positive(&format!("{path}.factor"), factor, "a positive multiplier")?;
-                    FaultKind::Slowdown { factor }
-                }
-                "latency" => {
-                    extra("factor", fault.factor.is_some())?;
-                    extra("rate", fault.rate.is_some())?;
-                    let added = fault.added_s.ok_or_else(|| {
-                        bad(format!(
-                            "{path}.added_s: missing; seconds added to each piece of work (on an edge, each way)"
-                        ))
-                    })?;
-                    positive(&format!("{path}.added_s"), added, "a positive number of seconds")?;
-                    FaultKind::Latency { added: secs_to_nanos(added) }
-                }
-                "errors" => {
-                    extra("factor", fault.factor.is_some())?;
-                    extra("added_s", fault.added_s.is_some())?;
-                    let rate = probability(
-                        &format!("{path}.rate"),
-                        Some(fault.rate.ok_or_else(|| {
-                            bad(format!("{path}.rate: missing; the share of answers that are errors"))
-                        })?),
-                    )?;
-                    FaultKind::Errors { rate }
-                }
-                "crash" => {
-                    if on_edge {
-                        return Err(bad(format!(
-                            "{path}.kind = \"crash\": instances crash; an edge is partitioned (kind = \"partition\")"
-                        )));
-                    }
-                    extra("factor", fault.factor.is_some())?;
-                    FaultKind::Crash
-                }
-                "partition" => {
-                    if !on_edge {
-                        return Err(bad(format!("{path}.kind = \"partition\": partitions an edge (target = \"a->b\"); an instance crashes (kind = \"crash\")")));
-                    }
-                    let fail_fast = match fault.mode.as_deref().unwrap_or("timeout") {
-                        "timeout" => false,
-                        "fail_fast" => true,
-                        other => return Err(bad(format!("{path}.mode = {other:?}: allowed: timeout, fail_fast"))),
-                    };
-                    FaultKind::Partition { fail_fast }
-                }
-                other => {
-                    return Err(bad(format!(
-                        "{path}.kind = {other:?}: allowed: slowdown, latency, errors, crash, partition"
-                    )))
-                }
-            };
+            let kind = fault_kind(&path, fault, on_edge)?;
             if fault.mode.is_some() && !matches!(kind, FaultKind::Partition { .. }) {
                 return Err(bad(format!("{path}.mode: only a partition has a mode")));
             }
@@ -558,6 +456,45 @@ impl Builder {
             }
         }
         Ok(())
+    }
+
+    /// What fault `path` hits: an edge (by name, or the first call-site edge `also`
+    /// across its link), one instance (`service#k`), or k instances of a service.
+    fn fault_target(&self, path: &str, fault: &FaultConfig, also: &[u32]) -> Result<FaultTarget> {
+        if let Some(index) = self.edge_names.iter().position(|e| *e == fault.target) {
+            return Ok(FaultTarget::Edge(index as u32));
+        }
+        if let Some(&first) = also.first() {
+            return Ok(FaultTarget::Edge(first));
+        }
+        let (service, instance) = match fault.target.split_once('#') {
+            Some((service, k)) => (service, Some(k)),
+            None => (fault.target.as_str(), None),
+        };
+        let Some(&s) = self.service_index.get(service) else {
+            return Err(bad(format!(
+                "{path}.target = {:?}: not a service, an instance (service#k) or an edge; services: {}; edges: {}",
+                fault.target,
+                self.services.join(", "),
+                self.edge_names.join(", ")
+            )));
+        };
+        let instances = self.service_params[s as usize].instances;
+        match instance {
+            Some(k) => {
+                let k: u32 = k.parse().ok().filter(|&k| k < instances).ok_or_else(|| {
+                    bad(format!("{path}.target = {:?}: {service} has instances #0 to #{}", fault.target, instances - 1))
+                })?;
+                Ok(FaultTarget::Instances { service: s, first: k, count: 1 })
+            }
+            None => {
+                let count = fault.instances.unwrap_or(instances);
+                if count == 0 || count > instances {
+                    return Err(bad(format!("{path}.instances = {count}: {service} has {instances} instances")));
+                }
+                Ok(FaultTarget::Instances { service: s, first: 0, count })
+            }
+        }
     }
 
     fn finish(self) -> Topology {
@@ -898,4 +835,71 @@ fn check_cycles(b: &Builder, max_depth: Option<u32>) -> Result<u32> {
     }
     // Without a cycle no call is deeper than the number of endpoints.
     Ok(n as u32 + 1)
+}
+
+/// What fault `path` does, with each kind's own fields and no other's.
+fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKind> {
+    let extra = |field: &str, set: bool| -> Result<()> {
+        if set {
+            return Err(bad(format!("{path}.{field}: a {} fault takes no {field}", fault.kind)));
+        }
+        Ok(())
+    };
+    let kind = match fault.kind.as_str() {
+        "slowdown" => {
+            extra("added_s", fault.added_s.is_some())?;
+            extra("rate", fault.rate.is_some())?;
+            let factor = fault.factor.ok_or_else(|| {
+                bad(format!("{path}.factor: missing; a slowdown multiplies work (or the network) by it"))
+            })?;
+            positive(&format!("{path}.factor"), factor, "a positive multiplier")?;
+            FaultKind::Slowdown { factor }
+        }
+        "latency" => {
+            extra("factor", fault.factor.is_some())?;
+            extra("rate", fault.rate.is_some())?;
+            let added = fault.added_s.ok_or_else(|| {
+                bad(format!("{path}.added_s: missing; seconds added to each piece of work (on an edge, each way)"))
+            })?;
+            positive(&format!("{path}.added_s"), added, "a positive number of seconds")?;
+            FaultKind::Latency { added: secs_to_nanos(added) }
+        }
+        "errors" => {
+            extra("factor", fault.factor.is_some())?;
+            extra("added_s", fault.added_s.is_some())?;
+            let rate = probability(
+                &format!("{path}.rate"),
+                Some(
+                    fault
+                        .rate
+                        .ok_or_else(|| bad(format!("{path}.rate: missing; the share of answers that are errors")))?,
+                ),
+            )?;
+            FaultKind::Errors { rate }
+        }
+        "crash" => {
+            if on_edge {
+                return Err(bad(format!(
+                    "{path}.kind = \"crash\": instances crash; an edge is partitioned (kind = \"partition\")"
+                )));
+            }
+            extra("factor", fault.factor.is_some())?;
+            FaultKind::Crash
+        }
+        "partition" => {
+            if !on_edge {
+                return Err(bad(format!("{path}.kind = \"partition\": partitions an edge (target = \"a->b\"); an instance crashes (kind = \"crash\")")));
+            }
+            let fail_fast = match fault.mode.as_deref().unwrap_or("timeout") {
+                "timeout" => false,
+                "fail_fast" => true,
+                other => return Err(bad(format!("{path}.mode = {other:?}: allowed: timeout, fail_fast"))),
+            };
+            FaultKind::Partition { fail_fast }
+        }
+        other => {
+            return Err(bad(format!("{path}.kind = {other:?}: allowed: slowdown, latency, errors, crash, partition")))
+        }
+    };
+    Ok(kind)
 }
