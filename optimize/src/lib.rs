@@ -12,11 +12,11 @@
 #![forbid(unsafe_code)]
 
 pub mod answer;
-pub mod driver;
+mod driver;
 pub mod goal;
-pub mod race;
-pub mod request;
-pub mod search;
+mod race;
+mod request;
+mod search;
 pub mod space;
 
 pub use driver::{execute, Optimized};

@@ -12,25 +12,25 @@
 
 #![forbid(unsafe_code)]
 
-pub mod batches;
+mod batches;
 pub mod budget;
-pub mod checkpoint;
+mod checkpoint;
 pub mod latency;
 pub mod layout;
 pub mod moments;
-pub mod over_time;
+mod over_time;
 pub mod partial;
 pub mod pipeline;
 pub mod plan;
 pub mod report;
-pub mod rows;
+mod rows;
 pub mod runner;
 pub mod shards;
-pub mod sparse;
+mod sparse;
 pub mod stats;
 pub mod summary;
 pub mod trace;
-pub mod windows;
+mod windows;
 
 pub mod verify;
 
