@@ -241,40 +241,20 @@ fn import_cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>>
 mod tests {
     use super::*;
 
-    fn crate_with(files: &[(&str, &str)]) -> tempdir::Dir {
-        let dir = tempdir::Dir::new();
+    fn crate_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
-            let path = dir.0.join(path);
+            let path = dir.path().join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
         dir
     }
 
-    mod tempdir {
-        pub struct Dir(pub std::path::PathBuf);
-        impl Dir {
-            pub fn new() -> Dir {
-                use std::sync::atomic::{AtomicU32, Ordering};
-                static NEXT: AtomicU32 = AtomicU32::new(0);
-                let n = NEXT.fetch_add(1, Ordering::Relaxed);
-                let path = std::env::temp_dir().join(format!("stampede-devtools-{}-{n}", std::process::id()));
-                let _ = std::fs::remove_dir_all(&path);
-                std::fs::create_dir_all(&path).unwrap();
-                Dir(path)
-            }
-        }
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-    }
-
     fn failure(files: &[(&str, &str)], layers: &[&[&str]]) -> Option<String> {
         let dir = crate_with(files);
         let result = std::panic::catch_unwind(|| {
-            assert_layered(&dir.0, layers);
+            assert_layered(dir.path(), layers);
         });
         result.err().map(|e| e.downcast_ref::<String>().cloned().unwrap_or_default())
     }
