@@ -1,10 +1,12 @@
 //! `stampede compare`: two output folders of one scenario, metric by metric.
 
-use super::output_file;
-use super::ExitStatus;
+use std::path::PathBuf;
+
 use clap::Args;
 use stampede_scenario::Result;
-use std::path::PathBuf;
+
+use super::output_file;
+use super::ExitStatus;
 
 #[derive(Args)]
 pub(super) struct CompareArgs {

@@ -1,9 +1,11 @@
 //! `stampede fit`: distributions fitted to measured latencies, and the page of CDFs.
 
-use super::output_file;
+use std::path::{Path, PathBuf};
+
 use clap::Args;
 use stampede_scenario::{Error, Result};
-use std::path::{Path, PathBuf};
+
+use super::output_file;
 
 #[derive(Args)]
 pub(super) struct FitArgs {

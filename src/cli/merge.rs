@@ -1,18 +1,19 @@
 //! `stampede merge`: shard folders into the folder one run writes; `--verify` checks
 //! the claims a merge can check.
 
-use super::optimize::report_bytes;
-use super::output_file;
-use super::run::{parse_partition_by, parse_replica_rows};
-use super::verify::end_with_verdicts;
-use super::ExitStatus;
+use std::path::{Path, PathBuf};
+
 use clap::Args;
 use stampede_run::pipeline::{Documents, ReplicaRows, Shape, Writing};
 use stampede_run::report::RunReport;
 use stampede_run::shards::{execute_merge, shard_folders, Shards};
 use stampede_scenario::scenario::claims::Skipped;
 use stampede_scenario::Result;
-use std::path::{Path, PathBuf};
+
+use super::output_file;
+use super::run::{parse_partition_by, parse_replica_rows};
+use super::verify::end_with_verdicts;
+use super::ExitStatus;
 
 #[derive(Args)]
 pub(super) struct MergeArgs {
@@ -78,7 +79,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
     if !no_report {
         files.push("report.html");
     }
-    let disk_bytes = if no_report { 0.0 } else { report_bytes(&shards.scenario) };
+    let disk_bytes = if no_report { 0.0 } else { stampede_run::budget::report_bytes(&shards.scenario) };
     let documents = Documents { files, write: &write, disk_bytes };
     let shape = Shape {
         replica_rows: args.replica_rows.unwrap_or(shards.kept),

@@ -16,8 +16,14 @@ mod serve;
 mod show;
 mod verify;
 
-use capacity::{capacity, CapacityArgs};
+use std::process::ExitCode;
+
 use clap::{Args, Parser, Subcommand};
+use stampede_scenario::scenario::builtin::{load_scenario_source, scenario_dir};
+use stampede_scenario::scenario::overrides::{parse_grid, parse_set};
+use stampede_scenario::{Error, Overrides, Result, Scenario};
+
+use capacity::{capacity, CapacityArgs};
 use compare::{compare, CompareArgs};
 use fit::{fit, FitArgs};
 use merge::{merge, MergeArgs};
@@ -26,10 +32,6 @@ use report::{report, ReportArgs};
 use run::{run, RunArgs};
 use serve::{serve, ServeArgs};
 use show::{list, show, ShowArgs};
-use stampede_scenario::scenario::builtin::{load_scenario_source, scenario_dir};
-use stampede_scenario::scenario::overrides::{parse_grid, parse_set};
-use stampede_scenario::{Error, Overrides, Result, Scenario};
-use std::process::ExitCode;
 use verify::{verify, VerifyArgs};
 
 #[derive(Parser)]

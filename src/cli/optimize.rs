@@ -1,13 +1,15 @@
 //! `stampede optimize`: the best configuration that meets the constraints, raced on
 //! common random numbers.
 
-use super::run::{progress_bar, threads};
-use super::{resolve, warn, ExitStatus, ScenarioArgs};
+use std::path::{Path, PathBuf};
+
 use clap::Args;
 use stampede_run::pipeline::{Documents, Shape, Writing};
 use stampede_run::report::RunReport;
-use stampede_scenario::{Error, Result, Scenario};
-use std::path::{Path, PathBuf};
+use stampede_scenario::{Error, Result};
+
+use super::run::{progress_bar, threads};
+use super::{resolve, warn, ExitStatus, ScenarioArgs};
 
 #[derive(Args)]
 pub(super) struct OptimizeArgs {
@@ -101,11 +103,6 @@ pub(super) fn duration_words(seconds: f64) -> String {
     }
 }
 
-/// The HTML report's size, estimated before the run for the free-space check.
-pub(super) fn report_bytes(scenario: &Scenario) -> f64 {
-    stampede_run::budget::report_bytes(scenario)
-}
-
 pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
     use stampede_optimize::goal::{claims_as_constraints, parse_requirement, Objective};
     use stampede_optimize::space::Dimension;
@@ -169,7 +166,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         Ok(())
     };
     let files = if args.no_report { vec![] } else { vec!["report.html"] };
-    let disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
+    let disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
     let bar = progress_bar(request.budget_for(&scenario), args.quiet || args.json || args.show_toml);
     let writing = Writing { resume: args.resume, force: args.force, shape: Shape::default() };
     let optimized = execute(

@@ -1,8 +1,9 @@
 //! `stampede report`: the HTML report of an output folder.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use stampede_scenario::Result;
-use std::path::PathBuf;
 
 #[derive(Args)]
 pub(super) struct ReportArgs {

@@ -1,8 +1,9 @@
 //! `stampede run`: a scenario's grid × replicas into the output folder (or one shard
 //! of it), with a progress bar, the summary table and the report.
 
-use super::optimize::report_bytes;
-use super::{resolve, warn, ScenarioArgs};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use stampede_run::pipeline::{execute_with, Documents, ReplicaRows, Shape, Writing};
@@ -12,8 +13,8 @@ use stampede_run::shards::execute_shard;
 use stampede_run::summary::SummaryOptions;
 use stampede_scenario::scenario::builtin::DEFAULT_SCENARIO;
 use stampede_scenario::{Error, Result, Scenario};
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+
+use super::{resolve, warn, ScenarioArgs};
 
 #[derive(Args)]
 pub(super) struct RunArgs {
@@ -97,7 +98,7 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
         write_report(report, staging, &args)
     };
     let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
-    let mut disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
+    let mut disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
     if let Some(replica) = args.trace {
         files.push(stampede_run::trace::FILE);
         disk_bytes += stampede_run::trace::estimate_bytes(&scenario, replica)?;

@@ -1,8 +1,9 @@
 //! `stampede serve`: the local web app on 127.0.0.1.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use stampede_scenario::{Error, Result};
-use std::path::PathBuf;
 
 #[derive(Args)]
 pub(super) struct ServeArgs {

@@ -1,10 +1,11 @@
 //! `stampede list` and `stampede show`: the built-ins, and a scenario resolved as TOML.
 
-use super::{resolve, ScenarioArgs};
 use clap::Args;
 use stampede_scenario::base::typing::parse_text;
 use stampede_scenario::scenario::builtin::BUILTINS;
 use stampede_scenario::Result;
+
+use super::{resolve, ScenarioArgs};
 
 #[derive(Args)]
 pub(super) struct ShowArgs {

@@ -1,15 +1,16 @@
 //! `stampede verify`: a run, then its `[[verify]]` claims' verdicts (terminal,
 //! verify.json, JUnit); `--seeds N` sweeps seeds to measure each claim's pass rate.
 
-use super::optimize::report_bytes;
-use super::output_file;
-use super::run::{check_rank_by, execute_with_progress, summary, threads, write_report, RunArgs};
-use super::{resolve, warn, ExitStatus};
+use std::path::{Path, PathBuf};
+
 use clap::Args;
 use stampede_run::pipeline::{execute_with, Documents, Shape, Writing};
 use stampede_run::report::RunReport;
 use stampede_scenario::{Error, Result};
-use std::path::{Path, PathBuf};
+
+use super::output_file;
+use super::run::{check_rank_by, execute_with_progress, summary, threads, write_report, RunArgs};
+use super::{resolve, warn, ExitStatus};
 
 #[derive(Args)]
 pub(super) struct VerifyArgs {
@@ -76,7 +77,7 @@ pub(super) fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
         write_report(report, staging, args)
     };
     let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
-    let disk_bytes = if args.no_report { 0.0 } else { report_bytes(&scenario) };
+    let disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
     let report = execute_with_progress(&scenario, args, &Documents { files, write: &write, disk_bytes })?;
     if !args.json && !args.quiet {
         println!("{}", summary(&report, args));
