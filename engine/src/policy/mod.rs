@@ -16,6 +16,7 @@ pub mod classify;
 pub mod codel;
 pub mod hedge;
 pub mod limiter;
+pub mod outlier;
 pub mod quota;
 pub mod retry;
 pub mod retry_budget;

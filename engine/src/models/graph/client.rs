@@ -6,7 +6,7 @@ use crate::components::ring::{RingHash, Route};
 use crate::kernel::rng::RngStream;
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
-use crate::kernel::time::Nanos;
+use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timer::{TimerSlot, TimerTicket};
 use crate::measurement::ending::Ending;
 use crate::policy::classify::Outcome;
@@ -168,7 +168,7 @@ impl Graph<'_> {
                 }
             },
         };
-        let Some((instance, routed)) = self.choose_instance(e, c.key) else {
+        let Some((instance, routed)) = self.choose_instance(now, e, c.key) else {
             // No instance can take it (every one down on a ring): refused at once.
             if let (Some(breaker), Some(permit)) = (self.edges[e].breaker.as_mut(), permit) {
                 breaker.abandon(permit);
@@ -311,8 +311,9 @@ impl Graph<'_> {
     }
 
     /// Picks an instance of edge `e`'s callee: (its index among all instances, whether
-    /// the bounded-load router counts it).
-    fn choose_instance(&mut self, e: usize, key: u64) -> Option<(u32, bool)> {
+    /// the bounded-load router counts it). With outlier detection, an ejected pick moves
+    /// on to the next instance that is not (least outstanding compares only those).
+    fn choose_instance(&mut self, now: Nanos, e: usize, key: u64) -> Option<(u32, bool)> {
         let to = self.p.edges[e].to as usize;
         let first = self.services[to].first_instance;
         let count = self.p.services[to].instances;
@@ -325,7 +326,13 @@ impl Graph<'_> {
                 i
             }
             Balance::Random => edge.routing_rng.below(count as u64) as u32,
-            Balance::LeastOutstanding => (0..count).min_by_key(|&i| present(i)).expect("instances > 0"),
+            Balance::LeastOutstanding => match edge.outlier.as_mut() {
+                None => (0..count).min_by_key(|&i| present(i)).expect("instances > 0"),
+                Some(outlier) => (0..count)
+                    .filter(|&i| !outlier.is_ejected(now, i))
+                    .min_by_key(|&i| present(i))
+                    .unwrap_or_else(|| (0..count).min_by_key(|&i| present(i)).expect("instances > 0")),
+            },
             Balance::PowerOfTwoChoices => {
                 let a = edge.routing_rng.below(count as u64) as u32;
                 let b = edge.routing_rng.below(count as u64) as u32;
@@ -343,7 +350,30 @@ impl Graph<'_> {
                 }
             }
         };
+        let local = match edge.outlier.as_mut() {
+            Some(outlier) if count > 1 => {
+                (0..count).map(|k| (local + k) % count).find(|&i| !outlier.is_ejected(now, i)).unwrap_or(local)
+            }
+            _ => local,
+        };
         Some((first + local, false))
+    }
+
+    /// Tells edge `e`'s outlier detection how an attempt to `instance` ended, and counts
+    /// an ejection it causes (and its time inside the measured window).
+    fn outlier_learns(&mut self, now: Nanos, e: usize, instance: u32, failed: bool) {
+        let Some(outlier) = self.edges[e].outlier.as_mut() else { return };
+        let first = self.services[self.p.edges[e].to as usize].first_instance;
+        if let Some(ejection) = outlier.record(now, instance - first, failed) {
+            let (from, until) = (ejection.from.max(self.p.warmup), ejection.until.min(self.p.horizon));
+            let results = &mut self.edges[e].results;
+            if ejection.from >= self.p.warmup {
+                results.ejections += 1;
+            }
+            if until > from {
+                results.ejected_s += (until - from) as f64 / NANOS_PER_SEC as f64;
+            }
+        }
     }
 
     /// The caller stops waiting for `attempt` (it timed out, another answer won, or its
@@ -418,6 +448,7 @@ impl Graph<'_> {
         };
         let e = a.edge as usize;
         self.edges[e].budget.on_outcome(now, outcome == Outcome::Success);
+        self.outlier_learns(now, e, a.instance, outcome != Outcome::Success);
         if let Some(adaptive) = self.edges[e].adaptive_timeout.as_mut() {
             // Every answer, failures too: how long the callee takes to answer at all.
             adaptive.answered(now - a.sent);
@@ -480,6 +511,7 @@ impl Graph<'_> {
             adaptive.timed_out(now - a.sent);
         }
         self.edges[e].budget.on_outcome(now, false);
+        self.outlier_learns(now, e, a.instance, true);
         self.let_go(now, attempt, Some(Outcome::Timeout), scheduler);
         self.calls.get_mut(a.call).expect("a waiting attempt's call is live").outstanding -= 1;
         self.attempt_failed(now, a.call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);

@@ -49,6 +49,7 @@ fn edge(from: Option<u32>, to: u32, timeout: Nanos, balance: Balance) -> EdgePar
             ..BreakerConfig::default()
         }),
         hedge: None,
+        outlier: None,
         hedge_uses_budget: true,
         balance,
         fallback_on: FailureSet::NONE,

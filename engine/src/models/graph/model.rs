@@ -21,6 +21,7 @@ use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
 use crate::policy::hedge::HedgePolicy;
 use crate::policy::limiter::ConcurrencyLimiter;
+use crate::policy::outlier::OutlierDetector;
 use crate::policy::retry_budget::RetryBudget;
 use crate::policy::shedder::PriorityShedder;
 use crate::policy::token_bucket::TokenBucket;
@@ -80,6 +81,8 @@ pub(super) struct EdgeState {
     pub budget: RetryBudget,
     pub breaker: Option<CircuitBreaker>,
     pub hedge: Option<HedgePolicy>,
+    /// Ejection of the callee's failing instances, by local index.
+    pub outlier: Option<OutlierDetector>,
     pub adaptive_timeout: Option<AdaptiveTimeout>,
     pub ring: Option<(HashRing, BoundedLoadRouter)>,
     pub round_robin: u32,
@@ -176,6 +179,7 @@ impl<'h> Graph<'h> {
                     budget: edge.budget.clone(),
                     breaker: edge.breaker.map(CircuitBreaker::new),
                     hedge: edge.hedge.map(HedgePolicy::new),
+                    outlier: edge.outlier.map(|config| OutlierDetector::new(config, callee.instances)),
                     adaptive_timeout: edge.adaptive_timeout.map(AdaptiveTimeout::new),
                     ring: match edge.balance {
                         Balance::ConsistentHash { vnodes, capacity_factor } => Some((

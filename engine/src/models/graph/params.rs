@@ -11,6 +11,7 @@ use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
 use crate::policy::hedge::HedgeConfig;
 use crate::policy::limiter::LimiterKind;
+use crate::policy::outlier::OutlierConfig;
 use crate::policy::retry_budget::RetryBudget;
 use crate::policy::shedder::ShedMarks;
 
@@ -290,6 +291,9 @@ pub struct EdgeParams {
     pub hedge_uses_budget: bool,
     /// How the callee's instance is chosen.
     pub balance: Balance,
+    /// Ejects callee instances that fail in a row; `None`: none. The balancer skips
+    /// ejected instances (consistent hashing does not: its ring decides).
+    pub outlier: Option<OutlierConfig>,
     /// Failures answered by a cheap fallback: the call succeeds degraded.
     pub fallback_on: FailureSet,
 }

@@ -120,6 +120,11 @@ pub struct EdgeResults {
     pub failed: u64,
     /// Calls answered by the fallback.
     pub fallbacks: u64,
+    /// Callee instances ejected by outlier detection (ejections that started after
+    /// warm-up).
+    pub ejections: u64,
+    /// Instance-seconds spent ejected inside the measured window.
+    pub ejected_s: f64,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -84,6 +84,7 @@ impl Builder {
             budget: RetryBudget::Unlimited,
             breaker: None,
             hedge: None,
+            outlier: None,
             hedge_uses_budget: false,
             balance: Balance::RoundRobin,
             fallback_on: FailureSet::NONE,

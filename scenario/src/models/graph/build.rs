@@ -17,13 +17,14 @@ use stampede_engine::policy::adaptive_timeout::AdaptiveTimeoutConfig;
 use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
 use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, VegasConfig};
+use stampede_engine::policy::outlier::OutlierConfig;
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::secs_to_nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, LimiterName, ServiceConfig, StepConfig, Threading,
-    TimeoutValue, WorkloadConfig,
+    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, LimiterName, OutlierSection, ServiceConfig,
+    StepConfig, Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -763,6 +764,7 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         None => FailureSet::NONE,
         Some(f) => failures(&format!("{path}.fallback.on"), &f.on, &Failure::ALL)?,
     };
+    let outlier = e.outlier.as_ref().map(|o| outlier_config(&format!("{path}.outlier"), o)).transpose()?;
     Ok(EdgeParams {
         from,
         to,
@@ -778,7 +780,29 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         hedge,
         hedge_uses_budget: e.hedge.as_ref().is_some_and(|h| h.uses_budget),
         balance,
+        outlier,
         fallback_on,
+    })
+}
+
+/// An edge's outlier detection, checked field by field.
+fn outlier_config(path: &str, o: &OutlierSection) -> Result<OutlierConfig> {
+    at_least_one(&format!("{path}.consecutive_5xx"), o.consecutive_5xx)?;
+    positive(&format!("{path}.base_ejection_s"), o.base_ejection_s, "a positive number of seconds")?;
+    if o.max_ejection_s.is_nan() || o.max_ejection_s < o.base_ejection_s {
+        return Err(bad(format!(
+            "{path}.max_ejection_s = {}: at least base_ejection_s ({})",
+            o.max_ejection_s, o.base_ejection_s
+        )));
+    }
+    if !(0.0..=100.0).contains(&o.max_ejection_percent) {
+        return Err(bad(format!("{path}.max_ejection_percent = {}: a percentage, 0 to 100", o.max_ejection_percent)));
+    }
+    Ok(OutlierConfig {
+        consecutive_failures: o.consecutive_5xx,
+        base_ejection: secs_to_nanos(o.base_ejection_s),
+        max_ejection: secs_to_nanos(o.max_ejection_s),
+        max_ejection_percent: o.max_ejection_percent,
     })
 }
 

@@ -136,6 +136,8 @@ enum EdgeValue {
     BreakerTrips,
     Failed,
     Fallbacks,
+    Ejections,
+    EjectedS,
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {
@@ -190,6 +192,7 @@ impl Read {
                     ServiceValue::LimitFinal => service.limit_final,
                 }
             }
+            Read::Edge(e, EdgeValue::EjectedS) => r.edges[e].ejected_s,
             Read::Edge(e, value) => {
                 let edge = &r.edges[e];
                 (match value {
@@ -204,6 +207,8 @@ impl Read {
                     EdgeValue::BreakerTrips => edge.breaker_trips,
                     EdgeValue::Failed => edge.failed,
                     EdgeValue::Fallbacks => edge.fallbacks,
+                    EdgeValue::Ejections => edge.ejections,
+                    EdgeValue::EjectedS => unreachable!("read above"),
                 }) as f64
             }
             Read::RecoveredRatio => {
@@ -254,6 +259,13 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
     for (i, edge) in t.edges.iter().enumerate() {
         for row in &EDGE_ROWS {
             add(edge, &row.map(|v| Read::Edge(i, v)));
+        }
+        // Only edges that detect outliers have these columns: other scenarios' tables
+        // stay as they were.
+        if t.params.edges[i].outlier.is_some() {
+            for row in &OUTLIER_ROWS {
+                add(edge, &row.map(|v| Read::Edge(i, v)));
+            }
         }
     }
     for row in &GRAPH_ROWS {
@@ -435,6 +447,12 @@ const EDGE_ROWS: [Row<EdgeValue>; 11] = [
     count("{}.breaker_trips", "{}: times the breaker opened", EdgeValue::BreakerTrips),
     count("{}.failed", "{}: calls that failed (fallbacks excluded)", EdgeValue::Failed),
     count("{}.fallbacks", "{}: calls answered by the fallback", EdgeValue::Fallbacks),
+];
+
+/// An edge's outlier detection (only on edges that have it).
+const OUTLIER_ROWS: [Row<EdgeValue>; 2] = [
+    count("{}.ejections", "{}: callee instances ejected by outlier detection", EdgeValue::Ejections),
+    real("{}.ejected_s", "{}: instance-seconds the callee's instances spent ejected", EdgeValue::EjectedS),
 ];
 
 /// The whole graph's metrics.

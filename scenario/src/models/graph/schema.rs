@@ -281,6 +281,9 @@ pub struct EdgeConfig {
     pub hash_capacity_factor: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<FallbackConfig>,
+    /// Outlier detection: callee instances that fail in a row are ejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlier: Option<OutlierSection>,
 }
 
 impl Default for EdgeConfig {
@@ -298,8 +301,41 @@ impl Default for EdgeConfig {
             hash_vnodes: vnodes(),
             hash_capacity_factor: capacity_factor(),
             fallback: None,
+            outlier: None,
         }
     }
+}
+
+/// `outlier = { … }` on an edge: Envoy's consecutive-5xx ejection, by its names and
+/// defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutlierSection {
+    /// Failures in a row (timeouts, refusals, errors) that eject an instance.
+    #[serde(default = "consecutive_5xx")]
+    pub consecutive_5xx: u32,
+    /// The first ejection's length, seconds; the n-th lasts n times as long.
+    #[serde(default = "base_ejection_s")]
+    pub base_ejection_s: f64,
+    /// The longest ejection, seconds.
+    #[serde(default = "max_ejection_s")]
+    pub max_ejection_s: f64,
+    /// The most instances ejected at once, percent (at least one may always be).
+    #[serde(default = "max_ejection_percent")]
+    pub max_ejection_percent: f64,
+}
+
+fn consecutive_5xx() -> u32 {
+    5
+}
+fn base_ejection_s() -> f64 {
+    30.0
+}
+fn max_ejection_s() -> f64 {
+    300.0
+}
+fn max_ejection_percent() -> f64 {
+    10.0
 }
 
 fn propagate() -> DeadlineName {
