@@ -171,8 +171,7 @@ mod tests {
             }
         }
         assert_eq!(wide.ejected(), 2, "50% of 4");
-        let long = OutlierDetector::new(OutlierConfig { max_ejection: 45 * S, ..config() }, 1);
-        let mut long = long;
+        let mut long = OutlierDetector::new(OutlierConfig { max_ejection: 45 * S, ..config() }, 1);
         let mut lengths = Vec::new();
         let mut t = 0;
         for _ in 0..3 {
