@@ -115,3 +115,14 @@ fn outlier_settings_outside_their_range_are_refused_by_field() {
         assert!(message.contains("api->inventory") && message.contains(field), "{setting}: {message}");
     }
 }
+
+/// Every edge writes the ejection columns (0 without detection), so a grid may turn
+/// detection on at some points: the question "does ejection save us?" is one run.
+#[test]
+fn a_grid_may_turn_detection_on_at_some_points() {
+    let text = scenario("")
+        + "[[grid.case]]\nlabel = \"no detection\"\n[[grid.case]]\nlabel = \"consecutive 5xx\"\n\
+           edges = { \"api->inventory\" = { outlier = { consecutive_5xx = 5 } } }\n";
+    let scenario = resolve(&text).unwrap();
+    assert!(scenario.schema.metric_index("api->inventory.ejections").is_some());
+}

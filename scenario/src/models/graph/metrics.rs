@@ -260,13 +260,6 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
         for row in &EDGE_ROWS {
             add(edge, &row.map(|v| Read::Edge(i, v)));
         }
-        // Only edges that detect outliers have these columns: other scenarios' tables
-        // stay as they were.
-        if t.params.edges[i].outlier.is_some() {
-            for row in &OUTLIER_ROWS {
-                add(edge, &row.map(|v| Read::Edge(i, v)));
-            }
-        }
     }
     for row in &GRAPH_ROWS {
         add("", row);
@@ -434,8 +427,9 @@ fn service_rows() -> Vec<Row<ServiceValue>> {
     rows
 }
 
-/// An edge's metrics: counts of what its client did.
-const EDGE_ROWS: [Row<EdgeValue>; 11] = [
+/// An edge's metrics: counts of what its client did. Every edge has every column
+/// (0 where the policy is off), so a grid may turn a policy on at some points.
+const EDGE_ROWS: [Row<EdgeValue>; 13] = [
     count("{}.calls", "{}: calls made", EdgeValue::Calls),
     count("{}.attempts", "{}: attempts sent, retries and hedges included", EdgeValue::Attempts),
     count("{}.retries", "{}: retries sent", EdgeValue::Retries),
@@ -447,10 +441,6 @@ const EDGE_ROWS: [Row<EdgeValue>; 11] = [
     count("{}.breaker_trips", "{}: times the breaker opened", EdgeValue::BreakerTrips),
     count("{}.failed", "{}: calls that failed (fallbacks excluded)", EdgeValue::Failed),
     count("{}.fallbacks", "{}: calls answered by the fallback", EdgeValue::Fallbacks),
-];
-
-/// An edge's outlier detection (only on edges that have it).
-const OUTLIER_ROWS: [Row<EdgeValue>; 2] = [
     count("{}.ejections", "{}: callee instances ejected by outlier detection", EdgeValue::Ejections),
     real("{}.ejected_s", "{}: instance-seconds the callee's instances spent ejected", EdgeValue::EjectedS),
 ];
