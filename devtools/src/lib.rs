@@ -58,19 +58,6 @@ pub fn assert_layered(src: &Path, layers: &[&[&str]]) -> usize {
     imports
 }
 
-/// Which top-level modules each top-level module imports (for writing a layer list).
-pub fn top_level_imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let modules = modules(src);
-    let known: BTreeSet<String> = modules.keys().cloned().collect();
-    let root = |m: &str| m.split("::").next().unwrap_or_default().to_string();
-    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (name, code) in &modules {
-        let targets = references(name, code, &known).into_iter().map(|t| root(&t)).filter(|t| *t != root(name));
-        found.entry(root(name)).or_default().extend(targets);
-    }
-    found
-}
-
 /// A module the crate root declares only for tests (`#[cfg(test)]` or
 /// `#[cfg(all(test, …))]` on the line before `mod tests;`).
 fn is_test_only(src: &Path, root: &str) -> bool {

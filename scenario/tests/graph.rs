@@ -4,7 +4,9 @@
 //! propagated the client's deadline into the dependency call (a different policy)
 //! moves utilisation by 2% and fails this test; see the scenario's note.
 
-use stampede_engine::LatencyHistogram;
+mod common;
+
+use common::replica_metrics;
 use stampede_scenario::scenario::builtin::load_scenario_source;
 use stampede_scenario::{Overrides, Scenario};
 
@@ -20,22 +22,13 @@ fn figures(name: &str, metrics: &[&str]) -> Vec<Vec<Vec<f64>>> {
         .unwrap()
         .iter()
         .map(|point| {
-            let names: Vec<&str> = point.model.metrics().iter().map(|m| m.name).collect();
             (0..REPLICAS)
                 .map(|replica| {
-                    let mut histograms: Vec<LatencyHistogram> =
-                        point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
-                    let output = point.model.run_replica(&point.run, seed, replica, &mut histograms);
+                    let values = replica_metrics(point, seed, replica);
                     metrics
                         .iter()
                         .map(|spec| {
-                            spec.split('+')
-                                .map(|m| {
-                                    let index =
-                                        names.iter().position(|n| *n == m).unwrap_or_else(|| panic!("{name}: {m}"));
-                                    output.metrics[index]
-                                })
-                                .sum()
+                            spec.split('+').map(|m| *values.get(m).unwrap_or_else(|| panic!("{name}: {m}"))).sum()
                         })
                         .collect()
                 })
@@ -105,12 +98,7 @@ fn graph_dependency_equals_the_dependency_model_for_every_protection_policy() {
 fn one_replica(source: &str, seed: u64) -> std::collections::BTreeMap<String, f64> {
     let table: toml::Table = toml::from_str(source).unwrap();
     let scenario = Scenario::resolve(table, &Overrides::default()).unwrap();
-    let points = scenario.grid_points().unwrap();
-    let point = &points[0];
-    let mut histograms: Vec<LatencyHistogram> =
-        point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
-    let output = point.model.run_replica(&point.run, seed, 0, &mut histograms);
-    point.model.metrics().iter().map(|m| m.name.to_string()).zip(output.metrics).collect()
+    replica_metrics(&scenario.grid_point(0).unwrap(), seed, 0)
 }
 
 /// `[edges."api.checkout->db.read"]` gives one call site its own client policy: its

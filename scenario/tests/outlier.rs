@@ -5,7 +5,9 @@
 //! instance is ejected after five failures (tens of milliseconds at 200 requests/s) and
 //! ≥ 99% of requests succeed. Bad settings are refused naming the field.
 
-use stampede_engine::LatencyHistogram;
+mod common;
+
+use common::replica_metrics;
 use stampede_scenario::base::typing::parse_text;
 use stampede_scenario::{Overrides, Scenario};
 
@@ -57,16 +59,10 @@ fn resolve(text: &str) -> stampede_scenario::Result<Scenario> {
 fn figures(text: &str, metrics: &[&str]) -> Vec<Vec<f64>> {
     let scenario = resolve(text).unwrap();
     let point = scenario.grid_point(0).unwrap();
-    let names: Vec<&str> = point.model.metrics().iter().map(|m| m.name).collect();
     (0..REPLICAS)
         .map(|replica| {
-            let mut histograms: Vec<LatencyHistogram> =
-                point.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
-            let output = point.model.run_replica(&point.run, scenario.run.seed, replica, &mut histograms);
-            metrics
-                .iter()
-                .map(|m| output.metrics[names.iter().position(|n| n == m).unwrap_or_else(|| panic!("{m}"))])
-                .collect()
+            let values = replica_metrics(&point, scenario.run.seed, replica);
+            metrics.iter().map(|m| *values.get(*m).unwrap_or_else(|| panic!("{m}"))).collect()
         })
         .collect()
 }

@@ -55,7 +55,7 @@ impl TableColumns {
 }
 
 /// A metric's column type in `replicas.parquet`.
-pub fn metric_column_type(kind: MetricKind) -> ColumnType {
+fn metric_column_type(kind: MetricKind) -> ColumnType {
     match kind {
         MetricKind::Real => ColumnType::F64,
         MetricKind::Count => ColumnType::U64,

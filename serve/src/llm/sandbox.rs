@@ -20,7 +20,7 @@ use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::Gate;
 use stampede_scenario::inputs::sealed;
 use stampede_scenario::models::gateway::fixture::{Fixture, Gateway as GatewayKnobs};
-use stampede_scenario::models::gateway::Gateway as GatewayModel;
+use stampede_scenario::models::gateway::{Gateway as GatewayModel, StackSection};
 use stampede_scenario::{Overrides, Scenario};
 
 use super::RunError;
@@ -216,8 +216,9 @@ impl Knobs {
     /// The gateway's knobs (a fixture's `[gateway]`, with a scenario's overrides), the
     /// rest the stack's defaults.
     fn of(g: &GatewayKnobs) -> Knobs {
+        let stack = StackSection::default();
         Knobs {
-            retry_budget: true,
+            retry_budget: stack.retry_budget,
             retry_budget_ratio: g.retry_budget_ratio,
             backoff_base_s: g.backoff_base_s,
             backoff_cap_s: g.backoff_cap_s,
@@ -232,8 +233,8 @@ impl Knobs {
             bulkhead_queue: g.bulkhead_queue.clone(),
             codel_target_s: g.codel_target_s,
             fallback_tiers: BTreeMap::new(),
-            naive_attempts: 3,
-            naive_timeout_s: 60.0,
+            naive_attempts: stack.naive_attempts,
+            naive_timeout_s: stack.naive_timeout_s,
         }
     }
 }
