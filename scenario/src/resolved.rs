@@ -41,6 +41,9 @@ pub struct Scenario {
     base_dir: Option<std::path::PathBuf>,
     /// Every file any grid point reads, sealed when the scenario was resolved.
     inputs: Vec<InputFile>,
+    /// The union of every point's [`ModelConfig::optional_columns`]: the base and
+    /// every point report them all.
+    optional_columns: Vec<&'static str>,
 }
 
 /// A file the scenario reads, as sealed for this process ([`crate::inputs::sealed`]):
@@ -164,14 +167,24 @@ impl Scenario {
             document,
             base_dir: base_dir.map(std::path::Path::to_path_buf),
             inputs: Vec::new(),
+            optional_columns: Vec::new(),
         };
         // Validate every point now: bad input must fail before anything is written.
         // Points are typed one at a time and dropped: memory stays flat in the grid.
         // Every point writes the base's columns: a point whose model reports other
         // metrics, histograms or series (a graph grid that renames a service) cannot.
+        // A mechanism's columns are written when any point turns it on: the base and
+        // every point are widened to the union, and compared again.
         let mut warned: Vec<(String, Vec<u32>)> = Vec::new();
+        let mut optional = scenario.model.optional_columns();
+        let mut mismatch = None;
         for index in 0..scenario.point_count() {
             let point = scenario.grid_point(index)?;
+            for group in point.model.optional_columns() {
+                if !optional.contains(&group) {
+                    optional.push(group);
+                }
+            }
             for (field, file) in point.model.inputs() {
                 if !scenario.inputs.iter().any(|input| input.field == field && input.file == file) {
                     // Sealed while the point was typed; read now if the model reads it later.
@@ -191,18 +204,36 @@ impl Scenario {
                     None => warned.push((warning, vec![index])),
                 }
             }
-            if !OutputSchema::of(&point.model).same_columns(&scenario.schema) {
-                return Err(Error::bad_input(format!(
-                    "grid point {index} ({}): its model reports other outputs than the scenario's base; a grid \
-                     may vary settings, not what is measured (a graph's services, endpoints, edges or workloads)",
-                    point
-                        .params
-                        .iter()
-                        .map(|(k, v)| format!("{k} = {}", crate::base::typing::describe(v)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
+            if mismatch.is_none() && !OutputSchema::of(&point.model).same_columns(&scenario.schema) {
+                mismatch = Some(point);
             }
+        }
+        if !optional.is_empty() {
+            scenario.model = scenario.model.with_optional_columns(&optional);
+            scenario.schema = Arc::new(OutputSchema::of(&scenario.model));
+            scenario.columns = Arc::new(TableColumns::of(&scenario.grid, &scenario.schema));
+            scenario.optional_columns = optional;
+            mismatch = None;
+            for index in 0..scenario.point_count() {
+                let point = scenario.grid_point(index)?;
+                if !OutputSchema::of(&point.model).same_columns(&scenario.schema) {
+                    mismatch = Some(point);
+                    break;
+                }
+            }
+        }
+        if let Some(point) = mismatch {
+            return Err(Error::bad_input(format!(
+                "grid point {} ({}): its model reports other outputs than the scenario's base; a grid may vary \
+                 settings, not what is measured (a graph's services, endpoints, edges or workloads)",
+                point.index,
+                point
+                    .params
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {}", crate::base::typing::describe(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
         }
         let metrics = scenario.schema.metric_names();
         let latencies = scenario.schema.latency_names();
@@ -293,6 +324,8 @@ impl Scenario {
         let point = self.document.point(index as usize)?;
         let (model, run) = typed_body(&self.document.model, point.body.clone(), true, self.base_dir.as_deref())
             .map_err(|e| if self.grid.is_empty() { e } else { e.context(point.context()) })?;
+        let model =
+            if self.optional_columns.is_empty() { model } else { model.with_optional_columns(&self.optional_columns) };
         Ok(GridPoint { index: point.index, params: point.params, model, run })
     }
 

@@ -112,13 +112,22 @@ fn outlier_settings_outside_their_range_are_refused_by_field() {
     }
 }
 
-/// Every edge writes the ejection columns (0 without detection), so a grid may turn
-/// detection on at some points: the question "does ejection save us?" is one run.
+/// An edge writes the ejection columns where some grid point detects on it, so a grid
+/// may turn detection on at some points — "does ejection save us?" is one run — and
+/// a scenario that never detects keeps its tables as they were.
 #[test]
 fn a_grid_may_turn_detection_on_at_some_points() {
     let text = scenario("")
         + "[[grid.case]]\nlabel = \"no detection\"\n[[grid.case]]\nlabel = \"consecutive 5xx\"\n\
            edges = { \"api->inventory\" = { outlier = { consecutive_5xx = 5 } } }\n";
-    let scenario = resolve(&text).unwrap();
-    assert!(scenario.schema.metric_index("api->inventory.ejections").is_some());
+    let resolved = resolve(&text).unwrap();
+    assert!(resolved.schema.metric_index("api->inventory.ejections").is_some());
+    let points = resolved.grid_points().unwrap();
+    let without = replica_metrics(&points[0], resolved.run.seed, 0);
+    let with = replica_metrics(&points[1], resolved.run.seed, 0);
+    assert_eq!(without["api->inventory.ejections"], 0.0, "the point without detection reads 0");
+    assert!(with["api->inventory.ejections"] >= 1.0, "the crashed instance is ejected");
+    let plain = resolve(&scenario("")).unwrap();
+    assert!(plain.schema.metric_index("api->inventory.ejections").is_none(), "no detection anywhere: no columns");
+    assert!(plain.schema.metric_index("api->inventory.retries").is_some());
 }

@@ -50,6 +50,21 @@ pub trait ModelSpec: Send + Sync + 'static {
         Ok(config)
     }
 
+    /// Column groups this configuration reports only because a mechanism is on (a graph
+    /// edge's outlier detection, say), by name. A scenario writes the union over its
+    /// grid points (see [`Self::with_optional_columns`]), so a grid may turn a
+    /// mechanism on at some points while a scenario that never does keeps its tables.
+    fn optional_columns(_config: &Self::Config) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    /// The configuration reporting `groups` (from any grid point's
+    /// [`Self::optional_columns`]) as well as its own; the model reads 0 for a group
+    /// whose mechanism is off here.
+    fn with_optional_columns(config: Self::Config, _groups: &[&'static str]) -> Self::Config {
+        config
+    }
+
     /// Ranges and cross-field constraints, each error naming its field path.
     fn validate(config: &Self::Config, run: &RunConfig) -> Result<()>;
 
@@ -134,6 +149,8 @@ pub trait DynModel: Send + Sync {
     /// the base may hold values that every point overrides.
     fn configure(&'static self, sections: toml::Table, run: &RunConfig, validate: bool) -> Result<ModelConfig>;
     fn to_sections(&self, config: &dyn Any) -> toml::Table;
+    fn optional_columns(&self, config: &dyn Any) -> Vec<&'static str>;
+    fn with_optional_columns(&self, config: &dyn Any, groups: &[&'static str]) -> Arc<dyn Any + Send + Sync>;
     fn metrics(&self, config: &dyn Any) -> Vec<MetricDef>;
     fn latencies(&self, config: &dyn Any) -> &'static [&'static str];
     fn series(&self, config: &dyn Any) -> &'static [SeriesDef];
@@ -192,6 +209,12 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn to_sections(&self, c: &dyn Any) -> toml::Table {
         to_table(config::<M>(c))
+    }
+    fn optional_columns(&self, c: &dyn Any) -> Vec<&'static str> {
+        M::optional_columns(config::<M>(c))
+    }
+    fn with_optional_columns(&self, c: &dyn Any, groups: &[&'static str]) -> Arc<dyn Any + Send + Sync> {
+        Arc::new(M::with_optional_columns(config::<M>(c).clone(), groups))
     }
     fn metrics(&self, c: &dyn Any) -> Vec<MetricDef> {
         M::metrics(config::<M>(c))
@@ -271,6 +294,16 @@ impl ModelConfig {
     /// The model sections as TOML, for `stampede show`.
     pub fn to_sections(&self) -> toml::Table {
         self.model.to_sections(self.config.as_ref())
+    }
+
+    /// See [`ModelSpec::optional_columns`].
+    pub fn optional_columns(&self) -> Vec<&'static str> {
+        self.model.optional_columns(self.config.as_ref())
+    }
+
+    /// See [`ModelSpec::with_optional_columns`].
+    pub fn with_optional_columns(&self, groups: &[&'static str]) -> ModelConfig {
+        ModelConfig { model: self.model, config: self.model.with_optional_columns(self.config.as_ref(), groups) }
     }
 
     /// The scalar metrics, in output column order.

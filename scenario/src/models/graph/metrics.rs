@@ -22,8 +22,12 @@ impl PartialEq for MetricTable {
 }
 
 impl MetricTable {
-    pub fn new(t: &Topology) -> Self {
-        let (defs, reads) = table(t).into_iter().unzip();
+    /// The table of `t`, with the columns of every mechanism group in `groups` (see
+    /// [`mechanisms`]) as well as its own.
+    pub fn new(t: &Topology, groups: &[&'static str]) -> Self {
+        let mut all = mechanisms(t);
+        all.extend(groups.iter().filter(|g| !all.contains(g)).copied().collect::<Vec<_>>());
+        let (defs, reads) = table(t, &all).into_iter().unzip();
         MetricTable { defs, reads }
     }
 
@@ -233,9 +237,22 @@ fn def(name: String, kind: MetricKind, description: String, fraction: bool, head
     def
 }
 
+/// The mechanism groups `t` turns on, each named by its scope and the mechanism
+/// (`api->db.outlier`): their columns are written only where some grid point has them.
+pub fn mechanisms(t: &Topology) -> Vec<&'static str> {
+    let mut groups = Vec::new();
+    for (e, edge) in t.params.edges.iter().enumerate() {
+        if edge.outlier.is_some() {
+            groups.push(intern(format!("{}.outlier", t.edges[e])));
+        }
+    }
+    groups
+}
+
 /// Every metric of the graph with where its value comes from, in column order: per
-/// entry point, per service, per edge, then the whole graph's.
-fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
+/// entry point, per service, per edge (with its mechanisms' in `groups`), then the
+/// whole graph's.
+fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
     let mut rows = Vec::new();
     let mut add = |scope: &str, row: &Row<Read>| {
         let name = row.name.replace("{}", scope);
@@ -259,6 +276,12 @@ fn table(t: &Topology) -> Vec<(MetricDef, Read)> {
     for (i, edge) in t.edges.iter().enumerate() {
         for row in &EDGE_ROWS {
             add(edge, &row.map(|v| Read::Edge(i, v)));
+        }
+        let has = |mechanism: &str| groups.iter().any(|g| g.strip_suffix(mechanism) == Some(edge.as_str()));
+        if has(".outlier") {
+            for row in &OUTLIER_ROWS {
+                add(edge, &row.map(|v| Read::Edge(i, v)));
+            }
         }
     }
     for row in &GRAPH_ROWS {
@@ -429,7 +452,7 @@ fn service_rows() -> Vec<Row<ServiceValue>> {
 
 /// An edge's metrics: counts of what its client did. Every edge has every column
 /// (0 where the policy is off), so a grid may turn a policy on at some points.
-const EDGE_ROWS: [Row<EdgeValue>; 13] = [
+const EDGE_ROWS: [Row<EdgeValue>; 11] = [
     count("{}.calls", "{}: calls made", EdgeValue::Calls),
     count("{}.attempts", "{}: attempts sent, retries and hedges included", EdgeValue::Attempts),
     count("{}.retries", "{}: retries sent", EdgeValue::Retries),
@@ -441,6 +464,10 @@ const EDGE_ROWS: [Row<EdgeValue>; 13] = [
     count("{}.breaker_trips", "{}: times the breaker opened", EdgeValue::BreakerTrips),
     count("{}.failed", "{}: calls that failed (fallbacks excluded)", EdgeValue::Failed),
     count("{}.fallbacks", "{}: calls answered by the fallback", EdgeValue::Fallbacks),
+];
+
+/// An edge's outlier detection (where some grid point detects on it).
+const OUTLIER_ROWS: [Row<EdgeValue>; 2] = [
     count("{}.ejections", "{}: callee instances ejected by outlier detection", EdgeValue::Ejections),
     real("{}.ejected_s", "{}: instance-seconds the callee's instances spent ejected", EdgeValue::EjectedS),
 ];

@@ -67,9 +67,18 @@ impl ModelSpec for Graph {
 
     fn prepare(mut config: GraphConfig) -> Result<GraphConfig> {
         let topology = build::build(&config)?;
-        config.metric_table = Some(Arc::new(metrics::MetricTable::new(&topology)));
+        config.metric_table = Some(Arc::new(metrics::MetricTable::new(&topology, &[])));
         config.topology = Some(Arc::new(topology));
         Ok(config)
+    }
+
+    fn optional_columns(config: &GraphConfig) -> Vec<&'static str> {
+        metrics::mechanisms(topology(config))
+    }
+
+    fn with_optional_columns(mut config: GraphConfig, groups: &[&'static str]) -> GraphConfig {
+        config.metric_table = Some(Arc::new(metrics::MetricTable::new(topology(&config), groups)));
+        config
     }
 
     fn validate(config: &GraphConfig, run: &RunConfig) -> Result<()> {
