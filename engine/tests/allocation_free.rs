@@ -280,14 +280,24 @@ fn distribution_draws_and_arrivals_allocate_nothing() {
 }
 
 /// The service graph with every client policy on (retries, budgets, breakers, a hedge,
-/// a limiter, a shedder, four balancers) through a brownout during warm-up: no
-/// allocation once its slabs, queues and heap have grown.
+/// a limiter, a shedder, four balancers, outlier detection, a connection pool) through
+/// a brownout during warm-up: no allocation once its slabs, queues and heap have grown.
 #[test]
 fn graph_allocates_nothing_per_event_after_warmup() {
     use stampede_engine::models::graph::{Graph, GraphParams};
+    use stampede_engine::policy::outlier::OutlierConfig;
+    use stampede_engine::policy::pool::PoolConfig;
 
     let horizon = secs_to_nanos(120.0);
-    let params = GraphParams::three_tier_every_policy(2_000.0, horizon, secs_to_nanos(4.0));
+    let mut params = GraphParams::three_tier_every_policy(2_000.0, horizon, secs_to_nanos(4.0));
+    // b -> d, the browned-out leaf: its pool's queue grows during the brownout.
+    params.edges[4].pool = Some(PoolConfig { size: 12, max_pending: 256, wait_timeout: secs_to_nanos(0.05) });
+    params.edges[3].outlier = Some(OutlierConfig {
+        consecutive_failures: 5,
+        base_ejection: secs_to_nanos(1.0),
+        max_ejection: secs_to_nanos(10.0),
+        max_ejection_percent: 50.0,
+    });
     let mut histograms = [LatencyHistogram::new()];
     let mut simulation = Graph::new(params, 5, 0, &mut histograms).into_simulation();
     // Twenty seconds: every per-edge timeout FIFO reaches the high-water mark of its
@@ -300,5 +310,6 @@ fn graph_allocates_nothing_per_event_after_warmup() {
     assert_eq!(allocated, 0, "{allocated} allocations over {events} events");
     let (results, _) = simulation.model.finish(horizon, simulation.events_handled());
     assert!(results.edges[3].hedges > 0 && results.edges[1].attempts > 0, "{:?}", results.edges);
+    assert!(results.edges[4].pool_waited > 0, "the pool was used: {:?}", results.edges[4]);
     assert!(results.services[4].utilisation > 0.05, "the leaves were busy");
 }

@@ -17,6 +17,7 @@ pub mod codel;
 pub mod hedge;
 pub mod limiter;
 pub mod outlier;
+pub mod pool;
 pub mod quota;
 pub mod retry;
 pub mod retry_budget;

@@ -13,8 +13,9 @@ use crate::policy::classify::Outcome;
 
 use super::model::Graph;
 use super::params::{Balance, Cause, Failure, WorkloadArrivals};
+use super::pool::Connection;
 use super::results::EntryResults;
-use super::state::{Answer, Attempt, Call, Event, NO_SITE};
+use super::state::{Answer, Attempt, Call, Event, NO_POOL, NO_SITE};
 
 /// How a call ended, as its caller sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +128,8 @@ impl Graph<'_> {
         self.send_attempt(now, call, false, false, scheduler);
     }
 
-    /// Sends one attempt of `call` (a retry or hedge already granted, if `granted`).
+    /// Sends one attempt of `call` (a retry or hedge already granted, if `granted`),
+    /// once the edge's pool (if any) gives it a connection.
     fn send_attempt(
         &mut self,
         now: Nanos,
@@ -136,9 +138,32 @@ impl Graph<'_> {
         granted: bool,
         scheduler: &mut Scheduler<Event>,
     ) {
+        let c = self.calls.get(call).expect("live call");
+        if now < c.deadline {
+            if let Connection::Held(pool) = self.connect(now, call, hedge, granted, scheduler) {
+                self.dispatch_attempt(now, call, hedge, granted, pool, scheduler);
+            }
+        } else {
+            self.dispatch_attempt(now, call, hedge, granted, NO_POOL, scheduler);
+        }
+    }
+
+    /// Sends one attempt of `call` holding `pool`'s connection (`NO_POOL`: none): the
+    /// deadline, the breaker and the balancer may still stop it (the connection then
+    /// goes back).
+    pub(super) fn dispatch_attempt(
+        &mut self,
+        now: Nanos,
+        call: SlabKey,
+        hedge: bool,
+        granted: bool,
+        pool: u32,
+        scheduler: &mut Scheduler<Event>,
+    ) {
         let c = *self.calls.get(call).expect("live call");
         let e = c.edge as usize;
         if now >= c.deadline {
+            self.release_connection(pool, scheduler);
             if !hedge && c.outstanding == 0 {
                 self.call_failed(now, call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);
             }
@@ -149,6 +174,7 @@ impl Graph<'_> {
             Some(breaker) => match breaker.try_acquire(now) {
                 Some(permit) => Some(permit),
                 None => {
+                    self.release_connection(pool, scheduler);
                     if c.counted {
                         self.edges[e].results.breaker_refusals += 1;
                     }
@@ -173,6 +199,7 @@ impl Graph<'_> {
             if let (Some(breaker), Some(permit)) = (self.edges[e].breaker.as_mut(), permit) {
                 breaker.abandon(permit);
             }
+            self.release_connection(pool, scheduler);
             if granted {
                 self.edges[e].budget.retry_finished();
             }
@@ -205,6 +232,7 @@ impl Graph<'_> {
             timer,
             permit,
             routed,
+            pool,
             job: None,
             caller_waiting: true,
             in_flight: true,
@@ -403,6 +431,7 @@ impl Graph<'_> {
             a.caller_waiting = false;
             a.timer.cancel();
         }
+        self.release_connection(a.pool, scheduler);
         if let Some(tracer) = self.tracer.as_deref_mut() {
             let outcome = match outcome {
                 Some(Outcome::Success) => "success",
@@ -518,7 +547,7 @@ impl Graph<'_> {
     }
 
     /// The cause "`failure` calling edge `e`'s callee".
-    fn callee(&self, e: usize, failure: Failure) -> Cause {
+    pub(super) fn callee(&self, e: usize, failure: Failure) -> Cause {
         Cause { service: self.p.edges[e].to, failure }
     }
 
@@ -541,7 +570,13 @@ impl Graph<'_> {
     }
 
     /// No attempt of `call` is out: retry if the policy, the deadline and the budget allow.
-    fn attempts_exhausted(&mut self, now: Nanos, call: SlabKey, failure: Failure, scheduler: &mut Scheduler<Event>) {
+    pub(super) fn attempts_exhausted(
+        &mut self,
+        now: Nanos,
+        call: SlabKey,
+        failure: Failure,
+        scheduler: &mut Scheduler<Event>,
+    ) {
         let c = *self.calls.get(call).expect("live call");
         let e = c.edge as usize;
         let params = &self.p.edges[e];
@@ -661,6 +696,7 @@ impl Graph<'_> {
     /// cancelled); returns the head of its attempts, for [`Self::drop_attempts`] once
     /// the call is removed.
     fn let_go_of_attempts(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) -> Option<SlabKey> {
+        self.leave_pool(call);
         let head = self.calls.get(call).expect("live call").first_attempt;
         let mut cursor = head;
         while let Some(attempt) = cursor {

@@ -50,6 +50,7 @@ fn edge(from: Option<u32>, to: u32, timeout: Nanos, balance: Balance) -> EdgePar
         }),
         hedge: None,
         outlier: None,
+        pool: None,
         hedge_uses_budget: true,
         balance,
         fallback_on: FailureSet::NONE,

@@ -27,6 +27,7 @@ mod client;
 mod fixture;
 mod model;
 pub mod params;
+mod pool;
 pub mod results;
 mod server;
 mod state;

@@ -22,13 +22,14 @@ use crate::policy::codel::CoDel;
 use crate::policy::hedge::HedgePolicy;
 use crate::policy::limiter::ConcurrencyLimiter;
 use crate::policy::outlier::OutlierDetector;
+use crate::policy::pool::ConnectionPool;
 use crate::policy::retry_budget::RetryBudget;
 use crate::policy::shedder::PriorityShedder;
 use crate::policy::token_bucket::TokenBucket;
 
 use super::params::{Balance, FaultKind, FaultTarget, GraphParams, WorkloadArrivals};
 use super::results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
-use super::state::{Attempt, Call, Event, Job};
+use super::state::{Attempt, Call, Event, Job, PoolWaiter, NO_POOL};
 
 pub(super) const ARRIVALS: StreamPurpose = StreamPurpose::named("graph.arrivals");
 pub(super) const MIX: StreamPurpose = StreamPurpose::named("graph.mix");
@@ -84,6 +85,8 @@ pub(super) struct EdgeState {
     /// Ejection of the callee's failing instances, by local index.
     pub outlier: Option<OutlierDetector>,
     pub adaptive_timeout: Option<AdaptiveTimeout>,
+    /// Its caller instances' pools are `pools[first_pool ..]` (`NO_POOL`: none).
+    pub first_pool: u32,
     pub ring: Option<(HashRing, BoundedLoadRouter)>,
     pub round_robin: u32,
     /// Attempts in flight on the edge (Envoy's budget reads them).
@@ -125,6 +128,8 @@ pub struct Graph<'h> {
     pub(super) calls: Slab<Call>,
     pub(super) attempts: Slab<Attempt>,
     pub(super) jobs: Slab<Job>,
+    /// Every edge's connection pools, one per caller instance.
+    pub(super) pools: Vec<ConnectionPool<PoolWaiter>>,
     pub(super) series: GraphSeries,
     /// Entry requests' latencies by ending: per workload `[ok, degraded, failed, all]`,
     /// or `[ok]` alone (see [`Graph::new`]).
@@ -169,13 +174,23 @@ impl<'h> Graph<'h> {
                 instances.push(Self::fresh_instance(&p, s as u32, 0));
             }
         }
+        let mut pools = Vec::new();
         let edges = p
             .edges
             .iter()
             .enumerate()
             .map(|(e, edge)| {
                 let callee = &p.services[edge.to as usize];
+                let first_pool = match edge.pool {
+                    None => NO_POOL,
+                    Some(config) => {
+                        let callers = edge.from.map_or(1, |s| p.services[s as usize].instances);
+                        pools.extend((0..callers).map(|_| ConnectionPool::new(config)));
+                        (pools.len() - callers as usize) as u32
+                    }
+                };
                 EdgeState {
+                    first_pool,
                     budget: edge.budget.clone(),
                     breaker: edge.breaker.map(CircuitBreaker::new),
                     hedge: edge.hedge.map(HedgePolicy::new),
@@ -238,6 +253,7 @@ impl<'h> Graph<'h> {
             calls: Slab::with_capacity(1024),
             attempts: Slab::with_capacity(1024),
             jobs: Slab::with_capacity(1024),
+            pools,
             series,
             entry_latencies: (0..p.workloads.len())
                 .map(|w| match split_endings {
@@ -601,6 +617,8 @@ impl Model for Graph<'_> {
             Event::WorkDone { job, stamp } => self.work_done(now, job, stamp, scheduler),
             Event::RetryDue { call } => self.retry_due(now, call, scheduler),
             Event::HedgeDue { call, ticket } => self.hedge_due(now, call, ticket, scheduler),
+            Event::PoolExpiry { call, ticket } => self.pool_expiry(now, call, ticket, scheduler),
+            Event::PoolHandOver { pool } => self.pool_hand_over(now, pool as usize, scheduler),
             Event::FaultStarts { fault } => self.fault(now, fault as usize, true, scheduler),
             Event::FaultEnds { fault } => self.fault(now, fault as usize, false, scheduler),
         }

@@ -12,6 +12,7 @@ use crate::policy::breaker::BreakerConfig;
 use crate::policy::hedge::HedgeConfig;
 use crate::policy::limiter::LimiterKind;
 use crate::policy::outlier::OutlierConfig;
+use crate::policy::pool::PoolConfig;
 use crate::policy::retry_budget::RetryBudget;
 use crate::policy::shedder::ShedMarks;
 
@@ -294,6 +295,10 @@ pub struct EdgeParams {
     /// Ejects callee instances that fail in a row; `None`: none. The balancer skips
     /// ejected instances (consistent hashing does not: its ring decides).
     pub outlier: Option<OutlierConfig>,
+    /// A connection pool per caller instance (one for a workload's clients); `None`:
+    /// none. An attempt holds a connection from when it is sent until its caller stops
+    /// waiting for it.
+    pub pool: Option<PoolConfig>,
     /// Failures answered by a cheap fallback: the call succeeds degraded.
     pub fallback_on: FailureSet,
 }

@@ -125,6 +125,16 @@ pub struct EdgeResults {
     pub ejections: u64,
     /// Instance-seconds spent ejected inside the measured window.
     pub ejected_s: f64,
+    /// Attempts that got a connection from the pool (at once or after waiting).
+    pub pool_acquired: u64,
+    /// Of those, attempts that waited for it.
+    pub pool_waited: u64,
+    /// Their waits summed, seconds.
+    pub pool_wait_s: f64,
+    /// Attempts refused because the pool's queue was full.
+    pub pool_full: u64,
+    /// Attempts that gave up waiting for a connection (the pool's wait timeout).
+    pub pool_timeouts: u64,
 }
 
 #[derive(Clone, Debug, Default)]

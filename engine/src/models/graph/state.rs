@@ -15,6 +15,18 @@ use super::params::{Cause, Failure};
 /// [`Call::site`] of an entry request.
 pub(super) const NO_SITE: u32 = u32::MAX;
 
+/// [`Attempt::pool`] of an attempt that holds no connection.
+pub(super) const NO_POOL: u32 = u32::MAX;
+
+/// An attempt waiting for a connection: its call, the call's pool timer's ticket (a
+/// stale one: it left), and whether it is a retry the budget granted.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PoolWaiter {
+    pub call: SlabKey,
+    pub ticket: TimerTicket,
+    pub granted: bool,
+}
+
 /// A caller's logical call: one entry request, or one call a job makes.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Call {
@@ -46,6 +58,10 @@ pub(super) struct Call {
     /// The root cause of the latest failed attempt (see [`Cause`]).
     pub last_cause: Cause,
     pub hedge_timer: TimerSlot,
+    /// Armed while an attempt waits for a connection from the edge's pool.
+    pub pool_timer: TimerSlot,
+    /// When it began waiting.
+    pub pool_since: Nanos,
     /// A retry is scheduled (the call waits on no attempt).
     pub backing_off: bool,
     pub criticality: u8,
@@ -88,6 +104,8 @@ impl Call {
             last_failure: Failure::Timeout,
             last_cause: Cause { service: 0, failure: Failure::Timeout },
             hedge_timer: TimerSlot::default(),
+            pool_timer: TimerSlot::default(),
+            pool_since: 0,
             backing_off: false,
             criticality,
             depth,
@@ -117,6 +135,8 @@ pub(super) struct Attempt {
     pub permit: Option<Permit>,
     /// The bounded-load router counts this attempt on `instance`.
     pub routed: bool,
+    /// The pool whose connection it holds (`NO_POOL`: none).
+    pub pool: u32,
     /// Its job, once it reached the instance and was admitted.
     pub job: Option<SlabKey>,
     /// The caller still waits for its answer.
@@ -246,6 +266,18 @@ pub enum Event {
         call: SlabKey,
         /// Tells a current hedge from a stale one.
         ticket: TimerTicket,
+    },
+    /// A call stops waiting for a connection: the pool's wait timeout or its deadline.
+    PoolExpiry {
+        /// The call.
+        call: SlabKey,
+        /// Tells a current wait from a stale one.
+        ticket: TimerTicket,
+    },
+    /// A pool's connection came back while attempts wait: hand it over.
+    PoolHandOver {
+        /// The pool.
+        pool: u32,
     },
     /// A fault begins.
     FaultStarts {

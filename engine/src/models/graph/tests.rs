@@ -85,6 +85,7 @@ impl Builder {
             breaker: None,
             hedge: None,
             outlier: None,
+            pool: None,
             hedge_uses_budget: false,
             balance: Balance::RoundRobin,
             fallback_on: FailureSet::NONE,

@@ -18,13 +18,14 @@ use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
 use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, VegasConfig};
 use stampede_engine::policy::outlier::OutlierConfig;
+use stampede_engine::policy::pool::PoolConfig;
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::secs_to_nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, LimiterName, OutlierSection, ServiceConfig,
-    StepConfig, Threading, TimeoutValue, WorkloadConfig,
+    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, LimiterName, OutlierSection, PoolSection,
+    ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -765,6 +766,7 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         Some(f) => failures(&format!("{path}.fallback.on"), &f.on, &Failure::ALL)?,
     };
     let outlier = e.outlier.as_ref().map(|o| outlier_config(&format!("{path}.outlier"), o)).transpose()?;
+    let pool = e.pool.as_ref().map(|p| pool_config(&format!("{path}.pool"), p)).transpose()?;
     Ok(EdgeParams {
         from,
         to,
@@ -781,8 +783,16 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         hedge_uses_budget: e.hedge.as_ref().is_some_and(|h| h.uses_budget),
         balance,
         outlier,
+        pool,
         fallback_on,
     })
+}
+
+/// An edge's connection pool, checked field by field.
+fn pool_config(path: &str, p: &PoolSection) -> Result<PoolConfig> {
+    at_least_one(&format!("{path}.size"), p.size)?;
+    positive(&format!("{path}.wait_timeout_s"), p.wait_timeout_s, "a positive number of seconds")?;
+    Ok(PoolConfig { size: p.size, max_pending: p.max_pending, wait_timeout: secs_to_nanos(p.wait_timeout_s) })
 }
 
 /// An edge's outlier detection, checked field by field.

@@ -142,6 +142,10 @@ enum EdgeValue {
     Fallbacks,
     Ejections,
     EjectedS,
+    PoolWaitMean,
+    PoolWaitedRatio,
+    PoolFull,
+    PoolTimeouts,
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {
@@ -197,6 +201,15 @@ impl Read {
                 }
             }
             Read::Edge(e, EdgeValue::EjectedS) => r.edges[e].ejected_s,
+            Read::Edge(e, EdgeValue::PoolWaitMean) => {
+                let edge = &r.edges[e];
+                if edge.pool_acquired == 0 {
+                    f64::NAN
+                } else {
+                    edge.pool_wait_s / edge.pool_acquired as f64
+                }
+            }
+            Read::Edge(e, EdgeValue::PoolWaitedRatio) => ratio(r.edges[e].pool_waited, r.edges[e].pool_acquired),
             Read::Edge(e, value) => {
                 let edge = &r.edges[e];
                 (match value {
@@ -212,7 +225,11 @@ impl Read {
                     EdgeValue::Failed => edge.failed,
                     EdgeValue::Fallbacks => edge.fallbacks,
                     EdgeValue::Ejections => edge.ejections,
-                    EdgeValue::EjectedS => unreachable!("read above"),
+                    EdgeValue::PoolFull => edge.pool_full,
+                    EdgeValue::PoolTimeouts => edge.pool_timeouts,
+                    EdgeValue::EjectedS | EdgeValue::PoolWaitMean | EdgeValue::PoolWaitedRatio => {
+                        unreachable!("read above")
+                    }
                 }) as f64
             }
             Read::RecoveredRatio => {
@@ -244,6 +261,9 @@ pub fn mechanisms(t: &Topology) -> Vec<&'static str> {
     for (e, edge) in t.params.edges.iter().enumerate() {
         if edge.outlier.is_some() {
             groups.push(intern(format!("{}.outlier", t.edges[e])));
+        }
+        if edge.pool.is_some() {
+            groups.push(intern(format!("{}.pool", t.edges[e])));
         }
     }
     groups
@@ -278,9 +298,12 @@ fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
             add(edge, &row.map(|v| Read::Edge(i, v)));
         }
         let has = |mechanism: &str| groups.iter().any(|g| g.strip_suffix(mechanism) == Some(edge.as_str()));
-        if has(".outlier") {
-            for row in &OUTLIER_ROWS {
-                add(edge, &row.map(|v| Read::Edge(i, v)));
+        let mechanisms: [(&str, &[Row<EdgeValue>]); 2] = [(".outlier", &OUTLIER_ROWS), (".pool", &POOL_ROWS)];
+        for (mechanism, rows) in mechanisms {
+            if has(mechanism) {
+                for row in rows {
+                    add(edge, &row.map(|v| Read::Edge(i, v)));
+                }
             }
         }
     }
@@ -470,6 +493,22 @@ const EDGE_ROWS: [Row<EdgeValue>; 11] = [
 const OUTLIER_ROWS: [Row<EdgeValue>; 2] = [
     count("{}.ejections", "{}: callee instances ejected by outlier detection", EdgeValue::Ejections),
     real("{}.ejected_s", "{}: instance-seconds the callee's instances spent ejected", EdgeValue::EjectedS),
+];
+
+/// An edge's connection pools (where some grid point has one).
+const POOL_ROWS: [Row<EdgeValue>; 4] = [
+    real(
+        "{}.pool_wait_mean_s",
+        "{}: mean wait for a pool connection of the attempts sent (those sent at once count 0)",
+        EdgeValue::PoolWaitMean,
+    ),
+    fraction(
+        "{}.pool_waited_ratio",
+        "{}: attempts sent that waited for a pool connection ÷ attempts sent",
+        EdgeValue::PoolWaitedRatio,
+    ),
+    count("{}.pool_full", "{}: attempts refused at once, the pool's queue full", EdgeValue::PoolFull),
+    count("{}.pool_timeouts", "{}: attempts that gave up waiting for a pool connection", EdgeValue::PoolTimeouts),
 ];
 
 /// The whole graph's metrics.

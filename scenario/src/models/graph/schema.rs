@@ -284,6 +284,9 @@ pub struct EdgeConfig {
     /// Outlier detection: callee instances that fail in a row are ejected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outlier: Option<OutlierSection>,
+    /// A connection pool per caller instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolSection>,
 }
 
 impl Default for EdgeConfig {
@@ -302,6 +305,7 @@ impl Default for EdgeConfig {
             hash_capacity_factor: capacity_factor(),
             fallback: None,
             outlier: None,
+            pool: None,
         }
     }
 }
@@ -323,6 +327,34 @@ pub struct OutlierSection {
     /// The most instances ejected at once, percent (at least one may always be).
     #[serde(default = "max_ejection_percent")]
     pub max_ejection_percent: f64,
+}
+
+/// `pool = { … }` on an edge: each caller instance's connections (HikariCP's
+/// `maximumPoolSize`, Envoy's `max_connections`) and the queue of attempts waiting for
+/// one (Envoy's `max_pending_requests`, HikariCP's `connectionTimeout`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSection {
+    /// Connections per caller instance (HikariCP's default, 10).
+    #[serde(default = "pool_size")]
+    pub size: u32,
+    /// Attempts waiting for a connection at most (Envoy's default, 1024); one more is
+    /// refused at once (`pool_full`).
+    #[serde(default = "max_pending")]
+    pub max_pending: u32,
+    /// How long an attempt waits for a connection, seconds (HikariCP's default, 30).
+    #[serde(default = "wait_timeout_s")]
+    pub wait_timeout_s: f64,
+}
+
+fn pool_size() -> u32 {
+    10
+}
+fn max_pending() -> u32 {
+    1024
+}
+fn wait_timeout_s() -> f64 {
+    30.0
 }
 
 fn consecutive_5xx() -> u32 {
