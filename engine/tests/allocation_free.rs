@@ -280,11 +280,13 @@ fn distribution_draws_and_arrivals_allocate_nothing() {
 }
 
 /// The service graph with every client policy on (retries, budgets, breakers, a hedge,
-/// a limiter, a shedder, four balancers, outlier detection, a connection pool) through
-/// a brownout during warm-up: no allocation once its slabs, queues and heap have grown.
+/// a limiter, a shedder, four balancers, outlier detection, a connection pool, health
+/// checks) through a brownout during warm-up: no allocation once its slabs, queues and
+/// heap have grown.
 #[test]
 fn graph_allocates_nothing_per_event_after_warmup() {
     use stampede_engine::models::graph::{Graph, GraphParams};
+    use stampede_engine::policy::health::HealthCheckConfig;
     use stampede_engine::policy::outlier::OutlierConfig;
     use stampede_engine::policy::pool::PoolConfig;
 
@@ -292,6 +294,14 @@ fn graph_allocates_nothing_per_event_after_warmup() {
     let mut params = GraphParams::three_tier_every_policy(2_000.0, horizon, secs_to_nanos(4.0));
     // b -> d, the browned-out leaf: its pool's queue grows during the brownout.
     params.edges[4].pool = Some(PoolConfig { size: 12, max_pending: 256, wait_timeout: secs_to_nanos(0.05) });
+    params.services[4].health_check = Some(HealthCheckConfig {
+        interval: secs_to_nanos(0.5),
+        timeout: secs_to_nanos(0.05),
+        unhealthy_threshold: 2,
+        healthy_threshold: 1,
+        panic_threshold_percent: 50.0,
+    });
+    params.services[4].health_check_work = secs_to_nanos(0.001);
     params.edges[3].outlier = Some(OutlierConfig {
         consecutive_failures: 5,
         base_ejection: secs_to_nanos(1.0),
@@ -311,5 +321,6 @@ fn graph_allocates_nothing_per_event_after_warmup() {
     let (results, _) = simulation.model.finish(horizon, simulation.events_handled());
     assert!(results.edges[3].hedges > 0 && results.edges[1].attempts > 0, "{:?}", results.edges);
     assert!(results.edges[4].pool_waited > 0, "the pool was used: {:?}", results.edges[4]);
+    assert!(results.services[4].health_checks > 0, "the leaves were probed");
     assert!(results.services[4].utilisation > 0.05, "the leaves were busy");
 }

@@ -31,7 +31,7 @@ impl SlabKey {
     }
 
     /// The key [`Self::to_bits`] packed.
-    pub fn from_bits(bits: u64) -> Self {
+    pub const fn from_bits(bits: u64) -> Self {
         SlabKey { index: bits as u32, generation: (bits >> 32) as u32 }
     }
 }

@@ -14,6 +14,7 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod classify;
 pub mod codel;
+pub mod health;
 pub mod hedge;
 pub mod limiter;
 pub mod outlier;

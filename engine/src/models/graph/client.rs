@@ -15,7 +15,7 @@ use super::model::Graph;
 use super::params::{Balance, Cause, Failure, WorkloadArrivals};
 use super::pool::Connection;
 use super::results::EntryResults;
-use super::state::{Answer, Attempt, Call, Event, NO_POOL, NO_SITE};
+use super::state::{Answer, Attempt, Call, Event, NO_POOL, NO_SITE, PROBE_EDGE};
 
 /// How a call ended, as its caller sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -339,13 +339,20 @@ impl Graph<'_> {
     }
 
     /// Picks an instance of edge `e`'s callee: (its index among all instances, whether
-    /// the bounded-load router counts it). With outlier detection, an ejected pick moves
-    /// on to the next instance that is not (least outstanding compares only those).
+    /// the bounded-load router counts it). An instance the edge's outlier detection
+    /// ejected, or the callee's health checks marked unhealthy, is skipped: a pick moves
+    /// on to the next usable instance (least outstanding compares only those), and with
+    /// none usable the pick stands.
     fn choose_instance(&mut self, now: Nanos, e: usize, key: u64) -> Option<(u32, bool)> {
         let to = self.p.edges[e].to as usize;
         let first = self.services[to].first_instance;
         let count = self.p.services[to].instances;
         let edge = &mut self.edges[e];
+        let health = self.services[to].health.as_ref();
+        let filtered = edge.outlier.is_some() || health.is_some();
+        let outlier = &mut edge.outlier;
+        let mut usable =
+            |i: u32| health.is_none_or(|h| h.usable(i)) && !outlier.as_mut().is_some_and(|o| o.is_ejected(now, i));
         let present = |i: u32| self.instances[(first + i) as usize].present;
         let local = match self.p.edges[e].balance {
             Balance::RoundRobin => {
@@ -354,13 +361,11 @@ impl Graph<'_> {
                 i
             }
             Balance::Random => edge.routing_rng.below(count as u64) as u32,
-            Balance::LeastOutstanding => match edge.outlier.as_mut() {
-                None => (0..count).min_by_key(|&i| present(i)).expect("instances > 0"),
-                Some(outlier) => (0..count)
-                    .filter(|&i| !outlier.is_ejected(now, i))
-                    .min_by_key(|&i| present(i))
-                    .unwrap_or_else(|| (0..count).min_by_key(|&i| present(i)).expect("instances > 0")),
-            },
+            Balance::LeastOutstanding if filtered => (0..count)
+                .filter(|&i| usable(i))
+                .min_by_key(|&i| present(i))
+                .unwrap_or_else(|| (0..count).min_by_key(|&i| present(i)).expect("instances > 0")),
+            Balance::LeastOutstanding => (0..count).min_by_key(|&i| present(i)).expect("instances > 0"),
             Balance::PowerOfTwoChoices => {
                 let a = edge.routing_rng.below(count as u64) as u32;
                 let b = edge.routing_rng.below(count as u64) as u32;
@@ -378,11 +383,10 @@ impl Graph<'_> {
                 }
             }
         };
-        let local = match edge.outlier.as_mut() {
-            Some(outlier) if count > 1 => {
-                (0..count).map(|k| (local + k) % count).find(|&i| !outlier.is_ejected(now, i)).unwrap_or(local)
-            }
-            _ => local,
+        let local = if filtered && count > 1 {
+            (0..count).map(|k| (local + k) % count).find(|&i| usable(i)).unwrap_or(local)
+        } else {
+            local
         };
         Some((first + local, false))
     }
@@ -470,6 +474,9 @@ impl Graph<'_> {
             self.drop_attempt_if_done(attempt);
             return;
         }
+        if a.edge == PROBE_EDGE {
+            return self.probe_ended(now, attempt, matches!(answer, Answer::Success | Answer::Degraded));
+        }
         let outcome = match answer {
             Answer::Success | Answer::Degraded => Outcome::Success,
             Answer::Refused => Outcome::Overloaded,
@@ -532,6 +539,9 @@ impl Graph<'_> {
             return;
         }
         let a = *a;
+        if a.edge == PROBE_EDGE {
+            return self.probe_ended(now, attempt, false);
+        }
         let e = a.edge as usize;
         if a.counted {
             self.edges[e].results.timeouts += 1;

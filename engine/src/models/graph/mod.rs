@@ -25,6 +25,7 @@
 
 mod client;
 mod fixture;
+mod health;
 mod model;
 pub mod params;
 mod pool;

@@ -19,6 +19,7 @@ use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeout;
 use crate::policy::breaker::CircuitBreaker;
 use crate::policy::codel::CoDel;
+use crate::policy::health::HealthChecker;
 use crate::policy::hedge::HedgePolicy;
 use crate::policy::limiter::ConcurrencyLimiter;
 use crate::policy::outlier::OutlierDetector;
@@ -27,7 +28,7 @@ use crate::policy::retry_budget::RetryBudget;
 use crate::policy::shedder::PriorityShedder;
 use crate::policy::token_bucket::TokenBucket;
 
-use super::params::{Balance, FaultKind, FaultTarget, GraphParams, WorkloadArrivals};
+use super::params::{Balance, EndpointParams, FaultKind, FaultTarget, GraphParams, WorkloadArrivals};
 use super::results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
 use super::state::{Attempt, Call, Event, Job, PoolWaiter, NO_POOL};
 
@@ -75,6 +76,12 @@ pub(super) struct ServiceState {
     pub work_rng: RngStream,
     pub error_rng: RngStream,
     pub limit_rng: RngStream,
+    /// Active health checks of its instances (by local index), if on.
+    pub health: Option<HealthChecker>,
+    /// The endpoint its probes call (appended to the graph's; `u32::MAX` without checks).
+    pub probe_endpoint: u32,
+    /// Per instance, since when it has been marked unhealthy (`Nanos::MAX`: healthy).
+    pub unhealthy_since: Vec<Nanos>,
 }
 
 /// Per-edge client state.
@@ -144,13 +151,33 @@ impl<'h> Graph<'h> {
     /// A replica. `latencies` holds per workload four histograms — requests answered in
     /// full, degraded (a fallback answered), failed (the time until the client learned
     /// it), and all of them — or one (answered in full).
-    pub fn new(p: GraphParams, master_seed: u64, replica: u64, latencies: &'h mut [LatencyHistogram]) -> Self {
+    pub fn new(mut p: GraphParams, master_seed: u64, replica: u64, latencies: &'h mut [LatencyHistogram]) -> Self {
         let split_endings = latencies.len() == 4 * p.workloads.len();
         assert!(split_endings || latencies.len() == p.workloads.len(), "one or four histograms per workload");
         assert!(p.bucket > 0 && !p.workloads.is_empty());
         let stream = |purpose: StreamPurpose, index: usize| {
             RngStream::derive(master_seed, replica, purpose.indexed(index as u64))
         };
+        // A service that is health-checked gets an endpoint of its own for the probes:
+        // its work, no steps.
+        let probe_endpoints: Vec<u32> = (0..p.services.len())
+            .map(|s| match p.services[s].health_check {
+                None => u32::MAX,
+                Some(_) => {
+                    let work = p.services[s].health_check_work;
+                    p.endpoints.push(EndpointParams {
+                        service: s as u32,
+                        work: (work > 0).then(|| {
+                            let value_s = work as f64 / NANOS_PER_SEC as f64;
+                            Distribution::new(crate::components::distribution::Shape::Constant { value_s })
+                        }),
+                        first_step: 0,
+                        step_count: 0,
+                    });
+                    p.endpoints.len() as u32 - 1
+                }
+            })
+            .collect();
         let mut instances = Vec::new();
         let mut services = Vec::with_capacity(p.services.len());
         for (s, service) in p.services.iter().enumerate() {
@@ -169,6 +196,9 @@ impl<'h> Graph<'h> {
                 work_rng: stream(WORK, s),
                 error_rng: stream(ERRORS, s),
                 limit_rng: stream(LIMITS, s),
+                health: service.health_check.map(|config| HealthChecker::new(config, service.instances)),
+                probe_endpoint: probe_endpoints[s],
+                unhealthy_since: vec![Nanos::MAX; service.instances as usize],
             });
             for _ in 0..service.instances {
                 instances.push(Self::fresh_instance(&p, s as u32, 0));
@@ -348,6 +378,15 @@ impl<'h> Graph<'h> {
                         let gap = self.think_time(w, think);
                         events.push((gap, Event::Arrival { workload: w as u32 }));
                     }
+                }
+            }
+        }
+        for (s, service) in self.services.iter().enumerate() {
+            if let Some(health) = &service.health {
+                let count = self.p.services[s].instances;
+                for k in 0..count {
+                    let at = crate::policy::health::first_probe(&health.config(), k, count);
+                    events.push((at, Event::ProbeDue { instance: service.first_instance + k }));
                 }
             }
         }
@@ -555,6 +594,7 @@ impl<'h> Graph<'h> {
                 .map(|i| i.limiter.as_ref().map_or(0.0, |l| l.limit() as f64))
                 .sum();
         }
+        self.close_unhealthy(now);
         for state in &mut self.workloads {
             state.results.goodput_rps = state.results.successes as f64 / window_s;
         }
@@ -617,6 +657,7 @@ impl Model for Graph<'_> {
             Event::WorkDone { job, stamp } => self.work_done(now, job, stamp, scheduler),
             Event::RetryDue { call } => self.retry_due(now, call, scheduler),
             Event::HedgeDue { call, ticket } => self.hedge_due(now, call, ticket, scheduler),
+            Event::ProbeDue { instance } => self.probe_due(now, instance as usize, scheduler),
             Event::PoolExpiry { call, ticket } => self.pool_expiry(now, call, ticket, scheduler),
             Event::PoolHandOver { pool } => self.pool_hand_over(now, pool as usize, scheduler),
             Event::FaultStarts { fault } => self.fault(now, fault as usize, true, scheduler),

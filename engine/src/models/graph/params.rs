@@ -9,6 +9,7 @@ use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeoutConfig;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
+use crate::policy::health::HealthCheckConfig;
 use crate::policy::hedge::HedgeConfig;
 use crate::policy::limiter::LimiterKind;
 use crate::policy::outlier::OutlierConfig;
@@ -190,6 +191,11 @@ pub struct ServiceParams {
     pub shedder: Option<ShedMarks>,
     /// A token bucket per instance: (requests per second, burst).
     pub rate_limit: Option<(f64, u64)>,
+    /// Active health checks of its instances (one checker for every caller): the
+    /// balancers skip an instance marked unhealthy; `None`: none.
+    pub health_check: Option<HealthCheckConfig>,
+    /// The work a probe does on a worker (it waits in the queue like any request).
+    pub health_check_work: Nanos,
 }
 
 impl ServiceParams {
@@ -205,6 +211,8 @@ impl ServiceParams {
             limiter: None,
             shedder: None,
             rate_limit: None,
+            health_check: None,
+            health_check_work: 0,
         }
     }
 }

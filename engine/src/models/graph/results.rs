@@ -86,6 +86,14 @@ pub struct ServiceResults {
     pub cancelled: u64,
     /// The limiter's limit at the end, summed over instances (0 without a limiter).
     pub limit_final: f64,
+    /// Health-check probes sent after warm-up.
+    pub health_checks: u64,
+    /// Of those, probes that failed (refused, errored or unanswered in time).
+    pub health_check_failures: u64,
+    /// Times an instance was marked unhealthy after warm-up.
+    pub unhealthy_marks: u64,
+    /// Instance-seconds marked unhealthy inside the measured window.
+    pub unhealthy_s: f64,
 }
 
 impl ServiceResults {

@@ -14,7 +14,7 @@ use crate::policy::Criticality;
 use super::client::CallOutcome;
 use super::model::Graph;
 use super::params::{Cause, Failure, Refusal, Step, Wait};
-use super::state::{Answer, Event, Job, JobState};
+use super::state::{Answer, Event, Job, JobState, PROBE_EDGE};
 
 const ENDPOINT_WORK: u32 = u32::MAX;
 
@@ -27,13 +27,16 @@ impl Graph<'_> {
     /// Sends `attempt`'s answer back along its edge.
     #[inline]
     fn answer(&mut self, attempt: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
-        let edge = self.attempts.get(attempt).expect("an answered attempt is live").edge as usize;
-        let delay = self.network(edge);
+        let edge = self.attempts.get(attempt).expect("an answered attempt is live").edge;
+        // A probe's checker sits beside the instance: no network.
+        let delay = if edge == PROBE_EDGE { 0 } else { self.network(edge as usize) };
         scheduler.after(delay, Event::Answered { attempt, answer });
     }
 
     fn refuse(&mut self, attempt: SlabKey, service: usize, refusal: Refusal, scheduler: &mut Scheduler<Event>) {
-        if let Some(tracer) = self.tracer.as_deref_mut() {
+        if let Some(tracer) =
+            self.tracer.as_deref_mut().filter(|_| self.attempts.get(attempt).is_none_or(|a| a.edge != PROBE_EDGE))
+        {
             tracer.refused(attempt, scheduler.now(), service as u32, refusal.name());
         }
         let a = self.attempts.get_mut(attempt).expect("live");
@@ -115,7 +118,7 @@ impl Graph<'_> {
             cause: None,
         });
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
-        if let Some(tracer) = self.tracer.as_deref_mut() {
+        if let Some(tracer) = self.tracer.as_deref_mut().filter(|_| a.edge != PROBE_EDGE) {
             tracer.queued(job, now, attempt);
         }
         self.advance(s, now);

@@ -15,6 +15,12 @@ use super::params::{Cause, Failure};
 /// [`Call::site`] of an entry request.
 pub(super) const NO_SITE: u32 = u32::MAX;
 
+/// [`Attempt::edge`] of a health-check probe (sent by the service's checker, along no edge).
+pub(super) const PROBE_EDGE: u32 = u32::MAX;
+
+/// [`Attempt::call`] of a health-check probe: a key no call ever has.
+pub(super) const PROBE_CALL: SlabKey = SlabKey::from_bits(u64::MAX);
+
 /// [`Attempt::pool`] of an attempt that holds no connection.
 pub(super) const NO_POOL: u32 = u32::MAX;
 
@@ -278,6 +284,11 @@ pub enum Event {
     PoolHandOver {
         /// The pool.
         pool: u32,
+    },
+    /// A health-check probe of an instance is due.
+    ProbeDue {
+        /// The instance (its index among all instances).
+        instance: u32,
     },
     /// A fault begins.
     FaultStarts {

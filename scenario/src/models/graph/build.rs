@@ -15,6 +15,7 @@ use stampede_engine::models::graph::{
 };
 use stampede_engine::policy::adaptive_timeout::AdaptiveTimeoutConfig;
 use stampede_engine::policy::codel::CoDelConfig;
+use stampede_engine::policy::health::HealthCheckConfig;
 use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
 use stampede_engine::policy::limiter::{AimdConfig, Gradient2Config, GradientConfig, LimiterKind, VegasConfig};
 use stampede_engine::policy::outlier::OutlierConfig;
@@ -24,8 +25,8 @@ use stampede_engine::secs_to_nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, LimiterName, OutlierSection, PoolSection,
-    ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
+    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, HealthCheckSection, LimiterName, OutlierSection,
+    PoolSection, ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -188,6 +189,8 @@ impl Builder {
                 Some((r.per_s, r.burst))
             }
         };
+        let health_check =
+            s.health_check.as_ref().map(|h| health_check(&format!("{path}.health_check"), h)).transpose()?;
         let index = self.services.len() as u32;
         self.services.push(name.to_string());
         self.service_index.insert(name.to_string(), index);
@@ -201,6 +204,8 @@ impl Builder {
             limiter,
             shedder,
             rate_limit,
+            health_check,
+            health_check_work: s.health_check.as_ref().map_or(0, |h| secs_to_nanos(h.work_s)),
         });
         for (ep, endpoint) in &s.endpoints {
             check_name(&format!("{path}.endpoints"), ep)?;
@@ -785,6 +790,30 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         outlier,
         pool,
         fallback_on,
+    })
+}
+
+/// A service's health checks, checked field by field.
+fn health_check(path: &str, h: &HealthCheckSection) -> Result<HealthCheckConfig> {
+    positive(&format!("{path}.interval_s"), h.interval_s, "a positive number of seconds")?;
+    positive(&format!("{path}.timeout_s"), h.timeout_s, "a positive number of seconds")?;
+    at_least_one(&format!("{path}.unhealthy_threshold"), h.unhealthy_threshold)?;
+    at_least_one(&format!("{path}.healthy_threshold"), h.healthy_threshold)?;
+    if !(h.work_s.is_finite() && h.work_s >= 0.0) {
+        return Err(bad(format!("{path}.work_s = {}: a number of seconds, 0 or more", h.work_s)));
+    }
+    if !(0.0..=100.0).contains(&h.panic_threshold_percent) {
+        return Err(bad(format!(
+            "{path}.panic_threshold_percent = {}: a percentage, 0 to 100",
+            h.panic_threshold_percent
+        )));
+    }
+    Ok(HealthCheckConfig {
+        interval: secs_to_nanos(h.interval_s),
+        timeout: secs_to_nanos(h.timeout_s),
+        unhealthy_threshold: h.unhealthy_threshold,
+        healthy_threshold: h.healthy_threshold,
+        panic_threshold_percent: h.panic_threshold_percent,
     })
 }
 

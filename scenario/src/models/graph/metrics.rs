@@ -125,6 +125,10 @@ enum ServiceValue {
     WastedRatio,
     Cancelled,
     LimitFinal,
+    HealthChecks,
+    HealthCheckFailures,
+    UnhealthyMarks,
+    UnhealthyS,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -198,6 +202,10 @@ impl Read {
                     }
                     ServiceValue::Cancelled => service.cancelled as f64,
                     ServiceValue::LimitFinal => service.limit_final,
+                    ServiceValue::HealthChecks => service.health_checks as f64,
+                    ServiceValue::HealthCheckFailures => service.health_check_failures as f64,
+                    ServiceValue::UnhealthyMarks => service.unhealthy_marks as f64,
+                    ServiceValue::UnhealthyS => service.unhealthy_s,
                 }
             }
             Read::Edge(e, EdgeValue::EjectedS) => r.edges[e].ejected_s,
@@ -258,6 +266,11 @@ fn def(name: String, kind: MetricKind, description: String, fraction: bool, head
 /// (`api->db.outlier`): their columns are written only where some grid point has them.
 pub fn mechanisms(t: &Topology) -> Vec<&'static str> {
     let mut groups = Vec::new();
+    for (s, service) in t.params.services.iter().enumerate() {
+        if service.health_check.is_some() {
+            groups.push(intern(format!("{}.health_check", t.services[s])));
+        }
+    }
     for (e, edge) in t.params.edges.iter().enumerate() {
         if edge.outlier.is_some() {
             groups.push(intern(format!("{}.outlier", t.edges[e])));
@@ -291,6 +304,11 @@ fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
     for (s, service) in t.services.iter().enumerate() {
         for row in service_rows() {
             add(service, &row.map(|v| Read::Service(s, v)));
+        }
+        if groups.iter().any(|g| g.strip_suffix(".health_check") == Some(service.as_str())) {
+            for row in &HEALTH_CHECK_ROWS {
+                add(service, &row.map(|v| Read::Service(s, v)));
+            }
         }
     }
     for (i, edge) in t.edges.iter().enumerate() {
@@ -493,6 +511,26 @@ const EDGE_ROWS: [Row<EdgeValue>; 11] = [
 const OUTLIER_ROWS: [Row<EdgeValue>; 2] = [
     count("{}.ejections", "{}: callee instances ejected by outlier detection", EdgeValue::Ejections),
     real("{}.ejected_s", "{}: instance-seconds the callee's instances spent ejected", EdgeValue::EjectedS),
+];
+
+/// A service's health checks (where some grid point checks it).
+const HEALTH_CHECK_ROWS: [Row<ServiceValue>; 4] = [
+    count(
+        "{}.health_checks",
+        "{}: health-check probes sent (each waits and works like a request)",
+        ServiceValue::HealthChecks,
+    ),
+    count(
+        "{}.health_check_failures",
+        "{}: probes that failed (refused, errored, or unanswered within the timeout)",
+        ServiceValue::HealthCheckFailures,
+    ),
+    count("{}.unhealthy_marks", "{}: times an instance was marked unhealthy", ServiceValue::UnhealthyMarks),
+    real(
+        "{}.unhealthy_s",
+        "{}: instance-seconds marked unhealthy (skipped by the balancers unless in panic mode)",
+        ServiceValue::UnhealthyS,
+    ),
 ];
 
 /// An edge's connection pools (where some grid point has one).

@@ -75,7 +75,52 @@ pub struct ServiceConfig {
     pub shedder: Option<ShedderConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimitConfig>,
+    /// Active health checks of its instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheckSection>,
     pub endpoints: BTreeMap<String, EndpointConfig>,
+}
+
+/// `health_check = { … }` on a service: Envoy's `health_checks` fields, with
+/// Kubernetes' readiness-probe defaults (Envoy requires them written).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheckSection {
+    /// Between probes of an instance, seconds (Kubernetes `periodSeconds`, 10).
+    #[serde(default = "probe_interval_s")]
+    pub interval_s: f64,
+    /// A probe unanswered this long fails, seconds (`timeoutSeconds`, 1).
+    #[serde(default = "probe_timeout_s")]
+    pub timeout_s: f64,
+    /// Failed probes in a row that mark an instance unhealthy (`failureThreshold`, 3).
+    #[serde(default = "unhealthy_threshold")]
+    pub unhealthy_threshold: u32,
+    /// Passed probes in a row that mark it healthy again (`successThreshold`, 1).
+    #[serde(default = "one")]
+    pub healthy_threshold: u32,
+    /// The work a probe does on a worker, seconds (default 0.001).
+    #[serde(default = "probe_work_s")]
+    pub work_s: f64,
+    /// Below this percentage of healthy instances every one is used (Envoy's
+    /// `healthy_panic_threshold`, 50).
+    #[serde(default = "panic_threshold_percent")]
+    pub panic_threshold_percent: f64,
+}
+
+fn probe_interval_s() -> f64 {
+    10.0
+}
+fn probe_timeout_s() -> f64 {
+    1.0
+}
+fn unhealthy_threshold() -> u32 {
+    3
+}
+fn probe_work_s() -> f64 {
+    0.001
+}
+fn panic_threshold_percent() -> f64 {
+    50.0
 }
 
 fn one() -> u32 {
