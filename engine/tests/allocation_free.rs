@@ -281,11 +281,14 @@ fn distribution_draws_and_arrivals_allocate_nothing() {
 
 /// The service graph with every client policy on (retries, budgets, breakers, a hedge,
 /// a limiter, a shedder, four balancers, outlier detection, a connection pool, health
-/// checks) through a brownout during warm-up: no allocation once its slabs, queues and
-/// heap have grown.
+/// checks, an autoscaler with cold starts) through a brownout during warm-up: no
+/// allocation once its slabs, queues and heap have grown.
 #[test]
 fn graph_allocates_nothing_per_event_after_warmup() {
+    use stampede_engine::components::distribution::{Distribution, Shape};
+    use stampede_engine::models::graph::{Autoscale, ScaleMetric};
     use stampede_engine::models::graph::{Graph, GraphParams};
+    use stampede_engine::policy::autoscale::AutoscaleConfig;
     use stampede_engine::policy::health::HealthCheckConfig;
     use stampede_engine::policy::outlier::OutlierConfig;
     use stampede_engine::policy::pool::PoolConfig;
@@ -302,6 +305,24 @@ fn graph_allocates_nothing_per_event_after_warmup() {
         panic_threshold_percent: 50.0,
     });
     params.services[4].health_check_work = secs_to_nanos(0.001);
+    // c, the hedged leaf: autoscaled on in-flight requests, new instances cold at first.
+    params.services[3].instances = 6;
+    params.services[3].autoscale = Some(Autoscale {
+        config: AutoscaleConfig {
+            target: 2.0,
+            min: 1,
+            max: 6,
+            sync_period: secs_to_nanos(1.0),
+            tolerance: 0.0,
+            scale_down_window: secs_to_nanos(3.0),
+            scale_up_window: 0,
+        },
+        metric: ScaleMetric::InFlight,
+        initial: 2,
+        provisioning: Distribution::new(Shape::Exponential { mean_s: 0.5 }),
+        cold_start: secs_to_nanos(1.0),
+        cold_start_factor: 2.0,
+    });
     params.edges[3].outlier = Some(OutlierConfig {
         consecutive_failures: 5,
         base_ejection: secs_to_nanos(1.0),
@@ -322,5 +343,7 @@ fn graph_allocates_nothing_per_event_after_warmup() {
     assert!(results.edges[3].hedges > 0 && results.edges[1].attempts > 0, "{:?}", results.edges);
     assert!(results.edges[4].pool_waited > 0, "the pool was used: {:?}", results.edges[4]);
     assert!(results.services[4].health_checks > 0, "the leaves were probed");
+    let c = &results.services[3];
+    assert!(c.scale_ups > 0 && c.scale_downs > 0, "c was scaled both ways: {c:?}");
     assert!(results.services[4].utilisation > 0.05, "the leaves were busy");
 }

@@ -9,6 +9,7 @@
 
 pub mod adaptive_timeout;
 pub mod admission;
+pub mod autoscale;
 pub mod backoff;
 pub mod breaker;
 pub mod bulkhead;

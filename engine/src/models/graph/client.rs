@@ -339,33 +339,47 @@ impl Graph<'_> {
     }
 
     /// Picks an instance of edge `e`'s callee: (its index among all instances, whether
-    /// the bounded-load router counts it). An instance the edge's outlier detection
-    /// ejected, or the callee's health checks marked unhealthy, is skipped: a pick moves
-    /// on to the next usable instance (least outstanding compares only those), and with
-    /// none usable the pick stands.
+    /// the bounded-load router counts it). Only instances serving are candidates (all
+    /// of them unless the callee is autoscaled). An instance the edge's outlier
+    /// detection ejected, or the callee's health checks marked unhealthy, is skipped: a
+    /// pick moves on to the next usable candidate (least outstanding compares only
+    /// those), and with none usable the pick stands.
     fn choose_instance(&mut self, now: Nanos, e: usize, key: u64) -> Option<(u32, bool)> {
         let to = self.p.edges[e].to as usize;
         let first = self.services[to].first_instance;
-        let count = self.p.services[to].instances;
+        let serving = self.services[to].serving.as_deref();
+        // Candidate k is instance slot(k) of the callee.
+        let count = serving.map_or(self.p.services[to].instances, |s| s.len() as u32);
+        let slot = |k: u32| serving.map_or(k, |s| s[k as usize]);
         let edge = &mut self.edges[e];
         let health = self.services[to].health.as_ref();
         let filtered = edge.outlier.is_some() || health.is_some();
         let outlier = &mut edge.outlier;
-        let mut usable =
-            |i: u32| health.is_none_or(|h| h.usable(i)) && !outlier.as_mut().is_some_and(|o| o.is_ejected(now, i));
-        let present = |i: u32| self.instances[(first + i) as usize].present;
-        let local = match self.p.edges[e].balance {
+        let mut usable = |k: u32| {
+            let i = slot(k);
+            health.is_none_or(|h| h.usable(i)) && !outlier.as_mut().is_some_and(|o| o.is_ejected(now, i))
+        };
+        let present = |k: u32| self.instances[(first + slot(k)) as usize].present;
+        let pick = match self.p.edges[e].balance {
+            Balance::ConsistentHash { .. } => {
+                let (ring, router) = edge.ring.as_mut().expect("a ring for consistent hashing");
+                return match router.route(ring, RingHash::Fast.key(key)) {
+                    Route::Shard { shard, .. } => Some((first + shard, true)),
+                    Route::Refused => None,
+                };
+            }
+            _ if count == 0 => return None,
             Balance::RoundRobin => {
-                let i = edge.round_robin % count;
+                let k = edge.round_robin % count;
                 edge.round_robin = edge.round_robin.wrapping_add(1);
-                i
+                k
             }
             Balance::Random => edge.routing_rng.below(count as u64) as u32,
             Balance::LeastOutstanding if filtered => (0..count)
-                .filter(|&i| usable(i))
-                .min_by_key(|&i| present(i))
-                .unwrap_or_else(|| (0..count).min_by_key(|&i| present(i)).expect("instances > 0")),
-            Balance::LeastOutstanding => (0..count).min_by_key(|&i| present(i)).expect("instances > 0"),
+                .filter(|&k| usable(k))
+                .min_by_key(|&k| present(k))
+                .unwrap_or_else(|| (0..count).min_by_key(|&k| present(k)).expect("candidates > 0")),
+            Balance::LeastOutstanding => (0..count).min_by_key(|&k| present(k)).expect("candidates > 0"),
             Balance::PowerOfTwoChoices => {
                 let a = edge.routing_rng.below(count as u64) as u32;
                 let b = edge.routing_rng.below(count as u64) as u32;
@@ -375,20 +389,13 @@ impl Graph<'_> {
                     a
                 }
             }
-            Balance::ConsistentHash { .. } => {
-                let (ring, router) = edge.ring.as_mut().expect("a ring for consistent hashing");
-                match router.route(ring, RingHash::Fast.key(key)) {
-                    Route::Shard { shard, .. } => return Some((first + shard, true)),
-                    Route::Refused => return None,
-                }
-            }
         };
-        let local = if filtered && count > 1 {
-            (0..count).map(|k| (local + k) % count).find(|&i| usable(i)).unwrap_or(local)
+        let pick = if filtered && count > 1 {
+            (0..count).map(|k| (pick + k) % count).find(|&k| usable(k)).unwrap_or(pick)
         } else {
-            local
+            pick
         };
-        Some((first + local, false))
+        Some((first + slot(pick), false))
     }
 
     /// Tells edge `e`'s outlier detection how an attempt to `instance` ended, and counts

@@ -14,7 +14,7 @@ use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timer::TimerSlot;
 use crate::policy::health::HealthChange;
 
-use super::model::Graph;
+use super::model::{Graph, Lifecycle};
 use super::state::{Attempt, Event, NO_POOL, PROBE_CALL, PROBE_EDGE};
 
 impl Graph<'_> {
@@ -24,6 +24,9 @@ impl Graph<'_> {
         let service = &mut self.services[s];
         let config = service.health.as_ref().expect("probes only where checks are on").config();
         scheduler.after(config.interval, Event::ProbeDue { instance: i as u32 });
+        if self.instances[i].lifecycle != Lifecycle::Serving {
+            return; // an autoscaled instance not running (or not ready) is not probed
+        }
         if now >= self.p.warmup {
             service.results.health_checks += 1;
         }

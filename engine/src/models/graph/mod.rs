@@ -23,6 +23,7 @@
 //! integrals read equals the sum over its instances; a job's children are cancelled
 //! or done before it is removed; a call waits on exactly `outstanding` attempts.
 
+mod autoscale;
 mod client;
 mod fixture;
 mod health;
@@ -38,8 +39,8 @@ mod trace;
 
 pub use model::Graph;
 pub use params::{
-    Balance, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
-    GraphParams, Refusal, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
+    Autoscale, Balance, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget,
+    GraphFault, GraphParams, Refusal, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
 };
 pub use results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
 pub use state::Event;

@@ -40,6 +40,7 @@ pub(super) const CLIENT: StreamPurpose = StreamPurpose::named("graph.client");
 pub(super) const ROUTING: StreamPurpose = StreamPurpose::named("graph.routing");
 pub(super) const ERRORS: StreamPurpose = StreamPurpose::named("graph.errors");
 pub(super) const LIMITS: StreamPurpose = StreamPurpose::named("graph.limits");
+pub(super) const PROVISIONING: StreamPurpose = StreamPurpose::named("graph.provisioning");
 
 /// One instance of a service.
 pub(super) struct Instance {
@@ -54,10 +55,39 @@ pub(super) struct Instance {
     pub shedder: Option<PriorityShedder>,
     pub limiter: Option<ConcurrencyLimiter>,
     pub bucket: Option<TokenBucket>,
+    /// Where it is in an autoscaled life (always `Serving` without autoscaling).
+    pub lifecycle: Lifecycle,
+    /// Its current provisioning's number (a cancelled one's `InstanceReady` is stale).
+    pub provision_epoch: u32,
+    /// A cold start: work is slower from `cold_from` until `cold_until`.
+    pub cold_from: Nanos,
+    pub cold_until: Nanos,
     /// Active faults, recomputed at every fault transition.
     pub slowdown: f64,
     pub added: Nanos,
     pub error_rate: f64,
+}
+
+/// Where an instance of an autoscaled service is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lifecycle {
+    /// Balancers send it requests.
+    Serving,
+    /// Started, not ready yet.
+    Provisioning,
+    /// Not running, or draining: no new requests (work it holds finishes).
+    Off,
+}
+
+/// An autoscaled service's scaler and what it last measured.
+pub(super) struct ScalerState {
+    pub autoscaler: crate::policy::autoscale::Autoscaler,
+    /// Instances provisioning (decided, not ready).
+    pub provisioning: u32,
+    /// The level totals at the last decision: (busy, present, queued) × ns.
+    pub totals_then: (u128, u128, u128),
+    pub last_sync: Nanos,
+    pub provision_rng: RngStream,
 }
 
 /// Per-service state beside its instances: the levels the time integrals read.
@@ -72,6 +102,14 @@ pub(super) struct ServiceState {
     pub busy_window: u128,
     pub queued_window: u128,
     pub present_window: u128,
+    /// Instances serving (the level), and its integral after warm-up.
+    pub serving_count: u64,
+    pub serving_window: u128,
+    /// The levels' integrals since the start (busy, present, queued), for the autoscaler.
+    pub totals: (u128, u128, u128),
+    /// Local indices of the instances serving, ascending (`None`: all, not autoscaled).
+    pub serving: Option<Vec<u32>>,
+    pub scaler: Option<ScalerState>,
     pub results: ServiceResults,
     pub work_rng: RngStream,
     pub error_rng: RngStream,
@@ -192,6 +230,21 @@ impl<'h> Graph<'h> {
                 busy_window: 0,
                 queued_window: 0,
                 present_window: 0,
+                serving_count: service.autoscale.as_ref().map_or(service.instances, |a| a.initial) as u64,
+                serving_window: 0,
+                totals: (0, 0, 0),
+                serving: service.autoscale.as_ref().map(|a| {
+                    let mut serving = Vec::with_capacity(service.instances as usize);
+                    serving.extend(0..a.initial);
+                    serving
+                }),
+                scaler: service.autoscale.as_ref().map(|a| ScalerState {
+                    autoscaler: crate::policy::autoscale::Autoscaler::new(a.config),
+                    provisioning: 0,
+                    totals_then: (0, 0, 0),
+                    last_sync: 0,
+                    provision_rng: stream(PROVISIONING, s),
+                }),
                 results: ServiceResults::default(),
                 work_rng: stream(WORK, s),
                 error_rng: stream(ERRORS, s),
@@ -200,8 +253,12 @@ impl<'h> Graph<'h> {
                 probe_endpoint: probe_endpoints[s],
                 unhealthy_since: vec![Nanos::MAX; service.instances as usize],
             });
-            for _ in 0..service.instances {
-                instances.push(Self::fresh_instance(&p, s as u32, 0));
+            for k in 0..service.instances {
+                let mut instance = Self::fresh_instance(&p, s as u32, 0);
+                if service.autoscale.as_ref().is_some_and(|a| k >= a.initial) {
+                    instance.lifecycle = Lifecycle::Off;
+                }
+                instances.push(instance);
             }
         }
         let mut pools = Vec::new();
@@ -270,10 +327,15 @@ impl<'h> Graph<'h> {
         let series = GraphSeries {
             queued_area: vec![vec![0; buckets]; p.services.len()],
             busy_area: vec![vec![0; buckets]; p.services.len()],
+            instances_area: p
+                .services
+                .iter()
+                .map(|s| if s.autoscale.is_some() { vec![0; buckets] } else { Vec::new() })
+                .collect(),
             successes: vec![vec![0; buckets]; p.workloads.len()],
             latency: Vec::new(),
         };
-        Graph {
+        let mut graph = Graph {
             site_rng: (0..p.call_sites.len()).map(|c| stream(MIX, 1_000_000 + c)).collect(),
             sites: vec![EntryResults::default(); p.call_sites.len()],
             instances,
@@ -294,7 +356,14 @@ impl<'h> Graph<'h> {
             latencies,
             tracer: None,
             p,
+        };
+        // An autoscaled service's instances that are not running are off its rings.
+        for i in 0..graph.instances.len() {
+            if graph.instances[i].lifecycle != Lifecycle::Serving {
+                graph.sync_rings(i);
+            }
         }
+        graph
     }
 
     /// Records every call, attempt, backoff, queue wait and refusal with its span and
@@ -341,6 +410,10 @@ impl<'h> Graph<'h> {
             shedder: params.shedder.map(|marks| PriorityShedder::new(params.workers, marks)),
             limiter: params.limiter.map(ConcurrencyLimiter::new),
             bucket: params.rate_limit.map(|(per_s, burst)| TokenBucket::per_second(per_s, burst)),
+            lifecycle: Lifecycle::Serving,
+            provision_epoch: 0,
+            cold_from: 0,
+            cold_until: 0,
             slowdown: 1.0,
             added: 0,
             error_rate: 0.0,
@@ -382,6 +455,9 @@ impl<'h> Graph<'h> {
             }
         }
         for (s, service) in self.services.iter().enumerate() {
+            if let Some(scaler) = &service.scaler {
+                events.push((scaler.autoscaler.config().sync_period, Event::AutoscaleSync { service: s as u32 }));
+            }
             if let Some(health) = &service.health {
                 let count = self.p.services[s].instances;
                 for k in 0..count {
@@ -424,8 +500,14 @@ impl<'h> Graph<'h> {
     fn integrate(&mut self, s: usize, now: Nanos) {
         let state = &mut self.services[s];
         let (busy, queued, present) = (state.busy as u128, state.queued as u128, state.present as u128);
+        let serving = state.serving_count as u128;
+        let elapsed = (now - state.last_change) as u128;
+        state.totals.0 += busy * elapsed;
+        state.totals.1 += present * elapsed;
+        state.totals.2 += queued * elapsed;
         let (queued_series, busy_series) = (&mut self.series.queued_area[s], &mut self.series.busy_area[s]);
-        let (mut busy_window, mut queued_window, mut present_window) = (0u128, 0u128, 0u128);
+        let instances_series = &mut self.series.instances_area[s];
+        let (mut busy_window, mut queued_window, mut present_window, mut serving_window) = (0u128, 0u128, 0u128, 0u128);
         state.cursor.for_each_span(
             state.last_change,
             now,
@@ -436,16 +518,21 @@ impl<'h> Graph<'h> {
                     *area += queued * dwell;
                     busy_series[bucket] += busy * dwell;
                 }
+                if let Some(area) = instances_series.get_mut(bucket) {
+                    *area += serving * dwell;
+                }
                 if after_warmup {
                     busy_window += busy * dwell;
                     queued_window += queued * dwell;
                     present_window += present * dwell;
+                    serving_window += serving * dwell;
                 }
             },
         );
         state.busy_window += busy_window;
         state.queued_window += queued_window;
         state.present_window += present_window;
+        state.serving_window += serving_window;
         state.last_change = now;
     }
 
@@ -549,28 +636,32 @@ impl<'h> Graph<'h> {
         service.present -= instance.present as u64;
         let epoch = instance.epoch + 1;
         let queue = std::mem::take(&mut instance.queue);
+        let (lifecycle, provision_epoch) = (instance.lifecycle, instance.provision_epoch);
         self.instances[i] = Self::fresh_instance(&self.p, s as u32, epoch);
-        self.instances[i].up = false;
+        let instance = &mut self.instances[i];
+        (instance.up, instance.lifecycle, instance.provision_epoch) = (false, lifecycle, provision_epoch);
         // Queued jobs hold no event: end them here (their attempts wait for timeouts).
         for job in queue {
             self.strand(now, job, scheduler);
         }
-        for (e, edge) in self.edges.iter_mut().enumerate() {
-            if self.p.edges[e].to as usize == s {
-                if let Some((ring, _)) = edge.ring.as_mut() {
-                    ring.set_healthy(i as u32 - self.services[s].first_instance, false);
-                }
-            }
-        }
+        self.sync_rings(i);
     }
 
     fn restart(&mut self, i: usize) {
-        let s = self.instances[i].service as usize;
         self.instances[i].up = true;
+        self.sync_rings(i);
+    }
+
+    /// Tells the hash rings of every edge to instance `i`'s service whether it takes
+    /// requests: up and serving.
+    pub(super) fn sync_rings(&mut self, i: usize) {
+        let instance = &self.instances[i];
+        let s = instance.service as usize;
+        let takes = instance.up && instance.lifecycle == Lifecycle::Serving;
         for (e, edge) in self.edges.iter_mut().enumerate() {
             if self.p.edges[e].to as usize == s {
                 if let Some((ring, _)) = edge.ring.as_mut() {
-                    ring.set_healthy(i as u32 - self.services[s].first_instance, true);
+                    ring.set_healthy(i as u32 - self.services[s].first_instance, takes);
                 }
             }
         }
@@ -585,7 +676,12 @@ impl<'h> Graph<'h> {
             let params = &self.p.services[s];
             let state = &mut self.services[s];
             let capacity = (params.instances * params.workers) as f64;
-            state.results.utilisation = state.busy_window as f64 / (window_ns * capacity);
+            state.results.utilisation = match params.autoscale {
+                None => state.busy_window as f64 / (window_ns * capacity),
+                // Of the workers serving over time.
+                Some(_) => state.busy_window as f64 / (state.serving_window as f64 * params.workers as f64),
+            };
+            state.results.instances_mean = state.serving_window as f64 / window_ns;
             state.results.queue_mean = state.queued_window as f64 / window_ns;
             state.results.present_mean = state.present_window as f64 / window_ns;
             let first = state.first_instance as usize;
@@ -657,6 +753,8 @@ impl Model for Graph<'_> {
             Event::WorkDone { job, stamp } => self.work_done(now, job, stamp, scheduler),
             Event::RetryDue { call } => self.retry_due(now, call, scheduler),
             Event::HedgeDue { call, ticket } => self.hedge_due(now, call, ticket, scheduler),
+            Event::AutoscaleSync { service } => self.autoscale_sync(now, service as usize, scheduler),
+            Event::InstanceReady { instance, epoch } => self.instance_ready(now, instance as usize, epoch),
             Event::ProbeDue { instance } => self.probe_due(now, instance as usize, scheduler),
             Event::PoolExpiry { call, ticket } => self.pool_expiry(now, call, ticket, scheduler),
             Event::PoolHandOver { pool } => self.pool_hand_over(now, pool as usize, scheduler),

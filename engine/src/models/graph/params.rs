@@ -7,6 +7,7 @@ use crate::components::distribution::Distribution;
 use crate::kernel::time::Nanos;
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeoutConfig;
+use crate::policy::autoscale::AutoscaleConfig;
 use crate::policy::backoff::Backoff;
 use crate::policy::breaker::BreakerConfig;
 use crate::policy::health::HealthCheckConfig;
@@ -196,6 +197,37 @@ pub struct ServiceParams {
     pub health_check: Option<HealthCheckConfig>,
     /// The work a probe does on a worker (it waits in the queue like any request).
     pub health_check_work: Nanos,
+    /// Horizontal autoscaling; `None`: a fixed count. With it, `instances` is the most
+    /// there can be (the autoscaler's `max`), and [`Autoscale::initial`] serve at first.
+    pub autoscale: Option<Autoscale>,
+}
+
+/// What an autoscaled service's instance count follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleMetric {
+    /// Busy workers ÷ workers, per ready instance.
+    Utilisation,
+    /// Requests present (queued, working, waiting on calls), per ready instance.
+    InFlight,
+    /// Requests waiting for a worker, per ready instance.
+    QueueDepth,
+}
+
+/// A service's autoscaler and how its new instances start.
+#[derive(Clone, Debug)]
+pub struct Autoscale {
+    /// The HPA's settings (`target` in the metric's units).
+    pub config: AutoscaleConfig,
+    /// The metric it follows, time-averaged over each sync period.
+    pub metric: ScaleMetric,
+    /// Instances serving at the start.
+    pub initial: u32,
+    /// From the decision to an instance's first request.
+    pub provisioning: Distribution,
+    /// A new instance's work is slower for this long after it starts serving.
+    pub cold_start: Nanos,
+    /// By this factor at first, falling linearly to 1 over `cold_start`.
+    pub cold_start_factor: f64,
 }
 
 impl ServiceParams {
@@ -213,6 +245,7 @@ impl ServiceParams {
             rate_limit: None,
             health_check: None,
             health_check_work: 0,
+            autoscale: None,
         }
     }
 }

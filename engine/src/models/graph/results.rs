@@ -94,6 +94,12 @@ pub struct ServiceResults {
     pub unhealthy_marks: u64,
     /// Instance-seconds marked unhealthy inside the measured window.
     pub unhealthy_s: f64,
+    /// Instances serving, time-averaged (its count when not autoscaled).
+    pub instances_mean: f64,
+    /// Autoscaling decisions that added instances, after warm-up.
+    pub scale_ups: u64,
+    /// Autoscaling decisions that removed instances, after warm-up.
+    pub scale_downs: u64,
 }
 
 impl ServiceResults {
@@ -173,6 +179,8 @@ pub struct GraphSeries {
     pub queued_area: Vec<Vec<u128>>,
     /// Per service, Σ busy workers × ns per bucket.
     pub busy_area: Vec<Vec<u128>>,
+    /// Per service, Σ serving instances × ns per bucket (empty unless autoscaled).
+    pub instances_area: Vec<Vec<u128>>,
     /// Per entry point, requests answered in full per bucket.
     pub successes: Vec<Vec<u64>>,
     /// Per entry point, counted requests' latencies over time by the window they ended

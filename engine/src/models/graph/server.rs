@@ -302,7 +302,7 @@ impl Graph<'_> {
     }
 
     #[inline]
-    fn start_work(&mut self, _now: Nanos, job: SlabKey, piece: u32, scheduler: &mut Scheduler<Event>) {
+    fn start_work(&mut self, now: Nanos, job: SlabKey, piece: u32, scheduler: &mut Scheduler<Event>) {
         let j = self.jobs.get(job).expect("live job");
         debug_assert!(j.holds_worker);
         let (i, endpoint) = (j.instance as usize, j.endpoint as usize);
@@ -317,11 +317,10 @@ impl Graph<'_> {
         };
         let base = distribution.sample(&mut self.services[s].work_rng);
         let instance = &self.instances[i];
-        let slowed = if instance.slowdown == 1.0 {
-            base
-        } else {
-            (base as f64 * instance.slowdown).round().min(u64::MAX as f64 / 2.0) as Nanos
-        };
+        let slowdown =
+            if now < instance.cold_until { instance.slowdown * self.cold_factor(now, i) } else { instance.slowdown };
+        let slowed =
+            if slowdown == 1.0 { base } else { (base as f64 * slowdown).round().min(u64::MAX as f64 / 2.0) as Nanos };
         let duration = slowed.saturating_add(instance.added);
         let j = self.jobs.get_mut(job).expect("live job");
         j.state = JobState::Working;

@@ -285,6 +285,18 @@ pub enum Event {
         /// The pool.
         pool: u32,
     },
+    /// An autoscaled service's autoscaler decides.
+    AutoscaleSync {
+        /// The service.
+        service: u32,
+    },
+    /// A provisioned instance is ready to serve.
+    InstanceReady {
+        /// The instance (its index among all instances).
+        instance: u32,
+        /// Its provisioning's number: a provisioning cancelled since is ignored.
+        epoch: u32,
+    },
     /// A health-check probe of an instance is due.
     ProbeDue {
         /// The instance (its index among all instances).

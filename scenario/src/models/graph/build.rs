@@ -8,12 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use stampede_engine::components::arrivals::{ArrivalProcess, RateProfile};
+use stampede_engine::components::distribution::{Distribution, Shape};
 use stampede_engine::models::cluster::QueueDiscipline;
 use stampede_engine::models::graph::{
-    Balance, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
-    GraphParams, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
+    Autoscale, Balance, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
+    GraphParams, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
 };
 use stampede_engine::policy::adaptive_timeout::AdaptiveTimeoutConfig;
+use stampede_engine::policy::autoscale::AutoscaleConfig;
 use stampede_engine::policy::codel::CoDelConfig;
 use stampede_engine::policy::health::HealthCheckConfig;
 use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
@@ -25,8 +27,8 @@ use stampede_engine::secs_to_nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, HealthCheckSection, LimiterName, OutlierSection,
-    PoolSection, ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
+    AutoscaleSection, BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, HealthCheckSection, LimiterName,
+    OutlierSection, PoolSection, ScaleMetricName, ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -191,11 +193,14 @@ impl Builder {
         };
         let health_check =
             s.health_check.as_ref().map(|h| health_check(&format!("{path}.health_check"), h)).transpose()?;
+        let autoscale =
+            s.autoscale.as_ref().map(|a| autoscale(&format!("{path}.autoscale"), a, s.instances)).transpose()?;
         let index = self.services.len() as u32;
         self.services.push(name.to_string());
         self.service_index.insert(name.to_string(), index);
         self.service_params.push(ServiceParams {
-            instances: s.instances,
+            // Autoscaled: room for the most there can be; `initial` serve at first.
+            instances: autoscale.as_ref().map_or(s.instances, |a| a.config.max),
             workers: s.workers,
             queue_capacity: s.queue.capacity,
             discipline,
@@ -206,6 +211,7 @@ impl Builder {
             rate_limit,
             health_check,
             health_check_work: s.health_check.as_ref().map_or(0, |h| secs_to_nanos(h.work_s)),
+            autoscale,
         });
         for (ep, endpoint) in &s.endpoints {
             check_name(&format!("{path}.endpoints"), ep)?;
@@ -790,6 +796,71 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         outlier,
         pool,
         fallback_on,
+    })
+}
+
+/// A service's autoscaler, checked field by field; `instances` is the service's count
+/// at the start.
+fn autoscale(path: &str, a: &AutoscaleSection, instances: u32) -> Result<Autoscale> {
+    positive(&format!("{path}.target"), a.target, "a positive value of the metric per instance")?;
+    if a.metric == ScaleMetricName::Utilisation && a.target > 1.0 {
+        return Err(bad(format!("{path}.target = {}: a utilisation, above 0 and at most 1", a.target)));
+    }
+    at_least_one(&format!("{path}.min"), a.min)?;
+    if a.max < a.min {
+        return Err(bad(format!("{path}.max = {}: at least min ({})", a.max, a.min)));
+    }
+    if a.max > 10_000 {
+        return Err(bad(format!("{path}.max = {}: at most 10000 instances", a.max)));
+    }
+    if !(a.min..=a.max).contains(&instances) {
+        return Err(bad(format!(
+            "{path}: the service's instances = {instances} (the count at the start) must be within min = {} and max = {}",
+            a.min, a.max
+        )));
+    }
+    positive(&format!("{path}.sync_period_s"), a.sync_period_s, "a positive number of seconds")?;
+    if !(0.0..1.0).contains(&a.tolerance) {
+        return Err(bad(format!("{path}.tolerance = {}: a fraction, 0 or more and below 1", a.tolerance)));
+    }
+    for (field, value) in [
+        ("scale_down_stabilization_s", a.scale_down_stabilization_s),
+        ("scale_up_stabilization_s", a.scale_up_stabilization_s),
+        ("cold_start_s", a.cold_start_s),
+    ] {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(bad(format!("{path}.{field} = {value}: a number of seconds, 0 or more")));
+        }
+    }
+    if !(a.cold_start_factor.is_finite() && a.cold_start_factor >= 1.0) {
+        return Err(bad(format!(
+            "{path}.cold_start_factor = {}: 1 or more (work is slower, not faster)",
+            a.cold_start_factor
+        )));
+    }
+    let provisioning = match &a.provisioning {
+        Some(spec) => spec.resolve(&format!("{path}.provisioning"))?,
+        None => Distribution::new(Shape::Constant { value_s: 30.0 }),
+    };
+    Ok(Autoscale {
+        config: AutoscaleConfig {
+            target: a.target,
+            min: a.min,
+            max: a.max,
+            sync_period: secs_to_nanos(a.sync_period_s),
+            tolerance: a.tolerance,
+            scale_down_window: secs_to_nanos(a.scale_down_stabilization_s),
+            scale_up_window: secs_to_nanos(a.scale_up_stabilization_s),
+        },
+        metric: match a.metric {
+            ScaleMetricName::Utilisation => ScaleMetric::Utilisation,
+            ScaleMetricName::InFlight => ScaleMetric::InFlight,
+            ScaleMetricName::QueueDepth => ScaleMetric::QueueDepth,
+        },
+        initial: instances,
+        provisioning,
+        cold_start: secs_to_nanos(a.cold_start_s),
+        cold_start_factor: a.cold_start_factor,
     })
 }
 

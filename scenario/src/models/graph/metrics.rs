@@ -12,6 +12,8 @@ use crate::models::metrics::{intern, Direction, MetricDef, MetricKind};
 pub struct MetricTable {
     pub defs: Vec<MetricDef>,
     reads: Vec<Read>,
+    /// The mechanism groups written (see [`mechanisms`]).
+    groups: Vec<&'static str>,
 }
 
 /// Derived from the topology, which is compared in its own right.
@@ -28,7 +30,13 @@ impl MetricTable {
         let mut all = mechanisms(t);
         all.extend(groups.iter().filter(|g| !all.contains(g)).copied().collect::<Vec<_>>());
         let (defs, reads) = table(t, &all).into_iter().unzip();
-        MetricTable { defs, reads }
+        MetricTable { defs, reads, groups: all }
+    }
+
+    /// Whether `scope` (a service or an edge) writes `mechanism`'s columns
+    /// (`has("api", "autoscale")`).
+    pub fn has(&self, scope: &str, mechanism: &str) -> bool {
+        has_group(&self.groups, scope, mechanism)
     }
 
     /// Service `s`'s own metrics, in column order (its refusals by reason left out:
@@ -129,6 +137,9 @@ enum ServiceValue {
     HealthCheckFailures,
     UnhealthyMarks,
     UnhealthyS,
+    InstancesMean,
+    ScaleUps,
+    ScaleDowns,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -206,6 +217,9 @@ impl Read {
                     ServiceValue::HealthCheckFailures => service.health_check_failures as f64,
                     ServiceValue::UnhealthyMarks => service.unhealthy_marks as f64,
                     ServiceValue::UnhealthyS => service.unhealthy_s,
+                    ServiceValue::InstancesMean => service.instances_mean,
+                    ServiceValue::ScaleUps => service.scale_ups as f64,
+                    ServiceValue::ScaleDowns => service.scale_downs as f64,
                 }
             }
             Read::Edge(e, EdgeValue::EjectedS) => r.edges[e].ejected_s,
@@ -262,6 +276,10 @@ fn def(name: String, kind: MetricKind, description: String, fraction: bool, head
     def
 }
 
+fn has_group(groups: &[&'static str], scope: &str, mechanism: &str) -> bool {
+    groups.iter().any(|g| g.strip_suffix(mechanism).and_then(|g| g.strip_suffix('.')) == Some(scope))
+}
+
 /// The mechanism groups `t` turns on, each named by its scope and the mechanism
 /// (`api->db.outlier`): their columns are written only where some grid point has them.
 pub fn mechanisms(t: &Topology) -> Vec<&'static str> {
@@ -269,6 +287,9 @@ pub fn mechanisms(t: &Topology) -> Vec<&'static str> {
     for (s, service) in t.params.services.iter().enumerate() {
         if service.health_check.is_some() {
             groups.push(intern(format!("{}.health_check", t.services[s])));
+        }
+        if service.autoscale.is_some() {
+            groups.push(intern(format!("{}.autoscale", t.services[s])));
         }
     }
     for (e, edge) in t.params.edges.iter().enumerate() {
@@ -305,9 +326,13 @@ fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
         for row in service_rows() {
             add(service, &row.map(|v| Read::Service(s, v)));
         }
-        if groups.iter().any(|g| g.strip_suffix(".health_check") == Some(service.as_str())) {
-            for row in &HEALTH_CHECK_ROWS {
-                add(service, &row.map(|v| Read::Service(s, v)));
+        let mechanisms: [(&str, &[Row<ServiceValue>]); 2] =
+            [("health_check", &HEALTH_CHECK_ROWS), ("autoscale", &AUTOSCALE_ROWS)];
+        for (mechanism, rows) in mechanisms {
+            if has_group(groups, service, mechanism) {
+                for row in rows {
+                    add(service, &row.map(|v| Read::Service(s, v)));
+                }
             }
         }
     }
@@ -315,10 +340,9 @@ fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
         for row in &EDGE_ROWS {
             add(edge, &row.map(|v| Read::Edge(i, v)));
         }
-        let has = |mechanism: &str| groups.iter().any(|g| g.strip_suffix(mechanism) == Some(edge.as_str()));
-        let mechanisms: [(&str, &[Row<EdgeValue>]); 2] = [(".outlier", &OUTLIER_ROWS), (".pool", &POOL_ROWS)];
+        let mechanisms: [(&str, &[Row<EdgeValue>]); 2] = [("outlier", &OUTLIER_ROWS), ("pool", &POOL_ROWS)];
         for (mechanism, rows) in mechanisms {
-            if has(mechanism) {
+            if has_group(groups, edge, mechanism) {
                 for row in rows {
                     add(edge, &row.map(|v| Read::Edge(i, v)));
                 }
@@ -531,6 +555,17 @@ const HEALTH_CHECK_ROWS: [Row<ServiceValue>; 4] = [
         "{}: instance-seconds marked unhealthy (skipped by the balancers unless in panic mode)",
         ServiceValue::UnhealthyS,
     ),
+];
+
+/// A service's autoscaling (where some grid point scales it).
+const AUTOSCALE_ROWS: [Row<ServiceValue>; 3] = [
+    real(
+        "{}.instances_mean",
+        "{}: instances serving, time-averaged (provisioning and draining ones not counted)",
+        ServiceValue::InstancesMean,
+    ),
+    count("{}.scale_ups", "{}: autoscaler decisions that added instances", ServiceValue::ScaleUps),
+    count("{}.scale_downs", "{}: autoscaler decisions that removed instances", ServiceValue::ScaleDowns),
 ];
 
 /// An edge's connection pools (where some grid point has one).

@@ -41,6 +41,9 @@ impl ModelSpec for Graph {
             }
         };
         for (name, service) in &config.services {
+            if let Some(provisioning) = service.autoscale.as_ref().and_then(|a| a.provisioning.as_ref()) {
+                add(format!("services.{name}.autoscale.provisioning"), provisioning);
+            }
             for (ep, endpoint) in &service.endpoints {
                 let path = format!("services.{name}.endpoints.{ep}");
                 if let Some(work) = &endpoint.work {
@@ -124,6 +127,10 @@ impl ModelSpec for Graph {
         for e in &t.entries {
             series.push(SeriesDef { name: intern(format!("{e}.goodput_rps")), kind: SeriesKind::Count });
         }
+        let table = metric_table(config);
+        for s in t.services.iter().filter(|s| table.has(s, "autoscale")) {
+            series.push(SeriesDef { name: intern(format!("{s}.instances")), kind: SeriesKind::Area });
+        }
         intern_series(series)
     }
 
@@ -174,7 +181,7 @@ impl ModelSpec for Graph {
                 let p = &t.params.services[s];
                 TopologyService {
                     name: name.clone(),
-                    detail: format!("{} × {} workers", p.instances, p.workers),
+                    detail: format!("{} × {} workers", instance_count(p), p.workers),
                     colour_by: format!("{name}.utilisation"),
                     faulted: faulted(name),
                 }
@@ -220,20 +227,25 @@ impl ModelSpec for Graph {
                     stage: "refused".into(),
                 })
                 .collect();
+            let mut series = vec![format!("{name}.queue_depth"), format!("{name}.busy")];
+            if table.has(name, "autoscale") {
+                series.push(format!("{name}.instances"));
+            }
             Section::Part {
                 name: name.clone(),
                 detail: format!(
                     "The service {name}: {} instance{} × {} workers, endpoints {}. Its figures per grid point (the \
                      calls into it and the calls it makes below its own), the attempts it turned away and why, and \
-                     its queue and busy workers over time.",
-                    p.instances,
-                    if p.instances == 1 { "" } else { "s" },
+                     its queue and busy workers{} over time.",
+                    instance_count(p),
+                    if p.instances == 1 && p.autoscale.is_none() { "" } else { "s" },
                     p.workers,
-                    endpoints.join(", ")
+                    endpoints.join(", "),
+                    if series.len() > 2 { " and instances serving" } else { "" }
                 ),
                 metrics,
                 refusals,
-                series: vec![format!("{name}.queue_depth"), format!("{name}.busy")],
+                series,
             }
         });
         let mut sections = vec![
@@ -292,7 +304,7 @@ impl ModelSpec for Graph {
         let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
         let model = GraphModel::new(params(config, run), master_seed, replica, histograms);
         let (results, series) = model.with_latency_windows(window).run();
-        output(metric_table(config), &results, series)
+        output(config, &results, series)
     }
 
     const TRACES: bool = true;
@@ -307,7 +319,15 @@ impl ModelSpec for Graph {
         let model = GraphModel::new(params(config, run), master_seed, replica, &mut histograms);
         let model = model.with_latency_windows(window).traced(names);
         let (results, series, trace) = model.run_traced();
-        Some(TracedReplica { output: output(metric_table(config), &results, series), trace: trace.expect("traced") })
+        Some(TracedReplica { output: output(config, &results, series), trace: trace.expect("traced") })
+    }
+}
+
+/// A service's instances as the report says them: its count, or its autoscaler's range.
+fn instance_count(p: &stampede_engine::models::graph::ServiceParams) -> String {
+    match &p.autoscale {
+        None => p.instances.to_string(),
+        Some(a) => format!("{}–{} (autoscaled, {} at the start)", a.config.min, a.config.max, a.initial),
     }
 }
 
@@ -329,8 +349,10 @@ pub fn params(config: &GraphConfig, run: &RunConfig) -> GraphParams {
     params
 }
 
-fn output(table: &metrics::MetricTable, results: &GraphResults, series: GraphSeries) -> ReplicaOutput {
+fn output(config: &GraphConfig, results: &GraphResults, series: GraphSeries) -> ReplicaOutput {
+    let (t, table) = (topology(config), metric_table(config));
     let metrics = table.values(results);
+    let bucket_ns = secs_to_nanos(config.series.bucket_s).max(1) as u128;
     let buckets = series.queued_area.first().map_or(0, Vec::len);
     let mut out = vec![(0..buckets).map(|b| series.queued_area.iter().map(|s| s[b]).sum()).collect()];
     for (queued, busy) in series.queued_area.into_iter().zip(series.busy_area) {
@@ -339,6 +361,13 @@ fn output(table: &metrics::MetricTable, results: &GraphResults, series: GraphSer
     }
     for successes in series.successes {
         out.push(successes.into_iter().map(u128::from).collect());
+    }
+    for (s, instances) in series.instances_area.into_iter().enumerate() {
+        if table.has(&t.services[s], "autoscale") {
+            // A point that does not scale this service serves with all of its instances.
+            let fixed = || vec![t.params.services[s].instances as u128 * bucket_ns; buckets];
+            out.push(if instances.is_empty() { fixed() } else { instances });
+        }
     }
     ReplicaOutput { metrics, latency_windows: series.latency, series: out, counts: Vec::new() }
 }

@@ -78,7 +78,73 @@ pub struct ServiceConfig {
     /// Active health checks of its instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheckSection>,
+    /// Horizontal autoscaling (`instances` is then the count at the start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscale: Option<AutoscaleSection>,
     pub endpoints: BTreeMap<String, EndpointConfig>,
+}
+
+stampede_engine::named_enum! {
+    /// `services.NAME.autoscale.metric`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ScaleMetricName {
+        /// Busy workers ÷ workers per ready instance (the HPA's CPU utilisation).
+        Utilisation = "utilisation",
+        /// Requests present per ready instance (a custom "in-flight" metric).
+        InFlight = "in_flight",
+        /// Requests waiting per ready instance (a queue-depth metric, as KEDA scales on).
+        QueueDepth = "queue_depth",
+    }
+}
+
+/// `autoscale = { … }` on a service: the Kubernetes HPA's algorithm and defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoscaleSection {
+    #[serde(default = "utilisation", with = "crate::base::names")]
+    pub metric: ScaleMetricName,
+    /// The metric's target per ready instance (a fraction for utilisation).
+    pub target: f64,
+    #[serde(default = "one")]
+    pub min: u32,
+    pub max: u32,
+    /// Between decisions, seconds (the HPA's sync period, 15).
+    #[serde(default = "sync_period_s")]
+    pub sync_period_s: f64,
+    /// A usage ratio this close to 1 changes nothing (0.1).
+    #[serde(default = "tolerance")]
+    pub tolerance: f64,
+    /// A scale-down waits until every recommendation this long was as low (300).
+    #[serde(default = "scale_down_stabilization_s")]
+    pub scale_down_stabilization_s: f64,
+    /// A scale-up waits until every recommendation this long was as high (0).
+    #[serde(default)]
+    pub scale_up_stabilization_s: f64,
+    /// From the decision to a new instance's first request (default: 30 s constant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning: Option<DistributionSpec>,
+    /// A new instance serves slower for this long, seconds (0: no cold start).
+    #[serde(default)]
+    pub cold_start_s: f64,
+    /// Its work takes this many times longer at first, falling linearly to 1 (2).
+    #[serde(default = "cold_start_factor")]
+    pub cold_start_factor: f64,
+}
+
+fn utilisation() -> ScaleMetricName {
+    ScaleMetricName::Utilisation
+}
+fn sync_period_s() -> f64 {
+    15.0
+}
+fn tolerance() -> f64 {
+    0.1
+}
+fn scale_down_stabilization_s() -> f64 {
+    300.0
+}
+fn cold_start_factor() -> f64 {
+    2.0
 }
 
 /// `health_check = { … }` on a service: Envoy's `health_checks` fields, with
