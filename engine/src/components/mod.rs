@@ -4,5 +4,7 @@
 
 pub mod arrivals;
 pub mod distribution;
+pub mod lru;
 pub mod provider;
 pub mod ring;
+pub mod zipf;

@@ -89,10 +89,11 @@ impl Graph<'_> {
         let workload = &self.p.workloads[w];
         let state = &mut self.workloads[w];
         let criticality = pick_criticality(&workload.criticality, &mut state.mix_rng);
-        let key = match replayed {
-            Some(key) => key,
-            None if workload.keys > 1 => state.mix_rng.below(workload.keys),
-            None => 0,
+        let key = match (replayed, &workload.zipf) {
+            (Some(key), _) => key,
+            (None, Some(zipf)) => zipf.sample(&mut state.mix_rng),
+            (None, None) if workload.keys > 1 => state.mix_rng.below(workload.keys),
+            (None, None) => 0,
         };
         let counted = now >= self.p.warmup;
         if counted {

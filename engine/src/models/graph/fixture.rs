@@ -73,11 +73,11 @@ impl GraphParams {
         GraphParams {
             services: vec![service(2, 64), a, b, service(2, 32), service(2, 32)],
             endpoints: vec![
-                EndpointParams { service: 0, work: exp(0.0005), first_step: 0, step_count: 1 },
-                EndpointParams { service: 1, work: exp(0.001), first_step: 1, step_count: 1 },
-                EndpointParams { service: 2, work: exp(0.001), first_step: 2, step_count: 1 },
-                EndpointParams { service: 3, work: Some(lognormal), first_step: 3, step_count: 0 },
-                EndpointParams { service: 4, work: exp(0.002), first_step: 3, step_count: 0 },
+                EndpointParams { service: 0, work: exp(0.0005), first_step: 0, step_count: 1, cache: None },
+                EndpointParams { service: 1, work: exp(0.001), first_step: 1, step_count: 1, cache: None },
+                EndpointParams { service: 2, work: exp(0.001), first_step: 2, step_count: 1, cache: None },
+                EndpointParams { service: 3, work: Some(lognormal), first_step: 3, step_count: 0, cache: None },
+                EndpointParams { service: 4, work: exp(0.002), first_step: 3, step_count: 0, cache: None },
             ],
             steps: vec![
                 Step::Calls { first_call: 0, calls: 2, wait: Wait::All },
@@ -104,6 +104,7 @@ impl GraphParams {
                 deadline: Some(secs_to_nanos(1.0)),
                 criticality: [0.2, 0.0, 0.5, 0.3],
                 keys: 1,
+                zipf: None,
             }],
             faults: vec![GraphFault {
                 target: FaultTarget::Instances { service: 4, first: 0, count: 2 },

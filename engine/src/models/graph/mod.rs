@@ -24,6 +24,7 @@
 //! or done before it is removed; a call waits on exactly `outstanding` attempts.
 
 mod autoscale;
+mod cache;
 mod client;
 mod fixture;
 mod health;
@@ -39,9 +40,9 @@ mod trace;
 
 pub use model::Graph;
 pub use params::{
-    Autoscale, Balance, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget,
+    Autoscale, Balance, CacheParams, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget,
     GraphFault, GraphParams, Refusal, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
 };
-pub use results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
+pub use results::{CacheResults, EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
 pub use state::Event;
 pub use trace::TraceNames;

@@ -175,6 +175,12 @@ pub struct Graph<'h> {
     pub(super) jobs: Slab<Job>,
     /// Every edge's connection pools, one per caller instance.
     pub(super) pools: Vec<ConnectionPool<PoolWaiter>>,
+    /// Every cache endpoint's caches, one per instance of its service.
+    pub(super) caches: Vec<super::cache::CacheState>,
+    /// Per endpoint, its first cache (`u32::MAX`: none).
+    pub(super) first_cache: Vec<u32>,
+    /// Per endpoint, its cache's counters.
+    pub(super) cache_results: Vec<super::results::CacheResults>,
     pub(super) series: GraphSeries,
     /// Entry requests' latencies by ending: per workload `[ok, degraded, failed, all]`,
     /// or `[ok]` alone (see [`Graph::new`]).
@@ -204,6 +210,7 @@ impl<'h> Graph<'h> {
                 Some(_) => {
                     let work = p.services[s].health_check_work;
                     p.endpoints.push(EndpointParams {
+                        cache: None,
                         service: s as u32,
                         work: (work > 0).then(|| {
                             let value_s = work as f64 / NANOS_PER_SEC as f64;
@@ -327,6 +334,12 @@ impl<'h> Graph<'h> {
         let series = GraphSeries {
             queued_area: vec![vec![0; buckets]; p.services.len()],
             busy_area: vec![vec![0; buckets]; p.services.len()],
+            cache_hits: p.endpoints.iter().map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() }).collect(),
+            cache_misses: p
+                .endpoints
+                .iter()
+                .map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() })
+                .collect(),
             instances_area: p
                 .services
                 .iter()
@@ -335,6 +348,19 @@ impl<'h> Graph<'h> {
             successes: vec![vec![0; buckets]; p.workloads.len()],
             latency: Vec::new(),
         };
+        let mut caches = Vec::new();
+        let first_cache = p
+            .endpoints
+            .iter()
+            .map(|endpoint| match endpoint.cache {
+                None => u32::MAX,
+                Some(cache) => {
+                    let count = p.services[endpoint.service as usize].instances;
+                    caches.extend((0..count).map(|_| super::cache::CacheState::new(cache)));
+                    (caches.len() - count as usize) as u32
+                }
+            })
+            .collect();
         let mut graph = Graph {
             site_rng: (0..p.call_sites.len()).map(|c| stream(MIX, 1_000_000 + c)).collect(),
             sites: vec![EntryResults::default(); p.call_sites.len()],
@@ -346,6 +372,9 @@ impl<'h> Graph<'h> {
             attempts: Slab::with_capacity(1024),
             jobs: Slab::with_capacity(1024),
             pools,
+            caches,
+            first_cache,
+            cache_results: vec![Default::default(); p.endpoints.len()],
             series,
             entry_latencies: (0..p.workloads.len())
                 .map(|w| match split_endings {
@@ -555,6 +584,9 @@ impl<'h> Graph<'h> {
                         }
                         debug_assert!(!another || !self.instances[i as usize].up, "down while a crash is on");
                     }
+                    if let (FaultKind::Flush, true) = (fault.kind, starts) {
+                        self.flush_caches(i as usize);
+                    }
                     self.recompute_instance_faults(now, i as usize);
                 }
             }
@@ -598,7 +630,7 @@ impl<'h> Graph<'h> {
                 FaultKind::Latency { added: extra } => added += extra,
                 // Independent error sources: the answer survives each.
                 FaultKind::Errors { rate } => error_rate = 1.0 - (1.0 - error_rate) * (1.0 - rate),
-                FaultKind::Crash | FaultKind::Partition { .. } => {}
+                FaultKind::Crash | FaultKind::Flush | FaultKind::Partition { .. } => {}
             }
         }
         let instance = &mut self.instances[i];
@@ -617,7 +649,7 @@ impl<'h> Graph<'h> {
                 FaultKind::Latency { added: extra } => added += extra,
                 FaultKind::Slowdown { factor } => slowdown *= factor,
                 FaultKind::Errors { rate } => error_rate = 1.0 - (1.0 - error_rate) * (1.0 - rate),
-                FaultKind::Crash => {}
+                FaultKind::Crash | FaultKind::Flush => {}
             }
         }
         let edge = &mut self.edges[e];
@@ -644,6 +676,9 @@ impl<'h> Graph<'h> {
         for job in queue {
             self.strand(now, job, scheduler);
         }
+        // Its caches start cold; requests waiting on a fetch are lost with it.
+        self.flush_caches(i);
+        self.strand_cache_waiters(now, i, scheduler);
         self.sync_rings(i);
     }
 
@@ -719,6 +754,7 @@ impl<'h> Graph<'h> {
             sites: std::mem::take(&mut self.sites),
             services: self.services.iter_mut().map(|s| std::mem::take(&mut s.results)).collect(),
             edges: self.edges.iter().map(|e| e.results).collect(),
+            caches: self.cache_results_at_end(),
             recovered: recovery.is_some(),
             recovery_s: recovery.map_or(f64::NAN, |ns| ns as f64 / NANOS_PER_SEC as f64),
             events,

@@ -4,6 +4,7 @@
 
 use crate::components::arrivals::ArrivalProcess;
 use crate::components::distribution::Distribution;
+use crate::components::zipf::Zipf;
 use crate::kernel::time::Nanos;
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeoutConfig;
@@ -261,6 +262,22 @@ pub struct EndpointParams {
     pub first_step: u32,
     /// How many steps it has.
     pub step_count: u32,
+    /// A cache in front of its steps (the origin calls): a hit answers after the
+    /// endpoint's own work; `None`: none.
+    pub cache: Option<CacheParams>,
+}
+
+/// A cache endpoint: each instance keeps its own cache of request keys.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CacheParams {
+    /// Entries per instance.
+    pub capacity: u32,
+    /// How long an entry stays fresh (`Nanos::MAX`: for ever).
+    pub ttl: Nanos,
+    /// Single flight: a miss for a key already being fetched waits for that fetch.
+    pub coalesce: bool,
+    /// A fetch that fails is answered with the expired entry, if there is one.
+    pub serve_stale: bool,
 }
 
 /// How a group of calls made together ends.
@@ -357,8 +374,10 @@ pub struct WorkloadParams {
     pub deadline: Option<Nanos>,
     /// Shares of the four criticality levels (Criticality order), summing to 1.
     pub criticality: [f64; 4],
-    /// Keys for consistent hashing, uniform.
+    /// Distinct request keys (for consistent hashing and caches), uniform unless `zipf`.
     pub keys: u64,
+    /// Keys drawn by popularity: Zipf over `keys` keys.
+    pub zipf: Option<Zipf>,
 }
 
 #[derive(Clone, Debug)]
@@ -395,6 +414,8 @@ pub enum FaultKind {
     },
     /// The instances crash: their work is lost and they refuse new work until the end.
     Crash,
+    /// The instances' caches are emptied at the start (the duration does not matter).
+    Flush,
     /// An edge: calls along it time out (`fail_fast` false) or are refused at once.
     Partition {
         /// Refused at once; false: the calls time out.

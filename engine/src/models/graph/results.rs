@@ -151,6 +151,23 @@ pub struct EdgeResults {
     pub pool_timeouts: u64,
 }
 
+/// One cache endpoint, summed over its instances' caches.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CacheResults {
+    /// Lookups (requests that reached the endpoint and did its work).
+    pub lookups: u64,
+    /// Lookups that found a fresh entry.
+    pub hits: u64,
+    /// Misses that waited for another request's fetch of the same key (single flight).
+    pub coalesced: u64,
+    /// Fetches that failed and were answered with an expired entry.
+    pub stale_served: u64,
+    /// Entries stored after a fetch.
+    pub fills: u64,
+    /// Entries evicted to make room.
+    pub evictions: u64,
+}
+
 #[derive(Clone, Debug, Default)]
 /// Scalar results of one replica (after warm-up).
 pub struct GraphResults {
@@ -164,6 +181,8 @@ pub struct GraphResults {
     pub services: Vec<ServiceResults>,
     /// Per edge.
     pub edges: Vec<EdgeResults>,
+    /// Per endpoint (zero for one without a cache).
+    pub caches: Vec<CacheResults>,
     /// From the whole graph's queue depth, as the cluster measures it.
     pub recovery_s: f64,
     /// Whether it recovered.
@@ -181,6 +200,10 @@ pub struct GraphSeries {
     pub busy_area: Vec<Vec<u128>>,
     /// Per service, Σ serving instances × ns per bucket (empty unless autoscaled).
     pub instances_area: Vec<Vec<u128>>,
+    /// Per endpoint, cache hits and misses per bucket (empty without a cache).
+    pub cache_hits: Vec<Vec<u64>>,
+    /// See `cache_hits`.
+    pub cache_misses: Vec<Vec<u64>>,
     /// Per entry point, requests answered in full per bucket.
     pub successes: Vec<Vec<u64>>,
     /// Per entry point, counted requests' latencies over time by the window they ended

@@ -11,10 +11,11 @@ use crate::models::cluster::QueueDiscipline;
 use crate::policy::limiter::Signal;
 use crate::policy::Criticality;
 
+use super::cache::Looked;
 use super::client::CallOutcome;
 use super::model::Graph;
 use super::params::{Cause, Failure, Refusal, Step, Wait};
-use super::state::{Answer, Event, Job, JobState, PROBE_EDGE};
+use super::state::{Answer, CacheRole, Event, Job, JobState, PROBE_EDGE};
 
 const ENDPOINT_WORK: u32 = u32::MAX;
 
@@ -115,6 +116,8 @@ impl Graph<'_> {
             group_ok: 0,
             group_failed: 0,
             cancelled: false,
+            cache_role: CacheRole::None,
+            next_waiter: None,
             cause: None,
         });
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
@@ -171,10 +174,8 @@ impl Graph<'_> {
             tracer.dequeued(job, now, s as u32, if cancelled { "cancelled" } else { "queue" });
         }
         if cancelled {
-            self.release_job(now, job);
-            let a = self.attempts.get_mut(attempt).expect("live");
-            (a.job, a.in_flight) = (None, false);
-            return self.drop_attempt_if_done(attempt);
+            self.fetch_abandoned(now, job, scheduler);
+            return self.drop_cancelled_job(now, job);
         }
         if fresh {
             let queue_empty = self.instances[i].queue.is_empty();
@@ -207,6 +208,20 @@ impl Graph<'_> {
         j.busy_since = now;
     }
 
+    /// Removes a job its caller cancelled (no answer goes back) and its attempt if done.
+    pub(super) fn drop_cancelled_job(&mut self, now: Nanos, job: SlabKey) {
+        let attempt = self.jobs.get(job).expect("live job").attempt;
+        self.release_job(now, job);
+        let a = self.attempts.get_mut(attempt).expect("live");
+        (a.job, a.in_flight) = (None, false);
+        self.drop_attempt_if_done(attempt);
+    }
+
+    /// The worker `job` holds, if any, goes back (the job stays).
+    pub(super) fn release_worker_of(&mut self, now: Nanos, job: SlabKey) {
+        self.release_worker(now, job);
+    }
+
     #[inline]
     fn release_worker(&mut self, now: Nanos, job: SlabKey) {
         let j = self.jobs.get_mut(job).expect("live job");
@@ -235,6 +250,13 @@ impl Graph<'_> {
                     return self.need_work(now, job, ENDPOINT_WORK, scheduler);
                 }
                 continue;
+            }
+            if endpoint.cache.is_some() && j.cache_role == CacheRole::None && j.next_step == endpoint.first_step {
+                match self.cache_lookup(now, job) {
+                    Looked::Hit => return self.finish_job(now, job, Answer::Success, scheduler),
+                    Looked::Wait => return,
+                    Looked::Fetch => continue,
+                }
             }
             if j.next_step == endpoint.first_step + endpoint.step_count {
                 let answer = if j.degraded { Answer::Degraded } else { Answer::Success };
@@ -401,7 +423,11 @@ impl Graph<'_> {
     }
 
     /// The job answers its attempt: an error fault may turn a success into an error.
-    fn finish_job(&mut self, now: Nanos, job: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
+    pub(super) fn finish_job(&mut self, now: Nanos, job: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
+        let answer = match self.jobs.get(job).expect("live job").cache_role {
+            CacheRole::Fetch => self.fetch_done(now, job, answer, scheduler),
+            _ => answer,
+        };
         let j = self.jobs.get(job).expect("live job");
         let (i, attempt, arrived, limit_held, below) =
             (j.instance as usize, j.attempt, j.arrived, j.limit_held, j.cause);
@@ -471,9 +497,11 @@ impl Graph<'_> {
         if counted {
             self.services[self.instances[i].service as usize].results.cancelled += 1;
         }
-        if let JobState::Queued { .. } = state {
+        // Queued, or waiting on another's cache fetch: dropped when it is next reached.
+        if matches!(state, JobState::Queued { .. }) || self.jobs.get(job).expect("live").cache_role == CacheRole::Waiting {
             return;
         }
+        self.fetch_abandoned(now, job, scheduler);
         self.cancel_children(now, job, scheduler);
         self.release_job(now, job);
         let a = self.attempts.get_mut(attempt).expect("live");

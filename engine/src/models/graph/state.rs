@@ -167,6 +167,17 @@ pub(super) enum JobState {
     Waiting,
 }
 
+/// A job's part in its cache endpoint's lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CacheRole {
+    /// Not looked up (or not a cache endpoint, or a hit).
+    None,
+    /// It missed and fetches from the origin (its steps); it fills the cache.
+    Fetch,
+    /// It missed while another job fetches the key: it waits for that answer.
+    Waiting,
+}
+
 /// A request being served by an instance.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Job {
@@ -205,6 +216,10 @@ pub(super) struct Job {
     pub group_failed: u32,
     /// The caller gave up and the service cancels abandoned work.
     pub cancelled: bool,
+    /// Its part in a cache endpoint's lookup.
+    pub cache_role: CacheRole,
+    /// The next job waiting for the same fetch (single flight).
+    pub next_waiter: Option<SlabKey>,
     /// The root cause its answer carries: the first fallback's below it (it is
     /// degraded), replaced by the failing call's that decided a group's failure.
     pub cause: Option<Cause>,

@@ -64,7 +64,7 @@ impl Builder {
     }
 
     fn endpoint(&mut self, service: u32, work: Option<Distribution>) -> u32 {
-        self.p.endpoints.push(EndpointParams { service, work, first_step: 0, step_count: 0 });
+        self.p.endpoints.push(EndpointParams { service, work, first_step: 0, step_count: 0, cache: None });
         self.steps.push(vec![]);
         self.sites.push(vec![]);
         self.p.endpoints.len() as u32 - 1
@@ -117,6 +117,7 @@ impl Builder {
             deadline: deadline_s.map(secs_to_nanos),
             criticality: [0.0, 1.0, 0.0, 0.0],
             keys: 1,
+            zipf: None,
         });
     }
 

@@ -219,7 +219,7 @@ impl Builder {
             let full = format!("{name}.{ep}");
             self.endpoint_index.insert(full.clone(), self.endpoints.len() as u32);
             self.endpoints.push(full);
-            self.endpoint_params.push(EndpointParams { service: index, work, first_step: 0, step_count: 0 });
+            self.endpoint_params.push(EndpointParams { service: index, work, first_step: 0, step_count: 0, cache: None });
             self.steps.push(Vec::new());
         }
         Ok(())
@@ -408,7 +408,7 @@ impl Builder {
             return Err(bad(format!("{path}.keys = 0: must be at least 1")));
         }
         self.entries.push(workload.entry.clone());
-        let params = WorkloadParams { endpoint, edge: 0, arrivals, deadline, criticality, keys: workload.keys };
+        let params = WorkloadParams { endpoint, edge: 0, arrivals, deadline, criticality, keys: workload.keys, zipf: None };
         self.workloads.push((params, edge));
         Ok(())
     }
