@@ -75,7 +75,11 @@ mod tests {
         for k in [0, 1, 9, 99] {
             let expected = zipf.probability(k) * draws as f64;
             let sd = expected.sqrt();
-            assert!((counts[k as usize] as f64 - expected).abs() < 4.0 * sd, "key {k}: {} vs {expected}", counts[k as usize]);
+            assert!(
+                (counts[k as usize] as f64 - expected).abs() < 4.0 * sd,
+                "key {k}: {} vs {expected}",
+                counts[k as usize]
+            );
         }
         assert!((zipf.probability(0) / zipf.probability(1) - 2.0).abs() < 1e-12, "1/1 against 1/2");
     }

@@ -40,8 +40,9 @@ mod trace;
 
 pub use model::Graph;
 pub use params::{
-    Autoscale, Balance, CacheParams, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget,
-    GraphFault, GraphParams, Refusal, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
+    Autoscale, Balance, CacheParams, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind,
+    FaultTarget, GraphFault, GraphParams, Refusal, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals,
+    WorkloadParams,
 };
 pub use results::{CacheResults, EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
 pub use state::Event;

@@ -334,7 +334,11 @@ impl<'h> Graph<'h> {
         let series = GraphSeries {
             queued_area: vec![vec![0; buckets]; p.services.len()],
             busy_area: vec![vec![0; buckets]; p.services.len()],
-            cache_hits: p.endpoints.iter().map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() }).collect(),
+            cache_hits: p
+                .endpoints
+                .iter()
+                .map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() })
+                .collect(),
             cache_misses: p
                 .endpoints
                 .iter()

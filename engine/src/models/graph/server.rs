@@ -498,7 +498,9 @@ impl Graph<'_> {
             self.services[self.instances[i].service as usize].results.cancelled += 1;
         }
         // Queued, or waiting on another's cache fetch: dropped when it is next reached.
-        if matches!(state, JobState::Queued { .. }) || self.jobs.get(job).expect("live").cache_role == CacheRole::Waiting {
+        if matches!(state, JobState::Queued { .. })
+            || self.jobs.get(job).expect("live").cache_role == CacheRole::Waiting
+        {
             return;
         }
         self.fetch_abandoned(now, job, scheduler);

@@ -9,10 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use stampede_engine::components::arrivals::{ArrivalProcess, RateProfile};
 use stampede_engine::components::distribution::{Distribution, Shape};
+use stampede_engine::components::zipf::Zipf;
 use stampede_engine::models::cluster::QueueDiscipline;
 use stampede_engine::models::graph::{
-    Autoscale, Balance, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget, GraphFault,
-    GraphParams, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
+    Autoscale, Balance, CacheParams, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget,
+    GraphFault, GraphParams, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
 };
 use stampede_engine::policy::adaptive_timeout::AdaptiveTimeoutConfig;
 use stampede_engine::policy::autoscale::AutoscaleConfig;
@@ -24,11 +25,13 @@ use stampede_engine::policy::outlier::OutlierConfig;
 use stampede_engine::policy::pool::PoolConfig;
 use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::secs_to_nanos;
+use stampede_engine::Nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    AutoscaleSection, BalanceName, DeadlineName, EdgeConfig, FaultConfig, GraphConfig, HealthCheckSection, LimiterName,
-    OutlierSection, PoolSection, ScaleMetricName, ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
+    AutoscaleSection, BalanceName, CacheSection, DeadlineName, EdgeConfig, EndpointConfig, FaultConfig, GraphConfig,
+    HealthCheckSection, LimiterName, OutlierSection, PoolSection, ScaleMetricName, ServiceConfig, StepConfig,
+    Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -219,7 +222,12 @@ impl Builder {
             let full = format!("{name}.{ep}");
             self.endpoint_index.insert(full.clone(), self.endpoints.len() as u32);
             self.endpoints.push(full);
-            self.endpoint_params.push(EndpointParams { service: index, work, first_step: 0, step_count: 0, cache: None });
+            let cache = endpoint
+                .cache
+                .as_ref()
+                .map(|c| cache(&format!("{path}.endpoints.{ep}.cache"), c, endpoint))
+                .transpose()?;
+            self.endpoint_params.push(EndpointParams { service: index, work, first_step: 0, step_count: 0, cache });
             self.steps.push(Vec::new());
         }
         Ok(())
@@ -407,8 +415,21 @@ impl Builder {
         if workload.keys == 0 {
             return Err(bad(format!("{path}.keys = 0: must be at least 1")));
         }
+        let zipf = match workload.zipf_s {
+            None => None,
+            Some(s) if !(s.is_finite() && s >= 0.0) => {
+                return Err(bad(format!("{path}.zipf_s = {s}: an exponent, 0 (uniform) or more")))
+            }
+            Some(_) if workload.keys > 10_000_000 => {
+                return Err(bad(format!(
+                    "{path}.keys = {}: at most 10000000 with zipf_s (the popularity table is kept in memory)",
+                    workload.keys
+                )))
+            }
+            Some(s) => Some(Zipf::new(workload.keys, s)),
+        };
         self.entries.push(workload.entry.clone());
-        let params = WorkloadParams { endpoint, edge: 0, arrivals, deadline, criticality, keys: workload.keys, zipf: None };
+        let params = WorkloadParams { endpoint, edge: 0, arrivals, deadline, criticality, keys: workload.keys, zipf };
         self.workloads.push((params, edge));
         Ok(())
     }
@@ -459,6 +480,14 @@ impl Builder {
                 return Err(bad(format!("{path}.instances: only for a fault on a whole service (k of its instances)")));
             }
             let kind = fault_kind(&path, fault, on_edge)?;
+            if let (FaultKind::Flush, FaultTarget::Instances { service, .. }) = (kind, target) {
+                if !self.endpoint_params.iter().any(|e| e.service == service && e.cache.is_some()) {
+                    return Err(bad(format!(
+                        "{path}.kind = \"flush\": empties caches, and {} has no endpoint with a cache",
+                        self.services[service as usize]
+                    )));
+                }
+            }
             if fault.mode.is_some() && !matches!(kind, FaultKind::Partition { .. }) {
                 return Err(bad(format!("{path}.mode: only a partition has a mode")));
             }
@@ -799,6 +828,27 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
     })
 }
 
+/// An endpoint's cache, checked field by field: it needs an origin to miss to.
+fn cache(path: &str, c: &CacheSection, endpoint: &EndpointConfig) -> Result<CacheParams> {
+    at_least_one(&format!("{path}.capacity"), c.capacity)?;
+    if let Some(ttl) = c.ttl_s {
+        positive(&format!("{path}.ttl_s"), ttl, "a positive number of seconds (leave it out: entries never expire)")?;
+    }
+    let calls = |s: &StepConfig| s.call.is_some() || s.parallel.as_ref().is_some_and(|p| !p.is_empty());
+    if !endpoint.steps.iter().any(calls) {
+        return Err(bad(format!(
+            "{path}: a cache needs an origin — a miss runs the endpoint's steps, and they call nothing; add a step \
+             such as {{ call = \"db.get\" }}"
+        )));
+    }
+    Ok(CacheParams {
+        capacity: c.capacity,
+        ttl: c.ttl_s.map_or(Nanos::MAX, secs_to_nanos),
+        coalesce: c.coalesce,
+        serve_stale: c.serve_stale,
+    })
+}
+
 /// A service's autoscaler, checked field by field; `instances` is the service's count
 /// at the start.
 fn autoscale(path: &str, a: &AutoscaleSection, instances: u32) -> Result<Autoscale> {
@@ -1020,6 +1070,15 @@ fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKin
             extra("factor", fault.factor.is_some())?;
             FaultKind::Crash
         }
+        "flush" => {
+            if on_edge {
+                return Err(bad(format!("{path}.kind = \"flush\": empties a service's caches; an edge has none")));
+            }
+            extra("factor", fault.factor.is_some())?;
+            extra("added_s", fault.added_s.is_some())?;
+            extra("rate", fault.rate.is_some())?;
+            FaultKind::Flush
+        }
         "partition" => {
             if !on_edge {
                 return Err(bad(format!("{path}.kind = \"partition\": partitions an edge (target = \"a->b\"); an instance crashes (kind = \"crash\")")));
@@ -1032,7 +1091,9 @@ fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKin
             FaultKind::Partition { fail_fast }
         }
         other => {
-            return Err(bad(format!("{path}.kind = {other:?}: allowed: slowdown, latency, errors, crash, partition")))
+            return Err(bad(format!(
+                "{path}.kind = {other:?}: allowed: slowdown, latency, errors, crash, flush, partition"
+            )))
         }
     };
     Ok(kind)

@@ -98,6 +98,8 @@ enum Read {
     Site(usize, EntryValue),
     Service(usize, ServiceValue),
     Edge(usize, EdgeValue),
+    /// A cache endpoint's.
+    Cache(usize, CacheValue),
     RecoveredRatio,
     RecoveryS,
     Events,
@@ -140,6 +142,17 @@ enum ServiceValue {
     InstancesMean,
     ScaleUps,
     ScaleDowns,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum CacheValue {
+    HitRatio,
+    Lookups,
+    Hits,
+    Coalesced,
+    StaleServed,
+    Fills,
+    Evictions,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -222,6 +235,18 @@ impl Read {
                     ServiceValue::ScaleDowns => service.scale_downs as f64,
                 }
             }
+            Read::Cache(e, value) => {
+                let cache = r.caches.get(e).copied().unwrap_or_default();
+                match value {
+                    CacheValue::HitRatio => ratio(cache.hits, cache.lookups),
+                    CacheValue::Lookups => cache.lookups as f64,
+                    CacheValue::Hits => cache.hits as f64,
+                    CacheValue::Coalesced => cache.coalesced as f64,
+                    CacheValue::StaleServed => cache.stale_served as f64,
+                    CacheValue::Fills => cache.fills as f64,
+                    CacheValue::Evictions => cache.evictions as f64,
+                }
+            }
             Read::Edge(e, EdgeValue::EjectedS) => r.edges[e].ejected_s,
             Read::Edge(e, EdgeValue::PoolWaitMean) => {
                 let edge = &r.edges[e];
@@ -292,6 +317,11 @@ pub fn mechanisms(t: &Topology) -> Vec<&'static str> {
             groups.push(intern(format!("{}.autoscale", t.services[s])));
         }
     }
+    for (e, endpoint) in t.params.endpoints.iter().enumerate().take(t.endpoints.len()) {
+        if endpoint.cache.is_some() {
+            groups.push(intern(format!("{}.cache", t.endpoints[e])));
+        }
+    }
     for (e, edge) in t.params.edges.iter().enumerate() {
         if edge.outlier.is_some() {
             groups.push(intern(format!("{}.outlier", t.edges[e])));
@@ -315,6 +345,13 @@ fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
     for (w, entry) in t.entries.iter().enumerate() {
         for row in entry_rows(&t.services) {
             add(entry, &row.map(|v| Read::Entry(w, v)));
+        }
+    }
+    for (e, endpoint) in t.endpoints.iter().enumerate() {
+        if has_group(groups, endpoint, "cache") {
+            for row in &CACHE_ROWS {
+                add(endpoint, &row.map(|v| Read::Cache(e, v)));
+            }
         }
     }
     for (i, site) in t.sites.iter().enumerate() {
@@ -555,6 +592,25 @@ const HEALTH_CHECK_ROWS: [Row<ServiceValue>; 4] = [
         "{}: instance-seconds marked unhealthy (skipped by the balancers unless in panic mode)",
         ServiceValue::UnhealthyS,
     ),
+];
+
+/// A cache endpoint's (where some grid point caches it).
+const CACHE_ROWS: [Row<CacheValue>; 7] = [
+    fraction("{}.cache_hit_ratio", "{}: lookups that found a fresh entry ÷ lookups", CacheValue::HitRatio),
+    count("{}.cache_lookups", "{}: cache lookups (requests that did the endpoint's work)", CacheValue::Lookups),
+    count("{}.cache_hits", "{}: lookups that found a fresh entry", CacheValue::Hits),
+    count(
+        "{}.cache_coalesced",
+        "{}: misses that waited for another request's fetch of the same key (single flight)",
+        CacheValue::Coalesced,
+    ),
+    count(
+        "{}.cache_stale_served",
+        "{}: failed fetches answered with the expired entry (serve stale)",
+        CacheValue::StaleServed,
+    ),
+    count("{}.cache_fills", "{}: entries stored after a fetch from the origin", CacheValue::Fills),
+    count("{}.cache_evictions", "{}: entries evicted to make room, over the whole run", CacheValue::Evictions),
 ];
 
 /// A service's autoscaling (where some grid point scales it).

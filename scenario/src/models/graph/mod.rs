@@ -92,11 +92,13 @@ impl ModelSpec for Graph {
                     fault.start_s, run.horizon_s
                 )));
             }
-            crate::base::checks::positive(
-                &format!("faults[{i}].duration_s"),
-                fault.duration_s,
-                "a positive number of seconds",
-            )?;
+            if fault.kind != "flush" {
+                crate::base::checks::positive(
+                    &format!("faults[{i}].duration_s"),
+                    fault.duration_s,
+                    "a positive number of seconds",
+                )?;
+            }
         }
         for (w, workload) in config.workload.iter().enumerate() {
             if let Some(rate) = workload.rate_per_s {
@@ -130,6 +132,10 @@ impl ModelSpec for Graph {
         let table = metric_table(config);
         for s in t.services.iter().filter(|s| table.has(s, "autoscale")) {
             series.push(SeriesDef { name: intern(format!("{s}.instances")), kind: SeriesKind::Area });
+        }
+        for e in t.endpoints.iter().filter(|e| table.has(e, "cache")) {
+            series.push(SeriesDef { name: intern(format!("{e}.cache_hits")), kind: SeriesKind::Count });
+            series.push(SeriesDef { name: intern(format!("{e}.cache_misses")), kind: SeriesKind::Count });
         }
         intern_series(series)
     }
@@ -231,6 +237,13 @@ impl ModelSpec for Graph {
             if table.has(name, "autoscale") {
                 series.push(format!("{name}.instances"));
             }
+            for endpoint in &endpoints {
+                let full = format!("{name}.{endpoint}");
+                if table.has(&full, "cache") {
+                    series.push(format!("{full}.cache_hits"));
+                    series.push(format!("{full}.cache_misses"));
+                }
+            }
             Section::Part {
                 name: name.clone(),
                 detail: format!(
@@ -241,7 +254,12 @@ impl ModelSpec for Graph {
                     if p.instances == 1 && p.autoscale.is_none() { "" } else { "s" },
                     p.workers,
                     endpoints.join(", "),
-                    if series.len() > 2 { " and instances serving" } else { "" }
+                    match (table.has(name, "autoscale"), series.len() > 2 + usize::from(table.has(name, "autoscale"))) {
+                        (true, true) => ", instances serving, and cache hits and misses",
+                        (true, false) => " and instances serving",
+                        (false, true) => ", and cache hits and misses",
+                        (false, false) => "",
+                    }
                 ),
                 metrics,
                 refusals,
@@ -367,6 +385,16 @@ fn output(config: &GraphConfig, results: &GraphResults, series: GraphSeries) -> 
             // A point that does not scale this service serves with all of its instances.
             let fixed = || vec![t.params.services[s].instances as u128 * bucket_ns; buckets];
             out.push(if instances.is_empty() { fixed() } else { instances });
+        }
+    }
+    for (e, (hits, misses)) in
+        series.cache_hits.into_iter().zip(series.cache_misses).enumerate().take(t.endpoints.len())
+    {
+        if table.has(&t.endpoints[e], "cache") {
+            // A point without this cache has none: every request is a miss.
+            let lookups = || vec![0; buckets];
+            out.push(if hits.is_empty() { lookups() } else { hits.into_iter().map(u128::from).collect() });
+            out.push(if misses.is_empty() { lookups() } else { misses.into_iter().map(u128::from).collect() });
         }
     }
     ReplicaOutput { metrics, latency_windows: series.latency, series: out, counts: Vec::new() }

@@ -288,6 +288,26 @@ pub struct EndpointConfig {
     pub work: Option<DistributionSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<StepConfig>,
+    /// A cache in front of the steps (the origin): a hit answers after the work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSection>,
+}
+
+/// `cache = { … }` on an endpoint: each instance caches request keys.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSection {
+    /// Entries per instance (LRU beyond).
+    pub capacity: u32,
+    /// Seconds an entry stays fresh (none: for ever).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_s: Option<f64>,
+    /// Single flight: a miss for a key being fetched waits for that fetch.
+    #[serde(default)]
+    pub coalesce: bool,
+    /// A failed fetch is answered with the expired entry, if any.
+    #[serde(default)]
+    pub serve_stale: bool,
 }
 
 /// One step: a call, calls in parallel, or local work.
@@ -599,9 +619,12 @@ pub struct WorkloadConfig {
     /// Shares of `critical`, `normal` and `low` requests (the shedders read them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub criticality: Option<BTreeMap<String, f64>>,
-    /// Distinct request keys (for consistent hashing), uniform.
+    /// Distinct request keys (for consistent hashing and caches), uniform unless `zipf_s`.
     #[serde(default = "one_key")]
     pub keys: u64,
+    /// Keys by popularity: key k (from 1) drawn in proportion to 1 / k^zipf_s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_s: Option<f64>,
 }
 
 fn think() -> f64 {
@@ -619,6 +642,8 @@ pub struct FaultConfig {
     /// slowdown | latency | errors | crash | partition
     pub kind: String,
     pub start_s: f64,
+    /// Required for every kind but a flush, which acts at its start.
+    #[serde(default)]
     pub duration_s: f64,
     /// slowdown: work × factor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
