@@ -124,7 +124,12 @@ fn a_grid_may_turn_detection_on_at_some_points() {
     assert!(resolved.schema.metric_index("api->inventory.ejections").is_some());
     let points = resolved.grid_points().unwrap();
     let without = replica_metrics(&points[0], resolved.run.seed, 0);
-    let with = replica_metrics(&points[1], resolved.run.seed, 0);
+    let (with, series) = common::replica_output(&points[1], resolved.run.seed, 0);
+    // The series of instances ejected integrates to the ejected time (no warm-up here).
+    let area: u128 = series["api->inventory.ejected"].iter().sum();
+    assert!((area as f64 / 1e9 - with["api->inventory.ejected_s"]).abs() < 1e-6, "{area}");
+    // 10% of 4 instances: one may be out at a time (a 10 ms bucket holds 10^7 ns of it).
+    assert!(series["api->inventory.ejected"].iter().all(|&a| a <= 10_000_000), "one instance out at most");
     assert_eq!(without["api->inventory.ejections"], 0.0, "the point without detection reads 0");
     assert!(with["api->inventory.ejections"] >= 1.0, "the crashed instance is ejected");
     let plain = resolve(&scenario("")).unwrap();

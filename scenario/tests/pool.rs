@@ -62,12 +62,16 @@ fn a_pool_over_unlimited_workers_waits_as_erlang_c_says() {
     let rate = 80.0; // ρ = 0.8 on 10 connections of 10 per second each
     let theory = erlang_c(rate, 1.0 / WORK_MEAN_S, CONNECTIONS).unwrap();
     let text = scenario(rate, 600.0, &format!("{{ size = {CONNECTIONS} }}"));
-    let [waited, wait, full] =
-        sums(&text, &["client->db.pool_waited_ratio", "client->db.pool_wait_mean_s", "client->db.pool_full"])[..]
-    else {
+    let [waited, wait, full, in_use] = sums(
+        &text,
+        &["client->db.pool_waited_ratio", "client->db.pool_wait_mean_s", "client->db.pool_full", "client->db.pool_in_use_mean"],
+    )[..] else {
         unreachable!()
     };
-    let (waited, wait) = (waited / REPLICAS as f64, wait / REPLICAS as f64);
+    let (waited, wait, in_use) = (waited / REPLICAS as f64, wait / REPLICAS as f64, in_use / REPLICAS as f64);
+    // Little's law: connections in use = λ × the time each is held = the offered load.
+    let offered = rate * WORK_MEAN_S;
+    assert!((in_use / offered - 1.0).abs() < 0.02, "{in_use:.3} connections in use against {offered}");
     // Replica means scatter by ~15% (sd); 16 replicas of 580 s put 8% near 3 standard errors.
     assert!(
         (waited - theory.wait_probability).abs() < 0.03,

@@ -6,6 +6,7 @@
 pub mod buckets;
 pub mod ending;
 pub mod latency_windows;
+pub mod level_series;
 pub mod log_histogram;
 pub mod recovery;
 pub mod request_latencies;

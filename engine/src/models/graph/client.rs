@@ -164,7 +164,7 @@ impl Graph<'_> {
         let c = *self.calls.get(call).expect("live call");
         let e = c.edge as usize;
         if now >= c.deadline {
-            self.release_connection(pool, scheduler);
+            self.release_connection(now, pool, scheduler);
             if !hedge && c.outstanding == 0 {
                 self.call_failed(now, call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);
             }
@@ -175,7 +175,7 @@ impl Graph<'_> {
             Some(breaker) => match breaker.try_acquire(now) {
                 Some(permit) => Some(permit),
                 None => {
-                    self.release_connection(pool, scheduler);
+                    self.release_connection(now, pool, scheduler);
                     if c.counted {
                         self.edges[e].results.breaker_refusals += 1;
                     }
@@ -200,7 +200,7 @@ impl Graph<'_> {
             if let (Some(breaker), Some(permit)) = (self.edges[e].breaker.as_mut(), permit) {
                 breaker.abandon(permit);
             }
-            self.release_connection(pool, scheduler);
+            self.release_connection(now, pool, scheduler);
             if granted {
                 self.edges[e].budget.retry_finished();
             }
@@ -413,6 +413,8 @@ impl Graph<'_> {
             if until > from {
                 results.ejected_s += (until - from) as f64 / NANOS_PER_SEC as f64;
             }
+            let ejected = self.edges[e].ejected.as_mut().expect("outlier detection has its series");
+            ejected.add_span(ejection.from, ejection.until.min(self.p.horizon));
         }
     }
 
@@ -443,7 +445,7 @@ impl Graph<'_> {
             a.caller_waiting = false;
             a.timer.cancel();
         }
-        self.release_connection(a.pool, scheduler);
+        self.release_connection(now, a.pool, scheduler);
         if let Some(tracer) = self.tracer.as_deref_mut() {
             let outcome = match outcome {
                 Some(Outcome::Success) => "success",
@@ -714,7 +716,7 @@ impl Graph<'_> {
     /// cancelled); returns the head of its attempts, for [`Self::drop_attempts`] once
     /// the call is removed.
     fn let_go_of_attempts(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) -> Option<SlabKey> {
-        self.leave_pool(call);
+        self.leave_pool(now, call);
         let head = self.calls.get(call).expect("live call").first_attempt;
         let mut cursor = head;
         while let Some(attempt) = cursor {

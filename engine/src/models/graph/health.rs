@@ -84,6 +84,7 @@ impl Graph<'_> {
             Some(HealthChange::Healthy) => {
                 let since = std::mem::replace(&mut service.unhealthy_since[local as usize], Nanos::MAX);
                 service.results.unhealthy_s += measured_s(since, now, warmup, horizon);
+                service.unhealthy.as_mut().expect("checks have their series").add_span(since, now);
             }
             None => {}
         }
@@ -96,7 +97,9 @@ impl Graph<'_> {
             for k in 0..self.services[s].unhealthy_since.len() {
                 let since = std::mem::replace(&mut self.services[s].unhealthy_since[k], Nanos::MAX);
                 if since != Nanos::MAX {
-                    self.services[s].results.unhealthy_s += measured_s(since, now, self.p.warmup, self.p.horizon);
+                    let state = &mut self.services[s];
+                    state.results.unhealthy_s += measured_s(since, now, self.p.warmup, self.p.horizon);
+                    state.unhealthy.as_mut().expect("checks have their series").add_span(since, now);
                 }
             }
         }

@@ -14,6 +14,7 @@ use crate::kernel::time::{Nanos, NANOS_PER_SEC};
 use crate::kernel::timeout_fifo::TimeoutFifo;
 use crate::kernel::timer::TimerTicket;
 use crate::measurement::buckets::BucketCursor;
+use crate::measurement::level_series::LevelSeries;
 use crate::measurement::request_latencies::{EndingSlots, RequestLatencies};
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeout;
@@ -120,6 +121,8 @@ pub(super) struct ServiceState {
     pub probe_endpoint: u32,
     /// Per instance, since when it has been marked unhealthy (`Nanos::MAX`: healthy).
     pub unhealthy_since: Vec<Nanos>,
+    /// With health checks: instances marked unhealthy over time.
+    pub unhealthy: Option<LevelSeries>,
 }
 
 /// Per-edge client state.
@@ -129,6 +132,11 @@ pub(super) struct EdgeState {
     pub hedge: Option<HedgePolicy>,
     /// Ejection of the callee's failing instances, by local index.
     pub outlier: Option<OutlierDetector>,
+    /// With outlier detection: instances ejected over time.
+    pub ejected: Option<LevelSeries>,
+    /// With a pool: connections in use and attempts waiting, over all its pools.
+    pub pool_in_use: Option<LevelSeries>,
+    pub pool_waiting: Option<LevelSeries>,
     pub adaptive_timeout: Option<AdaptiveTimeout>,
     /// Its caller instances' pools are `pools[first_pool ..]` (`NO_POOL`: none).
     pub first_pool: u32,
@@ -175,6 +183,8 @@ pub struct Graph<'h> {
     pub(super) jobs: Slab<Job>,
     /// Every edge's connection pools, one per caller instance.
     pub(super) pools: Vec<ConnectionPool<PoolWaiter>>,
+    /// Each pool's edge.
+    pub(super) pool_edges: Vec<u32>,
     /// Every cache endpoint's caches, one per instance of its service.
     pub(super) caches: Vec<super::cache::CacheState>,
     /// Per endpoint, its first cache (`u32::MAX`: none).
@@ -223,6 +233,7 @@ impl<'h> Graph<'h> {
                 }
             })
             .collect();
+        let buckets = p.horizon.div_ceil(p.bucket) as usize;
         let mut instances = Vec::new();
         let mut services = Vec::with_capacity(p.services.len());
         for (s, service) in p.services.iter().enumerate() {
@@ -259,6 +270,7 @@ impl<'h> Graph<'h> {
                 health: service.health_check.map(|config| HealthChecker::new(config, service.instances)),
                 probe_endpoint: probe_endpoints[s],
                 unhealthy_since: vec![Nanos::MAX; service.instances as usize],
+                unhealthy: service.health_check.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
             });
             for k in 0..service.instances {
                 let mut instance = Self::fresh_instance(&p, s as u32, 0);
@@ -269,6 +281,7 @@ impl<'h> Graph<'h> {
             }
         }
         let mut pools = Vec::new();
+        let mut pool_edges = Vec::new();
         let edges = p
             .edges
             .iter()
@@ -280,6 +293,7 @@ impl<'h> Graph<'h> {
                     Some(config) => {
                         let callers = edge.from.map_or(1, |s| p.services[s as usize].instances);
                         pools.extend((0..callers).map(|_| ConnectionPool::new(config)));
+                        pool_edges.extend((0..callers).map(|_| e as u32));
                         (pools.len() - callers as usize) as u32
                     }
                 };
@@ -289,6 +303,9 @@ impl<'h> Graph<'h> {
                     breaker: edge.breaker.map(CircuitBreaker::new),
                     hedge: edge.hedge.map(HedgePolicy::new),
                     outlier: edge.outlier.map(|config| OutlierDetector::new(config, callee.instances)),
+                    ejected: edge.outlier.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
+                    pool_in_use: edge.pool.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
+                    pool_waiting: edge.pool.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
                     adaptive_timeout: edge.adaptive_timeout.map(AdaptiveTimeout::new),
                     ring: match edge.balance {
                         Balance::ConsistentHash { vnodes, capacity_factor } => Some((
@@ -330,7 +347,6 @@ impl<'h> Graph<'h> {
                 },
             })
             .collect();
-        let buckets = p.horizon.div_ceil(p.bucket) as usize;
         let series = GraphSeries {
             queued_area: vec![vec![0; buckets]; p.services.len()],
             busy_area: vec![vec![0; buckets]; p.services.len()],
@@ -350,7 +366,8 @@ impl<'h> Graph<'h> {
                 .map(|s| if s.autoscale.is_some() { vec![0; buckets] } else { Vec::new() })
                 .collect(),
             successes: vec![vec![0; buckets]; p.workloads.len()],
-            latency: Vec::new(),
+            // Taken from the edges' and services' levels at the end.
+            ..GraphSeries::default()
         };
         let mut caches = Vec::new();
         let first_cache = p
@@ -376,6 +393,7 @@ impl<'h> Graph<'h> {
             attempts: Slab::with_capacity(1024),
             jobs: Slab::with_capacity(1024),
             pools,
+            pool_edges,
             caches,
             first_cache,
             cache_results: vec![Default::default(); p.endpoints.len()],
@@ -735,7 +753,18 @@ impl<'h> Graph<'h> {
         }
         for edge in &mut self.edges {
             edge.results.breaker_trips = edge.breaker.as_ref().map_or(0, |b| b.counters().trips);
+            if let Some(in_use) = edge.pool_in_use.as_mut() {
+                in_use.advance(now);
+                edge.results.pool_in_use_mean = in_use.window as f64 / window_ns;
+            }
+            if let Some(waiting) = edge.pool_waiting.as_mut() {
+                waiting.advance(now);
+            }
         }
+        let take = |level: &mut Option<LevelSeries>| level.as_mut().map_or(Vec::new(), |l| std::mem::take(&mut l.area));
+        self.series.ejected_area = self.edges.iter_mut().map(|e| take(&mut e.ejected)).collect();
+        self.series.pool_in_use_area = self.edges.iter_mut().map(|e| take(&mut e.pool_in_use)).collect();
+        self.series.pool_waiting_area = self.edges.iter_mut().map(|e| take(&mut e.pool_waiting)).collect();
         // Recovery from the whole graph's queue depth, after the last fault.
         let buckets = self.series.queued_area.first().map_or(0, Vec::len);
         let total: Vec<u128> = (0..buckets).map(|b| self.series.queued_area.iter().map(|s| s[b]).sum()).collect();
@@ -753,6 +782,7 @@ impl<'h> Graph<'h> {
             &faults,
             self.p.recovery_hold,
         );
+        self.series.unhealthy_area = self.services.iter_mut().map(|s| take(&mut s.unhealthy)).collect();
         let results = GraphResults {
             entries: self.workloads.iter_mut().map(|w| std::mem::take(&mut w.results)).collect(),
             sites: std::mem::take(&mut self.sites),

@@ -60,6 +60,7 @@ impl Graph<'_> {
         let Some(pool) = self.pool_of(e, &c) else { return Connection::Held(NO_POOL) };
         if hedge {
             if self.pools[pool].try_acquire_now() {
+                self.pool_level(now, pool, 1, 0);
                 self.count_acquired(&c, 0);
                 return Connection::Held(pool as u32);
             }
@@ -72,11 +73,13 @@ impl Graph<'_> {
         let ticket = self.calls.get_mut(call).expect("live call").pool_timer.arm();
         match self.pools[pool].acquire(PoolWaiter { call, ticket, granted }) {
             Acquire::Granted => {
+                self.pool_level(now, pool, 1, 0);
                 self.calls.get_mut(call).expect("live call").pool_timer.cancel();
                 self.count_acquired(&c, 0);
                 Connection::Held(pool as u32)
             }
             Acquire::Queued => {
+                self.pool_level(now, pool, 0, 1);
                 self.calls.get_mut(call).expect("live call").pool_since = now;
                 let wait = self.pools[pool].config().wait_timeout.min(c.deadline.saturating_sub(now));
                 scheduler.after(wait, Event::PoolExpiry { call, ticket });
@@ -107,9 +110,24 @@ impl Graph<'_> {
         }
     }
 
+    /// Connections in use and attempts waiting on `pool`'s edge change at `now`.
+    fn pool_level(&mut self, now: Nanos, pool: usize, in_use: i64, waiting: i64) {
+        let edge = &mut self.edges[self.pool_edges[pool] as usize];
+        if in_use != 0 {
+            edge.pool_in_use.as_mut().expect("a pool's edge has its levels").change(now, in_use);
+        }
+        if waiting != 0 {
+            edge.pool_waiting.as_mut().expect("a pool's edge has its levels").change(now, waiting);
+        }
+    }
+
     /// Gives back a connection (`NO_POOL`: none held); a waiter gets it in an event.
-    pub(super) fn release_connection(&mut self, pool: u32, scheduler: &mut Scheduler<Event>) {
-        if pool != NO_POOL && self.pools[pool as usize].release() {
+    pub(super) fn release_connection(&mut self, now: Nanos, pool: u32, scheduler: &mut Scheduler<Event>) {
+        if pool == NO_POOL {
+            return;
+        }
+        self.pool_level(now, pool as usize, -1, 0);
+        if self.pools[pool as usize].release() {
             scheduler.after(0, Event::PoolHandOver { pool });
         }
     }
@@ -120,6 +138,7 @@ impl Graph<'_> {
             let calls = &self.calls;
             let waiting = |w: &PoolWaiter| calls.get(w.call).is_some_and(|c| c.pool_timer.is_live(w.ticket));
             let Some(waiter) = self.pools[pool].hand_over(waiting) else { break };
+            self.pool_level(now, pool, 1, -1);
             let c = self.calls.get_mut(waiter.call).expect("a waiter's call is live");
             c.pool_timer.cancel();
             let c = *c;
@@ -145,6 +164,7 @@ impl Graph<'_> {
         let e = c.edge as usize;
         let pool = self.pool_of(e, &c).expect("a waiter has a pool");
         self.pools[pool].leave();
+        self.pool_level(now, pool, 0, -1);
         let failure = if now >= c.deadline {
             Failure::Timeout
         } else {
@@ -173,11 +193,12 @@ impl Graph<'_> {
     }
 
     /// `call` ends while it may be waiting for a connection: it leaves the queue.
-    pub(super) fn leave_pool(&mut self, call: SlabKey) {
+    pub(super) fn leave_pool(&mut self, now: Nanos, call: SlabKey) {
         let c = *self.calls.get(call).expect("live call");
         if c.pool_timer.is_armed() {
             let pool = self.pool_of(c.edge as usize, &c).expect("a waiter has a pool");
             self.pools[pool].leave();
+            self.pool_level(now, pool, 0, -1);
             self.calls.get_mut(call).expect("live call").pool_timer.cancel();
         }
     }

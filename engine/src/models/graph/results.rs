@@ -149,6 +149,8 @@ pub struct EdgeResults {
     pub pool_full: u64,
     /// Attempts that gave up waiting for a connection (the pool's wait timeout).
     pub pool_timeouts: u64,
+    /// Connections in use over the edge's pools, time-averaged after warm-up.
+    pub pool_in_use_mean: f64,
 }
 
 /// One cache endpoint, summed over its instances' caches.
@@ -204,6 +206,15 @@ pub struct GraphSeries {
     pub cache_hits: Vec<Vec<u64>>,
     /// See `cache_hits`.
     pub cache_misses: Vec<Vec<u64>>,
+    /// Per edge, Σ instances ejected × ns per bucket (empty without outlier detection).
+    pub ejected_area: Vec<Vec<u128>>,
+    /// Per edge, Σ pool connections in use × ns and Σ attempts waiting × ns per bucket
+    /// (empty without a pool).
+    pub pool_in_use_area: Vec<Vec<u128>>,
+    /// See `pool_in_use_area`.
+    pub pool_waiting_area: Vec<Vec<u128>>,
+    /// Per service, Σ instances marked unhealthy × ns per bucket (empty without checks).
+    pub unhealthy_area: Vec<Vec<u128>>,
     /// Per entry point, requests answered in full per bucket.
     pub successes: Vec<Vec<u64>>,
     /// Per entry point, counted requests' latencies over time by the window they ended

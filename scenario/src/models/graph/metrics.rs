@@ -174,6 +174,7 @@ enum EdgeValue {
     PoolWaitedRatio,
     PoolFull,
     PoolTimeouts,
+    PoolInUseMean,
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {
@@ -248,6 +249,7 @@ impl Read {
                 }
             }
             Read::Edge(e, EdgeValue::EjectedS) => r.edges[e].ejected_s,
+            Read::Edge(e, EdgeValue::PoolInUseMean) => r.edges[e].pool_in_use_mean,
             Read::Edge(e, EdgeValue::PoolWaitMean) => {
                 let edge = &r.edges[e];
                 if edge.pool_acquired == 0 {
@@ -274,7 +276,10 @@ impl Read {
                     EdgeValue::Ejections => edge.ejections,
                     EdgeValue::PoolFull => edge.pool_full,
                     EdgeValue::PoolTimeouts => edge.pool_timeouts,
-                    EdgeValue::EjectedS | EdgeValue::PoolWaitMean | EdgeValue::PoolWaitedRatio => {
+                    EdgeValue::EjectedS
+                    | EdgeValue::PoolWaitMean
+                    | EdgeValue::PoolWaitedRatio
+                    | EdgeValue::PoolInUseMean => {
                         unreachable!("read above")
                     }
                 }) as f64
@@ -625,7 +630,12 @@ const AUTOSCALE_ROWS: [Row<ServiceValue>; 3] = [
 ];
 
 /// An edge's connection pools (where some grid point has one).
-const POOL_ROWS: [Row<EdgeValue>; 4] = [
+const POOL_ROWS: [Row<EdgeValue>; 5] = [
+    real(
+        "{}.pool_in_use_mean",
+        "{}: pool connections in use, time-averaged, summed over the caller instances' pools",
+        EdgeValue::PoolInUseMean,
+    ),
     real(
         "{}.pool_wait_mean_s",
         "{}: mean wait for a pool connection of the attempts sent (those sent at once count 0)",

@@ -137,6 +137,16 @@ impl ModelSpec for Graph {
             series.push(SeriesDef { name: intern(format!("{e}.cache_hits")), kind: SeriesKind::Count });
             series.push(SeriesDef { name: intern(format!("{e}.cache_misses")), kind: SeriesKind::Count });
         }
+        for s in t.services.iter().filter(|s| table.has(s, "health_check")) {
+            series.push(SeriesDef { name: intern(format!("{s}.unhealthy")), kind: SeriesKind::Area });
+        }
+        for e in t.edges.iter().filter(|e| table.has(e, "outlier")) {
+            series.push(SeriesDef { name: intern(format!("{e}.ejected")), kind: SeriesKind::Area });
+        }
+        for e in t.edges.iter().filter(|e| table.has(e, "pool")) {
+            series.push(SeriesDef { name: intern(format!("{e}.pool_in_use")), kind: SeriesKind::Area });
+            series.push(SeriesDef { name: intern(format!("{e}.pool_waiting")), kind: SeriesKind::Area });
+        }
         intern_series(series)
     }
 
@@ -244,12 +254,26 @@ impl ModelSpec for Graph {
                     series.push(format!("{full}.cache_misses"));
                 }
             }
+            if table.has(name, "health_check") {
+                series.push(format!("{name}.unhealthy"));
+            }
+            // The instances its callers eject, and the pools of the calls it makes.
+            for (e, edge) in t.params.edges.iter().enumerate() {
+                let edge_name = &t.edges[e];
+                if edge.to as usize == s && table.has(edge_name, "outlier") {
+                    series.push(format!("{edge_name}.ejected"));
+                }
+                if edge.from == Some(s as u32) && table.has(edge_name, "pool") {
+                    series.push(format!("{edge_name}.pool_in_use"));
+                    series.push(format!("{edge_name}.pool_waiting"));
+                }
+            }
             Section::Part {
                 name: name.clone(),
                 detail: format!(
                     "The service {name}: {} instance{} × {} workers, endpoints {}. Its figures per grid point (the \
                      calls into it and the calls it makes below its own), the attempts it turned away and why, and \
-                     its queue and busy workers{} over time.",
+                     its queue and busy workers{} over time{}.",
                     instance_count(p),
                     if p.instances == 1 && p.autoscale.is_none() { "" } else { "s" },
                     p.workers,
@@ -259,6 +283,15 @@ impl ModelSpec for Graph {
                         (true, false) => " and instances serving",
                         (false, true) => ", and cache hits and misses",
                         (false, false) => "",
+                    },
+                    if series
+                        .iter()
+                        .any(|s| s.ends_with(".unhealthy") || s.ends_with(".ejected") || s.contains(".pool_"))
+                    {
+                        " (with the instances marked unhealthy or ejected and the connection pools' use, where those \
+                         mechanisms are on)"
+                    } else {
+                        ""
                     }
                 ),
                 metrics,
@@ -395,6 +428,24 @@ fn output(config: &GraphConfig, results: &GraphResults, series: GraphSeries) -> 
             let lookups = || vec![0; buckets];
             out.push(if hits.is_empty() { lookups() } else { hits.into_iter().map(u128::from).collect() });
             out.push(if misses.is_empty() { lookups() } else { misses.into_iter().map(u128::from).collect() });
+        }
+    }
+    // A mechanism off at this point (on at another) reads 0 throughout.
+    let or_zeros = |area: Vec<u128>| if area.is_empty() { vec![0; buckets] } else { area };
+    for (s, area) in series.unhealthy_area.into_iter().enumerate() {
+        if table.has(&t.services[s], "health_check") {
+            out.push(or_zeros(area));
+        }
+    }
+    for (e, area) in series.ejected_area.into_iter().enumerate() {
+        if table.has(&t.edges[e], "outlier") {
+            out.push(or_zeros(area));
+        }
+    }
+    for (e, (in_use, waiting)) in series.pool_in_use_area.into_iter().zip(series.pool_waiting_area).enumerate() {
+        if table.has(&t.edges[e], "pool") {
+            out.push(or_zeros(in_use));
+            out.push(or_zeros(waiting));
         }
     }
     ReplicaOutput { metrics, latency_windows: series.latency, series: out, counts: Vec::new() }
