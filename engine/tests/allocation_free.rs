@@ -285,56 +285,11 @@ fn distribution_draws_and_arrivals_allocate_nothing() {
 /// allocation once its slabs, queues and heap have grown.
 #[test]
 fn graph_allocates_nothing_per_event_after_warmup() {
-    use stampede_engine::components::distribution::{Distribution, Shape};
-    use stampede_engine::components::zipf::Zipf;
-    use stampede_engine::models::graph::{Autoscale, CacheParams, ScaleMetric};
-    use stampede_engine::models::graph::{Graph, GraphParams};
-    use stampede_engine::policy::autoscale::AutoscaleConfig;
-    use stampede_engine::policy::health::HealthCheckConfig;
-    use stampede_engine::policy::outlier::OutlierConfig;
-    use stampede_engine::policy::pool::PoolConfig;
+    use stampede_engine::models::graph::{Graph, GraphParams, Mechanism};
 
     let horizon = secs_to_nanos(120.0);
-    let mut params = GraphParams::three_tier_every_policy(2_000.0, horizon, secs_to_nanos(4.0));
-    // b -> d, the browned-out leaf: its pool's queue grows during the brownout.
-    params.edges[4].pool = Some(PoolConfig { size: 12, max_pending: 256, wait_timeout: secs_to_nanos(0.05) });
-    params.services[4].health_check = Some(HealthCheckConfig {
-        interval: secs_to_nanos(0.5),
-        timeout: secs_to_nanos(0.05),
-        unhealthy_threshold: 2,
-        healthy_threshold: 1,
-        panic_threshold_percent: 50.0,
-    });
-    params.services[4].health_check_work = secs_to_nanos(0.001);
-    // a.read caches c's answers (single flight, serve stale) over Zipf keys.
-    params.endpoints[1].cache =
-        Some(CacheParams { capacity: 200, ttl: secs_to_nanos(2.0), coalesce: true, serve_stale: true });
-    params.workloads[0].keys = 1000;
-    params.workloads[0].zipf = Some(Zipf::new(1000, 0.9));
-    // c, the hedged leaf: autoscaled on in-flight requests, new instances cold at first.
-    params.services[3].instances = 6;
-    params.services[3].autoscale = Some(Autoscale {
-        config: AutoscaleConfig {
-            target: 1.2,
-            min: 1,
-            max: 6,
-            sync_period: secs_to_nanos(1.0),
-            tolerance: 0.0,
-            scale_down_window: secs_to_nanos(3.0),
-            scale_up_window: 0,
-        },
-        metric: ScaleMetric::InFlight,
-        initial: 2,
-        provisioning: Distribution::new(Shape::Exponential { mean_s: 0.5 }),
-        cold_start: secs_to_nanos(1.0),
-        cold_start_factor: 2.0,
-    });
-    params.edges[3].outlier = Some(OutlierConfig {
-        consecutive_failures: 5,
-        base_ejection: secs_to_nanos(1.0),
-        max_ejection: secs_to_nanos(10.0),
-        max_ejection_percent: 50.0,
-    });
+    let base = GraphParams::three_tier_every_policy(2_000.0, horizon, secs_to_nanos(4.0));
+    let params = Mechanism::ALL.into_iter().fold(base, GraphParams::with_mechanism);
     let mut histograms = [LatencyHistogram::new()];
     let mut simulation = Graph::new(params, 5, 0, &mut histograms).into_simulation();
     // Twenty seconds: every per-edge timeout FIFO reaches the high-water mark of its

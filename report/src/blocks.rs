@@ -199,6 +199,16 @@ impl Context<'_> {
         }
     }
 
+    /// The headline metrics with a value at some grid point (a recovery time where no
+    /// replica of any point recovered has none: a chart of it would be empty), and the
+    /// names of those without.
+    pub(crate) fn drawable_headlines(&self) -> (Vec<&MetricDef>, Vec<&'static str>) {
+        let (drawn, empty): (Vec<&MetricDef>, Vec<&MetricDef>) = self.headlines().into_iter().partition(|def| {
+            self.points.iter().any(|p| self.value(p.index, def.name).is_some_and(|v| v.value.is_finite()))
+        });
+        (drawn, empty.into_iter().map(|d| d.name).collect())
+    }
+
     pub(crate) fn value(&self, point: u32, metric: &str) -> Option<BarValue> {
         data::interval(&self.folder.summary, point, metric)
     }

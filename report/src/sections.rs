@@ -665,18 +665,30 @@ pub fn grid(ctx: &Context) -> Option<Section> {
     let shape = GridShape { axes, coords };
     let numeric: Vec<usize> =
         (0..shape.axes.len()).filter(|&a| shape.axes[a].numbers.as_ref().is_some_and(|n| n.len() > 1)).collect();
-    let (blocks, intro) = match numeric[..] {
-        [ax, ay, ..] => grid_heatmaps(ctx, &shape, ax, ay),
-        [ax] => grid_lines(ctx, &shape, ax),
-        [] => grid_bars(ctx, &shape),
+    let (metrics, empty) = ctx.drawable_headlines();
+    let (blocks, mut intro) = match numeric[..] {
+        [ax, ay, ..] => grid_heatmaps(ctx, &metrics, &shape, ax, ay),
+        [ax] => grid_lines(ctx, &metrics, &shape, ax),
+        [] => grid_bars(ctx, &metrics, &shape),
     };
+    if !empty.is_empty() {
+        intro.push_str(&format!(
+            " Not drawn, having no value at any grid point (a recovery time where no replica recovered): {}.",
+            empty.join(", ")
+        ));
+    }
     Some(Section { id: "grid".into(), title: "The grid".into(), intro, blocks })
 }
 
 /// Two numeric axes `ax` × `ay`: a heatmap per headline metric (chosen in the page),
 /// small multiples over the other axes, one colour scale per metric.
-fn grid_heatmaps(ctx: &Context, shape: &GridShape, ax: usize, ay: usize) -> (Vec<Block>, String) {
-    let metrics = ctx.headlines();
+fn grid_heatmaps(
+    ctx: &Context,
+    metrics: &[&MetricDef],
+    shape: &GridShape,
+    ax: usize,
+    ay: usize,
+) -> (Vec<Block>, String) {
     let rest = shape.others(&[ax, ay]);
     let mut groups: Vec<String> = Vec::new();
     for p in 0..ctx.points.len() {
@@ -762,8 +774,7 @@ fn grid_heatmaps(ctx: &Context, shape: &GridShape, ax: usize, ay: usize) -> (Vec
 
 /// One numeric axis `ax`: each headline metric as lines over it with interval bars,
 /// one line per combination of the other axes.
-fn grid_lines(ctx: &Context, shape: &GridShape, ax: usize) -> (Vec<Block>, String) {
-    let metrics = ctx.headlines();
+fn grid_lines(ctx: &Context, metrics: &[&MetricDef], shape: &GridShape, ax: usize) -> (Vec<Block>, String) {
     let rest = shape.others(&[ax]);
     let figures = metrics
         .iter()
@@ -824,8 +835,7 @@ fn grid_lines(ctx: &Context, shape: &GridShape, ax: usize) -> (Vec<Block>, Strin
 
 /// Only labelled axes (cases): each headline metric as bars with 95% whiskers, grouped
 /// by the other axes.
-fn grid_bars(ctx: &Context, shape: &GridShape) -> (Vec<Block>, String) {
-    let metrics = ctx.headlines();
+fn grid_bars(ctx: &Context, metrics: &[&MetricDef], shape: &GridShape) -> (Vec<Block>, String) {
     let first = 0;
     let rest = shape.others(&[first]);
     let figures = metrics

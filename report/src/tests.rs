@@ -267,6 +267,40 @@ fn every_graph_service_gets_a_section_with_its_figures_refusals_and_series() {
     assert!(common.contains(&"queue depth over time"), "{common:?}");
 }
 
+/// The outage mechanisms' state over time is drawn in their services' parts; a headline
+/// metric with no value at any point (no replica of graph-ejection recovers: the crash
+/// lasts to the end) gets no empty chart in the grid, and the intro says so.
+#[test]
+fn mechanism_series_are_drawn_and_a_metric_without_values_is_named_not_drawn() {
+    let out = tempfile::tempdir().unwrap();
+    let folder = run("graph-ejection", 2, out.path());
+    let ctx = context(&folder);
+    let parts = sections::part_sections(&ctx);
+    let inventory = parts.iter().find(|p| p.title == "inventory").unwrap();
+    let series: Vec<&str> =
+        figures(&inventory.blocks).iter().filter(|f| f.kind == "timeseries").map(|f| f.title.as_str()).collect();
+    assert!(series.contains(&"inventory.unhealthy over time"), "{series:?}");
+    assert!(series.contains(&"api->inventory.ejected over time"), "{series:?}");
+    let grid = sections::grid(&ctx).unwrap();
+    let titles: Vec<&str> = figures(&grid.blocks).iter().map(|f| f.title.as_str()).collect();
+    assert!(!titles.contains(&"recovery_s"), "{titles:?}");
+    assert!(titles.contains(&"api.get.success_ratio"), "{titles:?}");
+    assert!(grid.intro.contains("Not drawn") && grid.intro.contains("recovery_s"), "{}", grid.intro);
+
+    let folder = run("graph-autoscale", 2, out.path());
+    let ctx = context(&folder);
+    let app = sections::part_sections(&ctx).into_iter().find(|p| p.title == "app").unwrap();
+    let instances = figures(&app.blocks).into_iter().find(|f| f.title == "app.instances over time").unwrap();
+    // 3 instances before the step at 60 s, in every case (case 0 never scales).
+    let rows = csv_rows(&instances.csv);
+    let before: Vec<&Vec<String>> = rows.iter().filter(|r| r[1].parse::<f64>().unwrap() < 55.0).collect();
+    assert!(before.len() >= 4 * 50, "every case's first 55 buckets: {}", before.len());
+    for row in before {
+        assert!(close(row[2].parse().unwrap(), 3.0), "{row:?}");
+    }
+    assert!(rows.iter().any(|r| r[2].parse::<f64>().unwrap() > 5.0), "the autoscaled step reaches 8");
+}
+
 #[test]
 fn a_newer_or_foreign_manifest_is_refused_and_an_older_one_is_read() {
     let out = tempfile::tempdir().unwrap();

@@ -64,7 +64,12 @@ fn a_pool_over_unlimited_workers_waits_as_erlang_c_says() {
     let text = scenario(rate, 600.0, &format!("{{ size = {CONNECTIONS} }}"));
     let [waited, wait, full, in_use] = sums(
         &text,
-        &["client->db.pool_waited_ratio", "client->db.pool_wait_mean_s", "client->db.pool_full", "client->db.pool_in_use_mean"],
+        &[
+            "client->db.pool_waited_ratio",
+            "client->db.pool_wait_mean_s",
+            "client->db.pool_full",
+            "client->db.pool_in_use_mean",
+        ],
     )[..] else {
         unreachable!()
     };

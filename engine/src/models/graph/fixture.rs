@@ -120,3 +120,96 @@ impl GraphParams {
         }
     }
 }
+
+/// The outage mechanisms the graph can add to [`GraphParams::three_tier_every_policy`],
+/// one at a time (benchmarks: the cost of each) or all together (the allocation proof).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// Outlier ejection on a → c, the hedged edge.
+    Outlier,
+    /// A pool of 12 connections (256 waiting, 50 ms) on b → d, whose leaf browns out.
+    Pool,
+    /// Health checks of d every 0.5 s (1 ms of work each).
+    HealthChecks,
+    /// c autoscaled on requests in flight (1 s syncs, 2 to 6 instances, cold starts).
+    Autoscale,
+    /// a.read caches c's answers over 1,000 Zipf(0.9) keys (single flight, serve stale).
+    Cache,
+}
+
+impl Mechanism {
+    /// Every mechanism.
+    pub const ALL: [Mechanism; 5] =
+        [Mechanism::Outlier, Mechanism::Pool, Mechanism::HealthChecks, Mechanism::Autoscale, Mechanism::Cache];
+
+    /// Its name in benchmark ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Outlier => "outlier",
+            Mechanism::Pool => "pool",
+            Mechanism::HealthChecks => "health_checks",
+            Mechanism::Autoscale => "autoscale",
+            Mechanism::Cache => "cache",
+        }
+    }
+}
+
+impl GraphParams {
+    /// The three-tier graph with `mechanism` on as well.
+    pub fn with_mechanism(mut self, mechanism: Mechanism) -> GraphParams {
+        use crate::components::zipf::Zipf;
+        use crate::policy::autoscale::AutoscaleConfig;
+        use crate::policy::health::HealthCheckConfig;
+        use crate::policy::outlier::OutlierConfig;
+        use crate::policy::pool::PoolConfig;
+        match mechanism {
+            Mechanism::Outlier => {
+                self.edges[3].outlier = Some(OutlierConfig {
+                    consecutive_failures: 5,
+                    base_ejection: secs_to_nanos(1.0),
+                    max_ejection: secs_to_nanos(10.0),
+                    max_ejection_percent: 50.0,
+                })
+            }
+            Mechanism::Pool => {
+                self.edges[4].pool = Some(PoolConfig { size: 12, max_pending: 256, wait_timeout: 50 * MS })
+            }
+            Mechanism::HealthChecks => {
+                self.services[4].health_check = Some(HealthCheckConfig {
+                    interval: 500 * MS,
+                    timeout: 50 * MS,
+                    unhealthy_threshold: 2,
+                    healthy_threshold: 1,
+                    panic_threshold_percent: 50.0,
+                });
+                self.services[4].health_check_work = MS;
+            }
+            Mechanism::Autoscale => {
+                self.services[3].instances = 6;
+                self.services[3].autoscale = Some(Autoscale {
+                    config: AutoscaleConfig {
+                        target: 1.2,
+                        min: 1,
+                        max: 6,
+                        sync_period: secs_to_nanos(1.0),
+                        tolerance: 0.0,
+                        scale_down_window: secs_to_nanos(3.0),
+                        scale_up_window: 0,
+                    },
+                    metric: ScaleMetric::InFlight,
+                    initial: 2,
+                    provisioning: Distribution::new(Shape::Exponential { mean_s: 0.5 }),
+                    cold_start: secs_to_nanos(1.0),
+                    cold_start_factor: 2.0,
+                });
+            }
+            Mechanism::Cache => {
+                self.endpoints[1].cache =
+                    Some(CacheParams { capacity: 200, ttl: secs_to_nanos(2.0), coalesce: true, serve_stale: true });
+                self.workloads[0].keys = 1000;
+                self.workloads[0].zipf = Some(Zipf::new(1000, 0.9));
+            }
+        }
+        self
+    }
+}

@@ -38,6 +38,7 @@ mod state;
 mod tests;
 mod trace;
 
+pub use fixture::Mechanism;
 pub use model::Graph;
 pub use params::{
     Autoscale, Balance, CacheParams, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind,
