@@ -25,14 +25,14 @@ impl Graph<'_> {
         let scaler = state.scaler.as_mut().expect("an autoscaled service");
         scheduler.after(scaler.autoscaler.config().sync_period, Event::AutoscaleSync { service: s as u32 });
         let elapsed = (now - scaler.last_sync).max(1) as f64;
-        let (busy, present, queued) = state.totals;
+        let (busy, present, queued) = scaler.totals;
         let (busy_then, present_then, queued_then) = scaler.totals_then;
         let usage = match metric {
             ScaleMetric::Utilisation => (busy - busy_then) as f64 / (elapsed * workers as f64),
             ScaleMetric::InFlight => (present - present_then) as f64 / elapsed,
             ScaleMetric::QueueDepth => (queued - queued_then) as f64 / elapsed,
         };
-        (scaler.totals_then, scaler.last_sync) = (state.totals, now);
+        (scaler.totals_then, scaler.last_sync) = (scaler.totals, now);
         let ready = state.serving.as_ref().expect("autoscaled").len() as u32;
         let current = ready + scaler.provisioning;
         let desired = scaler.autoscaler.desired(now, current, ready, usage);
@@ -46,7 +46,7 @@ impl Graph<'_> {
             if counted {
                 state.results.scale_downs += 1;
             }
-            self.remove_instances(s, current - desired);
+            self.remove_instances(now, s, current - desired);
         }
         self.check_serving(s);
     }
@@ -80,7 +80,7 @@ impl Graph<'_> {
 
     /// Removes `count` instances of service `s`: those provisioning first (newest
     /// first), then the newest serving, which drain.
-    fn remove_instances(&mut self, s: usize, count: u32) {
+    fn remove_instances(&mut self, now: Nanos, s: usize, count: u32) {
         let first = self.services[s].first_instance as usize;
         let total = self.p.services[s].instances as usize;
         let mut removed = 0;
@@ -101,7 +101,7 @@ impl Graph<'_> {
                         let serving = state.serving.as_mut().expect("autoscaled");
                         let local = (i - first) as u32;
                         serving.retain(|&k| k != local);
-                        state.serving_count -= 1;
+                        state.scaler.as_mut().expect("autoscaled").serving.change(now, -1);
                         self.sync_rings(i);
                     }
                 }
@@ -124,13 +124,14 @@ impl Graph<'_> {
         let instance = &mut self.instances[i];
         instance.lifecycle = Lifecycle::Serving;
         (instance.cold_from, instance.cold_until) = (now, now + cold_start);
+        instance.plain = instance.slowdown == 1.0 && cold_start == 0;
         let state = &mut self.services[s];
         state.scaler.as_mut().expect("autoscaled").provisioning -= 1;
         let local = i as u32 - state.first_instance;
         let serving = state.serving.as_mut().expect("autoscaled");
         let at = serving.partition_point(|&k| k < local);
         serving.insert(at, local);
-        state.serving_count += 1;
+        state.scaler.as_mut().expect("autoscaled").serving.change(now, 1);
         self.sync_rings(i);
         self.check_serving(s);
     }
@@ -144,7 +145,7 @@ impl Graph<'_> {
                 .filter(|&k| self.instances[first + k as usize].lifecycle == Lifecycle::Serving);
             let listed = state.serving.as_deref().expect("autoscaled");
             assert!(serving.eq(listed.iter().copied()), "the serving list is the instances serving, ascending");
-            assert_eq!(state.serving_count, listed.len() as u64);
+            assert_eq!(state.scaler.as_ref().expect("autoscaled").serving.level(), listed.len() as u64);
         }
     }
 

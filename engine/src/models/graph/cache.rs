@@ -84,9 +84,15 @@ impl Graph<'_> {
                 if counted {
                     results.coalesced += 1;
                 }
-                let j = self.jobs.get_mut(job).expect("live job");
-                (j.next_waiter, j.cache_role, j.state) = (*first, CacheRole::Waiting, JobState::Waiting);
+                // Linked beside the slab, not in every job: only waiters need the link.
+                let slot = job.index();
+                if self.next_waiter.len() <= slot {
+                    self.next_waiter.resize(slot + 1, None);
+                }
+                self.next_waiter[slot] = *first;
                 *first = Some(job);
+                let j = self.jobs.get_mut(job).expect("live job");
+                (j.cache_role, j.state) = (CacheRole::Waiting, JobState::Waiting);
                 let service = self.p.endpoints[endpoint as usize].service as usize;
                 if !self.p.services[service].blocking {
                     self.release_worker_of(now, job);
@@ -166,9 +172,9 @@ impl Graph<'_> {
     ) {
         let mut cursor = first;
         while let Some(waiter) = cursor {
+            cursor = self.next_waiter[waiter.index()].take();
             let j = self.jobs.get_mut(waiter).expect("a waiter is live until woken");
             debug_assert_eq!(j.cache_role, CacheRole::Waiting);
-            cursor = j.next_waiter.take();
             j.cache_role = CacheRole::None;
             if j.cancelled {
                 self.drop_cancelled_job(now, waiter);
@@ -204,7 +210,7 @@ impl Graph<'_> {
             let lists: Vec<Option<SlabKey>> = self.caches[c].filling.drain().map(|(_, first)| first).collect();
             for mut cursor in lists {
                 while let Some(waiter) = cursor {
-                    cursor = self.jobs.get_mut(waiter).expect("a waiter is live").next_waiter.take();
+                    cursor = self.next_waiter[waiter.index()].take();
                     self.strand(now, waiter, scheduler);
                 }
             }

@@ -39,6 +39,61 @@ impl CallOutcome {
     }
 }
 
+/// Picks one of `count` candidates for `edge` by `balance` (not consistent hashing) and
+/// returns its instance's local index, `slot(k)` for candidate k; `instances` start at
+/// the callee's first. An instance the edge's outlier detection ejected, or `health`
+/// marked unhealthy, is skipped: a pick moves on to the next usable candidate (least
+/// outstanding compares only those), and with none usable the pick stands.
+fn pick(
+    balance: Balance,
+    edge: &mut super::model::EdgeState,
+    health: Option<&crate::policy::health::HealthChecker>,
+    instances: &[super::model::Instance],
+    now: Nanos,
+    count: u32,
+    slot: impl Fn(u32) -> u32,
+) -> Option<u32> {
+    if count == 0 {
+        return None;
+    }
+    let filtered = edge.outlier.is_some() || health.is_some();
+    let outlier = &mut edge.outlier;
+    let mut usable = |k: u32| {
+        let i = slot(k);
+        health.is_none_or(|h| h.usable(i)) && !outlier.as_mut().is_some_and(|o| o.is_ejected(now, i))
+    };
+    let present = |k: u32| instances[slot(k) as usize].present;
+    let chosen = match balance {
+        Balance::RoundRobin => {
+            let k = edge.round_robin % count;
+            edge.round_robin = edge.round_robin.wrapping_add(1);
+            k
+        }
+        Balance::Random => edge.routing_rng.below(count as u64) as u32,
+        Balance::LeastOutstanding if filtered => (0..count)
+            .filter(|&k| usable(k))
+            .min_by_key(|&k| present(k))
+            .unwrap_or_else(|| (0..count).min_by_key(|&k| present(k)).expect("candidates > 0")),
+        Balance::LeastOutstanding => (0..count).min_by_key(|&k| present(k)).expect("candidates > 0"),
+        Balance::PowerOfTwoChoices => {
+            let a = edge.routing_rng.below(count as u64) as u32;
+            let b = edge.routing_rng.below(count as u64) as u32;
+            if present(b) < present(a) {
+                b
+            } else {
+                a
+            }
+        }
+        Balance::ConsistentHash { .. } => unreachable!("consistent hashing is routed by its ring"),
+    };
+    let chosen = if filtered && count > 1 {
+        (0..count).map(|k| (chosen + k) % count).find(|&k| usable(k)).unwrap_or(chosen)
+    } else {
+        chosen
+    };
+    Some(slot(chosen))
+}
+
 /// Counts one ended call in `results` — an entry point's or a call site's: its
 /// outcome, its latency (a success's also apart), and the root cause where `results` keeps causes (an
 /// entry point's; a call site's tables are empty).
@@ -126,43 +181,36 @@ impl Graph<'_> {
             edge.results.calls += 1;
         }
         edge.budget.on_request(now);
-        self.send_attempt(now, call, false, false, scheduler);
+        self.send_attempt(now, call, false, false, None, scheduler);
     }
 
-    /// Sends one attempt of `call` (a retry or hedge already granted, if `granted`),
-    /// once the edge's pool (if any) gives it a connection.
-    fn send_attempt(
+    /// Sends one attempt of `call` (a retry or hedge already granted, if `granted`).
+    /// On an edge with a pool it first needs a connection: `held` is the pool whose
+    /// connection a waiter was handed, else (`None`) the pool is asked and the attempt
+    /// may wait or be refused there. The deadline, the breaker and the balancer may
+    /// still stop it (a connection then goes back). One function, not two: it runs per
+    /// attempt, and the pool's branch costs nothing where there is none.
+    pub(super) fn send_attempt(
         &mut self,
         now: Nanos,
         call: SlabKey,
         hedge: bool,
         granted: bool,
-        scheduler: &mut Scheduler<Event>,
-    ) {
-        let c = self.calls.get(call).expect("live call");
-        if now < c.deadline {
-            if let Connection::Held(pool) = self.connect(now, call, hedge, granted, scheduler) {
-                self.dispatch_attempt(now, call, hedge, granted, pool, scheduler);
-            }
-        } else {
-            self.dispatch_attempt(now, call, hedge, granted, NO_POOL, scheduler);
-        }
-    }
-
-    /// Sends one attempt of `call` holding `pool`'s connection (`NO_POOL`: none): the
-    /// deadline, the breaker and the balancer may still stop it (the connection then
-    /// goes back).
-    pub(super) fn dispatch_attempt(
-        &mut self,
-        now: Nanos,
-        call: SlabKey,
-        hedge: bool,
-        granted: bool,
-        pool: u32,
+        held: Option<u32>,
         scheduler: &mut Scheduler<Event>,
     ) {
         let c = *self.calls.get(call).expect("live call");
         let e = c.edge as usize;
+        let pool = match held {
+            Some(pool) => pool,
+            None if now < c.deadline && self.edges[e].first_pool != NO_POOL => {
+                match self.connect(now, call, hedge, granted, scheduler) {
+                    Connection::Held(pool) => pool,
+                    Connection::NotNow => return,
+                }
+            }
+            None => NO_POOL,
+        };
         if now >= c.deadline {
             self.release_connection(now, pool, scheduler);
             if !hedge && c.outstanding == 0 {
@@ -233,7 +281,6 @@ impl Graph<'_> {
             timer,
             permit,
             routed,
-            pool,
             job: None,
             caller_waiting: true,
             in_flight: true,
@@ -345,42 +392,31 @@ impl Graph<'_> {
     /// detection ejected, or the callee's health checks marked unhealthy, is skipped: a
     /// pick moves on to the next usable candidate (least outstanding compares only
     /// those), and with none usable the pick stands.
+    #[inline]
     fn choose_instance(&mut self, now: Nanos, e: usize, key: u64) -> Option<(u32, bool)> {
         let to = self.p.edges[e].to as usize;
+        if self.edges[e].filters_callee {
+            return self.choose_usable_instance(now, e, to);
+        }
+        // Every instance a candidate, no health to read: the common case, kept as it was.
         let first = self.services[to].first_instance;
-        let serving = self.services[to].serving.as_deref();
-        // Candidate k is instance slot(k) of the callee.
-        let count = serving.map_or(self.p.services[to].instances, |s| s.len() as u32);
-        let slot = |k: u32| serving.map_or(k, |s| s[k as usize]);
+        let count = self.p.services[to].instances;
         let edge = &mut self.edges[e];
-        let health = self.services[to].health.as_ref();
-        let filtered = edge.outlier.is_some() || health.is_some();
-        let outlier = &mut edge.outlier;
-        let mut usable = |k: u32| {
-            let i = slot(k);
-            health.is_none_or(|h| h.usable(i)) && !outlier.as_mut().is_some_and(|o| o.is_ejected(now, i))
-        };
-        let present = |k: u32| self.instances[(first + slot(k)) as usize].present;
-        let pick = match self.p.edges[e].balance {
-            Balance::ConsistentHash { .. } => {
-                let (ring, router) = edge.ring.as_mut().expect("a ring for consistent hashing");
-                return match router.route(ring, RingHash::Fast.key(key)) {
-                    Route::Shard { shard, .. } => Some((first + shard, true)),
-                    Route::Refused => None,
-                };
-            }
-            _ if count == 0 => return None,
+        let present = |i: u32| self.instances[(first + i) as usize].present;
+        let local = match self.p.edges[e].balance {
             Balance::RoundRobin => {
-                let k = edge.round_robin % count;
+                let i = edge.round_robin % count;
                 edge.round_robin = edge.round_robin.wrapping_add(1);
-                k
+                i
             }
             Balance::Random => edge.routing_rng.below(count as u64) as u32,
-            Balance::LeastOutstanding if filtered => (0..count)
-                .filter(|&k| usable(k))
-                .min_by_key(|&k| present(k))
-                .unwrap_or_else(|| (0..count).min_by_key(|&k| present(k)).expect("candidates > 0")),
-            Balance::LeastOutstanding => (0..count).min_by_key(|&k| present(k)).expect("candidates > 0"),
+            Balance::LeastOutstanding => match edge.outlier.as_mut() {
+                None => (0..count).min_by_key(|&i| present(i)).expect("instances > 0"),
+                Some(outlier) => (0..count)
+                    .filter(|&i| !outlier.is_ejected(now, i))
+                    .min_by_key(|&i| present(i))
+                    .unwrap_or_else(|| (0..count).min_by_key(|&i| present(i)).expect("instances > 0")),
+            },
             Balance::PowerOfTwoChoices => {
                 let a = edge.routing_rng.below(count as u64) as u32;
                 let b = edge.routing_rng.below(count as u64) as u32;
@@ -390,13 +426,39 @@ impl Graph<'_> {
                     a
                 }
             }
+            Balance::ConsistentHash { .. } => {
+                let (ring, router) = edge.ring.as_mut().expect("a ring for consistent hashing");
+                match router.route(ring, RingHash::Fast.key(key)) {
+                    Route::Shard { shard, .. } => return Some((first + shard, true)),
+                    Route::Refused => return None,
+                }
+            }
         };
-        let pick = if filtered && count > 1 {
-            (0..count).map(|k| (pick + k) % count).find(|&k| usable(k)).unwrap_or(pick)
-        } else {
-            pick
+        let local = match edge.outlier.as_mut() {
+            Some(outlier) if count > 1 => {
+                (0..count).map(|k| (local + k) % count).find(|&i| !outlier.is_ejected(now, i)).unwrap_or(local)
+            }
+            _ => local,
         };
-        Some((first + slot(pick), false))
+        Some((first + local, false))
+    }
+
+    /// [`Self::choose_instance`] for a callee that is autoscaled (only its serving
+    /// instances are candidates) or health-checked (unhealthy ones are skipped), by any
+    /// balancer but consistent hashing (whose ring knows which instances serve and
+    /// ignores health).
+    #[inline(never)]
+    fn choose_usable_instance(&mut self, now: Nanos, e: usize, to: usize) -> Option<(u32, bool)> {
+        let first = self.services[to].first_instance;
+        let edge = &mut self.edges[e];
+        let health = self.services[to].health.as_ref();
+        let instances = &self.instances[first as usize..];
+        let balance = self.p.edges[e].balance;
+        let local = match self.services[to].serving.as_deref() {
+            None => pick(balance, edge, health, instances, now, self.p.services[to].instances, |k| k),
+            Some(serving) => pick(balance, edge, health, instances, now, serving.len() as u32, |k| serving[k as usize]),
+        }?;
+        Some((first + local, false))
     }
 
     /// Tells edge `e`'s outlier detection how an attempt to `instance` ended, and counts
@@ -445,7 +507,10 @@ impl Graph<'_> {
             a.caller_waiting = false;
             a.timer.cancel();
         }
-        self.release_connection(now, a.pool, scheduler);
+        if self.edges[e].first_pool != NO_POOL {
+            let pool = self.pool_of(e, self.calls.get(a.call).expect("a waited-for attempt's call is live"));
+            self.release_connection(now, pool.expect("an edge with pools") as u32, scheduler);
+        }
         if let Some(tracer) = self.tracer.as_deref_mut() {
             let outcome = match outcome {
                 Some(Outcome::Success) => "success",
@@ -634,7 +699,7 @@ impl Graph<'_> {
         if let Some(tracer) = self.tracer.as_deref_mut() {
             tracer.backoff_ends(call, now);
         }
-        self.send_attempt(now, call, false, true, scheduler);
+        self.send_attempt(now, call, false, true, None, scheduler);
     }
 
     pub(super) fn hedge_due(
@@ -659,7 +724,7 @@ impl Graph<'_> {
             return;
         }
         let granted = self.p.edges[e].hedge_uses_budget;
-        self.send_attempt(now, call, true, granted, scheduler);
+        self.send_attempt(now, call, true, granted, None, scheduler);
     }
 
     /// Every attempt failed and no retry will be made: a fallback answers, or the call
@@ -716,8 +781,11 @@ impl Graph<'_> {
     /// cancelled); returns the head of its attempts, for [`Self::drop_attempts`] once
     /// the call is removed.
     fn let_go_of_attempts(&mut self, now: Nanos, call: SlabKey, scheduler: &mut Scheduler<Event>) -> Option<SlabKey> {
-        self.leave_pool(now, call);
-        let head = self.calls.get(call).expect("live call").first_attempt;
+        let c = self.calls.get(call).expect("live call");
+        let head = c.first_attempt;
+        if c.waiting_for_connection {
+            self.leave_pool(now, call);
+        }
         let mut cursor = head;
         while let Some(attempt) = cursor {
             let Some(a) = self.attempts.get(attempt) else { break };

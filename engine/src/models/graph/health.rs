@@ -15,7 +15,7 @@ use crate::kernel::timer::TimerSlot;
 use crate::policy::health::HealthChange;
 
 use super::model::{Graph, Lifecycle};
-use super::state::{Attempt, Event, NO_POOL, PROBE_CALL, PROBE_EDGE};
+use super::state::{Attempt, Event, PROBE_CALL, PROBE_EDGE};
 
 impl Graph<'_> {
     /// Instance `i`'s probe is due: send it, and schedule the next.
@@ -48,7 +48,6 @@ impl Graph<'_> {
             timer,
             permit: None,
             routed: false,
-            pool: NO_POOL,
             job: None,
             caller_waiting: true,
             in_flight: true,
@@ -56,7 +55,8 @@ impl Graph<'_> {
             cause: None,
         });
         scheduler.after(config.timeout, Event::AttemptTimeout { attempt, ticket });
-        self.attempt_arrives(now, attempt, scheduler);
+        // Through the queue like any arrival (attempt_arrives keeps one call site).
+        scheduler.after(0, Event::Arrives { attempt });
     }
 
     /// A probe was answered (`passed`: in full) or timed out: the checker learns it.

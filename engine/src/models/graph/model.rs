@@ -63,6 +63,9 @@ pub(super) struct Instance {
     /// A cold start: work is slower from `cold_from` until `cold_until`.
     pub cold_from: Nanos,
     pub cold_until: Nanos,
+    /// Work takes its drawn time: no slowdown and no cold start (the hot path's one test;
+    /// a cold start that has ended is noticed on the slow path, which sets it back).
+    pub plain: bool,
     /// Active faults, recomputed at every fault transition.
     pub slowdown: f64,
     pub added: Nanos,
@@ -85,8 +88,12 @@ pub(super) struct ScalerState {
     pub autoscaler: crate::policy::autoscale::Autoscaler,
     /// Instances provisioning (decided, not ready).
     pub provisioning: u32,
-    /// The level totals at the last decision: (busy, present, queued) × ns.
+    /// The levels' integrals since the start (busy, present, queued) × ns, and their
+    /// values at the last decision.
+    pub totals: (u128, u128, u128),
     pub totals_then: (u128, u128, u128),
+    /// Instances serving over time.
+    pub serving: LevelSeries,
     pub last_sync: Nanos,
     pub provision_rng: RngStream,
 }
@@ -103,11 +110,6 @@ pub(super) struct ServiceState {
     pub busy_window: u128,
     pub queued_window: u128,
     pub present_window: u128,
-    /// Instances serving (the level), and its integral after warm-up.
-    pub serving_count: u64,
-    pub serving_window: u128,
-    /// The levels' integrals since the start (busy, present, queued), for the autoscaler.
-    pub totals: (u128, u128, u128),
     /// Local indices of the instances serving, ascending (`None`: all, not autoscaled).
     pub serving: Option<Vec<u32>>,
     pub scaler: Option<ScalerState>,
@@ -140,6 +142,9 @@ pub(super) struct EdgeState {
     pub adaptive_timeout: Option<AdaptiveTimeout>,
     /// Its caller instances' pools are `pools[first_pool ..]` (`NO_POOL`: none).
     pub first_pool: u32,
+    /// The balancer picks among the callee's serving (autoscaled) or healthy
+    /// (health-checked) instances, not all of them (consistent hashing never: its ring).
+    pub filters_callee: bool,
     pub ring: Option<(HashRing, BoundedLoadRouter)>,
     pub round_robin: u32,
     /// Attempts in flight on the edge (Envoy's budget reads them).
@@ -191,6 +196,8 @@ pub struct Graph<'h> {
     pub(super) first_cache: Vec<u32>,
     /// Per endpoint, its cache's counters.
     pub(super) cache_results: Vec<super::results::CacheResults>,
+    /// By job slot, the next job waiting on the same cache fetch (single flight).
+    pub(super) next_waiter: Vec<Option<SlabKey>>,
     pub(super) series: GraphSeries,
     /// Entry requests' latencies by ending: per workload `[ok, degraded, failed, all]`,
     /// or `[ok]` alone (see [`Graph::new`]).
@@ -248,9 +255,6 @@ impl<'h> Graph<'h> {
                 busy_window: 0,
                 queued_window: 0,
                 present_window: 0,
-                serving_count: service.autoscale.as_ref().map_or(service.instances, |a| a.initial) as u64,
-                serving_window: 0,
-                totals: (0, 0, 0),
                 serving: service.autoscale.as_ref().map(|a| {
                     let mut serving = Vec::with_capacity(service.instances as usize);
                     serving.extend(0..a.initial);
@@ -259,7 +263,13 @@ impl<'h> Graph<'h> {
                 scaler: service.autoscale.as_ref().map(|a| ScalerState {
                     autoscaler: crate::policy::autoscale::Autoscaler::new(a.config),
                     provisioning: 0,
+                    totals: (0, 0, 0),
                     totals_then: (0, 0, 0),
+                    serving: {
+                        let mut serving = LevelSeries::new(buckets, p.bucket, p.warmup);
+                        serving.change(0, a.initial as i64);
+                        serving
+                    },
                     last_sync: 0,
                     provision_rng: stream(PROVISIONING, s),
                 }),
@@ -297,8 +307,10 @@ impl<'h> Graph<'h> {
                         (pools.len() - callers as usize) as u32
                     }
                 };
+                let ring = matches!(edge.balance, Balance::ConsistentHash { .. });
                 EdgeState {
                     first_pool,
+                    filters_callee: !ring && (callee.autoscale.is_some() || callee.health_check.is_some()),
                     budget: edge.budget.clone(),
                     breaker: edge.breaker.map(CircuitBreaker::new),
                     hedge: edge.hedge.map(HedgePolicy::new),
@@ -360,11 +372,7 @@ impl<'h> Graph<'h> {
                 .iter()
                 .map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() })
                 .collect(),
-            instances_area: p
-                .services
-                .iter()
-                .map(|s| if s.autoscale.is_some() { vec![0; buckets] } else { Vec::new() })
-                .collect(),
+            instances_area: vec![Vec::new(); p.services.len()],
             successes: vec![vec![0; buckets]; p.workloads.len()],
             // Taken from the edges' and services' levels at the end.
             ..GraphSeries::default()
@@ -397,6 +405,7 @@ impl<'h> Graph<'h> {
             caches,
             first_cache,
             cache_results: vec![Default::default(); p.endpoints.len()],
+            next_waiter: Vec::new(),
             series,
             entry_latencies: (0..p.workloads.len())
                 .map(|w| match split_endings {
@@ -465,6 +474,7 @@ impl<'h> Graph<'h> {
             provision_epoch: 0,
             cold_from: 0,
             cold_until: 0,
+            plain: true,
             slowdown: 1.0,
             added: 0,
             error_rate: 0.0,
@@ -551,14 +561,15 @@ impl<'h> Graph<'h> {
     fn integrate(&mut self, s: usize, now: Nanos) {
         let state = &mut self.services[s];
         let (busy, queued, present) = (state.busy as u128, state.queued as u128, state.present as u128);
-        let serving = state.serving_count as u128;
-        let elapsed = (now - state.last_change) as u128;
-        state.totals.0 += busy * elapsed;
-        state.totals.1 += present * elapsed;
-        state.totals.2 += queued * elapsed;
+        if let Some(scaler) = state.scaler.as_mut() {
+            // What the autoscaler averages over its sync period.
+            let elapsed = (now - state.last_change) as u128;
+            scaler.totals.0 += busy * elapsed;
+            scaler.totals.1 += present * elapsed;
+            scaler.totals.2 += queued * elapsed;
+        }
         let (queued_series, busy_series) = (&mut self.series.queued_area[s], &mut self.series.busy_area[s]);
-        let instances_series = &mut self.series.instances_area[s];
-        let (mut busy_window, mut queued_window, mut present_window, mut serving_window) = (0u128, 0u128, 0u128, 0u128);
+        let (mut busy_window, mut queued_window, mut present_window) = (0u128, 0u128, 0u128);
         state.cursor.for_each_span(
             state.last_change,
             now,
@@ -569,21 +580,16 @@ impl<'h> Graph<'h> {
                     *area += queued * dwell;
                     busy_series[bucket] += busy * dwell;
                 }
-                if let Some(area) = instances_series.get_mut(bucket) {
-                    *area += serving * dwell;
-                }
                 if after_warmup {
                     busy_window += busy * dwell;
                     queued_window += queued * dwell;
                     present_window += present * dwell;
-                    serving_window += serving * dwell;
                 }
             },
         );
         state.busy_window += busy_window;
         state.queued_window += queued_window;
         state.present_window += present_window;
-        state.serving_window += serving_window;
         state.last_change = now;
     }
 
@@ -657,6 +663,7 @@ impl<'h> Graph<'h> {
         }
         let instance = &mut self.instances[i];
         (instance.slowdown, instance.added, instance.error_rate) = (slowdown, added, error_rate);
+        instance.plain = slowdown == 1.0 && instance.cold_until <= now;
     }
 
     fn recompute_edge_faults(&mut self, now: Nanos, e: usize) {
@@ -733,12 +740,20 @@ impl<'h> Graph<'h> {
             let params = &self.p.services[s];
             let state = &mut self.services[s];
             let capacity = (params.instances * params.workers) as f64;
-            state.results.utilisation = match params.autoscale {
-                None => state.busy_window as f64 / (window_ns * capacity),
-                // Of the workers serving over time.
-                Some(_) => state.busy_window as f64 / (state.serving_window as f64 * params.workers as f64),
-            };
-            state.results.instances_mean = state.serving_window as f64 / window_ns;
+            match state.scaler.as_mut() {
+                None => {
+                    state.results.utilisation = state.busy_window as f64 / (window_ns * capacity);
+                    state.results.instances_mean = params.instances as f64;
+                }
+                Some(scaler) => {
+                    // Of the workers serving over time.
+                    scaler.serving.advance(now);
+                    let serving = scaler.serving.window as f64;
+                    state.results.utilisation = state.busy_window as f64 / (serving * params.workers as f64);
+                    state.results.instances_mean = serving / window_ns;
+                    self.series.instances_area[s] = std::mem::take(&mut scaler.serving.area);
+                }
+            }
             state.results.queue_mean = state.queued_window as f64 / window_ns;
             state.results.present_mean = state.present_window as f64 / window_ns;
             let first = state.first_instance as usize;

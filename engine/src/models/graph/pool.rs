@@ -5,8 +5,10 @@
 //! attempt; a waiter then gets it in an event of its own, so a hand-over never runs
 //! inside another call's bookkeeping.
 //!
-//! Invariants: a call waits for at most one connection (its `pool_timer` is armed
-//! exactly while it waits); hedges never wait (sent only when a connection is free).
+//! Invariants: a call waits for at most one connection (`waiting_for_connection`, its
+//! wait timed by its `hedge_timer`, which is free then: no hedge goes before the
+//! primary); hedges never wait (sent only when a connection is free); every attempt on
+//! an edge with a pool holds a connection of its call's pool while its caller waits.
 
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
@@ -69,24 +71,27 @@ impl Graph<'_> {
             }
             return Connection::NotNow;
         }
-        debug_assert!(c.outstanding == 0 && !c.pool_timer.is_armed(), "a primary send waits on nothing else");
-        let ticket = self.calls.get_mut(call).expect("live call").pool_timer.arm();
-        match self.pools[pool].acquire(PoolWaiter { call, ticket, granted }) {
+        debug_assert!(
+            c.outstanding == 0 && !c.waiting_for_connection && !c.hedge_timer.is_armed(),
+            "a primary send waits on nothing else"
+        );
+        let ticket = self.calls.get_mut(call).expect("live call").hedge_timer.arm();
+        match self.pools[pool].acquire(PoolWaiter { call, ticket, granted, since: now }) {
             Acquire::Granted => {
                 self.pool_level(now, pool, 1, 0);
-                self.calls.get_mut(call).expect("live call").pool_timer.cancel();
+                self.calls.get_mut(call).expect("live call").hedge_timer.cancel();
                 self.count_acquired(&c, 0);
                 Connection::Held(pool as u32)
             }
             Acquire::Queued => {
                 self.pool_level(now, pool, 0, 1);
-                self.calls.get_mut(call).expect("live call").pool_since = now;
+                self.calls.get_mut(call).expect("live call").waiting_for_connection = true;
                 let wait = self.pools[pool].config().wait_timeout.min(c.deadline.saturating_sub(now));
                 scheduler.after(wait, Event::PoolExpiry { call, ticket });
                 Connection::NotNow
             }
             Acquire::Full => {
-                self.calls.get_mut(call).expect("live call").pool_timer.cancel();
+                self.calls.get_mut(call).expect("live call").hedge_timer.cancel();
                 if c.counted {
                     self.edges[e].results.pool_full += 1;
                 }
@@ -136,14 +141,17 @@ impl Graph<'_> {
     pub(super) fn pool_hand_over(&mut self, now: Nanos, pool: usize, scheduler: &mut Scheduler<Event>) {
         loop {
             let calls = &self.calls;
-            let waiting = |w: &PoolWaiter| calls.get(w.call).is_some_and(|c| c.pool_timer.is_live(w.ticket));
+            let waiting = |w: &PoolWaiter| {
+                calls.get(w.call).is_some_and(|c| c.waiting_for_connection && c.hedge_timer.is_live(w.ticket))
+            };
             let Some(waiter) = self.pools[pool].hand_over(waiting) else { break };
             self.pool_level(now, pool, 1, -1);
             let c = self.calls.get_mut(waiter.call).expect("a waiter's call is live");
-            c.pool_timer.cancel();
+            c.hedge_timer.cancel();
+            c.waiting_for_connection = false;
             let c = *c;
-            self.count_acquired(&c, now - c.pool_since);
-            self.dispatch_attempt(now, waiter.call, false, waiter.granted, pool as u32, scheduler);
+            self.count_acquired(&c, now - waiter.since);
+            self.send_attempt(now, waiter.call, false, waiter.granted, Some(pool as u32), scheduler);
         }
     }
 
@@ -157,9 +165,10 @@ impl Graph<'_> {
         scheduler: &mut Scheduler<Event>,
     ) {
         let Some(c) = self.calls.get_mut(call) else { return };
-        if !c.pool_timer.fire(ticket) {
+        if !c.waiting_for_connection || !c.hedge_timer.fire(ticket) {
             return;
         }
+        c.waiting_for_connection = false;
         let c = *c;
         let e = c.edge as usize;
         let pool = self.pool_of(e, &c).expect("a waiter has a pool");
@@ -192,14 +201,15 @@ impl Graph<'_> {
         self.attempts_exhausted(now, call, failure, scheduler);
     }
 
-    /// `call` ends while it may be waiting for a connection: it leaves the queue.
+    /// `call` ends while waiting for a connection: it leaves the queue.
     pub(super) fn leave_pool(&mut self, now: Nanos, call: SlabKey) {
         let c = *self.calls.get(call).expect("live call");
-        if c.pool_timer.is_armed() {
-            let pool = self.pool_of(c.edge as usize, &c).expect("a waiter has a pool");
-            self.pools[pool].leave();
-            self.pool_level(now, pool, 0, -1);
-            self.calls.get_mut(call).expect("live call").pool_timer.cancel();
-        }
+        debug_assert!(c.waiting_for_connection);
+        let pool = self.pool_of(c.edge as usize, &c).expect("a waiter has a pool");
+        self.pools[pool].leave();
+        self.pool_level(now, pool, 0, -1);
+        let c = self.calls.get_mut(call).expect("live call");
+        c.waiting_for_connection = false;
+        c.hedge_timer.cancel();
     }
 }

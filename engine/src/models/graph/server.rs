@@ -117,7 +117,6 @@ impl Graph<'_> {
             group_failed: 0,
             cancelled: false,
             cache_role: CacheRole::None,
-            next_waiter: None,
             cause: None,
         });
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
@@ -338,16 +337,28 @@ impl Graph<'_> {
             }
         };
         let base = distribution.sample(&mut self.services[s].work_rng);
-        let instance = &self.instances[i];
-        let slowdown =
-            if now < instance.cold_until { instance.slowdown * self.cold_factor(now, i) } else { instance.slowdown };
-        let slowed =
-            if slowdown == 1.0 { base } else { (base as f64 * slowdown).round().min(u64::MAX as f64 / 2.0) as Nanos };
-        let duration = slowed.saturating_add(instance.added);
+        let slowed = if self.instances[i].plain { base } else { self.slowed(now, i, base) };
+        let duration = slowed.saturating_add(self.instances[i].added);
         let j = self.jobs.get_mut(job).expect("live job");
         j.state = JobState::Working;
         let stamp = j.ticket.renew();
         scheduler.after(duration, Event::WorkDone { job, stamp });
+    }
+
+    /// `base` of work on instance `i` at `now` under its slowdown and cold start.
+    #[inline(never)]
+    fn slowed(&mut self, now: Nanos, i: usize, base: Nanos) -> Nanos {
+        let cold = self.cold_factor(now, i);
+        let instance = &mut self.instances[i];
+        if now >= instance.cold_until {
+            instance.plain = instance.slowdown == 1.0;
+        }
+        let factor = instance.slowdown * cold;
+        if factor == 1.0 {
+            base
+        } else {
+            (base as f64 * factor).round().min(u64::MAX as f64 / 2.0) as Nanos
+        }
     }
 
     pub(super) fn work_done(&mut self, now: Nanos, job: SlabKey, stamp: TicketStamp, scheduler: &mut Scheduler<Event>) {
@@ -424,13 +435,11 @@ impl Graph<'_> {
 
     /// The job answers its attempt: an error fault may turn a success into an error.
     pub(super) fn finish_job(&mut self, now: Nanos, job: SlabKey, answer: Answer, scheduler: &mut Scheduler<Event>) {
-        let answer = match self.jobs.get(job).expect("live job").cache_role {
-            CacheRole::Fetch => self.fetch_done(now, job, answer, scheduler),
-            _ => answer,
-        };
         let j = self.jobs.get(job).expect("live job");
-        let (i, attempt, arrived, limit_held, below) =
-            (j.instance as usize, j.attempt, j.arrived, j.limit_held, j.cause);
+        let (i, attempt, arrived, limit_held, below, role) =
+            (j.instance as usize, j.attempt, j.arrived, j.limit_held, j.cause, j.cache_role);
+        // A cache's fetch fills it (or answers stale) before the answer goes.
+        let answer = if role == CacheRole::Fetch { self.fetch_done(now, job, answer, scheduler) } else { answer };
         let s = self.instances[i].service as usize;
         let error_rate = self.instances[i].error_rate;
         let (answer, cause) =

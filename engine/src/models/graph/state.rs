@@ -21,16 +21,20 @@ pub(super) const PROBE_EDGE: u32 = u32::MAX;
 /// [`Attempt::call`] of a health-check probe: a key no call ever has.
 pub(super) const PROBE_CALL: SlabKey = SlabKey::from_bits(u64::MAX);
 
-/// [`Attempt::pool`] of an attempt that holds no connection.
+/// No pool: an edge without one ([`super::model::EdgeState::first_pool`]), an attempt
+/// sent without a connection.
 pub(super) const NO_POOL: u32 = u32::MAX;
 
-/// An attempt waiting for a connection: its call, the call's pool timer's ticket (a
-/// stale one: it left), and whether it is a retry the budget granted.
+/// An attempt waiting for a connection: its call, the ticket of the call's wait (a
+/// stale one: it left), whether it is a retry the budget granted, and since when it
+/// waits. Every attempt on an edge with a pool holds a connection of its call's pool
+/// while its caller waits for it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct PoolWaiter {
     pub call: SlabKey,
     pub ticket: TimerTicket,
     pub granted: bool,
+    pub since: Nanos,
 }
 
 /// A caller's logical call: one entry request, or one call a job makes.
@@ -64,12 +68,11 @@ pub(super) struct Call {
     /// The root cause of the latest failed attempt (see [`Cause`]).
     pub last_cause: Cause,
     pub hedge_timer: TimerSlot,
-    /// Armed while an attempt waits for a connection from the edge's pool.
-    pub pool_timer: TimerSlot,
-    /// When it began waiting.
-    pub pool_since: Nanos,
     /// A retry is scheduled (the call waits on no attempt).
     pub backing_off: bool,
+    /// An attempt waits for a connection from the edge's pool; `hedge_timer` (free then:
+    /// a call sends no hedge before its primary) times the wait.
+    pub waiting_for_connection: bool,
     pub criticality: u8,
     pub depth: u32,
     pub key: u64,
@@ -110,8 +113,7 @@ impl Call {
             last_failure: Failure::Timeout,
             last_cause: Cause { service: 0, failure: Failure::Timeout },
             hedge_timer: TimerSlot::default(),
-            pool_timer: TimerSlot::default(),
-            pool_since: 0,
+            waiting_for_connection: false,
             backing_off: false,
             criticality,
             depth,
@@ -141,8 +143,6 @@ pub(super) struct Attempt {
     pub permit: Option<Permit>,
     /// The bounded-load router counts this attempt on `instance`.
     pub routed: bool,
-    /// The pool whose connection it holds (`NO_POOL`: none).
-    pub pool: u32,
     /// Its job, once it reached the instance and was admitted.
     pub job: Option<SlabKey>,
     /// The caller still waits for its answer.
@@ -218,8 +218,6 @@ pub(super) struct Job {
     pub cancelled: bool,
     /// Its part in a cache endpoint's lookup.
     pub cache_role: CacheRole,
-    /// The next job waiting for the same fetch (single flight).
-    pub next_waiter: Option<SlabKey>,
     /// The root cause its answer carries: the first fallback's below it (it is
     /// degraded), replaced by the failing call's that decided a group's failure.
     pub cause: Option<Cause>,
