@@ -8,9 +8,8 @@
 
 mod common;
 
-use common::replica_output;
-use stampede_scenario::base::typing::parse_text;
-use stampede_scenario::{GridPoint, Overrides, Scenario};
+use common::{replica_output, resolve};
+use stampede_scenario::GridPoint;
 
 const WORKERS: f64 = 4.0;
 const WORK_S: f64 = 0.1;
@@ -49,10 +48,6 @@ fn hpa(extra: &str) -> String {
     format!(
         "autoscale = {{ target = {TARGET}, max = 20, provisioning = {{ dist = \"constant\", value_s = {PROVISIONING_S} }}{extra} }}"
     )
-}
-
-fn resolve(text: &str) -> stampede_scenario::Result<Scenario> {
-    Scenario::resolve(parse_text(text, "test").unwrap(), &Overrides::default())
 }
 
 /// One replica: the named metrics and the instances serving in each 1 s bucket (none

@@ -8,13 +8,7 @@
 
 mod common;
 
-use common::replica_output;
-use stampede_scenario::base::typing::parse_text;
-use stampede_scenario::{Overrides, Scenario};
-
-fn resolve(text: &str) -> stampede_scenario::Result<Scenario> {
-    Scenario::resolve(parse_text(text, "test").unwrap(), &Overrides::default())
-}
+use common::{replica_output, resolve};
 
 /// A client calling `front.get`, which caches `db.get`'s answers.
 #[allow(clippy::too_many_arguments)]

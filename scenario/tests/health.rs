@@ -7,9 +7,7 @@
 
 mod common;
 
-use common::replica_metrics;
-use stampede_scenario::base::typing::parse_text;
-use stampede_scenario::{Overrides, Scenario};
+use common::{mean, per_replica, resolve};
 
 const REPLICAS: u64 = 8;
 const CRASH_S: f64 = 1.0;
@@ -53,25 +51,9 @@ deadline_s = 1.0
     )
 }
 
-fn resolve(text: &str) -> stampede_scenario::Result<Scenario> {
-    Scenario::resolve(parse_text(text, "test").unwrap(), &Overrides::default())
-}
-
 /// Per replica, the metrics named.
 fn figures(text: &str, metrics: &[&str]) -> Vec<Vec<f64>> {
-    let scenario = resolve(text).unwrap();
-    let point = scenario.grid_point(0).unwrap();
-    (0..REPLICAS)
-        .map(|replica| {
-            let values = replica_metrics(&point, scenario.run.seed, replica);
-            metrics.iter().map(|m| *values.get(*m).unwrap_or_else(|| panic!("{m}"))).collect()
-        })
-        .collect()
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let values: Vec<f64> = values.collect();
-    values.iter().sum::<f64>() / values.len() as f64
+    per_replica(text, REPLICAS, metrics)
 }
 
 const CHECKS: &str = "health_check = { interval_s = 1.0, timeout_s = 0.2, unhealthy_threshold = 3 }";

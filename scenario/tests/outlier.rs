@@ -7,9 +7,7 @@
 
 mod common;
 
-use common::replica_metrics;
-use stampede_scenario::base::typing::parse_text;
-use stampede_scenario::{Overrides, Scenario};
+use common::{mean, per_replica, replica_metrics, resolve};
 
 const REPLICAS: u64 = 12;
 const CRASH_S: f64 = 1.0;
@@ -51,25 +49,9 @@ duration_s = 100.0
     )
 }
 
-fn resolve(text: &str) -> stampede_scenario::Result<Scenario> {
-    Scenario::resolve(parse_text(text, "test").unwrap(), &Overrides::default())
-}
-
 /// Per replica, the metrics named.
 fn figures(text: &str, metrics: &[&str]) -> Vec<Vec<f64>> {
-    let scenario = resolve(text).unwrap();
-    let point = scenario.grid_point(0).unwrap();
-    (0..REPLICAS)
-        .map(|replica| {
-            let values = replica_metrics(&point, scenario.run.seed, replica);
-            metrics.iter().map(|m| *values.get(*m).unwrap_or_else(|| panic!("{m}"))).collect()
-        })
-        .collect()
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let values: Vec<f64> = values.collect();
-    values.iter().sum::<f64>() / values.len() as f64
+    per_replica(text, REPLICAS, metrics)
 }
 
 #[test]

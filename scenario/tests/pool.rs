@@ -7,10 +7,8 @@
 
 mod common;
 
-use common::replica_metrics;
+use common::{replica_metrics, resolve};
 use stampede_engine::measurement::theory::{erlang_c, mmck};
-use stampede_scenario::base::typing::parse_text;
-use stampede_scenario::{Overrides, Scenario};
 
 const REPLICAS: u64 = 16;
 const WORK_MEAN_S: f64 = 0.1;
@@ -37,10 +35,6 @@ entry = "db.query"
 rate_per_s = {rate_per_s}
 "#
     )
-}
-
-fn resolve(text: &str) -> stampede_scenario::Result<Scenario> {
-    Scenario::resolve(parse_text(text, "test").unwrap(), &Overrides::default())
 }
 
 /// Per metric named, its sum over the replicas.

@@ -26,3 +26,30 @@ pub fn replica_output(
     let series = point.model.series().iter().map(|s| s.name.to_string()).zip(output.series).collect();
     (metrics, series)
 }
+
+/// A scenario from its text, resolved as the CLI would (no overrides).
+#[allow(dead_code)] // not every test file resolves text
+pub fn resolve(text: &str) -> stampede_scenario::Result<stampede_scenario::Scenario> {
+    let source = stampede_scenario::base::typing::parse_text(text, "test").unwrap();
+    stampede_scenario::Scenario::resolve(source, &stampede_scenario::Overrides::default())
+}
+
+/// Grid point 0 of `text`: per replica (of the first `replicas`), the metrics named.
+#[allow(dead_code)]
+pub fn per_replica(text: &str, replicas: u64, metrics: &[&str]) -> Vec<Vec<f64>> {
+    let scenario = resolve(text).unwrap();
+    let point = scenario.grid_point(0).unwrap();
+    (0..replicas)
+        .map(|replica| {
+            let values = replica_metrics(&point, scenario.run.seed, replica);
+            metrics.iter().map(|m| *values.get(*m).unwrap_or_else(|| panic!("{m}"))).collect()
+        })
+        .collect()
+}
+
+/// The mean of `values`.
+#[allow(dead_code)]
+pub fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let values: Vec<f64> = values.collect();
+    values.iter().sum::<f64>() / values.len() as f64
+}
