@@ -10,34 +10,15 @@
 //! `filling` map holds its waiters); a waiting job holds no event and is woken exactly
 //! once — by its fetch's answer, its fetch being abandoned, or its instance's crash.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
-use crate::components::lru::{KeyHasher, Lookup, LruCache};
+use crate::components::lru::Lookup;
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 
 use super::model::Graph;
-use super::params::{CacheParams, Cause, Failure};
+use super::params::{Cause, Failure};
 use super::results::CacheResults;
 use super::state::{Answer, CacheRole, Event, JobState};
-
-/// One instance's cache of one endpoint.
-pub(super) struct CacheState {
-    lru: LruCache,
-    /// Keys being fetched (single flight only), each with its first waiting job.
-    filling: HashMap<u64, Option<SlabKey>, BuildHasherDefault<KeyHasher>>,
-}
-
-impl CacheState {
-    pub fn new(params: CacheParams) -> Self {
-        CacheState {
-            lru: LruCache::new(params.capacity, params.ttl),
-            filling: HashMap::with_capacity_and_hasher(if params.coalesce { 256 } else { 0 }, Default::default()),
-        }
-    }
-}
 
 /// What a lookup decided for the job.
 pub(super) enum Looked {

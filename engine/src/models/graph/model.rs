@@ -191,7 +191,7 @@ pub struct Graph<'h> {
     /// Each pool's edge.
     pub(super) pool_edges: Vec<u32>,
     /// Every cache endpoint's caches, one per instance of its service.
-    pub(super) caches: Vec<super::cache::CacheState>,
+    pub(super) caches: Vec<super::state::CacheState>,
     /// Per endpoint, its first cache (`u32::MAX`: none).
     pub(super) first_cache: Vec<u32>,
     /// Per endpoint, its cache's counters.
@@ -385,7 +385,7 @@ impl<'h> Graph<'h> {
                 None => u32::MAX,
                 Some(cache) => {
                     let count = p.services[endpoint.service as usize].instances;
-                    caches.extend((0..count).map(|_| super::cache::CacheState::new(cache)));
+                    caches.extend((0..count).map(|_| super::state::CacheState::new(cache)));
                     (caches.len() - count as usize) as u32
                 }
             })

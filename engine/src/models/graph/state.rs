@@ -5,12 +5,16 @@
 //! cancellation and wasted-work accounting. Siblings are linked through the slabs
 //! (a job's child calls, a call's attempts), so nothing allocates per request.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use crate::components::lru::{KeyHasher, LruCache};
 use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{Ticket, TicketStamp, TimerSlot, TimerTicket};
 use crate::policy::breaker::Permit;
 
-use super::params::{Cause, Failure};
+use super::params::{CacheParams, Cause, Failure};
 
 /// [`Call::site`] of an entry request.
 pub(super) const NO_SITE: u32 = u32::MAX;
@@ -165,6 +169,22 @@ pub(super) enum JobState {
     Working,
     /// Waiting for its child calls (holding its worker only if the service blocks).
     Waiting,
+}
+
+/// One instance's cache of one endpoint.
+pub(super) struct CacheState {
+    pub lru: LruCache,
+    /// Keys being fetched (single flight only), each with its first waiting job.
+    pub filling: HashMap<u64, Option<SlabKey>, BuildHasherDefault<KeyHasher>>,
+}
+
+impl CacheState {
+    pub fn new(params: CacheParams) -> Self {
+        CacheState {
+            lru: LruCache::new(params.capacity, params.ttl),
+            filling: HashMap::with_capacity_and_hasher(if params.coalesce { 256 } else { 0 }, Default::default()),
+        }
+    }
 }
 
 /// A job's part in its cache endpoint's lookup.
