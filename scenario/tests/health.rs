@@ -7,48 +7,15 @@
 
 mod common;
 
-use common::{mean, per_replica, resolve};
+use common::{mean, per_replica, resolve, sre_crash};
 
 const REPLICAS: u64 = 8;
-const CRASH_S: f64 = 1.0;
-const HORIZON_S: f64 = 12.0;
+const CRASH_S: f64 = common::CRASH_AT_S;
+const HORIZON_S: f64 = common::CRASH_HORIZON_S;
 
+/// The crash case (`crashed` instances; 0: none) with `health_check` on inventory.
 fn scenario(warmup_s: f64, crashed: u32, health_check: &str) -> String {
-    let fault = if crashed == 0 {
-        String::new()
-    } else {
-        format!(
-            "[[faults]]\ntarget = \"inventory\"\nkind = \"crash\"\ninstances = {crashed}\nstart_s = {CRASH_S}\nduration_s = 100.0\n"
-        )
-    };
-    format!(
-        r#"name = "crash"
-model = "graph"
-[run]
-horizon_s = {HORIZON_S}
-warmup_s = {warmup_s}
-replicas = 8
-seed = 3
-[services.api]
-instances = 1
-workers = 200
-[services.api.endpoints.get]
-steps = [{{ call = "inventory.read" }}]
-[services.inventory]
-instances = 4
-workers = 8
-{health_check}
-[services.inventory.endpoints.read]
-work = {{ dist = "exponential", mean_s = 0.005 }}
-[edges."api->inventory"]
-timeout_s = 0.1
-balance = "least_outstanding"
-[[workload]]
-entry = "api.get"
-rate_per_s = 200.0
-deadline_s = 1.0
-{fault}"#
-    )
+    sre_crash(warmup_s, crashed, health_check, "")
 }
 
 /// Per replica, the metrics named.

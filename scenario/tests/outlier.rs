@@ -7,46 +7,15 @@
 
 mod common;
 
-use common::{mean, per_replica, replica_metrics, resolve};
+use common::{mean, per_replica, replica_metrics, resolve, sre_crash};
 
 const REPLICAS: u64 = 12;
-const CRASH_S: f64 = 1.0;
-const HORIZON_S: f64 = 12.0;
+const CRASH_S: f64 = common::CRASH_AT_S;
+const HORIZON_S: f64 = common::CRASH_HORIZON_S;
 
+/// The crash case, with `outlier` on the edge.
 fn scenario(outlier: &str) -> String {
-    format!(
-        r#"name = "crash"
-model = "graph"
-[run]
-horizon_s = {HORIZON_S}
-warmup_s = 0.0
-replicas = 20
-seed = 3
-[services.api]
-instances = 1
-workers = 200
-[services.api.endpoints.get]
-steps = [{{ call = "inventory.read" }}]
-[services.inventory]
-instances = 4
-workers = 8
-[services.inventory.endpoints.read]
-work = {{ dist = "exponential", mean_s = 0.005 }}
-[edges."api->inventory"]
-timeout_s = 0.1
-balance = "least_outstanding"
-{outlier}
-[[workload]]
-entry = "api.get"
-rate_per_s = 200.0
-deadline_s = 1.0
-[[faults]]
-target = "inventory#0"
-kind = "crash"
-start_s = {CRASH_S}
-duration_s = 100.0
-"#
-    )
+    sre_crash(0.0, 1, "", outlier)
 }
 
 /// Per replica, the metrics named.

@@ -53,3 +53,53 @@ pub fn mean(values: impl Iterator<Item = f64>) -> f64 {
     let values: Vec<f64> = values.collect();
     values.iter().sum::<f64>() / values.len() as f64
 }
+
+/// The SRE's crash case's horizon and crash instant, seconds.
+#[allow(dead_code)]
+pub const CRASH_HORIZON_S: f64 = 12.0;
+#[allow(dead_code)]
+pub const CRASH_AT_S: f64 = 1.0;
+
+/// The SRE's crash case: `api` calls four `inventory` instances by least outstanding
+/// requests at 200/s; the first `crashed` of them crash at [`CRASH_AT_S`] for good (none
+/// with 0). `inventory` and `edge` are extra lines for the service's and the edge's
+/// sections (health checks, outlier detection).
+#[allow(dead_code)]
+pub fn sre_crash(warmup_s: f64, crashed: u32, inventory: &str, edge: &str) -> String {
+    let fault = if crashed == 0 {
+        String::new()
+    } else {
+        format!(
+            "[[faults]]\ntarget = \"inventory\"\nkind = \"crash\"\ninstances = {crashed}\nstart_s = {CRASH_AT_S}\nduration_s = 100.0\n"
+        )
+    };
+    format!(
+        r#"name = "crash"
+model = "graph"
+[run]
+horizon_s = {CRASH_HORIZON_S}
+warmup_s = {warmup_s}
+replicas = 20
+seed = 3
+[services.api]
+instances = 1
+workers = 200
+[services.api.endpoints.get]
+steps = [{{ call = "inventory.read" }}]
+[services.inventory]
+instances = 4
+workers = 8
+{inventory}
+[services.inventory.endpoints.read]
+work = {{ dist = "exponential", mean_s = 0.005 }}
+[edges."api->inventory"]
+timeout_s = 0.1
+balance = "least_outstanding"
+{edge}
+[[workload]]
+entry = "api.get"
+rate_per_s = 200.0
+deadline_s = 1.0
+{fault}"#
+    )
+}

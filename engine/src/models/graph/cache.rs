@@ -76,7 +76,7 @@ impl Graph<'_> {
                 (j.cache_role, j.state) = (CacheRole::Waiting, JobState::Waiting);
                 let service = self.p.endpoints[endpoint as usize].service as usize;
                 if !self.p.services[service].blocking {
-                    self.release_worker_of(now, job);
+                    self.release_worker(now, job);
                 }
                 return Looked::Wait;
             }

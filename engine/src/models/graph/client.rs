@@ -6,12 +6,12 @@ use crate::components::ring::{RingHash, Route};
 use crate::kernel::rng::RngStream;
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
-use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::time::Nanos;
 use crate::kernel::timer::{TimerSlot, TimerTicket};
 use crate::measurement::ending::Ending;
 use crate::policy::classify::Outcome;
 
-use super::model::Graph;
+use super::model::{measured_s, Graph};
 use super::params::{Balance, Cause, Failure, WorkloadArrivals};
 use super::pool::Connection;
 use super::results::EntryResults;
@@ -467,14 +467,11 @@ impl Graph<'_> {
         let Some(outlier) = self.edges[e].outlier.as_mut() else { return };
         let first = self.services[self.p.edges[e].to as usize].first_instance;
         if let Some(ejection) = outlier.record(now, instance - first, failed) {
-            let (from, until) = (ejection.from.max(self.p.warmup), ejection.until.min(self.p.horizon));
             let results = &mut self.edges[e].results;
             if ejection.from >= self.p.warmup {
                 results.ejections += 1;
             }
-            if until > from {
-                results.ejected_s += (until - from) as f64 / NANOS_PER_SEC as f64;
-            }
+            results.ejected_s += measured_s(ejection.from, ejection.until, self.p.warmup, self.p.horizon);
             let ejected = self.edges[e].ejected.as_mut().expect("outlier detection has its series");
             ejected.add_span(ejection.from, ejection.until.min(self.p.horizon));
         }

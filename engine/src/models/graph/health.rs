@@ -10,11 +10,11 @@
 
 use crate::kernel::sim::Scheduler;
 use crate::kernel::slab::SlabKey;
-use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::kernel::time::Nanos;
 use crate::kernel::timer::TimerSlot;
 use crate::policy::health::HealthChange;
 
-use super::model::{Graph, Lifecycle};
+use super::model::{measured_s, Graph, Lifecycle};
 use super::state::{Attempt, Event, PROBE_CALL, PROBE_EDGE};
 
 impl Graph<'_> {
@@ -104,10 +104,4 @@ impl Graph<'_> {
             }
         }
     }
-}
-
-/// The seconds of `[from, until)` inside the measured window `[warmup, horizon)`.
-fn measured_s(from: Nanos, until: Nanos, warmup: Nanos, horizon: Nanos) -> f64 {
-    let (from, until) = (from.max(warmup), until.min(horizon));
-    until.saturating_sub(from) as f64 / NANOS_PER_SEC as f64
 }

@@ -172,6 +172,13 @@ pub(super) struct WorkloadState {
     pub results: EntryResults,
 }
 
+/// The seconds of `[from, until)` inside the measured window `[warmup, horizon)`
+/// (an ejection, an instance marked unhealthy).
+pub(super) fn measured_s(from: Nanos, until: Nanos, warmup: Nanos, horizon: Nanos) -> f64 {
+    let (from, until) = (from.max(warmup), until.min(horizon));
+    until.saturating_sub(from) as f64 / NANOS_PER_SEC as f64
+}
+
 /// The model.
 pub struct Graph<'h> {
     pub(super) p: GraphParams,

@@ -217,12 +217,8 @@ impl Graph<'_> {
     }
 
     /// The worker `job` holds, if any, goes back (the job stays).
-    pub(super) fn release_worker_of(&mut self, now: Nanos, job: SlabKey) {
-        self.release_worker(now, job);
-    }
-
     #[inline]
-    fn release_worker(&mut self, now: Nanos, job: SlabKey) {
+    pub(super) fn release_worker(&mut self, now: Nanos, job: SlabKey) {
         let j = self.jobs.get_mut(job).expect("live job");
         if !j.holds_worker {
             return;
