@@ -180,17 +180,18 @@ fn capacity_prints_the_arithmetic_and_reads_a_user_fixture() {
     let output = stampede(&["capacity"]);
     let text = stdout(&output);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(text.contains("sustainable: 6.94 turns/s, limited by think (OTPM reservation)"), "{text}");
-    assert!(text.contains("1000 turns/s is 144x"), "{text}");
+    assert!(text.contains("sustainable: 6.61 turns/s, limited by tier opus (server slots, shared)"), "{text}");
+    assert!(text.contains("1000 turns/s is 151.39x"), "{text}");
     let json: serde_json::Value =
         serde_json::from_slice(&stampede(&["capacity", "--json", "--target-turns-rps", "100"]).stdout).unwrap();
     assert_eq!(json["target_turns_rps"], 100.0);
     assert_eq!(json["levers"][1]["lever"], "max_tokens sized to the p97 of observed output");
-    // A user's fixture: a think class that reserves only what it needs no longer pays the tax.
+    // A user's fixture: opus with twice the server slots (provisioned throughput) is
+    // bound by think's ITPM next, 0.98 calls/s ÷ 0.08 a turn.
     let scratch = tempfile::tempdir().unwrap();
     let file = scratch.path().join("mine.toml");
     let mine =
-        stampede_scenario::models::gateway::fixture::DEFAULT_FIXTURE.replace("max_tokens = 8192", "max_tokens = 4096");
+        stampede_scenario::models::gateway::fixture::DEFAULT_FIXTURE.replace("server_slots = 80", "server_slots = 160");
     std::fs::write(&file, mine).unwrap();
     let text = stdout(&stampede(&["capacity", "--fixture", file.to_str().unwrap()]));
     assert!(text.contains("sustainable: 12.25 turns/s"), "{text}");

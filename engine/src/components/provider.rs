@@ -48,8 +48,9 @@ pub struct TierSpec {
     pub base_latency_s: f64,
     /// Calls the tier serves at once; more wait in its queue.
     pub server_slots: u32,
-    /// Each meter's bucket holds this many seconds of its refill (60: a minute's worth).
-    pub burst_s: f64,
+    /// Each meter's bucket holds this many seconds of its refill (requests, input,
+    /// output; 60: a minute's worth, the providers' rule).
+    pub burst_s: [f64; 3],
 }
 
 /// A tier's condition during an incident.
@@ -153,7 +154,7 @@ impl ProviderTier {
                     output_tokens_per_minute: spec.otpm,
                 },
                 QuotaConfig { headroom: 1.0, longest_wait: 0, instances: 1, coordinated: true },
-                crate::kernel::time::secs_to_nanos(spec.burst_s),
+                spec.burst_s.map(crate::kernel::time::secs_to_nanos),
             ),
             in_service: 0,
             queue: VecDeque::with_capacity(4 * spec.server_slots as usize + 1),
@@ -308,7 +309,7 @@ mod tests {
         decode_tokens_per_s: 35.0,
         base_latency_s: 0.45,
         server_slots: 80,
-        burst_s: 60.0,
+        burst_s: [60.0; 3],
     };
 
     fn rng() -> RngStream {

@@ -92,26 +92,27 @@ impl QuotaMeter {
     /// The meter one instance uses: the whole (headroomed) quota when coordinated,
     /// 1/N of it otherwise.
     pub fn new(limits: QuotaLimits, config: QuotaConfig) -> Self {
-        Self::with_burst(limits, config, 60 * crate::kernel::time::NANOS_PER_SEC)
+        Self::with_burst(limits, config, [60 * crate::kernel::time::NANOS_PER_SEC; 3])
     }
 
-    /// [`QuotaMeter::new`] whose buckets hold `burst` worth of their refill (a minute's
-    /// in `new`, the providers' rule): a smaller burst makes a limit bind sooner.
-    pub fn with_burst(limits: QuotaLimits, config: QuotaConfig, burst: Nanos) -> Self {
+    /// [`QuotaMeter::new`] whose buckets hold `burst` worth of their refill (requests,
+    /// input, output; a minute's in `new`, the providers' rule): a smaller burst makes
+    /// a limit bind sooner.
+    pub fn with_burst(limits: QuotaLimits, config: QuotaConfig, burst: [Nanos; 3]) -> Self {
         assert!((0.0..=1.0).contains(&config.headroom), "headroom must be in [0, 1]");
         assert!(config.instances > 0, "instances must be at least 1");
-        assert!(burst > 0, "a bucket holds something");
+        assert!(burst.iter().all(|b| *b > 0), "a bucket holds something");
         let share = if config.coordinated { 1 } else { config.instances as u64 };
         let minute = 60 * crate::kernel::time::NANOS_PER_SEC;
-        let bucket = |limit: u64| {
+        let bucket = |limit: u64, burst: Nanos| {
             let per_minute = (limit as f64 * config.headroom) as u64 / share;
             let capacity = ((per_minute as u128 * burst as u128 / minute as u128) as u64).max(1);
             TokenBucket::new(capacity, per_minute, minute)
         };
         let (requests, input, output) = (
-            bucket(limits.requests_per_minute),
-            bucket(limits.input_tokens_per_minute),
-            bucket(limits.output_tokens_per_minute),
+            bucket(limits.requests_per_minute, burst[0]),
+            bucket(limits.input_tokens_per_minute, burst[1]),
+            bucket(limits.output_tokens_per_minute, burst[2]),
         );
         let built = [&requests, &input, &output].map(|b| (b.capacity(), b.refill()));
         QuotaMeter {
@@ -335,7 +336,7 @@ mod tests {
                 output_tokens_per_minute: 60_000,
             };
             let config = QuotaConfig { headroom: 1.0, longest_wait: 0, instances: 1, coordinated: true };
-            let mut meter = QuotaMeter::with_burst(limits, config, 10 * NANOS_PER_SEC);
+            let mut meter = QuotaMeter::with_burst(limits, config, [10 * NANOS_PER_SEC; 3]);
             let (mut now, mut held) = (0, Vec::new());
             for (op, dt, input, output, floor) in steps {
                 now += dt;

@@ -370,14 +370,15 @@ impl GatewayParams {
         let tiers = 0..self.tiers.len();
         let split = QuotaConfig { coordinated: false, ..self.quota };
         let per_instance = || {
-            (0..self.instances).flat_map(|_| tiers.clone().map(|tier| QuotaMeter::new(self.quota_limits(tier), split)))
+            let tiers = tiers.clone();
+            (0..self.instances).flat_map(move |_| tiers.clone().map(move |tier| self.quota_meter(tier, split)))
         };
         let can_fail = self.incidents.iter().any(|i| i.kind == IncidentKind::CoordinatorOutage);
         match (self.quota.coordinated, can_fail) {
-            (true, false) => tiers.clone().map(|tier| QuotaMeter::new(self.quota_limits(tier), self.quota)).collect(),
+            (true, false) => tiers.clone().map(|tier| self.quota_meter(tier, self.quota)).collect(),
             (true, true) => tiers
                 .clone()
-                .map(|tier| QuotaMeter::new(self.quota_limits(tier), self.quota))
+                .map(|tier| self.quota_meter(tier, self.quota))
                 .chain(per_instance())
                 .collect(),
             (false, _) => per_instance().collect(),
@@ -401,6 +402,13 @@ impl GatewayParams {
             order: self.bulkhead_order,
             codel: self.codel,
         }
+    }
+
+    /// A client meter of `tier`: its buckets hold what the provider's do (the tier's
+    /// bursts), so the client cannot admit a burst the provider would refuse.
+    fn quota_meter(&self, tier: usize, config: QuotaConfig) -> QuotaMeter {
+        let burst = self.tiers[tier].spec.burst_s.map(crate::kernel::time::secs_to_nanos);
+        QuotaMeter::with_burst(self.quota_limits(tier), config, burst)
     }
 
     /// Tier `tier`'s quota: its requests, input and output tokens per minute.

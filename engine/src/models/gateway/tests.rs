@@ -56,7 +56,7 @@ fn params(gates: &[Gate]) -> GatewayParams {
         decode_tokens_per_s: 100.0,
         base_latency_s: 0.1,
         server_slots: 1_000,
-        burst_s: 60.0,
+        burst_s: [60.0; 3],
     };
     let class = ClassParams {
         tier: 0,

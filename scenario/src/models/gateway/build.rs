@@ -225,7 +225,7 @@ impl GatewayConfig {
                     decode_tokens_per_s: t.decode_tokens_per_s,
                     base_latency_s: t.base_latency_s,
                     server_slots: t.server_slots,
-                    burst_s: t.burst_s,
+                    burst_s: t.bursts_s(),
                 },
                 usd_per_mtok_in: t.usd_per_mtok_in,
                 usd_per_mtok_out: t.usd_per_mtok_out,
@@ -244,7 +244,7 @@ impl GatewayConfig {
         let slots = self.stack.bulkhead_slots.get(name).copied().unwrap_or(computed.ceil().max(4.0) as u32);
         ClassParams {
             tier: self.tier_index(&c.tier),
-            share: c.calls_per_turn.min(1.0),
+            share: c.share(),
             input_tokens: (c.input_tokens.mean, c.input_tokens.sd),
             output_tokens: (c.output_tokens.mean, c.output_tokens.sd),
             max_tokens: c.max_tokens(),
@@ -450,7 +450,7 @@ pub(super) fn main_class(fixture: &Fixture) -> Option<&str> {
     let steps = fixture.steps();
     let (calls, _) = steps.iter().rev().find(|(_, background)| !background)?;
     let call = calls.first()?;
-    let probability = call.probability.unwrap_or(fixture.classes[&call.call].calls_per_turn.min(1.0));
+    let probability = call.probability.unwrap_or(fixture.classes[&call.call].share());
     let name = match &call.otherwise {
         Some(otherwise) if probability < 0.5 => otherwise,
         _ => &call.call,

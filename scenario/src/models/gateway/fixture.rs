@@ -111,6 +111,15 @@ pub struct Tier {
     /// Each meter's bucket holds this many seconds of its refill (the providers' rule: 60).
     #[serde(default = "default_burst")]
     pub burst_s: f64,
+    /// The requests meter's own burst, seconds of refill; absent: `burst_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_burst_s: Option<f64>,
+    /// The input-token meter's own burst; absent: `burst_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_burst_s: Option<f64>,
+    /// The output-token meter's own burst; absent: `burst_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_burst_s: Option<f64>,
     /// The unloaded time to first token as measured (a distribution value: your own
     /// latencies), instead of `base_latency_s + input ÷ prefill_tokens_per_s` × jitter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,10 +183,11 @@ pub struct CallClass {
     pub tier: String,
     #[serde(default = "critical", with = "crate::base::names")]
     pub criticality: Criticality,
-    /// The share of turns that make this call: capacity's arithmetic, and the plan's
-    /// probability where the plan gives none (values above 1 count as 1 there).
-    #[serde(default = "one")]
-    pub calls_per_turn: f64,
+    /// The share of turns that make this call, where the plan gives a call of this
+    /// class no probability of its own (values above 1 count as 1; absent: 1). Capacity
+    /// counts the plan's calls, not this number (a warning says when they disagree).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_per_turn: Option<f64>,
     pub input_tokens: Tokens,
     pub output_tokens: Tokens,
     /// Absent: the output mean plus four standard deviations, rounded up.
@@ -218,6 +228,12 @@ pub struct CallClass {
 }
 
 impl CallClass {
+    /// The share of turns that make a call of this class where the plan gives none:
+    /// `calls_per_turn`, at most 1 (absent: every turn).
+    pub fn share(&self) -> f64 {
+        self.calls_per_turn.unwrap_or(1.0).min(1.0)
+    }
+
     /// `max_tokens`, or its default: the output mean plus four standard deviations.
     pub fn max_tokens(&self) -> u64 {
         self.max_tokens
@@ -243,10 +259,6 @@ impl CallClass {
 
 fn critical() -> Criticality {
     Criticality::Critical
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 fn default_deadline() -> f64 {
@@ -644,12 +656,27 @@ impl CallSpec {
 }
 
 impl Tier {
+    /// Each meter's burst, seconds of its refill: (requests, input, output).
+    pub fn bursts_s(&self) -> [f64; 3] {
+        [self.requests_burst_s, self.input_burst_s, self.output_burst_s].map(|b| b.unwrap_or(self.burst_s))
+    }
+
+    /// The tokens (or requests) each meter's full bucket holds: its per-minute limit ×
+    /// its burst ÷ 60, as the provider builds it.
+    pub fn bucket_capacities(&self) -> [f64; 3] {
+        let [r, i, o] = self.bursts_s();
+        [self.rpm as f64 * r / 60.0, self.itpm as f64 * i / 60.0, self.otpm as f64 * o / 60.0]
+    }
+
     /// Rates and slots positive, the error rate a probability, prices not negative.
     fn validate(&self, name: &str) -> Result<()> {
         for (field, value) in [
             ("prefill_tokens_per_s", self.prefill_tokens_per_s),
             ("decode_tokens_per_s", self.decode_tokens_per_s),
             ("burst_s", self.burst_s),
+            ("requests_burst_s", self.requests_burst_s.unwrap_or(1.0)),
+            ("input_burst_s", self.input_burst_s.unwrap_or(1.0)),
+            ("output_burst_s", self.output_burst_s.unwrap_or(1.0)),
         ] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(Error::bad_input(format!("tiers.{name}.{field} = {value}: must be positive")));
@@ -718,11 +745,8 @@ impl CallClass {
         if self.max_tokens == Some(0) {
             return Err(Error::bad_input(format!("classes.{name}.max_tokens = 0: must be positive")));
         }
-        if !(self.calls_per_turn.is_finite() && self.calls_per_turn >= 0.0) {
-            return Err(Error::bad_input(format!(
-                "classes.{name}.calls_per_turn = {}: must be non-negative",
-                self.calls_per_turn
-            )));
+        if let Some(calls) = self.calls_per_turn.filter(|c| !(c.is_finite() && *c >= 0.0)) {
+            return Err(Error::bad_input(format!("classes.{name}.calls_per_turn = {calls}: must be non-negative")));
         }
         if !(0.0..=1.0).contains(&self.cache_hit_ratio) {
             return Err(Error::bad_input(format!(

@@ -288,7 +288,7 @@ impl GatewayConfig {
         drains.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.drain_s.total_cmp(&a.drain_s)));
         drains.dedup_by(|a, b| a.tier == b.tier);
         for drain in drains.into_iter().filter(|d| run.warmup_s < d.drain_s) {
-            let burst_s = fixture.tiers[&drain.tier].burst_s;
+            let burst_s = drain.burst_s;
             warnings.push(format!(
                 "tier {}: {turns} turns/s ask its {} meter for {:.0} a minute, more than its {:.0} refill, and the \
                  meter starts full (burst_s = {burst_s} s of refill), which lasts about {:.0} s at that load; with \
