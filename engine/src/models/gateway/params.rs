@@ -376,11 +376,9 @@ impl GatewayParams {
         let can_fail = self.incidents.iter().any(|i| i.kind == IncidentKind::CoordinatorOutage);
         match (self.quota.coordinated, can_fail) {
             (true, false) => tiers.clone().map(|tier| self.quota_meter(tier, self.quota)).collect(),
-            (true, true) => tiers
-                .clone()
-                .map(|tier| self.quota_meter(tier, self.quota))
-                .chain(per_instance())
-                .collect(),
+            (true, true) => {
+                tiers.clone().map(|tier| self.quota_meter(tier, self.quota)).chain(per_instance()).collect()
+            }
             (false, _) => per_instance().collect(),
         }
     }

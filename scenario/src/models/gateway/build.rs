@@ -279,6 +279,8 @@ impl GatewayConfig {
             if engine.resent {
                 classes[i].latency = false;
                 classes[i].has_fallback = false;
+                // Another model's prompt cache has not seen this prefix.
+                classes[i].cache_hit_ratio = fixture_class.fallback_cache_hit_ratio;
                 let source = resolved.class_index(&engine.source);
                 match self.fallback_tier(&engine.source) {
                     Some(tier) => {

@@ -276,7 +276,7 @@ pub fn planned_load(fixture: &Fixture) -> Vec<PlannedLoad> {
                         calls: 0.0,
                         attempts,
                         served: 1.0 - failing,
-                        hit_ratio: 0.0,
+                        hit_ratio: class.fallback_cache_hit_ratio,
                         resent: true,
                     };
                     load.push(row);
@@ -700,6 +700,66 @@ mod tests {
         let text = DEFAULT.replace("tier = \"opus\"", "tier = \"gpt\"");
         let error = Fixture::parse(&text, "test").unwrap_err();
         assert!(error.message.contains("classes.think.tier = \"gpt\": no such tier"), "{}", error.message);
+    }
+
+    /// A call that could never succeed is refused, naming the class, the tier and
+    /// both numbers (issue 53's case: OTPM 60,000 with a 4 s burst holds 4,000 tokens).
+    #[test]
+    fn a_call_larger_than_a_bucket_is_refused() {
+        let small = DEFAULT.replace(
+            "[tiers.sonnet]\nrpm = 2000\nitpm = 8000000\notpm = 1000000",
+            "[tiers.sonnet]\nrpm = 2000\nitpm = 8000000\notpm = 60000\noutput_burst_s = 4.0",
+        );
+        let error = Fixture::parse(&small.replace("max_tokens = 2048", "max_tokens = 5000"), "test").unwrap_err();
+        assert!(
+            error.message.contains(
+                "classes.answer.max_tokens = 5000: more than tier sonnet's output-token bucket holds \
+                 (otpm 60000 × 4 s of burst ÷ 60 = 4000 tokens)"
+            ),
+            "{}",
+            error.message
+        );
+        // 4000 fits; the other meters keep their minute.
+        let fits = Fixture::parse(&small.replace("max_tokens = 2048", "max_tokens = 4000"), "test").unwrap();
+        assert_eq!(fits.tiers["sonnet"].bucket_capacities(), [2000.0, 8_000_000.0, 4000.0]);
+        // A fallback tier that cannot hold the call is named as such.
+        let resent = small
+            .replace(
+                "tier = \"opus\"\ncriticality = \"critical\"",
+                "tier = \"opus\"\ncriticality = \"critical\"\nfallback_tier = \"sonnet\"",
+            )
+            .replace("fallback = \"answer\"\n", "");
+        let error = Fixture::parse(&resent, "test").unwrap_err();
+        assert!(
+            error.message.contains("classes.think.max_tokens = 8192: more than tier sonnet (its fallback_tier)'s"),
+            "{}",
+            error.message
+        );
+        let input = DEFAULT.replace("itpm = 400000", "itpm = 400000\ninput_burst_s = 0.5");
+        let error = Fixture::parse(&input, "test").unwrap_err();
+        assert!(
+            error.message.contains("classes.think.input_tokens.mean = 6800: more than tier opus's"),
+            "{}",
+            error.message
+        );
+    }
+
+    /// calls_per_turn that the plan does not make is a warning, not an error; the
+    /// shipped fixture has none.
+    #[test]
+    fn calls_per_turn_the_plan_does_not_make_is_a_warning() {
+        assert_eq!(Fixture::load(None).unwrap().warnings(), Vec::<String>::new());
+        let doubled = DEFAULT.replace("calls_per_turn = 0.18", "calls_per_turn = 0.18").replace(
+            "  { call = \"title\", background = true },",
+            "  { parallel = [{ call = \"title\" }, { call = \"title\" }], background = true },",
+        );
+        let warnings = Fixture::parse(&doubled, "test").unwrap().warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("classes.title.calls_per_turn = 0.18: the turn plan makes 0.360 title calls"),
+            "{}",
+            warnings[0]
+        );
     }
 
     const DEFAULT: &str = super::super::fixture::DEFAULT_FIXTURE;

@@ -221,6 +221,10 @@ pub struct CallClass {
     /// `cache_read_price_weight`). 0: no prompt caching.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_hit_ratio: f64,
+    /// The hit ratio of the copy re-sent to another tier (`fallback_tier`): a prompt
+    /// cache belongs to a model, so it starts cold (0) unless said otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fallback_cache_hit_ratio: f64,
     /// How the class waits between attempts: constant, exponential (no jitter),
     /// full_jitter, equal_jitter or decorrelated.
     #[serde(default = "full_jitter", with = "crate::base::names")]
@@ -426,6 +430,12 @@ impl Fixture {
             check_name("classes", name)?;
             class.validate(name, &self.tiers, &self.classes)?;
         }
+        for (name, class) in &self.classes {
+            check_fits(name, class, &class.tier, &self.tiers[&class.tier], "tier")?;
+            if let Some(tier) = &class.fallback_tier {
+                check_fits(name, class, tier, &self.tiers[tier], "fallback_tier")?;
+            }
+        }
         self.check_fallback_chains()?;
         check_ladder(&self.gateway.ladder_classes, &self.classes)?;
         self.validate_turn()?;
@@ -618,6 +628,37 @@ impl Fixture {
     }
 }
 
+/// A call of `class` can succeed on `tier` (reached through the class's `field`): its
+/// `max_tokens` fits the tier's output-token bucket and its mean input the input-token
+/// bucket. A call larger than a bucket is refused with a 429 every time, however long
+/// it waits — the provider's meter never holds that much.
+pub fn check_fits(name: &str, class: &CallClass, tier_name: &str, tier: &Tier, field: &str) -> Result<()> {
+    let [_, input_bucket, output_bucket] = tier.bucket_capacities();
+    let [_, input_burst, output_burst] = tier.bursts_s();
+    let via = if field == "tier" { String::new() } else { format!(" (its {field})") };
+    let max_tokens = class.max_tokens();
+    if max_tokens as f64 > output_bucket.floor() {
+        return Err(Error::bad_input(format!(
+            "classes.{name}.max_tokens = {max_tokens}: more than tier {tier_name}{via}'s output-token bucket holds \
+             (otpm {} × {output_burst} s of burst ÷ 60 = {} tokens), so every {name} call there is refused with a \
+             429; lower max_tokens or raise tiers.{tier_name}.output_burst_s",
+            tier.otpm,
+            output_bucket.floor()
+        )));
+    }
+    if class.input_tokens.mean > input_bucket.floor() {
+        return Err(Error::bad_input(format!(
+            "classes.{name}.input_tokens.mean = {}: more than tier {tier_name}{via}'s input-token bucket holds \
+             (itpm {} × {input_burst} s of burst ÷ 60 = {} tokens), so most {name} calls there are refused with a \
+             429; shorten the prompt or raise tiers.{tier_name}.input_burst_s",
+            class.input_tokens.mean,
+            tier.itpm,
+            input_bucket.floor()
+        )));
+    }
+    Ok(())
+}
+
 /// A tier's or class's name becomes part of metric names: a letter, then letters,
 /// digits and underscores.
 fn check_name(section: &str, name: &str) -> Result<()> {
@@ -630,6 +671,42 @@ fn check_name(section: &str, name: &str) -> Result<()> {
         "[{section}.{name:?}]: a name must be a letter followed by letters, digits and underscores \
          (it becomes part of metric names)"
     )))
+}
+
+impl Fixture {
+    /// Valid input that would likely mislead: a `calls_per_turn` the turn plan does not
+    /// make (capacity and the simulation both count the plan's calls); prompts whose
+    /// long tail does not fit an input bucket (those calls can never succeed).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.turn.is_some() {
+            let load = super::capacity::planned_load(self);
+            for (name, class) in &self.classes {
+                let Some(given) = class.calls_per_turn else { continue };
+                let planned: f64 = load.iter().filter(|l| &l.class == name && !l.resent).map(|l| l.calls).sum();
+                if (given - planned).abs() > 0.01 * given.max(planned).max(0.01) {
+                    warnings.push(format!(
+                        "classes.{name}.calls_per_turn = {given}: the turn plan makes {planned:.3} {name} calls a \
+                         turn, and capacity and run both count the plan's; calls_per_turn is read only as the share \
+                         of turns for a plan step that gives no probability (remove it, or make the plan say it)"
+                    ));
+                }
+            }
+        }
+        for (name, class) in &self.classes {
+            let tier = &self.tiers[&class.tier];
+            let long = class.input_tokens.mean + 4.0 * class.input_tokens.sd;
+            let bucket = tier.bucket_capacities()[1].floor();
+            if long > bucket {
+                warnings.push(format!(
+                    "classes.{name}.input_tokens: a prompt 4 standard deviations long ({long:.0} tokens) is more than \
+                     tier {}'s input-token bucket holds ({bucket:.0}); such calls are refused with a 429 every time",
+                    class.tier
+                ));
+            }
+        }
+        warnings
+    }
 }
 
 impl StepSpec {
@@ -748,11 +825,12 @@ impl CallClass {
         if let Some(calls) = self.calls_per_turn.filter(|c| !(c.is_finite() && *c >= 0.0)) {
             return Err(Error::bad_input(format!("classes.{name}.calls_per_turn = {calls}: must be non-negative")));
         }
-        if !(0.0..=1.0).contains(&self.cache_hit_ratio) {
-            return Err(Error::bad_input(format!(
-                "classes.{name}.cache_hit_ratio = {}: must be from 0 to 1",
-                self.cache_hit_ratio
-            )));
+        for (field, ratio) in
+            [("cache_hit_ratio", self.cache_hit_ratio), ("fallback_cache_hit_ratio", self.fallback_cache_hit_ratio)]
+        {
+            if !(0.0..=1.0).contains(&ratio) {
+                return Err(Error::bad_input(format!("classes.{name}.{field} = {ratio}: must be from 0 to 1")));
+            }
         }
         if !(0.0..=1.0).contains(&self.cacheable_prefix) {
             return Err(Error::bad_input(format!(

@@ -99,6 +99,8 @@ impl GatewayConfig {
             if !fixture.tiers.contains_key(tier) {
                 return Err(Error::bad_input(format!("{field} = {tier:?}: no such tier; tiers: {}", tier_names())));
             }
+            fixture::check_fits(class, &fixture.classes[class], tier, &fixture.tiers[tier], &field)
+                .map_err(|e| Error::bad_input(format!("{field} = {tier:?}: {}", e.message)))?;
         }
         Ok(())
     }
@@ -282,7 +284,7 @@ impl GatewayConfig {
     pub fn warnings(&self, run: &RunConfig) -> Vec<String> {
         let Resolved { fixture, knobs, .. } = self.resolved();
         let turns = self.turns_per_s(run);
-        let mut warnings = Vec::new();
+        let mut warnings = fixture.warnings();
         // Per tier, the meter whose starting burst lasts longest.
         let mut drains = capacity::burst_drains(fixture, turns);
         drains.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.drain_s.total_cmp(&a.drain_s)));
