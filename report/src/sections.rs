@@ -994,7 +994,8 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
             }
             ModelSection::Outcomes { title, groups } => blocks.extend(outcomes(ctx, title, groups)),
             ModelSection::Funnel { title, total_label, segments } => {
-                blocks.push(funnel(ctx, title, total_label, segments))
+                blocks.push(funnel(ctx, title, total_label, segments));
+                blocks.extend(hints(ctx));
             }
             ModelSection::Topology { title, services, edges, entries } => {
                 blocks.push(topology(ctx, title, services, edges, entries))
@@ -1286,6 +1287,22 @@ fn funnel(ctx: &Context, title: &str, total_label: &str, segments: &[(Segment, V
                 .into(),
         ),
     )
+}
+
+/// The model's advice for the grid points whose means call for it (under the funnel:
+/// where calls stopped is what it explains).
+fn hints(ctx: &Context) -> Option<Block> {
+    let Ok(scenario) = &ctx.folder.scenario else { return None };
+    let mut items = String::new();
+    for point in &ctx.points {
+        let Ok(grid_point) = scenario.grid_point(point.index) else { continue };
+        for hint in grid_point.model.presentation(&grid_point.run).hints {
+            if let Some(text) = hint.fired(|metric| ctx.value(point.index, metric).map(|v| v.value)) {
+                items.push_str(&format!("<li>grid point {}: {}</li>", point.index, escape(&text)));
+            }
+        }
+    }
+    (!items.is_empty()).then(|| Block::Html(format!("<ul class=\"hints\">{items}</ul>")))
 }
 
 /// Every section, in page order.

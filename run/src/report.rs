@@ -38,6 +38,28 @@ pub struct PointReport {
     pub compute_s: f64,
 }
 
+impl RunReport {
+    /// The model's advice for each grid point whose means call for it (a default that
+    /// is hurting, say), each line naming the point: what `run` prints after its table.
+    pub fn hints(&self) -> Vec<String> {
+        let metrics = &self.scenario.schema.metrics;
+        let mut lines = Vec::new();
+        for point in &self.points {
+            let Ok(grid_point) = self.scenario.grid_point(point.index) else { continue };
+            let mean = |name: &str| {
+                let m = metrics.iter().position(|m| m.name == name)?;
+                point.summaries.get(m).map(|s| s.mean)
+            };
+            for hint in grid_point.model.presentation(&grid_point.run).hints {
+                if let Some(text) = hint.fired(mean) {
+                    lines.push(format!("grid point {}: {text}", point.index));
+                }
+            }
+        }
+        lines
+    }
+}
+
 impl PointReport {
     /// Metric `m` is defined in fewer than all replicas: (covered, replicas).
     pub fn partial(&self, m: usize) -> Option<(u64, u32)> {

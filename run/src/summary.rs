@@ -250,6 +250,9 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         out.push_str(&note);
         out.push('\n');
     }
+    for hint in report.hints() {
+        out.push_str(&wrap(&format!("note: {hint}"), options.width.max(40)));
+    }
     if partial_shown {
         out.push_str(
             "(k/N): defined in k of the point's N replicas (a recovery time where the replica recovered), the mean \

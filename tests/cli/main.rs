@@ -17,6 +17,7 @@ mod folder;
 mod fuzz;
 mod gateway_cli;
 mod inputs;
+mod llm_launch;
 mod llm_pages;
 mod optimize;
 mod readme;

@@ -101,6 +101,7 @@ impl ModelSpec for Cluster {
                     metrics: labelled(&[("peak_shard_load_ratio", "peak shard load")]),
                 },
             ],
+            hints: Vec::new(),
         }
     }
 

@@ -117,6 +117,7 @@ impl ModelSpec for Dependency {
                     ]),
                 },
             ],
+            hints: Vec::new(),
         }
     }
 

@@ -94,6 +94,28 @@ pub struct Presentation {
     pub windows: Vec<Window>,
     pub recovery: Option<Recovery>,
     pub sections: Vec<Section>,
+    /// Advice that applies where a grid point's means cross a line (a default that is
+    /// hurting): printed after the run's table and shown under the report's funnel.
+    pub hints: Vec<Hint>,
+}
+
+/// Advice for a grid point whose mean `numerators` ÷ mean `denominator` is above
+/// `above`: `text`, with `{share}` replaced by that share in percent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hint {
+    pub numerators: Vec<String>,
+    pub denominator: String,
+    pub above: f64,
+    pub text: String,
+}
+
+impl Hint {
+    /// The advice for one grid point, given its metric means (`None`: not written).
+    pub fn fired(&self, mean: impl Fn(&str) -> Option<f64>) -> Option<String> {
+        let denominator = mean(&self.denominator).filter(|d| *d > 0.0)?;
+        let share = self.numerators.iter().filter_map(|m| mean(m)).filter(|v| v.is_finite()).sum::<f64>() / denominator;
+        (share > self.above).then(|| self.text.replace("{share}", &format!("{:.0}%", share * 100.0)))
+    }
 }
 
 impl Recovery {

@@ -749,7 +749,7 @@ mod tests {
     #[test]
     fn calls_per_turn_the_plan_does_not_make_is_a_warning() {
         assert_eq!(Fixture::load(None).unwrap().warnings(), Vec::<String>::new());
-        let doubled = DEFAULT.replace("calls_per_turn = 0.18", "calls_per_turn = 0.18").replace(
+        let doubled = DEFAULT.replace(
             "  { call = \"title\", background = true },",
             "  { parallel = [{ call = \"title\" }, { call = \"title\" }], background = true },",
         );

@@ -18,7 +18,7 @@ mod resolved;
 mod schema;
 mod validate;
 
-use stampede_engine::models::gateway::{Gateway as GatewayModel, GatewayResults, GatewaySeries};
+use stampede_engine::models::gateway::{Gate, Gateway as GatewayModel, GatewayResults, GatewaySeries};
 use stampede_engine::secs_to_nanos;
 use stampede_engine::LatencyHistogram;
 
@@ -76,7 +76,22 @@ impl ModelSpec for Gateway {
     }
 
     fn presentation(config: &GatewayConfig, _: &RunConfig) -> super::presentation::Presentation {
-        presentation::presentation(&config.resolved().class_names(), &config.incidents)
+        let bulkheads = if config.stack.client == ClientName::Stack && config.stack.gates.contains(&Gate::Bulkhead) {
+            let classes = config.classes();
+            config
+                .class_names()
+                .into_iter()
+                .zip(classes)
+                .map(|(class, params)| presentation::BulkheadSlots {
+                    class,
+                    slots: params.bulkhead_slots,
+                    given: config.stack.bulkhead_slots.contains_key(class),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        presentation::presentation(&config.resolved().class_names(), &config.incidents, &bulkheads)
     }
 
     fn series(_: &GatewayConfig) -> &'static [SeriesDef] {

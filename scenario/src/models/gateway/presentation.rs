@@ -9,7 +9,7 @@ use stampede_engine::models::gateway::reason::Source;
 use stampede_engine::models::gateway::Reason;
 
 use super::IncidentSection;
-use crate::models::presentation::{Presentation, Section, Segment, Window};
+use crate::models::presentation::{Hint, Presentation, Section, Segment, Window};
 
 /// The stage a reason belongs to: the gate that refused, a timeout, or the provider.
 fn stage(reason: Reason) -> String {
@@ -28,9 +28,23 @@ fn reason_segment(metric: String, reason: Reason) -> Segment {
     Segment { metric, label: reason.name().replace('_', " "), stage: stage(reason) }
 }
 
+/// A class's bulkhead, as the hint about it needs it: the class, its slots, and
+/// whether the scenario sized them (`stack.bulkhead_slots`) or took the default.
+pub struct BulkheadSlots<'a> {
+    pub class: &'a str,
+    pub slots: u32,
+    pub given: bool,
+}
+
+/// The bulkhead's refusals (full queue, deadline in the queue, CoDel) above this share
+/// of a class's calls draw the hint: the default slots are Little's law at the
+/// sustainable rate, so a slowdown that stretches every call fills them (issue 53: the
+/// stack without fallback answered fewer turns than naive retries).
+pub const BULKHEAD_HINT_SHARE: f64 = 0.05;
+
 /// `classes` (the engine's order) get a group each; `incidents` become the fault
-/// windows shaded on the time series.
-pub fn presentation(classes: &[&str], incidents: &[IncidentSection]) -> Presentation {
+/// windows shaded on the time series; each bulkhead in `bulkheads` gets a hint.
+pub fn presentation(classes: &[&str], incidents: &[IncidentSection], bulkheads: &[BulkheadSlots]) -> Presentation {
     let groups = classes
         .iter()
         .map(|prefix| {
@@ -58,6 +72,7 @@ pub fn presentation(classes: &[&str], incidents: &[IncidentSection]) -> Presenta
                 end_s: i.start_s + i.duration_s,
             })
             .collect(),
+        hints: bulkheads.iter().map(bulkhead_hint).collect(),
         recovery: None,
         sections: vec![
             Section::Outcomes {
@@ -73,6 +88,31 @@ pub fn presentation(classes: &[&str], incidents: &[IncidentSection]) -> Presenta
     }
 }
 
+fn bulkhead_hint(b: &BulkheadSlots) -> Hint {
+    let class = b.class;
+    let sized = if b.given {
+        "as stack.bulkhead_slots sets them".to_string()
+    } else {
+        "the default: Little's law at the sustainable rate, which a slowdown overruns as every call takes longer"
+            .to_string()
+    };
+    Hint {
+        numerators: Reason::ALL
+            .iter()
+            .filter(|r| matches!(r.source(), Source::Gate(stampede_engine::models::gateway::Gate::Bulkhead)))
+            .map(|r| format!("{class}_failed_{}", r.name()))
+            .collect(),
+        denominator: format!("{class}_offered"),
+        above: BULKHEAD_HINT_SHARE,
+        text: format!(
+            "{class}: its bulkhead refused {{share}} of its calls with {} slots ({sized}); raise \
+             stack.bulkhead_slots.{class} (its slots × the slowed call time ÷ the healthy one), or let `stampede \
+             optimize --range 'stack.bulkhead_slots.{class}=LO..HI:int'` choose",
+            b.slots
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,7 +124,7 @@ mod tests {
         let classes = ["classify", "answer", "summary", "answer_fallback"];
         let table = metric_table(&classes, Some(1));
         let exists = |name: &str| table.iter().any(|m| m.def.name == name);
-        for section in presentation(&classes, &[]).sections {
+        for section in presentation(&classes, &[], &[]).sections {
             match section {
                 Section::Outcomes { groups, .. } => {
                     assert_eq!(groups.len(), classes.len());

@@ -342,7 +342,7 @@ impl ModelSpec for Graph {
             groups: causes.collect(),
         });
         sections.extend(parts);
-        Presentation { windows, recovery: Some(Recovery::of_queue_depth(run.warmup_s)), sections }
+        Presentation { windows, recovery: Some(Recovery::of_queue_depth(run.warmup_s)), sections, hints: Vec::new() }
     }
 
     fn run_replica(
