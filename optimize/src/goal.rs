@@ -11,6 +11,7 @@
 
 use super::race::{Bound, Constraint, Requirement, Sense};
 use stampede_scenario::base::error::{Error, Result};
+use stampede_scenario::models::expression::is_expression;
 use stampede_scenario::scenario::claims::{Assertion, Statistic};
 
 /// The objective: a metric's mean over replicas, to maximize or minimize.
@@ -20,14 +21,21 @@ pub struct Objective {
     pub metric: String,
 }
 
+/// A metric the model writes, or an expression of them (checked when the scenario
+/// takes it as a column: [`stampede_scenario::Scenario::with_metrics`]).
 fn known(metric: &str, metrics: &[&str], flag: &str) -> Result<()> {
-    if metrics.contains(&metric) {
+    if metrics.contains(&metric) || is_expression(metric) {
         return Ok(());
     }
     Err(Error::bad_input(format!(
         "{flag}: {metric:?} is not a metric of this model; its metrics: {}",
         metrics.join(", ")
     )))
+}
+
+/// A metric name as given, or an expression with single spaces (its column's name).
+fn normalise(metric: &str) -> String {
+    metric.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl Objective {
@@ -41,8 +49,9 @@ impl Objective {
             }
             (Some(_), Some(_)) => return Err(Error::bad_input("--minimize and --maximize: give one objective")),
         };
-        known(metric, metrics, flag)?;
-        Ok(Objective { sense, metric: metric.to_string() })
+        let metric = normalise(metric);
+        known(&metric, metrics, flag)?;
+        Ok(Objective { sense, metric })
     }
 }
 
@@ -76,8 +85,9 @@ pub fn parse_requirement(text: &str, metrics: &[&str]) -> Result<Constraint> {
     };
     let number = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite());
     let constraint = |metric: &str, requirement| -> Result<Constraint> {
-        known(metric, metrics, &format!("--require {text:?}"))?;
-        Ok(Constraint { text: text.trim().to_string(), metric: metric.to_string(), requirement })
+        let metric = normalise(metric);
+        known(&metric, metrics, &format!("--require {text:?}"))?;
+        Ok(Constraint { text: text.trim().to_string(), metric, requirement })
     };
     // fraction(METRIC op V) op F: the inner comparison is inside the parentheses.
     if let Some(inner) = text.trim().strip_prefix("fraction(") {

@@ -9,6 +9,7 @@
 //! The statistics are [`stampede_run::verify::compare`]'s; this module reads
 //! the folders and shapes the answer.
 
+use stampede_scenario::models::expression::MetricExpr;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -146,6 +147,19 @@ pub fn compare(
     tolerance: Option<f64>,
     window: Option<(f64, f64)>,
 ) -> Result<Comparison> {
+    compare_with(a, b, alpha, tolerance, window, &[])
+}
+
+/// [`compare`], also comparing each of `expressions` (metrics joined by `+ - * /`, see
+/// [`stampede_scenario::models::expression`]) computed per replica on each side.
+pub fn compare_with(
+    a: &Path,
+    b: &Path,
+    alpha: f64,
+    tolerance: Option<f64>,
+    window: Option<(f64, f64)>,
+    expressions: &[String],
+) -> Result<Comparison> {
     if let Some((from, to)) = window.filter(|(from, to)| !(from.is_finite() && to.is_finite() && from < to)) {
         return Err(Error::bad_input(format!(
             "--window {from},{to}: two times in seconds from the run's start, the first below the second"
@@ -207,12 +221,37 @@ pub fn compare(
     }
     let paired = ma.seed == mb.seed;
     let (infos, _) = points(&fa, &fa.metric_defs());
-    let by_point = |table: &Table, point: u32, metric: &str| -> Result<Vec<(u64, f64)>> {
-        let io = |e: stampede_output::OutputError| Error::bad_input(format!("{e}"));
+    let names: Vec<&str> = ma.metrics.iter().map(String::as_str).collect();
+    let parsed = expressions
+        .iter()
+        .map(|text| MetricExpr::parse(text, &names, "--metric"))
+        .collect::<stampede_scenario::Result<Vec<_>>>()?;
+    let io = |e: stampede_output::OutputError| Error::bad_input(format!("{e}"));
+    // An expression's value per replica row: every metric's column, row by row.
+    let computed = |table: &Table, expr: &MetricExpr| -> Result<Vec<f64>> {
+        let columns = names.iter().map(|m| table.numbers(m).map_err(io)).collect::<Result<Vec<_>>>()?;
+        let rows = columns.first().map_or(0, Vec::len);
+        Ok((0..rows).map(|row| expr.eval(&columns.iter().map(|c| c[row]).collect::<Vec<f64>>())).collect())
+    };
+    let extra: Vec<(String, Vec<f64>, Vec<f64>)> = parsed
+        .iter()
+        .map(|expr| Ok((expr.text.clone(), computed(&ra, expr)?, computed(&rb, expr)?)))
+        .collect::<Result<_>>()?;
+    // `b_side`: the table is B's (an expression's values are kept per side).
+    let by_point = |table: &Table, b_side: bool, point: u32, metric: &str| -> Result<Vec<(u64, f64)>> {
         let (points, replicas, values) = (
             table.numbers("grid_point").map_err(io)?,
             table.numbers("replica").map_err(io)?,
-            table.numbers(metric).map_err(io)?,
+            match extra.iter().find(|(text, ..)| text == metric) {
+                Some((_, a, b)) => {
+                    if b_side {
+                        b.clone()
+                    } else {
+                        a.clone()
+                    }
+                }
+                None => table.numbers(metric).map_err(io)?,
+            },
         );
         let mut rows: Vec<(u64, f64)> = (0..points.len())
             .filter(|&i| points[i] == f64::from(point))
@@ -222,9 +261,11 @@ pub fn compare(
         Ok(rows)
     };
     let mut rows = Vec::new();
+    let metrics: Vec<String> = ma.metrics.iter().cloned().chain(extra.iter().map(|(text, ..)| text.clone())).collect();
     for info in &infos {
-        for metric in &ma.metrics {
-            let pair = Pair { a: by_point(&ra, info.index, metric)?, b: by_point(&rb, info.index, metric)? };
+        for metric in &metrics {
+            let pair =
+                Pair { a: by_point(&ra, false, info.index, metric)?, b: by_point(&rb, true, info.index, metric)? };
             let difference = pair.difference(paired);
             let beyond = tolerance.is_some_and(|t| difference.diff.abs() > t * difference.mean_a.abs());
             rows.push(Row {

@@ -21,6 +21,9 @@ pub struct SummaryOptions {
     pub width: usize,
     /// ANSI bold for the best value of each row.
     pub colour: bool,
+    /// These metrics as the rows, in order, instead of the headline ones (`run
+    /// --metric`); empty: the headlines.
+    pub rows: Vec<String>,
 }
 
 const NAME_COLUMN: usize = 24;
@@ -173,10 +176,16 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         out.push_str(&format!("  {title:>CELL$}"));
     }
     out.push('\n');
-    let mut rows: Vec<usize> = (0..metrics.len()).filter(|&m| metrics[m].headline).collect();
+    let chosen_rows: Vec<usize> =
+        options.rows.iter().filter_map(|name| metrics.iter().position(|m| m.name == name.as_str())).collect();
+    let mut rows: Vec<usize> = if chosen_rows.is_empty() {
+        (0..metrics.len()).filter(|&m| metrics[m].headline).collect()
+    } else {
+        chosen_rows.clone()
+    };
     let mut partial_shown = false;
     if options.all_metrics {
-        rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline));
+        rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline && !chosen_rows.contains(&m)));
     }
     for m in rows {
         let def = &metrics[m];
@@ -259,7 +268,11 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
              over those; under half is never marked best\n",
         );
     }
-    let hidden = metrics.iter().filter(|m| !m.headline).count();
+    let hidden = if chosen_rows.is_empty() {
+        metrics.iter().filter(|m| !m.headline).count()
+    } else {
+        metrics.len() - chosen_rows.len()
+    };
     if !options.all_metrics && hidden > 0 {
         out.push_str(&format!("{hidden} more metrics with --all-metrics; * marks a row's best\n"));
     }
@@ -311,7 +324,7 @@ mod tests {
 
     #[test]
     fn headlines_first_best_marked_and_no_colour_unless_asked() {
-        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false, rows: Vec::new() };
         let text = render(&report(3), &options);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[2].contains("servers=2") && lines[2].contains("servers=4"), "{text}");
@@ -328,7 +341,7 @@ mod tests {
     /// the last point would be best, but its value covers 1 of 10 replicas.
     #[test]
     fn a_metric_defined_in_few_replicas_says_so_and_is_never_best() {
-        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false, rows: Vec::new() };
         let mut partial = report(3);
         partial.points[2].covered[0] = 1;
         partial.points[1].covered[0] = 6;
@@ -343,7 +356,8 @@ mod tests {
 
     #[test]
     fn a_wide_grid_shows_its_best_and_worst_and_says_how_many_it_left_out() {
-        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 24 + 4 * 22, colour: false };
+        let options =
+            SummaryOptions { all_metrics: false, rank_by: None, width: 24 + 4 * 22, colour: false, rows: Vec::new() };
         let text = render(&report(30), &options);
         assert!(text.contains("4 of 30 grid points shown: best 2, worst 2 by wait_mean_s"), "{text}");
         // Best by wait (lower): servers 31 and 30; worst: servers 2 and 3.
@@ -365,7 +379,7 @@ mod tests {
                 ("client.retry.policy_with_a_long_name".into(), toml::Value::String(format!("policy-{i}"))),
             ];
         }
-        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false };
+        let options = SummaryOptions { all_metrics: false, rank_by: None, width: 120, colour: false, rows: Vec::new() };
         let text = render(&wide, &options);
         let header = text.lines().nth(2).unwrap();
         assert!(header.contains("#0") && header.contains("#1") && header.contains("#2"), "{text}");

@@ -62,6 +62,10 @@ fn columns() -> Vec<ColumnSpec> {
         ("gate", Utf8),
         ("cause", Utf8),
         ("counted", Bool),
+        ("tenant", U32),
+        ("input_tokens", U32),
+        ("output_tokens", U32),
+        ("usd", F64),
     ]
     .into_iter()
     .map(|(name, kind)| ColumnSpec::new(name, kind))
@@ -105,6 +109,10 @@ pub fn write(dir: &Path, scenario: &Scenario, replica: u32) -> Result<()> {
                 ColumnValues::Utf8(rows.iter().map(|r| r.gate.to_string()).collect()),
                 ColumnValues::Utf8(rows.iter().map(|r| r.cause.to_string()).collect()),
                 ColumnValues::Bool(rows.iter().map(|r| Some(r.counted)).collect()),
+                ColumnValues::U32(rows.iter().map(|r| r.tenant).collect()),
+                ColumnValues::U32(rows.iter().map(|r| r.input_tokens).collect()),
+                ColumnValues::U32(rows.iter().map(|r| r.output_tokens).collect()),
+                ColumnValues::F64(rows.iter().map(|r| r.nano_usd as f64 / 1e9).collect()),
             ])
             .map_err(io)?;
     }

@@ -44,6 +44,9 @@ pub struct Scenario {
     /// The union of every point's [`ModelConfig::optional_columns`]: the base and
     /// every point report them all.
     optional_columns: Vec<&'static str>,
+    /// Metric expressions computed per replica as columns of their own (from claims
+    /// and from commands; see [`crate::models::expression`]), normalised, in order.
+    derived: Vec<String>,
 }
 
 /// A file the scenario reads, as sealed for this process ([`crate::inputs::sealed`]):
@@ -168,6 +171,7 @@ impl Scenario {
             base_dir: base_dir.map(std::path::Path::to_path_buf),
             inputs: Vec::new(),
             optional_columns: Vec::new(),
+            derived: Vec::new(),
         };
         // Validate every point now: bad input must fail before anything is written.
         // Points are typed one at a time and dropped: memory stays flat in the grid.
@@ -235,6 +239,20 @@ impl Scenario {
                     .join(", ")
             )));
         }
+        // A claim may name an expression of metrics: it becomes a column of its own.
+        let expressions: Vec<(String, String)> = scenario
+            .verify
+            .iter()
+            .enumerate()
+            .filter(|(_, claim)| crate::models::expression::is_expression(&claim.metric))
+            .map(|(i, claim)| (claim.metric.clone(), format!("verify[{i}].metric")))
+            .collect();
+        let mut scenario = scenario.with_metrics(&expressions)?;
+        for claim in &mut scenario.verify {
+            if crate::models::expression::is_expression(&claim.metric) {
+                claim.metric = claim.metric.split_whitespace().collect::<Vec<_>>().join(" ");
+            }
+        }
         let metrics = scenario.schema.metric_names();
         let latencies = scenario.schema.latency_names();
         let points = scenario.point_count();
@@ -254,6 +272,28 @@ impl Scenario {
             })
             .collect();
         Ok(scenario)
+    }
+
+    /// This scenario with each of `expressions` (text, the field that named it) that is
+    /// an expression of metrics (not a plain name) computed per replica as a column of
+    /// its own, after the model's metrics and any derived before.
+    pub fn with_metrics(mut self, expressions: &[(String, String)]) -> Result<Scenario> {
+        let names = self.schema.metric_names();
+        let mut added = false;
+        for (text, field) in expressions.iter().filter(|(text, _)| crate::models::expression::is_expression(text)) {
+            let own: Vec<&str> = names.iter().copied().filter(|n| !self.derived.iter().any(|d| d == n)).collect();
+            let expr = crate::models::expression::MetricExpr::parse(text, &own, field)?;
+            if !self.derived.contains(&expr.text) {
+                self.derived.push(expr.text);
+                added = true;
+            }
+        }
+        if added {
+            self.model = self.model.with_derived(&self.derived)?;
+            self.schema = Arc::new(OutputSchema::of(&self.model));
+            self.columns = Arc::new(TableColumns::of(&self.grid, &self.schema));
+        }
+        Ok(self)
     }
 
     /// What the model warns about, over every grid point (gathered once, when the
@@ -326,6 +366,7 @@ impl Scenario {
             .map_err(|e| if self.grid.is_empty() { e } else { e.context(point.context()) })?;
         let model =
             if self.optional_columns.is_empty() { model } else { model.with_optional_columns(&self.optional_columns) };
+        let model = if self.derived.is_empty() { model } else { model.with_derived(&self.derived)? };
         Ok(GridPoint { index: point.index, params: point.params, model, run })
     }
 

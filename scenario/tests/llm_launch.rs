@@ -45,3 +45,50 @@ fn a_reply_resent_to_another_tier_meets_a_cold_prompt_cache() {
     let share = mean(rows.iter().map(|r| r[3] / r[2]));
     assert!((share - 0.4).abs() < 0.06, "{share}");
 }
+
+/// Money and answers add up: per tenant (the hot one and the others, evenly), per
+/// kind of answer (full or degraded), and per day at the simulated load.
+#[test]
+fn money_and_answers_add_up_by_tenant_and_by_kind_of_answer() {
+    let text = brownout("").replace("turns_per_s = 8.0", "turns_per_s = 8.0\ntenants = 3\nhot_tenant_share = 0.5");
+    let metrics = [
+        "total_usd",
+        "useful_usd",
+        "wasted_usd",
+        "turns_offered",
+        "turns_answered",
+        "turns_full",
+        "turns_degraded",
+        "usd_per_day",
+        "usd_per_1k_answers",
+        "tenant_0_turns_offered",
+        "tenant_1_turns_offered",
+        "tenant_2_turns_offered",
+        "tenant_0_usd",
+        "tenant_1_usd",
+        "tenant_2_usd",
+        "tenant_0_turns_answered",
+        "tenant_1_turns_answered",
+        "tenant_2_turns_answered",
+        "turn_p50_s",
+        "turn_p99_s",
+    ];
+    let rows = per_replica(&text, 4, &metrics);
+    for r in &rows {
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert!(close(r[0], r[1] + r[2]), "total = useful + wasted");
+        assert_eq!(r[5] + r[6], r[4], "answered = full + degraded");
+        assert!(r[6] > 0.0, "the brownout degrades some answers");
+        assert!(close(r[7], r[0] / 100.0 * 86_400.0), "per day: the 100 s window scaled");
+        assert!(close(r[8], r[0] / r[4] * 1000.0));
+        assert_eq!(r[9] + r[10] + r[11], r[3], "every turn has a tenant");
+        assert!(close(r[12] + r[13] + r[14], r[0]), "every dollar has a tenant");
+        assert_eq!(r[15] + r[16] + r[17], r[4]);
+        assert!(r[18] > 0.0 && r[19] >= r[18]);
+    }
+    // Tenant 0 sends half; the other two share the rest evenly.
+    let offered = |i: usize| rows.iter().map(|r| r[i]).sum::<f64>();
+    let total = offered(3);
+    assert!((offered(9) / total - 0.5).abs() < 0.03, "{}", offered(9) / total);
+    assert!((offered(10) / total - 0.25).abs() < 0.03 && (offered(11) / total - 0.25).abs() < 0.03);
+}

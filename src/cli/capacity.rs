@@ -25,7 +25,7 @@ pub(super) fn capacity(args: CapacityArgs) -> Result<()> {
     }
     let mut fixture = stampede_scenario::models::gateway::fixture::Fixture::load(args.fixture.as_deref())?;
     fixture.read_inputs()?;
-    for warning in fixture.warnings() {
+    for warning in stampede_scenario::models::gateway::capacity::warnings(&fixture) {
         eprintln!("stampede: warning: {warning}");
     }
     let report = stampede_scenario::models::gateway::capacity::analyse(&fixture, args.target_turns_rps);

@@ -37,6 +37,11 @@ pub(super) struct CompareArgs {
     /// failure per change.
     #[arg(long, value_name = "FILE")]
     pub(super) junit: Option<PathBuf>,
+    /// Also compare an expression of metrics, computed per replica on each side
+    /// (repeatable): 'useful_usd + wasted_usd', 'turns_degraded / turns_answered'
+    /// (spaces around each operator).
+    #[arg(long = "metric", value_name = "EXPRESSION")]
+    pub(super) metrics: Vec<String>,
     /// Replace --html's or --junit's FILE even if it is not one stampede wrote.
     #[arg(long)]
     pub(super) force: bool,
@@ -49,7 +54,14 @@ pub(super) fn compare(args: CompareArgs) -> Result<ExitStatus> {
     if let Some(path) = &args.junit {
         output_file::check(path, "--junit", args.force)?;
     }
-    let comparison = stampede_report::compare::compare(&args.a, &args.b, args.alpha, args.tolerance, args.window)?;
+    let comparison = stampede_report::compare::compare_with(
+        &args.a,
+        &args.b,
+        args.alpha,
+        args.tolerance,
+        args.window,
+        &args.metrics,
+    )?;
     if let Some(path) = &args.html {
         output_file::write(path, "--html", comparison.html().as_bytes(), args.force)?;
     }

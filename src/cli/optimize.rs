@@ -113,6 +113,11 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
     let objective = Objective::new(args.minimize.as_deref(), args.maximize.as_deref(), &metrics)?;
     let mut constraints =
         args.requires.iter().map(|text| parse_requirement(text, &metrics)).collect::<Result<Vec<_>>>()?;
+    // An objective or a requirement may be an expression of metrics: a column of its own.
+    let flag = if args.minimize.is_some() { "--minimize" } else { "--maximize" };
+    let mut named = vec![(objective.metric.clone(), flag.to_string())];
+    named.extend(constraints.iter().map(|c| (c.metric.clone(), format!("--require {:?}", c.text))));
+    let scenario = scenario.with_metrics(&named)?;
     if args.claims {
         let (claims, notes) = claims_as_constraints(&scenario.verify);
         for note in notes {

@@ -68,11 +68,16 @@ pub(super) struct RunArgs {
     /// point (gateway, cluster and dependency models).
     #[arg(long, value_name = "R")]
     pub(super) trace: Option<u32>,
+    /// Show these metrics in the summary table, in this order, instead of the headline
+    /// ones (repeatable): a metric's name, or an expression of metrics computed per
+    /// replica and written as a column of its own: 'usd_per_day', 'useful_usd + wasted_usd'.
+    #[arg(long = "metric", value_name = "METRIC")]
+    pub(super) metrics: Vec<String>,
 }
 
 pub(super) fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
-    let scenario = resolve(name, &args.scenario_args)?;
+    let scenario = with_metrics(resolve(name, &args.scenario_args)?, &args)?;
     warn(&scenario);
     check_rank_by(&scenario, &args)?;
     if let Some(shard) = &args.shard {
@@ -147,6 +152,27 @@ pub(super) fn write_report(report: &RunReport, staging: &Path, args: &RunArgs) -
     Ok(())
 }
 
+/// The scenario with `--metric`'s expressions as columns of their own; each plain
+/// name checked against the model's metrics.
+pub(super) fn with_metrics(scenario: Scenario, args: &RunArgs) -> Result<Scenario> {
+    let named: Vec<(String, String)> =
+        args.metrics.iter().map(|text| (text.clone(), format!("--metric {text:?}"))).collect();
+    let scenario = scenario.with_metrics(&named)?;
+    let names = scenario.schema.metric_names();
+    for text in &args.metrics {
+        let normalised = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !names.contains(&normalised.as_str()) {
+            let near: Vec<&str> = names.iter().copied().filter(|n| n.contains(normalised.as_str())).take(8).collect();
+            return Err(Error::bad_input(format!(
+                "--metric {text:?}: not a metric of model {}{}",
+                scenario.model.name(),
+                if near.is_empty() { String::new() } else { format!("; did you mean {}?", near.join(", ")) }
+            )));
+        }
+    }
+    Ok(scenario)
+}
+
 /// `--rank-by` names a metric of the scenario's model.
 pub(super) fn check_rank_by(scenario: &Scenario, args: &RunArgs) -> Result<()> {
     let Some(name) = &args.rank_by else { return Ok(()) };
@@ -171,7 +197,13 @@ pub(super) fn summary(report: &RunReport, args: &RunArgs) -> String {
         .or_else(|| terminal.then(|| console::Term::stdout().size().1 as usize))
         .unwrap_or(120);
     let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let options = SummaryOptions { all_metrics: args.all_metrics, rank_by: args.rank_by.clone(), width, colour };
+    let options = SummaryOptions {
+        all_metrics: args.all_metrics,
+        rank_by: args.rank_by.clone(),
+        width,
+        colour,
+        rows: args.metrics.iter().map(|m| m.split_whitespace().collect::<Vec<_>>().join(" ")).collect(),
+    };
     stampede_run::summary::render(report, &options)
 }
 

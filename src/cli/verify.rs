@@ -9,7 +9,7 @@ use stampede_run::report::RunReport;
 use stampede_scenario::{Error, Result};
 
 use super::output_file;
-use super::run::{check_rank_by, execute_with_progress, summary, threads, write_report, RunArgs};
+use super::run::{check_rank_by, execute_with_progress, summary, threads, with_metrics, write_report, RunArgs};
 use super::{resolve, warn, ExitStatus};
 
 #[derive(Args)]
@@ -66,7 +66,7 @@ pub(super) fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
     if let Some(junit) = &verify_args.junit {
         output_file::check(junit, "--junit", args.force)?;
     }
-    let scenario = resolve(name, &args.scenario_args)?;
+    let scenario = with_metrics(resolve(name, &args.scenario_args)?, args)?;
     warn(&scenario);
     check_rank_by(&scenario, args)?;
     // Claims are checked against this run's grid and replicas before anything runs.

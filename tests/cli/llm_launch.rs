@@ -4,6 +4,11 @@
 
 use crate::common::{files_below, stampede, stderr, stdout};
 
+/// A run folder's summary table.
+fn summary(dir: &std::path::Path) -> stampede_output::Table {
+    stampede_output::Table::read(&dir.join("summary.parquet")).unwrap()
+}
+
 fn launch_fixture() -> String {
     format!("{}/scenario/fixtures/llm-launch.toml", env!("CARGO_MANIFEST_DIR"))
 }
@@ -100,4 +105,146 @@ fn a_call_no_bucket_can_hold_is_refused_before_anything_runs() {
         "{}",
         stderr(&output)
     );
+}
+
+/// The launch question is one command and one table: what 3× traffic costs per day
+/// and how many answers come from the cheaper model (`scenario/fixtures/llm-launch-3x.toml`).
+#[test]
+fn the_launch_question_is_one_command_and_one_table() {
+    let scratch = tempfile::tempdir().unwrap();
+    let scenario = format!("{}/scenario/fixtures/llm-launch-3x.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = scratch.path().to_str().unwrap();
+    let metrics = ["usd_per_day", "degraded_answer_ratio", "reply_fallback_served / reply_offered", "turn_p95_s"];
+    let mut args = vec!["run", &scenario, "--replicas", "6", "--out", out, "--json"];
+    for metric in &metrics {
+        args.extend(["--metric", metric]);
+    }
+    let output = stampede(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = summary(&scratch.path().join("llm-launch-3x"));
+    let mean = |metric: &str| summary.numbers(&format!("{metric}_mean")).unwrap();
+    let per_day = mean("usd_per_day");
+    // Today nothing is degraded; at 3x the smart tier's input meter binds and about a
+    // tenth of the answers come from the fast tier (a replica's expression, averaged).
+    assert_eq!(mean("degraded_answer_ratio")[0], 0.0);
+    let (degraded, resent) = (mean("degraded_answer_ratio")[1], mean("reply_fallback_served / reply_offered")[1]);
+    assert!(degraded > 0.05 && degraded < 0.2, "{degraded}");
+    assert!((resent - degraded).abs() < 0.02, "each degraded answer is a re-sent reply: {resent} vs {degraded}");
+    // Cheaper answers: 3x the turns costs less than 3x the money.
+    let ratio = per_day[1] / per_day[0];
+    assert!(ratio > 2.4 && ratio < 3.0, "{ratio}");
+    // The table shows those rows, in that order, and says how many it left out.
+    let mut args: Vec<&str> = args.into_iter().filter(|a| *a != "--json").collect();
+    args.push("--force");
+    let text = stdout(&stampede(&args));
+    let rows: Vec<&str> =
+        text.lines().filter_map(|l| metrics.iter().find(|m| l.starts_with(&m[..m.len().min(20)]))).copied().collect();
+    assert_eq!(rows, metrics, "{text}");
+    // A name that is not a metric is refused before anything runs.
+    let bad = stampede(&["run", &scenario, "--out", out, "--metric", "usd_per_week"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--metric \"usd_per_week\": not a metric of model gateway"), "{}", stderr(&bad));
+}
+
+/// An expression of metrics is a metric wherever one is named: a claim, `optimize
+/// --require`, `compare --metric`; computed per replica, so its interval is its own.
+#[test]
+fn metric_expressions_work_in_claims_requirements_and_compare() {
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("sum.toml");
+    let claim =
+        "\n[[verify]]\ngrid_point = 1\nmetric = \"useful_usd  +  wasted_usd\"\nstatistic = \"ci_lo\"\nat_least = 0.5\n\
+                 note = \"the stack spends something\"\n";
+    std::fs::write(&file, slowdown("") + claim).unwrap();
+    let out = scratch.path().join("a");
+    let output = stampede(&["verify", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    let summary = summary(&out.join("slowdown"));
+    let (sum, total) =
+        (summary.numbers("useful_usd + wasted_usd_mean").unwrap(), summary.numbers("total_usd_mean").unwrap());
+    assert!(sum.iter().zip(&total).all(|(a, b)| (a - b).abs() <= 1e-9 * b), "{sum:?} vs {total:?}");
+    // A bad expression names the claim's field.
+    std::fs::write(&file, slowdown("") + &claim.replace("wasted_usd\"", "wasted_dollars\"")).unwrap();
+    let output = stampede(&["verify", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output)
+            .contains("verify[0].metric = \"useful_usd  +  wasted_dollars\": \"wasted_dollars\" is not a metric"),
+        "{}",
+        stderr(&output)
+    );
+    // compare: the same expression, per replica, on both sides (the same seed: no change).
+    let b = scratch.path().join("b");
+    std::fs::write(&file, slowdown("") + claim).unwrap();
+    let output = stampede(&["run", file.to_str().unwrap(), "--quiet", "--out", b.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = stampede(&[
+        "compare",
+        out.join("slowdown").to_str().unwrap(),
+        b.join("slowdown").to_str().unwrap(),
+        "--json",
+        "--metric",
+        "turns_degraded / turns_answered",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let rows = answer["rows"].as_array().expect("rows");
+    assert!(rows.iter().any(|r| r["metric"] == "turns_degraded / turns_answered"), "{answer}");
+    // optimize: a requirement on a sum.
+    let output = stampede(&[
+        "optimize",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--json",
+        "--out",
+        scratch.path().join("o").to_str().unwrap(),
+        "--maximize",
+        "turn_completion_ratio",
+        "--require",
+        "useful_usd + wasted_usd <= 1000",
+        "--budget-replicas",
+        "12",
+        "--first-stage",
+        "6",
+    ]);
+    assert!(matches!(output.status.code(), Some(0)), "{}{}", stdout(&output), stderr(&output));
+    assert!(stdout(&output).contains("useful_usd + wasted_usd <= 1000"), "{}", stdout(&output));
+}
+
+/// The trace carries each call's tenant, tokens and bill: its attempts' bills add up
+/// to the replica's spend.
+#[test]
+fn the_trace_has_tenant_token_and_cost_columns() {
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("slowdown.toml");
+    std::fs::write(&file, slowdown("").replace("turns_per_s = 8.0", "turns_per_s = 8.0\ntenants = 2")).unwrap();
+    let out = scratch.path().join("out");
+    let output = stampede(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap(), "--trace", "0"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let dir = out.join("slowdown");
+    let trace = stampede_output::Table::read(&dir.join("trace.parquet")).unwrap();
+    let replicas = stampede_output::Table::read(&dir.join("replicas.parquet")).unwrap();
+    let counted: Vec<Option<bool>> = match trace.column("counted").unwrap() {
+        stampede_output::ColumnValues::Bool(values) => values.clone(),
+        other => panic!("counted is {:?}", other.kind()),
+    };
+    let (kinds, points) = (trace.strings("kind").unwrap(), trace.numbers("grid_point").unwrap());
+    let (tenants, inputs, usd) =
+        (trace.numbers("tenant").unwrap(), trace.numbers("input_tokens").unwrap(), trace.numbers("usd").unwrap());
+    for point in [0.0, 1.0] {
+        let calls: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == "call" && points[i] == point).collect();
+        assert!(calls.iter().all(|&i| tenants[i] == 0.0 || tenants[i] == 1.0), "two tenants");
+        assert!(calls.iter().any(|&i| tenants[i] == 1.0) && calls.iter().all(|&i| inputs[i] > 0.0));
+        let billed: f64 = (0..kinds.len())
+            .filter(|&i| kinds[i] == "attempt" && points[i] == point && counted[i] == Some(true))
+            .map(|i| usd[i])
+            .sum();
+        let calls_billed: f64 = calls.iter().filter(|&&i| counted[i] == Some(true)).map(|&i| usd[i]).sum();
+        let (rp, rr) = (replicas.numbers("grid_point").unwrap(), replicas.numbers("replica").unwrap());
+        let row = (0..rp.len()).find(|&i| rp[i] == point && rr[i] == 0.0).unwrap();
+        let total = replicas.numbers("total_usd").unwrap()[row];
+        // Billionths of a dollar per attempt: rounding stays far below a cent.
+        assert!((billed - total).abs() < 1e-6 * total.max(1.0), "point {point}: {billed} vs {total}");
+        assert!((calls_billed - total).abs() < 1e-6 * total.max(1.0), "point {point}: {calls_billed} vs {total}");
+    }
 }

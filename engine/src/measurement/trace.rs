@@ -78,6 +78,41 @@ pub struct TraceRow {
     pub cause: &'static str,
     /// Counted in the replica's metrics (it started after the warm-up).
     pub counted: bool,
+    /// Whose call it is (the gateway's tenant), or [`NONE`].
+    pub tenant: u32,
+    /// A call's prompt tokens (an attempt's: the same prompt, sent again), or 0.
+    pub input_tokens: u32,
+    /// Tokens an attempt generated (a call's: every attempt's), or 0.
+    pub output_tokens: u32,
+    /// What an attempt was billed (a call's: every attempt's), in billionths of a dollar
+    /// (an integer, so rows compare exactly); 0 outside the gateway.
+    pub nano_usd: u64,
+}
+
+impl TraceRow {
+    /// The columns a row outside the gateway leaves empty: no tenant, no tokens, no
+    /// bill (the rest of it is a placeholder to be overwritten).
+    pub const NO_BILL: TraceRow = TraceRow {
+        kind: TraceKind::Call,
+        call: NONE,
+        group: NONE,
+        span: NONE,
+        parent: NONE,
+        class: "",
+        place: NONE,
+        attempt: 0,
+        start: 0,
+        first_token: None,
+        end: 0,
+        outcome: "",
+        gate: "",
+        cause: "",
+        counted: false,
+        tenant: NONE,
+        input_tokens: 0,
+        output_tokens: 0,
+        nano_usd: 0,
+    };
 }
 
 /// The rows of one traced replica, in the order they were completed.
@@ -149,6 +184,12 @@ struct LiveCall {
     wait: Option<(Nanos, &'static str, &'static str)>,
     /// An attempt sent and not yet ended: (sent, place).
     attempt: Option<(Nanos, u32)>,
+    tenant: u32,
+    input_tokens: u32,
+    /// The attempt in flight's bill, once known: (output tokens, nano-USD).
+    billed: (u32, u64),
+    /// The call's bills so far: (output tokens, nano-USD).
+    total: (u32, u64),
 }
 
 const VACANT: LiveCall = LiveCall {
@@ -160,6 +201,10 @@ const VACANT: LiveCall = LiveCall {
     attempts: 0,
     wait: None,
     attempt: None,
+    tenant: NONE,
+    input_tokens: 0,
+    billed: (0, 0),
+    total: (0, 0),
 };
 
 impl Tracer {
@@ -218,7 +263,25 @@ impl Tracer {
             gate: "",
             cause: "",
             counted: live.counted,
+            tenant: live.tenant,
+            input_tokens: live.input_tokens,
+            output_tokens: 0,
+            nano_usd: 0,
         }
+    }
+
+    /// The live call `key` belongs to `tenant` and sends a prompt of `input_tokens`.
+    pub fn call_tokens(&mut self, key: SlabKey, tenant: u32, input_tokens: u32) {
+        let live = self.live(key);
+        (live.tenant, live.input_tokens) = (tenant, input_tokens);
+    }
+
+    /// The call's attempt in flight generated `output_tokens` and was billed
+    /// `nano_usd` (before [`Tracer::attempt_ended`]).
+    pub fn attempt_billed(&mut self, key: SlabKey, output_tokens: u32, nano_usd: u64) {
+        let live = self.live(key);
+        live.billed = (output_tokens, nano_usd);
+        live.total = (live.total.0 + output_tokens, live.total.1 + nano_usd);
     }
 
     /// The call starts waiting at `now` (`kind`: backoff, bulkhead, limiter, quota; `gate`
@@ -258,10 +321,13 @@ impl Tracer {
         let live = self.live(key);
         let (start, place) = live.attempt.take().expect("an attempt in flight");
         live.attempts += 1;
+        let (output_tokens, nano_usd) = std::mem::take(&mut live.billed);
         let row = TraceRow {
             place,
             attempt: live.attempts,
             first_token,
+            output_tokens,
+            nano_usd,
             ..Self::part(live, TraceKind::Attempt, (start, now), outcome)
         };
         self.trace.rows.push(row);
@@ -271,7 +337,9 @@ impl Tracer {
     pub fn call_ended(&mut self, key: SlabKey, now: Nanos, outcome: &'static str) {
         let live = self.live(key);
         debug_assert!(live.wait.is_none() && live.attempt.is_none(), "a call ends after its waits and attempts");
-        let row = Self::part(live, TraceKind::Call, (live.started, now), outcome);
+        let (output_tokens, nano_usd) = live.total;
+        let row =
+            TraceRow { output_tokens, nano_usd, ..Self::part(live, TraceKind::Call, (live.started, now), outcome) };
         self.trace.rows.push(row);
         self.live[key.index()] = VACANT;
     }
@@ -321,6 +389,7 @@ impl Tracer {
             gate,
             cause: "",
             counted,
+            ..TraceRow::NO_BILL
         });
     }
 

@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod dependency;
+pub mod expression;
 pub mod gateway;
 pub mod graph;
 pub mod metrics;

@@ -14,7 +14,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use stampede_engine::LatencyHistogram;
 
-use super::metrics::{CountHistogramDef, MetricDef, ReplicaOutput, SeriesDef, TimedLatency, TracedReplica};
+use super::expression::MetricExpr;
+use super::metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, TimedLatency, TracedReplica};
 use super::presentation::Presentation;
 use crate::base::error::Result;
 use crate::base::typing::{to_table, typed};
@@ -205,7 +206,7 @@ impl<M: ModelSpec> DynModel for Registered<M> {
         if validate {
             M::validate(&config, run)?;
         }
-        Ok(ModelConfig { model: self, config: Arc::new(config) })
+        Ok(ModelConfig { model: self, config: Arc::new(config), derived: Arc::default() })
     }
     fn to_sections(&self, c: &dyn Any) -> toml::Table {
         to_table(config::<M>(c))
@@ -267,6 +268,9 @@ impl<M: ModelSpec> DynModel for Registered<M> {
 pub struct ModelConfig {
     model: &'static dyn DynModel,
     config: Arc<dyn Any + Send + Sync>,
+    /// Metric expressions computed per replica after the model's metrics (see
+    /// [`super::expression`]), each with its column's definition.
+    derived: Arc<Vec<(MetricDef, MetricExpr)>>,
 }
 
 impl fmt::Debug for ModelConfig {
@@ -303,12 +307,35 @@ impl ModelConfig {
 
     /// See [`ModelSpec::with_optional_columns`].
     pub fn with_optional_columns(&self, groups: &[&'static str]) -> ModelConfig {
-        ModelConfig { model: self.model, config: self.model.with_optional_columns(self.config.as_ref(), groups) }
+        ModelConfig {
+            model: self.model,
+            config: self.model.with_optional_columns(self.config.as_ref(), groups),
+            derived: self.derived.clone(),
+        }
+    }
+
+    /// This configuration with `expressions` (normalised texts; see
+    /// [`super::expression`]) as derived metrics after the model's own, in order.
+    pub fn with_derived(&self, expressions: &[String]) -> Result<ModelConfig> {
+        let names: Vec<&str> = self.model.metrics(self.config.as_ref()).iter().map(|m| m.name).collect();
+        let derived = expressions
+            .iter()
+            .map(|text| {
+                let expr = MetricExpr::parse(text, &names, "a metric expression")?;
+                let description = "a metric expression, computed per replica from the model's metrics";
+                let def =
+                    MetricDef::new(super::metrics::intern(expr.text.clone()), MetricKind::Real, description, false);
+                Ok((def, expr))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ModelConfig { model: self.model, config: self.config.clone(), derived: Arc::new(derived) })
     }
 
     /// The scalar metrics, in output column order.
     pub fn metrics(&self) -> Vec<MetricDef> {
-        self.model.metrics(self.config.as_ref())
+        let mut metrics = self.model.metrics(self.config.as_ref());
+        metrics.extend(self.derived.iter().map(|(def, _)| *def));
+        metrics
     }
 
     /// The per-bucket time series, in output order (empty for models without).
@@ -360,7 +387,10 @@ impl ModelConfig {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        self.model.run_replica(self.config.as_ref(), run, master_seed, replica, histograms)
+        let mut output = self.model.run_replica(self.config.as_ref(), run, master_seed, replica, histograms);
+        let derived: Vec<f64> = self.derived.iter().map(|(_, expr)| expr.eval(&output.metrics)).collect();
+        output.metrics.extend(derived);
+        output
     }
 
     /// Whether the model traces its requests (`stampede run --trace`).

@@ -73,6 +73,7 @@ impl Gateway<'_> {
         let key = self.calls.insert(call);
         if let Some(trace) = self.tracer.as_deref_mut() {
             trace.rows.call_started(key, turn, self.p.class_names[class], counted, now);
+            trace.rows.call_tokens(key, u32::from(tenant), input as u32);
         }
         self.walk(now, key, scheduler);
     }
@@ -151,6 +152,9 @@ impl Gateway<'_> {
                     results.failed += 1;
                     results.reasons[reason.index()] += 1;
                     results.fallbacks += fallback as u64;
+                    if let Some(t) = self.results.tenants.get_mut(call.tenant as usize).filter(|_| reason.is_local()) {
+                        t.calls_refused += 1;
+                    }
                 }
             }
         }

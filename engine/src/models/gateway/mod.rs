@@ -94,5 +94,5 @@ pub use params::{
     Timeouts, TurnPlan,
 };
 pub use reason::{Reason, REASONS};
-pub use results::{ClassResults, GatewayResults};
+pub use results::{ClassResults, GatewayResults, TenantResults, MAX_TENANT_RESULTS};
 pub use state::Event;

@@ -30,7 +30,7 @@ use crate::policy::retry_budget::RatioBudget;
 use super::gate::Gate;
 use super::params::{Arrivals, Client, GatewayParams, Incident, IncidentKind, LimiterScope};
 use super::reason::Reason;
-use super::results::{ClassHistograms, ClassResults, GatewayResults, TURN_ENDINGS};
+use super::results::{ClassHistograms, ClassResults, GatewayResults, TenantResults, MAX_TENANT_RESULTS, TURN_ENDINGS};
 use super::state::GatewayTrace;
 use super::state::{Attempt, Call, Ending, Event, Turn};
 
@@ -102,6 +102,8 @@ pub struct Gateway<'h> {
     /// whole calls), within 0.1% of the replica's own order statistic.
     pub(super) attempt_latency: Vec<ReplicaQuantiles>,
     pub(super) call_latency: Vec<ReplicaQuantiles>,
+    /// Answered turns' latencies, for the turn quantile metrics.
+    pub(super) turn_latency: ReplicaQuantiles,
     pub(super) cache_rng: RngStream,
     /// The quota coordinator is down: a coordinated quota uses the per-instance meters.
     pub(super) coordinator_down: bool,
@@ -230,7 +232,15 @@ impl<'h> Gateway<'h> {
             turn_latencies: RequestLatencies::new(TURN_ENDINGS),
             answered_at: p.plan.answered_at(),
             sweeping: false,
-            results: GatewayResults { classes: vec![ClassResults::default(); classes], ..GatewayResults::default() },
+            results: GatewayResults {
+                classes: vec![ClassResults::default(); classes],
+                tenants: vec![
+                    TenantResults::default();
+                    if p.tenants > 1 { p.tenants.min(MAX_TENANT_RESULTS) } else { 0 } as usize
+                ],
+                ..GatewayResults::default()
+            },
+            turn_latency: ReplicaQuantiles::new(),
             attempt_latency: (0..classes).map(|_| ReplicaQuantiles::new()).collect(),
             call_latency: (0..classes).map(|_| ReplicaQuantiles::new()).collect(),
             histograms,
@@ -370,6 +380,7 @@ impl<'h> Gateway<'h> {
             assert_eq!(results.offered, results.served + results.failed, "{name}: calls drained");
         }
         let r = &mut self.results;
+        r.turn_quantiles_s = [0.5, 0.95, 0.99].map(|q| self.turn_latency.quantile(q) / NANOS_PER_SEC as f64);
         r.events = events;
         r.window_s = (self.p.horizon - self.p.warmup) as f64 / NANOS_PER_SEC as f64;
         assert_eq!(r.turns_offered, r.turns_answered + r.turns_failed, "turns drained");

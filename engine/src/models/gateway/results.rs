@@ -60,6 +60,23 @@ pub struct ClassResults {
     pub call_p95_s: f64,
 }
 
+/// Tenants with results of their own: a workload of more tenants has none (it says
+/// how turns spread, not whom to bill; the trace still names every call's tenant).
+pub const MAX_TENANT_RESULTS: u32 = 16;
+
+/// One tenant's turns and spend.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TenantResults {
+    /// Turns the tenant offered.
+    pub turns_offered: u64,
+    /// Turns answered (in full or degraded).
+    pub turns_answered: u64,
+    /// Calls of the tenant's refused by a local gate.
+    pub calls_refused: u64,
+    /// Spend on the tenant's calls (foreground and background), USD.
+    pub usd: f64,
+}
+
 impl ClassResults {
     /// Calls refused by a local gate (admission, queue, limiter, breaker, quota).
     pub fn refused_locally(&self) -> u64 {
@@ -78,6 +95,20 @@ pub struct GatewayResults {
     pub turns_answered: u64,
     /// Turns that failed.
     pub turns_failed: u64,
+    /// Answered turns with a call served its fallback (a cheaper tier, another class,
+    /// a local answer): degraded answers, a subset of `turns_answered`.
+    pub turns_degraded: u64,
+    /// What the foreground calls of turns answered in full cost, USD.
+    pub full_usd: f64,
+    /// What the foreground calls of turns answered degraded cost, USD.
+    pub degraded_usd: f64,
+    /// What the foreground calls of failed turns cost, USD.
+    pub failed_turns_usd: f64,
+    /// Answered turns' latency, this replica's quantiles (p50, p95, p99), seconds,
+    /// within 0.1% ([`ReplicaQuantiles`](crate::kernel::replica_quantiles::ReplicaQuantiles)).
+    pub turn_quantiles_s: [f64; 3],
+    /// Per tenant (tenant 0 the hot one), when the workload has tenants.
+    pub tenants: Vec<TenantResults>,
     /// The measured window (horizon − warm-up), seconds.
     pub window_s: f64,
     /// Events handled, warm-up included.
@@ -104,6 +135,10 @@ impl GatewayResults {
     /// Spend on attempts whose answer was not used, every class, USD.
     pub fn wasted_usd(&self) -> f64 {
         self.classes.iter().map(|c| c.wasted_usd).sum()
+    }
+    /// Spend on every attempt, answered or not, USD.
+    pub fn total_usd(&self) -> f64 {
+        self.useful_usd() + self.wasted_usd()
     }
     /// Calls failed for `reason`, every class.
     pub fn reason(&self, reason: Reason) -> u64 {

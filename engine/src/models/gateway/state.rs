@@ -71,6 +71,11 @@ pub(super) struct Turn {
     /// The arrival's draws: the planned call is made (else its `otherwise`, if any).
     pub(super) drawn: u32,
     pub(super) succeeded: u32,
+    /// A call of the turn failed and was served its fallback (another class, the same
+    /// call on another tier, or a local answer): the answer is degraded.
+    pub(super) degraded: bool,
+    /// What its foreground calls' attempts cost, USD (counted turns only).
+    pub(super) usd: f64,
 }
 
 /// Where a call comes from: its turn (none for a background call), the planned call it

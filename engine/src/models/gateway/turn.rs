@@ -35,6 +35,9 @@ impl Gateway<'_> {
         let (instance, tenant) = self.draw_instance_and_tenant();
         let counted = now >= self.p.warmup;
         self.results.turns_offered += counted as u64;
+        if let Some(t) = self.results.tenants.get_mut(tenant as usize) {
+            t.turns_offered += counted as u64;
+        }
         let turn = self.turns.insert(Turn {
             arrived_at: now,
             counted,
@@ -45,6 +48,8 @@ impl Gateway<'_> {
             failed: false,
             drawn,
             succeeded: 0,
+            degraded: false,
+            usd: 0.0,
         });
         if let Some(trace) = self.tracer.as_deref_mut() {
             trace.rows.group_started(turn);
@@ -57,8 +62,9 @@ impl Gateway<'_> {
         let instance = self.turn_rng.below(self.p.instances as u64) as u16;
         // Tenant 0 sends `hot_tenant_share` of the turns; the others share the rest.
         let hot = self.turn_rng.bernoulli(self.p.hot_tenant_share);
-        let other = self.turn_rng.below(self.p.tenants as u64);
-        let tenant = if hot || self.p.tenants == 1 { 0 } else { 1 + other % (self.p.tenants as u64 - 1) } as u16;
+        // One of the others, evenly (one draw whatever the count: common random numbers).
+        let other = self.turn_rng.below((self.p.tenants as u64 - 1).max(1));
+        let tenant = if hot || self.p.tenants == 1 { 0 } else { 1 + other } as u16;
         (instance, tenant)
     }
 
@@ -168,6 +174,7 @@ impl Gateway<'_> {
     ) {
         let slot = call.slot as usize;
         if !served && fallback {
+            self.turns.get_mut(key).expect("a live turn").degraded = true;
             if let Some(next) = self.p.classes[call.class as usize].fallback {
                 // The slot goes on with the fallback's call; the step still waits for it.
                 let origin = Origin { turn: Some(key), slot: slot as u8, instance: call.instance, tenant: call.tenant };
@@ -199,11 +206,19 @@ impl Gateway<'_> {
             count_in_bucket(&mut self.series.answered, self.p.series_bucket, now);
         }
         if turn.counted {
+            let r = &mut self.results;
             let ending = if answered {
-                self.results.turns_answered += 1;
+                r.turns_answered += 1;
+                r.turns_degraded += turn.degraded as u64;
+                *(if turn.degraded { &mut r.degraded_usd } else { &mut r.full_usd }) += turn.usd;
+                if let Some(t) = r.tenants.get_mut(turn.tenant as usize) {
+                    t.turns_answered += 1;
+                }
+                self.turn_latency.record(now - turn.arrived_at);
                 CallEnding::Ok
             } else {
-                self.results.turns_failed += 1;
+                r.turns_failed += 1;
+                r.failed_turns_usd += turn.usd;
                 CallEnding::Failed
             };
             self.turn_latencies.record(self.histograms, now, ending, now - turn.arrived_at);

@@ -118,6 +118,7 @@ impl SpanTracer {
             gate: open.gate,
             cause: "",
             counted: open.counted,
+            ..TraceRow::NO_BILL
         }
     }
 

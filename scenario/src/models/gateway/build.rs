@@ -61,7 +61,7 @@ impl GatewayConfig {
         }
         let names: Vec<&str> = classes.iter().map(|c| c.name).collect();
         let main = main_class(&fixture).map(|main| names.iter().position(|n| *n == main).expect("a fixture class"));
-        let table = Arc::new(MetricTable(metrics::metric_table(&names, main)));
+        let table = Arc::new(MetricTable(metrics::metric_table(&names, main, self.workload.tenants)));
         let mut latencies = vec!["turn_s", "turn_failed_s", "turn_all_s"];
         for class in classes.iter().filter(|c| !c.resent) {
             for kind in ["ttft", "total", "call", "call_failed", "call_all"] {

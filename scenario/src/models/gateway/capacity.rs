@@ -298,6 +298,40 @@ pub fn planned_load(fixture: &Fixture) -> Vec<PlannedLoad> {
     load
 }
 
+/// Valid input that would likely mislead: a `calls_per_turn` the turn plan does not
+/// make (capacity and the simulation both count the plan's calls); prompts whose
+/// long tail does not fit an input bucket (those calls can never succeed).
+pub fn warnings(fixture: &Fixture) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if fixture.turn.is_some() {
+        let load = planned_load(fixture);
+        for (name, class) in &fixture.classes {
+            let Some(given) = class.calls_per_turn else { continue };
+            let planned: f64 = load.iter().filter(|l| &l.class == name && !l.resent).map(|l| l.calls).sum();
+            if (given - planned).abs() > 0.01 * given.max(planned).max(0.01) {
+                warnings.push(format!(
+                    "classes.{name}.calls_per_turn = {given}: the turn plan makes {planned:.3} {name} calls a \
+                     turn, and capacity and run both count the plan's; calls_per_turn is read only as the share \
+                     of turns for a plan step that gives no probability (remove it, or make the plan say it)"
+                ));
+            }
+        }
+    }
+    for (name, class) in &fixture.classes {
+        let tier = &fixture.tiers[&class.tier];
+        let long = class.input_tokens.mean + 4.0 * class.input_tokens.sd;
+        let bucket = tier.bucket_capacities()[1].floor();
+        if long > bucket {
+            warnings.push(format!(
+                "classes.{name}.input_tokens: a prompt 4 standard deviations long ({long:.0} tokens) is more than \
+                 tier {}'s input-token bucket holds ({bucket:.0}); such calls are refused with a 429 every time",
+                class.tier
+            ));
+        }
+    }
+    warnings
+}
+
 /// A meter a load over-asks: how long its full bucket lasts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BurstDrain {
@@ -748,12 +782,12 @@ mod tests {
     /// shipped fixture has none.
     #[test]
     fn calls_per_turn_the_plan_does_not_make_is_a_warning() {
-        assert_eq!(Fixture::load(None).unwrap().warnings(), Vec::<String>::new());
+        assert_eq!(warnings(&Fixture::load(None).unwrap()), Vec::<String>::new());
         let doubled = DEFAULT.replace(
             "  { call = \"title\", background = true },",
             "  { parallel = [{ call = \"title\" }, { call = \"title\" }], background = true },",
         );
-        let warnings = Fixture::parse(&doubled, "test").unwrap().warnings();
+        let warnings = warnings(&Fixture::parse(&doubled, "test").unwrap());
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
             warnings[0].starts_with("classes.title.calls_per_turn = 0.18: the turn plan makes 0.360 title calls"),

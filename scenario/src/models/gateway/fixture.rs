@@ -673,42 +673,6 @@ fn check_name(section: &str, name: &str) -> Result<()> {
     )))
 }
 
-impl Fixture {
-    /// Valid input that would likely mislead: a `calls_per_turn` the turn plan does not
-    /// make (capacity and the simulation both count the plan's calls); prompts whose
-    /// long tail does not fit an input bucket (those calls can never succeed).
-    pub fn warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
-        if self.turn.is_some() {
-            let load = super::capacity::planned_load(self);
-            for (name, class) in &self.classes {
-                let Some(given) = class.calls_per_turn else { continue };
-                let planned: f64 = load.iter().filter(|l| &l.class == name && !l.resent).map(|l| l.calls).sum();
-                if (given - planned).abs() > 0.01 * given.max(planned).max(0.01) {
-                    warnings.push(format!(
-                        "classes.{name}.calls_per_turn = {given}: the turn plan makes {planned:.3} {name} calls a \
-                         turn, and capacity and run both count the plan's; calls_per_turn is read only as the share \
-                         of turns for a plan step that gives no probability (remove it, or make the plan say it)"
-                    ));
-                }
-            }
-        }
-        for (name, class) in &self.classes {
-            let tier = &self.tiers[&class.tier];
-            let long = class.input_tokens.mean + 4.0 * class.input_tokens.sd;
-            let bucket = tier.bucket_capacities()[1].floor();
-            if long > bucket {
-                warnings.push(format!(
-                    "classes.{name}.input_tokens: a prompt 4 standard deviations long ({long:.0} tokens) is more than \
-                     tier {}'s input-token bucket holds ({bucket:.0}); such calls are refused with a 429 every time",
-                    class.tier
-                ));
-            }
-        }
-        warnings
-    }
-}
-
 impl StepSpec {
     /// The step's calls: its parallel group, or its one call.
     pub fn calls(&self) -> Vec<CallSpec> {

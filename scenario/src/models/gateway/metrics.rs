@@ -9,6 +9,8 @@ use stampede_engine::models::gateway::{GatewayResults, Reason, REASONS};
 
 use crate::models::metrics::{count, fraction, headline, intern, real, Direction, Metric, MetricDef, MetricKind};
 
+const SECONDS_PER_DAY: f64 = 86_400.0;
+
 fn ratio(numerator: f64, denominator: f64) -> f64 {
     if denominator > 0.0 {
         numerator / denominator
@@ -44,13 +46,62 @@ const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
         }),
     ),
     fraction("retry_ratio", "retries ÷ attempts", |r| ratio(r.retries() as f64, r.attempts() as f64)),
-    real("useful_usd", "spend on attempts that succeeded", |r| r.useful_usd()),
+    real("useful_usd", "spend on attempts that succeeded, per replica over the measured window (USD)", |r| {
+        r.useful_usd()
+    }),
+    real(
+        "wasted_usd",
+        "spend on attempts that failed or timed out (billed input and generated output), per replica over the \
+         measured window (USD)",
+        |r| r.wasted_usd(),
+    ),
+    real("total_usd", "spend on every attempt, per replica over the measured window (USD)", |r| r.total_usd()),
+    real("usd_per_turn", "spend ÷ turns offered (USD a turn, background calls included)", |r| {
+        ratio(r.total_usd(), r.turns_offered as f64)
+    }),
     headline(
         Direction::Lower,
-        real("wasted_usd", "spend on attempts that failed or timed out (billed input and generated output)", |r| {
-            r.wasted_usd()
-        }),
+        real(
+            "usd_per_1k_answers",
+            "spend ÷ turns answered × 1000: what a thousand answers cost, waste included (USD)",
+            |r| ratio(r.total_usd(), r.turns_answered as f64) * 1000.0,
+        ),
     ),
+    real("usd_per_day", "spend per day at the simulated load: total_usd ÷ the window × 86,400 (USD)", |r| {
+        r.total_usd() / r.window_s * SECONDS_PER_DAY
+    }),
+    real("useful_usd_per_day", "useful spend per day at the simulated load (USD)", |r| {
+        r.useful_usd() / r.window_s * SECONDS_PER_DAY
+    }),
+    real("wasted_usd_per_day", "wasted spend per day at the simulated load (USD)", |r| {
+        r.wasted_usd() / r.window_s * SECONDS_PER_DAY
+    }),
+    count("turns_full", "turns answered with every call served by its own class and tier", |r| {
+        (r.turns_answered - r.turns_degraded) as f64
+    }),
+    count(
+        "turns_degraded",
+        "turns answered with a call served its fallback: a cheaper tier, another class, a local answer",
+        |r| r.turns_degraded as f64,
+    ),
+    fraction("full_answer_ratio", "turns answered in full ÷ offered", |r| {
+        ratio((r.turns_answered - r.turns_degraded) as f64, r.turns_offered as f64)
+    }),
+    fraction("degraded_answer_ratio", "turns answered degraded ÷ turns answered", |r| {
+        ratio(r.turns_degraded as f64, r.turns_answered as f64)
+    }),
+    real("usd_per_full_answer", "foreground spend of turns answered in full ÷ those turns (USD)", |r| {
+        ratio(r.full_usd, (r.turns_answered - r.turns_degraded) as f64)
+    }),
+    real("usd_per_degraded_answer", "foreground spend of turns answered degraded ÷ those turns (USD)", |r| {
+        ratio(r.degraded_usd, r.turns_degraded as f64)
+    }),
+    real("failed_turns_usd", "foreground spend of turns that failed, per replica over the window (USD)", |r| {
+        r.failed_turns_usd
+    }),
+    real("turn_p50_s", "this replica's median answered-turn latency (seconds, within 0.1%)", |r| r.turn_quantiles_s[0]),
+    real("turn_p95_s", "this replica's p95 of answered-turn latency (seconds, within 0.1%)", |r| r.turn_quantiles_s[1]),
+    real("turn_p99_s", "this replica's p99 of answered-turn latency (seconds, within 0.1%)", |r| r.turn_quantiles_s[2]),
     fraction("wasted_ratio", "wasted ÷ total spend", |r| ratio(r.wasted_usd(), r.wasted_usd() + r.useful_usd())),
     count("calls_failed_http_429", "calls that ended on a provider 429, all classes", |r| {
         r.reason(Reason::Http429) as f64
@@ -201,12 +252,43 @@ fn class_block(prefix: &str, c: usize, main: bool) -> Vec<Metric<GatewayResults>
     block
 }
 
+/// The metrics every tenant reports (when there are 2 to 16 of them), in column order.
+const TENANT_METRICS: &[(&str, MetricKind, &str, ClassReader)] = &[
+    ("turns_offered", MetricKind::Count, "turns the tenant offered", |r, t| r.tenants[t].turns_offered as f64),
+    ("turns_answered", MetricKind::Count, "the tenant's turns answered (in full or degraded)", |r, t| {
+        r.tenants[t].turns_answered as f64
+    }),
+    ("turn_completion_ratio", MetricKind::Real, "the tenant's turns answered ÷ offered", |r, t| {
+        ratio(r.tenants[t].turns_answered as f64, r.tenants[t].turns_offered as f64)
+    }),
+    ("calls_refused", MetricKind::Count, "the tenant's calls refused by a local gate", |r, t| {
+        r.tenants[t].calls_refused as f64
+    }),
+    ("usd", MetricKind::Real, "spend on the tenant's calls, per replica over the window (USD)", |r, t| {
+        r.tenants[t].usd
+    }),
+];
+
 /// Every gateway metric: the global ones, then a block per class of `classes` (the
-/// engine's class order); `main` is the class whose call p95 is a headline.
-pub(super) fn metric_table(classes: &[&str], main: Option<usize>) -> Vec<Metric<GatewayResults>> {
+/// engine's class order), then one per tenant (`tenants` of 2 to
+/// [`MAX_TENANT_RESULTS`](stampede_engine::models::gateway::MAX_TENANT_RESULTS));
+/// `main` is the class whose call p95 is a headline.
+pub(super) fn metric_table(classes: &[&str], main: Option<usize>, tenants: u32) -> Vec<Metric<GatewayResults>> {
     let mut table = GLOBAL_METRICS.to_vec();
     for (c, name) in classes.iter().enumerate() {
         table.extend(class_block(name, c, main == Some(c)));
+    }
+    if (2..=stampede_engine::models::gateway::MAX_TENANT_RESULTS).contains(&tenants) {
+        for t in 0..tenants as usize {
+            table.extend(TENANT_METRICS.iter().map(|&(suffix, kind, description, read)| {
+                let fraction = suffix.ends_with("_ratio");
+                Metric::indexed(
+                    MetricDef::new(intern(format!("tenant_{t}_{suffix}")), kind, description, fraction),
+                    read,
+                    t,
+                )
+            }));
+        }
     }
     table
 }
@@ -219,7 +301,7 @@ mod tests {
     #[test]
     fn reason_columns_read_their_own_reason() {
         const CLASS_NAMES: [&str; 3] = ["classify", "answer", "answer_fallback"];
-        let table = metric_table(&CLASS_NAMES, Some(1));
+        let table = metric_table(&CLASS_NAMES, Some(1), 1);
         let mut results = GatewayResults { classes: vec![Default::default(); 3], ..GatewayResults::default() };
         for (c, class) in results.classes.iter_mut().enumerate() {
             for (i, count) in class.reasons.iter_mut().enumerate() {

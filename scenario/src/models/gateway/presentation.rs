@@ -122,7 +122,7 @@ mod tests {
     #[test]
     fn every_named_metric_exists() {
         let classes = ["classify", "answer", "summary", "answer_fallback"];
-        let table = metric_table(&classes, Some(1));
+        let table = metric_table(&classes, Some(1), 1);
         let exists = |name: &str| table.iter().any(|m| m.def.name == name);
         for section in presentation(&classes, &[], &[]).sections {
             match section {

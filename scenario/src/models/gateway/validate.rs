@@ -284,7 +284,7 @@ impl GatewayConfig {
     pub fn warnings(&self, run: &RunConfig) -> Vec<String> {
         let Resolved { fixture, knobs, .. } = self.resolved();
         let turns = self.turns_per_s(run);
-        let mut warnings = fixture.warnings();
+        let mut warnings = capacity::warnings(fixture);
         // Per tier, the meter whose starting burst lasts longest.
         let mut drains = capacity::burst_drains(fixture, turns);
         drains.sort_by(|a, b| a.tier.cmp(&b.tier).then(b.drain_s.total_cmp(&a.drain_s)));
