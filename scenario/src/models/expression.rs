@@ -78,7 +78,7 @@ impl MetricExpr {
                 )));
             }
         }
-        if tokens.len() % 2 == 0 {
+        if tokens.len().is_multiple_of(2) {
             return Err(Error::bad_input(format!(
                 "{field} = {text:?}: an expression ends with a metric or a number, not an operator"
             )));
