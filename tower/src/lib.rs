@@ -56,6 +56,7 @@ pub mod admission;
 pub mod bulkhead;
 pub mod clock;
 pub mod error;
+pub mod fallback;
 pub mod gate;
 pub mod gates;
 #[cfg(feature = "scenario")]
@@ -64,6 +65,7 @@ pub mod hedge;
 pub mod outcome;
 pub mod quota;
 pub mod retry;
+pub mod retry_after;
 #[cfg(feature = "scenario")]
 pub mod scenario;
 pub mod shared;
@@ -77,6 +79,7 @@ pub use admission::{
 pub use bulkhead::{bulkhead, BulkheadLayer, BulkheadService};
 pub use clock::Clock;
 pub use error::Rejected;
+pub use fallback::{fallback, Fallback, FallbackCounts, FallbackLayer};
 pub use gate::{AllCritical, CriticalityOf, FromExtension, Gate, GateFuture, GateLayer, Gated};
 pub use gates::{circuit_breaker, concurrency_limit, priority_shedder, rate_limit};
 #[cfg(feature = "scenario")]
@@ -84,7 +87,8 @@ pub use gateway::{gateway_from_scenario, ClassApplicant, ClassService, ClassStac
 pub use hedge::{hedge, Hedge, HedgeCounts, HedgeLayer, HedgeState};
 pub use outcome::{classify_with, Classified, Classify, ErrorsFail, HttpStatus};
 pub use quota::{quota_meter, Quota, QuotaLayer, Tokens, TokensWith};
-pub use retry::{retry, Retry, RetryConfig, RetryCounts, RetryLayer};
+pub use retry::{backoff, retry, Retry, RetryConfig, RetryCounts, RetryLayer};
+pub use retry_after::retry_after;
 #[cfg(feature = "scenario")]
 pub use scenario::{
     from_cluster_scenario, from_scenario, from_scenario_point, service_from_scenario, EdgeStack, ServiceStack,

@@ -3,8 +3,6 @@
 //! models classify the same way, so a breaker or a limiter learns the same lesson
 //! from a live 503 as from a simulated one.
 
-use std::time::Duration;
-
 use stampede_engine::policy::classify::Outcome;
 use stampede_engine::Nanos;
 
@@ -53,8 +51,9 @@ impl<Res, E: std::fmt::Debug + 'static> Classify<Res, E> for ErrorsFail {
 
 /// HTTP responses by status, as the simulator's gateway and graph read them: 429 is
 /// rate limited, 503 and 529 overloaded, other 5xx a server error, other 4xx a client
-/// error (never retried by default), everything else a success; `retry-after` in
-/// seconds is kept. Errors as [`ErrorsFail`] reads them.
+/// error (never retried by default), everything else a success; the wait the server
+/// asked for is kept in every form providers send it ([`crate::retry_after`]). Errors
+/// as [`ErrorsFail`] reads them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HttpStatus;
 
@@ -73,12 +72,9 @@ impl<B, E: std::fmt::Debug + 'static> Classify<http::Response<B>, E> for HttpSta
             _ => Outcome::Success,
         };
         let retry_after = matches!(outcome, Outcome::RateLimited | Outcome::Overloaded)
-            .then(|| response.headers().get(http::header::RETRY_AFTER))
+            .then(|| crate::retry_after::retry_after(response.headers(), std::time::SystemTime::now()))
             .flatten()
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.trim().parse::<f64>().ok())
-            .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
-            .map(|seconds| nanos(Duration::from_secs_f64(seconds.min(86_400.0))));
+            .map(nanos);
         Classified { outcome, retry_after, reached: true }
     }
 }

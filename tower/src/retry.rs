@@ -30,6 +30,17 @@ use crate::outcome::{Classified, Classify, ErrorsFail};
 use crate::shared::Shared;
 use crate::BoxError;
 
+/// A backoff of `kind` from `base` (the first retry's delay; the constant delay) to
+/// `cap`, as `Duration`s: the engine's [`Backoff`](stampede_engine::policy::backoff::Backoff)
+/// counts nanoseconds, which a service's configuration should not have to.
+pub fn backoff(
+    kind: stampede_engine::policy::backoff::BackoffKind,
+    base: std::time::Duration,
+    cap: std::time::Duration,
+) -> stampede_engine::policy::backoff::Backoff {
+    kind.with(crate::clock::nanos(base), crate::clock::nanos(cap))
+}
+
 /// How a call is retried.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RetryConfig {
