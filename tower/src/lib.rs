@@ -70,6 +70,7 @@ pub mod retry_after;
 pub mod scenario;
 pub mod shared;
 pub mod steps;
+pub mod stream;
 pub mod timeout;
 
 pub use admission::{
@@ -94,6 +95,7 @@ pub use scenario::{
     from_cluster_scenario, from_scenario, from_scenario_point, service_from_scenario, EdgeStack, ServiceStack,
 };
 pub use shared::Shared;
+pub use stream::{stream_timeouts, StreamTimeout, StreamTimeoutLayer, StreamTimeouts, TimedBody};
 pub use timeout::{timeout, Timeout, TimeoutLayer};
 
 /// The error every layer returns: the service's own, or a [`Rejected`].

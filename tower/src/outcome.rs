@@ -94,7 +94,7 @@ impl<Res, E, F: Fn(Result<&Res, &E>) -> Classified + Clone> Classify<Res, E> for
     }
 }
 
-/// An error as an outcome: tokio's `Elapsed` is a timeout, a [`crate::Rejected`] a
+/// An error as an outcome: tokio's `Elapsed` and a stream's [`StreamTimeout`](crate::StreamTimeout) are a timeout, a [`crate::Rejected`] a
 /// refusal by a layer further in (overloaded, not reached), anything else a server
 /// error.
 fn error_outcome<E: std::fmt::Debug + 'static>(error: &E) -> Classified {
@@ -103,7 +103,9 @@ fn error_outcome<E: std::fmt::Debug + 'static>(error: &E) -> Classified {
     let is = |check: &dyn Fn(&(dyn std::error::Error + 'static)) -> bool| boxed.is_some_and(|b| check(b.as_ref()));
     if any.is::<crate::Rejected>() || is(&|e| e.is::<crate::Rejected>()) {
         Classified { outcome: Outcome::Overloaded, retry_after: None, reached: false }
-    } else if any.is::<tokio::time::error::Elapsed>() || is(&|e| e.is::<tokio::time::error::Elapsed>()) {
+    } else if any.is::<tokio::time::error::Elapsed>()
+        || is(&|e| e.is::<tokio::time::error::Elapsed>() || e.is::<crate::stream::StreamTimeout>())
+    {
         Classified::of(Outcome::Timeout)
     } else {
         Classified::of(Outcome::ServerError)

@@ -1,0 +1,317 @@
+//! Timeouts of a streamed answer, as the simulated gateway keeps them per attempt:
+//! **connect** (until the response's headers: the provider answered or gave the call
+//! a slot), **first token** (until the body's first frame), **inter-token** (the
+//! longest gap between frames) and **total** (the last frame), each measured from
+//! the call's start like the simulation's. A layer bounds the headers; the response's
+//! body is wrapped ([`TimedBody`]) so the other three hold while the caller reads it —
+//! a layer around the response future alone sees only the headers of a stream.
+//!
+//! A body timeout ends the body with a [`StreamTimeout`] error naming which one, the
+//! reason the simulation reports (`timeout_first_token`, `timeout_inter_token`,
+//! `timeout_total`). [`TimedBody::frames`] says how much was delivered before it, for
+//! the caller's "do not retry past N% delivered" rule (the simulated
+//! `no_retry_past_delivered`): only the reader of a stream knows its progress.
+//!
+//! Invariant: exactly one timer is armed while the body is read — the earliest of the
+//! bounds that apply to the next frame.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tokio::time::{Instant, Sleep};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use crate::BoxError;
+
+/// The four bounds of a streamed call (`None`: no such bound), as a class's
+/// `timeouts_s` gives them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamTimeouts {
+    /// Until the response's headers.
+    pub connect: Option<Duration>,
+    /// Until the body's first frame, from the call's start.
+    pub first_token: Option<Duration>,
+    /// The longest wait for each later frame.
+    pub inter_token: Option<Duration>,
+    /// Until the body's end, from the call's start.
+    pub total: Option<Duration>,
+}
+
+/// Which bound a stream broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamTimeout {
+    /// No headers within `connect`.
+    Connect,
+    /// No first frame within `first_token`.
+    FirstToken,
+    /// A gap between frames longer than `inter_token`.
+    InterToken,
+    /// The body did not end within `total`.
+    Total,
+}
+
+impl std::fmt::Display for StreamTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            StreamTimeout::Connect => "timeout_connect",
+            StreamTimeout::FirstToken => "timeout_first_token",
+            StreamTimeout::InterToken => "timeout_inter_token",
+            StreamTimeout::Total => "timeout_total",
+        };
+        f.write_str(name)
+    }
+}
+
+impl std::error::Error for StreamTimeout {}
+
+/// The layer.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamTimeoutLayer {
+    timeouts: StreamTimeouts,
+}
+
+/// Bounds each call's headers by `connect` (and `first_token` and `total`, which
+/// also run from the start) and wraps its body in a [`TimedBody`].
+pub fn stream_timeouts(timeouts: StreamTimeouts) -> StreamTimeoutLayer {
+    StreamTimeoutLayer { timeouts }
+}
+
+impl<S> Layer<S> for StreamTimeoutLayer {
+    type Service = StreamTimeoutService<S>;
+
+    fn layer(&self, inner: S) -> StreamTimeoutService<S> {
+        StreamTimeoutService { inner, timeouts: self.timeouts }
+    }
+}
+
+/// A service whose streamed answers are timed.
+#[derive(Clone, Debug)]
+pub struct StreamTimeoutService<S> {
+    inner: S,
+    timeouts: StreamTimeouts,
+}
+
+impl<S, Req, B> Service<Req> for StreamTimeoutService<S>
+where
+    S: Service<Req, Response = http::Response<B>>,
+    S::Error: Into<BoxError>,
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Response = http::Response<TimedBody<B>>;
+    type Error = BoxError;
+    type Future = HeadersFuture<S::Future, B>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        let started = Instant::now();
+        let t = self.timeouts;
+        // The headers come before the first token and the end: all three bound them.
+        let bounds = [
+            (t.connect, StreamTimeout::Connect),
+            (t.first_token, StreamTimeout::FirstToken),
+            (t.total, StreamTimeout::Total),
+        ];
+        let (deadline, which) = earliest(started, &bounds);
+        HeadersFuture {
+            inner: self.inner.call(request),
+            sleep: tokio::time::sleep_until(deadline.unwrap_or_else(far_future)),
+            armed: deadline.is_some(),
+            which,
+            started,
+            timeouts: t,
+            waiting: None,
+        }
+    }
+}
+
+/// The earliest of `bounds` (each from `from`), and which it is.
+fn earliest(from: Instant, bounds: &[(Option<Duration>, StreamTimeout)]) -> (Option<Instant>, StreamTimeout) {
+    bounds
+        .iter()
+        .filter_map(|(after, which)| after.map(|a| (from + a, *which)))
+        .min_by_key(|(at, _)| *at)
+        .map_or((None, StreamTimeout::Total), |(at, which)| (Some(at), which))
+}
+
+/// An instant no call reaches (a year on), for a timer that is not armed.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(365 * 86_400)
+}
+
+pin_project! {
+    /// The response, once its headers and its first frame have come within their bounds.
+    pub struct HeadersFuture<F, B> {
+        #[pin]
+        inner: F,
+        #[pin]
+        sleep: Sleep,
+        armed: bool,
+        which: StreamTimeout,
+        started: Instant,
+        timeouts: StreamTimeouts,
+        // The headers came: the response waits for its body's first frame.
+        waiting: Option<(http::response::Parts, B)>,
+    }
+}
+
+impl<F, B, E> Future for HeadersFuture<F, B>
+where
+    F: Future<Output = Result<http::Response<B>, E>>,
+    E: Into<BoxError>,
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Output = Result<http::Response<TimedBody<B>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if this.waiting.is_none() {
+            if let Poll::Ready(result) = this.inner.poll(cx) {
+                let (parts, body) = result.map_err(Into::into)?.into_parts();
+                *this.waiting = Some((parts, body));
+                // The connect bound is met; the first token's and the total's remain.
+                let bounds = [
+                    (this.timeouts.first_token, StreamTimeout::FirstToken),
+                    (this.timeouts.total, StreamTimeout::Total),
+                ];
+                let (deadline, which) = earliest(*this.started, &bounds);
+                if let Some(deadline) = deadline {
+                    this.sleep.as_mut().reset(deadline);
+                }
+                (*this.armed, *this.which) = (deadline.is_some(), which);
+            }
+        }
+        if let Some((_, body)) = this.waiting.as_mut() {
+            if let Poll::Ready(frame) = Pin::new(body).poll_frame(cx) {
+                let first = frame.transpose().map_err(Into::into)?;
+                let (parts, body) = this.waiting.take().expect("waiting");
+                let timed = TimedBody::after_first(body, *this.started, *this.timeouts, first);
+                return Poll::Ready(Ok(http::Response::from_parts(parts, timed)));
+            }
+        }
+        if *this.armed && this.sleep.poll(cx).is_ready() {
+            return Poll::Ready(Err(Box::new(*this.which)));
+        }
+        Poll::Pending
+    }
+}
+
+pin_project! {
+    /// A streamed body under its first-token, inter-token and total bounds.
+    pub struct TimedBody<B: Body> {
+        #[pin]
+        inner: B,
+        #[pin]
+        sleep: Sleep,
+        armed: bool,
+        which: StreamTimeout,
+        started: Instant,
+        timeouts: StreamTimeouts,
+        frames: u64,
+        broken: bool,
+        // The first frame, read while the response waited for it, not yet handed on.
+        first: Option<Frame<B::Data>>,
+        // The body ended before any frame (an empty answer).
+        ended: bool,
+    }
+}
+
+impl<B: Body> TimedBody<B> {
+    /// `body`, of a call that started at `started`, under `timeouts`, its first frame
+    /// (`None`: the body ended without one) already read.
+    fn after_first(body: B, started: Instant, timeouts: StreamTimeouts, first: Option<Frame<B::Data>>) -> Self {
+        let frames = u64::from(first.is_some());
+        let mut timed = TimedBody {
+            inner: body,
+            sleep: tokio::time::sleep_until(far_future()),
+            armed: false,
+            which: StreamTimeout::Total,
+            started,
+            timeouts,
+            frames,
+            broken: false,
+            ended: first.is_none(),
+            first,
+        };
+        let (deadline, which) = next_deadline(frames, Instant::now(), started, &timeouts);
+        timed.sleep = tokio::time::sleep_until(deadline.unwrap_or_else(far_future));
+        (timed.armed, timed.which) = (deadline.is_some(), which);
+        timed
+    }
+
+    /// Frames delivered so far (for a "do not retry past N% delivered" rule).
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+}
+
+/// The bound on the next frame after `frames` of them, seen at `now`: the first
+/// token's (before any frame) or the inter-token gap's, and the total's, whichever is
+/// earlier.
+fn next_deadline(frames: u64, now: Instant, started: Instant, t: &StreamTimeouts) -> (Option<Instant>, StreamTimeout) {
+    let next = if frames == 0 {
+        (t.first_token.map(|a| started + a), StreamTimeout::FirstToken)
+    } else {
+        (t.inter_token.map(|a| now + a), StreamTimeout::InterToken)
+    };
+    let total = (t.total.map(|a| started + a), StreamTimeout::Total);
+    match (next.0, total.0) {
+        (Some(a), Some(b)) if b < a => total,
+        (Some(_), _) => next,
+        (None, _) => total,
+    }
+}
+
+impl<B> Body for TimedBody<B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<B::Data>, BoxError>>> {
+        let mut this = self.project();
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(Ok(first)));
+        }
+        if *this.broken || *this.ended {
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(frame) = this.inner.as_mut().poll_frame(cx) {
+            let frame = frame.map(|f| f.map_err(Into::into));
+            if matches!(frame, Some(Ok(_))) {
+                *this.frames += 1;
+                let (deadline, which) = next_deadline(*this.frames, Instant::now(), *this.started, this.timeouts);
+                if let Some(deadline) = deadline {
+                    this.sleep.as_mut().reset(deadline);
+                }
+                (*this.armed, *this.which) = (deadline.is_some(), which);
+            }
+            return Poll::Ready(frame);
+        }
+        if *this.armed {
+            ready!(this.sleep.poll(cx));
+            *this.broken = true;
+            return Poll::Ready(Some(Err(Box::new(*this.which))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.first.is_none() && (self.broken || self.ended || self.inner.is_end_stream())
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

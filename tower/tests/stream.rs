@@ -1,0 +1,159 @@
+//! Streamed answers under the simulated gateway's four timeouts: connect (headers),
+//! first token, inter-token and total, on tokio's paused clock so every time is exact;
+//! and the stack issue 53 asked for — a streamed call whose first token is too slow is
+//! retried and then served by the fallback, as the simulated stack does it.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http_body::{Body, Frame};
+use stampede_engine::policy::backoff::BackoffKind;
+use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::retry_budget::RetryBudget;
+use stampede_tower::{
+    backoff, fallback, retry, stream_timeouts, BoxError, HttpStatus, RetryConfig, StreamTimeout, StreamTimeouts,
+};
+use tokio::time::{Instant, Sleep};
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// A body whose frames come after the given gaps (the first gap from the headers).
+struct Scripted {
+    gaps: VecDeque<Duration>,
+    sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl Body for Scripted {
+    type Data = &'static [u8];
+    type Error = BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, BoxError>>> {
+        let Some(gap) = self.gaps.front().copied() else { return Poll::Ready(None) };
+        let sleep = self.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep(gap)));
+        if sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.sleep = None;
+        self.gaps.pop_front();
+        Poll::Ready(Some(Ok(Frame::data(&b"token"[..]))))
+    }
+}
+
+/// Answers 200 after `headers`, then frames after `gaps`; counts its calls.
+#[derive(Clone)]
+struct Streams {
+    headers: Duration,
+    gaps: Vec<Duration>,
+    calls: Arc<AtomicU32>,
+}
+
+fn streams(headers_ms: u64, gaps_ms: &[u64]) -> Streams {
+    Streams {
+        headers: Duration::from_millis(headers_ms),
+        gaps: gaps_ms.iter().map(|g| Duration::from_millis(*g)).collect(),
+        calls: Arc::default(),
+    }
+}
+
+impl Service<&'static str> for Streams {
+    type Response = http::Response<Scripted>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: &'static str) -> Self::Future {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let (headers, gaps) = (self.headers, self.gaps.clone());
+        Box::pin(async move {
+            tokio::time::sleep(headers).await;
+            Ok(http::Response::new(Scripted { gaps: gaps.into(), sleep: None }))
+        })
+    }
+}
+
+const BOUNDS: StreamTimeouts = StreamTimeouts {
+    connect: Some(Duration::from_secs(1)),
+    first_token: Some(Duration::from_secs(2)),
+    inter_token: Some(Duration::from_millis(500)),
+    total: Some(Duration::from_secs(4)),
+};
+
+/// Calls `service` and reads its whole body: the frames read, and the error that
+/// ended it (`None`: it ended well), with when it ended since the call.
+async fn read<S, B>(service: &mut S) -> (u64, Option<String>, Duration)
+where
+    S: Service<&'static str, Response = http::Response<B>, Error = BoxError>,
+    B: Body<Error = BoxError>,
+{
+    let started = Instant::now();
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+    let mut body = match service.call("hi").await {
+        Ok(response) => Box::pin(response.into_body()),
+        Err(error) => return (0, Some(error.to_string()), started.elapsed()),
+    };
+    let mut frames = 0;
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        match frame {
+            Ok(_) => frames += 1,
+            Err(error) => return (frames, Some(error.to_string()), started.elapsed()),
+        }
+    }
+    (frames, None, started.elapsed())
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_bound_ends_the_stream_with_its_own_reason_at_its_own_time() {
+    let ms = Duration::from_millis;
+    let mut within = stream_timeouts(BOUNDS).layer(streams(200, &[300, 400, 400, 100]));
+    assert_eq!(read(&mut within).await, (4, None, ms(1400)), "every bound kept");
+    let mut late_headers = stream_timeouts(BOUNDS).layer(streams(1500, &[10]));
+    assert_eq!(read(&mut late_headers).await, (0, Some(StreamTimeout::Connect.to_string()), ms(1000)));
+    // Headers at 0.5 s, the first token at 2.6 s: the response fails at 2 s, as an attempt.
+    let mut slow_first = stream_timeouts(BOUNDS).layer(streams(500, &[2100]));
+    assert_eq!(read(&mut slow_first).await, (0, Some("timeout_first_token".into()), ms(2000)));
+    // Two tokens, then a gap of 0.8 s: broken 0.5 s after the second.
+    let mut gap = stream_timeouts(BOUNDS).layer(streams(100, &[100, 200, 800]));
+    assert_eq!(read(&mut gap).await, (2, Some("timeout_inter_token".into()), ms(900)));
+    // Tokens every 0.4 s go on past the 4 s total: the 9th (at 3.7 s) is the last.
+    let mut long = stream_timeouts(BOUNDS).layer(streams(100, &[400; 20]));
+    assert_eq!(read(&mut long).await, (9, Some("timeout_total".into()), ms(4000)));
+    // No bounds: nothing is armed.
+    let mut free = stream_timeouts(StreamTimeouts::default()).layer(streams(5000, &[9000]));
+    assert_eq!(read(&mut free).await, (1, None, ms(14000)));
+}
+
+/// Issue 53's production twin of the simulated stack `[..., "retry", "fallback"]`
+/// for a streamed class: the first token is too slow on both attempts (each given up
+/// at the 2 s first-token bound, a timeout to the retry loop), then the fallback tier
+/// streams the answer.
+#[tokio::test(start_paused = true)]
+async fn a_first_token_timeout_is_retried_then_served_by_the_fallback() {
+    let (primary, smaller) = (streams(300, &[5000]), streams(100, &[200, 200]));
+    let retries = retry(
+        RetryConfig {
+            max_attempts: 2,
+            backoff: backoff(BackoffKind::Constant, Duration::from_millis(250), Duration::from_millis(250)),
+            classifier: RetryClassifier::default(),
+            deadline: None,
+        },
+        RetryBudget::Unlimited,
+        3,
+    )
+    .classify(HttpStatus);
+    let timed = stream_timeouts(BOUNDS);
+    let mut stack =
+        fallback(timed.layer(smaller.clone()), HttpStatus).layer(retries.layer(timed.layer(primary.clone())));
+    let (frames, error, took) = read(&mut stack).await;
+    assert_eq!((frames, error), (2, None), "the fallback's two tokens");
+    assert_eq!((primary.calls.load(Ordering::SeqCst), smaller.calls.load(Ordering::SeqCst)), (2, 1));
+    // Two attempts of 2 s, a 0.25 s wait, the fallback's first token at 0.3 s and its second at 0.5 s.
+    assert_eq!(took, Duration::from_millis(2000 + 250 + 2000 + 500));
+}
