@@ -123,14 +123,14 @@ pub struct AdmissionState {
     pub in_flight: u32,
     capacity: u32,
     class_rungs: Vec<u8>,
-    meters: Vec<Shared<QuotaMeter>>,
+    meters: Vec<std::sync::Arc<dyn crate::quota::QuotaStore>>,
 }
 
 impl AdmissionState {
     /// The pressure the ladder reads now.
     pub fn pressure(&self, now: Nanos) -> f64 {
         let in_flight = self.in_flight as f64 / self.capacity as f64;
-        self.meters.iter().fold(in_flight, |pressure, meter| meter.lock().pressure_at_least(now, pressure))
+        self.meters.iter().fold(in_flight, |pressure, meter| meter.pressure_at_least(now, pressure))
     }
 
     fn expected_of(&self, class: u16) -> Nanos {
@@ -183,7 +183,12 @@ impl<A, C> AdmissionLayer<A, C> {
     /// The same layer, with `meter`'s used fraction in its pressure (a quota layer's
     /// [`crate::QuotaLayer::meter`]).
     pub fn with_quota(self, meter: &Shared<QuotaMeter>) -> Self {
-        self.state.lock().meters.push(meter.clone());
+        self.with_quota_store(std::sync::Arc::new(meter.clone()))
+    }
+
+    /// [`Self::with_quota`] for a quota whose buckets live in a [`QuotaStore`](crate::quota::QuotaStore).
+    pub fn with_quota_store(self, store: std::sync::Arc<dyn crate::quota::QuotaStore>) -> Self {
+        self.state.lock().meters.push(store);
         self
     }
 

@@ -9,9 +9,22 @@
 //! Invariant: every reservation granted is reconciled or cancelled exactly once, also
 //! when the caller drops the request (then it is cancelled: nothing is known to have
 //! been served).
+//!
+//! **Where the buckets live** is a [`QuotaStore`]: this process's meter (what
+//! [`quota_meter`] builds: a fleet of N processes each holding 1/N is the simulation's
+//! `coordinated_quota = false`), or one every process shares ([`quota_store`]: the
+//! simulation's default, one coordinated meter for the fleet). The trait is
+//! synchronous on purpose: a decision must not wait on the network. A store shared
+//! through Redis (or etcd, or a quota service) keeps a local lease of each bucket — a
+//! few seconds of this process's expected use, taken from the shared bucket by a
+//! background task with an atomic script (Redis `EVAL` of a token-bucket take) and
+//! returned when unused — and answers `reserve` from the lease; a lease that cannot be
+//! refilled (the store is down) is the simulation's `coordinator_outage`, where each
+//! process falls back to its 1/N share.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -53,20 +66,59 @@ where
     }
 }
 
+/// Where a quota's buckets live (see the module's notes). `now` is the caller's
+/// monotonic clock in nanoseconds (this process's [`Clock`]); a store shared by
+/// processes keeps its own time and may ignore it.
+pub trait QuotaStore: Send + Sync + std::fmt::Debug + 'static {
+    /// Reserve one request, `input_tokens` and `max_tokens` of output.
+    fn reserve(&self, now: Nanos, input_tokens: u64, max_tokens: u64) -> Reserve;
+    /// The call was served and used `output_used` tokens: hand the rest back.
+    fn reconcile(&self, now: Nanos, reservation: Reservation, output_used: u64);
+    /// Nothing was served (a 429, a 529, a dropped request): hand it all back.
+    fn cancel(&self, now: Nanos, reservation: Reservation);
+    /// The used share of the fullest bucket, or `floor` if that is higher (the
+    /// admission gate's pressure).
+    fn pressure_at_least(&self, now: Nanos, floor: f64) -> f64;
+}
+
+/// This process's meter: the engine's [`QuotaMeter`] behind its lock.
+impl QuotaStore for Shared<QuotaMeter> {
+    fn reserve(&self, now: Nanos, input_tokens: u64, max_tokens: u64) -> Reserve {
+        self.lock().reserve(now, input_tokens, max_tokens)
+    }
+    fn reconcile(&self, now: Nanos, reservation: Reservation, output_used: u64) {
+        self.lock().reconcile(now, reservation, output_used)
+    }
+    fn cancel(&self, now: Nanos, reservation: Reservation) {
+        self.lock().cancel(now, reservation)
+    }
+    fn pressure_at_least(&self, now: Nanos, floor: f64) -> f64 {
+        self.lock().pressure_at_least(now, floor)
+    }
+}
+
 /// The layer.
-#[derive(Debug)]
 pub struct QuotaLayer<T, C = ErrorsFail> {
-    meter: Shared<QuotaMeter>,
+    store: Arc<dyn QuotaStore>,
+    /// The in-memory meter behind `store`, when [`quota_meter`] built it.
+    local: Option<Shared<QuotaMeter>>,
     clock: Clock,
     longest_wait: Nanos,
     tokens: T,
     classify: C,
 }
 
+impl<T, C> std::fmt::Debug for QuotaLayer<T, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuotaLayer").field("local", &self.local.is_some()).finish_non_exhaustive()
+    }
+}
+
 impl<T: Clone, C: Clone> Clone for QuotaLayer<T, C> {
     fn clone(&self) -> Self {
         QuotaLayer {
-            meter: self.meter.clone(),
+            store: self.store.clone(),
+            local: self.local.clone(),
             clock: self.clock,
             longest_wait: self.longest_wait,
             tokens: self.tokens.clone(),
@@ -78,8 +130,10 @@ impl<T: Clone, C: Clone> Clone for QuotaLayer<T, C> {
 /// A client-side quota meter for `limits` (as `config` takes them: headroom, longest
 /// wait, instances sharing it or not), reading token counts with `tokens`.
 pub fn quota_meter<T>(limits: QuotaLimits, config: QuotaConfig, tokens: T) -> QuotaLayer<T> {
+    let meter = Shared::new(QuotaMeter::new(limits, config));
     QuotaLayer {
-        meter: Shared::new(QuotaMeter::new(limits, config)),
+        store: Arc::new(meter.clone()),
+        local: Some(meter),
         clock: Clock::new(),
         longest_wait: config.longest_wait,
         tokens,
@@ -87,10 +141,31 @@ pub fn quota_meter<T>(limits: QuotaLimits, config: QuotaConfig, tokens: T) -> Qu
     }
 }
 
+/// A quota whose buckets live in `store` (shared by every process that holds one like
+/// it), waiting up to `longest_wait` in all, reading token counts with `tokens`.
+pub fn quota_store<T>(store: Arc<dyn QuotaStore>, longest_wait: std::time::Duration, tokens: T) -> QuotaLayer<T> {
+    QuotaLayer {
+        store,
+        local: None,
+        clock: Clock::new(),
+        longest_wait: crate::clock::nanos(longest_wait),
+        tokens,
+        classify: ErrorsFail,
+    }
+}
+
 impl<T, C> QuotaLayer<T, C> {
-    /// The shared meter, to read what is reserved and handed back.
+    /// The in-memory meter, to read what is reserved and handed back.
+    ///
+    /// # Panics
+    /// For a layer over a [`QuotaStore`] of your own ([`quota_store`]): read your store.
     pub fn meter(&self) -> &Shared<QuotaMeter> {
-        &self.meter
+        self.local.as_ref().expect("a quota_meter layer (quota_store's buckets are the store's)")
+    }
+
+    /// Where the buckets live.
+    pub fn store(&self) -> Arc<dyn QuotaStore> {
+        self.store.clone()
     }
 
     /// The same meter, reading token counts with `tokens`: a layer per call class in
@@ -100,7 +175,8 @@ impl<T, C> QuotaLayer<T, C> {
         C: Clone,
     {
         QuotaLayer {
-            meter: self.meter.clone(),
+            store: self.store.clone(),
+            local: self.local.clone(),
             clock: self.clock,
             longest_wait: self.longest_wait,
             tokens,
@@ -111,7 +187,8 @@ impl<T, C> QuotaLayer<T, C> {
     /// The same layer, reading outcomes with `classify` (a 429 or 529 cancels).
     pub fn classify<C2>(self, classify: C2) -> QuotaLayer<T, C2> {
         QuotaLayer {
-            meter: self.meter,
+            store: self.store,
+            local: self.local,
             clock: self.clock,
             longest_wait: self.longest_wait,
             tokens: self.tokens,
@@ -138,7 +215,7 @@ pub struct Quota<S, T, C> {
 /// A granted reservation; cancelled if dropped before the answer.
 #[derive(Debug)]
 struct Held {
-    meter: Shared<QuotaMeter>,
+    store: Arc<dyn QuotaStore>,
     clock: Clock,
     reservation: Option<Reservation>,
 }
@@ -147,10 +224,9 @@ impl Held {
     fn settle(&mut self, used: Option<u64>) {
         let Some(reservation) = self.reservation.take() else { return };
         let now = self.clock.now();
-        let mut meter = self.meter.lock();
         match used {
-            Some(output) => meter.reconcile(now, reservation, output),
-            None => meter.cancel(now, reservation),
+            Some(output) => self.store.reconcile(now, reservation, output),
+            None => self.store.cancel(now, reservation),
         }
     }
 }
@@ -232,11 +308,11 @@ where
                 StageProj::Reserving => {
                     let now = this.layer.clock.now();
                     let (input, max_tokens) = *this.asked;
-                    let answer = this.layer.meter.lock().reserve(now, input, max_tokens);
+                    let answer = this.layer.store.reserve(now, input, max_tokens);
                     match answer {
                         Reserve::Granted(reservation) => {
-                            let (meter, clock) = (this.layer.meter.clone(), this.layer.clock);
-                            *this.held = Some(Held { meter, clock, reservation: Some(reservation) });
+                            let (store, clock) = (this.layer.store.clone(), this.layer.clock);
+                            *this.held = Some(Held { store, clock, reservation: Some(reservation) });
                             this.stage.set(Stage::Ready);
                         }
                         Reserve::Wait(wait) if *this.waited + wait <= this.layer.longest_wait => {

@@ -109,3 +109,27 @@ async fn a_429_and_a_dropped_request_give_everything_back() {
     let _ = call.await;
     assert_eq!(layer.meter().lock().output_available(0), 100_000, "a dropped request is cancelled");
 }
+
+/// Two processes sharing one store are one coordinated meter (the simulation's
+/// default): between them they get the quota's 60 requests a minute, where two
+/// processes each with its own meter would get 120. The store here is the in-memory
+/// one behind a trait object, as a Redis-backed one would be.
+#[tokio::test(start_paused = true)]
+async fn processes_sharing_a_store_share_one_quota() {
+    use stampede_tower::{quota_store, QuotaStore};
+    let tokens: Counts = TokensWith(|ask| *ask, |response| *response.body());
+    let shared: Arc<dyn QuotaStore> = Arc::new(stampede_tower::Shared::new(QuotaMeter::new(LIMITS, config(0))));
+    let served = |layers: [stampede_tower::QuotaLayer<Counts, HttpStatus>; 2]| async move {
+        let mut granted = 0;
+        for i in 0..100 {
+            let mut service = layers[i % 2].layer(api(200, 10));
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+            granted += service.call((100, 100)).await.is_ok() as u32;
+        }
+        granted
+    };
+    let one = || quota_store(shared.clone(), Duration::ZERO, tokens).classify(HttpStatus);
+    assert_eq!(served([one(), one()]).await, 60, "one quota between them");
+    let own = || quota_meter(LIMITS, config(0), tokens).classify(HttpStatus);
+    assert_eq!(served([own(), own()]).await, 100, "each its own: up to 120");
+}
