@@ -95,7 +95,10 @@ pub use scenario::{
     from_cluster_scenario, from_scenario, from_scenario_point, service_from_scenario, EdgeStack, ServiceStack,
 };
 pub use shared::Shared;
-pub use stream::{stream_timeouts, StreamTimeout, StreamTimeoutLayer, StreamTimeouts, TimedBody};
+pub use stream::{
+    provider_stream_error, stream_timeouts, ErrorEvent, StreamError, StreamTimeout, StreamTimeoutLayer, StreamTimeouts,
+    TimedBody,
+};
 pub use timeout::{timeout, Timeout, TimeoutLayer};
 
 /// The error every layer returns: the service's own, or a [`Rejected`].

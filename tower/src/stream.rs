@@ -20,8 +20,10 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use bytes::Buf;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
+use stampede_engine::policy::classify::Outcome;
 use tokio::time::{Instant, Sleep};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -69,23 +71,73 @@ impl std::fmt::Display for StreamTimeout {
 
 impl std::error::Error for StreamTimeout {}
 
+/// An error the provider sent inside a 200 stream (an SSE `event: error` after the
+/// headers): what it says, as an outcome — an overload, a rate limit, a server error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamError(pub Outcome);
+
+impl std::fmt::Display for StreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "an error inside the stream: {:?}", self.0)
+    }
+}
+
+impl std::error::Error for StreamError {}
+
+/// Reads a frame's bytes for an error event: `Some(outcome)` ends the stream with a
+/// [`StreamError`]. [`provider_stream_error`] reads Anthropic's and OpenAI's.
+pub type ErrorEvent = fn(&[u8]) -> Option<Outcome>;
+
+/// Anthropic's and OpenAI's error events inside a streamed 200: Anthropic's
+/// `event: error` with `overloaded_error` (an overload), `rate_limit_error` (a rate
+/// limit) or `api_error` (a server error); OpenAI's `data: {"error": …}` with a
+/// `rate_limit` type or code (a rate limit), else a server error. Other frames: `None`.
+pub fn provider_stream_error(frame: &[u8]) -> Option<Outcome> {
+    let text = std::str::from_utf8(frame).ok()?;
+    let anthropic =
+        text.contains("event: error") || text.contains("\"type\":\"error\"") || text.contains("\"type\": \"error\"");
+    let openai = text.contains("data: {\"error\"") || text.contains("data: {\"error\":");
+    if !(anthropic || openai) {
+        return None;
+    }
+    Some(if text.contains("overloaded_error") {
+        Outcome::Overloaded
+    } else if text.contains("rate_limit") {
+        Outcome::RateLimited
+    } else {
+        Outcome::ServerError
+    })
+}
+
 /// The layer.
 #[derive(Clone, Copy, Debug)]
 pub struct StreamTimeoutLayer {
     timeouts: StreamTimeouts,
+    errors: Option<ErrorEvent>,
 }
 
 /// Bounds each call's headers by `connect` (and `first_token` and `total`, which
 /// also run from the start) and wraps its body in a [`TimedBody`].
 pub fn stream_timeouts(timeouts: StreamTimeouts) -> StreamTimeoutLayer {
-    StreamTimeoutLayer { timeouts }
+    StreamTimeoutLayer { timeouts, errors: None }
+}
+
+impl StreamTimeoutLayer {
+    /// Also reads each frame with `errors` (e.g. [`provider_stream_error`]): an error
+    /// event in the first frame fails the attempt (the response future's error, which
+    /// every layer outside reads as the event's outcome, a 529 for an overload), a later
+    /// one ends the body with a [`StreamError`] — a 200 followed by an overload is not
+    /// a success.
+    pub fn errors_in_stream(self, errors: ErrorEvent) -> Self {
+        StreamTimeoutLayer { errors: Some(errors), ..self }
+    }
 }
 
 impl<S> Layer<S> for StreamTimeoutLayer {
     type Service = StreamTimeoutService<S>;
 
     fn layer(&self, inner: S) -> StreamTimeoutService<S> {
-        StreamTimeoutService { inner, timeouts: self.timeouts }
+        StreamTimeoutService { inner, timeouts: self.timeouts, errors: self.errors }
     }
 }
 
@@ -94,6 +146,13 @@ impl<S> Layer<S> for StreamTimeoutLayer {
 pub struct StreamTimeoutService<S> {
     inner: S,
     timeouts: StreamTimeouts,
+    errors: Option<ErrorEvent>,
+}
+
+/// The frame's error event, if `errors` reads one in its data.
+fn error_in<D: Buf>(frame: &Frame<D>, errors: Option<ErrorEvent>) -> Option<StreamError> {
+    let (errors, data) = (errors?, frame.data_ref()?);
+    errors(data.chunk()).map(StreamError)
 }
 
 impl<S, Req, B> Service<Req> for StreamTimeoutService<S>
@@ -128,6 +187,7 @@ where
             which,
             started,
             timeouts: t,
+            errors: self.errors,
             waiting: None,
         }
     }
@@ -158,6 +218,7 @@ pin_project! {
         which: StreamTimeout,
         started: Instant,
         timeouts: StreamTimeouts,
+        errors: Option<ErrorEvent>,
         // The headers came: the response waits for its body's first frame.
         waiting: Option<(http::response::Parts, B)>,
     }
@@ -193,8 +254,11 @@ where
         if let Some((_, body)) = this.waiting.as_mut() {
             if let Poll::Ready(frame) = Pin::new(body).poll_frame(cx) {
                 let first = frame.transpose().map_err(Into::into)?;
+                if let Some(error) = first.as_ref().and_then(|f| error_in(f, *this.errors)) {
+                    return Poll::Ready(Err(Box::new(error)));
+                }
                 let (parts, body) = this.waiting.take().expect("waiting");
-                let timed = TimedBody::after_first(body, *this.started, *this.timeouts, first);
+                let timed = TimedBody::after_first(body, *this.started, *this.timeouts, *this.errors, first);
                 return Poll::Ready(Ok(http::Response::from_parts(parts, timed)));
             }
         }
@@ -216,6 +280,7 @@ pin_project! {
         which: StreamTimeout,
         started: Instant,
         timeouts: StreamTimeouts,
+        errors: Option<ErrorEvent>,
         frames: u64,
         broken: bool,
         // The first frame, read while the response waited for it, not yet handed on.
@@ -228,7 +293,13 @@ pin_project! {
 impl<B: Body> TimedBody<B> {
     /// `body`, of a call that started at `started`, under `timeouts`, its first frame
     /// (`None`: the body ended without one) already read.
-    fn after_first(body: B, started: Instant, timeouts: StreamTimeouts, first: Option<Frame<B::Data>>) -> Self {
+    fn after_first(
+        body: B,
+        started: Instant,
+        timeouts: StreamTimeouts,
+        errors: Option<ErrorEvent>,
+        first: Option<Frame<B::Data>>,
+    ) -> Self {
         let frames = u64::from(first.is_some());
         let mut timed = TimedBody {
             inner: body,
@@ -237,6 +308,7 @@ impl<B: Body> TimedBody<B> {
             which: StreamTimeout::Total,
             started,
             timeouts,
+            errors,
             frames,
             broken: false,
             ended: first.is_none(),
@@ -289,6 +361,10 @@ where
         }
         if let Poll::Ready(frame) = this.inner.as_mut().poll_frame(cx) {
             let frame = frame.map(|f| f.map_err(Into::into));
+            if let Some(error) = frame.as_ref().and_then(|f| f.as_ref().ok()).and_then(|f| error_in(f, *this.errors)) {
+                *this.broken = true;
+                return Poll::Ready(Some(Err(Box::new(error))));
+            }
             if matches!(frame, Some(Ok(_))) {
                 *this.frames += 1;
                 let (deadline, which) = next_deadline(*this.frames, Instant::now(), *this.started, this.timeouts);

@@ -26,6 +26,9 @@ use tower_service::Service;
 struct Scripted {
     gaps: VecDeque<Duration>,
     sleep: Option<Pin<Box<Sleep>>>,
+    /// What frame `n` says (past the end: a token).
+    says: Vec<&'static [u8]>,
+    sent: usize,
 }
 
 impl Body for Scripted {
@@ -40,7 +43,9 @@ impl Body for Scripted {
         }
         self.sleep = None;
         self.gaps.pop_front();
-        Poll::Ready(Some(Ok(Frame::data(&b"token"[..]))))
+        let said = self.says.get(self.sent).copied().unwrap_or(&b"event: content_block_delta\ndata: {}\n\n"[..]);
+        self.sent += 1;
+        Poll::Ready(Some(Ok(Frame::data(said))))
     }
 }
 
@@ -49,6 +54,7 @@ impl Body for Scripted {
 struct Streams {
     headers: Duration,
     gaps: Vec<Duration>,
+    says: Vec<&'static [u8]>,
     calls: Arc<AtomicU32>,
 }
 
@@ -56,6 +62,7 @@ fn streams(headers_ms: u64, gaps_ms: &[u64]) -> Streams {
     Streams {
         headers: Duration::from_millis(headers_ms),
         gaps: gaps_ms.iter().map(|g| Duration::from_millis(*g)).collect(),
+        says: Vec::new(),
         calls: Arc::default(),
     }
 }
@@ -71,10 +78,10 @@ impl Service<&'static str> for Streams {
 
     fn call(&mut self, _: &'static str) -> Self::Future {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let (headers, gaps) = (self.headers, self.gaps.clone());
+        let (headers, gaps, says) = (self.headers, self.gaps.clone(), self.says.clone());
         Box::pin(async move {
             tokio::time::sleep(headers).await;
-            Ok(http::Response::new(Scripted { gaps: gaps.into(), sleep: None }))
+            Ok(http::Response::new(Scripted { gaps: gaps.into(), sleep: None, says, sent: 0 }))
         })
     }
 }
@@ -156,4 +163,51 @@ async fn a_first_token_timeout_is_retried_then_served_by_the_fallback() {
     assert_eq!((primary.calls.load(Ordering::SeqCst), smaller.calls.load(Ordering::SeqCst)), (2, 1));
     // Two attempts of 2 s, a 0.25 s wait, the fallback's first token at 0.3 s and its second at 0.5 s.
     assert_eq!(took, Duration::from_millis(2000 + 250 + 2000 + 500));
+}
+
+const OVERLOADED: &[u8] =
+    b"event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n";
+
+/// A 200 whose stream carries an overload is not a success: in the first frame it
+/// fails the attempt (retried, then served by the fallback, as a 529 would be); later
+/// it ends the body with the event's outcome. Without the reader, both read as answers.
+#[tokio::test(start_paused = true)]
+async fn an_overload_inside_a_200_stream_is_an_overload() {
+    use stampede_engine::policy::classify::Outcome;
+    use stampede_tower::{provider_stream_error, StreamError};
+    assert_eq!(provider_stream_error(OVERLOADED), Some(Outcome::Overloaded));
+    assert_eq!(
+        provider_stream_error(b"data: {\"error\": {\"type\": \"server_error\"}}\n\n"),
+        Some(Outcome::ServerError)
+    );
+    assert_eq!(provider_stream_error(b"event: content_block_delta\ndata: {\"type\": \"text\"}\n\n"), None);
+    let at_once = Streams { says: vec![OVERLOADED], ..streams(100, &[100, 100]) };
+    let reading = stream_timeouts(BOUNDS).errors_in_stream(provider_stream_error);
+    let (frames, error, _) = read(&mut reading.layer(at_once.clone())).await;
+    assert_eq!((frames, error), (0, Some(StreamError(Outcome::Overloaded).to_string())));
+    let (frames, error, _) = read(&mut stream_timeouts(BOUNDS).layer(at_once.clone())).await;
+    assert_eq!((frames, error), (2, None), "not read: a 200 and two frames, a success");
+    // Later in the stream: the body ends with it, after what was delivered.
+    let later = Streams { says: vec![b"data: {}\n\n", OVERLOADED], ..streams(100, &[100, 100, 100]) };
+    let (frames, error, _) = read(&mut reading.layer(later)).await;
+    assert_eq!((frames, error), (1, Some(StreamError(Outcome::Overloaded).to_string())));
+    // In the stack: both attempts overloaded at their first frame, then the fallback.
+    let smaller = streams(100, &[200]);
+    let retries = retry(
+        RetryConfig {
+            max_attempts: 2,
+            backoff: backoff(BackoffKind::Constant, Duration::from_millis(250), Duration::from_millis(250)),
+            classifier: RetryClassifier::default(),
+            deadline: None,
+        },
+        RetryBudget::Unlimited,
+        3,
+    )
+    .classify(HttpStatus);
+    let primary = Streams { says: vec![OVERLOADED], ..streams(100, &[100, 100]) };
+    let mut stack =
+        fallback(reading.layer(smaller.clone()), HttpStatus).layer(retries.layer(reading.layer(primary.clone())));
+    let (frames, error, _) = read(&mut stack).await;
+    assert_eq!((frames, error), (1, None));
+    assert_eq!((primary.calls.load(Ordering::SeqCst), smaller.calls.load(Ordering::SeqCst)), (2, 1));
 }
