@@ -179,12 +179,9 @@ where
             (t.first_token, StreamTimeout::FirstToken),
             (t.total, StreamTimeout::Total),
         ];
-        let (deadline, which) = earliest(started, &bounds);
         HeadersFuture {
             inner: self.inner.call(request),
-            sleep: tokio::time::sleep_until(deadline.unwrap_or_else(far_future)),
-            armed: deadline.is_some(),
-            which,
+            deadline: Deadline::new(earliest(started, &bounds)),
             started,
             timeouts: t,
             errors: self.errors,
@@ -202,6 +199,43 @@ fn earliest(from: Instant, bounds: &[(Option<Duration>, StreamTimeout)]) -> (Opt
         .map_or((None, StreamTimeout::Total), |(at, which)| (Some(at), which))
 }
 
+pin_project! {
+    /// The one timer a stream keeps: the bound the next event must meet, and which
+    /// bound it is (disarmed when no bound applies).
+    struct Deadline {
+        #[pin]
+        sleep: Sleep,
+        armed: bool,
+        which: StreamTimeout,
+    }
+}
+
+impl Deadline {
+    /// Armed at `at` for `which` (`None`: disarmed).
+    fn new((at, which): (Option<Instant>, StreamTimeout)) -> Self {
+        Deadline { sleep: tokio::time::sleep_until(at.unwrap_or_else(far_future)), armed: at.is_some(), which }
+    }
+
+    /// Moves the timer to `at` for `which` (`None`: disarms it).
+    fn reset(self: Pin<&mut Self>, (at, which): (Option<Instant>, StreamTimeout)) {
+        let this = self.project();
+        if let Some(at) = at {
+            this.sleep.reset(at);
+        }
+        (*this.armed, *this.which) = (at.is_some(), which);
+    }
+
+    /// The bound broken, once its time has come.
+    fn poll_expired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<StreamTimeout> {
+        let this = self.project();
+        if !*this.armed {
+            return Poll::Pending;
+        }
+        ready!(this.sleep.poll(cx));
+        Poll::Ready(*this.which)
+    }
+}
+
 /// An instant no call reaches (a year on), for a timer that is not armed.
 fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(365 * 86_400)
@@ -213,9 +247,7 @@ pin_project! {
         #[pin]
         inner: F,
         #[pin]
-        sleep: Sleep,
-        armed: bool,
-        which: StreamTimeout,
+        deadline: Deadline,
         started: Instant,
         timeouts: StreamTimeouts,
         errors: Option<ErrorEvent>,
@@ -244,11 +276,7 @@ where
                     (this.timeouts.first_token, StreamTimeout::FirstToken),
                     (this.timeouts.total, StreamTimeout::Total),
                 ];
-                let (deadline, which) = earliest(*this.started, &bounds);
-                if let Some(deadline) = deadline {
-                    this.sleep.as_mut().reset(deadline);
-                }
-                (*this.armed, *this.which) = (deadline.is_some(), which);
+                this.deadline.as_mut().reset(earliest(*this.started, &bounds));
             }
         }
         if let Some((_, body)) = this.waiting.as_mut() {
@@ -262,10 +290,7 @@ where
                 return Poll::Ready(Ok(http::Response::from_parts(parts, timed)));
             }
         }
-        if *this.armed && this.sleep.poll(cx).is_ready() {
-            return Poll::Ready(Err(Box::new(*this.which)));
-        }
-        Poll::Pending
+        this.deadline.poll_expired(cx).map(|broken| Err(Box::new(broken) as BoxError))
     }
 }
 
@@ -275,9 +300,7 @@ pin_project! {
         #[pin]
         inner: B,
         #[pin]
-        sleep: Sleep,
-        armed: bool,
-        which: StreamTimeout,
+        deadline: Deadline,
         started: Instant,
         timeouts: StreamTimeouts,
         errors: Option<ErrorEvent>,
@@ -301,11 +324,9 @@ impl<B: Body> TimedBody<B> {
         first: Option<Frame<B::Data>>,
     ) -> Self {
         let frames = u64::from(first.is_some());
-        let mut timed = TimedBody {
+        TimedBody {
             inner: body,
-            sleep: tokio::time::sleep_until(far_future()),
-            armed: false,
-            which: StreamTimeout::Total,
+            deadline: Deadline::new(next_deadline(frames, Instant::now(), started, &timeouts)),
             started,
             timeouts,
             errors,
@@ -313,11 +334,7 @@ impl<B: Body> TimedBody<B> {
             broken: false,
             ended: first.is_none(),
             first,
-        };
-        let (deadline, which) = next_deadline(frames, Instant::now(), started, &timeouts);
-        timed.sleep = tokio::time::sleep_until(deadline.unwrap_or_else(far_future));
-        (timed.armed, timed.which) = (deadline.is_some(), which);
-        timed
+        }
     }
 
     /// Frames delivered so far (for a "do not retry past N% delivered" rule).
@@ -367,20 +384,14 @@ where
             }
             if matches!(frame, Some(Ok(_))) {
                 *this.frames += 1;
-                let (deadline, which) = next_deadline(*this.frames, Instant::now(), *this.started, this.timeouts);
-                if let Some(deadline) = deadline {
-                    this.sleep.as_mut().reset(deadline);
-                }
-                (*this.armed, *this.which) = (deadline.is_some(), which);
+                let next = next_deadline(*this.frames, Instant::now(), *this.started, this.timeouts);
+                this.deadline.as_mut().reset(next);
             }
             return Poll::Ready(frame);
         }
-        if *this.armed {
-            ready!(this.sleep.poll(cx));
-            *this.broken = true;
-            return Poll::Ready(Some(Err(Box::new(*this.which))));
-        }
-        Poll::Pending
+        let broken = ready!(this.deadline.poll_expired(cx));
+        *this.broken = true;
+        Poll::Ready(Some(Err(Box::new(broken))))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -86,6 +86,21 @@ impl Service<&'static str> for Streams {
     }
 }
 
+/// The retry loop of the stacks here: two attempts, 0.25 s apart, reading HTTP.
+fn two_attempts() -> stampede_tower::RetryLayer<HttpStatus> {
+    retry(
+        RetryConfig {
+            max_attempts: 2,
+            backoff: backoff(BackoffKind::Constant, Duration::from_millis(250), Duration::from_millis(250)),
+            classifier: RetryClassifier::default(),
+            deadline: None,
+        },
+        RetryBudget::Unlimited,
+        3,
+    )
+    .classify(HttpStatus)
+}
+
 const BOUNDS: StreamTimeouts = StreamTimeouts {
     connect: Some(Duration::from_secs(1)),
     first_token: Some(Duration::from_secs(2)),
@@ -144,17 +159,7 @@ async fn each_bound_ends_the_stream_with_its_own_reason_at_its_own_time() {
 #[tokio::test(start_paused = true)]
 async fn a_first_token_timeout_is_retried_then_served_by_the_fallback() {
     let (primary, smaller) = (streams(300, &[5000]), streams(100, &[200, 200]));
-    let retries = retry(
-        RetryConfig {
-            max_attempts: 2,
-            backoff: backoff(BackoffKind::Constant, Duration::from_millis(250), Duration::from_millis(250)),
-            classifier: RetryClassifier::default(),
-            deadline: None,
-        },
-        RetryBudget::Unlimited,
-        3,
-    )
-    .classify(HttpStatus);
+    let retries = two_attempts();
     let timed = stream_timeouts(BOUNDS);
     let mut stack =
         fallback(timed.layer(smaller.clone()), HttpStatus).layer(retries.layer(timed.layer(primary.clone())));
@@ -193,17 +198,7 @@ async fn an_overload_inside_a_200_stream_is_an_overload() {
     assert_eq!((frames, error), (1, Some(StreamError(Outcome::Overloaded).to_string())));
     // In the stack: both attempts overloaded at their first frame, then the fallback.
     let smaller = streams(100, &[200]);
-    let retries = retry(
-        RetryConfig {
-            max_attempts: 2,
-            backoff: backoff(BackoffKind::Constant, Duration::from_millis(250), Duration::from_millis(250)),
-            classifier: RetryClassifier::default(),
-            deadline: None,
-        },
-        RetryBudget::Unlimited,
-        3,
-    )
-    .classify(HttpStatus);
+    let retries = two_attempts();
     let primary = Streams { says: vec![OVERLOADED], ..streams(100, &[100, 100]) };
     let mut stack =
         fallback(reading.layer(smaller.clone()), HttpStatus).layer(retries.layer(reading.layer(primary.clone())));
