@@ -154,7 +154,8 @@ fn metric_expressions_work_in_claims_requirements_and_compare() {
     let file = scratch.path().join("sum.toml");
     let claim =
         "\n[[verify]]\ngrid_point = 1\nmetric = \"useful_usd  +  wasted_usd\"\nstatistic = \"ci_lo\"\nat_least = 0.5\n\
-                 note = \"the stack spends something\"\n";
+                 note = \"the stack spends something\"\n[[verify]]\ngrid_point = 1\nmetric = \"wasted_usd - total_usd\"\n\
+                 statistic = \"ci_hi\"\nat_most = 0.0\nnote = \"a difference: below 0, its interval not clipped there\"\n";
     std::fs::write(&file, slowdown("") + claim).unwrap();
     let out = scratch.path().join("a");
     let output = stampede(&["verify", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
@@ -163,6 +164,8 @@ fn metric_expressions_work_in_claims_requirements_and_compare() {
     let (sum, total) =
         (summary.numbers("useful_usd + wasted_usd_mean").unwrap(), summary.numbers("total_usd_mean").unwrap());
     assert!(sum.iter().zip(&total).all(|(a, b)| (a - b).abs() <= 1e-9 * b), "{sum:?} vs {total:?}");
+    let below = summary.numbers("wasted_usd - total_usd_ci_lo").unwrap();
+    assert!(below.iter().all(|lo| *lo < 0.0), "a signed expression's interval: {below:?}");
     // A bad expression names the claim's field.
     std::fs::write(&file, slowdown("") + &claim.replace("wasted_usd\"", "wasted_dollars\"")).unwrap();
     let output = stampede(&["verify", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);

@@ -86,6 +86,12 @@ impl MetricExpr {
         Ok(MetricExpr { text: tokens.join(" "), operands, ops })
     }
 
+    /// Whether its value can be below 0 when every metric is at least 0: it subtracts,
+    /// or has a negative number.
+    pub fn can_be_negative(&self) -> bool {
+        self.ops.contains(&Op::Sub) || self.operands.iter().any(|o| matches!(o, Operand::Number(n) if *n < 0.0))
+    }
+
     /// Its value for one replica's `metrics` (in the model's order).
     pub fn eval(&self, metrics: &[f64]) -> f64 {
         let value = |operand: Operand| match operand {
@@ -139,6 +145,9 @@ mod tests {
         assert_eq!(eval("api->db.retries - a", [1.0, 0.0, 5.0, 0.0]), 4.0);
         assert!(eval("a / b", [1.0, 0.0, 0.0, 0.0]).is_nan(), "division by zero is undefined");
         assert!(is_expression("a + b") && !is_expression("api->db.retries"));
+        let parse = |text: &str| MetricExpr::parse(text, &METRICS, "test").unwrap();
+        assert!(parse("a - b").can_be_negative() && parse("-1 * a").can_be_negative());
+        assert!(!parse("a / b + 2 * c").can_be_negative());
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub struct MetricDef {
     pub headline: bool,
     /// Whether more is better, less is better, or neither (a description).
     pub direction: Direction,
+    /// May be below 0 (a metric expression with a subtraction): its interval is not
+    /// clipped at 0.
+    pub signed: bool,
 }
 
 /// Which way a metric is better.
@@ -43,14 +46,15 @@ pub enum Direction {
 impl MetricDef {
     /// A metric that is no headline and has no direction.
     pub const fn new(name: &'static str, kind: MetricKind, description: &'static str, fraction: bool) -> Self {
-        MetricDef { name, kind, description, fraction, headline: false, direction: Direction::Neither }
+        MetricDef { name, kind, description, fraction, headline: false, direction: Direction::Neither, signed: false }
     }
 
     /// The interval `[lo, hi]` clipped to the metric's domain.
     pub fn clip(&self, lo: f64, hi: f64) -> (f64, f64) {
         let top = if self.fraction { 1.0 } else { f64::INFINITY };
+        let bottom = if self.signed { f64::NEG_INFINITY } else { 0.0 };
         // NaN stays NaN: max/min would turn it into the bound.
-        let clip = |v: f64| if v.is_nan() { v } else { v.clamp(0.0, top) };
+        let clip = |v: f64| if v.is_nan() { v } else { v.clamp(bottom, top) };
         (clip(lo), clip(hi))
     }
 }

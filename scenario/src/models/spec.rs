@@ -323,8 +323,10 @@ impl ModelConfig {
             .map(|text| {
                 let expr = MetricExpr::parse(text, &names, "a metric expression")?;
                 let description = "a metric expression, computed per replica from the model's metrics";
-                let def =
+                let mut def =
                     MetricDef::new(super::metrics::intern(expr.text.clone()), MetricKind::Real, description, false);
+                // A difference may be negative: its interval is not clipped at 0.
+                def.signed = expr.can_be_negative();
                 Ok((def, expr))
             })
             .collect::<Result<Vec<_>>>()?;
