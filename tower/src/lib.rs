@@ -87,7 +87,9 @@ pub use gates::{circuit_breaker, concurrency_limit, priority_shedder, rate_limit
 pub use gateway::{gateway_from_scenario, ClassApplicant, ClassService, ClassStack, GatewayStacks};
 pub use hedge::{hedge, Hedge, HedgeCounts, HedgeLayer, HedgeState};
 pub use outcome::{classify_with, Classified, Classify, ErrorsFail, HttpStatus};
-pub use quota::{quota_meter, quota_store, Quota, QuotaLayer, QuotaStore, Tokens, TokensWith};
+pub use quota::{
+    quota_meter, quota_store, Quota, QuotaGuard, QuotaLayer, QuotaStore, StreamTokens, Tokens, TokensWith,
+};
 pub use retry::{backoff, retry, Retry, RetryConfig, RetryCounts, RetryLayer};
 pub use retry_after::retry_after;
 #[cfg(feature = "scenario")]

@@ -47,6 +47,66 @@ pub trait Tokens<Req, Res>: Clone {
     fn request(&self, request: &Req) -> (u64, u64);
     /// The output tokens the answer used.
     fn response(&self, response: &Res) -> u64;
+    /// A streamed answer's output is known only when its stream ends: return `None`
+    /// after putting `guard` in the response (its extensions, say) for the reader to
+    /// [`QuotaGuard::settle`] then. The default settles now with [`Tokens::response`].
+    fn defer(&self, _response: &mut Res, guard: QuotaGuard) -> Option<QuotaGuard> {
+        Some(guard)
+    }
+}
+
+/// A reservation held past the response, until its stream ends: in the response's
+/// extensions when the layer's tokens are [`StreamTokens`]. `settle(output)` hands
+/// back what the stream did not use, as the simulation reconciles at the last token;
+/// left unsettled, it hands back nothing (all of `max_tokens` counted as used: the safe
+/// side for a stream whose end nobody saw). Cloned, it is still one reservation.
+#[derive(Clone, Debug)]
+pub struct QuotaGuard(Arc<Deferred>);
+
+/// The reservation and its `max_tokens`, until settled; settled with all of them used
+/// when the last [`QuotaGuard`] goes.
+#[derive(Debug)]
+struct Deferred(parking_lot::Mutex<Option<(Held, u64)>>);
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        if let Some((mut held, max_tokens)) = self.0.get_mut().take() {
+            held.settle(Some(max_tokens));
+        }
+    }
+}
+
+impl QuotaGuard {
+    fn new(held: Held, max_tokens: u64) -> Self {
+        QuotaGuard(Arc::new(Deferred(parking_lot::Mutex::new(Some((held, max_tokens))))))
+    }
+
+    /// The stream ended having used `output_used` tokens: hand back the rest (once;
+    /// a second call does nothing).
+    pub fn settle(&self, output_used: u64) {
+        if let Some((mut held, _)) = self.0 .0.lock().take() {
+            held.settle(Some(output_used));
+        }
+    }
+}
+
+/// Token counts for a streamed HTTP answer: the request's from `F`, the output settled
+/// when the stream ends — the reservation rides in the response's extensions as a
+/// [`QuotaGuard`] for whoever reads the stream to settle with what it counted.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamTokens<F>(pub F);
+
+impl<Req, B, F: Fn(&Req) -> (u64, u64) + Clone> Tokens<Req, http::Response<B>> for StreamTokens<F> {
+    fn request(&self, request: &Req) -> (u64, u64) {
+        (self.0)(request)
+    }
+    fn response(&self, _: &http::Response<B>) -> u64 {
+        0 // not read: the output is settled by the guard
+    }
+    fn defer(&self, response: &mut http::Response<B>, guard: QuotaGuard) -> Option<QuotaGuard> {
+        response.extensions_mut().insert(guard);
+        None
+    }
 }
 
 /// Token counts from two closures.
@@ -214,7 +274,7 @@ pub struct Quota<S, T, C> {
 
 /// A granted reservation; cancelled if dropped before the answer.
 #[derive(Debug)]
-struct Held {
+pub(crate) struct Held {
     store: Arc<dyn QuotaStore>,
     clock: Clock,
     reservation: Option<Reservation>,
@@ -342,11 +402,15 @@ where
                     // Refused at the door (or by a layer further in): nothing was served.
                     let served =
                         classified.reached && !matches!(classified.outcome, Outcome::RateLimited | Outcome::Overloaded);
-                    let used = match &result {
-                        Ok(response) if served => Some(this.layer.tokens.response(response)),
-                        _ if served => Some(0),
-                        _ => None,
-                    };
+                    let mut result = result;
+                    if let (Ok(response), true) = (&mut result, served) {
+                        // Settled now, or by the reader at the stream's end.
+                        let guard = this.held.take().map(|held| QuotaGuard::new(held, this.asked.1));
+                        if let Some(guard) = guard.and_then(|g| this.layer.tokens.defer(response, g)) {
+                            guard.settle(this.layer.tokens.response(response));
+                        }
+                    }
+                    let used = served.then_some(0);
                     if let Some(held) = this.held.as_mut() {
                         held.settle(used);
                     }

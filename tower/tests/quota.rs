@@ -133,3 +133,30 @@ async fn processes_sharing_a_store_share_one_quota() {
     let own = || quota_meter(LIMITS, config(0), tokens).classify(HttpStatus);
     assert_eq!(served([own(), own()]).await, 100, "each its own: up to 120");
 }
+
+/// A streamed answer's output is settled when its stream ends, as the simulation
+/// reconciles at the last token: the reservation rides in the response as a
+/// `QuotaGuard`; settled, it hands back what was not used; left unsettled, nothing.
+#[tokio::test(start_paused = true)]
+async fn a_streamed_answer_is_reconciled_when_its_stream_ends() {
+    use stampede_tower::{QuotaGuard, StreamTokens};
+    let layer = quota_meter(LIMITS, config(2), StreamTokens(|ask: &Ask| *ask)).classify(HttpStatus);
+    let mut service = layer.layer(api(200, 300));
+    let response = service.call((5_000, 2_000)).await.expect("room");
+    // At the first token (the response): all of max_tokens still held.
+    assert_eq!(layer.meter().lock().output_available(0), 100_000 - 2_000);
+    let guard = response.extensions().get::<QuotaGuard>().expect("the reservation rides along").clone();
+    guard.settle(300);
+    assert_eq!(layer.meter().lock().output_available(0), 100_000 - 300, "1,700 handed back at the end");
+    guard.settle(10);
+    assert_eq!(layer.meter().lock().output_available(0), 100_000 - 300, "once");
+    // A stream nobody saw end hands back nothing.
+    let response = service.call((5_000, 2_000)).await.expect("room");
+    drop(response);
+    assert_eq!(layer.meter().lock().output_available(0), 100_000 - 300 - 2_000);
+    // A 429 is cancelled as before: nothing rides along.
+    let mut refused = layer.layer(api(429, 0));
+    let response = refused.call((5_000, 2_000)).await.expect("an answer");
+    assert!(response.extensions().get::<QuotaGuard>().is_none());
+    assert_eq!(layer.meter().lock().output_available(0), 100_000 - 300 - 2_000);
+}
