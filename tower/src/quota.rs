@@ -47,12 +47,15 @@ pub trait Tokens<Req, Res>: Clone {
     fn request(&self, request: &Req) -> (u64, u64);
     /// The output tokens the answer used.
     fn response(&self, response: &Res) -> u64;
-    /// A streamed answer's output is known only when its stream ends: return `None`
-    /// after putting `guard` in the response (its extensions, say) for the reader to
-    /// [`QuotaGuard::settle`] then. The default settles now with [`Tokens::response`].
-    fn defer(&self, _response: &mut Res, guard: QuotaGuard) -> Option<QuotaGuard> {
-        Some(guard)
+    /// The answer's output is known only when its stream ends: the reservation is
+    /// then given to [`Tokens::carry`] instead of settled with [`Tokens::response`].
+    /// Default: no (settled at the response, with no allocation).
+    fn settles_at_stream_end(&self) -> bool {
+        false
     }
+    /// Puts `guard` in the response (its extensions, say) for the reader to
+    /// [`QuotaGuard::settle`] when the stream ends (with `settles_at_stream_end` only).
+    fn carry(&self, _response: &mut Res, _guard: QuotaGuard) {}
 }
 
 /// A reservation held past the response, until its stream ends: in the response's
@@ -103,9 +106,11 @@ impl<Req, B, F: Fn(&Req) -> (u64, u64) + Clone> Tokens<Req, http::Response<B>> f
     fn response(&self, _: &http::Response<B>) -> u64 {
         0 // not read: the output is settled by the guard
     }
-    fn defer(&self, response: &mut http::Response<B>, guard: QuotaGuard) -> Option<QuotaGuard> {
+    fn settles_at_stream_end(&self) -> bool {
+        true
+    }
+    fn carry(&self, response: &mut http::Response<B>, guard: QuotaGuard) {
         response.extensions_mut().insert(guard);
-        None
     }
 }
 
@@ -405,9 +410,13 @@ where
                     let mut result = result;
                     if let (Ok(response), true) = (&mut result, served) {
                         // Settled now, or by the reader at the stream's end.
-                        let guard = this.held.take().map(|held| QuotaGuard::new(held, this.asked.1));
-                        if let Some(guard) = guard.and_then(|g| this.layer.tokens.defer(response, g)) {
-                            guard.settle(this.layer.tokens.response(response));
+                        let tokens = &this.layer.tokens;
+                        if tokens.settles_at_stream_end() {
+                            if let Some(held) = this.held.take() {
+                                tokens.carry(response, QuotaGuard::new(held, this.asked.1));
+                            }
+                        } else if let Some(held) = this.held.as_mut() {
+                            held.settle(Some(tokens.response(response)));
                         }
                     }
                     let used = served.then_some(0);
