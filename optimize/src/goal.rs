@@ -11,7 +11,7 @@
 
 use super::race::{Bound, Constraint, Requirement, Sense};
 use stampede_scenario::base::error::{Error, Result};
-use stampede_scenario::models::expression::is_expression;
+use stampede_scenario::models::expression::{is_expression, normalise};
 use stampede_scenario::scenario::claims::{Assertion, Statistic};
 
 /// The objective: a metric's mean over replicas, to maximize or minimize.
@@ -31,11 +31,6 @@ fn known(metric: &str, metrics: &[&str], flag: &str) -> Result<()> {
         "{flag}: {metric:?} is not a metric of this model; its metrics: {}",
         metrics.join(", ")
     )))
-}
-
-/// A metric name as given, or an expression with single spaces (its column's name).
-fn normalise(metric: &str) -> String {
-    metric.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl Objective {

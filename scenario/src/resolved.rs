@@ -250,7 +250,7 @@ impl Scenario {
         let mut scenario = scenario.with_metrics(&expressions)?;
         for claim in &mut scenario.verify {
             if crate::models::expression::is_expression(&claim.metric) {
-                claim.metric = claim.metric.split_whitespace().collect::<Vec<_>>().join(" ");
+                claim.metric = crate::models::expression::normalise(&claim.metric);
             }
         }
         let metrics = scenario.schema.metric_names();

@@ -160,7 +160,7 @@ pub(super) fn with_metrics(scenario: Scenario, args: &RunArgs) -> Result<Scenari
     let scenario = scenario.with_metrics(&named)?;
     let names = scenario.schema.metric_names();
     for text in &args.metrics {
-        let normalised = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let normalised = stampede_scenario::models::expression::normalise(text);
         if !names.contains(&normalised.as_str()) {
             let near: Vec<&str> = names.iter().copied().filter(|n| n.contains(normalised.as_str())).take(8).collect();
             return Err(Error::bad_input(format!(
@@ -202,7 +202,7 @@ pub(super) fn summary(report: &RunReport, args: &RunArgs) -> String {
         rank_by: args.rank_by.clone(),
         width,
         colour,
-        rows: args.metrics.iter().map(|m| m.split_whitespace().collect::<Vec<_>>().join(" ")).collect(),
+        rows: args.metrics.iter().map(|m| stampede_scenario::models::expression::normalise(m)).collect(),
     };
     stampede_run::summary::render(report, &options)
 }

@@ -36,6 +36,11 @@ pub struct MetricExpr {
     ops: Vec<Op>,
 }
 
+/// A metric name as written, or an expression with single spaces: its column's name.
+pub fn normalise(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Whether `text` is an expression rather than a metric name: it has a space.
 pub fn is_expression(text: &str) -> bool {
     text.split_whitespace().nth(1).is_some()
@@ -83,7 +88,7 @@ impl MetricExpr {
                 "{field} = {text:?}: an expression ends with a metric or a number, not an operator"
             )));
         }
-        Ok(MetricExpr { text: tokens.join(" "), operands, ops })
+        Ok(MetricExpr { text: normalise(text), operands, ops })
     }
 
     /// Whether its value can be below 0 when every metric is at least 0: it subtracts,

@@ -136,6 +136,10 @@ impl GatewayResults {
     pub fn wasted_usd(&self) -> f64 {
         self.classes.iter().map(|c| c.wasted_usd).sum()
     }
+    /// Turns answered in full (no call served its fallback).
+    pub fn turns_full(&self) -> u64 {
+        self.turns_answered - self.turns_degraded
+    }
     /// Spend on every attempt, answered or not, USD.
     pub fn total_usd(&self) -> f64 {
         self.useful_usd() + self.wasted_usd()

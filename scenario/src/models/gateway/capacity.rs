@@ -40,13 +40,15 @@ fn stretch(rho: f64) -> f64 {
     (1.0 + rho.powi(8) / (1.0 - rho)).min(30.0)
 }
 
-/// A call's unloaded time to first token (mean) and decode time on `tier`.
-fn unloaded(tier: &Tier, class: &CallClass) -> (f64, f64) {
+/// A call's unloaded time to first token (mean) and decode time on `tier`, the
+/// formula's times multiplied by `jitter` (the provider's mean jitter, or 1).
+fn unloaded(tier: &Tier, class: &CallClass, jitter: f64) -> (f64, f64) {
+    // A measured time to first token replaces the formula's (its mean, jitter and all).
     let first_token = match &tier.ttft {
         Some(ttft) => ttft.mean_s(),
-        None => (tier.base_latency_s + class.input_tokens.mean / tier.prefill_tokens_per_s) * JITTER_MEAN,
+        None => (tier.base_latency_s + class.input_tokens.mean / tier.prefill_tokens_per_s) * jitter,
     };
-    (first_token, class.output_tokens.mean / tier.decode_tokens_per_s * JITTER_MEAN)
+    (first_token, class.output_tokens.mean / tier.decode_tokens_per_s * jitter)
 }
 
 /// The turns per second `tier`'s server slots sustain for `load` (the classes on it).
@@ -70,7 +72,7 @@ pub fn slots_turns_rps(fixture: &Fixture, tier_name: &str, load: &[PlannedLoad])
         on_tier
             .iter()
             .map(|(calls, class)| {
-                let (first, decode) = unloaded(tier, class);
+                let (first, decode) = unloaded(tier, class, JITTER_MEAN);
                 calls * (first * s + decode * s.min(4.0))
             })
             .sum::<f64>()
@@ -78,7 +80,7 @@ pub fn slots_turns_rps(fixture: &Fixture, tier_name: &str, load: &[PlannedLoad])
     let in_time = |rho: f64| {
         let s = stretch(rho);
         on_tier.iter().all(|(_, class)| {
-            let (first, decode) = unloaded(tier, class);
+            let (first, decode) = unloaded(tier, class, JITTER_MEAN);
             let t = &class.timeouts_s;
             let first_p99 = first * s * JITTER_P99 / JITTER_MEAN;
             let whole_p99 = first_p99 + decode * s.min(4.0) * JITTER_P99 / JITTER_MEAN;
@@ -198,13 +200,10 @@ pub struct CapacityReport {
     pub levers: Vec<Lever>,
 }
 
+/// The unloaded service time as the fixture spec's table has it (no jitter).
 fn service_s(tier: &Tier, class: &CallClass) -> f64 {
-    // A measured time to first token replaces the formula's (its mean).
-    let first_token = match &tier.ttft {
-        Some(ttft) => ttft.mean_s(),
-        None => tier.base_latency_s + class.input_tokens.mean / tier.prefill_tokens_per_s,
-    };
-    first_token + class.output_tokens.mean / tier.decode_tokens_per_s
+    let (first_token, decode) = unloaded(tier, class, 1.0);
+    first_token + decode
 }
 
 /// Input tokens as the ITPM meter counts them: the share `hit_ratio` of calls whose
@@ -249,14 +248,17 @@ pub fn planned_load(fixture: &Fixture) -> Vec<PlannedLoad> {
     let mut load: Vec<PlannedLoad> = fixture
         .classes
         .iter()
-        .map(|(name, class)| PlannedLoad {
-            class: name.clone(),
-            tier: class.tier.clone(),
-            calls: 0.0,
-            attempts: healthy_failures(class, &fixture.tiers[&class.tier]).1,
-            served: 1.0 - healthy_failures(class, &fixture.tiers[&class.tier]).0,
-            hit_ratio: class.cache_hit_ratio,
-            resent: false,
+        .map(|(name, class)| {
+            let (failing, attempts) = healthy_failures(class, &fixture.tiers[&class.tier]);
+            PlannedLoad {
+                class: name.clone(),
+                tier: class.tier.clone(),
+                calls: 0.0,
+                attempts,
+                served: 1.0 - failing,
+                hit_ratio: class.cache_hit_ratio,
+                resent: false,
+            }
         })
         .collect();
     fn add(fixture: &Fixture, load: &mut Vec<PlannedLoad>, name: &str, weight: f64) {
@@ -709,7 +711,7 @@ mod tests {
         let load = planned_load(&fixture);
         let bound = slots_turns_rps(&fixture, "opus", &load);
         let think = load.iter().find(|l| l.class == "think").unwrap();
-        let (first, decode) = unloaded(&fixture.tiers["opus"], &fixture.classes["think"]);
+        let (first, decode) = unloaded(&fixture.tiers["opus"], &fixture.classes["think"], JITTER_MEAN);
         let turns_at = |rho: f64| {
             let s = stretch(rho);
             rho * 80.0 / (think.calls * think.attempts * (first * s + decode * s.min(4.0)))

@@ -76,22 +76,20 @@ const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
     real("wasted_usd_per_day", "wasted spend per day at the simulated load (USD)", |r| {
         r.wasted_usd() / r.window_s * SECONDS_PER_DAY
     }),
-    count("turns_full", "turns answered with every call served by its own class and tier", |r| {
-        (r.turns_answered - r.turns_degraded) as f64
-    }),
+    count("turns_full", "turns answered with every call served by its own class and tier", |r| r.turns_full() as f64),
     count(
         "turns_degraded",
         "turns answered with a call served its fallback: a cheaper tier, another class, a local answer",
         |r| r.turns_degraded as f64,
     ),
     fraction("full_answer_ratio", "turns answered in full ÷ offered", |r| {
-        ratio((r.turns_answered - r.turns_degraded) as f64, r.turns_offered as f64)
+        ratio(r.turns_full() as f64, r.turns_offered as f64)
     }),
     fraction("degraded_answer_ratio", "turns answered degraded ÷ turns answered", |r| {
         ratio(r.turns_degraded as f64, r.turns_answered as f64)
     }),
     real("usd_per_full_answer", "foreground spend of turns answered in full ÷ those turns (USD)", |r| {
-        ratio(r.full_usd, (r.turns_answered - r.turns_degraded) as f64)
+        ratio(r.full_usd, r.turns_full() as f64)
     }),
     real("usd_per_degraded_answer", "foreground spend of turns answered degraded ÷ those turns (USD)", |r| {
         ratio(r.degraded_usd, r.turns_degraded as f64)
