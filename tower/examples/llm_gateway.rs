@@ -6,13 +6,15 @@
 //!
 //! The providers are stand-ins (a tower service streaming SSE frames) so the example
 //! runs anywhere: `cargo run -p stampede-tower --example llm_gateway`, then
-//! `curl -N localhost:3000/reply`. Replace `Provider` with your HTTP client's service
+//! `curl -N localhost:3000/reply`; `curl localhost:3000/metrics` counts the layers'
+//! decisions (the event hook) in Prometheus' text format. Replace `Provider` with your HTTP client's service
 //! (hyper's, reqwest's through a tower adapter) and the token counts with your
 //! request's and response's. Built by `cargo test`, so it cannot rot.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -28,6 +30,7 @@ use stampede_engine::policy::classify::RetryClassifier;
 use stampede_engine::policy::limiter::{GradientConfig, LimiterKind};
 use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits};
 use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_tower::events::{set_event_hook, Event};
 use stampede_tower::{
     backoff, circuit_breaker, concurrency_limit, fallback, provider_stream_error, quota_meter, retry, stream_timeouts,
     BoxError, HttpStatus, RetryConfig, StreamTimeouts, TimedBody, TokensWith,
@@ -107,6 +110,32 @@ mod http_body_util_free {
     }
 }
 
+/// Counts per event kind, in `Event::name`'s order.
+static EVENTS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
+const EVENT_NAMES: [&str; 9] = [
+    "refused",
+    "retry",
+    "retry_denied",
+    "hedge",
+    "fallback",
+    "breaker",
+    "stream_ended",
+    "stream_timed_out",
+    "stream_error",
+];
+
+fn event_index(event: &Event) -> usize {
+    EVENT_NAMES.iter().position(|name| *name == event.name()).expect("every event is named")
+}
+
+/// The counts in Prometheus' text format.
+async fn metrics() -> String {
+    let line = |(name, count): (&&str, &AtomicU64)| {
+        format!("stampede_tower_events_total{{event=\"{name}\"}} {}\n", count.load(Ordering::Relaxed))
+    };
+    EVENT_NAMES.iter().zip(&EVENTS).map(line).collect()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
     // The class's timeouts_s, as the fixture gives them.
@@ -142,7 +171,12 @@ async fn main() -> Result<(), BoxError> {
     let answered = Arc::new(degraded.counts());
     let stack = degraded.layer(primary);
 
-    let app = Router::new().route(
+    // Every layer's decisions, counted by the simulation's names, for a metrics endpoint.
+    set_event_hook(|event: &Event| {
+        EVENTS[event_index(event)].fetch_add(1, Ordering::Relaxed);
+    })?;
+
+    let app = Router::new().route("/metrics", get(metrics)).route(
         "/reply",
         get(move || {
             let mut stack = stack.clone();
@@ -154,7 +188,7 @@ async fn main() -> Result<(), BoxError> {
                     stack.call(prompt).await
                 }
                 .await;
-                let degraded = answered.degraded.load(std::sync::atomic::Ordering::Relaxed);
+                let degraded = answered.degraded.load(Ordering::Relaxed);
                 Ok::<_, Infallible>(match result {
                     Ok(response) => {
                         let mut reply = Response::new(Body::new(response.into_body()));

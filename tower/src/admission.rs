@@ -29,6 +29,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::clock::{nanos, Clock};
+use crate::events::{emit, Event};
 use crate::outcome::{Classify, ErrorsFail};
 use crate::shared::Shared;
 use crate::{BoxError, Rejected};
@@ -192,6 +193,12 @@ impl<A, C> AdmissionLayer<A, C> {
         self
     }
 
+    /// Replaces the quota stores whose pressure admission reads (a gateway whose
+    /// meters moved to shared stores).
+    pub(crate) fn replace_quota_stores(&self, stores: Vec<std::sync::Arc<dyn crate::quota::QuotaStore>>) {
+        self.state.lock().meters = stores;
+    }
+
     /// The same admission (one controller, one pressure), reading applicants with
     /// `applicant`: a layer per class in front of one shared admission.
     pub fn applicant<A2>(&self, applicant: A2) -> AdmissionLayer<A2, C>
@@ -275,7 +282,10 @@ where
             Admission::OverFairShare => Some(Rejected::AdmissionFairShare),
         };
         match refused {
-            Some(rejected) => AdmissionFuture { kind: Kind::Refused { rejected: Some(rejected) }, held: None },
+            Some(rejected) => {
+                emit(Event::Refused(rejected));
+                AdmissionFuture { kind: Kind::Refused { rejected: Some(rejected) }, held: None }
+            }
             None => AdmissionFuture {
                 kind: Kind::Admitted { future: self.inner.call(request), classify: self.classify.clone() },
                 held: Some(Held {

@@ -22,6 +22,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::clock::Clock;
+use crate::events::{emit, Event};
 use crate::shared::Shared;
 use crate::{BoxError, Rejected};
 
@@ -209,11 +210,14 @@ where
                     request: None,
                 }
             }
-            Acquire::QueueFull => BulkheadFuture {
-                state: Stage::Refused { why: Some(Rejected::BulkheadFull) },
-                service: None,
-                request: None,
-            },
+            Acquire::QueueFull => {
+                emit(Event::Refused(Rejected::BulkheadFull));
+                BulkheadFuture {
+                    state: Stage::Refused { why: Some(Rejected::BulkheadFull) },
+                    service: None,
+                    request: None,
+                }
+            }
             Acquire::Queued => {
                 // The ready service stays for the next call; the queued one calls a clone.
                 let clone = self.inner.clone();
@@ -290,6 +294,7 @@ where
                             let why = *why;
                             state.waiters.remove(key);
                             place.key = None;
+                            emit(Event::Refused(Rejected::BulkheadDropped(why)));
                             return Poll::Ready(Err(Box::new(Rejected::BulkheadDropped(why))));
                         }
                         Verdict::Cancelled => unreachable!("only a dropped place cancels"),

@@ -26,6 +26,7 @@ use stampede_engine::policy::classify::Outcome;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::events::{emit, Event};
 use crate::outcome::Classify;
 use crate::BoxError;
 
@@ -121,6 +122,7 @@ where
                 answer.as_ref().is_ok_and(|r| classify.classify(Ok::<_, &S::Error>(r)).outcome == Outcome::Success);
             let counter = if served { &counts.degraded } else { &counts.failed };
             counter.fetch_add(1, Ordering::Relaxed);
+            emit(Event::Fallback { answered: served });
             answer
         })
     }

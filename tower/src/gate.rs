@@ -18,6 +18,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::clock::Clock;
+use crate::events::{emit, Event};
 use crate::outcome::{Classified, Classify};
 use crate::shared::Shared;
 use crate::{BoxError, Rejected};
@@ -184,6 +185,7 @@ where
         let admitted = self.policy.lock().admit(now, criticality);
         match admitted {
             Err(rejected) => {
+                emit(Event::Refused(rejected));
                 GateFuture { inner: None, rejected: Some(rejected), pass: None, classify: self.classify.clone() }
             }
             Ok(ticket) => {

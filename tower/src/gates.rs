@@ -2,7 +2,7 @@
 //! is the policy struct itself (plus a random stream where it draws); the mapping
 //! from a live outcome to what the policy learns is the simulator's.
 
-use stampede_engine::policy::breaker::{BreakerConfig, CircuitBreaker, Permit};
+use stampede_engine::policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, Permit};
 use stampede_engine::policy::classify::Outcome;
 use stampede_engine::policy::limiter::{ConcurrencyLimiter, LimiterKind, SampleWindow, Signal};
 use stampede_engine::policy::shedder::{PriorityShedder, ShedMarks};
@@ -11,6 +11,7 @@ use stampede_engine::policy::Criticality;
 use stampede_engine::{Nanos, RngStream};
 
 use crate::clock::Clock;
+use crate::events::{emit, BreakerChange, Event};
 use crate::gate::{AllCritical, FromExtension, Gate, GateLayer};
 use crate::outcome::{Classified, ErrorsFail};
 use crate::Rejected;
@@ -24,16 +25,33 @@ impl Gate for BreakerGate {
     type Ticket = Permit;
 
     fn admit(&mut self, now: Nanos, _: Criticality) -> Result<Permit, Rejected> {
-        self.0.try_acquire(now).ok_or(Rejected::BreakerOpen)
+        let before = self.0.state();
+        let permit = self.0.try_acquire(now).ok_or(Rejected::BreakerOpen);
+        tell_change(before, self.0.state());
+        permit
     }
 
     fn finish(&mut self, now: Nanos, permit: Permit, classified: Classified, latency: Nanos) {
+        let before = self.0.state();
         self.0.record(now, permit, classified.outcome, latency);
+        tell_change(before, self.0.state());
     }
 
     fn abandon(&mut self, permit: Permit) {
         self.0.abandon(permit);
     }
+}
+
+/// Tells the event hook when the breaker moved from `before` to `after` (a half-open
+/// breaker's probe count moving is not a change of state).
+fn tell_change(before: BreakerState, after: BreakerState) {
+    let change = match after {
+        _ if std::mem::discriminant(&before) == std::mem::discriminant(&after) => return,
+        BreakerState::Closed => BreakerChange::Closed,
+        BreakerState::Open { .. } => BreakerChange::Opened,
+        BreakerState::HalfOpen { .. } => BreakerChange::HalfOpen,
+    };
+    emit(Event::Breaker(change));
 }
 
 /// A circuit breaker layer (outcomes read by [`ErrorsFail`] until `.classify(…)`).

@@ -19,19 +19,28 @@
 //! A gate left out of `stack.gates` is an empty place. The naive client
 //! (`stack.client = "naive"`) is its one timeout per call around immediate retries.
 //!
+//! Beside the class stacks, the scenario gives what sits around them:
+//! [`GatewayStacks::stream_timeouts`] (a class's `timeouts_s` as the body wrapper,
+//! innermost, around the provider), [`GatewayStacks::fallback`] (the `fallback` gate:
+//! outermost, sending a failed call once to the service you give it — the stack of
+//! [`GatewayStacks::fallback_class`] over that tier's provider, or a local answer) and
+//! [`GatewayStacks::share_quota`] (each tier's meter moved into a store every gateway
+//! process shares: the simulation's coordinated meter).
+//!
 //! What a scenario says that a process cannot take from it: the provider (tiers,
-//! speeds, incidents), the turn plan, and `fallback` — answering a failed call from
-//! another tier is your client's choice of a second service, so a class's stack
-//! answers the failure. Admission reads each call as its class's, from tenant 0,
-//! with the class's deadline; [`ClassStack::applicant`] reads them from the request.
+//! speeds, incidents) and the turn plan. Admission reads each call as its class's,
+//! from tenant 0, with the class's deadline; [`ClassStack::applicant`] reads them from
+//! the request.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use stampede_engine::models::gateway::{Client, Gate, GatewayParams, LimiterScope};
 use stampede_engine::policy::backoff::Backoff;
 use stampede_engine::policy::breaker::CircuitBreaker;
 use stampede_engine::policy::classify::RetryClassifier;
+use stampede_engine::policy::quota::QuotaMeter;
 use stampede_engine::policy::retry_budget::RetryBudget;
 use stampede_engine::policy::Criticality;
 use stampede_scenario::models::gateway::Gateway;
@@ -41,14 +50,16 @@ use tower_layer::Layer;
 use crate::admission::{admission, AdmissionConfig, AdmissionLayer, AdmissionState, Applicant, ApplicantOf};
 use crate::bulkhead::{bulkhead, BulkheadLayer};
 use crate::clock::Clock;
+use crate::fallback::{fallback, FallbackLayer};
 use crate::gate::{AllCritical, GateLayer};
 use crate::gates::{BreakerGate, LimitGate};
 use crate::outcome::ErrorsFail;
-use crate::quota::{quota_meter, QuotaLayer};
+use crate::quota::{quota_over, quota_store, QuotaLayer, QuotaStore};
 use crate::retry::{retry, RetryConfig, RetryLayer};
 use crate::scenario::choose;
 use crate::shared::Shared;
 use crate::steps::{Step, StepService, STEPS};
+use crate::stream::{provider_stream_error, stream_timeouts, StreamTimeoutLayer, StreamTimeouts};
 use crate::timeout::timeout;
 
 /// Every call of a class reads as that class's, from tenant 0, `Critical`, with the
@@ -97,8 +108,10 @@ impl GatewayStacks {
         let capacity = p.classes.iter().map(|c| c.bulkhead_slots).sum::<u32>().max(1);
         // One process is one gateway instance: its meter is the fleet's when the quota is
         // coordinated, its own share when split.
+        // Its buckets hold the tier's bursts, as the simulated client meter's do.
+        let longest_wait = nanos(p.quota.longest_wait);
         let meters: Vec<QuotaLayer<()>> =
-            (0..p.tiers.len()).map(|tier| quota_meter(p.quota_limits(tier), p.quota, ())).collect();
+            (0..p.tiers.len()).map(|tier| quota_over(p.quota_meter(tier, p.quota), longest_wait, ())).collect();
         let mut admission = admission(
             AdmissionConfig {
                 ladder: p.ladder,
@@ -169,16 +182,77 @@ impl GatewayStacks {
         &self.meters[tier]
     }
 
+    /// Moves each tier's quota into a store shared with other processes:
+    /// `store(tier, meter)` returns where tier `tier`'s buckets live, given the meter
+    /// this process would have kept (the tier's limits, headroom and bursts — seed a
+    /// Redis store from its numbers). The simulation's coordinated meter
+    /// (`coordinated_quota = true`, the default) is one meter for the fleet: its twin
+    /// is one store every gateway process shares; admission reads the stores' pressure.
+    pub fn share_quota(mut self, mut store: impl FnMut(usize, QuotaMeter) -> Arc<dyn QuotaStore>) -> Self {
+        let p = &self.params;
+        let wait = Duration::from_nanos(p.quota.longest_wait);
+        let stores: Vec<Arc<dyn QuotaStore>> =
+            (0..p.tiers.len()).map(|tier| store(tier, p.quota_meter(tier, p.quota))).collect();
+        self.meters = stores.iter().map(|s| quota_store(s.clone(), wait, ())).collect();
+        self.admission.replace_quota_stores(stores);
+        self
+    }
+
+    /// The index of class `name`, or an error naming the classes there are.
+    fn class_index(&self, name: &str) -> Result<usize> {
+        let names = &self.params.class_names;
+        names.iter().position(|n| *n == name).ok_or_else(|| {
+            Error::bad_input(format!("class {name:?} is not in the scenario; its classes are: {}", names.join(", ")))
+        })
+    }
+
+    /// Class `name`'s per-attempt bounds (`timeouts_s`: connect, first token, the gap
+    /// between tokens, total) as a [`StreamTimeoutLayer`] that also reads the
+    /// providers' error events inside a 200 stream ([`provider_stream_error`]). Put it
+    /// innermost, around the provider's service: the class's stack outside then sees
+    /// the response at its first token, as the simulated gates do. For an unstreamed
+    /// class the first "token" is the whole answer, as the simulation reads it.
+    pub fn stream_timeouts(&self, name: &str) -> Result<StreamTimeoutLayer> {
+        let t = self.params.classes[self.class_index(name)?].timeouts;
+        let bounds = StreamTimeouts {
+            connect: Some(Duration::from_nanos(t.connect)),
+            first_token: Some(Duration::from_nanos(t.first_token)),
+            inter_token: t.inter_token.map(Duration::from_nanos),
+            total: Some(Duration::from_nanos(t.total)),
+        };
+        Ok(stream_timeouts(bounds).errors_in_stream(provider_stream_error))
+    }
+
+    /// Where a failed call of class `name` goes when the stack has the `fallback`
+    /// gate: `Some(class)` another class's stack (a `NAME_fallback` copy is the same
+    /// call on the fallback tier), `None` an answer your product makes locally. An
+    /// error when this scenario does not fall back for the class.
+    pub fn fallback_class(&self, name: &str) -> Result<Option<&'static str>> {
+        let p = &self.params;
+        let class = self.class_index(name)?;
+        let stack_falls_back = matches!(p.client, Client::Stack) && p.gates.contains(&Gate::Fallback);
+        if !(stack_falls_back && p.classes[class].has_fallback) {
+            let why = if stack_falls_back { "the class has no fallback" } else { "stack.gates has no \"fallback\"" };
+            return Err(Error::bad_input(format!("class {name:?} does not fall back in this scenario: {why}")));
+        }
+        Ok(p.classes[class].fallback.map(|fallback| p.class_names[fallback]))
+    }
+
+    /// The fallback layer of class `name`: outermost, around its stack, sending a call
+    /// the stack fails (by `classify`) once to `service` — the stack of
+    /// [`Self::fallback_class`] over that tier's provider, or your local answer — and
+    /// counting the degraded answers as the simulation's `turns_degraded` does. An
+    /// error when this scenario does not fall back for the class.
+    pub fn fallback<F, C>(&self, name: &str, service: F, classify: C) -> Result<FallbackLayer<F, C>> {
+        self.fallback_class(name)?;
+        Ok(fallback(service, classify))
+    }
+
     /// The stack of class `name`, reading a request's input tokens and `max_tokens`,
     /// and an answer's output tokens, with `tokens` (a [`crate::Tokens`]).
     pub fn class<T: Clone>(&self, name: &str, tokens: T) -> Result<ClassStack<ClassApplicant, T>> {
         let p = &self.params;
-        let class = p.class_names.iter().position(|n| *n == name).ok_or_else(|| {
-            Error::bad_input(format!(
-                "class {name:?} is not in the scenario; its classes are: {}",
-                p.class_names.join(", ")
-            ))
-        })?;
+        let class = self.class_index(name)?;
         let c = &p.classes[class];
         let applicant = ClassApplicant { class: class as u16, deadline: Duration::from_nanos(c.deadline) };
         let mut steps: [Step<ClassApplicant, T, ErrorsFail>; STEPS] = std::array::from_fn(|_| Step::Pass);
@@ -215,7 +289,7 @@ impl GatewayStacks {
                             classifier: p.classifier,
                             deadline: Some(Duration::from_nanos(c.deadline)),
                         })),
-                        // Served by another service: the caller's (see the module's docs).
+                        // Outermost, around this stack: `GatewayStacks::fallback`.
                         Gate::Fallback => continue,
                     };
                     steps[place] = step;

@@ -30,6 +30,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::clock::Clock;
+use crate::events::{emit, Event};
 use crate::outcome::{Classify, ErrorsFail};
 use crate::retry::{RetryLayer, RetryState};
 use crate::shared::Shared;
@@ -390,6 +391,7 @@ where
                         state.counts.hedges += 1;
                         state.policy.delay(*this.hedges)
                     };
+                    emit(Event::Hedge);
                     if let Some(delay) = next {
                         this.timer.set(Timer::Armed { sleep: tokio::time::sleep(Duration::from_nanos(delay)) });
                     }

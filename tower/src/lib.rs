@@ -56,6 +56,7 @@ pub mod admission;
 pub mod bulkhead;
 pub mod clock;
 pub mod error;
+pub mod events;
 pub mod fallback;
 pub mod gate;
 pub mod gates;
@@ -88,7 +89,7 @@ pub use gateway::{gateway_from_scenario, ClassApplicant, ClassService, ClassStac
 pub use hedge::{hedge, Hedge, HedgeCounts, HedgeLayer, HedgeState};
 pub use outcome::{classify_with, Classified, Classify, ErrorsFail, HttpStatus};
 pub use quota::{
-    quota_meter, quota_store, Quota, QuotaGuard, QuotaLayer, QuotaStore, StreamTokens, Tokens, TokensWith,
+    quota_meter, quota_over, quota_store, Quota, QuotaGuard, QuotaLayer, QuotaStore, StreamTokens, Tokens, TokensWith,
 };
 pub use retry::{backoff, retry, Retry, RetryConfig, RetryCounts, RetryLayer};
 pub use retry_after::retry_after;

@@ -37,6 +37,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::clock::Clock;
+use crate::events::{emit, Event};
 use crate::outcome::{Classify, ErrorsFail};
 use crate::shared::Shared;
 use crate::{BoxError, Rejected};
@@ -195,12 +196,18 @@ impl<T: Clone, C: Clone> Clone for QuotaLayer<T, C> {
 /// A client-side quota meter for `limits` (as `config` takes them: headroom, longest
 /// wait, instances sharing it or not), reading token counts with `tokens`.
 pub fn quota_meter<T>(limits: QuotaLimits, config: QuotaConfig, tokens: T) -> QuotaLayer<T> {
-    let meter = Shared::new(QuotaMeter::new(limits, config));
+    quota_over(QuotaMeter::new(limits, config), std::time::Duration::from_nanos(config.longest_wait), tokens)
+}
+
+/// A quota over `meter` as built (e.g. with the provider's bursts,
+/// `QuotaMeter::with_burst`), refusing what would wait longer than `longest_wait`.
+pub fn quota_over<T>(meter: QuotaMeter, longest_wait: std::time::Duration, tokens: T) -> QuotaLayer<T> {
+    let meter = Shared::new(meter);
     QuotaLayer {
         store: Arc::new(meter.clone()),
         local: Some(meter),
         clock: Clock::new(),
-        longest_wait: config.longest_wait,
+        longest_wait: crate::clock::nanos(longest_wait),
         tokens,
         classify: ErrorsFail,
     }
@@ -385,6 +392,7 @@ where
                             this.stage.set(Stage::Waiting { sleep: tokio::time::sleep(Duration::from_nanos(wait)) });
                         }
                         Reserve::Wait(_) | Reserve::Refused { .. } => {
+                            emit(Event::Refused(Rejected::Quota));
                             return Poll::Ready(Err(Box::new(Rejected::Quota)));
                         }
                     }

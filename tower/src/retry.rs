@@ -26,6 +26,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::clock::{nanos, Clock};
+use crate::events::{emit, CallSpan, Event};
 use crate::outcome::{Classified, Classify, ErrorsFail};
 use crate::shared::Shared;
 use crate::BoxError;
@@ -201,6 +202,7 @@ where
             clock: self.clock,
             classify: self.classify.clone(),
             attempts: 1,
+            span: CallSpan::new(),
             started_at: now,
             attempt_started_at: now,
             previous_backoff: 0,
@@ -248,6 +250,7 @@ pin_project! {
         clock: Clock,
         classify: C,
         attempts: u32,
+        span: CallSpan,
         started_at: Nanos,
         attempt_started_at: Nanos,
         previous_backoff: Nanos,
@@ -265,13 +268,14 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        let _entered = this.span.enter();
         loop {
             match this.state.as_mut().project() {
                 StateProj::Calling { future } => {
                     let result = std::task::ready!(future.poll(cx));
                     let now = this.clock.now();
                     let classified = this.classify.classify(result.as_ref());
-                    let decision = {
+                    let (decision, event) = {
                         let mut state = this.call.shared.lock();
                         let state = &mut *state;
                         let success = classified.outcome == Outcome::Success;
@@ -286,7 +290,7 @@ where
                             } else {
                                 (state.expected_attempt as f64 * 0.9 + took as f64 * 0.1) as Nanos
                             };
-                            None
+                            (None, None)
                         } else {
                             let call = CallSoFar {
                                 now,
@@ -297,7 +301,11 @@ where
                             retry_delay(this.config, state, call, classified)
                         }
                     };
+                    if let Some(event) = event {
+                        emit(event);
+                    }
                     let Some(delay) = decision else {
+                        this.span.ended(*this.attempts);
                         return Poll::Ready(result.map_err(Into::into));
                     };
                     this.call.retry_outstanding = true;
@@ -332,8 +340,14 @@ struct CallSoFar {
 }
 
 /// The wait before the next attempt, or `None` to give up: the engine's decision
-/// (`policy::retry::decide`), the one the gateway's attempt loop makes.
-fn retry_delay(config: &RetryConfig, state: &mut RetryState, call: CallSoFar, classified: Classified) -> Option<Nanos> {
+/// (`policy::retry::decide`), the one the gateway's attempt loop makes; and what to
+/// tell the event hook once the lock is released.
+fn retry_delay(
+    config: &RetryConfig,
+    state: &mut RetryState,
+    call: CallSoFar,
+    classified: Classified,
+) -> (Option<Nanos>, Option<Event>) {
     let attempt = FailedAttempt {
         now: call.now,
         tries: call.attempts,
@@ -351,11 +365,17 @@ fn retry_delay(config: &RetryConfig, state: &mut RetryState, call: CallSoFar, cl
     match verdict {
         RetryVerdict::After(delay) => {
             counts.retries += 1;
-            return Some(delay);
+            let event = Event::Retry { attempt: call.attempts + 1, backoff: Duration::from_nanos(delay) };
+            (Some(delay), Some(event))
         }
-        RetryVerdict::GiveUp => {}
-        RetryVerdict::DeniedByDeadline => counts.denied_by_deadline += 1,
-        RetryVerdict::DeniedByBudget => counts.denied_by_budget += 1,
+        RetryVerdict::GiveUp => (None, None),
+        RetryVerdict::DeniedByDeadline => {
+            counts.denied_by_deadline += 1;
+            (None, Some(Event::RetryDenied { by_deadline: true }))
+        }
+        RetryVerdict::DeniedByBudget => {
+            counts.denied_by_budget += 1;
+            (None, Some(Event::RetryDenied { by_deadline: false }))
+        }
     }
-    None
 }

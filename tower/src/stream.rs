@@ -28,6 +28,7 @@ use tokio::time::{Instant, Sleep};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::events::{emit, Event};
 use crate::BoxError;
 
 /// The four bounds of a streamed call (`None`: no such bound), as a class's
@@ -123,6 +124,11 @@ pub fn stream_timeouts(timeouts: StreamTimeouts) -> StreamTimeoutLayer {
 }
 
 impl StreamTimeoutLayer {
+    /// The bounds it keeps.
+    pub fn timeouts(&self) -> StreamTimeouts {
+        self.timeouts
+    }
+
     /// Also reads each frame with `errors` (e.g. [`provider_stream_error`]): an error
     /// event in the first frame fails the attempt (the response future's error, which
     /// every layer outside reads as the event's outcome, a 529 for an overload), a later
@@ -283,14 +289,20 @@ where
             if let Poll::Ready(frame) = Pin::new(body).poll_frame(cx) {
                 let first = frame.transpose().map_err(Into::into)?;
                 if let Some(error) = first.as_ref().and_then(|f| error_in(f, *this.errors)) {
+                    emit(Event::StreamError { outcome: error.0, frames: 0 });
                     return Poll::Ready(Err(Box::new(error)));
+                }
+                if first.is_none() {
+                    emit(Event::StreamEnded { frames: 0 });
                 }
                 let (parts, body) = this.waiting.take().expect("waiting");
                 let timed = TimedBody::after_first(body, *this.started, *this.timeouts, *this.errors, first);
                 return Poll::Ready(Ok(http::Response::from_parts(parts, timed)));
             }
         }
-        this.deadline.poll_expired(cx).map(|broken| Err(Box::new(broken) as BoxError))
+        let broken = ready!(this.deadline.poll_expired(cx));
+        emit(Event::StreamTimedOut { which: broken, frames: 0 });
+        Poll::Ready(Err(Box::new(broken)))
     }
 }
 
@@ -380,16 +392,25 @@ where
             let frame = frame.map(|f| f.map_err(Into::into));
             if let Some(error) = frame.as_ref().and_then(|f| f.as_ref().ok()).and_then(|f| error_in(f, *this.errors)) {
                 *this.broken = true;
+                emit(Event::StreamError { outcome: error.0, frames: *this.frames });
                 return Poll::Ready(Some(Err(Box::new(error))));
             }
-            if matches!(frame, Some(Ok(_))) {
-                *this.frames += 1;
-                let next = next_deadline(*this.frames, Instant::now(), *this.started, this.timeouts);
-                this.deadline.as_mut().reset(next);
+            match frame {
+                Some(Ok(_)) => {
+                    *this.frames += 1;
+                    let next = next_deadline(*this.frames, Instant::now(), *this.started, this.timeouts);
+                    this.deadline.as_mut().reset(next);
+                }
+                None => {
+                    *this.ended = true;
+                    emit(Event::StreamEnded { frames: *this.frames });
+                }
+                Some(Err(_)) => {}
             }
             return Poll::Ready(frame);
         }
         let broken = ready!(this.deadline.poll_expired(cx));
+        emit(Event::StreamTimedOut { which: broken, frames: *this.frames });
         *this.broken = true;
         Poll::Ready(Some(Err(Box::new(broken))))
     }

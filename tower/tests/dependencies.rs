@@ -1,7 +1,7 @@
 //! What a production service pulls in by adding the middleware: with default features
 //! the crate depends on the policy code, tower's traits, tokio's timer and `http` —
-//! at most 40 crates — and the `scenario` feature (the simulator's parser, with its
-//! Parquet writer and thread pool) is opt-in.
+//! at most 40 crates; the `tracing` feature adds three; the `scenario` feature (the
+//! simulator's parser, with its Parquet writer and thread pool) is opt-in.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -27,6 +27,11 @@ fn default_features_stay_within_forty_crates_and_scenario_is_opt_in() {
     for heavy in ["parquet", "arrow-array", "zstd", "rayon", "statrs", "stampede-scenario"] {
         assert!(!default.contains(heavy), "{heavy} is a default dependency");
     }
+    assert!(!default.contains("tracing"), "tracing is opt-in");
+    // The `tracing` feature adds tracing, tracing-core and once_cell, nothing that pulls more.
+    let with_tracing = crates(&["--features", "tracing"]);
+    let added: Vec<&String> = with_tracing.difference(&default).collect();
+    assert!(added.len() <= 3 && with_tracing.contains("tracing"), "the tracing feature adds {added:?}");
     let with_scenario = crates(&["--features", "scenario"]);
     assert!(with_scenario.contains("stampede-scenario") && with_scenario.contains("parquet"));
 }

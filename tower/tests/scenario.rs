@@ -360,3 +360,66 @@ fn a_gateway_stack_keeps_the_scenarios_order_and_leaves_out_the_gates_it_does_no
     let stacks = gateway_from_scenario(&path, None, 1).expect("one point");
     assert_eq!(stacks.class("answer", tokens).unwrap().order(), ["retry", "quota", "breaker", "timeout"]);
 }
+
+/// The pieces of a gateway a process cannot take from its class stacks: each class's
+/// stream bounds (its `timeouts_s`), where its failed calls go (`fallback`), and the
+/// quota moved into a store every gateway process shares — the coordinated meter's twin.
+#[tokio::test(start_paused = true)]
+async fn a_gateway_scenario_gives_its_stream_bounds_its_fallbacks_and_a_shared_quota() {
+    use stampede_engine::policy::quota::QuotaMeter;
+    use stampede_tower::{gateway_from_scenario, ErrorsFail, QuotaStore, Shared, StreamTimeouts, TokensWith};
+    let stacks = gateway_from_scenario("llm-stack", Some(1), 7).expect("point 1");
+    let p = stacks.params();
+    let think = stacks.classes().iter().position(|c| *c == "think").unwrap();
+    let t = p.classes[think].timeouts;
+    let secs = Duration::from_nanos;
+    assert_eq!(
+        stacks.stream_timeouts("think").unwrap().timeouts(),
+        StreamTimeouts {
+            connect: Some(secs(t.connect)),
+            first_token: Some(secs(t.first_token)),
+            inter_token: t.inter_token.map(secs),
+            total: Some(secs(t.total)),
+        }
+    );
+    // think falls back to answer (the fixture's `fallback`).
+    assert_eq!(stacks.fallback_class("think").unwrap(), Some("answer"));
+    let naive = gateway_from_scenario("llm-stack", Some(0), 7).expect("point 0");
+    let no_gate = naive.fallback_class("think").unwrap_err().to_string();
+    assert!(no_gate.contains("stack.gates has no \"fallback\""), "{no_gate}");
+    assert!(stacks.fallback("poem", (), ErrorsFail).is_err());
+
+    // Two gateway processes, one store per tier: a call metered by the first is in
+    // the bucket the second reads.
+    let mut made: Vec<Arc<dyn QuotaStore>> = Vec::new();
+    let first = gateway_from_scenario("llm-stack", Some(1), 7).unwrap().share_quota(|_, meter: QuotaMeter| {
+        let store: Arc<dyn QuotaStore> = Arc::new(Shared::new(meter));
+        made.push(store.clone());
+        store
+    });
+    let second = gateway_from_scenario("llm-stack", Some(1), 8).unwrap().share_quota(|tier, _| made[tier].clone());
+    let answer = first.classes().iter().position(|c| *c == "answer").unwrap();
+    let tier = first.params().classes[answer].tier;
+    assert!(Arc::ptr_eq(&first.meter(tier).store(), &second.meter(tier).store()));
+    assert_eq!(second.meter(tier).store().pressure_at_least(0, 0.0), 0.0);
+    let tokens = TokensWith(|p: &Prompt| (p.input_tokens, p.max_tokens), |c: &Completion| c.output_tokens);
+    let provider = Provider(Arc::new(AtomicU32::new(1)));
+    let mut service = first.meter(tier).tokens(tokens).classify(llm_outcomes()).layer(provider);
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+    let call = service.call(Prompt { input_tokens: 50_000, max_tokens: 4_000 });
+    let mut call = std::pin::pin!(call);
+    assert!(futures_poll_once(call.as_mut()).await.is_none(), "the provider takes 2 s");
+    let seen = second.meter(tier).store().pressure_at_least(0, 0.0);
+    assert!(seen > 0.0, "the second process sees the first's reservation: {seen}");
+}
+
+/// Polls `future` once: `Some` if it finished.
+async fn futures_poll_once<F: Future + Unpin>(mut future: F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        Poll::Ready(match Pin::new(&mut future).poll(cx) {
+            Poll::Ready(value) => Some(value),
+            Poll::Pending => None,
+        })
+    })
+    .await
+}

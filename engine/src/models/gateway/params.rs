@@ -402,9 +402,10 @@ impl GatewayParams {
         }
     }
 
-    /// A client meter of `tier`: its buckets hold what the provider's do (the tier's
-    /// bursts), so the client cannot admit a burst the provider would refuse.
-    fn quota_meter(&self, tier: usize, config: QuotaConfig) -> QuotaMeter {
+    /// A client meter of `tier` under `config`: its buckets hold what the provider's do
+    /// (the tier's bursts), so the client cannot admit a burst the provider would
+    /// refuse. stampede-tower builds its meters with this too.
+    pub fn quota_meter(&self, tier: usize, config: QuotaConfig) -> QuotaMeter {
         let burst = self.tiers[tier].spec.burst_s.map(crate::kernel::time::secs_to_nanos);
         QuotaMeter::with_burst(self.quota_limits(tier), config, burst)
     }
