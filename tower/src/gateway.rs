@@ -223,6 +223,16 @@ impl GatewayStacks {
         Ok(stream_timeouts(bounds).errors_in_stream(provider_stream_error))
     }
 
+    /// The simulated `no_retry_past_delivered` rule, for a stream that broke after the
+    /// response was handed on (an inter-token or total timeout, an in-stream error:
+    /// the layers outside saw a success): start the call over only if fewer than that
+    /// share of its `expected` output tokens were `delivered` (count them from
+    /// [`crate::TimedBody::frames`] or the deltas; `expected` is your estimate, the
+    /// simulation knows it exactly).
+    pub fn worth_restarting(&self, delivered: u64, expected: u64) -> bool {
+        self.params.worth_restarting(delivered, expected)
+    }
+
     /// Where a failed call of class `name` goes when the stack has the `fallback`
     /// gate: `Some(class)` another class's stack (a `NAME_fallback` copy is the same
     /// call on the fallback tier), `None` an answer your product makes locally. An

@@ -423,3 +423,16 @@ async fn futures_poll_once<F: Future + Unpin>(mut future: F) -> Option<F::Output
     })
     .await
 }
+
+/// A stream broken after the response was handed on is started over only below the
+/// scenario's `no_retry_past_delivered` share, as the simulated retry loop decides.
+#[test]
+fn a_broken_stream_is_restarted_only_below_the_delivered_share() {
+    let stacks = stampede_tower::gateway_from_scenario("llm-stack", Some(1), 7).expect("point 1");
+    let share = stacks.params().no_retry_past_delivered;
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    let at = (share * 1000.0) as u64;
+    assert!(stacks.worth_restarting(at - 1, 1000));
+    assert!(!stacks.worth_restarting(at, 1000));
+    assert!(!stacks.worth_restarting(1000, 1000));
+}

@@ -410,6 +410,14 @@ impl GatewayParams {
         QuotaMeter::with_burst(self.quota_limits(tier), config, burst)
     }
 
+    /// Whether a stream broken after `delivered` of its `output` tokens is worth
+    /// starting over: less than `no_retry_past_delivered` of it arrived. The
+    /// simulated retry loop asks this; stampede-tower's callers ask it too.
+    #[inline]
+    pub fn worth_restarting(&self, delivered: u64, output: u64) -> bool {
+        (delivered as f64) < self.no_retry_past_delivered * output as f64
+    }
+
     /// Tier `tier`'s quota: its requests, input and output tokens per minute.
     pub fn quota_limits(&self, tier: usize) -> QuotaLimits {
         let spec = &self.tiers[tier].spec;

@@ -28,7 +28,7 @@ impl Gateway<'_> {
         let params = &self.p.classes[class];
         debug_assert!(tries >= attempts && tries > 0);
         // A stream past this fraction delivered is not worth starting over.
-        if params.streamed && feedback.output_used as f64 >= self.p.no_retry_past_delivered * output as f64 {
+        if params.streamed && !self.p.worth_restarting(feedback.output_used, output) {
             return None;
         }
         // The rest is the library's decision (tower's retry layer makes the same). The
