@@ -30,6 +30,9 @@ stampede_kernel::named_enum! {
         Wait = "wait",
         /// A local gate refused the call (zero length).
         Refusal = "refusal",
+        /// The server side of an attempt (the graph): from a worker taking it to its
+        /// answer, on the callee's instance.
+        Serve = "serve",
         /// A policy changed state: a breaker opened (an interval), closed or half-opened.
         State = "state",
         /// A fault window on a tier, shard or dependency.
@@ -133,7 +136,7 @@ impl Trace {
                 TraceKind::Attempt | TraceKind::Wait | TraceKind::Refusal => {
                     calls.entry(row.call).or_default().1.push(row)
                 }
-                TraceKind::State | TraceKind::Incident => {}
+                TraceKind::Serve | TraceKind::State | TraceKind::Incident => {}
             }
         }
         for (id, (call, mut parts)) in calls {

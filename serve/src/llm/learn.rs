@@ -283,7 +283,7 @@ pub fn measure(trace: &Trace, horizon_s: f64) -> Vec<f64> {
                 f[BREAKER_REFUSALS] += (row.gate == "breaker") as u8 as f64;
             }
             TraceKind::State => f[TRIPS] += (row.outcome == "open") as u8 as f64,
-            TraceKind::Attempt | TraceKind::Wait | TraceKind::Incident => {}
+            TraceKind::Attempt | TraceKind::Wait | TraceKind::Serve | TraceKind::Incident => {}
         }
     }
     let mut retry_bins: Vec<u32> = Vec::new();

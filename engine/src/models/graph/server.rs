@@ -189,6 +189,12 @@ impl Graph<'_> {
         }
         self.take_worker(now, i, job);
         if fresh {
+            if let Some(tracer) =
+                self.tracer.as_deref_mut().filter(|_| self.attempts.get(attempt).is_some_and(|a| a.edge != PROBE_EDGE))
+            {
+                let endpoint = self.jobs.get(job).expect("live").endpoint;
+                tracer.serve_started(job, now, attempt, endpoint, s as u32, i as u32);
+            }
             self.proceed(now, job, scheduler);
         } else {
             self.start_work(now, job, pending, scheduler);
@@ -450,6 +456,15 @@ impl Graph<'_> {
             limiter.on_complete(now, now - arrived, signal, &mut self.services[s].limit_rng);
             self.jobs.get_mut(job).expect("live").limit_held = false;
         }
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            let outcome = match answer {
+                Answer::Success => "success",
+                Answer::Degraded => "degraded",
+                Answer::Refused => "refused",
+                Answer::Error => "error",
+            };
+            tracer.serve_ended(job, now, outcome);
+        }
         self.release_job(now, job);
         let a = self.attempts.get_mut(attempt).expect("live");
         (a.job, a.cause) = (None, cause);
@@ -460,6 +475,10 @@ impl Graph<'_> {
     /// present), accounts its busy time (wasted if its caller had let go), removes it.
     /// Its attempt keeps `in_flight` only if an answer is on the way, which the caller sets.
     fn release_job(&mut self, now: Nanos, job: SlabKey) {
+        // A job released without an answer (its caller let go) ends its serve span here.
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            tracer.serve_ended(job, now, "cancelled");
+        }
         self.release_worker(now, job);
         let j = self.jobs.remove(job).expect("live job");
         debug_assert!(j.first_child.is_none(), "children cancelled or done first");
@@ -530,6 +549,7 @@ impl Graph<'_> {
         if let Some(tracer) = self.tracer.as_deref_mut() {
             let service = self.instances[self.jobs.get(job).expect("live job").instance as usize].service;
             tracer.dequeued(job, now, service, "crash");
+            tracer.serve_ended(job, now, "crash");
         }
         self.cancel_children(now, job, scheduler);
         let j = self.jobs.remove(job).expect("live job");

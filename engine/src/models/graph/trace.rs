@@ -1,8 +1,9 @@
-//! The graph's trace: every call, attempt (hedges marked), backoff, queue wait and
-//! refusal of one replica as a row with its own span number and its parent's — a
-//! call's parent is the attempt whose job made it (none for an entry request), an
-//! attempt's is its call, a queue wait's and a refusal's is the attempt they happened
-//! to — so one recursive query rebuilds a request's whole tree. Rows are written when a
+//! The graph's trace: every call, attempt (hedges marked), server-side handling,
+//! backoff, queue wait and refusal of one replica as a row with its own span number
+//! and its parent's — a call's parent is the attempt whose job made it (none for an
+//! entry request), an attempt's is its call, a serve row's (the callee's handling,
+//! from a worker taking the job to its answer), a queue wait's and a refusal's is the
+//! attempt they happened to — so one recursive query rebuilds a request's whole tree. Rows are written when a
 //! span ends; spans still open at the horizon end there as `in_flight`.
 //!
 //! Off unless the model is built [`Graph::traced`](super::Graph::traced): the model
@@ -56,6 +57,8 @@ pub struct SpanTracer {
     /// By job slab index: when it started waiting for a worker, its attempt's span, and
     /// whether that attempt is counted.
     queued: Vec<Option<(Nanos, u32, bool)>>,
+    /// By job slab index: the job's open serve span (from its first worker to its end).
+    serving: Vec<Open>,
     names: TraceNames,
 }
 
@@ -211,6 +214,34 @@ impl SpanTracer {
         }
     }
 
+    /// A worker of `instance` (of `service`) takes `attempt`'s job `job` for endpoint
+    /// `endpoint`'s first work: the server side of the attempt begins.
+    pub fn serve_started(
+        &mut self,
+        job: SlabKey,
+        now: Nanos,
+        attempt: SlabKey,
+        endpoint: u32,
+        service: u32,
+        instance: u32,
+    ) {
+        let (parent, counted) = (self.attempt_span(attempt), self.attempt_counted(attempt));
+        let span = self.span();
+        let class = self.names.endpoints.get(endpoint as usize).copied().unwrap_or("");
+        let gate = self.names.services.get(service as usize).copied().unwrap_or("");
+        let open = Open { span, parent, start: now, class, place: instance, gate, counted, ..CLOSED };
+        *slot(&mut self.serving, job, CLOSED) = open;
+    }
+
+    /// Job `job`'s server side ends with `outcome` (nothing if it never started).
+    pub fn serve_ended(&mut self, job: SlabKey, now: Nanos, outcome: &'static str) {
+        if let Some(open) = self.serving.get_mut(job.index()).map(|o| std::mem::replace(o, CLOSED)) {
+            if open.span != NONE {
+                self.rows.push(Self::row(&open, TraceKind::Serve, now, outcome));
+            }
+        }
+    }
+
     /// `service` refused `attempt` for `reason` (zero length).
     pub fn refused(&mut self, attempt: SlabKey, now: Nanos, service: u32, reason: &'static str) {
         let parent = self.attempt_span(attempt);
@@ -226,6 +257,11 @@ impl SpanTracer {
         for open in std::mem::take(&mut self.attempts) {
             if open.span != NONE {
                 self.rows.push(Self::row(&open, TraceKind::Attempt, horizon, "in_flight"));
+            }
+        }
+        for open in std::mem::take(&mut self.serving) {
+            if open.span != NONE {
+                self.rows.push(Self::row(&open, TraceKind::Serve, horizon, "in_flight"));
             }
         }
         for (open, _) in std::mem::take(&mut self.calls) {
