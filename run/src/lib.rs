@@ -29,6 +29,7 @@ pub mod shards;
 mod sparse;
 pub mod stats;
 pub mod summary;
+pub mod otlp;
 pub mod trace;
 mod windows;
 

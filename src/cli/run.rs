@@ -68,6 +68,11 @@ pub(super) struct RunArgs {
     /// point (gateway, cluster and dependency models).
     #[arg(long, value_name = "R")]
     pub(super) trace: Option<u32>,
+    /// What --trace writes: `parquet` (trace.parquet, the default), `otlp`
+    /// (trace.otlp.json: OpenTelemetry spans as OTLP JSON lines, for Jaeger or Tempo) or
+    /// `both`.
+    #[arg(long, value_name = "parquet|otlp|both", default_value = "parquet", value_parser = ["parquet", "otlp", "both"])]
+    pub(super) trace_format: String,
     /// Show these metrics in the summary table, in this order, instead of the headline
     /// ones (repeatable): a metric's name, or an expression of metrics computed per
     /// replica and written as a column of its own: 'usd_per_day', 'useful_usd + wasted_usd'.
@@ -96,17 +101,34 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
     if let Some(replica) = args.trace {
         stampede_run::trace::check(&scenario, replica)?;
     }
+    let (parquet, otlp) = (args.trace_format != "otlp", args.trace_format != "parquet");
+    if args.trace.is_none() && args.trace_format != "parquet" {
+        return Err(Error::bad_input("--trace-format without --trace R: say which replica to trace"));
+    }
     let write = |report: &RunReport, staging: &Path| {
         if let Some(replica) = args.trace {
-            stampede_run::trace::write(staging, &scenario, replica)?;
+            if parquet {
+                stampede_run::trace::write(staging, &scenario, replica)?;
+            }
+            if otlp {
+                stampede_run::otlp::write(staging, &scenario, replica)?;
+            }
         }
         write_report(report, staging, &args)
     };
     let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
     let mut disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
     if let Some(replica) = args.trace {
-        files.push(stampede_run::trace::FILE);
-        disk_bytes += stampede_run::trace::estimate_bytes(&scenario, replica)?;
+        let bytes = stampede_run::trace::estimate_bytes(&scenario, replica)?;
+        if parquet {
+            files.push(stampede_run::trace::FILE);
+            disk_bytes += bytes;
+        }
+        if otlp {
+            // A span in OTLP JSON is about four times its Parquet row before compression.
+            files.push(stampede_run::otlp::FILE);
+            disk_bytes += 4.0 * bytes;
+        }
     }
     let documents = Documents { files, write: &write, disk_bytes };
     let report = execute_with_progress(&scenario, &args, &documents)?;
