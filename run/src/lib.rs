@@ -18,6 +18,7 @@ mod checkpoint;
 pub mod latency;
 pub mod layout;
 pub mod moments;
+pub mod otlp;
 mod over_time;
 pub mod partial;
 pub mod pipeline;
@@ -29,7 +30,6 @@ pub mod shards;
 mod sparse;
 pub mod stats;
 pub mod summary;
-pub mod otlp;
 pub mod trace;
 mod windows;
 

@@ -6,6 +6,7 @@
 mod capacity;
 mod compare;
 mod fit;
+mod import;
 mod merge;
 mod optimize;
 mod output_file;
@@ -26,6 +27,7 @@ use stampede_scenario::{Error, Overrides, Result, Scenario};
 use capacity::{capacity, CapacityArgs};
 use compare::{compare, CompareArgs};
 use fit::{fit, FitArgs};
+use import::{import, ImportArgs};
 use merge::{merge, MergeArgs};
 use optimize::{optimize, OptimizeArgs};
 use report::{report, ReportArgs};
@@ -75,6 +77,10 @@ enum Command {
     /// Prometheus buckets): each family's parameters and Kolmogorov–Smirnov distance,
     /// the TOML value of the best and of the data itself, and a page of the CDFs.
     Fit(FitArgs),
+    /// A graph scenario from distributed traces (OTLP JSON, Jaeger, Zipkin, Alibaba's
+    /// call graphs): services, call plans, self times, network, entry rates; what traces
+    /// cannot tell is marked for you to set.
+    Import(ImportArgs),
     /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
     /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
     Capacity(CapacityArgs),
@@ -136,6 +142,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
         Command::Merge(args) => merge(args),
         Command::Fit(args) => fit(args).map(|()| ExitStatus::Success),
+        Command::Import(args) => import(args).map(|()| ExitStatus::Success),
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,

@@ -16,6 +16,7 @@ const MARKS: &[&str] = &[
     "<meta name=\"generator\" content=\"stampede",
     "<testsuites name=\"stampede verify",
     "<testsuites name=\"stampede compare",
+    "# Imported by `stampede import`",
 ];
 
 /// Whether the regular file at `path` is one stampede wrote.

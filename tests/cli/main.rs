@@ -16,6 +16,7 @@ mod figures;
 mod folder;
 mod fuzz;
 mod gateway_cli;
+mod import;
 mod inputs;
 mod llm_launch;
 mod llm_pages;

@@ -1,0 +1,232 @@
+//! The trace formats `stampede import` reads, each into [`Span`]s: detection from a
+//! file's first bytes, and the reading loop that streams a file through a [`Reader`].
+//!
+//! Line-oriented files (OTLP JSON lines, Alibaba's CSV) are read a line at a time; a
+//! document that is one JSON value (a Jaeger or Zipkin export, an OTLP request on one
+//! line) is read whole, up to [`MAX_DOCUMENT_BYTES`].
+
+pub mod alibaba;
+pub mod jaeger;
+pub mod otlp;
+pub mod zipkin;
+
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+use stampede_scenario::base::error::{Error, Result};
+
+use crate::assemble::Assembler;
+use crate::infer::Model;
+use crate::span::{Names, Skipped, Span};
+
+/// The largest single JSON document (or line) read: a bigger export should be written
+/// as JSON lines (OTLP) or split.
+pub const MAX_DOCUMENT_BYTES: u64 = 1 << 30;
+
+/// A trace format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OTLP JSON (`ExportTraceServiceRequest`s, one document or JSON lines).
+    OtlpJson,
+    /// Jaeger's JSON (`{"data": [trace, …]}`, the UI's download and the query API's answer).
+    JaegerJson,
+    /// Zipkin v2 JSON (an array of spans).
+    ZipkinJson,
+    /// Alibaba's microservices trace `MSCallGraph` CSV (v2021 or v2022 columns).
+    AlibabaCsv,
+}
+
+impl Format {
+    /// The names `--format` takes.
+    pub const NAMES: [&'static str; 4] = ["otlp-json", "jaeger-json", "zipkin-json", "alibaba-csv"];
+
+    /// The format named `name`.
+    pub fn parse(name: &str) -> Result<Format> {
+        match name {
+            "otlp-json" => Ok(Format::OtlpJson),
+            "jaeger-json" => Ok(Format::JaegerJson),
+            "zipkin-json" => Ok(Format::ZipkinJson),
+            "alibaba-csv" => Ok(Format::AlibabaCsv),
+            other => Err(Error::bad_input(format!(
+                "--format {other}: not a trace format stampede reads; it reads {}",
+                Format::NAMES.join(", ")
+            ))),
+        }
+    }
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OtlpJson => "otlp-json",
+            Format::JaegerJson => "jaeger-json",
+            Format::ZipkinJson => "zipkin-json",
+            Format::AlibabaCsv => "alibaba-csv",
+        }
+    }
+
+    /// The format of a file that starts with `head`, if it is one stampede reads.
+    pub fn detect(head: &[u8]) -> Option<Format> {
+        let text = String::from_utf8_lossy(head);
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('{') || trimmed.starts_with('[') {
+            if text.contains("resourceSpans") || text.contains("resource_spans") {
+                return Some(Format::OtlpJson);
+            }
+            if text.contains("\"traceID\"") || text.contains("\"processes\"") {
+                return Some(Format::JaegerJson);
+            }
+            if trimmed.starts_with('[') && (text.contains("\"traceId\"") || trimmed[1..].trim_start().starts_with(']'))
+            {
+                return Some(Format::ZipkinJson);
+            }
+            return None;
+        }
+        let header = trimmed.lines().next().unwrap_or("").to_ascii_lowercase();
+        (header.contains("traceid") && header.contains("rpc") && header.contains("dm")).then_some(Format::AlibabaCsv)
+    }
+}
+
+/// Where spans go as they are read: names interned, spans assembled into traces,
+/// complete traces analysed.
+#[derive(Debug, Default)]
+pub struct Reader {
+    /// Interned names.
+    pub names: Names,
+    assembler: Assembler,
+    /// What the traces say.
+    pub model: Model,
+    /// Spans read (before assembly).
+    pub spans: u64,
+}
+
+impl Reader {
+    /// A reader whose load buckets are `bucket_ns` wide.
+    pub fn new(bucket_ns: i64) -> Self {
+        Reader { model: Model::new(bucket_ns), ..Reader::default() }
+    }
+
+    /// Adds one span (a span that ends before it starts is clipped and counted).
+    pub fn push(&mut self, mut span: Span) {
+        self.spans += 1;
+        if span.end < span.start {
+            self.model.skipped.negative += 1;
+            span.end = span.start;
+        }
+        self.assembler.push(span, &mut self.model, &mut self.names);
+    }
+
+    /// What was skipped so far.
+    pub fn skipped(&mut self) -> &mut Skipped {
+        &mut self.model.skipped
+    }
+
+    /// The input ended: the open traces are complete.
+    pub fn finish(mut self) -> (Model, Names, u64) {
+        let assembler = std::mem::take(&mut self.assembler);
+        assembler.finish(&mut self.model, &mut self.names);
+        (self.model, self.names, self.spans)
+    }
+}
+
+/// Reads `path` in `format` into `reader`. Records a reader cannot read are counted;
+/// a file none of whose records can be read is an error naming the first problem.
+pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| Error::bad_input(format!("{shown}: cannot open: {e}")))?;
+    let mut input = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut first_error: Option<String> = None;
+    let (mut records, mut failures) = (0u64, 0u64);
+    let mut note = |result: std::result::Result<(), String>, what: &str, reader: &mut Reader| {
+        records += 1;
+        if let Err(message) = result {
+            failures += 1;
+            reader.skipped().unreadable += 1;
+            first_error.get_or_insert_with(|| format!("{what}: {message}"));
+        }
+    };
+    match format {
+        Format::OtlpJson | Format::AlibabaCsv => {
+            let mut line = Vec::new();
+            let mut number = 0u64;
+            let mut columns = None;
+            loop {
+                line.clear();
+                let read = (&mut input)
+                    .take(MAX_DOCUMENT_BYTES + 1)
+                    .read_until(b'\n', &mut line)
+                    .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
+                if read == 0 {
+                    break;
+                }
+                number += 1;
+                if read as u64 > MAX_DOCUMENT_BYTES {
+                    return Err(Error::bad_input(format!(
+                        "{shown}: line {number} is over {} GiB: write the export as JSON lines (one request a line)",
+                        MAX_DOCUMENT_BYTES >> 30
+                    )));
+                }
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let result = match format {
+                    Format::OtlpJson => otlp::read_document(&line, reader),
+                    _ => alibaba::read_line(&line, &mut columns, reader),
+                };
+                if result != Err(alibaba::HEADER.to_string()) {
+                    note(result, &format!("line {number}"), reader);
+                }
+            }
+        }
+        Format::JaegerJson | Format::ZipkinJson => {
+            let mut text = Vec::new();
+            (&mut input)
+                .take(MAX_DOCUMENT_BYTES + 1)
+                .read_to_end(&mut text)
+                .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
+            if text.len() as u64 > MAX_DOCUMENT_BYTES {
+                return Err(Error::bad_input(format!(
+                    "{shown}: a {} document over {} GiB: export fewer traces per file",
+                    format.name(),
+                    MAX_DOCUMENT_BYTES >> 30
+                )));
+            }
+            let result = match format {
+                Format::JaegerJson => jaeger::read_document(&text, reader),
+                _ => zipkin::read_document(&text, reader),
+            };
+            note(result, "the document", reader);
+        }
+    }
+    if records > 0 && failures == records {
+        return Err(Error::bad_input(format!(
+            "{shown}: not readable as {}: {}",
+            format.name(),
+            first_error.unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+/// A hex id of up to 32 digits (a 16-byte trace id).
+pub fn hex_u128(text: &str) -> Option<u128> {
+    let text = text.trim();
+    if text.is_empty() || text.len() > 32 {
+        return None;
+    }
+    u128::from_str_radix(text, 16).ok()
+}
+
+/// A hex id of up to 16 digits (an 8-byte span id); a longer one keeps its last 16.
+pub fn hex_u64(text: &str) -> Option<u64> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let tail = &text[text.len().saturating_sub(16)..];
+    u64::from_str_radix(tail, 16).ok()
+}
+
+/// The attempt a span says it was: `stampede.attempt`, or a resend count plus one.
+pub fn attempt_from(attempt: Option<i64>, resend_count: Option<i64>) -> Option<u32> {
+    attempt.or(resend_count.map(|r| r + 1)).and_then(|a| u32::try_from(a).ok())
+}

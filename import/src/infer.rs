@@ -1,0 +1,434 @@
+//! What the spans of complete traces say about the system, accumulated trace by
+//! trace in memory bounded by the endpoints and the samples kept (never the spans):
+//!
+//! * **invocations**: each server span is an endpoint's invocation (`service.endpoint`);
+//!   a trace without server spans (a format without kinds) reads its non-client spans so;
+//! * **calls**: an invocation's calls are the client spans under it (and server spans
+//!   of other services directly under it, when no client span was recorded), down to
+//!   the next invocation. Attempts of one call are grouped: the client spans under one
+//!   internal span to one callee (a retry loop's span), or consecutive client spans to
+//!   one callee of which the later says it is a resend or starts after the earlier
+//!   failed;
+//! * **self time**: the invocation's length less the union of its calls' intervals
+//!   (clipped to it);
+//! * **order**: calls that overlap in time are one parallel stage; stages follow in
+//!   start order;
+//! * **network**: half of (client attempt − its server span) for each pair, one way.
+//!
+//! Samples (self times, network times) are kept in reservoirs of [`SAMPLES`] values
+//! (Vitter's algorithm R, on a stream seeded by the kept count), so a 10 GB file keeps
+//! the same memory as a 10 MB one and the same input keeps the same sample.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::span::{Kind, Names, Skipped, Span, NO_NAME};
+
+/// Values a reservoir keeps.
+pub const SAMPLES: usize = 20_000;
+
+/// A bounded uniform sample of a stream of values (algorithm R), deterministic for
+/// the input's order.
+#[derive(Clone, Debug, Default)]
+pub struct Reservoir {
+    /// The values kept.
+    pub values: Vec<f64>,
+    /// Values offered.
+    pub seen: u64,
+    state: u64,
+}
+
+impl Reservoir {
+    /// Offers `value`.
+    pub fn add(&mut self, value: f64) {
+        self.seen += 1;
+        if self.values.len() < SAMPLES {
+            self.values.push(value);
+            return;
+        }
+        // splitmix64: a fixed, portable stream (the draw must not depend on a crate's version).
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let slot = z % self.seen;
+        if (slot as usize) < SAMPLES {
+            self.values[slot as usize] = value;
+        }
+    }
+
+    /// The `q` quantile of the values kept (`NaN` when empty).
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.values.is_empty() {
+            return f64::NAN;
+        }
+        let mut sorted = self.values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let rank = (q * (sorted.len() - 1) as f64).round() as usize;
+        sorted[rank]
+    }
+
+    /// The mean of the values kept (`NaN` when empty).
+    pub fn mean(&self) -> f64 {
+        self.values.iter().sum::<f64>() / self.values.len() as f64
+    }
+}
+
+/// An endpoint: (service, endpoint name), interned.
+pub type Endpoint = (u32, u32);
+
+/// What one endpoint calls, over its invocations.
+#[derive(Clone, Debug, Default)]
+pub struct CalleeStats {
+    /// Invocations that called it at least once.
+    pub invocations_calling: u64,
+    /// Calls in all.
+    pub calls: u64,
+    /// Calls that shared their stage with another call to the same callee (a fan-out).
+    pub calls_fanned: u64,
+    /// Σ the stage index of its first call (its place in the plan).
+    pub first_stage_sum: u64,
+}
+
+/// One endpoint's invocations.
+#[derive(Clone, Debug, Default)]
+pub struct EndpointStats {
+    /// Invocations seen.
+    pub invocations: u64,
+    /// Invocations that failed (their span's status).
+    pub failed: u64,
+    /// Self times, seconds.
+    pub self_s: Reservoir,
+    /// Σ invocation lengths, seconds (for Little's law).
+    pub busy_s: f64,
+    /// What it calls.
+    pub callees: BTreeMap<Endpoint, CalleeStats>,
+    /// Pairs of callees (ordered) by how often both were called, and how often in one stage.
+    pub pairs: BTreeMap<(Endpoint, Endpoint), (u64, u64)>,
+    /// Invocations whose calls in one stage did not all start in the order of the plan
+    /// (a varying order, approximated by the mean order).
+    pub reordered: u64,
+}
+
+/// Calls between two services.
+#[derive(Clone, Debug, Default)]
+pub struct EdgeStats {
+    /// Calls (a call's attempts grouped).
+    pub calls: u64,
+    /// Attempts.
+    pub attempts: u64,
+    /// Attempts that failed.
+    pub failed_attempts: u64,
+    /// One-way network time, seconds, where a client span and its server span both exist.
+    pub network_s: Reservoir,
+}
+
+/// An entry point's arrivals.
+#[derive(Clone, Debug, Default)]
+pub struct EntryStats {
+    /// Arrivals.
+    pub arrivals: u64,
+    /// The first and last arrival, Unix nanoseconds.
+    pub first: i64,
+    /// The last.
+    pub last: i64,
+    /// Arrivals per bucket (bucket = floor(time / bucket width)).
+    pub buckets: BTreeMap<i64, u64>,
+}
+
+/// Everything the traces said.
+#[derive(Debug, Default)]
+pub struct Model {
+    /// By endpoint.
+    pub endpoints: BTreeMap<Endpoint, EndpointStats>,
+    /// By (caller service, callee service).
+    pub edges: BTreeMap<(u32, u32), EdgeStats>,
+    /// By entry endpoint.
+    pub entries: BTreeMap<Endpoint, EntryStats>,
+    /// Instances seen per service.
+    pub instances: BTreeMap<u32, std::collections::BTreeSet<u32>>,
+    /// Traces read, spans read.
+    pub traces: u64,
+    /// Spans read.
+    pub spans: u64,
+    /// What was skipped.
+    pub skipped: Skipped,
+    /// The width of a load bucket, nanoseconds.
+    pub bucket_ns: i64,
+}
+
+/// One call an invocation made: its attempts grouped.
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    callee: Endpoint,
+    start: i64,
+    end: i64,
+    attempts: u32,
+    failed_attempts: u32,
+    /// Its last attempt failed (an attempt after it is a retry).
+    last_failed: bool,
+}
+
+impl Model {
+    /// An empty model whose load buckets are `bucket_ns` wide.
+    pub fn new(bucket_ns: i64) -> Self {
+        Model { bucket_ns: bucket_ns.max(1), ..Model::default() }
+    }
+
+    /// Adds one complete trace.
+    pub fn add_trace(&mut self, spans: &mut Vec<Span>, names: &mut Names) {
+        self.traces += 1;
+        self.spans += spans.len() as u64;
+        self.merge_duplicates(spans);
+        spans.sort_by_key(|s| (s.start, s.id));
+        let index: HashMap<u64, usize> = spans.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); spans.len()];
+        let mut roots = Vec::new();
+        for (i, span) in spans.iter().enumerate() {
+            match span.parent.and_then(|p| index.get(&p)) {
+                Some(&parent) if parent != i => children[parent].push(i),
+                other => {
+                    if span.parent.is_some() && other.is_none() {
+                        self.skipped.orphans += 1;
+                    }
+                    roots.push(i);
+                }
+            }
+        }
+        let has_server = spans.iter().any(|s| s.kind == Kind::Server);
+        let is_invocation = |s: &Span| if has_server { s.kind == Kind::Server } else { s.kind != Kind::Client };
+        // Entry invocations: the first invocation on each path from a root.
+        let mut entries = Vec::new();
+        let mut stack: Vec<usize> = roots.clone();
+        while let Some(i) = stack.pop() {
+            if is_invocation(&spans[i]) {
+                entries.push(i);
+            } else {
+                stack.extend(children[i].iter().copied());
+            }
+        }
+        if entries.is_empty() {
+            self.skipped.no_entry += 1;
+            return;
+        }
+        for &entry in &entries {
+            let span = spans[entry];
+            let endpoint = (span.service, span.name);
+            let stats = self.entries.entry(endpoint).or_default();
+            if stats.arrivals == 0 || span.start < stats.first {
+                stats.first = span.start;
+            }
+            stats.last = stats.last.max(span.start);
+            stats.arrivals += 1;
+            *stats.buckets.entry(span.start.div_euclid(self.bucket_ns)).or_default() += 1;
+        }
+        // Every invocation, from the entries down.
+        let mut stack = entries;
+        while let Some(i) = stack.pop() {
+            let calls = self.invocation(i, spans, &children, &is_invocation, &mut stack, names);
+            self.record(spans[i], calls);
+        }
+    }
+
+    /// One id twice in a trace: the same endpoint's span recorded twice (Alibaba's
+    /// caller and callee rows) is one span, the longer; spans of different endpoints
+    /// under one id (ids reused by untracked threads) are numbered apart.
+    fn merge_duplicates(&mut self, spans: &mut Vec<Span>) {
+        spans.sort_by_key(|s| (s.id, s.start));
+        let mut kept: Vec<Span> = Vec::with_capacity(spans.len());
+        let mut reused = 0u64;
+        for span in spans.drain(..) {
+            match kept.last_mut() {
+                Some(last) if last.id == span.id && (last.service, last.name) == (span.service, span.name) => {
+                    let error = last.error || span.error;
+                    if span.end - span.start > last.end - last.start {
+                        *last = span;
+                    }
+                    last.error = error;
+                }
+                Some(last) if last.id == span.id => {
+                    reused += 1;
+                    kept.push(Span { id: span.id ^ (reused << 56), ..span });
+                }
+                _ => kept.push(span),
+            }
+        }
+        self.skipped.renumbered += reused;
+        *spans = kept;
+    }
+
+    /// The calls invocation `i` made; pushes the invocations under them on `stack`.
+    fn invocation(
+        &mut self,
+        i: usize,
+        spans: &[Span],
+        children: &[Vec<usize>],
+        is_invocation: &dyn Fn(&Span) -> bool,
+        stack: &mut Vec<usize>,
+        names: &mut Names,
+    ) -> Vec<Call> {
+        let me = spans[i];
+        if me.instance != NO_NAME {
+            self.instances.entry(me.service).or_default().insert(me.instance);
+        }
+        let mut calls: Vec<Call> = Vec::new();
+        // Depth-first through this invocation's own spans, in start order.
+        let mut walk: Vec<usize> = children[i].iter().rev().copied().collect();
+        while let Some(c) = walk.pop() {
+            let span = spans[c];
+            if is_invocation(&span) {
+                // A server span straight under this one: a call no client span recorded.
+                stack.push(c);
+                let callee = (span.service, span.name);
+                calls.push(Call {
+                    callee,
+                    start: span.start,
+                    end: span.end,
+                    attempts: 1,
+                    failed_attempts: span.error as u32,
+                    last_failed: span.error,
+                });
+                self.edge(me.service, span.service, span.error, None);
+                continue;
+            }
+            if span.kind == Kind::Client {
+                let server = children[c].iter().copied().find(|&s| is_invocation(&spans[s]));
+                let callee = match server {
+                    Some(s) => (spans[s].service, spans[s].name),
+                    None => uninstrumented_callee(&span, names),
+                };
+                if server.is_none() {
+                    // Nothing recorded its side: its invocation is the call as the caller saw it.
+                    let length = (span.end - span.start) as f64 / 1e9;
+                    let callee_stats = self.endpoints.entry(callee).or_default();
+                    callee_stats.invocations += 1;
+                    callee_stats.failed += span.error as u64;
+                    callee_stats.busy_s += length;
+                    callee_stats.self_s.add(length);
+                }
+                if let Some(s) = server {
+                    stack.push(s);
+                    // Anything else under the client span (a second server span: a
+                    // proxy's) is an invocation of its own.
+                    stack.extend(children[c].iter().copied().filter(|&o| o != s && is_invocation(&spans[o])));
+                }
+                let network = server.map(|s| {
+                    let (client, serve) = (span.end - span.start, spans[s].end - spans[s].start);
+                    ((client - serve).max(0) as f64 / 2.0) / 1e9
+                });
+                self.edge(me.service, callee.0, span.error, network);
+                // A resend (the span says so) or an attempt after a failed one to the
+                // same callee is the same call; anything else is a new call (a fan-out's
+                // parallel calls too).
+                let resend = span.attempt.is_some_and(|a| a > 1);
+                let previous = calls.iter_mut().rev().find(|call| call.callee == callee);
+                match previous.filter(|p| resend || (p.last_failed && span.start >= p.end)) {
+                    Some(call) => {
+                        call.end = call.end.max(span.end);
+                        call.attempts += 1;
+                        call.failed_attempts += span.error as u32;
+                        call.last_failed = span.error;
+                    }
+                    None => calls.push(Call {
+                        callee,
+                        start: span.start,
+                        end: span.end,
+                        attempts: 1,
+                        failed_attempts: span.error as u32,
+                        last_failed: span.error,
+                    }),
+                }
+                continue;
+            }
+            // Internal (a retry loop's span, a handler's step): look inside.
+            walk.extend(children[c].iter().rev().copied());
+        }
+        calls
+    }
+
+    fn edge(&mut self, from: u32, to: u32, failed: bool, network: Option<f64>) {
+        let edge = self.edges.entry((from, to)).or_default();
+        edge.attempts += 1;
+        edge.failed_attempts += failed as u64;
+        if let Some(network) = network {
+            edge.network_s.add(network);
+        }
+    }
+
+    /// Adds invocation `me` and its calls to its endpoint's figures.
+    fn record(&mut self, me: Span, mut calls: Vec<Call>) {
+        calls.sort_by_key(|c| (c.start, c.end));
+        for call in &calls {
+            self.edges.entry((me.service, call.callee.0)).or_default().calls += 1;
+        }
+        let stats = self.endpoints.entry((me.service, me.name)).or_default();
+        stats.invocations += 1;
+        stats.failed += me.error as u64;
+        let length = me.end - me.start;
+        stats.busy_s += length as f64 / 1e9;
+        // Self time: the invocation less the union of its calls, clipped to it.
+        let mut covered = 0i64;
+        let mut reach = me.start;
+        let mut skewed = false;
+        for call in &calls {
+            skewed |= call.start < me.start || call.end > me.end;
+            let (from, to) = (call.start.max(reach).max(me.start), call.end.min(me.end));
+            if to > from {
+                covered += to - from;
+                reach = to;
+            }
+        }
+        self.skipped.skewed += skewed as u64;
+        stats.self_s.add((length - covered).max(0) as f64 / 1e9);
+        // Stages: calls that overlap are one.
+        let mut stage_of = Vec::with_capacity(calls.len());
+        let (mut stage, mut stage_end) = (0u64, i64::MIN);
+        for (k, call) in calls.iter().enumerate() {
+            if k > 0 && call.start >= stage_end {
+                stage += 1;
+            }
+            stage_end = if k == 0 || call.start >= stage_end { call.end } else { stage_end.max(call.end) };
+            stage_of.push(stage);
+        }
+        let mut first_stage: BTreeMap<Endpoint, u64> = BTreeMap::new();
+        for (k, call) in calls.iter().enumerate() {
+            let callee = stats.callees.entry(call.callee).or_default();
+            callee.calls += 1;
+            let fanned = calls
+                .iter()
+                .enumerate()
+                .any(|(o, other)| o != k && other.callee == call.callee && stage_of[o] == stage_of[k]);
+            callee.calls_fanned += fanned as u64;
+            first_stage.entry(call.callee).or_insert(stage_of[k]);
+        }
+        for (callee, stage) in &first_stage {
+            let c = stats.callees.get_mut(callee).expect("added above");
+            c.invocations_calling += 1;
+            c.first_stage_sum += stage;
+        }
+        let called: Vec<(Endpoint, u64)> = first_stage.into_iter().collect();
+        for (a, (ea, sa)) in called.iter().enumerate() {
+            for (eb, sb) in &called[a + 1..] {
+                let pair = stats.pairs.entry((*ea, *eb)).or_default();
+                pair.0 += 1;
+                pair.1 += (sa == sb) as u64;
+            }
+        }
+    }
+}
+
+/// A client span with no server span under it (an uninstrumented database, a third
+/// party): the callee its `peer.service` names, or its name (`SERVICE.ENDPOINT` as
+/// stampede's own export names it; else the name is the service, endpoint `call`).
+fn uninstrumented_callee(span: &Span, names: &mut Names) -> Endpoint {
+    let name = names.get(span.name).to_string();
+    if span.peer != NO_NAME {
+        return (span.peer, span.name);
+    }
+    match name.split_once('.') {
+        Some((service, endpoint)) if !service.is_empty() && !endpoint.is_empty() => {
+            (names.intern(service), names.intern(endpoint))
+        }
+        _ => (span.name, names.intern("call")),
+    }
+}

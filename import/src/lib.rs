@@ -1,0 +1,78 @@
+//! `stampede import`: a graph scenario inferred from distributed traces.
+//!
+//! The pipeline, one module each: a format's reader ([`formats`]) turns records into
+//! [`span::Span`]s; the [`assemble`]r holds them until their trace is complete; the
+//! model ([`infer`]) adds each complete trace's invocations, calls, self times,
+//! network times and arrivals to bounded aggregates; [`write`] renders the scenario,
+//! its data files and the summary. Memory is bounded by the open traces and the
+//! samples kept, not by the input.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod assemble;
+pub mod formats;
+pub mod infer;
+pub mod span;
+pub mod write;
+
+use std::path::PathBuf;
+
+use stampede_scenario::base::error::{Error, Result};
+
+pub use formats::Format;
+pub use write::{Options, Written};
+
+/// What to read.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The files, read in order.
+    pub files: Vec<PathBuf>,
+    /// Their format (`None`: detected from each file's first bytes).
+    pub format: Option<Format>,
+    /// The width of a load bucket, nanoseconds.
+    pub bucket_ns: i64,
+}
+
+/// Reads `input` and writes the scenario it describes.
+pub fn import(input: &Input, options: &Options) -> Result<Written> {
+    let mut reader = formats::Reader::new(input.bucket_ns);
+    for path in &input.files {
+        let format = match input.format {
+            Some(format) => format,
+            None => detect(path)?,
+        };
+        formats::read_file(path, format, &mut reader)?;
+    }
+    let (model, names, spans) = reader.finish();
+    if spans == 0 {
+        let files: Vec<String> = input.files.iter().map(|p| p.display().to_string()).collect();
+        return Err(Error::bad_input(format!("{}: no spans in the input", files.join(", "))));
+    }
+    if model.endpoints.is_empty() {
+        return Err(Error::bad_input(format!(
+            "{spans} spans read, but no trace had a service-side span to start from ({} skipped): nothing to model",
+            model.skipped.no_entry
+        )));
+    }
+    Ok(write::write(&model, &names, options))
+}
+
+/// The format of `path`, from its first 64 KiB.
+fn detect(path: &std::path::Path) -> Result<Format> {
+    use std::io::Read;
+    let shown = path.display();
+    let mut head = vec![0u8; 64 * 1024];
+    let file = std::fs::File::open(path).map_err(|e| Error::bad_input(format!("{shown}: cannot open: {e}")))?;
+    let read = file.take(head.len() as u64).read(&mut head).map_err(|e| Error::bad_input(format!("{shown}: {e}")))?;
+    head.truncate(read);
+    if head.iter().all(u8::is_ascii_whitespace) {
+        return Err(Error::bad_input(format!("{shown}: the file is empty: no spans")));
+    }
+    Format::detect(&head).ok_or_else(|| {
+        Error::bad_input(format!(
+            "{shown}: not a trace format stampede recognises; name it with --format ({})",
+            Format::NAMES.join(", ")
+        ))
+    })
+}

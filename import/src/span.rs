@@ -1,0 +1,97 @@
+//! The one span every format is read into: a trace id, its own id and its parent's,
+//! the service (and instance) that recorded it, its name, its kind, its interval in
+//! Unix nanoseconds, whether it failed, and (when the span says) which attempt it was.
+//! Names are interned: a span is a few integers, so a trace held open costs little.
+
+use std::collections::HashMap;
+
+/// "None" for interned names (an instance a span does not give).
+pub const NO_NAME: u32 = u32::MAX;
+
+/// What a span records, OpenTelemetry's kinds (other formats map to them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Work inside a service (or a kind the format did not give).
+    Internal,
+    /// A service handling a request: an endpoint's invocation.
+    Server,
+    /// A call to another service, as the caller saw it.
+    Client,
+}
+
+/// One span, format-independent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The trace it belongs to.
+    pub trace: u128,
+    /// Its id, unique within the trace.
+    pub id: u64,
+    /// Its parent's id (`None`: a root).
+    pub parent: Option<u64>,
+    /// Interned service name.
+    pub service: u32,
+    /// Interned instance name, or [`NO_NAME`].
+    pub instance: u32,
+    /// Interned span name: the endpoint for a server span, the callee for a client span.
+    pub name: u32,
+    /// Interned callee service a client span names (`peer.service`), or [`NO_NAME`].
+    pub peer: u32,
+    /// Its kind.
+    pub kind: Kind,
+    /// Start, Unix nanoseconds.
+    pub start: i64,
+    /// End, Unix nanoseconds (never before `start`: a reader clips and counts).
+    pub end: i64,
+    /// Its status says it failed.
+    pub error: bool,
+    /// The attempt it was (1 the first), when the span says (`http.request.resend_count`
+    /// + 1, `stampede.attempt`).
+    pub attempt: Option<u32>,
+}
+
+/// Interned names.
+#[derive(Debug, Default)]
+pub struct Names {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Names {
+    /// The number of `name`, adding it if new.
+    pub fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&n) = self.index.get(name) {
+            return n;
+        }
+        let n = self.names.len() as u32;
+        self.index.insert(name.to_string(), n);
+        self.names.push(name.to_string());
+        n
+    }
+
+    /// The name numbered `n`.
+    pub fn get(&self, n: u32) -> &str {
+        self.names.get(n as usize).map_or("", String::as_str)
+    }
+}
+
+/// Why spans were skipped or changed, counted (the summary prints them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Spans without a trace id or span id.
+    pub no_id: u64,
+    /// Spans whose parent is not in their trace (kept as roots of their own subtree).
+    pub orphans: u64,
+    /// Spans that end before they start (clock skew): clipped to zero length.
+    pub negative: u64,
+    /// Child spans that start before their parent or end after it (clock skew): their
+    /// parent's self time counts only what overlaps it.
+    pub skewed: u64,
+    /// Records a format's reader could not read (a malformed line or row).
+    pub unreadable: u64,
+    /// Traces given up before they were complete (the open-trace bound was reached).
+    pub cut: u64,
+    /// Traces with no service-side span to start from.
+    pub no_entry: u64,
+    /// Spans whose id another span of a different endpoint had (numbered apart).
+    pub renumbered: u64,
+}

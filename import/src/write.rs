@@ -1,0 +1,378 @@
+//! The scenario the traces describe, as TOML: the graph's services, endpoints (self
+//! time as an `empirical` distribution in a CSV beside it, the call plan), edges
+//! (measured one-way network), entry points (rate, or a `[load]` schedule when it
+//! varies); what traces cannot tell with a default and `# not in the traces: set
+//! this`; and the summary `stampede import` prints.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::infer::{CalleeStats, Endpoint, EndpointStats, Model};
+use crate::span::Names;
+
+/// How the traces are written out.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The scenario's name.
+    pub name: String,
+    /// The folder of data files, relative to the scenario's folder.
+    pub data_dir: String,
+    /// The share of requests the traces kept (head sampling): rates are divided by it.
+    pub sample_rate: f64,
+    /// Where the spans came from, for the header.
+    pub source: String,
+}
+
+/// What `stampede import` writes.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// The scenario's text.
+    pub toml: String,
+    /// Data files: (name inside the data folder, content).
+    pub files: Vec<(String, String)>,
+    /// The summary for stdout.
+    pub summary: String,
+}
+
+const SET_THIS: &str = "# not in the traces: set this";
+
+/// A name the graph takes: letters, digits, `_` and `-` (others become `_`).
+fn clean(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let keep = c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if keep {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_matches('_').to_string();
+    if out.is_empty() || out == "client" {
+        format!("{out}_op")
+    } else {
+        out
+    }
+}
+
+/// Clean, distinct names for every service and endpoint seen.
+struct Naming {
+    services: BTreeMap<u32, String>,
+    endpoints: BTreeMap<Endpoint, String>,
+    /// (original, written) where they differ.
+    renamed: Vec<(String, String)>,
+}
+
+impl Naming {
+    fn new(model: &Model, names: &Names) -> Self {
+        let mut naming = Naming { services: BTreeMap::new(), endpoints: BTreeMap::new(), renamed: Vec::new() };
+        let mut taken: BTreeMap<String, u32> = BTreeMap::new();
+        let mut services: Vec<u32> = model.endpoints.keys().map(|e| e.0).collect();
+        services.dedup();
+        for service in services {
+            let original = names.get(service);
+            let mut name = clean(original);
+            if taken.contains_key(&name) {
+                let n = (2..).find(|n| !taken.contains_key(&format!("{name}_{n}"))).expect("a free name");
+                name = format!("{name}_{n}");
+            }
+            if name != original {
+                naming.renamed.push((original.to_string(), name.clone()));
+            }
+            taken.insert(name.clone(), service);
+            naming.services.insert(service, name);
+        }
+        let mut per_service: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for &(service, endpoint) in model.endpoints.keys() {
+            let original = names.get(endpoint);
+            let taken = per_service.entry(service).or_default();
+            let mut name = clean(original);
+            if taken.contains(&name) {
+                let n = (2..).find(|n| !taken.contains(&format!("{name}_{n}"))).expect("a free name");
+                name = format!("{name}_{n}");
+            }
+            if name != original {
+                naming.renamed.push((format!("{}: {original}", names.get(service)), name.clone()));
+            }
+            taken.push(name.clone());
+            naming.endpoints.insert((service, endpoint), format!("{}.{name}", naming.services[&service]));
+        }
+        naming
+    }
+}
+
+/// Seconds as the scenario writes them.
+fn secs(value: f64) -> String {
+    let text = format!("{value:.6}");
+    let text = text.trim_end_matches('0');
+    if text.ends_with('.') {
+        format!("{text}0")
+    } else {
+        text.to_string()
+    }
+}
+
+/// A step list's entry for `callee`, called with probability `p`.
+fn call(name: &str, p: f64) -> String {
+    if p >= 0.9995 {
+        format!("{{ call = \"{name}\" }}")
+    } else {
+        format!("{{ call = \"{name}\", probability = {:.4} }}", p)
+    }
+}
+
+/// The steps of one endpoint, and what was approximated.
+fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &str) -> Vec<String> {
+    let invocations = stats.invocations.max(1) as f64;
+    let mut callees: Vec<(&Endpoint, &CalleeStats)> = stats.callees.iter().collect();
+    let place = |c: &CalleeStats| c.first_stage_sum as f64 / c.invocations_calling.max(1) as f64;
+    callees.sort_by(|a, b| place(a.1).total_cmp(&place(b.1)).then(a.0.cmp(b.0)));
+    // Parallel groups: callees that share a stage in most invocations that call both.
+    let together = |a: &Endpoint, b: &Endpoint| {
+        let key = if a < b { (*a, *b) } else { (*b, *a) };
+        stats.pairs.get(&key).is_some_and(|&(both, same)| both > 0 && same * 2 >= both)
+    };
+    let mut groups: Vec<Vec<(&Endpoint, &CalleeStats)>> = Vec::new();
+    for callee in callees {
+        match groups.last_mut() {
+            Some(group) if group.iter().all(|member| together(member.0, callee.0)) => group.push(callee),
+            _ => groups.push(vec![callee]),
+        }
+    }
+    let mut out = Vec::new();
+    for group in groups {
+        let mut members = Vec::new();
+        for (endpoint, c) in &group {
+            let name = &naming.endpoints[endpoint];
+            let p = (c.invocations_calling as f64 / invocations).min(1.0);
+            let per = c.calls as f64 / c.invocations_calling.max(1) as f64;
+            let copies = per.round().max(1.0) as usize;
+            if (per - copies as f64).abs() > 0.05 {
+                notes.push(format!(
+                    "{me} calls {name} {per:.2} times per invocation that calls it: written as {copies}"
+                ));
+            }
+            let fanned = c.calls_fanned * 2 >= c.calls && copies > 1;
+            for copy in 0..copies {
+                members.push((call(name, p), fanned || copy == 0));
+            }
+        }
+        // Parallel members (and a fan-out's copies) go in one step; sequential copies follow.
+        let parallel: Vec<&String> = members.iter().filter(|m| m.1).map(|m| &m.0).collect();
+        if parallel.len() == 1 {
+            out.push(parallel[0].clone());
+        } else {
+            let list: Vec<String> = parallel.iter().map(|m| m.to_string()).collect();
+            out.push(format!("{{ parallel = [{}], wait = \"all\" }}", list.join(", ")));
+        }
+        out.extend(members.iter().filter(|m| !m.1).map(|m| m.0.clone()));
+    }
+    if stats.reordered > 0 {
+        notes.push(format!("{me}: calls in a varying order, written in their mean order"));
+    }
+    out
+}
+
+/// The scenario for `model`, its data files and the summary.
+pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
+    let naming = Naming::new(model, names);
+    let mut notes: Vec<String> = Vec::new();
+    let mut files = Vec::new();
+    let first = model.entries.values().map(|e| e.first).min().unwrap_or(0);
+    let last = model.entries.values().map(|e| e.last).max().unwrap_or(0);
+    let window_s = ((last - first) as f64 / 1e9).max(1e-3);
+    let horizon_s = (window_s * 10.0).ceil() / 10.0;
+    let mut t = String::new();
+    let _ = writeln!(t, "# Imported by `stampede import` from {}.", options.source);
+    let _ = writeln!(t, "# {} traces, {} spans; a {window_s:.1} s window.", model.traces, model.spans);
+    let _ = writeln!(t, "# What traces cannot tell is marked `{SET_THIS}`.");
+    let _ = writeln!(t, "name = \"{}\"", options.name);
+    let _ = writeln!(t, "description = \"imported from traces ({})\"", options.source.replace('"', "'"));
+    let _ = writeln!(t, "model = \"graph\"\n");
+    let _ = writeln!(t, "[run]");
+    let _ = writeln!(t, "horizon_s = {}                 # the traces' window", secs(horizon_s));
+    let _ = writeln!(t, "warmup_s = {}", secs((horizon_s * 0.1).min(60.0)));
+    let _ = writeln!(t, "replicas = 30\nseed = 1\n");
+
+    let mut by_service: BTreeMap<u32, Vec<(&Endpoint, &EndpointStats)>> = BTreeMap::new();
+    for (endpoint, stats) in &model.endpoints {
+        by_service.entry(endpoint.0).or_default().push((endpoint, stats));
+    }
+    for (service, endpoints) in &by_service {
+        let name = &naming.services[service];
+        let instances = model.instances.get(service).map_or(0, |i| i.len());
+        let _ = writeln!(t, "[services.{name}]");
+        if instances > 0 {
+            let _ = writeln!(t, "instances = {instances}              # seen in the traces");
+        } else {
+            let _ = writeln!(t, "instances = 1              {SET_THIS} (no instance ids in the spans)");
+        }
+        // Little's law: invocations in flight on average, per instance.
+        let in_flight = endpoints.iter().map(|(_, s)| s.busy_s).sum::<f64>() / window_s / instances.max(1) as f64;
+        let workers = ((2.0 * in_flight).ceil() as u64 + 4).max(4);
+        let _ = writeln!(
+            t,
+            "workers = {workers}                {SET_THIS} (the traces show {in_flight:.2} in flight per instance on average)"
+        );
+        let _ = writeln!(t, "# queue = {{ capacity = 1000 }}   {SET_THIS}");
+        for (endpoint, stats) in endpoints {
+            let full = &naming.endpoints[endpoint];
+            let (_, short) = full.split_once('.').expect("service.endpoint");
+            let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]");
+            let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
+            if stats.self_s.values.iter().any(|v| *v > 0.0) {
+                let file = format!("{full}.self_s.csv");
+                let mut csv = String::from("self_s\n");
+                for value in &stats.self_s.values {
+                    let _ = writeln!(csv, "{value}");
+                }
+                files.push((file.clone(), csv));
+                let _ = writeln!(
+                    t,
+                    "work = {{ dist = \"empirical\", file = \"{}/{file}\" }}   # self time: median {} s, p90 {} s, {} invocations",
+                    options.data_dir,
+                    secs(median),
+                    secs(p90),
+                    stats.invocations
+                );
+            }
+            let steps = steps(stats, &naming, &mut notes, full);
+            if !steps.is_empty() {
+                let _ = writeln!(t, "steps = [\n  {},\n]", steps.join(",\n  "));
+            }
+            if stats.failed > 0 {
+                let share = stats.failed as f64 / stats.invocations as f64 * 100.0;
+                let _ = writeln!(t, "# observed: {share:.2}% of invocations failed");
+            }
+        }
+        t.push('\n');
+    }
+
+    let mut observed = Vec::new();
+    for ((from, to), edge) in &model.edges {
+        let (Some(from), Some(to)) = (naming.services.get(from), naming.services.get(to)) else { continue };
+        let _ = writeln!(t, "[edges.\"{from}->{to}\"]");
+        if edge.network_s.values.iter().any(|v| *v > 0.0) {
+            let file = format!("{from}-{to}.network_s.csv");
+            let mut csv = String::from("network_s\n");
+            for value in &edge.network_s.values {
+                let _ = writeln!(csv, "{value}");
+            }
+            files.push((file.clone(), csv));
+            let _ = writeln!(
+                t,
+                "network = {{ dist = \"empirical\", file = \"{}/{file}\" }}   # one way: median {} s",
+                options.data_dir,
+                secs(edge.network_s.quantile(0.5))
+            );
+        }
+        let _ = writeln!(t, "# timeout_s = 1.0   {SET_THIS}");
+        let _ = writeln!(t, "# retry = {{ max_attempts = 2 }}   {SET_THIS} (the policy; the rates seen are below)");
+        let retried = (edge.attempts.saturating_sub(edge.calls)) as f64 / edge.calls.max(1) as f64;
+        let failed = edge.failed_attempts as f64 / edge.attempts.max(1) as f64;
+        let _ = writeln!(
+            t,
+            "# observed: {} calls, {:.2} attempts per call ({:.2}% retried), {:.2}% of attempts failed\n",
+            edge.calls,
+            edge.attempts as f64 / edge.calls.max(1) as f64,
+            retried * 100.0,
+            failed * 100.0
+        );
+        if retried > 0.0 || failed > 0.0 {
+            observed.push(format!(
+                "{from}->{to}: {:.2}% of calls retried, {:.2}% of attempts failed",
+                retried * 100.0,
+                failed * 100.0
+            ));
+        }
+    }
+
+    let mut entry_lines = Vec::new();
+    for (endpoint, entry) in &model.entries {
+        let Some(name) = naming.endpoints.get(endpoint) else { continue };
+        let span_s = (entry.last - entry.first) as f64 / 1e9;
+        let rate = if entry.arrivals >= 2 && span_s > 0.0 {
+            (entry.arrivals - 1) as f64 / span_s
+        } else {
+            entry.arrivals as f64 / window_s
+        } / options.sample_rate;
+        let _ = writeln!(t, "[[workload]]\nentry = \"{name}\"");
+        let bucket_s = model.bucket_ns as f64 / 1e9;
+        let counts: Vec<(i64, u64)> = entry.buckets.iter().map(|(b, n)| (*b, *n)).collect();
+        let mean = counts.iter().map(|c| c.1 as f64).sum::<f64>() / counts.len().max(1) as f64;
+        let variance =
+            counts.iter().map(|c| (c.1 as f64 - mean).powi(2)).sum::<f64>() / (counts.len().max(2) - 1) as f64;
+        // A Poisson stream's counts have variance ≈ mean; far more is a varying rate.
+        if counts.len() >= 3 && variance > 3.0 * mean {
+            let base = counts[0].0;
+            let points: Vec<String> = counts
+                .iter()
+                .map(|(b, n)| {
+                    format!(
+                        "[{}, {:.3}]",
+                        secs((b - base) as f64 * bucket_s),
+                        *n as f64 / bucket_s / options.sample_rate
+                    )
+                })
+                .collect();
+            let _ =
+                writeln!(t, "load = {{ rate = [{}] }}   # arrivals per {} s bucket", points.join(", "), secs(bucket_s));
+            entry_lines.push(format!("{name}: a varying rate over {} buckets (mean {rate:.3}/s)", counts.len()));
+        } else {
+            let _ = writeln!(t, "rate_per_s = {rate:.4}   # {} arrivals over {span_s:.1} s", entry.arrivals);
+            entry_lines.push(format!("{name}: {rate:.3}/s"));
+        }
+        let _ = writeln!(t, "# deadline_s = 2.0   {SET_THIS}\n");
+    }
+
+    let mut summary = String::new();
+    let _ = writeln!(
+        summary,
+        "read {} spans in {} traces: {} services, {} endpoints, {} edges",
+        model.spans,
+        model.traces,
+        naming.services.len(),
+        naming.endpoints.len(),
+        model.edges.len()
+    );
+    for line in &entry_lines {
+        let _ = writeln!(summary, "  entry {line}");
+    }
+    if options.sample_rate < 1.0 {
+        let _ = writeln!(summary, "  rates divided by the sample rate {} (head sampling)", options.sample_rate);
+    }
+    for line in &observed {
+        let _ = writeln!(summary, "  observed {line}");
+    }
+    let s = &model.skipped;
+    let skipped = [
+        (s.no_id, "spans without a trace or span id (skipped)"),
+        (s.unreadable, "records that could not be read (skipped)"),
+        (s.orphans, "spans whose parent is not in the trace (read as roots)"),
+        (s.negative, "spans that end before they start (clipped to zero length)"),
+        (s.skewed, "invocations with calls outside their interval (clock skew: only the overlap counts)"),
+        (s.cut, "traces analysed before they were complete (too many open at once)"),
+        (s.no_entry, "traces without a server-side span (skipped)"),
+        (s.renumbered, "spans whose id another endpoint's span had (numbered apart)"),
+    ];
+    for (count, what) in skipped.iter().filter(|(count, _)| *count > 0) {
+        let _ = writeln!(summary, "  {count} {what}");
+    }
+    for note in &notes {
+        let _ = writeln!(summary, "  approximated: {note}");
+    }
+    for (from, to) in &naming.renamed {
+        let _ = writeln!(summary, "  renamed {from:?} to {to}");
+    }
+    let _ = writeln!(
+        summary,
+        "not in the traces (defaults written, marked `{SET_THIS}`): workers, queues, timeouts, retry policies, deadlines"
+    );
+    if !notes.is_empty() {
+        t.push_str("# Approximated:\n");
+        for note in &notes {
+            let _ = writeln!(t, "#   {note}");
+        }
+    }
+    Written { toml: t, files, summary }
+}
