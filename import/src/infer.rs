@@ -234,26 +234,31 @@ impl Model {
     /// caller and callee rows) is one span, the longer; spans of different endpoints
     /// under one id (ids reused by untracked threads) are numbered apart.
     fn merge_duplicates(&mut self, spans: &mut Vec<Span>) {
-        spans.sort_by_key(|s| (s.id, s.start));
+        spans.sort_by_key(|s| (s.id, s.service, s.name, s.start));
         let mut kept: Vec<Span> = Vec::with_capacity(spans.len());
-        let mut reused = 0u64;
+        // The id's first endpoint keeps it; the id's other endpoints are numbered apart.
+        let (mut group_id, mut group_endpoint, mut renumbered) = (None, (0, 0), 0u64);
         for span in spans.drain(..) {
-            match kept.last_mut() {
-                Some(last) if last.id == span.id && (last.service, last.name) == (span.service, span.name) => {
-                    let error = last.error || span.error;
-                    if span.end - span.start > last.end - last.start {
-                        *last = span;
-                    }
-                    last.error = error;
+            let endpoint = (span.service, span.name);
+            if group_id == Some(span.id) && group_endpoint == endpoint {
+                let last = kept.last_mut().expect("the group's span");
+                let error = last.error || span.error;
+                if span.end - span.start > last.end - last.start {
+                    *last = Span { id: last.id, ..span };
                 }
-                Some(last) if last.id == span.id => {
-                    reused += 1;
-                    kept.push(Span { id: span.id ^ (reused << 56), ..span });
-                }
-                _ => kept.push(span),
+                last.error = error;
+                continue;
             }
+            let id = if group_id == Some(span.id) {
+                renumbered += 1;
+                span.id ^ (renumbered << 56)
+            } else {
+                span.id
+            };
+            (group_id, group_endpoint) = (Some(span.id), endpoint);
+            kept.push(Span { id, ..span });
         }
-        self.skipped.renumbered += reused;
+        self.skipped.renumbered += renumbered;
         *spans = kept;
     }
 

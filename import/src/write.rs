@@ -220,7 +220,14 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
             let (_, short) = full.split_once('.').expect("service.endpoint");
             let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]");
             let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
-            if stats.self_s.values.iter().any(|v| *v > 0.0) {
+            if stats.self_s.values.len() == 1 && median > 0.0 {
+                // One invocation: a sample needs two values.
+                let _ = writeln!(
+                    t,
+                    "work = {{ dist = \"constant\", value_s = {} }}   # self time, one invocation",
+                    secs(median)
+                );
+            } else if stats.self_s.values.iter().any(|v| *v > 0.0) {
                 let file = format!("{full}.self_s.csv");
                 let mut csv = String::from("self_s\n");
                 for value in &stats.self_s.values {

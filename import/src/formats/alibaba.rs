@@ -75,7 +75,8 @@ pub fn read_line(line: &[u8], columns: &mut Option<Columns>, reader: &mut Reader
     let rt: f64 = field(at.rt)?.parse().map_err(|_| format!("rt {:?} is not a number", field(at.rt)))?;
     let (dm, interface) = (field(at.dm)?, field(at.interface)?);
     let dm = if dm.is_empty() || dm == "UNKNOWN" { field(at.um)? } else { dm };
-    let parent = rpcid.rsplit_once('.').map(|(parent, _)| hash(parent));
+    // `0.1` is the entry call (a `0` row, where present, is the user's side of it).
+    let parent = rpcid.rsplit_once('.').filter(|(parent, _)| *parent != "0").map(|(parent, _)| hash(parent));
     let instance = at.dm_instance.and_then(|i| fields.get(i)).filter(|i| !i.is_empty() && **i != "UNAVAILABLE");
     let start = (timestamp * 1e6) as i64;
     let span = Span {
