@@ -155,6 +155,8 @@ pub struct Model {
     pub skipped: Skipped,
     /// The width of a load bucket, nanoseconds.
     pub bucket_ns: i64,
+    /// The deepest nesting of invocations in a trace (the entry is depth 1).
+    pub max_depth: u32,
 }
 
 /// One call an invocation made: its attempts grouped.
@@ -222,10 +224,13 @@ impl Model {
             stats.arrivals += 1;
             *stats.buckets.entry(span.start.div_euclid(self.bucket_ns)).or_default() += 1;
         }
-        // Every invocation, from the entries down.
-        let mut stack = entries;
-        while let Some(i) = stack.pop() {
-            let calls = self.invocation(i, spans, &children, &is_invocation, &mut stack, names);
+        // Every invocation, from the entries down, with its depth.
+        let mut stack: Vec<(usize, u32)> = entries.iter().map(|&e| (e, 1)).collect();
+        let mut below = Vec::new();
+        while let Some((i, depth)) = stack.pop() {
+            self.max_depth = self.max_depth.max(depth);
+            let calls = self.invocation(i, spans, &children, &is_invocation, &mut below, names);
+            stack.extend(below.drain(..).map(|b| (b, depth + 1)));
             self.record(spans[i], calls);
         }
     }
@@ -435,5 +440,94 @@ fn uninstrumented_callee(span: &Span, names: &mut Names) -> Endpoint {
             (names.intern(service), names.intern(endpoint))
         }
         _ => (span.name, names.intern("call")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A span of trace 1; times in milliseconds.
+    fn span(names: &mut Names, id: u64, parent: Option<u64>, at: (&str, &str), kind: Kind, ms: (i64, i64)) -> Span {
+        Span {
+            trace: 1,
+            id,
+            parent,
+            service: names.intern(at.0),
+            instance: NO_NAME,
+            name: names.intern(at.1),
+            peer: NO_NAME,
+            kind,
+            start: ms.0 * 1_000_000,
+            end: ms.1 * 1_000_000,
+            error: false,
+            attempt: None,
+        }
+    }
+
+    /// api.get [0, 100] ms: a call to db (10–40, served 12–38), then two overlapping
+    /// calls to cache and auth (50–70, 55–90): two stages, the second parallel; self
+    /// time 100 − 30 − 40 = 30 ms; db's network (30 − 26) / 2 = 2 ms.
+    #[test]
+    fn stages_come_from_overlap_and_self_time_is_what_no_call_covers() {
+        let mut names = Names::default();
+        let mut spans = vec![
+            span(&mut names, 1, None, ("api", "get"), Kind::Server, (0, 100)),
+            span(&mut names, 2, Some(1), ("api", "db.q"), Kind::Client, (10, 40)),
+            span(&mut names, 3, Some(2), ("db", "q"), Kind::Server, (12, 38)),
+            span(&mut names, 4, Some(1), ("api", "cache.g"), Kind::Client, (50, 70)),
+            span(&mut names, 5, Some(4), ("cache", "g"), Kind::Server, (51, 69)),
+            span(&mut names, 6, Some(1), ("api", "auth.c"), Kind::Client, (55, 90)),
+            span(&mut names, 7, Some(6), ("auth", "c"), Kind::Server, (56, 89)),
+        ];
+        let mut model = Model::new(1_000_000_000);
+        model.add_trace(&mut spans, &mut names);
+        let api = model.endpoints[&(names.intern("api"), names.intern("get"))].clone();
+        assert_eq!(api.invocations, 1);
+        assert!((api.self_s.values[0] - 0.030).abs() < 1e-12, "{:?}", api.self_s.values);
+        let mut callee = |s: &str, e: &str| (names.intern(s), names.intern(e));
+        let (db, cache, auth) = (callee("db", "q"), callee("cache", "g"), callee("auth", "c"));
+        assert_eq!(api.callees[&db].first_stage_sum, 0);
+        assert_eq!((api.callees[&cache].first_stage_sum, api.callees[&auth].first_stage_sum), (1, 1));
+        let key = if cache < auth { (cache, auth) } else { (auth, cache) };
+        assert_eq!(api.pairs[&key], (1, 1), "called together, in one stage");
+        let edge = &model.edges[&(names.intern("api"), db.0)];
+        assert!((edge.network_s.values[0] - 0.002).abs() < 1e-12);
+        assert_eq!(model.max_depth, 2);
+    }
+
+    /// A failed attempt then a second one to the same callee are one call of two
+    /// attempts; two successful calls in a row are two calls.
+    #[test]
+    fn a_retry_after_a_failure_is_one_call_and_two_successes_are_two() {
+        let mut names = Names::default();
+        let mut failed = span(&mut names, 2, Some(1), ("api", "db.q"), Kind::Client, (10, 20));
+        failed.error = true;
+        let mut spans = vec![
+            span(&mut names, 1, None, ("api", "get"), Kind::Server, (0, 100)),
+            failed,
+            span(&mut names, 3, Some(1), ("api", "db.q"), Kind::Client, (25, 35)),
+            span(&mut names, 4, Some(1), ("api", "db.q"), Kind::Client, (40, 50)),
+        ];
+        let mut model = Model::new(1_000_000_000);
+        model.add_trace(&mut spans, &mut names);
+        // No server spans under the clients: db.q is an uninstrumented callee.
+        let edge = &model.edges[&(names.intern("api"), names.intern("db"))];
+        assert_eq!((edge.calls, edge.attempts, edge.failed_attempts), (2, 3, 1));
+    }
+
+    #[test]
+    fn a_reservoir_keeps_its_size_and_the_same_input_keeps_the_same_sample() {
+        let fill = || {
+            let mut r = Reservoir::default();
+            (0..3 * SAMPLES).for_each(|i| r.add(i as f64));
+            r
+        };
+        let (a, b) = (fill(), fill());
+        assert_eq!(a.values.len(), SAMPLES);
+        assert_eq!(a.values, b.values);
+        assert_eq!(a.seen, 3 * SAMPLES as u64);
+        // A uniform sample of 0..60000: its median near 30000.
+        assert!((a.quantile(0.5) - 30_000.0).abs() < 1_500.0, "{}", a.quantile(0.5));
     }
 }

@@ -37,7 +37,7 @@ pub struct Written {
 const SET_THIS: &str = "# not in the traces: set this";
 
 /// A name the graph takes: letters, digits, `_` and `-` (others become `_`).
-fn clean(name: &str) -> String {
+pub fn clean(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         let keep = c.is_ascii_alphanumeric() || c == '_' || c == '-';
@@ -173,6 +173,27 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
     out
 }
 
+/// Whether the endpoints' calls form a cycle (depth-first, colouring endpoints).
+fn has_cycle(model: &Model) -> bool {
+    fn visit(at: Endpoint, model: &Model, state: &mut BTreeMap<Endpoint, bool>) -> bool {
+        match state.get(&at) {
+            Some(true) => return true,
+            Some(false) => return false,
+            None => {}
+        }
+        state.insert(at, true);
+        let callees =
+            model.endpoints.get(&at).map(|e| e.callees.keys().copied().collect::<Vec<_>>()).unwrap_or_default();
+        if callees.into_iter().any(|c| visit(c, model, state)) {
+            return true;
+        }
+        state.insert(at, false);
+        false
+    }
+    let mut state = BTreeMap::new();
+    model.endpoints.keys().any(|&e| visit(e, model, &mut state))
+}
+
 /// The scenario for `model`, its data files and the summary.
 pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let naming = Naming::new(model, names);
@@ -194,6 +215,19 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let _ = writeln!(t, "warmup_s = {}", secs((horizon_s * 0.1).min(60.0)));
     let _ = writeln!(t, "replicas = 30\nseed = 1\n");
 
+    if has_cycle(model) {
+        // A service that calls itself (directly or round a loop): the graph bounds the nesting.
+        let depth = model.max_depth.max(2) + 2;
+        let _ = writeln!(
+            t,
+            "[graph]\nmax_depth = {depth}              # calls form a cycle; the traces nested {} deep\n",
+            model.max_depth
+        );
+        notes.push(format!(
+            "the calls form a cycle: nesting bounded at {depth} (the traces nested {} deep)",
+            model.max_depth
+        ));
+    }
     let mut by_service: BTreeMap<u32, Vec<(&Endpoint, &EndpointStats)>> = BTreeMap::new();
     for (endpoint, stats) in &model.endpoints {
         by_service.entry(endpoint.0).or_default().push((endpoint, stats));

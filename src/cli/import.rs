@@ -98,7 +98,7 @@ pub(super) fn import(args: ImportArgs) -> Result<()> {
         Some(format) => format!("{} ({})", shown.join(", "), format.name()),
         None => shown.join(", "),
     };
-    let name = args.name.clone().unwrap_or_else(|| stem.clone());
+    let name = stampede_import::write::clean(args.name.as_deref().unwrap_or(&stem));
     let options = Options { name, data_dir: data_name.clone(), sample_rate: args.sample_rate, source };
     let written = stampede_import::import(&input, &options)?;
 

@@ -185,3 +185,159 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     assert!((p99_imported / p99 - 1.0).abs() < 0.05, "p99: original {p99}, imported {p99_imported}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Imports `file` (a fixture of tests/cli/fixtures/traces) into `dir`: the scenario and the summary.
+fn import_fixture(file: &str, dir: &Path, extra: &[&str]) -> (toml::Table, String) {
+    let path = fixture(&format!("traces/{file}"));
+    let out = dir.join(format!("{file}.toml"));
+    let args =
+        [&["import", path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--bucket", "1s"][..], extra].concat();
+    let output = stampede(&args);
+    assert!(output.status.success(), "{file}: {}", stderr(&output));
+    (table(&out), stdout(&output))
+}
+
+/// The shop of tests/cli/fixtures/traces/generate.py, in each format: frontend.checkout
+/// calls cart.get, then payment.charge and inventory.reserve in parallel; payment
+/// calls an uninstrumented bank in half the traces; inventory's first attempt fails
+/// and is retried in one trace of four.
+#[test]
+fn each_formats_fixture_imports_to_the_shop_it_was_written_from() {
+    let dir = temp("formats");
+    for file in
+        ["shop.otlp.json", "shop.jaeger.json", "shop.zipkin.json", "shop.alibaba-2021.csv", "shop.alibaba-2022.csv"]
+    {
+        let (scenario, summary) = import_fixture(file, &dir, &[]);
+        let alibaba = file.contains("alibaba");
+        let mut services = vec!["bank", "cart", "frontend", "inventory", "payment"];
+        if alibaba {
+            // Trace 4 repeats an rpcid from an untracked thread: a memcached call.
+            services.push("memcached");
+            services.sort();
+        }
+        let mut got: Vec<&String> = scenario["services"].as_table().unwrap().keys().collect();
+        got.sort();
+        assert_eq!(got, services, "{file}");
+        let plan = &plans(&scenario)["frontend.checkout"];
+        let shop: Vec<(&str, usize)> = plan.iter().map(|(c, _, g)| (c.as_str(), *g)).collect();
+        let expected = if alibaba {
+            vec![("memcached.get_session", 0), ("cart.get", 1), ("payment.charge", 2), ("inventory.reserve", 2)]
+        } else {
+            vec![("cart.get", 0), ("payment.charge", 1), ("inventory.reserve", 1)]
+        };
+        assert_eq!(shop, expected, "{file}: {plan:?}");
+        assert_eq!(plans(&scenario)["payment.charge"], [("bank.charge_card".to_string(), 0.5, 0)], "{file}");
+        let workload = &scenario["workload"].as_array().unwrap()[0];
+        assert_eq!(workload["entry"].as_str(), Some("frontend.checkout"), "{file}");
+        assert!((workload["rate_per_s"].as_float().unwrap() - 1.0).abs() < 1e-9, "{file}: 4 arrivals a second apart");
+        let frontend = scenario["services"]["frontend"].as_table().unwrap();
+        let instances = frontend["instances"].as_integer().unwrap();
+        if alibaba {
+            assert!(summary.contains("1 spans whose id another endpoint's span had"), "{file}: {summary}");
+        } else {
+            // Retries and instances are in these formats; Alibaba's rows carry neither.
+            assert!(
+                summary.contains("frontend->inventory: 25.00% of calls retried, 20.00% of attempts failed"),
+                "{file}: {summary}"
+            );
+            assert_eq!(instances, 2, "{file}: fe-1 and fe-2");
+            let network = sample_quantile(&dir.join(format!("{file}.data/frontend-cart.network_s.csv")), 0.5);
+            assert!((network - 0.0005).abs() < 1e-9, "{file}: (9 ms − 8 ms) / 2 one way: {network}");
+        }
+        // cart.get's self time: its server span (8 ms), or Alibaba's caller-side rt (9 ms; the callee's row says 8.5).
+        let cart = sample_quantile(&dir.join(format!("{file}.data/cart.get.self_s.csv")), 0.5);
+        let want = if alibaba { 0.009 } else { 0.008 };
+        assert!((cart - want).abs() < 1e-9, "{file}: cart.get self time {cart}");
+        assert!(summary.contains("not in the traces"), "{summary}");
+    }
+    // Naming the format gives what detection gave.
+    let (named, _) = import_fixture("shop.zipkin.json", &dir, &["--format", "zipkin-json", "--force"]);
+    let (detected, _) = import_fixture("shop.zipkin.json", &dir, &["--force"]);
+    assert_eq!(plans(&named), plans(&detected));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What cannot be read is a clear error, exit 2, nothing written; what can be read in
+/// part is read, and what was skipped is counted.
+#[test]
+fn bad_traces_are_refused_or_counted_and_nothing_is_half_written() {
+    let dir = temp("bad");
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let out = dir.join("model.toml");
+    let refused = |args: &[&str], expect: &str| {
+        let args = [&["import"][..], args, &["--out", out.to_str().unwrap()]].concat();
+        let output = stampede(&args);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(expect), "{args:?}: {message}");
+        assert!(!out.exists() && !dir.join("model.data").exists(), "{args:?}: nothing is written");
+    };
+    let empty = write("empty.json", "");
+    refused(&[empty.to_str().unwrap()], "empty");
+    let prose = write("notes.txt", "these are not traces\n");
+    refused(&[prose.to_str().unwrap()], "--format");
+    refused(&[prose.to_str().unwrap(), "--format", "xml"], "otlp-json, jaeger-json, zipkin-json, alibaba-csv");
+    let no_spans = write("none.json", "{\"resourceSpans\": []}\n");
+    refused(&[no_spans.to_str().unwrap()], "no spans");
+    let broken = write("broken.json", "{\"resourceSpans\": [ {\n");
+    refused(&[broken.to_str().unwrap(), "--format", "otlp-json"], "not readable as otlp-json");
+    let shop = fixture("traces/shop.otlp.json");
+    refused(&[shop.to_str().unwrap(), "--sample-rate", "0"], "--sample-rate 0");
+    refused(&[shop.to_str().unwrap(), "--bucket", "0s"], "--bucket 0s");
+    refused(&[dir.join("missing.json").to_str().unwrap()], "no such file");
+    // A file someone else wrote is not replaced.
+    std::fs::write(&out, "# my notes\n").unwrap();
+    let output = stampede(&["import", shop.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "# my notes\n");
+    std::fs::remove_file(&out).unwrap();
+
+    // Read in part: a line that is not JSON, a span without ids, an orphan, a child
+    // that ends before its parent starts (clock skew) and a span that ends before it starts.
+    let mut text = std::fs::read_to_string(&shop).unwrap();
+    text.push_str("this line is not JSON\n");
+    let span = |trace: &str, id: &str, parent: &str, start: u64, end: u64, kind: u8| {
+        format!(
+            "{{\"traceId\":\"{trace}\",\"spanId\":\"{id}\",\"parentSpanId\":\"{parent}\",\"name\":\"get\",\"kind\":{kind},\
+             \"startTimeUnixNano\":\"{start}\",\"endTimeUnixNano\":\"{end}\"}}"
+        )
+    };
+    let t0 = 1_767_225_700_000_000_000u64;
+    let spans = [
+        span("", "00000000000000aa", "", t0, t0 + 1000, 2),
+        span("00000000000000000000000000000009", "00000000000000b1", "", t0, t0 + 10_000_000, 2),
+        span(
+            "00000000000000000000000000000009",
+            "00000000000000b2",
+            "00000000000000b1",
+            t0 - 5_000_000,
+            t0 - 1_000_000,
+            2,
+        ),
+        span("00000000000000000000000000000009", "00000000000000b3", "00000000000000ff", t0, t0 + 1000, 2),
+        span("00000000000000000000000000000009", "00000000000000b4", "00000000000000b1", t0 + 500, t0 + 100, 2),
+    ];
+    text.push_str(&format!(
+        "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[{{\"key\":\"service.name\",\"value\":{{\"stringValue\":\"frontend\"}}}}]}},\
+         \"scopeSpans\":[{{\"spans\":[{}]}}]}}]}}\n",
+        spans.join(",")
+    ));
+    let messy = write("messy.json", &text);
+    let output = stampede(&["import", messy.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let summary = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for counted in [
+        "1 spans without a trace or span id",
+        "1 records that could not be read",
+        "1 spans whose parent is not in the trace",
+        "1 spans that end before they start",
+        "1 invocations with calls outside their interval",
+    ] {
+        assert!(summary.contains(counted), "{counted:?} in {summary}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
