@@ -211,7 +211,12 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let _ = writeln!(t, "description = \"imported from traces ({})\"", options.source.replace('"', "'"));
     let _ = writeln!(t, "model = \"graph\"\n");
     let _ = writeln!(t, "[run]");
-    let _ = writeln!(t, "horizon_s = {}                 # the traces' window", secs(horizon_s));
+    let horizon_s = if window_s < 1.0 { 60.0 } else { horizon_s };
+    if window_s < 1.0 {
+        let _ = writeln!(t, "horizon_s = 60.0                 {SET_THIS} (the traces span under a second)");
+    } else {
+        let _ = writeln!(t, "horizon_s = {}                 # the traces' window", secs(horizon_s));
+    }
     let _ = writeln!(t, "warmup_s = {}", secs((horizon_s * 0.1).min(60.0)));
     let _ = writeln!(t, "replicas = 30\nseed = 1\n");
 
@@ -293,7 +298,11 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     for ((from, to), edge) in &model.edges {
         let (Some(from), Some(to)) = (naming.services.get(from), naming.services.get(to)) else { continue };
         let _ = writeln!(t, "[edges.\"{from}->{to}\"]");
-        if edge.network_s.values.iter().any(|v| *v > 0.0) {
+        if edge.network_s.values.len() == 1 && edge.network_s.values[0] > 0.0 {
+            let one_way = secs(edge.network_s.values[0]);
+            let _ =
+                writeln!(t, "network = {{ dist = \"constant\", value_s = {one_way} }}   # one way, one call measured");
+        } else if edge.network_s.values.iter().any(|v| *v > 0.0) {
             let file = format!("{from}-{to}.network_s.csv");
             let mut csv = String::from("network_s\n");
             for value in &edge.network_s.values {
@@ -332,11 +341,14 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     for (endpoint, entry) in &model.entries {
         let Some(name) = naming.endpoints.get(endpoint) else { continue };
         let span_s = (entry.last - entry.first) as f64 / 1e9;
-        let rate = if entry.arrivals >= 2 && span_s > 0.0 {
-            (entry.arrivals - 1) as f64 / span_s
-        } else {
-            entry.arrivals as f64 / window_s
-        } / options.sample_rate;
+        if entry.arrivals < 2 || span_s <= 0.0 {
+            let _ = writeln!(t, "[[workload]]\nentry = \"{name}\"");
+            let _ = writeln!(t, "rate_per_s = 1.0   {SET_THIS} (one arrival: no rate to measure)");
+            let _ = writeln!(t, "# deadline_s = 2.0   {SET_THIS}\n");
+            entry_lines.push(format!("{name}: one arrival, no rate (1/s written; set it)"));
+            continue;
+        }
+        let rate = (entry.arrivals - 1) as f64 / span_s / options.sample_rate;
         let _ = writeln!(t, "[[workload]]\nentry = \"{name}\"");
         let bucket_s = model.bucket_ns as f64 / 1e9;
         let counts: Vec<(i64, u64)> = entry.buckets.iter().map(|(b, n)| (*b, *n)).collect();

@@ -186,9 +186,14 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Imports `file` (a fixture of tests/cli/fixtures/traces) into `dir`: the scenario and the summary.
+/// The shop's traces in every format, beside the docs that walk through them.
+fn traces(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/examples").join(file)
+}
+
+/// Imports `file` (one of the shop's traces) into `dir`: the scenario and the summary.
 fn import_fixture(file: &str, dir: &Path, extra: &[&str]) -> (toml::Table, String) {
-    let path = fixture(&format!("traces/{file}"));
+    let path = traces(file);
     let out = dir.join(format!("{file}.toml"));
     let args =
         [&["import", path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--bucket", "1s"][..], extra].concat();
@@ -197,7 +202,7 @@ fn import_fixture(file: &str, dir: &Path, extra: &[&str]) -> (toml::Table, Strin
     (table(&out), stdout(&output))
 }
 
-/// The shop of tests/cli/fixtures/traces/generate.py, in each format: frontend.checkout
+/// The shop of docs/src/examples/shop-traces.py, in each format: frontend.checkout
 /// calls cart.get, then payment.charge and inventory.reserve in parallel; payment
 /// calls an uninstrumented bank in half the traces; inventory's first attempt fails
 /// and is retried in one trace of four.
@@ -250,6 +255,30 @@ fn each_formats_fixture_imports_to_the_shop_it_was_written_from() {
         assert!((cart - want).abs() < 1e-9, "{file}: cart.get self time {cart}");
         assert!(summary.contains("not in the traces"), "{summary}");
     }
+    // Zipkin's query API answers a list of traces; Tempo's trace answer lists `batches`.
+    let flat: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(traces("shop.zipkin.json")).unwrap()).unwrap();
+    let mut by_trace: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for span in flat {
+        by_trace.entry(span["traceId"].as_str().unwrap().to_string()).or_default().push(span);
+    }
+    let nested = dir.join("nested.json");
+    std::fs::write(&nested, serde_json::to_string(&by_trace.into_values().collect::<Vec<_>>()).unwrap()).unwrap();
+    let out = dir.join("nested.toml");
+    let output = stampede(&["import", nested.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (flat_import, _) = import_fixture("shop.zipkin.json", &dir, &["--force"]);
+    assert_eq!(plans(&table(&out)), plans(&flat_import), "nested Zipkin reads as the flat list");
+    let first: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(traces("shop.otlp.json")).unwrap().lines().next().unwrap())
+            .unwrap();
+    let tempo = dir.join("tempo.json");
+    std::fs::write(&tempo, serde_json::json!({ "batches": first["resourceSpans"] }).to_string()).unwrap();
+    let out = dir.join("tempo.toml");
+    let output = stampede(&["import", tempo.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("read 8 spans in 1 traces"), "{}", stdout(&output));
+    assert!(std::fs::read_to_string(&out).unwrap().contains("one arrival: no rate to measure"));
     // Naming the format gives what detection gave.
     let (named, _) = import_fixture("shop.zipkin.json", &dir, &["--format", "zipkin-json", "--force"]);
     let (detected, _) = import_fixture("shop.zipkin.json", &dir, &["--force"]);
@@ -285,7 +314,7 @@ fn bad_traces_are_refused_or_counted_and_nothing_is_half_written() {
     refused(&[no_spans.to_str().unwrap()], "no spans");
     let broken = write("broken.json", "{\"resourceSpans\": [ {\n");
     refused(&[broken.to_str().unwrap(), "--format", "otlp-json"], "not readable as otlp-json");
-    let shop = fixture("traces/shop.otlp.json");
+    let shop = traces("shop.otlp.json");
     refused(&[shop.to_str().unwrap(), "--sample-rate", "0"], "--sample-rate 0");
     refused(&[shop.to_str().unwrap(), "--bucket", "0s"], "--bucket 0s");
     refused(&[dir.join("missing.json").to_str().unwrap()], "no such file");
@@ -339,5 +368,82 @@ fn bad_traces_are_refused_or_counted_and_nothing_is_half_written() {
     ] {
         assert!(summary.contains(counted), "{counted:?} in {summary}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run --trace R --trace-format otlp`: JSON lines of OTLP requests, byte-identical for
+/// any thread count; a trace per entry request, SERVER spans under CLIENT spans, the
+/// simulation's attributes; other models' traces too; refused without `--trace`.
+#[test]
+fn an_otlp_export_is_deterministic_and_shaped_as_instrumentation_records_it() {
+    let dir = temp("otlp");
+    let scenario = fixture("import-roundtrip.toml");
+    let mut files = Vec::new();
+    for threads in ["1", "2"] {
+        let out = dir.join(threads);
+        let args = [
+            "run",
+            scenario.to_str().unwrap(),
+            "--replicas",
+            "2",
+            "--set",
+            "run.horizon_s=3",
+            "--set",
+            "run.warmup_s=0.5",
+            "--trace",
+            "1",
+            "--trace-format",
+            "both",
+            "--threads",
+            threads,
+            "--no-report",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        let output = stampede(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(out.join("roundtrip/trace.parquet").exists(), "both: the Parquet trace too");
+        files.push(std::fs::read(out.join("roundtrip/trace.otlp.json")).unwrap());
+    }
+    assert_eq!(files[0], files[1], "the export does not depend on the thread count");
+    let text = String::from_utf8(files.remove(0)).unwrap();
+    let (mut traces, mut kinds, mut roots) = (BTreeSet::new(), BTreeMap::new(), 0);
+    let mut server_parents_are_clients = true;
+    for line in text.lines() {
+        let request: serde_json::Value = serde_json::from_str(line).expect("each line is one request");
+        let mut by_id = BTreeMap::new();
+        for resource in request["resourceSpans"].as_array().unwrap() {
+            let attributes = resource["resource"]["attributes"].as_array().unwrap();
+            assert_eq!(attributes[0]["key"], "service.name");
+            for span in resource["scopeSpans"][0]["spans"].as_array().unwrap() {
+                traces.insert(span["traceId"].as_str().unwrap().to_string());
+                *kinds.entry(span["kind"].as_u64().unwrap()).or_insert(0) += 1;
+                roots += span.get("parentSpanId").is_none() as u32;
+                by_id.insert(span["spanId"].as_str().unwrap().to_string(), span.clone());
+                assert!(span["startTimeUnixNano"].as_str().unwrap().starts_with("17672256"), "after the fixed epoch");
+            }
+        }
+        for span in by_id.values().filter(|s| s["kind"] == 2) {
+            let parent = &by_id[span["parentSpanId"].as_str().unwrap()];
+            server_parents_are_clients &= parent["kind"] == 3;
+        }
+    }
+    assert!(server_parents_are_clients, "a SERVER span's parent is the CLIENT attempt that sent it");
+    assert_eq!(roots as usize, traces.len(), "one root per trace: the entry request's call");
+    assert!(traces.len() > 500, "a trace per entry request at 200/s for 3 s: {}", traces.len());
+    assert!(kinds[&1] > 0 && kinds[&2] > 0 && kinds[&3] > 0, "{kinds:?}");
+    // Another model's trace: calls with their attempts.
+    let out = dir.join("gateway");
+    let args =
+        ["run", "llm-retries", "--replicas", "2", "--trace", "0", "--trace-format", "otlp", "--no-report", "--quiet"];
+    let output = stampede(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = std::fs::read_to_string(out.join("llm-retries/trace.otlp.json")).unwrap();
+    assert!(text.contains("\"kind\":3") && text.contains("\"stampede.attempt\""), "attempts as CLIENT spans");
+    // --trace-format needs --trace.
+    let output = stampede(&["run", "mmc", "--trace-format", "otlp", "--out", dir.join("x").to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--trace-format without --trace"), "{}", stderr(&output));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -69,7 +69,9 @@ impl Format {
         let text = String::from_utf8_lossy(head);
         let trimmed = text.trim_start();
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            if text.contains("resourceSpans") || text.contains("resource_spans") {
+            let tempo = text.contains("\"batches\"")
+                && (text.contains("scopeSpans") || text.contains("instrumentationLibrarySpans"));
+            if text.contains("resourceSpans") || text.contains("resource_spans") || tempo {
                 return Some(Format::OtlpJson);
             }
             if text.contains("\"traceID\"") || text.contains("\"processes\"") {

@@ -1,5 +1,6 @@
 //! OTLP JSON: `ExportTraceServiceRequest`s (`{"resourceSpans": [...]}`), one per line
-//! (the Collector's file exporter, `stampede run --trace-format otlp`) or one document.
+//! (the Collector's file exporter, `stampede run --trace-format otlp`) or one document
+//! (also Grafana Tempo's trace answer, whose list is `batches`).
 //! Field names in lowerCamelCase or snake_case, `instrumentationLibrarySpans` (before
 //! OTLP 1.0) as `scopeSpans`; ids in hex; kinds and status codes as numbers or enum
 //! names; times as strings or numbers. The service is the resource's `service.name`,
@@ -14,7 +15,8 @@ use crate::span::{Kind, Span, NO_NAME};
 
 #[derive(Deserialize)]
 struct Request<'a> {
-    #[serde(borrow, alias = "resource_spans", rename = "resourceSpans", default)]
+    // `batches`: Grafana Tempo's trace-by-id answer.
+    #[serde(borrow, alias = "resource_spans", alias = "batches", rename = "resourceSpans", default)]
     resource_spans: Vec<ResourceSpans<'a>>,
 }
 

@@ -1,4 +1,4 @@
-//! Zipkin v2 JSON: an array of spans (`traceId`, `id`, `parentId`, `name`, `kind`,
+//! Zipkin v2 JSON: an array of spans, or the query API's array of traces (`traceId`, `id`, `parentId`, `name`, `kind`,
 //! `timestamp` and `duration` in microseconds, `localEndpoint.serviceName`, tags).
 //! A failure is an `error` tag. B3's shared spans — a server span with the same id
 //! as its client's (`"shared": true`) — are split: the server side gets an id of its
@@ -57,7 +57,14 @@ fn server_side(id: u64) -> u64 {
 
 /// Reads a Zipkin v2 array into `reader`.
 pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
-    let spans: Vec<ZipkinSpan> = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    // The query API's answer is a list of traces, each a list of spans; an export is one list.
+    let nested = text.iter().copied().filter(|b| !b.is_ascii_whitespace()).nth(1) == Some(b'[');
+    let spans: Vec<ZipkinSpan> = if nested {
+        let traces: Vec<Vec<ZipkinSpan>> = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+        traces.into_iter().flatten().collect()
+    } else {
+        serde_json::from_slice(text).map_err(|e| e.to_string())?
+    };
     // Shared ids: (trace, id) → the server side's service.
     let ids = |span: &ZipkinSpan| Some((hex_u128(&span.trace_id)?, hex_u64(&span.id)?));
     let clients: HashSet<(u128, u64)> =
