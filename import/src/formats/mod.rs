@@ -211,7 +211,6 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
 
 /// A hex id of up to 32 digits (a 16-byte trace id).
 pub fn hex_u128(text: &str) -> Option<u128> {
-    let text = text.trim();
     if text.is_empty() || text.len() > 32 {
         return None;
     }
@@ -220,7 +219,6 @@ pub fn hex_u128(text: &str) -> Option<u128> {
 
 /// A hex id of up to 16 digits (an 8-byte span id); a longer one keeps its last 16.
 pub fn hex_u64(text: &str) -> Option<u64> {
-    let text = text.trim();
     if text.is_empty() {
         return None;
     }
