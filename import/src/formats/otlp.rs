@@ -56,10 +56,24 @@ struct OtlpSpan<'a> {
     start: Option<Number<'a>>,
     #[serde(borrow, rename = "endTimeUnixNano", alias = "end_time_unix_nano", default)]
     end: Option<Number<'a>>,
+    /// Left raw: parsed only when it names a key the import reads.
     #[serde(borrow, default)]
-    attributes: Vec<KeyValue<'a>>,
+    attributes: Option<&'a serde_json::value::RawValue>,
     #[serde(borrow, default)]
     status: Option<Status<'a>>,
+}
+
+/// The keys of a span's attributes the import reads.
+const SPAN_KEYS: [&str; 3] = ["\"stampede.attempt\"", "\"http.request.resend_count\"", "\"peer.service\""];
+
+/// A span's attributes, parsed only if they name a key the import reads.
+fn span_attributes<'a>(raw: Option<&'a serde_json::value::RawValue>) -> Vec<KeyValue<'a>> {
+    match raw {
+        Some(raw) if SPAN_KEYS.iter().any(|key| raw.get().contains(key)) => {
+            serde_json::from_str(raw.get()).unwrap_or_default()
+        }
+        _ => Vec::new(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -179,11 +193,12 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
             let parent = hex_u64(&span.parent_span_id).filter(|p| *p != 0);
             let start = span.start.as_ref().and_then(Number::integer).unwrap_or(0);
             let end = span.end.as_ref().and_then(Number::integer).unwrap_or(start);
+            let attributes = span_attributes(span.attributes);
             let attempt = attempt_from(
-                integer(&span.attributes, "stampede.attempt"),
-                integer(&span.attributes, "http.request.resend_count"),
+                integer(&attributes, "stampede.attempt"),
+                integer(&attributes, "http.request.resend_count"),
             );
-            let peer = string(&span.attributes, "peer.service").map_or(NO_NAME, |p| reader.names.intern(p));
+            let peer = string(&attributes, "peer.service").map_or(NO_NAME, |p| reader.names.intern(p));
             let name = reader.names.intern(&span.name);
             reader.push(Span {
                 trace,
