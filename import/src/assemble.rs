@@ -10,10 +10,11 @@ use std::collections::{HashMap, VecDeque};
 use crate::infer::Model;
 use crate::span::{Names, Span};
 
-/// Spans read after a trace's last one before it counts as complete.
-pub const WINDOW: u64 = 1_000_000;
-/// Spans held in open traces at most.
-pub const MAX_HELD: usize = 4_000_000;
+/// Spans read after a trace's last one before it counts as complete (a collector's
+/// batches of a few seconds of traffic stay well inside it).
+pub const WINDOW: u64 = 100_000;
+/// Spans held in open traces at most (about 100 MB).
+pub const MAX_HELD: usize = 1_000_000;
 
 /// Open traces, in the order they were last seen.
 #[derive(Debug, Default)]
@@ -65,5 +66,41 @@ impl Assembler {
             }
         }
         debug_assert!(self.open.is_empty() && self.held == 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span::{Kind, Span, NO_NAME};
+
+    /// Memory is the window, not the input: after 2.5 windows of one-span traces, at
+    /// most a window's spans are held, and every trace is analysed by the end.
+    #[test]
+    fn traces_close_a_window_after_their_last_span_and_memory_stays_within_it() {
+        let (mut assembler, mut model, mut names) = (Assembler::default(), Model::new(1_000_000_000), Names::default());
+        let service = names.intern("api");
+        let count = WINDOW * 5 / 2;
+        for trace in 0..count {
+            let span = Span {
+                trace: u128::from(trace),
+                id: 1,
+                parent: None,
+                service,
+                instance: NO_NAME,
+                name: service,
+                peer: NO_NAME,
+                kind: Kind::Server,
+                start: trace as i64 * 1_000_000,
+                end: trace as i64 * 1_000_000 + 500_000,
+                error: false,
+                attempt: None,
+            };
+            assembler.push(span, &mut model, &mut names);
+            assert!(assembler.held <= WINDOW as usize + 1, "{} held after {trace}", assembler.held);
+        }
+        assert_eq!(model.traces, count - WINDOW - 1, "the traces more than a window behind are analysed");
+        assembler.finish(&mut model, &mut names);
+        assert_eq!((model.traces, model.skipped.cut), (count, 0));
     }
 }
