@@ -171,6 +171,20 @@ struct Call {
     last_failed: bool,
 }
 
+impl Call {
+    /// A call to `callee` whose first attempt is `span`.
+    fn first(callee: Endpoint, span: &Span) -> Call {
+        Call {
+            callee,
+            start: span.start,
+            end: span.end,
+            attempts: 1,
+            failed_attempts: span.error as u32,
+            last_failed: span.error,
+        }
+    }
+}
+
 impl Model {
     /// An empty model whose load buckets are `bucket_ns` wide.
     pub fn new(bucket_ns: i64) -> Self {
@@ -289,15 +303,7 @@ impl Model {
             if is_invocation(&span) {
                 // A server span straight under this one: a call no client span recorded.
                 stack.push(c);
-                let callee = (span.service, span.name);
-                calls.push(Call {
-                    callee,
-                    start: span.start,
-                    end: span.end,
-                    attempts: 1,
-                    failed_attempts: span.error as u32,
-                    last_failed: span.error,
-                });
+                calls.push(Call::first((span.service, span.name), &span));
                 self.edge(me.service, span.service, span.error, None);
                 continue;
             }
@@ -339,14 +345,7 @@ impl Model {
                         call.failed_attempts += span.error as u32;
                         call.last_failed = span.error;
                     }
-                    None => calls.push(Call {
-                        callee,
-                        start: span.start,
-                        end: span.end,
-                        attempts: 1,
-                        failed_attempts: span.error as u32,
-                        last_failed: span.error,
-                    }),
+                    None => calls.push(Call::first(callee, &span)),
                 }
                 continue;
             }

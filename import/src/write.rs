@@ -194,6 +194,30 @@ fn has_cycle(model: &Model) -> bool {
     model.endpoints.keys().any(|&e| visit(e, model, &mut state))
 }
 
+/// A measured sample as a distribution value: `empirical` over a CSV `file` (one
+/// `column` value a line, added to `files`), a constant for one value, nothing when
+/// every value is zero.
+fn distribution(
+    sample: &crate::infer::Reservoir,
+    file: &str,
+    column: &str,
+    options: &Options,
+    files: &mut Vec<(String, String)>,
+) -> Option<String> {
+    match sample.values.as_slice() {
+        values if values.iter().all(|v| *v <= 0.0) => None,
+        [one] => Some(format!("{{ dist = \"constant\", value_s = {} }}", secs(*one))),
+        values => {
+            let mut csv = format!("{column}\n");
+            for value in values {
+                let _ = writeln!(csv, "{value}");
+            }
+            files.push((file.to_string(), csv));
+            Some(format!("{{ dist = \"empirical\", file = \"{}/{file}\" }}", options.data_dir))
+        }
+    }
+}
+
 /// The scenario for `model`, its data files and the summary.
 pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let naming = Naming::new(model, names);
@@ -259,24 +283,11 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
             let (_, short) = full.split_once('.').expect("service.endpoint");
             let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]");
             let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
-            if stats.self_s.values.len() == 1 && median > 0.0 {
-                // One invocation: a sample needs two values.
+            let file = format!("{full}.self_s.csv");
+            if let Some(work) = distribution(&stats.self_s, &file, "self_s", options, &mut files) {
                 let _ = writeln!(
                     t,
-                    "work = {{ dist = \"constant\", value_s = {} }}   # self time, one invocation",
-                    secs(median)
-                );
-            } else if stats.self_s.values.iter().any(|v| *v > 0.0) {
-                let file = format!("{full}.self_s.csv");
-                let mut csv = String::from("self_s\n");
-                for value in &stats.self_s.values {
-                    let _ = writeln!(csv, "{value}");
-                }
-                files.push((file.clone(), csv));
-                let _ = writeln!(
-                    t,
-                    "work = {{ dist = \"empirical\", file = \"{}/{file}\" }}   # self time: median {} s, p90 {} s, {} invocations",
-                    options.data_dir,
+                    "work = {work}   # self time: median {} s, p90 {} s, {} invocations",
                     secs(median),
                     secs(p90),
                     stats.invocations
@@ -298,23 +309,10 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     for ((from, to), edge) in &model.edges {
         let (Some(from), Some(to)) = (naming.services.get(from), naming.services.get(to)) else { continue };
         let _ = writeln!(t, "[edges.\"{from}->{to}\"]");
-        if edge.network_s.values.len() == 1 && edge.network_s.values[0] > 0.0 {
-            let one_way = secs(edge.network_s.values[0]);
-            let _ =
-                writeln!(t, "network = {{ dist = \"constant\", value_s = {one_way} }}   # one way, one call measured");
-        } else if edge.network_s.values.iter().any(|v| *v > 0.0) {
-            let file = format!("{from}-{to}.network_s.csv");
-            let mut csv = String::from("network_s\n");
-            for value in &edge.network_s.values {
-                let _ = writeln!(csv, "{value}");
-            }
-            files.push((file.clone(), csv));
-            let _ = writeln!(
-                t,
-                "network = {{ dist = \"empirical\", file = \"{}/{file}\" }}   # one way: median {} s",
-                options.data_dir,
-                secs(edge.network_s.quantile(0.5))
-            );
+        let file = format!("{from}-{to}.network_s.csv");
+        if let Some(network) = distribution(&edge.network_s, &file, "network_s", options, &mut files) {
+            let median = secs(edge.network_s.quantile(0.5));
+            let _ = writeln!(t, "network = {network}   # one way: median {median} s, {} measured", edge.network_s.seen);
         }
         let _ = writeln!(t, "# timeout_s = 1.0   {SET_THIS}");
         let _ = writeln!(t, "# retry = {{ max_attempts = 2 }}   {SET_THIS} (the policy; the rates seen are below)");
