@@ -5,10 +5,10 @@
 //! spans are held: beyond, the oldest traces are analysed as they are and counted as
 //! cut. Memory is bounded by those two numbers, not by the input's size.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::infer::Model;
-use crate::span::{Names, Span};
+use crate::span::{FastMap, Names, Span};
 
 /// Spans read after a trace's last one before it counts as complete (a collector's
 /// batches of a few seconds of traffic stay well inside it).
@@ -19,7 +19,7 @@ pub const MAX_HELD: usize = 1_000_000;
 /// Open traces, in the order they were last seen.
 #[derive(Debug, Default)]
 pub struct Assembler {
-    open: HashMap<u128, (Vec<Span>, u64)>,
+    open: FastMap<u128, (Vec<Span>, u64)>,
     /// (sequence number of a span, its trace), oldest first.
     seen: VecDeque<(u64, u128)>,
     sequence: u64,

@@ -19,9 +19,9 @@
 //! (Vitter's algorithm R, on a stream seeded by the kept count), so a 10 GB file keeps
 //! the same memory as a 10 MB one and the same input keeps the same sample.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use crate::span::{Kind, Names, Skipped, Span, NO_NAME};
+use crate::span::{FastMap, Kind, Names, Skipped, Span, NO_NAME};
 
 /// Values a reservoir keeps.
 pub const SAMPLES: usize = 20_000;
@@ -171,6 +171,18 @@ struct Call {
     last_failed: bool,
 }
 
+/// Each span's children, in start order: one flat list and where each span's begins.
+struct Children<'a> {
+    flat: &'a [usize],
+    starts: &'a [usize],
+}
+
+impl Children<'_> {
+    fn of(&self, span: usize) -> &[usize] {
+        &self.flat[self.starts[span]..self.starts[span + 1]]
+    }
+}
+
 impl Call {
     /// A call to `callee` whose first attempt is `span`.
     fn first(callee: Endpoint, span: &Span) -> Call {
@@ -197,12 +209,14 @@ impl Model {
         self.spans += spans.len() as u64;
         self.merge_duplicates(spans);
         spans.sort_by_key(|s| (s.start, s.id));
-        let index: HashMap<u64, usize> = spans.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); spans.len()];
+        let mut index: FastMap<u64, usize> = FastMap::with_capacity_and_hasher(spans.len(), Default::default());
+        index.extend(spans.iter().enumerate().map(|(i, s)| (s.id, i)));
+        // Children as one flat list (by parent, then start): `children.of(i)` is a slice of it.
+        let mut parent_of: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
         let mut roots = Vec::new();
         for (i, span) in spans.iter().enumerate() {
             match span.parent.and_then(|p| index.get(&p)) {
-                Some(&parent) if parent != i => children[parent].push(i),
+                Some(&parent) if parent != i => parent_of.push((parent, i)),
                 other => {
                     if span.parent.is_some() && other.is_none() {
                         self.skipped.orphans += 1;
@@ -211,6 +225,16 @@ impl Model {
                 }
             }
         }
+        parent_of.sort_unstable();
+        let mut starts = vec![0usize; spans.len() + 1];
+        for &(parent, _) in &parent_of {
+            starts[parent + 1] += 1;
+        }
+        for i in 0..spans.len() {
+            starts[i + 1] += starts[i];
+        }
+        let flat: Vec<usize> = parent_of.iter().map(|&(_, child)| child).collect();
+        let children = Children { flat: &flat, starts: &starts };
         let has_server = spans.iter().any(|s| s.kind == Kind::Server);
         let is_invocation = |s: &Span| if has_server { s.kind == Kind::Server } else { s.kind != Kind::Client };
         // Entry invocations: the first invocation on each path from a root.
@@ -220,7 +244,7 @@ impl Model {
             if is_invocation(&spans[i]) {
                 entries.push(i);
             } else {
-                stack.extend(children[i].iter().copied());
+                stack.extend(children.of(i).iter().copied());
             }
         }
         if entries.is_empty() {
@@ -286,7 +310,7 @@ impl Model {
         &mut self,
         i: usize,
         spans: &[Span],
-        children: &[Vec<usize>],
+        children: &Children,
         is_invocation: &dyn Fn(&Span) -> bool,
         stack: &mut Vec<usize>,
         names: &mut Names,
@@ -297,7 +321,7 @@ impl Model {
         }
         let mut calls: Vec<Call> = Vec::new();
         // Depth-first through this invocation's own spans, in start order.
-        let mut walk: Vec<usize> = children[i].iter().rev().copied().collect();
+        let mut walk: Vec<usize> = children.of(i).iter().rev().copied().collect();
         while let Some(c) = walk.pop() {
             let span = spans[c];
             if is_invocation(&span) {
@@ -308,7 +332,7 @@ impl Model {
                 continue;
             }
             if span.kind == Kind::Client {
-                let server = children[c].iter().copied().find(|&s| is_invocation(&spans[s]));
+                let server = children.of(c).iter().copied().find(|&s| is_invocation(&spans[s]));
                 let callee = match server {
                     Some(s) => (spans[s].service, spans[s].name),
                     None => uninstrumented_callee(&span, names),
@@ -326,7 +350,7 @@ impl Model {
                     stack.push(s);
                     // Anything else under the client span (a second server span: a
                     // proxy's) is an invocation of its own.
-                    stack.extend(children[c].iter().copied().filter(|&o| o != s && is_invocation(&spans[o])));
+                    stack.extend(children.of(c).iter().copied().filter(|&o| o != s && is_invocation(&spans[o])));
                 }
                 let network = server.map(|s| {
                     let (client, serve) = (span.end - span.start, spans[s].end - spans[s].start);
@@ -350,7 +374,7 @@ impl Model {
                 continue;
             }
             // Internal (a retry loop's span, a handler's step): look inside.
-            walk.extend(children[c].iter().rev().copied());
+            walk.extend(children.of(c).iter().rev().copied());
         }
         calls
     }

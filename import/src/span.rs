@@ -5,6 +5,10 @@
 
 use std::collections::HashMap;
 
+/// The maps the import keys by names and ids: foldhash with a fixed seed (fast, and the
+/// same on every run; no map's order reaches the output).
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
 /// "None" for interned names (an instance a span does not give).
 pub const NO_NAME: u32 = u32::MAX;
 
@@ -52,7 +56,7 @@ pub struct Span {
 /// Interned names.
 #[derive(Debug, Default)]
 pub struct Names {
-    index: HashMap<String, u32>,
+    index: FastMap<String, u32>,
     names: Vec<String>,
 }
 

@@ -209,12 +209,22 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
     Ok(())
 }
 
+/// The value of one hex digit.
+fn hex_digit(byte: u8) -> Option<u8> {
+    match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        b'A'..=b'F' => Some(byte - b'A' + 10),
+        _ => None,
+    }
+}
+
 /// A hex id of up to 32 digits (a 16-byte trace id).
 pub fn hex_u128(text: &str) -> Option<u128> {
     if text.is_empty() || text.len() > 32 {
         return None;
     }
-    u128::from_str_radix(text, 16).ok()
+    text.bytes().try_fold(0u128, |n, b| Some(n << 4 | u128::from(hex_digit(b)?)))
 }
 
 /// A hex id of up to 16 digits (an 8-byte span id); a longer one keeps its last 16.
@@ -222,8 +232,8 @@ pub fn hex_u64(text: &str) -> Option<u64> {
     if text.is_empty() {
         return None;
     }
-    let tail = &text[text.len().saturating_sub(16)..];
-    u64::from_str_radix(tail, 16).ok()
+    let tail = &text.as_bytes()[text.len().saturating_sub(16)..];
+    tail.iter().try_fold(0u64, |n, &b| Some(n << 4 | u64::from(hex_digit(b)?)))
 }
 
 /// The attempt a span says it was: `stampede.attempt`, or a resend count plus one.

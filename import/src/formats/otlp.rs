@@ -193,7 +193,9 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
             let parent = hex_u64(&span.parent_span_id).filter(|p| *p != 0);
             let start = span.start.as_ref().and_then(Number::integer).unwrap_or(0);
             let end = span.end.as_ref().and_then(Number::integer).unwrap_or(start);
-            let attributes = span_attributes(span.attributes);
+            let kind = kind(span.kind.as_ref());
+            // Attempts and peers are what a client span says; other spans' attributes are not read.
+            let attributes = if kind == Kind::Client { span_attributes(span.attributes) } else { Vec::new() };
             let attempt = attempt_from(
                 integer(&attributes, "stampede.attempt"),
                 integer(&attributes, "http.request.resend_count"),
@@ -208,7 +210,7 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
                 instance,
                 name,
                 peer,
-                kind: kind(span.kind.as_ref()),
+                kind,
                 start,
                 end,
                 error: failed(span.status.as_ref()),
