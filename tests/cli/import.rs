@@ -506,3 +506,41 @@ fn a_built_in_fan_out_imports_back_as_ten_parallel_calls() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Arrivals whose rate steps (50, then 200, then 50 a second, ten seconds each) import
+/// as a `load` schedule of the buckets' rates; traces kept at one in two
+/// (`--sample-rate 0.5`) double every rate.
+#[test]
+fn a_varying_rate_becomes_a_load_schedule_and_sampling_scales_it() {
+    let dir = temp("load");
+    let scenario = dir.join("steps.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"steps\"\nmodel = \"graph\"\n[run]\nhorizon_s = 30.0\nwarmup_s = 1.0\nreplicas = 1\nseed = 5\n\
+         [services.api]\nworkers = 64\n[services.api.endpoints.get]\nwork = { dist = \"exponential\", mean_s = 0.002 }\n\
+         [[workload]]\nentry = \"api.get\"\nload = { rate = [[0, 50], [10, 200], [20, 50]] }\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let args = ["run", scenario.to_str().unwrap(), "--trace", "0", "--trace-format", "otlp", "--no-report", "--quiet"];
+    let output = stampede(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let trace = out.join("steps/trace.otlp.json");
+    let imported = dir.join("imported.toml");
+    let args = ["import", trace.to_str().unwrap(), "--bucket", "5s", "--sample-rate", "0.5"];
+    let output = stampede(&[&args[..], &["--out", imported.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("rates divided by the sample rate 0.5"), "{}", stdout(&output));
+    let imported = table(&imported);
+    let workload = &imported["workload"].as_array().unwrap()[0];
+    assert!(workload.get("rate_per_s").is_none(), "a varying rate is a schedule: {workload}");
+    let schedule = workload["load"]["rate"].as_array().unwrap();
+    let expected = [(0.0, 100.0), (5.0, 100.0), (10.0, 400.0), (15.0, 400.0), (20.0, 100.0), (25.0, 100.0)];
+    assert_eq!(schedule.len(), expected.len(), "{schedule:?}");
+    for (point, (at, rate)) in schedule.iter().zip(expected) {
+        let (t, r) = (point[0].as_float().unwrap(), point[1].as_float().unwrap());
+        // A 5 s bucket holds 250 or 1000 arrivals: Poisson's 6% or 3%, three times over.
+        assert!(t == at && (r / rate - 1.0).abs() < 0.19, "bucket at {t} s: {r}/s, written {rate}/s (×2)");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
