@@ -103,11 +103,36 @@ pub struct EndpointStats {
     pub busy_s: f64,
     /// What it calls.
     pub callees: BTreeMap<Endpoint, CalleeStats>,
-    /// Pairs of callees (ordered) by how often both were called, and how often in one stage.
-    pub pairs: BTreeMap<(Endpoint, Endpoint), (u64, u64)>,
-    /// Invocations whose calls in one stage did not all start in the order of the plan
-    /// (a varying order, approximated by the mean order).
-    pub reordered: u64,
+    /// Pairs of callees (the lesser endpoint first): how often both were called, how
+    /// often in one stage, and how often the first came in an earlier stage.
+    pub pairs: BTreeMap<(Endpoint, Endpoint), Pair>,
+}
+
+/// Two callees of one endpoint, over the invocations that called both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pair {
+    /// Invocations that called both.
+    pub both: u64,
+    /// … in one stage (in parallel).
+    pub together: u64,
+    /// … the lesser endpoint in an earlier stage than the other.
+    pub first_before: u64,
+}
+
+impl Pair {
+    /// Whether they were called in parallel in at least half the invocations that
+    /// called both.
+    pub fn parallel(&self) -> bool {
+        self.both > 0 && self.together * 2 >= self.both
+    }
+
+    /// Whether their order varied: each came first in over 5% of the invocations that
+    /// called them one after the other.
+    pub fn order_varies(&self) -> bool {
+        let apart = self.both - self.together;
+        let share = self.first_before as f64 / apart.max(1) as f64;
+        apart > 0 && share > 0.05 && share < 0.95
+    }
 }
 
 /// Calls between two services.
@@ -443,8 +468,9 @@ impl Model {
         for (a, (ea, sa)) in called.iter().enumerate() {
             for (eb, sb) in &called[a + 1..] {
                 let pair = stats.pairs.entry((*ea, *eb)).or_default();
-                pair.0 += 1;
-                pair.1 += (sa == sb) as u64;
+                pair.both += 1;
+                pair.together += (sa == sb) as u64;
+                pair.first_before += (sa < sb) as u64;
             }
         }
     }
@@ -469,24 +495,7 @@ fn uninstrumented_callee(span: &Span, names: &mut Names) -> Endpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A span of trace 1; times in milliseconds.
-    fn span(names: &mut Names, id: u64, parent: Option<u64>, at: (&str, &str), kind: Kind, ms: (i64, i64)) -> Span {
-        Span {
-            trace: 1,
-            id,
-            parent,
-            service: names.intern(at.0),
-            instance: NO_NAME,
-            name: names.intern(at.1),
-            peer: NO_NAME,
-            kind,
-            start: ms.0 * 1_000_000,
-            end: ms.1 * 1_000_000,
-            error: false,
-            attempt: None,
-        }
-    }
+    use crate::span::test_span as span;
 
     /// api.get [0, 100] ms: a call to db (10–40, served 12–38), then two overlapping
     /// calls to cache and auth (50–70, 55–90): two stages, the second parallel; self
@@ -513,7 +522,7 @@ mod tests {
         assert_eq!(api.callees[&db].first_stage_sum, 0);
         assert_eq!((api.callees[&cache].first_stage_sum, api.callees[&auth].first_stage_sum), (1, 1));
         let key = if cache < auth { (cache, auth) } else { (auth, cache) };
-        assert_eq!(api.pairs[&key], (1, 1), "called together, in one stage");
+        assert_eq!(api.pairs[&key], Pair { both: 1, together: 1, first_before: 0 }, "called together, in one stage");
         let edge = &model.edges[&(names.intern("api"), db.0)];
         assert!((edge.network_s.values[0] - 0.002).abs() < 1e-12);
         assert_eq!(model.max_depth, 2);
@@ -537,6 +546,26 @@ mod tests {
         // No server spans under the clients: db.q is an uninstrumented callee.
         let edge = &model.edges[&(names.intern("api"), names.intern("db"))];
         assert_eq!((edge.calls, edge.attempts, edge.failed_attempts), (2, 3, 1));
+    }
+
+    /// One invocation calls db then cache, the next cache then db: their order varies.
+    #[test]
+    fn an_order_that_varies_is_noted() {
+        let mut names = Names::default();
+        let mut model = Model::new(1_000_000_000);
+        for (trace, first, second) in [(1, ("db", "q"), ("cache", "g")), (2, ("cache", "g"), ("db", "q"))] {
+            let mut spans = vec![
+                span(&mut names, 1, None, ("api", "get"), Kind::Server, (0, 100)),
+                span(&mut names, 2, Some(1), first, Kind::Server, (10, 20)),
+                span(&mut names, 3, Some(1), second, Kind::Server, (30, 40)),
+            ];
+            spans.iter_mut().for_each(|s| s.trace = trace);
+            model.add_trace(&mut spans, &mut names);
+        }
+        let api = &model.endpoints[&(names.intern("api"), names.intern("get"))];
+        let pair = api.pairs.values().next().expect("one pair");
+        assert_eq!((pair.both, pair.together, pair.first_before), (2, 0, 1));
+        assert!(pair.order_varies() && !pair.parallel());
     }
 
     #[test]

@@ -99,3 +99,29 @@ pub struct Skipped {
     /// Spans whose id another span of a different endpoint had (numbered apart).
     pub renumbered: u64,
 }
+
+/// A span of trace 1 for the tests: `at` is (service, name), times in milliseconds.
+#[cfg(test)]
+pub(crate) fn test_span(
+    names: &mut Names,
+    id: u64,
+    parent: Option<u64>,
+    at: (&str, &str),
+    kind: Kind,
+    ms: (i64, i64),
+) -> Span {
+    Span {
+        trace: 1,
+        id,
+        parent,
+        service: names.intern(at.0),
+        instance: NO_NAME,
+        name: names.intern(at.1),
+        peer: NO_NAME,
+        kind,
+        start: ms.0 * 1_000_000,
+        end: ms.1 * 1_000_000,
+        error: false,
+        attempt: None,
+    }
+}
