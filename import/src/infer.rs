@@ -548,26 +548,6 @@ mod tests {
         assert_eq!((edge.calls, edge.attempts, edge.failed_attempts), (2, 3, 1));
     }
 
-    /// One invocation calls db then cache, the next cache then db: their order varies.
-    #[test]
-    fn an_order_that_varies_is_noted() {
-        let mut names = Names::default();
-        let mut model = Model::new(1_000_000_000);
-        for (trace, first, second) in [(1, ("db", "q"), ("cache", "g")), (2, ("cache", "g"), ("db", "q"))] {
-            let mut spans = vec![
-                span(&mut names, 1, None, ("api", "get"), Kind::Server, (0, 100)),
-                span(&mut names, 2, Some(1), first, Kind::Server, (10, 20)),
-                span(&mut names, 3, Some(1), second, Kind::Server, (30, 40)),
-            ];
-            spans.iter_mut().for_each(|s| s.trace = trace);
-            model.add_trace(&mut spans, &mut names);
-        }
-        let api = &model.endpoints[&(names.intern("api"), names.intern("get"))];
-        let pair = api.pairs.values().next().expect("one pair");
-        assert_eq!((pair.both, pair.together, pair.first_before), (2, 0, 1));
-        assert!(pair.order_varies() && !pair.parallel());
-    }
-
     #[test]
     fn a_reservoir_keeps_its_size_and_the_same_input_keeps_the_same_sample() {
         let fill = || {

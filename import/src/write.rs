@@ -450,6 +450,10 @@ mod tests {
             spans.iter_mut().for_each(|s| s.trace = trace);
             model.add_trace(&mut spans, &mut names);
         }
+        let api = &model.endpoints[&(names.intern("api"), names.intern("get"))];
+        let pair = api.pairs.values().next().expect("one pair");
+        assert_eq!((pair.both, pair.together, pair.first_before), (2, 0, 1));
+        assert!(pair.order_varies() && !pair.parallel());
         let options = Options { name: "t".into(), data_dir: "t.data".into(), sample_rate: 1.0, source: "test".into() };
         let written = write(&model, &names, &options);
         assert!(written.summary.contains("in 50% of invocations, after it in the rest"), "{}", written.summary);

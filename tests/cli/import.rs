@@ -83,6 +83,15 @@ fn gamma2_quantile(theta: f64, q: f64) -> f64 {
     lo
 }
 
+/// Runs `scenario` (with `extra` arguments) at one replica, tracing replica 0 as OTLP
+/// into `out`; returns the trace file of the scenario named `name`.
+fn traced(scenario: &str, name: &str, out: &Path, extra: &[&str]) -> PathBuf {
+    let args = ["run", scenario, "--trace", "0", "--trace-format", "otlp", "--replicas", "1", "--no-report", "--quiet"];
+    let output = stampede(&[&args[..], extra, &["--out", out.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    out.join(name).join("trace.otlp.json")
+}
+
 /// Entry `front.page`'s p50 and p99 means over the run's replicas.
 fn entry_quantiles(scenario: &Path, out: &Path) -> (f64, f64) {
     let args = ["run", scenario.to_str().unwrap(), "--out", out.to_str().unwrap(), "--no-report", "--json"];
@@ -100,23 +109,7 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     let original = table(&original_path);
     // One replica traced, as OTLP.
     let out = dir.join("out");
-    let args = [
-        "run",
-        original_path.to_str().unwrap(),
-        "--trace",
-        "0",
-        "--trace-format",
-        "otlp",
-        "--replicas",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-        "--no-report",
-        "--quiet",
-    ];
-    let output = stampede(&args);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let trace = out.join("roundtrip/trace.otlp.json");
+    let trace = traced(original_path.to_str().unwrap(), "roundtrip", &out, &[]);
     assert!(!out.join("roundtrip/trace.parquet").exists(), "--trace-format otlp writes only the OTLP file");
     let imported_path = dir.join("imported.toml");
     let output = stampede(&["import", trace.to_str().unwrap(), "--out", imported_path.to_str().unwrap()]);
@@ -456,29 +449,9 @@ fn an_otlp_export_is_deterministic_and_shaped_as_instrumentation_records_it() {
 #[test]
 fn a_built_in_fan_out_imports_back_as_ten_parallel_calls() {
     let dir = temp("fanout");
-    let out = dir.join("out");
-    let args = [
-        "run",
-        "graph-fanout",
-        "--case",
-        "wait for all 10",
-        "--set",
-        "run.horizon_s=10",
-        "--trace",
-        "0",
-        "--trace-format",
-        "otlp",
-        "--replicas",
-        "1",
-        "--no-report",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = stampede(&args);
-    assert!(output.status.success(), "{}", stderr(&output));
+    let extra = ["--case", "wait for all 10", "--set", "run.horizon_s=10"];
+    let trace = traced("graph-fanout", "graph-fanout", &dir.join("out"), &extra);
     let scenario = dir.join("fanout.toml");
-    let trace = out.join("graph-fanout/trace.otlp.json");
     let output = stampede(&["import", trace.to_str().unwrap(), "--out", scenario.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     let imported = table(&scenario);
@@ -521,11 +494,7 @@ fn a_varying_rate_becomes_a_load_schedule_and_sampling_scales_it() {
          [[workload]]\nentry = \"api.get\"\nload = { rate = [[0, 50], [10, 200], [20, 50]] }\n",
     )
     .unwrap();
-    let out = dir.join("out");
-    let args = ["run", scenario.to_str().unwrap(), "--trace", "0", "--trace-format", "otlp", "--no-report", "--quiet"];
-    let output = stampede(&[&args[..], &["--out", out.to_str().unwrap()]].concat());
-    assert!(output.status.success(), "{}", stderr(&output));
-    let trace = out.join("steps/trace.otlp.json");
+    let trace = traced(scenario.to_str().unwrap(), "steps", &dir.join("out"), &[]);
     let imported = dir.join("imported.toml");
     let args = ["import", trace.to_str().unwrap(), "--bucket", "5s", "--sample-rate", "0.5"];
     let output = stampede(&[&args[..], &["--out", imported.to_str().unwrap()]].concat());
