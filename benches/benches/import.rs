@@ -32,7 +32,7 @@ fn import(c: &mut Criterion) {
         }
         reader.finish()
     };
-    let spans = read(&lines).2;
+    let spans = read(&lines).0.spans;
     let bytes: usize = lines.iter().map(Vec::len).sum();
     println!("{spans} spans, {bytes} bytes ({} bytes a span)", bytes as u64 / spans);
     let mut group = c.benchmark_group("import");

@@ -16,10 +16,12 @@
 //! * **network**: half of (client attempt − its server span) for each pair, one way.
 //!
 //! Samples (self times, network times) are kept in reservoirs of [`SAMPLES`] values
-//! (Vitter's algorithm R, on a stream seeded by the kept count), so a 10 GB file keeps
-//! the same memory as a 10 MB one and the same input keeps the same sample.
+//! (Vitter's algorithm R on the kernel's `import.reservoir` stream), so a 10 GB file
+//! keeps the same memory as a 10 MB one and the same input keeps the same sample.
 
 use std::collections::BTreeMap;
+
+use stampede_kernel::{RngStream, StreamPurpose};
 
 use crate::span::{FastMap, Kind, Names, Skipped, Span, NO_NAME};
 
@@ -27,14 +29,25 @@ use crate::span::{FastMap, Kind, Names, Skipped, Span, NO_NAME};
 pub const SAMPLES: usize = 20_000;
 
 /// A bounded uniform sample of a stream of values (algorithm R), deterministic for
-/// the input's order.
-#[derive(Clone, Debug, Default)]
+/// the input's order: its draws come from the kernel's named stream
+/// `import.reservoir` (seed 0), as every random draw in the project does.
+#[derive(Clone, Debug)]
 pub struct Reservoir {
     /// The values kept.
     pub values: Vec<f64>,
     /// Values offered.
     pub seen: u64,
-    state: u64,
+    rng: RngStream,
+}
+
+impl Default for Reservoir {
+    fn default() -> Self {
+        Reservoir {
+            values: Vec::new(),
+            seen: 0,
+            rng: RngStream::derive(0, 0, StreamPurpose::named("import.reservoir")),
+        }
+    }
 }
 
 impl Reservoir {
@@ -45,15 +58,9 @@ impl Reservoir {
             self.values.push(value);
             return;
         }
-        // splitmix64: a fixed, portable stream (the draw must not depend on a crate's version).
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let slot = z % self.seen;
-        if (slot as usize) < SAMPLES {
-            self.values[slot as usize] = value;
+        let slot = self.rng.below(self.seen) as usize;
+        if slot < SAMPLES {
+            self.values[slot] = value;
         }
     }
 

@@ -44,7 +44,8 @@ pub fn import(input: &Input, options: &Options) -> Result<Written> {
         };
         formats::read_file(path, format, &mut reader)?;
     }
-    let (model, names, spans) = reader.finish();
+    let (model, names) = reader.finish();
+    let spans = model.spans;
     if spans == 0 {
         let files: Vec<String> = input.files.iter().map(|p| p.display().to_string()).collect();
         return Err(Error::bad_input(format!("{}: no spans in the input", files.join(", "))));

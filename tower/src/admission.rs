@@ -195,6 +195,7 @@ impl<A, C> AdmissionLayer<A, C> {
 
     /// Replaces the quota stores whose pressure admission reads (a gateway whose
     /// meters moved to shared stores).
+    #[cfg(feature = "scenario")]
     pub(crate) fn replace_quota_stores(&self, stores: Vec<std::sync::Arc<dyn crate::quota::QuotaStore>>) {
         self.state.lock().meters = stores;
     }

@@ -23,6 +23,8 @@
 //! Every loop is bounded in count and time; traffic stays on loopback; the two live
 //! runs take `HORIZON_S` seconds each.
 
+mod compare;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -41,6 +43,8 @@ use stampede_tower::{from_scenario, BoxError, HttpStatus};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower_layer::Layer;
 use tower_service::Service;
+
+use compare::{within, write_temporary};
 
 const WORKERS: u32 = 4;
 const QUEUE: u32 = 40;
@@ -129,13 +133,6 @@ struct Figures {
     answered: f64,
     /// Seconds after the fault's end; `None`: not recovered by the horizon.
     recovery_s: Option<f64>,
-}
-
-/// `text` as a scenario file, removed when the returned path is dropped.
-fn write_scenario(text: &str) -> tempfile::TempPath {
-    let mut file = tempfile::Builder::new().suffix(".toml").tempfile().expect("a temporary file");
-    std::io::Write::write_all(&mut file, text.as_bytes()).expect("written");
-    file.into_temp_path()
 }
 
 fn simulate(path: &std::path::Path) -> Vec<Figures> {
@@ -330,32 +327,6 @@ fn bucket_areas(changes: &[(Nanos, u32)], bucket: Nanos, horizon: Nanos) -> Vec<
     area
 }
 
-fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let rank = (p * (values.len() - 1) as f64).round() as usize;
-    values[rank]
-}
-
-/// The live figure against the simulated replicas' 1st–99th percentiles (the 5th–95th
-/// printed beside them). Why not 5–95%: each run makes up to eight checks, and a
-/// perfect model's live figure falls outside a 90% band one time in ten per check,
-/// so the test would fail a correct simulator about half the time.
-fn within(what: &str, live: f64, simulated: &[f64]) -> Result<String, String> {
-    let p = |q: f64| percentile(simulated.to_vec(), q);
-    let (low, high) = (p(0.01), p(0.99));
-    let inner = if (p(0.05)..=p(0.95)).contains(&live) { "inside" } else { "outside" };
-    let line = format!(
-        "{what}: live {live:.4}, simulated 1–99% [{low:.4}, {high:.4}] (5–95% [{:.4}, {:.4}]: {inner})",
-        p(0.05),
-        p(0.95)
-    );
-    if (low..=high).contains(&live) {
-        Ok(line)
-    } else {
-        Err(line)
-    }
-}
-
 fn compare(label: &str, live: Figures, simulated: &[Figures]) -> Vec<Result<String, String>> {
     let recovered = simulated.iter().filter(|f| f.recovery_s.is_some()).count();
     // Recovered or not, as a 0/1 figure against the replicas' range: an outcome
@@ -399,7 +370,7 @@ fn compare(label: &str, live: Figures, simulated: &[Figures]) -> Vec<Result<Stri
 async fn the_simulation_predicts_the_live_stacks_retry_storm_and_its_recovery() {
     let mut checks = Vec::new();
     for (label, retry) in [("naive", NAIVE), ("budgeted", BUDGETED)] {
-        let path = write_scenario(&scenario(retry));
+        let path = write_temporary(&scenario(retry), ".toml");
         let simulated = simulate(&path);
         let live = live(&path).await;
         checks.extend(compare(label, live, &simulated));

@@ -23,6 +23,8 @@
 //! Every loop is bounded; traffic stays on loopback; the live run takes about
 //! `HORIZON_S` seconds.
 
+mod compare;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -38,6 +40,8 @@ use stampede_scenario::{Overrides, Scenario};
 use stampede_tower::{gateway_from_scenario, BoxError, ErrorsFail, TokensWith};
 use tower_layer::Layer;
 use tower_service::Service;
+
+use compare::{percentile, within, write_temporary};
 
 const RATE: f64 = 20.0;
 const HORIZON_S: f64 = 7.0;
@@ -106,12 +110,6 @@ struct Figures {
     degraded: f64,
     p50_s: f64,
     p95_s: f64,
-}
-
-fn write(text: &str, suffix: &str) -> tempfile::TempPath {
-    let mut file = tempfile::Builder::new().suffix(suffix).tempfile().expect("a temporary file");
-    std::io::Write::write_all(&mut file, text.as_bytes()).expect("written");
-    file.into_temp_path()
 }
 
 fn simulate(path: &std::path::Path) -> Vec<Figures> {
@@ -277,36 +275,17 @@ async fn live(path: &std::path::Path) -> Figures {
     }
 }
 
-fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let rank = (p * (values.len() - 1) as f64).round() as usize;
-    values[rank]
-}
-
-/// The live figure against the simulated replicas' 1st–99th percentiles (why not
-/// 5–95%: see `sim_vs_real.rs`'s `within`).
-fn within(what: &str, live: f64, simulated: Vec<f64>) -> Result<String, String> {
-    let p = |q: f64| percentile(simulated.clone(), q);
-    let (low, high) = (p(0.01), p(0.99));
-    let line = format!("{what}: live {live:.4}, simulated 1–99% [{low:.4}, {high:.4}], median {:.4}", p(0.5));
-    if (low..=high).contains(&live) {
-        Ok(line)
-    } else {
-        Err(line)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamed_calls_first_token_timeouts_and_fallbacks_match_the_simulation() {
-    let fixture = write(FIXTURE, ".toml");
-    let path = write(&scenario(&fixture), ".toml");
+    let fixture = write_temporary(FIXTURE, ".toml");
+    let path = write_temporary(&scenario(&fixture), ".toml");
     let simulated = simulate(&path);
     let live = live(&path).await;
     let pick = |f: fn(&Figures) -> f64| simulated.iter().map(f).collect::<Vec<_>>();
     let checks = [
-        within("degraded share (first-token timeouts answered by fast)", live.degraded, pick(|f| f.degraded)),
-        within("turn p50 s", live.p50_s, pick(|f| f.p50_s)),
-        within("turn p95 s", live.p95_s, pick(|f| f.p95_s)),
+        within("degraded share (first-token timeouts answered by fast)", live.degraded, &pick(|f| f.degraded)),
+        within("turn p50 s", live.p50_s, &pick(|f| f.p50_s)),
+        within("turn p95 s", live.p95_s, &pick(|f| f.p95_s)),
     ];
     for check in &checks {
         match check {

@@ -97,8 +97,6 @@ pub struct Reader {
     assembler: Assembler,
     /// What the traces say.
     pub model: Model,
-    /// Spans read (before assembly).
-    pub spans: u64,
 }
 
 impl Reader {
@@ -109,7 +107,6 @@ impl Reader {
 
     /// Adds one span (a span that ends before it starts is clipped and counted).
     pub fn push(&mut self, mut span: Span) {
-        self.spans += 1;
         if span.end < span.start {
             self.model.skipped.negative += 1;
             span.end = span.start;
@@ -122,11 +119,11 @@ impl Reader {
         &mut self.model.skipped
     }
 
-    /// The input ended: the open traces are complete.
-    pub fn finish(mut self) -> (Model, Names, u64) {
+    /// The input ended: the open traces are complete (every span read is in one).
+    pub fn finish(mut self) -> (Model, Names) {
         let assembler = std::mem::take(&mut self.assembler);
         assembler.finish(&mut self.model, &mut self.names);
-        (self.model, self.names, self.spans)
+        (self.model, self.names)
     }
 }
 
