@@ -189,6 +189,27 @@ pub struct Model {
     pub bucket_ns: i64,
     /// The deepest nesting of invocations in a trace (the entry is depth 1).
     pub max_depth: u32,
+    /// Buffers a trace's analysis reuses (no allocation per trace once they have grown).
+    scratch: Scratch,
+}
+
+/// The working lists of one trace's analysis, kept between traces.
+#[derive(Debug, Default)]
+struct Scratch {
+    ids: Vec<u64>,
+    index: FastMap<u64, usize>,
+    parent_of: Vec<(usize, usize)>,
+    roots: Vec<usize>,
+    starts: Vec<usize>,
+    flat: Vec<usize>,
+    entries: Vec<usize>,
+    stack: Vec<usize>,
+    depths: Vec<(usize, u32)>,
+    below: Vec<usize>,
+    walk: Vec<usize>,
+    calls: Vec<Call>,
+    stage_of: Vec<u64>,
+    first_stage: Vec<(Endpoint, u64)>,
 }
 
 /// One call an invocation made: its attempts grouped.
@@ -207,6 +228,15 @@ struct Call {
 struct Children<'a> {
     flat: &'a [usize],
     starts: &'a [usize],
+}
+
+/// One invocation's working lists (borrowed from the trace's [`Scratch`]).
+struct Work<'a> {
+    below: &'a mut Vec<usize>,
+    walk: &'a mut Vec<usize>,
+    calls: &'a mut Vec<Call>,
+    stage_of: &'a mut Vec<u64>,
+    first_stage: &'a mut Vec<(Endpoint, u64)>,
 }
 
 impl Children<'_> {
@@ -237,15 +267,29 @@ impl Model {
 
     /// Adds one complete trace.
     pub fn add_trace(&mut self, spans: &mut Vec<Span>, names: &mut Names) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        self.analyse(spans, names, &mut scratch);
+        self.scratch = scratch;
+    }
+
+    fn analyse(&mut self, spans: &mut Vec<Span>, names: &mut Names, scratch: &mut Scratch) {
         self.traces += 1;
         self.spans += spans.len() as u64;
-        self.merge_duplicates(spans);
+        // Duplicate ids are rare: look for them before paying for the merge.
+        scratch.ids.clear();
+        scratch.ids.extend(spans.iter().map(|s| s.id));
+        scratch.ids.sort_unstable();
+        if scratch.ids.windows(2).any(|pair| pair[0] == pair[1]) {
+            self.merge_duplicates(spans);
+        }
         spans.sort_by_key(|s| (s.start, s.id));
-        let mut index: FastMap<u64, usize> = FastMap::with_capacity_and_hasher(spans.len(), Default::default());
+        let index = &mut scratch.index;
+        index.clear();
         index.extend(spans.iter().enumerate().map(|(i, s)| (s.id, i)));
         // Children as one flat list (by parent, then start): `children.of(i)` is a slice of it.
-        let mut parent_of: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-        let mut roots = Vec::new();
+        let (parent_of, roots) = (&mut scratch.parent_of, &mut scratch.roots);
+        parent_of.clear();
+        roots.clear();
         for (i, span) in spans.iter().enumerate() {
             match span.parent.and_then(|p| index.get(&p)) {
                 Some(&parent) if parent != i => parent_of.push((parent, i)),
@@ -258,20 +302,25 @@ impl Model {
             }
         }
         parent_of.sort_unstable();
-        let mut starts = vec![0usize; spans.len() + 1];
-        for &(parent, _) in &parent_of {
+        let starts = &mut scratch.starts;
+        starts.clear();
+        starts.resize(spans.len() + 1, 0);
+        for &(parent, _) in parent_of.iter() {
             starts[parent + 1] += 1;
         }
         for i in 0..spans.len() {
             starts[i + 1] += starts[i];
         }
-        let flat: Vec<usize> = parent_of.iter().map(|&(_, child)| child).collect();
-        let children = Children { flat: &flat, starts: &starts };
+        scratch.flat.clear();
+        scratch.flat.extend(parent_of.iter().map(|&(_, child)| child));
+        let children = Children { flat: &scratch.flat, starts: &scratch.starts };
         let has_server = spans.iter().any(|s| s.kind == Kind::Server);
         let is_invocation = |s: &Span| if has_server { s.kind == Kind::Server } else { s.kind != Kind::Client };
         // Entry invocations: the first invocation on each path from a root.
-        let mut entries = Vec::new();
-        let mut stack: Vec<usize> = roots.clone();
+        let (entries, stack) = (&mut scratch.entries, &mut scratch.stack);
+        entries.clear();
+        stack.clear();
+        stack.extend(scratch.roots.iter().copied());
         while let Some(i) = stack.pop() {
             if is_invocation(&spans[i]) {
                 entries.push(i);
@@ -283,7 +332,7 @@ impl Model {
             self.skipped.no_entry += 1;
             return;
         }
-        for &entry in &entries {
+        for &entry in entries.iter() {
             let span = spans[entry];
             let endpoint = (span.service, span.name);
             let stats = self.entries.entry(endpoint).or_default();
@@ -295,13 +344,23 @@ impl Model {
             *stats.buckets.entry(span.start.div_euclid(self.bucket_ns)).or_default() += 1;
         }
         // Every invocation, from the entries down, with its depth.
-        let mut stack: Vec<(usize, u32)> = entries.iter().map(|&e| (e, 1)).collect();
-        let mut below = Vec::new();
-        while let Some((i, depth)) = stack.pop() {
+        let depths = &mut scratch.depths;
+        depths.clear();
+        depths.extend(entries.iter().map(|&e| (e, 1)));
+        let work = &mut Work {
+            below: &mut scratch.below,
+            walk: &mut scratch.walk,
+            calls: &mut scratch.calls,
+            stage_of: &mut scratch.stage_of,
+            first_stage: &mut scratch.first_stage,
+        };
+        while let Some((i, depth)) = depths.pop() {
             self.max_depth = self.max_depth.max(depth);
-            let calls = self.invocation(i, spans, &children, &is_invocation, &mut below, names);
-            stack.extend(below.drain(..).map(|b| (b, depth + 1)));
-            self.record(spans[i], calls);
+            work.below.clear();
+            work.calls.clear();
+            self.invocation(i, spans, &children, &is_invocation, work, names);
+            depths.extend(work.below.drain(..).map(|b| (b, depth + 1)));
+            self.record(spans[i], work);
         }
     }
 
@@ -337,23 +396,25 @@ impl Model {
         *spans = kept;
     }
 
-    /// The calls invocation `i` made; pushes the invocations under them on `stack`.
+    /// The calls invocation `i` made (into `work.calls`); the invocations under them
+    /// go on `work.below`.
     fn invocation(
         &mut self,
         i: usize,
         spans: &[Span],
         children: &Children,
         is_invocation: &dyn Fn(&Span) -> bool,
-        stack: &mut Vec<usize>,
+        work: &mut Work,
         names: &mut Names,
-    ) -> Vec<Call> {
+    ) {
         let me = spans[i];
         if me.instance != NO_NAME {
             self.instances.entry(me.service).or_default().insert(me.instance);
         }
-        let mut calls: Vec<Call> = Vec::new();
+        let (calls, stack, walk) = (&mut *work.calls, &mut *work.below, &mut *work.walk);
         // Depth-first through this invocation's own spans, in start order.
-        let mut walk: Vec<usize> = children.of(i).iter().rev().copied().collect();
+        walk.clear();
+        walk.extend(children.of(i).iter().rev().copied());
         while let Some(c) = walk.pop() {
             let span = spans[c];
             if is_invocation(&span) {
@@ -408,7 +469,6 @@ impl Model {
             // Internal (a retry loop's span, a handler's step): look inside.
             walk.extend(children.of(c).iter().rev().copied());
         }
-        calls
     }
 
     fn edge(&mut self, from: u32, to: u32, failed: bool, network: Option<f64>) {
@@ -421,9 +481,10 @@ impl Model {
     }
 
     /// Adds invocation `me` and its calls to its endpoint's figures.
-    fn record(&mut self, me: Span, mut calls: Vec<Call>) {
+    fn record(&mut self, me: Span, work: &mut Work) {
+        let calls = &mut *work.calls;
         calls.sort_by_key(|c| (c.start, c.end));
-        for call in &calls {
+        for call in calls.iter() {
             self.edges.entry((me.service, call.callee.0)).or_default().calls += 1;
         }
         let stats = self.endpoints.entry((me.service, me.name)).or_default();
@@ -435,7 +496,7 @@ impl Model {
         let mut covered = 0i64;
         let mut reach = me.start;
         let mut skewed = false;
-        for call in &calls {
+        for call in calls.iter() {
             skewed |= call.start < me.start || call.end > me.end;
             let (from, to) = (call.start.max(reach).max(me.start), call.end.min(me.end));
             if to > from {
@@ -446,7 +507,8 @@ impl Model {
         self.skipped.skewed += skewed as u64;
         stats.self_s.add((length - covered).max(0) as f64 / 1e9);
         // Stages: calls that overlap are one.
-        let mut stage_of = Vec::with_capacity(calls.len());
+        let stage_of = &mut *work.stage_of;
+        stage_of.clear();
         let (mut stage, mut stage_end) = (0u64, i64::MIN);
         for (k, call) in calls.iter().enumerate() {
             if k > 0 && call.start >= stage_end {
@@ -455,7 +517,9 @@ impl Model {
             stage_end = if k == 0 || call.start >= stage_end { call.end } else { stage_end.max(call.end) };
             stage_of.push(stage);
         }
-        let mut first_stage: BTreeMap<Endpoint, u64> = BTreeMap::new();
+        // Each callee's first stage (a few callees: a list, sorted by callee after).
+        let first_stage = &mut *work.first_stage;
+        first_stage.clear();
         for (k, call) in calls.iter().enumerate() {
             let callee = stats.callees.entry(call.callee).or_default();
             callee.calls += 1;
@@ -464,14 +528,17 @@ impl Model {
                 .enumerate()
                 .any(|(o, other)| o != k && other.callee == call.callee && stage_of[o] == stage_of[k]);
             callee.calls_fanned += fanned as u64;
-            first_stage.entry(call.callee).or_insert(stage_of[k]);
+            if !first_stage.iter().any(|(callee, _)| *callee == call.callee) {
+                first_stage.push((call.callee, stage_of[k]));
+            }
         }
-        for (callee, stage) in &first_stage {
+        first_stage.sort_unstable_by_key(|(callee, _)| *callee);
+        for (callee, stage) in first_stage.iter() {
             let c = stats.callees.get_mut(callee).expect("added above");
             c.invocations_calling += 1;
             c.first_stage_sum += stage;
         }
-        let called: Vec<(Endpoint, u64)> = first_stage.into_iter().collect();
+        let called = &*first_stage;
         for (a, (ea, sa)) in called.iter().enumerate() {
             for (eb, sb) in &called[a + 1..] {
                 let pair = stats.pairs.entry((*ea, *eb)).or_default();

@@ -97,6 +97,8 @@ pub struct Reader {
     assembler: Assembler,
     /// What the traces say.
     pub model: Model,
+    /// A document's spans until it has parsed whole (kept between documents).
+    pub(crate) document: Vec<Span>,
 }
 
 impl Reader {
@@ -206,22 +208,44 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
     Ok(())
 }
 
-/// The value of one hex digit.
-fn hex_digit(byte: u8) -> Option<u8> {
-    match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        b'A'..=b'F' => Some(byte - b'A' + 10),
-        _ => None,
+/// Each byte's value as a hex digit, or 0xFF.
+const HEX: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            d @ b'0'..=b'9' => d - b'0',
+            d @ b'a'..=b'f' => d - b'a' + 10,
+            d @ b'A'..=b'F' => d - b'A' + 10,
+            _ => 0xFF,
+        };
+        b += 1;
     }
+    table
+};
+
+/// Up to 16 hex digits as a u64.
+fn hex_fold(digits: &[u8]) -> Option<u64> {
+    let mut n = 0u64;
+    let mut bad = 0u8;
+    for &b in digits {
+        let d = HEX[b as usize];
+        bad |= d;
+        n = n << 4 | u64::from(d & 0x0F);
+    }
+    // Every digit was valid when no 0xFF was or-ed in (valid digits are ≤ 0x0F).
+    (bad & 0xF0 == 0).then_some(n)
 }
 
 /// A hex id of up to 32 digits (a 16-byte trace id).
 pub fn hex_u128(text: &str) -> Option<u128> {
-    if text.is_empty() || text.len() > 32 {
+    let bytes = text.as_bytes();
+    if bytes.is_empty() || bytes.len() > 32 {
         return None;
     }
-    text.bytes().try_fold(0u128, |n, b| Some(n << 4 | u128::from(hex_digit(b)?)))
+    let split = bytes.len().saturating_sub(16);
+    let (high, low) = (hex_fold(&bytes[..split])?, hex_fold(&bytes[split..])?);
+    Some(u128::from(high) << 64 | u128::from(low))
 }
 
 /// A hex id of up to 16 digits (an 8-byte span id); a longer one keeps its last 16.
@@ -229,8 +253,7 @@ pub fn hex_u64(text: &str) -> Option<u64> {
     if text.is_empty() {
         return None;
     }
-    let tail = &text.as_bytes()[text.len().saturating_sub(16)..];
-    tail.iter().try_fold(0u64, |n, &b| Some(n << 4 | u64::from(hex_digit(b)?)))
+    hex_fold(&text.as_bytes()[text.len().saturating_sub(16)..])
 }
 
 /// The attempt a span says it was: `stampede.attempt`, or a resend count plus one.
