@@ -347,7 +347,7 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
     let without_ids = reader.skipped().no_id;
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let parsed =
-        RequestSeed { reader, spans: &mut spans }.deserialize(&mut deserializer).and_then(|()| deserializer.end());
+        Seed::<Request>::new(reader, &mut spans).deserialize(&mut deserializer).and_then(|()| deserializer.end());
     if let Err(e) = parsed {
         // Nothing of an unreadable document counts, not even its spans without ids.
         reader.skipped().no_id = without_ids;
@@ -361,32 +361,63 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
     Ok(())
 }
 
-/// Where a document's spans go while it is parsed: names interned in `reader`,
-/// spans kept in `spans` until the document is known to be whole.
-struct RequestSeed<'r> {
+/// Where a document's spans go while it is parsed, at level `L` of the document
+/// ([`Request`], [`Resources`], [`Scopes`]): names interned in `reader`, spans kept in
+/// `spans` until the document is known to be whole.
+struct Seed<'r, L> {
     reader: &'r mut Reader,
     spans: &'r mut Vec<Span>,
+    level: std::marker::PhantomData<L>,
 }
 
-impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+/// The document: `{"resourceSpans": [...]}`.
+struct Request;
+/// A `ResourceSpans` object: its spans, then the resource's service and instance
+/// given to them (the resource may come after its spans).
+struct Resources;
+/// A `ScopeSpans` object: its spans.
+struct Scopes;
+
+impl<'r, L> Seed<'r, L> {
+    fn new(reader: &'r mut Reader, spans: &'r mut Vec<Span>) -> Self {
+        Seed { reader, spans, level: std::marker::PhantomData }
+    }
+
+    /// The same sink, at level `M`.
+    fn at<M>(&mut self) -> Seed<'_, M> {
+        Seed::new(&mut *self.reader, &mut *self.spans)
+    }
+}
+
+impl<'de, L> DeserializeSeed<'de> for Seed<'_, L>
+where
+    Self: Visitor<'de, Value = ()>,
+{
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for RequestSeed<'_> {
+impl<'de, L> Reusable<'de> for Seed<'_, L>
+where
+    for<'x> Seed<'x, L>: Visitor<'de, Value = ()>,
+{
+    fn element<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        Ok(seq.next_element_seed(self.at::<L>())?.is_some())
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_, Request> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an OTLP ExportTraceServiceRequest (an object with resourceSpans)")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<Text<'de>>()? {
             match &*key {
                 // `batches`: Grafana Tempo's trace-by-id answer.
-                "resourceSpans" | "resource_spans" | "batches" => {
-                    map.next_value_seed(Each(ResourceSeed { reader: &mut *self.reader, spans: &mut *self.spans }))?
-                }
+                "resourceSpans" | "resource_spans" | "batches" => map.next_value_seed(Each(self.at::<Resources>()))?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -425,27 +456,7 @@ impl<'de, S: Reusable<'de>> Visitor<'de> for Each<S> {
     }
 }
 
-/// One `ResourceSpans`: its spans, then the resource's service and instance given to
-/// them (the resource may come after its spans).
-struct ResourceSeed<'r> {
-    reader: &'r mut Reader,
-    spans: &'r mut Vec<Span>,
-}
-
-impl<'de> Reusable<'de> for ResourceSeed<'_> {
-    fn element<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
-        Ok(seq.next_element_seed(ResourceSeed { reader: &mut *self.reader, spans: &mut *self.spans })?.is_some())
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for ResourceSeed<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ResourceSeed<'_> {
+impl<'de> Visitor<'de> for Seed<'_, Resources> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a ResourceSpans object")
@@ -458,7 +469,7 @@ impl<'de> Visitor<'de> for ResourceSeed<'_> {
                 // Interned as soon as it is read, so names are numbered in the order they appear.
                 "resource" => at = Some(self.service_and_instance(map.next_value()?)),
                 "scopeSpans" | "scope_spans" | "instrumentationLibrarySpans" => {
-                    map.next_value_seed(Each(ScopeSeed { reader: &mut *self.reader, spans: &mut *self.spans }))?
+                    map.next_value_seed(Each(self.at::<Scopes>()))?
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -477,7 +488,7 @@ impl<'de> Visitor<'de> for ResourceSeed<'_> {
     }
 }
 
-impl ResourceSeed<'_> {
+impl Seed<'_, Resources> {
     /// The interned service and instance a resource names.
     fn service_and_instance(&mut self, resource: Resource<'_>) -> (u32, u32) {
         let attributes = &resource.attributes;
@@ -488,26 +499,7 @@ impl ResourceSeed<'_> {
     }
 }
 
-/// One `ScopeSpans`: its spans.
-struct ScopeSeed<'r> {
-    reader: &'r mut Reader,
-    spans: &'r mut Vec<Span>,
-}
-
-impl<'de> Reusable<'de> for ScopeSeed<'_> {
-    fn element<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
-        Ok(seq.next_element_seed(ScopeSeed { reader: &mut *self.reader, spans: &mut *self.spans })?.is_some())
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for ScopeSeed<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ScopeSeed<'_> {
+impl<'de> Visitor<'de> for Seed<'_, Scopes> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a ScopeSpans object")
