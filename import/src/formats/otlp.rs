@@ -6,13 +6,16 @@
 //! names; times as strings or numbers. The service is the resource's `service.name`,
 //! the instance its `service.instance.id` (or `host.name`).
 //!
-//! Speed (issue 49 asks ≥ 1 M spans/s on one core; 846 k today, docs/src/benchmarks.md):
-//! a document's UTF-8 is checked once and it is parsed as `str` (serde_json then skips
-//! its per-string check); its spans are streamed through seeds into one reused buffer
-//! of [`Span`]s instead of collected as parsed structs; ids, times and kinds become
-//! integers as they are parsed; of the attributes only the three keys the import
-//! reads are kept. The buffer reaches the reader only when the whole document parsed,
-//! so an unreadable line adds no spans.
+//! Two readers: [`scan`], a scanner for the shape exporters write (1.27 M spans/s on
+//! one core, docs/src/benchmarks.md; issue 49 asks ≥ 1 M), and, for any document it
+//! gives up, the serde reader below (every spelling OTLP JSON allows, and the error
+//! messages; 846 k spans/s). The serde reader checks a document's UTF-8 once and
+//! parses it as `str`, streams its spans through seeds into one reused buffer, reads
+//! ids, times and kinds into integers as it parses, and keeps only the three
+//! attribute keys the import reads. Either way a document's spans reach the reader only
+//! when the whole document was read, so an unreadable line adds no spans.
+
+mod scan;
 
 use std::borrow::Cow;
 
@@ -345,20 +348,36 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
     let mut spans = std::mem::take(&mut reader.document);
     spans.clear();
     let without_ids = reader.skipped().no_id;
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let parsed =
-        Seed::<Request>::new(reader, &mut spans).deserialize(&mut deserializer).and_then(|()| deserializer.end());
-    if let Err(e) = parsed {
+    if scan::read(text, reader, &mut spans).is_some() {
+        for &span in &spans {
+            reader.push(span);
+        }
+        reader.document = spans;
+        return Ok(());
+    }
+    // Not a shape the scanner reads: serde reads it (and says what is wrong with it).
+    spans.clear();
+    reader.skipped().no_id = without_ids;
+    if let Err(e) = read_with_serde(text, reader, &mut spans) {
         // Nothing of an unreadable document counts, not even its spans without ids.
         reader.skipped().no_id = without_ids;
         reader.document = spans;
-        return Err(e.to_string());
+        return Err(e);
     }
     for &span in &spans {
         reader.push(span);
     }
     reader.document = spans;
     Ok(())
+}
+
+/// The serde reader: every shape OTLP JSON allows, and the errors of a broken document.
+fn read_with_serde(text: &str, reader: &mut Reader, spans: &mut Vec<Span>) -> Result<(), String> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    Seed::<Request>::new(reader, spans)
+        .deserialize(&mut deserializer)
+        .and_then(|()| deserializer.end())
+        .map_err(|e| e.to_string())
 }
 
 /// Where a document's spans go while it is parsed, at level `L` of the document
@@ -492,11 +511,16 @@ impl Seed<'_, Resources> {
     /// The interned service and instance a resource names.
     fn service_and_instance(&mut self, resource: Resource<'_>) -> (u32, u32) {
         let attributes = &resource.attributes;
-        let service = string(attributes, "service.name").unwrap_or("unknown_service");
-        let instance = string(attributes, "service.instance.id").or_else(|| string(attributes, "host.name"));
-        let service = self.reader.names.intern(service);
-        (service, instance.map_or(NO_NAME, |i| self.reader.names.intern(i)))
+        let [service, instance, host] =
+            ["service.name", "service.instance.id", "host.name"].map(|key| string(attributes, key));
+        intern_resource(self.reader, service, instance.or(host))
     }
+}
+
+/// The interned service and instance of a resource whose attributes name them.
+fn intern_resource(reader: &mut Reader, service: Option<&str>, instance: Option<&str>) -> (u32, u32) {
+    let service = reader.names.intern(service.unwrap_or("unknown_service"));
+    (service, instance.map_or(NO_NAME, |i| reader.names.intern(i)))
 }
 
 impl<'de> Visitor<'de> for Seed<'_, Scopes> {
@@ -528,40 +552,68 @@ struct SpanSeed<'r> {
 impl<'de> Reusable<'de> for SpanSeed<'_> {
     fn element<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
         let Some(span) = seq.next_element::<OtlpSpan<'de>>()? else { return Ok(false) };
-        let (Hex(Some(trace)), Hex(Some(id))) = (span.trace_id, span.span_id) else {
-            self.reader.skipped().no_id += 1;
-            return Ok(true);
-        };
-        let parent = span.parent_span_id.0.filter(|p| *p != 0);
-        let start = span.start.0.unwrap_or(0);
-        let end = span.end.0.unwrap_or(start);
-        let kind = span.kind.0;
-        // Attempts and peers are what a client span says; other spans' are not read.
-        let client = kind == Kind::Client;
-        let read = &span.attributes;
-        let attempt = if client { attempt_from(read.attempt, read.resend_count) } else { None };
-        let names = &mut self.reader.names;
-        let peer = match &read.peer {
-            Some(peer) if client => names.intern(peer),
-            _ => NO_NAME,
-        };
-        let name = names.intern(&span.name);
-        self.spans.push(Span {
-            trace,
-            id,
-            parent,
-            service: NO_NAME,
-            instance: NO_NAME,
-            name,
-            peer,
-            kind,
-            start,
-            end,
+        let fields = SpanFields {
+            trace: span.trace_id.0,
+            id: span.span_id.0,
+            parent: span.parent_span_id.0,
+            name: &span.name,
+            kind: span.kind.0,
+            start: span.start.0,
+            end: span.end.0,
+            attributes: &span.attributes,
             error: failed(span.status.as_ref()),
-            attempt,
-        });
+        };
+        add_span(self.reader, self.spans, fields);
         Ok(true)
     }
+}
+
+/// What a span says, as either reader parsed it.
+struct SpanFields<'s> {
+    trace: Option<u128>,
+    id: Option<u64>,
+    parent: Option<u64>,
+    name: &'s str,
+    kind: Kind,
+    start: Option<i64>,
+    end: Option<i64>,
+    attributes: &'s SpanAttributes<'s>,
+    error: bool,
+}
+
+/// Adds a parsed span to the document's spans (its service comes with its resource),
+/// or counts it when it has no ids.
+fn add_span(reader: &mut Reader, spans: &mut Vec<Span>, fields: SpanFields<'_>) {
+    let (Some(trace), Some(id)) = (fields.trace, fields.id) else {
+        reader.skipped().no_id += 1;
+        return;
+    };
+    let start = fields.start.unwrap_or(0);
+    let end = fields.end.unwrap_or(start);
+    // Attempts and peers are what a client span says; other spans' are not read.
+    let client = fields.kind == Kind::Client;
+    let read = fields.attributes;
+    let attempt = if client { attempt_from(read.attempt, read.resend_count) } else { None };
+    let names = &mut reader.names;
+    let peer = match &read.peer {
+        Some(peer) if client => names.intern(peer),
+        _ => NO_NAME,
+    };
+    let name = names.intern(fields.name);
+    spans.push(Span {
+        trace,
+        id,
+        parent: fields.parent.filter(|p| *p != 0),
+        service: NO_NAME,
+        instance: NO_NAME,
+        name,
+        peer,
+        kind: fields.kind,
+        start,
+        end,
+        error: fields.error,
+        attempt,
+    });
 }
 
 #[cfg(test)]
@@ -574,6 +626,77 @@ mod tests {
         let result = read_document(text.as_bytes(), &mut reader);
         let spans = reader.document.clone();
         (result, spans, reader)
+    }
+
+    /// The scanner reads `text` as the serde reader does (spans, names and counts), or
+    /// gives it up; returns whether it read it.
+    fn scanner_agrees(text: &str) -> bool {
+        let (mut by_scan, mut by_serde) = (Reader::new(1), Reader::new(1));
+        let (mut scanned, mut parsed) = (Vec::new(), Vec::new());
+        let Some(()) = scan::read(text, &mut by_scan, &mut scanned) else { return false };
+        read_with_serde(text, &mut by_serde, &mut parsed).expect("what the scanner reads, serde reads");
+        let named = |r: &Reader, spans: &[Span]| -> Vec<_> {
+            spans
+                .iter()
+                .map(|s| (*s, [s.service, s.instance, s.name, s.peer].map(|n| r.names.get(n).to_string())))
+                .collect()
+        };
+        assert_eq!(named(&by_scan, &scanned), named(&by_serde, &parsed));
+        assert_eq!(by_scan.skipped().clone(), by_serde.skipped().clone());
+        true
+    }
+
+    #[test]
+    fn the_scanner_reads_what_serde_reads_or_gives_the_document_up() {
+        let span = r#"{"traceId":"01","spanId":"02","name":"n","kind":3,"startTimeUnixNano":"5","endTimeUnixNano":7,
+            "attributes":[{"key":"x","value":{"kvlistValue":{"values":[{"key":"k","value":{"stringValue":"a\"]}"}}]}}},
+              {"key":"peer.service","value":{"stringValue":"db","x":[1,{"y":null}]}},{"key":"stampede.attempt","value":{"intValue":3}}],
+            "status":{"code":"STATUS_CODE_ERROR","message":"m"},"events":[],"droppedAttributesCount":0}"#;
+        let request = |spans: &str, resource: &str| {
+            format!(
+                r#"{{"resourceSpans":[{{"resource":{resource},"scopeSpans":[{{"scope":{{}},"spans":[{spans}]}}]}}]}}"#
+            )
+        };
+        let service = r#"{"attributes":[{"key":"service.name","value":{"stringValue":"api"}},{"key":"service.name","value":{"stringValue":"later"}}]}"#;
+        // Read by the scanner, as serde reads them.
+        for text in [
+            request(span, service),
+            request(&format!("{span},{span}"), "{}"),
+            request(r#"{"traceId":"","spanId":"02"}"#, service),
+            format!(" {} \n", request(span, service)),
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[]}],"resource":{"attributes":[{"value":{"stringValue":"api"},"key":"service.name"}]}}]}"#.to_string(),
+        ] {
+            assert!(scanner_agrees(&text), "the scanner reads {text}");
+        }
+        // Given up: serde reads (or refuses) them.
+        for text in [
+            request(&span.replace(r#""name":"n""#, r#""name":"a\/b""#), service),
+            request(&span.replace(r#""kind":3"#, r#""kind":3.0"#), service),
+            request(&span.replace(r#""kind":3"#, r#""kind":3,"kind":2"#), service),
+            request(
+                &span.replace(
+                    r#""attributes":["#,
+                    r#""attributes":[{"value":{"intValue":1},"key":"stampede.attempt"},"#,
+                ),
+                service,
+            ),
+            request(&span.replace(r#""attributes":[{"key":"x""#, r#""attributes":null,"a":[{"key":"x""#), service),
+            request(span, service).replace("]}]}]}", "]}]}"),
+            format!("{}x", request(span, service)),
+        ] {
+            assert!(!scanner_agrees(&text), "the scanner gives up {text}");
+        }
+    }
+
+    #[test]
+    fn the_scanner_reads_the_shop_export_as_serde_does() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/examples/shop.otlp.json");
+        let text = std::fs::read_to_string(path).expect("the shop's OTLP export");
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(lines.len() > 1);
+        for line in lines {
+            assert!(scanner_agrees(line), "the scanner reads every line of the export");
+        }
     }
 
     #[test]

@@ -1,0 +1,305 @@
+//! The fast path of the OTLP JSON reader: a scanner for the request shape OTLP
+//! exporters write, reading the fields the import uses and skipping every other value
+//! by matching its brackets and strings (serde_json's skipping validates every token
+//! and was half the reader's time).
+//!
+//! It reads exactly what the serde reader would read, or gives up: any shape it does
+//! not expect (an escaped string it must read, a `null` list, a float where an integer
+//! goes, a field given twice, an attribute's value before its key) returns `None`, and
+//! the serde reader reads the document instead — with its checks and its error
+//! messages. Values the import does not read are skipped, not validated: a malformed
+//! value inside a skipped one is not an error here.
+
+use std::borrow::Cow;
+
+use memchr::memchr2;
+
+use super::{add_span, failed, intern_resource, kind, Number, SpanAttributes, SpanFields, Status, READ_KEYS};
+use crate::formats::{hex_u128, hex_u64, Reader};
+use crate::span::Span;
+
+/// `None`: not a shape the scanner reads; the serde reader takes the document.
+type Scan<T> = Option<T>;
+
+/// Reads the request `text` into `spans` (names interned in `reader`), or gives up.
+pub(super) fn read(text: &str, reader: &mut Reader, spans: &mut Vec<Span>) -> Scan<()> {
+    let mut scanner = Scanner { text, bytes: text.as_bytes(), at: 0 };
+    scanner.object(|s, key| match key {
+        "resourceSpans" | "resource_spans" | "batches" => s.array(|s| s.resource(reader, spans)),
+        _ => s.skip(),
+    })?;
+    scanner.ws();
+    (scanner.at == scanner.bytes.len()).then_some(())
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Scan<u8> {
+        self.ws();
+        self.bytes.get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Scan<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// A string without escapes, borrowed from the input.
+    fn string(&mut self) -> Scan<&'a str> {
+        self.eat(b'"')?;
+        let end = memchr2(b'"', b'\\', &self.bytes[self.at..])?;
+        if self.bytes[self.at + end] != b'"' {
+            return None;
+        }
+        // Both ends are at ASCII quotes: char boundaries of the (UTF-8) text.
+        let string = &self.text[self.at..self.at + end];
+        self.at += end + 1;
+        Some(string)
+    }
+
+    /// The rest of a string whose opening quote was read, escapes and all.
+    fn skip_string(&mut self) -> Scan<()> {
+        loop {
+            let next = memchr2(b'"', b'\\', &self.bytes[self.at..])?;
+            if self.bytes[self.at + next] == b'"' {
+                self.at += next + 1;
+                return Some(());
+            }
+            self.at += next + 2;
+        }
+    }
+
+    /// Skips one value: a string, an object or array (by matching brackets), or a
+    /// number or literal.
+    fn skip(&mut self) -> Scan<()> {
+        match self.peek()? {
+            b'"' => {
+                self.at += 1;
+                self.skip_string()
+            }
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    let byte = *self.bytes.get(self.at)?;
+                    self.at += 1;
+                    match byte {
+                        b'"' => self.skip_string()?,
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {
+                let start = self.at;
+                while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'a'..=b'z' | b'E') = self.bytes.get(self.at) {
+                    self.at += 1;
+                }
+                (self.at > start).then_some(())
+            }
+        }
+    }
+
+    /// An object: `field` reads or skips the value of each key.
+    fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            field(self, key)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array: `element` reads each element.
+    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Scan<()>) -> Scan<()> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number as OTLP writes it: an integer, or a string (of digits or an enum name).
+    fn number(&mut self) -> Scan<Number<'a>> {
+        if self.peek()? == b'"' {
+            return Some(Number::Text(Cow::Borrowed(self.string()?)));
+        }
+        let start = self.at;
+        if self.bytes.get(self.at) == Some(&b'-') {
+            self.at += 1;
+        }
+        while let Some(b'0'..=b'9') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+        if let Some(b'.' | b'e' | b'E') = self.bytes.get(self.at) {
+            return None;
+        }
+        self.text[start..self.at].parse().ok().map(Number::Integer)
+    }
+
+    /// Sets `slot` once: a field given twice is the serde reader's to refuse.
+    fn once<T>(slot: &mut Option<T>, value: T) -> Scan<()> {
+        slot.is_none().then(|| *slot = Some(value))
+    }
+
+    /// An `AnyValue`'s string and integer (other kinds of value skipped).
+    fn any_value(&mut self) -> Scan<(Option<&'a str>, Option<Number<'a>>)> {
+        let (mut string, mut int) = (None, None);
+        self.object(|s, key| match key {
+            "stringValue" | "string_value" => Self::once(&mut string, s.string()?),
+            "intValue" | "int_value" => Self::once(&mut int, s.number()?),
+            _ => s.skip(),
+        })?;
+        Some((string, int))
+    }
+
+    /// One `ResourceSpans`: its spans, given the resource's service and instance.
+    fn resource(&mut self, reader: &mut Reader, spans: &mut Vec<Span>) -> Scan<()> {
+        let first = spans.len();
+        let mut at = None;
+        self.object(|s, key| match key {
+            "resource" => {
+                // The first attribute of each key counts, as the serde reader reads them.
+                let mut found: [Option<Option<&str>>; 3] = [None; 3];
+                s.object(|s, key| match key {
+                    "attributes" => s.array(|s| {
+                        let (mut name, mut value) = (None, None);
+                        s.object(|s, key| match key {
+                            "key" => Self::once(&mut name, s.string()?),
+                            "value" => Self::once(&mut value, s.any_value()?.0),
+                            _ => s.skip(),
+                        })?;
+                        let keys = ["service.name", "service.instance.id", "host.name"];
+                        if let Some(slot) = keys.iter().position(|k| Some(*k) == name) {
+                            found[slot].get_or_insert(value.flatten());
+                        }
+                        name.map(|_| ())
+                    }),
+                    _ => s.skip(),
+                })?;
+                let [service, instance, host] = found.map(Option::flatten);
+                Self::once(&mut at, intern_resource(reader, service, instance.or(host)))
+            }
+            "scopeSpans" | "scope_spans" | "instrumentationLibrarySpans" => s.array(|s| {
+                s.object(|s, key| match key {
+                    "spans" => s.array(|s| s.span(reader, spans)),
+                    _ => s.skip(),
+                })
+            }),
+            _ => s.skip(),
+        })?;
+        let (service, instance) = match at {
+            Some(at) => at,
+            None => intern_resource(reader, None, None),
+        };
+        for span in &mut spans[first..] {
+            span.service = service;
+            span.instance = instance;
+        }
+        Some(())
+    }
+
+    /// One span.
+    fn span(&mut self, reader: &mut Reader, spans: &mut Vec<Span>) -> Scan<()> {
+        let (mut trace, mut id, mut parent, mut name) = (None, None, None, None);
+        let (mut kind_of, mut start, mut end, mut attributes, mut status) = (None, None, None, None, None);
+        self.object(|s, key| match key {
+            "traceId" | "trace_id" => Self::once(&mut trace, hex_u128(s.string()?)),
+            "spanId" | "span_id" => Self::once(&mut id, hex_u64(s.string()?)),
+            "parentSpanId" | "parent_span_id" => Self::once(&mut parent, hex_u64(s.string()?)),
+            "name" => Self::once(&mut name, s.string()?),
+            "kind" => Self::once(&mut kind_of, kind(Some(&s.number()?))),
+            "startTimeUnixNano" | "start_time_unix_nano" => Self::once(&mut start, s.number()?.integer()),
+            "endTimeUnixNano" | "end_time_unix_nano" => Self::once(&mut end, s.number()?.integer()),
+            "attributes" => Self::once(&mut attributes, s.attributes()?),
+            "status" => {
+                let mut code = None;
+                s.object(|s, key| match key {
+                    "code" => Self::once(&mut code, s.number()?),
+                    _ => s.skip(),
+                })?;
+                Self::once(&mut status, failed(Some(&Status { code })))
+            }
+            _ => s.skip(),
+        })?;
+        let attributes = attributes.unwrap_or_default();
+        let fields = SpanFields {
+            trace: trace.flatten(),
+            id: id.flatten(),
+            parent: parent.flatten(),
+            name: name.unwrap_or(""),
+            kind: kind_of.unwrap_or(kind(None)),
+            start: start.flatten(),
+            end: end.flatten(),
+            attributes: &attributes,
+            error: status.unwrap_or(false),
+        };
+        add_span(reader, spans, fields);
+        Some(())
+    }
+
+    /// A span's attributes: the three keys the import reads, each value read after its
+    /// key (a value first is left to the serde reader).
+    fn attributes(&mut self) -> Scan<SpanAttributes<'a>> {
+        let mut read = SpanAttributes::default();
+        self.array(|s| {
+            let (mut key, mut value) = (None, None);
+            s.object(|s, field| match field {
+                "key" => Self::once(&mut key, s.string()?),
+                "value" => match key {
+                    Some(k) if READ_KEYS.contains(&k) => Self::once(&mut value, s.any_value()?),
+                    Some(_) => s.skip(),
+                    None => None,
+                },
+                _ => s.skip(),
+            })?;
+            let Some((string, int)) = value else { return Some(()) };
+            match key {
+                Some("stampede.attempt") => read.attempt = int.as_ref().and_then(Number::integer),
+                Some("http.request.resend_count") => read.resend_count = int.as_ref().and_then(Number::integer),
+                Some("peer.service") => read.peer = string.map(Cow::Borrowed),
+                _ => {}
+            }
+            Some(())
+        })?;
+        Some(read)
+    }
+}
