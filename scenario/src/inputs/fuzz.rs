@@ -1,5 +1,6 @@
 //! The input readers fuzzed (issue 43, item 3): HdrHistogram (V2, compressed, an
-//! interval log), Prometheus text and JSON, CSV and Parquet, each fed random bytes and
+//! interval log), Prometheus text and JSON, CSV and Parquet, and the production
+//! metrics `calibrate` reads (a CSV or a range-query matrix), each fed random bytes and
 //! valid files with bytes flipped, truncated or spliced. None may panic, and none may
 //! allocate by a length the bytes declare: a declared length beyond the file, or a
 //! compressed stream that inflates without bound, is refused in milliseconds.
@@ -84,12 +85,25 @@ fn every_reader(bytes: &[u8]) {
         let _ = sources::labels(&path, "lat");
         let _ = sources::prometheus(&path, "rpc_seconds", &BTreeMap::new());
         let _ = sources::bounded_histogram(bytes);
+        let _ = super::observed::read(&path, &[]);
+        let selector = super::observed::Selector::parse("rpc_seconds").expect("a selector");
+        let _ = super::observed::read(&path, &[("m".to_string(), selector)]);
     }
     assert!(started.elapsed().as_secs_f64() < 2.0, "the readers took {:?} on {} bytes", started.elapsed(), bytes.len());
 }
 
 fn seeds() -> Vec<Vec<u8>> {
-    vec![v2(), v2_deflate(), hlog(), EXPOSITION.into(), API.into(), parquet_file(), b"lat\n0.1\n0.2\n".to_vec()]
+    vec![
+        v2(),
+        v2_deflate(),
+        hlog(),
+        EXPOSITION.into(),
+        API.into(),
+        parquet_file(),
+        b"lat\n0.1\n0.2\n".to_vec(),
+        b"time_s,a.goodput_rps,a.p99_s\n0,1,0.2\n60,,0.3\n".to_vec(),
+        br#"{"data":{"resultType":"matrix","result":[{"metric":{"__name__":"rpc_seconds"},"values":[[1,"0.5"],[2,"NaN"]]}]}}"#.to_vec(),
+    ]
 }
 
 proptest! {
@@ -100,7 +114,7 @@ proptest! {
 
     #[test]
     fn damaged_valid_files_never_panic(
-        which in 0usize..7,
+        which in 0usize..9,
         flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
         cut in any::<prop::sample::Index>(),
         truncate in any::<bool>(),

@@ -14,6 +14,7 @@
 pub mod buckets;
 pub mod fit;
 pub mod load;
+pub mod observed;
 pub mod sealed;
 pub mod sources;
 

@@ -35,7 +35,7 @@ fn read_bytes(path: &Path) -> Result<std::sync::Arc<[u8]>> {
 }
 
 /// The file as UTF-8 text, without a leading byte-order mark (spreadsheets write one).
-fn read_text(path: &Path) -> Result<String> {
+pub(crate) fn read_text(path: &Path) -> Result<String> {
     let sealed = read_sealed(path)?;
     Ok(sealed.text().ok_or_else(|| refuse(path, "not UTF-8 text"))?.to_string())
 }
@@ -411,7 +411,7 @@ pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) 
 }
 
 /// `{a="x",le="0.1"} 42` → ({a: x, le: 0.1}, "42"); without braces, no labels.
-fn parse_labels(rest: &str) -> std::result::Result<(BTreeMap<String, String>, &str), String> {
+pub(crate) fn parse_labels(rest: &str) -> std::result::Result<(BTreeMap<String, String>, &str), String> {
     let mut labels = BTreeMap::new();
     let Some(body) = rest.strip_prefix('{') else { return Ok((labels, rest.trim())) };
     let next = |at: usize| body[at..].chars().next();
