@@ -15,6 +15,7 @@
 mod batches;
 pub mod budget;
 mod checkpoint;
+pub mod fidelity;
 pub mod latency;
 pub mod layout;
 pub mod moments;

@@ -6,7 +6,7 @@ fn modules_import_only_from_layers_below_and_form_no_cycle() {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let layers: &[&[&str]] = &[
         &["plan", "sparse", "stats", "trace", "otlp"],
-        &["batches", "moments"],
+        &["batches", "moments", "fidelity"],
         &["windows", "latency"],
         &["runner"],
         &["layout", "rows", "over_time", "budget"],
