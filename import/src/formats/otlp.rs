@@ -688,6 +688,50 @@ mod tests {
         }
     }
 
+    /// The spans and names `text` reads to by the serde reader, and by the scanner if it
+    /// reads it.
+    fn both_readers(text: &str) -> (Option<Vec<(Span, [String; 4])>>, Result<Vec<(Span, [String; 4])>, String>) {
+        let named = |r: &Reader, spans: &[Span]| -> Vec<_> {
+            spans
+                .iter()
+                .map(|s| (*s, [s.service, s.instance, s.name, s.peer].map(|n| r.names.get(n).to_string())))
+                .collect()
+        };
+        let (mut by_scan, mut by_serde) = (Reader::new(1), Reader::new(1));
+        let (mut scanned, mut parsed) = (Vec::new(), Vec::new());
+        let scan = scan::read(text, &mut by_scan, &mut scanned).map(|()| named(&by_scan, &scanned));
+        let serde = read_with_serde(text, &mut by_serde, &mut parsed).map(|()| named(&by_serde, &parsed));
+        (scan, serde)
+    }
+
+    proptest::proptest! {
+        /// Damaged documents: whenever serde reads one, the scanner reads it to the same
+        /// spans or gives it up (a document serde refuses, the scanner may read only when
+        /// the damage lies in a value it skips). `PROPTEST_CASES=100000` for a longer run.
+        #[test]
+        fn on_damaged_documents_the_scanner_agrees_with_serde_or_gives_up(
+            line in 0usize..4,
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 0usize..3, proptest::sample::select(b"\"{}[],:0a\\ -.e".to_vec())), 1..4),
+        ) {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/examples/shop.otlp.json");
+            let text = std::fs::read_to_string(path).expect("the shop's OTLP export");
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            let mut bytes = lines[line % lines.len()].as_bytes().to_vec();
+            for (at, how, byte) in edits {
+                let i = at.index(bytes.len());
+                match how {
+                    0 => bytes[i] = byte,
+                    1 => { bytes.remove(i); }
+                    _ => bytes.insert(i, byte),
+                }
+            }
+            let Ok(text) = String::from_utf8(bytes) else { return Ok(()) };
+            if let (Some(scanned), Ok(parsed)) = both_readers(&text) {
+                proptest::prop_assert_eq!(scanned, parsed);
+            }
+        }
+    }
+
     #[test]
     fn the_scanner_reads_the_shop_export_as_serde_does() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/examples/shop.otlp.json");
