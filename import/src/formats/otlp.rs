@@ -635,15 +635,19 @@ mod tests {
         let (mut scanned, mut parsed) = (Vec::new(), Vec::new());
         let Some(()) = scan::read(text, &mut by_scan, &mut scanned) else { return false };
         read_with_serde(text, &mut by_serde, &mut parsed).expect("what the scanner reads, serde reads");
-        let named = |r: &Reader, spans: &[Span]| -> Vec<_> {
-            spans
-                .iter()
-                .map(|s| (*s, [s.service, s.instance, s.name, s.peer].map(|n| r.names.get(n).to_string())))
-                .collect()
-        };
         assert_eq!(named(&by_scan, &scanned), named(&by_serde, &parsed));
         assert_eq!(by_scan.skipped().clone(), by_serde.skipped().clone());
         true
+    }
+
+    /// Spans with their service, instance, name and peer spelled out.
+    type Named = Vec<(Span, [String; 4])>;
+
+    fn named(reader: &Reader, spans: &[Span]) -> Named {
+        spans
+            .iter()
+            .map(|s| (*s, [s.service, s.instance, s.name, s.peer].map(|n| reader.names.get(n).to_string())))
+            .collect()
     }
 
     #[test]
@@ -690,13 +694,7 @@ mod tests {
 
     /// The spans and names `text` reads to by the serde reader, and by the scanner if it
     /// reads it.
-    fn both_readers(text: &str) -> (Option<Vec<(Span, [String; 4])>>, Result<Vec<(Span, [String; 4])>, String>) {
-        let named = |r: &Reader, spans: &[Span]| -> Vec<_> {
-            spans
-                .iter()
-                .map(|s| (*s, [s.service, s.instance, s.name, s.peer].map(|n| r.names.get(n).to_string())))
-                .collect()
-        };
+    fn both_readers(text: &str) -> (Option<Named>, Result<Named, String>) {
         let (mut by_scan, mut by_serde) = (Reader::new(1), Reader::new(1));
         let (mut scanned, mut parsed) = (Vec::new(), Vec::new());
         let scan = scan::read(text, &mut by_scan, &mut scanned).map(|()| named(&by_scan, &scanned));
