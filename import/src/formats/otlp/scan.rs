@@ -115,46 +115,45 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Opens a container: whether it has elements (an empty one is read whole).
+    fn open(&mut self, open: u8, close: u8) -> Scan<bool> {
+        self.eat(open)?;
+        let empty = self.peek()? == close;
+        self.at += usize::from(empty);
+        Some(!empty)
+    }
+
+    /// After an element: whether another follows (a comma) or the container closes.
+    fn another(&mut self, close: u8) -> Scan<bool> {
+        let next = self.peek()?;
+        self.at += 1;
+        match next {
+            b',' => Some(true),
+            _ if next == close => Some(false),
+            _ => None,
+        }
+    }
+
     /// An object: `field` reads or skips the value of each key.
     fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
-        self.eat(b'{')?;
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
+        let mut more = self.open(b'{', b'}')?;
+        while more {
             let key = self.string()?;
             self.eat(b':')?;
             field(self, key)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
+            more = self.another(b'}')?;
         }
+        Some(())
     }
 
     /// An array: `element` reads each element.
     fn array(&mut self, mut element: impl FnMut(&mut Self) -> Scan<()>) -> Scan<()> {
-        self.eat(b'[')?;
-        if self.peek()? == b']' {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
+        let mut more = self.open(b'[', b']')?;
+        while more {
             element(self)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
+            more = self.another(b']')?;
         }
+        Some(())
     }
 
     /// A number as OTLP writes it: an integer, or a string (of digits or an enum name).
