@@ -63,6 +63,10 @@ impl<'a> Scanner<'a> {
         }
         // Both ends are at ASCII quotes: char boundaries of the (UTF-8) text.
         let string = &self.text[self.at..self.at + end];
+        // JSON forbids raw control characters in a string; serde refuses them, so must this.
+        if string.bytes().any(|b| b < 0x20) {
+            return None;
+        }
         self.at += end + 1;
         Some(string)
     }
@@ -70,7 +74,7 @@ impl<'a> Scanner<'a> {
     /// The rest of a string whose opening quote was read, escapes and all.
     fn skip_string(&mut self) -> Scan<()> {
         loop {
-            let next = memchr2(b'"', b'\\', &self.bytes[self.at..])?;
+            let next = memchr2(b'"', b'\\', self.bytes.get(self.at..)?)?;
             if self.bytes[self.at + next] == b'"' {
                 self.at += next + 1;
                 return Some(());
@@ -165,8 +169,13 @@ impl<'a> Scanner<'a> {
         if self.bytes.get(self.at) == Some(&b'-') {
             self.at += 1;
         }
+        let digits = self.at;
         while let Some(b'0'..=b'9') = self.bytes.get(self.at) {
             self.at += 1;
+        }
+        // JSON writes no leading zeros (serde refuses `01`).
+        if self.bytes.get(digits) == Some(&b'0') && self.at - digits > 1 {
+            return None;
         }
         if let Some(b'.' | b'e' | b'E') = self.bytes.get(self.at) {
             return None;
