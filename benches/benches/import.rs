@@ -2,7 +2,9 @@
 //! line to the model (parse, intern, assemble traces, analyse them), over the trace of
 //! the round-trip graph (`tests/cli/fixtures/import-roundtrip.toml`, 20 s at 200
 //! requests/s: about 46,000 spans in 16 lines) exported by `run --trace-format otlp`.
-//! Target (issue 49): ≥ 1 million spans per second.
+//! Target (issue 49): ≥ 1 million spans per second. `otlp_json_spans_serde_reader`
+//! measures the serde reader alone beside it (the path of any document the scanner
+//! gives up).
 //!
 //! `cargo bench -p stampede-benches --bench import`
 
@@ -25,13 +27,15 @@ fn lines() -> Vec<Vec<u8>> {
 
 fn import(c: &mut Criterion) {
     let lines = lines();
-    let read = |lines: &[Vec<u8>]| {
+    type ReadDocument = fn(&[u8], &mut Reader) -> Result<(), String>;
+    let read_by = |lines: &[Vec<u8>], read_document: ReadDocument| {
         let mut reader = Reader::new(60_000_000_000);
         for line in lines {
-            otlp::read_document(line, &mut reader).expect("our own export reads");
+            read_document(line, &mut reader).expect("our own export reads");
         }
         reader.finish()
     };
+    let read = |lines: &[Vec<u8>]| read_by(lines, otlp::read_document);
     let spans = read(&lines).0.spans;
     let bytes: usize = lines.iter().map(Vec::len).sum();
     println!("{spans} spans, {bytes} bytes ({} bytes a span)", bytes as u64 / spans);
@@ -39,6 +43,8 @@ fn import(c: &mut Criterion) {
     group.sample_size(20);
     group.throughput(Throughput::Elements(spans));
     group.bench_function("otlp_json_spans", |b| b.iter(|| read(&lines)));
+    // The serde reader alone, beside it: what a document the scanner gives up costs.
+    group.bench_function("otlp_json_spans_serde_reader", |b| b.iter(|| read_by(&lines, otlp::read_document_by_serde)));
     group.finish();
 }
 

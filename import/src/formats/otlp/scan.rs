@@ -8,7 +8,8 @@
 //! goes, a field given twice, an attribute's value before its key) returns `None`, and
 //! the serde reader reads the document instead — with its checks and its error
 //! messages. Values the import does not read are skipped, not validated: a malformed
-//! value inside a skipped one is not an error here.
+//! value inside a skipped one, or a raw control character in a key (which then matches
+//! no key the scanner reads), is not an error here.
 
 use std::borrow::Cow;
 
@@ -54,21 +55,36 @@ impl<'a> Scanner<'a> {
         (self.peek()? == byte).then(|| self.at += 1)
     }
 
-    /// A string without escapes, borrowed from the input.
-    fn string(&mut self) -> Scan<&'a str> {
+    /// A string without escapes, borrowed from the input, as a name to compare (a key):
+    /// not checked for control characters — a key holding one matches no key the
+    /// scanner reads, so its value is skipped like any unknown key's.
+    fn key(&mut self) -> Scan<&'a str> {
         self.eat(b'"')?;
         let end = memchr2(b'"', b'\\', &self.bytes[self.at..])?;
         if self.bytes[self.at + end] != b'"' {
             return None;
         }
         // Both ends are at ASCII quotes: char boundaries of the (UTF-8) text.
-        let string = &self.text[self.at..self.at + end];
-        // JSON forbids raw control characters in a string; serde refuses them, so must this.
-        if string.bytes().any(|b| b < 0x20) {
-            return None;
-        }
+        let key = &self.text[self.at..self.at + end];
         self.at += end + 1;
-        Some(string)
+        Some(key)
+    }
+
+    /// A string whose content is kept (a name, a value): as [`Self::key`], and refused
+    /// when it holds a raw control character, as JSON (and serde) refuse it.
+    fn string(&mut self) -> Scan<&'a str> {
+        let string = self.key()?;
+        (!string.bytes().any(|b| b < 0x20)).then_some(string)
+    }
+
+    /// A hex id: a string read by `parse`; one that does not parse is checked as a
+    /// kept string is (it is counted as a span without an id, unless JSON refuses it).
+    fn id<T>(&mut self, parse: fn(&str) -> Option<T>) -> Scan<Option<T>> {
+        let text = self.key()?;
+        match parse(text) {
+            Some(id) => Some(Some(id)),
+            None => (!text.bytes().any(|b| b < 0x20)).then_some(None),
+        }
     }
 
     /// The rest of a string whose opening quote was read, escapes and all.
@@ -142,7 +158,7 @@ impl<'a> Scanner<'a> {
     fn object(&mut self, mut field: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
         let mut more = self.open(b'{', b'}')?;
         while more {
-            let key = self.string()?;
+            let key = self.key()?;
             self.eat(b':')?;
             field(self, key)?;
             more = self.another(b'}')?;
@@ -211,7 +227,7 @@ impl<'a> Scanner<'a> {
                     "attributes" => s.array(|s| {
                         let (mut name, mut value) = (None, None);
                         s.object(|s, key| match key {
-                            "key" => Self::once(&mut name, s.string()?),
+                            "key" => Self::once(&mut name, s.key()?),
                             "value" => Self::once(&mut value, s.any_value()?.0),
                             _ => s.skip(),
                         })?;
@@ -250,9 +266,9 @@ impl<'a> Scanner<'a> {
         let (mut trace, mut id, mut parent, mut name) = (None, None, None, None);
         let (mut kind_of, mut start, mut end, mut attributes, mut status) = (None, None, None, None, None);
         self.object(|s, key| match key {
-            "traceId" | "trace_id" => Self::once(&mut trace, hex_u128(s.string()?)),
-            "spanId" | "span_id" => Self::once(&mut id, hex_u64(s.string()?)),
-            "parentSpanId" | "parent_span_id" => Self::once(&mut parent, hex_u64(s.string()?)),
+            "traceId" | "trace_id" => Self::once(&mut trace, s.id(hex_u128)?),
+            "spanId" | "span_id" => Self::once(&mut id, s.id(hex_u64)?),
+            "parentSpanId" | "parent_span_id" => Self::once(&mut parent, s.id(hex_u64)?),
             "name" => Self::once(&mut name, s.string()?),
             "kind" => Self::once(&mut kind_of, kind(Some(&s.number()?))),
             "startTimeUnixNano" | "start_time_unix_nano" => Self::once(&mut start, s.number()?.integer()),
@@ -291,7 +307,7 @@ impl<'a> Scanner<'a> {
         self.array(|s| {
             let (mut key, mut value) = (None, None);
             s.object(|s, field| match field {
-                "key" => Self::once(&mut key, s.string()?),
+                "key" => Self::once(&mut key, s.key()?),
                 "value" => match key {
                     Some(k) if READ_KEYS.contains(&k) => Self::once(&mut value, s.any_value()?),
                     Some(_) => s.skip(),
