@@ -6,7 +6,7 @@
 //! names; times as strings or numbers. The service is the resource's `service.name`,
 //! the instance its `service.instance.id` (or `host.name`).
 //!
-//! Two readers: [`scan`], a scanner for the shape exporters write (1.27 M spans/s on
+//! Two readers: [`scan`], a scanner for the shape exporters write (over 1.2 M spans/s on
 //! one core, docs/src/benchmarks.md; issue 49 asks ≥ 1 M), and, for any document it
 //! gives up, the serde reader below (every spelling OTLP JSON allows, and the error
 //! messages; 846 k spans/s). The serde reader checks a document's UTF-8 once and
