@@ -283,8 +283,16 @@ fn for_each_array(
     mut each: impl FnMut(&arrow_array::ArrayRef) -> Result<usize>,
 ) -> Result<()> {
     let mut rows = 0;
-    for batch in reader {
-        let batch = batch.map_err(|e| OutputError::new(path, e))?;
+    let mut reader = reader;
+    loop {
+        // The parquet crate can panic on a damaged page (a dictionary-encoded page
+        // without its dictionary, found by the input fuzzing): a refusal, not a crash.
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()));
+        let batch = match next {
+            Ok(None) => break,
+            Ok(Some(batch)) => batch.map_err(|e| OutputError::new(path, e))?,
+            Err(_) => return Err(OutputError::new(path, "a damaged Parquet file: a page of it cannot be decoded")),
+        };
         let array = batch.column(0);
         if let Some(row) = (0..array.len()).find(|&i| array.is_null(i)) {
             return Err(OutputError::new(path, format!("column {name:?} row {} is null", rows + row + 1)));
