@@ -60,42 +60,36 @@ struct OtlpSpan<'a> {
 #[derive(Default)]
 struct Hex<T>(Option<T>);
 
-impl<'de, T> Deserialize<'de> for Hex<T>
-where
-    Hex<T>: FromHex,
-{
+/// An id read from hex: a trace id (16 bytes) or a span id (8).
+trait HexId: Sized {
+    fn from_hex(text: &str) -> Option<Self>;
+}
+
+impl HexId for u128 {
+    fn from_hex(text: &str) -> Option<Self> {
+        hex_u128(text)
+    }
+}
+
+impl HexId for u64 {
+    fn from_hex(text: &str) -> Option<Self> {
+        hex_u64(text)
+    }
+}
+
+impl<'de, T: HexId> Deserialize<'de> for Hex<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visit<T>(std::marker::PhantomData<T>);
-        impl<T> Visitor<'_> for Visit<T>
-        where
-            Hex<T>: FromHex,
-        {
+        impl<T: HexId> Visitor<'_> for Visit<T> {
             type Value = Hex<T>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a hex id")
             }
             fn visit_str<E>(self, v: &str) -> Result<Hex<T>, E> {
-                Ok(Hex::<T>::from_hex(v))
+                Ok(Hex(T::from_hex(v)))
             }
         }
         deserializer.deserialize_str(Visit(std::marker::PhantomData))
-    }
-}
-
-/// How an id of each width is read from hex.
-trait FromHex {
-    fn from_hex(text: &str) -> Self;
-}
-
-impl FromHex for Hex<u128> {
-    fn from_hex(text: &str) -> Self {
-        Hex(hex_u128(text))
-    }
-}
-
-impl FromHex for Hex<u64> {
-    fn from_hex(text: &str) -> Self {
-        Hex(hex_u64(text))
     }
 }
 
@@ -358,21 +352,17 @@ fn read_document_by(text: &[u8], reader: &mut Reader, scanner: bool) -> Result<(
     let mut spans = std::mem::take(&mut reader.document);
     spans.clear();
     let without_ids = reader.skipped().no_id;
-    let mut read = scanner && scan::read(text, reader, &mut spans).is_some();
-    if !read {
+    if !(scanner && scan::read(text, reader, &mut spans).is_some()) {
         // Not a shape the scanner reads: serde reads it (and says what is wrong with it).
         spans.clear();
         reader.skipped().no_id = without_ids;
-        let parsed = read_with_serde(text, reader, &mut spans);
-        read = parsed.is_ok();
-        if let Err(e) = parsed {
+        if let Err(e) = read_with_serde(text, reader, &mut spans) {
             // Nothing of an unreadable document counts, not even its spans without ids.
             reader.skipped().no_id = without_ids;
             reader.document = spans;
             return Err(e);
         }
     }
-    debug_assert!(read);
     for &span in &spans {
         reader.push(span);
     }

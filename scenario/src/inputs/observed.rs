@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::sources::{parse_labels, read_text};
+use super::sources::{api_labels, label_set, parse_labels, read_text};
 use crate::base::error::{Error, Result};
 
 /// Metrics per interval.
@@ -62,8 +62,7 @@ impl Selector {
 
 impl std::fmt::Display for Selector {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        let labels: Vec<String> = self.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-        write!(f, "{}{{{}}}", self.name.as_deref().unwrap_or(""), labels.join(", "))
+        write!(f, "{}{}", self.name.as_deref().unwrap_or(""), label_set(&self.labels))
     }
 }
 
@@ -178,10 +177,7 @@ fn prometheus(path: &Path, text: &str, map: &[(String, Selector)]) -> Result<Obs
         data["result"].as_array().ok_or_else(|| refuse(path, "not a Prometheus API answer: no data.result list"))?;
     let mut series: Vec<(BTreeMap<String, String>, Points)> = Vec::new();
     for (index, result) in results.iter().enumerate() {
-        let labels: BTreeMap<String, String> = result["metric"]
-            .as_object()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-            .unwrap_or_default();
+        let labels = api_labels(result);
         let values = result["values"].as_array().ok_or_else(|| {
             refuse(path, format!("result {}: no values list (a matrix's series have one)", index + 1))
         })?;
@@ -197,24 +193,23 @@ fn prometheus(path: &Path, text: &str, map: &[(String, Selector)]) -> Result<Obs
         }
         series.push((labels, points));
     }
-    let describe = |labels: &BTreeMap<String, String>| {
-        let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-        format!("{{{}}}", inner.join(", "))
-    };
     let mut chosen: Vec<(&String, &Points)> = Vec::new();
     for (name, selector) in map {
+        if chosen.iter().any(|(taken, _)| *taken == name) {
+            return Err(refuse(path, format!("--map {name} is given twice")));
+        }
         let matching: Vec<_> = series.iter().filter(|(labels, _)| selector.matches(labels)).collect();
         match matching.as_slice() {
             [(_, points)] => chosen.push((name, points)),
             [] => {
-                let all: Vec<String> = series.iter().map(|(l, _)| describe(l)).collect();
+                let all: Vec<String> = series.iter().map(|(l, _)| label_set(l)).collect();
                 return Err(refuse(
                     path,
                     format!("--map {name}: no series matches {selector}; the series: {}", all.join(" ")),
                 ));
             }
             many => {
-                let all: Vec<String> = many.iter().map(|(l, _)| describe(l)).collect();
+                let all: Vec<String> = many.iter().map(|(l, _)| label_set(l)).collect();
                 return Err(refuse(
                     path,
                     format!(
@@ -224,9 +219,6 @@ fn prometheus(path: &Path, text: &str, map: &[(String, Selector)]) -> Result<Obs
                     ),
                 ));
             }
-        }
-        if chosen.iter().filter(|(n, _)| *n == name).count() > 1 {
-            return Err(refuse(path, format!("--map {name} is given twice")));
         }
     }
     // Every sample time of the chosen series, in order (Prometheus steps align them).

@@ -284,10 +284,7 @@ pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) 
             .as_array()
             .ok_or_else(|| refuse(path, "not a Prometheus API answer: no data.result list"))?;
         for (index, series) in results.iter().enumerate() {
-            let mut series_labels: BTreeMap<String, String> = series["metric"]
-                .as_object()
-                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
-                .unwrap_or_default();
+            let mut series_labels = api_labels(series);
             let name = series_labels.remove("__name__");
             let value = series.get("value").or_else(|| series["values"].as_array().and_then(|v| v.last()));
             let number = value
@@ -338,29 +335,26 @@ pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) 
         }
     }
     let chosen: Vec<&BTreeMap<String, String>> = series_found.iter().filter(|s| matches(s)).collect();
-    let describe = |s: &BTreeMap<String, String>| {
-        format!("{{{}}}", s.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(", "))
-    };
     let series = match chosen.as_slice() {
         [one] => (*one).clone(),
         [] if series_found.is_empty() => {
             return Err(refuse(path, format!("no {bucket_name} samples (is the metric name right?)")))
         }
         [] => {
-            let all: Vec<String> = series_found.iter().map(describe).collect();
+            let all: Vec<String> = series_found.iter().map(label_set).collect();
             return Err(refuse(
                 path,
-                format!("no {metric} series has the labels {}; the series: {}", describe(labels), all.join(" ")),
+                format!("no {metric} series has the labels {}; the series: {}", label_set(labels), all.join(" ")),
             ));
         }
         many => {
-            let all: Vec<String> = many.iter().map(|s| describe(s)).collect();
+            let all: Vec<String> = many.iter().map(|s| label_set(s)).collect();
             return Err(refuse(
                 path,
                 format!(
                     "{} {metric} series match {}: {}; add labels to choose one",
                     many.len(),
-                    describe(labels),
+                    label_set(labels),
                     all.join(" ")
                 ),
             ));
@@ -411,6 +405,20 @@ pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) 
 }
 
 /// `{a="x",le="0.1"} 42` → ({a: x, le: 0.1}, "42"); without braces, no labels.
+/// A series' labels in Prometheus' HTTP API answer (its `metric` object).
+pub(crate) fn api_labels(series: &serde_json::Value) -> BTreeMap<String, String> {
+    series["metric"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .unwrap_or_default()
+}
+
+/// Labels as a message shows them: `{job="api", le="0.1"}`.
+pub(crate) fn label_set(labels: &BTreeMap<String, String>) -> String {
+    let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
 pub(crate) fn parse_labels(rest: &str) -> std::result::Result<(BTreeMap<String, String>, &str), String> {
     let mut labels = BTreeMap::new();
     let Some(body) = rest.strip_prefix('{') else { return Ok((labels, rest.trim())) };

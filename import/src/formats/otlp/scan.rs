@@ -15,8 +15,8 @@ use std::borrow::Cow;
 
 use memchr::memchr2;
 
-use super::{add_span, failed, intern_resource, kind, Number, SpanAttributes, SpanFields, Status, READ_KEYS};
-use crate::formats::{hex_u128, hex_u64, Reader};
+use super::{add_span, failed, intern_resource, kind, HexId, Number, SpanAttributes, SpanFields, Status, READ_KEYS};
+use crate::formats::Reader;
 use crate::span::Span;
 
 /// `None`: not a shape the scanner reads; the serde reader takes the document.
@@ -77,11 +77,11 @@ impl<'a> Scanner<'a> {
         (!string.bytes().any(|b| b < 0x20)).then_some(string)
     }
 
-    /// A hex id: a string read by `parse`; one that does not parse is checked as a
+    /// A hex id: a string read as `T`'s hex; one that does not parse is checked as a
     /// kept string is (it is counted as a span without an id, unless JSON refuses it).
-    fn id<T>(&mut self, parse: fn(&str) -> Option<T>) -> Scan<Option<T>> {
+    fn id<T: HexId>(&mut self) -> Scan<Option<T>> {
         let text = self.key()?;
-        match parse(text) {
+        match T::from_hex(text) {
             Some(id) => Some(Some(id)),
             None => (!text.bytes().any(|b| b < 0x20)).then_some(None),
         }
@@ -266,9 +266,9 @@ impl<'a> Scanner<'a> {
         let (mut trace, mut id, mut parent, mut name) = (None, None, None, None);
         let (mut kind_of, mut start, mut end, mut attributes, mut status) = (None, None, None, None, None);
         self.object(|s, key| match key {
-            "traceId" | "trace_id" => Self::once(&mut trace, s.id(hex_u128)?),
-            "spanId" | "span_id" => Self::once(&mut id, s.id(hex_u64)?),
-            "parentSpanId" | "parent_span_id" => Self::once(&mut parent, s.id(hex_u64)?),
+            "traceId" | "trace_id" => Self::once(&mut trace, s.id()?),
+            "spanId" | "span_id" => Self::once(&mut id, s.id()?),
+            "parentSpanId" | "parent_span_id" => Self::once(&mut parent, s.id()?),
             "name" => Self::once(&mut name, s.string()?),
             "kind" => Self::once(&mut kind_of, kind(Some(&s.number()?))),
             "startTimeUnixNano" | "start_time_unix_nano" => Self::once(&mut start, s.number()?.integer()),
