@@ -47,7 +47,7 @@ pub struct Optimized {
 
 /// Writes the candidates of a search as one scenario: the base's axes, one axis per
 /// range (the values sampled so far), and `[grid] points` listing the candidates.
-struct Candidates<'a> {
+pub(crate) struct Candidates<'a> {
     base: &'a Scenario,
     source: toml::Table,
     dimensions: &'a [Dimension],
@@ -56,7 +56,7 @@ struct Candidates<'a> {
 }
 
 impl<'a> Candidates<'a> {
-    fn new(base: &'a Scenario, dimensions: &'a [Dimension]) -> Result<Candidates<'a>> {
+    pub(crate) fn new(base: &'a Scenario, dimensions: &'a [Dimension]) -> Result<Candidates<'a>> {
         let source: toml::Table = toml::from_str(&base.to_toml())
             .map_err(|e| Error::bad_input(format!("the resolved scenario does not parse back: {e}")))?;
         Ok(Candidates { base, source, dimensions, values: vec![Vec::new(); dimensions.len()] })
@@ -77,7 +77,7 @@ impl<'a> Candidates<'a> {
     }
 
     /// The scenario with `points` as its grid.
-    fn scenario(&mut self, points: &[Point]) -> Result<Scenario> {
+    pub(crate) fn scenario(&mut self, points: &[Point]) -> Result<Scenario> {
         let mut combos = Vec::with_capacity(points.len());
         for point in points {
             let mut choice = self.base_choice(point.grid);

@@ -7,11 +7,14 @@
 //! - [`search`] — the rounds: first stage, successive halving, refinement, the race;
 //! - [`request`] — what the user asked, checked before anything runs;
 //! - [`driver`] — the search run as simulation, checkpointed by round, and the output folder;
-//! - [`answer`] — what the terminal, JSON, `optimize.parquet` and `--show-toml` say.
+//! - [`answer`] — what the terminal, JSON, `optimize.parquet` and `--show-toml` say;
+//! - [`calibrate`] — `stampede calibrate`: the same design and refinement on common
+//!   random numbers, fitting a scenario's unknowns to production's metrics over time.
 
 #![forbid(unsafe_code)]
 
 pub mod answer;
+pub mod calibrate;
 mod driver;
 pub mod goal;
 mod race;

@@ -341,7 +341,7 @@ impl<'s> Gather<'s> {
                 }
                 last = Some(replica);
                 let metrics: Vec<f64> = rows.metrics.iter().map(|column| column[row]).collect();
-                batch.push(ReplicaRecord { grid_point: index, replica, seed: rows.seed[row], metrics, compute_ns: 0 });
+                batch.push(ReplicaRecord { grid_point: index, replica, seed: rows.seed[row], metrics, compute_ns: 0, extracted: Vec::new() });
             }
             emit(&batch)
         })?;

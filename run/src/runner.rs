@@ -58,7 +58,15 @@ pub struct ReplicaRecord {
     /// Wall-clock nanoseconds the replica took on its worker (for the cost figures of
     /// the manifest and the terminal; never written to a table, which stay byte-identical).
     pub compute_ns: u64,
+    /// What an [`Extract`] kept of the replica's whole output (empty without one).
+    pub extracted: Vec<f64>,
 }
+
+/// Reads what a caller keeps of each replica's whole output — its series and latency
+/// windows, which the runner otherwise only sums — on the worker that ran it (so
+/// nothing per replica outlives its task but these values). `calibrate` keeps each
+/// replica's values per observed interval this way.
+pub type Extract<'a> = &'a (dyn Fn(&GridPoint, &stampede_scenario::models::ReplicaOutput) -> Vec<f64> + Sync);
 
 /// A grid point's aggregated results.
 #[derive(Clone, Debug)]
@@ -285,6 +293,7 @@ struct Work<'a> {
     latency_count: usize,
     metric_count: usize,
     progress: &'a (dyn Fn() + Sync),
+    extract: Option<Extract<'a>>,
 }
 
 impl Work<'_> {
@@ -323,13 +332,15 @@ impl Work<'_> {
                 kind.add(batch_of(replica), counts);
             }
         }
+        let extracted = self.extract.map_or_else(Vec::new, |extract| extract(point, &output));
         let accumulator = accumulators.for_point(grid_point);
         accumulator.series.add(&output.series);
         add_counts(&mut accumulator.counts, &output.counts);
         let metrics = output.metrics;
         debug_assert_eq!(metrics.len(), self.metric_count);
         (self.progress)();
-        ReplicaRecord { grid_point, replica, seed: replica_seed(self.master_seed, replica as u64), metrics, compute_ns }
+        let seed = replica_seed(self.master_seed, replica as u64);
+        ReplicaRecord { grid_point, replica, seed, metrics, compute_ns, extracted }
     }
 }
 
@@ -385,7 +396,7 @@ pub fn run_grid_cancellable(
     assert!(points > 0 && replicas > 0 && threads > 0);
     debug_assert_eq!((plan.points, plan.replicas), (points, replicas));
     let chunk = CHUNK_TASKS.min(CHUNK_POINTS * replicas as u64) as usize;
-    run_tasks(scenario, &mut plan.tasks(), chunk, threads, progress, cancel, sinks)
+    run_tasks(scenario, &mut plan.tasks(), chunk, threads, Hooks { progress, cancel, extract: None }, sinks)
 }
 
 /// Runs replicas `ranges[p]` of every grid point `p` (an empty range: none of it) —
@@ -400,6 +411,18 @@ pub fn run_ranges(
     progress: &(dyn Fn() + Sync),
     sinks: Sinks,
 ) -> Result<()> {
+    run_ranges_extracting(scenario, ranges, threads, progress, None, sinks)
+}
+
+/// [`run_ranges`] with each record's `extracted` filled by `extract`.
+pub fn run_ranges_extracting(
+    scenario: &Scenario,
+    ranges: &[std::ops::Range<u32>],
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+    extract: Option<Extract>,
+    sinks: Sinks,
+) -> Result<()> {
     assert_eq!(ranges.len(), scenario.point_count() as usize, "a range per grid point");
     let widest = ranges.iter().map(|r| r.len() as u64).max().unwrap_or(0);
     if widest == 0 {
@@ -407,7 +430,16 @@ pub fn run_ranges(
     }
     let chunk = CHUNK_TASKS.min(CHUNK_POINTS * widest) as usize;
     let mut tasks = ranges.iter().enumerate().flat_map(|(p, r)| r.clone().map(move |replica| (p as u32, replica)));
-    run_tasks(scenario, &mut tasks, chunk, threads, progress, &AtomicBool::new(false), sinks)
+    let hooks = Hooks { progress, cancel: &AtomicBool::new(false), extract };
+    run_tasks(scenario, &mut tasks, chunk, threads, hooks, sinks)
+}
+
+/// What a run calls besides its sinks: per finished replica, when to stop, what to
+/// keep of each replica's output.
+struct Hooks<'a> {
+    progress: &'a (dyn Fn() + Sync),
+    cancel: &'a AtomicBool,
+    extract: Option<Extract<'a>>,
 }
 
 /// Runs `tasks` ((grid point, replica), grid point major, each point's replicas
@@ -417,10 +449,10 @@ fn run_tasks(
     tasks: &mut dyn Iterator<Item = (u32, u32)>,
     chunk: usize,
     threads: usize,
-    progress: &(dyn Fn() + Sync),
-    cancel: &AtomicBool,
+    hooks: Hooks,
     sinks: Sinks,
 ) -> Result<()> {
+    let Hooks { progress, cancel, extract } = hooks;
     let master_seed = scenario.run.seed;
     let metric_defs = &scenario.schema.metrics;
     let metric_count = metric_defs.len();
@@ -473,6 +505,7 @@ fn run_tasks(
             latency_count,
             metric_count,
             progress,
+            extract,
         };
         // usize, because rayon's u64 ranges are not indexed (no ordered collect).
         pool.install(|| {

@@ -1,0 +1,209 @@
+//! What a calibration says: the terminal text, the JSON document (`--json`), and the
+//! calibrated scenario as a file (`--show-toml`, `--write`).
+
+use serde_json::{json, Value};
+
+use super::Calibration;
+
+/// The first line of a calibrated scenario file: marks it as stampede's (so a later
+/// calibration may replace it) and says where its values came from.
+pub const TOML_MARK: &str = "# Calibrated by `stampede calibrate`";
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn number(value: Option<f64>) -> Value {
+    value.filter(|v| v.is_finite()).map_or(Value::Null, Value::from)
+}
+
+/// How the fitted values' intervals were made (said in every output).
+pub const INTERVAL_METHOD: &str = "95% intervals from the curvature of the discrepancy at the fit (Gauss–Newton: \
+     covariance 2·D_min/(N − p)·H⁻¹ of a quadratic fitted around the best candidate); they count production's \
+     scatter around the model, intervals taken as independent, not the simulation's noise";
+
+impl Calibration {
+    /// Whether `--max-error` holds for every compared metric (true without one).
+    pub fn passed(&self) -> bool {
+        self.disagreeing().is_empty()
+    }
+
+    /// The terminal's account.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let (first, last) = (self.intervals_s[0].0, self.intervals_s[self.intervals_s.len() - 1].1);
+        out.push_str(&format!(
+            "calibrate {}: {} intervals compared ({first}–{last} s{}), {} metric{}\n",
+            self.scenario.name,
+            self.intervals_s.len(),
+            if self.skipped_rows > 0 {
+                format!("; {} before run.warmup_s skipped", self.skipped_rows)
+            } else {
+                String::new()
+            },
+            self.metrics.len(),
+            if self.metrics.len() == 1 { "" } else { "s" }
+        ));
+        for load in &self.loads {
+            out.push_str(&if load.applied {
+                format!("  load: {} drives the run ([load] rate schedule, a step per interval)\n", load.column)
+            } else {
+                format!("  load: {} not used: the scenario's own [load] sets that stream\n", load.column)
+            });
+        }
+        if let Some(found) = &self.found {
+            let best = &found.candidates[found.best];
+            out.push_str(&format!(
+                "\nfitted ({} candidates × {} replicas on common random numbers; discrepancy {:.4} at the best, \
+                 from its {}):\n",
+                found.candidates.len(),
+                self.fit_replicas,
+                best.discrepancy,
+                best.stage
+            ));
+            for (dimension, estimate) in self.dimensions.iter().zip(&found.estimates) {
+                let interval = match estimate.interval {
+                    Some((lo, hi)) => format!("95% [{}, {}]", short(lo), short(hi)),
+                    None => "not identified: the discrepancy does not curve upward around it".into(),
+                };
+                out.push_str(&format!("  {:<40} {:>12}   {interval}\n", dimension.path, short(estimate.value)));
+            }
+            out.push_str("  (intervals from the curvature of the discrepancy at the fit)\n");
+        }
+        out.push_str(&format!(
+            "\nfidelity ({} replicas; band = the replicas' 2.5–97.5%; MAPE and bias against the simulated mean):\n",
+            self.replicas
+        ));
+        out.push_str(&format!(
+            "  {:<36} {:>7} {:>8} {:>8} {:>12} {:>7}\n",
+            "metric", "MAPE", "bias", "corr", "in band", "points"
+        ));
+        for metric in &self.metrics {
+            let f = &metric.fidelity;
+            out.push_str(&format!(
+                "  {:<36} {:>7} {:>8} {:>8} {:>12} {:>7}\n",
+                metric.name,
+                percent(f.mape),
+                f.bias.map_or("—".into(), |b| format!("{:+.1}%", b * 100.0)),
+                f.correlation.map_or("—".into(), |c| format!("{c:.3}")),
+                percent(f.inside),
+                f.points
+            ));
+        }
+        out.push_str(&format!("  discrepancy (weighted mean squared relative error): {:.4}\n", self.discrepancy));
+        match (self.max_error, self.worst()) {
+            (Some(bound), Some((name, mape))) if mape > bound => {
+                let names: Vec<String> =
+                    self.disagreeing().iter().map(|(n, m)| format!("{n} ({:.1}%)", m * 100.0)).collect();
+                out.push_str(&format!(
+                    "\nFAILED: --max-error {:.1}% exceeded; worst {name} at {:.1}%; disagreeing: {}\n",
+                    bound * 100.0,
+                    mape * 100.0,
+                    names.join(", ")
+                ));
+            }
+            (Some(bound), Some((name, mape))) => out.push_str(&format!(
+                "\npassed: every metric within --max-error {:.1}% (worst {name} at {:.1}%)\n",
+                bound * 100.0,
+                mape * 100.0
+            )),
+            _ => {}
+        }
+        out
+    }
+
+    /// The JSON document.
+    pub fn to_json(&self, observed_file: &str, page: Option<&str>, toml_file: Option<&str>) -> Value {
+        let fit = self.found.as_ref().map(|found| {
+            let best = &found.candidates[found.best];
+            json!({
+                "dimensions": self.dimensions.iter().zip(&found.estimates).map(|(d, e)| json!({
+                    "path": d.path,
+                    "value": e.value,
+                    "ci_lo": e.interval.map(|i| i.0),
+                    "ci_hi": e.interval.map(|i| i.1),
+                    "sd": e.sd,
+                    "identified": e.interval.is_some(),
+                    "range": [d.low, d.high],
+                })).collect::<Vec<_>>(),
+                "interval_method": INTERVAL_METHOD,
+                "candidates": found.candidates.len(),
+                "replicas_per_candidate": self.fit_replicas,
+                "best_discrepancy": best.discrepancy,
+                "best_stage": best.stage,
+            })
+        });
+        let metrics: Vec<Value> = self
+            .metrics
+            .iter()
+            .map(|m| {
+                let f = &m.fidelity;
+                let series: Vec<Value> = self
+                    .intervals_s
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (start, end))| {
+                        json!({"start_s": start, "end_s": end, "observed": number(m.observed[i]),
+                               "mean": number(f.mean[i]), "low": number(f.low[i]), "high": number(f.high[i])})
+                    })
+                    .collect();
+                json!({
+                    "name": m.name, "weight": m.weight, "points": f.points,
+                    "mape": number(f.mape), "bias": number(f.bias), "correlation": number(f.correlation),
+                    "inside_band": number(f.inside), "discrepancy": number(f.discrepancy),
+                    "over_time": series,
+                })
+            })
+            .collect();
+        json!({
+            "scenario": self.scenario.name,
+            "observed": observed_file,
+            "intervals": self.intervals_s.len(),
+            "skipped_before_warmup": self.skipped_rows,
+            "loads": self.loads.iter().map(|l| json!({"column": l.column, "applied": l.applied})).collect::<Vec<_>>(),
+            "fit": fit,
+            "fidelity": {
+                "replicas": self.replicas,
+                "band": "the replicas' 2.5th to 97.5th percentiles per interval",
+                "discrepancy": self.discrepancy,
+                "metrics": metrics,
+            },
+            "max_error": self.max_error,
+            "worst": self.worst().map(|(name, mape)| json!({"metric": name, "mape": mape})),
+            "disagreeing": self.disagreeing().iter().map(|(n, m)| json!({"metric": n, "mape": m})).collect::<Vec<_>>(),
+            "passed": self.passed(),
+            "page": page,
+            "calibrated_toml": toml_file,
+        })
+    }
+
+    /// The calibrated scenario as a file `stampede run` takes, headed by where its
+    /// values came from.
+    pub fn to_toml(&self, observed_file: &str) -> String {
+        let mut head = format!("{TOML_MARK} from {observed_file}\n");
+        if let Some(found) = &self.found {
+            for (dimension, estimate) in self.dimensions.iter().zip(&found.estimates) {
+                let interval = estimate
+                    .interval
+                    .map_or("not identified".into(), |(lo, hi)| format!("95% [{}, {}]", short(lo), short(hi)));
+                head.push_str(&format!("# {} = {} ({interval})\n", dimension.path, short(estimate.value)));
+            }
+        }
+        head.push_str(&format!("# discrepancy {:.4} over {} replicas\n", self.discrepancy, self.replicas));
+        head + &self.scenario.to_toml()
+    }
+}
+
+/// Six significant digits without exponent noise.
+fn short(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let digits = (5 - value.abs().log10().floor() as i32).max(0) as usize;
+    let text = format!("{value:.digits$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
