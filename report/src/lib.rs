@@ -4,6 +4,8 @@
 //! plots, each with its data as CSV.
 //!
 //! [`compare`] is `stampede compare`: two folders of one scenario, metric by metric.
+//! [`fit_page`] and [`calibrate_page`] are the pages of `stampede fit` and `stampede
+//! calibrate`.
 //!
 //! Layers, each importing only from those before it: [`folder`] reads the folder
 //! back, [`data`] derives each plot's numbers, [`chart`] draws them to SVG with
@@ -15,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod blocks;
+pub mod calibrate_page;
 pub mod chart;
 pub mod compare;
 pub mod data;

@@ -3,6 +3,7 @@
 //! candidate, 2 bad input, 3 I/O or internal error. A command module parses and prints;
 //! what can be unit-tested lives in the crates it calls.
 
+mod calibrate;
 mod capacity;
 mod compare;
 mod fit;
@@ -24,6 +25,7 @@ use stampede_scenario::scenario::builtin::{load_scenario_source, scenario_dir};
 use stampede_scenario::scenario::overrides::{parse_grid, parse_set};
 use stampede_scenario::{Error, Overrides, Result, Scenario};
 
+use calibrate::{calibrate, CalibrateArgs};
 use capacity::{capacity, CapacityArgs};
 use compare::{compare, CompareArgs};
 use fit::{fit, FitArgs};
@@ -66,6 +68,11 @@ enum Command {
     /// --range samples) on common random numbers, spending replicas only where the
     /// ranking is in doubt (Kim–Nelson elimination); exit 1 if nothing is feasible.
     Optimize(OptimizeArgs),
+    /// Is the model right? Fit a scenario's unknowns (--fit) to production's metrics over
+    /// time (a CSV or a Prometheus range query), driven by the observed load, and write the
+    /// fidelity report: production against the simulated band, MAPE, bias, correlation;
+    /// exit 1 when --max-error is exceeded. --check: the report of the scenario as it is.
+    Calibrate(CalibrateArgs),
     /// The consistent-hashing explorer: a ring in a SQLite file, seven strategies, their comparison.
     Ring(ring::RingArgs),
     /// The local web app on 127.0.0.1: the LLM gateway's Learn and Sandbox pages, the ring
@@ -118,6 +125,8 @@ enum ExitStatus {
     Changed,
     /// Exit 1: `optimize` found no candidate that meets the constraints.
     Infeasible,
+    /// Exit 1: a `calibrate` metric is over `--max-error`.
+    CalibrationFailed,
 }
 
 pub fn main() -> ExitCode {
@@ -138,6 +147,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report(args).map(|()| ExitStatus::Success),
         Command::Compare(args) => compare(args),
         Command::Optimize(args) => optimize(args),
+        Command::Calibrate(args) => calibrate(args),
         Command::Ring(args) => ring::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
         Command::Merge(args) => merge(args),
@@ -146,7 +156,12 @@ pub fn main() -> ExitCode {
     };
     match outcome {
         Ok(ExitStatus::Success) => ExitCode::SUCCESS,
-        Ok(ExitStatus::VerificationFailed | ExitStatus::Changed | ExitStatus::Infeasible) => ExitCode::from(1),
+        Ok(
+            ExitStatus::VerificationFailed
+            | ExitStatus::Changed
+            | ExitStatus::Infeasible
+            | ExitStatus::CalibrationFailed,
+        ) => ExitCode::from(1),
         Err(error) => {
             eprintln!("stampede: error: {error}");
             ExitCode::from(error.exit_code() as u8)

@@ -17,6 +17,7 @@ const MARKS: &[&str] = &[
     "<testsuites name=\"stampede verify",
     "<testsuites name=\"stampede compare",
     "# Imported by `stampede import`",
+    stampede_optimize::calibrate::report::TOML_MARK,
 ];
 
 /// Whether the regular file at `path` is one stampede wrote.

@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod big_sweeps;
+mod calibrate;
 mod cdp;
 mod ci_checks;
 mod cluster_cli;

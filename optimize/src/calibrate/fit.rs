@@ -12,9 +12,10 @@
 //!    gives them): the discrepancy D is a mean of N squared relative errors, so the
 //!    fitted values' covariance is 2·D_min / (N − p) · H⁻¹, H the quadratic's Hessian
 //!    and p the number of unknowns. This counts production's own scatter around the
-//!    model (the residuals), treating intervals as independent; the simulation's noise
-//!    in D is held down by common random numbers and not counted. A dimension along
-//!    which the quadratic does not curve upward is reported as not identified.
+//!    model (the residuals), treating intervals as independent — the caller widens
+//!    them for the residuals' autocorrelation ([`widen`]); the simulation's noise in D
+//!    is held down by common random numbers and not counted. A dimension along which
+//!    the quadratic does not curve upward is reported as not identified.
 //!
 //! Invariant: every decision reads only the evaluator's numbers and the fixed Halton
 //! stretches, so a fit is the same for a seed on any machine and thread count.
@@ -318,6 +319,19 @@ fn estimates(
         .enumerate()
         .map(|(j, dim)| interval(dim, best.values[j], steps[j], factor * inverse[j][j]))
         .collect()
+}
+
+/// Multiplies each identified estimate's standard error by `factor` (≥ 1), its
+/// interval following.
+pub fn widen(estimates: &mut [Estimate], factor: f64) {
+    debug_assert!(factor >= 1.0);
+    for estimate in estimates {
+        if let Some(sd) = estimate.sd {
+            let sd = sd * factor;
+            estimate.sd = Some(sd);
+            estimate.interval = Some((estimate.value - 1.96 * sd, estimate.value + 1.96 * sd));
+        }
+    }
 }
 
 /// The 95% interval of a value whose variance is `variance` in step units.

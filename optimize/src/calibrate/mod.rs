@@ -88,6 +88,12 @@ pub struct Calibration {
     pub metrics: Vec<MetricFidelity>,
     /// The calibrated scenario's discrepancy over the report's replicas.
     pub discrepancy: f64,
+    /// The lag-1 autocorrelation of the relative residuals (simulated mean − observed),
+    /// pooled over metrics: neighbouring intervals of a queue are not independent.
+    pub autocorrelation: Option<f64>,
+    /// What the fitted values' standard errors were multiplied by for it:
+    /// √((1 + ρ₁)/(1 − ρ₁)), the AR(1) variance inflation (1 when ρ₁ ≤ 0).
+    pub widening: f64,
     pub replicas: u32,
     pub fit_replicas: u32,
     pub max_error: Option<f64>,
@@ -326,6 +332,34 @@ fn run_points(
     Ok(points.iter().map(|p| kept.remove(p).unwrap_or_default()).collect())
 }
 
+/// The lag-1 autocorrelation of the relative residuals (simulated mean − observed) /
+/// |observed|, each metric centred on its own mean, pooled over metrics; `None`
+/// with fewer than three neighbouring pairs or no variation.
+fn residual_autocorrelation(metrics: &[MetricFidelity]) -> Option<f64> {
+    let (mut lagged, mut squares, mut pairs) = (0.0, 0.0, 0);
+    for metric in metrics {
+        let residuals: Vec<Option<f64>> = metric
+            .observed
+            .iter()
+            .zip(&metric.fidelity.mean)
+            .map(|(&o, &m)| Some((m? - o?) / o?.abs()).filter(|r| r.is_finite()))
+            .collect();
+        let present: Vec<f64> = residuals.iter().flatten().copied().collect();
+        if present.len() < 2 {
+            continue;
+        }
+        let centre = present.iter().sum::<f64>() / present.len() as f64;
+        squares += present.iter().map(|r| (r - centre).powi(2)).sum::<f64>();
+        for pair in residuals.windows(2) {
+            if let (Some(a), Some(b)) = (pair[0], pair[1]) {
+                lagged += (a - centre) * (b - centre);
+                pairs += 1;
+            }
+        }
+    }
+    (pairs >= 3 && squares > 0.0).then(|| lagged / squares)
+}
+
 /// Replicas a calibration will run in all (for a progress bar).
 pub fn planned_replicas(request: &Request) -> u64 {
     let d = request.dimensions.len();
@@ -444,7 +478,7 @@ pub fn calibrate(
     if comparison.observations() == 0 {
         return Err(Error::bad_input("--observed: the compared metrics have no values after run.warmup_s"));
     }
-    let (found, calibrated) = if request.dimensions.is_empty() {
+    let (mut found, calibrated) = if request.dimensions.is_empty() {
         (None, loaded.clone())
     } else {
         let mut candidates = Candidates::new(&loaded, &request.dimensions)?;
@@ -464,7 +498,7 @@ pub fn calibrate(
     };
     let records = run_points(&calibrated, &[0], request.replicas, &comparison, threads, progress)?.remove(0);
     let (fidelities, discrepancy) = comparison.judge(&records.iter().collect::<Vec<_>>());
-    let metrics = comparison
+    let metrics: Vec<MetricFidelity> = comparison
         .names
         .iter()
         .zip(&comparison.weights)
@@ -477,6 +511,12 @@ pub fn calibrate(
             fidelity,
         })
         .collect();
+    let autocorrelation = residual_autocorrelation(&metrics);
+    let widening =
+        autocorrelation.filter(|r| *r > 0.0).map_or(1.0, |r| ((1.0 + r.min(0.9)) / (1.0 - r.min(0.9))).sqrt());
+    if let Some(found) = &mut found {
+        fit::widen(&mut found.estimates, widening);
+    }
     Ok(Calibration {
         scenario: calibrated,
         loads,
@@ -486,6 +526,8 @@ pub fn calibrate(
         skipped_rows: spans.len() - compared.len(),
         metrics,
         discrepancy,
+        autocorrelation,
+        widening,
         replicas: request.replicas,
         fit_replicas: request.fit_replicas,
         max_error: request.max_error,

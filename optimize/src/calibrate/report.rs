@@ -19,8 +19,9 @@ fn number(value: Option<f64>) -> Value {
 
 /// How the fitted values' intervals were made (said in every output).
 pub const INTERVAL_METHOD: &str = "95% intervals from the curvature of the discrepancy at the fit (Gauss–Newton: \
-     covariance 2·D_min/(N − p)·H⁻¹ of a quadratic fitted around the best candidate); they count production's \
-     scatter around the model, intervals taken as independent, not the simulation's noise";
+     covariance 2·D_min/(N − p)·H⁻¹ of a quadratic fitted around the best candidate), widened by \
+     √((1 + ρ₁)/(1 − ρ₁)) for the lag-1 autocorrelation ρ₁ of the residuals; they count production's scatter \
+     around the model, not the simulation's noise";
 
 impl Calibration {
     /// Whether `--max-error` holds for every compared metric (true without one).
@@ -68,7 +69,15 @@ impl Calibration {
                 };
                 out.push_str(&format!("  {:<40} {:>12}   {interval}\n", dimension.path, short(estimate.value)));
             }
-            out.push_str("  (intervals from the curvature of the discrepancy at the fit)\n");
+            out.push_str(&format!(
+                "  (intervals from the curvature of the discrepancy at the fit{})\n",
+                match self.autocorrelation {
+                    Some(r) if self.widening > 1.0 => {
+                        format!(", widened ×{:.2} for the residuals' lag-1 autocorrelation {r:.2}", self.widening)
+                    }
+                    _ => String::new(),
+                }
+            ));
         }
         out.push_str(&format!(
             "\nfidelity ({} replicas; band = the replicas' 2.5–97.5%; MAPE and bias against the simulated mean):\n",
@@ -131,6 +140,11 @@ impl Calibration {
                 "replicas_per_candidate": self.fit_replicas,
                 "best_discrepancy": best.discrepancy,
                 "best_stage": best.stage,
+                "residual_autocorrelation": number(self.autocorrelation),
+                "widening": self.widening,
+                "search": found.candidates.iter().map(|c| json!({
+                    "stage": c.stage, "values": c.values, "discrepancy": number(Some(c.discrepancy)),
+                })).collect::<Vec<_>>(),
             })
         });
         let metrics: Vec<Value> = self
