@@ -37,6 +37,7 @@ impl Gateway<'_> {
         };
         let spec = CallSpec { id: 0, input_tokens, output_tokens: output, max_tokens };
         count_in_bucket(&mut self.series.attempts, self.p.series_bucket, now);
+        count_in_bucket(&mut self.series.tier_attempts[tier], self.p.series_bucket, now);
         let results = &mut self.results.classes[class];
         if counted {
             results.attempts += 1;

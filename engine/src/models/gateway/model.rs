@@ -118,6 +118,8 @@ pub struct Gateway<'h> {
 pub struct GatewaySeries {
     /// Attempts sent to the provider (every attempt, warm-up included).
     pub attempts: Vec<u64>,
+    /// The same, per tier: `[tier][bucket]` (what a provider's dashboard shows per model).
+    pub tier_attempts: Vec<Vec<u64>>,
     /// Turns answered.
     pub answered: Vec<u64>,
     /// Counted turns' latencies over time, then each class's (with `latency`) calls',
@@ -128,7 +130,12 @@ pub struct GatewaySeries {
 impl GatewaySeries {
     fn new(p: &GatewayParams) -> Self {
         let buckets = p.horizon.div_ceil(p.series_bucket) as usize;
-        GatewaySeries { attempts: vec![0; buckets], answered: vec![0; buckets], latency: Vec::new() }
+        GatewaySeries {
+            attempts: vec![0; buckets],
+            tier_attempts: vec![vec![0; buckets]; p.tiers.len()],
+            answered: vec![0; buckets],
+            latency: Vec::new(),
+        }
     }
 }
 

@@ -564,6 +564,11 @@ fn a_trace_tiles_every_call_and_adds_up_to_the_results() {
         let in_series: u64 = series.attempts.iter().sum();
         let after_horizon = trace.rows.iter().filter(|r| r.kind == TraceKind::Attempt && r.start >= 40 * S).count();
         assert_eq!(in_series + after_horizon as u64, attempts, "{name}");
+        // Per tier, the same attempts split by the tier that served them, bucket by bucket.
+        for (bucket, &total) in series.attempts.iter().enumerate() {
+            let by_tier: u64 = series.tier_attempts.iter().map(|tier| tier[bucket]).sum();
+            assert_eq!(by_tier, total, "{name}: bucket {bucket}");
+        }
         assert_eq!(trace.rows.iter().filter(|r| r.kind == TraceKind::Incident).count(), 1);
     }
     let (busy, _, trace) = traced(busy_params(), 0);

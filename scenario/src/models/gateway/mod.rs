@@ -23,7 +23,7 @@ use stampede_engine::secs_to_nanos;
 use stampede_engine::LatencyHistogram;
 
 use super::metrics::{
-    defs, intern, values, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency, TracedReplica,
+    defs, intern, intern_series, values, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency, TracedReplica,
 };
 use super::spec::ModelSpec;
 use crate::base::error::Result;
@@ -94,8 +94,13 @@ impl ModelSpec for Gateway {
         presentation::presentation(&config.resolved().class_names(), &config.incidents, &bulkheads)
     }
 
-    fn series(_: &GatewayConfig) -> &'static [SeriesDef] {
-        GATEWAY_SERIES
+    /// Attempts and answered turns, then each tier's attempts (by tier name, sorted).
+    fn series(config: &GatewayConfig) -> &'static [SeriesDef] {
+        let mut series = GATEWAY_SERIES.to_vec();
+        for tier in config.resolved().fixture.tiers.keys() {
+            series.push(SeriesDef { name: intern(format!("{tier}.attempt_rps")), kind: SeriesKind::Count });
+        }
+        intern_series(series)
     }
 
     fn series_bucket_s(_: &GatewayConfig) -> f64 {
@@ -159,7 +164,7 @@ fn output(config: &GatewayConfig, results: &GatewayResults, series: GatewaySerie
     let counts = |v: Vec<u64>| v.into_iter().map(u128::from).collect();
     ReplicaOutput {
         metrics: values(&config.resolved().table.0, results),
-        series: vec![counts(series.attempts), counts(series.answered)],
+        series: [series.attempts, series.answered].into_iter().chain(series.tier_attempts).map(counts).collect(),
         latency_windows: series.latency,
         ..ReplicaOutput::default()
     }
