@@ -434,3 +434,110 @@ fn bad_input_is_refused_and_writes_nothing() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("grid points; calibrate fits one configuration"), "{}", stderr(&output));
 }
+
+/// Production from one run (seed 77) of built-in `name` with `sets`: each metric per
+/// `step` seconds (series averaged over the interval's buckets; latency-window figures
+/// read as they are, the windows one step wide). Returns the CSV's path.
+fn production_of(dir: &Path, name: &str, sets: &[&str], step: f64, metrics: &[&str]) -> PathBuf {
+    let out = dir.join(format!("production-{name}"));
+    let mut args = vec!["run", name, "--replicas", "1", "--seed", "77", "--quiet", "--out", out.to_str().unwrap()];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let output = stampede(&args);
+    assert!(output.status.success(), "{name}: {}", stderr(&output));
+    let table = stampede_output::read::Table::read(&out.join(name).join("timeseries.parquet")).unwrap();
+    let times = table.numbers("t_s").unwrap();
+    let horizon = times.last().unwrap() + times[1] - times[0];
+    let mut csv = format!("time_s,{}\n", metrics.join(","));
+    let intervals = (horizon / step).round() as usize;
+    for i in 0..intervals {
+        let (start, end) = (i as f64 * step, (i + 1) as f64 * step);
+        let inside: Vec<usize> =
+            (0..times.len()).filter(|&b| times[b] >= start - 1e-9 && times[b] < end - 1e-9).collect();
+        let cells: Vec<String> = metrics
+            .iter()
+            .map(|m| {
+                let series = format!("{m}_mean");
+                let column = if table.has(&series) { series } else { m.to_string() };
+                let values = table.numbers(&column).unwrap_or_else(|e| panic!("{name} {column}: {e}"));
+                let mean = inside.iter().map(|&b| values[b]).sum::<f64>() / inside.len() as f64;
+                if mean.is_finite() {
+                    format!("{mean:.6}")
+                } else {
+                    String::new()
+                }
+            })
+            .collect();
+        csv.push_str(&format!("{start},{}\n", cells.join(",")));
+    }
+    let path = dir.join(format!("observed-{name}.csv"));
+    std::fs::write(&path, csv).unwrap();
+    path
+}
+
+/// Every model with metrics over time: the cluster (series and its responses'
+/// windows), the dependency, and the gateway per tier and per class. Production from
+/// one run of the built-in: the scenario as it is passes a loose bound; the same with
+/// a wrong capacity fails it, naming a metric.
+#[test]
+fn cluster_dependency_and_gateway_are_checked_per_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str], f64, &[&str], &str)] = &[
+        (
+            "baltor",
+            &["retry={policy=\"backoff\", budget=\"ratio\"}"],
+            1.0,
+            &["goodput_rps", "attempt_rps", "in_flight", "response.p50_all_s"],
+            "shards.servers=2",
+        ),
+        (
+            "dependency-slowdown",
+            &["protection.policy=\"breaker\""],
+            1.0,
+            &["goodput_rps", "pool_busy", "response.p50_s", "response.ok_share"],
+            "service.workers=20",
+        ),
+        (
+            "llm-naive",
+            &[],
+            10.0,
+            // Its latency windows are fixed by the horizon (2 s here), so production's
+            // 10 s figures are rates and a class's share, which average over windows
+            // (its turns, held up to the naive 60 s timeout, end too unevenly to compare
+            // one production against the mean).
+            &["goodput_tps", "attempt_rps", "haiku.attempt_rps", "sonnet.attempt_rps", "answer_call.ok_share"],
+            "workload.turns_per_s=10",
+        ),
+    ];
+    for &(name, sets, step, metrics, wrong) in cases {
+        let production_sets: Vec<String> = sets
+            .iter()
+            .map(|s| s.to_string())
+            .chain((name != "llm-naive").then(|| format!("series.latency_window_s={step}")))
+            .collect();
+        let production_sets: Vec<&str> = production_sets.iter().map(String::as_str).collect();
+        let observed = production_of(dir.path(), name, &production_sets, step, metrics);
+        let check = |extra: Option<&str>| {
+            let page = dir.path().join(format!("{name}.html"));
+            let mut args = vec![name, "--observed", observed.to_str().unwrap(), "--check", "--json", "--replicas", "8"];
+            args.extend(["--max-error", "25%", "--page", page.to_str().unwrap(), "--force"]);
+            for set in sets.iter().copied().chain(extra) {
+                args.extend(["--set", set]);
+            }
+            let output = calibrate(&args);
+            (output.status.code(), json(&output))
+        };
+        let (code, right) = check(None);
+        assert_eq!(code, Some(0), "{name} as it is: {right:#}");
+        let compared: Vec<&str> =
+            right["fidelity"]["metrics"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+        assert_eq!(compared.len(), metrics.len(), "{name}");
+        for metric in right["fidelity"]["metrics"].as_array().unwrap() {
+            assert!(metric["points"].as_u64().unwrap() >= 5, "{name}: {metric:#}");
+        }
+        let (code, wrong_report) = check(Some(wrong));
+        assert_eq!(code, Some(1), "{name} with {wrong}: {wrong_report:#}");
+        assert!(wrong_report["worst"]["metric"].is_string(), "{name}");
+    }
+}

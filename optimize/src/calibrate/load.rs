@@ -8,7 +8,9 @@
 //! stream already has a `[load]` rate or trace keeps it (the column is then not used,
 //! and the caller says so); otherwise its constant rate field is removed and `load =
 //! { rate = [[t, r], …], interpolate = "step" }` takes its place (a graph workload's
-//! `arrivals = "even"` moves into the load, where the graph wants it).
+//! `arrivals = "even"` moves into the load, where the graph wants it; a `[load]` that
+//! only shaped the constant rate loses its `bursts` and `scale`, which production's
+//! rate already holds).
 //!
 //! Invariant: a load column is never compared as a metric — it is what drives the run.
 
@@ -110,6 +112,9 @@ pub fn apply(source: &mut toml::Table, slot: &LoadSlot, starts_s: &[f64], rates:
     if let Some(arrivals) = table.remove("arrivals").filter(|_| slot.workload.is_some()) {
         load.insert("arrivals".into(), arrivals);
     }
+    // Production's rate already holds its surges and shares: no burst or scale on top.
+    load.remove("bursts");
+    load.remove("scale");
     load.insert("rate".into(), toml::Value::Array(schedule));
     load.insert("interpolate".into(), toml::Value::String("step".into()));
     table.insert("load".into(), toml::Value::Table(load));
@@ -147,9 +152,14 @@ mod tests {
         let slot = &slots("dependency", &source)[0];
         assert!(!apply(&mut source, slot, &[0.0], &[Some(9.0)]).unwrap());
         assert_eq!(source["load"]["rate"].to_string(), "[[0, 5]]");
-        let mut source: toml::Table = toml::from_str("[service]\narrival_rate_per_s = 3.0\n").unwrap();
+        let mut source: toml::Table = toml::from_str(
+            "[service]\narrival_rate_per_s = 3.0\n[load]\nbursts = [{ at_s = 1, duration_s = 1, factor = 5 }]\n",
+        )
+        .unwrap();
         assert!(apply(&mut source, slot, &[0.0], &[Some(9.0)]).unwrap());
         assert!(!source["service"].as_table().unwrap().contains_key("arrival_rate_per_s"));
+        // The observed rate holds the surge already.
+        assert!(!source["load"].as_table().unwrap().contains_key("bursts"));
         for (rates, says) in [(vec![None], "no value at the first interval"), (vec![Some(-1.0)], "must be 0 or more")] {
             let mut source = toml::Table::new();
             let error = apply(&mut source, slot, &[0.0], &rates).unwrap_err().to_string();
