@@ -109,7 +109,7 @@ impl System<'_> {
 
 /// The rate of `steps` at `t`.
 fn rate_at(steps: &[(f64, f64)], t: f64) -> f64 {
-    steps.iter().filter(|(start, _)| *start <= t).last().expect("from 0").1
+    steps.iter().rev().find(|(start, _)| *start <= t).expect("from 0").1
 }
 
 /// Production: one replica of `truth` (seed 99), each metric averaged over 20 s
@@ -483,7 +483,9 @@ fn production_of(dir: &Path, name: &str, sets: &[&str], step: f64, metrics: &[&s
 #[test]
 fn cluster_dependency_and_gateway_are_checked_per_metric() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: &[(&str, &[&str], f64, &[&str], &str)] = &[
+    // (built-in, its --set, the observed step, the metrics compared, a wrong --set)
+    type Case<'a> = (&'a str, &'a [&'a str], f64, &'a [&'a str], &'a str);
+    let cases: &[Case] = &[
         (
             "baltor",
             &["retry={policy=\"backoff\", budget=\"ratio\"}"],
