@@ -186,7 +186,8 @@ fn with_observed_load(base: &Scenario, observed: &Observed, spans: &[(f64, f64)]
     let series = source.get("series").and_then(toml::Value::as_table);
     let bucket = base.schema.series_bucket_s;
     let whole_buckets = ((step / bucket) - (step / bucket).round()).abs() < 1e-9 * (step / bucket).max(1.0);
-    if has_series && even && whole_buckets && series.is_none_or(|s| !s.contains_key("latency_window_s")) {
+    let few_enough = base.run.horizon_s / step <= 1_000.0;
+    if has_series && even && whole_buckets && few_enough && series.is_none_or(|s| !s.contains_key("latency_window_s")) {
         let mut series = series.cloned().unwrap_or_default();
         series.insert("latency_window_s".into(), toml::Value::Float(step));
         source.insert("series".into(), toml::Value::Table(series));
@@ -360,16 +361,18 @@ fn residual_autocorrelation(metrics: &[MetricFidelity]) -> Option<f64> {
     (pairs >= 3 && squares > 0.0).then(|| lagged / squares)
 }
 
-/// Replicas a calibration will run in all (for a progress bar).
+/// Replicas a calibration will run at most (for a progress bar): the design, each
+/// step's composite design and model point, the curvature's (measured up to three
+/// times), then the report. Points evaluated before are not run again, so it is often less.
 pub fn planned_replicas(request: &Request) -> u64 {
     let d = request.dimensions.len();
     let searched = if d == 0 {
         0
     } else {
         let shape = request.shape.unwrap_or_else(|| fit::Shape::default_for(d));
-        let per_round = 4 * d + 2;
-        let composite = 2 * d + 2 * d * (d.saturating_sub(1)) + 1;
-        (shape.samples + shape.refinements as usize * per_round + composite) as u64 * u64::from(request.fit_replicas)
+        let composite = 1 + 2 * d + 2 * d * (d - 1);
+        (shape.samples + shape.refinements as usize * (composite + 1) + 3 * (composite + 1)) as u64
+            * u64::from(request.fit_replicas)
     };
     searched + u64::from(request.replicas)
 }
