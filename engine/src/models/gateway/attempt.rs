@@ -12,7 +12,7 @@ use crate::kernel::time::Nanos;
 use crate::kernel::timer::{Ticket, TicketStamp};
 
 use super::gate::Gate;
-use super::model::{count_in_bucket, earliest, Gateway};
+use super::model::{earliest, Gateway};
 use super::params::Client;
 use super::reason::Reason;
 use super::state::{Attempt, AttemptState, Call, Ending, Event, Feedback};
@@ -36,8 +36,12 @@ impl Gateway<'_> {
             Client::Stack => (now + timeouts.total, Reason::TimeoutTotal),
         };
         let spec = CallSpec { id: 0, input_tokens, output_tokens: output, max_tokens };
-        count_in_bucket(&mut self.series.attempts, self.p.series_bucket, now);
-        count_in_bucket(&mut self.series.tier_attempts[tier], self.p.series_bucket, now);
+        // The total and the tier's: one bucket index for both.
+        let bucket = (now / self.p.series_bucket) as usize;
+        if let Some(count) = self.series.attempts.get_mut(bucket) {
+            *count += 1;
+            self.series.tier_attempts[tier][bucket] += 1;
+        }
         let results = &mut self.results.classes[class];
         if counted {
             results.attempts += 1;
