@@ -167,11 +167,24 @@ pub fn parse_metric(text: &str) -> Result<(String, f64)> {
     Ok((name.trim().to_string(), weight))
 }
 
+/// The resolved scenario as a TOML table, to edit and resolve again.
+fn source_of(scenario: &Scenario) -> Result<toml::Table> {
+    toml::from_str(&scenario.to_toml())
+        .map_err(|e| Error::bad_input(format!("the resolved scenario does not parse back: {e}")))
+}
+
+/// `source` resolved with `overrides`, its relative files read from `scenario`'s folder.
+fn resolve_beside(scenario: &Scenario, source: toml::Table, overrides: &Overrides) -> Result<Scenario> {
+    match scenario.base_dir() {
+        Some(dir) => Scenario::resolve_in(source, overrides, dir),
+        None => Scenario::resolve(source, overrides),
+    }
+}
+
 /// The base scenario with the observed load in place and latency windows one
 /// observed step wide (where the model lets them be set and the step is even).
 fn with_observed_load(base: &Scenario, observed: &Observed, spans: &[(f64, f64)]) -> Result<(Scenario, Vec<LoadUse>)> {
-    let mut source: toml::Table = toml::from_str(&base.to_toml())
-        .map_err(|e| Error::bad_input(format!("the resolved scenario does not parse back: {e}")))?;
+    let mut source = source_of(base)?;
     let model = base.model.name();
     let mut loads = Vec::new();
     for slot in load::slots(model, &source) {
@@ -192,33 +205,22 @@ fn with_observed_load(base: &Scenario, observed: &Observed, spans: &[(f64, f64)]
         series.insert("latency_window_s".into(), toml::Value::Float(step));
         source.insert("series".into(), toml::Value::Table(series));
     }
-    let scenario = match base.base_dir() {
-        Some(dir) => Scenario::resolve_in(source, &Overrides::default(), dir),
-        None => Scenario::resolve(source, &Overrides::default()),
-    }?;
-    Ok((scenario, loads))
+    Ok((resolve_beside(base, source, &Overrides::default())?, loads))
 }
 
 /// The scenario with `values` set at the dimensions' paths.
 fn with_values(scenario: &Scenario, dimensions: &[Dimension], values: &[f64]) -> Result<Scenario> {
-    let source: toml::Table = toml::from_str(&scenario.to_toml())
-        .map_err(|e| Error::bad_input(format!("the resolved scenario does not parse back: {e}")))?;
     let overrides = Overrides {
         sets: dimensions.iter().zip(values).map(|(d, &v)| (d.path.clone(), d.toml(v))).collect(),
         ..Overrides::default()
     };
-    match scenario.base_dir() {
-        Some(dir) => Scenario::resolve_in(source, &overrides, dir),
-        None => Scenario::resolve(source, &overrides),
-    }
+    resolve_beside(scenario, source_of(scenario)?, &overrides)
 }
 
 /// Checks each `--fit` path before anything runs: it resolves at both ends of its
 /// range, and its current value, where it has one, is a number.
 fn check_dimensions(scenario: &Scenario, dimensions: &[Dimension]) -> Result<()> {
-    let source: toml::Value = toml::from_str::<toml::Table>(&scenario.to_toml())
-        .map(toml::Value::Table)
-        .map_err(|e| Error::bad_input(format!("the resolved scenario does not parse back: {e}")))?;
+    let source = toml::Value::Table(source_of(scenario)?);
     for (i, dimension) in dimensions.iter().enumerate() {
         if dimensions[..i].iter().any(|d| d.path == dimension.path) {
             return Err(Error::bad_input(format!("--fit {}: given twice", dimension.path)));
@@ -402,7 +404,7 @@ pub fn calibrate(
         return Err(Error::bad_input(format!("--fit: at most {} unknowns", super::space::MAX_DIMENSIONS)));
     }
     let spans = intervals(&request.observed, base.run.horizon_s)?;
-    let slots = load::slots(base.model.name(), &toml::from_str(&base.to_toml()).unwrap_or_default());
+    let slots = load::slots(base.model.name(), &source_of(base)?);
     let names = catalogue(base);
     if names.is_empty() {
         return Err(Error::bad_input(format!(
