@@ -7,6 +7,7 @@
 //! calibrate's own reading of replicas — so the two paths check each other.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 use stampede_engine::{RngStream, StreamPurpose};
@@ -200,6 +201,35 @@ fn docs_answer(rows: &[(f64, Vec<f64>)]) -> Value {
     ]}})
 }
 
+/// A shell line's words: spaces split, single quotes group (all the chapter uses).
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, any) = (!quoted, true),
+            c if c.is_whitespace() && !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                    any = false;
+                }
+            }
+            c => {
+                assert!(
+                    quoted || !matches!(c, '"' | '\\' | '$' | '`'),
+                    "a shell feature the test does not read: {line}"
+                );
+                word.push(c);
+                any = true;
+            }
+        }
+    }
+    assert!(!quoted, "an unclosed quote: {line}");
+    if any {
+        words.push(word);
+    }
+    words
+}
+
 /// Whether to rewrite the docs' example files and output instead of checking them.
 fn updating() -> bool {
     std::env::var_os("STAMPEDE_UPDATE_FIGURES").is_some()
@@ -233,25 +263,26 @@ fn recovers_hidden_values_from_noisy_production() {
     assert_eq!(std::fs::read_to_string(&model_file).unwrap(), model.toml().trim_start());
     let page = dir.path().join("page.html");
     let written = dir.path().join("calibrated.toml");
-    let mut args = vec![
-        model_file.as_str(),
-        "--observed",
-        answer_file.as_str(),
-        "--fit",
-        "services.api.endpoints.read.work.scale=0.5..2",
-        "--fit",
-        "services.api.workers=4..32:int",
-        "--fit",
-        "services.api.endpoints.read.steps.0.probability=0.02..0.6:log",
-        "--max-error",
-        "5%",
-    ];
-    for map in &DOCS_MAPS {
-        args.extend(["--map", map]);
+    // The chapter's command, as written (its `sh,calibrate` block), run from the
+    // repository's root, the page and scenario kept out of it.
+    let chapter = std::fs::read_to_string(CHAPTER).unwrap();
+    let command = chapter.split("```sh,calibrate\n").nth(1).and_then(|rest| rest.split("```").next()).unwrap();
+    let words = shell_words(&command.replace("\\\n", " "));
+    assert_eq!(words[..2], ["stampede", "calibrate"], "{command}");
+    assert!(
+        words.contains(&"--max-error".to_string()) && words.iter().filter(|w| *w == "--map").count() == DOCS_MAPS.len()
+    );
+    for map in DOCS_MAPS {
+        assert!(words.iter().any(|w| w == map), "the chapter maps {map}");
     }
-    let (page_text, written_text) = (page.to_str().unwrap().to_string(), written.to_str().unwrap().to_string());
-    args.extend(["--page", &page_text, "--write", &written_text]);
-    let output = calibrate(&args);
+    let mut args: Vec<String> = words[2..].to_vec();
+    args.extend(["--page".into(), page.display().to_string(), "--write".into(), written.display().to_string()]);
+    let output = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .arg("calibrate")
+        .args(&args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}\n{}", stdout(&output), stderr(&output));
     let account: String = stdout(&output)
         .lines()
@@ -281,7 +312,6 @@ fn recovers_hidden_values_from_noisy_production() {
     }
     assert!(account.contains("load: api.read.offered_rps drives the run"), "{account}");
     // The chapter quotes the account between its markers.
-    let chapter = std::fs::read_to_string(CHAPTER).unwrap();
     let (begin, end) = ("<!-- calibrate output: begin -->\n```text\n", "```\n<!-- calibrate output: end -->");
     let (head, rest) = chapter.split_once(begin).expect("the chapter marks the output");
     let (quoted, tail) = rest.split_once(end).expect("the chapter marks the output's end");
