@@ -12,6 +12,9 @@
 //! only shaped the constant rate loses its `bursts` and `scale`, which production's
 //! rate already holds).
 //!
+//! The first observed rate holds from time 0, so a run whose observed rows start later
+//! warms up on production's load.
+//!
 //! Invariant: a load column is never compared as a metric — it is what drives the run.
 
 use stampede_scenario::base::error::{Error, Result};
@@ -94,7 +97,9 @@ pub fn apply(source: &mut toml::Table, slot: &LoadSlot, starts_s: &[f64], rates:
             )));
         }
         if last != Some(rate) {
-            schedule.push(toml::Value::Array(vec![toml::Value::Float(start), toml::Value::Float(rate)]));
+            // The first rate holds from the start: the run warms up on production's load.
+            let from = if schedule.is_empty() { 0.0 } else { start };
+            schedule.push(toml::Value::Array(vec![toml::Value::Float(from), toml::Value::Float(rate)]));
         }
         last = Some(rate);
     }
@@ -156,8 +161,10 @@ mod tests {
             "[service]\narrival_rate_per_s = 3.0\n[load]\nbursts = [{ at_s = 1, duration_s = 1, factor = 5 }]\n",
         )
         .unwrap();
-        assert!(apply(&mut source, slot, &[0.0], &[Some(9.0)]).unwrap());
+        assert!(apply(&mut source, slot, &[5.0, 10.0], &[Some(9.0), Some(7.0)]).unwrap());
         assert!(!source["service"].as_table().unwrap().contains_key("arrival_rate_per_s"));
+        // Observed from 5 s on: the first rate holds from the start.
+        assert_eq!(source["load"]["rate"].to_string(), "[[0.0, 9.0], [10.0, 7.0]]");
         // The observed rate holds the surge already.
         assert!(!source["load"].as_table().unwrap().contains_key("bursts"));
         for (rates, says) in [(vec![None], "no value at the first interval"), (vec![Some(-1.0)], "must be 0 or more")] {
