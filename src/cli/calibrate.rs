@@ -102,20 +102,10 @@ fn page_of(
     use stampede_report::calibrate_page::{CalibratePage, MetricPanel};
     let disagreeing: Vec<&str> = calibration.disagreeing().into_iter().map(|(n, _)| n).collect();
     let fitted = calibration
-        .found
-        .as_ref()
-        .map(|found| {
-            calibration
-                .dimensions
-                .iter()
-                .zip(&found.estimates)
-                .map(|(d, e)| {
-                    let interval = e.interval.map_or("not identified".into(), |(lo, hi)| format!("[{lo:.6}, {hi:.6}]"));
-                    (d.path.clone(), format!("{}", e.value), interval)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+        .fitted_text()
+        .into_iter()
+        .map(|(path, value, interval)| (path, value, interval.unwrap_or_else(|| "not identified".into())))
+        .collect();
     CalibratePage {
         scenario: calibration.scenario.name.clone(),
         observed_file: observed_file.to_string(),
@@ -187,7 +177,7 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitStatus> {
         fit_replicas: args.fit_replicas,
         replicas: scenario.run.replicas,
         shape: Some(calibrate::fit::Shape {
-            samples: args.samples.unwrap_or(6 * args.fits.len() + 4),
+            samples: args.samples.unwrap_or(calibrate::fit::Shape::default_for(args.fits.len()).samples),
             refinements: args.steps,
         }),
         max_error,

@@ -108,6 +108,13 @@ impl System<'_> {
     }
 }
 
+/// The mean of a `timeseries.parquet` column over the buckets starting in `[start, end)`.
+fn interval_mean(times: &[f64], values: &[f64], start: f64, end: f64) -> f64 {
+    let inside: Vec<f64> =
+        (0..times.len()).filter(|&b| times[b] >= start - 1e-9 && times[b] < end - 1e-9).map(|b| values[b]).collect();
+    inside.iter().sum::<f64>() / inside.len() as f64
+}
+
 /// The rate of `steps` at `t`.
 fn rate_at(steps: &[(f64, f64)], t: f64) -> f64 {
     steps.iter().rev().find(|(start, _)| *start <= t).expect("from 0").1
@@ -140,12 +147,9 @@ fn production(dir: &Path, truth: &System, metrics: &[&str]) -> (PathBuf, Vec<(f6
     let mut rows = Vec::new();
     for i in 0..intervals {
         let (start, end) = (i as f64 * INTERVAL_S, (i + 1) as f64 * INTERVAL_S);
-        let inside: Vec<usize> =
-            (0..times.len()).filter(|&b| times[b] >= start - 1e-9 && times[b] < end - 1e-9).collect();
         let mut values = vec![rate_at(truth.load.unwrap(), start)];
         for column in &columns {
-            let mean = inside.iter().map(|&b| column[b]).sum::<f64>() / inside.len() as f64;
-            values.push(mean * noise());
+            values.push(interval_mean(&times, column, start, end) * noise());
         }
         rows.push((start, values));
     }
@@ -547,15 +551,13 @@ fn production_of(dir: &Path, name: &str, sets: &[&str], step: f64, metrics: &[&s
     let intervals = (horizon / step).round() as usize;
     for i in 0..intervals {
         let (start, end) = (i as f64 * step, (i + 1) as f64 * step);
-        let inside: Vec<usize> =
-            (0..times.len()).filter(|&b| times[b] >= start - 1e-9 && times[b] < end - 1e-9).collect();
         let cells: Vec<String> = metrics
             .iter()
             .map(|m| {
                 let series = format!("{m}_mean");
                 let column = if table.has(&series) { series } else { m.to_string() };
                 let values = table.numbers(&column).unwrap_or_else(|e| panic!("{name} {column}: {e}"));
-                let mean = inside.iter().map(|&b| values[b]).sum::<f64>() / inside.len() as f64;
+                let mean = interval_mean(&times, &values, start, end);
                 if mean.is_finite() {
                     format!("{mean:.6}")
                 } else {

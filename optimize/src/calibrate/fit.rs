@@ -103,8 +103,7 @@ pub fn search(dimensions: &[Dimension], shape: Shape, observations: usize, evalu
     for round in 1..=shape.refinements {
         let centre = candidates[best_of(&candidates)].unit.clone();
         let steps = steps_of(dimensions, width);
-        let (_, quadratic) =
-            composite_round(&design, &centre, &steps, &format!("step {round}"), &mut candidates, &mut run)?;
+        let quadratic = composite_round(&design, &centre, &steps, &format!("step {round}"), &mut candidates, &mut run)?;
         // The quadratic's minimum; where it does not curve upward everywhere (a log
         // dimension far below its answer), each dimension's own Newton step where it
         // curves upward and two steps downhill where it does not. At most two steps.
@@ -138,7 +137,7 @@ pub fn search(dimensions: &[Dimension], shape: Shape, observations: usize, evalu
     // too, and if that is better the curvature is measured again there.
     let mut centre = candidates[best_of(&candidates)].unit.clone();
     let steps = steps_of(dimensions, width);
-    let mut quadratic = composite_round(&design, &centre, &steps, "curvature", &mut candidates, &mut run)?.1;
+    let mut quadratic = composite_round(&design, &centre, &steps, "curvature", &mut candidates, &mut run)?;
     for _ in 0..2 {
         if let Some(z) = quadratic.as_ref().and_then(Quadratic::minimum).filter(|z| z.iter().all(|v| v.abs() <= 1.0)) {
             run(vec![at(&centre, &steps, &z)], "curvature model", &mut candidates)?;
@@ -148,7 +147,7 @@ pub fn search(dimensions: &[Dimension], shape: Shape, observations: usize, evalu
             break;
         }
         centre = best;
-        quadratic = composite_round(&design, &centre, &steps, "curvature", &mut candidates, &mut run)?.1;
+        quadratic = composite_round(&design, &centre, &steps, "curvature", &mut candidates, &mut run)?;
     }
     let best = best_of(&candidates);
     let estimates = if candidates[best].unit == centre {
@@ -186,7 +185,7 @@ fn composite_round(
     stage: &str,
     candidates: &mut Vec<Candidate>,
     run: &mut Run,
-) -> Result<(Vec<usize>, Option<Quadratic>)> {
+) -> Result<Option<Quadratic>> {
     let units: Vec<Vec<f64>> = design.iter().map(|z| at(centre, steps, z)).collect();
     run(units.clone(), stage, candidates)?;
     let indices: Vec<usize> =
@@ -200,8 +199,7 @@ fn composite_round(
             ys.push(candidates[i].discrepancy);
         }
     }
-    let d = centre.len();
-    Ok((indices, Quadratic::fit(d, &zs, &ys)))
+    Ok(Quadratic::fit(centre.len(), &zs, &ys))
 }
 
 /// The central composite design in d dimensions, in units of the step: the centre,

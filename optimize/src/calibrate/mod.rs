@@ -195,7 +195,7 @@ fn with_observed_load(base: &Scenario, observed: &Observed, spans: &[(f64, f64)]
     }
     let step = spans[0].1 - spans[0].0;
     let even = spans.iter().all(|(a, b)| ((b - a) - step).abs() <= 1e-9 * step);
-    let has_series = matches!(model, "graph" | "cluster" | "dependency");
+    let has_series = base.model.sections().contains(&"series");
     let series = source.get("series").and_then(toml::Value::as_table);
     let bucket = base.schema.series_bucket_s;
     let whole_buckets = ((step / bucket) - (step / bucket).round()).abs() < 1e-9 * (step / bucket).max(1.0);
@@ -261,14 +261,15 @@ struct Comparison {
 }
 
 impl Comparison {
-    /// Per metric, each replica's values (`records` in replica order).
-    fn per_metric(&self, records: &[&ReplicaRecord]) -> Vec<Vec<Vec<Option<f64>>>> {
+    /// Per metric, each replica's values (`replicas`: each replica's extracted values,
+    /// in replica order).
+    fn per_metric(&self, replicas: &[Vec<f64>]) -> Vec<Vec<Vec<Option<f64>>>> {
         (0..self.names.len())
             .map(|m| {
-                records
+                replicas
                     .iter()
                     .map(|r| {
-                        r.extracted[m * self.intervals..(m + 1) * self.intervals]
+                        r[m * self.intervals..(m + 1) * self.intervals]
                             .iter()
                             .map(|&v| v.is_finite().then_some(v))
                             .collect()
@@ -279,9 +280,9 @@ impl Comparison {
     }
 
     /// Each metric's fidelity over `records`, and the weighted discrepancy.
-    fn judge(&self, records: &[&ReplicaRecord]) -> (Vec<Fidelity>, f64) {
+    fn judge(&self, replicas: &[Vec<f64>]) -> (Vec<Fidelity>, f64) {
         let fidelities: Vec<Fidelity> =
-            self.per_metric(records).iter().zip(&self.observed).map(|(replicas, o)| fidelity(o, replicas)).collect();
+            self.per_metric(replicas).iter().zip(&self.observed).map(|(replicas, o)| fidelity(o, replicas)).collect();
         let mut total = 0.0;
         for ((f, o), w) in fidelities.iter().zip(&self.observed).zip(&self.weights) {
             let measured = o.iter().filter(|v| v.is_some()).count();
@@ -299,8 +300,8 @@ impl Comparison {
     }
 }
 
-/// Runs replicas `0..replicas` of each grid point of `scenario` listed in `points`,
-/// keeping the comparison's values; returns the records per listed point.
+/// Runs replicas `0..replicas` of each grid point of `scenario` listed in `points`;
+/// returns, per listed point, each replica's extracted values in replica order.
 fn run_points(
     scenario: &Scenario,
     points: &[u32],
@@ -308,15 +309,15 @@ fn run_points(
     comparison: &Comparison,
     threads: usize,
     progress: &(dyn Fn() + Sync),
-) -> Result<Vec<Vec<ReplicaRecord>>> {
+) -> Result<Vec<Vec<Vec<f64>>>> {
     let mut ranges = vec![0..0; scenario.point_count() as usize];
     for &p in points {
         ranges[p as usize] = 0..replicas;
     }
-    let mut kept: BTreeMap<u32, Vec<ReplicaRecord>> = BTreeMap::new();
+    let mut kept: BTreeMap<u32, Vec<Vec<f64>>> = BTreeMap::new();
     let mut records = |batch: &[ReplicaRecord]| {
         for record in batch {
-            kept.entry(record.grid_point).or_default().push(record.clone());
+            kept.entry(record.grid_point).or_default().push(record.extracted.clone());
         }
         Ok(())
     };
@@ -494,7 +495,7 @@ pub fn calibrate(
             let scenario = candidates.scenario(&points)?;
             let listed: Vec<u32> = (first..points.len() as u32).collect();
             let records = run_points(&scenario, &listed, request.fit_replicas, &comparison, threads, progress)?;
-            Ok(records.iter().map(|r| comparison.judge(&r.iter().collect::<Vec<_>>()).1).collect())
+            Ok(records.iter().map(|replicas| comparison.judge(replicas).1).collect())
         };
         let shape = request.shape.unwrap_or_else(|| fit::Shape::default_for(request.dimensions.len()));
         let found = fit::search(&request.dimensions, shape, comparison.observations(), &mut evaluate)?;
@@ -502,7 +503,7 @@ pub fn calibrate(
         (Some(found), with_values(&loaded, &request.dimensions, &values)?)
     };
     let records = run_points(&calibrated, &[0], request.replicas, &comparison, threads, progress)?.remove(0);
-    let (fidelities, discrepancy) = comparison.judge(&records.iter().collect::<Vec<_>>());
+    let (fidelities, discrepancy) = comparison.judge(&records);
     let metrics: Vec<MetricFidelity> = comparison
         .names
         .iter()

@@ -124,7 +124,9 @@ impl Extraction {
     pub fn extract(&self, point: &GridPoint, output: &ReplicaOutput) -> Vec<f64> {
         let window_ns = stampede_engine::secs_to_nanos(point.model.latency_window_s(&point.run)).max(1);
         let mut values = Vec::with_capacity(self.metrics.len() * self.intervals.len());
-        let mut scratch = vec![0u64; BUCKETS];
+        let quantiles =
+            self.metrics.iter().any(|m| matches!(m, Observable::Window { figure: WindowFigure::Quantile { .. }, .. }));
+        let mut scratch = if quantiles { vec![0u64; BUCKETS] } else { Vec::new() };
         for metric in &self.metrics {
             for &(start, end) in &self.intervals {
                 let value = match *metric {

@@ -24,6 +24,20 @@ pub const INTERVAL_METHOD: &str = "95% intervals from the curvature of the discr
      around the model, not the simulation's noise";
 
 impl Calibration {
+    /// Each fitted unknown as text: its path, its value, and `95% [lo, hi]` (`None`:
+    /// not identified). Empty without `--fit`.
+    pub fn fitted_text(&self) -> Vec<(String, String, Option<String>)> {
+        let Some(found) = &self.found else { return Vec::new() };
+        self.dimensions
+            .iter()
+            .zip(&found.estimates)
+            .map(|(dimension, estimate)| {
+                let interval = estimate.interval.map(|(lo, hi)| format!("95% [{}, {}]", short(lo), short(hi)));
+                (dimension.path.clone(), short(estimate.value), interval)
+            })
+            .collect()
+    }
+
     /// Whether `--max-error` holds for every compared metric (true without one).
     pub fn passed(&self) -> bool {
         self.disagreeing().is_empty()
@@ -62,12 +76,10 @@ impl Calibration {
                 best.discrepancy,
                 best.stage
             ));
-            for (dimension, estimate) in self.dimensions.iter().zip(&found.estimates) {
-                let interval = match estimate.interval {
-                    Some((lo, hi)) => format!("95% [{}, {}]", short(lo), short(hi)),
-                    None => "not identified: the discrepancy does not curve upward around it".into(),
-                };
-                out.push_str(&format!("  {:<40} {:>12}   {interval}\n", dimension.path, short(estimate.value)));
+            for (path, value, interval) in self.fitted_text() {
+                let interval = interval
+                    .unwrap_or_else(|| "not identified: the discrepancy does not curve upward around it".into());
+                out.push_str(&format!("  {path:<40} {value:>12}   {interval}\n"));
             }
             out.push_str(&format!(
                 "  (intervals from the curvature of the discrepancy at the fit{})\n",
@@ -195,13 +207,8 @@ impl Calibration {
     /// values came from.
     pub fn to_toml(&self, observed_file: &str) -> String {
         let mut head = format!("{TOML_MARK} from {observed_file}\n");
-        if let Some(found) = &self.found {
-            for (dimension, estimate) in self.dimensions.iter().zip(&found.estimates) {
-                let interval = estimate
-                    .interval
-                    .map_or("not identified".into(), |(lo, hi)| format!("95% [{}, {}]", short(lo), short(hi)));
-                head.push_str(&format!("# {} = {} ({interval})\n", dimension.path, short(estimate.value)));
-            }
+        for (path, value, interval) in self.fitted_text() {
+            head.push_str(&format!("# {path} = {value} ({})\n", interval.as_deref().unwrap_or("not identified")));
         }
         head.push_str(&format!("# discrepancy {:.4} over {} replicas\n", self.discrepancy, self.replicas));
         head + &self.scenario.to_toml()

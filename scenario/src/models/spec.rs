@@ -290,6 +290,11 @@ impl ModelConfig {
         self.config.downcast_ref()
     }
 
+    /// The scenario sections the model reads (`services`, `series`, …).
+    pub fn sections(&self) -> &'static [&'static str] {
+        self.model.sections()
+    }
+
     /// Files the configuration reads, as (field path, file as written).
     pub fn inputs(&self) -> Vec<(String, String)> {
         self.model.inputs(self.config.as_ref())
