@@ -346,7 +346,7 @@ pub fn execute(
         out_root,
         threads,
         &produce,
-        Some(&Documents { files, write: &write, disk_bytes: documents.disk_bytes }),
+        Some(&Documents { files, write: &write, disk_bytes: documents.disk_bytes, manifest_fields: None }),
         writing,
     )?;
     std::fs::remove_dir_all(&simulation.rounds.dir).map_err(io(&simulation.rounds.dir))?;

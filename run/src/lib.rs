@@ -24,6 +24,7 @@ mod over_time;
 pub mod partial;
 pub mod pipeline;
 pub mod plan;
+pub mod precision;
 pub mod report;
 mod rows;
 pub mod runner;

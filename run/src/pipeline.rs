@@ -50,6 +50,8 @@ pub struct Documents<'a> {
     /// What they will take on disk, estimated before the run (the free-space check
     /// counts it with the tables; [`budget::report_bytes`], `trace::estimate_bytes`).
     pub disk_bytes: f64,
+    /// Fields the manifest gains, made from the finished run (`precision`).
+    pub manifest_fields: Option<&'a dyn Fn(&RunReport) -> Vec<(&'static str, serde_json::Value)>>,
 }
 
 /// Runs `scenario` with `threads` workers and writes `out_root/<name>/` (tables and
@@ -216,6 +218,12 @@ pub fn write_run(
                 "partition_by": if shape.partition_by_point { "grid_point" } else { "none" },
             }),
         );
+    }
+    if let Some(fields) = documents.and_then(|d| d.manifest_fields) {
+        let object = manifest.as_object_mut().expect("a manifest is an object");
+        for (name, value) in fields(&report) {
+            object.insert(name.into(), value);
+        }
     }
     let manifest = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
     staged.push(StagedFile::with_contents(dir, "manifest.json", &manifest)?);

@@ -80,7 +80,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
         files.push("report.html");
     }
     let disk_bytes = if no_report { 0.0 } else { stampede_run::budget::report_bytes(&shards.scenario) };
-    let documents = Documents { files, write: &write, disk_bytes };
+    let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
     let shape = Shape {
         replica_rows: args.replica_rows.unwrap_or(shards.kept),
         partition_by_point: args.partition_by.unwrap_or(false),

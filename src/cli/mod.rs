@@ -93,7 +93,7 @@ enum Command {
     Capacity(CapacityArgs),
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct ScenarioArgs {
     /// Override one scenario field: --set queue.servers=3 (repeatable, later wins). A table
     /// merges into its section (--set 'retry={policy="backoff"}'); a path that is a grid axis

@@ -180,7 +180,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         &args.out,
         threads,
         &|| bar.inc(1),
-        &Documents { files, write: &write, disk_bytes },
+        &Documents { files, write: &write, disk_bytes, manifest_fields: None },
         writing,
     )?;
     bar.finish_and_clear();

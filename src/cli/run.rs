@@ -14,6 +14,8 @@ use stampede_run::summary::SummaryOptions;
 use stampede_scenario::scenario::builtin::DEFAULT_SCENARIO;
 use stampede_scenario::{Error, Result, Scenario};
 
+use stampede_run::precision::{self, Goal, Outcome, StageEvent, Target};
+
 use super::{resolve, warn, ScenarioArgs};
 
 #[derive(Args)]
@@ -78,11 +80,89 @@ pub(super) struct RunArgs {
     /// replica and written as a column of its own: 'usd_per_day', 'useful_usd + wasted_usd'.
     #[arg(long = "metric", value_name = "METRIC")]
     pub(super) metrics: Vec<String>,
+    /// Choose the replicas: run them in stages until every headline metric's 95%
+    /// half-width is at most REL of its |mean| at every grid point (`1%` or `0.01`), or
+    /// METRIC=REL for one metric (repeatable; a metric named gets its own, a bare REL the
+    /// headline ones); then the run with that many replicas, equal to a plain run with
+    /// --replicas N. Replaces run.replicas; the manifest and report record what was asked
+    /// and reached.
+    #[arg(long, value_name = "REL|METRIC=REL")]
+    pub(super) precision: Vec<String>,
+    /// With --precision: the most replicas a grid point may get (default 10000); a run
+    /// that stops there says which metrics fell short.
+    #[arg(long, value_name = "N", requires = "precision")]
+    pub(super) max_replicas: Option<u32>,
+}
+
+/// The replicas `--precision` chose, and how.
+pub(super) struct Chosen {
+    pub(super) goal: Goal,
+    pub(super) outcome: Outcome,
+}
+
+/// The scenario a run or verify executes: as resolved, or — with `--precision` — with
+/// the replicas the staged search chose (the search runs here, its stages on stderr).
+pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, Option<Chosen>)> {
+    let scenario = with_metrics(resolve(name, &args.scenario_args)?, args)?;
+    if args.precision.is_empty() {
+        return Ok((scenario, None));
+    }
+    if let Some(replicas) = args.scenario_args.replicas {
+        return Err(Error::bad_input(format!(
+            "--replicas {replicas} with --precision: --precision chooses the replicas; cap them with --max-replicas"
+        )));
+    }
+    if args.shard.is_some() {
+        return Err(Error::bad_input(
+            "--precision with --shard: a shard cannot tell whether the whole run is precise; \
+             `stampede plan SCENARIO --precision REL --shards N` estimates the replicas from a pilot, \
+             and `stampede merge --precision REL` says whether the merged run met it",
+        ));
+    }
+    let targets = args.precision.iter().map(|t| Target::parse(t)).collect::<Result<Vec<_>>>()?;
+    let scenario = with_precision_metrics(scenario, &targets)?;
+    let goal = Goal::new(&scenario, &targets, args.max_replicas.unwrap_or(precision::DEFAULT_MAX_REPLICAS))?;
+    let threads = threads(args.threads)?;
+    let talk = !args.quiet && !args.json;
+    let bar = progress_bar(0, args.quiet);
+    let mut stage = |event: StageEvent| match event {
+        StageEvent::Starting { from, to } => {
+            bar.inc_length(u64::from(to - from) * u64::from(scenario.point_count()));
+        }
+        StageEvent::Finished { replicas, reached } => {
+            if talk {
+                bar.suspend(|| {
+                    let short = reached.iter().filter(|r| !r.met()).count();
+                    let state = if short == 0 { "met".to_string() } else { format!("{short} metric(s) short") };
+                    eprintln!("precision {}: {replicas} replicas a point: {state}", goal.asked());
+                });
+            }
+        }
+    };
+    let outcome = precision::search(&scenario, &goal, threads, &|| bar.inc(1), &mut stage)?;
+    bar.finish_and_clear();
+    if talk {
+        for line in precision::lines(&outcome.reached) {
+            eprintln!("  {line}");
+        }
+    }
+    let fixed = ScenarioArgs { replicas: Some(outcome.replicas), ..args.scenario_args.clone() };
+    let scenario = with_precision_metrics(with_metrics(resolve(name, &fixed)?, args)?, &targets)?;
+    Ok((scenario, Some(Chosen { goal, outcome })))
+}
+
+/// The scenario with the metric expressions `--precision` names as columns of their own.
+fn with_precision_metrics(scenario: Scenario, targets: &[Target]) -> Result<Scenario> {
+    let named: Vec<(String, String)> = targets
+        .iter()
+        .filter_map(|t| t.metric.as_ref().map(|m| (m.clone(), format!("--precision {:?}", t.text()))))
+        .collect();
+    scenario.with_metrics(&named)
 }
 
 pub(super) fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
-    let scenario = with_metrics(resolve(name, &args.scenario_args)?, &args)?;
+    let (scenario, chosen) = resolve_for_run(name, &args)?;
     warn(&scenario);
     check_rank_by(&scenario, &args)?;
     if let Some(shard) = &args.shard {
@@ -130,18 +210,31 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
             disk_bytes += 4.0 * bytes;
         }
     }
-    let documents = Documents { files, write: &write, disk_bytes };
-    let report = execute_with_progress(&scenario, &args, &documents)?;
+    let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
+    let report = execute_with_progress(&scenario, &args, &documents, chosen.as_ref())?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else if !args.quiet {
         print!("{}", summary(&report, &args));
+        if let Some(chosen) = &chosen {
+            println!("{}", chosen_sentence(chosen, &report));
+        }
         if let Some(html) = html {
             println!("report: {}", html.display());
         }
     }
     Ok(())
+}
+
+/// What `--precision` asked and reached in the finished run, and what the search cost.
+pub(super) fn chosen_sentence(chosen: &Chosen, report: &RunReport) -> String {
+    let reached = precision::reached_in(&chosen.goal, report);
+    let stages = chosen.outcome.stages.iter().map(u32::to_string).collect::<Vec<_>>().join(" → ");
+    format!(
+        "{}; stages {stages} (the search ran each replica once, the run again)",
+        precision::sentence(&chosen.goal, &reached, report.scenario.run.replicas)
+    )
 }
 
 /// `run --shard`: one shard's folder.
@@ -246,11 +339,31 @@ pub(super) fn parse_partition_by(text: &str) -> std::result::Result<bool, String
     }
 }
 
-pub(super) fn execute_with_progress(scenario: &Scenario, args: &RunArgs, documents: &Documents) -> Result<RunReport> {
+/// Runs `scenario` into its folder with a progress bar; with `chosen`, the manifest
+/// records the precision asked and reached (`precision`).
+pub(super) fn execute_with_progress(
+    scenario: &Scenario,
+    args: &RunArgs,
+    documents: &Documents,
+    chosen: Option<&Chosen>,
+) -> Result<RunReport> {
     let threads = threads(args.threads)?;
     let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
     let bar = progress_bar(total, args.quiet);
-    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(documents), writing(args))?;
+    let fields = |report: &RunReport| {
+        let Some(chosen) = chosen else { return Vec::new() };
+        let reached = precision::reached_in(&chosen.goal, report);
+        let json =
+            precision::to_json(&chosen.goal, &reached, report.scenario.run.replicas, Some(&chosen.outcome.stages));
+        vec![("precision", json)]
+    };
+    let documents = Documents {
+        files: documents.files.clone(),
+        write: documents.write,
+        disk_bytes: documents.disk_bytes,
+        manifest_fields: Some(&fields),
+    };
+    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(&documents), writing(args))?;
     bar.finish_and_clear();
     Ok(report)
 }

@@ -9,7 +9,9 @@ use stampede_run::report::RunReport;
 use stampede_scenario::{Error, Result};
 
 use super::output_file;
-use super::run::{check_rank_by, execute_with_progress, summary, threads, with_metrics, write_report, RunArgs};
+use super::run::{
+    check_rank_by, chosen_sentence, execute_with_progress, resolve_for_run, summary, threads, write_report, RunArgs,
+};
 use super::{resolve, warn, ExitStatus};
 
 #[derive(Args)]
@@ -66,7 +68,7 @@ pub(super) fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
     if let Some(junit) = &verify_args.junit {
         output_file::check(junit, "--junit", args.force)?;
     }
-    let scenario = with_metrics(resolve(name, &args.scenario_args)?, args)?;
+    let (scenario, chosen) = resolve_for_run(name, args)?;
     warn(&scenario);
     check_rank_by(&scenario, args)?;
     // Claims are checked against this run's grid and replicas before anything runs.
@@ -78,9 +80,13 @@ pub(super) fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
     };
     let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
     let disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
-    let report = execute_with_progress(&scenario, args, &Documents { files, write: &write, disk_bytes })?;
+    let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
+    let report = execute_with_progress(&scenario, args, &documents, chosen.as_ref())?;
     if !args.json && !args.quiet {
         println!("{}", summary(&report, args));
+        if let Some(chosen) = &chosen {
+            println!("{}", chosen_sentence(chosen, &report));
+        }
     }
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     end_with_verdicts(
@@ -109,6 +115,12 @@ pub(super) fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitSta
     if verify_args.junit.is_some() || args.shard.is_some() || args.trace.is_some() {
         return Err(Error::bad_input(
             "--seeds measures pass rates and writes nothing: leave out --junit, --shard, --trace",
+        ));
+    }
+    if !args.precision.is_empty() {
+        return Err(Error::bad_input(
+            "--precision with --seeds: measure the pass rates at a fixed size (--replicas N); \
+             `stampede verify SCENARIO --precision REL` says which N",
         ));
     }
     let scenario = resolve(name, &args.scenario_args)?;
