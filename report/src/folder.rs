@@ -39,6 +39,8 @@ pub struct Manifest {
     /// The folder relative input files of the scenario are read from.
     pub scenario_dir: Option<String>,
     pub threads: u64,
+    /// How `--precision` chose the replicas (or `merge --precision` judged them): its sentence.
+    pub precision: Option<String>,
 }
 
 /// Everything the report reads from a folder.
@@ -115,6 +117,7 @@ impl Manifest {
             scenario_toml: text_of("scenario_toml")?,
             scenario_dir: json.get("scenario_dir").and_then(Value::as_str).map(str::to_string),
             threads: json.pointer("/host/threads").and_then(Value::as_u64).unwrap_or(0),
+            precision: json.pointer("/precision/sentence").and_then(Value::as_str).map(str::to_string),
         })
     }
 }

@@ -11,7 +11,7 @@ const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
 
 /// A shell word, quoted when it needs to be.
-fn shell_word(word: &str) -> String {
+pub fn shell_word(word: &str) -> String {
     if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
         word.to_string()
     } else {
@@ -133,7 +133,7 @@ fn header(html: &mut String, folder: &Folder, points: &[PointInfo]) {
         escape(&description)
     ));
     let axes = if m.axes.is_empty() { "none".to_string() } else { m.axes.join(" × ") };
-    let facts = [
+    let mut facts = vec![
         ("model", m.model.clone()),
         ("seed", m.seed.clone()),
         ("replicas", replicas_fact(folder)),
@@ -149,6 +149,9 @@ fn header(html: &mut String, folder: &Folder, points: &[PointInfo]) {
         ),
         ("version", format!("stampede {}", m.version)),
     ];
+    if let Some(precision) = &m.precision {
+        facts.insert(3, ("precision", precision.clone()));
+    }
     for (name, value) in facts {
         html.push_str(&format!("<dt>{name}</dt><dd>{}</dd>", escape(&value)));
     }

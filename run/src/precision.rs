@@ -307,12 +307,13 @@ impl Outcome {
     }
 }
 
-/// Runs `scenario` in stages until `goal` is met at every grid point or its
-/// `max_replicas` are run. `stage` is told each stage's replicas before it runs and
+/// Runs `scenario` in stages — `first` replicas a point, then as the estimates say —
+/// until `goal` is met at every grid point or its `max_replicas` are run. `stage` is told each stage's replicas before it runs and
 /// what it reached after; `progress` is called per replica.
 pub fn search(
     scenario: &Scenario,
     goal: &Goal,
+    first: u32,
     threads: usize,
     progress: &(dyn Fn() + Sync),
     stage: &mut dyn FnMut(StageEvent),
@@ -320,7 +321,7 @@ pub fn search(
     let points = scenario.grid_points()?;
     let mut moments: Vec<Vec<Moments>> = vec![vec![Moments::default(); scenario.schema.metrics.len()]; points.len()];
     let mut run = 0u32;
-    let mut next = FIRST_STAGE.min(goal.max_replicas);
+    let mut next = first.clamp(2, goal.max_replicas);
     let mut stages = Vec::new();
     let mut compute_s = 0.0;
     loop {
@@ -358,9 +359,11 @@ pub enum StageEvent<'a> {
 }
 
 /// The replicas a sharded run would need, estimated from a pilot of `pilot` replicas a
-/// point: each checked metric's need at its worst point, 10% over (a pilot's spread is
-/// itself uncertain), at least the pilot and at most the goal's limit. Returns the
-/// estimate and what the pilot reached.
+/// point: for each checked metric at each point, the replicas its pilot spread says,
+/// with the spread taken at its 90% upper confidence bound (σ² ≤ s²·df/χ²₀.₁₀(df): a
+/// pilot's standard deviation is itself uncertain, ±16% at 20 replicas), the most of
+/// them, at least the pilot and at most the goal's limit. Returns the estimate, what
+/// the pilot reached and its compute seconds.
 pub fn estimate(
     scenario: &Scenario,
     goal: &Goal,
@@ -368,13 +371,19 @@ pub fn estimate(
     threads: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<(u32, Vec<Reached>, f64)> {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
     let limited = Goal { max_replicas: pilot, ..goal.clone() };
-    let outcome = search(scenario, &limited, threads, progress, &mut |_| {})?;
-    debug_assert_eq!(outcome.replicas, pilot.min(FIRST_STAGE));
-    let needed = outcome.reached.iter().map(need).fold(0.0f64, f64::max);
-    let replicas =
-        if needed.is_finite() { (needed * 1.1).ceil().max(f64::from(outcome.replicas)) } else { f64::INFINITY };
-    Ok((replicas.min(f64::from(goal.max_replicas)) as u32, outcome.reached, outcome.compute_s))
+    let outcome = search(scenario, &limited, pilot, threads, progress, &mut |_| {})?;
+    debug_assert_eq!(outcome.replicas, pilot);
+    let df = f64::from(pilot - 1);
+    let upper = df / ChiSquared::new(df).expect("df ≥ 1").inverse_cdf(0.10);
+    let needed = outcome
+        .reached
+        .iter()
+        .filter(|r| !r.sparse)
+        .map(|r| if r.relative.is_nan() { f64::INFINITY } else { f64::from(pilot) * (r.relative / r.asked).powi(2) * upper })
+        .fold(f64::from(pilot), f64::max);
+    Ok((needed.ceil().min(f64::from(goal.max_replicas)) as u32, outcome.reached, outcome.compute_s))
 }
 
 /// One line per checked metric: `wait_mean_s  0.84% of its mean ≤ 1%  (least precise at grid point 3)`.
@@ -417,12 +426,9 @@ pub fn sentence(goal: &Goal, reached: &[Reached], replicas: u32) -> String {
             binding.shown()
         )
     } else {
-        format!(
-            "precision {} NOT met with {replicas} replicas a point (--max-replicas {}): {} fell short",
-            goal.asked(),
-            goal.max_replicas,
-            short.join(", ")
-        )
+        let needed = reached.iter().map(need).fold(0.0f64, f64::max);
+        let about = if needed.is_finite() { format!(" (it would take about {})", needed.ceil()) } else { String::new() };
+        format!("precision {} NOT met with {replicas} replicas a point: {} fell short{about}", goal.asked(), short.join(", "))
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use stampede_run::pipeline::{Documents, ReplicaRows, Shape, Writing};
+use stampede_run::precision::{self, Goal, Target};
 use stampede_run::report::RunReport;
 use stampede_run::shards::{execute_merge, shard_folders, Shards};
 use stampede_scenario::scenario::claims::Skipped;
@@ -55,6 +56,11 @@ pub(super) struct MergeArgs {
     /// does (with --verify: the claims with their verdicts, as `verify --json`).
     #[arg(long)]
     pub(super) json: bool,
+    /// Say whether the merged run reached this precision (as `run --precision` asks it:
+    /// REL or METRIC=REL, repeatable; what `stampede plan` planned for); recorded in the
+    /// manifest and the report. A merge that falls short says so and still succeeds.
+    #[arg(long, value_name = "REL|METRIC=REL")]
+    pub(super) precision: Vec<String>,
 }
 
 pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
@@ -62,6 +68,12 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
     let dirs = shard_folders(&args.shards)?;
     let started = std::time::Instant::now();
     let shards = Shards::read(&dirs)?;
+    let goal = if args.precision.is_empty() {
+        None
+    } else {
+        let targets = args.precision.iter().map(|t| Target::parse(t)).collect::<Result<Vec<_>>>()?;
+        Some(Goal::new(&shards.scenario, &targets, shards.scenario.run.replicas.max(2))?)
+    };
     let skipped =
         if args.verify { Some(claims_a_merge_can_check(&shards, args.junit.as_deref(), args.force)?) } else { None };
     let no_report = args.no_report;
@@ -80,7 +92,14 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
         files.push("report.html");
     }
     let disk_bytes = if no_report { 0.0 } else { stampede_run::budget::report_bytes(&shards.scenario) };
-    let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
+    let fields = |report: &RunReport| match &goal {
+        Some(goal) => {
+            let reached = precision::reached_in(goal, report);
+            vec![("precision", precision::to_json(goal, &reached, report.scenario.run.replicas, None))]
+        }
+        None => Vec::new(),
+    };
+    let documents = Documents { files, write: &write, disk_bytes, manifest_fields: Some(&fields) };
     let shape = Shape {
         replica_rows: args.replica_rows.unwrap_or(shards.kept),
         partition_by_point: args.partition_by.unwrap_or(false),
@@ -94,6 +113,13 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
         let peak = stampede_run::budget::peak_rss_bytes()
             .map_or(String::new(), |bytes| format!(", peak memory {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
         println!("merge took {seconds:.2} s ({:.1} ms per shard){peak}", seconds * 1e3 / dirs.len() as f64);
+        if let Some(goal) = &goal {
+            let reached = precision::reached_in(goal, &report);
+            println!("{}", precision::sentence(goal, &reached, report.scenario.run.replicas));
+            for line in precision::lines(&reached) {
+                println!("  {line}");
+            }
+        }
         if !no_report && skipped.is_none() {
             println!("report: {}", report.output_dir.join("report.html").display());
         }

@@ -11,6 +11,7 @@ mod import;
 mod merge;
 mod optimize;
 mod output_file;
+mod plan;
 mod report;
 mod ring;
 mod run;
@@ -32,6 +33,7 @@ use fit::{fit, FitArgs};
 use import::{import, ImportArgs};
 use merge::{merge, MergeArgs};
 use optimize::{optimize, OptimizeArgs};
+use plan::{plan, PlanArgs};
 use report::{report, ReportArgs};
 use run::{run, RunArgs};
 use serve::{serve, ServeArgs};
@@ -80,6 +82,9 @@ enum Command {
     Serve(ServeArgs),
     /// Merge shard folders (from `run --shard`) into the folder a single run writes.
     Merge(MergeArgs),
+    /// How many replicas a sharded run needs for --precision, estimated from a pilot
+    /// run here, with the commands that run the shards and merge them.
+    Plan(PlanArgs),
     /// Fit distributions to measured latencies (a CSV or Parquet column, an HdrHistogram,
     /// Prometheus buckets): each family's parameters and Kolmogorov–Smirnov distance,
     /// the TOML value of the best and of the data itself, and a page of the CDFs.
@@ -151,6 +156,7 @@ pub fn main() -> ExitCode {
         Command::Ring(args) => ring::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
         Command::Merge(args) => merge(args),
+        Command::Plan(args) => plan(args).map(|()| ExitStatus::Success),
         Command::Fit(args) => fit(args).map(|()| ExitStatus::Success),
         Command::Import(args) => import(args).map(|()| ExitStatus::Success),
     };

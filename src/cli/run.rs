@@ -139,7 +139,7 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, O
             }
         }
     };
-    let outcome = precision::search(&scenario, &goal, threads, &|| bar.inc(1), &mut stage)?;
+    let outcome = precision::search(&scenario, &goal, precision::FIRST_STAGE, threads, &|| bar.inc(1), &mut stage)?;
     bar.finish_and_clear();
     if talk {
         for line in precision::lines(&outcome.reached) {
