@@ -381,7 +381,13 @@ pub fn estimate(
         .reached
         .iter()
         .filter(|r| !r.sparse)
-        .map(|r| if r.relative.is_nan() { f64::INFINITY } else { f64::from(pilot) * (r.relative / r.asked).powi(2) * upper })
+        .map(|r| {
+            if r.relative.is_nan() {
+                f64::INFINITY
+            } else {
+                f64::from(pilot) * (r.relative / r.asked).powi(2) * upper
+            }
+        })
         .fold(f64::from(pilot), f64::max);
     Ok((needed.ceil().min(f64::from(goal.max_replicas)) as u32, outcome.reached, outcome.compute_s))
 }
@@ -427,8 +433,13 @@ pub fn sentence(goal: &Goal, reached: &[Reached], replicas: u32) -> String {
         )
     } else {
         let needed = reached.iter().map(need).fold(0.0f64, f64::max);
-        let about = if needed.is_finite() { format!(" (it would take about {})", needed.ceil()) } else { String::new() };
-        format!("precision {} NOT met with {replicas} replicas a point: {} fell short{about}", goal.asked(), short.join(", "))
+        let about =
+            if needed.is_finite() { format!(" (it would take about {})", needed.ceil()) } else { String::new() };
+        format!(
+            "precision {} NOT met with {replicas} replicas a point: {} fell short{about}",
+            goal.asked(),
+            short.join(", ")
+        )
     }
 }
 

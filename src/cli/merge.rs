@@ -59,7 +59,7 @@ pub(super) struct MergeArgs {
     /// Say whether the merged run reached this precision (as `run --precision` asks it:
     /// REL or METRIC=REL, repeatable; what `stampede plan` planned for); recorded in the
     /// manifest and the report. A merge that falls short says so and still succeeds.
-    #[arg(long, value_name = "REL|METRIC=REL")]
+    #[arg(long, value_name = "REL|METRIC=REL", allow_hyphen_values = true)]
     pub(super) precision: Vec<String>,
 }
 

@@ -18,7 +18,7 @@ pub(super) struct PlanArgs {
     pub(super) scenario_args: ScenarioArgs,
     /// The precision the merged run must reach: REL for every headline metric (`1%`), or
     /// METRIC=REL for one (repeatable), as `run --precision`.
-    #[arg(long, value_name = "REL|METRIC=REL", required = true)]
+    #[arg(long, value_name = "REL|METRIC=REL", required = true, allow_hyphen_values = true)]
     pub(super) precision: Vec<String>,
     /// Shards the run is split into (the printed commands run shard K of N).
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -66,8 +66,7 @@ pub(super) fn plan(args: PlanArgs) -> Result<()> {
     }
     let threads = threads(args.threads)?;
     let points = scenario.point_count();
-    let (replicas, reached, pilot_s) =
-        precision::estimate(&scenario, &goal, args.pilot, threads, &|| {})?;
+    let (replicas, reached, pilot_s) = precision::estimate(&scenario, &goal, args.pilot, threads, &|| {})?;
     let per_replica_s = pilot_s / f64::from(args.pilot * points);
     let total_s = per_replica_s * f64::from(replicas) * f64::from(points);
     let shard_s = total_s / f64::from(args.shards);

@@ -86,7 +86,7 @@ pub(super) struct RunArgs {
     /// headline ones); then the run with that many replicas, equal to a plain run with
     /// --replicas N. Replaces run.replicas; the manifest and report record what was asked
     /// and reached.
-    #[arg(long, value_name = "REL|METRIC=REL")]
+    #[arg(long, value_name = "REL|METRIC=REL", allow_hyphen_values = true)]
     pub(super) precision: Vec<String>,
     /// With --precision: the most replicas a grid point may get (default 10000); a run
     /// that stops there says which metrics fell short.

@@ -22,6 +22,7 @@ mod inputs;
 mod llm_launch;
 mod llm_pages;
 mod optimize;
+mod precision;
 mod readme;
 mod report;
 mod resume;

@@ -1,0 +1,214 @@
+//! `--precision`, `plan --precision` and `merge --precision`: the replicas chosen in
+//! stages give exactly a plain run's bytes, the manifest says what was asked and
+//! reached, the pilot's plan is met by its merge, and bad input writes nothing.
+
+use super::common::{files_below, parquet_tables, stampede, stderr, stdout};
+use serde_json::Value;
+
+fn manifest(dir: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// The replicas a run with `--precision` reports it stopped at.
+fn replicas_of(dir: &std::path::Path) -> u64 {
+    manifest(dir)["replicas"].as_u64().unwrap()
+}
+
+#[test]
+fn verify_with_precision_chooses_the_replicas_and_equals_the_plain_run_of_that_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("staged");
+    let output = stampede(&["verify", "baltor", "--precision", "5%", "--no-report", "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let (said, progress) = (stdout(&output), stderr(&output));
+    let folder = out.join("baltor");
+    let replicas = replicas_of(&folder);
+    // It says how many it needed and why: the metric that needed the most.
+    assert!(
+        said.contains(&format!(
+            "precision 5% met with {replicas} replicas a point; the one that needed the most: recovery_s"
+        )),
+        "{said}"
+    );
+    assert!(progress.contains("precision 5%: 20 replicas a point: 1 metric(s) short"), "{progress}");
+    let recorded = &manifest(&folder)["precision"];
+    assert_eq!(recorded["met"], true);
+    assert_eq!(recorded["asked"][0], "5%");
+    let stages: Vec<u64> = recorded["stages"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
+    assert_eq!((stages[0], *stages.last().unwrap()), (20, replicas), "{stages:?}");
+    assert!(stages.windows(2).all(|w| w[1] as f64 >= 1.25 * w[0] as f64 && w[1] <= 8 * w[0]), "{stages:?}");
+    for metric in recorded["metrics"].as_array().unwrap() {
+        assert!(metric["reached"].as_f64().unwrap() <= 0.05, "{metric}");
+    }
+    // A share is held to REL of its range, a time to REL of its mean.
+    let by_name =
+        |name: &str| recorded["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == name).unwrap().clone();
+    assert_eq!(by_name("success_ratio")["relative_to"], "range");
+    let recovery = by_name("recovery_s");
+    assert_eq!(recovery["relative_to"], "mean");
+    let (hw, mean) = (recovery["half_width"].as_f64().unwrap(), recovery["mean"].as_f64().unwrap());
+    assert!((hw / mean - recovery["reached"].as_f64().unwrap()).abs() < 1e-12);
+    // The binding metric was short one stage before: the search did not stop early.
+    assert!(stages.len() >= 2);
+
+    // Exactly the run of that size, on one thread as on two.
+    let plain = dir.path().join("plain");
+    let replicas_text = replicas.to_string();
+    let output = stampede(&[
+        "verify",
+        "baltor",
+        "--replicas",
+        &replicas_text,
+        "--no-report",
+        "--quiet",
+        "--threads",
+        "1",
+        "--out",
+        plain.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(parquet_tables(&folder), parquet_tables(&plain.join("baltor")));
+    let one_thread = dir.path().join("one");
+    let output = stampede(&[
+        "run",
+        "baltor",
+        "--precision",
+        "5%",
+        "--threads",
+        "1",
+        "--no-report",
+        "--quiet",
+        "--out",
+        one_thread.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(replicas_of(&one_thread.join("baltor")), replicas);
+}
+
+#[test]
+fn a_named_metric_and_a_cap_that_falls_short_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    // One metric named: only it is checked; the cap stops the search and says so.
+    let output = stampede(&[
+        "run",
+        "mmc",
+        "--precision",
+        "wait_mean_s=0.5%",
+        "--max-replicas",
+        "40",
+        "--no-report",
+        "--out",
+        out,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.contains("precision wait_mean_s=0.5% NOT met with 40 replicas a point: wait_mean_s fell short"),
+        "{said}"
+    );
+    let recorded = &manifest(&dir.path().join("mmc"))["precision"];
+    assert_eq!(recorded["met"], false);
+    assert_eq!(recorded["metrics"].as_array().unwrap().len(), 1);
+    assert_eq!(recorded["stages"], serde_json::json!([20, 40]));
+    assert_eq!(replicas_of(&dir.path().join("mmc")), 40);
+    // The report shows the sentence.
+    let output = stampede(&["report", dir.path().join("mmc").to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let html = std::fs::read_to_string(dir.path().join("mmc/report.html")).unwrap();
+    assert!(
+        html.contains("<dt>precision</dt><dd>precision wait_mean_s=0.5% NOT met with 40 replicas"),
+        "no precision fact"
+    );
+}
+
+#[test]
+fn a_plan_from_a_pilot_is_met_by_the_merge_of_its_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sharded");
+    let output =
+        stampede(&["plan", "baltor", "--precision", "5%", "--shards", "2", "--json", "--out", root.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let plan: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let replicas = plan["replicas"].as_u64().unwrap();
+    // At least what the pilot's own spread says (the bound only adds).
+    assert!(replicas > 20 && plan["capped_at_max_replicas"] == false, "{plan}");
+    let run = plan["run"].as_str().unwrap();
+    assert!(run.starts_with(&format!("stampede run baltor --replicas {replicas} --shard K/2 --out ")), "{run}");
+    for shard in ["0/2", "1/2"] {
+        let replicas = replicas.to_string();
+        let output = stampede(&[
+            "run",
+            "baltor",
+            "--replicas",
+            &replicas,
+            "--shard",
+            shard,
+            "--quiet",
+            "--out",
+            root.to_str().unwrap(),
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let merged = dir.path().join("merged");
+    let output = stampede(&[
+        "merge",
+        root.join("baltor/shards").to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+        "--precision",
+        "5%",
+        "--no-report",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains(&format!("precision 5% met with {replicas} replicas a point")),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(manifest(&merged.join("baltor"))["precision"]["met"], true);
+    // Asked more than the shards hold: it says so and still merges.
+    let tighter = dir.path().join("tighter");
+    let output = stampede(&[
+        "merge",
+        root.join("baltor/shards").to_str().unwrap(),
+        "--out",
+        tighter.to_str().unwrap(),
+        "--precision",
+        "1%",
+        "--no-report",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("precision 1% NOT met"), "{}", stdout(&output));
+}
+
+#[test]
+fn bad_precision_input_exits_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "mmc", "--precision", "0"], "above 0 and below 1"),
+        (&["run", "mmc", "--precision", "1"], "above 0 and below 1"),
+        (&["run", "mmc", "--precision", "100%"], "above 0 and below 1"),
+        (&["run", "mmc", "--precision", "-2%"], "above 0 and below 1"),
+        (&["run", "mmc", "--precision", "tight"], "\"tight\" is not a number"),
+        (&["run", "mmc", "--precision", "wait_s=1%"], "\"wait_s\" is not a metric of model mmc"),
+        (&["verify", "mmc", "--precision", "=1%"], "no metric before '='"),
+        (&["run", "mmc", "--precision", "1%", "--replicas", "5"], "--precision chooses the replicas"),
+        (&["run", "mmc", "--precision", "1%", "--shard", "0/2"], "stampede plan SCENARIO --precision"),
+        (&["run", "mmc", "--precision", "1%", "--max-replicas", "1"], "at least 2 replicas"),
+        (&["verify", "mmc", "--precision", "1%", "--seeds", "3"], "--precision with --seeds"),
+        (&["run", "mmc", "--max-replicas", "100"], "--precision"),
+        (&["plan", "mmc", "--precision", "1%", "--pilot", "1"], "at least 2 replicas"),
+        (&["plan", "mmc", "--precision", "1%", "--shards", "0"], "--shards 0"),
+        (&["plan", "mmc", "--precision", "q=1%"], "\"q\" is not a metric of model mmc"),
+    ];
+    for (args, expected) in cases {
+        let mut args = args.to_vec();
+        args.extend(["--out", out]);
+        let output = stampede(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+        assert!(files_below(dir.path()).is_empty(), "{args:?} wrote {:?}", files_below(dir.path()));
+    }
+}
