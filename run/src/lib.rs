@@ -33,6 +33,7 @@ mod sparse;
 pub mod stats;
 pub mod summary;
 pub mod trace;
+pub mod warmup;
 mod windows;
 
 pub mod verify;

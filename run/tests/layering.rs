@@ -11,7 +11,7 @@ fn modules_import_only_from_layers_below_and_form_no_cycle() {
         &["runner"],
         &["layout", "rows", "over_time", "budget"],
         &["report"],
-        &["partial", "summary", "precision"],
+        &["partial", "summary", "precision", "warmup"],
         &["checkpoint"],
         &["pipeline"],
         &["shards"],

@@ -184,6 +184,13 @@ impl Scenario {
         let mut mismatch = None;
         for index in 0..scenario.point_count() {
             let point = scenario.grid_point(index)?;
+            if point.run.warmup_auto != scenario.run.warmup_auto {
+                return Err(Error::bad_input(format!(
+                    "grid point {index}: run.warmup_s = {}: \"auto\" is chosen once for the whole grid, as [run] \
+                     warmup_s itself, never as a grid value",
+                    if point.run.warmup_auto { "\"auto\"".to_string() } else { point.run.warmup_s.to_string() }
+                )));
+            }
             for group in point.model.optional_columns() {
                 if !optional.contains(&group) {
                     optional.push(group);

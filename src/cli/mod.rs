@@ -191,7 +191,21 @@ fn warn(scenario: &Scenario) {
     }
 }
 
+/// A scenario as resolved for a command that runs it as written: a warm-up of
+/// `"auto"` is chosen only by `run` and `verify`, so it is refused here.
 fn resolve(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
+    let resolved = resolve_any(scenario, args)?;
+    if resolved.run.warmup_auto {
+        return Err(Error::bad_input(
+            "run.warmup_s = \"auto\": only `stampede run` and `stampede verify` choose a warm-up; they print and \
+             record the one chosen — give it here in seconds (--set run.warmup_s=S)",
+        ));
+    }
+    Ok(resolved)
+}
+
+/// A scenario as resolved, its warm-up possibly still `"auto"`.
+fn resolve_any(scenario: &str, args: &ScenarioArgs) -> Result<Scenario> {
     let source = load_scenario_source(scenario)?;
     let mut overrides = Overrides::default();
     for set in &args.sets {

@@ -15,8 +15,9 @@ use stampede_scenario::scenario::builtin::DEFAULT_SCENARIO;
 use stampede_scenario::{Error, Result, Scenario};
 
 use stampede_run::precision::{self, Goal, Outcome, StageEvent, Target};
+use stampede_run::warmup::Choice;
 
-use super::{resolve, warn, ScenarioArgs};
+use super::{resolve, resolve_any, warn, ScenarioArgs};
 
 #[derive(Args)]
 pub(super) struct RunArgs {
@@ -92,20 +93,92 @@ pub(super) struct RunArgs {
     /// that stops there says which metrics fell short.
     #[arg(long, value_name = "N", requires = "precision")]
     pub(super) max_replicas: Option<u32>,
+    /// Simulated seconds discarded at the start of each replica (run.warmup_s), or
+    /// `auto`: chosen by MSER-5 on a time series of a pilot (run.warmup_series, else the
+    /// model's first), recorded in the manifest and the report.
+    #[arg(long, value_name = "SECONDS|auto")]
+    pub(super) warmup: Option<String>,
 }
 
-/// The replicas `--precision` chose, and how.
+/// What `run` and `verify` chose before the run: the warm-up (`warmup_s = "auto"`)
+/// and the replicas (`--precision`), each with how.
+#[derive(Default)]
 pub(super) struct Chosen {
-    pub(super) goal: Goal,
-    pub(super) outcome: Outcome,
+    pub(super) warmup: Option<Choice>,
+    pub(super) precision: Option<(Goal, Outcome)>,
 }
 
-/// The scenario a run or verify executes: as resolved, or — with `--precision` — with
-/// the replicas the staged search chose (the search runs here, its stages on stderr).
-pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, Option<Chosen>)> {
-    let scenario = with_metrics(resolve(name, &args.scenario_args)?, args)?;
+impl Chosen {
+    /// The lines the terminal shows after the summary, from the finished run.
+    pub(super) fn lines(&self, report: &RunReport) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(warmup) = &self.warmup {
+            lines.push(warmup.sentence());
+        }
+        if let Some((goal, outcome)) = &self.precision {
+            let reached = precision::reached_in(goal, report);
+            let stages = outcome.stages.iter().map(u32::to_string).collect::<Vec<_>>().join(" → ");
+            lines.push(format!(
+                "{}; stages {stages} (the search ran each replica once, the run again)",
+                precision::sentence(goal, &reached, report.scenario.run.replicas)
+            ));
+        }
+        lines
+    }
+
+    /// The manifest's `warmup` and `precision` objects.
+    fn manifest_fields(&self, report: &RunReport) -> Vec<(&'static str, serde_json::Value)> {
+        let mut fields = Vec::new();
+        if let Some(warmup) = &self.warmup {
+            fields.push(("warmup", warmup.to_json()));
+        }
+        if let Some((goal, outcome)) = &self.precision {
+            let reached = precision::reached_in(goal, report);
+            let replicas = report.scenario.run.replicas;
+            fields.push(("precision", precision::to_json(goal, &reached, replicas, Some(&outcome.stages))));
+        }
+        fields
+    }
+}
+
+/// The scenario a run or verify executes: as resolved, then — with `warmup_s = "auto"`
+/// — with the warm-up a pilot chose, then — with `--precision` — with the replicas the
+/// staged search chose (pilot and search run here, what they found on stderr).
+pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, Chosen)> {
+    let mut scenario_args = args.scenario_args.clone();
+    if let Some(warmup) = &args.warmup {
+        let value = match warmup.as_str() {
+            "auto" => toml::Value::String("auto".into()),
+            seconds => toml::Value::Float(
+                seconds
+                    .parse()
+                    .map_err(|_| Error::bad_input(format!("--warmup {seconds:?}: a number of seconds or auto")))?,
+            ),
+        };
+        scenario_args.sets.push(format!("run.warmup_s={value}"));
+    }
+    let mut scenario = with_metrics(resolve_any(name, &scenario_args)?, args)?;
+    let talk = !args.quiet && !args.json;
+    let threads = threads(args.threads)?;
+    let mut chosen = Chosen::default();
+    if scenario.run.warmup_auto {
+        stampede_run::warmup::check(&scenario)?;
+        let bar = progress_bar(0, args.quiet);
+        bar.inc_length(u64::from(stampede_run::warmup::PILOT_REPLICAS) * u64::from(scenario.point_count()));
+        let choice = stampede_run::warmup::choose(&scenario, threads, &|| bar.inc(1))?;
+        bar.finish_and_clear();
+        if talk {
+            eprintln!("{}", choice.sentence());
+        }
+        if let Some(warning) = choice.warning() {
+            eprintln!("stampede: warning: {warning}");
+        }
+        scenario_args.sets.push(format!("run.warmup_s={}", toml::Value::Float(choice.chosen_s)));
+        scenario = with_metrics(resolve(name, &scenario_args)?, args)?;
+        chosen.warmup = Some(choice);
+    }
     if args.precision.is_empty() {
-        return Ok((scenario, None));
+        return Ok((scenario, chosen));
     }
     if let Some(replicas) = args.scenario_args.replicas {
         return Err(Error::bad_input(format!(
@@ -122,8 +195,6 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, O
     let targets = args.precision.iter().map(|t| Target::parse(t)).collect::<Result<Vec<_>>>()?;
     let scenario = with_precision_metrics(scenario, &targets)?;
     let goal = Goal::new(&scenario, &targets, args.max_replicas.unwrap_or(precision::DEFAULT_MAX_REPLICAS))?;
-    let threads = threads(args.threads)?;
-    let talk = !args.quiet && !args.json;
     let bar = progress_bar(0, args.quiet);
     let mut stage = |event: StageEvent| match event {
         StageEvent::Starting { from, to } => {
@@ -146,9 +217,10 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, O
             eprintln!("  {line}");
         }
     }
-    let fixed = ScenarioArgs { replicas: Some(outcome.replicas), ..args.scenario_args.clone() };
-    let scenario = with_precision_metrics(with_metrics(resolve(name, &fixed)?, args)?, &targets)?;
-    Ok((scenario, Some(Chosen { goal, outcome })))
+    scenario_args.replicas = Some(outcome.replicas);
+    let scenario = with_precision_metrics(with_metrics(resolve(name, &scenario_args)?, args)?, &targets)?;
+    chosen.precision = Some((goal, outcome));
+    Ok((scenario, chosen))
 }
 
 /// The scenario with the metric expressions `--precision` names as columns of their own.
@@ -211,30 +283,20 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
         }
     }
     let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
-    let report = execute_with_progress(&scenario, &args, &documents, chosen.as_ref())?;
+    let report = execute_with_progress(&scenario, &args, &documents, &chosen)?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
     } else if !args.quiet {
         print!("{}", summary(&report, &args));
-        if let Some(chosen) = &chosen {
-            println!("{}", chosen_sentence(chosen, &report));
+        for line in chosen.lines(&report) {
+            println!("{line}");
         }
         if let Some(html) = html {
             println!("report: {}", html.display());
         }
     }
     Ok(())
-}
-
-/// What `--precision` asked and reached in the finished run, and what the search cost.
-pub(super) fn chosen_sentence(chosen: &Chosen, report: &RunReport) -> String {
-    let reached = precision::reached_in(&chosen.goal, report);
-    let stages = chosen.outcome.stages.iter().map(u32::to_string).collect::<Vec<_>>().join(" → ");
-    format!(
-        "{}; stages {stages} (the search ran each replica once, the run again)",
-        precision::sentence(&chosen.goal, &reached, report.scenario.run.replicas)
-    )
 }
 
 /// `run --shard`: one shard's folder.
@@ -339,24 +401,18 @@ pub(super) fn parse_partition_by(text: &str) -> std::result::Result<bool, String
     }
 }
 
-/// Runs `scenario` into its folder with a progress bar; with `chosen`, the manifest
-/// records the precision asked and reached (`precision`).
+/// Runs `scenario` into its folder with a progress bar; the manifest records what
+/// was `chosen` (`warmup`, `precision`).
 pub(super) fn execute_with_progress(
     scenario: &Scenario,
     args: &RunArgs,
     documents: &Documents,
-    chosen: Option<&Chosen>,
+    chosen: &Chosen,
 ) -> Result<RunReport> {
     let threads = threads(args.threads)?;
     let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
     let bar = progress_bar(total, args.quiet);
-    let fields = |report: &RunReport| {
-        let Some(chosen) = chosen else { return Vec::new() };
-        let reached = precision::reached_in(&chosen.goal, report);
-        let json =
-            precision::to_json(&chosen.goal, &reached, report.scenario.run.replicas, Some(&chosen.outcome.stages));
-        vec![("precision", json)]
-    };
+    let fields = |report: &RunReport| chosen.manifest_fields(report);
     let documents = Documents {
         files: documents.files.clone(),
         write: documents.write,

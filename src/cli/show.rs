@@ -5,7 +5,7 @@ use stampede_scenario::base::typing::parse_text;
 use stampede_scenario::scenario::builtin::BUILTINS;
 use stampede_scenario::Result;
 
-use super::{resolve, ScenarioArgs};
+use super::{resolve_any, ScenarioArgs};
 
 #[derive(Args)]
 pub(super) struct ShowArgs {
@@ -26,7 +26,8 @@ pub(super) fn list() -> Result<()> {
 }
 
 pub(super) fn show(args: ShowArgs) -> Result<()> {
-    let scenario = resolve(&args.scenario, &args.scenario_args)?;
+    // Shown as written: an automatic warm-up stays "auto".
+    let scenario = resolve_any(&args.scenario, &args.scenario_args)?;
     print!("{}", scenario.to_toml());
     Ok(())
 }

@@ -9,9 +9,7 @@ use stampede_run::report::RunReport;
 use stampede_scenario::{Error, Result};
 
 use super::output_file;
-use super::run::{
-    check_rank_by, chosen_sentence, execute_with_progress, resolve_for_run, summary, threads, write_report, RunArgs,
-};
+use super::run::{check_rank_by, execute_with_progress, resolve_for_run, summary, threads, write_report, RunArgs};
 use super::{resolve, warn, ExitStatus};
 
 #[derive(Args)]
@@ -81,11 +79,11 @@ pub(super) fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
     let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
     let disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
     let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
-    let report = execute_with_progress(&scenario, args, &documents, chosen.as_ref())?;
+    let report = execute_with_progress(&scenario, args, &documents, &chosen)?;
     if !args.json && !args.quiet {
         println!("{}", summary(&report, args));
-        if let Some(chosen) = &chosen {
-            println!("{}", chosen_sentence(chosen, &report));
+        for line in chosen.lines(&report) {
+            println!("{line}");
         }
     }
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
