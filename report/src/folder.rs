@@ -41,6 +41,8 @@ pub struct Manifest {
     pub threads: u64,
     /// How `--precision` chose the replicas (or `merge --precision` judged them): its sentence.
     pub precision: Option<String>,
+    /// How `warmup_s = "auto"` chose the warm-up: its sentence.
+    pub warmup: Option<String>,
 }
 
 /// Everything the report reads from a folder.
@@ -118,6 +120,7 @@ impl Manifest {
             scenario_dir: json.get("scenario_dir").and_then(Value::as_str).map(str::to_string),
             threads: json.pointer("/host/threads").and_then(Value::as_u64).unwrap_or(0),
             precision: json.pointer("/precision/sentence").and_then(Value::as_str).map(str::to_string),
+            warmup: json.pointer("/warmup/sentence").and_then(Value::as_str).map(str::to_string),
         })
     }
 }

@@ -152,6 +152,9 @@ fn header(html: &mut String, folder: &Folder, points: &[PointInfo]) {
     if let Some(precision) = &m.precision {
         facts.insert(3, ("precision", precision.clone()));
     }
+    if let Some(warmup) = &m.warmup {
+        facts.insert(3, ("warm-up", warmup.clone()));
+    }
     for (name, value) in facts {
         html.push_str(&format!("<dt>{name}</dt><dd>{}</dd>", escape(&value)));
     }

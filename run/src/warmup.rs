@@ -29,7 +29,8 @@ use super::runner::{run_ranges, PointResult, ReplicaRecord, SeriesSums, Sinks};
 /// Replicas a point the pilot runs.
 pub const PILOT_REPLICAS: u32 = 30;
 
-/// The pilot's first replica index: replicas no run uses (a run has at most 2³¹), so
+/// The pilot's first replica index: replicas no run reaches (the budget refuses a run
+/// of billions of replicas a point long before), so
 /// the truncation is chosen on data independent of what the run then measures. Chosen
 /// on the run's own replicas, MSER cuts where those replicas happen to dip or peak, and
 /// the intervals lose their coverage (an M/M/1 at ρ = 0.9: 24 of 30 seeds instead of 28).

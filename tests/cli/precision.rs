@@ -212,3 +212,138 @@ fn bad_precision_input_exits_2_and_writes_nothing() {
         assert!(files_below(dir.path()).is_empty(), "{args:?} wrote {:?}", files_below(dir.path()));
     }
 }
+
+/// An M/M/1 at ρ = 0.9 written as a graph (the model with a queue-depth series).
+const MM1: &str = r#"name = "mm1"
+description = "M/M/1 at rho = 0.9, started empty"
+model = "graph"
+
+[run]
+horizon_s = 4000.0
+warmup_s = "auto"
+replicas = 20
+seed = 1
+
+[services.api]
+workers = 1
+queue = { capacity = 1000000 }
+
+[services.api.endpoints.get]
+work = { dist = "exponential", mean_s = 1.0 }
+
+[[workload]]
+entry = "api.get"
+rate_per_s = 0.9
+
+[series]
+bucket_s = 10.0
+"#;
+
+#[test]
+fn an_automatic_warm_up_is_chosen_said_recorded_and_the_same_for_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mm1.toml");
+    std::fs::write(&file, MM1).unwrap();
+    let out = dir.path().join("out");
+    let output = stampede(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let recorded = manifest(&out.join("mm1"));
+    let chosen = recorded["warmup"]["chosen_s"].as_f64().unwrap();
+    assert!(chosen > 0.0 && chosen <= 2000.0, "{}", recorded["warmup"]);
+    assert_eq!(recorded["warmup"]["method"], "MSER-5");
+    assert_eq!(recorded["warmup"]["series"], "queue_depth");
+    // The scenario recorded holds the warm-up in seconds: reproducible, mergeable.
+    assert!(
+        recorded["scenario_toml"].as_str().unwrap().contains(&format!("warmup_s = {chosen:?}")),
+        "{}",
+        recorded["scenario_toml"]
+    );
+    let sentence =
+        format!("warm-up {chosen} s, chosen by MSER-5 on series queue_depth averaged over 30 pilot replicas");
+    assert!(stdout(&output).contains(&sentence), "{}", stdout(&output));
+    let html = std::fs::read_to_string(out.join("mm1/report.html")).unwrap();
+    assert!(html.contains(&format!("<dt>warm-up</dt><dd>{sentence}")), "no warm-up fact in the report");
+    // The same as giving that warm-up in seconds; and each shard chooses the same.
+    let plain = dir.path().join("plain");
+    let seconds = chosen.to_string();
+    let output = stampede(&[
+        "run",
+        file.to_str().unwrap(),
+        "--warmup",
+        &seconds,
+        "--quiet",
+        "--no-report",
+        "--out",
+        plain.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(parquet_tables(&out.join("mm1")), parquet_tables(&plain.join("mm1")));
+    let sharded = dir.path().join("sharded");
+    for shard in ["0/2", "1/2"] {
+        let output =
+            stampede(&["run", file.to_str().unwrap(), "--shard", shard, "--quiet", "--out", sharded.to_str().unwrap()]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let merged = dir.path().join("merged");
+    let output = stampede(&[
+        "merge",
+        sharded.join("mm1/shards").to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+        "--no-report",
+        "--quiet",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(parquet_tables(&merged.join("mm1")), parquet_tables(&plain.join("mm1")));
+    // Too short a run to settle: the limit, and a warning to run longer.
+    let output = stampede(&[
+        "run",
+        file.to_str().unwrap(),
+        "--set",
+        "run.horizon_s=300",
+        "--quiet",
+        "--no-report",
+        "--out",
+        dir.path().join("short").to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let warned = stderr(&output);
+    assert!(
+        warned.contains("reached its limit, half the horizon (150 s)") && warned.contains("run longer"),
+        "{warned}"
+    );
+}
+
+#[test]
+fn bad_warm_up_input_exits_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mm1.toml");
+    std::fs::write(&file, MM1).unwrap();
+    let mm1 = file.to_str().unwrap();
+    let out = dir.path().join("out");
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "mmc", "--warmup", "auto"], "model mmc keeps no time series"),
+        (&["run", "mmc", "--warmup", "soon"], "--warmup \"soon\": a number of seconds or auto"),
+        (&["run", "mmc", "--set", "run.warmup_s=\"soon\""], "\"soon\": a number of seconds or \"auto\""),
+        (&["run", "mmc", "--set", "run.warmup_series=\"queue\""], "set warmup_s = \"auto\" too"),
+        (
+            &["run", mm1, "--set", "run.warmup_series=\"nope\""],
+            "run.warmup_series = \"nope\": not a series of model graph",
+        ),
+        (&["run", mm1, "--grid", "run.warmup_s=10,20"], "chosen once for the whole grid"),
+        (&["run", "mmc", "--grid", "run.warmup_s=[10.0, \"auto\"]"], "chosen once for the whole grid"),
+        (
+            &["optimize", mm1, "--minimize", "api.get.latency_p99_s"],
+            "only `stampede run` and `stampede verify` choose a warm-up",
+        ),
+        (&["plan", mm1, "--precision", "5%"], "only `stampede run` and `stampede verify` choose a warm-up"),
+    ];
+    for (args, expected) in cases {
+        let mut args = args.to_vec();
+        args.extend(["--out", out.to_str().unwrap()]);
+        let output = stampede(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(expected), "{args:?}: {}", stderr(&output));
+        assert!(!out.exists(), "{args:?} wrote {:?}", files_below(&out));
+    }
+}
