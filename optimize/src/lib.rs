@@ -9,7 +9,9 @@
 //! - [`driver`] — the search run as simulation, checkpointed by round, and the output folder;
 //! - [`answer`] — what the terminal, JSON, `optimize.parquet` and `--show-toml` say;
 //! - [`calibrate`] — `stampede calibrate`: the same design and refinement on common
-//!   random numbers, fitting a scenario's unknowns to production's metrics over time.
+//!   random numbers, fitting a scenario's unknowns to production's metrics over time;
+//! - [`map`] — `stampede map`: where a metric crosses a level over two fields, by
+//!   bisection on common random numbers (the stability map).
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +19,7 @@ pub mod answer;
 pub mod calibrate;
 mod driver;
 pub mod goal;
+pub mod map;
 mod race;
 mod request;
 mod search;

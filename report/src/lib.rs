@@ -4,8 +4,8 @@
 //! plots, each with its data as CSV.
 //!
 //! [`compare`] is `stampede compare`: two folders of one scenario, metric by metric.
-//! [`fit_page`] and [`calibrate_page`] are the pages of `stampede fit` and `stampede
-//! calibrate`.
+//! [`fit_page`], [`calibrate_page`] and [`map_page`] are the pages of `stampede fit`, `stampede
+//! calibrate` and `stampede map`.
 //!
 //! Layers, each importing only from those before it: [`folder`] reads the folder
 //! back, [`data`] derives each plot's numbers, [`chart`] draws them to SVG with
@@ -23,6 +23,7 @@ pub mod compare;
 pub mod data;
 pub mod fit_page;
 pub mod folder;
+pub mod map_page;
 pub mod page;
 pub mod race;
 pub mod sections;

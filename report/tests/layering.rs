@@ -8,7 +8,7 @@ fn modules_import_only_from_layers_below_and_form_no_cycle() {
         &["chart", "folder"],
         &["data"],
         &["blocks"],
-        &["race", "topology", "fit_page", "calibrate_page"],
+        &["race", "topology", "fit_page", "calibrate_page", "map_page"],
         &["sections", "compare"],
         &["page"],
     ];

@@ -237,7 +237,7 @@ pub fn write_run(
 
 /// Locks `root/name` and starts its staging folder; refuses (bad input) a destination
 /// `replace` does not allow.
-pub(crate) fn begin_folder(root: &Path, name: &str, replace: Replace) -> Result<StagedFolder> {
+pub fn begin_folder(root: &Path, name: &str, replace: Replace) -> Result<StagedFolder> {
     let destination = root.join(name);
     let cannot = |error: stampede_output::OutputError| match error.kind {
         OutputErrorKind::Foreign | OutputErrorKind::NotAFolder => Error::from(error),

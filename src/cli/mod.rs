@@ -8,6 +8,7 @@ mod capacity;
 mod compare;
 mod fit;
 mod import;
+mod map;
 mod merge;
 mod optimize;
 mod output_file;
@@ -31,6 +32,7 @@ use capacity::{capacity, CapacityArgs};
 use compare::{compare, CompareArgs};
 use fit::{fit, FitArgs};
 use import::{import, ImportArgs};
+use map::{map_command, MapArgs};
 use merge::{merge, MergeArgs};
 use optimize::{optimize, OptimizeArgs};
 use plan::{plan, PlanArgs};
@@ -75,6 +77,10 @@ enum Command {
     /// fidelity report: production against the simulated band, MAPE, bias, correlation;
     /// exit 1 when --max-error is exceeded. --check: the report of the scenario as it is.
     Calibrate(CalibrateArgs),
+    /// The stability map: over two numeric fields (--x, --y), where a metric crosses a
+    /// level (recovered_ratio = 0.5 by default), found by bisection on common random
+    /// numbers; the boundary with its band, drawn in map.html and written as map.parquet.
+    Map(MapArgs),
     /// The consistent-hashing explorer: a ring in a SQLite file, seven strategies, their comparison.
     Ring(ring::RingArgs),
     /// The local web app on 127.0.0.1: the LLM gateway's Learn and Sandbox pages, the ring
@@ -153,6 +159,7 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare(args),
         Command::Optimize(args) => optimize(args),
         Command::Calibrate(args) => calibrate(args),
+        Command::Map(args) => map_command(args).map(|()| ExitStatus::Success),
         Command::Ring(args) => ring::run(args).map(|()| ExitStatus::Success),
         Command::Serve(args) => serve(args).map(|()| ExitStatus::Success),
         Command::Merge(args) => merge(args),
