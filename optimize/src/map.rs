@@ -73,9 +73,14 @@ impl MapRequest {
         let source: toml::Table = toml::from_str(&scenario.to_toml())
             .map_err(|e| Error::bad_input(format!("the resolved scenario does not parse back: {e}")))?;
         for (flag, dimension) in [("--x", &self.x), ("--y", &self.y)] {
-            if scenario.grid.iter().any(|axis| axis.path == dimension.path) {
+            let overlaps = |axis: &str| {
+                axis == dimension.path
+                    || dimension.path.starts_with(&format!("{axis}."))
+                    || axis.starts_with(&format!("{}.", dimension.path))
+            };
+            if scenario.grid.iter().any(|axis| overlaps(&axis.path)) {
                 return Err(Error::bad_input(format!(
-                    "{flag} {}: is also a grid axis; map it, or keep it as the grid's values, not both",
+                    "{flag} {}: the scenario's grid sets it (or the table holding it); map it, or keep it as the grid's values, not both",
                     dimension.path
                 )));
             }

@@ -84,17 +84,28 @@ fn unit(value: f64, (low, high): (f64, f64), log: bool) -> f64 {
     }
 }
 
+/// Round values to mark an axis with: 1, 2 and 5 times powers of ten on a log axis
+/// (decades only when there are many), a 1-2-5 step giving 4 to 10 marks on a linear one.
 fn ticks((low, high): (f64, f64), log: bool) -> Vec<f64> {
-    (0..=4)
-        .map(|i| {
-            let t = f64::from(i) / 4.0;
-            if log {
-                low * (high / low).powf(t)
-            } else {
-                low + t * (high - low)
-            }
-        })
-        .collect()
+    let inside = |v: &f64| *v >= low * (1.0 - 1e-9) && *v <= high * (1.0 + 1e-9);
+    if log {
+        let (first, last) = (low.log10().floor() as i32, high.log10().ceil() as i32);
+        let decades: Vec<f64> = (first..=last).map(|k| 10f64.powi(k)).filter(inside).collect();
+        let steps: &[f64] = if last - first > 4 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+        let marks: Vec<f64> =
+            (first..=last).flat_map(|k| steps.iter().map(move |m| m * 10f64.powi(k))).filter(inside).collect();
+        return if marks.len() >= 2 { marks } else { decades.into_iter().chain([low, high]).collect() };
+    }
+    let span = high - low;
+    let magnitude = 10f64.powf(span.log10().floor() - 1.0);
+    let step = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|step| span / step <= 10.0)
+        .unwrap_or(span);
+    let first = (low / step).ceil() as i64;
+    let last = (high / step).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
 }
 
 /// One panel as a standalone SVG.
@@ -106,7 +117,7 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
     let py = |y: f64| TOP + (1.0 - unit(y, page.y_range, page.y_log).clamp(0.0, 1.0)) * plot_h;
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         font-family=\"system-ui,sans-serif\" font-size=\"12\" role=\"img\" aria-label=\"stability map: {}\">",
+         font-family=\"system-ui,sans-serif\" font-size=\"12\" shape-rendering=\"crispEdges\" role=\"img\" aria-label=\"stability map: {}\">",
         escape(&panel.label)
     );
     // Each row's strip reaches halfway to its neighbours (the ends to the range's).
@@ -144,14 +155,14 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
         let highs: Vec<String> =
             crossing.iter().rev().map(|(y, (_, _, hi))| format!("{:.1},{:.1}", px(*hi), py(*y))).collect();
         out.push_str(&format!(
-            "<polygon points=\"{} {}\" fill=\"#555\" fill-opacity=\"0.18\" stroke=\"none\"><title>the boundary's band: \
+            "<polygon points=\"{} {}\" fill=\"#555\" fill-opacity=\"0.18\" stroke=\"none\" shape-rendering=\"geometricPrecision\"><title>the boundary's band: \
              where the replicas' 95% intervals cannot tell the side</title></polygon>",
             lows.join(" "),
             highs.join(" ")
         ));
         let line: Vec<String> = crossing.iter().map(|(y, (x, _, _))| format!("{:.1},{:.1}", px(*x), py(*y))).collect();
         out.push_str(&format!(
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"#222\" stroke-width=\"2\"/>",
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"#222\" stroke-width=\"2\" shape-rendering=\"geometricPrecision\"/>",
             line.join(" ")
         ));
         for (y, (x, lo, hi)) in &crossing {
@@ -181,7 +192,7 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
         };
         let fill = if dot.sure { colour } else { "white" };
         out.push_str(&format!(
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{fill}\" stroke=\"{colour}\" stroke-width=\"1\"/>",
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" shape-rendering=\"geometricPrecision\" fill=\"{fill}\" stroke=\"{colour}\" stroke-width=\"1\"/>",
             px(dot.x),
             py(dot.y)
         ));
@@ -269,4 +280,19 @@ pub fn render(page: &MapPage) -> String {
         escape(&page.scenario),
         legend(page),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ticks;
+
+    #[test]
+    fn ticks_are_round_values_inside_the_range() {
+        assert_eq!(ticks((0.01, 0.5), true), vec![0.01, 0.02, 0.05, 0.1, 0.2, 0.5]);
+        let linear = ticks((1.2, 3.0), false);
+        assert_eq!(linear.len(), 10);
+        assert!(linear.iter().enumerate().all(|(k, v)| (v - (1.2 + 0.2 * k as f64)).abs() < 1e-12), "{linear:?}");
+        assert_eq!(ticks((85.0, 115.0), false), vec![85.0, 90.0, 95.0, 100.0, 105.0, 110.0, 115.0]);
+        assert_eq!(ticks((1.0, 1e6), true), vec![1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]);
+    }
 }

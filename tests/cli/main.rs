@@ -21,6 +21,7 @@ mod import;
 mod inputs;
 mod llm_launch;
 mod llm_pages;
+mod map;
 mod optimize;
 mod precision;
 mod readme;
