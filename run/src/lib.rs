@@ -30,6 +30,7 @@ mod rows;
 pub mod runner;
 pub mod shards;
 mod sparse;
+pub mod staged;
 pub mod stats;
 pub mod summary;
 pub mod trace;

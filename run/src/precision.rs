@@ -2,7 +2,7 @@
 //! as narrow as asked.
 //!
 //! Replicas run in stages (20 a point first, then as many as the stage's own
-//! variances say are needed, 5% over, at least 1.25× and at most 8× the replicas
+//! variances say are needed, 5% over, at least 1.1× and at most 8× the replicas
 //! already run) until every checked metric's half-width is at most the asked share of
 //! its |mean| at *every* grid point, or the most replicas allowed are run. Each stage
 //! runs only the replicas not run yet (replica `r` is the same simulation whatever the
@@ -286,7 +286,7 @@ fn next_stage(reached: &[Reached], run: u32, max: u32) -> Option<u32> {
     let grow = |factor: f64| (f64::from(run) * factor).ceil();
     // NaN (an undefined metric) and ∞ grow as far as a stage may.
     let wanted = if needed.is_finite() { (needed * 1.05).ceil() } else { grow(8.0) };
-    Some(wanted.clamp(grow(1.25), grow(8.0)).min(f64::from(max)) as u32)
+    Some(wanted.clamp(grow(1.1), grow(8.0)).min(f64::from(max)) as u32)
 }
 
 /// Where the search stopped.
@@ -316,43 +316,66 @@ pub fn search(
     first: u32,
     threads: usize,
     progress: &(dyn Fn() + Sync),
-    stage: &mut dyn FnMut(StageEvent),
+    stages: &mut dyn Stages,
 ) -> Result<Outcome> {
     let points = scenario.grid_points()?;
     let mut moments: Vec<Vec<Moments>> = vec![vec![Moments::default(); scenario.schema.metrics.len()]; points.len()];
     let mut run = 0u32;
     let mut next = first.clamp(2, goal.max_replicas);
-    let mut stages = Vec::new();
+    let mut done = Vec::new();
     let mut compute_s = 0.0;
     loop {
-        stage(StageEvent::Starting { from: run, to: next });
+        stages.starting(run, next)?;
         let ranges = vec![run..next; points.len()];
-        let mut records = |_: &[ReplicaRecord]| Ok(());
-        let mut fold = |point: &GridPoint, result: PointResult| {
+        // Both sinks hand on to `stages`, as the runner calls them (records, then each point).
+        let shared = std::cell::RefCell::new(&mut *stages);
+        let mut records = |records: &[ReplicaRecord]| shared.borrow_mut().records(records);
+        let mut point = |point: &GridPoint, result: PointResult| {
             for (total, part) in moments[point.index as usize].iter_mut().zip(&result.moments) {
                 total.merge(part);
             }
             compute_s += result.compute_s;
-            Ok(())
+            shared.borrow_mut().point(point, &result)
         };
-        run_ranges(scenario, &ranges, threads, progress, Sinks { records: &mut records, point: &mut fold })?;
+        run_ranges(scenario, &ranges, threads, progress, Sinks { records: &mut records, point: &mut point })?;
         run = next;
-        stages.push(run);
+        done.push(run);
         let summaries: Vec<(u32, Vec<Summary>, Vec<u64>)> = moments
             .iter()
             .enumerate()
             .map(|(p, m)| (p as u32, m.iter().map(Moments::summary).collect(), m.iter().map(Moments::count).collect()))
             .collect();
         let reached = reached(goal, scenario, &summaries, run);
-        stage(StageEvent::Finished { replicas: run, reached: &reached });
+        stages.finished(run, &reached)?;
         match next_stage(&reached, run, goal.max_replicas) {
             Some(more) => next = more,
-            None => return Ok(Outcome { replicas: run, stages, reached, compute_s }),
+            None => return Ok(Outcome { replicas: run, stages: done, reached, compute_s }),
         }
     }
 }
 
-/// What [`search`] tells its caller as it goes.
+/// What [`search`] tells its caller as it goes, and where each stage's results go:
+/// every stage starts, hands on its replicas' records (in order) and its points'
+/// results (each a partial of replicas `from..to`), and finishes with what it reached.
+pub trait Stages {
+    fn starting(&mut self, _from: u32, _to: u32) -> Result<()> {
+        Ok(())
+    }
+    fn records(&mut self, _records: &[ReplicaRecord]) -> Result<()> {
+        Ok(())
+    }
+    fn point(&mut self, _point: &GridPoint, _result: &PointResult) -> Result<()> {
+        Ok(())
+    }
+    fn finished(&mut self, _replicas: u32, _reached: &[Reached]) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A search that keeps nothing but its moments.
+impl Stages for () {}
+
+/// What a stage tells a person watching (the command's progress lines).
 pub enum StageEvent<'a> {
     Starting { from: u32, to: u32 },
     Finished { replicas: u32, reached: &'a [Reached] },
@@ -373,7 +396,7 @@ pub fn estimate(
 ) -> Result<(u32, Vec<Reached>, f64)> {
     use statrs::distribution::{ChiSquared, ContinuousCDF};
     let limited = Goal { max_replicas: pilot, ..goal.clone() };
-    let outcome = search(scenario, &limited, pilot, threads, progress, &mut |_| {})?;
+    let outcome = search(scenario, &limited, pilot, threads, progress, &mut ())?;
     debug_assert_eq!(outcome.replicas, pilot);
     let df = f64::from(pilot - 1);
     let upper = df / ChiSquared::new(df).expect("df ≥ 1").inverse_cdf(0.10);
@@ -518,8 +541,8 @@ mod tests {
         assert_eq!(next_stage(&[reach(0.009, 0.01, 20.0)], 20, 10_000), None);
         // Needs 100: 105 (5% over).
         assert_eq!(next_stage(&[reach(0.02236, 0.01, 100.0)], 20, 10_000), Some(105));
-        // Needs barely more: at least 1.25×.
-        assert_eq!(next_stage(&[reach(0.0101, 0.01, 20.4)], 20, 10_000), Some(25));
+        // Needs barely more: at least 1.1×.
+        assert_eq!(next_stage(&[reach(0.0101, 0.01, 20.4)], 20, 10_000), Some(22));
         // Needs far more: at most 8×, and an infinite need grows 8× too.
         assert_eq!(next_stage(&[reach(1.0, 0.01, 200_000.0)], 20, 10_000), Some(160));
         assert_eq!(next_stage(&[reach(f64::INFINITY, 0.01, f64::INFINITY)], 20, 10_000), Some(160));

@@ -14,7 +14,7 @@ fn modules_import_only_from_layers_below_and_form_no_cycle() {
         &["partial", "summary", "precision", "warmup"],
         &["checkpoint"],
         &["pipeline"],
-        &["shards"],
+        &["shards", "staged"],
         &["verify"],
     ];
     let imports = stampede_devtools::assert_layered(&src, layers);

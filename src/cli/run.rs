@@ -100,12 +100,32 @@ pub(super) struct RunArgs {
     pub(super) warmup: Option<String>,
 }
 
-/// What `run` and `verify` chose before the run: the warm-up (`warmup_s = "auto"`)
-/// and the replicas (`--precision`), each with how.
+/// What `run` and `verify` chose or were asked to choose: the warm-up (`warmup_s =
+/// "auto"`, chosen before the run) and the replicas (`--precision`, chosen by the run
+/// itself, in stages), each with how.
 #[derive(Default)]
 pub(super) struct Chosen {
     pub(super) warmup: Option<Choice>,
-    pub(super) precision: Option<(Goal, Outcome)>,
+    pub(super) precision: Option<PrecisionAsked>,
+    /// Where the staged search stopped, once the run is done.
+    pub(super) outcome: Option<Outcome>,
+}
+
+/// `--precision`, resolved: the goal, and how to resolve the scenario again with the
+/// replicas the search chooses.
+pub(super) struct PrecisionAsked {
+    goal: Goal,
+    targets: Vec<Target>,
+    name: String,
+    scenario_args: ScenarioArgs,
+}
+
+impl PrecisionAsked {
+    /// The scenario as the run resolved it, with `replicas` replicas.
+    fn with_replicas(&self, replicas: u32, args: &RunArgs) -> Result<Scenario> {
+        let scenario_args = ScenarioArgs { replicas: Some(replicas), ..self.scenario_args.clone() };
+        with_precision_metrics(with_metrics(resolve(&self.name, &scenario_args)?, args)?, &self.targets)
+    }
 }
 
 impl Chosen {
@@ -115,35 +135,35 @@ impl Chosen {
         if let Some(warmup) = &self.warmup {
             lines.push(warmup.sentence());
         }
-        if let Some((goal, outcome)) = &self.precision {
-            let reached = precision::reached_in(goal, report);
+        if let (Some(asked), Some(outcome)) = (&self.precision, &self.outcome) {
+            let reached = precision::reached_in(&asked.goal, report);
             let stages = outcome.stages.iter().map(u32::to_string).collect::<Vec<_>>().join(" → ");
             lines.push(format!(
-                "{}; stages {stages} (the search ran each replica once, the run again)",
-                precision::sentence(goal, &reached, report.scenario.run.replicas)
+                "{}; stages {stages} (each replica run once)",
+                precision::sentence(&asked.goal, &reached, report.scenario.run.replicas)
             ));
         }
         lines
     }
 
-    /// The manifest's `warmup` and `precision` objects.
-    fn manifest_fields(&self, report: &RunReport) -> Vec<(&'static str, serde_json::Value)> {
+    /// The manifest's `warmup` and `precision` objects (`stages`: the search's, in order).
+    fn manifest_fields(&self, report: &RunReport, stages: &[u32]) -> Vec<(&'static str, serde_json::Value)> {
         let mut fields = Vec::new();
         if let Some(warmup) = &self.warmup {
             fields.push(("warmup", warmup.to_json()));
         }
-        if let Some((goal, outcome)) = &self.precision {
-            let reached = precision::reached_in(goal, report);
+        if let Some(asked) = &self.precision {
+            let reached = precision::reached_in(&asked.goal, report);
             let replicas = report.scenario.run.replicas;
-            fields.push(("precision", precision::to_json(goal, &reached, replicas, Some(&outcome.stages))));
+            fields.push(("precision", precision::to_json(&asked.goal, &reached, replicas, Some(stages))));
         }
         fields
     }
 }
 
 /// The scenario a run or verify executes: as resolved, then — with `warmup_s = "auto"`
-/// — with the warm-up a pilot chose, then — with `--precision` — with the replicas the
-/// staged search chose (pilot and search run here, what they found on stderr).
+/// — with the warm-up a pilot chose (the pilot runs here, its choice on stderr); with
+/// `--precision`, what [`execute_with_progress`] needs to choose the replicas.
 pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, Chosen)> {
     let mut scenario_args = args.scenario_args.clone();
     if let Some(warmup) = &args.warmup {
@@ -158,16 +178,33 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, C
         scenario_args.sets.push(format!("run.warmup_s={value}"));
     }
     let mut scenario = with_metrics(resolve_any(name, &scenario_args)?, args)?;
-    let talk = !args.quiet && !args.json;
-    let threads = threads(args.threads)?;
     let mut chosen = Chosen::default();
+    if !args.precision.is_empty() {
+        if let Some(replicas) = args.scenario_args.replicas {
+            return Err(Error::bad_input(format!(
+                "--replicas {replicas} with --precision: --precision chooses the replicas; cap them with --max-replicas"
+            )));
+        }
+        if args.shard.is_some() {
+            return Err(Error::bad_input(
+                "--precision with --shard: a shard cannot tell whether the whole run is precise; \
+                 `stampede plan SCENARIO --precision REL --shards N` estimates the replicas from a pilot, \
+                 and `stampede merge --precision REL` says whether the merged run met it",
+            ));
+        }
+        if let Some(replica) = args.trace {
+            return Err(Error::bad_input(format!(
+                "--trace {replica} with --precision: trace a run of a fixed size (--replicas N); --precision says which N"
+            )));
+        }
+    }
     if scenario.run.warmup_auto {
         stampede_run::warmup::check(&scenario)?;
         let bar = progress_bar(0, args.quiet);
         bar.inc_length(u64::from(stampede_run::warmup::PILOT_REPLICAS) * u64::from(scenario.point_count()));
-        let choice = stampede_run::warmup::choose(&scenario, threads, &|| bar.inc(1))?;
+        let choice = stampede_run::warmup::choose(&scenario, threads(args.threads)?, &|| bar.inc(1))?;
         bar.finish_and_clear();
-        if talk {
+        if !args.quiet && !args.json {
             eprintln!("{}", choice.sentence());
         }
         if let Some(warning) = choice.warning() {
@@ -180,46 +217,10 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, C
     if args.precision.is_empty() {
         return Ok((scenario, chosen));
     }
-    if let Some(replicas) = args.scenario_args.replicas {
-        return Err(Error::bad_input(format!(
-            "--replicas {replicas} with --precision: --precision chooses the replicas; cap them with --max-replicas"
-        )));
-    }
-    if args.shard.is_some() {
-        return Err(Error::bad_input(
-            "--precision with --shard: a shard cannot tell whether the whole run is precise; \
-             `stampede plan SCENARIO --precision REL --shards N` estimates the replicas from a pilot, \
-             and `stampede merge --precision REL` says whether the merged run met it",
-        ));
-    }
     let targets = args.precision.iter().map(|t| Target::parse(t)).collect::<Result<Vec<_>>>()?;
     let scenario = with_precision_metrics(scenario, &targets)?;
     let goal = Goal::new(&scenario, &targets, args.max_replicas.unwrap_or(precision::DEFAULT_MAX_REPLICAS))?;
-    let bar = progress_bar(0, args.quiet);
-    let mut stage = |event: StageEvent| match event {
-        StageEvent::Starting { from, to } => {
-            bar.inc_length(u64::from(to - from) * u64::from(scenario.point_count()));
-        }
-        StageEvent::Finished { replicas, reached } => {
-            if talk {
-                bar.suspend(|| {
-                    let short = reached.iter().filter(|r| !r.met()).count();
-                    let state = if short == 0 { "met".to_string() } else { format!("{short} metric(s) short") };
-                    eprintln!("precision {}: {replicas} replicas a point: {state}", goal.asked());
-                });
-            }
-        }
-    };
-    let outcome = precision::search(&scenario, &goal, precision::FIRST_STAGE, threads, &|| bar.inc(1), &mut stage)?;
-    bar.finish_and_clear();
-    if talk {
-        for line in precision::lines(&outcome.reached) {
-            eprintln!("  {line}");
-        }
-    }
-    scenario_args.replicas = Some(outcome.replicas);
-    let scenario = with_precision_metrics(with_metrics(resolve(name, &scenario_args)?, args)?, &targets)?;
-    chosen.precision = Some((goal, outcome));
+    chosen.precision = Some(PrecisionAsked { goal, targets, name: name.to_string(), scenario_args });
     Ok((scenario, chosen))
 }
 
@@ -234,7 +235,7 @@ fn with_precision_metrics(scenario: Scenario, targets: &[Target]) -> Result<Scen
 
 pub(super) fn run(args: RunArgs) -> Result<()> {
     let name = args.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
-    let (scenario, chosen) = resolve_for_run(name, &args)?;
+    let (scenario, mut chosen) = resolve_for_run(name, &args)?;
     warn(&scenario);
     check_rank_by(&scenario, &args)?;
     if let Some(shard) = &args.shard {
@@ -283,7 +284,7 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
         }
     }
     let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
-    let report = execute_with_progress(&scenario, &args, &documents, &chosen)?;
+    let report = execute_with_progress(&scenario, &args, &documents, &mut chosen)?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
@@ -401,26 +402,67 @@ pub(super) fn parse_partition_by(text: &str) -> std::result::Result<bool, String
     }
 }
 
-/// Runs `scenario` into its folder with a progress bar; the manifest records what
-/// was `chosen` (`warmup`, `precision`).
+/// Runs `scenario` into its folder with a progress bar; with `--precision`, in stages
+/// until the precision is met (`staged`), the stages on stderr. The manifest records
+/// what was `chosen` (`warmup`, `precision`); `chosen.outcome` is where the search stopped.
 pub(super) fn execute_with_progress(
     scenario: &Scenario,
     args: &RunArgs,
     documents: &Documents,
-    chosen: &Chosen,
+    chosen: &mut Chosen,
 ) -> Result<RunReport> {
     let threads = threads(args.threads)?;
-    let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
-    let bar = progress_bar(total, args.quiet);
-    let fields = |report: &RunReport| chosen.manifest_fields(report);
+    let stages = std::cell::RefCell::new(Vec::new());
+    let fields = |report: &RunReport| chosen.manifest_fields(report, &stages.borrow());
     let documents = Documents {
         files: documents.files.clone(),
         write: documents.write,
         disk_bytes: documents.disk_bytes,
         manifest_fields: Some(&fields),
     };
-    let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(&documents), writing(args))?;
+    let Some(asked) = &chosen.precision else {
+        let total = scenario.grid_points()?.len() as u64 * scenario.run.replicas as u64;
+        let bar = progress_bar(total, args.quiet);
+        let report = execute_with(scenario, &args.out, threads, &|| bar.inc(1), Some(&documents), writing(args))?;
+        bar.finish_and_clear();
+        return Ok(report);
+    };
+    let talk = !args.quiet && !args.json;
+    let bar = progress_bar(0, args.quiet);
+    let mut tell = |event: StageEvent| match event {
+        StageEvent::Starting { from, to } => {
+            bar.inc_length(u64::from(to - from) * u64::from(scenario.point_count()));
+        }
+        StageEvent::Finished { replicas, reached } => {
+            stages.borrow_mut().push(replicas);
+            if talk {
+                bar.suspend(|| {
+                    let short = reached.iter().filter(|r| !r.met()).count();
+                    let state = if short == 0 { "met".to_string() } else { format!("{short} metric(s) short") };
+                    eprintln!("precision {}: {replicas} replicas a point: {state}", asked.goal.asked());
+                });
+            }
+        }
+    };
+    let with_replicas = |replicas: u32| asked.with_replicas(replicas, args);
+    let (report, outcome) = stampede_run::staged::execute_precise(
+        scenario,
+        &asked.goal,
+        &with_replicas,
+        &args.out,
+        threads,
+        &|| bar.inc(1),
+        &mut tell,
+        Some(&documents),
+        writing(args),
+    )?;
     bar.finish_and_clear();
+    if talk {
+        for line in precision::lines(&outcome.reached) {
+            eprintln!("  {line}");
+        }
+    }
+    chosen.outcome = Some(outcome);
     Ok(report)
 }
 

@@ -66,7 +66,7 @@ pub(super) fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
     if let Some(junit) = &verify_args.junit {
         output_file::check(junit, "--junit", args.force)?;
     }
-    let (scenario, chosen) = resolve_for_run(name, args)?;
+    let (scenario, mut chosen) = resolve_for_run(name, args)?;
     warn(&scenario);
     check_rank_by(&scenario, args)?;
     // Claims are checked against this run's grid and replicas before anything runs.
@@ -79,7 +79,7 @@ pub(super) fn verify_claims(verify_args: &VerifyArgs) -> Result<ExitStatus> {
     let files = if args.no_report { vec!["verify.json"] } else { vec!["verify.json", "report.html"] };
     let disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
     let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
-    let report = execute_with_progress(&scenario, args, &documents, &chosen)?;
+    let report = execute_with_progress(&scenario, args, &documents, &mut chosen)?;
     if !args.json && !args.quiet {
         println!("{}", summary(&report, args));
         for line in chosen.lines(&report) {
