@@ -35,7 +35,11 @@ fn blocks(readme: &str) -> Vec<(String, String)> {
 fn stampede_in(dir: &Path, args: &[&str]) {
     let mut args: Vec<&str> = args.to_vec();
     if matches!(args.first(), Some(&"run") | Some(&"verify")) {
-        if !args.contains(&"--replicas") {
+        if args.contains(&"--precision") {
+            if !args.contains(&"--max-replicas") {
+                args.extend_from_slice(&["--max-replicas", "100"]);
+            }
+        } else if !args.contains(&"--replicas") {
             args.extend_from_slice(&["--replicas", "20"]);
         }
         args.push("--quiet");
@@ -46,14 +50,15 @@ fn stampede_in(dir: &Path, args: &[&str]) {
 
 /// A `bin/stampede` in `dir` that runs the binary under test, as `cargo install` would
 /// put it on PATH: `run` and `verify` get `--replicas 20 --quiet` appended unless the
-/// line gives them (a smaller run, in the form written). Returns the PATH to use.
+/// line gives them — with `--precision`, `--max-replicas 100` instead — (a smaller
+/// run, in the form written). Returns the PATH to use.
 fn install_wrapper(dir: &Path) -> String {
     use std::os::unix::fs::PermissionsExt;
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let script = format!(
         "#!/bin/sh\nreal='{}'\ncase \"$1\" in run|verify)\n  extra=''\n  case \" $* \" in *' --replicas '*) ;; \
-         *) extra='--replicas 20' ;; esac\n  case \" $* \" in *' --quiet '*) ;; *) extra=\"$extra --quiet\" ;; \
+         *' --max-replicas '*) ;; *' --precision '*) extra='--max-replicas 100' ;; *) extra='--replicas 20' ;; esac\n  case \" $* \" in *' --quiet '*) ;; *) extra=\"$extra --quiet\" ;; \
          esac\n  exec \"$real\" \"$@\" $extra ;;\nesac\nexec \"$real\" \"$@\"\n",
         env!("CARGO_BIN_EXE_stampede")
     );
