@@ -38,6 +38,9 @@ use stampede_scenario::resolved::{GridPoint, Scenario};
 use stampede_scenario::scenario::CASE_AXIS;
 use stampede_scenario::schema::columns::{leaf_value, LeafColumn};
 
+/// Fields a manifest gains from the finished run: (name, value) pairs.
+pub type ManifestFields<'a> = dyn Fn(&RunReport) -> Vec<(&'static str, serde_json::Value)> + 'a;
+
 /// Documents made from a finished run and written into its folder before the folder
 /// appears (the HTML report, `verify`'s claims): they read the complete tables and
 /// manifest in the staging folder, the manifest lists them, and they appear — or
@@ -51,7 +54,7 @@ pub struct Documents<'a> {
     /// counts it with the tables; [`budget::report_bytes`], `trace::estimate_bytes`).
     pub disk_bytes: f64,
     /// Fields the manifest gains, made from the finished run (`precision`).
-    pub manifest_fields: Option<&'a dyn Fn(&RunReport) -> Vec<(&'static str, serde_json::Value)>>,
+    pub manifest_fields: Option<&'a ManifestFields<'a>>,
 }
 
 /// Runs `scenario` with `threads` workers and writes `out_root/<name>/` (tables and

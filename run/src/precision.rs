@@ -282,7 +282,7 @@ fn next_stage(reached: &[Reached], run: u32, max: u32) -> Option<u32> {
     if reached.iter().all(Reached::met) || run >= max {
         return None;
     }
-    let needed = reached.iter().filter(|r| !r.met()).map(|r| need(r)).fold(0.0f64, f64::max);
+    let needed = reached.iter().filter(|r| !r.met()).map(need).fold(0.0f64, f64::max);
     let grow = |factor: f64| (f64::from(run) * factor).ceil();
     // NaN (an undefined metric) and ∞ grow as far as a stage may.
     let wanted = if needed.is_finite() { (needed * 1.05).ceil() } else { grow(8.0) };

@@ -285,7 +285,8 @@ mod tests {
                     Ok(())
                 };
                 let sinks = Sinks { records: &mut records, point: &mut fold };
-                run_ranges(&scenario, &[0..50], 2, &|| {}, sinks).unwrap();
+                let replicas = vec![0..50; 1]; // replicas 0..50 of the one grid point
+                run_ranges(&scenario, &replicas, 2, &|| {}, sinks).unwrap();
                 let s = summary.unwrap();
                 (s.mean / 0.9, s.ci_lo / 0.9, s.ci_hi / 0.9)
             })
