@@ -305,13 +305,14 @@ fn continuous(dimension: &Dimension, u: f64) -> f64 {
     }
 }
 
-/// Draws the map of `scenario` (resolved, `request` checked) on `threads` threads.
+/// Draws the map of `scenario` (resolved, `request` checked) on `threads` threads;
+/// `round_starts` is told each round's number and how many evaluations it runs.
 pub fn map(
     scenario: &Scenario,
     request: &MapRequest,
     threads: usize,
     progress: &(dyn Fn() + Sync),
-    round_done: &mut dyn FnMut(u32, usize),
+    round_starts: &mut dyn FnMut(u32, usize),
 ) -> Result<StabilityMap> {
     let column = request.check(scenario)?;
     let dimensions = [request.x.clone(), request.y.clone()];
@@ -336,6 +337,7 @@ pub fn map(
         if asked.is_empty() {
             break;
         }
+        round_starts(round, asked.len());
         let points: Vec<Point> = asked
             .iter()
             .map(|&(row, u)| Point {
@@ -397,7 +399,6 @@ pub fn map(
             };
             bracket.done = !crosses || narrow;
         }
-        round_done(round, asked.len());
         round += 1;
     }
     let rows = brackets

@@ -80,10 +80,9 @@ pub(super) fn map_command(args: MapArgs) -> Result<()> {
     // Refused before anything runs: a destination that is not stampede's.
     stampede_output::folder::check_replaceable(&args.out.join(&name), replace(args.force))?;
     let bar = progress_bar(0, args.quiet || args.json);
-    let rows_per_round = |asked: usize| asked as u64 * u64::from(request.replicas);
-    bar.inc_length(rows_per_round(2 * args.ys as usize * scenario.point_count() as usize));
     let started = std::time::Instant::now();
-    let drawn = map(&scenario, &request, threads, &|| bar.inc(1), &mut |_, _| {})?;
+    let mut round_starts = |_round: u32, asked: usize| bar.inc_length(asked as u64 * u64::from(request.replicas));
+    let drawn = map(&scenario, &request, threads, &|| bar.inc(1), &mut round_starts)?;
     bar.finish_and_clear();
     let lines = describe(&drawn, &scenario.name, started.elapsed().as_secs_f64());
     let dir = write_folder(&args.out, &name, &drawn, &scenario.name, &lines, replace(args.force))?;

@@ -197,6 +197,12 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, C
                 "--trace {replica} with --precision: trace a run of a fixed size (--replicas N); --precision says which N"
             )));
         }
+        if args.resume {
+            eprintln!(
+                "stampede: warning: --resume with --precision: the staged search keeps no checkpoint, so it starts \
+                 over from its first stage"
+            );
+        }
     }
     if scenario.run.warmup_auto {
         stampede_run::warmup::check(&scenario)?;
