@@ -341,8 +341,8 @@ fn the_sizing_formulas_predict_a_run_four_times_the_size() {
 
 /// Peak memory of a run that keeps every replica row (`manifest.json`'s
 /// `host.peak_rss_bytes`) is flat in the replicas: four times the rows costs at most 10%
-/// more (issue 54). CI size: one-second `mmc` (3 grid points) at 100,000 and 400,000
-/// replicas; `STAMPEDE_MEMORY_REPLICAS=1000000` checks the README's 10⁶ figure (+8.7% in
+/// more (issue 54). CI size: one-second `mmc` (3 grid points) at 100,000 (three runs,
+/// the highest kept) and 400,000 replicas; `STAMPEDE_MEMORY_REPLICAS=1000000` checks the README's 10⁶ figure (+8.7% in
 /// a release build: 32.6 MB and 35.4 MB).
 #[test]
 fn peak_memory_is_flat_in_the_replica_rows() {
@@ -369,10 +369,16 @@ fn peak_memory_is_flat_in_the_replica_rows() {
             serde_json::from_slice(&std::fs::read(out.join("mmc/manifest.json")).unwrap()).unwrap();
         manifest["host"]["peak_rss_bytes"].as_f64().expect("peak RSS is read from /proc on Linux")
     };
-    let (small, big) = (peak(100_000), peak(large));
+    // One run's peak moves by ±3 MB (of about 60) with how the threads interleave; the
+    // suite once saw 54.2 MB at 100,000 against 61.4 at 400,000 with no growth behind it.
+    // So the reference is the highest of three runs of the small size (10 s each, in a
+    // debug build), what the baseline reaches by noise alone: rows kept in memory would
+    // add about 100 B × 900,000 more rows, far past the 10% allowed.
+    let small = (0..3).map(|_| peak(100_000)).fold(0.0, f64::max);
+    let big = peak(large);
     assert!(
         big <= 1.10 * small,
-        "peak RSS {:.1} MB at {large} replicas vs {:.1} MB at 100,000",
+        "peak RSS {:.1} MB at {large} replicas vs {:.1} MB at 100,000 (the highest of three runs)",
         big / 1e6,
         small / 1e6
     );
