@@ -215,41 +215,23 @@ fn bad_precision_input_exits_2_and_writes_nothing() {
     }
 }
 
-/// An M/M/1 at ρ = 0.9 written as a graph (the model with a queue-depth series).
-const MM1: &str = r#"name = "mm1"
-description = "M/M/1 at rho = 0.9, started empty"
-model = "graph"
-
-[run]
-horizon_s = 4000.0
-warmup_s = "auto"
-replicas = 20
-seed = 1
-
-[services.api]
-workers = 1
-queue = { capacity = 1000000 }
-
-[services.api.endpoints.get]
-work = { dist = "exponential", mean_s = 1.0 }
-
-[[workload]]
-entry = "api.get"
-rate_per_s = 0.9
-
-[series]
-bucket_s = 10.0
-"#;
+/// The book's M/M/1 at ρ = 0.9 started empty, written as a graph (the model with a
+/// queue-depth series), with `warmup_s = "auto"`: `docs/src/examples/mm1-empty.toml`,
+/// here at 20 replicas.
+fn mm1() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/examples/mm1-empty.toml");
+    std::fs::read_to_string(path).unwrap().replace("replicas = 50", "replicas = 20")
+}
 
 #[test]
 fn an_automatic_warm_up_is_chosen_said_recorded_and_the_same_for_shards() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("mm1.toml");
-    std::fs::write(&file, MM1).unwrap();
+    std::fs::write(&file, mm1()).unwrap();
     let out = dir.path().join("out");
     let output = stampede(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let recorded = manifest(&out.join("mm1"));
+    let recorded = manifest(&out.join("mm1-empty"));
     let chosen = recorded["warmup"]["chosen_s"].as_f64().unwrap();
     assert!(chosen > 0.0 && chosen <= 2000.0, "{}", recorded["warmup"]);
     assert_eq!(recorded["warmup"]["method"], "MSER-5");
@@ -263,7 +245,7 @@ fn an_automatic_warm_up_is_chosen_said_recorded_and_the_same_for_shards() {
     let sentence =
         format!("warm-up {chosen} s, chosen by MSER-5 on series queue_depth averaged over 30 pilot replicas");
     assert!(stdout(&output).contains(&sentence), "{}", stdout(&output));
-    let html = std::fs::read_to_string(out.join("mm1/report.html")).unwrap();
+    let html = std::fs::read_to_string(out.join("mm1-empty/report.html")).unwrap();
     assert!(html.contains(&format!("<dt>warm-up</dt><dd>{sentence}")), "no warm-up fact in the report");
     // The same as giving that warm-up in seconds; and each shard chooses the same.
     let plain = dir.path().join("plain");
@@ -279,7 +261,7 @@ fn an_automatic_warm_up_is_chosen_said_recorded_and_the_same_for_shards() {
         plain.to_str().unwrap(),
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(parquet_tables(&out.join("mm1")), parquet_tables(&plain.join("mm1")));
+    assert_eq!(parquet_tables(&out.join("mm1-empty")), parquet_tables(&plain.join("mm1-empty")));
     let sharded = dir.path().join("sharded");
     for shard in ["0/2", "1/2"] {
         let output =
@@ -289,14 +271,14 @@ fn an_automatic_warm_up_is_chosen_said_recorded_and_the_same_for_shards() {
     let merged = dir.path().join("merged");
     let output = stampede(&[
         "merge",
-        sharded.join("mm1/shards").to_str().unwrap(),
+        sharded.join("mm1-empty/shards").to_str().unwrap(),
         "--out",
         merged.to_str().unwrap(),
         "--no-report",
         "--quiet",
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(parquet_tables(&merged.join("mm1")), parquet_tables(&plain.join("mm1")));
+    assert_eq!(parquet_tables(&merged.join("mm1-empty")), parquet_tables(&plain.join("mm1-empty")));
     // Too short a run to settle: the limit, and a warning to run longer.
     let output = stampede(&[
         "run",
@@ -320,7 +302,7 @@ fn an_automatic_warm_up_is_chosen_said_recorded_and_the_same_for_shards() {
 fn bad_warm_up_input_exits_2_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("mm1.toml");
-    std::fs::write(&file, MM1).unwrap();
+    std::fs::write(&file, mm1()).unwrap();
     let mm1 = file.to_str().unwrap();
     let out = dir.path().join("out");
     let cases: &[(&[&str], &str)] = &[
