@@ -91,6 +91,16 @@ pub fn percent(share: f64) -> String {
     format!("{text}%")
 }
 
+/// `scenario` with the metric expressions `targets` name (`--precision 'a + b=2%'`) as
+/// columns of their own, as `--metric` adds them.
+pub fn with_target_metrics(scenario: Scenario, targets: &[Target]) -> Result<Scenario> {
+    let named: Vec<(String, String)> = targets
+        .iter()
+        .filter_map(|t| t.metric.as_ref().map(|m| (m.clone(), format!("--precision {:?}", t.text()))))
+        .collect();
+    scenario.with_metrics(&named)
+}
+
 /// The asked precision, resolved against a scenario: which metric columns are checked
 /// and how narrow each must be.
 #[derive(Clone, Debug)]

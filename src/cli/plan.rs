@@ -53,11 +53,7 @@ pub(super) fn plan(args: PlanArgs) -> Result<()> {
         )));
     }
     let targets = args.precision.iter().map(|t| Target::parse(t)).collect::<Result<Vec<_>>>()?;
-    let named: Vec<(String, String)> = targets
-        .iter()
-        .filter_map(|t| t.metric.as_ref().map(|m| (m.clone(), format!("--precision {:?}", t.text()))))
-        .collect();
-    let scenario = resolve(&args.scenario, &args.scenario_args)?.with_metrics(&named)?;
+    let scenario = precision::with_target_metrics(resolve(&args.scenario, &args.scenario_args)?, &targets)?;
     warn(&scenario);
     let max = args.max_replicas.unwrap_or(precision::DEFAULT_MAX_REPLICAS);
     let goal = Goal::new(&scenario, &targets, max)?;

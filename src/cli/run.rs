@@ -124,7 +124,7 @@ impl PrecisionAsked {
     /// The scenario as the run resolved it, with `replicas` replicas.
     fn with_replicas(&self, replicas: u32, args: &RunArgs) -> Result<Scenario> {
         let scenario_args = ScenarioArgs { replicas: Some(replicas), ..self.scenario_args.clone() };
-        with_precision_metrics(with_metrics(resolve(&self.name, &scenario_args)?, args)?, &self.targets)
+        precision::with_target_metrics(with_metrics(resolve(&self.name, &scenario_args)?, args)?, &self.targets)
     }
 }
 
@@ -224,19 +224,10 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, C
         return Ok((scenario, chosen));
     }
     let targets = args.precision.iter().map(|t| Target::parse(t)).collect::<Result<Vec<_>>>()?;
-    let scenario = with_precision_metrics(scenario, &targets)?;
+    let scenario = precision::with_target_metrics(scenario, &targets)?;
     let goal = Goal::new(&scenario, &targets, args.max_replicas.unwrap_or(precision::DEFAULT_MAX_REPLICAS))?;
     chosen.precision = Some(PrecisionAsked { goal, targets, name: name.to_string(), scenario_args });
     Ok((scenario, chosen))
-}
-
-/// The scenario with the metric expressions `--precision` names as columns of their own.
-fn with_precision_metrics(scenario: Scenario, targets: &[Target]) -> Result<Scenario> {
-    let named: Vec<(String, String)> = targets
-        .iter()
-        .filter_map(|t| t.metric.as_ref().map(|m| (m.clone(), format!("--precision {:?}", t.text()))))
-        .collect();
-    scenario.with_metrics(&named)
 }
 
 pub(super) fn run(args: RunArgs) -> Result<()> {
