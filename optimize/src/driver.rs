@@ -178,9 +178,13 @@ impl Rounds {
         self.dir.join(format!("round-{round:04}"))
     }
 
-    /// Round `round`'s folder, if a previous run of this search finished it with these ranges.
+    /// Round `round`'s folder, if a previous run of this search finished it with these
+    /// ranges (its marker, `round.json`, is written last and removed first).
     fn finished(&self, round: u32, ranges: &[Range<u32>]) -> Option<PathBuf> {
         let dir = self.round_dir(round);
+        if !["replicas.parquet", "partials.parquet"].iter().all(|f| dir.join(f).is_file()) {
+            return None;
+        }
         let text = std::fs::read_to_string(dir.join("round.json")).ok()?;
         let info: Value = serde_json::from_str(&text).ok()?;
         (info.get("ranges")? == &ranges_json(ranges)).then_some(dir)
@@ -255,7 +259,7 @@ impl Simulation<'_> {
         StagedFile::with_contents(&temporary, "round.json", info.to_string().as_bytes())?.commit()?;
         let dir = self.rounds.round_dir(round);
         if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(&e)?;
+            stampede_output::remove_marked_parts(&dir, "round.json").map_err(&e)?;
         }
         std::fs::rename(&temporary, &dir).map_err(&e)?;
         Ok(dir)
@@ -349,6 +353,8 @@ pub fn execute(
         Some(&Documents { files, write: &write, disk_bytes: documents.disk_bytes, manifest_fields: None }),
         writing,
     )?;
-    std::fs::remove_dir_all(&simulation.rounds.dir).map_err(io(&simulation.rounds.dir))?;
+    // Markers first: a removal killed half way leaves no round that looks finished (a
+    // kill there once left round-0000/round.json beside its deleted tables).
+    stampede_output::remove_marked_parts(&simulation.rounds.dir, "round.json").map_err(io(&simulation.rounds.dir))?;
     Ok(Optimized { answer, outcome, candidates, report })
 }

@@ -81,9 +81,48 @@ impl StagedSet {
     }
 }
 
+/// Removes `dir`, a folder of parts each of which counts as finished while it holds
+/// `marker` (a checkpoint's `piece-*/piece.json`, an optimizer's `round-*/round.json`):
+/// every part's marker goes first, then the rest. `remove_dir_all` alone deletes in
+/// directory order, so a process killed while removing could leave a marker beside
+/// deleted data — a part that looks finished and is not; this way a killed removal
+/// leaves only unmarked parts, which a resume runs again.
+pub fn remove_marked_parts(dir: &Path, marker: &str) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path().join(marker);
+        if path.is_file() {
+            fs::remove_file(&path)?;
+        }
+    }
+    let own = dir.join(marker);
+    if own.is_file() {
+        fs::remove_file(&own)?;
+    }
+    fs::remove_dir_all(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_of_marked_parts_loses_its_markers_first() {
+        let dir = scratch("marked");
+        for part in ["piece-0", "piece-1"] {
+            fs::create_dir_all(dir.join(part)).unwrap();
+            fs::write(dir.join(part).join("data.parquet"), "rows").unwrap();
+            fs::write(dir.join(part).join("piece.json"), "{}").unwrap();
+        }
+        fs::write(dir.join("checkpoint.json"), "{}").unwrap();
+        remove_marked_parts(&dir, "piece.json").unwrap();
+        assert!(!dir.exists());
+        // A part being removed is never a finished part: its marker is gone before its data.
+        let part = scratch("marked-one");
+        fs::write(part.join("round.json"), "{}").unwrap();
+        fs::write(part.join("replicas.parquet"), "rows").unwrap();
+        remove_marked_parts(&part, "round.json").unwrap();
+        assert!(!part.exists());
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("stampede-atomic-{name}-{}", std::process::id()));

@@ -14,7 +14,7 @@ pub mod table;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use atomic::{StagedFile, StagedSet};
+pub use atomic::{remove_marked_parts, StagedFile, StagedSet};
 pub use folder::{check_replaceable, foreign_entries, FolderLock, LockError, Replace, StagedFolder};
 pub use read::Table;
 pub use table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};

@@ -296,6 +296,7 @@ impl Checkpoint {
 
     /// Removes the folder once its run's output is in place.
     pub fn remove(self) -> Result<()> {
-        std::fs::remove_dir_all(&self.dir).map_err(io(&self.dir))
+        // Markers first: a removal killed half way leaves no piece that looks finished.
+        stampede_output::remove_marked_parts(&self.dir, "piece.json").map_err(io(&self.dir))
     }
 }
