@@ -84,7 +84,7 @@ impl MapRequest {
                     dimension.path
                 )));
             }
-            match lookup(&source, &dimension.path) {
+            match stampede_scenario::scenario::overrides::value_at(&source, &dimension.path) {
                 Some(toml::Value::Float(_)) | None => {}
                 Some(toml::Value::Integer(_)) if dimension.scale == Scale::Integer => {}
                 Some(toml::Value::Integer(value)) if dimension.scale != Scale::Integer => {
@@ -104,20 +104,6 @@ impl MapRequest {
         }
         Ok(column)
     }
-}
-
-/// The value at a dotted path (`faults.0.factor`) of a TOML table, if there is one.
-fn lookup<'a>(table: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
-    let mut parts = path.split('.');
-    let mut value = table.get(parts.next()?)?;
-    for part in parts {
-        value = match value {
-            toml::Value::Table(t) => t.get(part)?,
-            toml::Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(value)
 }
 
 /// Which side of the level a value is on.
@@ -151,7 +137,6 @@ pub struct Evaluation {
     pub row: usize,
     pub y: f64,
     pub x: f64,
-    pub u: f64,
     pub mean: f64,
     pub ci_lo: f64,
     pub ci_hi: f64,
@@ -297,14 +282,6 @@ struct Bracket {
     done: bool,
 }
 
-/// `u`'s value on x's scale without rounding to an integer (the boundary's estimate).
-fn continuous(dimension: &Dimension, u: f64) -> f64 {
-    match dimension.scale {
-        Scale::Log => dimension.low * (dimension.high / dimension.low).powf(u),
-        _ => dimension.low + u * (dimension.high - dimension.low),
-    }
-}
-
 /// Draws the map of `scenario` (resolved, `request` checked) on `threads` threads;
 /// `round_starts` is told each round's number and how many evaluations it runs.
 pub fn map(
@@ -355,24 +332,20 @@ pub fn map(
         };
         let ranges = vec![0..request.replicas; points.len()];
         run_ranges(&batch, &ranges, threads, progress, Sinks { records: &mut records, point: &mut fold })?;
-        for ((row, u), summary) in asked.iter().zip(means) {
+        for (&(row, u), summary) in asked.iter().zip(means) {
             let summary = summary.expect("every point of a round is run");
-            let bracket = &brackets[*row];
+            let bracket = &mut brackets[row];
             evaluations.push(Evaluation {
                 grid: bracket.grid,
-                row: *row,
+                row,
                 y: bracket.y,
-                x: request.x.value(*u),
-                u: *u,
+                x: request.x.value(u),
                 mean: summary.mean,
                 ci_lo: summary.ci_lo,
                 ci_hi: summary.ci_hi,
                 round,
             });
-        }
-        for (i, &(row, u)) in asked.iter().enumerate() {
-            let mean = evaluations[evaluations.len() - asked.len() + i].mean;
-            let bracket = &mut brackets[row];
+            let mean = summary.mean;
             if round == 0 {
                 if u == 0.0 {
                     bracket.low = Some((u, mean));
@@ -382,12 +355,12 @@ pub fn map(
                 continue;
             }
             let (lo, hi) = (bracket.low.expect("ends ran"), bracket.high.expect("ends ran"));
+            debug_assert!(lo.0 < u && u < hi.0, "a midpoint lies inside its bracket");
             if Side::of(mean, request.level) == Side::of(lo.1, request.level) {
                 bracket.low = Some((u, mean));
             } else {
                 bracket.high = Some((u, mean));
             }
-            debug_assert!(lo.0 < u && u < hi.0, "a midpoint lies inside its bracket");
         }
         for bracket in brackets.iter_mut().filter(|b| !b.done) {
             let (lo, hi) = (bracket.low.expect("ends ran"), bracket.high.expect("ends ran"));
@@ -413,7 +386,7 @@ pub fn map(
                 Crossing::Never { side: Side::of(lo.1, request.level) }
             } else {
                 let t = ((request.level - lo.1) / (hi.1 - lo.1)).clamp(0.0, 1.0);
-                let x = continuous(&request.x, lo.0 + t * (hi.0 - lo.0));
+                let x = request.x.unrounded(lo.0 + t * (hi.0 - lo.0));
                 let low_side = Side::of(lo.1, request.level);
                 let sure = |e: &Evaluation, side: Side| match side {
                     Side::Above => e.ci_lo >= request.level,

@@ -66,9 +66,18 @@ impl Dimension {
     pub fn value(&self, u: f64) -> f64 {
         let u = u.clamp(0.0, 1.0);
         match self.scale {
-            Scale::Linear => round_significant(self.low + u * (self.high - self.low)),
-            Scale::Log => round_significant(self.low * (self.high / self.low).powf(u)),
+            Scale::Linear | Scale::Log => round_significant(self.unrounded(u)),
             Scale::Integer => (self.low + (u * (self.high - self.low + 1.0)).floor()).min(self.high),
+        }
+    }
+
+    /// The point at `u` ∈ [0, 1] on the range's scale, unrounded: where an estimate
+    /// between two values lies (a stability map's boundary), not a value to simulate.
+    /// An integer range is treated as the line from its low to its high end.
+    pub fn unrounded(&self, u: f64) -> f64 {
+        match self.scale {
+            Scale::Log => self.low * (self.high / self.low).powf(u),
+            Scale::Linear | Scale::Integer => self.low + u * (self.high - self.low),
         }
     }
 

@@ -311,12 +311,6 @@ pub struct Outcome {
     pub compute_s: f64,
 }
 
-impl Outcome {
-    pub fn met(&self) -> bool {
-        self.reached.iter().all(Reached::met)
-    }
-}
-
 /// Runs `scenario` in stages — `first` replicas a point, then as the estimates say —
 /// until `goal` is met at every grid point or its `max_replicas` are run. `stage` is told each stage's replicas before it runs and
 /// what it reached after; `progress` is called per replica.

@@ -106,23 +106,22 @@ fn series_index(scenario: &Scenario) -> Result<usize> {
 }
 
 /// Checks that `scenario`'s automatic warm-up can be chosen (a series to read, no grid
-/// over `run.warmup_s`), before anything runs.
-pub fn check(scenario: &Scenario) -> Result<()> {
+/// over `run.warmup_s`), before anything runs; returns the series' index.
+pub fn check(scenario: &Scenario) -> Result<usize> {
     debug_assert!(scenario.run.warmup_auto);
-    series_index(scenario)?;
+    let series = series_index(scenario)?;
     if scenario.grid.iter().any(|axis| axis.path == "run.warmup_s") {
         return Err(Error::bad_input(
             "run.warmup_s = \"auto\" with a grid over run.warmup_s: the warm-up is either chosen or varied; drop one",
         ));
     }
-    Ok(())
+    Ok(series)
 }
 
 /// Runs the pilot of `scenario` (whose warm-up is `"auto"`, so 0 while it runs) and
 /// chooses the warm-up.
 pub fn choose(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync)) -> Result<Choice> {
-    check(scenario)?;
-    let series = series_index(scenario)?;
+    let series = check(scenario)?;
     let pilot = PILOT_REPLICAS;
     let bucket_s = scenario.schema.series_bucket_s;
     let points = scenario.point_count() as usize;

@@ -77,15 +77,16 @@ pub(super) fn map_command(args: MapArgs) -> Result<()> {
     request.check(&scenario)?;
     let threads = threads(args.threads)?;
     let name = format!("{}-map", scenario.name);
+    let replace = stampede_run::pipeline::Writing { force: args.force, ..Default::default() }.replace();
     // Refused before anything runs: a destination that is not stampede's.
-    stampede_output::folder::check_replaceable(&args.out.join(&name), replace(args.force))?;
+    stampede_output::folder::check_replaceable(&args.out.join(&name), replace)?;
     let bar = progress_bar(0, args.quiet || args.json);
     let started = std::time::Instant::now();
     let mut round_starts = |_round: u32, asked: usize| bar.inc_length(asked as u64 * u64::from(request.replicas));
     let drawn = map(&scenario, &request, threads, &|| bar.inc(1), &mut round_starts)?;
     bar.finish_and_clear();
     let lines = describe(&drawn, &scenario.name, started.elapsed().as_secs_f64());
-    let dir = write_folder(&args.out, &name, &drawn, &scenario.name, &lines, replace(args.force))?;
+    let dir = write_folder(&args.out, &name, &drawn, &scenario.name, &lines, replace)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&drawn.to_json()).expect("JSON serialises"));
     } else if !args.quiet {
@@ -95,14 +96,6 @@ pub(super) fn map_command(args: MapArgs) -> Result<()> {
         println!("wrote {} (map.html, map.parquet)", dir.display());
     }
     Ok(())
-}
-
-fn replace(force: bool) -> Replace {
-    if force {
-        Replace::Anything
-    } else {
-        Replace::OnlyStampedeOutput
-    }
 }
 
 /// `faults.0.duration_s = 0.31 [0.27, 0.36]`.

@@ -116,6 +116,21 @@ pub fn parse_grid(argument: &str) -> Result<GridAxis> {
     Ok(GridAxis { path: path.to_string(), values: parts.into_iter().map(parse_cli_value).collect() })
 }
 
+/// The value at a normalised dotted path (`faults.0.factor`: a list entered by its
+/// position) of a TOML table, if there is one — where overrides write (`merge_path`).
+pub fn value_at<'a>(table: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
+    let mut parts = path.split('.');
+    let mut value = table.get(parts.next()?)?;
+    for part in parts {
+        value = match value {
+            toml::Value::Table(t) => t.get(part)?,
+            toml::Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(value)
+}
+
 /// Sets `value` at dotted `path` inside `table`, replacing a table there whole (the
 /// tests' way to write a document; overrides merge, see [`merge_path`]).
 #[cfg(test)]
