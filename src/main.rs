@@ -2,8 +2,6 @@
 //! `cli`). Exit codes: 0 success, 1 a failed claim or check, 2 bad input, 3 I/O or
 //! internal error.
 
-mod cli;
-
 fn main() -> std::process::ExitCode {
-    cli::main()
+    stampede::cli::main()
 }

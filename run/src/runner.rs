@@ -22,9 +22,10 @@
 //!   points of one chunk per thread — flat in the number of replicas *and* in the
 //!   number of grid points.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 use stampede_engine::kernel::rng::replica_seed;
@@ -434,6 +435,28 @@ pub fn run_ranges_extracting(
     run_tasks(scenario, &mut tasks, chunk, threads, hooks, sinks)
 }
 
+thread_local! {
+    /// The flag of the innermost [`cancellable_scope`] on this thread.
+    static SCOPED_CANCEL: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with every grid this thread runs meanwhile — [`run_grid`], [`run_ranges`],
+/// a command's pilots, stages and rounds — stopping soon after `cancel` is set, as
+/// [`run_grid_cancellable`] does: a whole command becomes cancellable without each
+/// layer between it and the runner taking a flag (the Python package's Ctrl-C).
+pub fn cancellable_scope<T>(cancel: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
+    let outer = SCOPED_CANCEL.with(|scoped| scoped.replace(Some(cancel)));
+    // Restored even if `f` panics, so a later run on this thread is not cancelled by it.
+    struct Restore(Option<Arc<AtomicBool>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPED_CANCEL.with(|scoped| *scoped.borrow_mut() = self.0.take());
+        }
+    }
+    let _restore = Restore(outer);
+    f()
+}
+
 /// What a run calls besides its sinks: per finished replica, when to stop, what to
 /// keep of each replica's output.
 struct Hooks<'a> {
@@ -453,6 +476,8 @@ fn run_tasks(
     sinks: Sinks,
 ) -> Result<()> {
     let Hooks { progress, cancel, extract } = hooks;
+    let scoped = SCOPED_CANCEL.with(|scoped| scoped.borrow().clone());
+    let cancelled = || cancel.load(Ordering::Relaxed) || scoped.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
     let master_seed = scenario.run.seed;
     let metric_defs = &scenario.schema.metrics;
     let metric_count = metric_defs.len();
@@ -511,11 +536,11 @@ fn run_tasks(
         pool.install(|| {
             (0..tasks.len())
                 .into_par_iter()
-                .map(|task| if cancel.load(Ordering::Relaxed) { None } else { Some(work.run(task)) })
+                .map(|task| if cancelled() { None } else { Some(work.run(task)) })
                 .collect_into_vec(&mut cancellable)
         });
         drop(work);
-        if cancel.load(Ordering::Relaxed) {
+        if cancelled() {
             return Err(Error::io("the run was cancelled"));
         }
         records.clear();

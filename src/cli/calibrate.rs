@@ -201,7 +201,7 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitStatus> {
     let shown = |p: &Path| p.display().to_string();
     if args.json {
         let json = calibration.to_json(&observed_file, Some(&shown(&page)), toml_file.as_deref().map(shown).as_deref());
-        println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
+        super::print_json(&json);
     } else if args.show_toml {
         if !args.quiet {
             eprint!("{account}");

@@ -26,11 +26,11 @@ pub(super) fn capacity(args: CapacityArgs) -> Result<()> {
     let mut fixture = stampede_scenario::models::gateway::fixture::Fixture::load(args.fixture.as_deref())?;
     fixture.read_inputs()?;
     for warning in stampede_scenario::models::gateway::capacity::warnings(&fixture) {
-        eprintln!("stampede: warning: {warning}");
+        super::warning(&warning);
     }
     let report = stampede_scenario::models::gateway::capacity::analyse(&fixture, args.target_turns_rps);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
+        super::print_json(&report.to_json());
     } else {
         print!("{}", report.render());
     }

@@ -72,7 +72,7 @@ pub(super) fn compare(args: CompareArgs) -> Result<ExitStatus> {
         print!("{}", comparison.github_annotations());
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison.to_json()).expect("JSON serialises"));
+        super::print_json(&comparison.to_json());
     } else {
         print!("{}", comparison.render(args.all));
         if let Some(path) = &args.html {

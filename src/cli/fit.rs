@@ -93,7 +93,7 @@ pub(super) fn fit(args: FitArgs) -> Result<()> {
     let page_text = page.display().to_string();
     if args.json {
         let json = report.to_json(&args.file, &source, &page_text);
-        println!("{}", serde_json::to_string_pretty(&json).expect("JSON serialises"));
+        super::print_json(&json);
     } else {
         print!("{}", report.render(&args.file, &source, &page_text));
     }

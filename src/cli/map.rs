@@ -88,7 +88,7 @@ pub(super) fn map_command(args: MapArgs) -> Result<()> {
     let lines = describe(&drawn, &scenario.name, started.elapsed().as_secs_f64());
     let dir = write_folder(&args.out, &name, &drawn, &scenario.name, &lines, replace)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&drawn.to_json()).expect("JSON serialises"));
+        super::print_json(&drawn.to_json());
     } else if !args.quiet {
         for line in &lines {
             println!("{line}");

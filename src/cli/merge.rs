@@ -126,7 +126,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
     }
     let Some(skipped) = skipped else {
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
+            super::print_json(&report.to_json());
         }
         return Ok(ExitStatus::Success);
     };

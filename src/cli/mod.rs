@@ -6,6 +6,7 @@
 mod calibrate;
 mod capacity;
 mod compare;
+pub mod embed;
 mod fit;
 mod import;
 mod map;
@@ -149,7 +150,18 @@ pub fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let outcome = match cli.command {
+    match dispatch(cli.command) {
+        Ok(status) => ExitCode::from(status.code()),
+        Err(error) => {
+            eprintln!("stampede: error: {error}");
+            ExitCode::from(error.exit_code() as u8)
+        }
+    }
+}
+
+/// Runs one command to its end.
+fn dispatch(command: Command) -> Result<ExitStatus> {
+    match command {
         Command::Run(args) => run(args).map(|()| ExitStatus::Success),
         Command::List => list().map(|()| ExitStatus::Success),
         Command::Show(args) => show(args).map(|()| ExitStatus::Success),
@@ -166,19 +178,36 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan(args).map(|()| ExitStatus::Success),
         Command::Fit(args) => fit(args).map(|()| ExitStatus::Success),
         Command::Import(args) => import(args).map(|()| ExitStatus::Success),
-    };
-    match outcome {
-        Ok(ExitStatus::Success) => ExitCode::SUCCESS,
-        Ok(
+    }
+}
+
+impl ExitStatus {
+    /// The process's exit code: 0, or 1 for a failed claim, a change, no feasible
+    /// candidate or a calibration over its bound.
+    fn code(&self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
             ExitStatus::VerificationFailed
             | ExitStatus::Changed
             | ExitStatus::Infeasible
-            | ExitStatus::CalibrationFailed,
-        ) => ExitCode::from(1),
-        Err(error) => {
-            eprintln!("stampede: error: {error}");
-            ExitCode::from(error.exit_code() as u8)
+            | ExitStatus::CalibrationFailed => 1,
         }
+    }
+}
+
+/// Prints a command's `--json` document on stdout, or hands it to the caller when the
+/// command runs in process ([`embed`]).
+fn print_json(document: &serde_json::Value) {
+    if !embed::capture_document(document) {
+        println!("{}", serde_json::to_string_pretty(document).expect("JSON serialises"));
+    }
+}
+
+/// Prints a warning (valid input that would likely mislead) on stderr, whatever
+/// `--quiet` says — it is not progress — or hands it to the caller ([`embed`]).
+fn warning(text: &str) {
+    if !embed::capture_warning(text) {
+        eprintln!("stampede: warning: {text}");
     }
 }
 
@@ -193,8 +222,8 @@ fn parse_seed(text: &str) -> std::result::Result<u64, String> {
 /// Prints the scenario's warnings (valid input that would likely mislead) to stderr,
 /// whatever `--quiet` says: they are not progress.
 fn warn(scenario: &Scenario) {
-    for warning in scenario.warnings() {
-        eprintln!("stampede: warning: {warning}");
+    for text in scenario.warnings() {
+        warning(&text);
     }
 }
 

@@ -121,7 +121,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
     if args.claims {
         let (claims, notes) = claims_as_constraints(&scenario.verify);
         for note in notes {
-            eprintln!("stampede: warning: --claims: {note}");
+            super::warning(&format!("--claims: {note}"));
         }
         if claims.is_empty() {
             return Err(Error::bad_input(format!(
@@ -147,7 +147,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
     request.check(&scenario)?;
     let threads = threads(args.threads)?;
     if let Some(warning) = request.budget_warning(&scenario) {
-        eprintln!("stampede: warning: {warning}");
+        super::warning(&warning);
     }
     if !(args.quiet || args.json) {
         // What the search may cost, before its first round: the budget at the pace of
@@ -194,7 +194,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
             print!("{}", answer::show_toml(&optimized.candidates, chosen.candidate, chosen.replicas));
         }
     } else if args.json {
-        println!("{}", serde_json::to_string_pretty(&answer.to_json()).expect("JSON serialises"));
+        super::print_json(&answer.to_json());
     } else if !args.quiet {
         print!("{}", answer.render());
         println!("output: {folder}");

@@ -100,7 +100,7 @@ pub(super) fn plan(args: PlanArgs) -> Result<()> {
             "merge": merge,
             "pilot_reached": precision::to_json(&goal, &reached, args.pilot, None),
         });
-        println!("{}", serde_json::to_string_pretty(&document).expect("JSON serialises"));
+        super::print_json(&document);
         return Ok(());
     }
     println!(

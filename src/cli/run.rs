@@ -198,9 +198,9 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, C
             )));
         }
         if args.resume {
-            eprintln!(
-                "stampede: warning: --resume with --precision: the staged search keeps no checkpoint, so it starts \
-                 over from its first stage"
+            super::warning(
+                "--resume with --precision: the staged search keeps no checkpoint, so it starts over from its first \
+                 stage",
             );
         }
     }
@@ -214,7 +214,7 @@ pub(super) fn resolve_for_run(name: &str, args: &RunArgs) -> Result<(Scenario, C
             eprintln!("{}", choice.sentence());
         }
         if let Some(warning) = choice.warning() {
-            eprintln!("stampede: warning: {warning}");
+            super::warning(&warning);
         }
         scenario_args.sets.push(format!("run.warmup_s={}", toml::Value::Float(choice.chosen_s)));
         scenario = with_metrics(resolve(name, &scenario_args)?, args)?;
@@ -284,7 +284,7 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
     let report = execute_with_progress(&scenario, &args, &documents, &mut chosen)?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json()).expect("JSON serialises"));
+        super::print_json(&report.to_json());
     } else if !args.quiet {
         print!("{}", summary(&report, &args));
         for line in chosen.lines(&report) {
@@ -472,8 +472,12 @@ pub(super) fn threads(requested: Option<usize>) -> Result<usize> {
     })
 }
 
-/// A progress bar on a terminal, hidden otherwise.
+/// A progress bar on a terminal, hidden otherwise; in process, one the caller polls
+/// ([`super::embed`]), whatever `quiet` says.
 pub(super) fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if let Some(bar) = super::embed::progress_bar(total) {
+        return bar;
+    }
     if !quiet && std::io::stderr().is_terminal() {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(

@@ -195,7 +195,7 @@ pub(super) fn end_with_verdicts(
         output_file::write(junit, "--junit", verdicts.to_junit().as_bytes(), force)?;
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&verdicts.to_json()).expect("JSON serialises"));
+        super::print_json(&verdicts.to_json());
     } else {
         print!("{}", verdicts.render());
         if let Some(html) = html {

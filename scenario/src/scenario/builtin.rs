@@ -40,17 +40,27 @@ pub fn builtin_text(name: &str) -> Option<&'static str> {
     BUILTINS.iter().find(|(builtin, _)| *builtin == name).map(|(_, text)| *text)
 }
 
+/// Whether a scenario argument is the scenario's TOML text itself (several lines, not
+/// a file's name): what the Python package passes for a string or dict of TOML.
+pub fn is_scenario_text(argument: &str) -> bool {
+    argument.contains('\n') && !std::path::Path::new(argument).exists()
+}
+
 /// The folder a scenario argument's relative paths are read from: the scenario
-/// file's folder, or `None` for a built-in.
+/// file's folder, the working folder for TOML text, or `None` for a built-in.
 pub fn scenario_dir(argument: &str) -> Option<std::path::PathBuf> {
     if builtin_text(argument).is_some() {
         return None;
+    }
+    if is_scenario_text(argument) {
+        return Some(std::path::PathBuf::from("."));
     }
     let parent = std::path::Path::new(argument).parent()?;
     Some(if parent.as_os_str().is_empty() { std::path::PathBuf::from(".") } else { parent.to_path_buf() })
 }
 
-/// Loads a scenario argument: a built-in name, or a path to a `.toml` file.
+/// Loads a scenario argument: a built-in name, a path to a `.toml` file, or the TOML
+/// text itself ([`is_scenario_text`]).
 pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
     if let Some(text) = builtin_text(argument) {
         return parse_text(text, &format!("built-in scenario {argument}"));
@@ -60,6 +70,9 @@ pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| Error::bad_input(format!("cannot read scenario file {argument}: {error}")))?;
         return parse_text(&text, &format!("scenario file {argument}"));
+    }
+    if is_scenario_text(argument) {
+        return parse_text(argument, "the scenario's TOML text");
     }
     let names: Vec<&str> = BUILTINS.iter().map(|(name, _)| *name).collect();
     Err(Error::bad_input(format!(

@@ -1,0 +1,183 @@
+//! The command line, in process: what the Python package (`python/`) calls.
+//!
+//! A command's arguments go through the same parser and the same code as the
+//! `stampede` binary's, so its errors are the CLI's words and the folders it writes are
+//! the CLI's bytes. What the binary would print is handed back instead: the `--json`
+//! document, the warnings and the exit status ([`Finished`]), or the error with its
+//! exit code ([`Failure`]). Progress is a counter the caller polls ([`Progress`]), and
+//! setting the `cancel` flag stops every grid the command runs — replicas, pilots,
+//! stages, rounds ([`stampede_run::runner::cancellable_scope`]) — after which the
+//! command fails as the binary's would if killed: its output folder never appears.
+//!
+//! Invariant: the capture is per thread and per call; a command run by [`command`]
+//! never writes to stdout (the caller asks for `--json` or `--quiet`), and a command
+//! run by the binary never sees a capture.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use clap::Parser;
+use indicatif::ProgressBar;
+
+use super::{dispatch, Cli};
+
+/// What a command gave back when it ran to its end.
+#[derive(Debug)]
+pub struct Finished {
+    /// Its exit code: 0, or 1 for a failed claim, a significant change, no feasible
+    /// candidate or a calibration over its bound (not an error: the documents say why).
+    pub exit_code: u8,
+    /// The documents it would have printed with `--json`, in order.
+    pub documents: Vec<serde_json::Value>,
+    /// The warnings it would have printed on stderr, without the `stampede: warning: ` prefix.
+    pub warnings: Vec<String>,
+}
+
+/// Why a command did not finish: the binary's `stampede: error: …` message (without
+/// that prefix) and exit code — 2 for bad input, 3 for I/O — and whether it stopped
+/// because `cancel` was set.
+#[derive(Debug)]
+pub struct Failure {
+    pub message: String,
+    pub exit_code: u8,
+    pub cancelled: bool,
+}
+
+/// How far the running command is: its current progress bar's position and length
+/// (replicas, or a command's own unit), polled from another thread.
+#[derive(Clone, Default)]
+pub struct Progress(Arc<Mutex<Option<ProgressBar>>>);
+
+impl Progress {
+    /// (done, total) of the command's current bar; (0, 0) before it has one.
+    pub fn position(&self) -> (u64, u64) {
+        let bar = self.0.lock().expect("not poisoned");
+        bar.as_ref().map_or((0, 0), |bar| (bar.position(), bar.length().unwrap_or(0)))
+    }
+}
+
+/// The capture of the command running on this thread.
+struct Capture {
+    documents: Vec<serde_json::Value>,
+    warnings: Vec<String>,
+    progress: Progress,
+}
+
+thread_local! {
+    static CAPTURE: RefCell<Option<Capture>> = const { RefCell::new(None) };
+}
+
+/// Runs `stampede ARGS…` (`args` without the program's name) on this thread and
+/// returns what it would have printed; `cancel` stops it, `progress` shows how far it is.
+pub fn command(args: &[String], cancel: Arc<AtomicBool>, progress: Progress) -> Result<Finished, Failure> {
+    let parsed = Cli::try_parse_from(std::iter::once("stampede").chain(args.iter().map(String::as_str)));
+    let cli = parsed.map_err(|error| Failure {
+        // clap's words, as the binary prints them, without its "error: " (the caller's
+        // exception says that) and without the usage lines meant for a terminal.
+        message: clap_message(&error.render().to_string()),
+        exit_code: 2,
+        cancelled: false,
+    })?;
+    let capture = Capture { documents: Vec::new(), warnings: Vec::new(), progress };
+    let outer = CAPTURE.with(|slot| slot.replace(Some(capture)));
+    debug_assert!(outer.is_none(), "one command at a time on a thread");
+    let outcome = stampede_run::runner::cancellable_scope(cancel.clone(), || dispatch(cli.command));
+    let capture = CAPTURE.with(|slot| slot.replace(outer)).expect("captured");
+    match outcome {
+        Ok(status) => {
+            Ok(Finished { exit_code: status.code(), documents: capture.documents, warnings: capture.warnings })
+        }
+        Err(error) => Err(Failure {
+            message: error.to_string(),
+            exit_code: error.exit_code() as u8,
+            cancelled: cancel.load(Ordering::Relaxed),
+        }),
+    }
+}
+
+/// clap's rendered error without its `error: ` prefix and the usage/help lines.
+fn clap_message(rendered: &str) -> String {
+    let text = rendered.trim_start_matches("error: ");
+    let end = text.find("\n\nUsage:").unwrap_or(text.len());
+    text[..end].trim_end().to_string()
+}
+
+/// Takes `document` when a command runs in process (true), instead of printing it.
+pub(super) fn capture_document(document: &serde_json::Value) -> bool {
+    CAPTURE.with(|slot| match slot.borrow_mut().as_mut() {
+        Some(capture) => {
+            capture.documents.push(document.clone());
+            true
+        }
+        None => false,
+    })
+}
+
+/// Takes a warning when a command runs in process (true), instead of printing it.
+pub(super) fn capture_warning(text: &str) -> bool {
+    CAPTURE.with(|slot| match slot.borrow_mut().as_mut() {
+        Some(capture) => {
+            capture.warnings.push(text.to_string());
+            true
+        }
+        None => false,
+    })
+}
+
+/// In process, a hidden bar of `total` that the caller's [`Progress`] reads.
+pub(super) fn progress_bar(total: u64) -> Option<ProgressBar> {
+    CAPTURE.with(|slot| {
+        let slot = slot.borrow();
+        let capture = slot.as_ref()?;
+        let bar = ProgressBar::hidden();
+        bar.set_length(total);
+        *capture.progress.0.lock().expect("not poisoned") = Some(bar.clone());
+        Some(bar)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_command_hands_back_its_document_and_warnings() {
+        let out = tempfile::tempdir().expect("temp dir");
+        let line = format!("run mmc --replicas 4 --json --no-report --out {}", out.path().display());
+        let finished = command(&args(&line), Arc::default(), Progress::default()).expect("runs");
+        assert_eq!(finished.exit_code, 0);
+        assert_eq!(finished.documents.len(), 1);
+        assert_eq!(finished.documents[0]["replicas"], 4);
+        assert!(out.path().join("mmc/summary.parquet").exists());
+        // Nothing is left captured on the thread.
+        assert!(!capture_warning("after"));
+    }
+
+    #[test]
+    fn errors_carry_the_binarys_message_and_exit_code() {
+        let failure =
+            command(&args("run no-such-scenario --json"), Arc::default(), Progress::default()).expect_err("refused");
+        assert_eq!(failure.exit_code, 2);
+        assert!(failure.message.starts_with("unknown scenario \"no-such-scenario\""), "{}", failure.message);
+        let failure = command(&args("run mmc --replicas many"), Arc::default(), Progress::default())
+            .expect_err("refused by clap");
+        assert_eq!(failure.exit_code, 2);
+        assert!(failure.message.contains("invalid value 'many' for '--replicas <N>'"), "{}", failure.message);
+        assert!(!failure.message.contains("Usage:"), "{}", failure.message);
+    }
+
+    #[test]
+    fn a_cancelled_command_fails_and_writes_no_folder() {
+        let out = tempfile::tempdir().expect("temp dir");
+        let line = format!("run mmc --replicas 100000 --json --out {}", out.path().display());
+        let cancel = Arc::new(AtomicBool::new(true));
+        let failure = command(&args(&line), cancel, Progress::default()).expect_err("cancelled");
+        assert!(failure.cancelled);
+        assert!(!out.path().join("mmc").exists());
+    }
+}
