@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use clap::Parser;
 use indicatif::ProgressBar;
 
+pub use super::show::builtins;
 use super::{dispatch, Cli};
 
 /// What a command gave back when it ran to its end.
@@ -32,6 +33,8 @@ pub struct Finished {
     pub documents: Vec<serde_json::Value>,
     /// The warnings it would have printed on stderr, without the `stampede: warning: ` prefix.
     pub warnings: Vec<String>,
+    /// `run`'s summary table as the terminal shows it without `--json` (no colour).
+    pub summary: Option<String>,
 }
 
 /// Why a command did not finish: the binary's `stampede: error: …` message (without
@@ -61,6 +64,7 @@ impl Progress {
 struct Capture {
     documents: Vec<serde_json::Value>,
     warnings: Vec<String>,
+    summary: Option<String>,
     progress: Progress,
 }
 
@@ -79,14 +83,15 @@ pub fn command(args: &[String], cancel: Arc<AtomicBool>, progress: Progress) -> 
         exit_code: 2,
         cancelled: false,
     })?;
-    let capture = Capture { documents: Vec::new(), warnings: Vec::new(), progress };
+    let capture = Capture { documents: Vec::new(), warnings: Vec::new(), summary: None, progress };
     let outer = CAPTURE.with(|slot| slot.replace(Some(capture)));
     debug_assert!(outer.is_none(), "one command at a time on a thread");
     let outcome = stampede_run::runner::cancellable_scope(cancel.clone(), || dispatch(cli.command));
     let capture = CAPTURE.with(|slot| slot.replace(outer)).expect("captured");
     match outcome {
         Ok(status) => {
-            Ok(Finished { exit_code: status.code(), documents: capture.documents, warnings: capture.warnings })
+            let Capture { documents, warnings, summary, .. } = capture;
+            Ok(Finished { exit_code: status.code(), documents, warnings, summary })
         }
         Err(error) => Err(Failure {
             message: error.to_string(),
@@ -101,6 +106,11 @@ fn clap_message(rendered: &str) -> String {
     let text = rendered.trim_start_matches("error: ");
     let end = text.find("\n\nUsage:").unwrap_or(text.len());
     text[..end].trim_end().to_string()
+}
+
+/// Whether a command is running in process on this thread.
+pub(super) fn active() -> bool {
+    CAPTURE.with(|slot| slot.borrow().is_some())
 }
 
 /// Takes `document` when a command runs in process (true), instead of printing it.
@@ -123,6 +133,15 @@ pub(super) fn capture_warning(text: &str) -> bool {
         }
         None => false,
     })
+}
+
+/// Takes `run`'s summary table when a command runs in process (made only then).
+pub(super) fn capture_summary(table: impl FnOnce() -> String) {
+    CAPTURE.with(|slot| {
+        if let Some(capture) = slot.borrow_mut().as_mut() {
+            capture.summary = Some(table());
+        }
+    });
 }
 
 /// In process, a hidden bar of `total` that the caller's [`Progress`] reads.
@@ -153,6 +172,8 @@ mod tests {
         assert_eq!(finished.exit_code, 0);
         assert_eq!(finished.documents.len(), 1);
         assert_eq!(finished.documents[0]["replicas"], 4);
+        let summary = finished.summary.expect("the summary table");
+        assert!(summary.contains("wait_mean_s"), "{summary}");
         assert!(out.path().join("mmc/summary.parquet").exists());
         // Nothing is left captured on the thread.
         assert!(!capture_warning("after"));

@@ -203,6 +203,14 @@ fn print_json(document: &serde_json::Value) {
     }
 }
 
+/// Prints a command's text (`show`'s TOML) on stdout as it is, or hands it to the
+/// caller as a JSON string ([`embed`]).
+fn print_text(text: &str) {
+    if !embed::capture_document(&serde_json::Value::String(text.to_string())) {
+        print!("{text}");
+    }
+}
+
 /// Prints a warning (valid input that would likely mislead) on stderr, whatever
 /// `--quiet` says — it is not progress — or hands it to the caller ([`embed`]).
 fn warning(text: &str) {

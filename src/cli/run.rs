@@ -283,6 +283,11 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
     let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
     let report = execute_with_progress(&scenario, &args, &documents, &mut chosen)?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
+    // In process, the table the terminal would show goes with the document.
+    super::embed::capture_summary(|| {
+        let lines: String = chosen.lines(&report).iter().map(|line| format!("{line}\n")).collect();
+        format!("{}{lines}", summary(&report, &args))
+    });
     if args.json {
         super::print_json(&report.to_json());
     } else if !args.quiet {
@@ -365,7 +370,8 @@ pub(super) fn check_rank_by(scenario: &Scenario, args: &RunArgs) -> Result<()> {
 
 /// The terminal summary, fitted to the terminal; bold only on a terminal without `NO_COLOR`.
 pub(super) fn summary(report: &RunReport, args: &RunArgs) -> String {
-    let terminal = std::io::stdout().is_terminal();
+    // In process, the table is a value (a notebook's text): no colour, the default width.
+    let terminal = std::io::stdout().is_terminal() && !super::embed::active();
     let width = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())

@@ -16,18 +16,29 @@ pub(super) struct ShowArgs {
 }
 
 pub(super) fn list() -> Result<()> {
-    let width = BUILTINS.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
-    for (name, text) in BUILTINS {
-        let table = parse_text(text, name)?;
-        let description = table.get("description").and_then(|d| d.as_str()).unwrap_or("");
+    let builtins = builtins()?;
+    let width = builtins.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    for (name, description) in builtins {
         println!("{name:<width$}  {description}");
     }
     Ok(())
 }
 
+/// The built-in scenarios, in `stampede list` order: (name, description).
+pub fn builtins() -> Result<Vec<(String, String)>> {
+    BUILTINS
+        .iter()
+        .map(|(name, text)| {
+            let table = parse_text(text, name)?;
+            let description = table.get("description").and_then(|d| d.as_str()).unwrap_or("");
+            Ok((name.to_string(), description.to_string()))
+        })
+        .collect()
+}
+
 pub(super) fn show(args: ShowArgs) -> Result<()> {
     // Shown as written: an automatic warm-up stays "auto".
     let scenario = resolve_any(&args.scenario, &args.scenario_args)?;
-    print!("{}", scenario.to_toml());
+    super::print_text(&scenario.to_toml());
     Ok(())
 }

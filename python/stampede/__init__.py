@@ -1,0 +1,515 @@
+"""stampede from Python: run scenarios in a notebook, get Arrow tables back.
+
+Every function runs the ``stampede`` command's own code in this process (the native
+module ``stampede._stampede``), so a run gives the bytes the CLI writes, an error
+carries the CLI's message, and options mean what the CLI's flags mean::
+
+    >>> import stampede
+    >>> result = stampede.run("mmc", replicas=20, seed=7, progress=False)
+    >>> result.summary.num_rows                  # one row per grid point
+    3
+    >>> df = result.to_pandas()                  # the summary as a DataFrame
+    >>> print(result)                            # doctest: +SKIP
+    ... the summary table `stampede run` prints ...
+
+The GIL is released while replicas run (on every core unless ``threads=``), and
+Ctrl-C — or a notebook's interrupt — stops a run, raising ``KeyboardInterrupt``;
+its output folder never appears.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import shutil
+import tempfile
+import warnings as _warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from . import _stampede, _toml
+
+__version__: str = _stampede.__version__
+
+__all__ = [
+    "list",
+    "show",
+    "run",
+    "verify",
+    "optimize",
+    "compare",
+    "fit",
+    "Result",
+    "Document",
+    "StampedeError",
+    "ScenarioError",
+    "StampedeIOError",
+    "StampedeWarning",
+]
+
+Scenario = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+
+class StampedeError(Exception):
+    """A command failed. ``message`` is what ``stampede`` prints after
+    ``stampede: error:`` (with its ``hint:`` line when it has one) and ``exit_code``
+    the code it exits with: 2 for bad input, 3 for I/O or an internal error."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+    @property
+    def hint(self) -> Optional[str]:
+        """The message's hint (what to do about it), if it has one."""
+        _, found, hint = self.message.partition("\n  hint: ")
+        return hint if found else None
+
+
+class ScenarioError(StampedeError, ValueError):
+    """Bad input (the CLI's exit 2): the message names the field, the value and what
+    is allowed; nothing was written."""
+
+
+class StampedeIOError(StampedeError, OSError):
+    """A file could not be read or written (the CLI's exit 3)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        StampedeError.__init__(self, message, exit_code)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StampedeWarning(UserWarning):
+    """What ``stampede`` prints as ``stampede: warning:``: valid input that would likely mislead."""
+
+
+class Document(dict):
+    """A command's JSON document (what ``--json`` prints) as a dict, with the
+    command's ``exit_code``: 1 when a claim failed (verify), something changed
+    (compare) or nothing was feasible (optimize) — an answer, not an error."""
+
+    exit_code: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Whether the command would have exited 0."""
+        return self.exit_code == 0
+
+
+# --------------------------------------------------------------------- the calls
+
+
+class _Progress:
+    """The progress callback: a tqdm bar (a widget in notebooks, a line in terminals)
+    once the command has work to show, or the caller's own ``callable(done, total)``."""
+
+    def __init__(self, progress: Union[None, bool, Callable[[int, int], Any]]) -> None:
+        self.custom = progress if callable(progress) else None
+        self.wanted = progress is True or (progress is None and _has_tqdm())
+        self.bar = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.custom is not None:
+            self.custom(done, total)
+            return
+        if not self.wanted or total == 0:
+            return
+        if self.bar is None:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, unit="replica", desc="stampede", leave=False)
+        if self.bar.total != total or done < self.bar.n:
+            self.bar.reset(total=total)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _has_tqdm() -> bool:
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _call(args: "list[str]", progress: Union[None, bool, Callable[[int, int], Any]] = False):
+    """Runs ``stampede ARGS…`` in process: (documents, summary table, exit code)."""
+    if progress is True and not _has_tqdm():
+        raise ImportError("progress=True draws a tqdm bar: pip install tqdm (or pass a callable(done, total))")
+    bar = _Progress(progress)
+    try:
+        ok, exit_code, texts, warnings, summary = _stampede.command(args, bar)
+    finally:
+        bar.close()
+    for warning in warnings:
+        _warnings.warn(warning, StampedeWarning, stacklevel=3)
+    if not ok:
+        error = ScenarioError if exit_code == 2 else StampedeIOError
+        raise error(texts[0], exit_code)
+    return [json.loads(text) for text in texts], summary, exit_code
+
+
+def _scenario(scenario: Scenario) -> str:
+    """The command line's scenario argument: a name or path as it is; a dict or TOML
+    text as the TOML text itself (read against the working folder)."""
+    if isinstance(scenario, Mapping):
+        return _toml.document(scenario)
+    if isinstance(scenario, os.PathLike):
+        return os.fspath(scenario)
+    if isinstance(scenario, str):
+        return scenario
+    raise TypeError(
+        f"scenario: a built-in name, a path, TOML text or a dict; {type(scenario).__name__} is none of these"
+    )
+
+
+def _pairs(name: str, given: Union[None, Mapping[str, Any], Iterable[str]]) -> "list[tuple[str, Any]]":
+    if given is None:
+        return []
+    if isinstance(given, Mapping):
+        return [(str(path), value) for path, value in given.items()]
+    if isinstance(given, str):
+        given = [given]
+    pairs = []
+    for item in given:
+        if not isinstance(item, str):
+            raise TypeError(f"{name}: a dict of path → value, or 'PATH=VALUE' strings; got {item!r}")
+        pairs.append((item, None))
+    return pairs
+
+
+def _scenario_args(
+    set: Union[None, Mapping[str, Any], Iterable[str]],
+    grid: Union[None, Mapping[str, Any], Iterable[str]],
+    case: Union[None, str, Iterable[str]],
+    replicas: Optional[int],
+    seed: Optional[int],
+) -> "list[str]":
+    """``--set``, ``--grid``, ``--case``, ``--replicas`` and ``--seed`` from Python values."""
+    args: "list[str]" = []
+    for path, value in _pairs("set", set):
+        args += ["--set", path if value is None else f"{path}={_toml.value(value)}"]
+    for path, values in _pairs("grid", grid):
+        if values is not None and not isinstance(values, str):
+            values = _toml.value([*values])
+        args += ["--grid", path if values is None else f"{path}={values}"]
+    for label in [case] if isinstance(case, str) else (case or []):
+        args += ["--case", label]
+    if replicas is not None:
+        args += ["--replicas", str(replicas)]
+    if seed is not None:
+        args += ["--seed", str(seed)]
+    return args
+
+
+def _options(**options: Any) -> "list[str]":
+    """Keyword arguments as flags: ``max_time=60`` → ``--max-time 60``, ``True`` → the
+    bare flag, ``False``/``None`` → left out, a list → the flag repeated."""
+    args: "list[str]" = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, (builtins.list, tuple)):  # `list` is stampede.list here
+            for item in value:
+                args += [flag, str(item)]
+        else:
+            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    return args
+
+
+# --------------------------------------------------------------------- the API
+
+def list() -> "list[dict[str, str]]":  # noqa: A001 - mirrors `stampede list`
+    """The built-in scenarios, as ``stampede list`` prints them: ``name`` and ``description``.
+
+    >>> [s["name"] for s in stampede.list()][:2]
+    ['baltor', 'retry-storm']
+    """
+    return [{"name": name, "description": description} for name, description in _stampede.builtins()]
+
+
+def show(
+    scenario: Scenario,
+    *,
+    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    case: Union[None, str, Iterable[str]] = None,
+    replicas: Optional[int] = None,
+    seed: Optional[int] = None,
+) -> str:
+    """The scenario resolved, as the complete TOML file ``stampede show`` prints
+    (``run`` on it gives the same results).
+
+    >>> text = stampede.show("mmc", set={"queue.servers": 3})
+    >>> print(text.splitlines()[0])
+    name = "mmc"
+    """
+    documents, _, _ = _call(["show", *_scenario_args(set, grid, case, replicas, seed), "--", _scenario(scenario)])
+    return documents[0]
+
+
+class Result:
+    """A finished run: its tables as ``pyarrow.Table``, its manifest, its report.
+
+    ``summary`` (a row per grid point: every metric's mean, interval and more),
+    ``replicas`` (a row per replica), ``histograms`` (HDR latency histograms),
+    ``timeseries`` (series over simulated time; ``None`` for models without) and
+    ``trace`` (with ``trace=R``) are the tables the CLI writes, column for column
+    and value for value; ``tables`` has every one by file name. ``document`` is
+    ``stampede run --json``'s document, ``manifest`` the folder's manifest.json,
+    ``path`` the folder (``None`` when the run was not kept: no ``out=``).
+    ``print(result)`` shows the summary table the terminal shows.
+    """
+
+    def __init__(self, folder: Path, document: dict, summary_text: Optional[str], kept: bool) -> None:
+        self.document: dict = document
+        self.manifest: dict = json.loads((folder / "manifest.json").read_text())
+        self.tables: "dict[str, Any]" = {
+            file.stem: _stampede.read_table(str(file)) for file in sorted(folder.glob("*.parquet"))
+        }
+        report = folder / "report.html"
+        self._report_html = report.read_text() if report.exists() else None
+        self._summary_text = summary_text or ""
+        self.path: Optional[Path] = folder if kept else None
+
+    summary = property(lambda self: self.tables.get("summary"), doc="One row per grid point (summary.parquet).")
+    replicas = property(lambda self: self.tables.get("replicas"), doc="One row per replica (replicas.parquet).")
+    histograms = property(lambda self: self.tables.get("histograms"), doc="HDR latency histograms (histograms.parquet).")
+    timeseries = property(lambda self: self.tables.get("timeseries"), doc="Series over simulated time, or None.")
+    trace = property(lambda self: self.tables.get("trace"), doc="Every call of the traced replica (trace=R), or None.")
+
+    @property
+    def scenario(self) -> str:
+        """The scenario as run, as TOML (the manifest's ``scenario_toml``)."""
+        return self.manifest["scenario_toml"]
+
+    def to_pandas(self, table: str = "summary"):
+        """A table as a pandas DataFrame (``summary`` unless named)."""
+        if self.tables.get(table) is None:
+            raise KeyError(f"no {table} table in this run; it has {', '.join(self.tables)}")
+        return self.tables[table].to_pandas()
+
+    def report_html(self) -> str:
+        """The self-contained HTML report (report.html) as text."""
+        if self._report_html is None:
+            raise ValueError("this run wrote no report (report=False)")
+        return self._report_html
+
+    def _repr_html_(self) -> Optional[str]:
+        return None  # a notebook shows __repr__: the terminal's table, in monospace
+
+    def __repr__(self) -> str:
+        lines = self._summary_text.rstrip("\n").split("\n")
+        if self.path is None:
+            # The temporary folder it names is gone.
+            lines = [line for line in lines if not line.startswith("wrote ")]
+        return "\n".join(lines) or f"<stampede.Result {self.document.get('scenario')}>"
+
+
+def run(
+    scenario: Scenario = "baltor",
+    *,
+    replicas: Optional[int] = None,
+    seed: Optional[int] = None,
+    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    case: Union[None, str, Iterable[str]] = None,
+    threads: Optional[int] = None,
+    out: Union[None, str, "os.PathLike[str]"] = None,
+    force: bool = False,
+    resume: bool = False,
+    trace: Optional[int] = None,
+    metric: Union[None, str, Iterable[str]] = None,
+    precision: Union[None, str, float, Iterable[Union[str, float]]] = None,
+    max_replicas: Optional[int] = None,
+    warmup: Union[None, float, str] = None,
+    replica_rows: Optional[str] = None,
+    report: bool = True,
+    progress: Union[None, bool, Callable[[int, int], Any]] = None,
+) -> Result:
+    """Runs a scenario's grid × replicas, as ``stampede run`` does.
+
+    ``scenario`` is a built-in name (``stampede.list()``), a path to a .toml file,
+    TOML text, or a dict of the same structure. ``set={"queue.servers": 3}`` and
+    ``grid={"retry.budget_ratio": [0.05, 0.1, 0.2]}`` are ``--set``/``--grid``
+    (values are Python values; strings ``"PATH=VALUE"`` work too). ``out="results"``
+    also keeps the folder the CLI writes (``results/<name>/``); without it the run is
+    written to a temporary folder, read, and removed. ``progress``: ``None`` shows a
+    tqdm bar when tqdm is installed, ``False`` none, a callable gets ``(done, total)``.
+    The other options are the CLI's flags of the same names.
+
+    >>> r = stampede.run("mmc", replicas=20, grid={"queue.servers": [2, 3]}, progress=False)
+    >>> r.summary.column("queue.servers").to_pylist()
+    [2, 3]
+    """
+    if isinstance(precision, (str, float, int)):
+        precision = [precision]
+    temporary = None
+    if out is None:
+        temporary = tempfile.mkdtemp(prefix="stampede-")
+    root = temporary or os.fspath(out)
+    args = [
+        "run",
+        "--json",
+        "--out",
+        root,
+        *_scenario_args(set, grid, case, replicas, seed),
+        *_options(
+            threads=threads,
+            force=force,
+            resume=resume,
+            trace=trace,
+            metric=[metric] if isinstance(metric, str) else metric,
+            precision=precision,
+            max_replicas=max_replicas,
+            warmup=warmup,
+            replica_rows=replica_rows,
+            no_report=not report,
+        ),
+        "--",
+        _scenario(scenario),
+    ]
+    try:
+        documents, summary_text, _ = _call(args, progress)
+        document = documents[0]
+        return Result(Path(document["output_dir"]), document, summary_text, kept=temporary is None)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _document(documents: "list[dict]", exit_code: int) -> Document:
+    document = Document(documents[0])
+    document.exit_code = exit_code
+    return document
+
+
+def verify(
+    scenario: Scenario,
+    *,
+    replicas: Optional[int] = None,
+    seed: Optional[int] = None,
+    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    case: Union[None, str, Iterable[str]] = None,
+    threads: Optional[int] = None,
+    out: Union[None, str, "os.PathLike[str]"] = None,
+    progress: Union[None, bool, Callable[[int, int], Any]] = None,
+    **options: Any,
+) -> Document:
+    """Runs the scenario and checks its ``[[verify]]`` claims, as ``stampede verify``
+    does: the verify.json document (every claim with its statistic, interval and
+    verdict); ``.ok`` is False when a claim failed. Other keyword arguments are the
+    CLI's flags (``precision="2%"``, ``junit="claims.xml"``).
+
+    >>> v = stampede.verify("mg1", replicas=20, progress=False)
+    >>> v.ok, v["verdict"], v["counts"]["passed"]
+    (True, 'pass', 5)
+    """
+    temporary = tempfile.mkdtemp(prefix="stampede-") if out is None else None
+    try:
+        args = [
+            "verify",
+            "--json",
+            "--out",
+            temporary or os.fspath(out),
+            *_scenario_args(set, grid, case, replicas, seed),
+            *_options(threads=threads, **options),
+            "--",
+            _scenario(scenario),
+        ]
+        documents, _, exit_code = _call(args, progress)
+        return _document(documents, exit_code)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def optimize(
+    scenario: Scenario,
+    *,
+    minimize: Optional[str] = None,
+    maximize: Optional[str] = None,
+    require: Union[None, str, Iterable[str]] = None,
+    range: Union[None, str, Iterable[str]] = None,
+    replicas: Optional[int] = None,
+    seed: Optional[int] = None,
+    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
+    case: Union[None, str, Iterable[str]] = None,
+    threads: Optional[int] = None,
+    out: Union[None, str, "os.PathLike[str]"] = None,
+    progress: Union[None, bool, Callable[[int, int], Any]] = None,
+    **options: Any,
+) -> Document:
+    """Finds the best configuration that meets constraints, as ``stampede optimize``
+    does (``minimize="p99_s"``, ``require="goodput_ratio >= 0.99"``,
+    ``range="retry.budget_ratio=0.01..0.5:log"``): its JSON document; ``.ok`` is
+    False when nothing was feasible. Other keyword arguments are the CLI's flags
+    (``budget_replicas=``, ``max_time=``, ``confidence=``…)."""
+    temporary = tempfile.mkdtemp(prefix="stampede-") if out is None else None
+    try:
+        args = [
+            "optimize",
+            "--json",
+            "--out",
+            temporary or os.fspath(out),
+            *_scenario_args(set, grid, case, replicas, seed),
+            *_options(
+                minimize=minimize,
+                maximize=maximize,
+                require=[require] if isinstance(require, str) else require,
+                range=[range] if isinstance(range, str) else range,
+                threads=threads,
+                **options,
+            ),
+            "--",
+            _scenario(scenario),
+        ]
+        documents, _, exit_code = _call(args, progress)
+        return _document(documents, exit_code)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def compare(
+    a: Union[str, "os.PathLike[str]", Result],
+    b: Union[str, "os.PathLike[str]", Result],
+    **options: Any,
+) -> Document:
+    """Did anything change between two output folders of one scenario? As
+    ``stampede compare A B --json``: every metric's difference with its interval and
+    test; ``.ok`` is False when something changed significantly. ``a`` and ``b`` are
+    folders, or results run with ``out=``. Other keyword arguments are the CLI's
+    flags (``alpha=``, ``tolerance=``, ``metric=[…]``)."""
+
+    def folder(side: Union[str, "os.PathLike[str]", Result]) -> str:
+        if isinstance(side, Result):
+            if side.path is None:
+                raise ValueError("compare reads output folders: run with out=… to keep one")
+            return os.fspath(side.path)
+        return os.fspath(side)
+
+    documents, _, exit_code = _call(["compare", "--json", *_options(**options), "--", folder(a), folder(b)])
+    return _document(documents, exit_code)
+
+
+def fit(file: Union[str, "os.PathLike[str]"], **options: Any) -> Document:
+    """Fits distributions to measured latencies, as ``stampede fit FILE --json``:
+    each family's parameters and Kolmogorov–Smirnov distance, and the TOML value of
+    the best. Keyword arguments are the CLI's flags (``column=``, ``unit=``,
+    ``metric=``, ``label=[…]``, ``tail=``)."""
+    documents, _, exit_code = _call(["fit", "--json", *_options(**options), "--", os.fspath(file)])
+    return _document(documents, exit_code)
