@@ -233,6 +233,7 @@ def _options(**options: Any) -> "list[str]":
 def list() -> "list[dict[str, str]]":  # noqa: A001 - mirrors `stampede list`
     """The built-in scenarios, as ``stampede list`` prints them: ``name`` and ``description``.
 
+    >>> import stampede
     >>> [s["name"] for s in stampede.list()][:2]
     ['baltor', 'retry-storm']
     """
@@ -251,6 +252,7 @@ def show(
     """The scenario resolved, as the complete TOML file ``stampede show`` prints
     (``run`` on it gives the same results).
 
+    >>> import stampede
     >>> text = stampede.show("mmc", set={"queue.servers": 3})
     >>> print(text.splitlines()[0])
     name = "mmc"
@@ -349,6 +351,7 @@ def run(
     tqdm bar when tqdm is installed, ``False`` none, a callable gets ``(done, total)``.
     The other options are the CLI's flags of the same names.
 
+    >>> import stampede
     >>> r = stampede.run("mmc", replicas=20, grid={"queue.servers": [2, 3]}, progress=False)
     >>> r.summary.column("queue.servers").to_pylist()
     [2, 3]
@@ -413,6 +416,7 @@ def verify(
     verdict); ``.ok`` is False when a claim failed. Other keyword arguments are the
     CLI's flags (``precision="2%"``, ``junit="claims.xml"``).
 
+    >>> import stampede
     >>> v = stampede.verify("mg1", replicas=20, progress=False)
     >>> v.ok, v["verdict"], v["counts"]["passed"]
     (True, 'pass', 5)

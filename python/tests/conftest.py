@@ -8,8 +8,6 @@ import subprocess
 
 import pytest
 
-import stampede
-
 
 def need(module: str, install: str):
     if os.environ.get("STAMPEDE_REQUIRE_PYTHON") == "1":
@@ -30,8 +28,3 @@ def cli():
         return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, check=check)
 
     return run
-
-
-@pytest.fixture(autouse=True)
-def _doctest_namespace(doctest_namespace):
-    doctest_namespace["stampede"] = stampede

@@ -635,3 +635,36 @@ fn the_fields_fit_names_take_a_distribution_value() {
         scenario.grid_points().unwrap_or_else(|e| panic!("{model}: {path}: {e}"));
     }
 }
+
+/// `cancellable_scope`: a set flag stops every grid run inside it on this thread; the
+/// scope ends with the call (a later run is not cancelled), and a clear flag changes
+/// nothing.
+#[test]
+fn a_cancellable_scope_stops_the_grids_inside_it() {
+    use crate::runner::{cancellable_scope, run_grid, Sinks};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let scenario = Scenario::resolve(load_scenario_source("mmc").unwrap(), &Overrides::default()).unwrap();
+    let plan = crate::plan::Plan::new(scenario.point_count(), scenario.run.replicas, None);
+    let run = || {
+        let (mut records, mut points) = (0usize, 0usize);
+        let outcome = run_grid(
+            &scenario,
+            &plan,
+            2,
+            &|| {},
+            Sinks { records: &mut |r| Ok(records += r.len()), point: &mut |_, _| Ok(points += 1) },
+        );
+        (outcome, records, points)
+    };
+    let (outcome, records, points) = cancellable_scope(Arc::new(AtomicBool::new(true)), run);
+    let error = outcome.expect_err("cancelled");
+    assert_eq!(error.message, "the run was cancelled");
+    assert_eq!((records, points), (0, 0), "nothing reached the sinks");
+    let (outcome, records, points) = run();
+    outcome.expect("the scope is over");
+    assert_eq!((records, points), (scenario.run.replicas as usize * 3, 3));
+    let (outcome, records, _) = cancellable_scope(Arc::new(AtomicBool::new(false)), run);
+    outcome.expect("a clear flag changes nothing");
+    assert_eq!(records, scenario.run.replicas as usize * 3);
+}

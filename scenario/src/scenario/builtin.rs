@@ -81,3 +81,18 @@ pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
     ))
     .with_hint("`stampede list` shows the built-in scenarios"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_argument_may_be_its_toml_text() {
+        let text = builtin_text("mmc").expect("mmc");
+        assert!(is_scenario_text(text) && !is_scenario_text("mmc") && !is_scenario_text("dir/file.toml"));
+        assert_eq!(load_scenario_source(text).unwrap(), load_scenario_source("mmc").unwrap());
+        assert_eq!(scenario_dir(text), Some(std::path::PathBuf::from(".")));
+        let error = load_scenario_source("name = \"x\"\nmodel = [").unwrap_err();
+        assert!(error.message.starts_with("the scenario's TOML text is not valid TOML"), "{}", error.message);
+    }
+}
