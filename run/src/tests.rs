@@ -648,13 +648,16 @@ fn a_cancellable_scope_stops_the_grids_inside_it() {
     let plan = crate::plan::Plan::new(scenario.point_count(), scenario.run.replicas, None);
     let run = || {
         let (mut records, mut points) = (0usize, 0usize);
-        let outcome = run_grid(
-            &scenario,
-            &plan,
-            2,
-            &|| {},
-            Sinks { records: &mut |r| Ok(records += r.len()), point: &mut |_, _| Ok(points += 1) },
-        );
+        let mut count_records = |r: &[crate::runner::ReplicaRecord]| {
+            records += r.len();
+            Ok(())
+        };
+        let mut count_points = |_: &stampede_scenario::resolved::GridPoint, _| {
+            points += 1;
+            Ok(())
+        };
+        let outcome =
+            run_grid(&scenario, &plan, 2, &|| {}, Sinks { records: &mut count_records, point: &mut count_points });
         (outcome, records, points)
     };
     let (outcome, records, points) = cancellable_scope(Arc::new(AtomicBool::new(true)), run);

@@ -231,7 +231,7 @@ fn parse_seed(text: &str) -> std::result::Result<u64, String> {
 /// whatever `--quiet` says: they are not progress.
 fn warn(scenario: &Scenario) {
     for text in scenario.warnings() {
-        warning(&text);
+        warning(text);
     }
 }
 
