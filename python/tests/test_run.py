@@ -33,6 +33,18 @@ def test_mmc_tables_are_the_clis_value_for_value(cli, tmp_path):
     assert result.manifest["seed"] == manifest["seed"] == 7
 
 
+def test_series_and_trace_are_the_clis_too(cli, tmp_path):
+    cli("run", "retry-storm", "--replicas", "4", "--trace", "1", "--out", tmp_path, "--quiet", "--no-report")
+    result = stampede.run("retry-storm", replicas=4, trace=1, report=False, progress=False)
+    assert result.timeseries is not None and result.trace is not None
+    for name in ("summary", "replicas", "histograms", "timeseries", "trace"):
+        written = pq.read_table(tmp_path / "retry-storm" / f"{name}.parquet")
+        assert result.tables[name].equals(written), name
+    assert set(result.trace.column("replica").to_pylist()) == {1}
+    with pytest.raises(ValueError, match="report=False"):
+        result.report_html()
+
+
 def test_out_writes_the_clis_folder_byte_for_byte(cli, tmp_path):
     cli("run", "mmc", "--seed", "7", "--replicas", "30", "--out", tmp_path / "cli", "--quiet")
     result = stampede.run("mmc", seed=7, replicas=30, out=tmp_path / "py", progress=False)
