@@ -358,35 +358,38 @@ def run(
     """
     if isinstance(precision, (str, float, int)):
         precision = [precision]
-    temporary = None
-    if out is None:
-        temporary = tempfile.mkdtemp(prefix="stampede-")
-    root = temporary or os.fspath(out)
     args = [
-        "run",
-        "--json",
-        "--out",
-        root,
         *_scenario_args(set, grid, case, replicas, seed),
         *_options(
             threads=threads,
             force=force,
             resume=resume,
             trace=trace,
-            metric=[metric] if isinstance(metric, str) else metric,
+            metric=metric,
             precision=precision,
             max_replicas=max_replicas,
             warmup=warmup,
             replica_rows=replica_rows,
             no_report=not report,
         ),
-        "--",
-        _scenario(scenario),
     ]
+
+    def read(documents, summary, _exit_code, kept):
+        return Result(Path(documents[0]["output_dir"]), documents[0], summary, kept)
+
+    return _writing("run", scenario, out, args, progress, read)
+
+
+def _writing(command: str, scenario: Scenario, out, args: "list[str]", progress, read: Callable[..., Any]):
+    """Runs a command that writes ``OUT/<name>/`` (run, verify, optimize) into ``out``,
+    or into a temporary folder removed once ``read(documents, summary, exit_code,
+    kept)`` has taken what it needs from it."""
+    temporary = tempfile.mkdtemp(prefix="stampede-") if out is None else None
+    root = temporary or os.fspath(out)
     try:
-        documents, summary_text, _ = _call(args, progress)
-        document = documents[0]
-        return Result(Path(document["output_dir"]), document, summary_text, kept=temporary is None)
+        line = [command, "--json", "--out", root, *args, "--", _scenario(scenario)]
+        documents, summary, exit_code = _call(line, progress)
+        return read(documents, summary, exit_code, temporary is None)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -421,23 +424,8 @@ def verify(
     >>> v.ok, v["verdict"], v["counts"]["passed"]
     (True, 'pass', 5)
     """
-    temporary = tempfile.mkdtemp(prefix="stampede-") if out is None else None
-    try:
-        args = [
-            "verify",
-            "--json",
-            "--out",
-            temporary or os.fspath(out),
-            *_scenario_args(set, grid, case, replicas, seed),
-            *_options(threads=threads, **options),
-            "--",
-            _scenario(scenario),
-        ]
-        documents, _, exit_code = _call(args, progress)
-        return _document(documents, exit_code)
-    finally:
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
+    args = [*_scenario_args(set, grid, case, replicas, seed), *_options(threads=threads, **options)]
+    return _writing("verify", scenario, out, args, progress, lambda documents, _, code, __: _document(documents, code))
 
 
 def optimize(
@@ -462,30 +450,11 @@ def optimize(
     ``range="retry.budget_ratio=0.01..0.5:log"``): its JSON document; ``.ok`` is
     False when nothing was feasible. Other keyword arguments are the CLI's flags
     (``budget_replicas=``, ``max_time=``, ``confidence=``…)."""
-    temporary = tempfile.mkdtemp(prefix="stampede-") if out is None else None
-    try:
-        args = [
-            "optimize",
-            "--json",
-            "--out",
-            temporary or os.fspath(out),
-            *_scenario_args(set, grid, case, replicas, seed),
-            *_options(
-                minimize=minimize,
-                maximize=maximize,
-                require=[require] if isinstance(require, str) else require,
-                range=[range] if isinstance(range, str) else range,
-                threads=threads,
-                **options,
-            ),
-            "--",
-            _scenario(scenario),
-        ]
-        documents, _, exit_code = _call(args, progress)
-        return _document(documents, exit_code)
-    finally:
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
+    args = [
+        *_scenario_args(set, grid, case, replicas, seed),
+        *_options(minimize=minimize, maximize=maximize, require=require, range=range, threads=threads, **options),
+    ]
+    return _writing("optimize", scenario, out, args, progress, lambda documents, _, code, __: _document(documents, code))
 
 
 def compare(
