@@ -8,7 +8,8 @@ from pathlib import Path
 import stampede
 from conftest import need
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "src" / "python" / "notebook.py"
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "docs" / "src" / "python" / "notebook.py"
 SHOWCASE = 'result = stampede.run("baltor")'
 
 
@@ -37,3 +38,26 @@ def test_the_notebook_runs(tmp_path, monkeypatch):
     assert list(p99.budget_ratio) == names["budgets"]
     assert (p99.lo_ms <= p99.p99_ms).all() and (p99.p99_ms <= p99.hi_ms).all()
     assert (tmp_path / "retry-budget-p99.svg").stat().st_size > 1000
+
+
+def package_blocks():
+    """The ```python,package blocks of the README and the book, in order: (file, text)."""
+    found = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs" / "src").rglob("*.md"))]:
+        for text in re.findall(r"^```python,package\n(.*?)^```$", page.read_text(), re.S | re.M):
+            found.append((page.relative_to(ROOT), text))
+    return found
+
+
+def test_the_books_python_blocks_run(tmp_path, monkeypatch):
+    need("duckdb", "python3 -m pip install duckdb")
+    blocks = package_blocks()
+    assert {str(page) for page, _ in blocks} >= {"README.md", "docs/src/python.md"}, blocks
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "latency.csv").write_text(
+        "latency_s\n" + "\n".join(str(0.010 + ((i * 37) % 90) / 1000) for i in range(400)) + "\n"
+    )
+    for page, text in blocks:
+        # The showcase's 1,000 replicas are 40 here: the same code, a shorter test.
+        text = text.replace(SHOWCASE, 'result = stampede.run("baltor", replicas=40, progress=False)')
+        exec(compile(text, f"{page} block", "exec"), {})

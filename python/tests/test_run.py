@@ -104,6 +104,9 @@ def test_bad_input_raises_the_clis_message(cli, tmp_path):
 def test_an_interrupted_run_raises_keyboardinterrupt_and_leaves_no_folder(tmp_path):
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
+    # A process started in the background by a shell without job control inherits SIGINT
+    # ignored, and Python then installs no handler: install Python's own for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
@@ -111,6 +114,7 @@ def test_an_interrupted_run_raises_keyboardinterrupt_and_leaves_no_folder(tmp_pa
         stampede.run("mmc", replicas=20_000, out=tmp_path, progress=False)
     stopped = time.monotonic() - started
     timer.cancel()
+    signal.signal(signal.SIGINT, previous)
     assert stopped < 10, f"took {stopped:.1f} s to stop"
     left = sorted(p.name for p in tmp_path.iterdir())
     # No output folder, no staging folder: only the hidden checkpoint a resume reads.
