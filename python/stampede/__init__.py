@@ -106,11 +106,13 @@ class Document(dict):
 
 class _Progress:
     """The progress callback: a tqdm bar (a widget in notebooks, a line in terminals)
-    once the command has work to show, or the caller's own ``callable(done, total)``."""
+    once the command has work to show, or the caller's own ``callable(done, total)``.
+    By default (``progress=None``) the bar is drawn in a notebook or on a terminal, not
+    into a script's log."""
 
     def __init__(self, progress: Union[None, bool, Callable[[int, int], Any]]) -> None:
         self.custom = progress if callable(progress) else None
-        self.wanted = progress is True or (progress is None and _has_tqdm())
+        self.wanted = progress is True or (progress is None and _interactive() and _has_tqdm())
         self.bar = None
 
     def __call__(self, done: int, total: int) -> None:
@@ -130,6 +132,14 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _interactive() -> bool:
+    """A notebook, or a terminal someone watches: where a bar is wanted by default (a
+    script's log would fill with its redraws)."""
+    import sys
+
+    return "ipykernel" in sys.modules or (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
 
 
 def _has_tqdm() -> bool:
@@ -348,7 +358,8 @@ def run(
     (values are Python values; strings ``"PATH=VALUE"`` work too). ``out="results"``
     also keeps the folder the CLI writes (``results/<name>/``); without it the run is
     written to a temporary folder, read, and removed. ``progress``: ``None`` shows a
-    tqdm bar when tqdm is installed, ``False`` none, a callable gets ``(done, total)``.
+    tqdm bar in a notebook or on a terminal, ``True`` always, ``False`` never; a
+    callable gets ``(done, total)`` about every 100 ms instead.
     The other options are the CLI's flags of the same names.
 
     >>> import stampede

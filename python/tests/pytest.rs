@@ -4,15 +4,15 @@
 //! exercise this checkout's code without installing anything. They compare with the
 //! `stampede` binary of the same build (`cargo test --workspace` builds both).
 //!
-//! Needs python3 with pyarrow, pandas, duckdb, pytest and matplotlib; skipped with
+//! Needs python3 with pyarrow, pandas, duckdb, pytest, matplotlib and tqdm; skipped with
 //! what to install when one is missing, and failed instead in CI
 //! (`STAMPEDE_REQUIRE_PYTHON=1`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const MODULES: &[&str] = &["pyarrow", "pandas", "duckdb", "pytest", "matplotlib"];
-const INSTALL: &str = "python3 -m pip install pyarrow pandas duckdb pytest matplotlib";
+const MODULES: &[&str] = &["pyarrow", "pandas", "duckdb", "pytest", "matplotlib", "tqdm"];
+const INSTALL: &str = "python3 -m pip install pyarrow pandas duckdb pytest matplotlib tqdm";
 
 fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())

@@ -139,6 +139,15 @@ def test_progress_is_reported_and_warnings_are_warnings():
         stampede.run("mmc", precision="20%", max_replicas=40, resume=True, progress=False)
 
 
+def test_progress_true_draws_a_tqdm_bar(capsys):
+    need("tqdm", "python3 -m pip install tqdm")
+    stampede.run("mmc", replicas=200, progress=True)
+    drawn = capsys.readouterr().err
+    assert "stampede" in drawn and "/600" in drawn and "replica/s" in drawn, drawn[-300:]
+    stampede.run("mmc", replicas=5)  # not a terminal, not a notebook: no bar by default
+    assert capsys.readouterr().err == ""
+
+
 def test_the_gil_is_released_while_replicas_run():
     ticks = 0
     done = threading.Event()
