@@ -64,8 +64,14 @@ def test_scenario_as_text_and_as_dict_runs_the_same(tmp_path):
     by_name = stampede.run("mmc", set={"queue.servers": 3}, replicas=10, progress=False)
     by_text = stampede.run(text, replicas=10, progress=False)
     assert by_text.summary.equals(by_name.summary)
-    tomllib = need("tomllib", "Python 3.11 or later")
-    by_dict = stampede.run(tomllib.loads(text), replicas=10, progress=False)
+    as_dict = {
+        "name": "mmc",
+        "model": "mmc",
+        "run": {"horizon_s": 1000.0, "warmup_s": 50.0, "replicas": 100, "seed": 1},
+        "queue": {"arrival_rate_per_s": 160.0, "service_rate_per_s": 100.0, "servers": 2},
+        "grid": {"queue.servers": [2, 3, 4]},
+    }
+    by_dict = stampede.run(as_dict, set={"queue.servers": 3}, replicas=10, progress=False)
     assert by_dict.summary.equals(by_name.summary)
     path = tmp_path / "mine.toml"
     path.write_text(text)
