@@ -2,7 +2,8 @@
 //! by `cargo test` with pytest: the package folder is assembled in a temporary folder
 //! from `python/stampede/` and the native library cargo just built, so the tests
 //! exercise this checkout's code without installing anything. They compare with the
-//! `stampede` binary of the same build (`cargo test --workspace` builds both).
+//! `stampede` binary of the same build (`cargo test --workspace` builds both; with
+//! `cargo test -p stampede-python` alone, run `cargo build --bin stampede` first).
 //!
 //! Needs python3 with pyarrow, pandas, duckdb, pytest, matplotlib and tqdm; skipped with
 //! what to install when one is missing, and failed instead in CI
