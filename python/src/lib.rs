@@ -97,15 +97,12 @@ fn command(py: Python<'_>, args: Vec<String>, progress: Option<Bound<'_, PyAny>>
 #[pyfunction]
 fn read_table(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyAny>> {
     let read = || -> Result<Table, String> {
-        let file = std::fs::File::open(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let cannot = |error: &dyn std::fmt::Display| format!("cannot read {}: {error}", path.display());
+        let file = std::fs::File::open(&path).map_err(|e| cannot(&e))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| cannot(&e))?;
         let schema = builder.schema().clone();
-        let reader = builder.build().map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let batches = reader
-            .collect::<Result<Vec<RecordBatch>, _>>()
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Table::try_new(batches, schema).map_err(|e| format!("{}: {e}", path.display()))
+        let batches = builder.build().map_err(|e| cannot(&e))?.collect::<Result<Vec<RecordBatch>, _>>();
+        Table::try_new(batches.map_err(|e| cannot(&e))?, schema).map_err(|e| cannot(&e))
     };
     let table = py.detach(read).map_err(PyOSError::new_err)?;
     Ok(table.into_pyarrow(py)?.unbind())

@@ -50,6 +50,12 @@ __all__ = [
 ]
 
 Scenario = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+# What the arguments take: `set=`/`grid=` a dict of path → value or "PATH=VALUE"
+# strings; a flag given once or repeated; an output root; the progress bar's setting.
+Fields = Union[None, Mapping[str, Any], Iterable[str]]
+Repeated = Union[None, str, Iterable[str]]
+Folder = Union[None, str, "os.PathLike[str]"]
+ProgressOption = Union[None, bool, Callable[[int, int], Any]]
 
 
 class StampedeError(Exception):
@@ -110,7 +116,7 @@ class _Progress:
     By default (``progress=None``) the bar is drawn in a notebook or on a terminal, not
     into a script's log."""
 
-    def __init__(self, progress: Union[None, bool, Callable[[int, int], Any]]) -> None:
+    def __init__(self, progress: ProgressOption) -> None:
         self.custom = progress if callable(progress) else None
         self.wanted = progress is True or (progress is None and _interactive() and _has_tqdm())
         self.bar = None
@@ -150,13 +156,15 @@ def _has_tqdm() -> bool:
     return True
 
 
-def _call(args: "list[str]", progress: Union[None, bool, Callable[[int, int], Any]] = False):
+def _call(args: "list[str]", progress: ProgressOption = False):
     """Runs ``stampede ARGS…`` in process: (documents, summary table, exit code)."""
     if progress is True and not _has_tqdm():
         raise ImportError("progress=True draws a tqdm bar: pip install tqdm (or pass a callable(done, total))")
     bar = _Progress(progress)
     try:
-        ok, exit_code, texts, warnings, summary = _stampede.command(args, bar)
+        # No callback when nothing is drawn: the waiting thread then only checks signals.
+        wanted = bar.custom is not None or bar.wanted
+        ok, exit_code, texts, warnings, summary = _stampede.command(args, bar if wanted else None)
     finally:
         bar.close()
     for warning in warnings:
@@ -181,7 +189,7 @@ def _scenario(scenario: Scenario) -> str:
     )
 
 
-def _pairs(name: str, given: Union[None, Mapping[str, Any], Iterable[str]]) -> "list[tuple[str, Any]]":
+def _pairs(name: str, given: Fields) -> "list[tuple[str, Any]]":
     if given is None:
         return []
     if isinstance(given, Mapping):
@@ -197,9 +205,9 @@ def _pairs(name: str, given: Union[None, Mapping[str, Any], Iterable[str]]) -> "
 
 
 def _scenario_args(
-    set: Union[None, Mapping[str, Any], Iterable[str]],
-    grid: Union[None, Mapping[str, Any], Iterable[str]],
-    case: Union[None, str, Iterable[str]],
+    set: Fields,
+    grid: Fields,
+    case: Repeated,
     replicas: Optional[int],
     seed: Optional[int],
 ) -> "list[str]":
@@ -253,9 +261,9 @@ def list() -> "list[dict[str, str]]":  # noqa: A001 - mirrors `stampede list`
 def show(
     scenario: Scenario,
     *,
-    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    case: Union[None, str, Iterable[str]] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
     replicas: Optional[int] = None,
     seed: Optional[int] = None,
 ) -> str:
@@ -334,21 +342,21 @@ def run(
     *,
     replicas: Optional[int] = None,
     seed: Optional[int] = None,
-    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    case: Union[None, str, Iterable[str]] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
     threads: Optional[int] = None,
-    out: Union[None, str, "os.PathLike[str]"] = None,
+    out: Folder = None,
     force: bool = False,
     resume: bool = False,
     trace: Optional[int] = None,
-    metric: Union[None, str, Iterable[str]] = None,
+    metric: Repeated = None,
     precision: Union[None, str, float, Iterable[Union[str, float]]] = None,
     max_replicas: Optional[int] = None,
     warmup: Union[None, float, str] = None,
     replica_rows: Optional[str] = None,
     report: bool = True,
-    progress: Union[None, bool, Callable[[int, int], Any]] = None,
+    progress: ProgressOption = None,
 ) -> Result:
     """Runs a scenario's grid × replicas, as ``stampede run`` does.
 
@@ -412,17 +420,22 @@ def _document(documents: "list[dict]", exit_code: int) -> Document:
     return document
 
 
+def _read_document(documents: "list[dict]", _summary: Optional[str], exit_code: int, _kept: bool) -> Document:
+    """What verify and optimize return from their folder: the document alone."""
+    return _document(documents, exit_code)
+
+
 def verify(
     scenario: Scenario,
     *,
     replicas: Optional[int] = None,
     seed: Optional[int] = None,
-    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    case: Union[None, str, Iterable[str]] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
     threads: Optional[int] = None,
-    out: Union[None, str, "os.PathLike[str]"] = None,
-    progress: Union[None, bool, Callable[[int, int], Any]] = None,
+    out: Folder = None,
+    progress: ProgressOption = None,
     **options: Any,
 ) -> Document:
     """Runs the scenario and checks its ``[[verify]]`` claims, as ``stampede verify``
@@ -436,7 +449,7 @@ def verify(
     (True, 'pass', 5)
     """
     args = [*_scenario_args(set, grid, case, replicas, seed), *_options(threads=threads, **options)]
-    return _writing("verify", scenario, out, args, progress, lambda documents, _, code, __: _document(documents, code))
+    return _writing("verify", scenario, out, args, progress, _read_document)
 
 
 def optimize(
@@ -444,16 +457,16 @@ def optimize(
     *,
     minimize: Optional[str] = None,
     maximize: Optional[str] = None,
-    require: Union[None, str, Iterable[str]] = None,
-    range: Union[None, str, Iterable[str]] = None,
+    require: Repeated = None,
+    range: Repeated = None,
     replicas: Optional[int] = None,
     seed: Optional[int] = None,
-    set: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    grid: Union[None, Mapping[str, Any], Iterable[str]] = None,
-    case: Union[None, str, Iterable[str]] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
     threads: Optional[int] = None,
-    out: Union[None, str, "os.PathLike[str]"] = None,
-    progress: Union[None, bool, Callable[[int, int], Any]] = None,
+    out: Folder = None,
+    progress: ProgressOption = None,
     **options: Any,
 ) -> Document:
     """Finds the best configuration that meets constraints, as ``stampede optimize``
@@ -465,7 +478,7 @@ def optimize(
         *_scenario_args(set, grid, case, replicas, seed),
         *_options(minimize=minimize, maximize=maximize, require=require, range=range, threads=threads, **options),
     ]
-    return _writing("optimize", scenario, out, args, progress, lambda documents, _, code, __: _document(documents, code))
+    return _writing("optimize", scenario, out, args, progress, _read_document)
 
 
 def compare(

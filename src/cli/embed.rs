@@ -113,35 +113,25 @@ pub(super) fn active() -> bool {
     CAPTURE.with(|slot| slot.borrow().is_some())
 }
 
+/// Runs `take` on this thread's capture, if a command runs in process here: whether
+/// it did (the caller prints otherwise).
+fn captured(take: impl FnOnce(&mut Capture)) -> bool {
+    CAPTURE.with(|slot| slot.borrow_mut().as_mut().map(take).is_some())
+}
+
 /// Takes `document` when a command runs in process (true), instead of printing it.
 pub(super) fn capture_document(document: &serde_json::Value) -> bool {
-    CAPTURE.with(|slot| match slot.borrow_mut().as_mut() {
-        Some(capture) => {
-            capture.documents.push(document.clone());
-            true
-        }
-        None => false,
-    })
+    captured(|capture| capture.documents.push(document.clone()))
 }
 
 /// Takes a warning when a command runs in process (true), instead of printing it.
 pub(super) fn capture_warning(text: &str) -> bool {
-    CAPTURE.with(|slot| match slot.borrow_mut().as_mut() {
-        Some(capture) => {
-            capture.warnings.push(text.to_string());
-            true
-        }
-        None => false,
-    })
+    captured(|capture| capture.warnings.push(text.to_string()))
 }
 
 /// Takes `run`'s summary table when a command runs in process (made only then).
 pub(super) fn capture_summary(table: impl FnOnce() -> String) {
-    CAPTURE.with(|slot| {
-        if let Some(capture) = slot.borrow_mut().as_mut() {
-            capture.summary = Some(table());
-        }
-    });
+    captured(|capture| capture.summary = Some(table()));
 }
 
 /// In process, a hidden bar of `total` that the caller's [`Progress`] reads.
