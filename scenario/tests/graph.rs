@@ -263,3 +263,39 @@ load = {{ arrivals = {{ trace = "{log}", column = "t_s", endpoint_column = "endp
         error.message
     );
 }
+
+/// Root-cause columns exist only for the services an entry can reach (a graph of many
+/// one-service entries would otherwise carry entries × services columns), and they
+/// still account for every failure: for each graph built-in with failures, per entry
+/// and replica, Σ `failed_by.*` equals Σ `failed_*`. A cause outside the reachable set
+/// would be lost and fail this; so would a column set that missed a reachable service.
+#[test]
+fn root_cause_columns_of_reachable_services_account_for_every_failure() {
+    let mut checked_failures = 0.0;
+    for name in ["graph-fanout", "graph-pool", "graph-three-tier", "graph-hedging"] {
+        let scenario = Scenario::resolve(load_scenario_source(name).unwrap(), &Overrides::default()).unwrap();
+        let seed = scenario.run.seed;
+        for point in scenario.grid_points().unwrap() {
+            for replica in 0..4 {
+                let values = replica_metrics(&point, seed, replica);
+                let entries: std::collections::BTreeSet<&str> =
+                    values.keys().filter_map(|m| m.split_once(".failed_by.").map(|(entry, _)| entry)).collect();
+                assert!(!entries.is_empty(), "{name}: no root-cause columns");
+                for entry in entries {
+                    let caused: f64 = values
+                        .iter()
+                        .filter(|(m, _)| m.starts_with(&format!("{entry}.failed_by.")))
+                        .map(|(_, v)| v)
+                        .sum();
+                    let failed: f64 = ["timeout", "refused", "error", "breaker_open"]
+                        .iter()
+                        .map(|reason| values[&format!("{entry}.failed_{reason}")])
+                        .sum();
+                    assert_eq!(caused, failed, "{name} point {} replica {replica}: {entry}", point.index);
+                    checked_failures += failed;
+                }
+            }
+        }
+    }
+    assert!(checked_failures > 100.0, "the built-ins fail some requests: {checked_failures}");
+}

@@ -348,7 +348,7 @@ fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
         rows.push((def(name, row.kind, row.about.replace("{}", scope), row.fraction, row.headline), row.value));
     };
     for (w, entry) in t.entries.iter().enumerate() {
-        for row in entry_rows(&t.services) {
+        for row in entry_rows(&t.services, &t.reachable_services(w)) {
             add(entry, &row.map(|v| Read::Entry(w, v)));
         }
     }
@@ -443,8 +443,9 @@ const fn headline<V: Copy>(row: Row<V>, direction: Direction) -> Row<V> {
 /// The quantiles a replica reports, as (q, label).
 const QUANTILES: [(f64, &str); 3] = [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")];
 
-/// An entry point's metrics; `services` name the root causes.
-fn entry_rows(services: &[String]) -> Vec<Row<EntryValue>> {
+/// An entry point's metrics; `services` name the root causes, of which those in
+/// `reachable` (indices, ascending) get columns.
+fn entry_rows(services: &[String], reachable: &[u32]) -> Vec<Row<EntryValue>> {
     use EntryValue as V;
     let mut rows = vec![
         count("{}.offered", "requests sent to {} (after warm-up)", V::Offered),
@@ -463,17 +464,18 @@ fn entry_rows(services: &[String]) -> Vec<Row<EntryValue>> {
         let name = intern(format!("{{}}.failed_{}", failure.name()));
         rows.push(count(name, intern(format!("{{}}: requests that failed, {why}")), V::Failed(failure)));
     }
-    for (s, service) in services.iter().enumerate() {
+    for &s in reachable {
+        let service = &services[s as usize];
         for failure in Failure::ALL {
             let how = failure.name().replace('_', " ");
             let name = intern(format!("{{}}.failed_by.{service}.{}", failure.name()));
             let about = intern(format!(
                 "{{}}: failed requests whose root cause was {service} ({how}): the deepest failure that decided them"
             ));
-            rows.push(count(name, about, V::FailedBy(Cause { service: s as u32, failure })));
+            rows.push(count(name, about, V::FailedBy(Cause { service: s, failure })));
         }
         let about = intern(format!("{{}}: degraded requests whose fallback answered for a failure of {service}"));
-        rows.push(count(intern(format!("{{}}.degraded_by.{service}")), about, V::DegradedBy(s as u32)));
+        rows.push(count(intern(format!("{{}}.degraded_by.{service}")), about, V::DegradedBy(s)));
     }
     rows.push(real("{}.mean_s", "{}: mean latency of requests answered in full", V::Mean));
     for (q, label) in QUANTILES {
