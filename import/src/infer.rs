@@ -111,9 +111,17 @@ pub struct EndpointStats {
     /// What it calls.
     pub callees: BTreeMap<Endpoint, CalleeStats>,
     /// Pairs of callees (the lesser endpoint first): how often both were called, how
-    /// often in one stage, and how often the first came in an earlier stage.
+    /// often in one stage, and how often the first came in an earlier stage. Kept for
+    /// invocations calling at most [`MAX_PAIRED_CALLEES`] endpoints.
     pub pairs: BTreeMap<(Endpoint, Endpoint), Pair>,
+    /// Invocations that called more endpoints than that: their order and parallelism
+    /// come from each callee's mean stage alone.
+    pub unpaired: u64,
 }
+
+/// The most distinct callees of one invocation whose pairs are counted: pairs grow as
+/// the square of callees (10,000 callees would be 50 million pairs).
+pub const MAX_PAIRED_CALLEES: usize = 64;
 
 /// Two callees of one endpoint, over the invocations that called both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -210,6 +218,7 @@ struct Scratch {
     calls: Vec<Call>,
     stage_of: Vec<u64>,
     first_stage: Vec<(Endpoint, u64)>,
+    keyed: Vec<(Endpoint, u64)>,
 }
 
 /// One call an invocation made: its attempts grouped.
@@ -237,6 +246,7 @@ struct Work<'a> {
     calls: &'a mut Vec<Call>,
     stage_of: &'a mut Vec<u64>,
     first_stage: &'a mut Vec<(Endpoint, u64)>,
+    keyed: &'a mut Vec<(Endpoint, u64)>,
 }
 
 impl Children<'_> {
@@ -353,6 +363,7 @@ impl Model {
             calls: &mut scratch.calls,
             stage_of: &mut scratch.stage_of,
             first_stage: &mut scratch.first_stage,
+            keyed: &mut scratch.keyed,
         };
         while let Some((i, depth)) = depths.pop() {
             self.max_depth = self.max_depth.max(depth);
@@ -517,28 +528,40 @@ impl Model {
             stage_end = if k == 0 || call.start >= stage_end { call.end } else { stage_end.max(call.end) };
             stage_of.push(stage);
         }
-        // Each callee's first stage (a few callees: a list, sorted by callee after).
+        // Calls by (callee, stage): calls to one callee in one stage (a fan-out) are
+        // adjacent, and each callee's first run holds its first stage. Sorting keeps
+        // this linear in calls whatever their number (one span calling 10,000
+        // callees); the pairs below are bounded by MAX_PAIRED_CALLEES.
+        let keyed = &mut *work.keyed;
+        keyed.clear();
+        keyed.extend(calls.iter().zip(stage_of.iter()).map(|(call, &stage)| (call.callee, stage)));
+        keyed.sort_unstable();
         let first_stage = &mut *work.first_stage;
         first_stage.clear();
-        for (k, call) in calls.iter().enumerate() {
-            let callee = stats.callees.entry(call.callee).or_default();
-            callee.calls += 1;
-            let fanned = calls
-                .iter()
-                .enumerate()
-                .any(|(o, other)| o != k && other.callee == call.callee && stage_of[o] == stage_of[k]);
-            callee.calls_fanned += fanned as u64;
-            if !first_stage.iter().any(|(callee, _)| *callee == call.callee) {
-                first_stage.push((call.callee, stage_of[k]));
+        let mut run_start = 0;
+        while run_start < keyed.len() {
+            let (callee, stage) = keyed[run_start];
+            let run = keyed[run_start..].iter().take_while(|&&k| k == (callee, stage)).count();
+            let stats_of = stats.callees.entry(callee).or_default();
+            stats_of.calls += run as u64;
+            if run > 1 {
+                stats_of.calls_fanned += run as u64;
             }
+            if first_stage.last().is_none_or(|(last, _)| *last != callee) {
+                first_stage.push((callee, stage));
+            }
+            run_start += run;
         }
-        first_stage.sort_unstable_by_key(|(callee, _)| *callee);
         for (callee, stage) in first_stage.iter() {
             let c = stats.callees.get_mut(callee).expect("added above");
             c.invocations_calling += 1;
             c.first_stage_sum += stage;
         }
         let called = &*first_stage;
+        if called.len() > MAX_PAIRED_CALLEES {
+            stats.unpaired += 1;
+            return;
+        }
         for (a, (ea, sa)) in called.iter().enumerate() {
             for (eb, sb) in &called[a + 1..] {
                 let pair = stats.pairs.entry((*ea, *eb)).or_default();

@@ -48,7 +48,18 @@ pub fn import(input: &Input, options: &Options) -> Result<Written> {
     let spans = model.spans;
     if spans == 0 {
         let files: Vec<String> = input.files.iter().map(|p| p.display().to_string()).collect();
-        return Err(Error::bad_input(format!("{}: no spans in the input", files.join(", "))));
+        let s = &model.skipped;
+        let why = [
+            (s.no_id, "without a trace or span id"),
+            (s.bad_time, "with a negative start time or duration"),
+            (s.unreadable, "records that could not be read"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect::<Vec<_>>();
+        let skipped = if why.is_empty() { String::new() } else { format!(" (skipped: {})", why.join(", ")) };
+        return Err(Error::bad_input(format!("{}: no spans in the input{skipped}", files.join(", "))));
     }
     if model.endpoints.is_empty() {
         return Err(Error::bad_input(format!(
@@ -56,8 +67,23 @@ pub fn import(input: &Input, options: &Options) -> Result<Written> {
             model.skipped.no_entry
         )));
     }
+    let first = model.entries.values().map(|e| e.first).min().unwrap_or(0);
+    let last = model.entries.values().map(|e| e.last).max().unwrap_or(0);
+    let window_days = (last as f64 - first as f64) / 1e9 / 86_400.0;
+    if window_days > MAX_WINDOW_DAYS {
+        return Err(Error::bad_input(format!(
+            "the traces' requests arrive over {window_days:.0} days, more than the {MAX_WINDOW_DAYS} days an import \
+             models as one window: do the files share a clock? (Alibaba's times count from the trace's start, \
+             OTLP's, Jaeger's and Zipkin's from 1970)"
+        ))
+        .with_hint("import files of one format (one clock) together, and each set on its own"));
+    }
     Ok(write::write(&model, &names, options))
 }
+
+/// The longest stretch of arrivals an import models as one window: beyond it the
+/// files almost surely count time from different origins (relative and Unix times).
+pub const MAX_WINDOW_DAYS: f64 = 31.0;
 
 /// The format of `path`, from its first 64 KiB.
 fn detect(path: &std::path::Path) -> Result<Format> {

@@ -87,6 +87,9 @@ pub struct Skipped {
     pub orphans: u64,
     /// Spans that end before they start (clock skew): clipped to zero length.
     pub negative: u64,
+    /// Spans whose start or duration is negative in a format that counts Unix time
+    /// (Jaeger, Zipkin): skipped.
+    pub bad_time: u64,
     /// Child spans that start before their parent or end after it (clock skew): their
     /// parent's self time counts only what overlaps it.
     pub skewed: u64,

@@ -112,12 +112,46 @@ fn secs(value: f64) -> String {
     }
 }
 
+/// A positive figure (a rate) to six significant digits, never rounded to zero: an
+/// endpoint seen twice in six hours is 4.62963e-5/s, not `0.0000`.
+pub fn significant(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value:?}");
+    }
+    let rounded: f64 = format!("{value:.5e}").parse().expect("a formatted float parses");
+    if (1e-4..1e9).contains(&rounded.abs()) {
+        format!("{rounded:?}")
+    } else {
+        format!("{rounded:e}")
+    }
+}
+
+/// The most buckets a load schedule fills in (empty ones included).
+const MAX_LOAD_POINTS: i64 = 100_000;
+
+/// Whether per-bucket arrival counts vary more than a steady Poisson stream's would:
+/// the index of dispersion Σ(n − n̄)²/n̄ is χ² with k − 1 degrees of freedom for a
+/// steady stream; beyond its 99.9% quantile (Wilson–Hilferty) the rate varies. A
+/// steady 100/s over 17 buckets stays one rate; a daily cycle becomes a schedule.
+fn varies_beyond_noise(counts: &[(i64, u64)]) -> bool {
+    let k = counts.len() as f64;
+    let mean = counts.iter().map(|c| c.1 as f64).sum::<f64>() / k;
+    if mean <= 0.0 {
+        return false;
+    }
+    let dispersion = counts.iter().map(|c| (c.1 as f64 - mean).powi(2)).sum::<f64>() / mean;
+    let nu = k - 1.0;
+    let z = 3.090_232; // the standard normal's 99.9% quantile
+    let quantile = nu * (1.0 - 2.0 / (9.0 * nu) + z * (2.0 / (9.0 * nu)).sqrt()).powi(3);
+    dispersion > quantile
+}
+
 /// A step list's entry for `callee`, called with probability `p`.
 fn call(name: &str, p: f64) -> String {
     if p >= 0.9995 {
         format!("{{ call = \"{name}\" }}")
     } else {
-        format!("{{ call = \"{name}\", probability = {:.4} }}", p)
+        format!("{{ call = \"{name}\", probability = {} }}", significant(p))
     }
 }
 
@@ -128,14 +162,32 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
     let place = |c: &CalleeStats| c.first_stage_sum as f64 / c.invocations_calling.max(1) as f64;
     callees.sort_by(|a, b| place(a.1).total_cmp(&place(b.1)).then(a.0.cmp(b.0)));
     // Parallel groups: callees that share a stage in most invocations that call both.
-    let together = |a: &Endpoint, b: &Endpoint| {
-        let key = if a < b { (*a, *b) } else { (*b, *a) };
-        stats.pairs.get(&key).is_some_and(|pair| pair.parallel())
+    // Invocations calling more than MAX_PAIRED_CALLEES endpoints kept no pairs: there
+    // callees whose mean stage rounds the same are parallel.
+    let by_stage = stats.unpaired > 0;
+    if by_stage {
+        notes.push(format!(
+            "{me} called more than {} endpoints in {} invocation(s): which calls run in parallel is judged from \
+             each callee's mean stage, not pair by pair",
+            crate::infer::MAX_PAIRED_CALLEES,
+            stats.unpaired
+        ));
+    }
+    let together = |a: (&Endpoint, &CalleeStats), b: (&Endpoint, &CalleeStats)| {
+        let key = if a.0 < b.0 { (*a.0, *b.0) } else { (*b.0, *a.0) };
+        match stats.pairs.get(&key) {
+            Some(pair) => pair.parallel(),
+            None => by_stage && place(a.1).round() == place(b.1).round(),
+        }
     };
     let mut groups: Vec<Vec<(&Endpoint, &CalleeStats)>> = Vec::new();
     for callee in callees {
         match groups.last_mut() {
-            Some(group) if group.iter().all(|member| together(member.0, callee.0)) => group.push(callee),
+            // A group whose members all pair as parallel: checked against every member
+            // while pairs are counted (at most MAX_PAIRED_CALLEES of them), against the
+            // first alone when stages decide (the same rounded stage is transitive).
+            Some(group) if by_stage && together(group[0], callee) => group.push(callee),
+            Some(group) if !by_stage && group.iter().all(|&member| together(member, callee)) => group.push(callee),
             _ => groups.push(vec![callee]),
         }
     }
@@ -175,25 +227,38 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
     out
 }
 
-/// Whether the endpoints' calls form a cycle (depth-first, colouring endpoints).
+/// Whether the endpoints' calls form a cycle (depth-first, colouring endpoints; an
+/// explicit stack, so a 50,000-deep call chain costs memory, not the thread's stack).
 fn has_cycle(model: &Model) -> bool {
-    fn visit(at: Endpoint, model: &Model, state: &mut BTreeMap<Endpoint, bool>) -> bool {
-        match state.get(&at) {
-            Some(true) => return true,
-            Some(false) => return false,
-            None => {}
+    // `true`: on the current path (grey); `false`: finished (black).
+    let mut state: BTreeMap<Endpoint, bool> = BTreeMap::new();
+    let callees = |at: &Endpoint| -> Vec<Endpoint> {
+        model.endpoints.get(at).map(|e| e.callees.keys().copied().collect()).unwrap_or_default()
+    };
+    for &root in model.endpoints.keys() {
+        if state.contains_key(&root) {
+            continue;
         }
-        state.insert(at, true);
-        let callees =
-            model.endpoints.get(&at).map(|e| e.callees.keys().copied().collect::<Vec<_>>()).unwrap_or_default();
-        if callees.into_iter().any(|c| visit(c, model, state)) {
-            return true;
+        state.insert(root, true);
+        let mut stack: Vec<(Endpoint, Vec<Endpoint>, usize)> = vec![(root, callees(&root), 0)];
+        while let Some((at, next_callees, next)) = stack.last_mut() {
+            let Some(&callee) = next_callees.get(*next) else {
+                state.insert(*at, false);
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            match state.get(&callee) {
+                Some(true) => return true,
+                Some(false) => {}
+                None => {
+                    state.insert(callee, true);
+                    stack.push((callee, callees(&callee), 0));
+                }
+            }
         }
-        state.insert(at, false);
-        false
     }
-    let mut state = BTreeMap::new();
-    model.endpoints.keys().any(|&e| visit(e, model, &mut state))
+    false
 }
 
 /// A measured sample as a distribution value: `empirical` over a CSV `file` (one
@@ -245,6 +310,18 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     }
     let _ = writeln!(t, "warmup_s = {}", secs((horizon_s * 0.1).min(60.0)));
     let _ = writeln!(t, "replicas = 30\nseed = 1\n");
+    // The default 10 ms series bucket allows runs up to 10,000 s (a million buckets):
+    // a longer window (a rare endpoint seen hours apart) gets a wider round bucket.
+    if horizon_s / 0.01 > 1e6 {
+        let wanted = horizon_s / 100_000.0;
+        let decade = 10f64.powf(wanted.log10().floor());
+        let bucket = [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * decade).find(|b| *b >= wanted).unwrap_or(wanted);
+        let _ = writeln!(
+            t,
+            "[series]\nbucket_s = {}   # the traces' window is long: 100,000 buckets at most\n",
+            secs(bucket)
+        );
+    }
 
     if has_cycle(model) {
         // A service that calls itself (directly or round a loop): the graph bounds the nesting.
@@ -351,28 +428,37 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         let rate = (entry.arrivals - 1) as f64 / span_s / options.sample_rate;
         let _ = writeln!(t, "[[workload]]\nentry = \"{name}\"");
         let bucket_s = model.bucket_ns as f64 / 1e9;
-        let counts: Vec<(i64, u64)> = entry.buckets.iter().map(|(b, n)| (*b, *n)).collect();
-        let mean = counts.iter().map(|c| c.1 as f64).sum::<f64>() / counts.len().max(1) as f64;
-        let variance =
-            counts.iter().map(|c| (c.1 as f64 - mean).powi(2)).sum::<f64>() / (counts.len().max(2) - 1) as f64;
-        // A Poisson stream's counts have variance ≈ mean; far more is a varying rate.
-        if counts.len() >= 3 && variance > 3.0 * mean {
+        // Every bucket from the first to the last, the empty ones too (a quiet
+        // minute is part of the rate), up to a bound on the schedule's length.
+        let counts: Vec<(i64, u64)> = match (entry.buckets.keys().next(), entry.buckets.keys().next_back()) {
+            (Some(&lo), Some(&hi)) if hi - lo < MAX_LOAD_POINTS => {
+                (lo..=hi).map(|b| (b, entry.buckets.get(&b).copied().unwrap_or(0))).collect()
+            }
+            _ => entry.buckets.iter().map(|(b, n)| (*b, *n)).collect(),
+        };
+        // The first and last buckets are partial (the traces start and stop inside
+        // them): they are neither tested nor written as rates of their own.
+        let full = if counts.len() > 2 { &counts[1..counts.len() - 1] } else { &counts[..0] };
+        if full.len() >= 3 && varies_beyond_noise(full) {
             let base = counts[0].0;
-            let points: Vec<String> = counts
-                .iter()
-                .map(|(b, n)| {
-                    format!(
-                        "[{}, {:.3}]",
-                        secs((b - base) as f64 * bucket_s),
-                        *n as f64 / bucket_s / options.sample_rate
-                    )
-                })
+            let rate_of = |i: usize| {
+                let (_, n) = counts[i.clamp(1, counts.len() - 2)];
+                significant(n as f64 / bucket_s / options.sample_rate)
+            };
+            let points: Vec<String> = (0..counts.len())
+                .map(|i| format!("[{}, {}]", secs((counts[i].0 - base) as f64 * bucket_s), rate_of(i)))
                 .collect();
-            let _ =
-                writeln!(t, "load = {{ rate = [{}] }}   # arrivals per {} s bucket", points.join(", "), secs(bucket_s));
+            let _ = writeln!(
+                t,
+                "load = {{ rate = [{}] }}   # arrivals per {} s bucket (the partial first and last take their \
+                 neighbour's)",
+                points.join(", "),
+                secs(bucket_s)
+            );
             entry_lines.push(format!("{name}: a varying rate over {} buckets (mean {rate:.3}/s)", counts.len()));
         } else {
-            let _ = writeln!(t, "rate_per_s = {rate:.4}   # {} arrivals over {span_s:.1} s", entry.arrivals);
+            let _ =
+                writeln!(t, "rate_per_s = {}   # {} arrivals over {span_s:.1} s", significant(rate), entry.arrivals);
             entry_lines.push(format!("{name}: {rate:.3}/s"));
         }
         let _ = writeln!(t, "# deadline_s = 2.0   {SET_THIS}\n");
@@ -403,6 +489,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         (s.unreadable, "records that could not be read (skipped)"),
         (s.orphans, "spans whose parent is not in the trace (read as roots)"),
         (s.negative, "spans that end before they start (clipped to zero length)"),
+        (s.bad_time, "spans with a negative start time or duration (skipped: Jaeger and Zipkin count Unix time)"),
         (s.skewed, "invocations with calls outside their interval (clock skew: only the overlap counts)"),
         (s.cut, "traces analysed before they were complete (too many open at once)"),
         (s.no_entry, "traces without a server-side span (skipped)"),

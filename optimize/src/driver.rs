@@ -62,6 +62,15 @@ impl<'a> Candidates<'a> {
         Ok(Candidates { base, source, dimensions, values: vec![Vec::new(); dimensions.len()] })
     }
 
+    /// The candidates without the scenario's `[[verify]]` claims: for a search that
+    /// only reads metrics (`map`, `calibrate`). A claim names grid points of the base
+    /// grid (`grid_point = 1`), which mean nothing in a round's grid of candidates — a
+    /// round of one candidate would refuse the claim as naming a point it lacks.
+    pub(crate) fn without_claims(mut self) -> Candidates<'a> {
+        self.source.remove("verify");
+        self
+    }
+
     /// The base grid's index per axis of grid point `grid`.
     fn base_choice(&self, grid: u32) -> Vec<u32> {
         if let Some(points) = self.base.grid_combinations() {

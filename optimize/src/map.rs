@@ -41,7 +41,18 @@ pub struct MapRequest {
     pub replicas: u32,
 }
 
+/// The finest bracket a map bisects to, as a share of x's range: about 2⁻²⁰, twenty
+/// rounds. A finer one is below what any replica count resolves, and under 1e-16 the
+/// bracket stops shrinking at all (the midpoint of two adjacent floats is one of them).
+pub const MIN_TOLERANCE: f64 = 1e-6;
+
 impl MapRequest {
+    /// The bisection rounds after the ends that narrow a bracket to `tolerance`: the
+    /// most any row runs (a row stops earlier when its ends do not cross).
+    pub fn rounds_for(tolerance: f64) -> u32 {
+        (1.0 / tolerance).log2().ceil().max(0.0) as u32
+    }
+
     /// Checks the request against `scenario` before anything runs: the metric exists,
     /// the level is a number, both paths are numbers the scenario can take and no grid
     /// axis; returns the metric's column.
@@ -58,10 +69,12 @@ impl MapRequest {
         if !self.level.is_finite() {
             return Err(Error::bad_input(format!("--level {}: must be a number", self.level)));
         }
-        if !(self.tolerance > 0.0 && self.tolerance < 0.5) {
+        if !(MIN_TOLERANCE..0.5).contains(&self.tolerance) {
             return Err(Error::bad_input(format!(
-                "--tolerance {}: a share of the x range above 0 and below 0.5 (e.g. 0.015625, 1/64)",
-                self.tolerance
+                "--tolerance {}: a share of the x range from {MIN_TOLERANCE:e} to below 0.5 (e.g. 0.015625, 1/64); \
+                 {MIN_TOLERANCE:e} already takes {} bisection rounds",
+                self.tolerance,
+                Self::rounds_for(MIN_TOLERANCE)
             )));
         }
         if !(2..=1000).contains(&self.ys) {
@@ -293,7 +306,7 @@ pub fn map(
 ) -> Result<StabilityMap> {
     let column = request.check(scenario)?;
     let dimensions = [request.x.clone(), request.y.clone()];
-    let mut candidates = Candidates::new(scenario, &dimensions)?;
+    let mut candidates = Candidates::new(scenario, &dimensions)?.without_claims();
     let base_points = scenario.point_count();
     let mut ys: Vec<f64> = (0..request.ys).map(|j| request.y.value(f64::from(j) / f64::from(request.ys - 1))).collect();
     ys.dedup(); // an integer y has fewer values than rows asked

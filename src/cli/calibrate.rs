@@ -196,7 +196,8 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitStatus> {
         args.force,
     )?;
     if let Some(file) = &toml_file {
-        output_file::write(file, "--write", calibration.to_toml(&observed_file).as_bytes(), args.force)?;
+        let text = calibration.to_toml(&observed_file);
+        output_file::write(file, "--write", &output_file::sealed(text.as_bytes()), args.force)?;
     }
     let shown = |p: &Path| p.display().to_string();
     if args.json {

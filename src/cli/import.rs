@@ -11,8 +11,52 @@ use stampede_scenario::{Error, Overrides, Result, Scenario};
 
 use super::output_file;
 
-/// The file that marks a data folder as one `stampede import` wrote.
+/// The file that marks a data folder as one `stampede import` wrote: its first line,
+/// then `SHA256  NAME` for every file written beside it, so a re-run sees a sample file
+/// the user changed, removed or added and refuses to replace the folder.
 const DATA_MARK: &str = "IMPORTED_BY_STAMPEDE";
+const DATA_MARK_HEAD: &str = "written by stampede import";
+
+/// What a re-run of `import` finds in the data folder it would replace.
+fn data_folder_changes(dir: &Path) -> Option<Vec<String>> {
+    let listing = std::fs::read_to_string(dir.join(DATA_MARK)).ok()?;
+    let mut lines = listing.lines();
+    if lines.next() != Some(DATA_MARK_HEAD) {
+        return None;
+    }
+    let recorded: std::collections::BTreeMap<&str, &str> =
+        lines.filter_map(|line| line.split_once("  ").map(|(hash, name)| (name, hash))).collect();
+    let mut changes = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => return Some(vec![format!("the folder cannot be listed ({e})")]),
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == DATA_MARK {
+            continue;
+        }
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        match recorded.get(name.as_str()) {
+            Some(hash) if is_file => {
+                seen.insert(name.clone());
+                let same = std::fs::read(entry.path())
+                    .is_ok_and(|bytes| stampede_scenario::inputs::sealed::sha256_hex(&bytes) == *hash);
+                if !same {
+                    changes.push(format!("{name} (changed)"));
+                }
+            }
+            _ => changes.push(format!("{name} (not written by stampede import)")),
+        }
+    }
+    changes.extend(recorded.keys().filter(|name| !seen.contains(**name)).map(|name| format!("{name} (removed)")));
+    Some(changes)
+}
+
+/// The smallest `--sample-rate`: below one kept in a million, the rates it scales to
+/// say more about the guess than the traces.
+const MIN_SAMPLE_RATE: f64 = 1e-6;
 
 #[derive(Args)]
 pub(super) struct ImportArgs {
@@ -64,9 +108,9 @@ pub(super) fn import(args: ImportArgs) -> Result<()> {
     let bucket_s = parse_duration(&args.bucket).ok_or_else(|| {
         Error::bad_input(format!("--bucket {}: give a positive duration, e.g. 60s, 500ms or 5m", args.bucket))
     })?;
-    if !(args.sample_rate > 0.0 && args.sample_rate <= 1.0) {
+    if !(MIN_SAMPLE_RATE..=1.0).contains(&args.sample_rate) {
         return Err(Error::bad_input(format!(
-            "--sample-rate {}: the share of requests the traces kept, above 0 and at most 1",
+            "--sample-rate {}: the share of requests the traces kept, from {MIN_SAMPLE_RATE:e} (one in a million) to 1",
             args.sample_rate
         )));
     }
@@ -79,17 +123,46 @@ pub(super) fn import(args: ImportArgs) -> Result<()> {
     let folder = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     let data_name = format!("{stem}.data");
     let data_dir = folder.join(&data_name);
-    if data_dir.exists() && !args.force && !data_dir.join(DATA_MARK).is_file() {
-        return Err(Error::bad_input(format!(
-            "--out {}: {} exists and stampede import did not write it; nothing was written",
-            out.display(),
-            data_dir.display()
-        ))
-        .with_hint("choose another --out, or pass --force to replace it"));
+    if std::fs::symlink_metadata(&data_dir).is_ok() && !args.force {
+        match data_folder_changes(&data_dir) {
+            None => {
+                return Err(Error::bad_input(format!(
+                    "--out {}: {} exists and stampede import did not write it; nothing was written",
+                    out.display(),
+                    data_dir.display()
+                ))
+                .with_hint("choose another --out, or pass --force to replace it (the folder is kept as .bak)"));
+            }
+            Some(changes) if !changes.is_empty() => {
+                let shown: Vec<&str> = changes.iter().take(5).map(String::as_str).collect();
+                let more = if changes.len() > 5 { format!(" and {} more", changes.len() - 5) } else { String::new() };
+                return Err(Error::bad_input(format!(
+                    "--out {}: {} changed since stampede import wrote it: {}{more}; nothing was written",
+                    out.display(),
+                    data_dir.display(),
+                    shown.join(", ")
+                ))
+                .with_hint("choose another --out, or pass --force to replace it (the folder is kept as .bak)"));
+            }
+            Some(_) => {}
+        }
     }
     for file in &args.files {
-        if !file.is_file() {
-            return Err(Error::bad_input(format!("{}: no such file", file.display())));
+        match std::fs::metadata(file) {
+            Ok(metadata) if metadata.is_file() => {}
+            Ok(metadata) if metadata.is_dir() => {
+                return Err(Error::bad_input(format!("{}: is a folder; give trace files", file.display())));
+            }
+            Ok(_) => {
+                return Err(Error::bad_input(format!(
+                    "{}: is not a regular file (a pipe, socket or device); give a trace file",
+                    file.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::bad_input(format!("{}: no such file", file.display())));
+            }
+            Err(e) => return Err(Error::bad_input(format!("{}: cannot be read: {e}", file.display()))),
         }
     }
     let input = Input { files: args.files.clone(), format, bucket_ns: (bucket_s * 1e9) as i64 };
@@ -128,19 +201,31 @@ fn stage(
     let io = |what: &Path, e: std::io::Error| Error::io(format!("cannot write {}: {e}", what.display()));
     let staged_data = staging.join(data_name);
     std::fs::create_dir_all(&staged_data).map_err(|e| io(&staged_data, e))?;
+    let mut listing = format!("{DATA_MARK_HEAD}\n");
     for (file, content) in &written.files {
         std::fs::write(staged_data.join(file), content).map_err(|e| io(&staged_data.join(file), e))?;
+        let digest = stampede_scenario::inputs::sealed::sha256_hex(content.as_bytes());
+        listing.push_str(&format!("{digest}  {file}\n"));
     }
-    std::fs::write(staged_data.join(DATA_MARK), "written by stampede import\n").map_err(|e| io(&staged_data, e))?;
+    std::fs::write(staged_data.join(DATA_MARK), listing).map_err(|e| io(&staged_data, e))?;
     let source = stampede_scenario::base::typing::parse_text(&written.toml, "the imported scenario")?;
     Scenario::resolve_in(source, &Overrides::default(), staging).map_err(|e| {
         Error::io(format!(
             "the imported scenario does not resolve (a bug in stampede import; nothing was written): {e}"
         ))
     })?;
-    if data_dir.exists() {
-        std::fs::remove_dir_all(data_dir).map_err(|e| io(data_dir, e))?;
+    output_file::check(out, "--out", force)?;
+    if std::fs::symlink_metadata(data_dir).is_ok() {
+        // Ours and unchanged (checked before anything was read), or --force: then
+        // what is there is kept, never deleted.
+        if data_folder_changes(data_dir).is_some_and(|changes| changes.is_empty()) {
+            std::fs::remove_dir_all(data_dir).map_err(|e| io(data_dir, e))?;
+        } else {
+            let backup = output_file::backup_name(data_dir);
+            std::fs::rename(data_dir, &backup).map_err(|e| io(data_dir, e))?;
+            super::warning(&format!("--out: kept the folder it replaces as {}", backup.display()));
+        }
     }
     std::fs::rename(&staged_data, data_dir).map_err(|e| io(data_dir, e))?;
-    output_file::write(out, "--out", written.toml.as_bytes(), force)
+    output_file::write(out, "--out", &output_file::sealed(written.toml.as_bytes()), force)
 }

@@ -116,6 +116,11 @@ pub fn read_document(text_bytes: &[u8], reader: &mut Reader) -> Result<(), Strin
                 reader.skipped().no_id += 1;
                 continue;
             };
+            // Jaeger's times are Unix microseconds: one before 1970 is not a time.
+            if span.start_us < 0 || span.duration_us < 0 {
+                reader.skipped().bad_time += 1;
+                continue;
+            }
             let process = trace.processes.get(span.process.as_ref());
             let service = process.map_or("unknown_service", |p| p.service.as_ref());
             let instance = process.and_then(|p| {

@@ -103,6 +103,11 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
         });
         let peer = span.remote.as_ref().and_then(|r| r.service.as_deref());
         let tag = |key: &str| span.tags.get(key).and_then(|v| v.parse::<i64>().ok());
+        // Zipkin's times are Unix microseconds: one before 1970 is not a time.
+        if span.timestamp < 0 || span.duration < 0 {
+            reader.skipped().bad_time += 1;
+            continue;
+        }
         let start = span.timestamp.saturating_mul(1000);
         let span = Span {
             trace,

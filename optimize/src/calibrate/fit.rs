@@ -23,6 +23,9 @@
 use super::super::space::{halton, Dimension, Scale};
 use stampede_scenario::base::error::Result;
 
+/// The most candidates a first design may have (`--samples`).
+pub const MAX_SAMPLES: usize = 10_000;
+
 /// How the search is sized.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {

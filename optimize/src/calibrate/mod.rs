@@ -404,6 +404,15 @@ pub fn calibrate(
     if request.dimensions.len() > super::space::MAX_DIMENSIONS {
         return Err(Error::bad_input(format!("--fit: at most {} unknowns", super::space::MAX_DIMENSIONS)));
     }
+    if let Some(shape) = request.shape.filter(|s| !(1..=fit::MAX_SAMPLES).contains(&s.samples)) {
+        return Err(Error::bad_input(format!(
+            "--samples {}: the first design needs from 1 to {} candidates ({} is the default for {} unknowns)",
+            shape.samples,
+            fit::MAX_SAMPLES,
+            fit::Shape::default_for(request.dimensions.len()).samples,
+            request.dimensions.len()
+        )));
+    }
     let spans = intervals(&request.observed, base.run.horizon_s)?;
     let slots = load::slots(base.model.name(), &source_of(base)?);
     let names = catalogue(base);
@@ -487,7 +496,7 @@ pub fn calibrate(
     let (mut found, calibrated) = if request.dimensions.is_empty() {
         (None, loaded.clone())
     } else {
-        let mut candidates = Candidates::new(&loaded, &request.dimensions)?;
+        let mut candidates = Candidates::new(&loaded, &request.dimensions)?.without_claims();
         let mut points: Vec<Point> = Vec::new();
         let mut evaluate = |values: &[Vec<f64>]| -> Result<Vec<f64>> {
             let first = points.len() as u32;

@@ -59,9 +59,11 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.message)?;
+        // Every kind, not only bad input: a number of 300 digits reads as `1e-300` in an
+        // I/O error, a context or a hint too.
+        write!(f, "{}", abbreviate_numbers(&self.message))?;
         if let Some(hint) = &self.hint {
-            write!(f, "\n  hint: {hint}")?;
+            write!(f, "\n  hint: {}", abbreviate_numbers(hint))?;
         }
         Ok(())
     }
@@ -86,24 +88,43 @@ pub const REPLACE_HINT: &str =
     "choose another folder with --out (or another name with --set name=...), or pass --force to replace the \
      folder and everything in it";
 
-/// Rewrites every number of more than 15 digits in scientific notation.
+/// Rewrites every number of more than 15 digits in scientific notation with six
+/// significant digits (`1e308`, `1.23457e-300`). A number already in scientific
+/// notation is kept whole, so abbreviating twice changes nothing.
 fn abbreviate_numbers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
         out.push_str(&rest[..start]);
         let tail = &rest[start..];
-        let end = tail.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(tail.len());
+        let mut end = tail.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(tail.len());
+        // An exponent belongs to its number: `9.99e299` is one token.
+        let exponent = tail[end..]
+            .strip_prefix(['e', 'E'])
+            .map(|e| e.strip_prefix(['+', '-']).unwrap_or(e))
+            .filter(|e| e.starts_with(|c: char| c.is_ascii_digit()));
+        if let Some(digits) = exponent {
+            let after = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+            end = tail.len() - digits.len() + after;
+        }
         let number = &tail[..end];
-        let digits = number.chars().filter(char::is_ascii_digit).count();
+        let digits = number.chars().take_while(|c| !matches!(c, 'e' | 'E')).filter(char::is_ascii_digit).count();
         match number.parse::<f64>() {
-            Ok(value) if digits > 15 => out.push_str(&format!("{value:e}")),
+            Ok(value) if digits > 15 => out.push_str(&short_scientific(value)),
             _ => out.push_str(number),
         }
         rest = &tail[end..];
     }
     out.push_str(rest);
     out
+}
+
+/// `value` in scientific notation to six significant digits, trailing zeros dropped.
+fn short_scientific(value: f64) -> String {
+    let text = format!("{value:.5e}");
+    let (mantissa, exponent) = text.split_once('e').expect("scientific notation");
+    let mantissa = if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
+    format!("{mantissa}e{exponent}")
 }
 
 /// The most characters a message quotes of one word (a value, a path) before cutting it.
@@ -136,6 +157,15 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn abbreviating_twice_changes_nothing() {
+        let once = Error::bad_input(format!("rate = {}: too high", 1e300 / 1.000_000_000_000_000_2)).message;
+        assert_eq!(once, "rate = 1e300: too high");
+        assert_eq!(abbreviate_numbers(&once), once);
+        assert_eq!(abbreviate_numbers("9.999999999999998e299 and 0.000000000000000001234"), "1e300 and 1.234e-18");
+        assert_eq!(Error::io(format!("x = {}", 1e-300)).to_string(), "x = 1e-300");
+    }
 
     #[test]
     fn long_numbers_are_abbreviated_and_short_ones_kept() {

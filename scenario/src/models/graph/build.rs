@@ -970,39 +970,38 @@ fn outlier_config(path: &str, o: &OutlierSection) -> Result<OutlierConfig> {
 fn check_cycles(b: &Builder, max_depth: Option<u32>) -> Result<u32> {
     let callees =
         |e: usize| -> BTreeSet<u32> { b.steps[e].iter().flat_map(|(_, sites)| sites.iter().map(|s| s.0)).collect() };
-    // Depth-first search with colours; a grey node reached again closes a cycle.
+    // Depth-first search with colours; a grey node reached again closes a cycle. An
+    // explicit stack, not recursion: a chain of 50,000 services is 50,000 deep.
     let n = b.endpoints.len();
     let mut colour = vec![0u8; n];
-    let mut stack: Vec<usize> = Vec::new();
-    fn visit(
-        e: usize,
-        colour: &mut [u8],
-        stack: &mut Vec<usize>,
-        callees: &dyn Fn(usize) -> BTreeSet<u32>,
-    ) -> Option<Vec<usize>> {
-        colour[e] = 1;
-        stack.push(e);
-        for c in callees(e) {
+    let visit = |root: usize, colour: &mut [u8]| -> Option<Vec<usize>> {
+        // (endpoint, its callees, the next one to look at); the path is the stack's endpoints.
+        let mut stack: Vec<(usize, Vec<u32>, usize)> = vec![(root, callees(root).into_iter().collect(), 0)];
+        colour[root] = 1;
+        while let Some((e, next_callees, next)) = stack.last_mut() {
+            let Some(&c) = next_callees.get(*next) else {
+                colour[*e] = 2;
+                stack.pop();
+                continue;
+            };
+            *next += 1;
             let c = c as usize;
             if colour[c] == 1 {
-                let from = stack.iter().position(|&x| x == c).expect("grey is on the stack");
-                let mut cycle = stack[from..].to_vec();
+                let from = stack.iter().position(|(x, _, _)| *x == c).expect("grey is on the stack");
+                let mut cycle: Vec<usize> = stack[from..].iter().map(|(x, _, _)| *x).collect();
                 cycle.push(c);
                 return Some(cycle);
             }
             if colour[c] == 0 {
-                if let Some(cycle) = visit(c, colour, stack, callees) {
-                    return Some(cycle);
-                }
+                colour[c] = 1;
+                stack.push((c, callees(c).into_iter().collect(), 0));
             }
         }
-        stack.pop();
-        colour[e] = 2;
         None
-    }
+    };
     for e in 0..n {
         if colour[e] == 0 {
-            if let Some(cycle) = visit(e, &mut colour, &mut stack, &callees) {
+            if let Some(cycle) = visit(e, &mut colour) {
                 let Some(depth) = max_depth else {
                     let names: Vec<&str> = cycle.iter().map(|&i| b.endpoints[i].as_str()).collect();
                     return Err(bad(format!("services: the calls form a cycle, {}", names.join(" -> ")))
