@@ -324,6 +324,19 @@ impl Model {
         scratch.flat.clear();
         scratch.flat.extend(parent_of.iter().map(|&(_, child)| child));
         let children = Children { flat: &scratch.flat, starts: &scratch.starts };
+        // Spans no root leads to sit in a loop of parent links (a → b → a): counted, not
+        // read (no root means no arrival, and following the loop would never end).
+        {
+            let stack = &mut scratch.stack;
+            stack.clear();
+            stack.extend(scratch.roots.iter().copied());
+            let mut reached = 0usize;
+            while let Some(i) = stack.pop() {
+                reached += 1;
+                stack.extend(children.of(i).iter().copied());
+            }
+            self.skipped.in_cycle += (spans.len() - reached) as u64;
+        }
         let has_server = spans.iter().any(|s| s.kind == Kind::Server);
         let is_invocation = |s: &Span| if has_server { s.kind == Kind::Server } else { s.kind != Kind::Client };
         // Entry invocations: the first invocation on each path from a root.

@@ -87,6 +87,8 @@ pub struct Skipped {
     pub orphans: u64,
     /// Spans that end before they start (clock skew): clipped to zero length.
     pub negative: u64,
+    /// Spans in a loop of parent links (no root leads to them): skipped.
+    pub in_cycle: u64,
     /// Spans whose start or duration is negative in a format that counts Unix time
     /// (Jaeger, Zipkin): skipped.
     pub bad_time: u64,

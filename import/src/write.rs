@@ -63,41 +63,65 @@ struct Naming {
     renamed: Vec<(String, String)>,
 }
 
+/// Distinct names from cleaned ones: a name already taken gets the first free `_2`,
+/// `_3`, … — remembered per base, so 4,000 names that clean alike (all-CJK endpoints
+/// become `_op`) cost linear time, not a scan from `_2` each.
+#[derive(Default)]
+struct Distinct {
+    taken: std::collections::HashSet<String>,
+    next: std::collections::HashMap<String, u32>,
+}
+
+impl Distinct {
+    fn claim(&mut self, base: String) -> String {
+        if self.taken.insert(base.clone()) {
+            return base;
+        }
+        let n = self.next.entry(base.clone()).or_insert(2);
+        loop {
+            let candidate = format!("{base}_{n}");
+            *n += 1;
+            if self.taken.insert(candidate.clone()) {
+                return candidate;
+            }
+        }
+    }
+}
+
 impl Naming {
     fn new(model: &Model, names: &Names) -> Self {
         let mut naming = Naming { services: BTreeMap::new(), endpoints: BTreeMap::new(), renamed: Vec::new() };
-        let mut taken: BTreeMap<String, u32> = BTreeMap::new();
+        let mut taken = Distinct::default();
         let mut services: Vec<u32> = model.endpoints.keys().map(|e| e.0).collect();
         services.dedup();
         for service in services {
             let original = names.get(service);
-            let mut name = clean(original);
-            if taken.contains_key(&name) {
-                let n = (2..).find(|n| !taken.contains_key(&format!("{name}_{n}"))).expect("a free name");
-                name = format!("{name}_{n}");
-            }
+            let name = taken.claim(clean(original));
             if name != original {
                 naming.renamed.push((original.to_string(), name.clone()));
             }
-            taken.insert(name.clone(), service);
             naming.services.insert(service, name);
         }
-        let mut per_service: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        let mut per_service: BTreeMap<u32, Distinct> = BTreeMap::new();
         for &(service, endpoint) in model.endpoints.keys() {
             let original = names.get(endpoint);
-            let taken = per_service.entry(service).or_default();
-            let mut name = clean(original);
-            if taken.contains(&name) {
-                let n = (2..).find(|n| !taken.contains(&format!("{name}_{n}"))).expect("a free name");
-                name = format!("{name}_{n}");
-            }
+            let name = per_service.entry(service).or_default().claim(clean(original));
             if name != original {
                 naming.renamed.push((format!("{}: {original}", names.get(service)), name.clone()));
             }
-            taken.push(name.clone());
             naming.endpoints.insert((service, endpoint), format!("{}.{name}", naming.services[&service]));
         }
         naming
+    }
+}
+
+/// A TOML comment keeping a name's original spelling where cleaning changed it.
+fn original_comment(original: &str, written: &str) -> String {
+    if original == written {
+        String::new()
+    } else {
+        let shown: String = original.chars().take(200).collect::<String>().replace(['\n', '\r'], " ");
+        format!("   # in the traces: {shown:?}")
     }
 }
 
@@ -343,7 +367,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     for (service, endpoints) in &by_service {
         let name = &naming.services[service];
         let instances = model.instances.get(service).map_or(0, |i| i.len());
-        let _ = writeln!(t, "[services.{name}]");
+        let _ = writeln!(t, "[services.{name}]{}", original_comment(names.get(*service), name));
         if instances > 0 {
             let _ = writeln!(t, "instances = {instances}              # seen in the traces");
         } else {
@@ -360,7 +384,8 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         for (endpoint, stats) in endpoints {
             let full = &naming.endpoints[endpoint];
             let (_, short) = full.split_once('.').expect("service.endpoint");
-            let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]");
+            let comment = original_comment(names.get(endpoint.1), short);
+            let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]{comment}");
             let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
             let file = format!("{full}.self_s.csv");
             if let Some(work) = distribution(&stats.self_s, &file, "self_s", options, &mut files) {
@@ -488,6 +513,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         (s.no_id, "spans without a trace or span id (skipped)"),
         (s.unreadable, "records that could not be read (skipped)"),
         (s.orphans, "spans whose parent is not in the trace (read as roots)"),
+        (s.in_cycle, "spans in a loop of parent links, no root above them (skipped)"),
         (s.negative, "spans that end before they start (clipped to zero length)"),
         (s.bad_time, "spans with a negative start time or duration (skipped: Jaeger and Zipkin count Unix time)"),
         (s.skewed, "invocations with calls outside their interval (clock skew: only the overlap counts)"),

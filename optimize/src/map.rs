@@ -47,6 +47,13 @@ pub struct MapRequest {
 pub const MIN_TOLERANCE: f64 = 1e-6;
 
 impl MapRequest {
+    /// The most replicas the map can run: every row of every grid point its two ends
+    /// and every bisection round, at `replicas` an evaluation.
+    pub fn planned_replicas(&self, scenario: &Scenario) -> u64 {
+        let rows = scenario.point_count() as u64 * u64::from(self.ys);
+        rows * (2 + u64::from(Self::rounds_for(self.tolerance))) * u64::from(self.replicas)
+    }
+
     /// The bisection rounds after the ends that narrow a bracket to `tolerance`: the
     /// most any row runs (a row stops earlier when its ends do not cross).
     pub fn rounds_for(tolerance: f64) -> u32 {

@@ -407,6 +407,35 @@ fn remove_stale(root: &Path, name: &str) {
     }
 }
 
+/// Removes `root/.NAME.KIND-PID` scratch folders (`KIND` e.g. `precision`) whose
+/// process is gone: a killed `--precision` run's stages, which no lock covers (the
+/// search runs before the output's lock is taken), so a live process's are kept.
+pub fn remove_dead_scratch(root: &Path, name: &str, kind: &str) {
+    let prefix = format!(".{name}.{kind}-");
+    let Ok(entries) = fs::read_dir(root) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file_name.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !process_alive(pid) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether process `pid` exists (signal 0 checks without sending anything).
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: kill with signal 0 sends nothing; it only reports whether the pid exists.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+fn process_alive(_pid: u32) -> bool {
+    true
+}
+
 /// Free bytes on the filesystem holding `path` (`statvfs`).
 #[cfg(unix)]
 pub(crate) fn free_space(path: &Path) -> Option<u64> {

@@ -86,6 +86,13 @@ pub fn percent(share: f64) -> String {
         return "∞".to_string();
     }
     let value = 100.0 * share;
+    if value != 0.0 && value.abs() < 0.001 {
+        // Three decimals would print `0%`, which `--precision` refuses: keep the digits.
+        let text = format!("{value:.3e}");
+        let (mantissa, exponent) = text.split_once('e').expect("scientific notation");
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}e{exponent}%");
+    }
     let text = if value >= 10.0 { format!("{value:.1}") } else { format!("{value:.3}") };
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("{text}%")
@@ -349,6 +356,19 @@ pub fn search(
             .enumerate()
             .map(|(p, m)| (p as u32, m.iter().map(Moments::summary).collect(), m.iter().map(Moments::count).collect()))
             .collect();
+        // A named target no replica of any point gave a value for (`a / 0`) could
+        // only ever be "met" vacuously: refused, after the pilot and before more.
+        for &(metric, _) in &goal.checks {
+            let named = goal.targets.iter().any(|t| t.metric.is_some());
+            if named && summaries.iter().all(|(_, _, counts)| counts[metric] == 0) {
+                let name = scenario.schema.metrics[metric].name;
+                return Err(Error::bad_input(format!(
+                    "--precision: {name} has no value in any of the {run} replicas of any grid point (a division by \
+                     zero, or a quantity no replica reaches): a precision on it would be met vacuously; nothing was \
+                     written"
+                )));
+            }
+        }
         let reached = reached(goal, scenario, &summaries, run);
         stages.finished(run, &reached)?;
         match next_stage(&reached, run, goal.max_replicas) {
@@ -505,6 +525,16 @@ pub fn to_json(goal: &Goal, reached: &[Reached], replicas: u32, stages: Option<&
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiny_shares_print_as_targets_that_parse_back() {
+        for share in [1e-9, 3.3e-7, 1e-5, 0.01, 0.005] {
+            let text = percent(share);
+            let back = Target::parse(&text).unwrap_or_else(|e| panic!("{share}: {text}: {e}"));
+            assert!((back.relative - share).abs() <= 1e-3 * share, "{share} -> {text} -> {}", back.relative);
+        }
+        assert_eq!(percent(1e-9), "1e-7%");
+    }
 
     #[test]
     fn targets_parse_as_written_and_refuse_what_is_not_a_share() {

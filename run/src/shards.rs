@@ -138,10 +138,21 @@ fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
 }
 
 /// Refuses a shard whose files are not, byte for byte, the ones its manifest
-/// recorded (a flipped bit, a truncated copy, a file from another shard). Shards
-/// written before manifests recorded checksums are taken as they are.
-fn verify_files(dir: &Path, manifest: &Value) -> Result<()> {
-    let Some(recorded) = manifest.get("file_checksums").and_then(Value::as_object) else { return Ok(()) };
+/// recorded (a flipped bit, a truncated copy, a file from another shard), and one
+/// whose manifest records no checksums at all (lost in a copy, or edited away) unless
+/// `allow_unchecked` — then its files are taken as they are.
+fn verify_files(dir: &Path, manifest: &Value, allow_unchecked: bool) -> Result<()> {
+    let Some(recorded) = manifest.get("file_checksums").and_then(Value::as_object) else {
+        if allow_unchecked {
+            return Ok(());
+        }
+        return Err(Error::bad_input(format!(
+            "merge: {}: its manifest has no file_checksums, so a damaged table could not be told from a good one; \
+             nothing was written",
+            dir.display()
+        ))
+        .with_hint("copy the shard again with its manifest.json, or pass --allow-unchecked to merge it unchecked"));
+    };
     for (name, want) in recorded {
         let path = dir.join(name);
         let (bytes, sha256) = hash_file(&path).map_err(|e| {
@@ -316,8 +327,10 @@ impl Shards {
         claims_a_merge_can_check(&self.scenario, self.kept)
     }
 
-    /// Reads and checks `dirs`: one fingerprint, one shard count, every index once.
-    pub fn read(dirs: &[PathBuf]) -> Result<Shards> {
+    /// Reads and checks `dirs`: one fingerprint, one shard count, every index once,
+    /// every file as its manifest recorded it (`allow_unchecked`: a manifest without
+    /// checksums is taken as it is).
+    pub fn read(dirs: &[PathBuf], allow_unchecked: bool) -> Result<Shards> {
         if dirs.is_empty() {
             return Err(Error::bad_input("merge: name the shard folders (e.g. out/NAME/shards/*)"));
         }
@@ -357,7 +370,7 @@ impl Shards {
             )));
         }
         for (dir, .., manifest) in &manifests {
-            verify_files(dir, manifest)?;
+            verify_files(dir, manifest, allow_unchecked)?;
         }
         // Of one scenario and seed but of other input content: said as such.
         let same_run =

@@ -92,6 +92,8 @@ pub fn execute_precise(
 ) -> Result<(RunReport, Outcome)> {
     // A destination that is not stampede's is refused before anything runs.
     stampede_output::check_replaceable(&out_root.join(&scenario.name), writing.replace())?;
+    // What killed `--precision` runs of this name left behind goes first.
+    stampede_output::folder::remove_dead_scratch(out_root, &scenario.name, "precision");
     let dir = out_root.join(format!(".{}.precision-{}", scenario.name, std::process::id()));
     let scratch = Scratch(dir.clone());
     // The parts keep the rows written, and every row while a claim reads replica values.

@@ -81,6 +81,8 @@ pub struct Choice {
     /// Points whose truncation reached half the horizon: not settled within the run.
     pub unsettled: Vec<u32>,
     pub horizon_s: f64,
+    /// The fewest buckets a point's series had, when below [`MIN_BUCKETS`].
+    pub too_coarse: Option<usize>,
 }
 
 /// The series the automatic warm-up reads: `run.warmup_series`, else the model's first.
@@ -141,11 +143,13 @@ pub fn choose(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync))
     )?;
     let mut per_point_s = Vec::with_capacity(points);
     let mut unsettled = Vec::new();
+    let mut fewest_buckets = usize::MAX;
     for (index, sum) in sums.iter().enumerate() {
         let mean: Vec<f64> = sum
             .sum
             .get(series)
             .map_or_else(Vec::new, |buckets| buckets.iter().map(|&b| b as f64 / sum.replicas.max(1) as f64).collect());
+        fewest_buckets = fewest_buckets.min(mean.len());
         let (dropped, at_limit) = mser5(&mean);
         // Whole nanoseconds: the warm-up becomes simulated time.
         per_point_s.push((dropped as f64 * bucket_s * 1e9).round() / 1e9);
@@ -162,8 +166,13 @@ pub fn choose(scenario: &Scenario, threads: usize, progress: &(dyn Fn() + Sync))
         chosen_s,
         unsettled,
         horizon_s: scenario.run.horizon_s,
+        too_coarse: (fewest_buckets < MIN_BUCKETS).then_some(fewest_buckets),
     })
 }
+
+/// The fewest buckets a series needs for MSER-5 to tell a transient from the level
+/// (four batches of five): with fewer it can only answer 0 s, which says nothing.
+pub const MIN_BUCKETS: usize = 4 * BATCH;
 
 impl Choice {
     /// What the terminal and the report say.
@@ -180,8 +189,21 @@ impl Choice {
         )
     }
 
-    /// The warning a run prints when a point has not settled.
+    /// The warning a run prints when a point has not settled, or when the series is
+    /// too coarse for the choice to mean anything.
     pub fn warning(&self) -> Option<String> {
+        if let Some(buckets) = self.too_coarse {
+            return Some(format!(
+                "the automatic warm-up cannot tell: series {} has {buckets} bucket(s) of {} s over run.horizon_s = {} \
+                 s, and MSER-5 needs at least {MIN_BUCKETS}; it chose {} s, which says nothing — set series.bucket_s \
+                 to at most {} s (horizon / {MIN_BUCKETS}), or set run.warmup_s yourself",
+                self.series,
+                self.bucket_s,
+                self.horizon_s,
+                self.chosen_s,
+                self.horizon_s / MIN_BUCKETS as f64
+            ));
+        }
         if self.unsettled.is_empty() {
             return None;
         }
@@ -206,6 +228,7 @@ impl Choice {
             "per_point_s": self.per_point_s,
             "chosen_s": self.chosen_s,
             "unsettled_points": self.unsettled,
+            "too_coarse_buckets": self.too_coarse,
             "sentence": self.sentence(),
         })
     }

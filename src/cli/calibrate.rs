@@ -183,6 +183,16 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitStatus> {
         max_error,
     };
     let quiet = args.quiet || args.json || args.show_toml;
+    calibrate::check_shape(&request)?;
+    super::cost::check(
+        "calibrate",
+        &scenario,
+        calibrate::planned_replicas(&request),
+        "--samples, --steps, --fit-replicas and --replicas",
+        threads,
+        &page,
+        quiet,
+    )?;
     let bar = progress_bar(calibrate::planned_replicas(&request), quiet);
     let calibration = calibrate::calibrate(&scenario, &request, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();

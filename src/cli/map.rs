@@ -76,6 +76,15 @@ pub(super) fn map_command(args: MapArgs) -> Result<()> {
     };
     request.check(&scenario)?;
     let threads = threads(args.threads)?;
+    super::cost::check(
+        "map",
+        &scenario,
+        request.planned_replicas(&scenario),
+        "--ys, --tolerance, the grid's points and run.replicas",
+        threads,
+        &args.out,
+        args.quiet || args.json,
+    )?;
     let name = format!("{}-map", scenario.name);
     let replace = stampede_run::pipeline::Writing { force: args.force, ..Default::default() }.replace();
     // Refused before anything runs: a destination that is not stampede's.

@@ -34,6 +34,10 @@ pub(super) struct MergeArgs {
     /// stampede did not write.
     #[arg(long)]
     pub(super) force: bool,
+    /// Merge a shard whose manifest lost its file checksums (its tables then go
+    /// unchecked; a damaged byte would change the results silently).
+    #[arg(long)]
+    pub(super) allow_unchecked: bool,
     /// Which per-replica rows to write: all, none, or sample:N (replicas 0..N of each
     /// grid point); by default the rows the shards kept. The summary, histograms and
     /// series are exact either way.
@@ -67,7 +71,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
     use stampede_run::verify::verdicts::{write_json, Verdicts};
     let dirs = shard_folders(&args.shards)?;
     let started = std::time::Instant::now();
-    let shards = Shards::read(&dirs)?;
+    let shards = Shards::read(&dirs, args.allow_unchecked)?;
     let goal = if args.precision.is_empty() {
         None
     } else {

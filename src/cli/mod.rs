@@ -6,6 +6,7 @@
 mod calibrate;
 mod capacity;
 mod compare;
+mod cost;
 pub mod embed;
 mod fit;
 mod import;

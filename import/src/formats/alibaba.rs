@@ -59,11 +59,14 @@ fn hash(text: &str) -> u64 {
 /// Reads one line: the header (kept in `columns`) or a row.
 pub fn read_line(line: &[u8], columns: &mut Option<Columns>, reader: &mut Reader) -> Result<(), String> {
     let line = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_string())?.trim_end();
+    // A spreadsheet's export starts with a byte-order mark.
+    let line = line.strip_prefix('\u{feff}').unwrap_or(line);
     let Some(at) = *columns else {
         *columns = Some(header(line)?);
         return Err(HEADER.to_string());
     };
-    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    // A quoted field (`"0.1"`, as spreadsheets and pandas write them) is its text.
+    let fields: Vec<&str> = line.split(',').map(|f| f.trim().trim_matches('"')).collect();
     let field =
         |i: usize| fields.get(i).copied().ok_or_else(|| format!("{} fields, the header names more", fields.len()));
     let (trace, rpcid) = (field(at.trace)?, field(at.rpcid)?);
@@ -71,8 +74,11 @@ pub fn read_line(line: &[u8], columns: &mut Option<Columns>, reader: &mut Reader
         reader.skipped().no_id += 1;
         return Ok(());
     }
-    let timestamp: f64 = field(at.timestamp)?.parse().map_err(|_| format!("timestamp {:?}", field(at.timestamp)))?;
-    let rt: f64 = field(at.rt)?.parse().map_err(|_| format!("rt {:?} is not a number", field(at.rt)))?;
+    let number = |i: usize, what: &str| -> Result<f64, String> {
+        let text = field(i)?;
+        text.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| format!("{what} {text:?} is not a number"))
+    };
+    let (timestamp, rt) = (number(at.timestamp, "timestamp")?, number(at.rt, "rt")?);
     let (dm, interface) = (field(at.dm)?, field(at.interface)?);
     let dm = if dm.is_empty() || dm == "UNKNOWN" { field(at.um)? } else { dm };
     // `0.1` is the entry call (a `0` row, where present, is the user's side of it).

@@ -380,6 +380,66 @@ pub fn planned_replicas(request: &Request) -> u64 {
     searched + u64::from(request.replicas)
 }
 
+/// The largest magnitude an observation may have: beyond it relative errors overflow
+/// (an observed 1e308 gave a discrepancy of NaN).
+const MAX_OBSERVED: f64 = 1e15;
+
+/// Refuses observations no system can produce, before anything runs: every quantity a
+/// model reports over time (busy workers, queue depths, rates, latencies, shares) is at
+/// least 0, a share at most 1, an entry's goodput at most what was offered to it.
+fn check_possible(observed: &Observed, chosen: &[(String, f64)], slots: &[load::LoadSlot]) -> Result<()> {
+    let columns = chosen.iter().map(|(n, _)| n.as_str()).chain(slots.iter().map(|s| s.column.as_str()));
+    for name in columns {
+        let Some(values) = observed.metrics.get(name) else { continue };
+        for (i, value) in values.iter().enumerate() {
+            let Some(v) = *value else { continue };
+            let time = observed.times_s.get(i).copied().unwrap_or(f64::NAN);
+            let impossible = if v < 0.0 {
+                Some("is negative; every quantity a model reports over time is 0 or more")
+            } else if v > MAX_OBSERVED {
+                Some("is beyond 1e15, which no comparison can use")
+            } else if name.ends_with("_share") && v > 1.0 {
+                Some("is a share above 1")
+            } else {
+                None
+            };
+            if let Some(why) = impossible {
+                return Err(Error::bad_input(format!("--observed: {name} at {time} s = {v}: {why}")));
+            }
+        }
+        if let Some(entry) = name.strip_suffix(".goodput_rps") {
+            let offered = format!("{entry}.offered_rps");
+            let Some(offered_values) = observed.metrics.get(&offered) else { continue };
+            for (i, (good, sent)) in values.iter().zip(offered_values).enumerate() {
+                if let (Some(good), Some(sent)) = (good, sent) {
+                    if *good > sent * (1.0 + 1e-9) + 1e-9 {
+                        let time = observed.times_s.get(i).copied().unwrap_or(f64::NAN);
+                        return Err(Error::bad_input(format!(
+                            "--observed: at {time} s {name} = {good} is above {offered} = {sent}: more requests \
+                             answered than were sent"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a search shape no fit can use (`--samples 0`), before anything runs.
+pub fn check_shape(request: &Request) -> Result<()> {
+    if let Some(shape) = request.shape.filter(|s| !(1..=fit::MAX_SAMPLES).contains(&s.samples)) {
+        return Err(Error::bad_input(format!(
+            "--samples {}: the first design needs from 1 to {} candidates ({} is the default for {} unknowns)",
+            shape.samples,
+            fit::MAX_SAMPLES,
+            fit::Shape::default_for(request.dimensions.len()).samples,
+            request.dimensions.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Calibrates `base` (one configuration: no grid) to `request.observed`.
 pub fn calibrate(
     base: &Scenario,
@@ -404,15 +464,7 @@ pub fn calibrate(
     if request.dimensions.len() > super::space::MAX_DIMENSIONS {
         return Err(Error::bad_input(format!("--fit: at most {} unknowns", super::space::MAX_DIMENSIONS)));
     }
-    if let Some(shape) = request.shape.filter(|s| !(1..=fit::MAX_SAMPLES).contains(&s.samples)) {
-        return Err(Error::bad_input(format!(
-            "--samples {}: the first design needs from 1 to {} candidates ({} is the default for {} unknowns)",
-            shape.samples,
-            fit::MAX_SAMPLES,
-            fit::Shape::default_for(request.dimensions.len()).samples,
-            request.dimensions.len()
-        )));
-    }
+    check_shape(request)?;
     let spans = intervals(&request.observed, base.run.horizon_s)?;
     let slots = load::slots(base.model.name(), &source_of(base)?);
     let names = catalogue(base);
@@ -466,6 +518,7 @@ pub fn calibrate(
             return Err(Error::bad_input(format!("--metric {name}: --observed has no column of it")));
         }
     }
+    check_possible(&request.observed, &chosen, &slots)?;
     let (loaded, loads) = with_observed_load(base, &request.observed, &spans)?;
     check_dimensions(&loaded, &request.dimensions)?;
     let warmup = loaded.run.warmup_s;
@@ -513,6 +566,13 @@ pub fn calibrate(
     };
     let records = run_points(&calibrated, &[0], request.replicas, &comparison, threads, progress)?.remove(0);
     let (fidelities, discrepancy) = comparison.judge(&records);
+    if !discrepancy.is_finite() {
+        return Err(Error::bad_input(format!(
+            "--observed: the model's discrepancy from the observations is {discrepancy} (not a number): an observed \
+             value too large or too small to compare relatively; nothing was written"
+        ))
+        .with_hint("check the observed columns' units (seconds, requests per second, workers)"));
+    }
     let metrics: Vec<MetricFidelity> = comparison
         .names
         .iter()

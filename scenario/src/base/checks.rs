@@ -10,10 +10,8 @@ pub fn positive(path: &str, value: f64, what: &str) -> Result<()> {
     }
 }
 
-/// The longest time a scenario may state: simulated time is u64 nanoseconds, which
-/// hold about 584 years; 1.8e10 s (570 years) leaves room for sums of two. Checked for
-/// every `*_s` field of every model by `resolved::check_numbers`.
-pub const MAX_SECONDS: f64 = 1.8e10;
+pub use super::limits::MAX_SECONDS;
+use super::limits::{MAX_EVENTS_PER_REPLICA, MAX_RATE_PER_S};
 
 pub fn at_least_one(path: &str, value: u32) -> Result<()> {
     if value >= 1 {
@@ -27,10 +25,10 @@ pub fn at_least_one(path: &str, value: u32) -> Result<()> {
 /// departure per customer); refuse runs that could not finish (over 1e12).
 pub fn events_within_budget(horizon_s: f64, rate_path: &str, rate_per_s: f64) -> Result<()> {
     let events = 2.0 * rate_per_s * horizon_s;
-    if events > 1e12 {
+    if !(events <= MAX_EVENTS_PER_REPLICA) {
         return Err(Error::bad_input(format!(
             "run.horizon_s = {horizon_s}: with {rate_path} = {rate_per_s} a replica would need about {events:.1e} \
-             events; at most 1e12 are allowed"
+             events; at most {MAX_EVENTS_PER_REPLICA:e} are allowed"
         )));
     }
     Ok(())
@@ -38,9 +36,11 @@ pub fn events_within_budget(horizon_s: f64, rate_path: &str, rate_per_s: f64) ->
 
 /// A positive rate per second, at most 1e12.
 pub fn positive_rate(path: &str, value: f64) -> Result<()> {
-    if value.is_finite() && value > 0.0 && value <= 1e12 {
+    if value.is_finite() && value > 0.0 && value <= MAX_RATE_PER_S {
         Ok(())
     } else {
-        Err(Error::bad_input(format!("{path} = {value}: must be a positive rate per second, at most 1e12")))
+        Err(Error::bad_input(format!(
+            "{path} = {value}: must be a positive rate per second, at most {MAX_RATE_PER_S:e}"
+        )))
     }
 }

@@ -1,9 +1,11 @@
 //! The bottom layer: the error type every layer returns, typing TOML into structs
 //! with field-path messages, parsing the engine's enum names, and the build's
-//! provenance (version, commit). Knows nothing of scenarios, models or runs.
+//! provenance (version, commit), and the resource guard's table of limits (`limits`).
+//! Knows nothing of scenarios, models or runs.
 
 pub mod checks;
 pub mod error;
+pub mod limits;
 pub mod names;
 pub mod provenance;
 pub mod typing;

@@ -132,6 +132,22 @@ proptest! {
     }
 }
 
+/// An interval log's histograms draw their inflated bytes from one allowance
+/// ([`sources::MAX_INFLATED_LOG_BYTES`]), not only each its own cap: lines that each
+/// inflate to just under the per-histogram cap cannot add up without bound.
+#[test]
+fn a_logs_histograms_share_one_inflation_allowance() {
+    let one = v2_deflate();
+    let inflated = v2().len() as u64;
+    let mut allowance = 3 * inflated;
+    for _ in 0..3 {
+        assert_eq!(sources::bounded_histogram_within(&one, &mut allowance).unwrap().len(), 500);
+    }
+    assert_eq!(allowance, 0, "each histogram took what it inflated to");
+    let error = sources::bounded_histogram_within(&one, &mut allowance).unwrap_err();
+    assert!(error.contains("together"), "{error}");
+}
+
 /// A 40-byte V2 header that declares 2 GB of counts (and one a negative length, read
 /// as u32) is refused without allocating it; so is a compressed one declaring more
 /// than follows, and a DEFLATE bomb (a 200 MB inflation of zeros) stops at the cap.

@@ -235,6 +235,14 @@ impl LoadSpec {
             return Err(Error::bad_input(format!("{rate_path} = {base_rate}: must be a positive rate per second")));
         }
         let profile = RateProfile { shape, bursts: Arc::from(bursts) };
+        let peak = peak_rate(&profile);
+        if !(peak <= crate::base::limits::MAX_RATE_PER_S) {
+            return Err(Error::bad_input(format!(
+                "load: the rate reaches {peak:e} per second (its points or shape × load.scale × the bursts' factors); \
+                 at most {:e} are allowed",
+                crate::base::limits::MAX_RATE_PER_S
+            )));
+        }
         match &self.arrivals {
             None => Ok(ArrivalProcess::Poisson(profile)),
             Some(ArrivalsField::Name(name)) if name == "poisson" => Ok(ArrivalProcess::Poisson(profile)),
@@ -276,6 +284,17 @@ impl LoadSpec {
         };
         Ok(RateShape::Schedule { points: Arc::from(points), linear })
     }
+}
+
+/// An upper bound of `profile`'s rate at any time: its highest point (or the sine's
+/// peak) times every burst factor above 1, as if all overlapped.
+pub fn peak_rate(profile: &RateProfile) -> f64 {
+    let base = match &profile.shape {
+        RateShape::Constant(rate) => *rate,
+        RateShape::Schedule { points, .. } => points.iter().map(|p| p.1).fold(0.0, f64::max),
+        RateShape::Sine { mean, amplitude, .. } => mean + amplitude,
+    };
+    base * profile.bursts.iter().map(|b| b.factor.max(1.0)).product::<f64>()
 }
 
 /// `shape` with every rate multiplied by `scale`.

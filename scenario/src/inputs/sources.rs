@@ -149,6 +149,7 @@ pub fn hdr(path: &Path, window: (Option<f64>, Option<f64>)) -> Result<Histogram<
     let mut merged: Option<Histogram<u64>> = None;
     let mut first_start = None;
     let mut intervals = 0;
+    let mut inflation_left = MAX_INFLATED_LOG_BYTES;
     for (index, entry) in IntervalLogIterator::new(text.as_bytes()).enumerate() {
         let entry =
             entry.map_err(|e| refuse(path, format!("entry {}: not an interval log entry: {e:?}", index + 1)))?;
@@ -161,7 +162,7 @@ pub fn hdr(path: &Path, window: (Option<f64>, Option<f64>)) -> Result<Histogram<
         let encoded = base64::engine::general_purpose::STANDARD
             .decode(interval.encoded_histogram())
             .map_err(|e| refuse(path, format!("interval {}: not base64: {e}", index + 1)))?;
-        let histogram = bounded_histogram(&encoded)
+        let histogram = bounded_histogram_within(&encoded, &mut inflation_left)
             .map_err(|e| refuse(path, format!("interval {}: not an HdrHistogram: {e}", index + 1)))?;
         intervals += 1;
         match &mut merged {
@@ -198,6 +199,20 @@ fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
 /// follow its length, and what it inflates to at most
 /// [`MAX_INFLATED_HISTOGRAM_BYTES`]. So a few bytes cannot make it allocate gigabytes.
 pub fn bounded_histogram(bytes: &[u8]) -> std::result::Result<Histogram<u64>, String> {
+    let mut allowance = MAX_INFLATED_HISTOGRAM_BYTES;
+    bounded_histogram_within(bytes, &mut allowance)
+}
+
+/// The most bytes all the histograms of one interval log may inflate to together
+/// (256 MiB): each line's own bound is not enough when every line is near it.
+pub const MAX_INFLATED_LOG_BYTES: u64 = 256 << 20;
+
+/// [`bounded_histogram`], its inflated bytes also taken from `remaining` (a whole
+/// interval log's allowance): a log runs out, however its bytes are spread.
+pub(crate) fn bounded_histogram_within(
+    bytes: &[u8],
+    remaining: &mut u64,
+) -> std::result::Result<Histogram<u64>, String> {
     let deserialize = |v2: &[u8]| -> std::result::Result<Histogram<u64>, String> {
         let declared = be_u32(v2, 4).ok_or("shorter than a histogram's header")? as usize;
         let available = v2.len().saturating_sub(V2_HEADER_BYTES);
@@ -220,8 +235,9 @@ pub fn bounded_histogram(bytes: &[u8]) -> std::result::Result<Histogram<u64>, St
                 return Err(format!("it declares {declared} compressed bytes, but only {available} follow"));
             }
             let mut inflated = Vec::new();
+            let limit = MAX_INFLATED_HISTOGRAM_BYTES.min(*remaining);
             flate2::read::ZlibDecoder::new(&bytes[8..8 + declared])
-                .take(MAX_INFLATED_HISTOGRAM_BYTES + 1)
+                .take(limit + 1)
                 .read_to_end(&mut inflated)
                 .map_err(|e| format!("its DEFLATE stream is damaged: {e}"))?;
             if inflated.len() as u64 > MAX_INFLATED_HISTOGRAM_BYTES {
@@ -229,6 +245,13 @@ pub fn bounded_histogram(bytes: &[u8]) -> std::result::Result<Histogram<u64>, St
                     "it inflates to more than {MAX_INFLATED_HISTOGRAM_BYTES} bytes, far beyond any real histogram"
                 ));
             }
+            if inflated.len() as u64 > *remaining {
+                return Err(format!(
+                    "the log's histograms inflate to more than {MAX_INFLATED_LOG_BYTES} bytes together, far beyond \
+                     any real log"
+                ));
+            }
+            *remaining -= inflated.len() as u64;
             if be_u32(&inflated, 0) != Some(V2_COOKIE) {
                 return Err("its inflated content is not a V2 histogram".into());
             }

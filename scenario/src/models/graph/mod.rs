@@ -100,11 +100,32 @@ impl ModelSpec for Graph {
                 )?;
             }
         }
+        // Events per replica from every open workload together: a `[load]` by its
+        // mean rate over the horizon (a schedule must not bypass the bound).
+        let mut total_rate = 0.0;
         for (w, workload) in config.workload.iter().enumerate() {
-            if let Some(rate) = workload.rate_per_s {
-                crate::base::checks::events_within_budget(run.horizon_s, &format!("workload[{w}].rate_per_s"), rate)?;
-            }
+            let rate_path = format!("workload[{w}].rate_per_s");
+            let rate = match &workload.load {
+                Some(load) => {
+                    let pick = crate::inputs::load::Pick { field: "endpoint_column", value: &workload.entry };
+                    match crate::inputs::load::entry_arrivals(
+                        Some(load),
+                        workload.rate_per_s,
+                        &rate_path,
+                        None,
+                        Some(pick),
+                    ) {
+                        Ok(Some(process)) => crate::inputs::load::mean_rate(&process, run.horizon_s),
+                        Ok(None) => workload.rate_per_s.unwrap_or(0.0),
+                        Err(e) => return Err(e.context(format!("workload[{w}]"))),
+                    }
+                }
+                None => workload.rate_per_s.unwrap_or(0.0),
+            };
+            crate::base::checks::events_within_budget(run.horizon_s, &format!("workload[{w}]'s rate"), rate)?;
+            total_rate += rate;
         }
+        crate::base::checks::events_within_budget(run.horizon_s, "the workloads' rates together", total_rate)?;
         config.series.validate(run)
     }
 
