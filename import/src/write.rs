@@ -548,6 +548,32 @@ mod tests {
     use super::*;
     use crate::span::{test_span as span, Kind};
 
+    /// The cycle check walks a 50,000-deep chain of calls on a 256 KiB stack (it
+    /// recursed, and a 50,000-deep trace overflowed the main thread), and still finds a
+    /// loop closed at the bottom.
+    #[test]
+    fn the_cycle_check_needs_no_stack_for_a_deep_chain() {
+        let depth = 50_000u32;
+        let chain = move |closed: bool| {
+            let mut model = Model::default();
+            for i in 0..depth {
+                let stats = model.endpoints.entry((i, 0)).or_default();
+                let next = if i + 1 < depth { Some(i + 1) } else { closed.then_some(0) };
+                if let Some(next) = next {
+                    stats.callees.insert((next, 0), CalleeStats::default());
+                }
+            }
+            model
+        };
+        let found = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || (has_cycle(&chain(false)), has_cycle(&chain(true))))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert_eq!(found, (false, true));
+    }
+
     /// One invocation calls db then cache, the next cache then db: the summary says the
     /// order varied and which order was written.
     #[test]

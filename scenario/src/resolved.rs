@@ -73,8 +73,8 @@ pub struct GridPoint {
 
 /// Refuses what no model can use, once for every model: NaN anywhere, and a duration
 /// simulated time cannot hold — any number under a key ending in `_s` (not `_per_s`, a
-/// rate), or inside a table so named (`timeouts_s = {…}`), must be from 0 to
-/// [`crate::base::checks::MAX_SECONDS`]. Each model checks its own tighter bounds; these
+/// rate), or inside a table so named (`timeouts_s = {…}`), must be 0 or from one
+/// nanosecond to [`crate::base::checks::MAX_SECONDS`]. Each model checks its own tighter bounds; these
 /// hold for every field a model might turn into nanoseconds, used or not.
 fn check_numbers(value: &toml::Value, path: &str, seconds: bool) -> Result<()> {
     let limit = crate::base::checks::MAX_SECONDS;
@@ -83,6 +83,11 @@ fn check_numbers(value: &toml::Value, path: &str, seconds: bool) -> Result<()> {
         toml::Value::Float(x) if seconds && !(0.0..=limit).contains(x) => {
             Err(Error::bad_input(format!("{path} = {x}: a duration must be from 0 to {limit:e} seconds")))
         }
+        // Simulated time is whole nanoseconds: a positive duration below one would
+        // become 0 (an incident ending where it starts).
+        toml::Value::Float(x) if seconds && *x > 0.0 && *x < 1e-9 => Err(Error::bad_input(format!(
+            "{path} = {x}: a duration must be 0 or at least 1e-9 seconds (simulated time counts whole nanoseconds)"
+        ))),
         toml::Value::Integer(i) if seconds && !(0.0..=limit).contains(&(*i as f64)) => {
             Err(Error::bad_input(format!("{path} = {i}: a duration must be from 0 to {limit:e} seconds")))
         }

@@ -210,7 +210,8 @@ fn replace_leaf(value: &mut serde_json::Value, next: &mut dyn FnMut(usize) -> us
 /// connection), and the server keeps answering.
 #[test]
 fn random_bodies_to_every_api_route_get_2xx_or_4xx() {
-    let cases: usize = std::env::var("STAMPEDE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(60).min(2000);
+    let cases: usize =
+        std::env::var("STAMPEDE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(500).min(10_000);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ring.sqlite");
     let server = crate::common::Server::start(&[
@@ -262,6 +263,7 @@ fn random_bodies_to_every_api_route_get_2xx_or_4xx() {
     };
     let mut failures = Vec::new();
     let mut outcomes = std::collections::BTreeMap::new();
+    let mut statuses = std::collections::BTreeMap::new();
     for case in 0..cases {
         let (method, path, body) = &valid[next(valid.len())];
         let mut body = body.clone();
@@ -280,6 +282,7 @@ fn random_bodies_to_every_api_route_get_2xx_or_4xx() {
         let text = body.to_string();
         let (status, answer) = http(method, path, Some(&text));
         *outcomes.entry(status / 100).or_insert(0) += 1;
+        *statuses.entry(status).or_insert(0) += 1;
         if !(200..500).contains(&status) {
             failures.push(format!("case {case}: {method} {path} {}: {status} {answer}", &text[..text.len().min(300)]));
         }
@@ -289,5 +292,104 @@ fn random_bodies_to_every_api_route_get_2xx_or_4xx() {
     assert!(failures.is_empty(), "{} of {cases} requests got 5xx:\n{}", failures.len(), failures.join("\n"));
     // Both outcomes occur: the mutations reach the handlers, not only the JSON parser.
     assert!(outcomes.get(&2).is_some_and(|n| *n > 0) && outcomes.get(&4).is_some_and(|n| *n > 0), "{outcomes:?}");
-    eprintln!("JSON API fuzz: {cases} requests, by status class {outcomes:?}");
+    eprintln!("JSON API fuzz: {cases} requests, by status {statuses:?}");
+}
+
+/// Every numeric field of every JSON API route's valid body, replaced in turn by each
+/// extreme a tester reaches for (an incident starting or lasting 1e9 s made the server
+/// allocate 128 GB and abort): each answer is 2xx or 4xx, and after each route's
+/// worst cases the server still answers. Deterministic, unlike the random fuzz above:
+/// every (route, field, value) is sent once.
+#[test]
+fn the_server_survives_the_worst_value_in_every_field_of_every_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let server = crate::common::Server::start(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--results",
+        dir.path().to_str().unwrap(),
+        "--max-replicas",
+        "4",
+        "--max-sim-seconds",
+        "40",
+        "--max-turns",
+        "4000",
+        "--max-keys",
+        "2000",
+    ]);
+    let http = |method: &str, path: &str, body: Option<&str>| {
+        crate::common::http(method, &format!("{}{path}", server.url), body)
+    };
+    let (_, sandbox) = http("GET", "/api/sandbox", None);
+    let sandbox: serde_json::Value = serde_json::from_str(&sandbox).unwrap();
+    let (_, learn) = http("GET", "/api/learn", None);
+    let learn: serde_json::Value = serde_json::from_str(&learn).unwrap();
+    let mut config = sandbox["config"].clone();
+    config["replicas"] = 2.into();
+    config["duration_s"] = 10.0.into();
+    config["warmup_s"] = 2.0.into();
+    let mut routes = vec![
+        ("/api/sandbox/run", serde_json::json!({"config": config, "channel": "w"})),
+        ("/api/sandbox/toml", serde_json::json!({"config": config})),
+        ("/api/ring/nodes", serde_json::json!({"name": "n", "weight": 1.0})),
+        ("/api/ring/keys", serde_json::json!({"count": 10})),
+    ];
+    let experiments = learn.as_array().or_else(|| learn["experiments"].as_array()).unwrap();
+    for experiment in experiments {
+        let id = experiment["id"].as_str().unwrap();
+        routes.push((
+            Box::leak(format!("/api/learn/{id}").into_boxed_str()),
+            serde_json::json!({"knobs": {}, "replicas": 2}),
+        ));
+    }
+    /// The paths to every number in `value`.
+    fn numbers(value: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        match value {
+            serde_json::Value::Number(_) => out.push(path.clone()),
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    path.push(key.clone());
+                    numbers(inner, path, out);
+                    path.pop();
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    path.push(i.to_string());
+                    numbers(inner, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let extremes = [1e9, 1e308, -1e9, -1.0, 0.0, 1e-300, 4_294_967_296.0];
+    let (mut sent, mut failures) = (0, Vec::new());
+    let started = Instant::now();
+    for (route, body) in &routes {
+        let mut paths = Vec::new();
+        numbers(body, &mut Vec::new(), &mut paths);
+        for path in &paths {
+            for value in extremes {
+                let mut worst = body.clone();
+                let leaf = path.iter().fold(&mut worst, |v, key| match v {
+                    serde_json::Value::Array(items) => &mut items[key.parse::<usize>().unwrap()],
+                    other => &mut other[key.as_str()],
+                });
+                *leaf = serde_json::json!(value);
+                let text = worst.to_string();
+                let (status, answer) = http("POST", route, Some(&text));
+                sent += 1;
+                if !(200..500).contains(&status) {
+                    failures.push(format!("{route} {} = {value}: {status} {answer}", path.join(".")));
+                }
+            }
+        }
+        let (status, _) = http("GET", "/api/ring", None);
+        assert_eq!(status, 200, "the server still answers after {route}'s worst cases");
+    }
+    assert!(failures.is_empty(), "{} of {sent} requests got 5xx:\n{}", failures.len(), failures.join("\n"));
+    assert!(sent > 200, "every numeric field of every route: {sent}");
+    eprintln!("worst values: {sent} requests in {:.1} s", started.elapsed().as_secs_f64());
 }

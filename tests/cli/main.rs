@@ -19,6 +19,7 @@ mod fuzz;
 mod gateway_cli;
 mod import;
 mod inputs;
+mod integrity;
 mod llm_launch;
 mod llm_pages;
 mod map;

@@ -95,7 +95,7 @@ pub fn read_line(line: &[u8], columns: &mut Option<Columns>, reader: &mut Reader
         peer: NO_NAME,
         kind: Kind::Server,
         start,
-        end: start + (rt.abs() * 1e6) as i64,
+        end: start.saturating_add((rt.abs() * 1e6) as i64),
         error: false,
         attempt: None,
     };

@@ -236,7 +236,7 @@ impl LoadSpec {
         }
         let profile = RateProfile { shape, bursts: Arc::from(bursts) };
         let peak = peak_rate(&profile);
-        if !(peak <= crate::base::limits::MAX_RATE_PER_S) {
+        if peak.is_nan() || peak > crate::base::limits::MAX_RATE_PER_S {
             return Err(Error::bad_input(format!(
                 "load: the rate reaches {peak:e} per second (its points or shape × load.scale × the bursts' factors); \
                  at most {:e} are allowed",
