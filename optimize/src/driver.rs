@@ -114,10 +114,22 @@ impl<'a> Candidates<'a> {
         let mut source = self.source.clone();
         source.insert("grid".into(), toml::Value::Table(grid));
         let overrides = Overrides::default();
-        match self.base.base_dir() {
+        let resolved = match self.base.base_dir() {
             Some(dir) => Scenario::resolve_in(source, &overrides, dir),
             None => Scenario::resolve(source, &overrides),
-        }
+        }?;
+        // The metric expressions the base gained (`--minimize 'a + b'`, `--require`)
+        // are columns of every candidate too: the search reads them by the base's
+        // column index (without them, the index ran past the candidates' table).
+        let expressions: Vec<(String, String)> = self
+            .base
+            .derived_metrics()
+            .iter()
+            .map(|text| (text.clone(), "the search's metric expressions".to_string()))
+            .collect();
+        let resolved = resolved.with_metrics(&expressions)?;
+        debug_assert_eq!(resolved.schema.metric_names(), self.base.schema.metric_names(), "the base's columns");
+        Ok(resolved)
     }
 }
 

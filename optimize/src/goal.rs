@@ -60,7 +60,9 @@ fn bound(operator: &str, value: f64) -> Bound {
 
 /// Splits `LEFT op RIGHT` at the first `<=`, `>=`, `<` or `>`.
 fn split_comparison(text: &str) -> Option<(&str, &'static str, &str)> {
-    let at = text.find(['<', '>'])?;
+    // The `>` of an edge's arrow (`web->api.retries`) is part of the metric's name.
+    let bytes = text.as_bytes();
+    let at = (0..bytes.len()).find(|&i| bytes[i] == b'<' || (bytes[i] == b'>' && (i == 0 || bytes[i - 1] != b'-')))?;
     let operator = match (&text[at..at + 1], text[at + 1..].starts_with('=')) {
         ("<", true) => "<=",
         (">", true) => ">=",
@@ -178,6 +180,20 @@ mod tests {
     use super::*;
 
     const METRICS: &[&str] = &["recovery_s", "wasted_work_ratio", "goodput_rps"];
+
+    /// An edge's or a call site's metric keeps its arrow (`--require 'web->api.retries
+    /// <= 100'` split at the `>` of `->`: "api.retries <= 100" is not a number).
+    #[test]
+    fn an_edge_metric_keeps_its_arrow() {
+        let metrics = &["web->api.retries", "web.page->api.read.offered"];
+        let edge = parse_requirement("web->api.retries <= 100", metrics).unwrap();
+        assert_eq!(
+            (edge.metric.as_str(), edge.requirement),
+            ("web->api.retries", Requirement::Mean(Bound::AtMost(100.0)))
+        );
+        let site = parse_requirement("fraction(web.page->api.read.offered >= 5) >= 0.9", metrics).unwrap();
+        assert_eq!(site.metric, "web.page->api.read.offered");
+    }
 
     #[test]
     fn requirements_parse_in_every_form() {

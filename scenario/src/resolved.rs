@@ -286,6 +286,11 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// The metric expressions added by [`Self::with_metrics`], as normalised text.
+    pub fn derived_metrics(&self) -> &[String] {
+        &self.derived
+    }
+
     /// This scenario with each of `expressions` (text, the field that named it) that is
     /// an expression of metrics (not a plain name) computed per replica as a column of
     /// its own, after the model's metrics and any derived before.

@@ -4,7 +4,7 @@
 //! and then `run` at two replicas. The only allowed outcomes are exit 0, or exit 2 with
 //! a message and no output written — never a panic (101), an I/O error (3), a hang
 //! (30 s) or a half-written folder. Cases come from a fixed sequence, so a failure
-//! repeats; `STAMPEDE_FUZZ_CASES=2000` runs more (the default runs in well under a minute).
+//! repeats; `STAMPEDE_FUZZ_CASES=10000` runs more (the default runs in well under a minute).
 
 use std::path::Path;
 use std::process::{Command, Stdio};

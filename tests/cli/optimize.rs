@@ -447,3 +447,37 @@ fn a_search_is_bounded_and_refuses_early() {
     assert_eq!(std::fs::read_dir(&user).unwrap().count(), 1, "nothing else written");
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+/// Metric expressions in --minimize and --require, over a grid of three points and
+/// over a --range: the candidates carry the expressions' columns like the base (the
+/// search read them by the base's column index and panicked: "the len is 285 but the
+/// index is 285"), and the chosen one meets its requirement.
+#[test]
+fn expressions_in_minimize_and_require_search_like_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [&[][..], &["--range", "queue.service_rate_per_s=100..300"][..]] {
+        let mut args = vec![
+            "mmc",
+            "--minimize",
+            "wait_mean_s + response_mean_s",
+            "--require",
+            "utilization_ratio / 2 <= 0.4",
+            "--budget-replicas",
+            "1000",
+            "--first-stage",
+            "5",
+            "--json",
+            "--quiet",
+            "--no-report",
+            "--force",
+            "--set",
+            "run.horizon_s=100",
+        ];
+        args.extend_from_slice(extra);
+        let document = json(&optimize(dir.path(), &args));
+        let chosen = &document["chosen"];
+        assert!(!chosen.is_null(), "{document}");
+        let text = document.to_string();
+        assert!(text.contains("wait_mean_s + response_mean_s"), "{text}");
+    }
+}
