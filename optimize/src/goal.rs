@@ -27,9 +27,10 @@ fn known(metric: &str, metrics: &[&str], flag: &str) -> Result<()> {
     if metrics.contains(&metric) || is_expression(metric) {
         return Ok(());
     }
+    // The nearest few, not every metric: a graph's are hundreds (issue 71: ~250 names).
     Err(Error::bad_input(format!(
-        "{flag}: {metric:?} is not a metric of this model; its metrics: {}",
-        metrics.join(", ")
+        "{flag}: {metric:?} is not a metric of this model{}",
+        stampede_scenario::base::suggest::did_you_mean(metric, metrics, "a run's manifest.json under metrics")
     )))
 }
 
@@ -180,6 +181,17 @@ mod tests {
     use super::*;
 
     const METRICS: &[&str] = &["recovery_s", "wasted_work_ratio", "goodput_rps"];
+
+    /// An unknown metric's error names the nearest few (at most 8), not every metric
+    /// (issue 71: an unknown --minimize printed ~250 names).
+    #[test]
+    fn an_unknown_metric_suggests_the_nearest_few() {
+        let names: Vec<String> = (0..250).map(|i| format!("svc{i}.p99_s")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let error = Objective::new(Some("svc17.p99"), None, &names).unwrap_err().to_string();
+        assert!(error.contains("did you mean svc17.p99_s"), "{error}");
+        assert!(error.matches(".p99_s").count() <= 8, "{error}");
+    }
 
     /// An edge's or a call site's metric keeps its arrow (`--require 'web->api.retries
     /// <= 100'` split at the `>` of `->`: "api.retries <= 100" is not a number).

@@ -67,10 +67,14 @@ impl MapRequest {
         let names = scenario.schema.metric_names();
         let column = scenario.schema.metric_index(&self.metric).ok_or_else(|| {
             Error::bad_input(format!(
-                "--metric {}: not a metric of model {}; its metrics: {}",
+                "--metric {}: not a metric of model {}{}",
                 self.metric,
                 scenario.model.name(),
-                names.join(", ")
+                stampede_scenario::base::suggest::did_you_mean(
+                    &self.metric,
+                    &names,
+                    "a run's manifest.json under metrics"
+                )
             ))
         })?;
         if !self.level.is_finite() {

@@ -556,3 +556,82 @@ fn an_automatic_warmup_on_a_coarse_series_says_so() {
     let message = stderr(&output);
     assert!(message.contains("the automatic warm-up cannot tell") && message.contains("at most 0.75 s"), "{message}");
 }
+
+/// One OTLP document line: a server span of `service`.`name` in trace `trace`, and
+/// `clients` client spans under it, each to its own uninstrumented `peer.service`.
+fn otlp_line(trace: u64, service: &str, clients: u64, at_ns: u64) -> String {
+    let mut spans = vec![format!(
+        "{{\"traceId\":\"{trace:032x}\",\"spanId\":\"{:016x}\",\"name\":\"op\",\"kind\":2,\"startTimeUnixNano\":\
+         \"{at_ns}\",\"endTimeUnixNano\":\"{}\"}}",
+        trace << 20,
+        at_ns + 50_000_000
+    )];
+    for c in 0..clients {
+        spans.push(format!(
+            "{{\"traceId\":\"{trace:032x}\",\"spanId\":\"{:016x}\",\"parentSpanId\":\"{:016x}\",\"name\":\"call\",\
+             \"kind\":3,\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\",\"attributes\":[{{\"key\":\
+             \"peer.service\",\"value\":{{\"stringValue\":\"callee{c}\"}}}}]}}",
+            (trace << 20) + c + 1,
+            trace << 20,
+            at_ns + 1_000_000,
+            at_ns + 2_000_000
+        ));
+    }
+    format!(
+        "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[{{\"key\":\"service.name\",\"value\":{{\"stringValue\":\
+         \"{service}\"}}}}]}},\"scopeSpans\":[{{\"spans\":[{}]}}]}}]}}\n",
+        spans.join(",")
+    )
+}
+
+/// Import is linear in entry services and in callees (it was quadratic: 1,000 root
+/// services took 5.5 GB and aborted, one span calling 10,000 callees 3.9 GB): 2,000
+/// one-span roots, and one span calling 5,000 uninstrumented callees, each import and
+/// `show` in seconds (generous bounds for a loaded machine; measured 0.4 s and 2–5 s in
+/// a debug build).
+#[test]
+fn import_and_show_are_linear_in_roots_and_callees() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = 1_767_225_600_000_000_000u64;
+    let roots: String = (0..2000u64).map(|i| otlp_line(i + 1, &format!("root{i}"), 0, t0 + i * 10_000_000)).collect();
+    let fan = otlp_line(1, "front", 5000, t0);
+    for (name, text) in [("roots", roots), ("fan", fan)] {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, text).unwrap();
+        let out = dir.path().join(format!("{name}.toml"));
+        let started = std::time::Instant::now();
+        let output = stampede(&["import", s(&file), "--out", s(&out)]);
+        assert!(output.status.success(), "{name}: {}", stderr(&output));
+        let shown = stampede(&["show", s(&out)]);
+        assert!(shown.status.success(), "{name}: {}", stderr(&shown));
+        assert!(started.elapsed().as_secs_f64() < 60.0, "{name}: {:?}", started.elapsed());
+    }
+    let fan = std::fs::read_to_string(dir.path().join("fan.toml")).unwrap();
+    assert!(fan.contains("callee4999.call"), "every callee is called");
+}
+
+/// A killed `--precision` run's stages (`.NAME.precision-PID` of a process that is
+/// gone) are removed by the next `--precision` run of that name.
+#[test]
+fn a_killed_precision_runs_stages_are_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let stale = dir.path().join(".mmc.precision-4194303");
+    std::fs::create_dir_all(stale.join("stage-0")).unwrap();
+    let output = stampede(&[
+        "run",
+        "mmc",
+        "--precision",
+        "20%",
+        "--set",
+        "run.horizon_s=60",
+        "--set",
+        "run.warmup_s=5",
+        "--no-report",
+        "--quiet",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stale.exists(), "the dead process's stages are gone");
+    assert!(dir.path().join("mmc/summary.parquet").is_file());
+}

@@ -408,18 +408,30 @@ fn check_possible(observed: &Observed, chosen: &[(String, f64)], slots: &[load::
             }
         }
         if let Some(entry) = name.strip_suffix(".goodput_rps") {
+            // Over the whole window, not per interval: a request offered in one interval
+            // may be answered in the next, but no more can be answered than were sent
+            // (1% allowed for what was in flight when the first interval began).
             let offered = format!("{entry}.offered_rps");
             let Some(offered_values) = observed.metrics.get(&offered) else { continue };
-            for (i, (good, sent)) in values.iter().zip(offered_values).enumerate() {
-                if let (Some(good), Some(sent)) = (good, sent) {
-                    if *good > sent * (1.0 + 1e-9) + 1e-9 {
-                        let time = observed.times_s.get(i).copied().unwrap_or(f64::NAN);
-                        return Err(Error::bad_input(format!(
-                            "--observed: at {time} s {name} = {good} is above {offered} = {sent}: more requests \
-                             answered than were sent"
-                        )));
-                    }
+            // Rates × each interval's width: requests (the last interval as wide as the one before).
+            let times = &observed.times_s;
+            let width = |i: usize| match (times.get(i), times.get(i + 1), i.checked_sub(1).and_then(|p| times.get(p))) {
+                (Some(t), Some(next), _) => next - t,
+                (Some(t), None, Some(previous)) => t - previous,
+                _ => 1.0,
+            };
+            let (mut good, mut sent) = (0.0, 0.0);
+            for (i, (g, o)) in values.iter().zip(offered_values).enumerate() {
+                if let (Some(g), Some(o)) = (g, o) {
+                    good += g * width(i);
+                    sent += o * width(i);
                 }
+            }
+            if good > sent * 1.01 + 1e-9 {
+                return Err(Error::bad_input(format!(
+                    "--observed: {name} adds up to {good:.0} requests over the intervals where both are measured, \
+                     above the {sent:.0} of {offered}: more requests answered than were sent"
+                )));
             }
         }
     }

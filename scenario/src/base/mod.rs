@@ -8,4 +8,5 @@ pub mod error;
 pub mod limits;
 pub mod names;
 pub mod provenance;
+pub mod suggest;
 pub mod typing;

@@ -34,16 +34,39 @@ pub fn check_path(path: &str, flag: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::bad_input(format!(
-            "{flag} path {path:?}: expected a dotted field path such as queue.servers, or faults[0].factor for \
-             an entry of a list"
+            "{flag} path {path:?}: expected a dotted field path such as queue.servers, faults[0].factor for \
+             an entry of a list, or edges.api->db.timeout_s for a graph's edge (quoted or not)"
         )))
     }
+}
+
+/// A part written as a TOML quoted key (`edges."api->db".timeout_s`, as the scenario
+/// file spells it) is the same part unquoted: the quotes are dropped when what they
+/// hold is a valid part (no dot, no quote).
+fn unquote_parts(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(open) = rest.find('"') {
+        let Some(close) = rest[open + 1..].find('"').map(|c| open + 1 + c) else { break };
+        let inner = &rest[open + 1..close];
+        let at_part_start = open == 0 || rest[..open].ends_with('.');
+        let at_part_end = close + 1 == rest.len() || rest[close + 1..].starts_with(['.', '[']);
+        if !(at_part_start && at_part_end) || inner.is_empty() || inner.contains('.') {
+            break;
+        }
+        out.push_str(&rest[..open]);
+        out.push_str(inner);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Writes list indexes in brackets as dotted parts: `faults[0].factor` → `faults.0.factor`
 /// (both forms are accepted; the dotted one is what the grid and the output columns use).
 pub fn normalize_path(path: &str) -> String {
-    let path = path.trim();
+    let unquoted = unquote_parts(path.trim());
+    let path = unquoted.as_str();
     let mut out = String::with_capacity(path.len());
     let mut rest = path;
     while let Some(open) = rest.find('[') {
@@ -229,6 +252,18 @@ fn is_load_profile(parts: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An edge written as the scenario file quotes it is the edge (issue 71: `--set
+    /// 'edges."api->db".timeout_s=…'` was "expected a dotted field path").
+    #[test]
+    fn a_quoted_part_is_the_part() {
+        assert_eq!(normalize_path(r#"edges."api->db".timeout_s"#), "edges.api->db.timeout_s");
+        assert_eq!(normalize_path(r#"edges."client->web""#), "edges.client->web");
+        assert_eq!(normalize_path(r#"faults[0]."factor""#), "faults.0.factor");
+        // A quoted key holding a dot cannot be a part: it stays, and check_path refuses it.
+        let dotted = normalize_path(r#"services."a.b".workers"#);
+        assert!(check_path(&dotted, "--set").is_err());
+    }
 
     fn table(text: &str) -> toml::Table {
         text.parse().unwrap()
