@@ -30,7 +30,7 @@ fn known(metric: &str, metrics: &[&str], flag: &str) -> Result<()> {
     // The nearest few, not every metric: a graph's are hundreds (issue 71: ~250 names).
     Err(Error::bad_input(format!(
         "{flag}: {metric:?} is not a metric of this model{}",
-        stampede_scenario::base::suggest::did_you_mean(metric, metrics, "a run's manifest.json under metrics")
+        stampede_scenario::base::suggest::did_you_mean(metric, metrics, "metrics", "a run's manifest.json")
     )))
 }
 

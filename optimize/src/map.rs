@@ -73,7 +73,8 @@ impl MapRequest {
                 stampede_scenario::base::suggest::did_you_mean(
                     &self.metric,
                     &names,
-                    "a run's manifest.json under metrics"
+                    "metrics",
+                    "a run's manifest.json"
                 )
             ))
         })?;

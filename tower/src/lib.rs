@@ -70,6 +70,7 @@ pub mod retry_after;
 #[cfg(feature = "scenario")]
 pub mod scenario;
 pub mod shared;
+pub mod sse;
 pub mod steps;
 pub mod stream;
 pub mod timeout;

@@ -89,25 +89,15 @@ impl std::error::Error for StreamError {}
 /// [`StreamError`]. [`provider_stream_error`] reads Anthropic's and OpenAI's.
 pub type ErrorEvent = fn(&[u8]) -> Option<Outcome>;
 
-/// Anthropic's and OpenAI's error events inside a streamed 200: Anthropic's
-/// `event: error` with `overloaded_error` (an overload), `rate_limit_error` (a rate
-/// limit) or `api_error` (a server error); OpenAI's `data: {"error": …}` with a
-/// `rate_limit` type or code (a rate limit), else a server error. Other frames: `None`.
+/// Anthropic's and OpenAI's error events inside a streamed 200, read structurally
+/// ([`crate::sse`]): Anthropic's `event: error` (or `{"type": "error", …}`) with
+/// `overloaded_error` (an overload), `rate_limit_error` (a rate limit) or `api_error`
+/// (a server error); OpenAI's `data: {"error": …}` with a `rate_limit` type or code (a
+/// rate limit), else a server error. Every other event — a content delta whose text
+/// says `event: error` included — is `None`.
 pub fn provider_stream_error(frame: &[u8]) -> Option<Outcome> {
     let text = std::str::from_utf8(frame).ok()?;
-    let anthropic =
-        text.contains("event: error") || text.contains("\"type\":\"error\"") || text.contains("\"type\": \"error\"");
-    let openai = text.contains("data: {\"error\"") || text.contains("data: {\"error\":");
-    if !(anthropic || openai) {
-        return None;
-    }
-    Some(if text.contains("overloaded_error") {
-        Outcome::Overloaded
-    } else if text.contains("rate_limit") {
-        Outcome::RateLimited
-    } else {
-        Outcome::ServerError
-    })
+    crate::sse::events(text).iter().find_map(crate::sse::provider_error)
 }
 
 /// The layer.

@@ -54,6 +54,22 @@ async fn a_first_token_timeout_is_retried_then_served_by_the_fallback() {
 const OVERLOADED: &[u8] =
     b"event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n";
 
+/// An answer whose text mentions SSE errors is an answer (issue 72 item 4: the reader
+/// matched substrings, so an assistant explaining `event: error` had its answer killed
+/// as a server error). Only an event of type `error` or a top-level error object is one.
+#[test]
+fn a_delta_that_mentions_an_error_event_is_an_answer() {
+    use stampede_tower::provider_stream_error;
+    let delta = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\
+                  \"text\":\"a stream ends with event: error and data: {\\\"type\\\":\\\"error\\\"} on overloaded_error\"}}\n\n";
+    assert_eq!(provider_stream_error(delta), None);
+    let openai = b"data: {\"choices\":[{\"delta\":{\"content\":\"data: {\\\"error\\\": rate_limit}\"}}]}\n\n";
+    assert_eq!(provider_stream_error(openai), None);
+    // Two events in one frame: the error after a delta is still found.
+    let both = [&delta[..], OVERLOADED].concat();
+    assert_eq!(provider_stream_error(&both), Some(stampede_engine::policy::classify::Outcome::Overloaded));
+}
+
 /// A 200 whose stream carries an overload is not a success: in the first frame it
 /// fails the attempt (retried, then served by the fallback, as a 529 would be); later
 /// it ends the body with the event's outcome. Without the reader, both read as answers.

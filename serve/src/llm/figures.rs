@@ -230,7 +230,7 @@ pub fn timeline(trace: &Trace, anchor: Nanos, shown: usize) -> Value {
     let attempts = trace.rows.iter().filter(|r| r.kind == TraceKind::Attempt);
     // The bins span the attempts, not every row: an incident's window may reach far
     // past the run (an incident written to last 1e9 s), and the bins are memory.
-    let last = attempts.clone().map(|r| r.start).max().unwrap_or(0);
+    let last = attempts.clone().map(|r| r.end.max(r.start)).max().unwrap_or(0);
     let bins = (nanos_to_secs(last) / BIN_S).floor() as usize + 1;
     let (mut ok, mut failed) = (vec![0u32; bins], vec![0u32; bins]);
     for attempt in attempts {
