@@ -163,6 +163,28 @@ impl QuotaStore for Shared<QuotaMeter> {
     }
 }
 
+/// The clock of every layer over `store`: the first layer built over a store fixes
+/// its epoch, and every later one — built a minute after, or by `share_quota` for
+/// another gateway — reads the same `now`. Each layer keeping its own epoch made a
+/// store's time jump back by the minutes between them: a layer built 60 s after the
+/// first was granted none of 30 s of refill (issue 72 item 5). Keyed by the store's
+/// address while it lives (a dead store's entry is replaced).
+fn clock_of(store: &Arc<dyn QuotaStore>) -> Clock {
+    type Epochs = std::collections::HashMap<usize, (std::sync::Weak<dyn QuotaStore>, Clock)>;
+    static EPOCHS: std::sync::OnceLock<parking_lot::Mutex<Epochs>> = std::sync::OnceLock::new();
+    let key = Arc::as_ptr(store) as *const () as usize;
+    let mut epochs = EPOCHS.get_or_init(Default::default).lock();
+    if let Some((weak, clock)) = epochs.get(&key) {
+        if weak.upgrade().is_some_and(|live| Arc::ptr_eq(&live, store)) {
+            return *clock;
+        }
+    }
+    epochs.retain(|_, (weak, _)| weak.strong_count() > 0);
+    let clock = Clock::new();
+    epochs.insert(key, (Arc::downgrade(store), clock));
+    clock
+}
+
 /// The layer.
 pub struct QuotaLayer<T, C = ErrorsFail> {
     store: Arc<dyn QuotaStore>,
@@ -203,10 +225,11 @@ pub fn quota_meter<T>(limits: QuotaLimits, config: QuotaConfig, tokens: T) -> Qu
 /// `QuotaMeter::with_burst`), refusing what would wait longer than `longest_wait`.
 pub fn quota_over<T>(meter: QuotaMeter, longest_wait: std::time::Duration, tokens: T) -> QuotaLayer<T> {
     let meter = Shared::new(meter);
+    let store: Arc<dyn QuotaStore> = Arc::new(meter.clone());
     QuotaLayer {
-        store: Arc::new(meter.clone()),
+        clock: clock_of(&store),
+        store,
         local: Some(meter),
-        clock: Clock::new(),
         longest_wait: crate::clock::nanos(longest_wait),
         tokens,
         classify: ErrorsFail,
@@ -217,9 +240,9 @@ pub fn quota_over<T>(meter: QuotaMeter, longest_wait: std::time::Duration, token
 /// it), waiting up to `longest_wait` in all, reading token counts with `tokens`.
 pub fn quota_store<T>(store: Arc<dyn QuotaStore>, longest_wait: std::time::Duration, tokens: T) -> QuotaLayer<T> {
     QuotaLayer {
+        clock: clock_of(&store),
         store,
         local: None,
-        clock: Clock::new(),
         longest_wait: crate::clock::nanos(longest_wait),
         tokens,
         classify: ErrorsFail,

@@ -160,3 +160,30 @@ async fn a_streamed_answer_is_reconciled_when_its_stream_ends() {
     assert!(response.extensions().get::<QuotaGuard>().is_none());
     assert_eq!(layer.meter().lock().output_available(0), 100_000 - 300 - 2_000);
 }
+
+/// Layers over one store built minutes apart read one clock (issue 72 item 5): each
+/// layer kept its own epoch, so the store's time jumped back by the minutes between
+/// them, and a layer built 60 s after the first was granted none of 30 s of refill.
+/// Here the first spends the minute's 60 requests at 60 s; 30 s later the second is
+/// granted the 30 that refilled.
+#[tokio::test(start_paused = true)]
+async fn layers_built_minutes_apart_share_the_stores_clock() {
+    use stampede_tower::{quota_store, QuotaStore};
+    let tokens: Counts = TokensWith(|ask| *ask, |response| *response.body());
+    let shared: Arc<dyn QuotaStore> = Arc::new(stampede_tower::Shared::new(QuotaMeter::new(LIMITS, config(0))));
+    let first = quota_store(shared.clone(), Duration::ZERO, tokens).classify(HttpStatus);
+    tokio::time::advance(Duration::from_secs(60)).await;
+    let second = quota_store(shared.clone(), Duration::ZERO, tokens).classify(HttpStatus);
+    let granted = |layer: stampede_tower::QuotaLayer<Counts, HttpStatus>| async move {
+        let mut service = layer.layer(api(200, 10));
+        let mut granted = 0;
+        for _ in 0..100 {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+            granted += service.call((100, 100)).await.is_ok() as u32;
+        }
+        granted
+    };
+    assert_eq!(granted(first).await, 60, "the minute's requests");
+    tokio::time::advance(Duration::from_secs(30)).await;
+    assert_eq!(granted(second).await, 30, "half a minute of refill, on the store's one clock");
+}
