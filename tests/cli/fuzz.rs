@@ -205,6 +205,29 @@ fn replace_leaf(value: &mut serde_json::Value, next: &mut dyn FnMut(usize) -> us
     }
 }
 
+/// A server with `caps` over a temporary ring journal and results folder (kept while
+/// the folder lives), the Sandbox's default answer and the Learn experiments' ids.
+fn api_server(caps: &[&str]) -> (tempfile::TempDir, crate::common::Server, serde_json::Value, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ring.sqlite");
+    let mut args = vec!["--db", db.to_str().unwrap(), "--results", dir.path().to_str().unwrap()];
+    args.extend_from_slice(caps);
+    let server = crate::common::Server::start(&args);
+    let get = |path: &str| -> serde_json::Value {
+        let (_, body) = crate::common::http("GET", &format!("{}{path}", server.url), None);
+        serde_json::from_str(&body).unwrap()
+    };
+    let (sandbox, learn) = (get("/api/sandbox"), get("/api/learn"));
+    let experiments = learn
+        .as_array()
+        .or_else(|| learn["experiments"].as_array())
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    (dir, server, sandbox, experiments)
+}
+
 /// Every JSON API route of `stampede serve`, fed random bodies and mutations of valid
 /// ones over HTTP: the answer is always 2xx or 4xx (never 5xx, never a dropped
 /// connection), and the server keeps answering.
@@ -212,32 +235,10 @@ fn replace_leaf(value: &mut serde_json::Value, next: &mut dyn FnMut(usize) -> us
 fn random_bodies_to_every_api_route_get_2xx_or_4xx() {
     let cases: usize =
         std::env::var("STAMPEDE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(500).min(10_000);
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("ring.sqlite");
-    let server = crate::common::Server::start(&[
-        "--db",
-        db.to_str().unwrap(),
-        "--results",
-        dir.path().to_str().unwrap(),
-        "--max-replicas",
-        "20",
-        "--max-keys",
-        "2000",
-    ]);
+    let (_dir, server, sandbox, experiments) = api_server(&["--max-replicas", "20", "--max-keys", "2000"]);
     let http = |method: &str, path: &str, body: Option<&str>| {
         crate::common::http(method, &format!("{}{path}", server.url), body)
     };
-    let (_, sandbox) = http("GET", "/api/sandbox", None);
-    let sandbox: serde_json::Value = serde_json::from_str(&sandbox).unwrap();
-    let (_, learn) = http("GET", "/api/learn", None);
-    let learn: serde_json::Value = serde_json::from_str(&learn).unwrap();
-    let experiments: Vec<String> = learn
-        .as_array()
-        .or_else(|| learn["experiments"].as_array())
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap().to_string())
-        .collect();
     let config = sandbox["config"].clone();
     let valid: Vec<(&str, String, serde_json::Value)> = {
         let mut routes = vec![
@@ -302,29 +303,11 @@ fn random_bodies_to_every_api_route_get_2xx_or_4xx() {
 /// every (route, field, value) is sent once.
 #[test]
 fn the_server_survives_the_worst_value_in_every_field_of_every_route() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("ring.sqlite");
-    let server = crate::common::Server::start(&[
-        "--db",
-        db.to_str().unwrap(),
-        "--results",
-        dir.path().to_str().unwrap(),
-        "--max-replicas",
-        "4",
-        "--max-sim-seconds",
-        "40",
-        "--max-turns",
-        "4000",
-        "--max-keys",
-        "2000",
-    ]);
+    let caps = ["--max-replicas", "4", "--max-sim-seconds", "40", "--max-turns", "4000", "--max-keys", "2000"];
+    let (_dir, server, sandbox, experiments) = api_server(&caps);
     let http = |method: &str, path: &str, body: Option<&str>| {
         crate::common::http(method, &format!("{}{path}", server.url), body)
     };
-    let (_, sandbox) = http("GET", "/api/sandbox", None);
-    let sandbox: serde_json::Value = serde_json::from_str(&sandbox).unwrap();
-    let (_, learn) = http("GET", "/api/learn", None);
-    let learn: serde_json::Value = serde_json::from_str(&learn).unwrap();
     let mut config = sandbox["config"].clone();
     config["replicas"] = 2.into();
     config["duration_s"] = 10.0.into();
@@ -335,13 +318,9 @@ fn the_server_survives_the_worst_value_in_every_field_of_every_route() {
         ("/api/ring/nodes", serde_json::json!({"name": "n", "weight": 1.0})),
         ("/api/ring/keys", serde_json::json!({"count": 10})),
     ];
-    let experiments = learn.as_array().or_else(|| learn["experiments"].as_array()).unwrap();
-    for experiment in experiments {
-        let id = experiment["id"].as_str().unwrap();
-        routes.push((
-            Box::leak(format!("/api/learn/{id}").into_boxed_str()),
-            serde_json::json!({"knobs": {}, "replicas": 2}),
-        ));
+    let learn_routes: Vec<String> = experiments.iter().map(|id| format!("/api/learn/{id}")).collect();
+    for route in &learn_routes {
+        routes.push((route.as_str(), serde_json::json!({"knobs": {}, "replicas": 2})));
     }
     /// The paths to every number in `value`.
     fn numbers(value: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {

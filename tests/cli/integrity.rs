@@ -122,41 +122,21 @@ fn the_newer_commands_refuse_their_worst_inputs_and_write_nothing() {
     call(calibrate(&observed_csv(dir.path(), 1e308, 250.0), &["--check"]), "is beyond 1e15");
     assert!(!page.exists(), "nothing written");
 
-    refused(
-        &[
-            "map",
-            "mmc",
-            "--x",
-            "queue.arrival_rate_per_s=0.5..1.4",
-            "--y",
-            "queue.servers=1..3:int",
-            "--metric",
-            "wait_mean_s",
-            "--tolerance",
-            "1e-17",
-        ],
+    // mmc's map over its arrival rate, with `extra` flags.
+    let map_out = dir.path().join("map");
+    let map = |extra: &[&str]| -> Vec<String> {
+        let base = ["map", "mmc", "--x", "queue.arrival_rate_per_s=0.5..1.4", "--metric", "wait_mean_s", "--out"];
+        base.iter().copied().chain([s(&map_out)]).chain(extra.iter().copied()).map(str::to_string).collect()
+    };
+    call(
+        map(&["--y", "queue.servers=1..3:int", "--tolerance", "1e-17"]),
         "--tolerance 1e-17: a share of the x range from 1e-6",
     );
-    refused(
-        &[
-            "map",
-            "mmc",
-            "--x",
-            "queue.arrival_rate_per_s=0.5..1.4",
-            "--y",
-            "queue.service_rate_per_s=1.5..2",
-            "--metric",
-            "wait_mean_s",
-            "--ys",
-            "1000",
-            "--replicas",
-            "100000",
-            "--out",
-            s(&dir.path().join("map")),
-        ],
+    call(
+        map(&["--y", "queue.service_rate_per_s=1.5..2", "--ys", "1000", "--replicas", "100000"]),
         "at most 1000000000 are allowed",
     );
-    assert!(!dir.path().join("map").exists());
+    assert!(!map_out.exists());
 
     let out = dir.path().join("x.toml");
     refused(
