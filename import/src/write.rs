@@ -142,11 +142,12 @@ pub fn significant(value: f64) -> String {
     if value == 0.0 || !value.is_finite() {
         return format!("{value:?}");
     }
-    let rounded: f64 = format!("{value:.5e}").parse().expect("a formatted float parses");
+    let text = stampede_scenario::base::numbers::scientific(value, 6);
+    let rounded: f64 = text.parse().expect("a formatted float parses");
     if (1e-4..1e9).contains(&rounded.abs()) {
         format!("{rounded:?}")
     } else {
-        format!("{rounded:e}")
+        text
     }
 }
 

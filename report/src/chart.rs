@@ -169,9 +169,7 @@ pub fn short(value: f64) -> String {
     if magnitude == 0.0 {
         "0".into()
     } else if !(1e-4..1e6).contains(&magnitude) {
-        let text = format!("{value:.2e}");
-        let (mantissa, exponent) = text.split_once('e').expect("exponent format");
-        format!("{}e{exponent}", mantissa.trim_end_matches('0').trim_end_matches('.'))
+        stampede_scenario::base::numbers::scientific(value, 3)
     } else {
         let decimals = (3 - magnitude.log10().floor() as i32).clamp(0, 6) as usize;
         let text = format!("{value:.decimals$}");

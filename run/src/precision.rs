@@ -88,10 +88,7 @@ pub fn percent(share: f64) -> String {
     let value = 100.0 * share;
     if value != 0.0 && value.abs() < 0.001 {
         // Three decimals would print `0%`, which `--precision` refuses: keep the digits.
-        let text = format!("{value:.3e}");
-        let (mantissa, exponent) = text.split_once('e').expect("scientific notation");
-        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
-        return format!("{mantissa}e{exponent}%");
+        return format!("{}%", stampede_scenario::base::numbers::scientific(value, 4));
     }
     let text = if value >= 10.0 { format!("{value:.1}") } else { format!("{value:.3}") };
     let text = text.trim_end_matches('0').trim_end_matches('.');

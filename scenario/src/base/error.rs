@@ -110,21 +110,13 @@ fn abbreviate_numbers(text: &str) -> String {
         let number = &tail[..end];
         let digits = number.chars().take_while(|c| !matches!(c, 'e' | 'E')).filter(char::is_ascii_digit).count();
         match number.parse::<f64>() {
-            Ok(value) if digits > 15 => out.push_str(&short_scientific(value)),
+            Ok(value) if digits > 15 => out.push_str(&super::numbers::scientific(value, 6)),
             _ => out.push_str(number),
         }
         rest = &tail[end..];
     }
     out.push_str(rest);
     out
-}
-
-/// `value` in scientific notation to six significant digits, trailing zeros dropped.
-fn short_scientific(value: f64) -> String {
-    let text = format!("{value:.5e}");
-    let (mantissa, exponent) = text.split_once('e').expect("scientific notation");
-    let mantissa = if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
-    format!("{mantissa}e{exponent}")
 }
 
 /// The most characters a message quotes of one word (a value, a path) before cutting it.

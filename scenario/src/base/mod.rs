@@ -7,6 +7,7 @@ pub mod checks;
 pub mod error;
 pub mod limits;
 pub mod names;
+pub mod numbers;
 pub mod provenance;
 pub mod suggest;
 pub mod typing;
