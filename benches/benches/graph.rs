@@ -8,6 +8,12 @@
 //! (`Mechanism`: outlier ejection, a connection pool, health checks, an autoscaler, a
 //! cache) and with all of them: the cost of each, per replica and per event.
 //!
+//! `graph_size` runs generated graphs of 10, 100, 1,000 and 5,000 services
+//! (`GraphParams::pairs`: entry points = services / 2, each calling one service, 2,000
+//! requests per second in total) side by side: the same events whatever the size, so
+//! events per second must stay flat — within 1.5× of the 10-service figure (issue 69).
+//! A replica's setup and end (O(services)) are inside the figure, as in a real run.
+//!
 //! `cargo bench -p stampede-benches --bench graph`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -46,5 +52,23 @@ fn mechanisms(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, graph, mechanisms);
+fn sizes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("graph_size");
+    group.sample_size(10);
+    for services in [10u32, 100, 1_000, 5_000] {
+        let params = GraphParams::pairs(services, 2_000.0, secs_to_nanos(30.0));
+        let mut histograms: Vec<LatencyHistogram> = params.workloads.iter().map(|_| LatencyHistogram::new()).collect();
+        let events = Graph::new(params.clone(), 1, 0, &mut histograms).run().0.events;
+        group.throughput(Throughput::Elements(events));
+        group.bench_with_input(BenchmarkId::from_parameter(services), &params, |b, params| {
+            b.iter(|| {
+                histograms.iter_mut().for_each(LatencyHistogram::reset);
+                Graph::new(params.clone(), 1, 0, &mut histograms).run()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, graph, mechanisms, sizes);
 criterion_main!(benches);

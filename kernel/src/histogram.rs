@@ -15,9 +15,15 @@
 //! merged, and before any of them could overflow. Only the range of buckets touched
 //! since the last fold is walked.
 //!
+//! Memory follows use: a new histogram holds nothing. Its first [`SMALL`] values are
+//! kept as bucket numbers (4 KB); the 32-bit counts (140 KB) come with the next, and
+//! the 64-bit histogram (280 KB) with the first fold or merge. A graph with thousands
+//! of entry points, each seeing a few hundred requests a replica, keeps a few KB per
+//! histogram instead of 420 KB.
+//!
 //! Invariants: `count()` is every value recorded or merged; a fold loses nothing;
-//! the 32-bit counts are allocated on the first record (a point's merged histogram
-//! never records, and never pays for them) and never again.
+//! the values since the last fold are in the kept bucket numbers or in the 32-bit
+//! counts, never both; the 32-bit counts are allocated at most once.
 
 use std::borrow::Cow;
 
@@ -63,17 +69,32 @@ pub(crate) fn bucket_count() -> usize {
     bucket_of(HIGHEST_TRACKABLE_NANOS) + 1
 }
 
+/// The counts an HdrHistogram of these bounds holds (its `distinct_values`: the
+/// power-of-two buckets needed to reach the top, plus one, × 1,024), checked against
+/// `hdrhistogram` in a test.
+const DISTINCT_VALUES: usize = (TOP_BUCKET_INDEX + 2) << SUB_BUCKET_HALF_COUNT_MAGNITUDE;
+/// How many times 2,048 doubles before it passes the top value.
+const TOP_BUCKET_INDEX: usize =
+    (64 - ((HIGHEST_TRACKABLE_NANOS >> (SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1)).leading_zeros())) as usize;
+
+/// Values a histogram keeps as bucket numbers before it takes its 32-bit counts.
+pub const SMALL: usize = 1_024;
+
 /// A latency histogram in nanoseconds.
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
-    /// Everything folded or merged so far.
-    histogram: Histogram<u64>,
-    /// Values recorded since the last fold, per bucket (empty until the first record).
+    /// Everything folded or merged so far (`None` until the first fold or merge).
+    histogram: Option<Box<Histogram<u64>>>,
+    /// Values recorded since the last fold, per bucket (empty until more than
+    /// [`SMALL`] values were recorded).
     recent: Box<[u32]>,
-    /// How many values `recent` holds; a fold happens before it could pass `u32::MAX`,
-    /// so no bucket can overflow.
+    /// Values recorded since the last fold as bucket numbers, unsorted, while
+    /// `recent` is empty (at most [`SMALL`]).
+    small: Vec<u32>,
+    /// How many values `recent` or `small` holds; a fold happens before it could pass
+    /// `u32::MAX`, so no bucket can overflow.
     recent_count: u32,
-    /// The range of buckets `recent` touched (`low > high` when none).
+    /// The range of buckets recorded since the last fold (`low > high` when none).
     recent_low: usize,
     recent_high: usize,
     saturated: u64,
@@ -91,15 +112,25 @@ impl PartialEq for LatencyHistogram {
     }
 }
 
+/// An empty HdrHistogram of these bounds (about 280 KB of 64-bit counts).
+fn empty_hdr() -> Histogram<u64> {
+    let histogram = Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NANOS, SIGNIFICANT_DIGITS).expect("valid bounds");
+    debug_assert!(bucket_of(HIGHEST_TRACKABLE_NANOS) < histogram.distinct_values());
+    histogram
+}
+
 impl LatencyHistogram {
-    /// An empty histogram. Allocates its 64-bit counts (about 280 KB) now.
+    /// The bytes of a histogram's 64-bit counts, once it has folded or merged.
+    pub const FOLDED_BYTES: usize = DISTINCT_VALUES * std::mem::size_of::<u64>();
+    /// The bytes of its 32-bit counts, once it has recorded more than [`SMALL`] values.
+    pub const RECENT_BYTES: usize = DISTINCT_VALUES * std::mem::size_of::<u32>();
+
+    /// An empty histogram. Allocates nothing.
     pub fn new() -> Self {
-        let histogram =
-            Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NANOS, SIGNIFICANT_DIGITS).expect("valid bounds");
-        debug_assert!(bucket_of(HIGHEST_TRACKABLE_NANOS) < histogram.distinct_values());
         LatencyHistogram {
-            histogram,
+            histogram: None,
             recent: Box::default(),
+            small: Vec::new(),
             recent_count: 0,
             recent_low: usize::MAX,
             recent_high: 0,
@@ -114,8 +145,8 @@ impl LatencyHistogram {
             self.saturated += 1;
         }
         let index = bucket_of(latency.min(HIGHEST_TRACKABLE_NANOS));
-        if self.recent_count == u32::MAX || self.recent.is_empty() {
-            self.make_room();
+        if (self.recent_count == u32::MAX || self.recent.is_empty()) && self.make_room(index) {
+            return;
         }
         self.recent[index] += 1;
         self.recent_count += 1;
@@ -123,30 +154,70 @@ impl LatencyHistogram {
         self.recent_high = self.recent_high.max(index);
     }
 
-    /// Allocates the 32-bit counts (first record) or folds them (about to overflow).
-    #[cold]
-    fn make_room(&mut self) {
-        if self.recent.is_empty() {
-            self.recent = vec![0; self.histogram.distinct_values()].into_boxed_slice();
-        } else {
+    /// Keeps bucket `index` as a number (returns true: recorded), or allocates the
+    /// 32-bit counts (moving the kept numbers into them), or folds them (about to
+    /// overflow).
+    #[inline(never)]
+    fn make_room(&mut self, index: usize) -> bool {
+        if !self.recent.is_empty() {
             self.fold();
+            return false;
         }
+        if self.small.len() < SMALL {
+            if self.small.capacity() == 0 {
+                self.small.reserve_exact(SMALL);
+            }
+            self.small.push(index as u32);
+            self.recent_count += 1;
+            self.recent_low = self.recent_low.min(index);
+            self.recent_high = self.recent_high.max(index);
+            return true;
+        }
+        self.recent = vec![0; DISTINCT_VALUES].into_boxed_slice();
+        for &kept in &self.small {
+            self.recent[kept as usize] += 1;
+        }
+        self.small = Vec::new();
+        false
     }
 
-    /// Moves the 32-bit counts into the 64-bit histogram.
+    /// The 64-bit histogram, made on first use.
+    fn folded_mut(&mut self) -> &mut Histogram<u64> {
+        self.histogram.get_or_insert_with(|| Box::new(empty_hdr()))
+    }
+
+    /// Moves the values recorded since the last fold into the 64-bit histogram.
     fn fold(&mut self) {
         if self.recent_count == 0 {
             return;
         }
-        Self::add_recent(&mut self.histogram, &self.recent[self.recent_low..=self.recent_high], self.recent_low);
+        let mut folded = self.histogram.take().unwrap_or_else(|| Box::new(empty_hdr()));
+        self.add_recent_to(&mut folded);
+        self.histogram = Some(folded);
         self.clear_recent();
     }
 
-    /// Zeroes the 32-bit counts touched since the last fold.
+    /// Adds the values recorded since the last fold into `into`.
+    fn add_recent_to(&self, into: &mut Histogram<u64>) {
+        if self.recent_count == 0 {
+            return;
+        }
+        if self.recent.is_empty() {
+            for &kept in &self.small {
+                into.record(lowest_value_of(kept as usize)).expect("a bucket of the same bounds");
+            }
+        } else {
+            Self::add_recent(into, &self.recent[self.recent_low..=self.recent_high], self.recent_low);
+        }
+    }
+
+    /// Forgets the values recorded since the last fold (zeroing only the 32-bit
+    /// counts they touched).
     fn clear_recent(&mut self) {
-        if self.recent_count > 0 {
+        if self.recent_count > 0 && !self.recent.is_empty() {
             self.recent[self.recent_low..=self.recent_high].fill(0);
         }
+        self.small.clear();
         (self.recent_count, self.recent_low, self.recent_high) = (0, usize::MAX, 0);
     }
 
@@ -163,12 +234,12 @@ impl LatencyHistogram {
     pub fn merge(&mut self, other: &LatencyHistogram) {
         // A replica's histogram has usually never folded: adding its empty 64-bit
         // counts would walk all 35,000 of them.
-        if !other.histogram.is_empty() {
-            self.histogram.add(&other.histogram).expect("histograms share bounds");
+        if let Some(folded) = other.histogram.as_deref().filter(|h| !h.is_empty()) {
+            self.folded_mut().add(folded).expect("histograms share bounds");
         }
         if other.recent_count > 0 {
-            let touched = &other.recent[other.recent_low..=other.recent_high];
-            Self::add_recent(&mut self.histogram, touched, other.recent_low);
+            let into = self.histogram.get_or_insert_with(|| Box::new(empty_hdr()));
+            other.add_recent_to(into);
         }
         self.saturated += other.saturated;
     }
@@ -176,19 +247,21 @@ impl LatencyHistogram {
     /// Adds a histogram read back from its serialised form (a shard's partial), with
     /// the count of values it clamped to the top.
     pub fn merge_hdr(&mut self, other: &Histogram<u64>, saturated: u64) {
-        self.histogram.add(other).expect("histograms share bounds");
+        self.folded_mut().add(other).expect("histograms share bounds");
         self.saturated += saturated;
     }
 
     /// The bytes its counts occupy: the 64-bit histogram, plus the 32-bit counts once
     /// it has recorded (a worker's accumulator; a point's merged total never records).
     pub fn footprint_bytes(&self) -> usize {
-        self.histogram.distinct_values() * std::mem::size_of::<u64>() + std::mem::size_of_val(&*self.recent)
+        self.histogram.as_ref().map_or(0, |_| Self::FOLDED_BYTES)
+            + std::mem::size_of_val(&*self.recent)
+            + self.small.capacity() * std::mem::size_of::<u32>()
     }
 
     /// Number of values recorded.
     pub fn count(&self) -> u64 {
-        self.histogram.len() + self.recent_count as u64
+        self.histogram.as_ref().map_or(0, |h| h.len()) + self.recent_count as u64
     }
 
     /// Number of values that were above the trackable range and clamped.
@@ -198,14 +271,17 @@ impl LatencyHistogram {
 
     /// The HdrHistogram of everything recorded, for quantiles and serialisation:
     /// borrowed when nothing is waiting to be folded (after [`Self::settle`], or for a
-    /// merged total), else a folded copy.
+    /// merged total), else a folded copy (a new empty one for a histogram that never
+    /// recorded).
     pub fn hdr(&self) -> Cow<'_, Histogram<u64>> {
-        if self.recent_count == 0 {
-            return Cow::Borrowed(&self.histogram);
+        match (&self.histogram, self.recent_count) {
+            (Some(folded), 0) => Cow::Borrowed(folded),
+            (folded, _) => {
+                let mut folded = folded.as_deref().cloned().unwrap_or_else(empty_hdr);
+                self.add_recent_to(&mut folded);
+                Cow::Owned(folded)
+            }
         }
-        let mut folded = self.histogram.clone();
-        Self::add_recent(&mut folded, &self.recent[self.recent_low..=self.recent_high], self.recent_low);
-        Cow::Owned(folded)
     }
 
     /// Folds what was recorded into the 64-bit histogram, so that [`Self::hdr`]
@@ -219,12 +295,19 @@ impl LatencyHistogram {
     pub fn for_each_bucket(&self, mut f: impl FnMut(usize, u64)) {
         // A replica's histogram has usually never folded: its iterator would still
         // walk all 35,000 empty 64-bit counts.
-        if !self.histogram.is_empty() {
-            for bucket in self.histogram.iter_recorded() {
+        if let Some(folded) = self.histogram.as_deref().filter(|h| !h.is_empty()) {
+            for bucket in folded.iter_recorded() {
                 f(bucket_of(bucket.value_iterated_to()), bucket.count_at_value());
             }
         }
-        if self.recent_count > 0 {
+        if self.recent_count > 0 && self.recent.is_empty() {
+            // Each kept bucket once, with its count.
+            let mut kept = self.small.clone();
+            kept.sort_unstable();
+            for run in kept.chunk_by(|a, b| a == b) {
+                f(run[0] as usize, run.len() as u64);
+            }
+        } else if self.recent_count > 0 {
             for (offset, &count) in self.recent[self.recent_low..=self.recent_high].iter().enumerate() {
                 if count > 0 {
                     f(self.recent_low + offset, count as u64);
@@ -249,7 +332,7 @@ impl LatencyHistogram {
     pub fn from_buckets(buckets: impl IntoIterator<Item = (usize, u64)>, saturated: u64) -> Self {
         let mut histogram = LatencyHistogram::new();
         for (index, count) in buckets {
-            histogram.histogram.record_n(lowest_value_of(index), count).expect("a bucket of the same bounds");
+            histogram.folded_mut().record_n(lowest_value_of(index), count).expect("a bucket of the same bounds");
         }
         histogram.saturated = saturated;
         histogram
@@ -259,8 +342,8 @@ impl LatencyHistogram {
     /// folded: only the 32-bit counts it touched are zeroed.
     pub fn reset(&mut self) {
         self.clear_recent();
-        if !self.histogram.is_empty() {
-            self.histogram.reset();
+        if let Some(folded) = self.histogram.as_deref_mut().filter(|h| !h.is_empty()) {
+            folded.reset();
         }
         self.saturated = 0;
     }
@@ -270,6 +353,48 @@ impl LatencyHistogram {
 mod tests {
     use super::*;
     use crate::rng::{RngStream, StreamPurpose};
+
+    /// The counts' length computed here is HdrHistogram's own.
+    #[test]
+    fn distinct_values_match_hdrhistogram() {
+        assert_eq!(empty_hdr().distinct_values(), DISTINCT_VALUES);
+        assert!(bucket_count() <= DISTINCT_VALUES);
+    }
+
+    /// A histogram allocates as it grows: nothing new, 4 KB of bucket numbers up to
+    /// SMALL values, the 32-bit counts past them, the 64-bit ones at a fold; and the
+    /// same values read the same at every stage (count, buckets, HdrHistogram, merge).
+    #[test]
+    fn memory_follows_use_and_every_stage_reads_the_same() {
+        let mut rng = RngStream::derive(4, 0, StreamPurpose::named("test.histogram"));
+        let values: Vec<u64> = (0..3 * SMALL).map(|_| (rng.exponential(1.0) * 2e7) as u64).collect();
+        let mut h = LatencyHistogram::new();
+        assert_eq!(h.footprint_bytes(), 0);
+        assert!(h.hdr().is_empty());
+        let mut reference = empty_hdr();
+        for (n, &v) in values.iter().enumerate() {
+            h.record(v);
+            reference.record(lowest_value_of(bucket_of(v))).unwrap();
+            if [1, SMALL, SMALL + 1, 3 * SMALL].contains(&(n + 1)) {
+                let expected = if n < SMALL { SMALL * 4 } else { LatencyHistogram::RECENT_BYTES };
+                assert_eq!(h.footprint_bytes(), expected, "after {} values", n + 1);
+                assert_eq!(h.count(), n as u64 + 1);
+                assert_eq!(*h.hdr(), reference, "after {} values", n + 1);
+                let mut buckets = Vec::new();
+                h.for_each_bucket(|b, c| buckets.push((b, c)));
+                assert!(buckets.windows(2).all(|w| w[0].0 < w[1].0), "each bucket once, in order");
+                assert_eq!(LatencyHistogram::from_buckets(buckets, 0).hdr(), h.hdr());
+                let mut merged = LatencyHistogram::new();
+                merged.merge(&h);
+                assert_eq!(merged.hdr(), h.hdr());
+            }
+        }
+        h.settle();
+        assert_eq!(h.footprint_bytes(), LatencyHistogram::RECENT_BYTES + LatencyHistogram::FOLDED_BYTES);
+        assert_eq!(*h.hdr(), reference);
+        h.reset();
+        assert_eq!((h.count(), h.hdr().is_empty()), (0, true));
+    }
 
     #[test]
     fn merge_is_order_independent_and_clamps_saturate() {
@@ -335,16 +460,19 @@ mod tests {
     #[test]
     fn counts_fold_before_they_could_overflow() {
         let mut h = LatencyHistogram::new();
-        h.record(5);
+        // Past the kept bucket numbers, into the 32-bit counts.
+        (0..=SMALL).for_each(|_| h.record(5));
+        let real = SMALL as u64 + 1;
         h.recent_count = u32::MAX - 2;
         for _ in 0..5 {
             h.record(5);
         }
-        // The fold moved the one real record and the counter's pretended ones are gone
-        // from the 32-bit side: what remains there is the 3 records after the fold.
+        // The fold moved the real records (and two more) and the counter's pretended
+        // ones are gone from the 32-bit side: what remains there is the 3 records after
+        // the fold.
         assert_eq!(h.recent_count, 3);
-        assert_eq!(h.histogram.count_at(5), 3);
-        assert_eq!(h.hdr().count_at(5), 6);
+        assert_eq!(h.histogram.as_ref().unwrap().count_at(5), real + 2);
+        assert_eq!(h.hdr().count_at(5), real + 5);
     }
 
     #[test]

@@ -202,6 +202,11 @@ impl ColumnValues {
 /// the same table written at once.
 const WRITE_BATCH_ROWS: usize = 1024;
 
+/// Tables of more columns than this are compressed with LZ4 instead of zstd (see
+/// [`TableWriter::create`]): above every built-in scenario's widest table (about 1,500
+/// columns), so their files' bytes stay as they were.
+pub const ZSTD_MAX_COLUMNS: usize = 2_048;
+
 /// A Parquet file being written, staged until [`TableWriter::finish`].
 pub struct TableWriter {
     staged: StagedFile,
@@ -212,7 +217,8 @@ pub struct TableWriter {
 }
 
 impl TableWriter {
-    /// Starts `dir/name` with the given columns, zstd-compressed.
+    /// Starts `dir/name` with the given columns, zstd-compressed (LZ4 above
+    /// [`ZSTD_MAX_COLUMNS`] columns).
     pub fn create(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
         Self::create_with(dir, name, columns, true)
     }
@@ -229,10 +235,15 @@ impl TableWriter {
         let schema = Arc::new(Schema::new(fields));
         let (staged, file) = StagedFile::create(dir, name)?;
         let properties = WriterProperties::builder()
-            .set_compression(if compressed {
-                Compression::ZSTD(ZstdLevel::try_new(3).expect("valid level"))
-            } else {
-                Compression::UNCOMPRESSED
+            .set_compression(match compressed {
+                true if columns.len() <= ZSTD_MAX_COLUMNS => {
+                    Compression::ZSTD(ZstdLevel::try_new(3).expect("valid level"))
+                }
+                // parquet's zstd codec holds a compression and a decompression context
+                // per column (about 200 KB): 2 GB for the summary of a 100-service
+                // graph. LZ4's block codec holds none.
+                true => Compression::LZ4_RAW,
+                false => Compression::UNCOMPRESSED,
             })
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_max_row_group_bytes(Some(ROW_GROUP_MAX_BYTES))

@@ -30,13 +30,9 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     let points = scenario.point_count() as f64;
     let replicas = scenario.run.replicas as f64;
     let buckets = if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 };
-    let total_histogram = LatencyHistogram::new().footprint_bytes() as f64;
-    // A worker's copy records, so it also holds the 32-bit counts it records into.
-    let recording_histogram = {
-        let mut histogram = LatencyHistogram::new();
-        histogram.record(1);
-        histogram.footprint_bytes() as f64
-    };
+    let total_histogram = LatencyHistogram::FOLDED_BYTES as f64;
+    // A worker's copy records into its 32-bit counts (once past its first values).
+    let recording_histogram = LatencyHistogram::RECENT_BYTES as f64;
     let live_points = (CHUNK_POINTS as f64).min(points) + 1.0;
     // Latency over time: per timed request kind, its windows (two histograms each).
     let windows_bytes = {

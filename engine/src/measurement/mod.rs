@@ -11,5 +11,6 @@ pub mod log_histogram;
 pub mod recovery;
 pub mod request_latencies;
 pub mod running_quantile;
+pub mod sparse_counts;
 pub mod theory;
 pub mod trace;

@@ -107,14 +107,14 @@ fn count_outcome(results: &mut EntryResults, outcome: CallOutcome, latency: Nano
         }
         CallOutcome::Degraded(cause) | CallOutcome::Fallback(cause) => {
             results.degraded += 1;
-            if let Some(count) = results.degraded_by_service.get_mut(cause.service as usize) {
-                *count += 1;
+            if results.keeps_causes {
+                results.degraded_by_service.add(cause.service);
             }
         }
         CallOutcome::Failed(failure, cause) => {
             results.failed[failure.index()] += 1;
-            if let Some(count) = results.failed_by_cause.get_mut(cause.index()) {
-                *count += 1;
+            if results.keeps_causes {
+                results.failed_by_cause.add(cause.index() as u32);
             }
         }
     }

@@ -213,3 +213,71 @@ impl GraphParams {
         self
     }
 }
+
+impl GraphParams {
+    /// A generated graph of `services` services (an even number) in pairs: service
+    /// `2k` serves entry point `k`, whose work (exponential, 10 ms) is followed by a
+    /// call to service `2k + 1` (the same work). Every service has one instance of 8
+    /// workers; `rate` requests per second in total are split evenly over the
+    /// `services / 2` entry points, so the events per second stay the same whatever
+    /// the size — what the size benchmark (`benches/benches/graph.rs`) and the
+    /// memory tests need to show that an event's cost does not grow with the graph.
+    pub fn pairs(services: u32, rate: f64, horizon: Nanos) -> GraphParams {
+        assert!(services >= 2 && services % 2 == 0, "pairs of services");
+        let entries = services / 2;
+        let plain_edge = |from: Option<u32>, to: u32| EdgeParams {
+            network: None,
+            timeout: Some(secs_to_nanos(1.0)),
+            max_attempts: 1,
+            breaker: None,
+            budget: RetryBudget::Unlimited,
+            ..edge(from, to, secs_to_nanos(1.0), Balance::RoundRobin)
+        };
+        let mut params = GraphParams {
+            services: (0..services).map(|_| ServiceParams::new(1, 8, 100)).collect(),
+            endpoints: Vec::with_capacity(services as usize),
+            steps: Vec::with_capacity(entries as usize),
+            call_sites: Vec::with_capacity(entries as usize),
+            edges: Vec::with_capacity(services as usize),
+            workloads: Vec::with_capacity(entries as usize),
+            faults: Vec::new(),
+            max_depth: 8,
+            warmup: secs_to_nanos(1.0),
+            horizon,
+            bucket: secs_to_nanos(1.0),
+            recovery_hold: 500 * MS,
+        };
+        for k in 0..entries {
+            let (front, back) = (2 * k, 2 * k + 1);
+            params.endpoints.push(EndpointParams {
+                service: front,
+                work: exp(0.01),
+                first_step: k,
+                step_count: 1,
+                cache: None,
+            });
+            params.endpoints.push(EndpointParams {
+                service: back,
+                work: exp(0.01),
+                first_step: 0,
+                step_count: 0,
+                cache: None,
+            });
+            params.steps.push(Step::Calls { first_call: k, calls: 1, wait: Wait::All });
+            // Edges: the entry's client edge, then front → back.
+            params.edges.push(plain_edge(None, front));
+            params.edges.push(plain_edge(Some(front), back));
+            params.call_sites.push(CallSite { endpoint: back, edge: 2 * k + 1, probability: 1.0 });
+            params.workloads.push(WorkloadParams {
+                endpoint: front,
+                edge: 2 * k,
+                arrivals: WorkloadArrivals::Open(ArrivalProcess::Poisson(RateProfile::constant(rate / entries as f64))),
+                deadline: None,
+                criticality: [0.0, 0.0, 1.0, 0.0],
+                keys: 1,
+                zipf: None,
+            });
+        }
+        params
+    }
+}

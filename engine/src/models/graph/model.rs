@@ -359,11 +359,7 @@ impl<'h> Graph<'h> {
                 },
                 arrival_rng: stream(ARRIVALS, w),
                 mix_rng: stream(MIX, w),
-                results: EntryResults {
-                    failed_by_cause: vec![0; p.services.len() * super::params::Failure::ALL.len()],
-                    degraded_by_service: vec![0; p.services.len()],
-                    ..EntryResults::default()
-                },
+                results: EntryResults { keeps_causes: true, ..EntryResults::default() },
             })
             .collect();
         let series = GraphSeries {

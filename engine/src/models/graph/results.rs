@@ -4,6 +4,7 @@
 
 use crate::kernel::replica_quantiles::ReplicaQuantiles;
 use crate::measurement::latency_windows::WindowCounts;
+use crate::measurement::sparse_counts::SparseCounts;
 
 use super::params::{Cause, Failure, Refusal};
 
@@ -18,10 +19,14 @@ pub struct EntryResults {
     pub degraded: u64,
     /// By [`Failure`].
     pub failed: [u64; 4],
-    /// Failed requests by root cause ([`Cause::index`]: service × failure).
-    pub failed_by_cause: Vec<u64>,
-    /// Degraded requests by the service whose failure a fallback answered for.
-    pub degraded_by_service: Vec<u64>,
+    /// Whether it counts root causes (an entry point does; a call site does not).
+    pub keeps_causes: bool,
+    /// Failed requests by root cause ([`Cause::index`]: service × failure), for the
+    /// causes that occurred.
+    pub failed_by_cause: SparseCounts,
+    /// Degraded requests by the service whose failure a fallback answered for, for
+    /// the services that occurred.
+    pub degraded_by_service: SparseCounts,
     /// Successful requests' latency (degraded answers excluded), for this replica's
     /// quantiles within 0.1%, and its sum.
     pub latency: ReplicaQuantiles,
@@ -56,12 +61,12 @@ impl EntryResults {
 
     /// Failed requests whose root cause was `cause`.
     pub fn failed_by_cause(&self, cause: Cause) -> u64 {
-        self.failed_by_cause.get(cause.index()).copied().unwrap_or(0)
+        self.failed_by_cause.get(cause.index() as u32)
     }
 
     /// Degraded requests whose fallback answered for a failure of `service`.
     pub fn degraded_by_service(&self, service: u32) -> u64 {
-        self.degraded_by_service.get(service as usize).copied().unwrap_or(0)
+        self.degraded_by_service.get(service)
     }
 }
 

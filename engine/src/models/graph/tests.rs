@@ -677,8 +677,8 @@ proptest::proptest! {
         // Every failed or degraded entry request has one root cause, in the results
         // and on its trace row alike.
         let entry = &results.entries[0];
-        proptest::prop_assert_eq!(entry.failed_by_cause.iter().sum::<u64>(), entry.failed_total());
-        proptest::prop_assert_eq!(entry.degraded_by_service.iter().sum::<u64>(), entry.degraded);
+        proptest::prop_assert_eq!(entry.failed_by_cause.total(), entry.failed_total());
+        proptest::prop_assert_eq!(entry.degraded_by_service.total(), entry.degraded);
         for row in trace.rows.iter().filter(|r| r.kind == TraceKind::Call && r.parent == NONE && r.outcome != "in_flight") {
             let plain = matches!(row.outcome, "success" | "cancelled");
             proptest::prop_assert_eq!(row.cause.is_empty(), plain, "{:?}", row);
@@ -730,8 +730,8 @@ fn a_failure_keeps_its_root_cause_across_hops() {
     let entry = &results.entries[0];
     let by = |service, failure| entry.failed_by_cause(Cause { service, failure });
     assert_eq!(entry.failed_by(Failure::Error), entry.failed_total(), "the entry sees only orders' errors");
-    assert_eq!(entry.failed_by_cause.iter().sum::<u64>(), entry.failed_total(), "every failure has one cause");
-    assert_eq!(entry.degraded_by_service.iter().sum::<u64>(), entry.degraded);
+    assert_eq!(entry.failed_by_cause.total(), entry.failed_total(), "every failure has one cause");
+    assert_eq!(entry.degraded_by_service.total(), entry.degraded);
     let (errors, refusals) = (by(payments, Failure::Error), by(payments, Failure::BreakerOpen));
     assert!(errors >= 20 && refusals > 1_000, "payments: {errors} errors, {refusals} breaker refusals");
     assert_eq!(errors + refusals, entry.failed_total(), "{:?}", entry.failed_by_cause);
