@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod folder;
 pub mod hdr;
+pub mod long;
 pub mod markup;
 pub mod read;
 pub mod table;
@@ -16,6 +17,7 @@ use std::path::PathBuf;
 
 pub use atomic::{remove_marked_parts, StagedFile, StagedSet};
 pub use folder::{check_replaceable, foreign_entries, FolderLock, LockError, Replace, StagedFolder};
+pub use long::{pivot, Melt};
 pub use read::Table;
 pub use table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 

@@ -16,6 +16,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 
 use crate::atomic::StagedFile;
 use crate::{OutputError, Result};
@@ -147,6 +148,31 @@ impl ColumnValues {
         }
     }
 
+    /// The values in chunks of `rows` (the last may be shorter), in one pass.
+    pub(crate) fn chunks(self, rows: usize) -> Vec<ColumnValues> {
+        fn split<T>(v: Vec<T>, rows: usize, wrap: fn(Vec<T>) -> ColumnValues) -> Vec<ColumnValues> {
+            let mut out = Vec::with_capacity(v.len().div_ceil(rows));
+            let mut values = v.into_iter();
+            loop {
+                let chunk: Vec<T> = values.by_ref().take(rows).collect();
+                if chunk.is_empty() {
+                    return out;
+                }
+                out.push(wrap(chunk));
+            }
+        }
+        match self {
+            ColumnValues::U32(v) => split(v, rows, ColumnValues::U32),
+            ColumnValues::U64(v) => split(v, rows, ColumnValues::U64),
+            ColumnValues::I64(v) => split(v, rows, ColumnValues::I64),
+            ColumnValues::F64(v) => split(v, rows, ColumnValues::F64),
+            ColumnValues::Bool(v) => split(v, rows, ColumnValues::Bool),
+            ColumnValues::Utf8(v) => split(v, rows, ColumnValues::Utf8),
+            ColumnValues::NullableUtf8(v) => split(v, rows, ColumnValues::NullableUtf8),
+            ColumnValues::Binary(v) => split(v, rows, ColumnValues::Binary),
+        }
+    }
+
     /// Splits off the first `rows` values, leaving the rest in `self`.
     fn take_front(&mut self, rows: usize) -> ColumnValues {
         fn split<T>(v: &mut Vec<T>, rows: usize) -> Vec<T> {
@@ -220,17 +246,29 @@ impl TableWriter {
     /// Starts `dir/name` with the given columns, zstd-compressed (LZ4 above
     /// [`ZSTD_MAX_COLUMNS`] columns).
     pub fn create(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
-        Self::create_with(dir, name, columns, true)
+        Self::create_with(dir, name, columns, true, false)
+    }
+
+    /// Starts a long table (see [`crate::long`]): zstd, and its text columns (the name
+    /// of each row's metric or series, repeated row after row) dictionary-encoded.
+    pub fn create_long(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
+        Self::create_with(dir, name, columns, true, true)
     }
 
     /// Starts a scratch table (a checkpoint piece, read back once): uncompressed, since
     /// creating a zstd context per column chunk costs more than it saves on wide, short
     /// tables.
     pub fn create_scratch(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
-        Self::create_with(dir, name, columns, false)
+        Self::create_with(dir, name, columns, false, false)
     }
 
-    fn create_with(dir: &Path, name: &str, columns: &[ColumnSpec], compressed: bool) -> Result<TableWriter> {
+    fn create_with(
+        dir: &Path,
+        name: &str,
+        columns: &[ColumnSpec],
+        compressed: bool,
+        text_dictionary: bool,
+    ) -> Result<TableWriter> {
         let fields: Vec<Field> = columns.iter().map(|c| Field::new(&c.name, c.kind.arrow(), c.nullable)).collect();
         let schema = Arc::new(Schema::new(fields));
         let (staged, file) = StagedFile::create(dir, name)?;
@@ -256,7 +294,11 @@ impl TableWriter {
             // Small pages are compressed as they fill, so a row group in progress is
             // held mostly compressed.
             .set_data_page_size_limit(64 * 1024)
-            .set_created_by(format!("stampede {}", env!("CARGO_PKG_VERSION")))
+            .set_created_by(format!("stampede {}", env!("CARGO_PKG_VERSION")));
+        let properties = columns
+            .iter()
+            .filter(|c| text_dictionary && c.kind == ColumnType::Utf8)
+            .fold(properties, |p, c| p.set_column_dictionary_enabled(ColumnPath::from(c.name.as_str()), true))
             .build();
         let writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(properties))
             .map_err(|e| OutputError::new(staged.destination(), e))?;
@@ -274,8 +316,16 @@ impl TableWriter {
         } else {
             self.pending.iter_mut().zip(columns).for_each(|(pending, more)| pending.append(more));
         }
-        while self.pending.first().map_or(0, ColumnValues::len) >= WRITE_BATCH_ROWS {
-            let batch = self.pending.iter_mut().map(|c| c.take_front(WRITE_BATCH_ROWS)).collect();
+        let full = self.pending.first().map_or(0, ColumnValues::len) / WRITE_BATCH_ROWS * WRITE_BATCH_ROWS;
+        if full == 0 {
+            return Ok(());
+        }
+        // Whole batches off the front in one pass (taking them one by one would move
+        // the rest each time: quadratic in a long table's million rows).
+        let mut chunked: Vec<std::vec::IntoIter<ColumnValues>> =
+            self.pending.iter_mut().map(|c| c.take_front(full).chunks(WRITE_BATCH_ROWS).into_iter()).collect();
+        for _ in 0..full / WRITE_BATCH_ROWS {
+            let batch = chunked.iter_mut().map(|c| c.next().expect("one chunk per batch")).collect();
             self.write_batch(batch)?;
         }
         Ok(())

@@ -131,6 +131,7 @@ fn read(dir: &Path) -> Result<(Folder, Table)> {
             ))
             .with_hint("run both with --replica-rows all (the default) or sample:N")
         })?;
+    let replicas = folder.manifest.wide(replicas, "metric")?;
     Ok((folder, replicas))
 }
 

@@ -43,6 +43,9 @@ pub struct Manifest {
     pub precision: Option<String>,
     /// How `warmup_s = "auto"` chose the warm-up: its sentence.
     pub warmup: Option<String>,
+    /// The summary, replica rows and series are written long (one row per metric or
+    /// series; `stampede_output::long`); [`Folder::read`] pivots them back wide.
+    pub long: bool,
 }
 
 /// Everything the report reads from a folder.
@@ -121,7 +124,20 @@ impl Manifest {
             threads: json.pointer("/host/threads").and_then(Value::as_u64).unwrap_or(0),
             precision: json.pointer("/precision/sentence").and_then(Value::as_str).map(str::to_string),
             warmup: json.pointer("/warmup/sentence").and_then(Value::as_str).map(str::to_string),
+            long: json.get("layout").and_then(|layout| layout.get("long")).is_some(),
         })
+    }
+}
+
+impl Manifest {
+    /// `table` as every reader expects it: wide (pivoted back on its `name_column` when
+    /// the folder was written long).
+    pub fn wide(&self, table: Table, name_column: &str) -> Result<Table> {
+        if !self.long {
+            return Ok(table);
+        }
+        stampede_output::pivot(&table, name_column)
+            .map_err(|e| Error::bad_input(format!("cannot read the output folder: {e}")))
     }
 }
 
@@ -135,10 +151,12 @@ impl Folder {
         let table = |name: &str| -> Result<Table> {
             Table::read(&dir.join(name)).map_err(|e| Error::bad_input(format!("cannot read the output folder: {e}")))
         };
-        let summary = table("summary.parquet")?;
+        let summary = manifest.wide(table("summary.parquet")?, "metric")?;
         let histograms = table("histograms.parquet")?;
         let timeseries = stampede_output::read::read_output_table(dir, "timeseries", &manifest.files)
-            .map_err(|e| Error::bad_input(format!("cannot read the output folder: {e}")))?;
+            .map_err(|e| Error::bad_input(format!("cannot read the output folder: {e}")))?
+            .map(|table| manifest.wide(table, "series"))
+            .transpose()?;
         let standard = ["replicas.parquet", "summary.parquet", "histograms.parquet", "timeseries.parquet"];
         let partitioned = |f: &str| f.starts_with("replicas/") || f.starts_with("timeseries/");
         let mut extra = Vec::new();

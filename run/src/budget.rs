@@ -58,9 +58,21 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     let group = |row_bytes: f64, columns: f64| {
         (ROW_GROUP_ROWS as f64 * row_bytes).min(ROW_GROUP_MAX_BYTES as f64) + columns * 65_536.0
     };
-    let row_groups = group(16.0 + metrics * 8.0, metrics + 3.0)
-        + group(16.0 + series * 8.0, series + 2.0)
-        + 2.0 * group(metrics * 32.0 + 64.0, 4.0 * metrics);
+    let row_groups = match &scenario.columns.long {
+        None => {
+            group(16.0 + metrics * 8.0, metrics + 3.0)
+                + group(16.0 + series * 8.0, series + 2.0)
+                + 2.0 * group(metrics * 32.0 + 64.0, 4.0 * metrics)
+        }
+        // A handful of columns, a row per metric or series (its name, dictionary-
+        // encoded, and its values), and one block of melted rows at a time.
+        Some(_) => {
+            group(64.0, 5.0)
+                + group(64.0, 5.0)
+                + group(96.0, 10.0)
+                + 3.0 * stampede_output::long::BLOCK_ROWS as f64 * 96.0
+        }
+    };
     // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
     let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
     let memory_bytes = live_points * per_live_point

@@ -14,8 +14,17 @@ pub fn output_files(scenario: &Scenario) -> Vec<&'static str> {
     if let Some(def) = scenario.schema.count_histogram {
         files.push(def.file);
     }
+    if writes_attribution(scenario) {
+        files.push("attribution.parquet");
+    }
     files.push("manifest.json");
     files
+}
+
+/// Whether a run of `scenario` writes `attribution.parquet`: a graph written long
+/// (where a failure's cause is a row to group by, not one of thousands of columns).
+pub fn writes_attribution(scenario: &Scenario) -> bool {
+    scenario.columns.long.is_some() && !scenario.schema.attribution.is_empty()
 }
 
 /// Which per-replica rows a run writes, and whether rows and series are split by

@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use stampede_output::hdr::serialize_v2;
 use stampede_output::{
-    ColumnSpec, ColumnType, ColumnValues, FolderLock, LockError, OutputErrorKind, Replace, StagedFile, StagedFolder,
-    StagedSet, TableWriter,
+    ColumnSpec, ColumnType, ColumnValues, FolderLock, LockError, Melt, OutputErrorKind, Replace, StagedFile,
+    StagedFolder, StagedSet, TableWriter,
 };
 
 use super::budget;
@@ -36,7 +36,7 @@ use stampede_scenario::base::typing::describe;
 use stampede_scenario::models::{CountHistogramDef, SeriesKind};
 use stampede_scenario::resolved::{GridPoint, Scenario};
 use stampede_scenario::scenario::CASE_AXIS;
-use stampede_scenario::schema::columns::{leaf_value, LeafColumn};
+use stampede_scenario::schema::columns::{leaf_value, LeafColumn, LongTables};
 
 /// Fields a manifest gains from the finished run: (name, value) pairs.
 pub type ManifestFields<'a> = dyn Fn(&RunReport) -> Vec<(&'static str, serde_json::Value)> + 'a;
@@ -275,27 +275,34 @@ struct Tables {
     histograms: TableWriter,
     timeseries: Option<Series>,
     counts: Option<(CountHistogramDef, TableWriter)>,
+    /// `attribution.parquet` (see [`super::layout::writes_attribution`]).
+    attribution: Option<TableWriter>,
 }
 
 impl Tables {
     fn create(dir: &Path, scenario: &Scenario, shape: Shape) -> Result<Tables> {
         Ok(Tables {
-            summary: TableWriter::create(dir, "summary.parquet", &scenario.columns.summary)?,
+            summary: create_table(dir, "summary.parquet", &scenario.columns.summary, long_summary(scenario))?,
             axis_types: scenario.columns.axis_types.clone(),
             leaves: scenario.columns.leaves.clone(),
             histograms: TableWriter::create(dir, "histograms.parquet", &scenario.columns.histograms)?,
             timeseries: match (scenario.schema.series.is_empty(), shape.partition_by_point) {
                 (true, _) => None,
-                (false, false) => Some(Series::Whole(Box::new(TableWriter::create(
+                (false, false) => Some(Series::Whole(Box::new(create_table(
                     dir,
                     "timeseries.parquet",
                     &scenario.columns.timeseries,
+                    scenario.columns.long.as_ref().map(|long| &long.timeseries),
                 )?))),
                 (false, true) => Some(Series::Partitioned { dir: dir.to_path_buf(), files: Vec::new() }),
             },
             counts: match &scenario.columns.counts {
                 None => None,
                 Some((def, columns)) => Some((*def, TableWriter::create(dir, def.file, columns)?)),
+            },
+            attribution: match super::layout::writes_attribution(scenario) {
+                false => None,
+                true => Some(TableWriter::create_long(dir, "attribution.parquet", &attribution_columns())?),
             },
         })
     }
@@ -308,21 +315,30 @@ impl Tables {
         result: &PointResult,
         latencies: &[LatencyStats],
     ) -> Result<()> {
-        self.summary.write(self.summary_row(scenario, point, result))?;
+        let row = self.summary_row(scenario, point, result);
+        write_shaped(&mut self.summary, long_summary(scenario), row)?;
         self.histograms.write(histogram_rows(scenario, point, result, latencies))?;
         match &mut self.timeseries {
             None => {}
-            Some(Series::Whole(table)) => table.write(timeseries_rows(scenario, point, result))?,
+            Some(Series::Whole(table)) => {
+                let melt = scenario.columns.long.as_ref().map(|long| &long.timeseries);
+                write_shaped(table, melt, timeseries_rows(scenario, point, result))?
+            }
             Some(Series::Partitioned { dir, files }) => {
                 // The grid point is in the path: the file leaves its column out.
                 let name = partition_file("timeseries", point.index);
-                let mut table = partition_writer(dir, &name, &scenario.columns.timeseries[1..])?;
-                table.write(timeseries_rows(scenario, point, result).split_off(1))?;
+                let columns = &scenario.columns.timeseries[1..];
+                let melt = scenario.columns.long.as_ref().map(|_| LongTables::timeseries(columns, true));
+                let mut table = partition_writer(dir, &name, columns, melt.as_ref())?;
+                write_shaped(&mut table, melt.as_ref(), timeseries_rows(scenario, point, result).split_off(1))?;
                 files.push((name, table.finish()?));
             }
         }
         if let Some((_, table)) = &mut self.counts {
             table.write(count_rows(point, result))?;
+        }
+        if let Some(table) = &mut self.attribution {
+            table.write(attribution_rows(scenario, point, result))?;
         }
         Ok(())
     }
@@ -365,6 +381,10 @@ impl Tables {
             names.push(def.file.to_string());
             staged.push(table.finish()?);
         }
+        if let Some(table) = self.attribution {
+            names.push("attribution.parquet".to_string());
+            staged.push(table.finish()?);
+        }
         Ok(names)
     }
 }
@@ -384,12 +404,78 @@ fn partition_file(table: &str, point: u32) -> String {
     format!("{table}/grid_point={point}/part-0.parquet")
 }
 
-/// A table in a partition folder under `dir`, created first.
-fn partition_writer(dir: &Path, name: &str, columns: &[ColumnSpec]) -> Result<TableWriter> {
+/// A table in a partition folder under `dir`, created first (long with `melt`).
+fn partition_writer(dir: &Path, name: &str, columns: &[ColumnSpec], melt: Option<&Melt>) -> Result<TableWriter> {
     let (folder, file) = name.rsplit_once('/').expect("a partition file is in a folder");
     let folder = dir.join(folder);
     std::fs::create_dir_all(&folder).map_err(|e| Error::io(format!("cannot create {}: {e}", folder.display())))?;
-    Ok(TableWriter::create(&folder, file, columns)?)
+    create_table(&folder, file, columns, melt)
+}
+
+/// Table `name` of the wide `columns`, or of their long form with `melt`.
+fn create_table(dir: &Path, name: &str, columns: &[ColumnSpec], melt: Option<&Melt>) -> Result<TableWriter> {
+    Ok(match melt {
+        None => TableWriter::create(dir, name, columns)?,
+        Some(melt) => TableWriter::create_long(dir, name, &melt.columns())?,
+    })
+}
+
+/// `attribution.parquet`: per grid point, entry point and the service that caused its
+/// failures (or degradations) and how, the requests per replica — mean, sd, interval
+/// and replicas, as the summary has them.
+fn attribution_columns() -> Vec<ColumnSpec> {
+    let mut columns = vec![ColumnSpec::new("grid_point", ColumnType::U32)];
+    columns.extend(["entry", "service", "reason"].map(|name| ColumnSpec::new(name, ColumnType::Utf8)));
+    columns.extend(["mean", "sd", "ci_lo", "ci_hi"].map(|name| ColumnSpec::new(name, ColumnType::F64)));
+    columns.push(ColumnSpec::new("n", ColumnType::U32));
+    columns
+}
+
+/// One point's rows of `attribution.parquet`: the (entry, service, reason) that
+/// occurred in some replica — a pair that never did is not a row.
+fn attribution_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+    let occurred: Vec<&(usize, stampede_scenario::models::metrics::Attribution)> = scenario
+        .schema
+        .attribution
+        .iter()
+        .filter(|(metric, _)| result.summaries[*metric].mean > 0.0)
+        .collect();
+    let text = |pick: fn(&stampede_scenario::models::metrics::Attribution) -> &'static str| {
+        ColumnValues::Utf8(occurred.iter().map(|(_, a)| pick(a).to_string()).collect())
+    };
+    let summary = |pick: fn(&super::stats::Summary) -> f64| {
+        ColumnValues::F64(occurred.iter().map(|(metric, _)| pick(&result.summaries[*metric])).collect())
+    };
+    vec![
+        ColumnValues::U32(vec![point.index; occurred.len()]),
+        text(|a| a.entry),
+        text(|a| a.service),
+        text(|a| a.reason),
+        summary(|s| s.mean),
+        summary(|s| s.sd),
+        summary(|s| s.ci_lo),
+        summary(|s| s.ci_hi),
+        ColumnValues::U32(occurred.iter().map(|(metric, _)| result.moments[*metric].count() as u32).collect()),
+    ]
+}
+
+/// Writes wide rows to `table` as it is written: as they are, or melted long (block
+/// by block).
+fn write_shaped(table: &mut TableWriter, melt: Option<&Melt>, wide: Vec<ColumnValues>) -> Result<()> {
+    match melt {
+        None => table.write(wide)?,
+        Some(melt) => {
+            for block in melt.blocks(wide) {
+                table.write(block)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The summary's melt, when the scenario is written long.
+fn long_summary(scenario: &Scenario) -> Option<&Melt> {
+    scenario.columns.long.as_ref().map(|long| &long.summary)
 }
 
 /// The per-replica rows: one table, one per grid point, or none, keeping the rows
@@ -407,7 +493,12 @@ impl ReplicaTable {
     fn create(dir: &Path, scenario: &Scenario, shape: Shape) -> Result<ReplicaTable> {
         let whole = match (shape.replica_rows, shape.partition_by_point) {
             (ReplicaRows::None, _) | (_, true) => None,
-            _ => Some(TableWriter::create(dir, "replicas.parquet", &scenario.columns.replicas)?),
+            _ => Some(create_table(
+                dir,
+                "replicas.parquet",
+                &scenario.columns.replicas,
+                scenario.columns.long.as_ref().map(|long| &long.replicas),
+            )?),
         };
         Ok(ReplicaTable { dir: dir.to_path_buf(), shape, whole, open: None, files: Vec::new() })
     }
@@ -418,7 +509,8 @@ impl ReplicaTable {
             return Ok(());
         }
         if let Some(table) = &mut self.whole {
-            return Ok(table.write(replica_values_columns(scenario, records))?);
+            let melt = scenario.columns.long.as_ref().map(|long| &long.replicas);
+            return write_shaped(table, melt, replica_values_columns(scenario, records));
         }
         // Partitioned: records come point after point, a batch may end one and begin the next.
         for run in records.chunk_by(|a, b| a.grid_point == b.grid_point) {
@@ -426,13 +518,15 @@ impl ReplicaTable {
             if let Some(open) = self.open.as_ref().map(|(open, ..)| *open).filter(|open| *open != point) {
                 self.point_done(open)?;
             }
+            let columns = &scenario.columns.replicas[1..];
+            let melt = scenario.columns.long.as_ref().map(|_| LongTables::replicas(columns, true));
             if self.open.is_none() {
                 let name = partition_file("replicas", point);
-                let table = partition_writer(&self.dir, &name, &scenario.columns.replicas[1..])?;
+                let table = partition_writer(&self.dir, &name, columns, melt.as_ref())?;
                 self.open = Some((point, name, table));
             }
             let (_, _, table) = self.open.as_mut().expect("opened");
-            table.write(replica_values_columns(scenario, run).split_off(1))?;
+            write_shaped(table, melt.as_ref(), replica_values_columns(scenario, run).split_off(1))?;
         }
         Ok(())
     }

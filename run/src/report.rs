@@ -180,7 +180,7 @@ impl RunReport {
             .map(|s| s.trim().to_string())
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_default();
-        json!({
+        let mut manifest = json!({
             "tool": "stampede",
             "format": MANIFEST_FORMAT,
             "version": stampede_scenario::base::provenance::VERSION,
@@ -215,7 +215,15 @@ impl RunReport {
                     Some(json!({"grid_point": p.index, "compute_s": p.compute_s, "events_per_s": per_s, "ns_per_event": ns}))
                 }).collect::<Vec<_>>(),
             },
-        })
+        });
+        if self.scenario.columns.long.is_some() {
+            // Readers pivot these tables back (stampede_output::long).
+            manifest["layout"] = json!({
+                "long": ["summary.parquet", "replicas.parquet", "timeseries.parquet"],
+                "above_metrics": stampede_scenario::schema::columns::LONG_ABOVE_METRICS,
+            });
+        }
+        manifest
     }
 }
 

@@ -124,6 +124,20 @@ pub struct CountHistogramDef {
     pub column: &'static str,
 }
 
+/// A metric that counts requests of one entry point by the service that caused their
+/// failure (or degradation): one row of `attribution.parquet`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attribution {
+    /// The metric, e.g. `web.page.failed_by.db.timeout`.
+    pub metric: &'static str,
+    /// The entry point, e.g. `web.page`.
+    pub entry: &'static str,
+    /// The service that caused it, e.g. `db`.
+    pub service: &'static str,
+    /// How: a failure (`timeout`, `refused`, `error`, `breaker_open`) or `degraded`.
+    pub reason: &'static str,
+}
+
 /// A metric together with how to read it off a model's results: one table per model,
 /// so names, kinds and values cannot drift out of step.
 pub struct Metric<R> {

@@ -90,6 +90,12 @@ pub trait ModelSpec: Send + Sync + 'static {
         None
     }
 
+    /// The metrics that attribute failures to the services that caused them (none by
+    /// default).
+    fn attribution(_config: &Self::Config) -> Vec<super::metrics::Attribution> {
+        Vec::new()
+    }
+
     /// The request kinds whose latencies are kept over time, in
     /// [`ReplicaOutput::latency_windows`] order (none by default).
     fn timed_latencies(_config: &Self::Config) -> Vec<TimedLatency> {
@@ -157,6 +163,7 @@ pub trait DynModel: Send + Sync {
     fn series(&self, config: &dyn Any) -> &'static [SeriesDef];
     fn series_bucket_s(&self, config: &dyn Any) -> f64;
     fn count_histogram(&self, config: &dyn Any) -> Option<CountHistogramDef>;
+    fn attribution(&self, config: &dyn Any) -> Vec<super::metrics::Attribution>;
     fn timed_latencies(&self, config: &dyn Any) -> Vec<TimedLatency>;
     fn latency_window_s(&self, config: &dyn Any, run: &RunConfig) -> f64;
     fn presentation(&self, config: &dyn Any, run: &RunConfig) -> Presentation;
@@ -231,6 +238,9 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn count_histogram(&self, c: &dyn Any) -> Option<CountHistogramDef> {
         M::count_histogram(config::<M>(c))
+    }
+    fn attribution(&self, c: &dyn Any) -> Vec<super::metrics::Attribution> {
+        M::attribution(config::<M>(c))
     }
     fn timed_latencies(&self, c: &dyn Any) -> Vec<TimedLatency> {
         M::timed_latencies(config::<M>(c))
@@ -358,6 +368,11 @@ impl ModelConfig {
     /// The model's count histogram, if it has one.
     pub fn count_histogram(&self) -> Option<CountHistogramDef> {
         self.model.count_histogram(self.config.as_ref())
+    }
+
+    /// See [`ModelSpec::attribution`].
+    pub fn attribution(&self) -> Vec<super::metrics::Attribution> {
+        self.model.attribution(self.config.as_ref())
     }
 
     /// See [`ModelSpec::timed_latencies`].

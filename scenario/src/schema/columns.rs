@@ -4,7 +4,7 @@
 //! count), `replicas.parquet`, `histograms.parquet`, `timeseries.parquet`, the model's
 //! count histogram and the partial folders' `partials.parquet`.
 
-use stampede_output::{ColumnSpec, ColumnType};
+use stampede_output::{ColumnSpec, ColumnType, Melt};
 
 use super::OutputSchema;
 use crate::models::{CountHistogramDef, MetricKind, TimedLatency};
@@ -35,13 +35,62 @@ pub struct TableColumns {
     pub counts: Option<(CountHistogramDef, [ColumnSpec; 4])>,
     /// A partial folder's `partials.parquet`.
     pub partials: Vec<ColumnSpec>,
+    /// How `summary`, `replicas` and `timeseries` are written long, when the scenario
+    /// is too wide for one column per metric (see [`LONG_ABOVE_METRICS`]).
+    pub long: Option<LongTables>,
+}
+
+/// A scenario with more metrics than this, or more time-series columns than
+/// [`LONG_ABOVE_SERIES_COLUMNS`], writes its summary, replicas and time series long
+/// (one row per metric or series; see `stampede_output::long`): a 1,000-service graph
+/// has ~46,000 metrics, and a Parquet file of 230,000 columns is gigabytes to write
+/// and useless to SQL. The built-in scenarios have at most ~400 metrics.
+pub const LONG_ABOVE_METRICS: usize = 1_000;
+/// See [`LONG_ABOVE_METRICS`]: the built-ins' widest time series has ~1,100 columns.
+pub const LONG_ABOVE_SERIES_COLUMNS: usize = 3_000;
+
+/// The melts of a long scenario's three wide tables.
+#[derive(Clone, Debug)]
+pub struct LongTables {
+    /// `summary.parquet`: (grid point, axes, replicas, metric, mean, sd, ci_lo, ci_hi, n).
+    pub summary: Melt,
+    /// `replicas.parquet`: (grid point, replica, seed, metric, value).
+    pub replicas: Melt,
+    /// `timeseries.parquet`: (grid point, bucket, t_s, series, value).
+    pub timeseries: Melt,
+}
+
+impl LongTables {
+    /// The melts of `columns`' wide tables; `metrics` per row of the summary.
+    fn of(columns: &TableColumns, metrics: usize) -> LongTables {
+        let summary_values: Vec<ColumnSpec> = ["mean", "sd", "ci_lo", "ci_hi"]
+            .map(|name| ColumnSpec::new(name, ColumnType::F64))
+            .into_iter()
+            .chain([ColumnSpec::new("n", ColumnType::U32)])
+            .collect();
+        LongTables {
+            summary: Melt::new(&columns.summary, columns.summary.len() - 5 * metrics, "metric", summary_values),
+            replicas: Self::replicas(&columns.replicas, false),
+            timeseries: Self::timeseries(&columns.timeseries, false),
+        }
+    }
+
+    /// The melt of `replicas.parquet`'s columns (`partitioned`: without the grid point).
+    pub fn replicas(columns: &[ColumnSpec], partitioned: bool) -> Melt {
+        Melt::new(columns, 3 - usize::from(partitioned), "metric", vec![ColumnSpec::new("value", ColumnType::F64)])
+    }
+
+    /// The melt of `timeseries.parquet`'s columns (`partitioned`: without the grid point).
+    pub fn timeseries(columns: &[ColumnSpec], partitioned: bool) -> Melt {
+        Melt::new(columns, 3 - usize::from(partitioned), "series", vec![ColumnSpec::new("value", ColumnType::F64)])
+    }
 }
 
 impl TableColumns {
     /// The columns a run of `schema` over `grid` writes.
     pub fn of(grid: &[GridAxis], schema: &OutputSchema) -> TableColumns {
         let leaves = leaf_columns(grid);
-        TableColumns {
+        let mut columns = TableColumns {
             summary: summary_columns(grid, &leaves, schema),
             axis_types: grid.iter().map(axis_column_type).collect(),
             leaves,
@@ -50,7 +99,12 @@ impl TableColumns {
             timeseries: timeseries_columns(schema),
             counts: schema.count_histogram.map(|def| (def, count_columns(def))),
             partials: partial_columns(),
+            long: None,
+        };
+        if schema.metrics.len() > LONG_ABOVE_METRICS || columns.timeseries.len() > LONG_ABOVE_SERIES_COLUMNS {
+            columns.long = Some(LongTables::of(&columns, schema.metrics.len()));
         }
+        columns
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod columns;
 
+use crate::models::metrics::Attribution;
 use crate::models::{CountHistogramDef, MetricDef, ModelConfig, SeriesDef, TimedLatency};
 use crate::scenario::claims::LatencyNames;
 
@@ -29,6 +30,8 @@ pub struct OutputSchema {
     /// The request kinds whose latency is kept over time (their windows' width may
     /// differ between grid points: it follows each point's horizon).
     pub timed: Vec<TimedLatency>,
+    /// The metrics that attribute failures to services (a graph's), by metric index.
+    pub attribution: Vec<(usize, Attribution)>,
 }
 
 impl OutputSchema {
@@ -41,6 +44,12 @@ impl OutputSchema {
             series: model.series(),
             series_bucket_s: model.series_bucket_s(),
             count_histogram: model.count_histogram(),
+            attribution: {
+                let metrics = model.metrics();
+                let index: std::collections::HashMap<&str, usize> =
+                    metrics.iter().enumerate().map(|(i, m)| (m.name, i)).collect();
+                model.attribution().into_iter().filter_map(|a| Some((*index.get(a.metric)?, a))).collect()
+            },
         }
     }
 

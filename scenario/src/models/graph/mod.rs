@@ -133,6 +133,20 @@ impl ModelSpec for Graph {
         metric_table(config).defs.clone()
     }
 
+    fn attribution(config: &GraphConfig) -> Vec<crate::models::metrics::Attribution> {
+        let t = topology(config);
+        let table = metric_table(config);
+        (0..t.entries.len())
+            .flat_map(|w| {
+                let entry = intern(t.entries[w].clone());
+                let services = &t.services;
+                table.cause_metrics(w).into_iter().map(move |(metric, reason, service)| {
+                    crate::models::metrics::Attribution { metric, entry, service: intern(services[service].clone()), reason }
+                })
+            })
+            .collect()
+    }
+
     fn latencies(config: &GraphConfig) -> &'static [&'static str] {
         let t = topology(config);
         let endings = ["", "_degraded", "_failed", "_all"];
