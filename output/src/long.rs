@@ -279,12 +279,7 @@ mod tests {
             spec("b_mean", ColumnType::F64),
             spec("b_n", ColumnType::U32),
         ];
-        let melt = Melt::new(
-            &wide_specs,
-            2,
-            "metric",
-            vec![spec("mean", ColumnType::F64), spec("n", ColumnType::U32)],
-        );
+        let melt = Melt::new(&wide_specs, 2, "metric", vec![spec("mean", ColumnType::F64), spec("n", ColumnType::U32)]);
         let names: Vec<String> = melt.columns().iter().map(|c| c.name.clone()).collect();
         assert_eq!(names, ["grid_point", "case_label", "metric", "mean", "n"]);
         let wide = vec![
@@ -320,14 +315,12 @@ mod tests {
         let wide_specs =
             vec![spec("replica", ColumnType::U32), spec("ok", ColumnType::U64), spec("p99_s", ColumnType::F64)];
         let melt = Melt::new(&wide_specs, 1, "metric", vec![spec("value", ColumnType::F64)]);
-        let long = melt.rows(vec![
-            ColumnValues::U32(vec![7]),
-            ColumnValues::U64(vec![12]),
-            ColumnValues::F64(vec![0.25]),
-        ]);
+        let long =
+            melt.rows(vec![ColumnValues::U32(vec![7]), ColumnValues::U64(vec![12]), ColumnValues::F64(vec![0.25])]);
         assert_eq!(long[2], ColumnValues::F64(vec![12.0, 0.25]));
         let names = ["replica", "metric", "value"].map(String::from);
-        let back = pivot(&Table { columns: names.into_iter().zip(long).collect(), path: "t".into() }, "metric").unwrap();
+        let back =
+            pivot(&Table { columns: names.into_iter().zip(long).collect(), path: "t".into() }, "metric").unwrap();
         assert_eq!(back.names().collect::<Vec<_>>(), ["replica", "ok", "p99_s"]);
         assert_eq!(back.numbers("ok").unwrap(), [12.0]);
     }

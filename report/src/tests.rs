@@ -320,3 +320,73 @@ fn a_newer_or_foreign_manifest_is_refused_and_an_older_one_is_read() {
     let error = crate::render(&folder.dir).err().unwrap().to_string();
     assert!(error.contains("not a stampede manifest"), "{error}");
 }
+
+/// A graph of `services` services in pairs (service 2k's entry calls service 2k+1),
+/// service 1 answering half its calls with errors: wide enough to be written long.
+fn pairs_graph(services: usize) -> String {
+    let mut text = String::from(
+        "name = \"pairs\"\nmodel = \"graph\"\n[run]\nhorizon_s = 4.0\nwarmup_s = 0.5\nreplicas = 3\nseed = 2\n",
+    );
+    for s in 0..services {
+        text += &format!("[services.s{s}]\nworkers = 8\n[services.s{s}.endpoints.e]\nwork = {{ dist = \"exponential\", mean_s = 0.005 }}\n");
+        if s % 2 == 0 {
+            text += &format!("steps = [{{ call = \"s{}.e\" }}]\n", s + 1);
+        }
+    }
+    for k in 0..services / 2 {
+        text += &format!("[[workload]]\nentry = \"s{}.e\"\nrate_per_s = 50.0\n", 2 * k);
+    }
+    text += "[[faults]]\ntarget = \"s1\"\nkind = \"errors\"\nrate = 0.5\nstart_s = 0.0\nduration_s = 10.0\n";
+    text
+}
+
+/// Past 1,000 metrics the summary, replica rows and series are written long and read
+/// back wide: the pivoted summary is the wide summary's columns with the run's own
+/// numbers, every replica's row is there, and attribution.parquet holds the causes
+/// that occurred — the failures s1's errors caused, equal to their summary metric.
+#[test]
+fn a_wide_graph_is_written_long_and_read_back_wide() {
+    let out = tempfile::tempdir().unwrap();
+    let scenario = Scenario::resolve(pairs_graph(24).parse().unwrap(), &Overrides::default()).unwrap();
+    let metrics = scenario.schema.metrics.len();
+    assert!(metrics > stampede_scenario::schema::columns::LONG_ABOVE_METRICS, "{metrics} metrics");
+    assert!(scenario.columns.long.is_some());
+    let report = execute(&scenario, out.path(), 2, &|| {}).unwrap();
+    let dir = &report.output_dir;
+
+    let raw = Table::read(&dir.join("summary.parquet")).unwrap();
+    assert_eq!(
+        raw.names().collect::<Vec<_>>(),
+        ["grid_point", "replicas", "metric", "mean", "sd", "ci_lo", "ci_hi", "n"]
+    );
+    assert_eq!(raw.rows(), metrics);
+    let replicas = Table::read(&dir.join("replicas.parquet")).unwrap();
+    assert_eq!(replicas.names().collect::<Vec<_>>(), ["grid_point", "replica", "seed", "metric", "value"]);
+    assert_eq!(replicas.rows(), 3 * metrics);
+
+    let folder = Folder::read(dir).unwrap();
+    assert!(folder.manifest.long);
+    let wide: Vec<&str> = scenario.columns.summary.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(folder.summary.names().collect::<Vec<_>>(), wide);
+    for (def, summary) in scenario.schema.metrics.iter().zip(&report.points[0].summaries) {
+        let mean = folder.summary.numbers(&format!("{}_mean", def.name)).unwrap()[0];
+        assert!(mean.to_bits() == summary.mean.to_bits() || (mean.is_nan() && summary.mean.is_nan()), "{}", def.name);
+    }
+    let series = folder.timeseries.as_ref().unwrap();
+    let wide: Vec<&str> = scenario.columns.timeseries.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(series.names().collect::<Vec<_>>(), wide);
+
+    let attribution = Table::read(&dir.join("attribution.parquet")).unwrap();
+    let rows: Vec<(String, String, String, f64)> = (0..attribution.rows())
+        .map(|r| {
+            let text = |c: &str| attribution.strings(c).unwrap()[r].clone();
+            (text("entry"), text("service"), text("reason"), attribution.numbers("mean").unwrap()[r])
+        })
+        .collect();
+    let caused = rows.iter().find(|(e, s, why, _)| e == "s0.e" && s == "s1" && why == "error").expect("s1's errors");
+    let metric = scenario.schema.metric_index("s0.e.failed_by.s1.error").unwrap();
+    assert_eq!(caused.3, report.points[0].summaries[metric].mean);
+    assert!(caused.3 > 10.0, "{caused:?}");
+    assert!(rows.iter().all(|r| r.3 > 0.0), "only causes that occurred");
+    assert!(rows.iter().all(|(e, s, ..)| e == "s0.e" && (s == "s1" || s == "s0")), "{rows:?}");
+}

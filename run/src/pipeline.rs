@@ -434,12 +434,8 @@ fn attribution_columns() -> Vec<ColumnSpec> {
 /// One point's rows of `attribution.parquet`: the (entry, service, reason) that
 /// occurred in some replica — a pair that never did is not a row.
 fn attribution_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
-    let occurred: Vec<&(usize, stampede_scenario::models::metrics::Attribution)> = scenario
-        .schema
-        .attribution
-        .iter()
-        .filter(|(metric, _)| result.summaries[*metric].mean > 0.0)
-        .collect();
+    let occurred: Vec<&(usize, stampede_scenario::models::metrics::Attribution)> =
+        scenario.schema.attribution.iter().filter(|(metric, _)| result.summaries[*metric].mean > 0.0).collect();
     let text = |pick: fn(&stampede_scenario::models::metrics::Attribution) -> &'static str| {
         ColumnValues::Utf8(occurred.iter().map(|(_, a)| pick(a).to_string()).collect())
     };

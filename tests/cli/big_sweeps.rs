@@ -410,3 +410,66 @@ fn the_space_estimate_covers_the_report_and_the_trace() {
         "trace: {trace} estimated, {trace_written} written"
     );
 }
+
+/// The docs' queries on a graph written long (more than 1,000 metrics): DuckDB ranks the
+/// services by the failures they caused in one query on attribution.parquet, and reads
+/// the long summary by metric name. Two services fail (s1 half its answers, s3 a
+/// fifth): s1 ranks first, s3 second, and nothing else caused a failure.
+#[test]
+fn duckdb_ranks_the_services_of_a_long_graph_by_failures_caused() {
+    let python = match python_with_duckdb() {
+        Ok(python) => python,
+        Err(why) => return skip("duckdb_ranks_the_services_of_a_long_graph_by_failures_caused", &why),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut text =
+        String::from("name = \"pairs\"\nmodel = \"graph\"\n[run]\nhorizon_s = 3.0\nwarmup_s = 0.5\nreplicas = 2\n");
+    for s in 0..24 {
+        text += &format!("[services.s{s}]\nworkers = 8\n[services.s{s}.endpoints.e]\nwork = {{ dist = \"exponential\", mean_s = 0.005 }}\n");
+        if s % 2 == 0 {
+            text += &format!("steps = [{{ call = \"s{}.e\" }}]\n", s + 1);
+        }
+    }
+    for k in 0..12 {
+        text += &format!("[[workload]]\nentry = \"s{}.e\"\nrate_per_s = 50.0\n", 2 * k);
+    }
+    for (service, rate) in [("s1", 0.5), ("s3", 0.2)] {
+        text += &format!(
+            "[[faults]]\ntarget = \"{service}\"\nkind = \"errors\"\nrate = {rate}\nstart_s = 0.0\nduration_s = 10.0\n"
+        );
+    }
+    let scenario = dir.path().join("pairs.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.path().join("out");
+    run(&["run", scenario.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet", "--no-report"]);
+    let folder = out.join("pairs");
+    let script = format!(
+        r#"
+import duckdb
+top = duckdb.sql("""
+    SELECT service, sum(mean) AS failures_per_replica
+    FROM '{0}/attribution.parquet'
+    WHERE reason <> 'degraded'
+    GROUP BY service ORDER BY failures_per_replica DESC LIMIT 10
+""").fetchall()
+print(top)
+assert [s for s, _ in top] == ['s1', 's3'], top
+assert top[0][1] > top[1][1] > 0, top
+busiest = duckdb.sql("""
+    SELECT split_part(metric, '.', 1) AS service, mean
+    FROM '{0}/summary.parquet'
+    WHERE metric LIKE '%.utilisation'
+    ORDER BY mean DESC LIMIT 5
+""").fetchall()
+assert len(busiest) == 5 and all(0 < u < 1 for _, u in busiest), busiest
+"#,
+        folder.display()
+    );
+    let output = std::process::Command::new(python).args(["-c", &script]).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

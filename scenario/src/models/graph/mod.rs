@@ -141,7 +141,12 @@ impl ModelSpec for Graph {
                 let entry = intern(t.entries[w].clone());
                 let services = &t.services;
                 table.cause_metrics(w).into_iter().map(move |(metric, reason, service)| {
-                    crate::models::metrics::Attribution { metric, entry, service: intern(services[service].clone()), reason }
+                    crate::models::metrics::Attribution {
+                        metric,
+                        entry,
+                        service: intern(services[service].clone()),
+                        reason,
+                    }
                 })
             })
             .collect()
