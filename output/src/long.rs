@@ -72,15 +72,21 @@ impl Melt {
     /// The long rows of `wide` (its columns, all of one length): per wide row, one
     /// row per group.
     pub fn rows(&self, wide: Vec<ColumnValues>) -> Vec<ColumnValues> {
+        let rows = wide.first().map_or(0, ColumnValues::len);
+        self.rows_of(&wide, 0..rows)
+    }
+
+    /// The long rows of wide rows `range`.
+    fn rows_of(&self, wide: &[ColumnValues], range: std::ops::Range<usize>) -> Vec<ColumnValues> {
         let (keys, width) = (self.keys.len(), self.values.len());
         assert_eq!(wide.len(), keys + width * self.names.len(), "the wide columns the melt was made for");
-        let rows = wide.first().map_or(0, ColumnValues::len);
         let groups = self.names.len();
-        let mut long: Vec<ColumnValues> = wide[..keys].iter().map(|key| repeat_each(key, groups)).collect();
-        long.push(ColumnValues::Utf8((0..rows).flat_map(|_| self.names.iter().cloned()).collect()));
+        let mut long: Vec<ColumnValues> =
+            wide[..keys].iter().map(|key| repeat_each(key, range.clone(), groups)).collect();
+        long.push(ColumnValues::Utf8(range.clone().flat_map(|_| self.names.iter().cloned()).collect()));
         for (position, value) in self.values.iter().enumerate() {
             let columns: Vec<&ColumnValues> = (0..groups).map(|g| &wide[keys + g * width + position]).collect();
-            long.push(gather(&columns, rows, value.kind));
+            long.push(gather(&columns, range.clone(), value.kind));
         }
         long
     }
@@ -92,52 +98,47 @@ impl Melt {
     /// thousand services' series — over a million long rows — is never held long at
     /// once.
     pub fn blocks(&self, wide: Vec<ColumnValues>) -> impl Iterator<Item = Vec<ColumnValues>> + '_ {
-        let wide_rows = (BLOCK_ROWS / self.names.len().max(1)).max(1);
-        let mut chunked: Vec<std::vec::IntoIter<ColumnValues>> =
-            wide.into_iter().map(|column| column.chunks(wide_rows).into_iter()).collect();
-        std::iter::from_fn(move || {
-            let block: Option<Vec<ColumnValues>> = chunked.iter_mut().map(Iterator::next).collect();
-            block.map(|block| self.rows(block))
-        })
+        let per_block = (BLOCK_ROWS / self.names.len().max(1)).max(1);
+        let rows = wide.first().map_or(0, ColumnValues::len);
+        (0..rows).step_by(per_block).map(move |start| self.rows_of(&wide, start..(start + per_block).min(rows)))
     }
 }
 
 /// Long rows melted at a time, at most (see [`Melt::blocks`]).
 pub const BLOCK_ROWS: usize = 65_536;
 
-/// Each value of `column` `times` times in a row.
-fn repeat_each(column: &ColumnValues, times: usize) -> ColumnValues {
+/// Each value of `column` in `rows`, `times` times in a row.
+fn repeat_each(column: &ColumnValues, rows: std::ops::Range<usize>, times: usize) -> ColumnValues {
     fn repeat<T: Clone>(values: &[T], times: usize) -> Vec<T> {
         values.iter().flat_map(|v| std::iter::repeat_n(v.clone(), times)).collect()
     }
     match column {
-        ColumnValues::U32(v) => ColumnValues::U32(repeat(v, times)),
-        ColumnValues::U64(v) => ColumnValues::U64(repeat(v, times)),
-        ColumnValues::I64(v) => ColumnValues::I64(repeat(v, times)),
-        ColumnValues::F64(v) => ColumnValues::F64(repeat(v, times)),
-        ColumnValues::Bool(v) => ColumnValues::Bool(repeat(v, times)),
-        ColumnValues::Utf8(v) => ColumnValues::Utf8(repeat(v, times)),
-        ColumnValues::NullableUtf8(v) => ColumnValues::NullableUtf8(repeat(v, times)),
-        ColumnValues::Binary(v) => ColumnValues::Binary(repeat(v, times)),
+        ColumnValues::U32(v) => ColumnValues::U32(repeat(&v[rows], times)),
+        ColumnValues::U64(v) => ColumnValues::U64(repeat(&v[rows], times)),
+        ColumnValues::I64(v) => ColumnValues::I64(repeat(&v[rows], times)),
+        ColumnValues::F64(v) => ColumnValues::F64(repeat(&v[rows], times)),
+        ColumnValues::Bool(v) => ColumnValues::Bool(repeat(&v[rows], times)),
+        ColumnValues::Utf8(v) => ColumnValues::Utf8(repeat(&v[rows], times)),
+        ColumnValues::NullableUtf8(v) => ColumnValues::NullableUtf8(repeat(&v[rows], times)),
+        ColumnValues::Binary(v) => ColumnValues::Binary(repeat(&v[rows], times)),
     }
 }
 
-/// Row by row, the value of each of `columns` in turn, as `kind` (`F64` takes any
+/// Row by row (of `rows`), the value of each of `columns` in turn, as `kind` (`F64` takes any
 /// number; `U32` only `U32`).
-fn gather(columns: &[&ColumnValues], rows: usize, kind: ColumnType) -> ColumnValues {
+fn gather(columns: &[&ColumnValues], rows: std::ops::Range<usize>, kind: ColumnType) -> ColumnValues {
     match kind {
-        ColumnType::F64 => ColumnValues::F64(
-            (0..rows).flat_map(|row| columns.iter().map(move |column| number_at(column, row))).collect(),
-        ),
+        ColumnType::F64 => {
+            ColumnValues::F64(rows.flat_map(|row| columns.iter().map(move |column| number_at(column, row))).collect())
+        }
         ColumnType::U32 => ColumnValues::U32(
-            (0..rows)
-                .flat_map(|row| {
-                    columns.iter().map(move |column| match column {
-                        ColumnValues::U32(v) => v[row],
-                        other => panic!("a {:?} column in a U32 group", other.kind()),
-                    })
+            rows.flat_map(|row| {
+                columns.iter().map(move |column| match column {
+                    ColumnValues::U32(v) => v[row],
+                    other => panic!("a {:?} column in a U32 group", other.kind()),
                 })
-                .collect(),
+            })
+            .collect(),
         ),
         other => panic!("long value columns are F64 or U32, not {other:?}"),
     }
@@ -323,6 +324,28 @@ mod tests {
             pivot(&Table { columns: names.into_iter().zip(long).collect(), path: "t".into() }, "metric").unwrap();
         assert_eq!(back.names().collect::<Vec<_>>(), ["replica", "ok", "p99_s"]);
         assert_eq!(back.numbers("ok").unwrap(), [12.0]);
+    }
+
+    /// Melting block by block gives the same rows as melting at once, in order.
+    #[test]
+    fn blocks_are_the_rows_in_order() {
+        let groups = 3 * BLOCK_ROWS / 2;
+        let mut wide_specs = vec![spec("bucket", ColumnType::U32)];
+        wide_specs.extend((0..groups).map(|g| spec(&format!("s{g}"), ColumnType::F64)));
+        let melt = Melt::new(&wide_specs, 1, "series", vec![spec("value", ColumnType::F64)]);
+        let mut wide = vec![ColumnValues::U32(vec![0, 1, 2])];
+        wide.extend((0..groups).map(|g| ColumnValues::F64(vec![g as f64, -(g as f64), 0.5])));
+        let mut blocked: Option<Vec<ColumnValues>> = None;
+        let mut blocks = 0;
+        for block in melt.blocks(wide.clone()) {
+            blocks += 1;
+            match &mut blocked {
+                None => blocked = Some(block),
+                Some(all) => all.iter_mut().zip(block).for_each(|(a, b)| a.append(b)),
+            }
+        }
+        assert_eq!(blocks, 3, "one wide row of more groups than a block is a block of its own");
+        assert_eq!(blocked.unwrap(), melt.rows(wide));
     }
 
     /// A table that is not long is an error, not a panic.

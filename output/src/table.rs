@@ -149,7 +149,7 @@ impl ColumnValues {
     }
 
     /// The values in chunks of `rows` (the last may be shorter), in one pass.
-    pub(crate) fn chunks(self, rows: usize) -> Vec<ColumnValues> {
+    fn chunks(self, rows: usize) -> Vec<ColumnValues> {
         fn split<T>(v: Vec<T>, rows: usize, wrap: fn(Vec<T>) -> ColumnValues) -> Vec<ColumnValues> {
             let mut out = Vec::with_capacity(v.len().div_ceil(rows));
             let mut values = v.into_iter();
