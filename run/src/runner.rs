@@ -211,6 +211,10 @@ struct PointAccumulator {
     counts: Vec<u64>,
 }
 
+/// A model with at most this many latency histograms gets their 32-bit counts up front
+/// on each worker (see `LatencyHistogram::with_counts`).
+const EAGER_LATENCIES: usize = 64;
+
 /// One worker thread's accumulators for grid points not finished yet, and the
 /// histograms its replica in progress records into.
 #[derive(Default)]
@@ -308,7 +312,14 @@ impl Work<'_> {
         // Each worker locks only its own slot: never contended.
         let mut accumulators = self.workers[worker].lock().expect("no worker panicked");
         if accumulators.replica.len() != self.latency_count {
-            accumulators.replica = (0..self.latency_count).map(|_| LatencyHistogram::new()).collect();
+            // A model with a few latencies records into them on every response: their
+            // counts now. Thousands (a big graph's entry points) grow as they fill.
+            accumulators.replica = (0..self.latency_count)
+                .map(|_| match self.latency_count <= EAGER_LATENCIES {
+                    true => LatencyHistogram::with_counts(),
+                    false => LatencyHistogram::new(),
+                })
+                .collect();
         }
         let started = std::time::Instant::now();
         let output = point.model.run_replica(&point.run, self.master_seed, replica as u64, &mut accumulators.replica);

@@ -27,7 +27,7 @@ fn the_gateway_allocates_nothing_per_event_after_warmup() {
     params.incidents =
         vec![Incident { tier: 2, kind: IncidentKind::BROWNOUT, start: secs_to_nanos(60.0), end: secs_to_nanos(120.0) }];
     let mut histograms: Vec<LatencyHistogram> =
-        (0..params.latency_histograms()).map(|_| LatencyHistogram::new()).collect();
+        (0..params.latency_histograms()).map(|_| LatencyHistogram::with_counts()).collect();
     let mut simulation = Gateway::new(params, 5, 0, &mut histograms).into_simulation();
     simulation.run_until(secs_to_nanos(300.0));
     // The counter counts (it is this binary's global allocator).

@@ -278,7 +278,12 @@ assert series == 2, series
 "#,
         folder.display()
     );
-    let output = std::process::Command::new(python).args(["-c", &script]).output().unwrap();
+    run_python(&python, &script);
+}
+
+/// Runs a Python script, asserting it succeeds (its output shown if not).
+fn run_python(python: &str, script: &str) {
+    let output = std::process::Command::new(python).args(["-c", script]).output().unwrap();
     assert!(
         output.status.success(),
         "{}{}",
@@ -465,11 +470,5 @@ assert len(busiest) == 5 and all(0 < u < 1 for _, u in busiest), busiest
 "#,
         folder.display()
     );
-    let output = std::process::Command::new(python).args(["-c", &script]).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_python(&python, &script);
 }
