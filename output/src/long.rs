@@ -43,7 +43,7 @@ impl Melt {
     /// the column lists are built from the same schema).
     pub fn new(wide: &[ColumnSpec], keys: usize, name_column: &'static str, values: Vec<ColumnSpec>) -> Melt {
         let width = values.len();
-        assert!(width > 0 && (wide.len() - keys) % width == 0, "whole groups of {width} columns");
+        assert!(width > 0 && (wide.len() - keys).is_multiple_of(width), "whole groups of {width} columns");
         let names = wide[keys..]
             .chunks(width)
             .map(|group| match width {
@@ -175,7 +175,7 @@ pub fn pivot(long: &Table, name_column: &str) -> crate::Result<Table> {
     let mut group_index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut groups: Vec<&str> = Vec::new();
     let same_keys = |a: usize, b: usize| key_columns.iter().all(|(_, column)| equal_at(column, a, b));
-    for row in 0..names.len() {
+    for (row, name) in names.iter().enumerate() {
         // Long rows of one wide row are adjacent: compare with the current one only.
         match first_rows.last() {
             Some(&first) if same_keys(first, row) => {}
@@ -183,8 +183,8 @@ pub fn pivot(long: &Table, name_column: &str) -> crate::Result<Table> {
         }
         row_of_keys.push(first_rows.len() - 1);
         let next = groups.len();
-        if *group_index.entry(names[row].as_str()).or_insert(next) == next {
-            groups.push(names[row].as_str());
+        if *group_index.entry(name.as_str()).or_insert(next) == next {
+            groups.push(name.as_str());
         }
     }
     let wide_rows = first_rows.len();

@@ -223,7 +223,7 @@ impl GraphParams {
     /// the size — what the size benchmark (`benches/benches/graph.rs`) and the
     /// memory tests need to show that an event's cost does not grow with the graph.
     pub fn pairs(services: u32, rate: f64, horizon: Nanos) -> GraphParams {
-        assert!(services >= 2 && services % 2 == 0, "pairs of services");
+        assert!(services >= 2 && services.is_multiple_of(2), "pairs of services");
         let entries = services / 2;
         let plain_edge = |from: Option<u32>, to: u32| EdgeParams {
             network: None,
