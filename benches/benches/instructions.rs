@@ -85,10 +85,11 @@ fn llm_stack(index: usize) -> GatewayParams {
 
 /// `llm-stack`'s grid point `index` and the latency histograms it records into, built
 /// outside the count: a runner's worker lends the same histograms to every replica, and
-/// building nine of them was a sixth of this benchmark's instructions.
+/// building nine of them was a sixth of this benchmark's instructions. With their
+/// counts, as the runner gives a model of few latencies (`LatencyHistogram::with_counts`).
 fn llm_stack_and_histograms(index: usize) -> (GatewayParams, Vec<LatencyHistogram>) {
     let params = llm_stack(index);
-    let histograms = (0..params.latency_histograms()).map(|_| LatencyHistogram::new()).collect();
+    let histograms = (0..params.latency_histograms()).map(|_| LatencyHistogram::with_counts()).collect();
     (params, histograms)
 }
 
