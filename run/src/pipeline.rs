@@ -36,7 +36,7 @@ use stampede_scenario::base::typing::describe;
 use stampede_scenario::models::{CountHistogramDef, SeriesKind};
 use stampede_scenario::resolved::{GridPoint, Scenario};
 use stampede_scenario::scenario::CASE_AXIS;
-use stampede_scenario::schema::columns::{leaf_value, LeafColumn, LongTables};
+use stampede_scenario::schema::columns::{leaf_value, LeafColumn};
 
 /// Fields a manifest gains from the finished run: (name, value) pairs.
 pub type ManifestFields<'a> = dyn Fn(&RunReport) -> Vec<(&'static str, serde_json::Value)> + 'a;
@@ -328,9 +328,9 @@ impl Tables {
                 // The grid point is in the path: the file leaves its column out.
                 let name = partition_file("timeseries", point.index);
                 let columns = &scenario.columns.timeseries[1..];
-                let melt = scenario.columns.long.as_ref().map(|_| LongTables::timeseries(columns, true));
-                let mut table = partition_writer(dir, &name, columns, melt.as_ref())?;
-                write_shaped(&mut table, melt.as_ref(), timeseries_rows(scenario, point, result).split_off(1))?;
+                let melt = scenario.columns.long.as_ref().map(|long| &long.timeseries_partitioned);
+                let mut table = partition_writer(dir, &name, columns, melt)?;
+                write_shaped(&mut table, melt, timeseries_rows(scenario, point, result).split_off(1))?;
                 files.push((name, table.finish()?));
             }
         }
@@ -515,14 +515,14 @@ impl ReplicaTable {
                 self.point_done(open)?;
             }
             let columns = &scenario.columns.replicas[1..];
-            let melt = scenario.columns.long.as_ref().map(|_| LongTables::replicas(columns, true));
+            let melt = scenario.columns.long.as_ref().map(|long| &long.replicas_partitioned);
             if self.open.is_none() {
                 let name = partition_file("replicas", point);
-                let table = partition_writer(&self.dir, &name, columns, melt.as_ref())?;
+                let table = partition_writer(&self.dir, &name, columns, melt)?;
                 self.open = Some((point, name, table));
             }
             let (_, _, table) = self.open.as_mut().expect("opened");
-            write_shaped(table, melt.as_ref(), replica_values_columns(scenario, run).split_off(1))?;
+            write_shaped(table, melt, replica_values_columns(scenario, run).split_off(1))?;
         }
         Ok(())
     }

@@ -58,6 +58,10 @@ pub struct LongTables {
     pub replicas: Melt,
     /// `timeseries.parquet`: (grid point, bucket, t_s, series, value).
     pub timeseries: Melt,
+    /// The same two in hive partitions (`--partition-by grid_point`: the grid point
+    /// is in the path, not in the file).
+    pub replicas_partitioned: Melt,
+    pub timeseries_partitioned: Melt,
 }
 
 impl LongTables {
@@ -70,19 +74,18 @@ impl LongTables {
             .collect();
         LongTables {
             summary: Melt::new(&columns.summary, columns.summary.len() - 5 * metrics, "metric", summary_values),
-            replicas: Self::replicas(&columns.replicas, false),
-            timeseries: Self::timeseries(&columns.timeseries, false),
+            // (grid point, replica, seed) and (grid point, bucket, t_s); a partition's
+            // file leaves the grid point out.
+            replicas: Self::one_value(&columns.replicas, 3, "metric"),
+            timeseries: Self::one_value(&columns.timeseries, 3, "series"),
+            replicas_partitioned: Self::one_value(&columns.replicas[1..], 2, "metric"),
+            timeseries_partitioned: Self::one_value(&columns.timeseries[1..], 2, "series"),
         }
     }
 
-    /// The melt of `replicas.parquet`'s columns (`partitioned`: without the grid point).
-    pub fn replicas(columns: &[ColumnSpec], partitioned: bool) -> Melt {
-        Melt::new(columns, 3 - usize::from(partitioned), "metric", vec![ColumnSpec::new("value", ColumnType::F64)])
-    }
-
-    /// The melt of `timeseries.parquet`'s columns (`partitioned`: without the grid point).
-    pub fn timeseries(columns: &[ColumnSpec], partitioned: bool) -> Melt {
-        Melt::new(columns, 3 - usize::from(partitioned), "series", vec![ColumnSpec::new("value", ColumnType::F64)])
+    /// The melt of a table of `keys` key columns and then one `value` per name.
+    fn one_value(columns: &[ColumnSpec], keys: usize, name_column: &'static str) -> Melt {
+        Melt::new(columns, keys, name_column, vec![ColumnSpec::new("value", ColumnType::F64)])
     }
 }
 

@@ -37,19 +37,18 @@ pub struct OutputSchema {
 impl OutputSchema {
     /// The schema `model` writes.
     pub fn of(model: &ModelConfig) -> OutputSchema {
+        let metrics = model.metrics();
+        let index: std::collections::HashMap<&str, usize> =
+            metrics.iter().enumerate().map(|(i, m)| (m.name, i)).collect();
+        let attribution = model.attribution().into_iter().filter_map(|a| Some((*index.get(a.metric)?, a))).collect();
         OutputSchema {
             timed: model.timed_latencies(),
-            metrics: model.metrics(),
+            metrics,
             latencies: model.latencies(),
             series: model.series(),
             series_bucket_s: model.series_bucket_s(),
             count_histogram: model.count_histogram(),
-            attribution: {
-                let metrics = model.metrics();
-                let index: std::collections::HashMap<&str, usize> =
-                    metrics.iter().enumerate().map(|(i, m)| (m.name, i)).collect();
-                model.attribution().into_iter().filter_map(|a| Some((*index.get(a.metric)?, a))).collect()
-            },
+            attribution,
         }
     }
 
