@@ -189,7 +189,7 @@ pub fn pivot(long: &Table, name_column: &str) -> crate::Result<Table> {
     }
     let wide_rows = first_rows.len();
     let mut columns: Vec<(String, ColumnValues)> =
-        key_columns.iter().map(|(name, column)| (name.clone(), pick(column, &first_rows))).collect();
+        key_columns.iter().map(|(name, column)| (name.clone(), column.pick(&first_rows))).collect();
     for (value_name, value) in values {
         let mut by_group: Vec<ColumnValues> = groups
             .iter()
@@ -240,23 +240,6 @@ fn equal_at(column: &ColumnValues, a: usize, b: usize) -> bool {
         ColumnValues::Utf8(v) => v[a] == v[b],
         ColumnValues::NullableUtf8(v) => v[a] == v[b],
         ColumnValues::Binary(v) => v[a] == v[b],
-    }
-}
-
-/// The values of `column` at `rows`.
-fn pick(column: &ColumnValues, rows: &[usize]) -> ColumnValues {
-    fn at<T: Clone>(values: &[T], rows: &[usize]) -> Vec<T> {
-        rows.iter().map(|&r| values[r].clone()).collect()
-    }
-    match column {
-        ColumnValues::U32(v) => ColumnValues::U32(at(v, rows)),
-        ColumnValues::U64(v) => ColumnValues::U64(at(v, rows)),
-        ColumnValues::I64(v) => ColumnValues::I64(at(v, rows)),
-        ColumnValues::F64(v) => ColumnValues::F64(at(v, rows)),
-        ColumnValues::Bool(v) => ColumnValues::Bool(at(v, rows)),
-        ColumnValues::Utf8(v) => ColumnValues::Utf8(at(v, rows)),
-        ColumnValues::NullableUtf8(v) => ColumnValues::NullableUtf8(at(v, rows)),
-        ColumnValues::Binary(v) => ColumnValues::Binary(at(v, rows)),
     }
 }
 

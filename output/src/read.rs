@@ -139,6 +139,26 @@ impl Table {
         Ok(())
     }
 
+    /// The rows of `path` whose text column `column` passes `keep`, read a block at a
+    /// time: a report of a big graph draws a few of the millions of rows of its long
+    /// time series, and holds those alone.
+    pub fn read_where(path: &Path, column: &str, keep: &dyn Fn(&str) -> bool) -> Result<Table> {
+        let mut all: Option<Table> = None;
+        let rows = 0..Table::row_count(path)?;
+        Table::stream_rows(path, &[], rows, 65_536, &|error| error, &mut |batch| {
+            let kept: Vec<usize> = match batch.column(column)? {
+                ColumnValues::Utf8(names) => (0..names.len()).filter(|&r| keep(&names[r])).collect(),
+                other => {
+                    return Err(OutputError::new(path, format!("column {column:?} is {:?}, not text", other.kind())))
+                }
+            };
+            let columns = batch.columns.iter().map(|(name, values)| (name.clone(), values.pick(&kept)));
+            Table::extend(&mut all, Table { columns: columns.collect(), path: path.to_path_buf() });
+            Ok(())
+        })?;
+        Ok(all.expect("stream_rows hands on at least one batch"))
+    }
+
     /// Rows in the file at `path`, from its footer.
     pub fn row_count(path: &Path) -> Result<usize> {
         let file = File::open(path).map_err(|e| OutputError::new(path, e))?;
@@ -171,18 +191,31 @@ impl Table {
             .ok_or_else(|| OutputError::new(&self.path, format!("no column {name:?}")))
     }
 
+    /// Each column's position by name: for a caller reading many columns of a wide
+    /// table (a scan per name is quadratic in 230,000 columns).
+    pub fn positions(&self) -> std::collections::HashMap<&str, usize> {
+        self.columns.iter().enumerate().map(|(i, (name, _))| (name.as_str(), i)).collect()
+    }
+
+    /// The numeric column at `position` (see [`Self::positions`]) as `f64`.
+    pub fn numbers_at(&self, position: usize) -> Result<Vec<f64>> {
+        let (name, column) = &self.columns[position];
+        Self::as_numbers(name, column, &self.path)
+    }
+
     /// A numeric column as `f64` (integers converted; counts this large are exact).
     pub fn numbers(&self, name: &str) -> Result<Vec<f64>> {
-        Ok(match self.column(name)? {
+        Self::as_numbers(name, self.column(name)?, &self.path)
+    }
+
+    fn as_numbers(name: &str, column: &ColumnValues, path: &Path) -> Result<Vec<f64>> {
+        Ok(match column {
             ColumnValues::U32(v) => v.iter().map(|&x| x as f64).collect(),
             ColumnValues::U64(v) => v.iter().map(|&x| x as f64).collect(),
             ColumnValues::I64(v) => v.iter().map(|x| x.map_or(f64::NAN, |x| x as f64)).collect(),
             ColumnValues::F64(v) => v.clone(),
             other => {
-                return Err(OutputError::new(
-                    &self.path,
-                    format!("column {name:?} is {:?}, not a number", other.kind()),
-                ))
+                return Err(OutputError::new(path, format!("column {name:?} is {:?}, not a number", other.kind())))
             }
         })
     }
@@ -209,9 +242,30 @@ impl Table {
 /// grid_point`) read in grid-point order with the `grid_point` column put back first;
 /// `None` when the folder has neither (`--replica-rows none`, or a model without series).
 pub fn read_output_table(dir: &Path, name: &str, files: &[String]) -> Result<Option<Table>> {
+    read_output_table_with(dir, name, files, &|path| Table::read(path))
+}
+
+/// [`read_output_table`] keeping only the rows whose text column `column` passes
+/// `keep` (see [`Table::read_where`]).
+pub fn read_output_table_where(
+    dir: &Path,
+    name: &str,
+    files: &[String],
+    column: &str,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Option<Table>> {
+    read_output_table_with(dir, name, files, &|path| Table::read_where(path, column, keep))
+}
+
+fn read_output_table_with(
+    dir: &Path,
+    name: &str,
+    files: &[String],
+    read: &dyn Fn(&Path) -> Result<Table>,
+) -> Result<Option<Table>> {
     let whole = format!("{name}.parquet");
     if files.contains(&whole) {
-        return Table::read(&dir.join(whole)).map(Some);
+        return read(&dir.join(whole)).map(Some);
     }
     let prefix = format!("{name}/grid_point=");
     let mut parts: Vec<(u32, &String)> =
@@ -222,7 +276,7 @@ pub fn read_output_table(dir: &Path, name: &str, files: &[String]) -> Result<Opt
     parts.sort();
     let mut all: Option<Table> = None;
     for (point, file) in parts {
-        let mut table = Table::read(&dir.join(file))?;
+        let mut table = read(&dir.join(file))?;
         let rows = table.rows();
         table.columns.insert(0, ("grid_point".to_string(), ColumnValues::U32(vec![point; rows])));
         Table::extend(&mut all, table);

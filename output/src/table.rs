@@ -123,6 +123,23 @@ impl ColumnValues {
         self.len() == 0
     }
 
+    /// The values at `rows`, in that order.
+    pub fn pick(&self, rows: &[usize]) -> ColumnValues {
+        fn at<T: Clone>(values: &[T], rows: &[usize]) -> Vec<T> {
+            rows.iter().map(|&r| values[r].clone()).collect()
+        }
+        match self {
+            ColumnValues::U32(v) => ColumnValues::U32(at(v, rows)),
+            ColumnValues::U64(v) => ColumnValues::U64(at(v, rows)),
+            ColumnValues::I64(v) => ColumnValues::I64(at(v, rows)),
+            ColumnValues::F64(v) => ColumnValues::F64(at(v, rows)),
+            ColumnValues::Bool(v) => ColumnValues::Bool(at(v, rows)),
+            ColumnValues::Utf8(v) => ColumnValues::Utf8(at(v, rows)),
+            ColumnValues::NullableUtf8(v) => ColumnValues::NullableUtf8(at(v, rows)),
+            ColumnValues::Binary(v) => ColumnValues::Binary(at(v, rows)),
+        }
+    }
+
     /// Moves `other`'s values to the end of `self` (same variant).
     pub fn append(&mut self, other: ColumnValues) {
         // Text read back in row groups is nullable only in the groups that hold a NULL.

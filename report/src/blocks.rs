@@ -71,6 +71,10 @@ pub struct Context<'a> {
     /// Set when only some points are overlaid: says which.
     pub overlay_note: Option<String>,
     pub presentation: Presentation,
+    /// The summary's columns and rows, looked up by name.
+    pub summary: data::SummaryIndex<'a>,
+    /// What a big graph's page draws in full (`None`: everything).
+    pub focus: Option<crate::big::Focus>,
 }
 
 pub use stampede_output::markup::escape_html as escape;
@@ -143,7 +147,8 @@ pub fn points(folder: &Folder, defs: &[MetricDef]) -> (Vec<PointInfo>, Option<St
     let rank = defs.iter().find(|d| d.headline && d.direction != Direction::Neither);
     let mut order: Vec<usize> = (0..points.len()).collect();
     if let Some(rank) = rank {
-        let value = |p: usize| data::interval(&folder.summary, p as u32, rank.name).map_or(f64::NAN, |v| v.value);
+        let summary = data::SummaryIndex::of(&folder.summary);
+        let value = |p: usize| summary.interval(p as u32, rank.name).map_or(f64::NAN, |v| v.value);
         // Best first; undefined values last.
         order.sort_by(|&a, &b| {
             let (va, vb) = (value(a), value(b));
@@ -210,6 +215,6 @@ impl Context<'_> {
     }
 
     pub(crate) fn value(&self, point: u32, metric: &str) -> Option<BarValue> {
-        data::interval(&self.folder.summary, point, metric)
+        self.summary.interval(point, metric)
     }
 }

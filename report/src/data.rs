@@ -15,12 +15,69 @@ pub fn rows_of(table: &Table, point: u32) -> Vec<usize> {
     points.iter().enumerate().filter(|(_, &p)| p == point as f64).map(|(i, _)| i).collect()
 }
 
+/// Where a summary's columns and grid points are: the report looks a value up for
+/// every cell of every table, and a 1,000-service graph's summary has 230,000
+/// columns (a scan and a copy of a column per lookup took minutes).
+pub struct SummaryIndex<'t> {
+    summary: &'t Table,
+    columns: std::collections::HashMap<&'t str, usize>,
+    /// Each grid point's first row.
+    rows: std::collections::HashMap<u32, usize>,
+}
+
+impl<'t> SummaryIndex<'t> {
+    pub fn of(summary: &'t Table) -> Self {
+        let columns = summary.columns.iter().enumerate().map(|(i, (name, _))| (name.as_str(), i)).collect();
+        let mut rows = std::collections::HashMap::new();
+        for (row, point) in summary.numbers("grid_point").unwrap_or_default().into_iter().enumerate() {
+            rows.entry(point as u32).or_insert(row);
+        }
+        SummaryIndex { summary, columns, rows }
+    }
+
+    /// Column `name`'s number at `row` (NaN for a NULL; `None` for no such column or
+    /// a column of text).
+    fn number(&self, name: &str, row: usize) -> Option<f64> {
+        use stampede_output::table::ColumnValues;
+        Some(match &self.summary.columns[*self.columns.get(name)?].1 {
+            ColumnValues::U32(v) => v[row] as f64,
+            ColumnValues::U64(v) => v[row] as f64,
+            ColumnValues::I64(v) => v[row].map_or(f64::NAN, |x| x as f64),
+            ColumnValues::F64(v) => v[row],
+            _ => return None,
+        })
+    }
+
+    /// The grid points the summary holds, in order.
+    pub fn points(&self) -> Vec<u32> {
+        let mut points: Vec<u32> = self.rows.keys().copied().collect();
+        points.sort_unstable();
+        points
+    }
+
+    /// The metrics the summary holds (its `_mean` columns).
+    pub fn metrics(&self) -> impl Iterator<Item = &'t str> + '_ {
+        self.summary.columns.iter().filter_map(|(name, _)| name.strip_suffix("_mean"))
+    }
+
+    /// [`interval`], looked up.
+    pub fn interval(&self, point: u32, metric: &str) -> Option<BarValue> {
+        let row = *self.rows.get(&point)?;
+        let column = |name: &str| self.number(name, row);
+        interval_of(column, metric)
+    }
+}
+
 /// The mean of `metric` at `point` with its 95% interval (`_mean`, `_ci_lo`, `_ci_hi`),
 /// and how many of the point's `replicas` it covers when not all (`_n`; a folder
 /// written before `_n` existed covers all).
 pub fn interval(summary: &Table, point: u32, metric: &str) -> Option<BarValue> {
     let row = *rows_of(summary, point).first()?;
     let column = |name: &str| summary.numbers(name).ok().map(|v| v[row]);
+    interval_of(column, metric)
+}
+
+fn interval_of(column: impl Fn(&str) -> Option<f64>, metric: &str) -> Option<BarValue> {
     let value = column(&format!("{metric}_mean"))?;
     let interval = column(&format!("{metric}_ci_lo")).zip(column(&format!("{metric}_ci_hi")));
     let covered = column(&format!("{metric}_n"))

@@ -144,6 +144,31 @@ impl Manifest {
 impl Folder {
     /// Reads the output folder `dir`.
     pub fn read(dir: &Path) -> Result<Folder> {
+        let mut folder = Folder::read_but_series(dir)?;
+        folder.read_series(None)?;
+        Ok(folder)
+    }
+
+    /// Reads `timeseries.parquet` (pivoted back wide when written long); with `keep`,
+    /// a long table's rows of the columns `keep` passes only (a big graph's report
+    /// draws a few of its thousands of series: see `big`).
+    pub fn read_series(&mut self, keep: Option<&dyn Fn(&str) -> bool>) -> Result<()> {
+        let files = &self.manifest.files;
+        let read = match keep {
+            Some(keep) if self.manifest.long => {
+                stampede_output::read::read_output_table_where(&self.dir, "timeseries", files, "series", keep)
+            }
+            _ => stampede_output::read::read_output_table(&self.dir, "timeseries", files),
+        };
+        self.timeseries = read
+            .map_err(|e| Error::bad_input(format!("cannot read the output folder: {e}")))?
+            .map(|table| self.manifest.wide(table, "series"))
+            .transpose()?;
+        Ok(())
+    }
+
+    /// Reads the output folder `dir` but its time series (see [`Folder::read_series`]).
+    pub fn read_but_series(dir: &Path) -> Result<Folder> {
         if !dir.is_dir() {
             return Err(Error::bad_input(format!("{}: no such output folder", dir.display())));
         }
@@ -153,10 +178,6 @@ impl Folder {
         };
         let summary = manifest.wide(table("summary.parquet")?, "metric")?;
         let histograms = table("histograms.parquet")?;
-        let timeseries = stampede_output::read::read_output_table(dir, "timeseries", &manifest.files)
-            .map_err(|e| Error::bad_input(format!("cannot read the output folder: {e}")))?
-            .map(|table| manifest.wide(table, "series"))
-            .transpose()?;
         let standard = ["replicas.parquet", "summary.parquet", "histograms.parquet", "timeseries.parquet"];
         let partitioned = |f: &str| f.starts_with("replicas/") || f.starts_with("timeseries/");
         let mut extra = Vec::new();
@@ -190,7 +211,7 @@ impl Folder {
             manifest,
             summary,
             histograms,
-            timeseries,
+            timeseries: None,
             extra,
             verify,
             scenario,

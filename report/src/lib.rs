@@ -8,7 +8,8 @@
 //! calibrate` and `stampede map`.
 //!
 //! Layers, each importing only from those before it: [`folder`] reads the folder
-//! back, [`data`] derives each plot's numbers, [`chart`] draws them to SVG with
+//! back, [`data`] derives each plot's numbers, [`big`] picks what a big graph's page
+//! draws in full, [`chart`] draws them to SVG with
 //! `plotters`, [`blocks`] holds what every section is made of (blocks, points, the
 //! context, HTML and CSV encoding), [`race`] and [`topology`] draw one figure each,
 //! [`sections`] decides what to show, [`page`] writes the HTML. The page loads nothing: styles, script and plots are
@@ -16,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod big;
 pub mod blocks;
 pub mod calibrate_page;
 pub mod chart;
@@ -48,15 +50,28 @@ pub fn render(dir: &Path) -> Result<String> {
 /// The report of the folder `dir`, naming it `shown` (a run's staging folder is
 /// shown as the folder it becomes).
 pub fn render_as(dir: &Path, shown: &Path) -> Result<String> {
-    let mut folder = Folder::read(dir)?;
+    let mut folder = Folder::read_but_series(dir)?;
     folder.shown = shown.to_path_buf();
     let presentation = match &folder.scenario {
         Ok(scenario) => scenario.model.presentation(&scenario.run),
         Err(_) => Default::default(),
     };
+    // A big graph's page reads only the series it draws.
+    let focus = {
+        let summary = data::SummaryIndex::of(&folder.summary);
+        big::Focus::of(&presentation, &summary, &summary.points())
+    };
+    match &focus {
+        Some(focus) => {
+            let wanted = focus.wanted(&presentation);
+            folder.read_series(Some(&|name: &str| big::Focus::wants(&wanted, name)))?
+        }
+        None => folder.read_series(None)?,
+    }
     let defs = folder.metric_defs();
     let (points, overlay_note) = blocks::points(&folder, &defs);
-    let ctx = Context { folder: &folder, defs, points, overlay_note, presentation };
+    let summary = data::SummaryIndex::of(&folder.summary);
+    let ctx = Context { folder: &folder, defs, points, overlay_note, presentation, summary, focus };
     let sections = sections::all(&ctx);
     Ok(page::render(&folder, &ctx.points, &sections))
 }

@@ -17,13 +17,30 @@ use crate::chart::{
 };
 use crate::data;
 
+/// The comparison table lists at most this many other metrics (a 1,000-service
+/// graph has 46,000).
+const MAX_OTHER_METRICS: usize = 2_000;
+
+/// A chart of bars per part (success per entry point, utilisation per service) keeps
+/// this many bars, the worst, when the graph is big.
+const MAX_BARS: usize = 2 * crate::big::SHOWN;
+
+/// A big graph's service map is drawn up to this many services.
+const MAX_DRAWN_SERVICES: usize = 60;
+
 /// The comparison table: headline metrics (then every metric, folded), grid points
 /// side by side, `mean [lo, hi]`, the best per row marked by the metric's direction.
 pub fn comparison(ctx: &Context) -> Section {
     let headlines = ctx.headlines();
     let mut blocks = vec![Block::Html(metric_table(ctx, &headlines, true))];
     let rest: Vec<&MetricDef> = ctx.defs.iter().filter(|d| !headlines.iter().any(|h| h.name == d.name)).collect();
-    if !rest.is_empty() {
+    if rest.len() > MAX_OTHER_METRICS {
+        blocks.push(Block::Html(format!(
+            "<p class=\"note\">{} other metrics (per service, call site and entry point): too many for a page — \
+             summary.parquet has them all, and the Output chapter shows how to query it.</p>",
+            rest.len()
+        )));
+    } else if !rest.is_empty() {
         blocks.push(Block::Details {
             summary: format!("All {} other metrics", rest.len()),
             blocks: vec![Block::Html(metric_table(ctx, &rest, false))],
@@ -271,7 +288,15 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
     ctx.folder.timeseries.as_ref()?;
     let claimed = part_series(ctx);
     let mut blocks = Vec::new();
-    for series in ctx.folder.manifest.series.iter().filter(|s| !claimed.contains(&s.as_str())) {
+    // A big graph draws the whole model's series and those of the entry points it shows.
+    let shown = |name: &str| match &ctx.focus {
+        Some(focus) => {
+            !name.contains('.')
+                || focus.entries.iter().any(|e| name.strip_prefix(e.as_str()).is_some_and(|r| r.starts_with('.')))
+        }
+        None => true,
+    };
+    for series in ctx.folder.manifest.series.iter().filter(|s| !claimed.contains(&s.as_str()) && shown(s)) {
         let (figure, judged) = series_figure(ctx, series)?;
         // The series recovery is judged on comes first; every chart is full width, since
         // time series need the width to be read.
@@ -280,7 +305,11 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
     // The first request kind's p99 and failed share full width; the others' p99 as
     // small multiples (timeseries.parquet has them all).
     let mut more = Vec::new();
-    for (k, kind) in ctx.folder.manifest.timed.iter().enumerate() {
+    let kinds: Vec<&String> = match &ctx.focus {
+        Some(focus) => focus.entries.iter().filter(|e| ctx.folder.manifest.timed.contains(e)).collect(),
+        None => ctx.folder.manifest.timed.iter().collect(),
+    };
+    for (k, kind) in kinds.into_iter().enumerate() {
         let charts = if k == 0 { 2 } else { 1 };
         let figures = latency_over_time(ctx, kind, charts, if k == 0 { WIDE } else { SMALL });
         if k == 0 {
@@ -290,6 +319,14 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
         }
     }
     blocks.extend(collapsed(format!("p99 over time of {} more request kinds", more.len()), more));
+    if let Some(focus) = &ctx.focus {
+        blocks.push(Block::Html(format!(
+            "<p class=\"note\">{} entry points: the {} that answered the most requests less than in full are drawn; \
+             timeseries.parquet has every one.</p>",
+            ctx.folder.manifest.timed.len(),
+            focus.entries.len()
+        )));
+    }
     Some(Section {
         id: "timeseries".into(),
         title: "Over time".into(),
@@ -987,16 +1024,36 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
     for section in &ctx.presentation.sections {
         match section {
             ModelSection::MetricBars { title, y_label, metrics } => {
-                blocks.push(metric_bars(ctx, title, y_label, metrics))
+                let (title, metrics) = worst_bars(ctx, title, metrics);
+                blocks.push(metric_bars(ctx, &title, y_label, &metrics))
             }
             ModelSection::CountHistogram { title, file, column, x_label } => {
                 blocks.extend(count_histogram(ctx, title, file, column, x_label))
             }
-            ModelSection::Outcomes { title, groups } => blocks.extend(outcomes(ctx, title, groups)),
+            ModelSection::Outcomes { title, groups } => match &ctx.focus {
+                Some(focus) => {
+                    let shown: Vec<(String, Vec<Segment>)> =
+                        groups.iter().filter(|(group, _)| focus.entries.contains(group)).cloned().collect();
+                    let title = format!(
+                        "{title} (the {} of {} entry points with most requests not answered in full)",
+                        shown.len(),
+                        groups.len()
+                    );
+                    blocks.extend(outcomes(ctx, &title, &shown))
+                }
+                None => blocks.extend(outcomes(ctx, title, groups)),
+            },
             ModelSection::Funnel { title, total_label, segments } => {
                 blocks.push(funnel(ctx, title, total_label, segments));
                 blocks.extend(hints(ctx));
             }
+            ModelSection::Topology { title, services, edges, .. } if services.len() > MAX_DRAWN_SERVICES => blocks
+                .push(Block::Html(format!(
+                    "<p class=\"note\">{title}: {} services and {} calls are too many to draw; the table of every \
+                     service below ranks them.</p>",
+                    services.len(),
+                    edges.len()
+                ))),
             ModelSection::Topology { title, services, edges, entries } => {
                 blocks.push(topology(ctx, title, services, edges, entries))
             }
@@ -1019,8 +1076,12 @@ pub fn model_sections(ctx: &Context) -> Option<Section> {
 /// per grid point, what turned its work away, and its own series over time.
 pub fn part_sections(ctx: &Context) -> Vec<Section> {
     let mut sections = Vec::new();
+    sections.extend(ctx.focus.as_ref().map(|focus| every_service(ctx, focus)));
     for section in &ctx.presentation.sections {
         let ModelSection::Part { name, detail, metrics, refusals, series } = section else { continue };
+        if ctx.focus.as_ref().is_some_and(|focus| !focus.parts.contains(name)) {
+            continue;
+        }
         let named: Vec<&MetricDef> =
             metrics.iter().filter_map(|metric| ctx.defs.iter().find(|d| d.name == metric.as_str())).collect();
         // A part names every figure it could have; the table keeps those that happened.
@@ -1048,6 +1109,68 @@ pub fn part_sections(ctx: &Context) -> Vec<Section> {
         });
     }
     sections
+}
+
+/// A big graph's services in one table, ranked, folded away; the services drawn in
+/// full follow as their own sections.
+fn every_service(ctx: &Context, focus: &crate::big::Focus) -> Section {
+    let mut html = String::from(
+        "<div class=\"scroll\"><table class=\"compare\"><thead><tr><th>service</th><th title=\"failed requests at \
+         every entry point whose root cause it was, per replica\">failures caused</th><th title=\"busy workers ÷ \
+         workers\">utilisation</th><th title=\"requests in it on average: by Little's law, its share of all request \
+         time\">in flight</th><th>drawn below</th></tr></thead><tbody>",
+    );
+    for service in &focus.services {
+        html.push_str(&format!(
+            "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&service.name),
+            short(service.failures_caused),
+            short(service.utilisation),
+            short(service.in_flight),
+            if focus.parts.contains(&service.name) { "yes" } else { "" }
+        ));
+    }
+    html.push_str("</tbody></table></div>");
+    Section {
+        id: "services".into(),
+        title: format!("{} services", focus.services.len()),
+        intro: ctx.intro(&format!(
+            "Too many services to draw each: the {shown} that caused the most failures, the {shown} busiest and the \
+             {shown} with the most requests in flight are drawn in full below ({} in all). Every service's figures are \
+             in the table, most failures caused first — each the highest over the grid points; attribution.parquet \
+             has the failures by entry point, service and reason.",
+            focus.parts.len(),
+            shown = crate::big::SHOWN,
+        )),
+        blocks: vec![Block::Details {
+            summary: format!("All {} services", focus.services.len()),
+            blocks: vec![Block::Html(html)],
+        }],
+    }
+}
+
+/// `metrics` (label, metric) of a bar chart, or for a big graph with more than
+/// [`MAX_BARS`] of them, the worst [`MAX_BARS`] — lowest where higher is better,
+/// highest otherwise, at any grid point — with the title saying so.
+fn worst_bars(ctx: &Context, title: &str, metrics: &[(String, String)]) -> (String, Vec<(String, String)>) {
+    if ctx.focus.is_none() || metrics.len() <= MAX_BARS {
+        return (title.to_string(), metrics.to_vec());
+    }
+    let higher_is_better =
+        |metric: &str| ctx.defs.iter().find(|d| d.name == metric).is_some_and(|d| d.direction == Direction::Higher);
+    let badness = |metric: &str| {
+        let values =
+            ctx.points.iter().filter_map(|p| ctx.value(p.index, metric)).map(|v| v.value).filter(|v| v.is_finite());
+        if higher_is_better(metric) {
+            -values.fold(f64::INFINITY, f64::min)
+        } else {
+            values.fold(f64::NEG_INFINITY, f64::max)
+        }
+    };
+    let mut ranked: Vec<(f64, &(String, String))> = metrics.iter().map(|m| (badness(&m.1), m)).collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
+    let kept = ranked.into_iter().take(MAX_BARS).map(|(_, m)| m.clone()).collect();
+    (format!("{title} (the worst {MAX_BARS} of {})", metrics.len()), kept)
 }
 
 /// The service graph per grid point (one shown at a time when there are several).

@@ -27,7 +27,10 @@ fn context(folder: &Folder) -> Context<'_> {
     let scenario = folder.scenario.as_ref().unwrap();
     let defs = folder.metric_defs();
     let (points, overlay_note) = blocks::points(folder, &defs);
-    Context { folder, defs, points, overlay_note, presentation: scenario.model.presentation(&scenario.run) }
+    let presentation = scenario.model.presentation(&scenario.run);
+    let summary = crate::data::SummaryIndex::of(&folder.summary);
+    let focus = crate::big::Focus::of(&presentation, &summary, &summary.points());
+    Context { folder, defs, points, overlay_note, presentation, summary, focus }
 }
 
 fn figures(blocks: &[Block]) -> Vec<&chart::Figure> {

@@ -11,7 +11,7 @@ use stampede_engine::LatencyHistogram;
 use super::batches::BATCHES;
 use super::runner::{CHUNK_POINTS, CHUNK_TASKS};
 use stampede_engine::measurement::latency_windows::{BUCKETS as WINDOW_BUCKETS, HISTOGRAMS_PER_WINDOW};
-use stampede_output::table::{ROW_GROUP_MAX_BYTES, ROW_GROUP_ROWS};
+use stampede_output::table::{ROW_GROUP_MAX_BYTES, ROW_GROUP_ROWS, ZSTD_MAX_COLUMNS};
 use stampede_scenario::base::error::{Error, Result};
 use stampede_scenario::resolved::Scenario;
 
@@ -22,18 +22,48 @@ pub struct Estimate {
     pub disk_bytes: f64,
 }
 
-/// The estimate for `scenario` on `threads` threads.
+/// What a grid point's latency holds per batch of replicas, kept sparse
+/// ([`super::sparse`]): 16 bytes per bucket touched, a few thousand buckets for a
+/// latency spread over three decades.
+const SPARSE_BATCH_BYTES: f64 = 32_768.0;
+
+/// A model of this many latencies or fewer records each into 32-bit counts from the
+/// start (`LatencyHistogram::with_counts`); one of more keeps most of them as a few
+/// values (a graph's thousand entries and call sites see a few hundred each).
+const DENSE_RECORDING_LATENCIES: f64 = 64.0;
+
+/// A column chunk being written with zstd holds a compression context: 660 KB
+/// allocated, of which pages of 64 KB touch about 200 KB (measured: 160 columns of a
+/// 10-service graph's time series).
+const ZSTD_COLUMN_BYTES: f64 = 200_000.0;
+
+/// A Parquet page being filled, per column.
+const PAGE_BYTES: f64 = 65_536.0;
+
+/// The process before any run: its code, allocator arenas, threads' stacks.
+const BASE_BYTES: f64 = 64e6;
+
+/// The estimate for `scenario` on `threads` threads. Checked against the peak a
+/// run reaches (`host.peak_rss_bytes` beside `host.estimated_memory_bytes` in the
+/// manifest) on graphs of 10 to 1,000 services: within 25% (tests/cli/big_sweeps.rs).
 pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
+    let terms = memory_terms(scenario, threads);
+    let memory_bytes = terms.iter().map(|(_, bytes)| bytes).sum();
+    Estimate { memory_bytes, disk_bytes: disk_bytes(scenario) }
+}
+
+/// The memory estimate's parts, named (for the estimate's own tests).
+pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f64)> {
     let schema = &scenario.schema;
     let (metrics, latencies, series) =
         (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
     let points = scenario.point_count() as f64;
     let replicas = scenario.run.replicas as f64;
+    let threads = threads as f64;
     let buckets = if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 };
-    let total_histogram = LatencyHistogram::FOLDED_BYTES as f64;
-    // A worker's copy records into its 32-bit counts (once past its first values).
-    let recording_histogram = LatencyHistogram::RECENT_BYTES as f64;
-    let live_points = (CHUNK_POINTS as f64).min(points) + 1.0;
+    let live_points = (CHUNK_POINTS as f64).min(points);
+    // A point's batches that hold replicas: replica r is in batch r mod 10.
+    let batches = (BATCHES as f64).min(replicas);
     // Latency over time: per timed request kind, its windows (two histograms each).
     let windows_bytes = {
         let width = scenario.model.latency_window_s(&scenario.run);
@@ -41,52 +71,82 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
         let per_window = (HISTOGRAMS_PER_WINDOW * WINDOW_BUCKETS * 4 + 12) as f64;
         schema.timed.len() as f64 * windows * per_window
     };
-    // Each live point: a histogram per batch of replicas and their pooled sum, its
-    // latency windows per batch, and its series sums plus one copy per worker.
-    let per_live_point = latencies * (BATCHES as f64 + 1.0) * total_histogram
-        + BATCHES as f64 * windows_bytes
-        + (threads as f64 + 1.0) * series * buckets * 32.0;
+    // Each live point: its latencies and windows per batch, its series sums (u128 sum
+    // and sum of squares) plus one copy per worker.
+    let per_live_point =
+        latencies * batches * SPARSE_BATCH_BYTES + batches * windows_bytes + (threads + 1.0) * series * buckets * 32.0;
     // Each worker: the histograms its replica in progress records into, its replica's
-    // latency windows, and its spare per-replica quantile buffers
-    // (kernel::replica_quantiles, 420 KB each).
+    // latency windows and series (u128 per bucket), and its spare per-replica quantile
+    // buffers (kernel::replica_quantiles, 420 KB each).
+    let recording = if latencies <= DENSE_RECORDING_LATENCIES {
+        latencies * LatencyHistogram::RECENT_BYTES as f64
+    } else {
+        latencies * 4_096.0
+    };
     let spares = stampede_engine::kernel::replica_quantiles::SPARES_KEPT as f64;
-    let per_worker = latencies * recording_histogram + windows_bytes + spares * 430_080.0;
-    let chunk_records = (CHUNK_TASKS as f64) * (metrics * 8.0 + 64.0);
+    let per_worker = recording + windows_bytes + series * buckets * 16.0 + spares * 430_080.0;
+    let chunk_records = (CHUNK_TASKS as f64).min(points * replicas) * (metrics * 8.0 + 64.0);
+    // A finished point's rows before they are written: its series' mean and interval
+    // (three f64 per bucket), and its summary.
+    let point_rows = series * buckets * 24.0 + metrics * 64.0;
     // The Parquet writers hold a row group in progress of every table: at most
     // ROW_GROUP_ROWS rows or ROW_GROUP_MAX_BYTES encoded, plus a page (64 KB) being
-    // filled per column. The replica table and the time series are the long ones.
-    let group = |row_bytes: f64, columns: f64| {
-        (ROW_GROUP_ROWS as f64 * row_bytes).min(ROW_GROUP_MAX_BYTES as f64) + columns * 65_536.0
+    // filled per column. A zstd table (up to ZSTD_MAX_COLUMNS columns) holds a
+    // compression context for each column that has compressed a page before its row
+    // group closes — a column of more than a page of rows (8,192 values): the wide
+    // time series of 10 ms buckets, the replica rows of many replicas (a summary's
+    // columns compress one at a time as its one row group closes).
+    let group = |rows: f64, row_bytes: f64, columns: f64| {
+        let rows = rows.min(ROW_GROUP_ROWS as f64);
+        let paged = rows * 8.0 > PAGE_BYTES && columns <= ZSTD_MAX_COLUMNS as f64;
+        let contexts = if paged { columns * ZSTD_COLUMN_BYTES } else { 0.0 };
+        (rows * row_bytes).min(ROW_GROUP_MAX_BYTES as f64) + columns * PAGE_BYTES.min(rows * 8.0) + contexts
     };
-    let row_groups = match &scenario.columns.long {
+    let columns = &scenario.columns;
+    let row_groups = match &columns.long {
         None => {
-            group(16.0 + metrics * 8.0, metrics + 3.0)
-                + group(16.0 + series * 8.0, series + 2.0)
-                + 2.0 * group(metrics * 32.0 + 64.0, 4.0 * metrics)
+            let timeseries = columns.timeseries.len() as f64;
+            group(points * replicas, 16.0 + metrics * 8.0, columns.replicas.len() as f64)
+                + group(points * buckets, 8.0 * timeseries, timeseries)
+                + 2.0 * group(points, metrics * 32.0 + 64.0, 4.0 * metrics)
         }
         // A handful of columns, a row per metric or series (its name, dictionary-
         // encoded, and its values), and one block of melted rows at a time.
         Some(_) => {
-            group(64.0, 5.0)
-                + group(64.0, 5.0)
-                + group(96.0, 10.0)
-                + 3.0 * stampede_output::long::BLOCK_ROWS as f64 * 96.0
+            let rows = stampede_output::long::BLOCK_ROWS as f64;
+            group(rows, 64.0, 5.0) + group(rows, 64.0, 5.0) + group(rows, 96.0, 10.0) + 3.0 * rows * 96.0
         }
     };
+    // A checkpoint piece's replica rows are a scratch table of a column per metric,
+    // wide even when the output is long: its writer holds about 3.3 KB per column
+    // (measured: 750 MB for the 232,500 columns of a 5,000-service graph).
+    let piece = columns.replicas.len() as f64 * 3_300.0;
     // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
     let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
-    let memory_bytes = live_points * per_live_point
-        + threads as f64 * per_worker
-        + chunk_records
-        + row_groups
-        + points * per_point_report
-        + 64e6;
+    vec![
+        ("base", BASE_BYTES),
+        ("live points", live_points * per_live_point),
+        ("workers", threads * per_worker),
+        ("replica rows", chunk_records),
+        // A checkpoint piece is written between points, not while one is.
+        ("writing", (point_rows + row_groups).max(piece)),
+        ("report", points * per_point_report),
+    ]
+}
+
+/// The bytes a run writes, before compression.
+fn disk_bytes(scenario: &Scenario) -> f64 {
+    let schema = &scenario.schema;
+    let (metrics, latencies, series) =
+        (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
+    let points = scenario.point_count() as f64;
+    let replicas = scenario.run.replicas as f64;
+    let buckets = if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 };
     // Replica rows are written twice (checkpoint pieces, then the table) and so are
     // the histograms (a piece's partials, then histograms.parquet).
-    let disk_bytes = 2.0 * points * replicas * (16.0 + metrics * 8.0)
+    2.0 * points * replicas * (16.0 + metrics * 8.0)
         + points * (metrics * 32.0 + 2.0 * latencies * 8_192.0)
-        + points * buckets * (12.0 + series * 24.0 + schema.timed.len() as f64 * 16.0 * 8.0);
-    Estimate { memory_bytes, disk_bytes }
+        + points * buckets * (12.0 + series * 24.0 + schema.timed.len() as f64 * 16.0 * 8.0)
 }
 
 /// Seconds one replica of grid point 0 takes on one core, measured now (a pilot, its
@@ -186,7 +246,9 @@ mod tests {
     fn memory_does_not_grow_with_points_beyond_the_report_and_disk_grows_with_rows() {
         let resolve = |grid: &str| {
             let overrides = Overrides {
-                sets: vec![("run.replicas".into(), toml::Value::Integer(10))],
+                // 2,000 replicas: a point's rows fill a row group in progress (122,880
+                // rows) at 100 points already, so only the report grows with more.
+                sets: vec![("run.replicas".into(), toml::Value::Integer(2_000))],
                 grids: vec![stampede_scenario::scenario::overrides::parse_grid(grid).unwrap()],
                 cases: vec![],
             };
@@ -197,8 +259,9 @@ mod tests {
             estimate(&resolve(&format!("queue.servers={}", values.join(","))), 2)
         };
         let (small, large) = (grid(100), grid(1_000));
-        // 10× the points: memory grows by the report's few hundred bytes per point only.
-        assert!(large.memory_bytes - small.memory_bytes < 900.0 * 1024.0, "{small:?} {large:?}");
+        // 10× the points: memory grows by the report's couple of KB per point only
+        // (below a full row group, the replica table's group in progress grows too).
+        assert!(large.memory_bytes - small.memory_bytes < 900.0 * 2048.0, "{small:?} {large:?}");
         assert!(large.disk_bytes > 9.0 * small.disk_bytes, "{small:?} {large:?}");
         assert_eq!(bytes(1.5e9), "1.5 GB");
         assert_eq!(bytes(999.0), "999 B");

@@ -181,8 +181,12 @@ impl Part {
                 return Err(bad("its seed column is not u64".into()));
             };
             let replica = table.numbers("replica").map_err(|e| bad(e.to_string()))?;
-            let metrics =
-                names.iter().map(|name| table.numbers(name).map_err(|e| bad(e.to_string()))).collect::<Result<_>>()?;
+            let positions = table.positions();
+            let column = |name: &&str| {
+                let position = positions.get(name).ok_or_else(|| bad(format!("no column {name:?}")))?;
+                table.numbers_at(*position).map_err(|e| bad(e.to_string()))
+            };
+            let metrics = names.iter().map(column).collect::<Result<_>>()?;
             each(PointRows { replica: replica.into_iter().map(|r| r as u32).collect(), seed, metrics })
         };
         Table::stream_rows(&path, &[], rows.clone(), READ_BATCH, &|e| bad(e.reason), &mut read)
@@ -421,7 +425,6 @@ impl<'s> Gather<'s> {
             summaries: summaries(&self.moments, &self.scenario.schema.metrics),
             moments: self.moments,
             replicas: self.expected,
-            latencies: self.histograms.iter().map(BatchedLatency::pooled).collect(),
             latency_batches: self.histograms,
             latency_windows: self.windows,
             series: self.sums,

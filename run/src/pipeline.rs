@@ -559,12 +559,8 @@ impl ReplicaTable {
 
 /// Each latency's headline numbers at a finished point.
 fn latency_stats(result: &PointResult) -> Vec<LatencyStats> {
-    result
-        .latencies
-        .iter()
-        .zip(&result.latency_batches)
-        .map(|(pooled, batched)| LatencyStats::of(pooled, batched))
-        .collect()
+    let stats = |(i, batched)| LatencyStats::of(&result.pooled_latency(i), batched);
+    result.latency_batches.iter().enumerate().map(stats).collect()
 }
 
 /// `histograms.parquet` rows of one point: per latency, the count, the batches of
@@ -589,7 +585,8 @@ fn histogram_rows(
         columns.push(ColumnValues::F64(stats.iter().map(|s| s.intervals_s[q].1).collect()));
     }
     columns.push(ColumnValues::F64(stats.iter().map(|s| s.max_s).collect()));
-    columns.push(ColumnValues::Binary(result.latencies.iter().map(|h| serialize_v2(&h.hdr())).collect()));
+    let serialized = (0..names.len()).map(|i| serialize_v2(&result.pooled_latency(i).hdr())).collect();
+    columns.push(ColumnValues::Binary(serialized));
     columns
 }
 
@@ -677,7 +674,8 @@ fn latency_claims(scenario: &Scenario, point: u32, result: &PointResult) -> BTre
         let value = match windows {
             None => {
                 let i = scenario.schema.latencies.iter().position(|l| l == latency).expect("a checked latency");
-                let pooled = result.latencies[i].hdr();
+                let pooled = result.pooled_latency(i);
+                let pooled = pooled.hdr();
                 let nanos = if pooled.is_empty() { f64::NAN } else { pooled.value_at_quantile(q) as f64 };
                 let (lo, hi) = result.latency_batches[i].interval(q, nanos);
                 WindowQuantile { value_s: nanos / 1e9, ci_lo_s: lo / 1e9, ci_hi_s: hi / 1e9 }

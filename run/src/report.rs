@@ -209,6 +209,9 @@ impl RunReport {
                 "os": std::env::consts::OS,
                 "arch": std::env::consts::ARCH,
                 "peak_rss_bytes": super::budget::peak_rss_bytes(),
+                // What the run was checked against before it started (an upper bound).
+                "estimated_memory_bytes": super::budget::estimate(&self.scenario, self.threads).memory_bytes.round(),
+                "estimate_terms": super::budget::memory_terms(&self.scenario, self.threads).into_iter().map(|(n, b)| (n.to_string(), json!(b.round()))).collect::<Map<String, Value>>(),
                 // What each grid point cost: events per second of one core, ns per event.
                 "throughput": self.points.iter().filter_map(|p| {
                     let (per_s, ns) = p.cost(events, self.scenario.run.replicas)?;

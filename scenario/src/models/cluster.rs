@@ -69,7 +69,7 @@ impl ModelSpec for Cluster {
     }
 
     fn series_bucket_s(config: &ClusterConfig) -> f64 {
-        config.series.bucket_s
+        config.series.bucket_s()
     }
 
     fn timed_latencies(_: &ClusterConfig) -> Vec<TimedLatency> {
@@ -77,7 +77,7 @@ impl ModelSpec for Cluster {
     }
 
     fn latency_window_s(config: &ClusterConfig, run: &RunConfig) -> f64 {
-        config.series.latency_window_s(run.horizon_s)
+        config.series.latency_window_s(run.horizon_s, 1)
     }
 
     fn count_histogram(_: &ClusterConfig) -> Option<CountHistogramDef> {
@@ -112,7 +112,7 @@ impl ModelSpec for Cluster {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s, 1));
         let model = ClusterModel::new(config.params(run), master_seed, replica, histograms);
         let (results, series) = model.with_latency_windows(window).run();
         output(&results, series)
@@ -122,7 +122,7 @@ impl ModelSpec for Cluster {
 
     fn trace_replica(config: &ClusterConfig, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         let mut response = LatencyHistogram::new();
-        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s, 1));
         let model = ClusterModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response));
         let model = model.with_latency_windows(window).traced();
         let (results, series, trace) = model.run_traced();
@@ -593,7 +593,7 @@ impl ClusterConfig {
             faults: self.faults.iter().map(FaultConfig::fault).collect(),
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
-            bucket: secs_to_nanos(self.series.bucket_s).max(1),
+            bucket: secs_to_nanos(self.series.bucket_s()).max(1),
             recovery_hold: secs_to_nanos(self.series.recovery_hold_s),
         }
     }

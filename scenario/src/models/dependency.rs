@@ -85,11 +85,11 @@ impl ModelSpec for Dependency {
     }
 
     fn latency_window_s(config: &DependencyConfig, run: &RunConfig) -> f64 {
-        config.series.latency_window_s(run.horizon_s)
+        config.series.latency_window_s(run.horizon_s, 1)
     }
 
     fn series_bucket_s(config: &DependencyConfig) -> f64 {
-        config.series.bucket_s
+        config.series.bucket_s()
     }
 
     fn presentation(config: &DependencyConfig, run: &RunConfig) -> Presentation {
@@ -128,7 +128,7 @@ impl ModelSpec for Dependency {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s, 1));
         let model = DependencyModel::new(config.params(run), master_seed, replica, histograms);
         let (results, series) = model.with_latency_windows(window).run();
         output(&results, series)
@@ -143,7 +143,7 @@ impl ModelSpec for Dependency {
         replica: u64,
     ) -> Option<TracedReplica> {
         let mut response = LatencyHistogram::new();
-        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s, 1));
         let model = DependencyModel::new(config.params(run), master_seed, replica, std::slice::from_mut(&mut response));
         let model = model.with_latency_windows(window).traced();
         let (results, series, trace) = model.run_traced();
@@ -368,7 +368,7 @@ impl DependencyConfig {
             shedder: shedder_on.then_some(ShedMarks([1.0, 1.0, p.shed_normal_at, p.shed_low_at])),
             warmup: secs_to_nanos(run.warmup_s),
             horizon: secs_to_nanos(run.horizon_s),
-            bucket: secs_to_nanos(self.series.bucket_s).max(1),
+            bucket: secs_to_nanos(self.series.bucket_s()).max(1),
             recovery_hold: secs_to_nanos(self.series.recovery_hold_s),
         }
     }

@@ -163,7 +163,8 @@ impl Summarised {
     /// `{histogram: {count, p50, p95, p99}}` in seconds, interpolated inside buckets.
     pub fn latency_json(&self, names: &[&str]) -> Value {
         let mut out = Map::new();
-        for (name, histogram) in names.iter().zip(&self.point.latencies) {
+        for (i, name) in names.iter().enumerate() {
+            let histogram = &self.point.pooled_latency(i);
             let q = |q: f64| interpolated_quantile(histogram, q).map_or(Value::Null, |n| json!(n / 1e9));
             out.insert(
                 name.to_string(),

@@ -72,6 +72,9 @@ impl ModelSpec for Graph {
         let topology = build::build(&config)?;
         config.metric_table = Some(Arc::new(metrics::MetricTable::new(&topology, &[])));
         config.topology = Some(Arc::new(topology));
+        // A bucket left out widens for a graph of many series (see `series`'s module).
+        let series = Self::series(&config).len();
+        config.series.widen_default_bucket(series);
         Ok(config)
     }
 
@@ -136,17 +139,18 @@ impl ModelSpec for Graph {
     fn attribution(config: &GraphConfig) -> Vec<crate::models::metrics::Attribution> {
         let t = topology(config);
         let table = metric_table(config);
-        (0..t.entries.len())
-            .flat_map(|w| {
+        table
+            .cause_metrics(t.entries.len())
+            .into_iter()
+            .enumerate()
+            .flat_map(|(w, causes)| {
                 let entry = intern(t.entries[w].clone());
                 let services = &t.services;
-                table.cause_metrics(w).into_iter().map(move |(metric, reason, service)| {
-                    crate::models::metrics::Attribution {
-                        metric,
-                        entry,
-                        service: intern(services[service].clone()),
-                        reason,
-                    }
+                causes.into_iter().map(move |(metric, reason, service)| crate::models::metrics::Attribution {
+                    metric,
+                    entry,
+                    service: intern(services[service].clone()),
+                    reason,
                 })
             })
             .collect()
@@ -201,11 +205,12 @@ impl ModelSpec for Graph {
     }
 
     fn latency_window_s(config: &GraphConfig, run: &RunConfig) -> f64 {
-        config.series.latency_window_s(run.horizon_s)
+        // One kind per entry point kept over time.
+        config.series.latency_window_s(run.horizon_s, topology(config).entries.len())
     }
 
     fn series_bucket_s(config: &GraphConfig) -> f64 {
-        config.series.bucket_s
+        config.series.bucket_s()
     }
 
     fn presentation(config: &GraphConfig, run: &RunConfig) -> Presentation {
@@ -260,6 +265,9 @@ impl ModelSpec for Graph {
                 }
             })
             .collect();
+        let table = metric_table(config);
+        let (mut own, mut refused) = (table.service_metrics(t.services.len()), table.refusal_metrics(t.services.len()));
+        let edge_metrics = table.edge_metrics(t.edges.len());
         let parts = t.services.iter().enumerate().map(|(s, name)| {
             let p = &t.params.services[s];
             let endpoints: Vec<&str> = t
@@ -269,13 +277,11 @@ impl ModelSpec for Graph {
                 .collect();
             // Its own figures, then the calls it receives and the calls it makes: their
             // client policies at work.
-            let table = metric_table(config);
             let into = t.params.edges.iter().enumerate().filter(|(_, e)| e.to as usize == s);
             let out_of = t.params.edges.iter().enumerate().filter(|(_, e)| e.from == Some(s as u32));
-            let edges = into.chain(out_of).flat_map(|(e, _)| table.edge_metrics(e));
-            let metrics = table.service_metrics(s).into_iter().chain(edges).map(String::from).collect();
-            let refusals = table
-                .refusal_metrics(s)
+            let edges = into.chain(out_of).flat_map(|(e, _)| edge_metrics[e].iter().copied());
+            let metrics = std::mem::take(&mut own[s]).into_iter().chain(edges).map(String::from).collect();
+            let refusals = std::mem::take(&mut refused[s])
                 .into_iter()
                 .map(|(metric, reason)| Segment {
                     metric: metric.to_string(),
@@ -362,10 +368,9 @@ impl ModelSpec for Graph {
                     metrics: pairs("utilisation", &t.services),
                 },
             ];
-        let table = metric_table(config);
+        let mut causes_of = metric_table(config).cause_metrics(t.entries.len());
         let causes = t.entries.iter().enumerate().map(|(w, entry)| {
-            let segments = table
-                .cause_metrics(w)
+            let segments = std::mem::take(&mut causes_of[w])
                 .into_iter()
                 .map(|(metric, how, s)| Segment {
                     metric: metric.to_string(),
@@ -392,7 +397,7 @@ impl ModelSpec for Graph {
         replica: u64,
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput {
-        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let window = secs_to_nanos(Self::latency_window_s(config, run));
         let model = GraphModel::new(params(config, run), master_seed, replica, histograms);
         let (results, series) = model.with_latency_windows(window).run();
         output(config, &results, series)
@@ -406,7 +411,7 @@ impl ModelSpec for Graph {
         let endpoints = t.endpoints.iter().map(|e| intern(e.clone())).collect();
         let services = t.services.iter().map(|s| intern(s.clone())).collect();
         let names = stampede_engine::models::graph::TraceNames::new(endpoints, services, intern);
-        let window = secs_to_nanos(config.series.latency_window_s(run.horizon_s));
+        let window = secs_to_nanos(Self::latency_window_s(config, run));
         let model = GraphModel::new(params(config, run), master_seed, replica, &mut histograms);
         let model = model.with_latency_windows(window).traced(names);
         let (results, series, trace) = model.run_traced();
@@ -435,7 +440,7 @@ pub fn params(config: &GraphConfig, run: &RunConfig) -> GraphParams {
     let mut params = topology(config).params.clone();
     params.warmup = secs_to_nanos(run.warmup_s);
     params.horizon = secs_to_nanos(run.horizon_s);
-    params.bucket = secs_to_nanos(config.series.bucket_s).max(1);
+    params.bucket = secs_to_nanos(config.series.bucket_s()).max(1);
     params.recovery_hold = secs_to_nanos(config.series.recovery_hold_s);
     params
 }
@@ -443,7 +448,7 @@ pub fn params(config: &GraphConfig, run: &RunConfig) -> GraphParams {
 fn output(config: &GraphConfig, results: &GraphResults, series: GraphSeries) -> ReplicaOutput {
     let (t, table) = (topology(config), metric_table(config));
     let metrics = table.values(results);
-    let bucket_ns = secs_to_nanos(config.series.bucket_s).max(1) as u128;
+    let bucket_ns = secs_to_nanos(config.series.bucket_s()).max(1) as u128;
     let buckets = series.queued_area.first().map_or(0, Vec::len);
     let mut out = vec![(0..buckets).map(|b| series.queued_area.iter().map(|s| s[b]).sum()).collect()];
     for (queued, busy) in series.queued_area.into_iter().zip(series.busy_area) {
