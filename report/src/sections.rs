@@ -33,7 +33,8 @@ const MAX_DRAWN_SERVICES: usize = 60;
 pub fn comparison(ctx: &Context) -> Section {
     let headlines = ctx.headlines();
     let mut blocks = vec![Block::Html(metric_table(ctx, &headlines, true))];
-    let rest: Vec<&MetricDef> = ctx.defs.iter().filter(|d| !headlines.iter().any(|h| h.name == d.name)).collect();
+    let headline: std::collections::HashSet<&str> = headlines.iter().map(|h| h.name).collect();
+    let rest: Vec<&MetricDef> = ctx.defs.iter().filter(|d| !headline.contains(d.name)).collect();
     if rest.len() > MAX_OTHER_METRICS {
         blocks.push(Block::Html(format!(
             "<p class=\"note\">{} other metrics (per service, call site and entry point): too many for a page — \
@@ -1156,8 +1157,9 @@ fn worst_bars(ctx: &Context, title: &str, metrics: &[(String, String)]) -> (Stri
     if ctx.focus.is_none() || metrics.len() <= MAX_BARS {
         return (title.to_string(), metrics.to_vec());
     }
-    let higher_is_better =
-        |metric: &str| ctx.defs.iter().find(|d| d.name == metric).is_some_and(|d| d.direction == Direction::Higher);
+    let higher: std::collections::HashSet<&str> =
+        ctx.defs.iter().filter(|d| d.direction == Direction::Higher).map(|d| d.name).collect();
+    let higher_is_better = |metric: &str| higher.contains(metric);
     let badness = |metric: &str| {
         let values =
             ctx.points.iter().filter_map(|p| ctx.value(p.index, metric)).map(|v| v.value).filter(|v| v.is_finite());
