@@ -242,8 +242,12 @@ impl Answer {
         }
         out.push_str(&format!("answer: {}\n", self.ending_text()));
         out.push_str(&format!(
-            "spent: {} replicas over {} candidates in {} rounds (budget {})",
-            self.spent, self.candidates, self.rounds, self.budget
+            "spent: {} replicas over {} candidates in {} round{} (budget {})",
+            self.spent,
+            self.candidates,
+            self.rounds,
+            if self.rounds == 1 { "" } else { "s" },
+            self.budget
         ));
         match &self.chosen {
             // Nothing chosen: there is no "full grid at the chosen one's replicas".

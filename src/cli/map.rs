@@ -175,10 +175,11 @@ fn describe(drawn: &StabilityMap, scenario: &str, seconds: f64) -> Vec<String> {
     let run = drawn.evaluations.len() as u64;
     let full = drawn.full_grid_evaluations();
     lines.push(format!(
-        "cost: {run} evaluations × {} replicas in {} rounds, {seconds:.1} s; the full grid at this resolution would be {full} \
+        "cost: {run} evaluations × {} replicas in {} round{}, {seconds:.1} s; the full grid at this resolution would be {full} \
          evaluations ({:.1}× more)",
         r.replicas,
         drawn.rounds,
+        if drawn.rounds == 1 { "" } else { "s" },
         full as f64 / run as f64
     ));
     lines
