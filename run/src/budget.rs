@@ -1,8 +1,10 @@
 //! What a run will need, estimated before it starts, and a refusal (exit 2, with
 //! the estimate and the limit) when it cannot fit, instead of letting the kernel
-//! kill it half way. Estimates are upper bounds from the shapes involved — the
-//! tables before compression, the histograms and series the runner holds for one
-//! chunk (per batch of replicas, and per thread), and a few numbers per grid point for the report.
+//! kill it half way. Disk is an upper bound (the tables before compression); memory
+//! is what a run holds, from the shapes involved — the sparse histograms and series
+//! sums of the live grid points (per batch of replicas, and per worker), the Parquet
+//! writers' groups, pages and compression contexts, a checkpoint piece, and a few
+//! numbers per grid point for the report — and tracks the measured peak within 25%.
 
 use std::path::Path;
 
@@ -45,14 +47,15 @@ const BASE_BYTES: f64 = 64e6;
 
 /// The estimate for `scenario` on `threads` threads. Checked against the peak a
 /// run reaches (`host.peak_rss_bytes` beside `host.estimated_memory_bytes` in the
-/// manifest) on graphs of 10 to 1,000 services: within 25% (tests/cli/big_sweeps.rs).
+/// manifest): within 25% on generated graphs of 10 to 5,000 services (measured; a
+/// 400-service one in tests/cli/big_sweeps.rs).
 pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     let terms = memory_terms(scenario, threads);
     let memory_bytes = terms.iter().map(|(_, bytes)| bytes).sum();
     Estimate { memory_bytes, disk_bytes: disk_bytes(scenario) }
 }
 
-/// The memory estimate's parts, named (for the estimate's own tests).
+/// The memory estimate's parts, named (the manifest's `host.estimate_terms`).
 pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f64)> {
     let schema = &scenario.schema;
     let (metrics, latencies, series) =
