@@ -114,6 +114,22 @@ macro_rules! each_variant {
     };
 }
 
+/// The same variant as `$value`, holding `$body` made from the vector inside it.
+macro_rules! map_variant {
+    ($value:expr, $v:ident => $body:expr) => {
+        match $value {
+            ColumnValues::U32($v) => ColumnValues::U32($body),
+            ColumnValues::U64($v) => ColumnValues::U64($body),
+            ColumnValues::I64($v) => ColumnValues::I64($body),
+            ColumnValues::F64($v) => ColumnValues::F64($body),
+            ColumnValues::Bool($v) => ColumnValues::Bool($body),
+            ColumnValues::Utf8($v) => ColumnValues::Utf8($body),
+            ColumnValues::NullableUtf8($v) => ColumnValues::NullableUtf8($body),
+            ColumnValues::Binary($v) => ColumnValues::Binary($body),
+        }
+    };
+}
+
 impl ColumnValues {
     pub fn len(&self) -> usize {
         each_variant!(self, v => v.len())
@@ -128,16 +144,7 @@ impl ColumnValues {
         fn at<T: Clone>(values: &[T], rows: &[usize]) -> Vec<T> {
             rows.iter().map(|&r| values[r].clone()).collect()
         }
-        match self {
-            ColumnValues::U32(v) => ColumnValues::U32(at(v, rows)),
-            ColumnValues::U64(v) => ColumnValues::U64(at(v, rows)),
-            ColumnValues::I64(v) => ColumnValues::I64(at(v, rows)),
-            ColumnValues::F64(v) => ColumnValues::F64(at(v, rows)),
-            ColumnValues::Bool(v) => ColumnValues::Bool(at(v, rows)),
-            ColumnValues::Utf8(v) => ColumnValues::Utf8(at(v, rows)),
-            ColumnValues::NullableUtf8(v) => ColumnValues::NullableUtf8(at(v, rows)),
-            ColumnValues::Binary(v) => ColumnValues::Binary(at(v, rows)),
-        }
+        map_variant!(self, v => at(v, rows))
     }
 
     /// Moves `other`'s values to the end of `self` (same variant).
@@ -196,16 +203,7 @@ impl ColumnValues {
             let tail = v.split_off(rows);
             std::mem::replace(v, tail)
         }
-        match self {
-            ColumnValues::U32(v) => ColumnValues::U32(split(v, rows)),
-            ColumnValues::U64(v) => ColumnValues::U64(split(v, rows)),
-            ColumnValues::I64(v) => ColumnValues::I64(split(v, rows)),
-            ColumnValues::F64(v) => ColumnValues::F64(split(v, rows)),
-            ColumnValues::Bool(v) => ColumnValues::Bool(split(v, rows)),
-            ColumnValues::Utf8(v) => ColumnValues::Utf8(split(v, rows)),
-            ColumnValues::NullableUtf8(v) => ColumnValues::NullableUtf8(split(v, rows)),
-            ColumnValues::Binary(v) => ColumnValues::Binary(split(v, rows)),
-        }
+        map_variant!(self, v => split(v, rows))
     }
 
     pub fn kind(&self) -> ColumnType {
