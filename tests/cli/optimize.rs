@@ -481,3 +481,14 @@ fn expressions_in_minimize_and_require_search_like_metrics() {
         assert!(text.contains("wait_mean_s + response_mean_s"), "{text}");
     }
 }
+
+/// A search that ends after its first round says "1 round", not "1 rounds" (issue 71's
+/// list of defects).
+#[test]
+fn a_one_round_search_says_round() {
+    let scratch = tempfile::tempdir().unwrap();
+    let output = optimize(scratch.path(), &["mmc", "--minimize", "wait_mean_s"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains(" in 1 round (budget"), "{text}");
+}
