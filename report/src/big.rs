@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use stampede_scenario::models::metrics::Attribution;
 use stampede_scenario::models::presentation::{Presentation, Section as ModelSection};
 
 use crate::data::SummaryIndex;
@@ -48,9 +49,15 @@ pub struct ServiceFigures {
 }
 
 impl Focus {
-    /// The focus of a report whose model presents `presentation`, ranked on `summary`
-    /// over `points`; `None` for a model of at most [`BIG_PARTS`] parts.
-    pub fn of(presentation: &Presentation, summary: &SummaryIndex, points: &[u32]) -> Option<Focus> {
+    /// The focus of a report whose model presents `presentation` and attributes
+    /// failures by `attribution` (the schema's), ranked on `summary` over `points`;
+    /// `None` for a model of at most [`BIG_PARTS`] parts.
+    pub fn of(
+        presentation: &Presentation,
+        attribution: &[(usize, Attribution)],
+        summary: &SummaryIndex,
+        points: &[u32],
+    ) -> Option<Focus> {
         let parts: Vec<&str> = presentation
             .sections
             .iter()
@@ -66,7 +73,7 @@ impl Focus {
             points.iter().filter_map(|&p| summary.interval(p, metric)).map(|v| v.value).fold(f64::NAN, f64::max)
         };
         let or_zero = |v: f64| if v.is_nan() { 0.0 } else { v };
-        let caused = failures_caused(summary, points);
+        let caused = failures_caused(attribution, summary, points);
         let mut services: Vec<ServiceFigures> = parts
             .iter()
             .map(|&name| ServiceFigures {
@@ -114,16 +121,20 @@ impl Focus {
     }
 }
 
-/// Per service, the failures it caused: the sum over entry points and reasons of
-/// `ENTRY.failed_by.SERVICE.REASON`, the highest over `points`.
-fn failures_caused(summary: &SummaryIndex, points: &[u32]) -> BTreeMap<String, f64> {
+/// Per service, the failures it caused: the sum over entry points and reasons of its
+/// attributed failures (`ENTRY.failed_by.SERVICE.REASON`; degraded answers left out),
+/// the highest over `points`.
+fn failures_caused(
+    attribution: &[(usize, Attribution)],
+    summary: &SummaryIndex,
+    points: &[u32],
+) -> BTreeMap<String, f64> {
     let mut caused: BTreeMap<String, f64> = BTreeMap::new();
     for &point in points {
         let mut at_point: BTreeMap<&str, f64> = BTreeMap::new();
-        for metric in summary.metrics() {
-            let Some((_, rest)) = metric.split_once(".failed_by.") else { continue };
-            let Some((service, _reason)) = rest.rsplit_once('.') else { continue };
-            let value = summary.interval(point, metric).map_or(0.0, |v| v.value);
+        for (_, cause) in attribution.iter().filter(|(_, a)| a.reason != "degraded") {
+            let service = cause.service;
+            let value = summary.interval(point, cause.metric).map_or(0.0, |v| v.value);
             if value.is_finite() {
                 *at_point.entry(service).or_default() += value;
             }

@@ -115,7 +115,7 @@ pub const OVERLAID: usize = 8;
 /// [`OVERLAID`] points overlays only its best and worst half-dozen by the first
 /// headline metric (as the terminal summary does); the rest are grey in the tables
 /// and absent from overlays. Returns the points and, then, a sentence saying so.
-pub fn points(folder: &Folder, defs: &[MetricDef]) -> (Vec<PointInfo>, Option<String>) {
+pub fn points(folder: &Folder, defs: &[MetricDef], summary: &data::SummaryIndex) -> (Vec<PointInfo>, Option<String>) {
     let n = folder.manifest.grid_points;
     let mut points: Vec<PointInfo> = (0..n)
         .map(|index| {
@@ -147,7 +147,6 @@ pub fn points(folder: &Folder, defs: &[MetricDef]) -> (Vec<PointInfo>, Option<St
     let rank = defs.iter().find(|d| d.headline && d.direction != Direction::Neither);
     let mut order: Vec<usize> = (0..points.len()).collect();
     if let Some(rank) = rank {
-        let summary = data::SummaryIndex::of(&folder.summary);
         let value = |p: usize| summary.interval(p as u32, rank.name).map_or(f64::NAN, |v| v.value);
         // Best first; undefined values last.
         order.sort_by(|&a, &b| {

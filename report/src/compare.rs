@@ -221,7 +221,7 @@ pub fn compare_with(
         .with_hint("run both sides with --replicas 2 or more (30 or more gives useful power)"));
     }
     let paired = ma.seed == mb.seed;
-    let (infos, _) = points(&fa, &fa.metric_defs());
+    let (infos, _) = points(&fa, &fa.metric_defs(), &crate::data::SummaryIndex::of(&fa.summary));
     let names: Vec<&str> = ma.metrics.iter().map(String::as_str).collect();
     let parsed = expressions
         .iter()

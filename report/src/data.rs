@@ -55,11 +55,6 @@ impl<'t> SummaryIndex<'t> {
         points
     }
 
-    /// The metrics the summary holds (its `_mean` columns).
-    pub fn metrics(&self) -> impl Iterator<Item = &'t str> + '_ {
-        self.summary.columns.iter().filter_map(|(name, _)| name.strip_suffix("_mean"))
-    }
-
     /// [`interval`], looked up.
     pub fn interval(&self, point: u32, metric: &str) -> Option<BarValue> {
         let row = *self.rows.get(&point)?;

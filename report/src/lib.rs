@@ -59,7 +59,8 @@ pub fn render_as(dir: &Path, shown: &Path) -> Result<String> {
     // A big graph's page reads only the series it draws.
     let focus = {
         let summary = data::SummaryIndex::of(&folder.summary);
-        big::Focus::of(&presentation, &summary, &summary.points())
+        let attribution = folder.scenario.as_ref().map_or(&[][..], |s| s.schema.attribution.as_slice());
+        big::Focus::of(&presentation, attribution, &summary, &summary.points())
     };
     match &focus {
         Some(focus) => {
@@ -69,8 +70,8 @@ pub fn render_as(dir: &Path, shown: &Path) -> Result<String> {
         None => folder.read_series(None)?,
     }
     let defs = folder.metric_defs();
-    let (points, overlay_note) = blocks::points(&folder, &defs);
     let summary = data::SummaryIndex::of(&folder.summary);
+    let (points, overlay_note) = blocks::points(&folder, &defs, &summary);
     let ctx = Context { folder: &folder, defs, points, overlay_note, presentation, summary, focus };
     let sections = sections::all(&ctx);
     Ok(page::render(&folder, &ctx.points, &sections))

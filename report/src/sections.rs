@@ -290,13 +290,9 @@ pub fn time_series(ctx: &Context) -> Option<Section> {
     let claimed = part_series(ctx);
     let mut blocks = Vec::new();
     // A big graph draws the whole model's series and those of the entry points it shows.
-    let shown = |name: &str| match &ctx.focus {
-        Some(focus) => {
-            !name.contains('.')
-                || focus.entries.iter().any(|e| name.strip_prefix(e.as_str()).is_some_and(|r| r.starts_with('.')))
-        }
-        None => true,
-    };
+    let entries: Option<std::collections::HashSet<String>> =
+        ctx.focus.as_ref().map(|focus| focus.entries.iter().cloned().collect());
+    let shown = |name: &str| entries.as_ref().is_none_or(|entries| crate::big::Focus::wants(entries, name));
     for series in ctx.folder.manifest.series.iter().filter(|s| !claimed.contains(&s.as_str()) && shown(s)) {
         let (figure, judged) = series_figure(ctx, series)?;
         // The series recovery is judged on comes first; every chart is full width, since

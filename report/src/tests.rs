@@ -26,10 +26,10 @@ fn run(name: &str, replicas: i64, out: &Path) -> Folder {
 fn context(folder: &Folder) -> Context<'_> {
     let scenario = folder.scenario.as_ref().unwrap();
     let defs = folder.metric_defs();
-    let (points, overlay_note) = blocks::points(folder, &defs);
     let presentation = scenario.model.presentation(&scenario.run);
     let summary = crate::data::SummaryIndex::of(&folder.summary);
-    let focus = crate::big::Focus::of(&presentation, &summary, &summary.points());
+    let (points, overlay_note) = blocks::points(folder, &defs, &summary);
+    let focus = crate::big::Focus::of(&presentation, &scenario.schema.attribution, &summary, &summary.points());
     Context { folder, defs, points, overlay_note, presentation, summary, focus }
 }
 

@@ -175,7 +175,7 @@ pub fn write_run(
     };
     let mut points = |point: &GridPoint, result: PointResult| -> Result<()> {
         // Once per point: the tables and the report read the same numbers.
-        let latencies = latency_stats(&result);
+        let latencies = PooledLatencies::of(&result);
         tables.write_point(scenario, point, &result, &latencies)?;
         let claimed = latency_claims(scenario, point.index, &result);
         reports.push(PointReport {
@@ -183,7 +183,7 @@ pub fn write_run(
             params: point.params.clone(),
             covered: result.moments.iter().map(super::moments::Moments::count).collect(),
             replicas: result.replicas.len() as u32,
-            latencies,
+            latencies: latencies.stats,
             summaries: result.summaries,
             replica_values: BTreeMap::new(),
             latency_claims: claimed,
@@ -313,11 +313,11 @@ impl Tables {
         scenario: &Scenario,
         point: &GridPoint,
         result: &PointResult,
-        latencies: &[LatencyStats],
+        latencies: &PooledLatencies,
     ) -> Result<()> {
         let row = self.summary_row(scenario, point, result);
         write_shaped(&mut self.summary, long_summary(scenario), row)?;
-        self.histograms.write(histogram_rows(scenario, point, result, latencies))?;
+        self.histograms.write(histogram_rows(scenario, point, latencies))?;
         match &mut self.timeseries {
             None => {}
             Some(Series::Whole(table)) => {
@@ -557,22 +557,31 @@ impl ReplicaTable {
     }
 }
 
-/// Each latency's headline numbers at a finished point.
-fn latency_stats(result: &PointResult) -> Vec<LatencyStats> {
-    let stats = |(i, batched)| LatencyStats::of(&result.pooled_latency(i), batched);
-    result.latency_batches.iter().enumerate().map(stats).collect()
+/// Each latency of a finished point: its headline numbers and its pooled histogram's
+/// V2 serialisation, from one pooled histogram made at a time (a dense one is 280 KB).
+struct PooledLatencies {
+    stats: Vec<LatencyStats>,
+    hdr_v2: Vec<Vec<u8>>,
+}
+
+impl PooledLatencies {
+    fn of(result: &PointResult) -> Self {
+        let (mut stats, mut hdr_v2) = (Vec::new(), Vec::new());
+        for (i, batched) in result.latency_batches.iter().enumerate() {
+            let pooled = result.pooled_latency(i);
+            stats.push(LatencyStats::of(&pooled, batched));
+            hdr_v2.push(serialize_v2(&pooled.hdr()));
+        }
+        PooledLatencies { stats, hdr_v2 }
+    }
 }
 
 /// `histograms.parquet` rows of one point: per latency, the count, the batches of
 /// replicas that recorded, each quantile with its sectioning interval, the maximum
 /// and the whole HDR histogram (V2 serialisation).
-fn histogram_rows(
-    scenario: &Scenario,
-    point: &GridPoint,
-    result: &PointResult,
-    stats: &[LatencyStats],
-) -> Vec<ColumnValues> {
+fn histogram_rows(scenario: &Scenario, point: &GridPoint, latencies: &PooledLatencies) -> Vec<ColumnValues> {
     let names = scenario.schema.latencies;
+    let stats = &latencies.stats;
     let mut columns = vec![
         ColumnValues::U32(vec![point.index; names.len()]),
         ColumnValues::Utf8(names.iter().map(|n| n.to_string()).collect()),
@@ -585,8 +594,7 @@ fn histogram_rows(
         columns.push(ColumnValues::F64(stats.iter().map(|s| s.intervals_s[q].1).collect()));
     }
     columns.push(ColumnValues::F64(stats.iter().map(|s| s.max_s).collect()));
-    let serialized = (0..names.len()).map(|i| serialize_v2(&result.pooled_latency(i).hdr())).collect();
-    columns.push(ColumnValues::Binary(serialized));
+    columns.push(ColumnValues::Binary(latencies.hdr_v2.clone()));
     columns
 }
 
