@@ -197,6 +197,8 @@ pub struct Model {
     pub bucket_ns: i64,
     /// The deepest nesting of invocations in a trace (the entry is depth 1).
     pub max_depth: u32,
+    /// The first start and the last end of any span read: the time the traces cover.
+    pub extent: Option<(i64, i64)>,
     /// Buffers a trace's analysis reuses (no allocation per trace once they have grown).
     scratch: Scratch,
 }
@@ -283,6 +285,9 @@ impl Model {
     }
 
     fn analyse(&mut self, spans: &mut Vec<Span>, names: &mut Names, scratch: &mut Scratch) {
+        if spans.is_empty() {
+            return;
+        }
         self.traces += 1;
         self.spans += spans.len() as u64;
         // Duplicate ids are rare: look for them before paying for the merge.
@@ -303,14 +308,29 @@ impl Model {
         for (i, span) in spans.iter().enumerate() {
             match span.parent.and_then(|p| index.get(&p)) {
                 Some(&parent) if parent != i => parent_of.push((parent, i)),
-                other => {
-                    if span.parent.is_some() && other.is_none() {
-                        self.skipped.orphans += 1;
-                    }
-                    roots.push(i);
-                }
+                _ => roots.push(i),
             }
         }
+        // One trace is one request: a span whose parent is missing (a lost span, an
+        // uninstrumented hop between two that are) goes under the trace's root — its
+        // first true root, else its first span — rather than arriving on its own.
+        if roots.len() > 1 {
+            let is_orphan = |i: usize| spans[i].parent.is_some();
+            let root = roots.iter().copied().find(|&r| !is_orphan(r)).unwrap_or(roots[0]);
+            let before = roots.len();
+            roots.retain(|&r| {
+                let adopt = r != root && is_orphan(r);
+                if adopt {
+                    parent_of.push((root, r));
+                }
+                !adopt
+            });
+            self.skipped.orphans += (before - roots.len()) as u64;
+        }
+        self.extent = Some(match self.extent {
+            None => (spans[0].start, spans.iter().map(|s| s.end).max().unwrap_or(spans[0].start)),
+            Some((first, last)) => (first.min(spans[0].start), spans.iter().map(|s| s.end).fold(last, i64::max)),
+        });
         parent_of.sort_unstable();
         let starts = &mut scratch.starts;
         starts.clear();
@@ -399,6 +419,7 @@ impl Model {
         for span in spans.drain(..) {
             let endpoint = (span.service, span.name);
             if group_id == Some(span.id) && group_endpoint == endpoint {
+                self.skipped.duplicates += 1;
                 let last = kept.last_mut().expect("the group's span");
                 let error = last.error || span.error;
                 if span.end - span.start > last.end - last.start {

@@ -83,7 +83,8 @@ impl Names {
 pub struct Skipped {
     /// Spans without a trace id or span id.
     pub no_id: u64,
-    /// Spans whose parent is not in their trace (kept as roots of their own subtree).
+    /// Spans whose parent is not in their trace: placed under the trace's root (one
+    /// trace is one request), or the root itself when no other root is.
     pub orphans: u64,
     /// Spans that end before they start (clock skew): clipped to zero length.
     pub negative: u64,
@@ -103,6 +104,12 @@ pub struct Skipped {
     pub no_entry: u64,
     /// Spans whose id another span of a different endpoint had (numbered apart).
     pub renumbered: u64,
+    /// Spans recorded twice (one id, one endpoint): merged into one.
+    pub duplicates: u64,
+    /// Zipkin fragments (a span's pieces without a timestamp) no timed piece matched.
+    pub untimed: u64,
+    /// Calls to a callee the trace does not name (Alibaba's `UNKNOWN`): skipped.
+    pub unknown_callee: u64,
 }
 
 /// A span of trace 1 for the tests: `at` is (service, name), times in milliseconds.

@@ -21,6 +21,9 @@ pub struct Options {
     pub sample_rate: f64,
     /// Where the spans came from, for the header.
     pub source: String,
+    /// The time the traces were collected over, seconds (`--window`); `None`: the
+    /// time the spans read cover, first start to last end.
+    pub window_s: Option<f64>,
 }
 
 /// What `stampede import` writes.
@@ -153,6 +156,9 @@ pub fn significant(value: f64) -> String {
 
 /// The most buckets a load schedule fills in (empty ones included).
 const MAX_LOAD_POINTS: i64 = 100_000;
+
+/// Entries the summary lists one by one (the scenario has them all).
+const MAX_SUMMARY_ENTRIES: usize = 20;
 
 /// Whether per-bucket arrival counts vary more than a steady Poisson stream's would:
 /// the index of dispersion Σ(n − n̄)²/n̄ is χ² with k − 1 degrees of freedom for a
@@ -310,25 +316,66 @@ fn distribution(
     }
 }
 
+/// The time the file's arrivals are spread over, as rates need it: each entry's rate is
+/// its arrivals over [`Window::seconds`].
+struct Window {
+    /// The divisor of an entry's arrivals: `--window`; else, for N arrivals spread over
+    /// S seconds, S·N/(N−1) (the whole stream's rate is then (N−1)/S, the estimate
+    /// that does not count one arrival too many); `None` for one arrival (its trace's
+    /// length is no window: a 40 ms trace is not 25 requests a second).
+    seconds: Option<f64>,
+    /// First arrival to last, seconds.
+    arrivals_s: f64,
+    /// `--window` gave it.
+    given: bool,
+}
+
+impl Window {
+    fn of(model: &Model, given: Option<f64>) -> Window {
+        let arrivals: u64 = model.entries.values().map(|e| e.arrivals).sum();
+        let first = model.entries.values().map(|e| e.first).min().unwrap_or(0);
+        let last = model.entries.values().map(|e| e.last).max().unwrap_or(0);
+        let arrivals_s = (last - first) as f64 / 1e9;
+        let seconds = match given {
+            Some(w) => Some(w),
+            None if arrivals >= 2 && arrivals_s > 0.0 => Some(arrivals_s * arrivals as f64 / (arrivals - 1) as f64),
+            None => None,
+        };
+        Window { seconds, arrivals_s, given: given.is_some() }
+    }
+
+    fn describe(&self) -> String {
+        match (self.given, self.seconds) {
+            (true, Some(w)) => format!("a {} s window (given by --window)", significant(w)),
+            (false, Some(_)) => format!("arrivals over {} s", significant(self.arrivals_s)),
+            (_, None) => "no time between arrivals: no rate to measure (pass --window)".to_string(),
+        }
+    }
+}
+
 /// The scenario for `model`, its data files and the summary.
 pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let naming = Naming::new(model, names);
     let mut notes: Vec<String> = Vec::new();
     let mut files = Vec::new();
-    let first = model.entries.values().map(|e| e.first).min().unwrap_or(0);
-    let last = model.entries.values().map(|e| e.last).max().unwrap_or(0);
-    let window_s = ((last - first) as f64 / 1e9).max(1e-3);
-    let horizon_s = (window_s * 10.0).ceil() / 10.0;
+    // The file's window: every entry's rate is its share of the file's arrivals over
+    // it (an entry's own first and last arrival say nothing about a rare one's rate).
+    let (first, last) = model.extent.unwrap_or((0, 0));
+    let window = Window::of(model, options.window_s);
+    let window_s = window.seconds.unwrap_or(0.0).max(1e-3);
+    // The run lasts as long as the arrivals did (or the window given).
+    let run_s = if window.given { window_s } else { window.arrivals_s.max(1e-3) };
+    let horizon_s = (run_s * 10.0).ceil() / 10.0;
     let mut t = String::new();
     let _ = writeln!(t, "# Imported by `stampede import` from {}.", options.source);
-    let _ = writeln!(t, "# {} traces, {} spans; a {window_s:.1} s window.", model.traces, model.spans);
+    let _ = writeln!(t, "# {} traces, {} spans; {}.", model.traces, model.spans, window.describe());
     let _ = writeln!(t, "# What traces cannot tell is marked `{SET_THIS}`.");
     let _ = writeln!(t, "name = \"{}\"", options.name);
     let _ = writeln!(t, "description = \"imported from traces ({})\"", options.source.replace('"', "'"));
     let _ = writeln!(t, "model = \"graph\"\n");
     let _ = writeln!(t, "[run]");
-    let horizon_s = if window_s < 1.0 { 60.0 } else { horizon_s };
-    if window_s < 1.0 {
+    let horizon_s = if run_s < 1.0 { 60.0 } else { horizon_s };
+    if run_s < 1.0 {
         let _ = writeln!(t, "horizon_s = 60.0                 {SET_THIS} (the traces span under a second)");
     } else {
         let _ = writeln!(t, "horizon_s = {}                 # the traces' window", secs(horizon_s));
@@ -441,26 +488,32 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     }
 
     let mut entry_lines = Vec::new();
+    let bucket_s = model.bucket_ns as f64 / 1e9;
+    // The window's buckets, from the first span's to the last's: a quiet stretch before
+    // an entry's first arrival is part of its rate too.
+    let (lo, hi) = (first.div_euclid(model.bucket_ns), last.div_euclid(model.bucket_ns));
+    let mut total_rate = 0.0;
     for (endpoint, entry) in &model.entries {
         let Some(name) = naming.endpoints.get(endpoint) else { continue };
-        let span_s = (entry.last - entry.first) as f64 / 1e9;
-        if entry.arrivals < 2 || span_s <= 0.0 {
-            let _ = writeln!(t, "[[workload]]\nentry = \"{name}\"");
-            let _ = writeln!(t, "rate_per_s = 1.0   {SET_THIS} (one arrival: no rate to measure)");
+        let _ = writeln!(t, "[[workload]]\nentry = \"{name}\"");
+        if window.seconds.is_none() {
+            let _ = writeln!(t, "rate_per_s = 1.0   {SET_THIS} (the arrivals are at one time; pass --window)");
             let _ = writeln!(t, "# deadline_s = 2.0   {SET_THIS}\n");
-            entry_lines.push(format!("{name}: one arrival, no rate (1/s written; set it)"));
+            entry_lines.push(format!("{name}: no rate to measure: 1/s written, set it (or pass --window)"));
+            total_rate += 1.0;
             continue;
         }
-        let rate = (entry.arrivals - 1) as f64 / span_s / options.sample_rate;
-        let _ = writeln!(t, "[[workload]]\nentry = \"{name}\"");
-        let bucket_s = model.bucket_ns as f64 / 1e9;
-        // Every bucket from the first to the last, the empty ones too (a quiet
-        // minute is part of the rate), up to a bound on the schedule's length.
-        let counts: Vec<(i64, u64)> = match (entry.buckets.keys().next(), entry.buckets.keys().next_back()) {
-            (Some(&lo), Some(&hi)) if hi - lo < MAX_LOAD_POINTS => {
-                (lo..=hi).map(|b| (b, entry.buckets.get(&b).copied().unwrap_or(0))).collect()
-            }
-            _ => entry.buckets.iter().map(|(b, n)| (*b, *n)).collect(),
+        let rate = entry.arrivals as f64 / window_s / options.sample_rate;
+        debug_assert!(rate.is_finite() && rate > 0.0);
+        total_rate += rate;
+        // Every bucket of the window, the empty ones too, up to a bound on the
+        // schedule's length. An entry with far fewer arrivals than buckets has no
+        // schedule to find (and 3,000 such entries would cost a bucket each).
+        let dense = hi - lo < MAX_LOAD_POINTS && (hi - lo) as u64 <= 20 * entry.arrivals;
+        let counts: Vec<(i64, u64)> = if dense {
+            (lo..=hi).map(|b| (b, entry.buckets.get(&b).copied().unwrap_or(0))).collect()
+        } else {
+            Vec::new()
         };
         // The first and last buckets are partial (the traces start and stop inside
         // them): they are neither tested nor written as rates of their own.
@@ -481,11 +534,14 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
                 points.join(", "),
                 secs(bucket_s)
             );
-            entry_lines.push(format!("{name}: a varying rate over {} buckets (mean {rate:.3}/s)", counts.len()));
+            entry_lines.push(format!("{name}: a varying rate over {} buckets (mean {rate:.4}/s)", counts.len()));
         } else {
-            let _ =
-                writeln!(t, "rate_per_s = {}   # {} arrivals over {span_s:.1} s", significant(rate), entry.arrivals);
-            entry_lines.push(format!("{name}: {rate:.3}/s"));
+            let seen = match entry.arrivals {
+                1 => format!("one arrival in the file's window: a rough rate ({})", window.describe()),
+                n => format!("{n} arrivals, {}", window.describe()),
+            };
+            let _ = writeln!(t, "rate_per_s = {}   # {seen}", significant(rate));
+            entry_lines.push(format!("{name}: {}/s ({} arrivals)", significant(rate), entry.arrivals));
         }
         let _ = writeln!(t, "# deadline_s = 2.0   {SET_THIS}\n");
     }
@@ -500,8 +556,25 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         naming.endpoints.len(),
         model.edges.len()
     );
-    for line in &entry_lines {
+    let _ = writeln!(
+        summary,
+        "  the model: {} requests/s over {} entries; the traces: {} traces, {}{}{}",
+        significant(total_rate),
+        entry_lines.len(),
+        model.traces,
+        window.describe(),
+        window.seconds.map_or(String::new(), |w| format!(" = {}/s", significant(model.traces as f64 / w))),
+        if options.sample_rate < 1.0 { " (before head sampling is undone)" } else { "" }
+    );
+    for line in entry_lines.iter().take(MAX_SUMMARY_ENTRIES) {
         let _ = writeln!(summary, "  entry {line}");
+    }
+    if entry_lines.len() > MAX_SUMMARY_ENTRIES {
+        let _ = writeln!(
+            summary,
+            "  … and {} more entries (the scenario lists them all)",
+            entry_lines.len() - MAX_SUMMARY_ENTRIES
+        );
     }
     if options.sample_rate < 1.0 {
         let _ = writeln!(summary, "  rates divided by the sample rate {} (head sampling)", options.sample_rate);
@@ -513,7 +586,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let skipped = [
         (s.no_id, "spans without a trace or span id (skipped)"),
         (s.unreadable, "records that could not be read (skipped)"),
-        (s.orphans, "spans whose parent is not in the trace (read as roots)"),
+        (s.orphans, "spans whose parent is not in the trace (placed under the trace's root)"),
         (s.in_cycle, "spans in a loop of parent links, no root above them (skipped)"),
         (s.negative, "spans that end before they start (clipped to zero length)"),
         (s.bad_time, "spans with a negative start time or duration (skipped: Jaeger and Zipkin count Unix time)"),
@@ -521,6 +594,12 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         (s.cut, "traces analysed before they were complete (too many open at once)"),
         (s.no_entry, "traces without a server-side span (skipped)"),
         (s.renumbered, "spans whose id another endpoint's span had (numbered apart)"),
+        (
+            s.duplicates,
+            "spans recorded twice under one id (merged: Alibaba's caller and callee rows, a re-sent export)",
+        ),
+        (s.untimed, "span fragments without a timestamp that no timed piece of their span matched (skipped)"),
+        (s.unknown_callee, "calls to a callee the trace does not name, UNKNOWN (skipped)"),
     ];
     for (count, what) in skipped.iter().filter(|(count, _)| *count > 0) {
         let _ = writeln!(summary, "  {count} {what}");
@@ -594,9 +673,45 @@ mod tests {
         let pair = api.pairs.values().next().expect("one pair");
         assert_eq!((pair.both, pair.together, pair.first_before), (2, 0, 1));
         assert!(pair.order_varies() && !pair.parallel());
-        let options = Options { name: "t".into(), data_dir: "t.data".into(), sample_rate: 1.0, source: "test".into() };
+        let options = Options {
+            name: "t".into(),
+            data_dir: "t.data".into(),
+            sample_rate: 1.0,
+            source: "test".into(),
+            window_s: None,
+        };
         let written = write(&model, &names, &options);
         assert!(written.summary.contains("in 50% of invocations, after it in the rest"), "{}", written.summary);
         assert!(written.toml.contains("# Approximated:"), "{}", written.toml);
+    }
+
+    /// Every entry's rate is its arrivals over the file's window: 99 arrivals of a busy
+    /// entry a second apart and one of a rare entry make 1/s and 0.0101/s (before: the
+    /// rare one, seen once, was written at 1/s; three seen in no time at 2,000/s).
+    #[test]
+    fn a_rare_entrys_rate_is_its_arrivals_over_the_files_window() {
+        let mut names = Names::default();
+        let mut model = Model::new(1_000_000_000);
+        for trace in 0..100i64 {
+            let at = if trace == 50 { ("admin", "purge") } else { ("api", "get") };
+            let ms = trace * 1_000;
+            let mut spans = vec![span(&mut names, 1, None, at, Kind::Server, (ms, ms + 10))];
+            spans[0].trace = trace as u128;
+            model.add_trace(&mut spans, &mut names);
+        }
+        let options = Options {
+            name: "t".into(),
+            data_dir: "t.data".into(),
+            sample_rate: 1.0,
+            source: "test".into(),
+            window_s: None,
+        };
+        let written = write(&model, &names, &options);
+        // 100 arrivals over 99 s: the stream's (N − 1)/S = 1/s, shared 99 : 1.
+        assert!(written.toml.contains("entry = \"api.get\"\nrate_per_s = 0.99 "), "{}", written.toml);
+        assert!(written.toml.contains("entry = \"admin.purge\"\nrate_per_s = 0.01 "), "{}", written.toml);
+        assert!(written.summary.contains("the model: 1.0 requests/s over 2 entries"), "{}", written.summary);
+        let written = write(&model, &names, &Options { window_s: Some(200.0), ..options });
+        assert!(written.toml.contains("entry = \"admin.purge\"\nrate_per_s = 0.005 "), "{}", written.toml);
     }
 }

@@ -27,8 +27,13 @@ fn every_reader(bytes: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("traces");
     std::fs::write(&path, bytes).unwrap();
-    let options =
-        Options { name: "fuzz".into(), data_dir: "fuzz.data".into(), sample_rate: 1.0, source: "fuzz".into() };
+    let options = Options {
+        name: "fuzz".into(),
+        data_dir: "fuzz.data".into(),
+        sample_rate: 1.0,
+        source: "fuzz".into(),
+        window_s: None,
+    };
     let started = Instant::now();
     for format in
         [None, Some(Format::OtlpJson), Some(Format::JaegerJson), Some(Format::ZipkinJson), Some(Format::AlibabaCsv)]
@@ -77,7 +82,13 @@ fn every_export_imports() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(name);
         std::fs::write(&path, export(name)).unwrap();
-        let options = Options { name: "x".into(), data_dir: "x.data".into(), sample_rate: 1.0, source: name.into() };
+        let options = Options {
+            name: "x".into(),
+            data_dir: "x.data".into(),
+            sample_rate: 1.0,
+            source: name.into(),
+            window_s: None,
+        };
         let input = Input { files: vec![path], format: None, bucket_ns: 1_000_000_000 };
         assert!(import(&input, &options).is_ok(), "{name}");
     }

@@ -78,6 +78,10 @@ pub(super) struct ImportArgs {
     /// divided by it. Self times and call plans need no scaling.
     #[arg(long, value_name = "R", default_value_t = 1.0)]
     pub(super) sample_rate: f64,
+    /// The time the traces were collected over (e.g. 1h, 15m): each entry's rate is its
+    /// arrivals over it. Default: the time the spans cover, first start to last end.
+    #[arg(long, value_name = "DURATION")]
+    pub(super) window: Option<String>,
     /// The scenario's name (default: the file's stem).
     #[arg(long)]
     pub(super) name: Option<String>,
@@ -108,6 +112,17 @@ pub(super) fn import(args: ImportArgs) -> Result<()> {
     let bucket_s = parse_duration(&args.bucket).ok_or_else(|| {
         Error::bad_input(format!("--bucket {}: give a positive duration, e.g. 60s, 500ms or 5m", args.bucket))
     })?;
+    let window_s = args
+        .window
+        .as_deref()
+        .map(|text| {
+            parse_duration(text).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "--window {text}: give the positive duration the traces were collected over, e.g. 1h, 15m or 90s"
+                ))
+            })
+        })
+        .transpose()?;
     if !(MIN_SAMPLE_RATE..=1.0).contains(&args.sample_rate) {
         return Err(Error::bad_input(format!(
             "--sample-rate {}: the share of requests the traces kept, from {MIN_SAMPLE_RATE:e} (one in a million) to 1",
@@ -172,7 +187,7 @@ pub(super) fn import(args: ImportArgs) -> Result<()> {
         None => shown.join(", "),
     };
     let name = stampede_import::write::clean(args.name.as_deref().unwrap_or(&stem));
-    let options = Options { name, data_dir: data_name.clone(), sample_rate: args.sample_rate, source };
+    let options = Options { name, data_dir: data_name.clone(), sample_rate: args.sample_rate, source, window_s };
     let written = stampede_import::import(&input, &options)?;
 
     // Staged beside the result, resolved as `run` would, then moved into place.

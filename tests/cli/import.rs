@@ -271,7 +271,7 @@ fn each_formats_fixture_imports_to_the_shop_it_was_written_from() {
     let output = stampede(&["import", tempo.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("read 8 spans in 1 traces"), "{}", stdout(&output));
-    assert!(std::fs::read_to_string(&out).unwrap().contains("one arrival: no rate to measure"));
+    assert!(std::fs::read_to_string(&out).unwrap().contains("the arrivals are at one time; pass --window"));
     // Naming the format gives what detection gave.
     let (named, _) = import_fixture("shop.zipkin.json", &dir, &["--format", "zipkin-json", "--force"]);
     let (detected, _) = import_fixture("shop.zipkin.json", &dir, &["--force"]);
@@ -511,5 +511,72 @@ fn a_varying_rate_becomes_a_load_schedule_and_sampling_scales_it() {
         // A 5 s bucket holds 250 or 1000 arrivals: Poisson's 6% or 3%, three times over.
         assert!(t == at && (r / rate - 1.0).abs() < 0.19, "bucket at {t} s: {r}/s, written {rate}/s (×2)");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Imports `tests/cli/fixtures/traces/FILE` into `dir`: the scenario and the summary.
+fn import_variant(file: &str, dir: &Path, extra: &[&str]) -> (toml::Table, String) {
+    let path = fixture("traces").join(file);
+    let out = dir.join(format!("{file}.toml"));
+    let args = [&["import", path.to_str().unwrap(), "--out", out.to_str().unwrap()][..], extra].concat();
+    let output = stampede(&args);
+    assert!(output.status.success(), "{file}: {}", stderr(&output));
+    (table(&out), stdout(&output))
+}
+
+/// The layouts real backends export, written from the formats' specifications
+/// (tests/cli/fixtures/traces): the same two-request shop — web's page calls api's
+/// profile (whose callee a client span names only by `server.address` or
+/// `net.peer.name`), then a database known by `db.system` — in pretty-printed OTLP,
+/// OTLP with base64 ids and kind names, Jaeger's one-trace download and its list of
+/// spans, Zipkin with a shared span whose client half is missing and fragments, and
+/// Alibaba v2022 with its rpcid `0` row and an `UNKNOWN` callee. Each reads to the
+/// structure it holds, at the rate its window gives: two requests 10 s apart are 0.1/s
+/// (before: OTLP pretty "EOF while parsing", base64 "no spans", Jaeger "did not match
+/// any variant", Zipkin 2 entries and a lost call, Alibaba 3 entries with no calls and
+/// a call from web to itself).
+#[test]
+fn each_layout_real_backends_export_reads_to_its_structure_and_window_rate() {
+    let dir = temp("layouts");
+    let rate = |scenario: &toml::Table| {
+        let workloads = scenario["workload"].as_array().unwrap();
+        assert_eq!(workloads.len(), 1, "one entry: {workloads:?}");
+        (workloads[0]["entry"].as_str().unwrap().to_string(), workloads[0]["rate_per_s"].as_float().unwrap())
+    };
+    let callees = |scenario: &toml::Table, endpoint: &str| -> Vec<String> {
+        plans(scenario)[endpoint].iter().map(|(callee, ..)| callee.clone()).collect()
+    };
+    for file in ["otlp-pretty.json", "otlp-base64.json"] {
+        let (scenario, summary) = import_variant(file, &dir, &[]);
+        assert_eq!(rate(&scenario), ("web.GET_home".to_string(), 0.1), "{file}: {summary}");
+        assert_eq!(callees(&scenario, "web.GET_home"), ["api.GET_profile", "postgresql.SELECT_users"], "{file}");
+        assert!(summary.contains("the traces: 2 traces, arrivals over 10.0 s = 0.1/s"), "{file}: {summary}");
+    }
+    for file in ["jaeger-spans.json"] {
+        let (scenario, _) = import_variant(file, &dir, &[]);
+        assert_eq!(rate(&scenario), ("web.HTTP_GET_home".to_string(), 0.1), "{file}");
+        assert_eq!(callees(&scenario, "web.HTTP_GET_home"), ["api.HTTP_GET_profile"], "{file}");
+    }
+    // One trace: no rate to measure, said — and a window makes one.
+    let (scenario, summary) = import_variant("jaeger-one-trace.json", &dir, &[]);
+    assert_eq!(callees(&scenario, "web.HTTP_GET_home"), ["api.HTTP_GET_profile"]);
+    assert!(summary.contains("no rate to measure: 1/s written, set it (or pass --window)"), "{summary}");
+    let (scenario, _) = import_variant("jaeger-one-trace.json", &dir, &["--window", "5m", "--force"]);
+    assert!((rate(&scenario).1 * 300.0 - 1.0).abs() < 1e-5, "one arrival in 5 minutes");
+    // Zipkin: the shared span without its client half keeps its children, spelled
+    // either way; a fragment's error tag joins its span; a fragment alone is counted.
+    let (scenario, summary) = import_variant("zipkin-shared-and-fragments.json", &dir, &[]);
+    assert_eq!(rate(&scenario), ("frontend.get_home".to_string(), 0.1), "{summary}");
+    assert_eq!(callees(&scenario, "frontend.get_home"), ["backend.get_profile"], "{summary}");
+    assert_eq!(callees(&scenario, "backend.get_profile"), ["mysql.query"], "{summary}");
+    assert!(summary.contains("backend->mysql: 0.00% of calls retried, 50.00% of attempts failed"), "{summary}");
+    assert!(summary.contains("1 span fragments without a timestamp"), "{summary}");
+    // Alibaba v2022: rpcid 0 is the entry, 0.1 and 0.2 its calls; UNKNOWN is dropped.
+    let (scenario, summary) = import_variant("alibaba-2022-root.csv", &dir, &[]);
+    assert_eq!(rate(&scenario), ("web.home".to_string(), 0.1), "{summary}");
+    assert_eq!(callees(&scenario, "web.home"), ["api.profile", "db.select"], "{summary}");
+    assert_eq!(callees(&scenario, "api.profile"), ["memcached.get"], "{summary}");
+    assert!(!edges(&scenario).contains("web->web"), "no call from web to itself");
+    assert!(summary.contains("1 calls to a callee the trace does not name"), "{summary}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,8 +12,10 @@
 //! time the larger |rt| (see `Model::add_trace`'s merge of one id); rpcids repeated by
 //! asynchronous threads that lost their context are different calls (numbered apart;
 //! their own calls stay under the first); `mc` and `db` calls are the stateful
-//! services' invocations, leaves. Each row becomes a server span of `dm.interface`
-//! whose parent is its rpcid's parent.
+//! services' invocations, leaves; a callee named `UNKNOWN` (or not at all) is no call
+//! the model can make: the row is skipped and counted. Each row becomes a server span
+//! of `dm.interface` whose parent is its rpcid's parent (`0` is `0.1`'s: v2022 writes
+//! the user's call to the entry service as rpcid `0`).
 
 use super::Reader;
 use crate::span::{Kind, Span, NO_NAME};
@@ -27,7 +29,6 @@ pub struct Columns {
     trace: usize,
     timestamp: usize,
     rpcid: usize,
-    um: usize,
     dm: usize,
     interface: usize,
     rt: usize,
@@ -38,11 +39,13 @@ fn header(line: &str) -> Result<Columns, String> {
     let names: Vec<String> = line.split(',').map(|n| n.trim().trim_matches('"').to_ascii_lowercase()).collect();
     let find = |wanted: &[&str]| names.iter().position(|n| wanted.contains(&n.as_str()));
     let need = |wanted: &[&str]| find(wanted).ok_or_else(|| format!("the header has no {} column", wanted[0]));
+    // The caller's column is not read (a row's parent is its rpcid's), but a file
+    // without one is not this format.
+    need(&["um"])?;
     Ok(Columns {
         trace: need(&["traceid"])?,
         timestamp: need(&["timestamp"])?,
         rpcid: need(&["rpcid", "rpc_id"])?,
-        um: need(&["um"])?,
         dm: need(&["dm"])?,
         interface: need(&["interface"])?,
         rt: need(&["rt"])?,
@@ -80,9 +83,14 @@ pub fn read_line(line: &[u8], columns: &mut Option<Columns>, reader: &mut Reader
     };
     let (timestamp, rt) = (number(at.timestamp, "timestamp")?, number(at.rt, "rt")?);
     let (dm, interface) = (field(at.dm)?, field(at.interface)?);
-    let dm = if dm.is_empty() || dm == "UNKNOWN" { field(at.um)? } else { dm };
-    // `0.1` is the entry call (a `0` row, where present, is the user's side of it).
-    let parent = rpcid.rsplit_once('.').filter(|(parent, _)| *parent != "0").map(|(parent, _)| hash(parent));
+    if dm.is_empty() || dm == "UNKNOWN" || dm == "(?)" {
+        // A callee the trace does not name: not a call to the caller itself.
+        reader.skipped().unknown_callee += 1;
+        return Ok(());
+    }
+    // `0` (v2022's USER → entry row) is the parent of `0.1`, `0.2`…; where no `0` row
+    // exists (v2021), `0.1` is the trace's root.
+    let parent = rpcid.rsplit_once('.').map(|(parent, _)| hash(parent));
     let instance = at.dm_instance.and_then(|i| fields.get(i)).filter(|i| !i.is_empty() && **i != "UNAVAILABLE");
     let start = (timestamp * 1e6) as i64;
     let span = Span {

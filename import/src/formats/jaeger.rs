@@ -1,7 +1,8 @@
-//! Jaeger's JSON: `{"data": [trace, …]}` (the query API's answer and the UI's
-//! download) or a bare array of traces. A trace holds `spans` and the `processes` they
-//! name (the service, and an instance from `service.instance.id`, `hostname` or
-//! `ip`); times in microseconds; the parent is the first `CHILD_OF` (or
+//! Jaeger's JSON in each layout it is found in: `{"data": [trace, …]}` (the query
+//! API's answer and the UI's download), a bare array of traces, one trace object (the
+//! UI's "Download JSON" of one trace), or an array of spans that carry their `process`
+//! inline. A trace holds `spans` and the `processes` they name (the service, and an
+//! instance from `service.instance.id`, `hostname` or `ip`); times in microseconds; the parent is the first `CHILD_OF` (or
 //! `FOLLOWS_FROM`) reference; the kind is the `span.kind` tag; a failure is the
 //! `error` tag or `otel.status_code = ERROR`.
 
@@ -10,22 +11,18 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::{attempt_from, hex_u128, hex_u64, Reader};
+use super::{attempt_from, best_peer, hex_u128, hex_u64, Reader};
 use crate::span::{Kind, Span, NO_NAME};
 
 #[derive(Deserialize)]
-#[serde(untagged)]
-enum Document<'a> {
-    Wrapped {
-        #[serde(borrow)]
-        data: Vec<Trace<'a>>,
-    },
-    Bare(#[serde(borrow)] Vec<Trace<'a>>),
+struct Wrapped<'a> {
+    #[serde(borrow)]
+    data: Vec<Trace<'a>>,
 }
 
 #[derive(Deserialize)]
 struct Trace<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     spans: Vec<JaegerSpan<'a>>,
     #[serde(borrow, default)]
     processes: HashMap<Cow<'a, str>, Process<'a>>,
@@ -57,6 +54,9 @@ struct JaegerSpan<'a> {
     tags: Vec<Tag<'a>>,
     #[serde(borrow, rename = "processID", default)]
     process: Cow<'a, str>,
+    /// The process written into the span (a list of spans; Jaeger's span model).
+    #[serde(borrow, rename = "process", default)]
+    inline_process: Option<Process<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -104,11 +104,42 @@ fn integer(tags: &[Tag<'_>], key: &str) -> Option<i64> {
     }
 }
 
+/// The layouts of a Jaeger document, told apart by the first key that differs.
+enum Layout {
+    Wrapped,
+    Traces,
+    Spans,
+    OneTrace,
+}
+
+/// The layout a document starts with: an object is the API's `{"data": …}` or one
+/// trace; an array lists traces (a `"spans"` key before any `"spanID"`) or spans.
+fn layout(text: &[u8]) -> Layout {
+    let find = |key: &[u8]| memchr::memmem::find(text, key).unwrap_or(usize::MAX);
+    let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    let (data, spans, span_id) = (find(b"\"data\""), find(b"\"spans\""), find(b"\"spanID\""));
+    match (object, data < spans) {
+        (true, true) => Layout::Wrapped,
+        (true, false) => Layout::OneTrace,
+        (false, _) if spans < span_id => Layout::Traces,
+        (false, _) => Layout::Spans,
+    }
+}
+
 /// Reads a Jaeger document into `reader`.
 pub fn read_document(text_bytes: &[u8], reader: &mut Reader) -> Result<(), String> {
-    let document: Document = serde_json::from_slice(text_bytes).map_err(|e| e.to_string())?;
-    let traces = match document {
-        Document::Wrapped { data } | Document::Bare(data) => data,
+    let parse_error = |layout: &str, e: serde_json::Error| format!("read as {layout}: {e}");
+    let traces: Vec<Trace> = match layout(text_bytes) {
+        Layout::Wrapped => {
+            serde_json::from_slice::<Wrapped>(text_bytes).map_err(|e| parse_error("{\"data\": [trace, …]}", e))?.data
+        }
+        Layout::Traces => serde_json::from_slice(text_bytes).map_err(|e| parse_error("a list of traces", e))?,
+        Layout::OneTrace => vec![serde_json::from_slice(text_bytes)
+            .map_err(|e| parse_error("one trace {\"traceID\", \"spans\", \"processes\"}", e))?],
+        Layout::Spans => vec![Trace {
+            spans: serde_json::from_slice(text_bytes).map_err(|e| parse_error("a list of spans", e))?,
+            processes: HashMap::new(),
+        }],
     };
     for trace in &traces {
         for span in &trace.spans {
@@ -121,7 +152,7 @@ pub fn read_document(text_bytes: &[u8], reader: &mut Reader) -> Result<(), Strin
                 reader.skipped().bad_time += 1;
                 continue;
             }
-            let process = trace.processes.get(span.process.as_ref());
+            let process = span.inline_process.as_ref().or_else(|| trace.processes.get(span.process.as_ref()));
             let service = process.map_or("unknown_service", |p| p.service.as_ref());
             let instance = process.and_then(|p| {
                 text(&p.tags, "service.instance.id")
@@ -146,7 +177,11 @@ pub fn read_document(text_bytes: &[u8], reader: &mut Reader) -> Result<(), Strin
             } || text(&span.tags, "otel.status_code") == Some("ERROR");
             let attempt =
                 attempt_from(integer(&span.tags, "stampede.attempt"), integer(&span.tags, "http.request.resend_count"));
-            let peer = text(&span.tags, "peer.service").map_or(NO_NAME, |p| reader.names.intern(p));
+            let peer = best_peer(span.tags.iter().filter_map(|t| match &t.value {
+                Some(TagValue::Text(value)) => Some((t.key.as_ref(), value.as_ref())),
+                _ => None,
+            }));
+            let peer = peer.map_or(NO_NAME, |p| reader.names.intern(p));
             let start = span.start_us.saturating_mul(1000);
             let span = Span {
                 trace: trace_id,

@@ -147,34 +147,66 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
     };
     match format {
         Format::OtlpJson | Format::AlibabaCsv => {
-            let mut line = Vec::new();
-            let mut number = 0u64;
+            // A record is a line, or for OTLP whose first document spans lines (pretty
+            // printed, as the spec's examples and `jq` write it), every line until the
+            // document's outermost bracket closes. JSON lines stay a line each: a
+            // damaged line then costs that line, not the lines after it.
+            let mut record = Vec::new();
+            let (mut number, mut first_line) = (0u64, 0u64);
             let mut columns = None;
+            let mut depth = JsonDepth::default();
+            let mut pretty: Option<bool> = None;
             loop {
-                line.clear();
+                let before = record.len();
                 let read = (&mut input)
-                    .take(MAX_DOCUMENT_BYTES + 1)
-                    .read_until(b'\n', &mut line)
+                    .take(MAX_DOCUMENT_BYTES + 1 - before as u64)
+                    .read_until(b'\n', &mut record)
                     .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
-                if read == 0 {
-                    break;
+                if read > 0 {
+                    number += 1;
                 }
-                number += 1;
-                if read as u64 > MAX_DOCUMENT_BYTES {
+                if record.len() as u64 > MAX_DOCUMENT_BYTES {
                     return Err(Error::bad_input(format!(
-                        "{shown}: line {number} is over {} GiB: write the export as JSON lines (one request a line)",
+                        "{shown}: the record at line {} is over {} GiB: write the export as JSON lines (one request a \
+                         line)",
+                        first_line.max(1),
                         MAX_DOCUMENT_BYTES >> 30
                     )));
                 }
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
+                if before == 0 {
+                    if read > 0 && record.iter().all(u8::is_ascii_whitespace) {
+                        record.clear();
+                        continue;
+                    }
+                    first_line = number;
+                }
+                if format == Format::OtlpJson && pretty != Some(false) && read > 0 {
+                    depth.feed(&record[before..]);
+                    let open = !depth.closed();
+                    pretty.get_or_insert(open);
+                    if open {
+                        continue;
+                    }
+                }
+                if record.is_empty() {
+                    break;
                 }
                 let result = match format {
-                    Format::OtlpJson => otlp::read_document(&line, reader),
-                    _ => alibaba::read_line(&line, &mut columns, reader),
+                    Format::OtlpJson => otlp::read_document(&record, reader),
+                    _ => alibaba::read_line(&record, &mut columns, reader),
+                };
+                let at = if number > first_line {
+                    format!("lines {first_line}-{number}")
+                } else {
+                    format!("line {first_line}")
                 };
                 if result != Err(alibaba::HEADER.to_string()) {
-                    note(result, &format!("line {number}"), reader);
+                    note(result, &at, reader);
+                }
+                record.clear();
+                depth = JsonDepth::default();
+                if read == 0 {
+                    break;
                 }
             }
         }
@@ -254,6 +286,101 @@ pub fn hex_u64(text: &str) -> Option<u64> {
         return None;
     }
     hex_fold(&text.as_bytes()[text.len().saturating_sub(16)..])
+}
+
+/// An OTLP trace id: 32 hex digits (OTLP/JSON), or 16 bytes in base64 (the protobuf
+/// JSON mapping, as Grafana Tempo's API and some SDKs write it); a shorter hex id is
+/// read as hex.
+pub fn otlp_trace_id(text: &str) -> Option<u128> {
+    if text.len() == 32 {
+        return hex_u128(text);
+    }
+    base64_id(text, 16).or_else(|| hex_u128(text))
+}
+
+/// An OTLP span id: 16 hex digits, or 8 bytes in base64.
+pub fn otlp_span_id(text: &str) -> Option<u64> {
+    if text.len() == 16 {
+        return hex_u64(text);
+    }
+    base64_id(text, 8).map(|id| id as u64).or_else(|| hex_u64(text))
+}
+
+/// `text` as base64 (standard or URL-safe alphabet, padded or not) of exactly `bytes`
+/// bytes, big-endian.
+fn base64_id(text: &str, bytes: usize) -> Option<u128> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    let url = text.contains(['-', '_']);
+    let engine = match (url, text.ends_with('=')) {
+        (false, true) => &STANDARD,
+        (false, false) => &STANDARD_NO_PAD,
+        (true, true) => &URL_SAFE,
+        (true, false) => &URL_SAFE_NO_PAD,
+    };
+    let mut out = [0u8; 24];
+    let decoded = engine.decode_slice(text, &mut out).ok()?;
+    (decoded == bytes).then(|| out[..decoded].iter().fold(0u128, |id, &b| id << 8 | u128::from(b)))
+}
+
+/// How well an attribute names the service a client span calls (0 best), for the
+/// attributes that do: `peer.service` (the instrumentation's own name for it), then
+/// the host it called (`server.address`, the older `net.peer.name`, `http.host`), then
+/// the kind of system (`db.system`, `messaging.system`, `rpc.service`). Without any, the
+/// callee is read from the span's name.
+pub fn peer_rank(key: &str) -> Option<u8> {
+    PEER_KEYS.iter().position(|k| *k == key).map(|rank| rank as u8)
+}
+
+/// The attributes that name a client span's callee, best first (see [`peer_rank`]).
+pub const PEER_KEYS: [&str; 7] =
+    ["peer.service", "server.address", "net.peer.name", "http.host", "rpc.service", "db.system", "messaging.system"];
+
+/// The best-ranked peer of `candidates` (key, value) pairs.
+pub fn best_peer<'a>(candidates: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .filter(|(_, value)| !value.is_empty())
+        .filter_map(|(key, value)| Some((peer_rank(key)?, value)))
+        .min_by_key(|(rank, _)| *rank)
+        .map(|(_, value)| value)
+}
+
+/// Where a JSON value that spans lines ends: brackets counted outside strings. A
+/// pretty-printed document is read until its outermost bracket closes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JsonDepth {
+    depth: i64,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonDepth {
+    /// Counts the brackets of the next bytes.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => self.depth -= 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// Every bracket opened so far is closed (or more closed than opened: not JSON).
+    pub fn closed(&self) -> bool {
+        self.depth <= 0 && !self.in_string
+    }
 }
 
 /// The attempt a span says it was: `stampede.attempt`, or a resend count plus one.

@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::{attempt_from, hex_u128, hex_u64, Reader};
+use super::{attempt_from, otlp_span_id, otlp_trace_id, peer_rank, Reader, PEER_KEYS};
 use crate::span::{Kind, Span, NO_NAME};
 
 #[derive(Deserialize, Default)]
@@ -54,26 +54,27 @@ struct OtlpSpan<'a> {
     status: Option<Status<'a>>,
 }
 
-/// A hex id, read as it is parsed (`None`: empty or not hex). Ids, times and the kind
+/// An id in hex (or base64, the protobuf JSON mapping), read as it is parsed (`None`:
+/// empty, or neither). Ids, times and the kind
 /// are read into integers during the parse: the span struct stays small (moving a large
 /// one cost a tenth of the reader's time).
 #[derive(Default)]
 struct Hex<T>(Option<T>);
 
-/// An id read from hex: a trace id (16 bytes) or a span id (8).
+/// An id read from hex or base64: a trace id (16 bytes) or a span id (8).
 trait HexId: Sized {
     fn from_hex(text: &str) -> Option<Self>;
 }
 
 impl HexId for u128 {
     fn from_hex(text: &str) -> Option<Self> {
-        hex_u128(text)
+        otlp_trace_id(text)
     }
 }
 
 impl HexId for u64 {
     fn from_hex(text: &str) -> Option<Self> {
-        hex_u64(text)
+        otlp_span_id(text)
     }
 }
 
@@ -125,7 +126,24 @@ impl<'de> Deserialize<'de> for SpanKind {
 struct SpanAttributes<'a> {
     attempt: Option<i64>,
     resend_count: Option<i64>,
-    peer: Option<Cow<'a, str>>,
+    /// The callee, from the best-ranked attribute that names it ([`peer_rank`]).
+    peer: Option<(u8, Cow<'a, str>)>,
+}
+
+impl<'a> SpanAttributes<'a> {
+    /// Reads `key`'s value (one of [`READ_KEYS`]).
+    fn read(&mut self, key: &str, string: Option<Cow<'a, str>>, int: Option<&Number<'_>>) {
+        match key {
+            "stampede.attempt" => self.attempt = int.and_then(Number::integer),
+            "http.request.resend_count" => self.resend_count = int.and_then(Number::integer),
+            _ => {
+                let (Some(rank), Some(value)) = (peer_rank(key), string) else { return };
+                if !value.is_empty() && self.peer.as_ref().is_none_or(|(best, _)| rank < *best) {
+                    self.peer = Some((rank, value));
+                }
+            }
+        }
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for SpanAttributes<'a> {
@@ -142,15 +160,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for SpanAttributes<'a> {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SpanAttributes<'a>, A::Error> {
                 let mut read = SpanAttributes::default();
                 while let Some(attribute) = seq.next_element::<Attribute<'a>>()? {
-                    let Some(value) = attribute.value else { continue };
-                    match attribute.key.as_deref() {
-                        Some("stampede.attempt") => read.attempt = value.int.as_ref().and_then(Number::integer),
-                        Some("http.request.resend_count") => {
-                            read.resend_count = value.int.as_ref().and_then(Number::integer)
-                        }
-                        Some("peer.service") => read.peer = value.string,
-                        _ => {}
-                    }
+                    let (Some(value), Some(key)) = (attribute.value, attribute.key) else { continue };
+                    read.read(&key, value.string, value.int.as_ref());
                 }
                 Ok(read)
             }
@@ -194,8 +205,16 @@ impl<'de: 'a, 'a> Deserialize<'de> for Attribute<'a> {
     }
 }
 
-/// The span attributes the import reads.
-const READ_KEYS: [&str; 3] = ["stampede.attempt", "http.request.resend_count", "peer.service"];
+/// The span attributes the import reads: a client span's attempt, and what names its callee.
+const READ_KEYS: [&str; 2 + PEER_KEYS.len()] = {
+    let mut keys = ["stampede.attempt", "http.request.resend_count", "", "", "", "", "", "", ""];
+    let mut k = 0;
+    while k < PEER_KEYS.len() {
+        keys[2 + k] = PEER_KEYS[k];
+        k += 1;
+    }
+    keys
+};
 
 #[derive(Deserialize)]
 struct Status<'a> {
@@ -595,7 +614,7 @@ fn add_span(reader: &mut Reader, spans: &mut Vec<Span>, fields: SpanFields<'_>) 
     let attempt = if client { attempt_from(read.attempt, read.resend_count) } else { None };
     let names = &mut reader.names;
     let peer = match &read.peer {
-        Some(peer) if client => names.intern(peer),
+        Some((_, peer)) if client => names.intern(peer),
         _ => NO_NAME,
     };
     let name = names.intern(fields.name);
@@ -797,6 +816,16 @@ mod tests {
 
     #[test]
     fn ids_and_times_read_as_written() {
+        use crate::formats::{hex_u128, hex_u64};
+        // The protobuf JSON mapping writes ids in base64: the same bytes as the hex.
+        let trace = 0x5b8efff798038103d269b633813fc60c_u128;
+        assert_eq!(otlp_trace_id("5b8efff798038103d269b633813fc60c"), Some(trace));
+        assert_eq!(otlp_trace_id("W47/95gDgQPSabYzgT/GDA=="), Some(trace));
+        assert_eq!(otlp_trace_id("W47_95gDgQPSabYzgT_GDA"), Some(trace), "URL-safe, unpadded");
+        assert_eq!(otlp_span_id("eee19b7ec3c1b174"), Some(0xeee19b7ec3c1b174));
+        assert_eq!(otlp_span_id("7uGbfsPBsXQ="), Some(0xeee19b7ec3c1b174));
+        assert_eq!(otlp_span_id("abc"), Some(0xabc), "short hex stays hex");
+        assert_eq!((otlp_span_id("AAAA=="), otlp_trace_id("not an id")), (None, None), "base64 of the wrong length");
         assert_eq!(hex_u128("0123456789abcdefABCDEF0123456789"), Some(0x0123456789abcdefabcdef0123456789));
         assert_eq!(hex_u128("f"), Some(15));
         assert_eq!((hex_u128(""), hex_u128("0g"), hex_u128(&"1".repeat(33))), (None, None, None));

@@ -1,16 +1,21 @@
 //! Zipkin v2 JSON: an array of spans, or the query API's array of traces (`traceId`, `id`, `parentId`, `name`, `kind`,
 //! `timestamp` and `duration` in microseconds, `localEndpoint.serviceName`, tags).
 //! A failure is an `error` tag. B3's shared spans — a server span with the same id
-//! as its client's (`"shared": true`) — are split: the server side gets an id of its
-//! own under the client span, and the spans its service made under the shared id
-//! move under it.
+//! as its client's (`"shared": true`) — are split when the client half is in the file:
+//! the server side gets an id of its own under the client span, and the spans made
+//! under the shared id (by any service but the client's) move under it; without its
+//! client half a shared span is an ordinary server span. Fragments — a span reported
+//! in pieces, the pieces without a `timestamp` (a late annotation, a tag added after
+//! the span was sent) — are merged into the piece that has one; a fragment that has
+//! none is skipped and counted. The callee of a client span is its
+//! `remoteEndpoint.serviceName`, else what its tags name ([`super::PEER_KEYS`]).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
-use super::{attempt_from, hex_u128, hex_u64, Reader};
+use super::{attempt_from, best_peer, hex_u128, hex_u64, Reader};
 use crate::span::{Kind, Span, NO_NAME};
 
 #[derive(Deserialize)]
@@ -26,17 +31,15 @@ struct ZipkinSpan<'a> {
     #[serde(borrow, default)]
     kind: Option<Cow<'a, str>>,
     #[serde(default)]
-    timestamp: i64,
+    timestamp: Option<i64>,
     #[serde(default)]
-    duration: i64,
+    duration: Option<i64>,
     #[serde(borrow, rename = "localEndpoint", default)]
     local: Option<Endpoint<'a>>,
     #[serde(borrow, rename = "remoteEndpoint", default)]
     remote: Option<Endpoint<'a>>,
     #[serde(borrow, default)]
     tags: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
-    #[serde(default)]
-    shared: bool,
 }
 
 #[derive(Deserialize)]
@@ -65,14 +68,18 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
     } else {
         serde_json::from_slice(text).map_err(|e| e.to_string())?
     };
-    // Shared ids: (trace, id) → the server side's service.
+    let spans = merge_fragments(spans, reader);
+    // Shared ids whose client half is here: (trace, id) → the two sides' services.
     let ids = |span: &ZipkinSpan| Some((hex_u128(&span.trace_id)?, hex_u64(&span.id)?));
-    let clients: HashSet<(u128, u64)> =
-        spans.iter().filter(|s| s.kind.as_deref() == Some("CLIENT")).filter_map(ids).collect();
+    let clients: HashMap<(u128, u64), &str> = spans
+        .iter()
+        .filter(|s| s.kind.as_deref() == Some("CLIENT"))
+        .filter_map(|s| Some((ids(s)?, service_of(s))))
+        .collect();
     let mut shared: HashMap<(u128, u64), &str> = HashMap::new();
     for span in spans.iter().filter(|s| s.kind.as_deref() == Some("SERVER")) {
-        if let Some(key) = ids(span).filter(|key| span.shared || clients.contains(key)) {
-            shared.insert(key, service_of(span));
+        if let Some(key) = ids(span).filter(|key| clients.contains_key(key)) {
+            shared.insert(key, clients[&key]);
         }
     }
     for span in &spans {
@@ -93,22 +100,28 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
             own_id = server_side(id);
             parent = Some(id);
         } else if let Some(p) = parent {
-            // Made by the server side of a shared span: under that side.
-            if shared.get(&(trace, p)).is_some_and(|s| *s == service) {
+            // Made under a shared id by anyone but the client's service: the server
+            // side made it (whatever spelling of its name it used).
+            if shared.get(&(trace, p)).is_some_and(|client| *client != service) {
                 parent = Some(server_side(p));
             }
         }
         let instance = span.local.as_ref().and_then(|l| {
             l.ipv4.as_ref().map(|ip| l.port.map_or_else(|| ip.to_string(), |port| format!("{ip}:{port}")))
         });
-        let peer = span.remote.as_ref().and_then(|r| r.service.as_deref());
+        let peer = span
+            .remote
+            .as_ref()
+            .and_then(|r| r.service.as_deref())
+            .or_else(|| best_peer(span.tags.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))));
         let tag = |key: &str| span.tags.get(key).and_then(|v| v.parse::<i64>().ok());
         // Zipkin's times are Unix microseconds: one before 1970 is not a time.
-        if span.timestamp < 0 || span.duration < 0 {
+        let (timestamp, duration) = (span.timestamp.unwrap_or(0), span.duration.unwrap_or(0));
+        if timestamp < 0 || duration < 0 {
             reader.skipped().bad_time += 1;
             continue;
         }
-        let start = span.timestamp.saturating_mul(1000);
+        let start = timestamp.saturating_mul(1000);
         let span = Span {
             trace,
             id: own_id,
@@ -119,13 +132,50 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
             peer: peer.map_or(NO_NAME, |p| reader.names.intern(p)),
             kind,
             start,
-            end: start.saturating_add(span.duration.saturating_mul(1000)),
+            end: start.saturating_add(duration.saturating_mul(1000)),
             error: span.tags.contains_key("error"),
             attempt: attempt_from(tag("stampede.attempt"), tag("http.request.resend_count")),
         };
         reader.push(span);
     }
     Ok(())
+}
+
+/// Each span reported in pieces made one: a piece without a `timestamp` is merged into
+/// a piece of the same trace, id and side that has one (its tags, and the name, kind
+/// and endpoints it lacks); a piece no timed piece matches is skipped and counted.
+fn merge_fragments<'a>(spans: Vec<ZipkinSpan<'a>>, reader: &mut Reader) -> Vec<ZipkinSpan<'a>> {
+    if spans.iter().all(|s| s.timestamp.is_some()) {
+        return spans;
+    }
+    let (mut timed, fragments): (Vec<ZipkinSpan>, Vec<ZipkinSpan>) =
+        spans.into_iter().partition(|s| s.timestamp.is_some());
+    let mut by_id: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    let keys: Vec<(String, String)> = timed.iter().map(|s| (s.trace_id.to_string(), s.id.to_string())).collect();
+    for (i, (trace, id)) in keys.iter().enumerate() {
+        by_id.entry((trace.as_str(), id.as_str())).or_default().push(i);
+    }
+    for fragment in fragments {
+        let candidates = by_id.get(&(fragment.trace_id.as_ref(), fragment.id.as_ref()));
+        let same_side = |t: &ZipkinSpan| {
+            fragment.kind.is_none() || t.kind.is_none() || t.kind == fragment.kind || fragment.local.is_none()
+        };
+        let Some(&into) = candidates.and_then(|c| c.iter().find(|&&i| same_side(&timed[i]))) else {
+            reader.skipped().untimed += 1;
+            continue;
+        };
+        let span = &mut timed[into];
+        span.name = span.name.take().filter(|n| !n.is_empty()).or(fragment.name);
+        span.kind = span.kind.take().or(fragment.kind);
+        span.local = span.local.take().or(fragment.local);
+        span.remote = span.remote.take().or(fragment.remote);
+        span.parent_id = span.parent_id.take().or(fragment.parent_id);
+        span.duration = span.duration.filter(|d| *d > 0).or(fragment.duration);
+        for (key, value) in fragment.tags {
+            span.tags.entry(key).or_insert(value);
+        }
+    }
+    timed
 }
 
 fn service_of<'a>(span: &'a ZipkinSpan<'_>) -> &'a str {

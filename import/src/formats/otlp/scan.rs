@@ -316,11 +316,8 @@ impl<'a> Scanner<'a> {
                 _ => s.skip(),
             })?;
             let Some((string, int)) = value else { return Some(()) };
-            match key {
-                Some("stampede.attempt") => read.attempt = int.as_ref().and_then(Number::integer),
-                Some("http.request.resend_count") => read.resend_count = int.as_ref().and_then(Number::integer),
-                Some("peer.service") => read.peer = string.map(Cow::Borrowed),
-                _ => {}
+            if let Some(key) = key {
+                read.read(key, string.map(Cow::Borrowed), int.as_ref());
             }
             Some(())
         })?;
