@@ -97,6 +97,10 @@ pub struct CalleeStats {
     pub first_stage_sum: u64,
 }
 
+/// The default `--skew`: a call that ends up to 5 ms after its caller is one the
+/// caller waited for (clocks of different hosts disagree by about that much).
+pub const DEFAULT_SKEW_NS: i64 = 5_000_000;
+
 /// One endpoint's invocations.
 #[derive(Clone, Debug, Default)]
 pub struct EndpointStats {
@@ -110,6 +114,9 @@ pub struct EndpointStats {
     pub busy_s: f64,
     /// What it calls.
     pub callees: BTreeMap<Endpoint, CalleeStats>,
+    /// Callees it does not wait for (fire-and-forget calls, messages): invocations
+    /// calling each and calls made (stages and fan-outs do not apply).
+    pub detached: BTreeMap<Endpoint, CalleeStats>,
     /// Pairs of callees (the lesser endpoint first): how often both were called, how
     /// often in one stage, and how often the first came in an earlier stage. Kept for
     /// invocations calling at most [`MAX_PAIRED_CALLEES`] endpoints.
@@ -199,6 +206,10 @@ pub struct Model {
     pub max_depth: u32,
     /// The first start and the last end of any span read: the time the traces cover.
     pub extent: Option<(i64, i64)>,
+    /// A call ending more than this after its caller ended was not waited for.
+    pub skew_ns: i64,
+    /// Calls not waited for (messages, calls ending or made after their caller ended).
+    pub detached_calls: u64,
     /// Buffers a trace's analysis reuses (no allocation per trace once they have grown).
     scratch: Scratch,
 }
@@ -233,6 +244,8 @@ struct Call {
     failed_attempts: u32,
     /// Its last attempt failed (an attempt after it is a retry).
     last_failed: bool,
+    /// Not waited for: a message, or a call that ended after its caller did.
+    detached: bool,
 }
 
 /// Each span's children, in start order: one flat list and where each span's begins.
@@ -259,7 +272,7 @@ impl Children<'_> {
 
 impl Call {
     /// A call to `callee` whose first attempt is `span`.
-    fn first(callee: Endpoint, span: &Span) -> Call {
+    fn first(callee: Endpoint, span: &Span, detached: bool) -> Call {
         Call {
             callee,
             start: span.start,
@@ -267,6 +280,7 @@ impl Call {
             attempts: 1,
             failed_attempts: span.error as u32,
             last_failed: span.error,
+            detached,
         }
     }
 }
@@ -274,7 +288,7 @@ impl Call {
 impl Model {
     /// An empty model whose load buckets are `bucket_ns` wide.
     pub fn new(bucket_ns: i64) -> Self {
-        Model { bucket_ns: bucket_ns.max(1), ..Model::default() }
+        Model { bucket_ns: bucket_ns.max(1), skew_ns: DEFAULT_SKEW_NS, ..Model::default() }
     }
 
     /// Adds one complete trace.
@@ -357,8 +371,8 @@ impl Model {
             }
             self.skipped.in_cycle += (spans.len() - reached) as u64;
         }
-        let has_server = spans.iter().any(|s| s.kind == Kind::Server);
-        let is_invocation = |s: &Span| if has_server { s.kind == Kind::Server } else { s.kind != Kind::Client };
+        let has_server = spans.iter().any(|s| s.kind.is_served());
+        let is_invocation = |s: &Span| if has_server { s.kind.is_served() } else { !s.kind.is_sent() };
         // Entry invocations: the first invocation on each path from a root.
         let (entries, stack) = (&mut scratch.entries, &mut scratch.stack);
         entries.clear();
@@ -463,13 +477,20 @@ impl Model {
         while let Some(c) = walk.pop() {
             let span = spans[c];
             if is_invocation(&span) {
-                // A server span straight under this one: a call no client span recorded.
+                // A server span straight under this one: a call no client span recorded
+                // (on the callee's clock: not waited for only if it began after the end).
                 stack.push(c);
-                calls.push(Call::first((span.service, span.name), &span));
+                let detached = span.start > me.end.saturating_add(self.skew_ns);
+                calls.push(Call::first((span.service, span.name), &span, detached));
                 self.edge(me.service, span.service, span.error, None);
                 continue;
             }
-            if span.kind == Kind::Client {
+            if span.kind.is_sent() {
+                // On the caller's clock: a call made as the caller answered, or still
+                // going (beyond the skew) after it, was not waited for; a message never is.
+                let detached = span.kind == Kind::Producer
+                    || span.end > me.end.saturating_add(self.skew_ns)
+                    || (span.start >= me.end && span.end > me.end);
                 let server = children.of(c).iter().copied().find(|&s| is_invocation(&spans[s]));
                 let callee = match server {
                     Some(s) => (spans[s].service, spans[s].name),
@@ -500,14 +521,15 @@ impl Model {
                 // parallel calls too).
                 let resend = span.attempt.is_some_and(|a| a > 1);
                 let previous = calls.iter_mut().rev().find(|call| call.callee == callee);
-                match previous.filter(|p| resend || (p.last_failed && span.start >= p.end)) {
+                match previous.filter(|p| p.detached == detached && (resend || (p.last_failed && span.start >= p.end)))
+                {
                     Some(call) => {
                         call.end = call.end.max(span.end);
                         call.attempts += 1;
                         call.failed_attempts += span.error as u32;
                         call.last_failed = span.error;
                     }
-                    None => calls.push(Call::first(callee, &span)),
+                    None => calls.push(Call::first(callee, &span, detached)),
                 }
                 continue;
             }
@@ -528,11 +550,25 @@ impl Model {
     /// Adds invocation `me` and its calls to its endpoint's figures.
     fn record(&mut self, me: Span, work: &mut Work) {
         let calls = &mut *work.calls;
-        calls.sort_by_key(|c| (c.start, c.end));
+        // The calls waited for first, in start order; those not waited for after them.
+        calls.sort_by_key(|c| (c.detached, c.start, c.end));
         for call in calls.iter() {
             self.edges.entry((me.service, call.callee.0)).or_default().calls += 1;
         }
+        let split = calls.iter().position(|c| c.detached).unwrap_or(calls.len());
+        let (calls, detached) = calls.split_at(split);
+        self.detached_calls += detached.len() as u64;
         let stats = self.endpoints.entry((me.service, me.name)).or_default();
+        // Each callee not waited for: how many invocations call it, how many times.
+        let keyed = &mut *work.keyed;
+        keyed.clear();
+        keyed.extend(detached.iter().map(|call| (call.callee, 0)));
+        keyed.sort_unstable();
+        for run in keyed.chunk_by(|a, b| a.0 == b.0) {
+            let of = stats.detached.entry(run[0].0).or_default();
+            of.invocations_calling += 1;
+            of.calls += run.len() as u64;
+        }
         stats.invocations += 1;
         stats.failed += me.error as u64;
         let length = me.end - me.start;
@@ -657,6 +693,42 @@ mod tests {
         let edge = &model.edges[&(names.intern("api"), db.0)];
         assert!((edge.network_s.values[0] - 0.002).abs() < 1e-12);
         assert_eq!(model.max_depth, 2);
+    }
+
+    /// api.get [0, 100] ms waits for db (10–40); a call to mail still going at 300 ms,
+    /// a message to the queue (a producer span, its consumer at 150 ms) and a server
+    /// span of audit starting at 200 ms are not waited for: self time 70 ms, not 0,
+    /// and no invocation counted as skewed. A call ending 3 ms late is clock skew.
+    #[test]
+    fn calls_the_caller_did_not_wait_for_are_detached_and_leave_its_self_time_alone() {
+        let mut names = Names::default();
+        let mut spans = vec![
+            span(&mut names, 1, None, ("api", "get"), Kind::Server, (0, 100)),
+            span(&mut names, 2, Some(1), ("api", "db.q"), Kind::Client, (10, 40)),
+            span(&mut names, 3, Some(2), ("db", "q"), Kind::Server, (12, 38)),
+            span(&mut names, 4, Some(1), ("api", "mail.send"), Kind::Client, (90, 300)),
+            span(&mut names, 5, Some(1), ("api", "orders publish"), Kind::Producer, (95, 96)),
+            span(&mut names, 6, Some(5), ("billing", "consume"), Kind::Consumer, (150, 160)),
+            span(&mut names, 7, Some(1), ("audit", "log"), Kind::Server, (200, 210)),
+            span(&mut names, 8, Some(1), ("api", "cache.g"), Kind::Client, (60, 103)),
+        ];
+        let mut model = Model::new(1_000_000_000);
+        model.add_trace(&mut spans, &mut names);
+        let api = model.endpoints[&(names.intern("api"), names.intern("get"))].clone();
+        // Covered by calls waited for: 10–40 and 60–100 (cache's 3 ms past the end is skew).
+        assert!((api.self_s.values[0] - 0.030).abs() < 1e-12, "{:?}", api.self_s.values);
+        let mut callee = |s: &str, e: &str| (names.intern(s), names.intern(e));
+        let waited: Vec<Endpoint> = api.callees.keys().copied().collect();
+        let detached: Vec<Endpoint> = api.detached.keys().copied().collect();
+        let (db, cache) = (callee("db", "q"), callee("cache", "g"));
+        let (mail, billing, audit) = (callee("mail", "send"), callee("billing", "consume"), callee("audit", "log"));
+        assert_eq!(waited.len(), 2);
+        assert!(waited.contains(&db) && waited.contains(&cache), "{waited:?}");
+        assert_eq!(detached.len(), 3);
+        assert!([mail, billing, audit].iter().all(|c| detached.contains(c)), "{detached:?}");
+        assert_eq!(model.detached_calls, 3);
+        assert_eq!(model.skipped.skewed, 1, "cache ended 3 ms late: skew, not a detached call");
+        assert!(model.endpoints.contains_key(&billing), "the consumer is an invocation");
     }
 
     /// A failed attempt then a second one to the same callee are one call of two

@@ -32,11 +32,15 @@ pub struct Input {
     pub format: Option<Format>,
     /// The width of a load bucket, nanoseconds.
     pub bucket_ns: i64,
+    /// How far past its caller's end a call may end and still be one the caller waited
+    /// for (clock skew), nanoseconds; beyond, it is fire-and-forget.
+    pub skew_ns: i64,
 }
 
 /// Reads `input` and writes the scenario it describes.
 pub fn import(input: &Input, options: &Options) -> Result<Written> {
     let mut reader = formats::Reader::new(input.bucket_ns);
+    reader.model.skew_ns = input.skew_ns.max(0);
     for path in &input.files {
         let format = match input.format {
             Some(format) => format,

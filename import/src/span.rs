@@ -21,6 +21,22 @@ pub enum Kind {
     Server,
     /// A call to another service, as the caller saw it.
     Client,
+    /// A message sent for another service to consume: a call no one waits for.
+    Producer,
+    /// A message consumed: an invocation, as a server span is.
+    Consumer,
+}
+
+impl Kind {
+    /// A service's handling of a request or message: an endpoint's invocation.
+    pub fn is_served(self) -> bool {
+        matches!(self, Kind::Server | Kind::Consumer)
+    }
+
+    /// A call or message sent to another service, as its sender saw it.
+    pub fn is_sent(self) -> bool {
+        matches!(self, Kind::Client | Kind::Producer)
+    }
 }
 
 /// One span, format-independent.

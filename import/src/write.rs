@@ -250,6 +250,16 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
         }
         out.extend(members.iter().filter(|m| !m.1).map(|m| m.0.clone()));
     }
+    // Calls not waited for: each a step of its own after the rest, made as the
+    // invocation answers (`wait = "none"`: they load their callee, not the answer).
+    for (endpoint, c) in &stats.detached {
+        let name = &naming.endpoints[endpoint];
+        let p = (c.invocations_calling as f64 / invocations).min(1.0);
+        let copies = (c.calls as f64 / c.invocations_calling.max(1) as f64).round().max(1.0) as usize;
+        let step = call(name, p);
+        let step = format!("{}, wait = \"none\" }}", step.trim_end_matches(" }"));
+        out.extend(std::iter::repeat_n(step, copies));
+    }
     for ((a, b), pair) in stats.pairs.iter().filter(|(_, pair)| pair.order_varies()) {
         let (a, b) = (&naming.endpoints[a], &naming.endpoints[b]);
         let share = pair.first_before as f64 / (pair.both - pair.together) as f64 * 100.0;
@@ -264,7 +274,11 @@ fn has_cycle(model: &Model) -> bool {
     // `true`: on the current path (grey); `false`: finished (black).
     let mut state: BTreeMap<Endpoint, bool> = BTreeMap::new();
     let callees = |at: &Endpoint| -> Vec<Endpoint> {
-        model.endpoints.get(at).map(|e| e.callees.keys().copied().collect()).unwrap_or_default()
+        model
+            .endpoints
+            .get(at)
+            .map(|e| e.callees.keys().chain(e.detached.keys()).copied().collect())
+            .unwrap_or_default()
     };
     for &root in model.endpoints.keys() {
         if state.contains_key(&root) {
@@ -581,6 +595,15 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     }
     for line in &observed {
         let _ = writeln!(summary, "  observed {line}");
+    }
+    if model.detached_calls > 0 {
+        let _ = writeln!(
+            summary,
+            "  {} calls not waited for (messages, or calls still going {} ms after their caller answered): \
+             written as steps with wait = \"none\"",
+            model.detached_calls,
+            model.skew_ns as f64 / 1e6
+        );
     }
     let s = &model.skipped;
     let skipped = [

@@ -38,7 +38,7 @@ fn every_reader(bytes: &[u8]) {
     for format in
         [None, Some(Format::OtlpJson), Some(Format::JaegerJson), Some(Format::ZipkinJson), Some(Format::AlibabaCsv)]
     {
-        let input = Input { files: vec![path.clone()], format, bucket_ns: 1_000_000_000 };
+        let input = Input { files: vec![path.clone()], format, bucket_ns: 1_000_000_000, skew_ns: 5_000_000 };
         let _ = import(&input, &options);
     }
     assert!(started.elapsed().as_secs_f64() < 1.0, "{:?} on {} bytes", started.elapsed(), bytes.len());
@@ -89,7 +89,7 @@ fn every_export_imports() {
             source: name.into(),
             window_s: None,
         };
-        let input = Input { files: vec![path], format: None, bucket_ns: 1_000_000_000 };
+        let input = Input { files: vec![path], format: None, bucket_ns: 1_000_000_000, skew_ns: 5_000_000 };
         assert!(import(&input, &options).is_ok(), "{name}");
     }
 }

@@ -82,6 +82,11 @@ pub(super) struct ImportArgs {
     /// arrivals over it. Default: the time the spans cover, first start to last end.
     #[arg(long, value_name = "DURATION")]
     pub(super) window: Option<String>,
+    /// Clock skew allowed between hosts: a call that ends up to this long after its
+    /// caller answered is one the caller waited for; one ending later (or a message)
+    /// is fire-and-forget, written with wait = "none".
+    #[arg(long, value_name = "DURATION", default_value = "5ms")]
+    pub(super) skew: String,
     /// The scenario's name (default: the file's stem).
     #[arg(long)]
     pub(super) name: Option<String>,
@@ -180,7 +185,11 @@ pub(super) fn import(args: ImportArgs) -> Result<()> {
             Err(e) => return Err(Error::bad_input(format!("{}: cannot be read: {e}", file.display()))),
         }
     }
-    let input = Input { files: args.files.clone(), format, bucket_ns: (bucket_s * 1e9) as i64 };
+    let skew_s = parse_duration(&args.skew)
+        .or((args.skew.trim() == "0").then_some(0.0))
+        .ok_or_else(|| Error::bad_input(format!("--skew {}: give a duration, e.g. 5ms, 0.5s or 0", args.skew)))?;
+    let input =
+        Input { files: args.files.clone(), format, bucket_ns: (bucket_s * 1e9) as i64, skew_ns: (skew_s * 1e9) as i64 };
     let shown: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
     let source = match format {
         Some(format) => format!("{} ({})", shown.join(", "), format.name()),

@@ -115,7 +115,15 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     let output = stampede(&["import", trace.to_str().unwrap(), "--out", imported_path.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     let summary = stdout(&output);
-    assert!(summary.contains("5 services, 5 endpoints, 4 edges"), "{summary}");
+    assert!(summary.contains("6 services, 6 endpoints, 5 edges"), "{summary}");
+    // The audit log front does not wait for comes back as such (before: a synchronous
+    // call that added its 20 ms to every answer).
+    assert!(summary.contains("calls not waited for"), "{summary}");
+    let front_steps = std::fs::read_to_string(&imported_path).unwrap();
+    assert!(
+        front_steps.lines().any(|l| l.contains(r#"call = "audit.log""#) && l.contains(r#"wait = "none""#)),
+        "{front_steps}"
+    );
     let imported = table(&imported_path);
 
     // The same services, edges and parallel groups; probabilities within ±0.02.
@@ -135,12 +143,13 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
 
     // Self times: medians and p90s within 5% of the original's distributions.
     let z90: f64 = 1.281_551_565_5;
-    let expected: [(&str, f64, f64); 5] = [
+    let expected: [(&str, f64, f64); 6] = [
         ("front.page", 0.004, 0.004 * (0.5 * z90).exp()),
         ("auth.check", 0.002 * 2f64.ln(), 0.002 * 10f64.ln()),
         ("catalog.list", gamma2_quantile(0.005, 0.5), gamma2_quantile(0.005, 0.9)),
         ("prices.get", 0.005 * 2f64.ln(), 0.005 * 10f64.ln()),
         ("db.query", 0.008, 0.008 * (0.3 * z90).exp()),
+        ("audit.log", 0.02 * 2f64.ln(), 0.02 * 10f64.ln()),
     ];
     for (endpoint, median, p90) in expected {
         let file = dir.join(format!("imported.data/{endpoint}.self_s.csv"));

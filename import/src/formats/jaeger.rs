@@ -168,6 +168,8 @@ pub fn read_document(text_bytes: &[u8], reader: &mut Reader) -> Result<(), Strin
             let kind = match text(&span.tags, "span.kind") {
                 Some("server") => Kind::Server,
                 Some("client") => Kind::Client,
+                Some("producer") => Kind::Producer,
+                Some("consumer") => Kind::Consumer,
                 _ => Kind::Internal,
             };
             let error = match tag(&span.tags, "error") {

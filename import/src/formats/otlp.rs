@@ -335,6 +335,8 @@ fn kind(value: Option<&Number<'_>>) -> Kind {
         Some(Number::Text(text)) => match text.as_ref() {
             "SPAN_KIND_SERVER" | "SERVER" => 2,
             "SPAN_KIND_CLIENT" | "CLIENT" => 3,
+            "SPAN_KIND_PRODUCER" | "PRODUCER" => 4,
+            "SPAN_KIND_CONSUMER" | "CONSUMER" => 5,
             _ => 1,
         },
         Some(number) => number.integer().unwrap_or(1),
@@ -343,6 +345,8 @@ fn kind(value: Option<&Number<'_>>) -> Kind {
     match code {
         2 => Kind::Server,
         3 => Kind::Client,
+        4 => Kind::Producer,
+        5 => Kind::Consumer,
         _ => Kind::Internal,
     }
 }
@@ -609,7 +613,7 @@ fn add_span(reader: &mut Reader, spans: &mut Vec<Span>, fields: SpanFields<'_>) 
     let start = fields.start.unwrap_or(0);
     let end = fields.end.unwrap_or(start);
     // Attempts and peers are what a client span says; other spans' are not read.
-    let client = fields.kind == Kind::Client;
+    let client = fields.kind.is_sent();
     let read = fields.attributes;
     let attempt = if client { attempt_from(read.attempt, read.resend_count) } else { None };
     let names = &mut reader.names;

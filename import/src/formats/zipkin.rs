@@ -90,6 +90,8 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
         let kind = match span.kind.as_deref() {
             Some("SERVER") => Kind::Server,
             Some("CLIENT") => Kind::Client,
+            Some("PRODUCER") => Kind::Producer,
+            Some("CONSUMER") => Kind::Consumer,
             _ => Kind::Internal,
         };
         let service = service_of(span);

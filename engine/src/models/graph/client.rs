@@ -770,6 +770,7 @@ impl Graph<'_> {
         }
         match c.parent {
             Some(job) => self.child_done(now, job, outcome, scheduler),
+            None if c.detached => {}
             None => self.entry_done(now, &c, outcome, scheduler),
         }
     }
@@ -855,6 +856,39 @@ impl Graph<'_> {
             let gap = self.think_time(w, think);
             scheduler.after(gap, Event::Arrival { workload: w as u32 });
         }
+    }
+
+    /// A call from `job` along call site `site` that `job` does not wait for: linked
+    /// to no one, no deadline of the caller's, started at once.
+    pub(super) fn detached_call(&mut self, now: Nanos, job: SlabKey, site: u32, scheduler: &mut Scheduler<Event>) {
+        let j = self.jobs.get(job).expect("live job");
+        let (attempt, counted, criticality, depth, key) = (j.attempt, j.counted, j.criticality, j.depth, j.key);
+        let call_site = self.p.call_sites[site as usize];
+        let workload = self.attempts.get(attempt).and_then(|a| self.calls.get(a.call)).map_or(0, |c| c.workload);
+        if counted {
+            self.sites[site as usize].offered += 1;
+        }
+        let call = self.calls.insert(Call {
+            site,
+            detached: true,
+            ..Call::new(
+                None,
+                workload,
+                call_site.edge,
+                call_site.endpoint,
+                Nanos::MAX,
+                now,
+                criticality,
+                depth + 1,
+                key,
+                counted,
+            )
+        });
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            let parent = tracer.attempt_span(attempt);
+            tracer.call_started(call, now, call_site.endpoint, parent, counted);
+        }
+        self.begin_call(now, call, scheduler);
     }
 
     /// A new call from `job` along call site `site`, linked as its first child; the

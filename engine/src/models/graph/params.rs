@@ -289,6 +289,11 @@ pub enum Wait {
     Quorum(u32),
     /// The first success; the rest are cancelled.
     FirstSuccess,
+    /// Nothing: the calls are made and the job goes on at once (fire-and-forget: an
+    /// event published, a cache warmed, an audit log written). Their outcomes count on
+    /// their edge and call site, never in the caller's answer or latency, and nothing
+    /// cancels them when the caller ends.
+    Detached,
 }
 
 /// One step of an endpoint.

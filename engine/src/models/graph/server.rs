@@ -267,6 +267,16 @@ impl Graph<'_> {
             j.next_step += 1;
             match self.p.steps[step as usize] {
                 Step::Work(_) => return self.need_work(now, job, step, scheduler),
+                Step::Calls { first_call, calls, wait: Wait::Detached } => {
+                    // Made and left: the job goes on to its next step now.
+                    for site in first_call..first_call + calls {
+                        let probability = self.p.call_sites[site as usize].probability;
+                        if probability >= 1.0 || self.site_rng[site as usize].bernoulli(probability) {
+                            self.detached_call(now, job, site, scheduler);
+                        }
+                    }
+                    continue;
+                }
                 Step::Calls { first_call, calls, wait } => {
                     // Made last site first: each is linked at the head of the job's
                     // children, so the list runs in site order.
@@ -285,6 +295,7 @@ impl Graph<'_> {
                         Wait::All => launched,
                         Wait::FirstSuccess => 1,
                         Wait::Quorum(k) => k.min(launched),
+                        Wait::Detached => unreachable!("handled above"),
                     };
                     let j = self.jobs.get_mut(job).expect("live");
                     (j.group_launched, j.group_needed, j.group_pending, j.group_ok, j.group_failed) =

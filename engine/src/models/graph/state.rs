@@ -81,6 +81,9 @@ pub(super) struct Call {
     pub depth: u32,
     pub key: u64,
     pub counted: bool,
+    /// Made by a job that does not wait for it ([`super::params::Wait::Detached`]):
+    /// no parent, and not an entry request either; its end tells no one.
+    pub detached: bool,
 }
 
 impl Call {
@@ -123,6 +126,7 @@ impl Call {
             depth,
             key,
             counted,
+            detached: false,
         }
     }
 }

@@ -365,6 +365,46 @@ fn a_quorum_waits_for_the_kth_answer() {
     }
 }
 
+/// A detached call (fire-and-forget) loads its callee and not its caller's answer: the
+/// front answers in its own M/M/2 response time while the audit service it notifies
+/// is an M/M/3 at the same rate (utilisation λ·S/c), each call counted on its edge.
+/// Waited for, the same call would add the audit's response to every answer.
+#[test]
+fn a_detached_call_loads_its_callee_and_not_its_callers_latency() {
+    let build = |wait: Wait| {
+        let mut g = Builder::new(60.0, 5.0);
+        let front = g.service(1, 2, 1_000_000);
+        let audit = g.service(1, 3, 1_000_000);
+        let ef = g.endpoint(front, Some(exp(0.004)));
+        let ea = g.endpoint(audit, Some(exp(0.02)));
+        let fa = g.edge(Some(front), audit);
+        g.step(ef, S::Calls(vec![(ea, fa, 1.0)], wait));
+        g.poisson(ef, 100.0, None);
+        g.build()
+    };
+    let detached = build(Wait::Detached);
+    let front = crate::measurement::theory::erlang_c(100.0, 250.0, 2).unwrap();
+    let audit = crate::measurement::theory::erlang_c(100.0, 50.0, 3).unwrap();
+    assert_within(
+        "the caller's latency",
+        mean_ci(&detached, 12, |r| r.entries[0].latency_mean_s()),
+        front.response_mean_s,
+        0.01,
+    );
+    assert_within(
+        "the callee's utilisation",
+        mean_ci(&detached, 12, |r| r.services[1].utilisation),
+        audit.utilization,
+        0.01,
+    );
+    // Edge 0 is front->audit (the workload's own edge is built after it).
+    let per_request = |r: &GraphResults| r.edges[0].calls as f64 / r.entries[0].offered as f64;
+    assert_within("calls per request", mean_ci(&detached, 12, per_request), 1.0, 0.01);
+    // Waited for, the front holds its worker through the audit: far slower.
+    let waited = mean_ci(&build(Wait::All), 12, |r| r.entries[0].latency_mean_s()).0;
+    assert!(waited > front.response_mean_s + audit.response_mean_s * 0.9, "{waited}");
+}
+
 /// A crash of one instance of two: requests to it are refused until it restarts; a
 /// partition that times out costs the timeout; after both, the graph recovers.
 #[test]

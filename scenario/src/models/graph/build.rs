@@ -273,8 +273,11 @@ impl Builder {
         }
         let calls: Vec<(String, Option<f64>, String)> = match (&step.call, &step.parallel) {
             (Some(call), None) => {
-                if step.wait.is_some() || step.quorum.is_some() {
-                    return Err(bad(format!("{path}: wait and quorum belong to a parallel group")));
+                if step.wait.as_deref().is_some_and(|w| w != "none") || step.quorum.is_some() {
+                    return Err(bad(format!(
+                        "{path}: a single call takes wait = \"none\" (fire-and-forget) or no wait; all, first and \
+                         quorum belong to a parallel group"
+                    )));
                 }
                 vec![(call.clone(), step.probability, format!("{path}.call"))]
             }
@@ -296,6 +299,7 @@ impl Builder {
         let wait = match (step.wait.as_deref().unwrap_or("all"), step.quorum) {
             ("all", None) => Wait::All,
             ("first", None) => Wait::FirstSuccess,
+            ("none", None) => Wait::Detached,
             ("quorum", Some(k)) => {
                 if k == 0 || k as usize > calls.len() {
                     return Err(bad(format!(
@@ -306,11 +310,11 @@ impl Builder {
                 Wait::Quorum(k)
             }
             ("quorum", None) => return Err(bad(format!("{path}.quorum: missing; wait = \"quorum\" needs quorum = k"))),
-            (other @ ("all" | "first"), Some(_)) => {
+            (other @ ("all" | "first" | "none"), Some(_)) => {
                 return Err(bad(format!("{path}.quorum: only with wait = \"quorum\" (here wait = {other:?})")))
             }
             (other, _) => {
-                return Err(bad(format!("{path}.wait = {other:?}: allowed: all, first, quorum")));
+                return Err(bad(format!("{path}.wait = {other:?}: allowed: all, first, quorum, none")));
             }
         };
         let mut sites = Vec::new();

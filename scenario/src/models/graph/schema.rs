@@ -320,7 +320,8 @@ pub struct StepConfig {
     pub probability: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Vec<CallConfig>>,
-    /// `all` (default), `first` (the first success), or `quorum` with `quorum = k`.
+    /// `all` (default), `first` (the first success), `quorum` with `quorum = k`, or
+    /// `none` (fire-and-forget: the caller goes on at once; a single call takes it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
