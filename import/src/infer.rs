@@ -181,6 +181,8 @@ pub struct EntryStats {
     pub last: i64,
     /// Arrivals per bucket (bucket = floor(time / bucket width)).
     pub buckets: BTreeMap<i64, u64>,
+    /// Its requests' latencies (the entry span's length), seconds.
+    pub latency_s: Reservoir,
 }
 
 /// Everything the traces said.
@@ -398,6 +400,7 @@ impl Model {
             }
             stats.last = stats.last.max(span.start);
             stats.arrivals += 1;
+            stats.latency_s.add((span.end - span.start) as f64 / 1e9);
             *stats.buckets.entry(span.start.div_euclid(self.bucket_ns)).or_default() += 1;
         }
         // Every invocation, from the entries down, with its depth.

@@ -367,6 +367,95 @@ impl Window {
     }
 }
 
+/// Entries and services the fidelity claims cover at most (the busiest).
+const MAX_FIDELITY_CLAIMS: usize = 20;
+
+/// The widening of a fidelity claim's bounds beyond the traces' own interval: the
+/// model is a model (a self time resampled, a network time drawn apart).
+const FIDELITY_SLACK: f64 = 0.05;
+
+/// The `q` quantile of `sample` with its 95% distribution-free interval (order
+/// statistics at ranks nq ± 1.96 √(nq(1−q))), or `None` under 10 values.
+pub fn quantile_interval(sample: &crate::infer::Reservoir, q: f64) -> Option<(f64, f64, f64)> {
+    let n = sample.values.len();
+    if n < 10 {
+        return None;
+    }
+    let mut sorted = sample.values.clone();
+    sorted.sort_by(f64::total_cmp);
+    let at = |rank: f64| sorted[(rank.round().max(0.0) as usize).min(n - 1)];
+    let (centre, spread) = (n as f64 * q, 1.96 * (n as f64 * q * (1.0 - q)).sqrt());
+    Some((at(centre - 1.0), at(centre - 1.0 - spread), at(centre + spread)))
+}
+
+/// `[[verify]]` claims of how far the model may be from the traces it came from: each
+/// busy entry's p50 and p99 (all requests, failures counted) within the traces' 95%
+/// interval widened by [`FIDELITY_SLACK`], and each busy service's calls per second of
+/// the measured run (`measured_s`) within 5% plus the count's Poisson noise.
+fn fidelity_claims(
+    t: &mut String,
+    model: &Model,
+    naming: &Naming,
+    measured_s: f64,
+    window_s: f64,
+    notes: &mut Vec<String>,
+) {
+    let mut entries: Vec<_> = model.entries.iter().filter(|(e, _)| naming.endpoints.contains_key(e)).collect();
+    entries.sort_by_key(|(e, s)| (std::cmp::Reverse(s.arrivals), **e));
+    let mut invocations: BTreeMap<u32, u64> = BTreeMap::new();
+    for ((service, _), stats) in &model.endpoints {
+        *invocations.entry(*service).or_default() += stats.invocations;
+    }
+    let mut services: Vec<(u32, u64)> = invocations.into_iter().collect();
+    services.sort_by_key(|&(s, n)| (std::cmp::Reverse(n), s));
+    if entries.len() > MAX_FIDELITY_CLAIMS || services.len() > MAX_FIDELITY_CLAIMS {
+        notes.push(format!(
+            "fidelity claims ([[verify]]) for the {MAX_FIDELITY_CLAIMS} busiest entries and services only"
+        ));
+    }
+    t.push_str(
+        "# How far the model is from the traces it came from: `stampede verify` this file (or\n\
+         # `stampede import --check`). Bounds: the traces' own 95% interval, widened by 5%.\n",
+    );
+    for (endpoint, entry) in entries.iter().take(MAX_FIDELITY_CLAIMS) {
+        let name = &naming.endpoints[endpoint];
+        for (q, percent) in [(0.5, 50), (0.99, 99)] {
+            let Some((value, lo, hi)) = quantile_interval(&entry.latency_s, q) else { continue };
+            if q == 0.99 && entry.latency_s.values.len() < 100 {
+                continue; // a p99 of fewer than 100 requests is its maximum, not a quantile
+            }
+            let _ = writeln!(
+                t,
+                "[[verify]]\nlatency = \"{name}.latency_all_s\"\nquantile = {percent}\nat_least = {}\nat_most = {}\n\
+                 note = \"the traces: p{percent} {} s [{}, {}] of {} requests\"\n",
+                secs(lo * (1.0 - FIDELITY_SLACK)),
+                secs(hi * (1.0 + FIDELITY_SLACK)),
+                secs(value),
+                secs(lo),
+                secs(hi),
+                entry.latency_s.seen
+            );
+        }
+    }
+    for &(service, count) in services.iter().take(MAX_FIDELITY_CLAIMS) {
+        let Some(name) = naming.services.get(&service) else { continue };
+        if count < 10 || measured_s <= 0.0 {
+            continue;
+        }
+        let per_s = count as f64 / window_s;
+        let within = FIDELITY_SLACK + 1.96 / (count as f64).sqrt();
+        let _ = writeln!(
+            t,
+            "[[verify]]\nmetric = \"{name}.arrivals / {}\"\nstatistic = \"mean\"\nnear = {}\nwithin = {}\n\
+             note = \"the traces: {} calls/s ({count} over the window)\"\n",
+            secs(measured_s),
+            significant(per_s),
+            significant(within),
+            significant(per_s)
+        );
+    }
+}
+
 /// The scenario for `model`, its data files and the summary.
 pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let naming = Naming::new(model, names);
@@ -559,6 +648,8 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         }
         let _ = writeln!(t, "# deadline_s = 2.0   {SET_THIS}\n");
     }
+
+    fidelity_claims(&mut t, model, &naming, horizon_s - (horizon_s * 0.1).min(60.0), window_s, &mut notes);
 
     let mut summary = String::new();
     let _ = writeln!(

@@ -9,7 +9,7 @@ use clap::Args;
 use stampede_import::{Format, Input, Options};
 use stampede_scenario::{Error, Overrides, Result, Scenario};
 
-use super::output_file;
+use super::{output_file, ExitStatus};
 
 /// The file that marks a data folder as one `stampede import` wrote: its first line,
 /// then `SHA256  NAME` for every file written beside it, so a re-run sees a sample file
@@ -90,6 +90,14 @@ pub(super) struct ImportArgs {
     /// The scenario's name (default: the file's stem).
     #[arg(long)]
     pub(super) name: Option<String>,
+    /// Then run the scenario written (`--check-replicas` replicas, defaults where the
+    /// traces are silent) and print it beside the traces: each busy entry's p50 and
+    /// p99, each busy service's calls per second; exit 1 when one is off.
+    #[arg(long)]
+    pub(super) check: bool,
+    /// Replicas of the `--check` run.
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "check")]
+    pub(super) check_replicas: u32,
     /// Replace the scenario and its data folder even if stampede did not write them.
     #[arg(long)]
     pub(super) force: bool,
@@ -112,7 +120,7 @@ fn parse_duration(text: &str) -> Option<f64> {
     number.trim().parse::<f64>().ok().map(|n| n * scale).filter(|s| s.is_finite() && *s > 0.0)
 }
 
-pub(super) fn import(args: ImportArgs) -> Result<()> {
+pub(super) fn import(args: ImportArgs) -> Result<ExitStatus> {
     let format = args.format.as_deref().map(Format::parse).transpose()?;
     let bucket_s = parse_duration(&args.bucket).ok_or_else(|| {
         Error::bad_input(format!("--bucket {}: give a positive duration, e.g. 60s, 500ms or 5m", args.bucket))
@@ -207,11 +215,80 @@ pub(super) fn import(args: ImportArgs) -> Result<()> {
     result?;
     print!("{}", written.summary);
     println!("wrote {} and {}/ ({} sample files)", out.display(), data_dir.display(), written.files.len());
+    if args.check {
+        return check(out, args.check_replicas);
+    }
     println!(
         "next: set what the traces cannot tell (marked `# not in the traces`), then `stampede verify {}`",
         out.display()
     );
-    Ok(())
+    Ok(ExitStatus::Success)
+}
+
+/// `import --check`: `stampede verify` of the scenario just written (this binary, a
+/// temporary folder), its claims printed as a table of the traces beside the model.
+fn check(scenario: &Path, replicas: u32) -> Result<ExitStatus> {
+    let folder = std::env::temp_dir().join(format!("stampede-import-check-{}", std::process::id()));
+    let result = check_in(scenario, replicas, &folder);
+    let _ = std::fs::remove_dir_all(&folder);
+    result
+}
+
+fn check_in(scenario: &Path, replicas: u32, folder: &Path) -> Result<ExitStatus> {
+    let exe = std::env::current_exe().map_err(|e| Error::io(format!("--check: cannot find this program: {e}")))?;
+    let output = std::process::Command::new(exe)
+        .args(["verify", &scenario.display().to_string(), "--replicas", &replicas.to_string()])
+        .args(["--no-report", "--quiet", "--json", "--out", &folder.display().to_string(), "--force"])
+        .output()
+        .map_err(|e| Error::io(format!("--check: cannot run verify: {e}")))?;
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|_| {
+        Error::bad_input(format!(
+            "--check: the scenario written does not run as it is: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+        .with_hint(format!("set what the traces cannot tell, then `stampede verify {}`", scenario.display()))
+    })?;
+    let checks = json["checks"].as_array().cloned().unwrap_or_default();
+    println!(
+        "
+check: the model ({replicas} replicas, defaults where the traces are silent) beside its traces"
+    );
+    let number = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.4}"));
+    let mut rows = vec![["figure".to_string(), "traces".into(), "model [95%]".into(), "".into()]];
+    for c in &checks {
+        let figure = match (c["latency"].as_str(), c["metric"].as_str()) {
+            (Some(latency), _) => {
+                format!("{} p{}", latency.trim_end_matches(".latency_all_s"), c["quantile"].as_f64().unwrap_or(0.0))
+            }
+            (None, Some(metric)) => format!("{} calls/s", metric.split(".arrivals").next().unwrap_or(metric)),
+            _ => continue,
+        };
+        let traces = c["note"].as_str().unwrap_or("").trim_start_matches("the traces: ").to_string();
+        let model = format!("{} [{}, {}]", number(&c["value"]), number(&c["ci_lo"]), number(&c["ci_hi"]));
+        let verdict = if c["passed"].as_bool() == Some(true) { "ok" } else { "OFF" };
+        rows.push([figure, traces, model, verdict.to_string()]);
+    }
+    let widths: Vec<usize> = (0..4).map(|k| rows.iter().map(|r| r[k].chars().count()).max().unwrap_or(0)).collect();
+    for row in &rows {
+        println!(
+            "  {:<w0$}  {:<w1$}  {:<w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+    }
+    let failed = checks.iter().filter(|c| c["passed"].as_bool() != Some(true)).count();
+    println!(
+        "{} of {} figures within the traces' bounds; rerun with `stampede verify {}`",
+        checks.len() - failed,
+        checks.len(),
+        scenario.display()
+    );
+    Ok(if failed > 0 { ExitStatus::VerificationFailed } else { ExitStatus::Success })
 }
 
 fn stage(

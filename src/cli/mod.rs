@@ -178,7 +178,7 @@ fn dispatch(command: Command) -> Result<ExitStatus> {
         Command::Merge(args) => merge(args),
         Command::Plan(args) => plan(args).map(|()| ExitStatus::Success),
         Command::Fit(args) => fit(args).map(|()| ExitStatus::Success),
-        Command::Import(args) => import(args).map(|()| ExitStatus::Success),
+        Command::Import(args) => import(args),
     }
 }
 

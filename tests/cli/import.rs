@@ -166,6 +166,36 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     let rate = workload["rate_per_s"].as_float().unwrap();
     assert!((rate / 200.0 - 1.0).abs() < 0.02, "entry rate {rate}");
 
+    // The fidelity check: the imported scenario, run as written, beside its traces —
+    // and a model that is off (half the traffic) fails its claims.
+    let output = stampede(&[
+        "import",
+        trace.to_str().unwrap(),
+        "--out",
+        imported_path.to_str().unwrap(),
+        "--force",
+        "--check",
+        "--check-replicas",
+        "4",
+    ]);
+    let check = stdout(&output);
+    assert!(output.status.success(), "{check}{}", stderr(&output));
+    assert!(check.contains("8 of 8 figures within the traces' bounds"), "{check}");
+    assert!(check.contains("front.page p99"), "{check}");
+    let halved = dir.join("halved.toml");
+    let text = std::fs::read_to_string(&imported_path).unwrap();
+    let rate = text.lines().find(|l| l.starts_with("rate_per_s")).unwrap();
+    std::fs::write(&halved, text.replace(rate, "rate_per_s = 100.0")).unwrap();
+    std::fs::create_dir_all(dir.join("halved.data")).unwrap();
+    for file in std::fs::read_dir(dir.join("imported.data")).unwrap().flatten() {
+        std::fs::copy(file.path(), dir.join("halved.data").join(file.file_name())).unwrap();
+    }
+    let halved_text = std::fs::read_to_string(&halved).unwrap().replace("imported.data/", "halved.data/");
+    std::fs::write(&halved, halved_text).unwrap();
+    let args = ["verify", halved.to_str().unwrap(), "--replicas", "4", "--no-report", "--quiet"];
+    let output = stampede(&[&args[..], &["--out", dir.join("v").to_str().unwrap()]].concat());
+    assert_eq!(output.status.code(), Some(1), "half the traffic fails the calls/s claims: {}", stdout(&output));
+
     // Run alike: the imported scenario with the original's workers, instances, run and
     // arrivals gives the entry's p50 and p99 within 5%.
     let mut patched = imported.clone();
@@ -561,11 +591,9 @@ fn each_layout_real_backends_export_reads_to_its_structure_and_window_rate() {
         assert_eq!(callees(&scenario, "web.GET_home"), ["api.GET_profile", "postgresql.SELECT_users"], "{file}");
         assert!(summary.contains("the traces: 2 traces, arrivals over 10.0 s = 0.1/s"), "{file}: {summary}");
     }
-    for file in ["jaeger-spans.json"] {
-        let (scenario, _) = import_variant(file, &dir, &[]);
-        assert_eq!(rate(&scenario), ("web.HTTP_GET_home".to_string(), 0.1), "{file}");
-        assert_eq!(callees(&scenario, "web.HTTP_GET_home"), ["api.HTTP_GET_profile"], "{file}");
-    }
+    let (scenario, _) = import_variant("jaeger-spans.json", &dir, &[]);
+    assert_eq!(rate(&scenario), ("web.HTTP_GET_home".to_string(), 0.1));
+    assert_eq!(callees(&scenario, "web.HTTP_GET_home"), ["api.HTTP_GET_profile"]);
     // One trace: no rate to measure, said — and a window makes one.
     let (scenario, summary) = import_variant("jaeger-one-trace.json", &dir, &[]);
     assert_eq!(callees(&scenario, "web.HTTP_GET_home"), ["api.HTTP_GET_profile"]);
