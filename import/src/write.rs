@@ -223,35 +223,99 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
         }
     }
     let mut out = Vec::new();
+    // Alternatives: consecutive steps of one optional call each whose callees never
+    // occur in one invocation (a cache hit's call and a miss's) are one `one_of`, not
+    // independent chances (which would make both calls in some requests).
+    let single = |group: &[(&Endpoint, &CalleeStats)]| {
+        let [(_, c)] = group else { return None };
+        let p = c.invocations_calling as f64 / invocations;
+        (p < 0.9995 && c.calls == c.invocations_calling).then_some(p)
+    };
+    // Never together, and independent chances would have met at least 3 times (seeing
+    // none then happens by chance less than 5% of the time).
+    let exclusive = |(a, ca): (&Endpoint, &CalleeStats), (b, cb): (&Endpoint, &CalleeStats)| {
+        let key = if a < b { (*a, *b) } else { (*b, *a) };
+        let expected_together = ca.invocations_calling as f64 * cb.invocations_calling as f64 / invocations;
+        !stats.pairs.contains_key(&key) && expected_together >= 3.0
+    };
+    let mut runs: Vec<Vec<Vec<(&Endpoint, &CalleeStats)>>> = Vec::new();
     for group in groups {
-        let mut members = Vec::new();
-        for (endpoint, c) in &group {
-            let name = &naming.endpoints[endpoint];
-            let p = (c.invocations_calling as f64 / invocations).min(1.0);
-            let per = c.calls as f64 / c.invocations_calling.max(1) as f64;
-            let copies = per.round().max(1.0) as usize;
-            if (per - copies as f64).abs() > 0.05 {
-                notes.push(format!(
-                    "{me} calls {name} {per:.2} times per invocation that calls it: written as {copies}"
-                ));
-            }
-            let fanned = c.calls_fanned * 2 >= c.calls && copies > 1;
-            for copy in 0..copies {
-                members.push((call(name, p), fanned || copy == 0));
-            }
+        let joins = !by_stage
+            && single(&group).is_some()
+            && runs.last().is_some_and(|run| {
+                let sum: f64 = run.iter().filter_map(|g| single(g)).sum::<f64>() + single(&group).unwrap_or(1.0);
+                run.iter().all(|g| single(g).is_some() && exclusive(g[0], group[0])) && sum <= 1.0 + 1e-9
+            });
+        match runs.last_mut() {
+            Some(run) if joins => run.push(group),
+            _ => runs.push(vec![group]),
         }
-        // Parallel members (and a fan-out's copies) go in one step; sequential copies follow.
-        let parallel: Vec<&String> = members.iter().filter(|m| m.1).map(|m| &m.0).collect();
-        if parallel.len() == 1 {
-            out.push(parallel[0].clone());
-        } else {
-            let list: Vec<String> = parallel.iter().map(|m| m.to_string()).collect();
-            out.push(format!("{{ parallel = [{}], wait = \"all\" }}", list.join(", ")));
-        }
-        out.extend(members.iter().filter(|m| !m.1).map(|m| m.0.clone()));
     }
-    // Calls not waited for: each a step of its own after the rest, made as the
-    // invocation answers (`wait = "none"`: they load their callee, not the answer).
+    for run in runs {
+        if run.len() < 2 {
+            let group = run.into_iter().next().expect("a run holds a group");
+            plan_group(&group, invocations, naming, notes, me, &mut out);
+            continue;
+        }
+        let names: Vec<&str> = run.iter().map(|g| naming.endpoints[g[0].0].as_str()).collect();
+        let alternatives: Vec<String> = run
+            .iter()
+            .zip(&names)
+            .map(|(g, name)| {
+                let p = g[0].1.invocations_calling as f64 / invocations;
+                format!("{{ call = \"{name}\", probability = {} }}", significant(p))
+            })
+            .collect();
+        out.push(format!("{{ one_of = [{}] }}", alternatives.join(", ")));
+        notes.push(format!("{me}: {} never called together: written as one_of", names.join(", ")));
+    }
+    steps_not_waited_for(stats, invocations, naming, &mut out);
+    for ((a, b), pair) in stats.pairs.iter().filter(|(_, pair)| pair.order_varies()) {
+        let (a, b) = (&naming.endpoints[a], &naming.endpoints[b]);
+        let share = pair.first_before as f64 / (pair.both - pair.together) as f64 * 100.0;
+        notes.push(format!("{me} calls {a} before {b} in {share:.0}% of invocations, after it in the rest: written in their mean order"));
+    }
+    out
+}
+
+/// One step group's lines: its parallel members (and a fan-out's copies) in one step,
+/// sequential copies after it.
+fn plan_group(
+    group: &[(&Endpoint, &CalleeStats)],
+    invocations: f64,
+    naming: &Naming,
+    notes: &mut Vec<String>,
+    me: &str,
+    out: &mut Vec<String>,
+) {
+    let mut members = Vec::new();
+    for (endpoint, c) in group {
+        let name = &naming.endpoints[endpoint];
+        let p = (c.invocations_calling as f64 / invocations).min(1.0);
+        let per = c.calls as f64 / c.invocations_calling.max(1) as f64;
+        let copies = per.round().max(1.0) as usize;
+        if (per - copies as f64).abs() > 0.05 {
+            notes.push(format!("{me} calls {name} {per:.2} times per invocation that calls it: written as {copies}"));
+        }
+        let fanned = c.calls_fanned * 2 >= c.calls && copies > 1;
+        for copy in 0..copies {
+            members.push((call(name, p), fanned || copy == 0));
+        }
+    }
+    // Parallel members (and a fan-out's copies) go in one step; sequential copies follow.
+    let parallel: Vec<&String> = members.iter().filter(|m| m.1).map(|m| &m.0).collect();
+    if parallel.len() == 1 {
+        out.push(parallel[0].clone());
+    } else {
+        let list: Vec<String> = parallel.iter().map(|m| m.to_string()).collect();
+        out.push(format!("{{ parallel = [{}], wait = \"all\" }}", list.join(", ")));
+    }
+    out.extend(members.iter().filter(|m| !m.1).map(|m| m.0.clone()));
+}
+
+/// Calls not waited for: each a step of its own after the rest, made as the
+/// invocation answers (`wait = "none"`: they load their callee, not the answer).
+fn steps_not_waited_for(stats: &EndpointStats, invocations: f64, naming: &Naming, out: &mut Vec<String>) {
     for (endpoint, c) in &stats.detached {
         let name = &naming.endpoints[endpoint];
         let p = (c.invocations_calling as f64 / invocations).min(1.0);
@@ -260,12 +324,6 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
         let step = format!("{}, wait = \"none\" }}", step.trim_end_matches(" }"));
         out.extend(std::iter::repeat_n(step, copies));
     }
-    for ((a, b), pair) in stats.pairs.iter().filter(|(_, pair)| pair.order_varies()) {
-        let (a, b) = (&naming.endpoints[a], &naming.endpoints[b]);
-        let share = pair.first_before as f64 / (pair.both - pair.together) as f64 * 100.0;
-        notes.push(format!("{me} calls {a} before {b} in {share:.0}% of invocations, after it in the rest: written in their mean order"));
-    }
-    out
 }
 
 /// Whether the endpoints' calls form a cycle (depth-first, colouring endpoints; an

@@ -206,6 +206,62 @@ rate_per_s = 10.0
     }
 }
 
+/// A step's `one_of` and `wait = "none"` are checked by field: probabilities summing
+/// past 1, some given and some not, an empty list, a quorum on a single call.
+#[test]
+fn one_of_and_fire_and_forget_steps_are_refused_by_field() {
+    let scenario = |steps: &str| {
+        format!(
+            r#"
+name = "steps"
+model = "graph"
+[run]
+horizon_s = 1.0
+replicas = 1
+[services.api]
+instances = 1
+workers = 1
+[services.api.endpoints.get]
+steps = [{steps}]
+[services.db]
+instances = 1
+workers = 1
+[services.db.endpoints.read]
+work = {{ dist = "constant", value_s = 0.001 }}
+[services.db.endpoints.write]
+work = {{ dist = "constant", value_s = 0.001 }}
+[[workload]]
+entry = "api.get"
+rate_per_s = 10.0
+"#
+        )
+    };
+    let resolve = |steps: &str| Scenario::resolve(toml::from_str(&scenario(steps)).unwrap(), &Overrides::default());
+    for (steps, expected) in [
+        (
+            r#"{ one_of = [{ call = "db.read", probability = 0.7 }, { call = "db.write", probability = 0.5 }] }"#,
+            "services.api.endpoints.get.steps[0].one_of: the probabilities sum to 1.2",
+        ),
+        (
+            r#"{ one_of = [{ call = "db.read", probability = 0.7 }, { call = "db.write" }] }"#,
+            "give every alternative a probability, or none",
+        ),
+        (r#"{ one_of = [] }"#, "one_of = []: give at least one alternative"),
+        (r#"{ call = "db.read", wait = "quorum", quorum = 1 }"#, "a single call takes wait = \"none\""),
+        (r#"{ call = "db.read", wait = "never" }"#, "a single call takes wait = \"none\""),
+    ] {
+        let error = resolve(steps).unwrap_err();
+        assert!(error.message.contains(expected), "{steps}: {expected:?} not in {}", error.message);
+    }
+    for steps in [
+        r#"{ one_of = [{ call = "db.read" }, { call = "db.write" }] }"#,
+        r#"{ call = "db.write", wait = "none" }"#,
+        r#"{ parallel = [{ call = "db.read" }, { call = "db.write" }], wait = "none" }"#,
+    ] {
+        assert!(resolve(steps).is_ok(), "{steps}: {:?}", resolve(steps).err().map(|e| e.message));
+    }
+}
+
 /// One access log drives every entry point: with `endpoint_column`, each workload
 /// replays only the rows that name its entry, at their instants; a name no row has is
 /// refused with the names it does have.

@@ -31,7 +31,16 @@ fn plans(scenario: &toml::Table) -> BTreeMap<String, Vec<(String, f64, usize)>> 
             let mut calls = Vec::new();
             let steps = body.get("steps").and_then(|s| s.as_array()).cloned().unwrap_or_default();
             for (group, step) in steps.iter().enumerate() {
-                let members = step.get("parallel").and_then(|p| p.as_array()).cloned().unwrap_or(vec![step.clone()]);
+                let mut members = step
+                    .get("parallel")
+                    .or_else(|| step.get("one_of"))
+                    .and_then(|p| p.as_array())
+                    .cloned()
+                    .unwrap_or(vec![step.clone()]);
+                if step.get("one_of").is_some() {
+                    // Alternatives have no order.
+                    members.sort_by_key(|m| m["call"].as_str().unwrap().to_string());
+                }
                 for member in members {
                     let p = member.get("probability").and_then(|p| p.as_float()).unwrap_or(1.0);
                     calls.push((member["call"].as_str().unwrap().to_string(), p, group));
@@ -115,7 +124,10 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     let output = stampede(&["import", trace.to_str().unwrap(), "--out", imported_path.to_str().unwrap()]);
     assert!(output.status.success(), "{}", stderr(&output));
     let summary = stdout(&output);
-    assert!(summary.contains("6 services, 6 endpoints, 5 edges"), "{summary}");
+    assert!(summary.contains("7 services, 7 endpoints, 6 edges"), "{summary}");
+    // catalog's db and cache calls, never together, come back as one_of (before: two
+    // independent chances, both made in 18% of lists).
+    assert!(summary.contains("catalog.list: cache.get, db.query never called together"), "{summary}");
     // The audit log front does not wait for comes back as such (before: a synchronous
     // call that added its 20 ms to every answer).
     assert!(summary.contains("calls not waited for"), "{summary}");
@@ -143,13 +155,14 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
 
     // Self times: medians and p90s within 5% of the original's distributions.
     let z90: f64 = 1.281_551_565_5;
-    let expected: [(&str, f64, f64); 6] = [
+    let expected: [(&str, f64, f64); 7] = [
         ("front.page", 0.004, 0.004 * (0.5 * z90).exp()),
         ("auth.check", 0.002 * 2f64.ln(), 0.002 * 10f64.ln()),
         ("catalog.list", gamma2_quantile(0.005, 0.5), gamma2_quantile(0.005, 0.9)),
         ("prices.get", 0.005 * 2f64.ln(), 0.005 * 10f64.ln()),
         ("db.query", 0.008, 0.008 * (0.3 * z90).exp()),
         ("audit.log", 0.02 * 2f64.ln(), 0.02 * 10f64.ln()),
+        ("cache.get", 0.001 * 2f64.ln(), 0.001 * 10f64.ln()),
     ];
     for (endpoint, median, p90) in expected {
         let file = dir.join(format!("imported.data/{endpoint}.self_s.csv"));
@@ -180,7 +193,7 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     ]);
     let check = stdout(&output);
     assert!(output.status.success(), "{check}{}", stderr(&output));
-    assert!(check.contains("8 of 8 figures within the traces' bounds"), "{check}");
+    assert!(check.contains("9 of 9 figures within the traces' bounds"), "{check}");
     assert!(check.contains("front.page p99"), "{check}");
     let halved = dir.join("halved.toml");
     let text = std::fs::read_to_string(&imported_path).unwrap();

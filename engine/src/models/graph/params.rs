@@ -294,6 +294,10 @@ pub enum Wait {
     /// their edge and call site, never in the caller's answer or latency, and nothing
     /// cancels them when the caller ends.
     Detached,
+    /// Exactly one of the calls, chosen by their probabilities (which sum to at most
+    /// 1; past the sum, none): alternatives, such as a cache hit's and a miss's
+    /// calls, that never happen together. The chosen call is waited for.
+    OneOf,
 }
 
 /// One step of an endpoint.

@@ -277,6 +277,20 @@ impl Graph<'_> {
                     }
                     continue;
                 }
+                Step::Calls { first_call, calls, wait: Wait::OneOf } => {
+                    // One draw picks the call: the sites' probabilities are consecutive
+                    // slices of [0, 1); past their sum, none is made.
+                    let draw = self.site_rng[first_call as usize].uniform01();
+                    let mut reach = 0.0;
+                    let chosen = (first_call..first_call + calls).find(|&site| {
+                        reach += self.p.call_sites[site as usize].probability;
+                        draw < reach
+                    });
+                    let Some(site) = chosen else { continue };
+                    self.child_call(now, job, site);
+                    self.wait_for_calls(now, job, 1, 1, scheduler);
+                    return;
+                }
                 Step::Calls { first_call, calls, wait } => {
                     // Made last site first: each is linked at the head of the job's
                     // children, so the list runs in site order.
@@ -295,26 +309,39 @@ impl Graph<'_> {
                         Wait::All => launched,
                         Wait::FirstSuccess => 1,
                         Wait::Quorum(k) => k.min(launched),
-                        Wait::Detached => unreachable!("handled above"),
+                        Wait::Detached | Wait::OneOf => unreachable!("handled above"),
                     };
-                    let j = self.jobs.get_mut(job).expect("live");
-                    (j.group_launched, j.group_needed, j.group_pending, j.group_ok, j.group_failed) =
-                        (launched, needed, launched, 0, 0);
-                    j.state = JobState::Waiting;
-                    let (i, mut cursor) = (j.instance as usize, j.first_child);
-                    if !self.p.services[self.instances[i].service as usize].blocking {
-                        self.release_worker(now, job);
-                    }
-                    // Started in order, the group already waiting: a call that ends at once
-                    // (an open breaker) may settle the group, which cancels the calls not
-                    // started yet (their keys then find nothing).
-                    while let Some(call) = cursor.filter(|&call| self.calls.contains(call)) {
-                        cursor = self.calls.get(call).expect("live").next_sibling;
-                        self.begin_call(now, call, scheduler);
-                    }
+                    self.wait_for_calls(now, job, launched, needed, scheduler);
                     return;
                 }
             }
+        }
+    }
+
+    /// `job` waits for `needed` of the `launched` calls just linked as its children:
+    /// its worker goes back if its service does not block, and the calls start.
+    fn wait_for_calls(
+        &mut self,
+        now: Nanos,
+        job: SlabKey,
+        launched: u32,
+        needed: u32,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let j = self.jobs.get_mut(job).expect("live");
+        (j.group_launched, j.group_needed, j.group_pending, j.group_ok, j.group_failed) =
+            (launched, needed, launched, 0, 0);
+        j.state = JobState::Waiting;
+        let (i, mut cursor) = (j.instance as usize, j.first_child);
+        if !self.p.services[self.instances[i].service as usize].blocking {
+            self.release_worker(now, job);
+        }
+        // Started in order, the group already waiting: a call that ends at once
+        // (an open breaker) may settle the group, which cancels the calls not
+        // started yet (their keys then find nothing).
+        while let Some(call) = cursor.filter(|&call| self.calls.contains(call)) {
+            cursor = self.calls.get(call).expect("live").next_sibling;
+            self.begin_call(now, call, scheduler);
         }
     }
 

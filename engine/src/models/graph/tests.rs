@@ -405,6 +405,37 @@ fn a_detached_call_loads_its_callee_and_not_its_callers_latency() {
     assert!(waited > front.response_mean_s + audit.response_mean_s * 0.9, "{waited}");
 }
 
+/// `one_of` makes exactly one call, chosen by the probabilities: a (0.3) or b (0.5), or
+/// neither (0.2) — never both. Each takes 10 ms: every request ends within 10 ms (p90
+/// = 10 ms), while the same probabilities as two independent steps make 15% of
+/// requests call both (p90 = 20 ms). Calls per request match the probabilities.
+#[test]
+fn one_of_makes_exactly_one_call_by_the_probabilities() {
+    let build = |alternatives: bool| {
+        let mut g = Builder::new(60.0, 5.0);
+        let front = g.service(1, 100_000, 0);
+        let back = g.service(1, 100_000, 0);
+        let ef = g.endpoint(front, None);
+        let (ea, eb) = (g.endpoint(back, Some(constant(0.01))), g.endpoint(back, Some(constant(0.01))));
+        let fb = g.edge(Some(front), back);
+        if alternatives {
+            g.step(ef, S::Calls(vec![(ea, fb, 0.3), (eb, fb, 0.5)], Wait::OneOf));
+        } else {
+            g.step(ef, S::Calls(vec![(ea, fb, 0.3)], Wait::All));
+            g.step(ef, S::Calls(vec![(eb, fb, 0.5)], Wait::All));
+        }
+        g.poisson(ef, 200.0, None);
+        g.build()
+    };
+    let p90 = |r: &GraphResults| r.entries[0].latency.quantile(0.9) / 1e9;
+    let one_of = build(true);
+    assert_within("p90 of one_of", mean_ci(&one_of, 12, p90), 0.01, 0.01);
+    let per_request = |r: &GraphResults| r.edges[0].calls as f64 / r.entries[0].offered as f64;
+    assert_within("calls per request", mean_ci(&one_of, 12, per_request), 0.8, 0.01);
+    let independent = mean_ci(&build(false), 12, p90).0;
+    assert!((independent - 0.02).abs() < 0.001, "independent steps call both in 15%: p90 {independent}");
+}
+
 /// A crash of one instance of two: requests to it are refused until it restarts; a
 /// partition that times out costs the timeout; after both, the graph recovers.
 #[test]

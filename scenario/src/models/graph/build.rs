@@ -29,9 +29,9 @@ use stampede_engine::Nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    AutoscaleSection, BalanceName, CacheSection, DeadlineName, EdgeConfig, EndpointConfig, FaultConfig, GraphConfig,
-    HealthCheckSection, LimiterName, OutlierSection, PoolSection, ScaleMetricName, ServiceConfig, StepConfig,
-    Threading, TimeoutValue, WorkloadConfig,
+    AutoscaleSection, BalanceName, CacheSection, CallConfig, DeadlineName, EdgeConfig, EndpointConfig, FaultConfig,
+    GraphConfig, HealthCheckSection, LimiterName, OutlierSection, PoolSection, ScaleMetricName, ServiceConfig,
+    StepConfig, Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -255,13 +255,15 @@ impl Builder {
     }
 
     fn step(&mut self, endpoint: u32, path: &str, step: &StepConfig) -> Result<()> {
-        let caller = &self.services[self.endpoint_params[endpoint as usize].service as usize].clone();
-        let caller_endpoint = self.endpoints[endpoint as usize].clone();
-        let kinds = [step.call.is_some(), step.parallel.is_some(), step.work.is_some()];
+        let kinds = [step.call.is_some(), step.parallel.is_some(), step.one_of.is_some(), step.work.is_some()];
         if kinds.iter().filter(|&&k| k).count() != 1 {
             return Err(bad(format!(
-                "{path}: a step is one of call = \"service.endpoint\", parallel = [...], or work = {{ dist = ... }}"
+                "{path}: a step is one of call = \"service.endpoint\", parallel = [...], one_of = [...], or work = \
+                 {{ dist = ... }}"
             )));
+        }
+        if let Some(alternatives) = &step.one_of {
+            return self.one_of(endpoint, path, step, alternatives);
         }
         if let Some(work) = &step.work {
             if step.probability.is_some() || step.wait.is_some() || step.quorum.is_some() {
@@ -325,20 +327,65 @@ impl Builder {
                 format!("{path}.probability")
             };
             let probability = probability(&probability_path, *p)?;
-            let (callee, callee_service) = self.target(call_path, call)?;
-            let call_site = format!("{caller_endpoint}->{call}");
-            let edge = if self.call_site_edges.contains(&call_site) {
-                call_site
-            } else {
-                format!("{caller}->{}", self.services[callee_service as usize])
-            };
-            let from = self.service_index[caller.as_str()];
-            self.used_edges.insert(edge.clone(), (Some(from), callee_service));
+            let (callee, edge) = self.call_site(endpoint, call_path, call)?;
             sites.push((callee, edge, probability));
         }
         let count = sites.len() as u32;
         self.steps[endpoint as usize].push((Step::Calls { first_call: 0, calls: count, wait }, sites));
         Ok(())
+    }
+
+    /// `{ one_of = [...] }`: each alternative's probability given (or none, an equal
+    /// share each), their sum at most 1.
+    fn one_of(&mut self, endpoint: u32, path: &str, step: &StepConfig, alternatives: &[CallConfig]) -> Result<()> {
+        if step.probability.is_some() || step.wait.is_some() || step.quorum.is_some() {
+            return Err(bad(format!(
+                "{path}: one_of takes no probability, wait or quorum of its own: give each alternative its probability"
+            )));
+        }
+        if alternatives.is_empty() {
+            return Err(bad(format!("{path}.one_of = []: give at least one alternative")));
+        }
+        let given = alternatives.iter().filter(|a| a.probability.is_some()).count();
+        if given != 0 && given != alternatives.len() {
+            return Err(bad(format!(
+                "{path}.one_of: give every alternative a probability, or none (an equal share each)"
+            )));
+        }
+        let share = 1.0 / alternatives.len() as f64;
+        let mut sum = 0.0;
+        let mut sites = Vec::new();
+        for (i, alternative) in alternatives.iter().enumerate() {
+            let p = probability(&format!("{path}.one_of[{i}].probability"), alternative.probability.or(Some(share)))?;
+            sum += p;
+            let site = self.call_site(endpoint, &format!("{path}.one_of[{i}].call"), &alternative.call)?;
+            sites.push((site.0, site.1, p));
+        }
+        if sum > 1.0 + 1e-9 {
+            return Err(bad(format!(
+                "{path}.one_of: the probabilities sum to {sum}: exactly one alternative happens, so they sum to at most 1"
+            )));
+        }
+        let count = sites.len() as u32;
+        self.steps[endpoint as usize].push((Step::Calls { first_call: 0, calls: count, wait: Wait::OneOf }, sites));
+        Ok(())
+    }
+
+    /// The call site of `call` from `endpoint`: the callee and the edge it travels (the
+    /// call site's own edge where one is written, else the services').
+    fn call_site(&mut self, endpoint: u32, call_path: &str, call: &str) -> Result<(u32, String)> {
+        let caller = self.services[self.endpoint_params[endpoint as usize].service as usize].clone();
+        let caller_endpoint = self.endpoints[endpoint as usize].clone();
+        let (callee, callee_service) = self.target(call_path, call)?;
+        let call_site = format!("{caller_endpoint}->{call}");
+        let edge = if self.call_site_edges.contains(&call_site) {
+            call_site
+        } else {
+            format!("{caller}->{}", self.services[callee_service as usize])
+        };
+        let from = self.service_index[caller.as_str()];
+        self.used_edges.insert(edge.clone(), (Some(from), callee_service));
+        Ok((callee, edge))
     }
 
     fn workload(&mut self, w: usize, workload: &WorkloadConfig) -> Result<()> {
@@ -838,7 +885,11 @@ fn cache(path: &str, c: &CacheSection, endpoint: &EndpointConfig) -> Result<Cach
     if let Some(ttl) = c.ttl_s {
         positive(&format!("{path}.ttl_s"), ttl, "a positive number of seconds (leave it out: entries never expire)")?;
     }
-    let calls = |s: &StepConfig| s.call.is_some() || s.parallel.as_ref().is_some_and(|p| !p.is_empty());
+    let calls = |s: &StepConfig| {
+        s.call.is_some()
+            || s.parallel.as_ref().is_some_and(|p| !p.is_empty())
+            || s.one_of.as_ref().is_some_and(|p| !p.is_empty())
+    };
     if !endpoint.steps.iter().any(calls) {
         return Err(bad(format!(
             "{path}: a cache needs an origin — a miss runs the endpoint's steps, and they call nothing; add a step \

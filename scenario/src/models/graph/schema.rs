@@ -310,7 +310,7 @@ pub struct CacheSection {
     pub serve_stale: bool,
 }
 
-/// One step: a call, calls in parallel, or local work.
+/// One step: a call, calls in parallel, one of several calls, or local work.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepConfig {
@@ -320,6 +320,10 @@ pub struct StepConfig {
     pub probability: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Vec<CallConfig>>,
+    /// Exactly one of these calls, by their probabilities (summing to at most 1; past
+    /// the sum, none): alternatives that never happen together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_of: Option<Vec<CallConfig>>,
     /// `all` (default), `first` (the first success), `quorum` with `quorum = k`, or
     /// `none` (fire-and-forget: the caller goes on at once; a single call takes it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
