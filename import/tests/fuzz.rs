@@ -1,5 +1,7 @@
 //! The import's readers fuzzed: each of the shop's exports (OTLP JSON, Jaeger, Zipkin,
-//! Alibaba v2021 and v2022) damaged at random — bytes replaced, removed, inserted, the
+//! Alibaba v2021 and v2022) and each layout fixture (pretty OTLP, OTLP protobuf whole
+//! and framed, Jaeger's one trace and list of spans, Zipkin's shared spans and
+//! fragments) damaged at random — bytes replaced, removed, inserted, the
 //! file cut short — is read by every format's reader and by detection. The only
 //! allowed outcomes are a model or an error; never a panic, and never more than a
 //! second. 500 cases by default (CI); `PROPTEST_CASES=10000 cargo test -p
@@ -11,11 +13,22 @@ use proptest::prelude::{any, ProptestConfig};
 use proptest::sample::{select, Index};
 use stampede_import::{import, Format, Input, Options};
 
-const EXPORTS: [&str; 5] =
-    ["shop.otlp.json", "shop.jaeger.json", "shop.zipkin.json", "shop.alibaba-2021.csv", "shop.alibaba-2022.csv"];
+const EXPORTS: [&str; 11] = [
+    "docs/src/examples/shop.otlp.json",
+    "docs/src/examples/shop.jaeger.json",
+    "docs/src/examples/shop.zipkin.json",
+    "docs/src/examples/shop.alibaba-2021.csv",
+    "docs/src/examples/shop.alibaba-2022.csv",
+    "tests/cli/fixtures/traces/otlp-pretty.json",
+    "tests/cli/fixtures/traces/otlp-proto.pb",
+    "tests/cli/fixtures/traces/otlp-proto-frames.pb",
+    "tests/cli/fixtures/traces/jaeger-one-trace.json",
+    "tests/cli/fixtures/traces/jaeger-spans.json",
+    "tests/cli/fixtures/traces/zipkin-shared-and-fragments.json",
+];
 
 fn export(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/../docs/src/examples/{name}", env!("CARGO_MANIFEST_DIR"))).expect("the shop's export")
+    std::fs::read(format!("{}/../{name}", env!("CARGO_MANIFEST_DIR"))).expect("the export")
 }
 
 fn cases() -> u32 {
@@ -35,9 +48,14 @@ fn every_reader(bytes: &[u8]) {
         window_s: None,
     };
     let started = Instant::now();
-    for format in
-        [None, Some(Format::OtlpJson), Some(Format::JaegerJson), Some(Format::ZipkinJson), Some(Format::AlibabaCsv)]
-    {
+    for format in [
+        None,
+        Some(Format::OtlpJson),
+        Some(Format::OtlpProto),
+        Some(Format::JaegerJson),
+        Some(Format::ZipkinJson),
+        Some(Format::AlibabaCsv),
+    ] {
         let input = Input { files: vec![path.clone()], format, bucket_ns: 1_000_000_000, skew_ns: 5_000_000 };
         let _ = import(&input, &options);
     }
@@ -80,7 +98,7 @@ proptest::proptest! {
 fn every_export_imports() {
     for name in EXPORTS {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(name);
+        let path = dir.path().join(name.rsplit('/').next().unwrap());
         std::fs::write(&path, export(name)).unwrap();
         let options = Options {
             name: "x".into(),

@@ -60,12 +60,12 @@ const MIN_SAMPLE_RATE: f64 = 1e-6;
 
 #[derive(Args)]
 pub(super) struct ImportArgs {
-    /// Trace files: OTLP JSON (a request per line, or one), Jaeger JSON, Zipkin v2 JSON,
-    /// or Alibaba's MSCallGraph CSV.
+    /// Trace files: OTLP JSON (a request per line, or documents, pretty or not), OTLP
+    /// protobuf (.pb), Jaeger JSON, Zipkin v2 JSON, or Alibaba's MSCallGraph CSV.
     #[arg(required = true, value_name = "FILE")]
     pub(super) files: Vec<PathBuf>,
     /// The files' format (detected from each file's first bytes when not given).
-    #[arg(long, value_name = "otlp-json|jaeger-json|zipkin-json|alibaba-csv")]
+    #[arg(long, value_name = "otlp-json|otlp-proto|jaeger-json|zipkin-json|alibaba-csv")]
     pub(super) format: Option<String>,
     /// The scenario to write; its samples go in a folder beside it (SCENARIO.data/).
     #[arg(long, value_name = "SCENARIO.toml")]

@@ -354,7 +354,7 @@ fn bad_traces_are_refused_or_counted_and_nothing_is_half_written() {
     refused(&[empty.to_str().unwrap()], "empty");
     let prose = write("notes.txt", "these are not traces\n");
     refused(&[prose.to_str().unwrap()], "--format");
-    refused(&[prose.to_str().unwrap(), "--format", "xml"], "otlp-json, jaeger-json, zipkin-json, alibaba-csv");
+    refused(&[prose.to_str().unwrap(), "--format", "xml"], "otlp-json, otlp-proto, jaeger-json, zipkin-json, alibaba-csv");
     let no_spans = write("none.json", "{\"resourceSpans\": []}\n");
     refused(&[no_spans.to_str().unwrap()], "no spans");
     let broken = write("broken.json", "{\"resourceSpans\": [ {\n");
@@ -583,7 +583,8 @@ fn import_variant(file: &str, dir: &Path, extra: &[&str]) -> (toml::Table, Strin
 /// OTLP with base64 ids and kind names, Jaeger's one-trace download and its list of
 /// spans, Zipkin with a shared span whose client half is missing and fragments, and
 /// Alibaba v2022 with its rpcid `0` row and an `UNKNOWN` callee. Each reads to the
-/// structure it holds, at the rate its window gives: two requests 10 s apart are 0.1/s
+/// structure it holds, at the rate its window gives (OTLP protobuf too, whole and in
+/// the Collector's frames): two requests 10 s apart are 0.1/s
 /// (before: OTLP pretty "EOF while parsing", base64 "no spans", Jaeger "did not match
 /// any variant", Zipkin 2 entries and a lost call, Alibaba 3 entries with no calls and
 /// a call from web to itself).
@@ -598,7 +599,9 @@ fn each_layout_real_backends_export_reads_to_its_structure_and_window_rate() {
     let callees = |scenario: &toml::Table, endpoint: &str| -> Vec<String> {
         plans(scenario)[endpoint].iter().map(|(callee, ..)| callee.clone()).collect()
     };
-    for file in ["otlp-pretty.json", "otlp-base64.json"] {
+    // The protobuf files are written by the OpenTelemetry project's own classes
+    // (make-otlp-proto.py): one request, and the Collector's length-prefixed frames.
+    for file in ["otlp-pretty.json", "otlp-base64.json", "otlp-proto.pb", "otlp-proto-frames.pb"] {
         let (scenario, summary) = import_variant(file, &dir, &[]);
         assert_eq!(rate(&scenario), ("web.GET_home".to_string(), 0.1), "{file}: {summary}");
         assert_eq!(callees(&scenario, "web.GET_home"), ["api.GET_profile", "postgresql.SELECT_users"], "{file}");

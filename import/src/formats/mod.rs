@@ -28,6 +28,9 @@ pub const MAX_DOCUMENT_BYTES: u64 = 1 << 30;
 pub enum Format {
     /// OTLP JSON (`ExportTraceServiceRequest`s, one document or JSON lines).
     OtlpJson,
+    /// OTLP protobuf (one `ExportTraceServiceRequest`, or the Collector's file
+    /// exporter's length-prefixed messages).
+    OtlpProto,
     /// Jaeger's JSON (`{"data": [trace, …]}`, the UI's download and the query API's answer).
     JaegerJson,
     /// Zipkin v2 JSON (an array of spans).
@@ -38,12 +41,13 @@ pub enum Format {
 
 impl Format {
     /// The names `--format` takes.
-    pub const NAMES: [&'static str; 4] = ["otlp-json", "jaeger-json", "zipkin-json", "alibaba-csv"];
+    pub const NAMES: [&'static str; 5] = ["otlp-json", "otlp-proto", "jaeger-json", "zipkin-json", "alibaba-csv"];
 
     /// The format named `name`.
     pub fn parse(name: &str) -> Result<Format> {
         match name {
             "otlp-json" => Ok(Format::OtlpJson),
+            "otlp-proto" => Ok(Format::OtlpProto),
             "jaeger-json" => Ok(Format::JaegerJson),
             "zipkin-json" => Ok(Format::ZipkinJson),
             "alibaba-csv" => Ok(Format::AlibabaCsv),
@@ -58,6 +62,7 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::OtlpJson => "otlp-json",
+            Format::OtlpProto => "otlp-proto",
             Format::JaegerJson => "jaeger-json",
             Format::ZipkinJson => "zipkin-json",
             Format::AlibabaCsv => "alibaba-csv",
@@ -66,6 +71,9 @@ impl Format {
 
     /// The format of a file that starts with `head`, if it is one stampede reads.
     pub fn detect(head: &[u8]) -> Option<Format> {
+        if otlp::proto::Framing::detect(head).is_some() {
+            return Some(Format::OtlpProto);
+        }
         let text = String::from_utf8_lossy(head);
         let trimmed = text.trim_start();
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -207,6 +215,64 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
                 depth = JsonDepth::default();
                 if read == 0 {
                     break;
+                }
+            }
+        }
+        Format::OtlpProto => {
+            let mut head = [0u8; 5];
+            let read = (&mut input).take(5).read(&mut head).unwrap_or(0);
+            let framing = otlp::proto::Framing::detect(&head[..read]).unwrap_or(otlp::proto::Framing::Whole);
+            let mut message = head[..read].to_vec();
+            let io = |e: std::io::Error| Error::bad_input(format!("{shown}: cannot read: {e}"));
+            match framing {
+                otlp::proto::Framing::Whole => {
+                    (&mut input).take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut message).map_err(io)?;
+                    if message.len() as u64 > MAX_DOCUMENT_BYTES {
+                        return Err(Error::bad_input(format!(
+                            "{shown}: one protobuf message over {} GiB: export it in pieces",
+                            MAX_DOCUMENT_BYTES >> 30
+                        )));
+                    }
+                    let result = otlp::proto::read_message(&message, reader);
+                    note(result, "the message", reader);
+                }
+                otlp::proto::Framing::LengthPrefixed => {
+                    // Frame by frame: a byte count, then that many bytes.
+                    let mut pending = message;
+                    let mut number = 0u64;
+                    loop {
+                        let mut count = [0u8; 4];
+                        let have = pending.len().min(4);
+                        count[..have].copy_from_slice(&pending[..have]);
+                        let got = have + (&mut input).take((4 - have) as u64).read(&mut count[have..]).map_err(io)?;
+                        if got == 0 {
+                            break;
+                        }
+                        number += 1;
+                        let length = u64::from(u32::from_be_bytes(count));
+                        let mut body = pending.split_off(have);
+                        pending.clear();
+                        if got < 4 || length > MAX_DOCUMENT_BYTES {
+                            note(
+                                Err("the file ends inside a frame's byte count".into()),
+                                &format!("frame {number}"),
+                                reader,
+                            );
+                            break;
+                        }
+                        let before = body.len() as u64;
+                        (&mut input).take(length.saturating_sub(before)).read_to_end(&mut body).map_err(io)?;
+                        if (body.len() as u64) < length {
+                            note(
+                                Err(format!("the file ends {} bytes into a {length}-byte message", body.len())),
+                                &format!("frame {number}"),
+                                reader,
+                            );
+                            break;
+                        }
+                        let result = otlp::proto::read_message(&body, reader);
+                        note(result, &format!("frame {number}"), reader);
+                    }
                 }
             }
         }

@@ -15,6 +15,7 @@
 //! attribute keys the import reads. Either way a document's spans reach the reader only
 //! when the whole document was read, so an unreadable line adds no spans.
 
+pub mod proto;
 mod scan;
 
 use std::borrow::Cow;
