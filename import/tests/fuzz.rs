@@ -13,13 +13,14 @@ use proptest::prelude::{any, ProptestConfig};
 use proptest::sample::{select, Index};
 use stampede_import::{import, Format, Input, Options};
 
-const EXPORTS: [&str; 11] = [
+const EXPORTS: [&str; 12] = [
     "docs/src/examples/shop.otlp.json",
     "docs/src/examples/shop.jaeger.json",
     "docs/src/examples/shop.zipkin.json",
     "docs/src/examples/shop.alibaba-2021.csv",
     "docs/src/examples/shop.alibaba-2022.csv",
     "tests/cli/fixtures/traces/otlp-pretty.json",
+    "tests/cli/fixtures/traces/tempo-v2.json",
     "tests/cli/fixtures/traces/otlp-proto.pb",
     "tests/cli/fixtures/traces/otlp-proto-frames.pb",
     "tests/cli/fixtures/traces/jaeger-one-trace.json",

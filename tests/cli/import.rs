@@ -354,7 +354,10 @@ fn bad_traces_are_refused_or_counted_and_nothing_is_half_written() {
     refused(&[empty.to_str().unwrap()], "empty");
     let prose = write("notes.txt", "these are not traces\n");
     refused(&[prose.to_str().unwrap()], "--format");
-    refused(&[prose.to_str().unwrap(), "--format", "xml"], "otlp-json, otlp-proto, jaeger-json, zipkin-json, alibaba-csv");
+    refused(
+        &[prose.to_str().unwrap(), "--format", "xml"],
+        "otlp-json, otlp-proto, jaeger-json, zipkin-json, alibaba-csv",
+    );
     let no_spans = write("none.json", "{\"resourceSpans\": []}\n");
     refused(&[no_spans.to_str().unwrap()], "no spans");
     let broken = write("broken.json", "{\"resourceSpans\": [ {\n");
@@ -601,7 +604,7 @@ fn each_layout_real_backends_export_reads_to_its_structure_and_window_rate() {
     };
     // The protobuf files are written by the OpenTelemetry project's own classes
     // (make-otlp-proto.py): one request, and the Collector's length-prefixed frames.
-    for file in ["otlp-pretty.json", "otlp-base64.json", "otlp-proto.pb", "otlp-proto-frames.pb"] {
+    for file in ["otlp-pretty.json", "otlp-base64.json", "otlp-proto.pb", "otlp-proto-frames.pb", "tempo-v2.json"] {
         let (scenario, summary) = import_variant(file, &dir, &[]);
         assert_eq!(rate(&scenario), ("web.GET_home".to_string(), 0.1), "{file}: {summary}");
         assert_eq!(callees(&scenario, "web.GET_home"), ["api.GET_profile", "postgresql.SELECT_users"], "{file}");

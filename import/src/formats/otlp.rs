@@ -460,6 +460,8 @@ impl<'de> Visitor<'de> for Seed<'_, Request> {
             match &*key {
                 // `batches`: Grafana Tempo's trace-by-id answer.
                 "resourceSpans" | "resource_spans" | "batches" => map.next_value_seed(Each(self.at::<Resources>()))?,
+                // Tempo's v2 answer wraps the request: `{"trace": {"resourceSpans": …}}`.
+                "trace" => map.next_value_seed(self.at::<Request>())?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

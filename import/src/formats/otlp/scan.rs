@@ -27,6 +27,8 @@ pub(super) fn read(text: &str, reader: &mut Reader, spans: &mut Vec<Span>) -> Sc
     let mut scanner = Scanner { text, bytes: text.as_bytes(), at: 0 };
     scanner.object(|s, key| match key {
         "resourceSpans" | "resource_spans" | "batches" => s.array(|s| s.resource(reader, spans)),
+        // A wrapped request (Tempo's v2 `{"trace": …}`): the serde reader's.
+        "trace" => None,
         _ => s.skip(),
     })?;
     scanner.ws();
