@@ -12,8 +12,10 @@
 //! (the coarse 1/16-octave histogram this replaced gave a 30-replica point three
 //! distinct p99s; bucket middles alone still tied a third of a point's p99.9s).
 //!
-//! Cost: a histogram's first [`SMALL`] values are kept as they are (16 KB, from a
-//! per-thread spare list); a quantile of those sorts a copy and reads the same
+//! Cost: a histogram's first [`SMALL`] values are kept as they are (in a list of
+//! [`FIRST_SMALL`] values, 512 bytes, then of [`SMALL`], 16 KB; each from a
+//! per-thread spare list: a 2,000-service graph's 9,000 call sites and entry points,
+//! most seeing a few requests a replica, kept 294 MB of 16 KB lists); a quantile of those sorts a copy and reads the same
 //! bucket figures (count, offsets' sum, values below) the counters would hold, so the
 //! answer is bit for bit the counters' — a graph with thousands of entry points and
 //! call sites, most seeing a few hundred to two thousand requests a replica, keeps
@@ -49,6 +51,13 @@ pub const SMALL: usize = 2_048;
 /// of a graph with a thousand entry points and call sites.
 const SMALL_SPARES_KEPT: usize = 1_024;
 
+/// A histogram's first value list holds this many (512 bytes); the [`SMALL`] list
+/// takes over when it is full.
+pub const FIRST_SMALL: usize = 64;
+
+/// Spare first lists kept per thread at most (8 MB).
+const FIRST_SPARES_KEPT: usize = 16_384;
+
 /// Buckets per group: a quantile walks the groups' counts, then one group's buckets,
 /// and a drop zeroes only the groups that hold values — a replica whose latencies
 /// run from 0 (an instant refusal) to a minute touches 36,000 buckets' range but
@@ -79,23 +88,31 @@ thread_local! {
     static SPARES: RefCell<Vec<Buckets>> = const { RefCell::new(Vec::new()) };
     /// Empty value lists of capacity [`SMALL`] given back by dropped histograms.
     static SMALL_SPARES: RefCell<Vec<Vec<u64>>> = const { RefCell::new(Vec::new()) };
+    /// Empty value lists of capacity [`FIRST_SMALL`].
+    static FIRST_SPARES: RefCell<Vec<Vec<u64>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// An empty list of capacity [`SMALL`]: a spare, or a new one.
-fn take_small() -> Vec<u64> {
-    SMALL_SPARES.with(|spares| spares.borrow_mut().pop()).unwrap_or_else(|| Vec::with_capacity(SMALL))
+/// An empty list of capacity `capacity` ([`FIRST_SMALL`] or [`SMALL`]): a spare, or a
+/// new one.
+fn take_small(capacity: usize) -> Vec<u64> {
+    debug_assert!(capacity == FIRST_SMALL || capacity == SMALL);
+    let pool = if capacity == SMALL { &SMALL_SPARES } else { &FIRST_SPARES };
+    pool.with(|spares| spares.borrow_mut().pop()).unwrap_or_else(|| Vec::with_capacity(capacity))
 }
 
-/// Gives `values` back to the thread's spares (emptied), if it has capacity [`SMALL`].
+/// Gives `values` back to the thread's spares (emptied), if it has one of their
+/// capacities.
 fn give_small(mut values: Vec<u64>) {
-    if values.capacity() != SMALL {
-        return;
-    }
+    let (pool, kept) = match values.capacity() {
+        SMALL => (&SMALL_SPARES, SMALL_SPARES_KEPT),
+        FIRST_SMALL => (&FIRST_SPARES, FIRST_SPARES_KEPT),
+        _ => return,
+    };
     values.clear();
     // `try_with`: see `Drop`.
-    let _ = SMALL_SPARES.try_with(|spares| {
+    let _ = pool.try_with(|spares| {
         let mut spares = spares.borrow_mut();
-        if spares.len() < SMALL_SPARES_KEPT {
+        if spares.len() < kept {
             spares.push(values);
         }
     });
@@ -151,8 +168,11 @@ impl ReplicaQuantiles {
     fn record_small(&mut self, value: u64) {
         debug_assert!(self.buckets.is_none() && self.small.len() as u64 == self.total);
         if self.small.len() < SMALL {
-            if self.small.capacity() == 0 {
-                self.small = take_small();
+            if self.small.len() == self.small.capacity() {
+                // The first list, or the full first list moved to the big one.
+                let mut list = take_small(if self.small.capacity() == 0 { FIRST_SMALL } else { SMALL });
+                list.extend_from_slice(&self.small);
+                give_small(std::mem::replace(&mut self.small, list));
             }
             self.small.push(value);
             self.total += 1;

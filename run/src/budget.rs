@@ -76,8 +76,13 @@ pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f
     };
     // Each live point: its latencies and windows per batch, its series sums (u128 sum
     // and sum of squares) plus one copy per worker.
-    let per_live_point =
-        latencies * batches * SPARSE_BATCH_BYTES + batches * windows_bytes + (threads + 1.0) * series * buckets * 32.0;
+    // Its metrics' exact moments: 64 bytes each, and two 560-byte sums for a metric
+    // that is not zero (at a graph's size most are: failures caused by one service of
+    // hundreds; a tenth is taken).
+    let per_live_point = latencies * batches * SPARSE_BATCH_BYTES
+        + batches * windows_bytes
+        + (threads + 1.0) * series * buckets * 32.0
+        + metrics * (64.0 + 0.1 * 1_120.0);
     // Each worker: the histograms its replica in progress records into, its replica's
     // latency windows and series (u128 per bucket), and its spare per-replica quantile
     // buffers (kernel::replica_quantiles, 420 KB each).
@@ -120,10 +125,13 @@ pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f
             group(rows, 64.0, 5.0) + group(rows, 64.0, 5.0) + group(rows, 96.0, 10.0) + 3.0 * rows * 96.0
         }
     };
-    // A checkpoint piece's replica rows are a scratch table of a column per metric,
-    // wide even when the output is long: its writer holds about 3.3 KB per column
-    // (measured: 750 MB for the 232,500 columns of a 5,000-service graph).
-    let piece = columns.replicas.len() as f64 * 3_300.0;
+    // A checkpoint piece's replica rows are a table of a column per metric, whose
+    // writer holds about 3.3 KB per column (measured: 750 MB for the 232,500 columns of
+    // a 5,000-service graph), or long as the output is: a block of melted rows.
+    let piece = match &columns.long {
+        None => columns.replicas.len() as f64 * 3_300.0,
+        Some(_) => group(stampede_output::long::BLOCK_ROWS as f64, 64.0, 5.0),
+    };
     // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
     let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
     vec![

@@ -28,31 +28,39 @@ const LOW_LIMBS: i64 = 34;
 /// Additions between carry passes: each adds under 2^32 to a limb, an i64 holds 2^63.
 const PENDING_LIMIT: u32 = 1 << 30;
 
-/// An exact sum of finite doubles (equal when their values are).
-#[derive(Clone, Debug)]
+/// An exact sum of finite doubles (equal when their values are). Its limbs are
+/// allocated at the first non-zero value: most of a big graph's metrics (a failure
+/// caused by one service of thousands) stay zero, and 280,000 metrics' two sums held
+/// 313 MB of zero limbs.
+#[derive(Clone, Debug, Default)]
 pub struct ExactSum {
-    limbs: [i64; LIMBS],
+    limbs: Option<Box<[i64; LIMBS]>>,
     pending: u32,
 }
 
-impl Default for ExactSum {
-    fn default() -> ExactSum {
-        ExactSum { limbs: [0; LIMBS], pending: 0 }
-    }
-}
+/// The limbs of a sum that has seen no non-zero value.
+const ZERO_LIMBS: [i64; LIMBS] = [0; LIMBS];
 
 impl PartialEq for ExactSum {
     fn eq(&self, other: &ExactSum) -> bool {
         let (mut a, mut b) = (self.clone(), other.clone());
         a.normalise();
         b.normalise();
-        a.limbs == b.limbs
+        a.limbs() == b.limbs()
     }
 }
 
 impl Eq for ExactSum {}
 
 impl ExactSum {
+    fn limbs(&self) -> &[i64; LIMBS] {
+        self.limbs.as_deref().unwrap_or(&ZERO_LIMBS)
+    }
+
+    fn limbs_mut(&mut self) -> &mut [i64; LIMBS] {
+        self.limbs.get_or_insert_with(|| Box::new(ZERO_LIMBS))
+    }
+
     /// Adds finite `x` exactly.
     pub fn add(&mut self, x: f64) {
         debug_assert!(x.is_finite(), "only finite values are summed: {x}");
@@ -70,10 +78,11 @@ impl ExactSum {
         let (limb, offset) = ((shift / 32) as usize, (shift % 32) as u32);
         let spread = (mantissa as u128) << offset; // at most 84 bits: three limbs
         let sign = if x < 0.0 { -1 } else { 1 };
+        let limbs = self.limbs_mut();
         for i in 0..3 {
             let digit = ((spread >> (32 * i)) & 0xffff_ffff) as i64;
             if digit != 0 {
-                self.limbs[limb + i] += sign * digit;
+                limbs[limb + i] += sign * digit;
             }
         }
         self.pending += 1;
@@ -84,10 +93,11 @@ impl ExactSum {
 
     /// Adds another exact sum.
     pub fn merge(&mut self, other: &ExactSum) {
-        let mut other = other.clone();
+        let Some(other_limbs) = other.limbs.as_deref() else { return };
+        let mut other = ExactSum { limbs: Some(Box::new(*other_limbs)), pending: other.pending };
         other.normalise();
         self.normalise();
-        for (limb, add) in self.limbs.iter_mut().zip(&other.limbs) {
+        for (limb, add) in self.limbs_mut().iter_mut().zip(other.limbs()) {
             *limb += add;
         }
         self.normalise();
@@ -95,12 +105,13 @@ impl ExactSum {
 
     /// Carries every limb's excess up, leaving each limb but the top in [0, 2^32).
     fn normalise(&mut self) {
-        for k in 0..LIMBS - 1 {
-            let carry = self.limbs[k] >> 32; // floor division: negative limbs borrow
-            self.limbs[k] -= carry << 32;
-            self.limbs[k + 1] += carry;
-        }
         self.pending = 0;
+        let Some(limbs) = self.limbs.as_deref_mut() else { return };
+        for k in 0..LIMBS - 1 {
+            let carry = limbs[k] >> 32; // floor division: negative limbs borrow
+            limbs[k] -= carry << 32;
+            limbs[k + 1] += carry;
+        }
     }
 
     /// The sum's digits (base 2^32, digit k weighing 2^(32·(k − LOW_LIMBS))) as a sign
@@ -108,9 +119,9 @@ impl ExactSum {
     fn magnitude(&self) -> (bool, Vec<i128>) {
         let mut sum = self.clone();
         sum.normalise();
-        let negative = sum.limbs[LIMBS - 1] < 0;
+        let negative = sum.limbs()[LIMBS - 1] < 0;
         let mut digits: Vec<i128> =
-            sum.limbs.iter().map(|&l| if negative { -(l as i128) } else { l as i128 }).collect();
+            sum.limbs().iter().map(|&l| if negative { -(l as i128) } else { l as i128 }).collect();
         carry(&mut digits);
         (negative, digits)
     }
@@ -131,11 +142,12 @@ impl ExactSum {
     pub fn to_bytes(&self, out: &mut Vec<u8>) {
         let mut sum = self.clone();
         sum.normalise();
-        let first = sum.limbs.iter().position(|&l| l != 0).unwrap_or(0);
-        let last = sum.limbs.iter().rposition(|&l| l != 0).map_or(0, |l| l + 1);
+        let limbs = sum.limbs();
+        let first = limbs.iter().position(|&l| l != 0).unwrap_or(0);
+        let last = limbs.iter().rposition(|&l| l != 0).map_or(0, |l| l + 1);
         out.extend((first as u16).to_le_bytes());
         out.extend(((last.max(first) - first) as u16).to_le_bytes());
-        for limb in &sum.limbs[first..last.max(first)] {
+        for limb in &limbs[first..last.max(first)] {
             out.extend(limb.to_le_bytes());
         }
     }
@@ -149,7 +161,7 @@ impl ExactSum {
         }
         let mut sum = ExactSum::default();
         for k in first..first + count {
-            sum.limbs[k] = take::<8>(bytes).map(i64::from_le_bytes)?;
+            sum.limbs_mut()[k] = take::<8>(bytes).map(i64::from_le_bytes)?;
         }
         Ok(sum)
     }

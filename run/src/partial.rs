@@ -1,7 +1,9 @@
 //! Partial results: what a shard or a checkpoint piece holds, written and read back.
 //!
 //! A partial folder is `replicas.parquet` (the replica rows it keeps, columns as a
-//! full run's: every row, or none, or a sample — see [`ReplicaRows`]) and
+//! full run's: every row, or none, or a sample — see [`ReplicaRows`]; written long,
+//! a row per metric, when the scenario's tables are long, as a full run's are: a wide
+//! piece of a 2,000-service graph held 1.3 GB of Parquet column writers) and
 //! `partials.parquet` (per grid point the replicas it holds, their metrics' exact
 //! moments, latency histograms, the exact integer sums behind its time series, its
 //! count histogram and its compute time). [`Gather`] rebuilds one grid point from any
@@ -14,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use stampede_output::{ColumnValues, StagedSet, Table, TableWriter};
+use stampede_output::{pivot, ColumnValues, Melt, StagedSet, Table, TableWriter};
 
 use super::batches::{BatchedLatency, BATCHES};
 use super::layout::ReplicaRows;
@@ -114,6 +116,8 @@ pub struct Part {
     partial_rows: BTreeMap<u32, std::ops::Range<usize>>,
     /// The replicas the part holds of each grid point (its rows keep some or all of them).
     held: BTreeMap<u32, std::ops::Range<u32>>,
+    /// Its replica rows are long: a row per metric of each replica.
+    long: bool,
 }
 
 /// A grid point's rows of one part: replica numbers, seeds, and the metrics in the
@@ -134,21 +138,37 @@ impl Part {
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
         let path = dir.join("replicas.parquet");
         let rows = Table::row_count(&path).map_err(|e| bad(e.to_string()))?;
-        let replicas = Table::read_rows(&path, &["grid_point"], 0..rows).map_err(|e| bad(e.to_string()))?;
+        // The grid points' rows, a batch at a time (a long piece has a row per metric).
+        let mut replica_rows: BTreeMap<u32, std::ops::Range<usize>> = BTreeMap::new();
+        let mut first = 0usize;
+        let mut add = |table: Table| -> Result<()> {
+            let points = table.numbers("grid_point").map_err(|e| bad(e.to_string()))?;
+            for (row, &p) in points.iter().enumerate() {
+                let row = first + row;
+                replica_rows.entry(p as u32).and_modify(|r| r.end = row + 1).or_insert(row..row + 1);
+            }
+            first += points.len();
+            Ok(())
+        };
+        Table::stream_rows(&path, &["grid_point"], 0..rows, 1 << 16, &|e| bad(e.reason), &mut add)?;
         let (partial_rows, held) = partial_index(dir)?;
-        Ok(Part { dir: dir.to_path_buf(), replica_rows: row_ranges(&replicas)?, partial_rows, held })
+        let long = is_long(&path).map_err(bad)?;
+        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows, held, long })
     }
 
     /// Opens shard `plan.shard`'s folder, which kept the rows `kept` keeps: where its
     /// rows lie follows from the plan (a point's replicas in order, point after point),
     /// so nothing is read but the footers and the partials' index columns; the rows
     /// are checked as they are gathered.
-    pub fn of_shard(dir: &Path, plan: &super::plan::Plan, kept: ReplicaRows) -> Result<Part> {
+    pub fn of_shard(dir: &Path, scenario: &Scenario, plan: &super::plan::Plan, kept: ReplicaRows) -> Result<Part> {
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", dir.display()));
-        let rows = Table::row_count(&dir.join("replicas.parquet")).map_err(|e| bad(e.to_string()))?;
+        let path = dir.join("replicas.parquet");
+        let rows = Table::row_count(&path).map_err(|e| bad(e.to_string()))?;
+        let long = is_long(&path).map_err(bad)?;
+        let per_replica = if long { scenario.model.metrics().len() } else { 1 };
         let (mut replica_rows, mut start) = (BTreeMap::new(), 0usize);
         for point in 0..plan.points {
-            let count = kept.kept(plan.replicas_of(point)).len();
+            let count = kept.kept(plan.replicas_of(point)).len() * per_replica;
             if count > 0 {
                 replica_rows.insert(point, start..start + count);
                 start += count;
@@ -161,7 +181,7 @@ impl Part {
             )));
         }
         let (partial_rows, held) = partial_index(dir)?;
-        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows, held })
+        Ok(Part { dir: dir.to_path_buf(), replica_rows, partial_rows, held, long })
     }
 
     /// Streams grid point `point`'s rows to `each`, a batch at a time.
@@ -176,6 +196,8 @@ impl Part {
         let names: Vec<&str> = scenario.model.metrics().iter().map(|d| d.name).collect();
         let path = self.dir.join("replicas.parquet");
         let mut read = |table: Table| -> Result<()> {
+            // Long rows come whole replicas at a time (the batch below): wide again.
+            let table = if self.long { pivot(&table, "metric").map_err(|e| bad(e.to_string()))? } else { table };
             // Seeds are u64: read exactly, not through f64.
             let ColumnValues::U64(seed) = table.column("seed").map_err(|e| bad(e.to_string()))?.clone() else {
                 return Err(bad("its seed column is not u64".into()));
@@ -189,7 +211,9 @@ impl Part {
             let metrics = names.iter().map(column).collect::<Result<_>>()?;
             each(PointRows { replica: replica.into_iter().map(|r| r as u32).collect(), seed, metrics })
         };
-        Table::stream_rows(&path, &[], rows.clone(), READ_BATCH, &|e| bad(e.reason), &mut read)
+        // A long part's batch is whole replicas (a row per metric each).
+        let batch = if self.long { names.len() * (READ_BATCH / names.len()).max(1) } else { READ_BATCH };
+        Table::stream_rows(&path, &[], rows.clone(), batch, &|e| bad(e.reason), &mut read)
     }
 
     /// Grid point `point`'s partial rows (histograms, series sums, counts, compute).
@@ -226,25 +250,33 @@ pub struct PartWriter {
     partials: TableWriter,
     /// The replica rows written (the partials hold every replica's moments either way).
     keep: ReplicaRows,
+    /// How the replica rows are written long, for a long scenario.
+    melt: Option<Melt>,
 }
 
 impl PartWriter {
     /// A shard's tables (compressed: they are kept, and read by DuckDB).
     pub fn create(dir: &Path, scenario: &Scenario, keep: ReplicaRows) -> Result<PartWriter> {
-        Ok(PartWriter {
-            replicas: TableWriter::create(dir, "replicas.parquet", &scenario.columns.replicas)?,
-            partials: TableWriter::create(dir, "partials.parquet", &scenario.columns.partials)?,
-            keep,
-        })
+        Self::create_with(dir, scenario, keep, false)
     }
 
-    /// A checkpoint piece's tables (uncompressed scratch: written once, read once).
+    /// A checkpoint piece's tables (uncompressed scratch: written once, read once; a
+    /// long scenario's replica rows long, compressed, as every long table is).
     pub fn create_scratch(dir: &Path, scenario: &Scenario, keep: ReplicaRows) -> Result<PartWriter> {
-        Ok(PartWriter {
-            replicas: TableWriter::create_scratch(dir, "replicas.parquet", &scenario.columns.replicas)?,
-            partials: TableWriter::create_scratch(dir, "partials.parquet", &scenario.columns.partials)?,
-            keep,
-        })
+        Self::create_with(dir, scenario, keep, true)
+    }
+
+    fn create_with(dir: &Path, scenario: &Scenario, keep: ReplicaRows, scratch: bool) -> Result<PartWriter> {
+        let melt = scenario.columns.long.as_ref().map(|long| long.replicas.clone());
+        let table = |name: &str, columns: &[stampede_output::ColumnSpec]| match scratch {
+            true => TableWriter::create_scratch(dir, name, columns),
+            false => TableWriter::create(dir, name, columns),
+        };
+        let replicas = match &melt {
+            Some(melt) => TableWriter::create_long(dir, "replicas.parquet", &melt.columns())?,
+            None => table("replicas.parquet", &scenario.columns.replicas)?,
+        };
+        Ok(PartWriter { replicas, partials: table("partials.parquet", &scenario.columns.partials)?, keep, melt })
     }
 
     pub fn records(&mut self, scenario: &Scenario, records: &[ReplicaRecord]) -> Result<()> {
@@ -252,7 +284,11 @@ impl PartWriter {
         if kept.is_empty() {
             return Ok(());
         }
-        Ok(self.replicas.write(replica_values_columns(scenario, &kept))?)
+        let wide = replica_values_columns(scenario, &kept);
+        match &self.melt {
+            Some(melt) => melt.blocks(wide).try_for_each(|block| self.replicas.write(block)).map_err(Into::into),
+            None => Ok(self.replicas.write(wide)?),
+        }
     }
 
     pub fn point(&mut self, scenario: &Scenario, point: u32, result: &PointResult) -> Result<()> {
@@ -441,4 +477,9 @@ fn row_ranges(table: &Table) -> Result<BTreeMap<u32, std::ops::Range<usize>>> {
         ranges.entry(p as u32).and_modify(|r| r.end = row + 1).or_insert(row..row + 1);
     }
     Ok(ranges)
+}
+
+/// Whether a partial folder's replica rows are long (a `metric` column).
+fn is_long(path: &Path) -> std::result::Result<bool, String> {
+    Table::read_rows(path, &[], 0..0).map(|table| table.has("metric")).map_err(|e| e.to_string())
 }

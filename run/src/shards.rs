@@ -429,7 +429,12 @@ impl Shards {
             .iter()
             .map(|(dir, index, count, ..)| {
                 let shard = Shard { index: *index as u32, count: *count as u32 };
-                Part::of_shard(dir, &Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard)), kept)
+                Part::of_shard(
+                    dir,
+                    &scenario,
+                    &Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard)),
+                    kept,
+                )
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Shards { scenario, list, kept })

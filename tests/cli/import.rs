@@ -636,3 +636,70 @@ fn each_layout_real_backends_export_reads_to_its_structure_and_window_rate() {
     assert!(summary.contains("1 calls to a callee the trace does not name"), "{summary}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// OTLP JSON lines of `traces` requests over 100 s to a graph of 1,000 front services
+/// (three endpoints each: 3,000 entry points), each request calling two of 1,000
+/// back services through client spans.
+fn production_size_traces(traces: u64) -> String {
+    let t0 = 1_767_225_600_000_000_000u64;
+    let span = |trace: u64, id: u64, parent: Option<u64>, name: &str, kind: u8, start: u64, end: u64| {
+        let parent = parent.map_or(String::new(), |p| format!(",\"parentSpanId\":\"{p:016x}\""));
+        format!(
+            "{{\"traceId\":\"{trace:032x}\",\"spanId\":\"{id:016x}\"{parent},\"name\":\"{name}\",\"kind\":{kind},\
+             \"startTimeUnixNano\":\"{start}\",\"endTimeUnixNano\":\"{end}\"}}"
+        )
+    };
+    let resource = |service: &str, spans: &[String]| {
+        format!(
+            "{{\"resource\":{{\"attributes\":[{{\"key\":\"service.name\",\"value\":{{\"stringValue\":\"{service}\"}}}}]}},\
+             \"scopeSpans\":[{{\"spans\":[{}]}}]}}",
+            spans.join(",")
+        )
+    };
+    let mut text = String::new();
+    for k in 0..traces {
+        let (front, endpoint) = ((k * 7919) % 1000, k % 3);
+        let start = t0 + k * 100_000_000_000 / traces;
+        let (trace, root) = (k + 1, 4 * k + 1);
+        let mut front_spans = vec![span(trace, root, None, &format!("ep{endpoint}"), 2, start, start + 20_000_000)];
+        let mut resources = Vec::new();
+        for (i, back) in [(front * 7 + endpoint) % 1000, (front * 13 + endpoint * 5 + 1) % 1000].into_iter().enumerate()
+        {
+            let at = start + 1_000_000 + i as u64 * 7_000_000;
+            let (client, server) = (root + 1 + 2 * i as u64, root + 2 + 2 * i as u64);
+            front_spans.push(span(trace, client, Some(root), &format!("back{back}.get"), 3, at, at + 6_000_000));
+            let served = [span(trace, server, Some(client), "get", 2, at + 500_000, at + 5_500_000)];
+            resources.push(resource(&format!("back{back}"), &served));
+        }
+        resources.insert(0, resource(&format!("front{front}"), &front_spans));
+        text.push_str(&format!("{{\"resourceSpans\":[{}]}}\n", resources.join(",")));
+    }
+    text
+}
+
+/// A trace set of production size imports, shows and runs: 30,000 requests to 2,000
+/// services and 3,000 entry points import in seconds, and one replica of the model
+/// runs in under 1 GiB (measured 0.95 GiB; before: 1.87 GiB — the checkpoint piece's
+/// wide replica table held 1.3 GB of Parquet column writers, every metric's exact
+/// sums 313 MB of zero limbs, every call site's first latencies a 16 KB list).
+#[test]
+fn a_trace_set_of_two_thousand_services_and_three_thousand_entries_runs_one_replica_in_under_a_gigabyte() {
+    let dir = temp("production-size");
+    let file = dir.join("traces.json");
+    std::fs::write(&file, production_size_traces(30_000)).unwrap();
+    let out = dir.join("big.toml");
+    let output = stampede(&["import", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = stdout(&output);
+    assert!(summary.contains("2000 services, 4000 endpoints"), "{summary}");
+    assert!(summary.contains("over 3000 entries"), "{summary}");
+    assert!(stampede(&["show", out.to_str().unwrap()]).status.success());
+    let args = ["run", out.to_str().unwrap(), "--replicas", "1", "--threads", "1", "--no-report", "--quiet"];
+    let output = stampede(&[&args[..], &["--out", dir.join("run").to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run/big/manifest.json")).unwrap()).unwrap();
+    let peak = manifest["host"]["peak_rss_bytes"].as_f64().unwrap();
+    assert!(peak < (1u64 << 30) as f64, "one replica's peak memory {:.2} GiB", peak / (1u64 << 30) as f64);
+    let _ = std::fs::remove_dir_all(&dir);
+}
