@@ -71,6 +71,21 @@ pub fn import(input: &Input, options: &Options) -> Result<Written> {
             model.skipped.no_entry
         )));
     }
+    let services: std::collections::BTreeSet<u32> = model.endpoints.keys().map(|(service, _)| *service).collect();
+    if services.len() > MAX_SERVICES || model.entries.len() > MAX_SERVICES {
+        let named: Vec<&str> = services.iter().take(3).map(|&s| names.get(s)).collect();
+        return Err(Error::bad_input(format!(
+            "the traces name {} services and {} entry points ({}, …): an import writes at most {MAX_SERVICES} of \
+             each (a graph of 5,000 services runs a replica in about 2 GB); nothing was written",
+            services.len(),
+            model.entries.len(),
+            named.join(", ")
+        ))
+        .with_hint(
+            "import the traces of the services you mean to model (one team's, a shorter window), or check that \
+             service.name is the service and not a per-request or per-host value",
+        ));
+    }
     let first = model.entries.values().map(|e| e.first).min().unwrap_or(0);
     let last = model.entries.values().map(|e| e.last).max().unwrap_or(0);
     let window_days = (last as f64 - first as f64) / 1e9 / 86_400.0;
@@ -84,6 +99,12 @@ pub fn import(input: &Input, options: &Options) -> Result<Written> {
     }
     Ok(write::write(&model, &names, options))
 }
+
+/// The most services (and entry points) an import writes: a graph of 5,000 services
+/// runs one replica in about 2 GB; past 10,000 the scenario alone (its metrics' columns)
+/// takes gigabytes to resolve, and such a count is more often a mislabelled
+/// `service.name` (a host or a request id) than a system.
+pub const MAX_SERVICES: usize = 10_000;
 
 /// The longest stretch of arrivals an import models as one window: beyond it the
 /// files almost surely count time from different origins (relative and Unix times).

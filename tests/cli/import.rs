@@ -703,3 +703,36 @@ fn a_trace_set_of_two_thousand_services_and_three_thousand_entries_runs_one_repl
     assert!(peak < (1u64 << 30) as f64, "one replica's peak memory {:.2} GiB", peak / (1u64 << 30) as f64);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// More services than a graph runs in reasonable memory — most often a `service.name`
+/// that is a host or a request id — are refused at once, naming the count and the first
+/// names, nothing written (200,000 such services took over 5 minutes and 16 GB before).
+#[test]
+fn traces_naming_more_services_than_a_graph_holds_are_refused_with_the_count() {
+    let dir = temp("too-many");
+    let t0 = 1_767_225_600_000_000_000u64;
+    let text: String = (0..10_001u64)
+        .map(|i| {
+            let start = t0 + i * 1_000_000;
+            format!(
+                "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[{{\"key\":\"service.name\",\"value\":\
+                 {{\"stringValue\":\"host-{i}\"}}}}]}},\"scopeSpans\":[{{\"spans\":[{{\"traceId\":\"{:032x}\",\
+                 \"spanId\":\"{:016x}\",\"name\":\"get\",\"kind\":2,\"startTimeUnixNano\":\"{start}\",\
+                 \"endTimeUnixNano\":\"{}\"}}]}}]}}]}}\n",
+                i + 1,
+                i + 1,
+                start + 1_000
+            )
+        })
+        .collect();
+    let file = dir.join("hosts.json");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("hosts.toml");
+    let output = stampede(&["import", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let message = stderr(&output);
+    assert!(message.contains("the traces name 10001 services and 10001 entry points (host-0"), "{message}");
+    assert!(message.contains("nothing was written") && message.contains("service.name"), "{message}");
+    assert!(!out.exists() && !dir.join("hosts.data").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
