@@ -800,6 +800,11 @@ mod tests {
     use super::*;
     use crate::span::{test_span as span, Kind};
 
+    /// The options of a test's scenario, written from its window.
+    fn test_options() -> Options {
+        Options { name: "t".into(), data_dir: "t.data".into(), sample_rate: 1.0, source: "test".into(), window_s: None }
+    }
+
     /// The cycle check walks a 50,000-deep chain of calls on a 256 KiB stack (it
     /// recursed, and a 50,000-deep trace overflowed the main thread), and still finds a
     /// loop closed at the bottom.
@@ -845,13 +850,7 @@ mod tests {
         let pair = api.pairs.values().next().expect("one pair");
         assert_eq!((pair.both, pair.together, pair.first_before), (2, 0, 1));
         assert!(pair.order_varies() && !pair.parallel());
-        let options = Options {
-            name: "t".into(),
-            data_dir: "t.data".into(),
-            sample_rate: 1.0,
-            source: "test".into(),
-            window_s: None,
-        };
+        let options = test_options();
         let written = write(&model, &names, &options);
         assert!(written.summary.contains("in 50% of invocations, after it in the rest"), "{}", written.summary);
         assert!(written.toml.contains("# Approximated:"), "{}", written.toml);
@@ -871,13 +870,7 @@ mod tests {
             spans[0].trace = trace as u128;
             model.add_trace(&mut spans, &mut names);
         }
-        let options = Options {
-            name: "t".into(),
-            data_dir: "t.data".into(),
-            sample_rate: 1.0,
-            source: "test".into(),
-            window_s: None,
-        };
+        let options = test_options();
         let written = write(&model, &names, &options);
         // 100 arrivals over 99 s: the stream's (N − 1)/S = 1/s, shared 99 : 1.
         assert!(written.toml.contains("entry = \"api.get\"\nrate_per_s = 0.99 "), "{}", written.toml);
