@@ -124,7 +124,25 @@ pub struct EndpointStats {
     /// Invocations that called more endpoints than that: their order and parallelism
     /// come from each callee's mean stage alone.
     pub unpaired: u64,
+    /// Self time by call pattern (the set of callees an invocation waited for, by its
+    /// hash), for the first [`MAX_PATTERNS`] patterns seen.
+    pub patterns: BTreeMap<u64, Pattern>,
 }
+
+/// One call pattern of an endpoint: the callees it waited for, how many invocations
+/// had it, their self times' sum.
+#[derive(Clone, Debug, Default)]
+pub struct Pattern {
+    /// The callees, in endpoint order.
+    pub callees: Vec<Endpoint>,
+    /// Invocations with this pattern.
+    pub invocations: u64,
+    /// Their self times' sum, seconds.
+    pub self_sum_s: f64,
+}
+
+/// Call patterns whose self time is kept apart, per endpoint.
+pub const MAX_PATTERNS: usize = 8;
 
 /// The most distinct callees of one invocation whose pairs are counted: pairs grow as
 /// the square of callees (10,000 callees would be 50 million pairs).
@@ -589,7 +607,8 @@ impl Model {
             }
         }
         self.skipped.skewed += skewed as u64;
-        stats.self_s.add((length - covered).max(0) as f64 / 1e9);
+        let self_s = (length - covered).max(0) as f64 / 1e9;
+        stats.self_s.add(self_s);
         // Stages: calls that overlap are one.
         let stage_of = &mut *work.stage_of;
         stage_of.clear();
@@ -631,6 +650,21 @@ impl Model {
             c.first_stage_sum += stage;
         }
         let called = &*first_stage;
+        // The pattern: the callees waited for (sorted by callee), hashed.
+        let pattern = {
+            use std::hash::{BuildHasher, Hash, Hasher};
+            let mut hasher = foldhash::fast::FixedState::with_seed(0).build_hasher();
+            called.iter().for_each(|(callee, _)| callee.hash(&mut hasher));
+            hasher.finish()
+        };
+        if stats.patterns.len() < MAX_PATTERNS || stats.patterns.contains_key(&pattern) {
+            let seen = stats.patterns.entry(pattern).or_default();
+            if seen.invocations == 0 {
+                seen.callees.extend(called.iter().map(|(callee, _)| *callee));
+            }
+            seen.invocations += 1;
+            seen.self_sum_s += self_s;
+        }
         if called.len() > MAX_PAIRED_CALLEES {
             stats.unpaired += 1;
             return;

@@ -270,6 +270,9 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
         notes.push(format!("{me}: {} never called together: written as one_of", names.join(", ")));
     }
     steps_not_waited_for(stats, invocations, naming, &mut out);
+    if let Some(note) = self_time_by_pattern(stats, naming, me) {
+        notes.push(note);
+    }
     for ((a, b), pair) in stats.pairs.iter().filter(|(_, pair)| pair.order_varies()) {
         let (a, b) = (&naming.endpoints[a], &naming.endpoints[b]);
         let share = pair.first_before as f64 / (pair.both - pair.together) as f64 * 100.0;
@@ -277,6 +280,34 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
     }
     out
 }
+
+/// Whether the endpoint's self time differs by call pattern: its two most common
+/// patterns (each at least [`PATTERN_MIN_INVOCATIONS`] invocations) with mean self times
+/// 1.5× apart. One distribution of their mix is written (the schema has no work step
+/// per pattern); the note says what it hides.
+fn self_time_by_pattern(stats: &EndpointStats, naming: &Naming, me: &str) -> Option<String> {
+    let mut patterns: Vec<&crate::infer::Pattern> =
+        stats.patterns.values().filter(|p| p.invocations >= PATTERN_MIN_INVOCATIONS).collect();
+    patterns.sort_by_key(|p| std::cmp::Reverse(p.invocations));
+    let [a, b, ..] = patterns[..] else { return None };
+    let (mean_a, mean_b) = (a.self_sum_s / a.invocations as f64, b.self_sum_s / b.invocations as f64);
+    if mean_a.max(mean_b) < 1.5 * mean_a.min(mean_b) {
+        return None;
+    }
+    let describe = |p: &crate::infer::Pattern, mean: f64| {
+        let callees: Vec<&str> = p.callees.iter().filter_map(|c| naming.endpoints.get(c)).map(String::as_str).collect();
+        let calling = if callees.is_empty() { "nothing".to_string() } else { callees.join(", ") };
+        format!("{} s when it calls {calling} ({} invocations)", secs(mean), p.invocations)
+    };
+    Some(format!(
+        "{me}'s self time differs by call pattern: {}, {}; written as one distribution of their mix",
+        describe(a, mean_a),
+        describe(b, mean_b)
+    ))
+}
+
+/// The invocations a call pattern needs before its mean self time is compared.
+const PATTERN_MIN_INVOCATIONS: u64 = 20;
 
 /// One step group's lines: its parallel members (and a fan-out's copies) in one step,
 /// sequential copies after it.
@@ -878,5 +909,37 @@ mod tests {
         assert!(written.summary.contains("the model: 1.0 requests/s over 2 entries"), "{}", written.summary);
         let written = write(&model, &names, &Options { window_s: Some(200.0), ..options });
         assert!(written.toml.contains("entry = \"admin.purge\"\nrate_per_s = 0.005 "), "{}", written.toml);
+    }
+
+    /// api.get does 12 ms of its own work when it calls db and 2 ms when it calls
+    /// nothing (a cache hit): the summary says so, naming both patterns; with the same
+    /// work either way it says nothing.
+    #[test]
+    fn self_time_that_differs_by_call_pattern_is_said() {
+        let written = |hit_ms: i64| {
+            let mut names = Names::default();
+            let mut model = Model::new(1_000_000_000);
+            for trace in 0..60i64 {
+                let t = trace * 1_000;
+                let mut spans = if trace % 2 == 0 {
+                    vec![
+                        span(&mut names, 1, None, ("api", "get"), Kind::Server, (t, t + 22)),
+                        span(&mut names, 2, Some(1), ("db", "q"), Kind::Server, (t + 6, t + 16)),
+                    ]
+                } else {
+                    vec![span(&mut names, 1, None, ("api", "get"), Kind::Server, (t, t + hit_ms))]
+                };
+                spans.iter_mut().for_each(|s| s.trace = trace as u128);
+                model.add_trace(&mut spans, &mut names);
+            }
+            write(&model, &names, &test_options()).summary
+        };
+        let summary = written(2);
+        assert!(
+            summary.contains("api.get's self time differs by call pattern: 0.012 s when it calls db.q (30 invocations), 0.002 s when it calls nothing (30 invocations)")
+                || summary.contains("api.get's self time differs by call pattern: 0.002 s when it calls nothing (30 invocations), 0.012 s when it calls db.q (30 invocations)"),
+            "{summary}"
+        );
+        assert!(!written(12).contains("differs by call pattern"), "{}", written(12));
     }
 }
