@@ -230,6 +230,10 @@ pub struct Model {
     pub skew_ns: i64,
     /// Calls not waited for (messages, calls ending or made after their caller ended).
     pub detached_calls: u64,
+    /// The caller's name for a callee (what an uninstrumented call to it is read as) →
+    /// the callee's own endpoint, learned from client spans with a server span under
+    /// them: `payments-svc POST /charge` is `payments.charge` (see [`Model::join_spellings`]).
+    pub spellings: BTreeMap<Endpoint, Endpoint>,
     /// Buffers a trace's analysis reuses (no allocation per trace once they have grown).
     scratch: Scratch,
 }
@@ -443,6 +447,78 @@ impl Model {
         }
     }
 
+    /// Joins the two spellings of one callee: an endpoint known only from client spans
+    /// (an uninstrumented call, `payments-svc POST /charge`) that other client spans
+    /// showed to be a served endpoint (`payments.charge`) is that endpoint — its
+    /// invocations, callers, pairs and edges moved onto it. Returns how many endpoints
+    /// were joined.
+    pub fn join_spellings(&mut self) -> usize {
+        let served: std::collections::BTreeSet<Endpoint> = self.spellings.values().copied().collect();
+        let joins: BTreeMap<Endpoint, Endpoint> = std::mem::take(&mut self.spellings)
+            .into_iter()
+            .filter(|(from, to)| self.endpoints.contains_key(from) && !served.contains(from) && from != to)
+            .collect();
+        if joins.is_empty() {
+            return 0;
+        }
+        let to = |e: Endpoint| joins.get(&e).copied().unwrap_or(e);
+        for (from, into) in &joins {
+            let Some(moved) = self.endpoints.remove(from) else { continue };
+            let target = self.endpoints.entry(*into).or_default();
+            target.invocations += moved.invocations;
+            target.failed += moved.failed;
+            target.busy_s += moved.busy_s;
+            moved.self_s.values.iter().for_each(|&v| target.self_s.add(v));
+        }
+        for stats in self.endpoints.values_mut() {
+            for map in [&mut stats.callees, &mut stats.detached] {
+                if !map.keys().any(|k| joins.contains_key(k)) {
+                    continue;
+                }
+                for (callee, c) in std::mem::take(map) {
+                    let merged = map.entry(to(callee)).or_default();
+                    merged.invocations_calling += c.invocations_calling;
+                    merged.calls += c.calls;
+                    merged.calls_fanned += c.calls_fanned;
+                    merged.first_stage_sum += c.first_stage_sum;
+                }
+            }
+            if stats.pairs.keys().any(|(a, b)| joins.contains_key(a) || joins.contains_key(b)) {
+                for ((a, b), pair) in std::mem::take(&mut stats.pairs) {
+                    let (a, b) = (to(a), to(b));
+                    if a == b {
+                        continue;
+                    }
+                    // The key is (lesser, greater): a swap turns "a before b" around.
+                    let (key, before) = if a < b {
+                        ((a, b), pair.first_before)
+                    } else {
+                        ((b, a), pair.both - pair.together - pair.first_before)
+                    };
+                    let merged = stats.pairs.entry(key).or_default();
+                    merged.both += pair.both;
+                    merged.together += pair.together;
+                    merged.first_before += before;
+                }
+            }
+        }
+        let services: BTreeMap<u32, u32> = joins.iter().map(|(from, into)| (from.0, into.0)).collect();
+        let gone: std::collections::BTreeSet<u32> = self.endpoints.keys().map(|e| e.0).collect();
+        for ((caller, callee), edge) in std::mem::take(&mut self.edges) {
+            // A service all of whose endpoints were joined is gone: its edges move too.
+            let callee = match services.get(&callee) {
+                Some(&into) if !gone.contains(&callee) => into,
+                _ => callee,
+            };
+            let merged = self.edges.entry((caller, callee)).or_default();
+            merged.calls += edge.calls;
+            merged.attempts += edge.attempts;
+            merged.failed_attempts += edge.failed_attempts;
+            edge.network_s.values.iter().for_each(|&v| merged.network_s.add(v));
+        }
+        joins.len()
+    }
+
     /// One id twice in a trace: the same endpoint's span recorded twice (Alibaba's
     /// caller and callee rows) is one span, the longer; spans of different endpoints
     /// under one id (ids reused by untracked threads) are numbered apart.
@@ -517,6 +593,13 @@ impl Model {
                     Some(s) => (spans[s].service, spans[s].name),
                     None => uninstrumented_callee(&span, names),
                 };
+                if server.is_some() {
+                    // How the caller names this callee, for its calls no server span recorded.
+                    let spelled = uninstrumented_callee(&span, names);
+                    if spelled != callee {
+                        self.spellings.entry(spelled).or_insert(callee);
+                    }
+                }
                 if server.is_none() {
                     // Nothing recorded its side: its invocation is the call as the caller saw it.
                     let length = (span.end - span.start) as f64 / 1e9;
@@ -766,6 +849,40 @@ mod tests {
         assert_eq!(model.detached_calls, 3);
         assert_eq!(model.skipped.skewed, 1, "cache ended 3 ms late: skew, not a detached call");
         assert!(model.endpoints.contains_key(&billing), "the consumer is an invocation");
+    }
+
+    /// api's client span names its callee `payments-svc` (peer.service); where payments'
+    /// server span is under it, the call is `payments.charge`, and where it is not (the
+    /// server side unsampled), the same spelling is joined to it — one service, not two.
+    #[test]
+    fn a_callees_two_spellings_are_joined_by_its_client_server_pairs() {
+        let mut names = Names::default();
+        let mut model = Model::new(1_000_000_000);
+        let peer = names.intern("payments-svc");
+        for (trace, served) in [(1u128, true), (2, false), (3, false)] {
+            let mut spans = vec![
+                span(&mut names, 1, None, ("api", "get"), Kind::Server, (0, 100)),
+                span(&mut names, 2, Some(1), ("api", "POST /charge"), Kind::Client, (10, 40)),
+            ];
+            spans[1].peer = peer;
+            if served {
+                spans.push(span(&mut names, 3, Some(2), ("payments", "charge"), Kind::Server, (12, 38)));
+            }
+            spans.iter_mut().for_each(|s| s.trace = trace);
+            model.add_trace(&mut spans, &mut names);
+        }
+        let (charge, spelled) =
+            ((names.intern("payments"), names.intern("charge")), (peer, names.intern("POST /charge")));
+        assert!(model.endpoints.contains_key(&spelled), "before: a service of its own");
+        assert_eq!(model.join_spellings(), 1);
+        assert!(!model.endpoints.contains_key(&spelled));
+        assert_eq!(model.endpoints[&charge].invocations, 3);
+        let api = &model.endpoints[&(names.intern("api"), names.intern("get"))];
+        assert_eq!(api.callees.keys().copied().collect::<Vec<_>>(), [charge]);
+        assert_eq!((api.callees[&charge].calls, api.callees[&charge].invocations_calling), (3, 3));
+        let edges: Vec<(u32, u32)> = model.edges.keys().copied().collect();
+        assert_eq!(edges, [(names.intern("api"), charge.0)]);
+        assert_eq!(model.edges[&(names.intern("api"), charge.0)].calls, 3);
     }
 
     /// A failed attempt then a second one to the same callee are one call of two

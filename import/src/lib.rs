@@ -48,7 +48,8 @@ pub fn import(input: &Input, options: &Options) -> Result<Written> {
         };
         formats::read_file(path, format, &mut reader)?;
     }
-    let (model, names) = reader.finish();
+    let (mut model, names) = reader.finish();
+    model.skipped.joined = model.join_spellings() as u64;
     let spans = model.spans;
     if spans == 0 {
         let files: Vec<String> = input.files.iter().map(|p| p.display().to_string()).collect();

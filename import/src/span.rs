@@ -126,6 +126,9 @@ pub struct Skipped {
     pub untimed: u64,
     /// Calls to a callee the trace does not name (Alibaba's `UNKNOWN`): skipped.
     pub unknown_callee: u64,
+    /// Endpoints known only by their callers' name for them, joined to the endpoint a
+    /// client/server span pair showed they are.
+    pub joined: u64,
 }
 
 /// A span of trace 1 for the tests: `at` is (service, name), times in milliseconds.

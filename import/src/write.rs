@@ -803,6 +803,10 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         ),
         (s.untimed, "span fragments without a timestamp that no timed piece of their span matched (skipped)"),
         (s.unknown_callee, "calls to a callee the trace does not name, UNKNOWN (skipped)"),
+        (
+            s.joined,
+            "callees known only by their callers' name for them, joined to the endpoint client/server pairs showed",
+        ),
     ];
     for (count, what) in skipped.iter().filter(|(count, _)| *count > 0) {
         let _ = writeln!(summary, "  {count} {what}");
