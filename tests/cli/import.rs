@@ -211,23 +211,59 @@ fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
 
     // Run alike: the imported scenario with the original's workers, instances, run and
     // arrivals gives the entry's p50 and p99 within 5%.
-    let mut patched = imported.clone();
-    for (service, body) in patched["services"].as_table_mut().unwrap() {
-        let source = original["services"][service.as_str()].as_table().unwrap();
-        let body = body.as_table_mut().unwrap();
-        body.insert("workers".into(), source["workers"].clone());
-        body.insert("instances".into(), source.get("instances").cloned().unwrap_or(toml::Value::Integer(1)));
-    }
-    patched.insert("run".into(), original["run"].clone());
-    let entry = patched["workload"].as_array_mut().unwrap()[0].as_table_mut().unwrap();
-    entry.insert("arrivals".into(), toml::Value::String("even".into()));
-    let patched_path = dir.join("patched.toml");
-    std::fs::write(&patched_path, toml::to_string(&patched).unwrap()).unwrap();
+    let run_alike = |imported: &toml::Table, tag: &str| {
+        let mut patched = imported.clone();
+        for (service, body) in patched["services"].as_table_mut().unwrap() {
+            let source = original["services"][service.as_str()].as_table().unwrap();
+            let body = body.as_table_mut().unwrap();
+            body.insert("workers".into(), source["workers"].clone());
+            body.insert("instances".into(), source.get("instances").cloned().unwrap_or(toml::Value::Integer(1)));
+        }
+        patched.insert("run".into(), original["run"].clone());
+        let entry = patched["workload"].as_array_mut().unwrap()[0].as_table_mut().unwrap();
+        entry.insert("arrivals".into(), toml::Value::String("even".into()));
+        let patched_path = dir.join(format!("patched-{tag}.toml"));
+        std::fs::write(&patched_path, toml::to_string(&patched).unwrap()).unwrap();
+        entry_quantiles(&patched_path, &dir.join(format!("run-{tag}")))
+    };
     let (p50, p99) = entry_quantiles(&original_path, &dir.join("run-original"));
-    let (p50_imported, p99_imported) = entry_quantiles(&patched_path, &dir.join("run-imported"));
+    let (p50_imported, p99_imported) = run_alike(&imported, "imported");
     println!("entry p50 {p50:.5} s vs {p50_imported:.5} s; p99 {p99:.5} s vs {p99_imported:.5} s");
     assert!((p50_imported / p50 - 1.0).abs() < 0.05, "p50: original {p50}, imported {p50_imported}");
     assert!((p99_imported / p99 - 1.0).abs() < 0.05, "p99: original {p99}, imported {p99_imported}");
+
+    // Head sampling: the traces whose id hashes even kept (about half), imported with
+    // --sample-rate 0.5: the entry rate within 2% of 200/s, the model's p50 and p99
+    // within 5% of the original's.
+    let keep = |id: &str| {
+        id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)) % 2 == 0
+    };
+    let sampled: String = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut request: serde_json::Value = serde_json::from_str(line).unwrap();
+            for resource in request["resourceSpans"].as_array_mut().unwrap() {
+                for scope in resource["scopeSpans"].as_array_mut().unwrap() {
+                    scope["spans"].as_array_mut().unwrap().retain(|span| keep(span["traceId"].as_str().unwrap()));
+                }
+            }
+            format!("{request}\n")
+        })
+        .collect();
+    let sampled_path = dir.join("sampled.json");
+    std::fs::write(&sampled_path, sampled).unwrap();
+    let sampled_scenario = dir.join("sampled.toml");
+    let args = ["import", sampled_path.to_str().unwrap(), "--sample-rate", "0.5", "--out"];
+    let output = stampede(&[&args[..], &[sampled_scenario.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let sampled = table(&sampled_scenario);
+    let rate = sampled["workload"].as_array().unwrap()[0]["rate_per_s"].as_float().unwrap();
+    assert!((rate / 200.0 - 1.0).abs() < 0.02, "sampled entry rate {rate}: {}", stdout(&output));
+    let (p50_sampled, p99_sampled) = run_alike(&sampled, "sampled");
+    println!("sampled: rate {rate:.2}/s; entry p50 {p50_sampled:.5} s, p99 {p99_sampled:.5} s");
+    assert!((p50_sampled / p50 - 1.0).abs() < 0.05, "p50: original {p50}, sampled {p50_sampled}");
+    assert!((p99_sampled / p99 - 1.0).abs() < 0.05, "p99: original {p99}, sampled {p99_sampled}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
