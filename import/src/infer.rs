@@ -159,6 +159,15 @@ pub struct Pair {
     pub first_before: u64,
 }
 
+/// The key of the pair of `a` and `b` in [`EndpointStats::pairs`]: the lesser first.
+pub fn pair_key(a: Endpoint, b: Endpoint) -> (Endpoint, Endpoint) {
+    if a < b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
 impl Pair {
     /// Whether they were called in parallel in at least half the invocations that
     /// called both.

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::infer::{CalleeStats, Endpoint, EndpointStats, Model};
+use crate::infer::{pair_key, CalleeStats, Endpoint, EndpointStats, Model};
 use crate::span::Names;
 
 /// How the traces are written out.
@@ -204,13 +204,11 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
             stats.unpaired
         ));
     }
-    let together = |a: (&Endpoint, &CalleeStats), b: (&Endpoint, &CalleeStats)| {
-        let key = if a.0 < b.0 { (*a.0, *b.0) } else { (*b.0, *a.0) };
-        match stats.pairs.get(&key) {
+    let together =
+        |a: (&Endpoint, &CalleeStats), b: (&Endpoint, &CalleeStats)| match stats.pairs.get(&pair_key(*a.0, *b.0)) {
             Some(pair) => pair.parallel(),
             None => by_stage && place(a.1).round() == place(b.1).round(),
-        }
-    };
+        };
     let mut groups: Vec<Vec<(&Endpoint, &CalleeStats)>> = Vec::new();
     for callee in callees {
         match groups.last_mut() {
@@ -234,7 +232,7 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
     // Never together, and independent chances would have met at least 3 times (seeing
     // none then happens by chance less than 5% of the time).
     let exclusive = |(a, ca): (&Endpoint, &CalleeStats), (b, cb): (&Endpoint, &CalleeStats)| {
-        let key = if a < b { (*a, *b) } else { (*b, *a) };
+        let key = pair_key(*a, *b);
         let expected_together = ca.invocations_calling as f64 * cb.invocations_calling as f64 / invocations;
         !stats.pairs.contains_key(&key) && expected_together >= 3.0
     };

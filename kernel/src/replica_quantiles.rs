@@ -15,9 +15,9 @@
 //! Cost: a histogram's first [`SMALL`] values are kept as they are (in a list of
 //! [`FIRST_SMALL`] values, 512 bytes, then of [`SMALL`], 16 KB; each from a
 //! per-thread spare list: a 2,000-service graph's 9,000 call sites and entry points,
-//! most seeing a few requests a replica, kept 294 MB of 16 KB lists); a quantile of those sorts a copy and reads the same
-//! bucket figures (count, offsets' sum, values below) the counters would hold, so the
-//! answer is bit for bit the counters' — a graph with thousands of entry points and
+//! most seeing a few requests a replica, kept 294 MB of 16 KB lists); a quantile of
+//! those sorts a copy and reads the same bucket figures (count, offsets' sum, values
+//! below) the counters would hold, so the answer is bit for bit the counters' — a graph with thousands of entry points and
 //! call sites, most seeing a few hundred to two thousand requests a replica, keeps
 //! 16 KB for each instead of 420 KB (at 512 values, the 300 entry points and call
 //! sites of a 300-service graph took 163 MB of counters a replica). Past [`SMALL`] values the histogram moves to its counters:

@@ -143,10 +143,7 @@ impl Part {
         let mut first = 0usize;
         let mut add = |table: Table| -> Result<()> {
             let points = table.numbers("grid_point").map_err(|e| bad(e.to_string()))?;
-            for (row, &p) in points.iter().enumerate() {
-                let row = first + row;
-                replica_rows.entry(p as u32).and_modify(|r| r.end = row + 1).or_insert(row..row + 1);
-            }
+            extend_row_ranges(&mut replica_rows, first, &points);
             first += points.len();
             Ok(())
         };
@@ -473,10 +470,17 @@ impl<'s> Gather<'s> {
 fn row_ranges(table: &Table) -> Result<BTreeMap<u32, std::ops::Range<usize>>> {
     let points = table.numbers("grid_point").map_err(|e| Error::bad_input(e.to_string()))?;
     let mut ranges: BTreeMap<u32, std::ops::Range<usize>> = BTreeMap::new();
+    extend_row_ranges(&mut ranges, 0, &points);
+    Ok(ranges)
+}
+
+/// Adds each grid point's rows among `points` (the grid point of rows `first…`) to
+/// `ranges`: a point's rows are contiguous.
+fn extend_row_ranges(ranges: &mut BTreeMap<u32, std::ops::Range<usize>>, first: usize, points: &[f64]) {
     for (row, &p) in points.iter().enumerate() {
+        let row = first + row;
         ranges.entry(p as u32).and_modify(|r| r.end = row + 1).or_insert(row..row + 1);
     }
-    Ok(ranges)
 }
 
 /// Whether a partial folder's replica rows are long (a `metric` column).

@@ -218,64 +218,7 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
                 }
             }
         }
-        Format::OtlpProto => {
-            let mut head = [0u8; 5];
-            let read = (&mut input).take(5).read(&mut head).unwrap_or(0);
-            let framing = otlp::proto::Framing::detect(&head[..read]).unwrap_or(otlp::proto::Framing::Whole);
-            let mut message = head[..read].to_vec();
-            let io = |e: std::io::Error| Error::bad_input(format!("{shown}: cannot read: {e}"));
-            match framing {
-                otlp::proto::Framing::Whole => {
-                    (&mut input).take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut message).map_err(io)?;
-                    if message.len() as u64 > MAX_DOCUMENT_BYTES {
-                        return Err(Error::bad_input(format!(
-                            "{shown}: one protobuf message over {} GiB: export it in pieces",
-                            MAX_DOCUMENT_BYTES >> 30
-                        )));
-                    }
-                    let result = otlp::proto::read_message(&message, reader);
-                    note(result, "the message", reader);
-                }
-                otlp::proto::Framing::LengthPrefixed => {
-                    // Frame by frame: a byte count, then that many bytes.
-                    let mut pending = message;
-                    let mut number = 0u64;
-                    loop {
-                        let mut count = [0u8; 4];
-                        let have = pending.len().min(4);
-                        count[..have].copy_from_slice(&pending[..have]);
-                        let got = have + (&mut input).take((4 - have) as u64).read(&mut count[have..]).map_err(io)?;
-                        if got == 0 {
-                            break;
-                        }
-                        number += 1;
-                        let length = u64::from(u32::from_be_bytes(count));
-                        let mut body = pending.split_off(have);
-                        pending.clear();
-                        if got < 4 || length > MAX_DOCUMENT_BYTES {
-                            note(
-                                Err("the file ends inside a frame's byte count".into()),
-                                &format!("frame {number}"),
-                                reader,
-                            );
-                            break;
-                        }
-                        let before = body.len() as u64;
-                        (&mut input).take(length.saturating_sub(before)).read_to_end(&mut body).map_err(io)?;
-                        if (body.len() as u64) < length {
-                            note(
-                                Err(format!("the file ends {} bytes into a {length}-byte message", body.len())),
-                                &format!("frame {number}"),
-                                reader,
-                            );
-                            break;
-                        }
-                        let result = otlp::proto::read_message(&body, reader);
-                        note(result, &format!("frame {number}"), reader);
-                    }
-                }
-            }
-        }
+        Format::OtlpProto => read_protobuf(&mut input, &shown.to_string(), reader, &mut note)?,
         Format::JaegerJson | Format::ZipkinJson => {
             let mut text = Vec::new();
             (&mut input)
@@ -302,6 +245,58 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
             format.name(),
             first_error.unwrap_or_default()
         )));
+    }
+    Ok(())
+}
+
+/// Counts one record read (at `what`: a line, a frame) and what went wrong with it.
+type Note<'a> = dyn FnMut(std::result::Result<(), String>, &str, &mut Reader) + 'a;
+
+/// Reads OTLP protobuf from `input`: one message, or the Collector's frames (a
+/// big-endian u32 byte count before each message), each handed to `note` as a record.
+fn read_protobuf(
+    input: &mut std::io::BufReader<std::fs::File>,
+    shown: &str,
+    reader: &mut Reader,
+    note: &mut Note,
+) -> Result<()> {
+    let io = |e: std::io::Error| Error::bad_input(format!("{shown}: cannot read: {e}"));
+    // The framing from the first bytes, left in the buffer.
+    let framing = otlp::proto::Framing::detect(input.fill_buf().map_err(io)?);
+    if framing != Some(otlp::proto::Framing::LengthPrefixed) {
+        let mut message = Vec::new();
+        input.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut message).map_err(io)?;
+        if message.len() as u64 > MAX_DOCUMENT_BYTES {
+            return Err(Error::bad_input(format!(
+                "{shown}: one protobuf message over {} GiB: export it in pieces",
+                MAX_DOCUMENT_BYTES >> 30
+            )));
+        }
+        note(otlp::proto::read_message(&message, reader), "the message", reader);
+        return Ok(());
+    }
+    let mut body = Vec::new();
+    for number in 1u64.. {
+        let mut count = [0u8; 4];
+        let got = input.take(4).read(&mut count).map_err(io)?;
+        let got = got + if got > 0 && got < 4 { input.take(4).read(&mut count[got..]).map_err(io)? } else { 0 };
+        if got == 0 {
+            break;
+        }
+        let frame = format!("frame {number}");
+        let length = u64::from(u32::from_be_bytes(count));
+        if got < 4 || length > MAX_DOCUMENT_BYTES {
+            note(Err("the file ends inside a frame's byte count".into()), &frame, reader);
+            break;
+        }
+        body.clear();
+        input.take(length).read_to_end(&mut body).map_err(io)?;
+        if (body.len() as u64) < length {
+            let message = format!("the file ends {} bytes into a {length}-byte message", body.len());
+            note(Err(message), &frame, reader);
+            break;
+        }
+        note(otlp::proto::read_message(&body, reader), &frame, reader);
     }
     Ok(())
 }

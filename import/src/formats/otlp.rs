@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::{attempt_from, otlp_span_id, otlp_trace_id, peer_rank, Reader, PEER_KEYS};
+use super::{attempt_from, otlp_span_id, otlp_trace_id, peer_rank, Reader};
 use crate::span::{Kind, Span, NO_NAME};
 
 #[derive(Deserialize, Default)]
@@ -132,7 +132,7 @@ struct SpanAttributes<'a> {
 }
 
 impl<'a> SpanAttributes<'a> {
-    /// Reads `key`'s value (one of [`READ_KEYS`]).
+    /// Reads `key`'s value (a key [`reads_key`]).
     fn read(&mut self, key: &str, string: Option<Cow<'a, str>>, int: Option<&Number<'_>>) {
         match key {
             "stampede.attempt" => self.attempt = int.and_then(Number::integer),
@@ -191,7 +191,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Attribute<'a> {
                 while let Some(field) = map.next_key::<Text<'de>>()? {
                     match &*field {
                         "key" => attribute.key = Some(map.next_value::<Text<'a>>()?.0),
-                        "value" if attribute.key.as_deref().is_none_or(|k| READ_KEYS.contains(&k)) => {
+                        "value" if attribute.key.as_deref().is_none_or(reads_key) => {
                             attribute.value = Some(map.next_value()?)
                         }
                         _ => {
@@ -206,16 +206,11 @@ impl<'de: 'a, 'a> Deserialize<'de> for Attribute<'a> {
     }
 }
 
-/// The span attributes the import reads: a client span's attempt, and what names its callee.
-const READ_KEYS: [&str; 2 + PEER_KEYS.len()] = {
-    let mut keys = ["stampede.attempt", "http.request.resend_count", "", "", "", "", "", "", ""];
-    let mut k = 0;
-    while k < PEER_KEYS.len() {
-        keys[2 + k] = PEER_KEYS[k];
-        k += 1;
-    }
-    keys
-};
+/// Whether the import reads span attribute `key`: a client span's attempt, and what
+/// names its callee ([`peer_rank`]).
+fn reads_key(key: &str) -> bool {
+    matches!(key, "stampede.attempt" | "http.request.resend_count") || peer_rank(key).is_some()
+}
 
 #[derive(Deserialize)]
 struct Status<'a> {

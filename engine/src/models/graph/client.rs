@@ -858,59 +858,30 @@ impl Graph<'_> {
         }
     }
 
-    /// A call from `job` along call site `site` that `job` does not wait for: linked
-    /// to no one, no deadline of the caller's, started at once.
-    pub(super) fn detached_call(&mut self, now: Nanos, job: SlabKey, site: u32, scheduler: &mut Scheduler<Event>) {
-        let j = self.jobs.get(job).expect("live job");
-        let (attempt, counted, criticality, depth, key) = (j.attempt, j.counted, j.criticality, j.depth, j.key);
-        let call_site = self.p.call_sites[site as usize];
-        let workload = self.attempts.get(attempt).and_then(|a| self.calls.get(a.call)).map_or(0, |c| c.workload);
-        if counted {
-            self.sites[site as usize].offered += 1;
-        }
-        let call = self.calls.insert(Call {
-            site,
-            detached: true,
-            ..Call::new(
-                None,
-                workload,
-                call_site.edge,
-                call_site.endpoint,
-                Nanos::MAX,
-                now,
-                criticality,
-                depth + 1,
-                key,
-                counted,
-            )
-        });
-        if let Some(tracer) = self.tracer.as_deref_mut() {
-            let parent = tracer.attempt_span(attempt);
-            tracer.call_started(call, now, call_site.endpoint, parent, counted);
-        }
-        self.begin_call(now, call, scheduler);
-    }
-
-    /// A new call from `job` along call site `site`, linked as its first child; the
-    /// caller starts it with [`Self::begin_call`] once the whole group is made.
-    pub(super) fn child_call(&mut self, now: Nanos, job: SlabKey, site: u32) -> SlabKey {
+    /// A call `job` makes along call site `site`, counted and traced: its child (the
+    /// head of its children, under its deadline where the edge propagates it), or,
+    /// `detached`, a call of no one's with no deadline.
+    #[inline(always)] // per call made: each caller's `detached` folds away
+    fn call_from(&mut self, now: Nanos, job: SlabKey, site: u32, detached: bool) -> SlabKey {
         // The few fields read, not the whole record copied: this runs per call made.
         let j = self.jobs.get(job).expect("live job");
-        let (attempt, first_child, counted) = (j.attempt, j.first_child, j.counted);
+        let (attempt, counted) = (j.attempt, j.counted);
         let site_index = site;
         let site = self.p.call_sites[site as usize];
         let edge = &self.p.edges[site.edge as usize];
-        let deadline = if edge.propagate_deadline { j.deadline } else { Nanos::MAX };
+        let deadline = if edge.propagate_deadline && !detached { j.deadline } else { Nanos::MAX };
+        let (parent, next_sibling) = if detached { (None, None) } else { (Some(job), j.first_child) };
         let a = self.attempts.get(attempt).expect("a job's attempt is live");
         let workload = self.calls.get(a.call).map_or(0, |c| c.workload);
         if counted {
             self.sites[site_index as usize].offered += 1;
         }
         let call = self.calls.insert(Call {
-            next_sibling: first_child,
+            next_sibling,
             site: site_index,
+            detached,
             ..Call::new(
-                Some(job),
+                parent,
                 workload,
                 site.edge,
                 site.endpoint,
@@ -922,12 +893,26 @@ impl Graph<'_> {
                 counted,
             )
         });
-        if let Some(next) = first_child {
-            self.calls.get_mut(next).expect("a job's children are live").prev_sibling = Some(call);
-        }
         if let Some(tracer) = self.tracer.as_deref_mut() {
             let parent = tracer.attempt_span(attempt);
             tracer.call_started(call, now, site.endpoint, parent, counted);
+        }
+        call
+    }
+
+    /// A call from `job` along call site `site` that `job` does not wait for: linked
+    /// to no one, no deadline of the caller's, started at once.
+    pub(super) fn detached_call(&mut self, now: Nanos, job: SlabKey, site: u32, scheduler: &mut Scheduler<Event>) {
+        let call = self.call_from(now, job, site, true);
+        self.begin_call(now, call, scheduler);
+    }
+
+    /// A new call from `job` along call site `site`, linked as its first child; the
+    /// caller starts it with [`Self::begin_call`] once the whole group is made.
+    pub(super) fn child_call(&mut self, now: Nanos, job: SlabKey, site: u32) -> SlabKey {
+        let call = self.call_from(now, job, site, false);
+        if let Some(next) = self.calls.get(call).expect("just made").next_sibling {
+            self.calls.get_mut(next).expect("a job's children are live").prev_sibling = Some(call);
         }
         self.jobs.get_mut(job).expect("live job").first_child = Some(call);
         call

@@ -270,8 +270,7 @@ impl Graph<'_> {
                 Step::Calls { first_call, calls, wait: Wait::Detached } => {
                     // Made and left: the job goes on to its next step now.
                     for site in first_call..first_call + calls {
-                        let probability = self.p.call_sites[site as usize].probability;
-                        if probability >= 1.0 || self.site_rng[site as usize].bernoulli(probability) {
+                        if self.site_fires(site) {
                             self.detached_call(now, job, site, scheduler);
                         }
                     }
@@ -296,8 +295,7 @@ impl Graph<'_> {
                     // children, so the list runs in site order.
                     let mut launched = 0;
                     for site in (first_call..first_call + calls).rev() {
-                        let probability = self.p.call_sites[site as usize].probability;
-                        if probability >= 1.0 || self.site_rng[site as usize].bernoulli(probability) {
+                        if self.site_fires(site) {
                             self.child_call(now, job, site);
                             launched += 1;
                         }
@@ -316,6 +314,14 @@ impl Graph<'_> {
                 }
             }
         }
+    }
+
+    /// Whether call site `site` makes its call this time (its probability; a sure call
+    /// draws nothing).
+    #[inline]
+    fn site_fires(&mut self, site: u32) -> bool {
+        let probability = self.p.call_sites[site as usize].probability;
+        probability >= 1.0 || self.site_rng[site as usize].bernoulli(probability)
     }
 
     /// `job` waits for `needed` of the `launched` calls just linked as its children:

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use memchr::memchr2;
 
-use super::{add_span, failed, intern_resource, kind, HexId, Number, SpanAttributes, SpanFields, Status, READ_KEYS};
+use super::{add_span, failed, intern_resource, kind, HexId, Number, SpanAttributes, SpanFields, Status};
 use crate::formats::Reader;
 use crate::span::Span;
 
@@ -311,7 +311,7 @@ impl<'a> Scanner<'a> {
             s.object(|s, field| match field {
                 "key" => Self::once(&mut key, s.key()?),
                 "value" => match key {
-                    Some(k) if READ_KEYS.contains(&k) => Self::once(&mut value, s.any_value()?),
+                    Some(k) if super::reads_key(k) => Self::once(&mut value, s.any_value()?),
                     Some(_) => s.skip(),
                     None => None,
                 },
