@@ -40,7 +40,7 @@ pub struct Focus {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServiceFigures {
     pub name: String,
-    /// Failed requests at every entry point whose root cause it was (`*.failed_by.NAME.*`).
+    /// Failed requests at every entry point that it caused (`*.caused_by.NAME`).
     pub failures_caused: f64,
     /// Busy workers ÷ workers.
     pub utilisation: f64,
@@ -121,9 +121,9 @@ impl Focus {
     }
 }
 
-/// Per service, the failures it caused: the sum over entry points and reasons of its
-/// attributed failures (`ENTRY.failed_by.SERVICE.REASON`; degraded answers left out),
-/// the highest over `points`.
+/// Per service, the failures it caused: the sum over entry points of the failed
+/// requests it caused (`ENTRY.caused_by.SERVICE`, wherever they failed), the highest
+/// over `points`.
 fn failures_caused(
     attribution: &[(usize, Attribution)],
     summary: &SummaryIndex,
@@ -132,7 +132,7 @@ fn failures_caused(
     let mut caused: BTreeMap<String, f64> = BTreeMap::new();
     for &point in points {
         let mut at_point: BTreeMap<&str, f64> = BTreeMap::new();
-        for (_, cause) in attribution.iter().filter(|(_, a)| a.reason != "degraded") {
+        for (_, cause) in attribution.iter().filter(|(_, a)| a.reason == "caused") {
             let service = cause.service;
             let value = summary.interval(point, cause.metric).map_or(0.0, |v| v.value);
             if value.is_finite() {

@@ -346,7 +346,8 @@ fn pairs_graph(services: usize) -> String {
 /// Past 1,000 metrics the summary, replica rows and series are written long and read
 /// back wide: the pivoted summary is the wide summary's columns with the run's own
 /// numbers, every replica's row is there, and attribution.parquet holds the causes
-/// that occurred — the failures s1's errors caused, equal to their summary metric.
+/// that occurred — the failures s1's errors caused, equal to their summary metric, and
+/// s1 as their culprit (slow requests, the tail of every entry, may name any service).
 #[test]
 fn a_wide_graph_is_written_long_and_read_back_wide() {
     let out = tempfile::tempdir().unwrap();
@@ -391,5 +392,9 @@ fn a_wide_graph_is_written_long_and_read_back_wide() {
     assert_eq!(caused.3, report.points[0].summaries[metric].mean);
     assert!(caused.3 > 10.0, "{caused:?}");
     assert!(rows.iter().all(|r| r.3 > 0.0), "only causes that occurred");
-    assert!(rows.iter().all(|(e, s, ..)| e == "s0.e" && (s == "s1" || s == "s0")), "{rows:?}");
+    let failures = rows.iter().filter(|(.., why, _)| why != "slow");
+    assert!(failures.clone().all(|(e, s, ..)| e == "s0.e" && (s == "s1" || s == "s0")), "{rows:?}");
+    // s1's errors are its own: it caused every failure it decided.
+    let culprit = rows.iter().find(|(e, s, why, _)| e == "s0.e" && s == "s1" && why == "caused").expect("caused");
+    assert_eq!(culprit.3, caused.3, "{rows:?}");
 }

@@ -19,7 +19,7 @@
 //! trees: each call is a trace (a gateway turn, with its calls), its attempts, waits
 //! and refusals its children, on one resource named by the model. Attributes:
 //! `stampede.kind`, `stampede.outcome`, `stampede.attempt`, `stampede.hedge`,
-//! `stampede.reason` (a failure's or refusal's), `stampede.cause`, `stampede.counted`,
+//! `stampede.reason` (a failure's or refusal's), `stampede.cause`, `stampede.cause_service`, `stampede.counted`,
 //! `http.request.resend_count`; a failure's status is ERROR with the outcome as its
 //! message. Times are simulated nanoseconds after a fixed epoch, [`EPOCH_UNIX_NANOS`]
 //! (2026-01-01T00:00:00Z), so two exports of one run are byte-identical. Breaker state
@@ -145,6 +145,9 @@ fn span_json(span: &Out, point: u32, replica: u32) -> Value {
     }
     if !row.cause.is_empty() {
         attributes.push(attribute("stampede.cause", json!({ "stringValue": row.cause })));
+    }
+    if !row.cause_service.is_empty() {
+        attributes.push(attribute("stampede.cause_service", json!({ "stringValue": row.cause_service })));
     }
     let start = EPOCH_UNIX_NANOS + row.start;
     let end = EPOCH_UNIX_NANOS + row.end.max(row.start);

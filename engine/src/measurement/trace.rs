@@ -79,6 +79,9 @@ pub struct TraceRow {
     /// A failed or degraded call's root cause (the graph: `service.failure`, the
     /// deepest failure that decided it); empty otherwise.
     pub cause: &'static str,
+    /// The service that caused a failed or degraded graph call (what the failing
+    /// resource was waiting on, see the graph's `culprit.rs`); empty otherwise.
+    pub cause_service: &'static str,
     /// Counted in the replica's metrics (it started after the warm-up).
     pub counted: bool,
     /// Whose call it is (the gateway's tenant), or [`NONE`].
@@ -110,6 +113,7 @@ impl TraceRow {
         outcome: "",
         gate: "",
         cause: "",
+        cause_service: "",
         counted: false,
         tenant: NONE,
         input_tokens: 0,
@@ -265,6 +269,7 @@ impl Tracer {
             outcome,
             gate: "",
             cause: "",
+            cause_service: "",
             counted: live.counted,
             tenant: live.tenant,
             input_tokens: live.input_tokens,

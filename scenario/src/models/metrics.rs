@@ -134,7 +134,10 @@ pub struct Attribution {
     pub entry: &'static str,
     /// The service that caused it, e.g. `db`.
     pub service: &'static str,
-    /// How: a failure (`timeout`, `refused`, `error`, `breaker_open`) or `degraded`.
+    /// How: where a failure was decided (`timeout`, `refused`, `error`, `breaker_open`:
+    /// the deepest failure), `degraded` (a fallback answered for it), `caused` (failed
+    /// requests it caused, wherever they failed) or `slow` (slow requests most of whose
+    /// time it caused).
     pub reason: &'static str,
 }
 

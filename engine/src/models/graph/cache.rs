@@ -163,7 +163,7 @@ impl Graph<'_> {
             }
             if answer == Answer::Error {
                 let service = self.instances[j.instance as usize].service;
-                j.cause = Some(cause.unwrap_or(Cause { service, failure: Failure::Error }));
+                j.cause = Some(cause.unwrap_or(Cause::at(service, Failure::Error)));
             }
             self.finish_job(now, waiter, answer, scheduler);
         }

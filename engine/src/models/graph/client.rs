@@ -15,7 +15,7 @@ use super::model::{measured_s, Graph};
 use super::params::{Balance, Cause, Failure, WorkloadArrivals};
 use super::pool::Connection;
 use super::results::EntryResults;
-use super::state::{Answer, Attempt, Call, Event, NO_POOL, NO_SITE, PROBE_EDGE};
+use super::state::{Answer, Attempt, Call, Event, Lag, NO_POOL, NO_SITE, PROBE_EDGE};
 
 /// How a call ended, as its caller sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +115,7 @@ fn count_outcome(results: &mut EntryResults, outcome: CallOutcome, latency: Nano
             results.failed[failure.index()] += 1;
             if results.keeps_causes {
                 results.failed_by_cause.add(cause.index() as u32);
+                results.caused_by.add(cause.culprit);
             }
         }
     }
@@ -286,6 +287,7 @@ impl Graph<'_> {
             in_flight: true,
             next: c.first_attempt,
             cause: None,
+            lag: Lag::of(self.p.edges[e].to, 0),
         });
         let edge = &mut self.edges[e];
         edge.active += 1;
@@ -584,7 +586,9 @@ impl Graph<'_> {
                     Answer::Success => CallOutcome::Success,
                     _ => CallOutcome::Degraded(a.cause.unwrap_or(self.callee(e, Failure::Error))),
                 };
-                self.call_complete(now, a.call, outcome, scheduler);
+                let c = self.calls.get(a.call).expect("live call");
+                let lag = Self::call_lag(now, c, a.sent, a.lag);
+                self.call_complete(now, a.call, outcome, lag, scheduler);
             }
             // A partition that fails fast or an edge's error fault answers without a
             // cause: the callee is where it failed.
@@ -623,14 +627,16 @@ impl Graph<'_> {
         }
         self.edges[e].budget.on_outcome(now, false);
         self.outlier_learns(now, e, a.instance, true);
+        // Followed down before the caller lets go (a server that cancels drops the job).
+        let cause = Cause { culprit: self.attempt_culprit(attempt), ..Cause::at(self.p.edges[e].to, Failure::Timeout) };
         self.let_go(now, attempt, Some(Outcome::Timeout), scheduler);
         self.calls.get_mut(a.call).expect("a waiting attempt's call is live").outstanding -= 1;
-        self.attempt_failed(now, a.call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);
+        self.attempt_failed(now, a.call, Failure::Timeout, cause, scheduler);
     }
 
-    /// The cause "`failure` calling edge `e`'s callee".
+    /// The cause "`failure` calling edge `e`'s callee", caused by the walk from it.
     pub(super) fn callee(&self, e: usize, failure: Failure) -> Cause {
-        Cause { service: self.p.edges[e].to, failure }
+        self.caused(self.p.edges[e].to, failure)
     }
 
     /// One attempt failed (for `cause`): wait for the others, or retry, or give up.
@@ -734,16 +740,25 @@ impl Graph<'_> {
         cause: Cause,
         scheduler: &mut Scheduler<Event>,
     ) {
-        let edge = self.calls.get(call).expect("live call").edge;
+        let c = self.calls.get(call).expect("live call");
+        let (edge, lag) = (c.edge, Lag::of(cause.culprit, now - c.started));
         if self.p.edges[edge as usize].fallback_on.contains(failure) {
-            self.call_complete(now, call, CallOutcome::Fallback(cause), scheduler);
+            self.call_complete(now, call, CallOutcome::Fallback(cause), lag, scheduler);
         } else {
-            self.call_complete(now, call, CallOutcome::Failed(failure, cause), scheduler);
+            self.call_complete(now, call, CallOutcome::Failed(failure, cause), lag, scheduler);
         }
     }
 
-    /// The call is over: let go of any attempt still out, and tell its parent.
-    fn call_complete(&mut self, now: Nanos, call: SlabKey, outcome: CallOutcome, scheduler: &mut Scheduler<Event>) {
+    /// The call is over, its time caused as `lag` says: let go of any attempt still
+    /// out, and tell its parent.
+    fn call_complete(
+        &mut self,
+        now: Nanos,
+        call: SlabKey,
+        outcome: CallOutcome,
+        lag: Lag,
+        scheduler: &mut Scheduler<Event>,
+    ) {
         let first_attempt = self.let_go_of_attempts(now, call, scheduler);
         if let Some(tracer) = self.tracer.as_deref_mut() {
             let (name, cause) = match outcome {
@@ -756,6 +771,9 @@ impl Graph<'_> {
         }
         self.unlink_child(call);
         let c = self.calls.remove(call).expect("live call");
+        if c.parent.is_some() {
+            self.edges[c.edge as usize].outstanding_calls -= 1;
+        }
         self.drop_attempts(first_attempt);
         let edge = &mut self.edges[c.edge as usize].results;
         if c.counted {
@@ -769,9 +787,9 @@ impl Graph<'_> {
             count_outcome(&mut self.sites[c.site as usize], outcome, now - c.started);
         }
         match c.parent {
-            Some(job) => self.child_done(now, job, outcome, scheduler),
+            Some(job) => self.child_done(now, job, outcome, lag, scheduler),
             None if c.detached => {}
-            None => self.entry_done(now, &c, outcome, scheduler),
+            None => self.entry_done(now, &c, outcome, lag, scheduler),
         }
     }
 
@@ -836,16 +854,38 @@ impl Graph<'_> {
                 tracer.call_ended(call, now, "cancelled", None);
             }
             self.unlink_child(call);
-            self.calls.remove(call);
+            let c = self.calls.remove(call).expect("live call");
+            if c.parent.is_some() {
+                self.edges[c.edge as usize].outstanding_calls -= 1;
+            }
             self.drop_attempts(head);
         }
     }
 
-    fn entry_done(&mut self, now: Nanos, call: &Call, outcome: CallOutcome, scheduler: &mut Scheduler<Event>) {
+    fn entry_done(
+        &mut self,
+        now: Nanos,
+        call: &Call,
+        outcome: CallOutcome,
+        lag: Lag,
+        scheduler: &mut Scheduler<Event>,
+    ) {
         let w = call.workload as usize;
+        let latency = now - call.started;
         if call.counted {
-            count_outcome(&mut self.workloads[w].results, outcome, now - call.started);
-            self.entry_latencies[w].record(self.latencies, now, outcome.ending(), now - call.started);
+            count_outcome(&mut self.workloads[w].results, outcome, latency);
+            self.entry_latencies[w].record(self.latencies, now, outcome.ending(), latency);
+        }
+        if matches!(outcome, CallOutcome::Success | CallOutcome::Degraded(_)) {
+            // Slow: above the entry's SLO, or its running p99 of answered requests.
+            let (slo, state) = (self.p.workloads[w].slo, &mut self.workloads[w]);
+            if call.counted && slo.or(state.slow_p99.current()).is_some_and(|threshold| latency > threshold) {
+                state.results.slow += 1;
+                state.results.slow_caused_by.add(lag.culprit);
+            }
+            if slo.is_none() {
+                state.slow_p99.observe(latency);
+            }
         }
         if outcome == CallOutcome::Success {
             if let Some(b) = self.series.successes[w].get_mut((now / self.p.bucket) as usize) {
@@ -875,6 +915,9 @@ impl Graph<'_> {
         let workload = self.calls.get(a.call).map_or(0, |c| c.workload);
         if counted {
             self.sites[site_index as usize].offered += 1;
+        }
+        if !detached {
+            self.edges[site.edge as usize].outstanding_calls += 1;
         }
         let call = self.calls.insert(Call {
             next_sibling,

@@ -17,7 +17,9 @@
 //!
 //! Every failed or degraded entry request keeps its root [`Cause`]: a job whose calls
 //! failed answers with the deciding call's cause, so the entry learns which service
-//! failed, and how, however many hops below.
+//! failed, and how, however many hops below — and which service caused it (its
+//! culprit: what the failing resource was waiting on, see `culprit.rs`); a slow
+//! answer learns which service caused most of its time the same way.
 //!
 //! Invariants (asserted): busy ≤ workers per instance; every level the time
 //! integrals read equals the sum over its instances; a job's children are cancelled
@@ -26,6 +28,7 @@
 mod autoscale;
 mod cache;
 mod client;
+mod culprit;
 mod fixture;
 mod health;
 mod model;

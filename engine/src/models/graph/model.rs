@@ -16,6 +16,7 @@ use crate::kernel::timer::TimerTicket;
 use crate::measurement::buckets::BucketCursor;
 use crate::measurement::level_series::LevelSeries;
 use crate::measurement::request_latencies::{EndingSlots, RequestLatencies};
+use crate::measurement::running_quantile::RunningQuantile;
 use crate::models::cluster::QueueDiscipline;
 use crate::policy::adaptive_timeout::AdaptiveTimeout;
 use crate::policy::breaker::CircuitBreaker;
@@ -31,7 +32,7 @@ use crate::policy::token_bucket::TokenBucket;
 
 use super::params::{Balance, EndpointParams, FaultKind, FaultTarget, GraphParams, WorkloadArrivals};
 use super::results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
-use super::state::{Attempt, Call, Event, Job, PoolWaiter, NO_POOL};
+use super::state::{Attempt, Call, Event, Job, OutEdges, PoolWaiter, NO_POOL};
 
 pub(super) const ARRIVALS: StreamPurpose = StreamPurpose::named("graph.arrivals");
 pub(super) const MIX: StreamPurpose = StreamPurpose::named("graph.mix");
@@ -43,6 +44,9 @@ pub(super) const ERRORS: StreamPurpose = StreamPurpose::named("graph.errors");
 pub(super) const LIMITS: StreamPurpose = StreamPurpose::named("graph.limits");
 pub(super) const PROVISIONING: StreamPurpose = StreamPurpose::named("graph.provisioning");
 
+/// Answered requests an entry's running p99 needs before a request can be called slow.
+const SLOW_MIN_SAMPLES: u32 = 200;
+
 /// One instance of a service.
 pub(super) struct Instance {
     pub service: u32,
@@ -50,6 +54,9 @@ pub(super) struct Instance {
     pub queue: VecDeque<crate::kernel::slab::SlabKey>,
     /// Jobs present: queued, working or waiting on calls.
     pub present: u32,
+    /// Jobs waiting on a group of calls, and those of them holding a worker (`culprit.rs`).
+    pub awaiting: u32,
+    pub blocked: u32,
     pub up: bool,
     pub epoch: u32,
     pub codel: Option<CoDel>,
@@ -104,6 +111,11 @@ pub(super) struct ServiceState {
     pub busy: u64,
     pub queued: u64,
     pub present: u64,
+    /// Its instances' jobs waiting on calls, those of them holding a worker, and its
+    /// instances with an active fault of their own (`culprit.rs`).
+    pub awaiting: u64,
+    pub blocked: u64,
+    pub faulted: u32,
     pub last_change: Nanos,
     /// The series bucket `last_change` falls in.
     pub cursor: BucketCursor,
@@ -149,6 +161,8 @@ pub(super) struct EdgeState {
     pub round_robin: u32,
     /// Attempts in flight on the edge (Envoy's budget reads them).
     pub active: u32,
+    /// Calls along it that a job waits for (`culprit.rs`).
+    pub outstanding_calls: u32,
     /// Timeouts of the edge's own length, due in the order armed: (attempt, ticket).
     pub expiries: TimeoutFifo<(SlabKey, TimerTicket)>,
     pub network_rng: RngStream,
@@ -170,6 +184,9 @@ pub(super) struct WorkloadState {
     pub arrival_rng: RngStream,
     pub mix_rng: RngStream,
     pub results: EntryResults,
+    /// Its entry's running p99 of answered requests: above it (or above its SLO) a
+    /// request is slow.
+    pub slow_p99: RunningQuantile,
 }
 
 /// The seconds of `[from, until)` inside the measured window `[warmup, horizon)`
@@ -213,6 +230,8 @@ pub struct Graph<'h> {
     pub(super) entry_latencies: Vec<RequestLatencies>,
     /// Per-span tracing, off unless [`Graph::traced`].
     pub(super) tracer: Option<Box<super::trace::SpanTracer>>,
+    /// Per service, the edges it calls along (for the causal walk).
+    pub(super) out_edges: OutEdges,
 }
 
 impl<'h> Graph<'h> {
@@ -257,6 +276,9 @@ impl<'h> Graph<'h> {
                 busy: 0,
                 queued: 0,
                 present: 0,
+                awaiting: 0,
+                blocked: 0,
+                faulted: 0,
                 last_change: 0,
                 cursor: BucketCursor::new(p.bucket),
                 busy_window: 0,
@@ -335,6 +357,7 @@ impl<'h> Graph<'h> {
                     },
                     round_robin: 0,
                     active: 0,
+                    outstanding_calls: 0,
                     expiries: TimeoutFifo::with_capacity(64),
                     network_rng: stream(NETWORK, e),
                     network_fixed: edge.network.as_ref().map_or(Some(0), Distribution::fixed_nanos),
@@ -360,6 +383,7 @@ impl<'h> Graph<'h> {
                 arrival_rng: stream(ARRIVALS, w),
                 mix_rng: stream(MIX, w),
                 results: EntryResults { keeps_causes: true, ..EntryResults::default() },
+                slow_p99: RunningQuantile::new(0.99, SLOW_MIN_SAMPLES),
             })
             .collect();
         let series = GraphSeries {
@@ -418,6 +442,7 @@ impl<'h> Graph<'h> {
                 .collect(),
             latencies,
             tracer: None,
+            out_edges: OutEdges::new(p.services.len(), p.edges.iter().map(|e| e.from)),
             p,
         };
         // An autoscaled service's instances that are not running are off its rings.
@@ -464,6 +489,8 @@ impl<'h> Graph<'h> {
             busy: 0,
             queue: VecDeque::with_capacity(params.queue_capacity.min(4096) as usize),
             present: 0,
+            awaiting: 0,
+            blocked: 0,
             up: true,
             epoch,
             codel: match params.discipline {
@@ -667,6 +694,7 @@ impl<'h> Graph<'h> {
         let instance = &mut self.instances[i];
         (instance.slowdown, instance.added, instance.error_rate) = (slowdown, added, error_rate);
         instance.plain = slowdown == 1.0 && instance.cold_until <= now;
+        self.recount_faulted(service as usize);
     }
 
     fn recompute_edge_faults(&mut self, now: Nanos, e: usize) {
@@ -698,6 +726,8 @@ impl<'h> Graph<'h> {
         service.busy -= instance.busy as u64;
         service.queued -= instance.queue.len() as u64;
         service.present -= instance.present as u64;
+        service.awaiting -= instance.awaiting as u64;
+        service.blocked -= instance.blocked as u64;
         let epoch = instance.epoch + 1;
         let queue = std::mem::take(&mut instance.queue);
         let (lifecycle, provision_epoch) = (instance.lifecycle, instance.provision_epoch);

@@ -58,15 +58,27 @@ impl Failure {
 /// time (or whose calls a breaker refused), and how its caller saw it. A job whose
 /// calls failed passes the deciding call's cause up; a timeout or refusal above a
 /// deeper failure is that caller's own.
+///
+/// It also carries the **culprit**: the service that caused it (see `culprit.rs`) —
+/// where it failed is often a caller whose workers were all waiting on a slow service
+/// further down; the culprit follows what they waited on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cause {
     /// The service where it happened.
     pub service: u32,
     /// How it failed.
     pub failure: Failure,
+    /// The service that caused it: `service` itself, or the one whose saturation,
+    /// slowness or fault the failing resource was waiting on.
+    pub culprit: u32,
 }
 
 impl Cause {
+    /// `failure` at `service`, which caused it itself.
+    pub fn at(service: u32, failure: Failure) -> Cause {
+        Cause { service, failure, culprit: service }
+    }
+
     /// Its index among a graph's `services × 4` causes.
     pub fn index(self) -> usize {
         self.service as usize * Failure::ALL.len() + self.failure.index()
@@ -381,6 +393,8 @@ pub struct WorkloadParams {
     pub arrivals: WorkloadArrivals,
     /// The client's deadline for the whole request (`None`: none).
     pub deadline: Option<Nanos>,
+    /// Answered requests above it are slow (`None`: above the entry's running p99).
+    pub slo: Option<Nanos>,
     /// Shares of the four criticality levels (Criticality order), summing to 1.
     pub criticality: [f64; 4],
     /// Distinct request keys (for consistent hashing and caches), uniform unless `zipf`.

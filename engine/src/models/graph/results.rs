@@ -27,6 +27,14 @@ pub struct EntryResults {
     /// Degraded requests by the service whose failure a fallback answered for, for
     /// the services that occurred.
     pub degraded_by_service: SparseCounts,
+    /// Failed requests by the service that caused them (the culprit of their root
+    /// cause, see `culprit.rs`), for the services that occurred.
+    pub caused_by: SparseCounts,
+    /// Requests answered (in full or degraded) above the entry's SLO, or above its
+    /// running p99 without one.
+    pub slow: u64,
+    /// Slow requests by the service that caused most of their time.
+    pub slow_caused_by: SparseCounts,
     /// Successful requests' latency (degraded answers excluded), for this replica's
     /// quantiles within 0.1%, and its sum.
     pub latency: ReplicaQuantiles,
@@ -67,6 +75,16 @@ impl EntryResults {
     /// Degraded requests whose fallback answered for a failure of `service`.
     pub fn degraded_by_service(&self, service: u32) -> u64 {
         self.degraded_by_service.get(service)
+    }
+
+    /// Failed requests that `service` caused.
+    pub fn caused_by(&self, service: u32) -> u64 {
+        self.caused_by.get(service)
+    }
+
+    /// Slow requests most of whose time `service` caused.
+    pub fn slow_caused_by(&self, service: u32) -> u64 {
+        self.slow_caused_by.get(service)
     }
 }
 

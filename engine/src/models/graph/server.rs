@@ -15,7 +15,7 @@ use super::cache::Looked;
 use super::client::CallOutcome;
 use super::model::Graph;
 use super::params::{Cause, Failure, Refusal, Step, Wait};
-use super::state::{Answer, CacheRole, Event, Job, JobState, PROBE_EDGE};
+use super::state::{Answer, CacheRole, Event, Job, JobState, Lag, PROBE_EDGE};
 
 const ENDPOINT_WORK: u32 = u32::MAX;
 
@@ -40,8 +40,9 @@ impl Graph<'_> {
         {
             tracer.refused(attempt, scheduler.now(), service as u32, refusal.name());
         }
+        let culprit = self.refusal_culprit(service, refusal);
         let a = self.attempts.get_mut(attempt).expect("live");
-        a.cause = Some(Cause { service: service as u32, failure: Failure::Refused });
+        a.cause = Some(Cause { service: service as u32, failure: Failure::Refused, culprit });
         if a.counted {
             self.services[service].results.refused[refusal.index()] += 1;
         }
@@ -118,6 +119,11 @@ impl Graph<'_> {
             cancelled: false,
             cache_role: CacheRole::None,
             cause: None,
+            awaiting: false,
+            blocked: false,
+            group_started: now,
+            own_ns: 0,
+            lag: Lag::of(s as u32, 0),
         });
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
         if let Some(tracer) = self.tracer.as_deref_mut().filter(|_| a.edge != PROBE_EDGE) {
@@ -187,6 +193,7 @@ impl Graph<'_> {
                 return self.refuse(attempt, s, refusal, scheduler);
             }
         }
+        self.queue_waited(job, s, now - since);
         self.take_worker(now, i, job);
         if fresh {
             if let Some(tracer) =
@@ -342,6 +349,7 @@ impl Graph<'_> {
         if !self.p.services[self.instances[i].service as usize].blocking {
             self.release_worker(now, job);
         }
+        self.start_awaiting(now, job);
         // Started in order, the group already waiting: a call that ends at once
         // (an open breaker) may settle the group, which cancels the calls not
         // started yet (their keys then find nothing).
@@ -386,6 +394,7 @@ impl Graph<'_> {
         let slowed = if self.instances[i].plain { base } else { self.slowed(now, i, base) };
         let duration = slowed.saturating_add(self.instances[i].added);
         let j = self.jobs.get_mut(job).expect("live job");
+        j.own_ns = j.own_ns.saturating_add(duration);
         j.state = JobState::Working;
         let stamp = j.ticket.renew();
         scheduler.after(duration, Event::WorkDone { job, stamp });
@@ -432,6 +441,7 @@ impl Graph<'_> {
         now: Nanos,
         job: SlabKey,
         outcome: CallOutcome,
+        lag: Lag,
         scheduler: &mut Scheduler<Event>,
     ) {
         if !self.jobs.contains(job) {
@@ -461,6 +471,8 @@ impl Graph<'_> {
             return;
         }
         let i = j.instance as usize;
+        self.stop_awaiting(job);
+        self.group_waited(now, job, lag);
         self.cancel_children(now, job, scheduler);
         if succeeded {
             self.proceed(now, job, scheduler);
@@ -490,7 +502,7 @@ impl Graph<'_> {
         let error_rate = self.instances[i].error_rate;
         let (answer, cause) =
             if answer != Answer::Error && error_rate > 0.0 && self.services[s].error_rng.bernoulli(error_rate) {
-                (Answer::Error, Some(Cause { service: s as u32, failure: Failure::Error }))
+                (Answer::Error, Some(Cause::at(s as u32, Failure::Error)))
             } else {
                 (answer, below)
             };
@@ -509,9 +521,10 @@ impl Graph<'_> {
             };
             tracer.serve_ended(job, now, outcome);
         }
+        let lag = self.job_lag(job, s);
         self.release_job(now, job);
         let a = self.attempts.get_mut(attempt).expect("live");
-        (a.job, a.cause) = (None, cause);
+        (a.job, a.cause, a.lag) = (None, cause, lag);
         self.answer(attempt, answer, scheduler);
     }
 
@@ -523,6 +536,7 @@ impl Graph<'_> {
         if let Some(tracer) = self.tracer.as_deref_mut() {
             tracer.serve_ended(job, now, "cancelled");
         }
+        self.stop_awaiting(job);
         self.release_worker(now, job);
         let j = self.jobs.remove(job).expect("live job");
         debug_assert!(j.first_child.is_none(), "children cancelled or done first");

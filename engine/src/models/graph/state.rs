@@ -29,6 +29,65 @@ pub(super) const PROBE_CALL: SlabKey = SlabKey::from_bits(u64::MAX);
 /// sent without a connection.
 pub(super) const NO_POOL: u32 = u32::MAX;
 
+/// Where a request's time went: the service that caused the largest part of it, and
+/// how long that part was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lag {
+    /// The service.
+    pub culprit: u32,
+    /// The part it caused.
+    pub span: Nanos,
+}
+
+impl Lag {
+    /// `span` caused by `culprit`.
+    pub fn of(culprit: u32, span: Nanos) -> Lag {
+        Lag { culprit, span }
+    }
+
+    /// The larger of two.
+    pub fn max(self, other: Lag) -> Lag {
+        if other.span > self.span {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// Per service, the edges it calls along: `edges[start[s]..start[s + 1]]` (a graph's
+/// adjacency, built once).
+pub(super) struct OutEdges {
+    start: Vec<u32>,
+    edges: Vec<u32>,
+}
+
+impl OutEdges {
+    /// The out-edges of `services` services; `from[e]` is edge e's caller (`None`: clients).
+    pub fn new(services: usize, from: impl Iterator<Item = Option<u32>> + Clone) -> OutEdges {
+        let mut start = vec![0u32; services + 1];
+        for s in from.clone().flatten() {
+            start[s as usize + 1] += 1;
+        }
+        for s in 0..services {
+            start[s + 1] += start[s];
+        }
+        let mut next = start.clone();
+        let mut edges = vec![0u32; start[services] as usize];
+        for (e, s) in from.enumerate() {
+            if let Some(s) = s {
+                edges[next[s as usize] as usize] = e as u32;
+                next[s as usize] += 1;
+            }
+        }
+        OutEdges { start, edges }
+    }
+
+    pub fn of(&self, s: usize) -> &[u32] {
+        &self.edges[self.start[s] as usize..self.start[s + 1] as usize]
+    }
+}
+
 /// An attempt waiting for a connection: its call, the ticket of the call's wait (a
 /// stale one: it left), whether it is a retry the budget granted, and since when it
 /// waits. Every attempt on an edge with a pool holds a connection of its call's pool
@@ -118,7 +177,7 @@ impl Call {
             prev_sibling: None,
             last_backoff: 0,
             last_failure: Failure::Timeout,
-            last_cause: Cause { service: 0, failure: Failure::Timeout },
+            last_cause: Cause::at(0, Failure::Timeout),
             hedge_timer: TimerSlot::default(),
             waiting_for_connection: false,
             backing_off: false,
@@ -162,6 +221,8 @@ pub(super) struct Attempt {
     /// Why its answer is not a plain success (set with a refused, error or degraded
     /// answer; `None` lets the caller name the callee).
     pub cause: Option<Cause>,
+    /// Where its job's time went (set with its answer; see [`Lag`]).
+    pub lag: Lag,
 }
 
 /// Where a job is.
@@ -245,6 +306,18 @@ pub(super) struct Job {
     /// The root cause its answer carries: the first fallback's below it (it is
     /// degraded), replaced by the failing call's that decided a group's failure.
     pub cause: Option<Cause>,
+    /// It waits on a group of calls, counted in its instance's and service's
+    /// `awaiting` (and `blocked`, holding a worker meanwhile): see `culprit.rs`.
+    pub awaiting: bool,
+    pub blocked: bool,
+    /// When its current group of calls started.
+    pub group_started: Nanos,
+    /// Its time its own service caused: its work, and queue waits for workers busy
+    /// with their own work.
+    pub own_ns: Nanos,
+    /// The longest wait another service caused (a group of calls, a queue behind
+    /// workers blocked downstream).
+    pub lag: Lag,
 }
 
 /// What an instance answers (or the network, for a partition that fails fast).

@@ -115,6 +115,7 @@ impl Builder {
             edge,
             arrivals: WorkloadArrivals::Open(ArrivalProcess::Poisson(RateProfile::constant(rate))),
             deadline: deadline_s.map(secs_to_nanos),
+            slo: None,
             criticality: [0.0, 1.0, 0.0, 0.0],
             keys: 1,
             zipf: None,
@@ -750,6 +751,8 @@ proptest::proptest! {
         let entry = &results.entries[0];
         proptest::prop_assert_eq!(entry.failed_by_cause.total(), entry.failed_total());
         proptest::prop_assert_eq!(entry.degraded_by_service.total(), entry.degraded);
+        proptest::prop_assert_eq!(entry.caused_by.total(), entry.failed_total());
+        proptest::prop_assert_eq!(entry.slow_caused_by.total(), entry.slow);
         for row in trace.rows.iter().filter(|r| r.kind == TraceKind::Call && r.parent == NONE && r.outcome != "in_flight") {
             let plain = matches!(row.outcome, "success" | "cancelled");
             proptest::prop_assert_eq!(row.cause.is_empty(), plain, "{:?}", row);
@@ -799,7 +802,7 @@ fn a_failure_keeps_its_root_cause_across_hops() {
     let p = g.build();
     let (results, _) = run(&p, 0);
     let entry = &results.entries[0];
-    let by = |service, failure| entry.failed_by_cause(Cause { service, failure });
+    let by = |service, failure| entry.failed_by_cause(Cause::at(service, failure));
     assert_eq!(entry.failed_by(Failure::Error), entry.failed_total(), "the entry sees only orders' errors");
     assert_eq!(entry.failed_by_cause.total(), entry.failed_total(), "every failure has one cause");
     assert_eq!(entry.degraded_by_service.total(), entry.degraded);
@@ -810,6 +813,75 @@ fn a_failure_keeps_its_root_cause_across_hops() {
     // The ledger crashed for 0.7 s before the incident, behind a fallback: degraded, for the ledger.
     let degraded_by_ledger = entry.degraded_by_service(ledger);
     assert!(degraded_by_ledger > 100 && degraded_by_ledger == entry.degraded, "{:?}", entry.degraded_by_service);
+}
+
+/// The culprit is the cause, not the hop that failed: the shop's browse requests
+/// (edge → inventory, never payments) are refused at edge while payments is slowed 40×
+/// from 3 s to 9 s, because edge's workers all wait on checkout, whose workers all wait
+/// on payments. `failed_by` names edge (where they failed); `caused_by` names payments
+/// for ≥ 90% of them, and for ≥ 90% of the browse requests slower than their 50 ms SLO
+/// (queued at edge behind the blocked workers). Each failure has one culprit. Before the
+/// slowdown nothing fails; when edge's own work is what saturates it (no fault, 55 ms
+/// per request), edge is the culprit.
+#[test]
+fn a_slow_leaf_behind_saturated_callers_is_the_culprit() {
+    let run_shop = |slowdown: bool, edge_work_s: f64| {
+        let mut g = Builder::new(12.0, 1.0);
+        let edge = g.service(1, 16, 16);
+        let checkout = g.service(1, 8, 8);
+        let payments = g.service(1, 4, 8);
+        let inventory = g.service(1, 8, 64);
+        let browse = g.endpoint(edge, Some(exp(edge_work_s)));
+        let buy = g.endpoint(edge, Some(exp(0.0005)));
+        let ec = g.endpoint(checkout, Some(exp(0.001)));
+        let ep = g.endpoint(payments, Some(exp(0.004)));
+        let ei = g.endpoint(inventory, Some(exp(0.002)));
+        let to_checkout = g.edge(Some(edge), checkout);
+        let to_payments = g.edge(Some(checkout), payments);
+        let to_inventory = g.edge(Some(edge), inventory);
+        g.step(browse, S::Calls(vec![(ei, to_inventory, 1.0)], Wait::All));
+        g.step(buy, S::Calls(vec![(ec, to_checkout, 1.0)], Wait::All));
+        g.step(ec, S::Calls(vec![(ep, to_payments, 1.0)], Wait::All));
+        g.poisson(browse, 300.0, None);
+        g.poisson(buy, 60.0, None);
+        g.p.workloads[0].slo = Some(50 * MS);
+        if slowdown {
+            g.p.faults.push(GraphFault {
+                target: FaultTarget::Instances { service: payments, first: 0, count: 1 },
+                kind: FaultKind::Slowdown { factor: 40.0 },
+                start: secs_to_nanos(3.0),
+                duration: secs_to_nanos(6.0),
+            });
+        }
+        let p = g.build();
+        let (results, _) = run(&p, 0);
+        (results, edge, payments)
+    };
+    let (calm, ..) = run_shop(false, 0.0005);
+    assert_eq!(calm.entries[0].failed_total(), 0, "nothing fails before the slowdown");
+    let (busy, edge, _) = run_shop(false, 0.055);
+    let (failed, own) = (busy.entries[0].failed_total(), busy.entries[0].caused_by(edge));
+    assert!(failed > 200 && own as f64 >= 0.9 * failed as f64, "edge's own work caused {own} of {failed}");
+    let (results, edge, payments) = run_shop(true, 0.0005);
+    let browse = &results.entries[0];
+    let failed = browse.failed_total();
+    assert!(failed > 200, "browse requests fail in the slowdown: {failed}");
+    assert_eq!(browse.caused_by.total(), failed, "each failure has one culprit");
+    let refused_at_edge = browse.failed_by_cause(Cause::at(edge, Failure::Refused));
+    assert!(refused_at_edge as f64 > 0.9 * failed as f64, "failed_by names edge: {:?}", browse.failed_by_cause);
+    let blamed = browse.caused_by(payments);
+    assert!(blamed as f64 >= 0.9 * failed as f64, "payments caused {blamed} of {failed}: {:?}", browse.caused_by);
+    assert!(browse.slow > 100, "browse requests slower than 50 ms: {}", browse.slow);
+    assert_eq!(browse.slow_caused_by.total(), browse.slow);
+    let slow_blamed = browse.slow_caused_by(payments);
+    assert!(
+        slow_blamed as f64 >= 0.9 * browse.slow as f64,
+        "payments caused {slow_blamed} of {} slow: {:?}",
+        browse.slow,
+        browse.slow_caused_by
+    );
+    let buy = &results.entries[1];
+    assert!(buy.caused_by(payments) as f64 >= 0.9 * buy.failed_total() as f64, "{:?}", buy.caused_by);
 }
 
 /// `timeout_s = "p99"`: a callee of exponential latency (mean 10 ms, far from

@@ -142,7 +142,8 @@ impl SpanTracer {
         *slot(&mut self.calls, call, (CLOSED, None)) = (open, None);
     }
 
-    /// The call ended with `outcome`; a failed or degraded one names its root `cause`.
+    /// The call ended with `outcome`; a failed or degraded one names its root `cause`
+    /// and the service that caused it (its culprit).
     pub fn call_ended(&mut self, call: SlabKey, now: Nanos, outcome: &'static str, cause: Option<Cause>) {
         let (open, backoff) = std::mem::replace(&mut self.calls[call.index()], (CLOSED, None));
         debug_assert_ne!(open.span, NONE, "a traced call is open");
@@ -150,8 +151,9 @@ impl SpanTracer {
             let wait = Open { start, parent: open.span, span: self.span(), ..open };
             self.rows.push(Self::row(&wait, TraceKind::Wait, now, "backoff"));
         }
+        let cause_service = cause.and_then(|c| self.names.services.get(c.culprit as usize).copied()).unwrap_or("");
         let cause = cause.and_then(|c| self.names.causes.get(c.index()).copied()).unwrap_or("");
-        self.rows.push(TraceRow { cause, ..Self::row(&open, TraceKind::Call, now, outcome) });
+        self.rows.push(TraceRow { cause, cause_service, ..Self::row(&open, TraceKind::Call, now, outcome) });
     }
 
     pub fn backoff_starts(&mut self, call: SlabKey, now: Nanos) {

@@ -442,6 +442,13 @@ impl Builder {
                 Some(secs_to_nanos(d))
             }
         };
+        let slo = match workload.slo_s {
+            None => None,
+            Some(slo) => {
+                positive(&format!("{path}.slo_s"), slo, "a positive number of seconds")?;
+                Some(secs_to_nanos(slo))
+            }
+        };
         let mut criticality = [0.0, 0.0, 1.0, 0.0];
         if let Some(mix) = &workload.criticality {
             criticality = [0.0; 4];
@@ -480,7 +487,8 @@ impl Builder {
             Some(s) => Some(Zipf::new(workload.keys, s)),
         };
         self.entries.push(workload.entry.clone());
-        let params = WorkloadParams { endpoint, edge: 0, arrivals, deadline, criticality, keys: workload.keys, zipf };
+        let params =
+            WorkloadParams { endpoint, edge: 0, arrivals, deadline, slo, criticality, keys: workload.keys, zipf };
         self.workloads.push((params, edge));
         Ok(())
     }

@@ -76,6 +76,20 @@ impl MetricTable {
         })
     }
 
+    /// Each of `entries` entry points' culprits: (metric, `caused` or `slow`, service),
+    /// in column order — the failed or slow requests each service caused.
+    pub fn culprit_metrics(&self, entries: usize) -> Vec<Vec<(&'static str, &'static str, usize)>> {
+        self.grouped(entries, |read| match read {
+            Read::Entry(i, EntryValue::CausedBy(_) | EntryValue::SlowCausedBy(_)) => Some(i),
+            _ => None,
+        })
+        .map(|_, def, read| match read {
+            Read::Entry(_, EntryValue::CausedBy(service)) => (def.name, "caused", service as usize),
+            Read::Entry(_, EntryValue::SlowCausedBy(service)) => (def.name, "slow", service as usize),
+            _ => unreachable!("grouped by culprit"),
+        })
+    }
+
     /// Each of `edges` edges' metrics, in column order.
     pub fn edge_metrics(&self, edges: usize) -> Vec<Vec<&'static str>> {
         self.grouped(edges, |read| match read {
@@ -144,6 +158,12 @@ enum EntryValue {
     FailedBy(Cause),
     /// Degraded requests by the service a fallback answered for.
     DegradedBy(u32),
+    /// Failed requests by the service that caused them.
+    CausedBy(u32),
+    /// Answered requests above the SLO (or the running p99).
+    Slow,
+    /// Slow requests by the service that caused most of their time.
+    SlowCausedBy(u32),
     Mean,
     /// Of requests answered in full.
     Quantile(f64),
@@ -224,6 +244,9 @@ impl EntryValue {
             EntryValue::Failed(failure) => e.failed_by(failure) as f64,
             EntryValue::FailedBy(cause) => e.failed_by_cause(cause) as f64,
             EntryValue::DegradedBy(service) => e.degraded_by_service(service) as f64,
+            EntryValue::CausedBy(service) => e.caused_by(service) as f64,
+            EntryValue::Slow => e.slow as f64,
+            EntryValue::SlowCausedBy(service) => e.slow_caused_by(service) as f64,
             EntryValue::Mean => e.latency_mean_s(),
             EntryValue::Quantile(q) => e.latency.quantile(q) / 1e9,
             EntryValue::QuantileAll(q) => e.latency_all.quantile(q) / 1e9,
@@ -499,10 +522,26 @@ fn entry_rows(services: &[String], reachable: &[u32]) -> Vec<Row<EntryValue>> {
             let about = intern(format!(
                 "{{}}: failed requests whose root cause was {service} ({how}): the deepest failure that decided them"
             ));
-            rows.push(count(name, about, V::FailedBy(Cause { service: s, failure })));
+            rows.push(count(name, about, V::FailedBy(Cause::at(s, failure))));
         }
         let about = intern(format!("{{}}: degraded requests whose fallback answered for a failure of {service}"));
         rows.push(count(intern(format!("{{}}.degraded_by.{service}")), about, V::DegradedBy(s)));
+    }
+    rows.push(count(
+        "{}.slow",
+        "{}: requests answered (in full or degraded) above the workload's slo_s, or above the entry's running p99 \
+         without one",
+        V::Slow,
+    ));
+    for &s in reachable {
+        let service = &services[s as usize];
+        let about = intern(format!(
+            "{{}}: failed requests that {service} caused — where they failed, or what the failing resource was \
+             waiting on (workers blocked on calls to it, recursively)"
+        ));
+        rows.push(count(intern(format!("{{}}.caused_by.{service}")), about, V::CausedBy(s)));
+        let about = intern(format!("{{}}: slow requests most of whose time {service} caused"));
+        rows.push(count(intern(format!("{{}}.slow_caused_by.{service}")), about, V::SlowCausedBy(s)));
     }
     rows.push(real("{}.mean_s", "{}: mean latency of requests answered in full", V::Mean));
     for (q, label) in QUANTILES {

@@ -139,9 +139,15 @@ impl ModelSpec for Graph {
     fn attribution(config: &GraphConfig) -> Vec<crate::models::metrics::Attribution> {
         let t = topology(config);
         let table = metric_table(config);
+        let mut culprits = table.culprit_metrics(t.entries.len());
         table
             .cause_metrics(t.entries.len())
             .into_iter()
+            .zip(culprits.iter_mut().map(std::mem::take))
+            .map(|(mut causes, culprits)| {
+                causes.extend(culprits);
+                causes
+            })
             .enumerate()
             .flat_map(|(w, causes)| {
                 let entry = intern(t.entries[w].clone());
@@ -385,6 +391,34 @@ impl ModelSpec for Graph {
                     service whose failure decided them (the deepest one), and how it failed"
                 .into(),
             groups: causes.collect(),
+        });
+        let mut culprits_of = metric_table(config).culprit_metrics(t.entries.len());
+        let (mut failed, mut slow) = (Vec::new(), Vec::new());
+        for (w, entry) in t.entries.iter().enumerate() {
+            let (mut caused, mut slowed) = (Vec::new(), Vec::new());
+            for (metric, how, s) in std::mem::take(&mut culprits_of[w]) {
+                let segment = Segment { metric: metric.to_string(), label: t.services[s].clone(), stage: how.into() };
+                if how == "caused" {
+                    caused.push(segment)
+                } else {
+                    slowed.push(segment)
+                }
+            }
+            failed.push((entry.clone(), caused));
+            slow.push((entry.clone(), slowed));
+        }
+        sections.push(Section::Outcomes {
+            title: "What caused the failures: each entry point's failed requests by the service that caused them — \
+                    where they failed, or what the failing resource was waiting on (workers blocked on calls to \
+                    it), followed down"
+                .into(),
+            groups: failed,
+        });
+        sections.push(Section::Outcomes {
+            title: "What made answers slow: each entry point's slow requests (above its slo_s, or its running p99) \
+                    by the service that caused most of their time"
+                .into(),
+            groups: slow,
         });
         sections.extend(parts);
         Presentation { windows, recovery: Some(Recovery::of_queue_depth(run.warmup_s)), sections, hints: Vec::new() }

@@ -621,6 +621,11 @@ pub struct WorkloadConfig {
     /// The client gives up on a request after this long (and it propagates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_s: Option<f64>,
+    /// Answered requests slower than this are slow, each attributed to the service
+    /// that caused most of its time (`ENTRY.slow_caused_by.SERVICE`); without it, those
+    /// above the entry's running p99.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_s: Option<f64>,
     /// Shares of `critical`, `normal` and `low` requests (the shedders read them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub criticality: Option<BTreeMap<String, f64>>,
