@@ -236,3 +236,42 @@ fn an_edge_takes_a_timeout_from_the_callees_running_quantile() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Issue 71's question, "why", on the SRE's shop (`fixtures/shop-slowdown.toml`):
+/// payments slowed 40× makes browse requests — which never call payments — fail at
+/// edge, whose workers all wait on checkout, whose workers all wait on payments. The
+/// summary says where (`failed_by.edge.refused`) and why (`caused_by.payments`, ≥ 90% of
+/// the failures and of the slow answers), the trace's failed calls name payments in
+/// `cause_service`, and the report's "What caused the failures" draws it.
+#[test]
+fn a_payments_slowdown_names_payments_as_the_cause_of_browse_failures() {
+    const SLOWDOWN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/fixtures/shop-slowdown.toml");
+    let out = tempfile::tempdir().unwrap();
+    let args = ["run", SLOWDOWN, "--trace", "0", "--quiet", "--out", out.path().to_str().unwrap()];
+    let output = stampede(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let dir = out.path().join("shop-slowdown");
+    let summary = Table::read(&dir.join("summary.parquet")).unwrap();
+    let mean = |metric: &str| summary.numbers(&format!("{metric}_mean")).unwrap()[0];
+    let failed = mean("edge.browse.offered") * mean("edge.browse.failed_ratio");
+    assert!(failed > 500.0, "browse requests fail in the slowdown: {failed}");
+    assert!(mean("edge.browse.failed_by.edge.refused") >= 0.9 * failed, "where: edge refused them");
+    let caused = mean("edge.browse.caused_by.payments");
+    assert!(caused >= 0.9 * failed, "why: payments caused {caused} of {failed}");
+    assert_eq!(mean("edge.browse.caused_by.edge"), 0.0);
+    let slow = mean("edge.browse.slow");
+    assert!(slow > 100.0 && mean("edge.browse.slow_caused_by.payments") >= 0.9 * slow, "{slow} slow");
+
+    let trace = Table::read(&dir.join("trace.parquet")).unwrap();
+    let (kinds, classes) = (trace.strings("kind").unwrap(), trace.strings("class").unwrap());
+    let (causes, culprits) = (trace.strings("cause").unwrap(), trace.strings("cause_service").unwrap());
+    let failed_browse: Vec<usize> = (0..trace.rows())
+        .filter(|&r| kinds[r] == "call" && classes[r] == "edge.browse" && causes[r] == "edge.refused")
+        .collect();
+    assert!(failed_browse.len() > 500, "{} failed browse calls in the trace", failed_browse.len());
+    assert!(failed_browse.iter().all(|&r| culprits[r] == "payments"), "each names payments as its cause");
+
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(report.contains("What caused the failures"), "the report's section");
+    assert!(report.contains("caused: payments"), "names payments");
+}

@@ -398,7 +398,7 @@ fn table(t: &Topology, groups: &[&'static str]) -> Vec<(MetricDef, Read)> {
         rows.push((def(name, row.kind, row.about.replace("{}", scope), row.fraction, row.headline), row.value));
     };
     for (w, entry) in t.entries.iter().enumerate() {
-        for row in entry_rows(&t.services, &t.reachable_services(w)) {
+        for row in entry_rows(&t.services, &t.reachable_services(w), &t.culprit_services(w)) {
             add(entry, &row.map(|v| Read::Entry(w, v)));
         }
     }
@@ -494,8 +494,9 @@ const fn headline<V: Copy>(row: Row<V>, direction: Direction) -> Row<V> {
 const QUANTILES: [(f64, &str); 3] = [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")];
 
 /// An entry point's metrics; `services` name the root causes, of which those in
-/// `reachable` (indices, ascending) get columns.
-fn entry_rows(services: &[String], reachable: &[u32]) -> Vec<Row<EntryValue>> {
+/// `reachable` (indices, ascending) get columns, and of its culprits those in
+/// `culprits` (see [`super::topology::Topology::culprit_services`]).
+fn entry_rows(services: &[String], reachable: &[u32], culprits: &[u32]) -> Vec<Row<EntryValue>> {
     use EntryValue as V;
     let mut rows = vec![
         count("{}.offered", "requests sent to {} (after warm-up)", V::Offered),
@@ -533,7 +534,7 @@ fn entry_rows(services: &[String], reachable: &[u32]) -> Vec<Row<EntryValue>> {
          without one",
         V::Slow,
     ));
-    for &s in reachable {
+    for &s in culprits {
         let service = &services[s as usize];
         let about = intern(format!(
             "{{}}: failed requests that {service} caused — where they failed, or what the failing resource was \

@@ -61,4 +61,32 @@ impl Topology {
         }
         (0..p.services.len() as u32).filter(|&s| seen_service[s as usize]).collect()
     }
+
+    /// The services that can cause workload `w`'s failures or slow answers: those its
+    /// requests reach, and every service those call along any edge, whatever endpoint
+    /// calls it (a request waits behind workers that wait on another endpoint's calls:
+    /// the causal walk follows a service's edges, not one request's). In index order.
+    pub fn culprit_services(&self, w: usize) -> Vec<u32> {
+        let p = &self.params;
+        let mut callees = vec![Vec::new(); p.services.len()];
+        for edge in &p.edges {
+            if let Some(from) = edge.from {
+                callees[from as usize].push(edge.to);
+            }
+        }
+        let mut seen = vec![false; p.services.len()];
+        let mut stack = self.reachable_services(w);
+        for &s in &stack {
+            seen[s as usize] = true;
+        }
+        while let Some(s) = stack.pop() {
+            for &to in &callees[s as usize] {
+                if !seen[to as usize] {
+                    seen[to as usize] = true;
+                    stack.push(to);
+                }
+            }
+        }
+        (0..p.services.len() as u32).filter(|&s| seen[s as usize]).collect()
+    }
 }
