@@ -24,6 +24,8 @@ pub struct RunningQuantile {
     latencies: LogHistogram,
     samples: u64,
     since_refresh: u32,
+    /// Samples between two readings ([`REFRESH_EVERY`] unless set).
+    refresh_every: u32,
     /// The quantile last read; `None` until there were `min_samples` samples.
     current: Option<Nanos>,
 }
@@ -32,7 +34,22 @@ impl RunningQuantile {
     /// The `q`-quantile, known once `min_samples` samples were recorded.
     pub fn new(q: f64, min_samples: u32) -> Self {
         assert!(q > 0.0 && q < 1.0, "a running quantile is inside (0, 1)");
-        RunningQuantile { q, min_samples, latencies: LogHistogram::new(), samples: 0, since_refresh: 0, current: None }
+        RunningQuantile {
+            q,
+            min_samples,
+            latencies: LogHistogram::new(),
+            samples: 0,
+            since_refresh: 0,
+            refresh_every: REFRESH_EVERY,
+            current: None,
+        }
+    }
+
+    /// Read every `samples` samples instead (a reading scans the histogram: a
+    /// threshold that may lag a little reads less often).
+    pub fn refreshed_every(self, samples: u32) -> Self {
+        assert!(samples > 0);
+        RunningQuantile { refresh_every: samples, ..self }
     }
 
     /// Learns one latency.
@@ -44,7 +61,7 @@ impl RunningQuantile {
             self.latencies.halve();
         }
         let enough = self.samples >= self.min_samples as u64;
-        if enough && (self.current.is_none() || self.since_refresh >= REFRESH_EVERY) {
+        if enough && (self.current.is_none() || self.since_refresh >= self.refresh_every) {
             self.since_refresh = 0;
             let reading = (self.latencies.quantile(self.q).round() as Nanos).max(1);
             debug_assert!(reading > 0);

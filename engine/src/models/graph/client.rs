@@ -287,7 +287,7 @@ impl Graph<'_> {
             in_flight: true,
             next: c.first_attempt,
             cause: None,
-            lag: Lag::of(self.p.edges[e].to, 0),
+            time_culprit: self.p.edges[e].to,
         });
         let edge = &mut self.edges[e];
         edge.active += 1;
@@ -584,20 +584,20 @@ impl Graph<'_> {
                 }
                 let outcome = match answer {
                     Answer::Success => CallOutcome::Success,
-                    _ => CallOutcome::Degraded(a.cause.unwrap_or(self.callee(e, Failure::Error))),
+                    _ => CallOutcome::Degraded(a.cause.unwrap_or_else(|| self.callee(e, Failure::Error))),
                 };
                 let c = self.calls.get(a.call).expect("live call");
-                let lag = Self::call_lag(now, c, a.sent, a.lag);
+                let lag = Self::call_lag(now, c, a.sent, a.time_culprit);
                 self.call_complete(now, a.call, outcome, lag, scheduler);
             }
             // A partition that fails fast or an edge's error fault answers without a
             // cause: the callee is where it failed.
             Answer::Refused => {
-                let cause = a.cause.unwrap_or(self.callee(e, Failure::Refused));
+                let cause = a.cause.unwrap_or_else(|| self.callee(e, Failure::Refused));
                 self.attempt_failed(now, a.call, Failure::Refused, cause, scheduler)
             }
             Answer::Error => {
-                let cause = a.cause.unwrap_or(self.callee(e, Failure::Error));
+                let cause = a.cause.unwrap_or_else(|| self.callee(e, Failure::Error));
                 self.attempt_failed(now, a.call, Failure::Error, cause, scheduler)
             }
         }

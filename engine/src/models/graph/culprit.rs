@@ -161,39 +161,24 @@ impl Graph<'_> {
         None
     }
 
-    /// `job` starts waiting on its group of calls (holding its worker or not).
-    pub(super) fn start_awaiting(&mut self, now: Nanos, job: SlabKey) {
-        let j = self.jobs.get_mut(job).expect("live job");
-        debug_assert!(!j.awaiting);
-        (j.awaiting, j.blocked, j.group_started) = (true, j.holds_worker, now);
-        let (i, blocked) = (j.instance as usize, j.blocked);
+    /// A job of instance `i` starts (`starts`) or stops waiting on its group of calls,
+    /// holding a worker meanwhile or not (`blocked`). The caller keeps the job's
+    /// `awaiting`/`blocked` flags (it holds the job already); a job its instance's crash
+    /// stranded is not counted any more (the crash reset the counts) and must not stop.
+    #[inline]
+    pub(super) fn count_awaiting(&mut self, i: usize, blocked: bool, starts: bool) {
         let s = self.instances[i].service as usize;
-        self.instances[i].awaiting += 1;
-        self.services[s].awaiting += 1;
-        if blocked {
-            self.instances[i].blocked += 1;
-            self.services[s].blocked += 1;
-        }
-    }
-
-    /// `job` stops waiting on calls (its group settled, or it is released). A job its
-    /// instance's crash stranded is not counted any more (the crash reset the counts).
-    pub(super) fn stop_awaiting(&mut self, job: SlabKey) {
-        let j = self.jobs.get_mut(job).expect("live job");
-        if !j.awaiting {
-            return;
-        }
-        let (i, epoch, blocked) = (j.instance as usize, j.epoch, j.blocked);
-        (j.awaiting, j.blocked) = (false, false);
-        if self.instances[i].epoch != epoch {
-            return;
-        }
-        let s = self.instances[i].service as usize;
-        self.instances[i].awaiting -= 1;
-        self.services[s].awaiting -= 1;
-        if blocked {
-            self.instances[i].blocked -= 1;
-            self.services[s].blocked -= 1;
+        let (instance, service) = (&mut self.instances[i], &mut self.services[s]);
+        if starts {
+            instance.awaiting += 1;
+            service.awaiting += 1;
+            instance.blocked += blocked as u32;
+            service.blocked += blocked as u64;
+        } else {
+            instance.awaiting -= 1;
+            service.awaiting -= 1;
+            instance.blocked -= blocked as u32;
+            service.blocked -= blocked as u64;
         }
     }
 
@@ -209,6 +194,7 @@ impl Graph<'_> {
         self.services[s].faulted = faulted as u32;
     }
 
+    #[inline]
     /// `job` (of service `s`) waited `wait` in its queue for a worker: its own time if
     /// its service's workers were busy with their own work, else a wait another
     /// service caused.
@@ -216,12 +202,18 @@ impl Graph<'_> {
         if wait == 0 {
             return;
         }
-        let culprit = self.walk(s, Resource::Workers);
+        let service = &self.services[s];
+        // The common case, decided here: workers busy with their own work.
+        let culprit = if service.faulted == 0 && service.blocked * 2 <= service.busy {
+            s as u32
+        } else {
+            self.walk(s, Resource::Workers)
+        };
         let j = self.jobs.get_mut(job).expect("live job");
         if culprit as usize == s {
             j.own_ns += wait;
-        } else {
-            j.lag = j.lag.max(Lag::of(culprit, wait));
+        } else if wait > j.lag_span {
+            (j.lag_culprit, j.lag_span) = (culprit, wait);
         }
     }
 
@@ -230,25 +222,27 @@ impl Graph<'_> {
     pub(super) fn group_waited(&mut self, now: Nanos, job: SlabKey, lag: Lag) {
         let j = self.jobs.get_mut(job).expect("live job");
         let wait = now - j.group_started;
-        j.lag = j.lag.max(Lag::of(lag.culprit, wait));
+        if wait > j.lag_span {
+            (j.lag_culprit, j.lag_span) = (lag.culprit, wait);
+        }
     }
 
     /// Where `job`'s time went, as it answers: its own service's part or the longest
     /// wait another caused, whichever is larger.
     pub(super) fn job_lag(&self, job: SlabKey, s: usize) -> Lag {
         let j = self.jobs.get(job).expect("live job");
-        Lag::of(s as u32, j.own_ns).max(j.lag)
+        Lag::of(s as u32, j.own_ns).max(Lag::of(j.lag_culprit, j.lag_span))
     }
 
     /// Where a call's time went, answered at `now` by an attempt sent at `sent` whose
     /// job's time went to `answered`: before it was sent (retries after failures, a
     /// backoff, a connection wait) or after.
-    pub(super) fn call_lag(now: Nanos, call: &Call, sent: Nanos, answered: Lag) -> Lag {
+    pub(super) fn call_lag(now: Nanos, call: &Call, sent: Nanos, answered: u32) -> Lag {
         let (before, after) = (sent - call.started, now - sent);
         if call.tries > 1 && before > after {
             Lag::of(call.last_cause.culprit, now - call.started)
         } else {
-            Lag::of(answered.culprit, now - call.started)
+            Lag::of(answered, now - call.started)
         }
     }
 }

@@ -53,7 +53,7 @@ impl Graph<'_> {
             in_flight: true,
             next: None,
             cause: None,
-            lag: super::state::Lag::of(s as u32, 0),
+            time_culprit: s as u32,
         });
         scheduler.after(config.timeout, Event::AttemptTimeout { attempt, ticket });
         // Through the queue like any arrival (attempt_arrives keeps one call site).

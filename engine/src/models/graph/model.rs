@@ -44,7 +44,8 @@ pub(super) const ERRORS: StreamPurpose = StreamPurpose::named("graph.errors");
 pub(super) const LIMITS: StreamPurpose = StreamPurpose::named("graph.limits");
 pub(super) const PROVISIONING: StreamPurpose = StreamPurpose::named("graph.provisioning");
 
-/// Answered requests an entry's running p99 needs before a request can be called slow.
+/// Answered requests an entry's running p99 needs before a request can be called slow,
+/// and between two readings of it.
 const SLOW_MIN_SAMPLES: u32 = 200;
 
 /// One instance of a service.
@@ -383,7 +384,7 @@ impl<'h> Graph<'h> {
                 arrival_rng: stream(ARRIVALS, w),
                 mix_rng: stream(MIX, w),
                 results: EntryResults { keeps_causes: true, ..EntryResults::default() },
-                slow_p99: RunningQuantile::new(0.99, SLOW_MIN_SAMPLES),
+                slow_p99: RunningQuantile::new(0.99, SLOW_MIN_SAMPLES).refreshed_every(SLOW_MIN_SAMPLES),
             })
             .collect();
         let series = GraphSeries {

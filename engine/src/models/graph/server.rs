@@ -123,7 +123,8 @@ impl Graph<'_> {
             blocked: false,
             group_started: now,
             own_ns: 0,
-            lag: Lag::of(s as u32, 0),
+            lag_culprit: s as u32,
+            lag_span: 0,
         });
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
         if let Some(tracer) = self.tracer.as_deref_mut().filter(|_| a.edge != PROBE_EDGE) {
@@ -349,7 +350,10 @@ impl Graph<'_> {
         if !self.p.services[self.instances[i].service as usize].blocking {
             self.release_worker(now, job);
         }
-        self.start_awaiting(now, job);
+        let j = self.jobs.get_mut(job).expect("live");
+        (j.awaiting, j.blocked, j.group_started) = (true, j.holds_worker, now);
+        let blocked = j.blocked;
+        self.count_awaiting(i, blocked, true);
         // Started in order, the group already waiting: a call that ends at once
         // (an open breaker) may settle the group, which cancels the calls not
         // started yet (their keys then find nothing).
@@ -471,7 +475,10 @@ impl Graph<'_> {
             return;
         }
         let i = j.instance as usize;
-        self.stop_awaiting(job);
+        // Not stranded (checked above): still counted.
+        let blocked = j.blocked;
+        (j.awaiting, j.blocked) = (false, false);
+        self.count_awaiting(i, blocked, false);
         self.group_waited(now, job, lag);
         self.cancel_children(now, job, scheduler);
         if succeeded {
@@ -521,10 +528,10 @@ impl Graph<'_> {
             };
             tracer.serve_ended(job, now, outcome);
         }
-        let lag = self.job_lag(job, s);
+        let time_culprit = self.job_lag(job, s).culprit;
         self.release_job(now, job);
         let a = self.attempts.get_mut(attempt).expect("live");
-        (a.job, a.cause, a.lag) = (None, cause, lag);
+        (a.job, a.cause, a.time_culprit) = (None, cause, time_culprit);
         self.answer(attempt, answer, scheduler);
     }
 
@@ -536,11 +543,16 @@ impl Graph<'_> {
         if let Some(tracer) = self.tracer.as_deref_mut() {
             tracer.serve_ended(job, now, "cancelled");
         }
-        self.stop_awaiting(job);
         self.release_worker(now, job);
         let j = self.jobs.remove(job).expect("live job");
         debug_assert!(j.first_child.is_none(), "children cancelled or done first");
         let i = j.instance as usize;
+        // Released while waiting on calls (its caller let go): no longer counted. Every
+        // job released here is of its instance's current life (a stranded one is not).
+        if j.awaiting {
+            debug_assert_eq!(self.instances[i].epoch, j.epoch);
+            self.count_awaiting(i, j.blocked, false);
+        }
         let s = self.instances[i].service as usize;
         self.advance(s, now);
         let instance = &mut self.instances[i];

@@ -221,8 +221,9 @@ pub(super) struct Attempt {
     /// Why its answer is not a plain success (set with a refused, error or degraded
     /// answer; `None` lets the caller name the callee).
     pub cause: Option<Cause>,
-    /// Where its job's time went (set with its answer; see [`Lag`]).
-    pub lag: Lag,
+    /// The service that caused most of its job's time (set with its answer; see
+    /// `culprit.rs`).
+    pub time_culprit: u32,
 }
 
 /// Where a job is.
@@ -316,8 +317,9 @@ pub(super) struct Job {
     /// with their own work.
     pub own_ns: Nanos,
     /// The longest wait another service caused (a group of calls, a queue behind
-    /// workers blocked downstream).
-    pub lag: Lag,
+    /// workers blocked downstream): that service, and the wait (a [`Lag`], flat).
+    pub lag_culprit: u32,
+    pub lag_span: Nanos,
 }
 
 /// What an instance answers (or the network, for a partition that fails fast).
