@@ -25,17 +25,27 @@ impl Graph<'_> {
         let scaler = state.scaler.as_mut().expect("an autoscaled service");
         scheduler.after(scaler.autoscaler.config().sync_period, Event::AutoscaleSync { service: s as u32 });
         let elapsed = (now - scaler.last_sync).max(1) as f64;
-        let (busy, present, queued) = scaler.totals;
-        let (busy_then, present_then, queued_then) = scaler.totals_then;
+        let (busy, present, queued, working) = scaler.totals;
+        let (busy_then, present_then, queued_then, working_then) = scaler.totals_then;
+        // Summed over the instances; the autoscaler divides by those ready.
         let usage = match metric {
+            ScaleMetric::Cpu => (working - working_then) as f64 / (elapsed * workers as f64),
             ScaleMetric::Utilisation => (busy - busy_then) as f64 / (elapsed * workers as f64),
             ScaleMetric::InFlight => (present - present_then) as f64 / elapsed,
             ScaleMetric::QueueDepth => (queued - queued_then) as f64 / elapsed,
+            ScaleMetric::Rps => {
+                (scaler.arrivals - scaler.arrivals_then) as f64 / (elapsed / crate::kernel::time::NANOS_PER_SEC as f64)
+            }
         };
-        (scaler.totals_then, scaler.last_sync) = (scaler.totals, now);
+        (scaler.totals_then, scaler.arrivals_then, scaler.last_sync) = (scaler.totals, scaler.arrivals, now);
         let ready = state.serving.as_ref().expect("autoscaled").len() as u32;
         let current = ready + scaler.provisioning;
         let desired = scaler.autoscaler.desired(now, current, ready, usage);
+        // The decision on record: the count asked for, and the metric per ready instance.
+        let read = if ready == 0 { 0.0 } else { usage / ready as f64 };
+        let read_milli = (read * 1_000.0).round().clamp(0.0, i64::MAX as f64 / 2.0) as i64;
+        scaler.desired.change(now, desired as i64 - scaler.desired.level() as i64);
+        scaler.read_milli.change(now, read_milli - scaler.read_milli.level() as i64);
         let counted = now >= self.p.warmup;
         if desired > current {
             if counted {

@@ -165,9 +165,14 @@ impl Graph<'_> {
     /// holding a worker meanwhile or not (`blocked`). The caller keeps the job's
     /// `awaiting`/`blocked` flags (it holds the job already); a job its instance's crash
     /// stranded is not counted any more (the crash reset the counts) and must not stop.
+    /// A blocked job's worker stops (or starts) working at `now`: the integral of
+    /// workers working (`S.cpu_utilisation`) is closed first.
     #[inline]
-    pub(super) fn count_awaiting(&mut self, i: usize, blocked: bool, starts: bool) {
+    pub(super) fn count_awaiting(&mut self, now: Nanos, i: usize, blocked: bool, starts: bool) {
         let s = self.instances[i].service as usize;
+        if blocked {
+            self.advance(s, now);
+        }
         let (instance, service) = (&mut self.instances[i], &mut self.services[s]);
         if starts {
             instance.awaiting += 1;

@@ -96,10 +96,17 @@ pub(super) struct ScalerState {
     pub autoscaler: crate::policy::autoscale::Autoscaler,
     /// Instances provisioning (decided, not ready).
     pub provisioning: u32,
-    /// The levels' integrals since the start (busy, present, queued) × ns, and their
-    /// values at the last decision.
-    pub totals: (u128, u128, u128),
-    pub totals_then: (u128, u128, u128),
+    /// The levels' integrals since the start (busy, present, queued, working) × ns,
+    /// and their values at the last decision.
+    pub totals: (u128, u128, u128, u128),
+    pub totals_then: (u128, u128, u128, u128),
+    /// Attempts that arrived, and their count at the last decision.
+    pub arrivals: u64,
+    pub arrivals_then: u64,
+    /// The count the autoscaler asked for, and the metric it read (× 1,000), over
+    /// time: every decision can be audited.
+    pub desired: LevelSeries,
+    pub read_milli: LevelSeries,
     /// Instances serving over time.
     pub serving: LevelSeries,
     pub last_sync: Nanos,
@@ -123,6 +130,8 @@ pub(super) struct ServiceState {
     pub busy_window: u128,
     pub queued_window: u128,
     pub present_window: u128,
+    /// Σ workers doing work (busy, not blocked on calls) × ns after warm-up.
+    pub working_window: u128,
     /// Local indices of the instances serving, ascending (`None`: all, not autoscaled).
     pub serving: Option<Vec<u32>>,
     pub scaler: Option<ScalerState>,
@@ -285,6 +294,7 @@ impl<'h> Graph<'h> {
                 busy_window: 0,
                 queued_window: 0,
                 present_window: 0,
+                working_window: 0,
                 serving: service.autoscale.as_ref().map(|a| {
                     let mut serving = Vec::with_capacity(service.instances as usize);
                     serving.extend(0..a.initial);
@@ -293,8 +303,16 @@ impl<'h> Graph<'h> {
                 scaler: service.autoscale.as_ref().map(|a| ScalerState {
                     autoscaler: crate::policy::autoscale::Autoscaler::new(a.config),
                     provisioning: 0,
-                    totals: (0, 0, 0),
-                    totals_then: (0, 0, 0),
+                    totals: (0, 0, 0, 0),
+                    totals_then: (0, 0, 0, 0),
+                    arrivals: 0,
+                    arrivals_then: 0,
+                    desired: {
+                        let mut desired = LevelSeries::new(buckets, p.bucket, p.warmup);
+                        desired.change(0, a.initial as i64);
+                        desired
+                    },
+                    read_milli: LevelSeries::new(buckets, p.bucket, p.warmup),
                     serving: {
                         let mut serving = LevelSeries::new(buckets, p.bucket, p.warmup);
                         serving.change(0, a.initial as i64);
@@ -401,6 +419,8 @@ impl<'h> Graph<'h> {
                 .map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() })
                 .collect(),
             instances_area: vec![Vec::new(); p.services.len()],
+            desired_area: vec![Vec::new(); p.services.len()],
+            scale_read_milli_area: vec![Vec::new(); p.services.len()],
             successes: vec![vec![0; buckets]; p.workloads.len()],
             // Taken from the edges' and services' levels at the end.
             ..GraphSeries::default()
@@ -592,15 +612,17 @@ impl<'h> Graph<'h> {
     fn integrate(&mut self, s: usize, now: Nanos) {
         let state = &mut self.services[s];
         let (busy, queued, present) = (state.busy as u128, state.queued as u128, state.present as u128);
+        let working = (state.busy - state.blocked) as u128;
         if let Some(scaler) = state.scaler.as_mut() {
             // What the autoscaler averages over its sync period.
             let elapsed = (now - state.last_change) as u128;
             scaler.totals.0 += busy * elapsed;
             scaler.totals.1 += present * elapsed;
             scaler.totals.2 += queued * elapsed;
+            scaler.totals.3 += working * elapsed;
         }
         let (queued_series, busy_series) = (&mut self.series.queued_area[s], &mut self.series.busy_area[s]);
-        let (mut busy_window, mut queued_window, mut present_window) = (0u128, 0u128, 0u128);
+        let (mut busy_window, mut queued_window, mut present_window, mut working_window) = (0u128, 0u128, 0u128, 0u128);
         state.cursor.for_each_span(
             state.last_change,
             now,
@@ -615,12 +637,14 @@ impl<'h> Graph<'h> {
                     busy_window += busy * dwell;
                     queued_window += queued * dwell;
                     present_window += present * dwell;
+                    working_window += working * dwell;
                 }
             },
         );
         state.busy_window += busy_window;
         state.queued_window += queued_window;
         state.present_window += present_window;
+        state.working_window += working_window;
         state.last_change = now;
     }
 
@@ -777,15 +801,21 @@ impl<'h> Graph<'h> {
             match state.scaler.as_mut() {
                 None => {
                     state.results.utilisation = state.busy_window as f64 / (window_ns * capacity);
+                    state.results.cpu_utilisation = state.working_window as f64 / (window_ns * capacity);
                     state.results.instances_mean = params.instances as f64;
                 }
                 Some(scaler) => {
                     // Of the workers serving over time.
                     scaler.serving.advance(now);
-                    let serving = scaler.serving.window as f64;
-                    state.results.utilisation = state.busy_window as f64 / (serving * params.workers as f64);
-                    state.results.instances_mean = serving / window_ns;
+                    let serving = scaler.serving.window as f64 * params.workers as f64;
+                    state.results.utilisation = state.busy_window as f64 / serving;
+                    state.results.cpu_utilisation = state.working_window as f64 / serving;
+                    state.results.instances_mean = scaler.serving.window as f64 / window_ns;
                     self.series.instances_area[s] = std::mem::take(&mut scaler.serving.area);
+                    scaler.desired.advance(now);
+                    scaler.read_milli.advance(now);
+                    self.series.desired_area[s] = std::mem::take(&mut scaler.desired.area);
+                    self.series.scale_read_milli_area[s] = std::mem::take(&mut scaler.read_milli.area);
                 }
             }
             state.results.queue_mean = state.queued_window as f64 / window_ns;

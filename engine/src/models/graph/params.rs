@@ -218,8 +218,14 @@ pub struct ServiceParams {
 /// What an autoscaled service's instance count follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScaleMetric {
-    /// Busy workers ÷ workers, per ready instance.
+    /// Workers doing work ÷ workers, per ready instance: what a CPU-based HPA reads
+    /// (a worker blocked on a downstream call uses no CPU).
+    Cpu,
+    /// Busy workers ÷ workers, per ready instance, waiting on calls included (the
+    /// threads held: occupancy).
     Utilisation,
+    /// Requests arriving per second, per ready instance.
+    Rps,
     /// Requests present (queued, working, waiting on calls), per ready instance.
     InFlight,
     /// Requests waiting for a worker, per ready instance.

@@ -97,6 +97,9 @@ pub struct ServiceResults {
     pub refused: [u64; 8],
     /// Mean busy workers ÷ workers, after warm-up.
     pub utilisation: f64,
+    /// Workers doing work (not blocked on a call) ÷ workers, time-averaged: what a
+    /// CPU-based autoscaler reads.
+    pub cpu_utilisation: f64,
     /// Requests waiting for a worker, time-averaged over its instances.
     pub queue_mean: f64,
     /// Mean requests present (queued, working, waiting on calls).
@@ -225,6 +228,12 @@ pub struct GraphSeries {
     pub busy_area: Vec<Vec<u128>>,
     /// Per service, Σ serving instances × ns per bucket (empty unless autoscaled).
     pub instances_area: Vec<Vec<u128>>,
+    /// Per service, Σ instances its autoscaler last asked for × ns per bucket, and
+    /// Σ the metric it last read per ready instance × 1,000 × ns (empty unless
+    /// autoscaled).
+    pub desired_area: Vec<Vec<u128>>,
+    /// See `desired_area`.
+    pub scale_read_milli_area: Vec<Vec<u128>>,
     /// Per endpoint, cache hits and misses per bucket (empty without a cache).
     pub cache_hits: Vec<Vec<u64>>,
     /// See `cache_hits`.

@@ -57,6 +57,9 @@ impl Graph<'_> {
         if a.counted {
             self.services[s].results.arrivals += 1;
         }
+        if let Some(scaler) = self.services[s].scaler.as_mut().filter(|_| a.edge != PROBE_EDGE) {
+            scaler.arrivals += 1; // what an rps autoscaler reads
+        }
         if !a.caller_waiting && params.cancel_abandoned {
             // The cancellation got there first.
             self.attempts.get_mut(attempt).expect("live").in_flight = false;
@@ -353,7 +356,7 @@ impl Graph<'_> {
         let j = self.jobs.get_mut(job).expect("live");
         (j.awaiting, j.blocked, j.group_started) = (true, j.holds_worker, now);
         let blocked = j.blocked;
-        self.count_awaiting(i, blocked, true);
+        self.count_awaiting(now, i, blocked, true);
         // Started in order, the group already waiting: a call that ends at once
         // (an open breaker) may settle the group, which cancels the calls not
         // started yet (their keys then find nothing).
@@ -478,7 +481,7 @@ impl Graph<'_> {
         // Not stranded (checked above): still counted.
         let blocked = j.blocked;
         (j.awaiting, j.blocked) = (false, false);
-        self.count_awaiting(i, blocked, false);
+        self.count_awaiting(now, i, blocked, false);
         self.group_waited(now, job, lag);
         self.cancel_children(now, job, scheduler);
         if succeeded {
@@ -551,7 +554,7 @@ impl Graph<'_> {
         // job released here is of its instance's current life (a stranded one is not).
         if j.awaiting {
             debug_assert_eq!(self.instances[i].epoch, j.epoch);
-            self.count_awaiting(i, j.blocked, false);
+            self.count_awaiting(now, i, j.blocked, false);
         }
         let s = self.instances[i].service as usize;
         self.advance(s, now);

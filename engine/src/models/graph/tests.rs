@@ -949,3 +949,64 @@ fn a_call_site_has_its_own_outcomes() {
     assert!((pay.offered as f64 - 0.3 * n).abs() < 3.0 * sd, "{} of {n}", pay.offered);
     assert_eq!(entry.failed_by(Failure::Error), pay.offered, "each failed payment failed its request");
 }
+
+/// An HPA on CPU sees the CPU: a service doing 1 ms of work per request and then
+/// waiting 1 s on a downstream call holds ~20 of its 64 threads at 20 requests/s
+/// (occupancy 0.31) but works 0.02 of them (CPU 0.0003). On occupancy with target 0.25
+/// it scales from 2 to 3; on CPU with target 0.25 it goes down to its minimum, 1. A
+/// CPU-bound service (10 ms per request at 150/s on 2 × 4 workers: 1.5 busy, CPU ≈
+/// occupancy ≈ 0.19 against a target of 0.1; 75 requests/s per instance on rps) scales
+/// up either way, to its maximum, 4.
+/// `cpu_utilisation` is the work share the theory gives (λ·s / workers), and the
+/// desired-count series records every decision.
+#[test]
+fn autoscaling_on_cpu_sees_work_and_not_threads_blocked_on_calls() {
+    use crate::policy::autoscale::AutoscaleConfig;
+    let scaled = |metric: ScaleMetric, io_bound: bool| {
+        let mut g = Builder::new(120.0, 10.0);
+        let front = g.service(4, if io_bound { 32 } else { 4 }, 1_000);
+        let back = g.service(1, 1_000, 0);
+        let (work, rate) = if io_bound { (0.001, 20.0) } else { (0.01, 150.0) };
+        let ef = g.endpoint(front, Some(constant(work)));
+        let eb = g.endpoint(back, Some(constant(1.0)));
+        if io_bound {
+            let fb = g.edge(Some(front), back);
+            g.step(ef, S::Calls(vec![(eb, fb, 1.0)], Wait::All));
+        }
+        g.poisson(ef, rate, None);
+        g.p.services[front as usize].autoscale = Some(Autoscale {
+            config: AutoscaleConfig {
+                target: if io_bound { 0.25 } else { 0.1 },
+                min: 1,
+                max: 4,
+                sync_period: secs_to_nanos(5.0),
+                tolerance: 0.1,
+                scale_down_window: secs_to_nanos(10.0),
+                scale_up_window: 0,
+            },
+            metric,
+            initial: 2,
+            provisioning: constant(1.0),
+            cold_start: 0,
+            cold_start_factor: 1.0,
+        });
+        let p = g.build();
+        let (results, series) = run(&p, 0);
+        (results.services[front as usize].clone(), series.desired_area[front as usize].clone())
+    };
+    let (on_occupancy, _) = scaled(ScaleMetric::Utilisation, true);
+    let (on_cpu, desired) = scaled(ScaleMetric::Cpu, true);
+    assert!(on_occupancy.instances_mean > 2.8, "occupancy scales up: {}", on_occupancy.instances_mean);
+    assert!(on_cpu.instances_mean < 1.3, "CPU scales down: {}", on_cpu.instances_mean);
+    let work_share = 20.0 * 0.001 / (32.0 * on_cpu.instances_mean);
+    assert!((on_cpu.cpu_utilisation / work_share - 1.0).abs() < 0.2, "{} vs {work_share}", on_cpu.cpu_utilisation);
+    assert!(on_cpu.utilisation > 100.0 * on_cpu.cpu_utilisation, "threads held, not working");
+    // The decisions on record: the last one asked for the minimum.
+    let bucket_ns = 100.0 * MS as f64;
+    assert_eq!((*desired.last().unwrap() as f64 / bucket_ns).round(), 1.0, "{:?}", &desired[desired.len() - 5..]);
+    for metric in [ScaleMetric::Cpu, ScaleMetric::Utilisation, ScaleMetric::Rps] {
+        let (bound, _) = scaled(metric, false);
+        assert!(bound.instances_mean > 3.5, "{metric:?}: {}", bound.instances_mean);
+        assert!((bound.cpu_utilisation - bound.utilisation).abs() < 1e-9, "no blocking: CPU = occupancy");
+    }
+}

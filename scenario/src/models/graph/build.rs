@@ -916,7 +916,8 @@ fn cache(path: &str, c: &CacheSection, endpoint: &EndpointConfig) -> Result<Cach
 /// at the start.
 fn autoscale(path: &str, a: &AutoscaleSection, instances: u32) -> Result<Autoscale> {
     positive(&format!("{path}.target"), a.target, "a positive value of the metric per instance")?;
-    if a.metric == ScaleMetricName::Utilisation && a.target > 1.0 {
+    let fraction = matches!(a.metric, ScaleMetricName::Cpu | ScaleMetricName::Occupancy | ScaleMetricName::Utilisation);
+    if fraction && a.target > 1.0 {
         return Err(bad(format!("{path}.target = {}: a utilisation, above 0 and at most 1", a.target)));
     }
     at_least_one(&format!("{path}.min"), a.min)?;
@@ -966,7 +967,9 @@ fn autoscale(path: &str, a: &AutoscaleSection, instances: u32) -> Result<Autosca
             scale_up_window: secs_to_nanos(a.scale_up_stabilization_s),
         },
         metric: match a.metric {
-            ScaleMetricName::Utilisation => ScaleMetric::Utilisation,
+            ScaleMetricName::Cpu => ScaleMetric::Cpu,
+            ScaleMetricName::Occupancy | ScaleMetricName::Utilisation => ScaleMetric::Utilisation,
+            ScaleMetricName::Rps => ScaleMetric::Rps,
             ScaleMetricName::InFlight => ScaleMetric::InFlight,
             ScaleMetricName::QueueDepth => ScaleMetric::QueueDepth,
         },

@@ -174,6 +174,7 @@ enum EntryValue {
 #[derive(Clone, Copy, Debug)]
 enum ServiceValue {
     Utilisation,
+    CpuUtilisation,
     QueueMean,
     InFlightMean,
     Arrivals,
@@ -263,6 +264,7 @@ impl Read {
                 let service = &r.services[s];
                 match value {
                     ServiceValue::Utilisation => service.utilisation,
+                    ServiceValue::CpuUtilisation => service.cpu_utilisation,
                     ServiceValue::QueueMean => service.queue_mean,
                     ServiceValue::InFlightMean => service.present_mean,
                     ServiceValue::Arrivals => service.arrivals as f64,
@@ -592,7 +594,17 @@ fn site_rows() -> Vec<Row<EntryValue>> {
 fn service_rows() -> Vec<Row<ServiceValue>> {
     use ServiceValue as V;
     let mut rows = vec![
-        fraction("{}.utilisation", "{}: busy workers ÷ workers, time-averaged", V::Utilisation),
+        fraction(
+            "{}.utilisation",
+            "{}: busy workers ÷ workers, time-averaged — those blocked on a call included (occupancy: threads held)",
+            V::Utilisation,
+        ),
+        fraction(
+            "{}.cpu_utilisation",
+            "{}: workers doing work ÷ workers, time-averaged — not those blocked on a call (what a CPU-based \
+             autoscaler reads)",
+            V::CpuUtilisation,
+        ),
         real(
             "{}.queue_depth_mean",
             "{}: requests waiting for a worker, time-averaged over its instances",

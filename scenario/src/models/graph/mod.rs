@@ -182,6 +182,8 @@ impl ModelSpec for Graph {
         let table = metric_table(config);
         for s in t.services.iter().filter(|s| table.has(s, "autoscale")) {
             series.push(SeriesDef { name: intern(format!("{s}.instances")), kind: SeriesKind::Area });
+            series.push(SeriesDef { name: intern(format!("{s}.desired_instances")), kind: SeriesKind::Area });
+            series.push(SeriesDef { name: intern(format!("{s}.scale_metric")), kind: SeriesKind::Area });
         }
         for e in t.endpoints.iter().filter(|e| table.has(e, "cache")) {
             series.push(SeriesDef { name: intern(format!("{e}.cache_hits")), kind: SeriesKind::Count });
@@ -298,6 +300,8 @@ impl ModelSpec for Graph {
             let mut series = vec![format!("{name}.queue_depth"), format!("{name}.busy")];
             if table.has(name, "autoscale") {
                 series.push(format!("{name}.instances"));
+                series.push(format!("{name}.desired_instances"));
+                series.push(format!("{name}.scale_metric"));
             }
             for endpoint in &endpoints {
                 let full = format!("{name}.{endpoint}");
@@ -479,7 +483,7 @@ pub fn params(config: &GraphConfig, run: &RunConfig) -> GraphParams {
     params
 }
 
-fn output(config: &GraphConfig, results: &GraphResults, series: GraphSeries) -> ReplicaOutput {
+fn output(config: &GraphConfig, results: &GraphResults, mut series: GraphSeries) -> ReplicaOutput {
     let (t, table) = (topology(config), metric_table(config));
     let metrics = table.values(results);
     let bucket_ns = secs_to_nanos(config.series.bucket_s()).max(1) as u128;
@@ -496,7 +500,17 @@ fn output(config: &GraphConfig, results: &GraphResults, series: GraphSeries) -> 
         if table.has(&t.services[s], "autoscale") {
             // A point that does not scale this service serves with all of its instances.
             let fixed = || vec![t.params.services[s].instances as u128 * bucket_ns; buckets];
-            out.push(if instances.is_empty() { fixed() } else { instances });
+            let scaled = !instances.is_empty();
+            out.push(if scaled { instances } else { fixed() });
+            // Its autoscaler's decisions: the count asked for, and the metric read per
+            // ready instance (kept × 1,000; NaN-free zeros where it does not scale).
+            let (desired, read) = (&mut series.desired_area[s], &mut series.scale_read_milli_area[s]);
+            out.push(if scaled { std::mem::take(desired) } else { fixed() });
+            out.push(if scaled {
+                std::mem::take(read).into_iter().map(|a| a / 1_000).collect()
+            } else {
+                vec![0; buckets]
+            });
         }
     }
     for (e, (hits, misses)) in

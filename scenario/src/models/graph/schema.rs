@@ -88,8 +88,16 @@ stampede_engine::named_enum! {
     /// `services.NAME.autoscale.metric`.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum ScaleMetricName {
-        /// Busy workers ÷ workers per ready instance (the HPA's CPU utilisation).
+        /// Workers doing work ÷ workers per ready instance: what a CPU-based HPA reads
+        /// (a worker blocked on a downstream call uses no CPU). The default.
+        Cpu = "cpu",
+        /// Busy workers ÷ workers per ready instance, those blocked on calls included
+        /// (threads held).
+        Occupancy = "occupancy",
+        /// The same as `occupancy` (its name before `cpu` existed).
         Utilisation = "utilisation",
+        /// Requests arriving per second per ready instance.
+        Rps = "rps",
         /// Requests present per ready instance (a custom "in-flight" metric).
         InFlight = "in_flight",
         /// Requests waiting per ready instance (a queue-depth metric, as KEDA scales on).
@@ -101,7 +109,7 @@ stampede_engine::named_enum! {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AutoscaleSection {
-    #[serde(default = "utilisation", with = "crate::base::names")]
+    #[serde(default = "cpu", with = "crate::base::names")]
     pub metric: ScaleMetricName,
     /// The metric's target per ready instance (a fraction for utilisation).
     pub target: f64,
@@ -131,8 +139,8 @@ pub struct AutoscaleSection {
     pub cold_start_factor: f64,
 }
 
-fn utilisation() -> ScaleMetricName {
-    ScaleMetricName::Utilisation
+fn cpu() -> ScaleMetricName {
+    ScaleMetricName::Cpu
 }
 fn sync_period_s() -> f64 {
     15.0
