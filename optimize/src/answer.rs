@@ -109,12 +109,28 @@ pub struct Answer {
     pub full_grid: u64,
 }
 
+/// Candidate `c`'s settings: its grid point's in `scenario` (with `--across`, its
+/// first of K, the across axis left out — it is not chosen, every value of it ran).
+fn candidate_params(scenario: &Scenario, request: &Request, c: usize) -> Vec<(String, toml::Value)> {
+    let per = request.replicas_per_candidate_replica() as u32;
+    let params = scenario.grid_point(c as u32 * per).map(|p| p.params).unwrap_or_default();
+    match &request.across {
+        Some(across) => params.into_iter().filter(|(path, _)| *path != across.path).collect(),
+        None => params,
+    }
+}
+
+/// Candidate `c`'s first grid point in the folder (with `--across`, its K points follow).
+pub fn candidate_grid_point(request: &Request, c: usize) -> u32 {
+    c as u32 * request.replicas_per_candidate_replica() as u32
+}
+
 impl Answer {
     pub fn new(outcome: &Outcome, scenario: &Scenario, request: &Request, budget: u64) -> Answer {
         let race = &outcome.race;
         let show = |c: usize| Shown {
             candidate: c,
-            params: scenario.grid_point(c as u32).map(|p| p.params).unwrap_or_default(),
+            params: candidate_params(scenario, request, c),
             replicas: race.replicas(c),
             objective: race.objective(c),
             constraints: (0..race.constraints.len())
@@ -126,7 +142,9 @@ impl Answer {
             (Some(a), Some(b)) => Some((show(b), race.paired_difference(a, b), race.unpaired_difference(a, b))),
             _ => None,
         };
-        let full_grid = outcome.points.len() as u64 * chosen.as_ref().map_or(0, |c| c.replicas as u64);
+        let full_grid = outcome.points.len() as u64
+            * chosen.as_ref().map_or(0, |c| c.replicas as u64)
+            * request.replicas_per_candidate_replica();
         Answer {
             scenario: scenario.name.clone(),
             objective: request.objective.metric.clone(),
@@ -366,9 +384,8 @@ pub fn write_table(dir: &Path, outcome: &Outcome, scenario: &Scenario, request: 
     columns.push(ColumnSpec::new("state", ColumnType::Utf8));
     columns.push(ColumnSpec::new("reason", ColumnType::Utf8));
     let mut table = TableWriter::create(dir, TABLE, &columns)?;
-    let labels: Vec<String> = (0..outcome.points.len())
-        .map(|c| params_label(&scenario.grid_point(c as u32).map(|p| p.params).unwrap_or_default()))
-        .collect();
+    let labels: Vec<String> =
+        (0..outcome.points.len()).map(|c| params_label(&candidate_params(scenario, request, c))).collect();
     let last = outcome.rounds.len().saturating_sub(1);
     for (r, round) in outcome.rounds.iter().enumerate() {
         let rows = &round.rows;
@@ -376,7 +393,7 @@ pub fn write_table(dir: &Path, outcome: &Outcome, scenario: &Scenario, request: 
             ColumnValues::U32(vec![round.round; rows.len()]),
             ColumnValues::Utf8(vec![round.phase.clone(); rows.len()]),
             ColumnValues::U64(vec![round.spent; rows.len()]),
-            ColumnValues::U32(rows.iter().map(|row| row.candidate as u32).collect()),
+            ColumnValues::U32(rows.iter().map(|row| candidate_grid_point(request, row.candidate)).collect()),
             ColumnValues::Utf8(rows.iter().map(|row| labels[row.candidate].clone()).collect()),
             ColumnValues::U32(rows.iter().map(|row| row.replicas).collect()),
             ColumnValues::F64(rows.iter().map(|row| row.objective.mean).collect()),
@@ -407,13 +424,19 @@ pub fn write_table(dir: &Path, outcome: &Outcome, scenario: &Scenario, request: 
 
 /// The chosen candidate as a scenario file `stampede run` reproduces: the candidates'
 /// scenario with each axis held at the chosen value, its replica count, and the name
-/// `NAME-chosen` (so its run does not replace the search's folder).
-pub fn show_toml(scenario: &Scenario, candidate: usize, replicas: u32) -> String {
+/// `NAME-chosen` (so its run does not replace the search's folder). With `--across`,
+/// the across axis keeps every value: the run reproduces the candidate against each.
+pub fn show_toml(scenario: &Scenario, request: &Request, candidate: usize, replicas: u32) -> String {
     let mut table: toml::Table = toml::from_str(&scenario.to_toml()).expect("a resolved scenario parses back");
-    let choice = scenario.grid_combinations().map(|points| points[candidate].clone()).unwrap_or_default();
+    let point = candidate_grid_point(request, candidate) as usize;
+    let choice = scenario.grid_combinations().map(|points| points[point].clone()).unwrap_or_default();
+    let across = request.across.as_ref().map(|a| a.path.as_str());
     if let Some(toml::Value::Table(grid)) = table.get_mut("grid") {
         grid.remove(POINTS_KEY);
-        for ((_, values), &i) in grid.iter_mut().zip(&choice) {
+        for ((path, values), &i) in grid.iter_mut().zip(&choice) {
+            if Some(path.as_str()) == across {
+                continue;
+            }
             if let toml::Value::Array(values) = values {
                 let chosen = values[i as usize].clone();
                 *values = vec![chosen];

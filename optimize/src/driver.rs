@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use stampede_output::{StagedFile, StagedSet};
 
+use super::across::{worse_is_higher_objective, worse_is_higher_requirement, Across};
 use super::race::Settings;
 use super::request::Request;
 use super::search::{search, Evaluator, Outcome, Point};
@@ -222,6 +223,10 @@ struct Simulation<'a> {
     rounds: Rounds,
     /// The model's metric index of each tracked value (objective, then constraints).
     tracked: Vec<usize>,
+    /// `--across`: each candidate runs at every value of this axis, and whether a
+    /// higher value of each tracked metric is worse (how the worst is taken).
+    across: Option<Across>,
+    worse_is_higher: Vec<bool>,
     threads: usize,
     progress: &'a (dyn Fn() + Sync),
     /// Rounds played, in order (their folders).
@@ -230,6 +235,46 @@ struct Simulation<'a> {
 
 impl Evaluator for Simulation<'_> {
     fn evaluate(&mut self, round: u32, points: &[Point], ranges: &[Range<u32>]) -> Result<Vec<Vec<Vec<f64>>>> {
+        let Some(across) = self.across.clone() else { return self.evaluate_grid(round, points, ranges) };
+        // Each candidate at every value of the axis, on the same replicas; the race sees
+        // their worst (or mean) per replica.
+        let per = across.values() as usize;
+        let expanded = expand(&across, points);
+        let expanded_ranges: Vec<Range<u32>> = ranges.iter().flat_map(|r| vec![r.clone(); per]).collect();
+        let values = self.evaluate_grid(round, &expanded, &expanded_ranges)?;
+        let combined = values
+            .chunks(per)
+            .map(|at_each| {
+                let replicas = at_each[0].len();
+                debug_assert!(at_each.iter().all(|v| v.len() == replicas), "the same replicas at every value");
+                (0..replicas)
+                    .map(|j| {
+                        (0..self.tracked.len())
+                            .map(|t| {
+                                let each: Vec<f64> = at_each.iter().map(|v| v[j][t]).collect();
+                                across.combine(&each, self.worse_is_higher[t])
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(combined)
+    }
+}
+
+/// Candidate points at every value of the axis: candidate `c` at value `k` is
+/// `c · K + k`, at the base grid's point for its grid point and `k`.
+fn expand(across: &Across, points: &[Point]) -> Vec<Point> {
+    points
+        .iter()
+        .flat_map(|p| (0..across.values()).map(move |k| Point { grid: across.base_point(p.grid, k), ..p.clone() }))
+        .collect()
+}
+
+impl Simulation<'_> {
+    /// Runs `ranges[c]` of grid point `c` of the candidates' scenario for `points`.
+    fn evaluate_grid(&mut self, round: u32, points: &[Point], ranges: &[Range<u32>]) -> Result<Vec<Vec<Vec<f64>>>> {
         self.rounds.open()?;
         let scenario = self.candidates.scenario(points)?;
         let dir = match self.rounds.finished(round, ranges) {
@@ -307,6 +352,8 @@ pub fn execute(
     let index = |name: &str| metrics.iter().position(|m| *m == name).expect("checked when parsed");
     let mut tracked = vec![index(&request.objective.metric)];
     tracked.extend(request.constraints.iter().map(|c| index(&c.metric)));
+    let mut worse_is_higher = vec![worse_is_higher_objective(request.objective.sense)];
+    worse_is_higher.extend(request.constraints.iter().map(|c| worse_is_higher_requirement(&c.requirement)));
     let shape = request.shape(base);
     let settings = Settings {
         sense: request.objective.sense,
@@ -324,6 +371,8 @@ pub fn execute(
             opened: false,
         },
         tracked,
+        across: request.across.clone(),
+        worse_is_higher,
         threads,
         progress,
         played: Vec::new(),
@@ -342,16 +391,22 @@ pub fn execute(
             return Err(error);
         }
     };
-    let candidates = simulation.candidates.scenario(&outcome.points)?;
+    // With --across, candidate c is grid points c·K .. c·K + K of the folder.
+    let per = request.across.as_ref().map_or(1, Across::values);
+    let written = match &request.across {
+        Some(across) => expand(across, &outcome.points),
+        None => outcome.points.clone(),
+    };
+    let candidates = simulation.candidates.scenario(&written)?;
     let produce = |sinks: Sinks| -> Result<()> {
         let parts: Vec<Part> = simulation.played.iter().map(|dir| Part::read(dir)).collect::<Result<_>>()?;
-        for c in 0..outcome.points.len() as u32 {
-            let replicas = outcome.race.replicas(c as usize);
-            let mut gather = Gather::new(&candidates, c, 0..replicas);
+        for g in 0..written.len() as u32 {
+            let replicas = outcome.race.replicas((g / per) as usize);
+            let mut gather = Gather::new(&candidates, g, 0..replicas);
             for part in &parts {
                 gather.add(part, sinks.records)?;
             }
-            let mut point = candidates.grid_point(c)?;
+            let mut point = candidates.grid_point(g)?;
             point.run.replicas = replicas;
             (sinks.point)(&point, gather.finish()?)?;
         }

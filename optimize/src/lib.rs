@@ -5,6 +5,8 @@
 //! - [`space`] — `--range` dimensions and the Halton design that samples them;
 //! - [`race`] — common-random-number comparisons, KN elimination, constraint verdicts;
 //! - [`search`] — the rounds: first stage, successive halving, refinement, the race;
+//! - [`across`] — `--across AXIS`: a grid axis to be robust against, the worst (or
+//!   mean) over its values per replica;
 //! - [`request`] — what the user asked, checked before anything runs;
 //! - [`driver`] — the search run as simulation, checkpointed by round, and the output folder;
 //! - [`answer`] — what the terminal, JSON, `optimize.parquet` and `--show-toml` say;
@@ -15,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod across;
 pub mod answer;
 pub mod calibrate;
 mod driver;

@@ -2,6 +2,7 @@
 //! constraints, the ranges, the budget and the statistical settings — and what
 //! identifies the search, so that `--resume` continues only the same one.
 
+use super::across::Across;
 use super::goal::Objective;
 use super::race::Constraint;
 use super::search::Shape;
@@ -28,6 +29,8 @@ pub struct Request {
     pub refinements: u32,
     /// `--max-time`: no round starts after this much wall time.
     pub max_time: Option<std::time::Duration>,
+    /// `--across AXIS`: a grid axis to be robust against, not to choose.
+    pub across: Option<Across>,
 }
 
 /// The most replicas `--budget-replicas` may ask for: more than any machine runs in a
@@ -81,22 +84,35 @@ impl Request {
         Ok(())
     }
 
-    /// The search's shape for `scenario`.
+    /// Simulated replicas per candidate replica: the across axis's values (1 without).
+    pub(crate) fn replicas_per_candidate_replica(&self) -> u64 {
+        self.across.as_ref().map_or(1, |a| a.values() as u64)
+    }
+
+    /// The search's shape for `scenario` (with `--across`, a candidate replica runs once
+    /// per value of the axis; the budget counts replicas run).
     pub(crate) fn shape(&self, scenario: &Scenario) -> Shape {
         let dims = self.dimensions.len();
         let samples = if dims == 0 { 1 } else { self.samples.unwrap_or(8 * (dims + 1)) };
-        let initial = scenario.point_count() as u64 * samples as u64;
+        let grid_points = match &self.across {
+            Some(across) => across.candidate_grid_points(scenario.point_count()),
+            None => scenario.point_count(),
+        };
+        let initial = grid_points as u64 * samples as u64;
+        let per = self.replicas_per_candidate_replica();
         Shape {
-            grid_points: scenario.point_count(),
+            grid_points,
             dimensions: self.dimensions.clone(),
             samples,
             refinements: self.refinements,
-            budget: self.budget.unwrap_or(initial * scenario.run.replicas as u64),
+            budget: self.budget.unwrap_or(initial * scenario.run.replicas as u64 * per),
+            replica_cost: per,
             max_time: self.max_time,
         }
     }
 
-    /// The replica budget for `scenario`: `--budget-replicas`, or its default.
+    /// The replica budget for `scenario` (replicas simulated): `--budget-replicas`, or
+    /// its default.
     pub fn budget_for(&self, scenario: &Scenario) -> u64 {
         self.shape(scenario).budget
     }
@@ -105,14 +121,16 @@ impl Request {
     /// its cost), so the race will likely end undecided: said before it starts.
     pub fn budget_warning(&self, scenario: &Scenario) -> Option<String> {
         let shape = self.shape(scenario);
-        let first = scenario.point_count() as u64 * shape.samples as u64 * u64::from(self.first_stage);
+        let per = self.replicas_per_candidate_replica();
+        let first = shape.grid_points as u64 * shape.samples as u64 * u64::from(self.first_stage) * per;
         (shape.budget < 2 * first).then(|| {
             format!(
                 "the budget of {} replicas pays for the first stage ({first}: every first candidate × \
-                 --first-stage {}) and little more, so the race will likely end undecided; give \
+                 --first-stage {}{}) and little more, so the race will likely end undecided; give \
                  --budget-replicas {} or more",
                 shape.budget,
                 self.first_stage,
+                if per > 1 { format!(" × {per} values of the --across axis") } else { String::new() },
                 4 * first
             )
         })
@@ -121,7 +139,7 @@ impl Request {
     /// What identifies this search (its rounds resume only into the same search).
     pub(crate) fn identity(&self, scenario: &Scenario) -> String {
         format!(
-            "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}|{}",
+            "{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}|{:?}|{}|{:?}",
             fingerprint(scenario),
             self.objective,
             self.constraints,
@@ -131,7 +149,8 @@ impl Request {
             self.confidence,
             self.first_stage,
             self.samples,
-            self.refinements
+            self.refinements,
+            self.across
         )
     }
 }

@@ -57,6 +57,10 @@ pub struct Shape {
     pub refinements: u32,
     /// The most replicas the search may run in all.
     pub budget: u64,
+    /// Replicas run per replica of a candidate (`--across`: one per value of its axis;
+    /// else 1). The race counts candidate replicas; budgets and spending are said in
+    /// replicas run.
+    pub replica_cost: u64,
     /// `--max-time`: no round starts after this much wall time (the answer then says
     /// the search stopped on time; where it stops depends on the machine).
     pub max_time: Option<std::time::Duration>,
@@ -119,8 +123,10 @@ struct Search<'e> {
     race: Race,
     points: Vec<Point>,
     rounds: Vec<Round>,
+    /// Candidate replicas spent, and the most that may be (the budget ÷ replica cost).
     spent: u64,
     budget: u64,
+    replica_cost: u64,
     /// When no further round may start (`--max-time`).
     deadline: Option<std::time::Instant>,
     evaluator: &'e mut dyn Evaluator,
@@ -171,7 +177,7 @@ impl Search<'_> {
                 status: self.race.entrants[c].status.clone(),
             })
             .collect();
-        self.rounds.push(Round { round, phase: phase.to_string(), spent: self.spent, rows });
+        self.rounds.push(Round { round, phase: phase.to_string(), spent: self.spent * self.replica_cost, rows });
         Ok(())
     }
 
@@ -257,11 +263,13 @@ pub fn search(
         ));
     }
     let n0 = settings.first_stage;
-    let first_cost = initial as u64 * n0 as u64;
+    let cost = shape.replica_cost.max(1);
+    let first_cost = initial as u64 * n0 as u64 * cost;
     if shape.budget < first_cost {
+        let across = if cost > 1 { format!(" × {cost} values of the --across axis") } else { String::new() };
         return Err(Error::bad_input(format!(
             "--budget-replicas {}: too small to start; the first stage alone needs {initial} candidate(s) × {n0} \
-             replicas = {first_cost}",
+             replicas{across} = {first_cost}",
             shape.budget
         ))
         .with_hint("raise --budget-replicas, lower --first-stage, or search fewer candidates"));
@@ -271,7 +279,8 @@ pub fn search(
         points: Vec::new(),
         rounds: Vec::new(),
         spent: 0,
-        budget: shape.budget,
+        budget: shape.budget / cost,
+        replica_cost: cost,
         deadline: shape.max_time.map(|limit| std::time::Instant::now() + limit),
         evaluator,
     };
@@ -346,8 +355,9 @@ pub fn search(
         (Some(_), Settled::BudgetSpent) => Ending::BudgetSpent,
         (Some(_), Settled::TimeSpent) => Ending::TimeSpent,
     };
-    debug_assert!(search.spent <= shape.budget);
-    Ok(Outcome { race: search.race, points: search.points, rounds: search.rounds, spent: search.spent, ending, answer })
+    debug_assert!(search.spent <= search.budget);
+    let spent = search.spent * cost;
+    Ok(Outcome { race: search.race, points: search.points, rounds: search.rounds, spent, ending, answer })
 }
 
 #[cfg(test)]
@@ -403,7 +413,15 @@ mod tests {
     }
 
     fn grid(points: u32, budget: u64) -> Shape {
-        Shape { grid_points: points, dimensions: Vec::new(), samples: 1, refinements: 0, budget, max_time: None }
+        Shape {
+            grid_points: points,
+            dimensions: Vec::new(),
+            samples: 1,
+            refinements: 0,
+            budget,
+            replica_cost: 1,
+            max_time: None,
+        }
     }
 
     /// KN's guarantee in its least favourable configuration: ten candidates, the best
@@ -570,6 +588,7 @@ mod tests {
                 samples: 16,
                 refinements: 3,
                 budget: 20_000,
+                replica_cost: 1,
                 max_time: None,
             };
             let outcome = search(settings(Sense::Minimize, 0.005), Vec::new(), &shape, &mut problem).unwrap();

@@ -52,6 +52,14 @@ pub(super) struct OptimizeArgs {
     /// Replicas every candidate gets before any is judged.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub(super) first_stage: u32,
+    /// A grid axis to be robust against instead of choosing among its values ('faults'):
+    /// every candidate runs at each of its values on the same replicas, and is judged by
+    /// its worst (or, --robust mean, its mean) over them.
+    #[arg(long, value_name = "AXIS")]
+    pub(super) across: Option<String>,
+    /// With --across: 'worst' (default: the policy best in its worst case) or 'mean'.
+    #[arg(long, value_name = "worst|mean", requires = "across")]
+    pub(super) robust: Option<String>,
     /// With --range: Halton points sampled at first (default 8 × (ranges + 1)).
     #[arg(long, value_name = "N")]
     pub(super) samples: Option<usize>,
@@ -132,6 +140,19 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         constraints.extend(claims);
     }
     let dimensions = args.ranges.iter().map(|text| Dimension::parse(text)).collect::<Result<Vec<_>>>()?;
+    let robust = stampede_optimize::across::Robust::parse(args.robust.as_deref().unwrap_or("worst"))?;
+    let across = match &args.across {
+        Some(axis) => Some(stampede_optimize::across::Across::new(&scenario, axis, robust)?),
+        None => {
+            if scenario.grid.iter().any(|axis| axis.path == "faults") {
+                super::warning(
+                    "the grid's faults axis is searched like a policy: the answer picks a fault too; add --across \
+                     faults for the policy best against every fault (its worst case)",
+                );
+            }
+            None
+        }
+    };
     let request = Request {
         objective,
         constraints,
@@ -143,6 +164,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         samples: args.samples,
         refinements: args.refine,
         max_time: args.max_time.map(max_time).transpose()?,
+        across,
     };
     request.check(&scenario)?;
     let threads = threads(args.threads)?;
@@ -191,7 +213,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
             eprint!("{}", answer.render());
         }
         if let Some(chosen) = &answer.chosen {
-            print!("{}", answer::show_toml(&optimized.candidates, chosen.candidate, chosen.replicas));
+            print!("{}", answer::show_toml(&optimized.candidates, &request, chosen.candidate, chosen.replicas));
         }
     } else if args.json {
         super::print_json(&answer.to_json());
