@@ -54,7 +54,13 @@ pub struct PointInfo {
     pub colour: RGBColor,
     /// Drawn in plots that overlay grid points (see [`OVERLAID`]).
     pub overlaid: bool,
+    /// Its own fault windows, when a grid axis sets faults (`None`: the scenario's,
+    /// in the presentation).
+    pub windows: Option<Vec<stampede_scenario::models::presentation::Window>>,
 }
+
+/// Grid points whose own fault windows are read (each needs its model's presentation).
+const POINT_WINDOWS_UP_TO: u32 = 64;
 
 impl PointInfo {
     /// The label with its legend line, for legends and tables.
@@ -119,10 +125,13 @@ pub fn points(folder: &Folder, defs: &[MetricDef], summary: &data::SummaryIndex)
     let n = folder.manifest.grid_points;
     let mut points: Vec<PointInfo> = (0..n)
         .map(|index| {
-            let params = match &folder.scenario {
-                Ok(scenario) => scenario.grid_point(index).map(|p| p.params).unwrap_or_default(),
-                Err(_) => Vec::new(),
-            };
+            let point = folder.scenario.as_ref().ok().and_then(|scenario| scenario.grid_point(index).ok());
+            // A grid point's faults may be its own (a faults axis): its windows, then.
+            let windows = point
+                .as_ref()
+                .filter(|p| !p.params.is_empty() && n <= POINT_WINDOWS_UP_TO)
+                .map(|p| p.model.presentation(&p.run).windows);
+            let params = point.map(|p| p.params).unwrap_or_default();
             let case = params.iter().find_map(|(path, value)| {
                 (path == "case").then(|| value.get("label").and_then(|l| l.as_str()).map(str::to_string)).flatten()
             });
@@ -138,6 +147,7 @@ pub fn points(folder: &Folder, defs: &[MetricDef], summary: &data::SummaryIndex)
                 params,
                 colour: series_colour(index as usize, n as usize),
                 overlaid: true,
+                windows,
             }
         })
         .collect();

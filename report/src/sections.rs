@@ -405,8 +405,28 @@ fn collapsed(summary: String, figures: Vec<Figure>) -> Option<Block> {
 }
 
 /// The run's fault windows, as a chart shades them.
+/// The fault windows to shade: the scenario's, and those grid points set for
+/// themselves (a faults axis), each once.
 fn fault_windows(ctx: &Context) -> Vec<Window> {
-    ctx.presentation.windows.iter().map(|w| Window { label: w.label.clone(), from: w.start_s, to: w.end_s }).collect()
+    let mut windows: Vec<Window> = Vec::new();
+    let own = ctx.overlaid().flat_map(|p| p.windows.iter().flatten());
+    for w in ctx.presentation.windows.iter().chain(own) {
+        if !windows.iter().any(|seen| seen.from == w.start_s && seen.to == w.end_s && seen.label == w.label) {
+            windows.push(Window { label: w.label.clone(), from: w.start_s, to: w.end_s });
+        }
+    }
+    windows
+}
+
+/// Grid point `point`'s fault windows: its own, or the scenario's.
+fn point_windows<'c>(
+    ctx: &'c Context,
+    point: &'c crate::blocks::PointInfo,
+) -> &'c [stampede_scenario::models::presentation::Window] {
+    match &point.windows {
+        Some(own) if !own.is_empty() => own,
+        _ => &ctx.presentation.windows,
+    }
 }
 
 /// Series a [`ModelSection::Part`] draws in its own section.
@@ -427,8 +447,9 @@ fn series_figure(ctx: &Context, series: &str) -> Option<(Figure, bool)> {
     let table = ctx.folder.timeseries.as_ref()?;
     let resolution = series_resolution(ctx.overlaid().count());
     let windows = fault_windows(ctx);
-    let last_fault_end = ctx.presentation.windows.iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
-    let first_fault = ctx.presentation.windows.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
+    // Per point: a faults axis gives each its own windows (recovery counts from its last).
+    let last_fault_end = |p| point_windows(ctx, p).iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
+    let first_fault = |p| point_windows(ctx, p).iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
     let mut lines = Vec::new();
     let mut rows = Vec::new();
     for point in ctx.overlaid() {
@@ -450,6 +471,7 @@ fn series_figure(ctx: &Context, series: &str) -> Option<(Figure, bool)> {
     if let Some(recovery) = recovery {
         let mut never = Vec::new();
         for (point, line) in ctx.overlaid().zip(&lines) {
+            let (first_fault, last_fault_end) = (first_fault(point), last_fault_end(point));
             let before: Vec<f64> =
                 line.points.iter().filter(|p| p.x >= recovery.warmup_s && p.x < first_fault).map(|p| p.y).collect();
             if !before.is_empty() && point.index == 0 {

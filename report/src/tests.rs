@@ -398,3 +398,42 @@ fn a_wide_graph_is_written_long_and_read_back_wide() {
     let culprit = rows.iter().find(|(e, s, why, _)| e == "s0.e" && s == "s1" && why == "caused").expect("caused");
     assert_eq!(culprit.3, caused.3, "{rows:?}");
 }
+
+/// Issue 71: the report and the table agree on recovery whatever the grid's shape — a
+/// faults axis (each point's own fault windows; the base has none), a case axis over
+/// fixed faults, and both. A point whose `recovered_ratio` is 1 has its marker, at its
+/// own last fault's end plus its mean recovery, and is never listed as "never recovered".
+#[test]
+fn report_and_table_agree_on_recovery_with_faults_and_cases_as_axes() {
+    let base = "name = \"axes\"\nmodel = \"graph\"\n[run]\nhorizon_s = 12.0\nwarmup_s = 1.0\nreplicas = 2\n\
+                [services.api]\nworkers = 8\n[services.api.endpoints.get]\nwork = { dist = \"exponential\", \
+                mean_s = 0.004 }\n[[workload]]\nentry = \"api.get\"\nrate_per_s = 200.0\n";
+    let fault = |start: f64| {
+        format!("{{ target = \"api\", kind = \"slowdown\", factor = 3.0, start_s = {start}, duration_s = 2.0 }}")
+    };
+    let faults_axis = format!("[grid]\nfaults = [[{}], [{}]]\n", fault(3.0), fault(6.0));
+    let fixed = format!("faults = [{}]\n", fault(3.0));
+    let cases = "[[grid.case]]\nlabel = \"small\"\nservices = { api = { workers = 8 } }\n\
+                 [[grid.case]]\nlabel = \"big\"\nservices = { api = { workers = 12 } }\n";
+    for (shape, text) in [
+        ("a faults axis", format!("{base}{faults_axis}")),
+        ("a case axis", format!("{fixed}{base}{cases}")),
+        ("both", format!("{base}{cases}{faults_axis}")),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let scenario = Scenario::resolve(text.parse().unwrap(), &Overrides::default()).unwrap();
+        let report = execute(&scenario, out.path(), 2, &|| {}).unwrap();
+        let folder = Folder::read(&report.output_dir).unwrap();
+        let ctx = context(&folder);
+        let section = sections::time_series(&ctx).unwrap();
+        let queue = figures(&section.blocks).into_iter().find(|f| f.title.starts_with("queue depth")).unwrap();
+        let recovered = folder.summary.numbers("recovered_ratio_mean").unwrap();
+        let recovery = folder.summary.numbers("recovery_s_mean").unwrap();
+        assert!(recovered.iter().all(|&r| r == 1.0), "{shape}: every point recovers: {recovered:?}");
+        assert!(!queue.note.contains("Never recovered"), "{shape}: {}", queue.note);
+        for point in &ctx.points {
+            let label = format!("{}: recovered {} s", point.label, chart::short(recovery[point.index as usize]));
+            assert!(queue.svg.contains(&label), "{shape}: marker for point {}: {label}", point.index);
+        }
+    }
+}
