@@ -70,6 +70,17 @@ impl Request {
                 return Err(Error::bad_input(format!("--range {}: given twice", d.path)));
             }
         }
+        // Refused before anything is timed or warned about (issue 71: a one-point
+        // scenario timed a replica and warned about its budget first).
+        if self.dimensions.is_empty() && self.shape(scenario).grid_points < 2 {
+            let why = match &self.across {
+                Some(across) => format!("every grid point differs only in --across {}", across.path),
+                None => "the scenario has one grid point and no --range".to_string(),
+            };
+            return Err(Error::bad_input(format!(
+                "optimize: nothing to choose from: {why}; give a grid (in the file or with --grid) or a --range"
+            )));
+        }
         if self.budget == Some(0) {
             return Err(Error::bad_input("--budget-replicas 0: must be at least 1"));
         }

@@ -537,3 +537,24 @@ fn across_faults_picks_the_policy_best_in_its_worst_fault() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--across retries: not a grid axis") && stderr(&bad).contains("faults"));
 }
+
+/// A scenario with nothing to choose from is refused before anything is timed or
+/// warned about (issue 71: it timed a replica and warned about its budget first); so
+/// is an --across axis that leaves one candidate.
+#[test]
+fn nothing_to_choose_from_is_refused_first() {
+    const SHOP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/fixtures/shop-slowdown.toml");
+    const ROBUST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/fixtures/robust-faults.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let output = optimize(dir.path(), &[SHOP, "--minimize", "edge.browse.failed_ratio"]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(text.contains("nothing to choose from"), "{text}");
+    assert!(!text.contains("warning") && !text.contains("one replica of the base took"), "{text}");
+    let output = optimize(
+        dir.path(),
+        &[ROBUST, "--minimize", "api.get.failed_ratio", "--across", "faults", "--case", "eager"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("every grid point differs only in --across faults"), "{}", stderr(&output));
+}
