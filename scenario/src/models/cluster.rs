@@ -795,3 +795,25 @@ const CLUSTER_SERIES: &[SeriesDef] = &[
     SeriesDef { name: "attempt_rps", kind: SeriesKind::Count },
     SeriesDef { name: "goodput_rps", kind: SeriesKind::Count },
 ];
+
+/// The breaker's defaults as the docs state them (issue 71: they were documented
+/// nowhere, and policies.md listed only the library's): the graph chapter's schema line
+/// and the policies chapter both give `BreakerSection::default()`'s values.
+#[cfg(test)]
+#[test]
+fn the_breaker_defaults_are_the_documented_ones() {
+    let d = BreakerSection::default();
+    let graph = include_str!("../../../docs/src/models/graph.md");
+    let policies = include_str!("../../../docs/src/policies.md");
+    for (field, value) in [
+        ("failure_rate_threshold", d.failure_rate_threshold),
+        ("minimum_calls", d.minimum_calls as f64),
+        ("window_s", d.window_s),
+        ("open_s", d.open_s),
+        ("half_open_probes", d.half_open_probes as f64),
+    ] {
+        let text = if value.fract() == 0.0 && field != "window_s" { format!("{value}") } else { format!("{value:?}") };
+        assert!(graph.contains(&format!("{field} ({text})")), "graph.md: {field} ({text})");
+        assert!(policies.contains(&format!("`{field}` {text}")), "policies.md: `{field}` {text}");
+    }
+}
