@@ -386,3 +386,17 @@ fn a_deep_call_chain_resolves_on_a_small_stack() {
         .expect("no stack overflow");
     assert!(resolved.unwrap() > depth, "resolved, with every service's columns");
 }
+
+/// `show` prints what a run uses: an autoscaler's provisioning, left out, is written
+/// out as its default (30 s constant) with the cpu metric (issue 71: show omitted it).
+#[test]
+fn the_resolved_scenario_writes_the_autoscalers_defaults_out() {
+    let source = "name = \"a\"\nmodel = \"graph\"\n[run]\nhorizon_s = 10.0\nreplicas = 1\n[services.api]\ninstances = 2\nworkers = 4\n\
+                  autoscale = { target = 0.5, max = 4 }\n[services.api.endpoints.get]\n\
+                  work = { dist = \"constant\", value_s = 0.001 }\n[[workload]]\nentry = \"api.get\"\nrate_per_s = 10.0\n";
+    let scenario = Scenario::resolve(source.parse().unwrap(), &Overrides::default()).unwrap();
+    let text = scenario.to_toml();
+    assert!(text.contains("[services.api.autoscale.provisioning]"), "{text}");
+    assert!(text.contains("dist = \"constant\"") && text.contains("value_s = 30.0"), "{text}");
+    assert!(text.contains("metric = \"cpu\""), "{text}");
+}

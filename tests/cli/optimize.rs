@@ -551,10 +551,8 @@ fn nothing_to_choose_from_is_refused_first() {
     let text = stderr(&output);
     assert!(text.contains("nothing to choose from"), "{text}");
     assert!(!text.contains("warning") && !text.contains("one replica of the base took"), "{text}");
-    let output = optimize(
-        dir.path(),
-        &[ROBUST, "--minimize", "api.get.failed_ratio", "--across", "faults", "--case", "eager"],
-    );
+    let output =
+        optimize(dir.path(), &[ROBUST, "--minimize", "api.get.failed_ratio", "--across", "faults", "--case", "eager"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("every grid point differs only in --across faults"), "{}", stderr(&output));
 }

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use stampede_engine::components::arrivals::{ArrivalProcess, RateProfile};
-use stampede_engine::components::distribution::{Distribution, Shape};
 use stampede_engine::components::zipf::Zipf;
 use stampede_engine::models::cluster::QueueDiscipline;
 use stampede_engine::models::graph::{
@@ -952,10 +951,7 @@ fn autoscale(path: &str, a: &AutoscaleSection, instances: u32) -> Result<Autosca
             a.cold_start_factor
         )));
     }
-    let provisioning = match &a.provisioning {
-        Some(spec) => spec.resolve(&format!("{path}.provisioning"))?,
-        None => Distribution::new(Shape::Constant { value_s: 30.0 }),
-    };
+    let provisioning = a.provisioning.resolve(&format!("{path}.provisioning"))?;
     Ok(Autoscale {
         config: AutoscaleConfig {
             target: a.target,

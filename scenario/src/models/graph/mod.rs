@@ -41,7 +41,7 @@ impl ModelSpec for Graph {
             }
         };
         for (name, service) in &config.services {
-            if let Some(provisioning) = service.autoscale.as_ref().and_then(|a| a.provisioning.as_ref()) {
+            if let Some(provisioning) = service.autoscale.as_ref().map(|a| &a.provisioning) {
                 add(format!("services.{name}.autoscale.provisioning"), provisioning);
             }
             for (ep, endpoint) in &service.endpoints {

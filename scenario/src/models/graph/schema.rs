@@ -128,15 +128,20 @@ pub struct AutoscaleSection {
     /// A scale-up waits until every recommendation this long was as high (0).
     #[serde(default)]
     pub scale_up_stabilization_s: f64,
-    /// From the decision to a new instance's first request (default: 30 s constant).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provisioning: Option<DistributionSpec>,
+    /// From the decision to a new instance's first request (default: 30 s constant,
+    /// written out so `show` prints it).
+    #[serde(default = "provisioning")]
+    pub provisioning: DistributionSpec,
     /// A new instance serves slower for this long, seconds (0: no cold start).
     #[serde(default)]
     pub cold_start_s: f64,
     /// Its work takes this many times longer at first, falling linearly to 1 (2).
     #[serde(default = "cold_start_factor")]
     pub cold_start_factor: f64,
+}
+
+fn provisioning() -> DistributionSpec {
+    DistributionSpec { dist: "constant".into(), value_s: Some(30.0), ..DistributionSpec::default() }
 }
 
 fn cpu() -> ScaleMetricName {
