@@ -1,6 +1,6 @@
 //! `stampede fit`: distributions fitted to measured latencies, and the page of CDFs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use stampede_scenario::{Error, Result};
@@ -30,7 +30,7 @@ pub(super) struct FitArgs {
     /// Print the result as one JSON document.
     #[arg(long)]
     pub(super) json: bool,
-    /// Where the page of CDFs goes (default: out/fit-<file stem>.html).
+    /// Write the page of CDFs here (none unless asked).
     #[arg(long, value_name = "FILE")]
     pub(super) out: Option<PathBuf>,
     /// Replace the page even if the file there is not one stampede wrote.
@@ -82,20 +82,22 @@ pub(super) fn fit(args: FitArgs) -> Result<()> {
     if spec.dist != "prometheus" && (args.tail.is_some() || !args.labels.is_empty()) {
         return Err(Error::bad_input("--tail and --label are for a Prometheus histogram: give --metric too"));
     }
-    let stem =
-        Path::new(&args.file).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "data".into());
-    let page = args.out.clone().unwrap_or_else(|| PathBuf::from("out").join(format!("fit-{stem}.html")));
-    output_file::check(&page, "--out", args.force)?;
+    // The page is written only when asked (issue 71: it appeared in out/ unasked).
+    if let Some(page) = &args.out {
+        output_file::check(page, "--out", args.force)?;
+    }
     let (table, count) = spec.data("fit")?;
     let report = stampede_scenario::inputs::fit::fit(&table, count);
     let source = spec.inline_toml();
-    output_file::write(&page, "--out", stampede_report::fit_page::render(&source, &report).as_bytes(), args.force)?;
-    let page_text = page.display().to_string();
+    if let Some(page) = &args.out {
+        output_file::write(page, "--out", stampede_report::fit_page::render(&source, &report).as_bytes(), args.force)?;
+    }
+    let page_text = args.out.as_ref().map(|page| page.display().to_string());
     if args.json {
-        let json = report.to_json(&args.file, &source, &page_text);
+        let json = report.to_json(&args.file, &source, page_text.as_deref());
         super::print_json(&json);
     } else {
-        print!("{}", report.render(&args.file, &source, &page_text));
+        print!("{}", report.render(&args.file, &source, page_text.as_deref()));
     }
     Ok(())
 }

@@ -549,3 +549,22 @@ fn a_trace_with_keys_routes_each_request_by_its_recorded_key() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("the mg1 model's requests have no keys"), "{}", stderr(&output));
 }
+
+/// `stampede fit` writes nothing it was not asked to (issue 71: out/fit-*.html appeared
+/// unasked): without --out the folder it runs in stays empty, the JSON's page is null
+/// and the text says how to get one.
+#[test]
+fn fit_writes_no_page_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let hlog = concat!(env!("CARGO_MANIFEST_DIR"), "/scenario/fixtures/checkout-latency.hlog");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_stampede")).args(args).current_dir(dir.path()).output().unwrap()
+    };
+    let output = run(&["fit", hlog, "--unit", "us", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert!(json["page"].is_null(), "{json}");
+    let output = run(&["fit", hlog, "--unit", "us"]);
+    assert!(stdout(&output).contains("--out FILE.html writes"), "{}", stdout(&output));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+}

@@ -86,7 +86,7 @@ pub struct FitReport {
 
 impl FitReport {
     /// `stampede fit --json`: the data, every candidate, the best and the data's value.
-    pub fn to_json(&self, file: &str, data_toml: &str, page: &str) -> serde_json::Value {
+    pub fn to_json(&self, file: &str, data_toml: &str, page: Option<&str>) -> serde_json::Value {
         let candidates: Vec<serde_json::Value> = self
             .candidates
             .iter()
@@ -113,7 +113,7 @@ impl FitReport {
 
     /// `stampede fit`'s text: the data, a table of candidates, the values to paste and
     /// the field each model reads them from.
-    pub fn render(&self, file: &str, data_toml: &str, page: &str) -> String {
+    pub fn render(&self, file: &str, data_toml: &str, page: Option<&str>) -> String {
         use std::fmt::Write as _;
         let q = self.quantiles;
         let mut out = format!("stampede fit {file}: {} observations\n", self.count);
@@ -140,7 +140,10 @@ impl FitReport {
         for (model, field) in DISTRIBUTION_FIELDS {
             let _ = writeln!(out, "  {model:<11} {field}");
         }
-        let _ = writeln!(out, "page: {page}");
+        match page {
+            Some(page) => drop(writeln!(out, "page: {page}")),
+            None => drop(writeln!(out, "page: none written (--out FILE.html writes the CDFs' page)")),
+        }
         out
     }
 }
