@@ -162,10 +162,18 @@ fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<(
     set_in_table(table, &parts, path, 0, value)
 }
 
+/// Keys of one table that say one thing different ways: setting one removes the others.
+const ALTERNATIVES: &[&[&str]] = &[&["after_s", "after"]];
+
 /// Sets `parts[depth..]` inside `table`, the value at `parts[..depth]`.
 fn set_in_table(table: &mut toml::Table, parts: &[&str], path: &str, depth: usize, value: toml::Value) -> Result<()> {
     let part = parts[depth];
     if depth + 1 == parts.len() {
+        // A key said another way replaces the other way (a hedge's `after_s` over its
+        // `after = "p95"`: merged, both were there and the scenario was refused).
+        for group in ALTERNATIVES.iter().filter(|group| group.contains(&part)) {
+            group.iter().filter(|&&other| other != part).for_each(|&other| drop(table.remove(other)));
+        }
         table.insert(part.to_string(), value);
         return Ok(());
     }
@@ -252,6 +260,19 @@ fn is_load_profile(parts: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hedge's fixed delay set over its running quantile replaces it (issue 71:
+    /// `--set …hedge={after_s=0.4}` over `after = "p95"` kept both and was refused).
+    #[test]
+    fn a_key_said_another_way_replaces_the_other() {
+        let mut doc = table("[edges.\"api->db\".hedge]\nafter = \"p95\"\nmax = 2\n");
+        merge_path(&mut doc, "edges.api->db.hedge", toml::Value::Table(table("after_s = 0.4"))).unwrap();
+        let hedge = &doc["edges"]["api->db"]["hedge"];
+        assert_eq!(hedge.get("after"), None, "{hedge}");
+        assert_eq!((hedge["after_s"].as_float(), hedge["max"].as_integer()), (Some(0.4), Some(2)));
+        merge_path(&mut doc, "edges.api->db.hedge.after", toml::Value::String("p99".into())).unwrap();
+        assert_eq!(doc["edges"]["api->db"]["hedge"].get("after_s"), None);
+    }
 
     /// An edge written as the scenario file quotes it is the edge (issue 71: `--set
     /// 'edges."api->db".timeout_s=…'` was "expected a dotted field path").
