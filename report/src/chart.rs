@@ -571,8 +571,15 @@ impl BarPlot {
         let drawn = self.draw(&mut svg);
         let note = match self.category_labels() {
             CategoryLabels::Keyed(keys) => {
-                let named: Vec<String> =
-                    keys.iter().zip(&self.categories).map(|(key, name)| format!("{key}: {name}")).collect();
+                // A name that starts with its key says it once ("#0 today", not "#0: #0 today").
+                let named: Vec<String> = keys
+                    .iter()
+                    .zip(&self.categories)
+                    .map(|(key, name)| match name.strip_prefix(key.as_str()) {
+                        Some(rest) if rest.is_empty() || rest.starts_with(' ') => name.clone(),
+                        _ => format!("{key}: {name}"),
+                    })
+                    .collect();
                 format!("{note} Bars: {}.", named.join(" · "))
             }
             CategoryLabels::Wrapped(_) => note,
@@ -937,6 +944,11 @@ mod tests {
         let figure = long.render("bars", String::new(), "Note.".into());
         assert!(figure.note.ends_with("Bars: #0: rate-limited, 429 excluded 0 · #1: rate-limited, 429 excluded 1 · #2: rate-limited, 429 excluded 2 · #3: rate-limited, 429 excluded 3 · #4: rate-limited, 429 excluded 4 · #5: rate-limited, 429 excluded 5 · #6: rate-limited, 429 excluded 6."), "{}", figure.note);
         assert!(!figure.svg.contains('…'), "nothing is cut");
+        // A name that starts with its key says it once (issue 71: "#0: #0 today").
+        let keyed = bars((0..7).map(|i| format!("#{i} today under the payments slowdown, {i}")).collect());
+        let figure = keyed.render("bars", String::new(), "Note.".into());
+        assert!(figure.note.contains("Bars: #0 today under the payments slowdown, 0 · #1 today"), "{}", figure.note);
+        assert!(!figure.note.contains("#0: #0"), "{}", figure.note);
     }
 
     /// A log axis labels 1, 2 and 5 times powers of ten, nothing between.

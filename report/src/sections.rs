@@ -1358,7 +1358,7 @@ fn outcome_figures(ctx: &Context, groups: &[(String, Vec<Segment>)]) -> Vec<Figu
         figures.push(plot.render(
             "outcomes",
             csv(&["grid_point", "stage", "reason", "calls_mean"], rows),
-            "Stacked means per replica: served at the bottom, then each reason a call stopped for.".into(),
+            "Stacked means per replica, one segment per cause (requests answered in full are not drawn).".into(),
         ));
     }
     figures

@@ -53,16 +53,44 @@ pub fn point_heading(index: u32, params: &[(String, toml::Value)]) -> (String, O
         }
     };
     if tables {
-        // The case's label first, whole; then the other values.
+        // The case's label first, whole; then the gist of each other value that has one
+        // (a faults axis: `db errors`), so two points that differ only there can be told
+        // apart; the legend spells every value out.
         let case = params.iter().find(|(p, _)| p == "case").and_then(|(_, v)| v.as_str());
-        let rest = params.iter().filter(|(p, _)| p != "case");
-        let legend = rest.map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ");
+        let rest: Vec<&(String, toml::Value)> = params.iter().filter(|(p, _)| p != "case").collect();
+        let legend = rest.iter().map(|(p, v)| format!("{p} = {}", describe(v))).collect::<Vec<_>>().join(", ");
+        let gists: String = rest.iter().filter_map(|(_, v)| gist(v)).map(|g| format!(" · {g}")).collect();
         return match case {
-            Some(label) => (format!("#{index} {label}"), Some(format!("#{index} {label}: {legend}"))),
-            None => (format!("#{index}"), Some(format!("#{index}: {legend}"))),
+            Some(label) => (format!("#{index} {label}{gists}"), Some(format!("#{index} {label}: {legend}"))),
+            None => (format!("#{index}{gists}"), Some(format!("#{index}: {legend}"))),
         };
     }
     (params.iter().map(shown).collect::<Vec<_>>().join(" "), None)
+}
+
+/// A table-valued axis value in a few words, where it has a natural one: a list of
+/// faults (or incidents) as their targets and kinds (`db errors + api crash`), a table
+/// with a `label` as the label.
+fn gist(value: &toml::Value) -> Option<String> {
+    let of_table = |t: &toml::Table| -> Option<String> {
+        if let Some(label) = t.get("label").and_then(toml::Value::as_str) {
+            return Some(label.to_string());
+        }
+        let kind = t.get("kind").and_then(toml::Value::as_str)?;
+        Some(match t.get("target").and_then(toml::Value::as_str) {
+            Some(target) => format!("{target} {kind}"),
+            None => kind.to_string(),
+        })
+    };
+    match value {
+        toml::Value::Table(t) => of_table(t),
+        toml::Value::Array(items) if items.is_empty() => Some("none".into()),
+        toml::Value::Array(items) => {
+            let parts: Option<Vec<String>> = items.iter().map(|i| i.as_table().and_then(of_table)).collect();
+            parts.map(|p| p.join(" + "))
+        }
+        _ => None,
+    }
 }
 
 fn fit(text: &str, width: usize) -> String {
@@ -393,4 +421,20 @@ mod tests {
         // Short distinct headings stay as they are.
         assert!(render(&report(3), &options).lines().nth(2).unwrap().contains("servers=3"));
     }
+}
+
+/// A grid point's heading tells points apart that differ only in a table-valued axis
+/// (issue 71: bars showed the case but not the fault).
+#[cfg(test)]
+#[test]
+fn a_faults_axis_shows_in_the_heading() {
+    let faults: toml::Value = toml::from_str::<toml::Table>(
+        "v = [{ target = \"db\", kind = \"errors\", rate = 0.3 }, { target = \"api\", kind = \"crash\" }]",
+    )
+    .unwrap()["v"]
+        .clone();
+    let params = vec![("faults".to_string(), faults), ("case".to_string(), toml::Value::String("today".into()))];
+    let (label, legend) = point_heading(2, &params);
+    assert_eq!(label, "#2 today · db errors + api crash");
+    assert!(legend.unwrap().starts_with("#2 today: faults = ["), "the case first, then the values");
 }
