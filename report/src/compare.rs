@@ -458,16 +458,36 @@ fn signed(x: f64) -> String {
     }
 }
 
+/// See [`Row::heading`].
+fn numbered(point: u32, label: &str) -> String {
+    let number = format!("#{point}");
+    // A label that is the number, or starts with it (`#0 b-nearest · db errors`), says it once.
+    let starts_with_number =
+        label.strip_prefix(number.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(' '));
+    if label.is_empty() {
+        number
+    } else if starts_with_number {
+        label.to_string()
+    } else {
+        format!("{number} {label}")
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn a_row_says_its_number_once() {
+    assert_eq!(numbered(3, "naive"), "#3 naive");
+    assert_eq!(numbered(0, "#0"), "#0");
+    assert_eq!(numbered(0, "#0 b-nearest · db errors"), "#0 b-nearest · db errors", "issue 71: not #0 #0 b-nearest");
+    assert_eq!(numbered(1, "#10 x"), "#1 #10 x", "another number is part of the label");
+}
+
 impl Row {
     /// "#3 naive" — the point's number and its label, the number once when the label
-    /// is only the number (`#0`, not `#0 #0`).
+    /// is only the number or starts with it (`#0`, not `#0 #0`; `#0 b-nearest · db
+    /// errors`, not `#0 #0 b-nearest…`).
     fn heading(&self) -> String {
-        let number = format!("#{}", self.point);
-        if self.label == number || self.label.is_empty() {
-            number
-        } else {
-            format!("{number} {}", self.label)
-        }
+        numbered(self.point, &self.label)
     }
 
     /// Tested: not a metric of the run itself, and enough defined values on each side.
