@@ -990,13 +990,27 @@ fn stage_colour(stage: &str, stages: &[String], shade: usize) -> RGBColor {
     RGBColor(lift(base.0), lift(base.1), lift(base.2))
 }
 
-/// Colours for the `shown` segments: one hue per stage (served first), lighter per
-/// reason, assigned over `all` segments so a reason has one colour in every chart.
+/// Colours for the `shown` segments, assigned over `all` segments so a segment has one
+/// colour in every chart: one hue per stage (served first), lighter per reason — or,
+/// where the reasons outnumber the stages (causes by service: `timeout` at four
+/// services), one hue per reason and lighter per stage, so four services are four
+/// colours, not four tints of one (issue 71).
 fn segment_colours(all: &[&Segment], shown: &[&Segment]) -> Vec<RGBColor> {
-    let mut stages: Vec<String> = vec!["served".into()];
+    let distinct = |key: fn(&Segment) -> &str| {
+        let mut seen: Vec<&str> = Vec::new();
+        for s in all {
+            if !seen.contains(&key(s)) {
+                seen.push(key(s));
+            }
+        }
+        seen.len()
+    };
+    let by_label = distinct(|s| s.label.as_str()) > distinct(|s| s.stage.as_str());
+    let hue_of = |s: &Segment| if by_label { s.label.clone() } else { s.stage.clone() };
+    let mut hues: Vec<String> = vec!["served".into()];
     for s in all {
-        if !stages.contains(&s.stage) {
-            stages.push(s.stage.clone());
+        if !hues.contains(&hue_of(s)) {
+            hues.push(hue_of(s));
         }
     }
     let mut seen: Vec<(String, usize)> = Vec::new();
@@ -1005,17 +1019,18 @@ fn segment_colours(all: &[&Segment], shown: &[&Segment]) -> Vec<RGBColor> {
         if colours.iter().any(|(c, _)| c.stage == s.stage && c.label == s.label) {
             continue;
         }
-        let shade = match seen.iter_mut().find(|(stage, _)| *stage == s.stage) {
+        let hue = hue_of(s);
+        let shade = match seen.iter_mut().find(|(h, _)| *h == hue) {
             Some((_, n)) => {
                 *n += 1;
                 *n
             }
             None => {
-                seen.push((s.stage.clone(), 0));
+                seen.push((hue.clone(), 0));
                 0
             }
         };
-        colours.push((s, stage_colour(&s.stage, &stages, shade)));
+        colours.push((s, stage_colour(&hue, &hues, shade)));
     }
     shown
         .iter()
@@ -1026,6 +1041,35 @@ fn segment_colours(all: &[&Segment], shown: &[&Segment]) -> Vec<RGBColor> {
                 .map_or(RGBColor(0x80, 0x80, 0x80), |(_, colour)| *colour)
         })
         .collect()
+}
+
+#[cfg(test)]
+#[test]
+fn causes_at_several_services_are_different_hues() {
+    let segment =
+        |stage: &str, label: &str| Segment { metric: String::new(), label: label.into(), stage: stage.into() };
+    let causes: Vec<Segment> =
+        ["edge", "checkout", "payments", "inventory"].iter().map(|s| segment("timeout", s)).collect();
+    let all: Vec<&Segment> = causes.iter().collect();
+    let colours = segment_colours(&all, &all);
+    // The HSV hue, in degrees: a tint (lifted toward white) keeps its colour's hue.
+    let hue = |c: &RGBColor| {
+        let (r, g, b) = (c.0 as f64, c.1 as f64, c.2 as f64);
+        let (max, min) = (r.max(g).max(b), r.min(g).min(b));
+        let d = (max - min).max(1e-9);
+        let h = if max == r { (g - b) / d } else if max == g { 2.0 + (b - r) / d } else { 4.0 + (r - g) / d };
+        (h * 60.0).rem_euclid(360.0)
+    };
+    for (i, a) in colours.iter().enumerate() {
+        for b in &colours[i + 1..] {
+            assert!((hue(a) - hue(b)).abs() > 10.0, "four services, four hues: {colours:?}");
+        }
+    }
+    // Stages that outnumber reasons keep one hue per stage (a funnel's).
+    let funnel = [segment("refused", "refused"), segment("failed", "failed"), segment("timeout", "timeout")];
+    let all: Vec<&Segment> = funnel.iter().collect();
+    let colours = segment_colours(&all, &all);
+    assert_eq!(colours.len(), 3);
 }
 
 /// A segment's legend entry: `stage: reason`, or the stage alone when they agree.
