@@ -103,6 +103,7 @@ pub struct Answer {
     pub doubtful: Vec<String>,
     pub spent: u64,
     pub budget: u64,
+    /// Candidates that ran (got at least one replica).
     pub candidates: usize,
     pub rounds: usize,
     /// What the full grid of the candidates at the chosen one's replicas would cost.
@@ -162,7 +163,9 @@ impl Answer {
             doubtful: outcome.answer.doubtful.iter().map(|&c| show(c).label()).collect(),
             spent: outcome.spent,
             budget,
-            candidates: outcome.points.len(),
+            // Those that ran: a candidate made for a round the budget could not pay
+            // for is not one the replicas went to (issue 71: "20 candidates" where 16 ran).
+            candidates: (0..outcome.points.len()).filter(|&c| race.replicas(c) > 0).count(),
             rounds: outcome.rounds.len(),
             full_grid,
         }

@@ -1057,7 +1057,13 @@ fn causes_at_several_services_are_different_hues() {
         let (r, g, b) = (c.0 as f64, c.1 as f64, c.2 as f64);
         let (max, min) = (r.max(g).max(b), r.min(g).min(b));
         let d = (max - min).max(1e-9);
-        let h = if max == r { (g - b) / d } else if max == g { 2.0 + (b - r) / d } else { 4.0 + (r - g) / d };
+        let h = if max == r {
+            (g - b) / d
+        } else if max == g {
+            2.0 + (b - r) / d
+        } else {
+            4.0 + (r - g) / d
+        };
         (h * 60.0).rem_euclid(360.0)
     };
     for (i, a) in colours.iter().enumerate() {
