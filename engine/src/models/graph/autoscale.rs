@@ -19,17 +19,20 @@ impl Graph<'_> {
     /// Service `s`'s autoscaler decides; the next decision is one period on.
     pub(super) fn autoscale_sync(&mut self, now: Nanos, s: usize, scheduler: &mut Scheduler<Event>) {
         self.advance(s, now);
+        self.close_blocked(s, now);
         let params = self.p.services[s].autoscale.as_ref().expect("an autoscaled service");
         let (metric, workers) = (params.metric, self.p.services[s].workers);
         let state = &mut self.services[s];
         let scaler = state.scaler.as_mut().expect("an autoscaled service");
         scheduler.after(scaler.autoscaler.config().sync_period, Event::AutoscaleSync { service: s as u32 });
         let elapsed = (now - scaler.last_sync).max(1) as f64;
-        let (busy, present, queued, working) = scaler.totals;
-        let (busy_then, present_then, queued_then, working_then) = scaler.totals_then;
+        scaler.totals.3 = state.blocked_total;
+        let (busy, present, queued, blocked) = scaler.totals;
+        let (busy_then, present_then, queued_then, blocked_then) = scaler.totals_then;
+        let working = (busy - busy_then).saturating_sub(blocked - blocked_then);
         // Summed over the instances; the autoscaler divides by those ready.
         let usage = match metric {
-            ScaleMetric::Cpu => (working - working_then) as f64 / (elapsed * workers as f64),
+            ScaleMetric::Cpu => working as f64 / (elapsed * workers as f64),
             ScaleMetric::Utilisation => (busy - busy_then) as f64 / (elapsed * workers as f64),
             ScaleMetric::InFlight => (present - present_then) as f64 / elapsed,
             ScaleMetric::QueueDepth => (queued - queued_then) as f64 / elapsed,

@@ -166,12 +166,12 @@ impl Graph<'_> {
     /// `awaiting`/`blocked` flags (it holds the job already); a job its instance's crash
     /// stranded is not counted any more (the crash reset the counts) and must not stop.
     /// A blocked job's worker stops (or starts) working at `now`: the integral of
-    /// workers working (`S.cpu_utilisation`) is closed first.
+    /// workers blocked (`S.cpu_utilisation` is busy minus it) is closed first.
     #[inline]
     pub(super) fn count_awaiting(&mut self, now: Nanos, i: usize, blocked: bool, starts: bool) {
         let s = self.instances[i].service as usize;
         if blocked {
-            self.advance(s, now);
+            self.close_blocked(s, now);
         }
         let (instance, service) = (&mut self.instances[i], &mut self.services[s]);
         if starts {
@@ -185,6 +185,20 @@ impl Graph<'_> {
             instance.blocked -= blocked as u32;
             service.blocked -= blocked as u64;
         }
+    }
+
+    /// Closes service `s`'s integral of workers blocked on calls up to `now` (before the
+    /// level changes, before it is read): since the start, and after warm-up.
+    #[inline]
+    pub(super) fn close_blocked(&mut self, s: usize, now: Nanos) {
+        let warmup = self.p.warmup;
+        let service = &mut self.services[s];
+        let (since, blocked) = (service.blocked_since, service.blocked as u128);
+        if now > since && blocked > 0 {
+            service.blocked_total += blocked * (now - since) as u128;
+            service.blocked_window += blocked * now.saturating_sub(since.max(warmup)) as u128;
+        }
+        service.blocked_since = now;
     }
 
     /// Recounts service `s`'s instances with an active fault of their own (down,

@@ -96,7 +96,7 @@ pub(super) struct ScalerState {
     pub autoscaler: crate::policy::autoscale::Autoscaler,
     /// Instances provisioning (decided, not ready).
     pub provisioning: u32,
-    /// The levels' integrals since the start (busy, present, queued, working) × ns,
+    /// The levels' integrals since the start (busy, present, queued, blocked) × ns,
     /// and their values at the last decision.
     pub totals: (u128, u128, u128, u128),
     pub totals_then: (u128, u128, u128, u128),
@@ -130,8 +130,12 @@ pub(super) struct ServiceState {
     pub busy_window: u128,
     pub queued_window: u128,
     pub present_window: u128,
-    /// Σ workers doing work (busy, not blocked on calls) × ns after warm-up.
-    pub working_window: u128,
+    /// Σ workers blocked on calls × ns: since the start, and after warm-up; closed up
+    /// to `blocked_since` (its own, light integral: the level changes per group of
+    /// calls, and the series' per-bucket walk is not needed for it).
+    pub blocked_total: u128,
+    pub blocked_window: u128,
+    pub blocked_since: Nanos,
     /// Local indices of the instances serving, ascending (`None`: all, not autoscaled).
     pub serving: Option<Vec<u32>>,
     pub scaler: Option<ScalerState>,
@@ -294,7 +298,9 @@ impl<'h> Graph<'h> {
                 busy_window: 0,
                 queued_window: 0,
                 present_window: 0,
-                working_window: 0,
+                blocked_total: 0,
+                blocked_window: 0,
+                blocked_since: 0,
                 serving: service.autoscale.as_ref().map(|a| {
                     let mut serving = Vec::with_capacity(service.instances as usize);
                     serving.extend(0..a.initial);
@@ -612,17 +618,15 @@ impl<'h> Graph<'h> {
     fn integrate(&mut self, s: usize, now: Nanos) {
         let state = &mut self.services[s];
         let (busy, queued, present) = (state.busy as u128, state.queued as u128, state.present as u128);
-        let working = (state.busy - state.blocked) as u128;
         if let Some(scaler) = state.scaler.as_mut() {
             // What the autoscaler averages over its sync period.
             let elapsed = (now - state.last_change) as u128;
             scaler.totals.0 += busy * elapsed;
             scaler.totals.1 += present * elapsed;
             scaler.totals.2 += queued * elapsed;
-            scaler.totals.3 += working * elapsed;
         }
         let (queued_series, busy_series) = (&mut self.series.queued_area[s], &mut self.series.busy_area[s]);
-        let (mut busy_window, mut queued_window, mut present_window, mut working_window) = (0u128, 0u128, 0u128, 0u128);
+        let (mut busy_window, mut queued_window, mut present_window) = (0u128, 0u128, 0u128);
         state.cursor.for_each_span(
             state.last_change,
             now,
@@ -637,14 +641,12 @@ impl<'h> Graph<'h> {
                     busy_window += busy * dwell;
                     queued_window += queued * dwell;
                     present_window += present * dwell;
-                    working_window += working * dwell;
                 }
             },
         );
         state.busy_window += busy_window;
         state.queued_window += queued_window;
         state.present_window += present_window;
-        state.working_window += working_window;
         state.last_change = now;
     }
 
@@ -746,6 +748,7 @@ impl<'h> Graph<'h> {
     fn crash(&mut self, now: Nanos, i: usize, scheduler: &mut Scheduler<Event>) {
         let s = self.instances[i].service as usize;
         self.advance(s, now);
+        self.close_blocked(s, now);
         let instance = &mut self.instances[i];
         let service = &mut self.services[s];
         service.busy -= instance.busy as u64;
@@ -795,13 +798,15 @@ impl<'h> Graph<'h> {
         let window_s = window_ns / NANOS_PER_SEC as f64;
         for s in 0..self.services.len() {
             self.advance(s, now);
+            self.close_blocked(s, now);
             let params = &self.p.services[s];
             let state = &mut self.services[s];
             let capacity = (params.instances * params.workers) as f64;
             match state.scaler.as_mut() {
                 None => {
                     state.results.utilisation = state.busy_window as f64 / (window_ns * capacity);
-                    state.results.cpu_utilisation = state.working_window as f64 / (window_ns * capacity);
+                    let working = state.busy_window.saturating_sub(state.blocked_window);
+                    state.results.cpu_utilisation = working as f64 / (window_ns * capacity);
                     state.results.instances_mean = params.instances as f64;
                 }
                 Some(scaler) => {
@@ -809,7 +814,8 @@ impl<'h> Graph<'h> {
                     scaler.serving.advance(now);
                     let serving = scaler.serving.window as f64 * params.workers as f64;
                     state.results.utilisation = state.busy_window as f64 / serving;
-                    state.results.cpu_utilisation = state.working_window as f64 / serving;
+                    let working = state.busy_window.saturating_sub(state.blocked_window);
+                    state.results.cpu_utilisation = working as f64 / serving;
                     state.results.instances_mean = scaler.serving.window as f64 / window_ns;
                     self.series.instances_area[s] = std::mem::take(&mut scaler.serving.area);
                     scaler.desired.advance(now);
