@@ -392,7 +392,7 @@ pub fn execute(
         }
     };
     // With --across, candidate c is grid points c·K .. c·K + K of the folder.
-    let per = request.across.as_ref().map_or(1, Across::values);
+    let per = request.replicas_per_candidate_replica() as u32;
     let written = match &request.across {
         Some(across) => expand(across, &outcome.points),
         None => outcome.points.clone(),

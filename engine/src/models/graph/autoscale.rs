@@ -26,10 +26,9 @@ impl Graph<'_> {
         let scaler = state.scaler.as_mut().expect("an autoscaled service");
         scheduler.after(scaler.autoscaler.config().sync_period, Event::AutoscaleSync { service: s as u32 });
         let elapsed = (now - scaler.last_sync).max(1) as f64;
-        scaler.totals.3 = state.blocked_total;
-        let (busy, present, queued, blocked) = scaler.totals;
-        let (busy_then, present_then, queued_then, blocked_then) = scaler.totals_then;
-        let working = (busy - busy_then).saturating_sub(blocked - blocked_then);
+        let (busy, present, queued) = scaler.totals;
+        let (busy_then, present_then, queued_then) = scaler.totals_then;
+        let working = (busy - busy_then).saturating_sub(state.blocked_total - scaler.blocked_then);
         // Summed over the instances; the autoscaler divides by those ready.
         let usage = match metric {
             ScaleMetric::Cpu => working as f64 / (elapsed * workers as f64),
@@ -40,7 +39,8 @@ impl Graph<'_> {
                 (scaler.arrivals - scaler.arrivals_then) as f64 / (elapsed / crate::kernel::time::NANOS_PER_SEC as f64)
             }
         };
-        (scaler.totals_then, scaler.arrivals_then, scaler.last_sync) = (scaler.totals, scaler.arrivals, now);
+        (scaler.totals_then, scaler.blocked_then) = (scaler.totals, state.blocked_total);
+        (scaler.arrivals_then, scaler.last_sync) = (scaler.arrivals, now);
         let ready = state.serving.as_ref().expect("autoscaled").len() as u32;
         let current = ready + scaler.provisioning;
         let desired = scaler.autoscaler.desired(now, current, ready, usage);

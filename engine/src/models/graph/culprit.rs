@@ -34,7 +34,7 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 
 use super::model::Graph;
-use super::params::{Cause, Refusal};
+use super::params::{Cause, Failure, Refusal};
 use super::state::{Call, JobState, Lag};
 
 /// Hops the walk takes at most: a cycle of services waiting on each other ends there.
@@ -68,7 +68,7 @@ impl Graph<'_> {
     }
 
     /// `cause` with its culprit: `failure` at `service`, caused by the walk from it.
-    pub(super) fn caused(&self, service: u32, failure: super::params::Failure) -> Cause {
+    pub(super) fn caused(&self, service: u32, failure: Failure) -> Cause {
         Cause { service, failure, culprit: self.service_culprit(service as usize) }
     }
 
@@ -82,19 +82,23 @@ impl Graph<'_> {
         }
     }
 
+    /// Whether service `s`'s `resource` is mostly held waiting on calls and it has no
+    /// fault of its own: the walk goes on past it.
+    #[inline]
+    fn passes_blame(&self, s: usize, resource: Resource) -> bool {
+        let service = &self.services[s];
+        debug_assert!(service.blocked <= service.busy && service.awaiting <= service.present);
+        service.faulted == 0
+            && match resource {
+                Resource::Workers => service.blocked * 2 > service.busy,
+                Resource::InFlight => service.awaiting * 2 > service.present,
+            }
+    }
+
     /// The walk from service `s`, whose `resource` ran out.
     fn walk(&self, mut s: usize, mut resource: Resource) -> u32 {
         for _ in 0..MAX_HOPS {
-            let service = &self.services[s];
-            debug_assert!(service.blocked <= service.busy && service.awaiting <= service.present);
-            if service.faulted > 0 {
-                return s as u32;
-            }
-            let downstream = match resource {
-                Resource::Workers => service.blocked * 2 > service.busy,
-                Resource::InFlight => service.awaiting * 2 > service.present,
-            };
-            if !downstream {
+            if !self.passes_blame(s, resource) {
                 return s as u32;
             }
             let Some(e) = self.busiest_out_edge(s) else { return s as u32 };
@@ -221,13 +225,8 @@ impl Graph<'_> {
         if wait == 0 {
             return;
         }
-        let service = &self.services[s];
-        // The common case, decided here: workers busy with their own work.
-        let culprit = if service.faulted == 0 && service.blocked * 2 <= service.busy {
-            s as u32
-        } else {
-            self.walk(s, Resource::Workers)
-        };
+        // The common case decided here: workers busy with their own work.
+        let culprit = if self.passes_blame(s, Resource::Workers) { self.walk(s, Resource::Workers) } else { s as u32 };
         let j = self.jobs.get_mut(job).expect("live job");
         if culprit as usize == s {
             j.own_ns += wait;

@@ -96,10 +96,11 @@ pub(super) struct ScalerState {
     pub autoscaler: crate::policy::autoscale::Autoscaler,
     /// Instances provisioning (decided, not ready).
     pub provisioning: u32,
-    /// The levels' integrals since the start (busy, present, queued, blocked) × ns,
-    /// and their values at the last decision.
-    pub totals: (u128, u128, u128, u128),
-    pub totals_then: (u128, u128, u128, u128),
+    /// The levels' integrals since the start (busy, present, queued) × ns, and their
+    /// values at the last decision; and the service's `blocked_total` then.
+    pub totals: (u128, u128, u128),
+    pub totals_then: (u128, u128, u128),
+    pub blocked_then: u128,
     /// Attempts that arrived, and their count at the last decision.
     pub arrivals: u64,
     pub arrivals_then: u64,
@@ -309,8 +310,9 @@ impl<'h> Graph<'h> {
                 scaler: service.autoscale.as_ref().map(|a| ScalerState {
                     autoscaler: crate::policy::autoscale::Autoscaler::new(a.config),
                     provisioning: 0,
-                    totals: (0, 0, 0, 0),
-                    totals_then: (0, 0, 0, 0),
+                    totals: (0, 0, 0),
+                    totals_then: (0, 0, 0),
+                    blocked_then: 0,
                     arrivals: 0,
                     arrivals_then: 0,
                     desired: {

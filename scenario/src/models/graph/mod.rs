@@ -139,11 +139,10 @@ impl ModelSpec for Graph {
     fn attribution(config: &GraphConfig) -> Vec<crate::models::metrics::Attribution> {
         let t = topology(config);
         let table = metric_table(config);
-        let mut culprits = table.culprit_metrics(t.entries.len());
         table
             .cause_metrics(t.entries.len())
             .into_iter()
-            .zip(culprits.iter_mut().map(std::mem::take))
+            .zip(table.culprit_metrics(t.entries.len()))
             .map(|(mut causes, culprits)| {
                 causes.extend(culprits);
                 causes
