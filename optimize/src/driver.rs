@@ -129,7 +129,17 @@ impl<'a> Candidates<'a> {
             .map(|text| (text.clone(), "the search's metric expressions".to_string()))
             .collect();
         let resolved = resolved.with_metrics(&expressions)?;
-        debug_assert_eq!(resolved.schema.metric_names(), self.base.schema.metric_names(), "the base's columns");
+        // The search reads every candidate's values by the base's column index: the
+        // columns must be the base's, in its order, or an index runs past the table
+        // (checked in every build, once per round: a wrong answer is worse than a refusal).
+        if resolved.schema.metric_names() != self.base.schema.metric_names() {
+            return Err(Error::bad_input(format!(
+                "optimize: the candidates measure other metrics than the scenario ({} columns against {}); a \
+                 --range may vary settings, not what is measured",
+                resolved.schema.metric_names().len(),
+                self.base.schema.metric_names().len()
+            )));
+        }
         Ok(resolved)
     }
 }
@@ -433,4 +443,85 @@ pub fn execute(
     // kill there once left round-0000/round.json beside its deleted tables).
     stampede_output::remove_marked_parts(&simulation.rounds.dir, "round.json").map_err(io(&simulation.rounds.dir))?;
     Ok(Optimized { answer, outcome, candidates, report })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stampede_scenario::base::typing::parse_text;
+    use stampede_scenario::scenario::builtin::builtin_text;
+
+    fn base(name: &str) -> Scenario {
+        let source = parse_text(builtin_text(name).unwrap(), name).unwrap();
+        Scenario::resolve(source, &Overrides::default()).unwrap()
+    }
+
+    /// A fixed pseudo-random sequence (SplitMix64): the cases are the same every run.
+    struct Cases(u64);
+
+    impl Cases {
+        fn below(&mut self, n: usize) -> usize {
+            (stampede_engine::kernel::rng::splitmix64(&mut self.0) % n as u64) as usize
+        }
+    }
+
+    /// Fuzz-style (issue 72, item 3: `optimize` panicked with "the len is 347 but the
+    /// index is 347"): random lists of metric expressions over a built-in's metrics, in
+    /// the search's order, on a grid and with a --range, with and without the claims;
+    /// every candidate scenario has exactly the base's columns, so every tracked index
+    /// (a plain metric's or an expression's) is inside every candidate's table.
+    #[test]
+    fn every_tracked_index_is_inside_every_candidates_table() {
+        let mut cases = Cases(72);
+        for (name, range) in
+            [("mmc", "queue.service_rate_per_s=100..300"), ("llm-ladder", "gateway.retry_budget_ratio=0.01..0.5")]
+        {
+            let plain = base(name);
+            let names: Vec<String> = plain.schema.metric_names().iter().map(|m| m.to_string()).collect();
+            for case in 0..12 {
+                let operators = [" + ", " - ", " * ", " / "];
+                let expressions: Vec<(String, String)> = (0..1 + cases.below(4))
+                    .map(|_| {
+                        let mut text = names[cases.below(names.len())].clone();
+                        for _ in 0..cases.below(3) {
+                            text.push_str(operators[cases.below(4)]);
+                            text.push_str(&names[cases.below(names.len())]);
+                        }
+                        (text, "--require".to_string())
+                    })
+                    .collect();
+                let Ok(with) = plain.clone().with_metrics(&expressions) else { continue };
+                let columns = with.schema.metric_names().len();
+                let tracked: Vec<usize> = expressions
+                    .iter()
+                    .filter_map(|(text, _)| {
+                        let normalised = stampede_scenario::models::expression::normalise(text);
+                        with.schema.metric_names().iter().position(|m| *m == normalised || *m == text.as_str())
+                    })
+                    .collect();
+                assert!(!tracked.is_empty() && tracked.iter().all(|&t| t < columns), "{name} case {case}");
+                let dimensions = if case % 2 == 0 { vec![Dimension::parse(range).unwrap()] } else { Vec::new() };
+                let mut candidates = Candidates::new(&with, &dimensions).unwrap();
+                // A search's first round holds every grid point (candidates are only
+                // appended), so a claim's grid point is always one; without claims
+                // (map, calibrate) a round may hold any few.
+                let first = if case % 3 == 0 {
+                    candidates = candidates.without_claims();
+                    1
+                } else {
+                    with.point_count() as usize
+                };
+                let points: Vec<Point> = (0..first + cases.below(5))
+                    .map(|k| {
+                        let unit: Vec<f64> = dimensions.iter().map(|_| (k as f64 + 0.5) / 40.0).collect();
+                        let values = dimensions.iter().zip(&unit).map(|(d, &u)| d.value(u)).collect();
+                        Point { grid: cases.below(with.point_count() as usize) as u32, unit, values }
+                    })
+                    .collect();
+                let scenario = candidates.scenario(&points).unwrap();
+                assert_eq!(scenario.schema.metric_names(), with.schema.metric_names(), "{name} case {case}");
+                assert_eq!(scenario.point_count() as usize, points.len());
+            }
+        }
+    }
 }

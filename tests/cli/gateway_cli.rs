@@ -329,8 +329,8 @@ fn a_two_tier_three_class_product_runs_end_to_end_under_its_own_names() {
     assert!(report.contains("classify") && report.contains("answer_fallback") && !report.contains("guard_"));
     // capacity, checked by hand: answer on smart is 0.4 + 3000 ÷ 6000 s to its first token
     // and 400 ÷ 60 s of decode; OTPM allows 200,000 ÷ 60 ÷ 400 calls/s, or ÷ 880 (the
-    // default max_tokens, 400 + 4 × 120) without reconciliation; Little's law pools
-    // 8.33 × 7.57; classify's measured TTFT is a lognormal of median 0.3 s, sigma 0.3.
+    // default max_tokens, 400 + 4 × 120) without reconciliation; Little's law holds
+    // 8.33 × 7.57 in flight; classify's measured TTFT is a lognormal of median 0.3 s, sigma 0.3.
     let capacity = stampede(&["capacity", "--fixture", fixture.to_str().unwrap(), "--json"]);
     assert!(capacity.status.success(), "{}", stderr(&capacity));
     let capacity: serde_json::Value = serde_json::from_str(&stdout(&capacity)).unwrap();
@@ -344,7 +344,12 @@ fn a_two_tier_three_class_product_runs_end_to_end_under_its_own_names() {
     close(&answer["service_s"], service);
     close(&answer["otpm_rps"], 200_000.0 / 60.0 / 400.0);
     close(&answer["otpm_unreconciled_rps"], 200_000.0 / 60.0 / 880.0);
-    close(&answer["pool_size"], 200_000.0 / 60.0 / 400.0 * service);
+    // The pool: the p99 of Poisson calls in flight around Little's law's mean (8.33 calls/s
+    // × the service time at the provider's mean jitter e^(0.25²/2)).
+    let mean = 200_000.0 / 60.0 / 400.0 * service * (0.25f64 * 0.25 / 2.0).exp();
+    close(&answer["mean_in_flight"], mean);
+    let pool = answer["pool_size"].as_f64().unwrap();
+    assert!(pool >= mean + 2.0 * mean.sqrt() && pool <= mean + 2.6 * mean.sqrt() + 1.0, "{pool} around {mean}");
     close(&class("classify")["service_s"], 0.3 * (0.3f64 * 0.3 / 2.0).exp() + 5.0 / 120.0);
     // Per turn one answer call, served unless both its attempts meet the healthy 0.2% of
     // 500s (which hand the output reservation back).

@@ -64,11 +64,73 @@ fn a_bulkhead_that_refuses_a_slowdown_is_named_with_its_knob() {
     assert!(!text.contains("grid point 0:") && !text.contains("moderate: its bulkhead"), "{text}");
     let report = std::fs::read_to_string(out.join("slowdown/report.html")).unwrap();
     assert!(report.contains("<ul class=\"hints\"><li>grid point 1: reply: its bulkhead refused"), "the funnel's note");
+    // Every knob a note recommends is one the scenario accepts (issue 72: a note said
+    // stack.bulkhead_slots.reply_fallback, which was refused).
+    let knobs: std::collections::BTreeSet<&str> = text
+        .split(|c: char| c.is_whitespace() || c == '\'' || c == '`')
+        .filter(|word| word.starts_with("stack.bulkhead_slots."))
+        .map(|word| word.split('=').next().unwrap().trim_end_matches([',', '.', ';', ')']))
+        .collect();
+    assert!(knobs.contains("stack.bulkhead_slots.reply"), "{knobs:?}");
+    for knob in knobs {
+        let set = format!("{knob}=400");
+        let output = stampede(&[
+            "run",
+            file.to_str().unwrap(),
+            "--set",
+            &set,
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+            "--force",
+        ]);
+        assert!(output.status.success(), "{set}: {}", stderr(&output));
+    }
+    // The re-sent copy's bulkhead is a knob of its own.
+    let output = stampede(&[
+        "run",
+        file.to_str().unwrap(),
+        "--set",
+        "stack.bulkhead_slots.reply_fallback=12",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
     // Told the slots a threefold slowdown needs, the note is gone.
     std::fs::write(&file, slowdown("bulkhead_slots = { reply = 400 }")).unwrap();
     let output = stampede(&["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--force"]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(!stdout(&output).contains("its bulkhead refused"), "{}", stdout(&output));
+}
+
+/// The client's own output bucket (the quota gate's, at 90% headroom) must hold a
+/// call too: 3,800 tokens fit sonnet's 4,000-token bucket but not the client's 3,600,
+/// and the gate would refuse every answer locally while the provider would take it.
+#[test]
+fn a_call_the_client_quota_cannot_hold_is_refused_naming_the_headroom() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let mut args = vec!["run", "llm-stack", "--quiet", "--out", out.to_str().unwrap()];
+    for set in ["tiers.sonnet.otpm=60000", "tiers.sonnet.output_burst_s=4.0", "classes.answer.max_tokens=3800"] {
+        args.extend(["--set", set]);
+    }
+    let output = stampede(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "classes.answer.max_tokens = 3800: more than the client quota's output bucket holds on tier sonnet (otpm \
+             60000 × gateway.limiter_headroom 0.9 × 4 s of burst ÷ 60 = 3600 tokens)"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(files_below(scratch.path()).is_empty());
+    // With the whole quota to itself, the client's bucket holds it.
+    args.extend(["--set", "gateway.limiter_headroom=1.0", "--set", "run.replicas=1", "--no-report"]);
+    let output = stampede(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
 }
 
 #[test]

@@ -105,7 +105,7 @@ impl GatewayStacks {
     pub fn new(params: GatewayParams, seed: u64) -> Self {
         let p = &params;
         let nanos = Duration::from_nanos;
-        let capacity = p.classes.iter().map(|c| c.bulkhead_slots).sum::<u32>().max(1);
+        let capacity = p.classes.iter().map(|c| c.pressure_slots).sum::<u32>().max(1);
         // One process is one gateway instance: its meter is the fleet's when the quota is
         // coordinated, its own share when split.
         // Its buckets hold the tier's bursts, as the simulated client meter's do.

@@ -57,6 +57,47 @@ pub fn erlang_c(arrival_rate: f64, service_rate: f64, servers: u32) -> Option<Qu
     })
 }
 
+/// The smallest `n` with P(N ≤ n) ≥ `p` for N ~ Poisson(`mean`): the calls in flight
+/// an M/G/∞ system (any service-time shape: Little's law's mean, Poisson's spread) stays
+/// within a share `p` of the time. Summed from the mode outward (its probability from
+/// Stirling's series), so no term underflows before it stops mattering.
+pub fn poisson_quantile(mean: f64, p: f64) -> u64 {
+    assert!(mean >= 0.0 && mean.is_finite() && (0.0..1.0).contains(&p), "a mean and a probability");
+    if mean == 0.0 {
+        return 0;
+    }
+    let mode = mean.floor() as u64;
+    let at_mode = (mode as f64 * mean.ln() - mean - ln_factorial(mode)).exp();
+    // P(N < mode), summed downward until the terms vanish.
+    let (mut below, mut term) = (0.0, at_mode);
+    for k in (1..=mode).rev() {
+        term *= k as f64 / mean;
+        below += term;
+        if term < 1e-17 * below {
+            break;
+        }
+    }
+    let (mut cdf, mut term, mut n) = (below + at_mode, at_mode, mode);
+    while cdf < p {
+        n += 1;
+        term *= mean / n as f64;
+        cdf += term;
+        if term == 0.0 {
+            break; // p within rounding of 1
+        }
+    }
+    n
+}
+
+/// ln(n!): exact products below 20, Stirling's series (error < 10⁻¹²) above.
+fn ln_factorial(n: u64) -> f64 {
+    if n < 20 {
+        return (2..=n).map(|k| k as f64).product::<f64>().ln();
+    }
+    let x = n as f64;
+    x * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI * x).ln() + 1.0 / (12.0 * x) - 1.0 / (360.0 * x.powi(3))
+}
+
 /// M/M/c/K: `capacity` (K ≥ c) customers at most in the system, arrivals beyond it refused.
 pub fn mmck(arrival_rate: f64, service_rate: f64, servers: u32, capacity: u32) -> QueueMeasures {
     assert!(servers >= 1 && capacity >= servers, "need 1 <= c <= K");
@@ -92,6 +133,25 @@ pub fn mmck(arrival_rate: f64, service_rate: f64, servers: u32, capacity: u32) -
 
 #[cfg(test)]
 mod tests {
+
+    /// Poisson quantiles against tables (R's qpois): small means summed exactly,
+    /// large ones from the mode without underflow (e^−1000 is 0 in f64).
+    #[test]
+    fn poisson_quantiles_match_the_tables() {
+        for (mean, p, expected) in [
+            (0.5, 0.99, 3),
+            (3.0, 0.5, 3),
+            (3.0, 0.99, 8),
+            (10.0, 0.99, 18),
+            (22.2, 0.99, 34),
+            (100.0, 0.99, 124),
+            (1000.0, 0.99, 1074),
+            (5000.0, 0.5, 5000),
+        ] {
+            assert_eq!(poisson_quantile(mean, p), expected, "qpois({p}, {mean})");
+        }
+        assert_eq!(poisson_quantile(0.0, 0.99), 0);
+    }
     use super::*;
 
     fn close(a: f64, b: f64, tolerance: f64) -> bool {

@@ -174,13 +174,14 @@ impl<'h> Gateway<'h> {
         let providers =
             p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate).with_ttft(t.ttft.clone())).collect();
         let meters = if has(Gate::Quota) { p.quota_meters() } else { Vec::new() };
-        let in_flight_capacity: u32 = p.classes.iter().map(|c| c.bulkhead_slots).sum();
-        // Pressure compares a tier's attempts with the slots of the classes a turn can call.
+        let in_flight_capacity: u32 = p.classes.iter().map(|c| c.pressure_slots).sum();
+        // Pressure compares a tier's attempts with the pressure slots of the classes a
+        // turn can call.
         let reached = p.plan.reachable(&p.classes);
         let tier_slots = (0..p.tiers.len())
             .map(|tier| {
                 let on_tier = p.classes.iter().zip(&reached).filter(|(c, &reached)| reached && c.tier == tier);
-                on_tier.map(|(c, _)| c.bulkhead_slots).sum()
+                on_tier.map(|(c, _)| c.pressure_slots).sum()
             })
             .collect();
         let mut next_histogram = TURN_ENDINGS.end();

@@ -67,6 +67,11 @@ pub struct ClassParams {
     pub latency: bool,
     /// The class's bulkhead slots.
     pub bulkhead_slots: u32,
+    /// The calls in flight the admission ladder and the tenants' fair share measure
+    /// pressure against: the class's mean concurrency at its sustainable rate when the
+    /// bulkhead is the default (its slots are that concurrency's p99, room for swings
+    /// that are not pressure), its slots when the scenario sets them.
+    pub pressure_slots: u32,
     /// Calls that may wait for one.
     pub bulkhead_queue: u32,
     /// How this class waits between attempts (none, equal, full or decorrelated jitter).

@@ -73,6 +73,7 @@ fn params(gates: &[Gate]) -> GatewayParams {
         fallback: None,
         latency: true,
         bulkhead_slots: 500,
+        pressure_slots: 500,
         bulkhead_queue: 500,
         backoff: Backoff::FullJitter { base: S / 10, cap: S },
         cache_hit_ratio: 0.0,
@@ -276,10 +277,11 @@ fn a_hot_tenant_is_held_to_its_fair_share_under_pressure() {
     // and the in-flight pressure passes the first rung at 0.8 × 39 slots.
     p.tiers[0].spec.server_slots = 20;
     for class in &mut p.classes {
-        class.bulkhead_slots = 1;
+        (class.bulkhead_slots, class.pressure_slots) = (1, 1);
     }
     for class in [GUARD, ANSWER, ANSWER_FALLBACK] {
-        p.classes[class].bulkhead_slots = 18; // capacity 57: a fair share of 15 in flight
+        (p.classes[class].bulkhead_slots, p.classes[class].pressure_slots) = (18, 18);
+        // capacity 57: a fair share of 15 in flight
     }
     p.hot_tenant_share = 0.9;
     let pressed = run(p.clone());
@@ -502,7 +504,7 @@ fn busy_params() -> GatewayParams {
     p.classes[REWRITE].share = 0.5;
     p.classes[TITLE].share = 0.3;
     p.classes[THINK].share = 0.1;
-    p.classes.iter_mut().for_each(|c| (c.bulkhead_slots, c.bulkhead_queue) = (12, 8));
+    p.classes.iter_mut().for_each(|c| (c.bulkhead_slots, c.pressure_slots, c.bulkhead_queue) = (12, 12, 8));
     p.retry_budget = Some(0.2);
     p.breaker.minimum_calls = 10;
     p.turns_per_s = 12.0;

@@ -31,6 +31,10 @@ use crate::base::typing::typed_at;
 use crate::models::metrics::{intern, intern_names};
 use crate::scenario::RunConfig;
 
+/// The fewest slots a default bulkhead has: a class the capacity arithmetic sees almost
+/// no calls of still gets room for a few at once.
+pub const MIN_BULKHEAD_SLOTS: u32 = 4;
+
 impl GatewayConfig {
     /// Reads the fixture and checks everything that does not depend on `[run]`.
     pub fn resolve(mut self) -> Result<Self> {
@@ -43,7 +47,15 @@ impl GatewayConfig {
         fixture.read_inputs()?;
         fixture.validate()?;
         let knobs = overridden(&fixture.gateway, &self.gateway, "gateway")?;
-        let pools = capacity::analyse(&fixture, 1.0).classes.into_iter().map(|c| (c.class, c.pool_size)).collect();
+        // Pools for the re-sent copies on the tiers the scenario sends them to
+        // (`stack.fallback_tiers`), not only the fixture's `fallback_tier`s.
+        let mut sized = fixture.clone();
+        for (class, tier) in self.fallback_tiers() {
+            if let Some(class) = sized.classes.get_mut(class).filter(|_| sized.tiers.contains_key(tier)) {
+                class.fallback_tier = Some(tier.to_string());
+            }
+        }
+        let pools = capacity::pools(&sized);
         if self.load.is_some() && self.workload.arrivals == Arrivals::Even {
             return Err(Error::bad_input(
                 "workload.arrivals = \"even\": with [load], say how turns arrive in load.arrivals",
@@ -235,13 +247,14 @@ impl GatewayConfig {
             .collect()
     }
 
-    /// One class's parameters from the fixture, the ladder and the bulkhead pools.
-    pub(super) fn class(&self, name: &str) -> ClassParams {
+    /// One class's parameters from the fixture, the ladder and the bulkhead pools:
+    /// `engine_name` is the class's own or its re-sent copy's (`reply_fallback`), whose
+    /// bulkhead is its own (`stack.bulkhead_slots.reply_fallback`).
+    pub(super) fn class(&self, name: &str, engine_name: &str) -> ClassParams {
         let Resolved { fixture, knobs, pools, .. } = self.resolved();
         let c = &fixture.classes[name];
         let shed_from_rung = knobs.ladder_classes.iter().position(|n| n == name).map_or(5, |rung| rung as u8 + 1);
-        let computed = pools.get(name).copied().unwrap_or(1.0);
-        let slots = self.stack.bulkhead_slots.get(name).copied().unwrap_or(computed.ceil().max(4.0) as u32);
+        let (slots, pressure_slots) = self.bulkhead_slots(engine_name, pools);
         ClassParams {
             tier: self.tier_index(&c.tier),
             share: c.share(),
@@ -262,6 +275,7 @@ impl GatewayConfig {
             fallback: None,
             latency: true,
             bulkhead_slots: slots,
+            pressure_slots,
             bulkhead_queue: slots,
             backoff: c.backoff.with(secs_to_nanos(knobs.backoff_base_s), secs_to_nanos(knobs.backoff_cap_s)),
             cache_hit_ratio: c.cache_hit_ratio,
@@ -269,11 +283,24 @@ impl GatewayConfig {
         }
     }
 
+    /// A class's bulkhead slots and the slots its pressure is measured against: the
+    /// scenario's (both), or the default, capacity's pool for it (the p99 of its calls
+    /// in flight at its sustainable rate, and their mean), at least
+    /// [`MIN_BULKHEAD_SLOTS`]; `tower`'s gateway is built from the same parameters.
+    pub(super) fn bulkhead_slots(&self, engine_name: &str, pools: &BTreeMap<String, capacity::Pool>) -> (u32, u32) {
+        if let Some(&given) = self.stack.bulkhead_slots.get(engine_name) {
+            return (given, given);
+        }
+        let pool = pools.get(engine_name).copied().unwrap_or(capacity::Pool { slots: 1.0, mean_in_flight: 1.0 });
+        let at_least = |x: f64| (x.ceil() as u32).max(MIN_BULKHEAD_SLOTS);
+        (at_least(pool.slots), at_least(pool.mean_in_flight))
+    }
+
     /// The engine's classes: the fixture's, each with its fallback class, then the
     /// re-sent copies (on their fallback tier, when one is set).
     pub(super) fn classes(&self) -> Vec<ClassParams> {
         let resolved = self.resolved();
-        let mut classes: Vec<ClassParams> = resolved.classes.iter().map(|c| self.class(&c.source)).collect();
+        let mut classes: Vec<ClassParams> = resolved.classes.iter().map(|c| self.class(&c.source, c.name)).collect();
         for (i, engine) in resolved.classes.iter().enumerate() {
             let fixture_class = &resolved.fixture.classes[&engine.source];
             if engine.resent {

@@ -5,7 +5,7 @@
 //! reservation; prompt-cache hits metered at their weight), the binding meter, the
 //! unloaded service time, the in-flight cap that reserving `max_tokens` imposes (OTPM
 //! bucket, `burst_s` of refill, ÷ max_tokens) and its throughput tax, and the
-//! Little's-law pool size. Then the turns per second the whole product can sustain —
+//! pool (its p99 of calls in flight at the sustainable rate). Then the turns per second the whole product can sustain —
 //! the tightest of every class alone and of every tier's meters and server slots
 //! shared by the classes on it — the gap to a target, and what each lever buys.
 //!
@@ -13,17 +13,26 @@
 //! `tests/capacity.rs` runs the shipped product and a product with a parallel step,
 //! caching and a background call just below and just above it.
 //!
-//! Two bounds are about swings, not averages, because the simulation showed they
-//! must be: a reconciled reservation hands back what it did not use, so on average it
-//! costs only the output (the OTPM column); it binds only when the bucket cannot
-//! absorb the in-flight count's Poisson swing (z·√N reservations, z = Φ⁻¹(0.99)). And a
+//! Two bounds are about more than averages, because the simulation showed they must
+//! be. A reconciled reservation hands back what it did not use, so on average it costs
+//! only the output (the OTPM column); but a short output bucket (`output_burst_s` of a
+//! few seconds) refuses a burst of `max_tokens` reservations before refill and
+//! hand-backs catch up. The bucket is not a semaphore of reservations (refill repairs
+//! each within max_tokens ÷ refill seconds, hand-backs into a full bucket are lost), so
+//! that bound is found by replaying the output meter alone ([`meter_replay`]): the rate
+//! at which 1% of a class's calls find no tokens within the quota gate's wait. And a
 //! tier's slots bind before the fluid limit: load stretches service, the stretch
 //! raises the load, and past the knee of that loop a queue never drains; the bound
 //! keeps the mean utilisation plus z·√N slots at or below the knee.
+//!
+//! Each class's pool (the default bulkhead) is the p99 of its calls in flight at the
+//! sustainable rate ([`size_pools`]).
 
 use serde_json::{json, Value};
 
 use super::fixture::{CallClass, Fixture, Tier};
+use super::meter_replay::{self, Meter, Stream};
+use stampede_engine::measurement::theory::poisson_quantile;
 
 /// Φ⁻¹(0.97): the p97 of a normal is mean + 1.8808 sd.
 const Z_97: f64 = 1.880_793_608_151_251;
@@ -108,10 +117,23 @@ pub fn slots_turns_rps(fixture: &Fixture, tier_name: &str, load: &[PlannedLoad])
     rho * slots / work(rho)
 }
 
-/// The request rate at which one class's reservations fill the OTPM bucket on a
-/// swing: z·√N calls in flight (N = rate × service, Poisson) each holding max_tokens.
-fn reservation_rps(in_flight_cap: f64, service_s: f64) -> f64 {
-    (in_flight_cap / Z_99).powi(2) / service_s
+/// The tier's output meter as a client that waits for tokens meets it (the stack's
+/// quota gate, up to `gateway.limiter_longest_wait_s`), at the provider's limits.
+fn output_meter(fixture: &Fixture, tier: &Tier) -> Meter {
+    Meter { otpm: tier.otpm, burst_s: tier.bursts_s()[2], patience_s: fixture.gateway.limiter_longest_wait_s }
+}
+
+/// `per_unit` calls of `class` on `tier` as the meter replay draws them.
+fn replayed(tier: &Tier, class: &CallClass, per_unit: f64) -> Stream {
+    let (first_token_s, _) = unloaded(tier, class, JITTER_MEAN);
+    Stream {
+        per_unit,
+        max_tokens: class.max_tokens(),
+        output_mean: class.output_tokens.mean,
+        output_sd: class.output_tokens.sd,
+        first_token_s,
+        decode_tokens_per_s: tier.decode_tokens_per_s / JITTER_MEAN,
+    }
 }
 
 /// What limits a class.
@@ -120,8 +142,8 @@ pub enum Binding {
     Rpm,
     Itpm,
     Otpm,
-    /// The in-flight cap from holding `max_tokens` of the OTPM bucket per call: the
-    /// bucket must absorb the in-flight count's swings (see [`reservation_rps`]).
+    /// Reserving `max_tokens` of the OTPM bucket per call: a short bucket refuses a
+    /// burst of reservations before the refill binds on average (see [`meter_replay`]).
     OtpmReservation,
     /// The tier's server slots: service stretches with load (the provider's law), and
     /// past the knee a queue never drains (see [`slots_turns_rps`]).
@@ -161,8 +183,11 @@ pub struct ClassCapacity {
     pub effective_binding: Binding,
     /// Fraction of the sustained rate the reservation cap takes away.
     pub reservation_tax_ratio: f64,
-    /// Little's law: effective rate × service time, at most the in-flight cap.
+    /// The default bulkhead: the p99 of the calls in flight at the effective rate.
     pub pool_size: f64,
+    /// Little's law's mean of those calls in flight (what the ladder's pressure is
+    /// measured against).
+    pub mean_in_flight: f64,
     /// Calls per turn, from the turn plan.
     pub calls_per_turn: f64,
     /// Attempts per call on a healthy tier.
@@ -400,9 +425,11 @@ fn class_capacity(fixture: &Fixture, load: &PlannedLoad, weight: f64) -> ClassCa
         .into_iter()
         .fold((f64::INFINITY, Binding::Rpm), |best, candidate| if candidate.0 < best.0 { candidate } else { best });
     let service = service_s(tier, class);
-    // Each call in flight holds max_tokens of the output bucket (burst_s of refill).
+    // Reservations the output bucket holds when full (refill repairs them as calls run).
     let in_flight_cap = tier.bucket_capacities()[2] / class.max_tokens() as f64;
-    let reservation_rps = reservation_rps(in_flight_cap, service);
+    let reservation_rps =
+        meter_replay::reservation_bound(output_meter(fixture, tier), &[replayed(tier, class, 1.0)], sustained_rps)
+            .unwrap_or(f64::INFINITY);
     let (effective_rps, effective_binding) = if reservation_rps < sustained_rps {
         (reservation_rps, Binding::OtpmReservation)
     } else {
@@ -424,8 +451,9 @@ fn class_capacity(fixture: &Fixture, load: &PlannedLoad, weight: f64) -> ClassCa
         effective_rps,
         effective_binding,
         reservation_tax_ratio: 1.0 - effective_rps / sustained_rps,
-        // No more in flight than the output bucket holds reservations for.
-        pool_size: (effective_rps * service).min(in_flight_cap),
+        // Sized once the product's sustainable rate is known (see `size_pools`).
+        pool_size: 0.0,
+        mean_in_flight: 0.0,
         calls_per_turn: load.calls,
         attempts_per_call: load.attempts,
         cache_hit_ratio: load.hit_ratio,
@@ -436,7 +464,7 @@ fn class_capacity(fixture: &Fixture, load: &PlannedLoad, weight: f64) -> ClassCa
 /// with what limits it.
 fn sustainable(fixture: &Fixture, load: &[PlannedLoad]) -> (Vec<ClassCapacity>, Vec<TierBound>, f64, String) {
     let weight = fixture.gateway.cache_read_itpm_weight;
-    let classes: Vec<ClassCapacity> = load.iter().map(|l| class_capacity(fixture, l, weight)).collect();
+    let mut classes: Vec<ClassCapacity> = load.iter().map(|l| class_capacity(fixture, l, weight)).collect();
     let mut best = (f64::INFINITY, String::new());
     for (c, l) in classes.iter().zip(load).filter(|(c, _)| c.calls_per_turn > 0.0) {
         // Requests and input are metered per attempt; output only where served.
@@ -456,22 +484,20 @@ fn sustainable(fixture: &Fixture, load: &[PlannedLoad]) -> (Vec<ClassCapacity>, 
             continue;
         }
         let [requests, input, output] = asked_per_minute(fixture, load, tier_name, 1.0 / 60.0);
-        // The tokens reserved in flight swing with variance Σ rate × service × max²:
-        // z of those swings must fit the bucket.
-        let swing: f64 = on_tier
-            .iter()
-            .map(|l| {
-                let class = &fixture.classes[&l.class];
-                l.calls * l.attempts * service_s(tier, class) * (class.max_tokens() as f64).powi(2)
-            })
-            .sum();
-        let bounds = [
+        let mut bounds = vec![
             (Binding::Rpm, tier.rpm as f64 / 60.0 / requests),
             (Binding::Itpm, tier.itpm as f64 / 60.0 / input),
             (Binding::Otpm, tier.otpm as f64 / 60.0 / output),
-            (Binding::OtpmReservation, (tier.bucket_capacities()[2] / Z_99).powi(2) / swing),
-            (Binding::ServerSlots, slots_turns_rps(fixture, tier_name, load)),
         ];
+        // Below the meters' average bounds, a short output bucket may refuse bursts of
+        // reservations: replayed, not assumed.
+        let fluid = bounds.iter().map(|b| b.1).fold(f64::INFINITY, f64::min);
+        let streams: Vec<Stream> =
+            on_tier.iter().map(|l| replayed(tier, &fixture.classes[&l.class], l.calls * l.attempts)).collect();
+        if let Some(turns) = meter_replay::reservation_bound(output_meter(fixture, tier), &streams, fluid) {
+            bounds.push((Binding::OtpmReservation, turns));
+        }
+        bounds.push((Binding::ServerSlots, slots_turns_rps(fixture, tier_name, load)));
         for (binding, turns_rps) in bounds {
             if turns_rps < best.0 {
                 best = (turns_rps, format!("tier {tier_name} ({}, shared)", binding.name()));
@@ -479,8 +505,33 @@ fn sustainable(fixture: &Fixture, load: &[PlannedLoad]) -> (Vec<ClassCapacity>, 
             tiers.push(TierBound { tier: tier_name.clone(), binding, turns_rps });
         }
     }
+    size_pools(&mut classes);
     (classes, tiers, best.0, best.1)
 }
+
+/// Each class's default bulkhead and the concurrency its pressure is measured against.
+///
+/// Both at the rate the class alone sustains on its tier (its effective rate: the
+/// tightest meter, or the replayed reservation bound). The slots: the p99 of its calls
+/// in flight (Poisson around Little's law's mean, whatever the service time's shape),
+/// so the tier's ordinary swings are never refused; the admission ladder's pressure is
+/// in flight ÷ the mean. Not the product's rate: a class on a tier with room to spare
+/// (the shipped answer on sonnet, while opus's slots bound the product) would be
+/// throttled to another tier's pace. And not capped at the reservations the output
+/// bucket holds (think's 39 on opus): refill repairs a reservation while its call
+/// runs, so that count bounds nothing (see `docs/src/capacity.md`). A re-sent copy is
+/// the class alone on its fallback tier: sized for every call of its class, since a
+/// fallback exists for when the first tier fails them all.
+fn size_pools(classes: &mut [ClassCapacity]) {
+    for class in classes {
+        let alone_rps = if class.effective_rps.is_finite() { class.effective_rps } else { 0.0 };
+        class.mean_in_flight = alone_rps * class.service_s * JITTER_MEAN;
+        class.pool_size = poisson_quantile(class.mean_in_flight, POOL_QUANTILE) as f64;
+    }
+}
+
+/// The share of the time a default bulkhead holds every call in flight.
+pub const POOL_QUANTILE: f64 = 0.99;
 
 /// The hit ratio of the whole-response cache lever: answered from the cache, a call
 /// never reaches the provider (semantic caches report 10–30% on repeated traffic).
@@ -489,6 +540,21 @@ pub const RESPONSE_CACHE_HIT_RATIO: f64 = 0.2;
 /// The prompt-caching lever's hit ratio: a steady product re-sending the same system
 /// prompt within the cache's lifetime (each class keeps its own ratio when higher).
 pub const PROMPT_CACHE_LEVER_HIT_RATIO: f64 = 0.8;
+
+/// Each class's default bulkhead (its pool, see [`size_pools`]) by engine class name
+/// (`reply`, `reply_fallback`), with its mean calls in flight: the sustainable rate
+/// alone, without the levers.
+pub fn pools(fixture: &Fixture) -> std::collections::BTreeMap<String, Pool> {
+    let (classes, ..) = sustainable(fixture, &planned_load(fixture));
+    classes.into_iter().map(|c| (c.class, Pool { slots: c.pool_size, mean_in_flight: c.mean_in_flight })).collect()
+}
+
+/// A class's default bulkhead: its slots (the p99 of calls in flight) and the mean.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pool {
+    pub slots: f64,
+    pub mean_in_flight: f64,
+}
 
 /// Runs the arithmetic for `fixture` against `target_turns_rps`.
 pub fn analyse(fixture: &Fixture, target_turns_rps: f64) -> CapacityReport {
@@ -609,6 +675,7 @@ impl CapacityReport {
                 "reservation_rps": c.reservation_rps, "effective_rps": c.effective_rps,
                 "effective_binding": c.effective_binding.name(),
                 "reservation_tax_ratio": c.reservation_tax_ratio, "pool_size": c.pool_size,
+                "mean_in_flight": c.mean_in_flight,
                 "calls_per_turn": c.calls_per_turn, "attempts_per_call": c.attempts_per_call,
                 "cache_hit_ratio": c.cache_hit_ratio,
             })).collect::<Vec<_>>(),
@@ -683,9 +750,11 @@ mod tests {
         }
         let think = class(&r, "think");
         assert_eq!(think.in_flight_cap.floor(), 39.0);
-        // 39 reservations absorb a swing of z·√N calls up to N = (39 / 2.33)² = 281 in
-        // flight: 4.0 think calls/s at 70.4 s each.
-        assert_eq!(two(think.reservation_rps), "4.01");
+        // The bucket holds 39 reservations, but refill repairs each within
+        // 8,192 ÷ 5,333 tokens/s = 1.5 s while a think call runs 70 s: replayed, the
+        // meter refuses none at think's ITPM bound (the lab's sheet capped think at
+        // 39 ÷ 70.4 s = 0.56/s, a semaphore the provider's bucket is not).
+        assert_eq!(think.reservation_rps, f64::INFINITY, "no reservation bound below the ITPM bound");
         assert_eq!(two(r.sustainable_turns_rps), "6.61");
         assert_eq!(r.limited_by, "tier opus (server slots, shared)");
         assert_eq!(format!("{:.0}", r.gap), "151");

@@ -37,9 +37,10 @@ pub struct BulkheadSlots<'a> {
 }
 
 /// The bulkhead's refusals (full queue, deadline in the queue, CoDel) above this share
-/// of a class's calls draw the hint: the default slots are Little's law at the
-/// sustainable rate, so a slowdown that stretches every call fills them (issue 53: the
-/// stack without fallback answered fewer turns than naive retries).
+/// of a class's calls draw the hint: the default slots are the p99 of its calls in
+/// flight at the sustainable rate, so more load, or a slowdown that stretches every
+/// call, fills them (issue 53: the stack without fallback answered fewer turns than
+/// naive retries).
 pub const BULKHEAD_HINT_SHARE: f64 = 0.05;
 
 /// `classes` (the engine's order) get a group each; `incidents` become the fault
@@ -93,7 +94,8 @@ fn bulkhead_hint(b: &BulkheadSlots) -> Hint {
     let sized = if b.given {
         "as stack.bulkhead_slots sets them".to_string()
     } else {
-        "the default: Little's law at the sustainable rate, which a slowdown overruns as every call takes longer"
+        "the default: the p99 of its calls in flight at capacity's sustainable rate, which more load or slower \
+         calls overrun"
             .to_string()
     };
     Hint {

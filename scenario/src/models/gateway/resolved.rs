@@ -11,14 +11,14 @@ use stampede_engine::models::gateway::GatewayResults;
 use super::fixture::{Fixture, Gateway as GatewayKnobs};
 use crate::models::metrics::Metric;
 
-/// The fixture with the scenario's overrides applied, each class's Little's-law pool
+/// The fixture with the scenario's overrides applied, each class's p99 pool (calls in flight at the sustainable rate)
 /// (the default bulkhead size), and what is named from the fixture: the engine's
 /// classes, the metric table and the latency histograms.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Resolved {
     pub(super) fixture: Fixture,
     pub(super) knobs: GatewayKnobs,
-    pub(super) pools: BTreeMap<String, f64>,
+    pub(super) pools: BTreeMap<String, super::capacity::Pool>,
     /// `[load]`'s turns, read once.
     pub(super) load: Option<stampede_engine::components::arrivals::ArrivalProcess>,
     /// Calls replayed by class (a trace with a class column), in the fixture's class order.

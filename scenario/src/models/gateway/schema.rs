@@ -135,7 +135,7 @@ pub struct StackSection {
     /// The seed's spelling of `fallback_tiers = { answer = TIER }`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_fallback_tier: Option<String>,
-    /// Bulkhead slots per class; absent classes get their Little's-law pool from
+    /// Bulkhead slots per class; absent classes get their p99 pool (calls in flight at the sustainable rate) from
     /// the capacity arithmetic (rate limit × service time).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bulkhead_slots: BTreeMap<String, u32>,

@@ -71,11 +71,14 @@ impl GatewayConfig {
         let fixture = &self.resolved().fixture;
         let tier_names = || fixture.tiers.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
         let class_names = || fixture.classes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+        // Every class the engine runs has a bulkhead: the fixture's, and the re-sent
+        // copies (`reply_fallback`) of those whose failures go to another tier.
+        let engine_classes: Vec<&str> = self.resolved().classes.iter().map(|c| c.name).collect();
         for (class, slots) in &s.bulkhead_slots {
-            if !fixture.classes.contains_key(class) || *slots == 0 {
+            if !engine_classes.contains(&class.as_str()) || *slots == 0 {
                 return Err(Error::bad_input(format!(
                     "stack.bulkhead_slots.{class} = {slots}: needs one of the classes ({}) and at least 1 slot",
-                    class_names()
+                    engine_classes.join(", ")
                 )));
             }
         }
@@ -276,6 +279,40 @@ impl GatewayConfig {
         fixture::check_ladder(&knobs.ladder_classes, &self.resolved().fixture.classes)?;
         queue_order(&knobs.bulkhead_queue)?;
         limiter_name(&knobs.adaptive_kind)?;
+        self.validate_client_quota()
+    }
+
+    /// With the quota gate, the client's own output bucket (the provider's × the
+    /// headroom, ÷ the fleet when not coordinated) must hold each class's `max_tokens`
+    /// on every tier it is sent to: otherwise the gate refuses every such call locally,
+    /// and the provider, which would take it, never sees one.
+    fn validate_client_quota(&self) -> Result<()> {
+        if self.stack.client != ClientName::Stack || !self.stack.gates.contains(&Gate::Quota) {
+            return Ok(());
+        }
+        let Resolved { fixture, knobs, .. } = self.resolved();
+        let share = if knobs.coordinated_quota { 1 } else { knobs.fleet_instances as u64 };
+        for (name, class) in &fixture.classes {
+            let tiers = std::iter::once(class.tier.as_str()).chain(self.fallback_tier(name));
+            for tier_name in tiers {
+                let tier = &fixture.tiers[tier_name];
+                let per_minute = (tier.otpm as f64 * knobs.limiter_headroom) as u64 / share;
+                let bucket = (per_minute as f64 * tier.bursts_s()[2] / 60.0).floor().max(1.0);
+                let max_tokens = class.max_tokens();
+                if max_tokens as f64 > bucket {
+                    let fleet = if share > 1 { format!(" ÷ {share} instances") } else { String::new() };
+                    return Err(Error::bad_input(format!(
+                        "classes.{name}.max_tokens = {max_tokens}: more than the client quota's output bucket holds on \
+                         tier {tier_name} (otpm {} × gateway.limiter_headroom {}{fleet} × {} s of burst ÷ 60 = {bucket} \
+                         tokens), so the quota gate refuses every {name} call there; lower max_tokens, raise \
+                         gateway.limiter_headroom or tiers.{tier_name}.output_burst_s",
+                        tier.otpm,
+                        knobs.limiter_headroom,
+                        tier.bursts_s()[2]
+                    )));
+                }
+            }
+        }
         Ok(())
     }
 
