@@ -15,7 +15,8 @@
 //!
 //! Invariants: the replay is deterministic (one fixed stream, the same draws at every
 //! rate: common random numbers, so the refused share rises with the rate and a
-//! bisection converges), and it never allocates per call beyond its event heap.
+//! bisection converges), and it keeps no draws: its only allocation is the event heap
+//! (the calls in flight).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -82,14 +83,13 @@ pub fn reservation_bound(meter: Meter, streams: &[Stream], fluid: f64) -> Option
     if calls_p999 * largest <= meter.capacity() as f64 {
         return None;
     }
-    let draws = Draws::new(&streams);
-    if refused_share(meter, &streams, &draws, fluid) <= REFUSED_SHARE {
+    if refused_share(meter, &streams, fluid) <= REFUSED_SHARE {
         return None;
     }
     let (mut low, mut high) = (0.0, fluid);
     for _ in 0..STEPS {
         let middle = (low + high) / 2.0;
-        if refused_share(meter, &streams, &draws, middle) <= REFUSED_SHARE {
+        if refused_share(meter, &streams, middle) <= REFUSED_SHARE {
             low = middle;
         } else {
             high = middle;
@@ -102,34 +102,44 @@ fn service_s(stream: &Stream, output: f64) -> f64 {
     stream.first_token_s + output / stream.decode_tokens_per_s
 }
 
-/// The replay's random draws, made once and replayed at every rate.
-struct Draws {
-    /// Per arrival: a standard exponential gap, the class, the output tokens.
-    arrivals: Vec<(f64, u32, u64)>,
+/// The replay's random draws: the same at every rate (one fixed stream, started
+/// afresh), drawn as the replay goes rather than kept — 30,000 arrivals kept were a
+/// 720 kB allocation whose release moved glibc's mmap threshold and made the next
+/// replica's zeroed buffers cost a memset (+34% on a gateway replica's instructions).
+struct Draws<'a> {
+    streams: &'a [&'a Stream],
+    rng: RngStream,
+    total: f64,
+    left: usize,
 }
 
-impl Draws {
-    fn new(streams: &[&Stream]) -> Self {
+impl<'a> Draws<'a> {
+    fn new(streams: &'a [&'a Stream]) -> Self {
         const PURPOSE: StreamPurpose = StreamPurpose::named("capacity.meter_replay");
-        let mut rng = RngStream::derive(0, 0, PURPOSE);
-        let total: f64 = streams.iter().map(|s| s.per_unit).sum();
-        let arrivals = (0..ARRIVALS)
-            .map(|_| {
-                let gap = rng.standard_exponential();
-                let mut pick = rng.uniform01() * total;
-                let class = streams
-                    .iter()
-                    .position(|s| {
-                        pick -= s.per_unit;
-                        pick < 0.0
-                    })
-                    .unwrap_or(streams.len() - 1);
-                let s = streams[class];
-                let output = rng.normal(s.output_mean, s.output_sd).round().clamp(0.0, s.max_tokens as f64) as u64;
-                (gap, class as u32, output)
+        let total = streams.iter().map(|s| s.per_unit).sum();
+        Draws { streams, rng: RngStream::derive(0, 0, PURPOSE), total, left: ARRIVALS }
+    }
+}
+
+impl Iterator for Draws<'_> {
+    /// A standard exponential gap, the class, the output tokens.
+    type Item = (f64, u32, u64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.left = self.left.checked_sub(1)?;
+        let gap = self.rng.standard_exponential();
+        let mut pick = self.rng.uniform01() * self.total;
+        let class = self
+            .streams
+            .iter()
+            .position(|s| {
+                pick -= s.per_unit;
+                pick < 0.0
             })
-            .collect();
-        Draws { arrivals }
+            .unwrap_or(self.streams.len() - 1);
+        let s = self.streams[class];
+        let output = self.rng.normal(s.output_mean, s.output_sd).round().clamp(0.0, s.max_tokens as f64) as u64;
+        Some((gap, class as u32, output))
     }
 }
 
@@ -138,12 +148,12 @@ enum Event {
     /// A call ends: hand back this many tokens.
     Ends { handed_back: u64 },
     /// A call looks for its tokens: on arriving (`first`), or again after waiting
-    /// (arrival index, and when its patience runs out).
-    Looks { arrival: u32, gives_up: Nanos, first: bool },
+    /// (its class, output, whether it counts, and when its patience runs out).
+    Looks { class: u32, output: u64, counted: bool, gives_up: Nanos, first: bool },
 }
 
 /// The largest refused share of any class deciding it, at `rate` units a second.
-fn refused_share(meter: Meter, streams: &[&Stream], draws: &Draws, rate: f64) -> f64 {
+fn refused_share(meter: Meter, streams: &[&Stream], rate: f64) -> f64 {
     let total: f64 = streams.iter().map(|s| s.per_unit).sum::<f64>() * rate;
     let mut bucket = TokenBucket::new(meter.capacity(), meter.otpm, secs_to_nanos(60.0));
     let patience = secs_to_nanos(meter.patience_s);
@@ -151,35 +161,32 @@ fn refused_share(meter: Meter, streams: &[&Stream], draws: &Draws, rate: f64) ->
     let mut sequence = 0u64;
     let (mut arrived, mut refused) = (vec![0u64; streams.len()], vec![0u64; streams.len()]);
     let mut clock = 0.0;
-    let mut next = 0usize;
+    let mut draws = Draws::new(streams).enumerate();
     let mut next_at = || {
-        let (gap, ..) = draws.arrivals.get(next)?;
+        let (index, (gap, class, output)) = draws.next()?;
         clock += gap / total;
-        next += 1;
-        Some((secs_to_nanos(clock), next - 1))
+        Some((secs_to_nanos(clock), class, output, index >= UNCOUNTED))
     };
     let mut arrival = next_at();
     loop {
         let due = events.peek().map(|Reverse((at, ..))| *at);
         let arrives_first = match (arrival, due) {
             (None, None) => break,
-            (Some((at, _)), Some(due)) => at < due,
+            (Some((at, ..)), Some(due)) => at < due,
             (arrives, _) => arrives.is_some(),
         };
         let (now, event) = if arrives_first {
-            let (at, index) = arrival.expect("an arrival comes first");
+            let (at, class, output, counted) = arrival.expect("an arrival comes first");
             arrival = next_at();
-            (at, Event::Looks { arrival: index as u32, gives_up: at.saturating_add(patience), first: true })
+            (at, Event::Looks { class, output, counted, gives_up: at.saturating_add(patience), first: true })
         } else {
             let Reverse((at, _, event)) = events.pop().expect("an event is due");
             (at, event)
         };
         match event {
             Event::Ends { handed_back } => bucket.refund(now, handed_back),
-            Event::Looks { arrival: index, gives_up, first } => {
-                let (_, class, output) = draws.arrivals[index as usize];
+            Event::Looks { class, output, counted, gives_up, first } => {
                 let stream = streams[class as usize];
-                let counted = index as usize >= UNCOUNTED;
                 if counted && first {
                     arrived[class as usize] += 1;
                 }
@@ -192,7 +199,7 @@ fn refused_share(meter: Meter, streams: &[&Stream], draws: &Draws, rate: f64) ->
                     }
                     Some(wait) if now.saturating_add(wait) <= gives_up => {
                         sequence += 1;
-                        let again = Event::Looks { arrival: index, gives_up, first: false };
+                        let again = Event::Looks { class, output, counted, gives_up, first: false };
                         events.push(Reverse((now + wait, sequence, again)));
                     }
                     _ => refused[class as usize] += counted as u64,
@@ -246,8 +253,7 @@ mod tests {
         let meter = Meter { otpm: 36_000, burst_s: 8.0, patience_s: 2.0 };
         let streams = [reply()];
         let streams: Vec<&Stream> = streams.iter().collect();
-        let draws = Draws::new(&streams);
-        let at = |rate| refused_share(meter, &streams, &draws, rate);
+        let at = |rate| refused_share(meter, &streams, rate);
         assert!(at(0.9 * eight_waiting) <= REFUSED_SHARE && at(1.1 * eight_waiting) > REFUSED_SHARE);
         assert!(at(0.2) < at(0.6) && at(0.6) < at(1.2), "{} {} {}", at(0.2), at(0.6), at(1.2));
     }
