@@ -379,11 +379,14 @@ fn peak_memory_is_flat_in_the_replica_rows() {
     // So the reference is the highest of three runs of the small size (10 s each, in a
     // debug build), what the baseline reaches by noise alone: rows kept in memory would
     // add about 100 B × 900,000 more rows, far past the 10% allowed.
+    // And the large size's lowest of two: in the full suite, under other tests' load, one
+    // run at 400,000 once peaked at 74.9 MB against 55.7 (alone: within 10%), while rows
+    // kept in memory would raise every run by ~90 MB.
     let small = (0..3).map(|_| peak(100_000)).fold(0.0, f64::max);
-    let big = peak(large);
+    let big = (0..2).map(|_| peak(large)).fold(f64::INFINITY, f64::min);
     assert!(
         big <= 1.10 * small,
-        "peak RSS {:.1} MB at {large} replicas vs {:.1} MB at 100,000 (the highest of three runs)",
+        "peak RSS {:.1} MB at {large} replicas (the lower of two runs) vs {:.1} MB at 100,000 (the highest of three)",
         big / 1e6,
         small / 1e6
     );
