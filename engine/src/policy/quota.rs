@@ -48,6 +48,16 @@ impl Default for QuotaConfig {
     }
 }
 
+/// One client bucket for a published per-minute `limit`: (the tokens it holds when full,
+/// its refill per minute) — the limit × `headroom`, ÷ the instances when not coordinated,
+/// holding `burst` of that refill (at least 1).
+pub fn client_bucket(limit: u64, config: &QuotaConfig, burst: Nanos) -> (u64, u64) {
+    let share = if config.coordinated { 1 } else { config.instances as u64 };
+    let minute = 60 * crate::kernel::time::NANOS_PER_SEC;
+    let per_minute = (limit as f64 * config.headroom) as u64 / share;
+    (((per_minute as u128 * burst as u128 / minute as u128) as u64).max(1), per_minute)
+}
+
 /// Proof of a reservation; reconcile it when the call ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "a reservation's unused output tokens are only returned by reconcile"]
@@ -102,11 +112,9 @@ impl QuotaMeter {
         assert!((0.0..=1.0).contains(&config.headroom), "headroom must be in [0, 1]");
         assert!(config.instances > 0, "instances must be at least 1");
         assert!(burst.iter().all(|b| *b > 0), "a bucket holds something");
-        let share = if config.coordinated { 1 } else { config.instances as u64 };
         let minute = 60 * crate::kernel::time::NANOS_PER_SEC;
         let bucket = |limit: u64, burst: Nanos| {
-            let per_minute = (limit as f64 * config.headroom) as u64 / share;
-            let capacity = ((per_minute as u128 * burst as u128 / minute as u128) as u64).max(1);
+            let (capacity, per_minute) = client_bucket(limit, &config, burst);
             TokenBucket::new(capacity, per_minute, minute)
         };
         let (requests, input, output) = (

@@ -3,7 +3,9 @@
 
 use stampede_engine::kernel::Named;
 use stampede_engine::models::gateway::Gate;
+use stampede_engine::policy::quota::{client_bucket, QuotaConfig};
 use stampede_engine::policy::Criticality;
+use stampede_engine::secs_to_nanos;
 
 use super::build::*;
 use super::resolved::Resolved;
@@ -291,15 +293,20 @@ impl GatewayConfig {
             return Ok(());
         }
         let Resolved { fixture, knobs, .. } = self.resolved();
-        let share = if knobs.coordinated_quota { 1 } else { knobs.fleet_instances as u64 };
+        let config = QuotaConfig {
+            headroom: knobs.limiter_headroom,
+            longest_wait: 0,
+            instances: knobs.fleet_instances,
+            coordinated: knobs.coordinated_quota,
+        };
+        let share = if config.coordinated { 1 } else { config.instances };
         for (name, class) in &fixture.classes {
             let tiers = std::iter::once(class.tier.as_str()).chain(self.fallback_tier(name));
             for tier_name in tiers {
                 let tier = &fixture.tiers[tier_name];
-                let per_minute = (tier.otpm as f64 * knobs.limiter_headroom) as u64 / share;
-                let bucket = (per_minute as f64 * tier.bursts_s()[2] / 60.0).floor().max(1.0);
+                let (bucket, _) = client_bucket(tier.otpm, &config, secs_to_nanos(tier.bursts_s()[2]));
                 let max_tokens = class.max_tokens();
-                if max_tokens as f64 > bucket {
+                if max_tokens > bucket {
                     let fleet = if share > 1 { format!(" ÷ {share} instances") } else { String::new() };
                     return Err(Error::bad_input(format!(
                         "classes.{name}.max_tokens = {max_tokens}: more than the client quota's output bucket holds on \
