@@ -51,12 +51,14 @@ pub struct Across {
 }
 
 impl Across {
-    /// The across axis `path` of `scenario`'s grid, checked.
-    pub fn new(scenario: &Scenario, path: &str, robust: Robust) -> Result<Across> {
+    /// The across axis `path` of `scenario`'s grid, checked; `named` says where it
+    /// was given (`--across`, or `optimize.across =` from the scenario file), for
+    /// the errors.
+    pub fn new(scenario: &Scenario, path: &str, robust: Robust, named: &str) -> Result<Across> {
         let axes: Vec<&str> = scenario.grid.iter().map(|a| a.path.as_str()).collect();
         let Some(axis) = axes.iter().position(|a| *a == path) else {
             return Err(Error::bad_input(format!(
-                "--across {path}: not a grid axis of scenario {}; its axes: {}",
+                "{named} {path}: not a grid axis of scenario {}; its axes: {}",
                 scenario.name,
                 if axes.is_empty() { "none".to_string() } else { axes.join(", ") }
             ))
@@ -64,13 +66,13 @@ impl Across {
         };
         if scenario.grid_combinations().is_some() {
             return Err(Error::bad_input(format!(
-                "--across {path}: the grid lists its points ([grid] points); --across needs every combination"
+                "{named} {path}: the grid lists its points ([grid] points); --across needs every combination"
             )));
         }
         let radices: Vec<u32> = scenario.grid.iter().map(|a| a.values.len() as u32).collect();
         if radices[axis] < 2 {
             return Err(Error::bad_input(format!(
-                "--across {path}: the axis has one value; there is nothing to be robust across"
+                "{named} {path}: the axis has one value; there is nothing to be robust across"
             )));
         }
         Ok(Across { path: path.to_string(), axis, radices, robust })

@@ -318,11 +318,12 @@ impl Tables {
         let row = self.summary_row(scenario, point, result);
         write_shaped(&mut self.summary, long_summary(scenario), row)?;
         self.histograms.write(histogram_rows(scenario, point, latencies))?;
+        let grid = self.grid_values(scenario, point);
         match &mut self.timeseries {
             None => {}
             Some(Series::Whole(table)) => {
                 let melt = scenario.columns.long.as_ref().map(|long| &long.timeseries);
-                write_shaped(table, melt, timeseries_rows(scenario, point, result))?
+                write_shaped(table, melt, timeseries_rows(scenario, point, &grid, result))?
             }
             Some(Series::Partitioned { dir, files }) => {
                 // The grid point is in the path: the file leaves its column out.
@@ -330,7 +331,7 @@ impl Tables {
                 let columns = &scenario.columns.timeseries[1..];
                 let melt = scenario.columns.long.as_ref().map(|long| &long.timeseries_partitioned);
                 let mut table = partition_writer(dir, &name, columns, melt)?;
-                write_shaped(&mut table, melt, timeseries_rows(scenario, point, result).split_off(1))?;
+                write_shaped(&mut table, melt, timeseries_rows(scenario, point, &grid, result).split_off(1))?;
                 files.push((name, table.finish()?));
             }
         }
@@ -345,17 +346,24 @@ impl Tables {
 
     /// One point's row of `summary.parquet`.
     fn summary_row(&self, scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
-        let mut columns = vec![ColumnValues::U32(vec![point.index])];
-        for (&kind, (_, value)) in self.axis_types.iter().zip(&point.params) {
-            columns.push(axis_value(kind, value));
-        }
-        columns.extend(self.leaves.iter().flat_map(|leaf| leaf_column_values(scenario, leaf, point)));
+        let mut columns = self.grid_values(scenario, point);
         // The point's own count: `optimize` gives its candidates different numbers.
         columns.push(ColumnValues::U32(vec![point.run.replicas]));
         for (s, moments) in result.summaries.iter().zip(&result.moments) {
             columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
             columns.push(ColumnValues::U32(vec![moments.count() as u32]));
         }
+        columns
+    }
+
+    /// The columns that say which grid point a row is of (`grid_point`, the axes,
+    /// the leaves), one value each.
+    fn grid_values(&self, scenario: &Scenario, point: &GridPoint) -> Vec<ColumnValues> {
+        let mut columns = vec![ColumnValues::U32(vec![point.index])];
+        for (&kind, (_, value)) in self.axis_types.iter().zip(&point.params) {
+            columns.push(axis_value(kind, value));
+        }
+        columns.extend(self.leaves.iter().flat_map(|leaf| leaf_column_values(scenario, leaf, point)));
         columns
     }
 
@@ -708,9 +716,15 @@ fn latency_claims(scenario: &Scenario, point: u32, result: &PointResult) -> BTre
     values
 }
 
-/// One point's rows of `timeseries.parquet`: per bucket, each series' mean and
-/// 95% interval over replicas, from the exact integer sums.
-fn timeseries_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+/// One point's rows of `timeseries.parquet`: its `grid` columns (one value each,
+/// repeated on every row), then per bucket each series' mean and 95% interval over
+/// replicas, from the exact integer sums.
+fn timeseries_rows(
+    scenario: &Scenario,
+    point: &GridPoint,
+    grid: &[ColumnValues],
+    result: &PointResult,
+) -> Vec<ColumnValues> {
     let series = scenario.schema.series;
     let bucket_s = scenario.schema.series_bucket_s;
     let bucket_ns = stampede_engine::secs_to_nanos(bucket_s);
@@ -728,12 +742,13 @@ fn timeseries_rows(scenario: &Scenario, point: &GridPoint, result: &PointResult)
             values[3 * index + 2].push(summary.ci_hi);
         }
     }
-    let mut batch = vec![
-        ColumnValues::U32(vec![point.index; buckets]),
+    let every_bucket = vec![0; buckets];
+    let mut batch: Vec<ColumnValues> = grid.iter().map(|value| value.pick(&every_bucket)).collect();
+    batch.extend([
         ColumnValues::U32((0..buckets as u32).collect()),
         // From integer nanoseconds, so that bucket 301 of 10 ms starts at 3.01, not 3.0100000000000002.
         ColumnValues::F64((0..buckets).map(|b| (b as u64 * bucket_ns) as f64 / 1e9).collect()),
-    ];
+    ]);
     batch.extend(values.into_iter().map(ColumnValues::F64));
     batch.extend(over_time::columns(scenario, point, result, buckets, bucket_ns));
     batch

@@ -479,6 +479,16 @@ impl Scenario {
             let entries = here.iter().map(|a| toml::Value::try_from(a).expect("assertions serialise")).collect();
             table.insert("verify".into(), toml::Value::Array(entries));
         }
+        if !self.document.optimize.is_empty() {
+            let section = toml::Value::try_from(&self.document.optimize).expect("the section serialises");
+            table.insert("optimize".into(), section);
+        }
         toml::to_string(&table).expect("a table serialises")
+    }
+
+    /// The file's `[optimize]` section: `stampede optimize`'s defaults (its command
+    /// line wins).
+    pub fn optimize_section(&self) -> &crate::scenario::optimize::OptimizeSection {
+        &self.document.optimize
     }
 }

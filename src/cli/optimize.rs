@@ -57,8 +57,10 @@ pub(super) struct OptimizeArgs {
     /// its worst (or, --robust mean, its mean) over them.
     #[arg(long, value_name = "AXIS")]
     pub(super) across: Option<String>,
-    /// With --across: 'worst' (default: the policy best in its worst case) or 'mean'.
-    #[arg(long, value_name = "worst|mean", requires = "across")]
+    /// A scenario file's `[optimize] across = "faults"` is the default (this flag wins).
+    /// With an across axis: 'worst' (default: the policy best in its worst case) or
+    /// 'mean'; the file's `[optimize] robust` is the default.
+    #[arg(long, value_name = "worst|mean")]
     pub(super) robust: Option<String>,
     /// With --range: Halton points sampled at first (default 8 × (ranges + 1)).
     #[arg(long, value_name = "N")]
@@ -140,9 +142,24 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         constraints.extend(claims);
     }
     let dimensions = args.ranges.iter().map(|text| Dimension::parse(text)).collect::<Result<Vec<_>>>()?;
-    let robust = stampede_optimize::across::Robust::parse(args.robust.as_deref().unwrap_or("worst"))?;
-    let across = match &args.across {
-        Some(axis) => Some(stampede_optimize::across::Across::new(&scenario, axis, robust)?),
+    // The command line wins over the scenario file's [optimize] section.
+    let section = scenario.optimize_section();
+    let (across, named) = match (&args.across, &section.across) {
+        (Some(axis), _) => (Some(axis.as_str()), "--across"),
+        (None, Some(axis)) => (Some(axis.as_str()), "optimize.across ="),
+        (None, None) => (None, "--across"),
+    };
+    let robust = match (&args.robust, across) {
+        (Some(_), None) => {
+            return Err(Error::bad_input("--robust: needs an axis to be robust against")
+                .with_hint("add --across AXIS, or [optimize] across = \"AXIS\" to the scenario file"))
+        }
+        (Some(text), Some(_)) => text.as_str(),
+        (None, _) => section.robust.as_deref().unwrap_or("worst"),
+    };
+    let robust = stampede_optimize::across::Robust::parse(robust)?;
+    let across = match across {
+        Some(axis) => Some(stampede_optimize::across::Across::new(&scenario, axis, robust, named)?),
         None => {
             if scenario.grid.iter().any(|axis| axis.path == "faults") {
                 super::warning(

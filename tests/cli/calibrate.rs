@@ -120,6 +120,17 @@ fn rate_at(steps: &[(f64, f64)], t: f64) -> f64 {
     steps.iter().rev().find(|(start, _)| *start <= t).expect("from 0").1
 }
 
+/// The `timeseries.parquet` column of calibrate's metric `m`: a latency quantile
+/// `K.p99_s` is the windows' `K.window_p99_s`; anything else keeps its name.
+fn window_column(m: &str) -> String {
+    match m.rsplit_once('.') {
+        Some((kind, quantile)) if quantile.starts_with('p') && quantile.ends_with("_s") => {
+            format!("{kind}.window_{quantile}")
+        }
+        _ => m.to_string(),
+    }
+}
+
 /// Production: one replica of `truth` (seed 99), each metric averaged over 20 s
 /// intervals (a window's p99 read as it is), times 1 + 2% normal noise; written as
 /// the CSV calibrate reads. Returns the CSV's path and its rows (for the Prometheus twin).
@@ -140,7 +151,7 @@ fn production(dir: &Path, truth: &System, metrics: &[&str]) -> (PathBuf, Vec<(f6
     let columns: Vec<Vec<f64>> = metrics
         .iter()
         .map(|m| {
-            let column = if m.ends_with("_s") { m.to_string() } else { format!("{m}_mean") };
+            let column = if m.ends_with("_s") { window_column(m) } else { format!("{m}_mean") };
             table.numbers(&column).unwrap_or_else(|e| panic!("{column}: {e}"))
         })
         .collect();
@@ -555,7 +566,7 @@ fn production_of(dir: &Path, name: &str, sets: &[&str], step: f64, metrics: &[&s
             .iter()
             .map(|m| {
                 let series = format!("{m}_mean");
-                let column = if table.has(&series) { series } else { m.to_string() };
+                let column = if table.has(&series) { series } else { window_column(m) };
                 let values = table.numbers(&column).unwrap_or_else(|e| panic!("{name} {column}: {e}"));
                 let mean = interval_mean(&times, &values, start, end);
                 if mean.is_finite() {

@@ -168,11 +168,15 @@ impl Families {
                 if let Some(name) = family("S", &["_mean", "_ci_lo", "_ci_hi"], &self.series) {
                     return (name, None);
                 }
-                // A request kind's latency over time: `K.p99_all_s_ci_lo`, `K.failed_share`, …
+                // A request kind's latency over time: `K.window_p99_all_s_ci_lo`, `K.failed_share`, …
                 let timed = self.timed.iter().find_map(|kind| column.strip_prefix(&format!("{kind}.")));
                 match timed {
                     Some(rest) => (format!("K.{rest}"), None),
-                    None => (column.into(), None),
+                    None if ["grid_point", "bucket", "t_s", "latency_window_t_s"].contains(&column) => {
+                        (column.into(), None)
+                    }
+                    // The grid point's axes and fields, as in the summary.
+                    None => self.classify("summary.parquet", column, raw_grid),
                 }
             }
             "replicas.parquet" if self.metrics.iter().any(|m| m == column) => ("M".into(), None),

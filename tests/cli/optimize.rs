@@ -556,3 +556,52 @@ fn nothing_to_choose_from_is_refused_first() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("every grid point differs only in --across faults"), "{}", stderr(&output));
 }
+
+/// `[optimize] across = "faults"` in the scenario file (issue 71, item 3) is
+/// `--across faults` by default: the same answer, no warning about a faults axis
+/// being chosen; `show` keeps the section, `run` ignores it, the command line wins,
+/// and a wrong value names the field.
+#[test]
+fn the_scenario_files_optimize_section_is_the_default_across() {
+    const ROBUST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/fixtures/robust-faults.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("robust-faults.toml");
+    let text = std::fs::read_to_string(ROBUST).unwrap();
+    std::fs::write(&file, format!("{text}\n[optimize]\nacross = [\"faults\"]\nrobust = \"worst\"\n")).unwrap();
+    let file = file.to_str().unwrap();
+    let common = ["--minimize", "api.get.failed_ratio", "--first-stage", "5", "--budget-replicas", "100", "--force"];
+    let mut args = vec![file, "--json", "--no-report"];
+    args.extend(common);
+    let output = optimize(dir.path(), &args);
+    assert!(!stderr(&output).contains("--across faults"), "no warning: {}", stderr(&output));
+    let document = json(&output);
+    assert_eq!(document["chosen"]["params"]["case"], "patient", "{document}");
+    assert!(document["chosen"]["params"].get("faults").is_none(), "{document}");
+
+    let shown = stampede(&["show", file]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let resolved: toml::Table = toml::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(resolved["optimize"]["across"].as_str(), Some("faults"), "{}", stdout(&shown));
+    let out = dir.path().join("run");
+    let run = stampede(&["run", file, "--replicas", "1", "--quiet", "--no-report", "--out", out.to_str().unwrap()]);
+    assert!(run.status.success(), "run ignores [optimize]: {}", stderr(&run));
+
+    // The command line wins: --robust mean over the file's worst.
+    let mut mean = vec![file, "--json", "--no-report", "--robust", "mean"];
+    mean.extend(common);
+    let document = json(&optimize(dir.path(), &mean));
+    assert!(document["chosen"]["params"].get("faults").is_none(), "{document}");
+
+    std::fs::write(dir.path().join("bad.toml"), format!("{text}\n[optimize]\nacross = \"fault\"\n")).unwrap();
+    let bad =
+        optimize(dir.path(), &[dir.path().join("bad.toml").to_str().unwrap(), "--minimize", "api.get.failed_ratio"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("optimize.across = \"fault\": not a grid axis; the grid's axes: case, faults"),
+        "{}",
+        stderr(&bad)
+    );
+    let lone = optimize(dir.path(), &[ROBUST, "--minimize", "api.get.failed_ratio", "--robust", "mean"]);
+    assert_eq!(lone.status.code(), Some(2));
+    assert!(stderr(&lone).contains("--robust: needs an axis to be robust against"), "{}", stderr(&lone));
+}

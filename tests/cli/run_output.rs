@@ -265,3 +265,60 @@ fn a_wide_grid_names_its_columns_so_they_can_be_told_apart() {
         assert!(line.contains("router.capacity_factor = ") && line.contains("retry.budget_ratio = "), "{line}");
     }
 }
+
+/// Issue 71, item 4: `timeseries.parquet` carries each point's case and axis columns,
+/// as the summary does, so a series is filtered by case or fault without a join; and
+/// the only names the two tables share are those grid columns (the windows'
+/// `K.window_p99_s_ci_lo` was `K.p99_s_ci_lo`, the summary's interval of another
+/// figure, so a join paired different numbers under one name).
+#[test]
+fn the_time_series_carries_the_grid_columns_and_shares_no_other_name_with_the_summary() {
+    const ROBUST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/fixtures/robust-faults.toml");
+    let scratch = tempfile::tempdir().unwrap();
+    run_into(scratch.path(), &[ROBUST, "--replicas", "2", "--set", "run.horizon_s=8", "--quiet", "--no-report"]);
+    let dir = scratch.path().join("robust-faults");
+    let summary = stampede_output::Table::read(&dir.join("summary.parquet")).unwrap();
+    let series = stampede_output::Table::read(&dir.join("timeseries.parquet")).unwrap();
+    let grid_columns =
+        ["grid_point", "faults", "case_label", "faults.0.kind", "faults.0.added_s", "faults.0.added_s_used"];
+    // A series named as a metric (`api.get.goodput_rps`) is that figure per bucket,
+    // the mean over replicas with its t interval in both: the same name on purpose.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let series_names: Vec<&str> = manifest["series"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let a_series = |name: &str| {
+        ["_mean", "_ci_lo", "_ci_hi"]
+            .iter()
+            .any(|suffix| name.strip_suffix(suffix).is_some_and(|s| series_names.contains(&s)))
+    };
+    let shared: Vec<&str> = series.names().filter(|name| summary.has(name) && !a_series(name)).collect();
+    let mut expected: Vec<&str> =
+        summary.names().take_while(|name| *name != "replicas").filter(|name| series.has(name)).collect();
+    expected.sort_unstable();
+    let mut sorted = shared.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, expected, "the tables share their grid columns and series, nothing else");
+    assert!(summary.has("api.get.goodput_rps_mean") && series.has("api.get.goodput_rps_mean"));
+    for column in ["grid_point", "faults", "case_label", "faults.0.kind"] {
+        assert!(shared.contains(&column), "{column} in both: {shared:?} (grid columns: {grid_columns:?})");
+    }
+    assert!(series.has("api.get.window_p99_all_s_ci_lo") && !series.has("api.get.p99_all_s_ci_lo"));
+    // Each row's case and fault are its grid point's, as the summary says.
+    let (points, labels, kinds) = (
+        summary.numbers("grid_point").unwrap(),
+        summary.strings("case_label").unwrap(),
+        summary.strings("faults.0.kind").unwrap(),
+    );
+    let (row_points, row_labels, row_kinds) = (
+        series.numbers("grid_point").unwrap(),
+        series.strings("case_label").unwrap(),
+        series.strings("faults.0.kind").unwrap(),
+    );
+    assert_eq!(points.len(), 4, "two cases × two faults");
+    for row in 0..series.rows() {
+        let point = points.iter().position(|p| *p == row_points[row]).unwrap();
+        assert_eq!((&row_labels[row], &row_kinds[row]), (&labels[point], &kinds[point]), "row {row}");
+    }
+    let kinds_seen: std::collections::BTreeSet<&String> = row_kinds.iter().collect();
+    assert_eq!(kinds_seen.len(), 2, "both faults have rows: {kinds_seen:?}");
+}

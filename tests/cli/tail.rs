@@ -224,7 +224,7 @@ fn latency_over_time_adds_up_to_the_histograms_and_shows_the_incident() {
         let rows = windows(
             &dir,
             point,
-            &["response.ended_rps", "response.p99_s", "response.p99_all_s", "response.failed_share"],
+            &["response.ended_rps", "response.window_p99_s", "response.window_p99_all_s", "response.failed_share"],
         );
         assert_eq!(rows.len(), 40, "8 s in {width} s windows");
         assert!(rows.windows(2).all(|w| (w[1].0 - w[0].0 - width).abs() < 1e-9), "windows start every {width} s");

@@ -37,7 +37,7 @@ mod tests {
         for model in MODELS {
             assert!(!model.description().is_empty(), "{}", model.name());
             for section in model.sections() {
-                assert!(!["name", "description", "model", "run", "grid", "verify"].contains(section));
+                assert!(!["name", "description", "model", "run", "grid", "verify", "optimize"].contains(section));
             }
         }
     }

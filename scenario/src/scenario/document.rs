@@ -31,6 +31,7 @@ use crate::base::typing::{describe, typed};
 
 use super::claims::{Assertion, Assertions};
 use super::grid::GridView;
+use super::optimize::OptimizeSection;
 use super::overrides::{check_path, merge_path, GridAxis, Overrides};
 
 pub use super::grid::{Combinations, CASE_AXIS};
@@ -42,7 +43,7 @@ pub const MAX_GRID_POINTS: usize = 1_000_000;
 /// axis: a field path always starts with a section name).
 pub const POINTS_KEY: &str = "points";
 
-const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify"];
+const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify", "optimize"];
 
 /// Every model's name with the top-level sections it reads, in listing order.
 pub type ModelSections<'a> = &'a [(&'static str, &'static [&'static str])];
@@ -61,6 +62,8 @@ pub struct Document {
     pub points: Option<Combinations>,
     /// `[[verify]]` claims.
     pub verify: Vec<Assertion>,
+    /// `[optimize]`: `stampede optimize`'s defaults for this scenario.
+    pub optimize: OptimizeSection,
     /// `[run]` and the model's sections after `--set`, before grid values are applied.
     pub body: toml::Table,
 }
@@ -115,7 +118,7 @@ fn collect_axes(prefix: &str, table: toml::Table, axes: &mut Vec<GridAxis>) -> R
 fn check_axis(axis: &GridAxis) -> Result<()> {
     check_path(&axis.path, "grid")?;
     let root = axis.path.split('.').next().unwrap_or_default();
-    let forbidden = ["name", "description", "model", "grid", "verify"].contains(&root)
+    let forbidden = ["name", "description", "model", "grid", "verify", "optimize"].contains(&root)
         || axis.path == "run.replicas"
         || axis.path == "run.seed";
     if forbidden {
@@ -182,6 +185,10 @@ impl Document {
                 typed::<Assertions>(toml::Value::Table(wrapper))?.verify
             }
         };
+        let optimize = match source.remove("optimize") {
+            None => OptimizeSection::default(),
+            Some(value) => OptimizeSection::parse(value, &grid)?,
+        };
         let file = GridView { axes: &file_grid, points: file_points.as_ref() };
         let run = GridView { axes: &grid, points: points.as_ref() };
         for (i, claim) in verify.iter_mut().enumerate() {
@@ -198,7 +205,7 @@ impl Document {
         if count > MAX_GRID_POINTS {
             return Err(Error::bad_input(format!("grid: {count} points; at most {MAX_GRID_POINTS} are allowed")));
         }
-        Ok(Document { name, description, model, grid, points, verify, body: source })
+        Ok(Document { name, description, model, grid, points, verify, optimize, body: source })
     }
 
     /// The file's `[grid]` axes and its `points`.

@@ -1,7 +1,8 @@
 //! Scenario files, untyped by any model: the document (`name`, `description`,
 //! `model`, `[run]`, the model's sections, `[grid]`, `[[verify]]`), the command
 //! line's `--set`/`--grid` overrides, grid expansion into per-point tables, the
-//! claims of `[[verify]]` (and how they follow their point: `selector.rs`), and the
+//! claims of `[[verify]]` (and how they follow their point: `selector.rs`), the
+//! `[optimize]` defaults (`optimize.rs`), and the
 //! built-in scenarios. The model layer above types
 //! what this layer hands it.
 
@@ -9,6 +10,7 @@ pub mod builtin;
 pub mod claims;
 pub mod document;
 pub mod grid;
+pub mod optimize;
 pub mod overrides;
 pub mod run;
 pub mod selector;

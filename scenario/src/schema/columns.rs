@@ -31,6 +31,9 @@ pub struct TableColumns {
     pub histograms: Vec<ColumnSpec>,
     /// `timeseries.parquet`.
     pub timeseries: Vec<ColumnSpec>,
+    /// How many columns say which grid point a row is of (`grid_point`, the axes, the
+    /// leaves): the first columns of the summary and of the time series.
+    pub grid_width: usize,
     /// The model's count histogram file (`hops.parquet`), if it writes one.
     pub counts: Option<(CountHistogramDef, [ColumnSpec; 4])>,
     /// A partial folder's `partials.parquet`.
@@ -56,7 +59,7 @@ pub struct LongTables {
     pub summary: Melt,
     /// `replicas.parquet`: (grid point, replica, seed, metric, value).
     pub replicas: Melt,
-    /// `timeseries.parquet`: (grid point, bucket, t_s, series, value).
+    /// `timeseries.parquet`: (grid point, axes, bucket, t_s, series, value).
     pub timeseries: Melt,
     /// The same two in hive partitions (`--partition-by grid_point`: the grid point
     /// is in the path, not in the file).
@@ -74,12 +77,12 @@ impl LongTables {
             .collect();
         LongTables {
             summary: Melt::new(&columns.summary, columns.summary.len() - 5 * metrics, "metric", summary_values),
-            // (grid point, replica, seed) and (grid point, bucket, t_s); a partition's
-            // file leaves the grid point out.
+            // (grid point, replica, seed) and (grid point, axes, bucket, t_s); a
+            // partition's file leaves the grid point out.
             replicas: Self::one_value(&columns.replicas, 3, "metric"),
-            timeseries: Self::one_value(&columns.timeseries, 3, "series"),
+            timeseries: Self::one_value(&columns.timeseries, columns.grid_width + 2, "series"),
             replicas_partitioned: Self::one_value(&columns.replicas[1..], 2, "metric"),
-            timeseries_partitioned: Self::one_value(&columns.timeseries[1..], 2, "series"),
+            timeseries_partitioned: Self::one_value(&columns.timeseries[1..], columns.grid_width + 1, "series"),
         }
     }
 
@@ -93,13 +96,15 @@ impl TableColumns {
     /// The columns a run of `schema` over `grid` writes.
     pub fn of(grid: &[GridAxis], schema: &OutputSchema) -> TableColumns {
         let leaves = leaf_columns(grid);
+        let grid_width = grid_columns(grid, &leaves).len();
         let mut columns = TableColumns {
             summary: summary_columns(grid, &leaves, schema),
+            timeseries: timeseries_columns(grid, &leaves, schema),
             axis_types: grid.iter().map(axis_column_type).collect(),
             leaves,
             replicas: replica_columns(schema),
             histograms: histogram_columns(),
-            timeseries: timeseries_columns(schema),
+            grid_width,
             counts: schema.count_histogram.map(|def| (def, count_columns(def))),
             partials: partial_columns(),
             long: None,
@@ -144,12 +149,18 @@ fn partial_columns() -> Vec<ColumnSpec> {
 /// A timed request kind's `timeseries.parquet` columns: per quantile of the requests
 /// answered in full and of every request (`_all`), its value and interval; the
 /// requests that ended per second; the share of each ending.
+///
+/// The quantiles are `K.window_p99_s`, not `K.p99_s`: the summary's metric `K.p99_s`
+/// is each replica's p99 over the measured window, averaged, and its `K.p99_s_ci_lo`
+/// the interval of that mean; a window's quantile is pooled over replicas with a
+/// sectioning interval. One name for both made a join of the two tables pair
+/// different figures under one name.
 pub fn timed_column_names(timed: &TimedLatency) -> Vec<String> {
     let mut names = Vec::new();
     for counted in ["", "_all"] {
         for (label, _) in WINDOW_QUANTILES {
             for suffix in ["", "_ci_lo", "_ci_hi"] {
-                names.push(format!("{}.{label}{counted}_s{suffix}", timed.name));
+                names.push(format!("{}.window_{label}{counted}_s{suffix}", timed.name));
             }
         }
     }
@@ -326,10 +337,19 @@ fn leaf_columns(grid: &[GridAxis]) -> Vec<LeafColumn> {
     columns
 }
 
-fn summary_columns(grid: &[GridAxis], leaves: &[LeafColumn], schema: &OutputSchema) -> Vec<ColumnSpec> {
+/// The columns that say which grid point a row is of: `grid_point`, each axis's
+/// value and the leaves of table-valued axes. The summary and the time series both
+/// start with them, so a time series filters on `case_label` or `"retry.policy"`
+/// without a join.
+fn grid_columns(grid: &[GridAxis], leaves: &[LeafColumn]) -> Vec<ColumnSpec> {
     let mut columns = vec![ColumnSpec::new("grid_point", ColumnType::U32)];
     columns.extend(grid.iter().map(|axis| ColumnSpec::new(axis_column_name(axis), axis_column_type(axis))));
     columns.extend(leaves.iter().flat_map(LeafColumn::specs));
+    columns
+}
+
+fn summary_columns(grid: &[GridAxis], leaves: &[LeafColumn], schema: &OutputSchema) -> Vec<ColumnSpec> {
+    let mut columns = grid_columns(grid, leaves);
     columns.push(ColumnSpec::new("replicas", ColumnType::U32));
     for metric in &schema.metrics {
         for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {
@@ -341,12 +361,10 @@ fn summary_columns(grid: &[GridAxis], leaves: &[LeafColumn], schema: &OutputSche
     columns
 }
 
-fn timeseries_columns(schema: &OutputSchema) -> Vec<ColumnSpec> {
-    let mut columns = vec![
-        ColumnSpec::new("grid_point", ColumnType::U32),
-        ColumnSpec::new("bucket", ColumnType::U32),
-        ColumnSpec::new("t_s", ColumnType::F64),
-    ];
+fn timeseries_columns(grid: &[GridAxis], leaves: &[LeafColumn], schema: &OutputSchema) -> Vec<ColumnSpec> {
+    let mut columns = grid_columns(grid, leaves);
+    columns.push(ColumnSpec::new("bucket", ColumnType::U32));
+    columns.push(ColumnSpec::new("t_s", ColumnType::F64));
     for def in schema.series {
         for suffix in ["mean", "ci_lo", "ci_hi"] {
             columns.push(ColumnSpec::new(format!("{}_{suffix}", def.name), ColumnType::F64));
