@@ -143,9 +143,12 @@ impl Answer {
             (Some(a), Some(b)) => Some((show(b), race.paired_difference(a, b), race.unpaired_difference(a, b))),
             _ => None,
         };
-        let full_grid = outcome.points.len() as u64
-            * chosen.as_ref().map_or(0, |c| c.replicas as u64)
-            * request.replicas_per_candidate_replica();
+        // Those that ran: a candidate made for a round the budget could not pay for is
+        // not one the replicas went to (issue 71: "20 candidates" where 16 ran), nor
+        // one the full grid would have run.
+        let ran = (0..outcome.points.len()).filter(|&c| race.replicas(c) > 0).count();
+        let full_grid =
+            ran as u64 * chosen.as_ref().map_or(0, |c| c.replicas as u64) * request.replicas_per_candidate_replica();
         Answer {
             scenario: scenario.name.clone(),
             objective: request.objective.metric.clone(),
@@ -163,9 +166,7 @@ impl Answer {
             doubtful: outcome.answer.doubtful.iter().map(|&c| show(c).label()).collect(),
             spent: outcome.spent,
             budget,
-            // Those that ran: a candidate made for a round the budget could not pay
-            // for is not one the replicas went to (issue 71: "20 candidates" where 16 ran).
-            candidates: (0..outcome.points.len()).filter(|&c| race.replicas(c) > 0).count(),
+            candidates: ran,
             rounds: outcome.rounds.len(),
             full_grid,
         }

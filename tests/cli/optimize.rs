@@ -605,3 +605,46 @@ fn the_scenario_files_optimize_section_is_the_default_across() {
     assert_eq!(lone.status.code(), Some(2));
     assert!(stderr(&lone).contains("--robust: needs an axis to be robust against"), "{}", stderr(&lone));
 }
+
+/// Issue 71: the answer counted the candidates made ("20 candidates") where 16 ran: a
+/// refinement round's newcomers were made, then the budget could not pay for them. At
+/// a budget of 90 the 16 Halton samples take 80 replicas and the four newcomers
+/// (20 more) never run: the answer says 16, optimize.parquet lists 16, and the full
+/// grid it compares against is those 16 at the chosen one's replicas.
+#[test]
+fn the_answer_counts_the_candidates_that_ran_not_those_made() {
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("queue.toml");
+    let text = stampede(&["show", "mmc"]);
+    std::fs::write(&file, stdout(&text).split("[grid]").next().unwrap()).unwrap();
+    let file = file.to_str().unwrap();
+    let mut args = vec![
+        file,
+        "--range",
+        "queue.service_rate_per_s=90..400:log",
+        "--maximize",
+        "utilization_ratio",
+        "--require",
+        "wait_mean_s <= 0.005",
+        "--budget-replicas",
+        "90",
+        "--first-stage",
+        "5",
+        "--json",
+        "--no-report",
+        "--set",
+        "run.horizon_s=20",
+        "--set",
+        "run.warmup_s=2",
+    ];
+    let answer = json(&optimize(scratch.path(), &args));
+    assert_eq!(answer["candidates"], 16, "{answer}");
+    assert_eq!(answer["replicas_spent"], 80, "{answer}");
+    assert_eq!(answer["full_grid_replicas"], 80, "16 candidates × 5 replicas: {answer}");
+    let table = stampede_output::Table::read(&scratch.path().join("mmc/optimize.parquet")).unwrap();
+    let candidates: std::collections::BTreeSet<String> = table.strings("candidate").unwrap().iter().cloned().collect();
+    assert_eq!(candidates.len(), 16, "{candidates:?}");
+    args.retain(|a| *a != "--json");
+    let output = optimize(scratch.path(), &[&args[..], &["--force"]].concat());
+    assert!(stdout(&output).contains("spent: 80 replicas over 16 candidates"), "{}", stdout(&output));
+}
