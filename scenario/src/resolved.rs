@@ -464,7 +464,13 @@ impl Scenario {
         for (key, value) in self.model.to_sections() {
             table.insert(key, value);
         }
-        if !self.grid.is_empty() {
+        // A TOML writer puts a list of tables (`[[grid.case]]`) after the plain keys, so
+        // an axis of tables before a plain one would come back second: its grid
+        // points renumbered, and `points`' indices pointing at other combinations.
+        // Such a grid is written inline, in order, after everything else.
+        let of_tables = |axis: &GridAxis| axis.values.iter().all(toml::Value::is_table);
+        let reordered = self.grid.windows(2).any(|pair| of_tables(&pair[0]) && !of_tables(&pair[1]));
+        if !self.grid.is_empty() && !reordered {
             let mut axes: toml::Table =
                 self.grid.iter().map(|axis| (axis.path.clone(), toml::Value::Array(axis.values.clone()))).collect();
             if let Some(points) = &self.document.points {
@@ -483,7 +489,30 @@ impl Scenario {
             let section = toml::Value::try_from(&self.document.optimize).expect("the section serialises");
             table.insert("optimize".into(), section);
         }
-        toml::to_string(&table).expect("a table serialises")
+        let mut text = toml::to_string(&table).expect("a table serialises");
+        if reordered {
+            text.push_str(&self.grid_inline());
+        }
+        text
+    }
+
+    /// The `[grid]` section with every axis inline, in axis order: a list of tables
+    /// one element per line.
+    fn grid_inline(&self) -> String {
+        let key = |path: &str| toml::Value::String(path.to_string()).to_string();
+        let mut text = String::from("\n[grid]\n");
+        for axis in &self.grid {
+            text.push_str(&format!("{} = [\n", key(&axis.path)));
+            for value in &axis.values {
+                text.push_str(&format!("    {value},\n"));
+            }
+            text.push_str("]\n");
+        }
+        if let Some(points) = &self.document.points {
+            let points = toml::Value::try_from(points).expect("indices serialise");
+            text.push_str(&format!("{POINTS_KEY} = {points}\n"));
+        }
+        text
     }
 
     /// The file's `[optimize]` section: `stampede optimize`'s defaults (its command

@@ -522,6 +522,14 @@ fn across_faults_picks_the_policy_best_in_its_worst_fault() {
     assert!((worst - failed[2].max(failed[3])).abs() < 1e-9, "judged by its worst fault: {worst} vs {failed:?}");
     let table = stampede_output::Table::read(&folder.join("optimize.parquet")).unwrap();
     assert_eq!(table.numbers("grid_point").unwrap(), [0.0, 2.0], "a candidate's first point");
+    // The manifest's scenario names the points as the summary does (its [[grid.case]]
+    // came back after the faults axis: the report said #1 was patient · db errors).
+    let report = stampede(&["report", folder.to_str().unwrap()]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    for label in ["#0 eager · db errors", "#1 eager · db latency", "#2 patient · db errors"] {
+        assert!(page.contains(label), "{label} in the report");
+    }
 
     let mut show = vec![ROBUST, "--across", "faults", "--show-toml", "--quiet"];
     show.extend(common);
