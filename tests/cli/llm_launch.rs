@@ -313,3 +313,35 @@ fn the_trace_has_tenant_token_and_cost_columns() {
         assert!((calls_billed - total).abs() < 1e-6 * total.max(1.0), "point {point}: {calls_billed} vs {total}");
     }
 }
+
+/// Issue 72: a refusal quoted `max_tokens = 830` where the class sets none — the
+/// derived default, nothing the user wrote. It now says it is the default and how
+/// it was derived.
+#[test]
+fn a_refusal_over_a_derived_max_tokens_says_it_is_the_default() {
+    let scratch = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(launch_fixture()).unwrap();
+    assert!(text.contains("max_tokens = 1200\n"), "the fixture's reply sets max_tokens");
+    let fixture = scratch.path().join("launch.toml");
+    let tight =
+        text.replace("max_tokens = 1200\n", "").replace("otpm = 400000\n", "otpm = 6000\noutput_burst_s = 4.0\n");
+    std::fs::write(&fixture, tight).unwrap();
+    let file = scratch.path().join("scenario.toml");
+    std::fs::write(
+        &file,
+        format!("name = \"tight\"\nmodel = \"gateway\"\n[run]\nhorizon_s = 60.0\nwarmup_s = 10.0\nreplicas = 1\nseed = 1\n[workload]\nturns_per_s = 1.0\nfixture = \"{}\"\n", fixture.display()),
+    )
+    .unwrap();
+    let out = scratch.path().join("out");
+    let output = stampede(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(
+            "classes.reply.max_tokens = 1000 (not set: the default, output_tokens' mean 400 + 4 × its sd 150): more \
+             than tier smart's output-token bucket holds"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists(), "nothing written");
+}

@@ -244,6 +244,20 @@ impl CallClass {
             .unwrap_or_else(|| (self.output_tokens.mean + 4.0 * self.output_tokens.sd).ceil().max(1.0) as u64)
     }
 
+    /// `max_tokens = N` as an error quotes it: with where it came from when the
+    /// class does not set it (the derived default is nothing the user wrote).
+    pub fn max_tokens_quoted(&self) -> String {
+        match self.max_tokens {
+            Some(given) => format!("max_tokens = {given}"),
+            None => format!(
+                "max_tokens = {} (not set: the default, output_tokens' mean {} + 4 × its sd {})",
+                self.max_tokens(),
+                self.output_tokens.mean,
+                self.output_tokens.sd
+            ),
+        }
+    }
+
     /// The class a failed call is replaced by (`fallback`, or the old
     /// `on_failure = "downgrade_to_answer"`'s answer).
     pub fn fallback_class(&self) -> Option<&str> {
@@ -639,9 +653,10 @@ pub fn check_fits(name: &str, class: &CallClass, tier_name: &str, tier: &Tier, f
     let max_tokens = class.max_tokens();
     if max_tokens as f64 > output_bucket.floor() {
         return Err(Error::bad_input(format!(
-            "classes.{name}.max_tokens = {max_tokens}: more than tier {tier_name}{via}'s output-token bucket holds \
+            "classes.{name}.{}: more than tier {tier_name}{via}'s output-token bucket holds \
              (otpm {} × {output_burst} s of burst ÷ 60 = {} tokens), so every {name} call there is refused with a \
              429; lower max_tokens or raise tiers.{tier_name}.output_burst_s",
+            class.max_tokens_quoted(),
             tier.otpm,
             output_bucket.floor()
         )));
