@@ -376,11 +376,30 @@ impl Scenario {
         Self::resolve_with(source, &Overrides::default(), scenario_dir.map(std::path::Path::new))
     }
 
+    /// Whether the base scenario (no grid value applied) fails validation with the
+    /// same message as a grid point did: then the value at fault is the base's,
+    /// which every point that does not override it shares, and the error is said
+    /// as the scenario's — not against the first point, which may be a case that
+    /// never uses the field (a fallback tier blamed on a client that never falls
+    /// back).
+    fn base_fails_alike(&self, error: &Error) -> bool {
+        match typed_body(&self.document.model, self.document.body.clone(), true, self.base_dir.as_deref()) {
+            Err(base) => base.message == error.message,
+            Ok(_) => false,
+        }
+    }
+
     /// Grid point `index`, typed and validated.
     pub fn grid_point(&self, index: u32) -> Result<GridPoint> {
         let point = self.document.point(index as usize)?;
-        let (model, run) = typed_body(&self.document.model, point.body.clone(), true, self.base_dir.as_deref())
-            .map_err(|e| if self.grid.is_empty() { e } else { e.context(point.context()) })?;
+        let (model, run) =
+            typed_body(&self.document.model, point.body.clone(), true, self.base_dir.as_deref()).map_err(|e| {
+                if self.grid.is_empty() || self.base_fails_alike(&e) {
+                    e
+                } else {
+                    e.context(point.context())
+                }
+            })?;
         let model =
             if self.optional_columns.is_empty() { model } else { model.with_optional_columns(&self.optional_columns) };
         let model = if self.derived.is_empty() { model } else { model.with_derived(&self.derived)? };
@@ -497,16 +516,27 @@ impl Scenario {
     }
 
     /// The `[grid]` section with every axis inline, in axis order: a list of tables
-    /// one element per line.
+    /// one element per line, any other list on one.
     fn grid_inline(&self) -> String {
-        let key = |path: &str| toml::Value::String(path.to_string()).to_string();
+        let bare = |path: &str| path.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let key = |path: &str| {
+            if bare(path) {
+                path.to_string()
+            } else {
+                toml::Value::String(path.to_string()).to_string()
+            }
+        };
         let mut text = String::from("\n[grid]\n");
         for axis in &self.grid {
-            text.push_str(&format!("{} = [\n", key(&axis.path)));
-            for value in &axis.values {
-                text.push_str(&format!("    {value},\n"));
+            if axis.values.iter().all(toml::Value::is_table) {
+                text.push_str(&format!("{} = [\n", key(&axis.path)));
+                for value in &axis.values {
+                    text.push_str(&format!("    {value},\n"));
+                }
+                text.push_str("]\n");
+            } else {
+                text.push_str(&format!("{} = {}\n", key(&axis.path), toml::Value::Array(axis.values.clone())));
             }
-            text.push_str("]\n");
         }
         if let Some(points) = &self.document.points {
             let points = toml::Value::try_from(points).expect("indices serialise");

@@ -345,3 +345,42 @@ fn a_refusal_over_a_derived_max_tokens_says_it_is_the_default() {
     );
     assert!(!out.exists(), "nothing written");
 }
+
+/// Issue 72: an unknown fallback tier in the scenario's base was reported against grid
+/// point 0, `stack.client = "naive"` — a client that never falls back. A value the
+/// base holds and no grid value changes is said as the scenario's.
+#[test]
+fn a_base_value_at_fault_is_not_blamed_on_the_first_grid_point() {
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("fallback.toml");
+    let text = format!(
+        "name = \"fallback\"\nmodel = \"gateway\"\n[run]\nhorizon_s = 60.0\nwarmup_s = 10.0\nreplicas = 1\nseed = 1\n\
+         [workload]\nturns_per_s = 1.0\nfixture = \"{}\"\n[stack]\nfallback_tiers = {{ reply = \"fastest\" }}\n\
+         [grid]\n\"stack.client\" = [\"naive\", \"stack\"]\n",
+        launch_fixture()
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = scratch.path().join("out");
+    let output = stampede(&["run", file.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("error: stack.fallback_tiers.reply = \"fastest\": no such tier; tiers: fast, smart"),
+        "{message}"
+    );
+    assert!(!message.contains("grid point"), "{message}");
+    // A value a grid point sets is still said against that point.
+    let output = stampede(&[
+        "run",
+        file.to_str().unwrap(),
+        "--set",
+        "stack.fallback_tiers.reply=fast",
+        "--grid",
+        "turns_per_s=[1.0, -1.0]",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("grid point "), "{}", stderr(&output));
+}
