@@ -33,6 +33,12 @@ pub fn round_to_nanos(x: f64) -> Nanos {
     truncated.saturating_add((x - truncated as f64 >= 0.5) as Nanos)
 }
 
+/// A wall-clock [`Duration`](std::time::Duration) (what production code writes) as
+/// nanoseconds, saturating at [`Nanos::MAX`] (584 years).
+pub fn duration_to_nanos(duration: std::time::Duration) -> Nanos {
+    Nanos::try_from(duration.as_nanos()).unwrap_or(Nanos::MAX)
+}
+
 /// Converts nanoseconds to seconds for reporting.
 pub fn nanos_to_secs(nanos: Nanos) -> f64 {
     nanos as f64 / NANOS_PER_SEC as f64

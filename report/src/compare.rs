@@ -223,10 +223,19 @@ pub fn compare_with(
     let paired = ma.seed == mb.seed;
     let (infos, _) = points(&fa, &fa.metric_defs(), &crate::data::SummaryIndex::of(&fa.summary));
     let names: Vec<&str> = ma.metrics.iter().map(String::as_str).collect();
-    let parsed = expressions
+    let mut parsed = expressions
         .iter()
         .map(|text| MetricExpr::parse(text, &names, "--metric"))
         .collect::<stampede_scenario::Result<Vec<_>>>()?;
+    // An expression the runs already wrote as a column (`run --metric 'a / b'`), or
+    // one given twice, is compared once: a second row would be listed twice and
+    // counted twice by Holm's correction (issue 72).
+    let mut seen: Vec<String> = Vec::new();
+    parsed.retain(|expr| {
+        let new = !names.contains(&expr.text.as_str()) && !seen.contains(&expr.text);
+        seen.push(expr.text.clone());
+        new
+    });
     let io = |e: stampede_output::OutputError| Error::bad_input(format!("{e}"));
     // An expression's value per replica row: every metric's column, row by row.
     let computed = |table: &Table, expr: &MetricExpr| -> Result<Vec<f64>> {

@@ -178,8 +178,11 @@ fn chosen(report: &RunReport, metrics: &[MetricDef], options: &SummaryOptions) -
     let top = fits.div_ceil(2);
     let mut shown: Vec<usize> = order[..top].iter().chain(&order[n - (fits - top)..]).copied().collect();
     shown.sort_unstable();
+    // What would show them all: the width every column needs.
+    let width = NAME_COLUMN + n * (CELL + 2);
     let note = format!(
-        "{fits} of {n} grid points shown: best {top}, worst {} by {} (--rank-by METRIC)",
+        "{fits} of {n} grid points shown: best {top}, worst {} by {} (--rank-by METRIC); all {n} fit in {width} \
+         columns (COLUMNS={width}), and every point is in summary.parquet",
         fits - top,
         metrics[rank].name
     );
@@ -215,6 +218,14 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     if options.all_metrics {
         rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline && !chosen_rows.contains(&m)));
     }
+    // Dollar figures that are per replica over the measured window, not per day or
+    // per answer: said under the table (`useful_usd 34.60` read as a day's spend).
+    let per_replica_usd: Vec<&str> = rows
+        .iter()
+        .map(|&m| &metrics[m])
+        .filter(|def| def.name.ends_with("usd") && def.description.contains("per replica over"))
+        .map(|def| def.name)
+        .collect();
     for m in rows {
         let def = &metrics[m];
         // A value defined in under half its point's replicas is never the best.
@@ -284,11 +295,22 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         out.push_str(&wrap(&line, options.width.max(40)));
     }
     if let Some(note) = note {
-        out.push_str(&note);
-        out.push('\n');
+        out.push_str(&wrap(&note, options.width.max(40)));
     }
     for hint in report.hints() {
         out.push_str(&wrap(&format!("note: {hint}"), options.width.max(40)));
+    }
+    if !per_replica_usd.is_empty() {
+        let run = &report.scenario.run;
+        out.push_str(&wrap(
+            &format!(
+                "{}: USD per replica over its measured window ({} s: run.horizon_s − run.warmup_s), not per day \
+                 (usd_per_day) or per answer (usd_per_1k_answers)",
+                per_replica_usd.join(", "),
+                run.horizon_s - run.warmup_s
+            ),
+            options.width.max(40),
+        ));
     }
     if partial_shown {
         out.push_str(
@@ -327,7 +349,14 @@ mod tests {
             cases: vec![],
         };
         let scenario = Scenario::resolve(load_scenario_source("mmc").unwrap(), &overrides).unwrap();
+        report_of(scenario)
+    }
+
+    /// A report of `scenario`'s grid with made-up values: every metric 1 ± 0, but
+    /// the first, which falls with the point's index.
+    fn report_of(scenario: Scenario) -> RunReport {
         let metrics = scenario.schema.metrics.len();
+        let points = scenario.point_count() as usize;
         let points = (0..points)
             .map(|i| {
                 // wait_mean_s falls with servers: point 0 waits longest.
@@ -336,7 +365,7 @@ mod tests {
                 summaries[0] = Summary { mean: wait, sd: 0.1, ci_lo: wait - 0.01, ci_hi: wait + 0.01 };
                 PointReport {
                     index: i as u32,
-                    params: vec![("queue.servers".into(), toml::Value::Integer(2 + i as i64))],
+                    params: scenario.grid_point(i as u32).unwrap().params,
                     summaries,
                     latencies: Vec::new(),
                     replica_values: Default::default(),
@@ -387,13 +416,37 @@ mod tests {
         let options =
             SummaryOptions { all_metrics: false, rank_by: None, width: 24 + 4 * 22, colour: false, rows: Vec::new() };
         let text = render(&report(30), &options);
-        assert!(text.contains("4 of 30 grid points shown: best 2, worst 2 by wait_mean_s"), "{text}");
+        let joined = text.replace("\n    ", " ");
+        assert!(joined.contains("4 of 30 grid points shown: best 2, worst 2 by wait_mean_s"), "{text}");
         // Best by wait (lower): servers 31 and 30; worst: servers 2 and 3.
         let header = text.lines().nth(2).unwrap();
         for shown in ["servers=2", "servers=3", "servers=30", "servers=31"] {
             assert!(header.contains(shown), "{shown} missing from {header}");
         }
         assert!(text.lines().all(|l| l.chars().count() <= 24 + 4 * 22), "{text}");
+        // It says how to see them all (issue 72: wide grids hid points unless COLUMNS was set).
+        let needed = NAME_COLUMN + 30 * (CELL + 2);
+        assert!(
+            text.replace("\n    ", " ").contains(&format!("all 30 fit in {needed} columns (COLUMNS={needed})")),
+            "{text}"
+        );
+        let all = render(&report(30), &SummaryOptions { width: needed, ..options });
+        assert!(!all.contains("grid points shown") && all.contains("servers=16"), "{all}");
+    }
+
+    /// Dollar figures per replica over the measured window say so under the table
+    /// (issue 72: `useful_usd 34.60` read as a day's spend); rates per day do not.
+    #[test]
+    fn per_replica_dollars_say_what_they_count() {
+        let scenario = |rows: &[&str]| {
+            let source = load_scenario_source("llm-stack").unwrap();
+            let report = report_of(Scenario::resolve(source, &Overrides::default()).unwrap());
+            let rows = rows.iter().map(|r| r.to_string()).collect();
+            render(&report, &SummaryOptions { all_metrics: false, rank_by: None, width: 200, colour: false, rows })
+        };
+        let text = scenario(&["useful_usd", "usd_per_day"]);
+        assert!(text.contains("useful_usd: USD per replica over its measured window ("), "{text}");
+        assert!(!scenario(&["usd_per_day", "usd_per_1k_answers"]).contains("per replica over"));
     }
 
     /// Headings cut to the column width, or alike, become `#N` with a legend line per

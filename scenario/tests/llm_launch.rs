@@ -72,6 +72,9 @@ fn money_and_answers_add_up_by_tenant_and_by_kind_of_answer() {
         "tenant_2_turns_answered",
         "turn_p50_s",
         "turn_p99_s",
+        "tenant_0_usd_per_day",
+        "tenant_1_usd_per_day",
+        "tenant_2_usd_per_day",
     ];
     let rows = per_replica(&text, 4, &metrics);
     for r in &rows {
@@ -85,6 +88,10 @@ fn money_and_answers_add_up_by_tenant_and_by_kind_of_answer() {
         assert!(close(r[12] + r[13] + r[14], r[0]), "every dollar has a tenant");
         assert_eq!(r[15] + r[16] + r[17], r[4]);
         assert!(r[18] > 0.0 && r[19] >= r[18]);
+        for t in 0..3 {
+            assert!(close(r[20 + t], r[12 + t] / 100.0 * 86_400.0), "tenant {t}'s day: its window scaled");
+        }
+        assert!(close(r[20] + r[21] + r[22], r[7]), "every dollar of the day has a tenant");
     }
     // Tenant 0 sends half; the other two share the rest evenly.
     let offered = |i: usize| rows.iter().map(|r| r[i]).sum::<f64>();

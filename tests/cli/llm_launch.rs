@@ -250,11 +250,20 @@ fn metric_expressions_work_in_claims_requirements_and_compare() {
         "--json",
         "--metric",
         "turns_degraded / turns_answered",
+        // Already a column (the claim's), and the first one again: each compared once.
+        "--metric",
+        "useful_usd + wasted_usd",
+        "--metric",
+        "turns_degraded / turns_answered",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     let rows = answer["rows"].as_array().expect("rows");
     assert!(rows.iter().any(|r| r["metric"] == "turns_degraded / turns_answered"), "{answer}");
+    for metric in ["turns_degraded / turns_answered", "useful_usd + wasted_usd"] {
+        let listed = rows.iter().filter(|r| r["metric"] == metric && r["grid_point"] == 1).count();
+        assert_eq!(listed, 1, "{metric} listed once: {answer}");
+    }
     // optimize: a requirement on a sum.
     let output = stampede(&[
         "optimize",

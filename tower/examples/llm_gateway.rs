@@ -33,7 +33,7 @@ use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
 use stampede_tower::events::{set_event_hook, Event};
 use stampede_tower::{
     backoff, circuit_breaker, concurrency_limit, fallback, provider_stream_error, quota_meter, retry, stream_timeouts,
-    BoxError, HttpStatus, RetryConfig, StreamTimeouts, TimedBody, TokensWith,
+    BoxError, HttpStatus, QuotaGuard, RetryConfig, StreamTimeouts, StreamTokens,
 };
 use tower_layer::Layer;
 use tower_service::Service;
@@ -110,6 +110,46 @@ mod http_body_util_free {
     }
 }
 
+/// A streamed answer that settles its quota reservation with the tokens it carried
+/// when it ends — or when the client hangs up (what was streamed was generated). Each
+/// stand-in frame is one token; a real client counts from the provider's `usage`
+/// event or its deltas.
+struct Settling<B> {
+    inner: Pin<Box<B>>,
+    guard: Option<QuotaGuard>,
+    tokens: u64,
+}
+
+impl<B: http_body::Body> http_body::Body for Settling<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let frame = std::task::ready!(self.inner.as_mut().poll_frame(cx));
+        match &frame {
+            Some(Ok(frame)) if frame.is_data() => self.tokens += 1,
+            Some(Ok(_)) => {}
+            // Ended, or broken: what the stream carried is what was used.
+            None | Some(Err(_)) => self.settle(),
+        }
+        Poll::Ready(frame)
+    }
+}
+
+impl<B> Settling<B> {
+    fn settle(&mut self) {
+        if let Some(guard) = self.guard.take() {
+            guard.settle(self.tokens);
+        }
+    }
+}
+
+impl<B> Drop for Settling<B> {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
 /// Counts per event kind, in `Event::name`'s order.
 static EVENTS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
 const EVENT_NAMES: [&str; 9] = [
@@ -148,11 +188,13 @@ async fn main() -> Result<(), BoxError> {
     let timed = stream_timeouts(bounds).errors_in_stream(provider_stream_error);
     let smart = Provider { name: "smart", tokens: 20, gap: Duration::from_millis(50) };
     let fast = Provider { name: "fast", tokens: 20, gap: Duration::from_millis(10) };
-    // Output is estimated at the first token (the stream's end is the caller's).
-    let tokens = TokensWith(|p: &Prompt| (p.input_tokens, p.max_tokens), |_: &http::Response<TimedBody<Sse>>| 400);
+    // The output is settled when the stream ends, with the tokens it carried: the
+    // reservation of max_tokens rides in the response as a QuotaGuard (see `Settling`).
+    let tokens = StreamTokens(|p: &Prompt| (p.input_tokens, p.max_tokens));
     let limits =
         QuotaLimits { requests_per_minute: 900, input_tokens_per_minute: 2_000_000, output_tokens_per_minute: 400_000 };
-    let quota = quota_meter(limits, QuotaConfig::default(), tokens).classify(HttpStatus);
+    let quota = quota_meter(limits, QuotaConfig::default().waiting_at_most(Duration::from_secs(2)), tokens)
+        .classify(HttpStatus);
     let limiter = concurrency_limit(LimiterKind::Gradient(GradientConfig::default()), None, 7).classify(HttpStatus);
     let breaker = circuit_breaker(BreakerConfig::default()).classify(HttpStatus);
     let retries = retry(
@@ -191,7 +233,11 @@ async fn main() -> Result<(), BoxError> {
                 let degraded = answered.degraded.load(Ordering::Relaxed);
                 Ok::<_, Infallible>(match result {
                     Ok(response) => {
-                        let mut reply = Response::new(Body::new(response.into_body()));
+                        // The smart tier's answer carries its quota reservation; the fast
+                        // tier's (the fallback) went through no quota layer.
+                        let guard = response.extensions().get::<QuotaGuard>().cloned();
+                        let body = Settling { inner: Box::pin(response.into_body()), guard, tokens: 0 };
+                        let mut reply = Response::new(Body::new(body));
                         reply.headers_mut().insert("x-degraded-so-far", degraded.into());
                         reply
                     }

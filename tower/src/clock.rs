@@ -36,5 +36,5 @@ impl Default for Clock {
 
 /// A `Duration` as the policies' nanoseconds (saturating).
 pub fn nanos(duration: Duration) -> Nanos {
-    duration.as_nanos().min(Nanos::MAX as u128) as Nanos
+    stampede_engine::kernel::time::duration_to_nanos(duration)
 }

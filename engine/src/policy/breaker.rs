@@ -19,7 +19,7 @@
 //! while half-open; window counts ≤ window calls.
 
 use super::classify::Outcome;
-use crate::kernel::time::Nanos;
+use crate::kernel::time::{duration_to_nanos as nanos, Nanos};
 
 /// Which calls the failure rate is computed over.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,6 +79,34 @@ impl Default for BreakerConfig {
             half_open_probes: 10,
             count_rate_limited: false,
         }
+    }
+}
+
+/// Durations as production code writes them. The fields are the engine's clock,
+/// integer nanoseconds (`open_duration: 30_000_000_000` is 30 s and easy to get
+/// wrong by 10³); these take a [`Duration`](std::time::Duration), saturating at
+/// ~584 years.
+impl BreakerConfig {
+    /// Calls in the last `window`, kept in `buckets` equal buckets.
+    pub fn over_the_last(mut self, window: std::time::Duration, buckets: u32) -> Self {
+        self.window = SlidingWindow::Time { window: nanos(window), buckets };
+        self
+    }
+
+    /// A call at least `duration` long is slow; `rate` of slow calls trips it.
+    pub fn slow_calls(mut self, duration: std::time::Duration, rate: f64) -> Self {
+        self.slow_call_duration = nanos(duration);
+        self.slow_call_rate_threshold = rate;
+        self
+    }
+
+    /// Open for `first` after a trip, each further consecutive trip `multiplier` times
+    /// longer, up to `longest`.
+    pub fn open_for(mut self, first: std::time::Duration, multiplier: f64, longest: std::time::Duration) -> Self {
+        self.open_duration = nanos(first);
+        self.open_duration_multiplier = multiplier;
+        self.max_open_duration = nanos(longest);
+        self
     }
 }
 
@@ -444,6 +472,24 @@ impl CircuitBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Production code sets durations as `Duration`s (issue 72: raw nanoseconds are
+    /// 10⁹ apart from what a reader expects); the fields get the engine's nanoseconds.
+    #[test]
+    fn durations_are_set_as_durations() {
+        use std::time::Duration;
+        let config = BreakerConfig::default()
+            .over_the_last(Duration::from_secs(10), 5)
+            .slow_calls(Duration::from_millis(250), 0.5)
+            .open_for(Duration::from_secs(30), 2.0, Duration::from_secs(300));
+        assert_eq!(config.window, SlidingWindow::Time { window: 10 * NANOS_PER_SEC, buckets: 5 });
+        assert_eq!((config.slow_call_duration, config.slow_call_rate_threshold), (250_000_000, 0.5));
+        assert_eq!(config.open_duration, 30 * NANOS_PER_SEC);
+        assert_eq!((config.open_duration_multiplier, config.max_open_duration), (2.0, 300 * NANOS_PER_SEC));
+        let quota = crate::policy::quota::QuotaConfig::default().waiting_at_most(Duration::from_millis(500));
+        assert_eq!(quota.longest_wait, 500_000_000);
+        assert_eq!(BreakerConfig::default().slow_calls(Duration::MAX, 1.0).slow_call_duration, Nanos::MAX, "saturates");
+    }
     use crate::kernel::time::{secs_to_nanos, NANOS_PER_SEC};
     use proptest::prelude::*;
 

@@ -41,6 +41,15 @@ pub struct QuotaConfig {
     pub coordinated: bool,
 }
 
+impl QuotaConfig {
+    /// Refuse a reservation that would wait longer than `longest`: the field as a
+    /// [`Duration`](std::time::Duration) (it is the engine's integer nanoseconds).
+    pub fn waiting_at_most(mut self, longest: std::time::Duration) -> Self {
+        self.longest_wait = crate::kernel::time::duration_to_nanos(longest);
+        self
+    }
+}
+
 impl Default for QuotaConfig {
     /// The LLM-gateway fixture's defaults: 0.90 headroom, 2 s longest wait, 12 instances, coordinated.
     fn default() -> Self {

@@ -85,9 +85,15 @@ const GLOBAL_METRICS: &[Metric<GatewayResults>] = &[
     fraction("full_answer_ratio", "turns answered in full ÷ offered", |r| {
         ratio(r.turns_full() as f64, r.turns_offered as f64)
     }),
-    fraction("degraded_answer_ratio", "turns answered degraded ÷ turns answered", |r| {
-        ratio(r.turns_degraded as f64, r.turns_answered as f64)
-    }),
+    // A headline beside usd_per_1k_answers: a cost per answer is best where answers
+    // are cheap, and degraded answers are cheap (issue 72: its * went to a point that
+    // degraded 72% of its answers, with nothing beside it to say so).
+    headline(
+        Direction::Lower,
+        fraction("degraded_answer_ratio", "turns answered degraded ÷ turns answered", |r| {
+            ratio(r.turns_degraded as f64, r.turns_answered as f64)
+        }),
+    ),
     real("usd_per_full_answer", "foreground spend of turns answered in full ÷ those turns (USD)", |r| {
         ratio(r.full_usd, r.turns_full() as f64)
     }),
@@ -264,6 +270,9 @@ const TENANT_METRICS: &[(&str, MetricKind, &str, ClassReader)] = &[
     }),
     ("usd", MetricKind::Real, "spend on the tenant's calls, per replica over the window (USD)", |r, t| {
         r.tenants[t].usd
+    }),
+    ("usd_per_day", MetricKind::Real, "spend on the tenant's calls per day at the simulated load (USD)", |r, t| {
+        r.tenants[t].usd / r.window_s * SECONDS_PER_DAY
     }),
 ];
 
