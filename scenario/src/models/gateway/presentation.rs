@@ -73,7 +73,7 @@ pub fn presentation(classes: &[&str], incidents: &[IncidentSection], bulkheads: 
                 end_s: i.start_s + i.duration_s,
             })
             .collect(),
-        hints: bulkheads.iter().map(bulkhead_hint).collect(),
+        hints: bulkheads.iter().map(|b| bulkhead_hint(b, !incidents.is_empty())).collect(),
         recovery: None,
         sections: vec![
             Section::Outcomes {
@@ -89,7 +89,10 @@ pub fn presentation(classes: &[&str], incidents: &[IncidentSection], bulkheads: 
     }
 }
 
-fn bulkhead_hint(b: &BulkheadSlots) -> Hint {
+/// The note for a class whose bulkhead refused calls: how its slots were sized and
+/// how to raise them — by the slowdown when the scenario has an incident, by the
+/// load when it has none (issue 72: it spoke of a slowdown in a run without one).
+fn bulkhead_hint(b: &BulkheadSlots, incident: bool) -> Hint {
     let class = b.class;
     let sized = if b.given {
         "as stack.bulkhead_slots sets them".to_string()
@@ -97,6 +100,12 @@ fn bulkhead_hint(b: &BulkheadSlots) -> Hint {
         "the default: the p99 of its calls in flight at capacity's sustainable rate, which more load or slower \
          calls overrun"
             .to_string()
+    };
+    let how = if incident {
+        "its slots × the slowed call time ÷ the healthy one, to ride out the incident"
+    } else {
+        "no incident slows its calls here: the load asks more than the slots hold — its calls per second × their \
+         mean time, with room for the swings"
     };
     Hint {
         numerators: Reason::ALL
@@ -108,8 +117,8 @@ fn bulkhead_hint(b: &BulkheadSlots) -> Hint {
         above: BULKHEAD_HINT_SHARE,
         text: format!(
             "{class}: its bulkhead refused {{share}} of its calls with {} slots ({sized}); raise \
-             stack.bulkhead_slots.{class} (its slots × the slowed call time ÷ the healthy one), or let `stampede \
-             optimize --range 'stack.bulkhead_slots.{class}=LO..HI:int'` choose",
+             stack.bulkhead_slots.{class} ({how}), or let `stampede optimize --range \
+             'stack.bulkhead_slots.{class}=LO..HI:int'` choose",
             b.slots
         ),
     }
@@ -119,6 +128,18 @@ fn bulkhead_hint(b: &BulkheadSlots) -> Hint {
 mod tests {
     use super::*;
     use crate::models::gateway::metrics::metric_table;
+
+    /// The bulkhead note says how to size the slots by what the run had: a slowdown
+    /// when the scenario has an incident, the load when it has none (issue 72: it spoke
+    /// of "the slowed call time" in a run with no incident).
+    #[test]
+    fn the_bulkhead_note_speaks_of_a_slowdown_only_with_an_incident() {
+        let b = BulkheadSlots { class: "answer", slots: 236, given: false };
+        let (quiet, incident) = (bulkhead_hint(&b, false).text, bulkhead_hint(&b, true).text);
+        assert!(quiet.contains("no incident slows its calls here") && !quiet.contains("slowed"), "{quiet}");
+        assert!(incident.contains("the slowed call time ÷ the healthy one"), "{incident}");
+        assert!(quiet.contains("stack.bulkhead_slots.answer") && incident.contains("stack.bulkhead_slots.answer"));
+    }
 
     /// Every metric the presentation names is one the model writes.
     #[test]
