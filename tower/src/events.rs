@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use stampede_engine::policy::classify::Outcome;
 
-use crate::stream::StreamTimeout;
+use crate::stream_end::StreamTimeout;
 use crate::Rejected;
 
 /// One decision of a layer.

@@ -73,6 +73,7 @@ pub mod shared;
 pub mod sse;
 pub mod steps;
 pub mod stream;
+mod stream_end;
 pub mod timeout;
 
 pub use admission::{

@@ -101,13 +101,13 @@ fn error_outcome<E: std::fmt::Debug + 'static>(error: &E) -> Classified {
     let any: &dyn std::any::Any = error;
     let boxed = any.downcast_ref::<crate::BoxError>();
     let is = |check: &dyn Fn(&(dyn std::error::Error + 'static)) -> bool| boxed.is_some_and(|b| check(b.as_ref()));
-    if let Some(stream) = boxed.and_then(|b| b.downcast_ref::<crate::stream::StreamError>()) {
+    if let Some(stream) = boxed.and_then(|b| b.downcast_ref::<crate::stream_end::StreamError>()) {
         // An error event inside a 200 stream says what the provider meant.
         Classified::of(stream.0)
     } else if any.is::<crate::Rejected>() || is(&|e| e.is::<crate::Rejected>()) {
         Classified { outcome: Outcome::Overloaded, retry_after: None, reached: false }
     } else if any.is::<tokio::time::error::Elapsed>()
-        || is(&|e| e.is::<tokio::time::error::Elapsed>() || e.is::<crate::stream::StreamTimeout>())
+        || is(&|e| e.is::<tokio::time::error::Elapsed>() || e.is::<crate::stream_end::StreamTimeout>())
     {
         Classified::of(Outcome::Timeout)
     } else {

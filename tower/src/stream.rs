@@ -29,6 +29,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::events::{emit, Event};
+pub use crate::stream_end::{StreamError, StreamTimeout};
 use crate::BoxError;
 
 /// The four bounds of a streamed call (`None`: no such bound), as a class's
@@ -44,46 +45,6 @@ pub struct StreamTimeouts {
     /// Until the body's end, from the call's start.
     pub total: Option<Duration>,
 }
-
-/// Which bound a stream broke.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamTimeout {
-    /// No headers within `connect`.
-    Connect,
-    /// No first frame within `first_token`.
-    FirstToken,
-    /// A gap between frames longer than `inter_token`.
-    InterToken,
-    /// The body did not end within `total`.
-    Total,
-}
-
-impl std::fmt::Display for StreamTimeout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let name = match self {
-            StreamTimeout::Connect => "timeout_connect",
-            StreamTimeout::FirstToken => "timeout_first_token",
-            StreamTimeout::InterToken => "timeout_inter_token",
-            StreamTimeout::Total => "timeout_total",
-        };
-        f.write_str(name)
-    }
-}
-
-impl std::error::Error for StreamTimeout {}
-
-/// An error the provider sent inside a 200 stream (an SSE `event: error` after the
-/// headers): what it says, as an outcome — an overload, a rate limit, a server error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StreamError(pub Outcome);
-
-impl std::fmt::Display for StreamError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "an error inside the stream: {:?}", self.0)
-    }
-}
-
-impl std::error::Error for StreamError {}
 
 /// Reads a frame's bytes for an error event: `Some(outcome)` ends the stream with a
 /// [`StreamError`]. [`provider_stream_error`] reads Anthropic's and OpenAI's.

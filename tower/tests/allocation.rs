@@ -174,6 +174,7 @@ fn hedges_that_fire_win_and_cancel_allocate_nothing() {
     assert!(counts.hedges >= 1_000 && counts.hedge_wins >= 1_000, "hedges went out and won: {counts:?}");
 }
 
+#[cfg(feature = "scenario")]
 #[test]
 fn a_request_through_a_gateway_class_stack_allocates_nothing() {
     use stampede_tower::{gateway_from_scenario, GatewayStacks, TokensWith};

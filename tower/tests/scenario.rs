@@ -1,6 +1,10 @@
 //! One configuration, two uses: stacks built from the TOML `stampede run` simulates,
 //! by the same parser, with its errors.
 
+// Builds stacks from scenario files: only with the `scenario` feature (its parser
+// brings the simulator's output stack; see Cargo.toml).
+#![cfg(feature = "scenario")]
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -23,6 +23,10 @@
 //! Every loop is bounded in count and time; traffic stays on loopback; the two live
 //! runs take `HORIZON_S` seconds each.
 
+// Builds stacks from scenario files: only with the `scenario` feature (its parser
+// brings the simulator's output stack; see Cargo.toml).
+#![cfg(feature = "scenario")]
+
 mod compare;
 
 use std::future::Future;

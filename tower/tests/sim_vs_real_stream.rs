@@ -23,6 +23,10 @@
 //! Every loop is bounded; traffic stays on loopback; the live run takes about
 //! `HORIZON_S` seconds.
 
+// Builds stacks from scenario files: only with the `scenario` feature (its parser
+// brings the simulator's output stack; see Cargo.toml).
+#![cfg(feature = "scenario")]
+
 mod compare;
 
 use std::future::Future;
