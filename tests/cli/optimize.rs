@@ -147,14 +147,20 @@ fn the_erlang_c_staffing_is_found_on_the_mmc_model() {
 
 /// The same staffing over an integer range, and the slowest service rate that keeps
 /// Wq ≤ 5 ms on 2 servers over a continuous log range: Erlang C puts it at μ* ≈ 128.0/s.
+/// The built-in mmc without its servers axis, as `queue.toml` in `dir`: a scenario
+/// whose only choices are the --range ones.
+fn mmc_without_its_grid(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("queue.toml");
+    let text = stampede(&["show", "mmc"]);
+    std::fs::write(&file, stdout(&text).split("[grid]").next().unwrap()).unwrap();
+    file
+}
+
 /// The search samples, halves and refines; it must land at or just above μ*.
 #[test]
 fn ranges_find_the_erlang_c_answer_integer_and_continuous() {
     let scratch = tempfile::tempdir().unwrap();
-    let file = scratch.path().join("queue.toml");
-    let text = stampede(&["show", "mmc"]);
-    let scenario = stdout(&text).split("[grid]").next().unwrap().to_string();
-    std::fs::write(&file, scenario).unwrap();
+    let file = mmc_without_its_grid(scratch.path());
     let file = file.to_str().unwrap();
     let mut args = vec![
         file,
@@ -622,9 +628,7 @@ fn the_scenario_files_optimize_section_is_the_default_across() {
 #[test]
 fn the_answer_counts_the_candidates_that_ran_not_those_made() {
     let scratch = tempfile::tempdir().unwrap();
-    let file = scratch.path().join("queue.toml");
-    let text = stampede(&["show", "mmc"]);
-    std::fs::write(&file, stdout(&text).split("[grid]").next().unwrap()).unwrap();
+    let file = mmc_without_its_grid(scratch.path());
     let file = file.to_str().unwrap();
     let mut args = vec![
         file,
