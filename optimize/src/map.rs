@@ -167,6 +167,9 @@ pub struct Evaluation {
     pub ci_hi: f64,
     /// The bisection round it ran in (0: the ends).
     pub round: u32,
+    /// The model refused the point as overloaded (why): not run, its mean ±∞ on the
+    /// side a growing load takes the metric (beyond any level).
+    pub refused: Option<String>,
 }
 
 /// Where a row crosses the level, or which side it stays on.
@@ -215,6 +218,11 @@ impl StabilityMap {
             _ => (1.0 / self.request.tolerance).ceil() as u64 + 1,
         };
         per_row * self.rows.len() as u64
+    }
+
+    /// The evaluations the model refused as overloaded (not run; beyond the level).
+    pub fn refused(&self) -> impl Iterator<Item = &Evaluation> {
+        self.evaluations.iter().filter(|e| e.refused.is_some())
     }
 
     /// Which side of the level is better, if the metric has a direction.
@@ -277,8 +285,12 @@ impl StabilityMap {
             .evaluations
             .iter()
             .map(|e| {
-                json!({"grid_point": e.grid, "y": e.y, "x": e.x, "round": e.round,
-                       "mean": number(e.mean), "ci_lo": number(e.ci_lo), "ci_hi": number(e.ci_hi)})
+                let mut object = json!({"grid_point": e.grid, "y": e.y, "x": e.x, "round": e.round,
+                       "mean": number(e.mean), "ci_lo": number(e.ci_lo), "ci_hi": number(e.ci_hi)});
+                if let Some(why) = &e.refused {
+                    object["refused"] = json!(why);
+                }
+                object
             })
             .collect();
         json!({
@@ -289,12 +301,32 @@ impl StabilityMap {
             "tolerance": self.request.tolerance,
             "replicas": self.request.replicas,
             "rounds": self.rounds,
-            "evaluations_run": self.evaluations.len(),
+            "evaluations_run": self.evaluations.iter().filter(|e| e.refused.is_none()).count(),
+            "evaluations_refused": self.refused().count(),
             "full_grid_evaluations": self.full_grid_evaluations(),
             "rows": rows,
             "evaluations": evaluations,
         })
     }
+}
+
+/// For each of `points`, why the model refuses it as overloaded (`None`: it runs).
+/// Tried as one batch first; only when that is refused for an overload is each point
+/// resolved alone. Any other refusal is an error of the map.
+fn refused_points(candidates: &mut Candidates, points: &[Point]) -> Result<Vec<Option<String>>> {
+    match candidates.scenario(points) {
+        Ok(_) => return Ok(vec![None; points.len()]),
+        Err(error) if !error.overloaded => return Err(error),
+        Err(_) => {}
+    }
+    points
+        .iter()
+        .map(|point| match candidates.scenario(std::slice::from_ref(point)) {
+            Ok(_) => Ok(None),
+            Err(error) if error.overloaded => Ok(Some(error.message)),
+            Err(error) => Err(error),
+        })
+        .collect()
 }
 
 /// A row's bisection state.
@@ -348,17 +380,34 @@ pub fn map(
                 values: vec![request.x.value(u), brackets[row].y],
             })
             .collect();
-        let batch = candidates.scenario(&points)?;
-        let mut means = vec![None; points.len()];
-        let mut records = |_: &[ReplicaRecord]| Ok(());
-        let mut fold = |point: &GridPoint, result: PointResult| {
-            means[point.index as usize] = Some(result.summaries[column]);
-            Ok(())
+        // A point the model refuses as overloaded (no steady state, or past the event
+        // budget) is not run: it is beyond the level, on the side a growing load takes
+        // the metric to.
+        let refused = refused_points(&mut candidates, &points)?;
+        let run: Vec<Point> =
+            points.iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(p, _)| p.clone()).collect();
+        let mut means = vec![None; run.len()];
+        if !run.is_empty() {
+            let batch = candidates.scenario(&run)?;
+            let mut records = |_: &[ReplicaRecord]| Ok(());
+            let mut fold = |point: &GridPoint, result: PointResult| {
+                means[point.index as usize] = Some(result.summaries[column]);
+                Ok(())
+            };
+            let ranges = vec![0..request.replicas; run.len()];
+            run_ranges(&batch, &ranges, threads, progress, Sinks { records: &mut records, point: &mut fold })?;
+        }
+        let mut ran = means.into_iter();
+        let beyond = if scenario.schema.metrics[column].direction == Direction::Higher {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
         };
-        let ranges = vec![0..request.replicas; points.len()];
-        run_ranges(&batch, &ranges, threads, progress, Sinks { records: &mut records, point: &mut fold })?;
-        for (&(row, u), summary) in asked.iter().zip(means) {
-            let summary = summary.expect("every point of a round is run");
+        for (&(row, u), refusal) in asked.iter().zip(refused) {
+            let summary = match &refusal {
+                None => ran.next().flatten().expect("every point of a round that is not refused is run"),
+                Some(_) => stampede_run::stats::Summary { mean: beyond, sd: f64::NAN, ci_lo: beyond, ci_hi: beyond },
+            };
             let bracket = &mut brackets[row];
             evaluations.push(Evaluation {
                 grid: bracket.grid,
@@ -369,6 +418,7 @@ pub fn map(
                 ci_lo: summary.ci_lo,
                 ci_hi: summary.ci_hi,
                 round,
+                refused: refusal,
             });
             let mean = summary.mean;
             if round == 0 {
@@ -410,7 +460,13 @@ pub fn map(
             } else if Side::of(lo.1, request.level) == Side::of(hi.1, request.level) {
                 Crossing::Never { side: Side::of(lo.1, request.level) }
             } else {
-                let t = ((request.level - lo.1) / (hi.1 - lo.1)).clamp(0.0, 1.0);
+                // Linear between the two ends; an end refused as overloaded (±∞) has
+                // no value to interpolate with: the bracket's middle.
+                let t = if lo.1.is_finite() && hi.1.is_finite() {
+                    ((request.level - lo.1) / (hi.1 - lo.1)).clamp(0.0, 1.0)
+                } else {
+                    0.5
+                };
                 let x = request.x.unrounded(lo.0 + t * (hi.0 - lo.0));
                 let low_side = Side::of(lo.1, request.level);
                 let sure = |e: &Evaluation, side: Side| match side {
@@ -427,6 +483,13 @@ pub fn map(
             Row { grid: bracket.grid, y: bracket.y, crossing, evaluations: mine.len() as u32 }
         })
         .collect();
+    if let Some(first) = evaluations.first().filter(|_| evaluations.iter().all(|e| e.refused.is_some())) {
+        return Err(Error::bad_input(format!(
+            "map: the model refuses every point it tried as overloaded, so there is nothing to map; for one: {}",
+            first.refused.as_deref().unwrap_or_default()
+        ))
+        .with_hint("narrow --x or --y to where the model has a steady state, or bound its queue"));
+    }
     let labels = (0..base_points)
         .map(|p| {
             let params = scenario.grid_point(p).map(|g| g.params).unwrap_or_default();

@@ -27,6 +27,9 @@ pub struct MapDot {
     pub above: bool,
     /// Its 95% interval lies wholly on its side of the level.
     pub sure: bool,
+    /// The model refused it as overloaded (no steady state): not run, beyond the
+    /// level; drawn as a cross.
+    pub refused: bool,
 }
 
 /// One grid point of the scenario.
@@ -190,6 +193,22 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
         } else {
             colour
         };
+        if dot.refused {
+            let (x, y) = (px(dot.x), py(dot.y));
+            out.push_str(&format!(
+                "<path d=\"M{:.1} {:.1}L{:.1} {:.1}M{:.1} {:.1}L{:.1} {:.1}\" stroke=\"{colour}\" stroke-width=\"1.5\"><title>refused \
+                 as overloaded (no steady state): beyond the level</title></path>",
+                x - 3.0,
+                y - 3.0,
+                x + 3.0,
+                y + 3.0,
+                x - 3.0,
+                y + 3.0,
+                x + 3.0,
+                y - 3.0
+            ));
+            continue;
+        }
         let fill = if dot.sure { colour } else { "white" };
         out.push_str(&format!(
             "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" shape-rendering=\"geometricPrecision\" fill=\"{fill}\" stroke=\"{colour}\" stroke-width=\"1\"/>",

@@ -172,7 +172,20 @@ fn describe(drawn: &StabilityMap, scenario: &str, seconds: f64) -> Vec<String> {
             r.level
         ));
     }
-    let run = drawn.evaluations.len() as u64;
+    let refused: Vec<_> = drawn.refused().collect();
+    if let Some(first) = refused.first() {
+        lines.push(format!(
+            "{} of {} evaluations refused as overloaded and counted beyond the level (×), e.g. {} = {}, {} = {}: {}",
+            refused.len(),
+            drawn.evaluations.len(),
+            r.x.path,
+            short(first.x),
+            r.y.path,
+            short(first.y),
+            first.refused.as_deref().unwrap_or_default()
+        ));
+    }
+    let run = drawn.evaluations.len() as u64 - refused.len() as u64;
     let full = drawn.full_grid_evaluations();
     lines.push(format!(
         "cost: {run} evaluations × {} replicas in {} round{}, {seconds:.1} s; the full grid at this resolution would be {full} \
@@ -211,7 +224,8 @@ fn panel(drawn: &StabilityMap, grid: u32) -> MapPanel {
         .filter(|e| e.grid == grid && !e.mean.is_nan())
         .map(|e| {
             let above = e.mean >= level;
-            MapDot { x: e.x, y: e.y, above, sure: if above { e.ci_lo >= level } else { e.ci_hi < level } }
+            let sure = if above { e.ci_lo >= level } else { e.ci_hi < level };
+            MapDot { x: e.x, y: e.y, above, sure, refused: e.refused.is_some() }
         })
         .collect();
     let crossed =
@@ -295,6 +309,7 @@ fn write_evaluations(dir: &Path, drawn: &StabilityMap) -> Result<StagedFile> {
         ColumnSpec::new("mean", ColumnType::F64),
         ColumnSpec::new("ci_lo", ColumnType::F64),
         ColumnSpec::new("ci_hi", ColumnType::F64),
+        ColumnSpec::nullable("refused", ColumnType::Utf8),
     ];
     let mut table = TableWriter::create(dir, "evaluations.parquet", &columns)?;
     let e = &drawn.evaluations;
@@ -303,10 +318,12 @@ fn write_evaluations(dir: &Path, drawn: &StabilityMap) -> Result<StagedFile> {
         ColumnValues::U32(e.iter().map(|e| e.round).collect()),
         ColumnValues::F64(e.iter().map(|e| e.y).collect()),
         ColumnValues::F64(e.iter().map(|e| e.x).collect()),
-        ColumnValues::U32(vec![drawn.request.replicas; e.len()]),
+        // A point refused as overloaded ran no replica.
+        ColumnValues::U32(e.iter().map(|e| if e.refused.is_some() { 0 } else { drawn.request.replicas }).collect()),
         ColumnValues::F64(e.iter().map(|e| e.mean).collect()),
         ColumnValues::F64(e.iter().map(|e| e.ci_lo).collect()),
         ColumnValues::F64(e.iter().map(|e| e.ci_hi).collect()),
+        ColumnValues::NullableUtf8(e.iter().map(|e| e.refused.clone()).collect()),
     ])?;
     Ok(table.finish()?)
 }

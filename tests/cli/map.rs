@@ -236,3 +236,80 @@ fn a_level_never_crossed_is_said_and_bad_input_exits_2_writing_nothing() {
         assert!(!out.exists(), "{args:?} wrote {:?}", files_below(&out));
     }
 }
+
+/// Issue 73, item 2: a range that crosses the stability limit is mapped, not refused.
+/// An M/M/c's mean wait (μ = 100/s) over arrival rate 50..390/s × servers 1..4: the
+/// rates at or past c·μ have no steady state (the model refuses them as overloaded),
+/// so they count beyond the level, drawn as crosses and named; every row's boundary is
+/// where Erlang C's Wq reaches the level. A map whose every point is refused exits 2.
+#[test]
+fn a_range_across_the_stability_limit_is_mapped_and_matches_erlang_c() {
+    use stampede_engine::measurement::theory::erlang_c;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queue.toml");
+    let shown = stdout(&stampede(&["show", "mmc"]));
+    std::fs::write(&file, shown.split("[grid]").next().unwrap()).unwrap();
+    let queue = file.to_str().unwrap();
+    let out = dir.path().join("out");
+    let level = 0.02;
+    let mut args = vec![
+        "map",
+        queue,
+        "--x",
+        "queue.arrival_rate_per_s=50..390",
+        "--y",
+        "queue.servers=1..4:int",
+        "--metric",
+        "wait_mean_s",
+        "--level",
+        "0.02",
+        "--replicas",
+        "10",
+        "--set",
+        "run.horizon_s=200",
+        "--set",
+        "run.warmup_s=20",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = stampede(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(said.contains("refused as overloaded and counted beyond the level"), "{said}");
+    let map = map_json(&out.join("mmc-map"));
+    let refused: Vec<&Value> =
+        map["evaluations"].as_array().unwrap().iter().filter(|e| e.get("refused").is_some()).collect();
+    assert!(!refused.is_empty(), "{map}");
+    for e in &refused {
+        let (x, c) = (e["x"].as_f64().unwrap(), e["y"].as_f64().unwrap());
+        assert!(x >= 100.0 * c, "only points at ρ ≥ 1 are refused: {e}");
+    }
+    for row in map["rows"].as_array().unwrap() {
+        let c = row["y"].as_f64().unwrap() as u32;
+        assert_eq!(row["crossed"], true, "{row}");
+        // Erlang C: the rate at which its Wq reaches the level.
+        let wq = |lambda: f64| erlang_c(lambda, 100.0, c).map_or(f64::INFINITY, |m| m.wait_mean_s);
+        let (mut lo, mut hi) = (1.0, f64::from(c) * 100.0 - 1e-9);
+        for _ in 0..60 {
+            let mid = (lo + hi) / 2.0;
+            if wq(mid) < level {
+                lo = mid
+            } else {
+                hi = mid
+            }
+        }
+        let x = row["boundary_x"].as_f64().unwrap();
+        assert!((x - lo).abs() <= 0.03 * lo, "c = {c}: boundary {x}, Erlang C {lo:.2}");
+    }
+    let page = std::fs::read_to_string(out.join("mmc-map/map.html")).unwrap();
+    assert!(page.contains("refused as overloaded (no steady state)"), "the crosses are drawn");
+    // Every point past the limit: nothing to map, exit 2, nothing written.
+    let everywhere = dir.path().join("everywhere");
+    args[3] = "queue.arrival_rate_per_s=400..500";
+    let last = args.len() - 1;
+    args[last] = everywhere.to_str().unwrap();
+    let output = stampede(&args);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(stderr(&output).contains("refuses every point it tried as overloaded"), "{}", stderr(&output));
+    assert!(files_below(dir.path()).iter().all(|f| !f.starts_with(&everywhere)));
+}

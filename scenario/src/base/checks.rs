@@ -26,7 +26,7 @@ pub fn at_least_one(path: &str, value: u32) -> Result<()> {
 pub fn events_within_budget(horizon_s: f64, rate_path: &str, rate_per_s: f64) -> Result<()> {
     let events = 2.0 * rate_per_s * horizon_s;
     if events.is_nan() || events > MAX_EVENTS_PER_REPLICA {
-        return Err(Error::bad_input(format!(
+        return Err(Error::overloaded(format!(
             "run.horizon_s = {horizon_s}: with {rate_path} = {rate_per_s} a replica would need about {events:.1e} \
              events; at most {MAX_EVENTS_PER_REPLICA:e} are allowed"
         )));

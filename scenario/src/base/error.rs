@@ -22,18 +22,33 @@ pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     pub hint: Option<String>,
+    /// Bad input of one kind: a load the model has no steady state for (an unbounded
+    /// queue at ρ ≥ 1), or more events than a replica may run. `stampede map` counts
+    /// such a point as beyond the level instead of refusing the map.
+    pub overloaded: bool,
 }
 
 impl Error {
     /// Bad input: the message names the field, the value and what is allowed.
     /// Very long numbers are abbreviated (`1e308`, not 309 digits).
     pub fn bad_input(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::BadInput, message: abbreviate_words(&abbreviate_numbers(&message.into())), hint: None }
+        Error {
+            kind: ErrorKind::BadInput,
+            message: abbreviate_words(&abbreviate_numbers(&message.into())),
+            hint: None,
+            overloaded: false,
+        }
+    }
+
+    /// Bad input that is a load with no steady state or beyond the event budget (see
+    /// [`Error::overloaded`]): exit 2 like any bad input.
+    pub fn overloaded(message: impl Into<String>) -> Self {
+        Error { overloaded: true, ..Error::bad_input(message) }
     }
 
     /// A file-system failure.
     pub fn io(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Io, message: message.into(), hint: None }
+        Error { kind: ErrorKind::Io, message: message.into(), hint: None, overloaded: false }
     }
 
     /// Adds a hint line ("try …").

@@ -221,7 +221,7 @@ fn check_load(config: &Mg1Config, run: &RunConfig) -> Result<()> {
     if let (true, Some(rate)) = (config.steady(), q.arrival_rate_per_s) {
         let rho = rate * mean_s;
         if rho >= 1.0 {
-            return Err(Error::bad_input(format!(
+            return Err(Error::overloaded(format!(
                 "queue.arrival_rate_per_s = {rate}: with a mean service time of {mean_s:.4} s the load ρ = λ·E[S] = {rho:.3} \
                  is not below 1, so the queue grows forever and has no steady state"
             )));

@@ -142,7 +142,7 @@ impl MmcConfig {
         } else if steady {
             let rho = rate / (q.servers as f64 * q.service_rate_per_s);
             if rho >= 1.0 {
-                return Err(Error::bad_input(format!(
+                return Err(Error::overloaded(format!(
                     "queue.arrival_rate_per_s = {}: with queue.servers = {} and queue.service_rate_per_s = {} the load \
                      ρ = λ/(c·μ) = {rho:.3} is not below 1, so an unbounded queue grows forever and has no steady state",
                     rate, q.servers, q.service_rate_per_s
