@@ -195,6 +195,10 @@ pub struct Row {
     pub y: f64,
     pub crossing: Crossing,
     pub evaluations: u32,
+    /// No two of its evaluations say the metric rises in x and two others that it
+    /// falls, each beyond their intervals (see [`monotone`]): where it does, the
+    /// bisection's boundary may be one of several.
+    pub monotone: bool,
 }
 
 /// The finished map.
@@ -261,6 +265,7 @@ impl StabilityMap {
                     "label": self.labels[row.grid as usize],
                     "y": row.y,
                     "evaluations": row.evaluations,
+                    "monotone": row.monotone,
                 });
                 match &row.crossing {
                     Crossing::Boundary { x, band, low_side } => {
@@ -327,6 +332,23 @@ fn refused_points(candidates: &mut Candidates, points: &[Point]) -> Result<Vec<O
             Err(error) => Err(error),
         })
         .collect()
+}
+
+/// Whether a row's evaluations are consistent with a metric that moves one way in x:
+/// false when one pair (in x order) rises and another falls, each surely (the later
+/// one's 95% interval wholly above, or below, the earlier one's). Bisection assumes one
+/// crossing; a row that is not monotone may cross the level more than once.
+pub fn monotone(evaluations: &[&Evaluation]) -> bool {
+    let mut sorted: Vec<&&Evaluation> = evaluations.iter().filter(|e| !e.mean.is_nan()).collect();
+    sorted.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let (mut rises, mut falls) = (false, false);
+    for (i, a) in sorted.iter().enumerate() {
+        for b in &sorted[i + 1..] {
+            rises |= b.ci_lo > a.ci_hi;
+            falls |= b.ci_hi < a.ci_lo;
+        }
+    }
+    !(rises && falls)
 }
 
 /// A row's bisection state.
@@ -480,7 +502,13 @@ pub fn map(
                     mine.iter().filter(|e| e.x >= x && sure(e, other)).map(|e| e.x).fold(request.x.high, f64::min);
                 Crossing::Boundary { x, band: (band_lo, band_hi), low_side }
             };
-            Row { grid: bracket.grid, y: bracket.y, crossing, evaluations: mine.len() as u32 }
+            Row {
+                grid: bracket.grid,
+                y: bracket.y,
+                crossing,
+                evaluations: mine.len() as u32,
+                monotone: monotone(&mine),
+            }
         })
         .collect();
     if let Some(first) = evaluations.first().filter(|_| evaluations.iter().all(|e| e.refused.is_some())) {
@@ -512,4 +540,25 @@ pub fn map(
         evaluations,
         rounds: round,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(x: f64, mean: f64, half: f64) -> Evaluation {
+        Evaluation { grid: 0, row: 0, y: 1.0, x, mean, ci_lo: mean - half, ci_hi: mean + half, round: 0, refused: None }
+    }
+
+    /// Issue 73, item 4: a row that surely rises and surely falls is flagged; noise
+    /// within the intervals, a plateau and a refused (+∞) end are not.
+    #[test]
+    fn a_row_that_rises_and_falls_beyond_its_intervals_is_not_monotone() {
+        let check = |points: &[Evaluation]| monotone(&points.iter().collect::<Vec<_>>());
+        assert!(check(&[at(1.0, 0.1, 0.01), at(2.0, 0.2, 0.01), at(3.0, 0.5, 0.01)]));
+        assert!(check(&[at(1.0, 0.1, 0.05), at(2.0, 0.12, 0.05), at(3.0, 0.09, 0.05), at(4.0, 0.6, 0.05)]), "noise");
+        assert!(check(&[at(1.0, 0.1, 0.01), at(2.0, f64::INFINITY, 0.0)]), "a refused end is beyond, not a fall");
+        assert!(!check(&[at(1.0, 0.1, 0.01), at(2.0, 0.5, 0.01), at(3.0, 0.1, 0.01)]), "up then down");
+        assert!(!check(&[at(3.0, 0.1, 0.01), at(1.0, 0.1, 0.01), at(2.0, 0.5, 0.01)]), "in x order, not run order");
+    }
 }

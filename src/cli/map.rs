@@ -163,7 +163,8 @@ fn describe(drawn: &StabilityMap, scenario: &str, seconds: f64) -> Vec<String> {
             continue;
         }
         for row in rows {
-            lines.push(format!("  {} = {:<8} {}", r.y.path, short(row.y), row_text(drawn, &row.crossing)));
+            let flag = if row.monotone { "" } else { "; not monotone in x: the boundary may be one of several" };
+            lines.push(format!("  {} = {:<8} {}{flag}", r.y.path, short(row.y), row_text(drawn, &row.crossing)));
         }
     }
     if !drawn.rows.iter().any(|row| matches!(row.crossing, Crossing::Boundary { .. })) {
@@ -238,6 +239,21 @@ fn panel(drawn: &StabilityMap, grid: u32) -> MapPanel {
             drawn.evaluations.iter().filter(|e| e.grid == grid).count()
         )
     };
+    let wavering: Vec<String> = drawn
+        .rows
+        .iter()
+        .filter(|r| r.grid == grid && !r.monotone)
+        .map(|r| stampede_report::chart::short(r.y))
+        .collect();
+    let summary = if wavering.is_empty() {
+        summary
+    } else {
+        format!(
+            "{summary} Not monotone in x at {} = {}: the boundary may be one of several.",
+            drawn.request.y.path,
+            wavering.join(", ")
+        )
+    };
     MapPanel { label: drawn.labels[grid as usize].clone(), rows, dots, summary }
 }
 
@@ -272,6 +288,7 @@ fn write_rows(dir: &Path, drawn: &StabilityMap) -> Result<StagedFile> {
         ColumnSpec::new("band_hi", ColumnType::F64),
         ColumnSpec::new("below_boundary", ColumnType::Utf8),
         ColumnSpec::new("evaluations", ColumnType::U32),
+        ColumnSpec::new("monotone", ColumnType::Bool),
     ];
     let mut table = TableWriter::create(dir, "map.parquet", &columns)?;
     let rows = &drawn.rows;
@@ -294,6 +311,7 @@ fn write_rows(dir: &Path, drawn: &StabilityMap) -> Result<StagedFile> {
                 .collect(),
         ),
         ColumnValues::U32(rows.iter().map(|r| r.evaluations).collect()),
+        ColumnValues::Bool(rows.iter().map(|r| Some(r.monotone)).collect()),
     ])?;
     Ok(table.finish()?)
 }

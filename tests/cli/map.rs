@@ -287,6 +287,7 @@ fn a_range_across_the_stability_limit_is_mapped_and_matches_erlang_c() {
     for row in map["rows"].as_array().unwrap() {
         let c = row["y"].as_f64().unwrap() as u32;
         assert_eq!(row["crossed"], true, "{row}");
+        assert_eq!(row["monotone"], true, "the wait grows with the rate: {row}");
         // Erlang C: the rate at which its Wq reaches the level.
         let wq = |lambda: f64| erlang_c(lambda, 100.0, c).map_or(f64::INFINITY, |m| m.wait_mean_s);
         let (mut lo, mut hi) = (1.0, f64::from(c) * 100.0 - 1e-9);
