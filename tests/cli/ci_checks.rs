@@ -452,3 +452,29 @@ fn the_nightly_workflows_shell_steps_run_under_bash_e() {
         std::fs::rename(scratch.path().join("out"), scratch.path().join("last")).unwrap();
     }
 }
+
+/// `--save --filter X` re-saves what it measured and keeps the other benchmarks'
+/// counts (it wrote a baseline of only the filtered ones), printing each re-saved
+/// benchmark's change; under another toolchain it refuses.
+#[test]
+fn a_filtered_save_keeps_the_other_benchmarks() {
+    let scratch = tempfile::tempdir().unwrap();
+    let baseline = scratch.path().join("baseline.json");
+    assert!(gate(&baseline, &["--save"], false).status.success());
+    rewrite_baseline(&baseline, 1.1, None);
+    let mut document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+    document["benchmarks"]["other::bench"] = serde_json::json!({"instructions": 1234, "cycles": 2000});
+    std::fs::write(&baseline, serde_json::to_string_pretty(&document).unwrap()).unwrap();
+    let saved = gate(&baseline, &["--save", "--filter", "replica"], false);
+    let text = stdout(&saved);
+    assert!(saved.status.success(), "{text}{}", stderr(&saved));
+    assert!(text.contains("kept the other 1 as saved") && text.contains("(-9.1%)"), "{text}");
+    let after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+    assert_eq!(after["benchmarks"].as_object().unwrap().len(), 3, "{after}");
+    assert_eq!(after["benchmarks"]["other::bench"]["instructions"], 1234);
+    // Another toolchain's counts are not mixed with this one's.
+    rewrite_baseline(&baseline, 1.0, Some("0.0.0-other"));
+    let refused = gate(&baseline, &["--save", "--filter", "replica"], false);
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(stderr(&refused).contains("re-save every benchmark"), "{}", stderr(&refused));
+}
