@@ -33,6 +33,16 @@ def test_mmc_tables_are_the_clis_value_for_value(cli, tmp_path):
     assert result.manifest["seed"] == manifest["seed"] == 7
 
 
+def test_the_manifest_records_the_stampede_command_not_pythons(tmp_path):
+    # Issue 75: a run from Python recorded ["python", "p2.py", ...] as how to run it
+    # again; it records the stampede command line the call stands for.
+    result = stampede.run("mmc", replicas=2, out=tmp_path, progress=False)
+    line = json.loads((tmp_path / "mmc" / "manifest.json").read_text())["command_line"]
+    assert line[0] == "stampede" and "run" in line and "mmc" in line, line
+    assert not any("python" in part or part.endswith(".py") for part in line), line
+    assert result.manifest["command_line"] == line
+
+
 def test_series_and_trace_are_the_clis_too(cli, tmp_path):
     cli("run", "retry-storm", "--replicas", "4", "--trace", "1", "--out", tmp_path, "--quiet", "--no-report")
     result = stampede.run("retry-storm", replicas=4, trace=1, report=False, progress=False)

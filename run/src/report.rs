@@ -191,7 +191,7 @@ impl RunReport {
             // Relative input files in scenario_toml are read from here (merge, report).
             "scenario_dir": self.scenario.base_dir().map(|d| d.display().to_string()),
             "inputs": self.scenario.inputs().iter().map(input_json).collect::<Vec<_>>(),
-            "command_line": std::env::args().collect::<Vec<_>>(),
+            "command_line": stampede_scenario::base::provenance::command_line(),
             "seed": self.scenario.run.seed,
             "replicas": self.scenario.run.replicas,
             "grid": grid,

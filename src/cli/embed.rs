@@ -86,7 +86,12 @@ pub fn command(args: &[String], cancel: Arc<AtomicBool>, progress: Progress) -> 
     let capture = Capture { documents: Vec::new(), warnings: Vec::new(), summary: None, progress };
     let outer = CAPTURE.with(|slot| slot.replace(Some(capture)));
     debug_assert!(outer.is_none(), "one command at a time on a thread");
-    let outcome = stampede_run::runner::cancellable_scope(cancel.clone(), || dispatch(cli.command));
+    // Its outputs record the `stampede` command line it stands for, not the Python
+    // process's (`python notebook.py`), as how to run it again.
+    let line: Vec<String> = std::iter::once("stampede".to_string()).chain(args.iter().cloned()).collect();
+    let outcome = stampede_scenario::base::provenance::with_command_line(line, || {
+        stampede_run::runner::cancellable_scope(cancel.clone(), || dispatch(cli.command))
+    });
     let capture = CAPTURE.with(|slot| slot.replace(outer)).expect("captured");
     match outcome {
         Ok(status) => {

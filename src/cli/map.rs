@@ -377,7 +377,7 @@ fn write_folder(
         "kind": "map",
         "version": stampede_scenario::base::provenance::VERSION,
         "scenario": scenario,
-        "command_line": std::env::args().collect::<Vec<_>>(),
+        "command_line": stampede_scenario::base::provenance::command_line(),
         "files": files,
     });
     let manifest = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");

@@ -11,8 +11,39 @@ pub fn commit() -> Option<&'static str> {
     Some(env!("STAMPEDE_GIT_COMMIT")).filter(|hash| !hash.is_empty())
 }
 
+std::thread_local! {
+    /// The command line of a command run in-process (`stampede.run` from Python), set
+    /// for the command's thread by [`with_command_line`].
+    static EMBEDDED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The command line a manifest records as how to run it again: the process's own,
+/// or — for a command run in-process, as Python's `stampede.run` does — the `stampede`
+/// command line it stands for (the Python process's was `python notebook.py …`).
+pub fn command_line() -> Vec<String> {
+    EMBEDDED.with(|line| line.borrow().clone()).unwrap_or_else(|| std::env::args().collect())
+}
+
+/// Runs `f` with `line` as the [`command_line`] of this thread's outputs.
+pub fn with_command_line<T>(line: Vec<String>, f: impl FnOnce() -> T) -> T {
+    let outer = EMBEDDED.with(|slot| slot.replace(Some(line)));
+    let result = f();
+    EMBEDDED.with(|slot| *slot.borrow_mut() = outer);
+    result
+}
+
 #[cfg(test)]
 mod tests {
+    /// An in-process command's outputs record the command line it stands for; the
+    /// process's own otherwise, and again after it.
+    #[test]
+    fn an_embedded_command_records_its_own_command_line() {
+        let line = vec!["stampede".to_string(), "run".to_string(), "mmc".to_string()];
+        let inside = super::with_command_line(line.clone(), super::command_line);
+        assert_eq!(inside, line);
+        assert_eq!(super::command_line(), std::env::args().collect::<Vec<_>>());
+    }
+
     /// This crate is built from the project's own checkout in development and CI, so
     /// the hash is there, and it is a full 40-digit hex commit.
     #[test]
