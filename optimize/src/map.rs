@@ -315,23 +315,28 @@ impl StabilityMap {
     }
 }
 
-/// For each of `points`, why the model refuses it as overloaded (`None`: it runs).
-/// Tried as one batch first; only when that is refused for an overload is each point
-/// resolved alone. Any other refusal is an error of the map.
-fn refused_points(candidates: &mut Candidates, points: &[Point]) -> Result<Vec<Option<String>>> {
+/// A round's points resolved: the scenario of those that run (`None` when none does)
+/// and, for each of `points`, why the model refuses it as overloaded (`None`: it
+/// runs). Resolved as one batch; only when that is refused for an overload is each
+/// point resolved alone, and the rest again as one. Any other refusal is an error of
+/// the map.
+fn resolve_round(candidates: &mut Candidates, points: &[Point]) -> Result<(Option<Scenario>, Vec<Option<String>>)> {
     match candidates.scenario(points) {
-        Ok(_) => return Ok(vec![None; points.len()]),
+        Ok(batch) => return Ok((Some(batch), vec![None; points.len()])),
         Err(error) if !error.overloaded => return Err(error),
         Err(_) => {}
     }
-    points
+    let refused = points
         .iter()
         .map(|point| match candidates.scenario(std::slice::from_ref(point)) {
             Ok(_) => Ok(None),
             Err(error) if error.overloaded => Ok(Some(error.message)),
             Err(error) => Err(error),
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    let run: Vec<Point> = points.iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(p, _)| p.clone()).collect();
+    let batch = if run.is_empty() { None } else { Some(candidates.scenario(&run)?) };
+    Ok((batch, refused))
 }
 
 /// Whether a row's evaluations are consistent with a metric that moves one way in x:
@@ -405,18 +410,16 @@ pub fn map(
         // A point the model refuses as overloaded (no steady state, or past the event
         // budget) is not run: it is beyond the level, on the side a growing load takes
         // the metric to.
-        let refused = refused_points(&mut candidates, &points)?;
-        let run: Vec<Point> =
-            points.iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(p, _)| p.clone()).collect();
-        let mut means = vec![None; run.len()];
-        if !run.is_empty() {
-            let batch = candidates.scenario(&run)?;
+        let (batch, refused) = resolve_round(&mut candidates, &points)?;
+        let run = refused.iter().filter(|r| r.is_none()).count();
+        let mut means = vec![None; run];
+        if let Some(batch) = batch {
             let mut records = |_: &[ReplicaRecord]| Ok(());
             let mut fold = |point: &GridPoint, result: PointResult| {
                 means[point.index as usize] = Some(result.summaries[column]);
                 Ok(())
             };
-            let ranges = vec![0..request.replicas; run.len()];
+            let ranges = vec![0..request.replicas; run];
             run_ranges(&batch, &ranges, threads, progress, Sinks { records: &mut records, point: &mut fold })?;
         }
         let mut ran = means.into_iter();

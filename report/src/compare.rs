@@ -403,17 +403,7 @@ fn window_rows(
                 let Some(&(_, row_b)) = sb.iter().find(|(t, _)| *t == start) else { continue };
                 let read = |table: &Table, row: usize, column: &str| table.numbers(column).map_or(f64::NAN, |v| v[row]);
                 let side = |table: &Table, row: usize| {
-                    // Folders written before the windows' columns were named apart
-                    // from the summary's (`K.p99_all_s`) compare as well.
-                    let named = |p: &str| {
-                        let current = format!("{kind}.window_{p}_all_s");
-                        if table.has(&current) {
-                            current
-                        } else {
-                            format!("{kind}.{p}_all_s")
-                        }
-                    };
-                    let q = ["p50", "p99"].map(named);
+                    let q = ["p50_all", "p99_all"].map(|p| crate::data::window_quantile_column(table, kind, p));
                     let value = [read(table, row, &q[0]), read(table, row, &q[1]), f64::NAN];
                     let ci = [0, 1, 2].map(|k| match q.get(k) {
                         Some(c) => (read(table, row, &format!("{c}_ci_lo")), read(table, row, &format!("{c}_ci_hi"))),

@@ -9,6 +9,16 @@ use stampede_output::Table;
 
 use crate::chart::{BarValue, Point};
 
+/// The `timeseries.parquet` column of request kind `kind`'s latency-window quantile
+/// `quantile` (`p99_all`): `K.window_p99_all_s`, or `K.p99_all_s` in a folder written
+/// before the windows' columns were named apart from the summary's.
+pub fn window_quantile_column(table: &Table, kind: &str, quantile: &str) -> String {
+    match format!("{kind}.window_{quantile}_s") {
+        current if table.has(&current) => current,
+        _ => format!("{kind}.{quantile}_s"),
+    }
+}
+
 /// Rows of `table` belonging to grid point `point` (the `grid_point` column).
 pub fn rows_of(table: &Table, point: u32) -> Vec<usize> {
     let points = table.numbers("grid_point").unwrap_or_default();

@@ -341,12 +341,7 @@ fn latency_over_time(ctx: &Context, kind: &str, charts: usize, size: (u32, u32))
     let Some(table) = ctx.folder.timeseries.as_ref() else { return Vec::new() };
     let resolution = series_resolution(ctx.overlaid().count());
     let windows = fault_windows(ctx);
-    // A folder written before the windows' columns were named apart from the
-    // summary's has them as `K.p99_all_s`.
-    let p99 = match format!("{kind}.window_p99_all_s") {
-        current if table.has(&current) => current,
-        _ => format!("{kind}.p99_all_s"),
-    };
+    let p99 = crate::data::window_quantile_column(table, kind, "p99_all");
     let failed = format!("{kind}.failed_share");
     let shown = charts;
     let charts = [

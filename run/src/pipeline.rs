@@ -315,10 +315,11 @@ impl Tables {
         result: &PointResult,
         latencies: &PooledLatencies,
     ) -> Result<()> {
-        let row = self.summary_row(scenario, point, result);
+        // Which point the rows are of: the summary's and the time series' first columns.
+        let grid = self.grid_values(scenario, point);
+        let row = summary_row(grid.clone(), point, result);
         write_shaped(&mut self.summary, long_summary(scenario), row)?;
         self.histograms.write(histogram_rows(scenario, point, latencies))?;
-        let grid = self.grid_values(scenario, point);
         match &mut self.timeseries {
             None => {}
             Some(Series::Whole(table)) => {
@@ -342,18 +343,6 @@ impl Tables {
             table.write(attribution_rows(scenario, point, result))?;
         }
         Ok(())
-    }
-
-    /// One point's row of `summary.parquet`.
-    fn summary_row(&self, scenario: &Scenario, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
-        let mut columns = self.grid_values(scenario, point);
-        // The point's own count: `optimize` gives its candidates different numbers.
-        columns.push(ColumnValues::U32(vec![point.run.replicas]));
-        for (s, moments) in result.summaries.iter().zip(&result.moments) {
-            columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
-            columns.push(ColumnValues::U32(vec![moments.count() as u32]));
-        }
-        columns
     }
 
     /// The columns that say which grid point a row is of (`grid_point`, the axes,
@@ -714,6 +703,19 @@ fn latency_claims(scenario: &Scenario, point: u32, result: &PointResult) -> BTre
         values.insert(index, value);
     }
     values
+}
+
+/// One point's row of `summary.parquet`: its `grid` columns, then its replicas and
+/// every metric's mean, sd, interval and count.
+fn summary_row(grid: Vec<ColumnValues>, point: &GridPoint, result: &PointResult) -> Vec<ColumnValues> {
+    let mut columns = grid;
+    // The point's own count: `optimize` gives its candidates different numbers.
+    columns.push(ColumnValues::U32(vec![point.run.replicas]));
+    for (s, moments) in result.summaries.iter().zip(&result.moments) {
+        columns.extend([s.mean, s.sd, s.ci_lo, s.ci_hi].map(|v| ColumnValues::F64(vec![v])));
+        columns.push(ColumnValues::U32(vec![moments.count() as u32]));
+    }
+    columns
 }
 
 /// One point's rows of `timeseries.parquet`: its `grid` columns (one value each,
