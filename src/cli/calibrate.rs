@@ -104,7 +104,7 @@ fn page_of(
     let fitted = calibration
         .fitted_text()
         .into_iter()
-        .map(|(path, value, interval)| (path, value, interval.unwrap_or_else(|| "not identified".into())))
+        .map(|(path, value, interval)| (path, value, interval.unwrap_or_else(str::to_string)))
         .collect();
     CalibratePage {
         scenario: calibration.scenario.name.clone(),

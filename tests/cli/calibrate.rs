@@ -136,18 +136,43 @@ fn window_column(m: &str) -> String {
 /// the CSV calibrate reads. Returns the CSV's path and its rows (for the Prometheus twin).
 fn production(dir: &Path, truth: &System, metrics: &[&str]) -> (PathBuf, Vec<(f64, Vec<f64>)>) {
     let scenario = truth.write(dir);
+    measured(dir, &scenario, truth.name, truth.load.unwrap(), metrics, INTERVAL_S, 200.0, 5)
+}
+
+/// One replica of the scenario file `scenario` (named `name`, driven by `load`), each
+/// metric averaged over intervals of `interval_s` up to `horizon_s`, times 1 + 2% normal
+/// noise from `noise_seed`; written as the CSV calibrate reads.
+#[allow(clippy::too_many_arguments)]
+fn measured(
+    dir: &Path,
+    scenario: &Path,
+    name: &str,
+    load: &[(f64, f64)],
+    metrics: &[&str],
+    interval_s: f64,
+    horizon_s: f64,
+    noise_seed: u64,
+) -> (PathBuf, Vec<(f64, Vec<f64>)>) {
     let out = dir.join("production");
-    let output =
-        stampede(&["run", scenario.to_str().unwrap(), "--replicas", "1", "--quiet", "--out", out.to_str().unwrap()]);
+    let output = stampede(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--replicas",
+        "1",
+        "--quiet",
+        "--force",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    let table = stampede_output::read::Table::read(&out.join(truth.name).join("timeseries.parquet")).unwrap();
+    let table = stampede_output::read::Table::read(&out.join(name).join("timeseries.parquet")).unwrap();
     let times = table.numbers("t_s").unwrap();
-    let mut rng = RngStream::derive(5, 0, StreamPurpose::named("calibrate.test.noise"));
+    let mut rng = RngStream::derive(noise_seed, 0, StreamPurpose::named("calibrate.test.noise"));
     let mut noise = || {
         let (u, v) = (rng.uniform_open01(), rng.uniform01());
         1.0 + 0.02 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     };
-    let intervals = (200.0 / INTERVAL_S) as usize;
+    let intervals = (horizon_s / interval_s) as usize;
     let columns: Vec<Vec<f64>> = metrics
         .iter()
         .map(|m| {
@@ -157,8 +182,8 @@ fn production(dir: &Path, truth: &System, metrics: &[&str]) -> (PathBuf, Vec<(f6
         .collect();
     let mut rows = Vec::new();
     for i in 0..intervals {
-        let (start, end) = (i as f64 * INTERVAL_S, (i + 1) as f64 * INTERVAL_S);
-        let mut values = vec![rate_at(truth.load.unwrap(), start)];
+        let (start, end) = (i as f64 * interval_s, (i + 1) as f64 * interval_s);
+        let mut values = vec![rate_at(load, start)];
         for column in &columns {
             values.push(interval_mean(&times, column, start, end) * noise());
         }
@@ -648,5 +673,146 @@ fn cluster_dependency_and_gateway_are_checked_per_metric() {
         let (code, wrong_report) = check(Some(wrong));
         assert_eq!(code, Some(1), "{name} with {wrong}: {wrong_report:#}");
         assert!(wrong_report["worst"]["metric"].is_string(), "{name}");
+    }
+}
+
+/// The issue's chain (issue 73): an api whose work scale is unknown, calling a db
+/// whose worker count (an integer, 2..16) and call probability are unknown, seen over
+/// twelve 10 s intervals of a load that brings the db to its capacity.
+const CHAIN: &str = r#"
+name = "chain"
+model = "graph"
+
+[run]
+horizon_s = 120.0
+warmup_s = 0.0
+replicas = 20
+seed = SEED
+
+[services.api]
+workers = 16
+queue = { capacity = 4000 }
+
+[services.api.endpoints.read]
+work = { dist = "exponential", mean_s = 0.0133, scale = SCALE }
+steps = [{ call = "db.query", probability = PROBABILITY }]
+
+[services.db]
+workers = DB_WORKERS
+queue = { capacity = 4000 }
+
+[services.db.endpoints.query]
+work = { dist = "exponential", mean_s = 0.05 }
+
+[edges."client->api"]
+timeout_s = 60.0
+
+[edges."api->db"]
+timeout_s = 60.0
+
+[[workload]]
+entry = "api.read"
+LOAD
+
+[series]
+bucket_s = 0.05
+latency_window_s = 10.0
+"#;
+
+/// The chain's load: the db (0.4 × 50 ms a request) offered 4 to 6.6 workers' work.
+const CHAIN_LOAD: &[(f64, f64)] =
+    &[(0.0, 200.0), (20.0, 300.0), (40.0, 330.0), (60.0, 250.0), (80.0, 320.0), (100.0, 220.0)];
+
+/// The chain's truth: api scale 0.7, 6 db workers, probability 0.4.
+const CHAIN_TRUTH: [(&str, f64); 3] = [
+    ("services.api.endpoints.read.work.scale", 0.7),
+    ("services.db.workers", 6.0),
+    ("services.api.endpoints.read.steps.0.probability", 0.4),
+];
+
+fn chain(seed: u64, scale: f64, db_workers: u32, probability: f64, load: Option<&[(f64, f64)]>) -> String {
+    let load = match load {
+        Some(steps) => {
+            let points: Vec<String> = steps.iter().map(|(t, r)| format!("[{t}, {r}]")).collect();
+            format!("load = {{ rate = [{}], interpolate = \"step\" }}", points.join(", "))
+        }
+        None => "rate_per_s = 250.0".into(),
+    };
+    CHAIN
+        .replace("SEED", &seed.to_string())
+        .replace("SCALE", &scale.to_string())
+        .replace("DB_WORKERS", &db_workers.to_string())
+        .replace("PROBABILITY", &probability.to_string())
+        .replace("LOAD", &load)
+}
+
+/// One production of the chain (its run's seed and noise from `seed`) calibrated from a
+/// guess (scale 1, 10 workers, 0.3): each unknown's (value, interval, method).
+fn calibrate_chain(seed: u64) -> Vec<(f64, Option<(f64, f64)>, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.toml");
+    std::fs::write(&truth, chain(1000 + seed, 0.7, 6, 0.4, Some(CHAIN_LOAD))).unwrap();
+    // Goodput is left out: production's noisy goodput can exceed the exact offered
+    // schedule, which calibrate rightly refuses.
+    let metrics = ["api.busy", "db.busy"];
+    let (observed, _) = measured(dir.path(), &truth, "chain", CHAIN_LOAD, &metrics, 10.0, 120.0, seed);
+    let model = dir.path().join("model.toml");
+    std::fs::write(&model, chain(1, 1.0, 10, 0.3, None)).unwrap();
+    let output = calibrate(&[
+        model.to_str().unwrap(),
+        "--observed",
+        observed.to_str().unwrap(),
+        "--fit",
+        "services.api.endpoints.read.work.scale=0.3..2",
+        "--fit",
+        "services.db.workers=2..16:int",
+        "--fit",
+        "services.api.endpoints.read.steps.0.probability=0.05..0.9",
+        "--fit-replicas",
+        "6",
+        "--replicas",
+        "10",
+        "--json",
+    ]);
+    assert!(output.status.success(), "seed {seed}: {}", stderr(&output));
+    let answer = json(&output);
+    answer["fit"]["dimensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let interval = d["ci_lo"].as_f64().zip(d["ci_hi"].as_f64());
+            (d["value"].as_f64().unwrap(), interval, d["method"].as_str().unwrap_or("none").to_string())
+        })
+        .collect()
+}
+
+/// The issue's defect: with the db's worker count among the unknowns, calibrate found
+/// all three values and then printed "not identified" for every one. Now each has an
+/// interval — the workers' by their profile — and each covers the truth. CI runs one
+/// production; `STAMPEDE_COVERAGE_SEEDS=30` runs the issue's thirty and asks each
+/// unknown's interval to cover the truth in at least 85% of them (docs/src/calibrate.md
+/// gives the measured shares).
+#[test]
+fn an_integer_unknown_keeps_every_interval_and_each_covers_the_truth() {
+    let seeds: u64 = std::env::var("STAMPEDE_COVERAGE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let mut covered = [0u64; 3];
+    for seed in 0..seeds {
+        let fitted = calibrate_chain(seed);
+        for (j, ((value, interval, method), (path, truth))) in fitted.iter().zip(CHAIN_TRUTH).enumerate() {
+            let (lo, hi) = interval.unwrap_or_else(|| panic!("seed {seed}: {path} = {value} has no interval"));
+            // An integer's interval is always its profile; a continuous unknown's is
+            // the curvature where a quadratic describes the discrepancy, else its profile.
+            assert!(if j == 1 { method == "profile" } else { method != "none" }, "seed {seed}: {path} {method}");
+            eprintln!("seed {seed}: {path} = {value} [{lo}, {hi}] {method}");
+            if lo <= truth && truth <= hi {
+                covered[j] += 1;
+            }
+        }
+    }
+    eprintln!("covered {covered:?} of {seeds}");
+    for (j, (path, _)) in CHAIN_TRUTH.iter().enumerate() {
+        let need = if seeds >= 30 { (seeds * 85).div_ceil(100) } else { seeds };
+        assert!(covered[j] >= need, "{path}: covered in {} of {seeds} productions", covered[j]);
     }
 }

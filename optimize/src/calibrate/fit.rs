@@ -8,23 +8,28 @@
 //! 3. **Curvature**: around the best, a central composite design (each dimension ± h,
 //!    each pair at (± h, ± h)); a full quadratic is fitted to the discrepancies by
 //!    least squares. If it curves upward everywhere, its minimum is tried too.
-//! 4. **Intervals from the curvature** (Gauss–Newton, as nonlinear least squares
-//!    gives them): the discrepancy D is a mean of N squared relative errors, so the
-//!    fitted values' covariance is 2·D_min / (N − p) · H⁻¹, H the quadratic's Hessian
-//!    and p the number of unknowns. This counts production's own scatter around the
-//!    model (the residuals), treating intervals as independent — the caller widens
-//!    them for the residuals' autocorrelation ([`widen`]); the simulation's noise in D
-//!    is held down by common random numbers and not counted. A dimension along which
-//!    the quadratic does not curve upward is reported as not identified.
+//! 4. **Intervals** ([`super::intervals`]): per unknown, from the curvature of a
+//!    quadratic fitted around the best where one describes the discrepancy
+//!    (Gauss–Newton: covariance 2·D_min/(N − p)·H⁻¹), else from its profile (the
+//!    values whose least discrepancy, the others re-optimised, is within the
+//!    likelihood-ratio cut of the best) — always the profile for an integer. The
+//!    caller widens them for the residuals' autocorrelation ([`Found::widen`]).
 //!
 //! Invariant: every decision reads only the evaluator's numbers and the fixed Halton
 //! stretches, so a fit is the same for a seed on any machine and thread count.
 
 use super::super::space::{halton, Dimension, Scale};
+use super::intervals::{estimates, Basis};
+pub use super::intervals::{Estimate, Method};
 use stampede_scenario::base::error::Result;
 
 /// The most candidates a first design may have (`--samples`).
 pub const MAX_SAMPLES: usize = 10_000;
+
+/// At most this many times `refinements` rounds, while rounds still gain more than
+/// [`CONVERGED`] of the intervals' cut.
+pub const MORE_ROUNDS: u32 = 3;
+pub const CONVERGED: f64 = 0.1;
 
 /// How the search is sized.
 #[derive(Clone, Copy, Debug)]
@@ -48,18 +53,10 @@ pub struct Candidate {
     pub unit: Vec<f64>,
     pub values: Vec<f64>,
     pub discrepancy: f64,
+    /// The discrepancy with each replica left out in turn (empty: no simulation noise).
+    pub leave_one_out: Vec<f64>,
     /// Which stage proposed it: `design`, `refine N`, `curvature`, `quadratic minimum`.
     pub stage: String,
-}
-
-/// A fitted value and its interval.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Estimate {
-    pub value: f64,
-    /// The 95% interval, `None` when the data do not pin the value down.
-    pub interval: Option<(f64, f64)>,
-    /// The standard error, when identified.
-    pub sd: Option<f64>,
 }
 
 /// What the search found.
@@ -68,101 +65,268 @@ pub struct Found {
     pub candidates: Vec<Candidate>,
     /// The index of the best candidate.
     pub best: usize,
+    /// Each unknown's value and 95% interval ([`Found::widen`] remakes them).
     pub estimates: Vec<Estimate>,
+    /// What each unknown's interval is made from.
+    bases: Vec<Basis>,
+    /// N, the compared (metric, interval) points.
+    observations: usize,
+    dimensions: Vec<Dimension>,
+}
+
+impl Found {
+    /// Remakes the intervals for residuals whose scatter is `factor` (≥ 1) times what
+    /// independent intervals would give: a curvature interval's standard error × factor,
+    /// a profile's cut × factor².
+    pub fn widen(&mut self, factor: f64) {
+        debug_assert!(factor >= 1.0);
+        self.estimates =
+            estimates(&self.dimensions, &self.candidates, self.best, &self.bases, self.observations, factor);
+    }
 }
 
 /// Turns candidates' values into their discrepancies (one each, in order).
-pub type Evaluate<'a> = dyn FnMut(&[Vec<f64>]) -> Result<Vec<f64>> + 'a;
+pub type Evaluate<'a> = dyn FnMut(&[Vec<f64>]) -> Result<Vec<Discrepancy>> + 'a;
+
+/// A candidate's discrepancy over the replicas, and with each replica left out in turn
+/// (empty for an exact evaluator): the simulation's own noise in it, by the jackknife.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Discrepancy {
+    pub value: f64,
+    pub leave_one_out: Vec<f64>,
+}
+
+impl From<f64> for Discrepancy {
+    fn from(value: f64) -> Discrepancy {
+        Discrepancy { value, leave_one_out: Vec::new() }
+    }
+}
+
+impl Candidate {
+    /// The jackknife standard error of `self.discrepancy − other.discrepancy`, both
+    /// over the same replicas (common random numbers); 0 without replicas to leave out.
+    pub fn noise_against(&self, other: &Candidate) -> f64 {
+        let (a, b) = (&self.leave_one_out, &other.leave_one_out);
+        if a.len() < 2 || a.len() != b.len() {
+            return 0.0;
+        }
+        let n = a.len() as f64;
+        let differences: Vec<f64> = a.iter().zip(b).map(|(a, b)| a - b).collect();
+        let mean = differences.iter().sum::<f64>() / n;
+        ((n - 1.0) / n * differences.iter().map(|d| (d - mean).powi(2)).sum::<f64>()).sqrt()
+    }
+}
+
+/// The candidates so far and how to evaluate more.
+pub(super) struct Evaluator<'e, 'f> {
+    pub(super) dimensions: &'e [Dimension],
+    evaluate: &'e mut Evaluate<'f>,
+    pub(super) candidates: Vec<Candidate>,
+}
+
+impl<'e, 'f> Evaluator<'e, 'f> {
+    pub(super) fn new(dimensions: &'e [Dimension], evaluate: &'e mut Evaluate<'f>) -> Self {
+        Evaluator { dimensions, evaluate, candidates: Vec::new() }
+    }
+
+    /// Evaluates the unit points not evaluated before, as stage `stage`.
+    pub(super) fn run(&mut self, units: Vec<Vec<f64>>, stage: &str) -> Result<()> {
+        let mut fresh: Vec<Vec<f64>> = Vec::new();
+        for unit in units {
+            if !self.candidates.iter().any(|c| c.unit == unit) && !fresh.contains(&unit) {
+                fresh.push(unit);
+            }
+        }
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let values: Vec<Vec<f64>> =
+            fresh.iter().map(|u| self.dimensions.iter().zip(u).map(|(dim, &x)| dim.value(x)).collect()).collect();
+        let discrepancies = (self.evaluate)(&values)?;
+        assert_eq!(discrepancies.len(), values.len(), "one discrepancy per candidate");
+        for ((unit, values), discrepancy) in fresh.into_iter().zip(values).zip(discrepancies) {
+            self.candidates.push(Candidate {
+                unit,
+                values,
+                discrepancy: discrepancy.value,
+                leave_one_out: discrepancy.leave_one_out,
+                stage: stage.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The best candidate (the first of equals).
+    pub(super) fn best(&self) -> usize {
+        best_among(&self.candidates, |_| true).expect("candidates")
+    }
+
+    /// The best candidate whose unknown `j` has the value `value`.
+    pub(super) fn best_with(&self, j: usize, value: f64) -> Option<usize> {
+        best_among(&self.candidates, |c| c.values[j] == value)
+    }
+
+    /// The candidate at `unit` (evaluated).
+    pub(super) fn at_unit(&self, unit: &[f64]) -> &Candidate {
+        self.candidates.iter().find(|c| c.unit == unit).expect("evaluated")
+    }
+
+    /// Evaluates the composite design over the unknowns `free` around `centre` (the
+    /// others held; points already evaluated reused) and fits the quadratic to it,
+    /// in step units of the free unknowns.
+    pub(super) fn composite_round(
+        &mut self,
+        centre: &[f64],
+        steps: &[f64],
+        free: &[usize],
+        stage: &str,
+    ) -> Result<Option<Quadratic>> {
+        let design = composite(free.len());
+        let units: Vec<Vec<f64>> = design.iter().map(|z| at_free(centre, steps, free, z)).collect();
+        self.run(units, stage)?;
+        Ok(self.composite_fit(centre, steps, free, |c| c.discrepancy))
+    }
+
+    /// The quadratic over the free unknowns fitted to `value` of the composite design's
+    /// candidates around `centre` (all evaluated), in step units.
+    pub(super) fn composite_fit(
+        &self,
+        centre: &[f64],
+        steps: &[f64],
+        free: &[usize],
+        value: impl Fn(&Candidate) -> f64,
+    ) -> Option<Quadratic> {
+        let design = composite(free.len());
+        let mut seen = std::collections::BTreeSet::new();
+        let (mut zs, mut ys) = (Vec::new(), Vec::new());
+        for z in &design {
+            let unit = at_free(centre, steps, free, z);
+            // Clamping at the cube's edge can land two design points on one.
+            if seen.insert(unit.iter().map(|u| u.to_bits()).collect::<Vec<u64>>()) {
+                zs.push(free.iter().map(|&k| (unit[k] - centre[k]) / steps[k]).collect());
+                ys.push(value(self.at_unit(&unit)));
+            }
+        }
+        Quadratic::fit(free.len(), &zs, &ys)
+    }
+}
+
+/// The best of the candidates `keep` accepts (the first of equals).
+fn best_among(candidates: &[Candidate], keep: impl Fn(&Candidate) -> bool) -> Option<usize> {
+    (0..candidates.len())
+        .filter(|&i| keep(&candidates[i]))
+        .min_by(|&a, &b| candidates[a].discrepancy.total_cmp(&candidates[b].discrepancy).then(a.cmp(&b)))
+}
+
+/// The step a quadratic proposes, in step units (at most two steps each way): its
+/// minimum where it curves upward everywhere, else each unknown's own Newton step
+/// where it curves upward and two steps downhill where it does not. The flag: the
+/// step reached the two-step limit.
+pub(super) fn proposal(quadratic: &Quadratic) -> (Vec<f64>, bool) {
+    let direction: Vec<f64> = quadratic.minimum().unwrap_or_else(|| {
+        (0..quadratic.gradient.len())
+            .map(|j| match quadratic.hessian[j][j] {
+                h if h > 0.0 => -quadratic.gradient[j] / h,
+                _ => -2.0 * quadratic.gradient[j].signum(),
+            })
+            .collect()
+    });
+    let z: Vec<f64> = direction.iter().map(|v| if v.is_finite() { v.clamp(-2.0, 2.0) } else { 0.0 }).collect();
+    let at_edge = z.iter().any(|v| v.abs() >= 2.0);
+    (z, at_edge)
+}
 
 /// The search: `observations` is N, the number of compared (metric, interval) points.
 pub fn search(dimensions: &[Dimension], shape: Shape, observations: usize, evaluate: &mut Evaluate) -> Result<Found> {
     let d = dimensions.len();
     assert!(d > 0, "a fit has unknowns");
-    let mut candidates: Vec<Candidate> = Vec::new();
-    let mut run = |units: Vec<Vec<f64>>, stage: &str, candidates: &mut Vec<Candidate>| -> Result<()> {
-        let units: Vec<Vec<f64>> = units.into_iter().filter(|u| !candidates.iter().any(|c| &c.unit == u)).collect();
-        if units.is_empty() {
-            return Ok(());
-        }
-        let values: Vec<Vec<f64>> =
-            units.iter().map(|u| dimensions.iter().zip(u).map(|(dim, &x)| dim.value(x)).collect()).collect();
-        let discrepancies = evaluate(&values)?;
-        for ((unit, values), discrepancy) in units.into_iter().zip(values).zip(discrepancies) {
-            candidates.push(Candidate { unit, values, discrepancy, stage: stage.to_string() });
-        }
-        Ok(())
-    };
-    let best_of = |candidates: &[Candidate]| {
-        (0..candidates.len())
-            .min_by(|&a, &b| candidates[a].discrepancy.total_cmp(&candidates[b].discrepancy).then(a.cmp(&b)))
-            .expect("candidates")
-    };
-    run((1..=shape.samples as u64).map(|i| halton(i, d)).collect(), "design", &mut candidates)?;
+    let all: Vec<usize> = (0..d).collect();
+    // The unknowns a quadratic models: the continuous ones with the integers held, when
+    // there are both (an integer's cliff — too few workers — bends a quadratic through
+    // it out of shape for every unknown, and the search stalled short of the minimum);
+    // the integers move as the composite design's neighbours win.
+    let continuous: Vec<usize> = all.iter().copied().filter(|&j| dimensions[j].scale != Scale::Integer).collect();
+    let modelled = if continuous.is_empty() { all.clone() } else { continuous };
+    let mut ev = Evaluator::new(dimensions, evaluate);
+    ev.run((1..=shape.samples as u64).map(|i| halton(i, d)).collect(), "design")?;
     // Trust-region steps: a composite design of side `width` around the best, its
     // quadratic's minimum tried within twice the side; the side halves when the best
     // did not move.
     let mut width = 1.0 / 8.0;
-    let design = composite(d);
-    for round in 1..=shape.refinements {
-        let centre = candidates[best_of(&candidates)].unit.clone();
+    for round in 1..=shape.refinements * MORE_ROUNDS {
+        let centre = ev.candidates[ev.best()].unit.clone();
+        let before = ev.candidates[ev.best()].discrepancy;
         let steps = steps_of(dimensions, width);
-        let quadratic = composite_round(&design, &centre, &steps, &format!("step {round}"), &mut candidates, &mut run)?;
-        // The quadratic's minimum; where it does not curve upward everywhere (a log
-        // dimension far below its answer), each dimension's own Newton step where it
-        // curves upward and two steps downhill where it does not. At most two steps.
-        let proposal = quadratic.as_ref().map(|q| {
-            let newton = q.minimum();
-            let direction: Vec<f64> = newton.clone().unwrap_or_else(|| {
-                (0..d)
-                    .map(|j| match q.hessian[j][j] {
-                        h if h > 0.0 => -q.gradient[j] / h,
-                        _ => -2.0 * q.gradient[j].signum(),
-                    })
-                    .collect()
-            });
-            let z: Vec<f64> = direction.iter().map(|v| if v.is_finite() { v.clamp(-2.0, 2.0) } else { 0.0 }).collect();
-            let at_edge = z.iter().any(|v| v.abs() >= 2.0);
-            (z, at_edge)
-        });
-        let mut stretched = false;
-        if let Some((z, at_edge)) = proposal {
-            let unit = at(&centre, &steps, &z);
-            run(vec![unit.clone()], &format!("step {round} model"), &mut candidates)?;
-            stretched = at_edge && candidates[best_of(&candidates)].unit == unit;
+        // Two models when there are integers: the whole quadratic's step (which can
+        // move an integer several at once) and the continuous unknowns' own.
+        let whole = ev.composite_round(&centre, &steps, &all, &format!("step {round}"))?;
+        let continuous = if modelled.len() < d {
+            ev.composite_round(&centre, &steps, &modelled, &format!("step {round}"))?
+        } else {
+            None
+        };
+        let mut proposals = Vec::new();
+        if let Some((z, at_edge)) = whole.as_ref().map(proposal) {
+            proposals.push((at(&centre, &steps, &z), at_edge));
         }
+        if let Some((z, at_edge)) = continuous.as_ref().map(proposal) {
+            proposals.push((at_free(&centre, &steps, &modelled, &z), at_edge));
+        }
+        ev.run(proposals.iter().map(|p| p.0.clone()).collect(), &format!("step {round} model"))?;
+        // What the modelled quadratic says is still to gain: ½·gᵀH⁻¹g at its minimum.
+        let modelled_quadratic = if modelled.len() < d { continuous.as_ref() } else { whole.as_ref() };
+        let to_gain = modelled_quadratic.and_then(|q| {
+            let z = q.minimum()?;
+            Some(-0.5 * q.gradient.iter().zip(&z).map(|(g, z)| g * z).sum::<f64>())
+        });
+        let best = &ev.candidates[ev.best()].unit;
+        let stretched = proposals.iter().any(|(unit, at_edge)| *at_edge && unit == best);
         if stretched {
             width = (width * 2.0).min(0.5);
-        } else if candidates[best_of(&candidates)].unit == centre {
+        } else if ev.candidates[ev.best()].unit == centre {
             width /= 2.0;
         }
-    }
-    // The curvature at the best, for the intervals; its quadratic's minimum is tried
-    // too, and if that is better the curvature is measured again there.
-    let mut centre = candidates[best_of(&candidates)].unit.clone();
-    let steps = steps_of(dimensions, width);
-    let mut quadratic = composite_round(&design, &centre, &steps, "curvature", &mut candidates, &mut run)?;
-    for _ in 0..2 {
-        if let Some(z) = quadratic.as_ref().and_then(Quadratic::minimum).filter(|z| z.iter().all(|v| v.abs() <= 1.0)) {
-            run(vec![at(&centre, &steps, &z)], "curvature model", &mut candidates)?;
+        // Past the rounds asked, only while a round gained, or its quadratic says it
+        // could gain, a share of what the data can tell apart (the intervals' cut): the
+        // intervals are measured at the minimum.
+        let after = ev.candidates[ev.best()].discrepancy;
+        let resolution = CONVERGED * 3.84 * after / observations.saturating_sub(d).max(1) as f64;
+        if round >= shape.refinements && before - after <= resolution && to_gain.is_some_and(|g| g <= resolution) {
+            break;
         }
-        let best = candidates[best_of(&candidates)].unit.clone();
+    }
+    // The curvature at the best; its quadratic's minimum is tried too, and if that is
+    // better the curvature is measured again there.
+    let mut centre = ev.candidates[ev.best()].unit.clone();
+    let steps = steps_of(dimensions, width);
+    for _ in 0..3 {
+        let mut tries = Vec::new();
+        let whole = ev.composite_round(&centre, &steps, &all, "curvature")?;
+        let continuous =
+            if modelled.len() < d { ev.composite_round(&centre, &steps, &modelled, "curvature")? } else { None };
+        for (quadratic, free) in [(whole, &all), (continuous, &modelled)] {
+            if let Some(z) =
+                quadratic.as_ref().and_then(Quadratic::minimum).filter(|z| z.iter().all(|v| v.abs() <= 1.0))
+            {
+                tries.push(at_free(&centre, &steps, free, &z));
+            }
+        }
+        ev.run(tries, "curvature model")?;
+        let best = ev.candidates[ev.best()].unit.clone();
         if best == centre {
             break;
         }
         centre = best;
-        quadratic = composite_round(&design, &centre, &steps, "curvature", &mut candidates, &mut run)?;
     }
-    let best = best_of(&candidates);
-    let estimates = if candidates[best].unit == centre {
-        estimates(dimensions, &candidates[best], &steps, quadratic.as_ref(), observations)
-    } else {
-        candidates[best].values.iter().map(|&value| Estimate { value, interval: None, sd: None }).collect()
-    };
-    Ok(Found { candidates, best, estimates })
+    let bases = super::intervals::measure(&mut ev, observations, &steps)?;
+    let best = ev.best();
+    let candidates = ev.candidates;
+    let estimates = estimates(dimensions, &candidates, best, &bases, observations, 1.0);
+    Ok(Found { candidates, best, estimates, bases, observations, dimensions: dimensions.to_vec() })
 }
 
 /// Each dimension's step for a design of side `width` (an integer's at least one integer).
-fn steps_of(dimensions: &[Dimension], width: f64) -> Vec<f64> {
+pub(super) fn steps_of(dimensions: &[Dimension], width: f64) -> Vec<f64> {
     dimensions
         .iter()
         .map(|dim| match dim.scale {
@@ -177,32 +341,14 @@ fn at(centre: &[f64], steps: &[f64], z: &[f64]) -> Vec<f64> {
     centre.iter().zip(z).zip(steps).map(|((c, z), h)| (c + z * h).clamp(0.0, 1.0)).collect()
 }
 
-type Run<'r> = dyn FnMut(Vec<Vec<f64>>, &str, &mut Vec<Candidate>) -> Result<()> + 'r;
-
-/// Evaluates the composite design around `centre` (points already evaluated are
-/// reused) and fits the quadratic to it, in step units.
-fn composite_round(
-    design: &[Vec<f64>],
-    centre: &[f64],
-    steps: &[f64],
-    stage: &str,
-    candidates: &mut Vec<Candidate>,
-    run: &mut Run,
-) -> Result<Option<Quadratic>> {
-    let units: Vec<Vec<f64>> = design.iter().map(|z| at(centre, steps, z)).collect();
-    run(units.clone(), stage, candidates)?;
-    let indices: Vec<usize> =
-        units.iter().map(|u| candidates.iter().position(|c| &c.unit == u).expect("evaluated")).collect();
-    let mut seen = std::collections::BTreeSet::new();
-    let (mut zs, mut ys) = (Vec::new(), Vec::new());
-    for &i in &indices {
-        // Clamping at the cube's edge can land two design points on one.
-        if seen.insert(i) {
-            zs.push(candidates[i].unit.iter().zip(centre).zip(steps).map(|((u, c), h)| (u - c) / h).collect());
-            ys.push(candidates[i].discrepancy);
-        }
+/// The unit point `z` steps from `centre` along the unknowns `free` (`z` in their
+/// order; the others held), clamped to the cube.
+pub(super) fn at_free(centre: &[f64], steps: &[f64], free: &[usize], z: &[f64]) -> Vec<f64> {
+    let mut unit = centre.to_vec();
+    for (&k, z) in free.iter().zip(z) {
+        unit[k] = (centre[k] + z * steps[k]).clamp(0.0, 1.0);
     }
-    Ok(Quadratic::fit(centre.len(), &zs, &ys))
+    unit
 }
 
 /// The central composite design in d dimensions, in units of the step: the centre,
@@ -231,9 +377,12 @@ fn composite(d: usize) -> Vec<Vec<f64>> {
 
 /// D(z) ≈ a + gᵀz + ½ zᵀHz.
 #[derive(Clone, Debug)]
-struct Quadratic {
-    gradient: Vec<f64>,
-    hessian: Vec<Vec<f64>>,
+pub(super) struct Quadratic {
+    pub(super) gradient: Vec<f64>,
+    pub(super) hessian: Vec<Vec<f64>>,
+    /// The share of the points' variation the quadratic explains; `None` when the
+    /// points leave no degree of freedom to judge it by (or do not vary).
+    pub(super) r_squared: Option<f64>,
 }
 
 impl Quadratic {
@@ -263,6 +412,17 @@ impl Quadratic {
             }
         }
         let beta = solve(normal, right)?;
+        let r_squared = (zs.len() > terms).then(|| {
+            let mean = ys.iter().sum::<f64>() / ys.len() as f64;
+            let total: f64 = ys.iter().map(|y| (y - mean).powi(2)).sum();
+            let residual: f64 = zs
+                .iter()
+                .zip(ys)
+                .map(|(z, y)| (y - row(z).iter().zip(&beta).map(|(x, b)| x * b).sum::<f64>()).powi(2))
+                .sum();
+            (total > 0.0).then(|| 1.0 - residual / total)
+        });
+        let r_squared = r_squared.flatten();
         let gradient = beta[1..=d].to_vec();
         let mut hessian = vec![vec![0.0; d]; d];
         for (&(j, k), &c) in pairs.iter().zip(&beta[1 + d..]) {
@@ -273,81 +433,19 @@ impl Quadratic {
                 hessian[k][j] = c;
             }
         }
-        Some(Quadratic { gradient, hessian })
+        Some(Quadratic { gradient, hessian, r_squared })
     }
 
     /// The stationary point −H⁻¹g when H is positive definite.
-    fn minimum(&self) -> Option<Vec<f64>> {
+    pub(super) fn minimum(&self) -> Option<Vec<f64>> {
         cholesky(&self.hessian)?;
         let step = solve(self.hessian.clone(), self.gradient.clone())?;
         Some(step.into_iter().map(|s| -s).collect())
     }
 }
 
-/// The estimates at `best`: intervals from the quadratic's Hessian (in step units).
-fn estimates(
-    dimensions: &[Dimension],
-    best: &Candidate,
-    steps: &[f64],
-    quadratic: Option<&Quadratic>,
-    observations: usize,
-) -> Vec<Estimate> {
-    let d = dimensions.len();
-    let unidentified = || best.values.iter().map(|&value| Estimate { value, interval: None, sd: None }).collect();
-    let Some(quadratic) = quadratic else { return unidentified() };
-    if observations <= d || cholesky(&quadratic.hessian).is_none() {
-        // A Hessian that is not positive definite: look for the dimensions that still
-        // curve upward on their own (the rest are not identified).
-        return dimensions
-            .iter()
-            .enumerate()
-            .map(|(j, dim)| {
-                let curvature = quadratic.hessian[j][j];
-                let value = best.values[j];
-                let largest = (0..d).map(|k| quadratic.hessian[k][k]).fold(0.0, f64::max);
-                if observations <= d || curvature <= 1e-9 * largest {
-                    return Estimate { value, interval: None, sd: None };
-                }
-                let variance = 2.0 * best.discrepancy / (observations - d) as f64 / curvature;
-                interval(dim, value, steps[j], variance)
-            })
-            .collect();
-    }
-    let Some(inverse) = invert(&quadratic.hessian) else { return unidentified() };
-    let factor = 2.0 * best.discrepancy / (observations - d) as f64;
-    dimensions
-        .iter()
-        .enumerate()
-        .map(|(j, dim)| interval(dim, best.values[j], steps[j], factor * inverse[j][j]))
-        .collect()
-}
-
-/// Multiplies each identified estimate's standard error by `factor` (≥ 1), its
-/// interval following.
-pub fn widen(estimates: &mut [Estimate], factor: f64) {
-    debug_assert!(factor >= 1.0);
-    for estimate in estimates {
-        if let Some(sd) = estimate.sd {
-            let sd = sd * factor;
-            estimate.sd = Some(sd);
-            estimate.interval = Some((estimate.value - 1.96 * sd, estimate.value + 1.96 * sd));
-        }
-    }
-}
-
-/// The 95% interval of a value whose variance is `variance` in step units.
-fn interval(dim: &Dimension, value: f64, step: f64, variance: f64) -> Estimate {
-    let per_unit = match dim.scale {
-        Scale::Linear => dim.high - dim.low,
-        Scale::Log => value * (dim.high / dim.low).ln(),
-        Scale::Integer => dim.high - dim.low + 1.0,
-    };
-    let sd = variance.max(0.0).sqrt() * step * per_unit;
-    Estimate { value, interval: Some((value - 1.96 * sd, value + 1.96 * sd)), sd: Some(sd) }
-}
-
 /// The lower Cholesky factor, `None` unless positive definite.
-fn cholesky(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+pub(super) fn cholesky(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     let n = a.len();
     // Curvature this far below the largest is rounding, not information.
     let tolerance = 1e-9 * (0..n).map(|i| a[i][i].abs()).fold(0.0, f64::max);
@@ -396,7 +494,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     Some(x)
 }
 
-fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+pub(super) fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     let n = a.len();
     let columns: Option<Vec<Vec<f64>>> = (0..n)
         .map(|j| {
@@ -454,7 +552,7 @@ mod tests {
         let det = sxx * syy - sxy * sxy;
         let exact = [truth[0] + (syy * sxe - sxy * sye) / det, truth[1] + (sxx * sye - sxy * sxe) / det];
         let textbook = [0.1 * (syy / det).sqrt(), 0.1 * (sxx / det).sqrt()];
-        let mut evaluate = |candidates: &[Vec<f64>]| Ok(candidates.iter().map(|v| d(v)).collect());
+        let mut evaluate = |candidates: &[Vec<f64>]| Ok(candidates.iter().map(|v| d(v).into()).collect());
         let found = search(&dims, Shape::default_for(2), n, &mut evaluate).unwrap();
         let best = &found.candidates[found.best];
         for j in 0..2 {
@@ -473,22 +571,30 @@ mod tests {
     fn a_flat_dimension_is_not_identified() {
         let dims = [dim("a=0..2"), dim("b=0..1")];
         let mut evaluate =
-            |candidates: &[Vec<f64>]| Ok(candidates.iter().map(|v| 0.01 + (v[0] - 1.0).powi(2)).collect());
+            |candidates: &[Vec<f64>]| Ok(candidates.iter().map(|v| (0.01 + (v[0] - 1.0).powi(2)).into()).collect());
         let found = search(&dims, Shape::default_for(2), 100, &mut evaluate).unwrap();
         assert!(found.estimates[0].interval.is_some());
         assert!(found.estimates[1].interval.is_none(), "{:?}", found.estimates[1]);
     }
 
-    /// Integers: the curvature steps are at least one integer apart.
+    /// Integers: the fit lands on its integer, and the interval is the profile's set —
+    /// the integers within the cut 3.84·D_min/(N − p) of the best: {12} where a step
+    /// of one costs far more than the cut, 11..13 where it costs a quarter of it
+    /// (the Gauss–Newton interval of that quadratic is 12 ± 1.98).
     #[test]
-    fn an_integer_dimension_lands_on_its_integer() {
+    fn an_integer_dimension_lands_on_its_integer_and_its_interval_is_a_profile_set() {
         let dims = [dim("workers=4..32:int")];
-        let mut evaluate =
-            |candidates: &[Vec<f64>]| Ok(candidates.iter().map(|v| 0.001 + 0.01 * (v[0] - 12.0).powi(2)).collect());
-        let found = search(&dims, Shape::default_for(1), 50, &mut evaluate).unwrap();
-        assert_eq!(found.candidates[found.best].values, vec![12.0]);
-        let (lo, hi) = found.estimates[0].interval.unwrap();
-        assert!(lo < 12.0 && 12.0 < hi && hi - lo < 4.0, "{lo}..{hi}");
+        for (slope, expected) in [(0.01, (12.0, 12.0)), (0.00002, (11.0, 13.0))] {
+            let mut evaluate = |candidates: &[Vec<f64>]| {
+                Ok(candidates.iter().map(|v| (0.001 + slope * (v[0] - 12.0).powi(2)).into()).collect())
+            };
+            let found = search(&dims, Shape::default_for(1), 50, &mut evaluate).unwrap();
+            assert_eq!(found.candidates[found.best].values, vec![12.0]);
+            let estimate = &found.estimates[0];
+            assert_eq!(estimate.interval, Some(expected), "{estimate:?}");
+            assert_eq!(estimate.method, Some(Method::Profile));
+            assert_eq!(estimate.open, [false, false]);
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! request ended in the interval) counts as a relative error of 1 in the discrepancy.
 
 pub mod fit;
+mod intervals;
 pub mod load;
 pub mod observables;
 pub mod report;
@@ -28,7 +29,7 @@ use std::collections::BTreeMap;
 
 use super::driver::Candidates;
 use super::search::Point;
-use super::space::Dimension;
+use super::space::{self, Dimension};
 use observables::{catalogue, Extraction, Interval, Observable};
 use stampede_run::fidelity::{fidelity, Fidelity};
 use stampede_run::runner::{run_ranges_extracting, PointResult, ReplicaRecord, Sinks};
@@ -294,6 +295,18 @@ impl Comparison {
         (fidelities, total / self.weights.iter().sum::<f64>())
     }
 
+    /// The discrepancy over `replicas`, and with each left out in turn.
+    fn discrepancy(&self, replicas: &[Vec<f64>]) -> fit::Discrepancy {
+        let leave_one_out = (0..replicas.len())
+            .map(|i| {
+                let rest: Vec<Vec<f64>> =
+                    replicas.iter().enumerate().filter(|(k, _)| *k != i).map(|(_, r)| r.clone()).collect();
+                self.judge(&rest).1
+            })
+            .collect();
+        fit::Discrepancy { value: self.judge(replicas).1, leave_one_out }
+    }
+
     /// Compared (metric, interval) points production measured.
     fn observations(&self) -> usize {
         self.observed.iter().flatten().filter(|v| v.is_some()).count()
@@ -364,17 +377,23 @@ fn residual_autocorrelation(metrics: &[MetricFidelity]) -> Option<f64> {
     (pairs >= 3 && squares > 0.0).then(|| lagged / squares)
 }
 
-/// Replicas a calibration will run at most (for a progress bar): the design, each
-/// step's composite design and model point, the curvature's (measured up to three
-/// times), then the report. Points evaluated before are not run again, so it is often less.
+/// Replicas a calibration is expected to run (for a progress bar): the design, each
+/// step's composite design and two model points (with half as many rounds again as
+/// asked, which a search still gaining takes), the curvature's (measured up to three
+/// times), each integer's profile (three values a side, each re-optimising the others),
+/// then the report. Points evaluated before are not run again; a search that keeps
+/// gaining, or a long profile, runs more.
 pub fn planned_replicas(request: &Request) -> u64 {
     let d = request.dimensions.len();
     let searched = if d == 0 {
         0
     } else {
         let shape = request.shape.unwrap_or_else(|| fit::Shape::default_for(d));
-        let composite = 1 + 2 * d + 2 * d * (d - 1);
-        (shape.samples + shape.refinements as usize * (composite + 1) + 3 * (composite + 1)) as u64
+        let composite = |d: usize| 1 + 2 * d + 2 * d * d.saturating_sub(1);
+        let rounds = shape.refinements as usize * 3 / 2;
+        let integers = request.dimensions.iter().filter(|dim| dim.scale == space::Scale::Integer).count();
+        let profile = 6 * (1 + intervals::PROFILE_ROUNDS * (composite(d - 1) + 1));
+        (shape.samples + rounds * (composite(d) + 2) + 3 * (composite(d) + 2) + integers * profile) as u64
             * u64::from(request.fit_replicas)
     };
     searched + u64::from(request.replicas)
@@ -563,13 +582,13 @@ pub fn calibrate(
     } else {
         let mut candidates = Candidates::new(&loaded, &request.dimensions)?.without_claims();
         let mut points: Vec<Point> = Vec::new();
-        let mut evaluate = |values: &[Vec<f64>]| -> Result<Vec<f64>> {
+        let mut evaluate = |values: &[Vec<f64>]| -> Result<Vec<fit::Discrepancy>> {
             let first = points.len() as u32;
             points.extend(values.iter().map(|v| Point { grid: 0, unit: Vec::new(), values: v.clone() }));
             let scenario = candidates.scenario(&points)?;
             let listed: Vec<u32> = (first..points.len() as u32).collect();
             let records = run_points(&scenario, &listed, request.fit_replicas, &comparison, threads, progress)?;
-            Ok(records.iter().map(|replicas| comparison.judge(replicas).1).collect())
+            Ok(records.iter().map(|replicas| comparison.discrepancy(replicas)).collect())
         };
         let shape = request.shape.unwrap_or_else(|| fit::Shape::default_for(request.dimensions.len()));
         let found = fit::search(&request.dimensions, shape, comparison.observations(), &mut evaluate)?;
@@ -602,7 +621,7 @@ pub fn calibrate(
     let widening =
         autocorrelation.filter(|r| *r > 0.0).map_or(1.0, |r| ((1.0 + r.min(0.9)) / (1.0 - r.min(0.9))).sqrt());
     if let Some(found) = &mut found {
-        fit::widen(&mut found.estimates, widening);
+        found.widen(widening);
     }
     Ok(Calibration {
         scenario: calibrated,

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use super::fit::Estimate;
 use super::Calibration;
 
 /// The first line of a calibrated scenario file: marks it as stampede's (so a later
@@ -18,21 +19,53 @@ fn number(value: Option<f64>) -> Value {
 }
 
 /// How the fitted values' intervals were made (said in every output).
-pub const INTERVAL_METHOD: &str = "95% intervals from the curvature of the discrepancy at the fit (Gauss–Newton: \
-     covariance 2·D_min/(N − p)·H⁻¹ of a quadratic fitted around the best candidate), widened by \
-     √((1 + ρ₁)/(1 − ρ₁)) for the lag-1 autocorrelation ρ₁ of the residuals; they count production's scatter \
-     around the model, not the simulation's noise";
+pub const INTERVAL_METHOD: &str = "95% intervals per unknown. curvature: Gauss–Newton, covariance 2·D_min/(N − p)·H⁻¹ \
+     of a quadratic fitted around the best candidate (the integers at their fitted values), used where it curves \
+     upward and explains at least half the design's variation; profile: the values whose least discrepancy, the \
+     other unknowns re-optimised on the same random numbers, is within the likelihood-ratio cut 3.84·D_min/(N − p) \
+     of the best (always for an integer). Both widened for the lag-1 autocorrelation ρ₁ of the residuals (standard \
+     errors by √((1 + ρ₁)/(1 − ρ₁)), the cut by its square); they count production's scatter around the model, \
+     not the simulation's noise";
+
+/// Why an unknown has no interval.
+fn not_identified(estimate: &Estimate) -> &'static str {
+    match estimate.method {
+        Some(_) => "not identified: the discrepancy stays within the cut over the whole --fit range",
+        None => "not identified: no more compared points than unknowns, so no scatter to measure",
+    }
+}
+
+/// An interval as text: `95% [lo, hi] method`, and where a profile's walk stopped
+/// still inside the cut.
+fn interval_text(estimate: &Estimate) -> Option<String> {
+    let (lo, hi) = estimate.interval?;
+    let mut text = format!("95% [{}, {}] {}", short(lo), short(hi), estimate.method.map_or("", |m| m.name()));
+    let mut notes = Vec::new();
+    for (side, name) in [(0, "low"), (1, "high")] {
+        if estimate.open[side] {
+            notes.push(if estimate.at_range_end[side] {
+                format!("reaches the --fit range's {name} end")
+            } else {
+                format!("still inside the cut where the walk stopped ({name})")
+            });
+        }
+    }
+    if !notes.is_empty() {
+        text.push_str(&format!(" ({})", notes.join("; ")));
+    }
+    Some(text)
+}
 
 impl Calibration {
-    /// Each fitted unknown as text: its path, its value, and `95% [lo, hi]` (`None`:
-    /// not identified). Empty without `--fit`.
-    pub fn fitted_text(&self) -> Vec<(String, String, Option<String>)> {
+    /// Each fitted unknown as text: its path, its value, and `95% [lo, hi] METHOD`
+    /// or why it has none. Empty without `--fit`.
+    pub fn fitted_text(&self) -> Vec<(String, String, Result<String, &'static str>)> {
         let Some(found) = &self.found else { return Vec::new() };
         self.dimensions
             .iter()
             .zip(&found.estimates)
             .map(|(dimension, estimate)| {
-                let interval = estimate.interval.map(|(lo, hi)| format!("95% [{}, {}]", short(lo), short(hi)));
+                let interval = interval_text(estimate).ok_or_else(|| not_identified(estimate));
                 (dimension.path.clone(), short(estimate.value), interval)
             })
             .collect()
@@ -77,12 +110,12 @@ impl Calibration {
                 best.stage
             ));
             for (path, value, interval) in self.fitted_text() {
-                let interval = interval
-                    .unwrap_or_else(|| "not identified: the discrepancy does not curve upward around it".into());
+                let interval = interval.unwrap_or_else(str::to_string);
                 out.push_str(&format!("  {path:<40} {value:>12}   {interval}\n"));
             }
             out.push_str(&format!(
-                "  (intervals from the curvature of the discrepancy at the fit{})\n",
+                "  (curvature: from the quadratic around the fit; profile: the values whose discrepancy, the others \
+                 re-optimised, stays within the likelihood-ratio cut{})\n",
                 match self.autocorrelation {
                     Some(r) if self.widening > 1.0 => {
                         format!(", widened ×{:.2} for the residuals' lag-1 autocorrelation {r:.2}", self.widening)
@@ -145,6 +178,9 @@ impl Calibration {
                     "ci_hi": e.interval.map(|i| i.1),
                     "sd": e.sd,
                     "identified": e.interval.is_some(),
+                    "method": e.method.map(|m| m.name()),
+                    "open_low": e.open[0],
+                    "open_high": e.open[1],
                     "range": [d.low, d.high],
                 })).collect::<Vec<_>>(),
                 "interval_method": INTERVAL_METHOD,
@@ -208,7 +244,7 @@ impl Calibration {
     pub fn to_toml(&self, observed_file: &str) -> String {
         let mut head = format!("{TOML_MARK} from {observed_file}\n");
         for (path, value, interval) in self.fitted_text() {
-            head.push_str(&format!("# {path} = {value} ({})\n", interval.as_deref().unwrap_or("not identified")));
+            head.push_str(&format!("# {path} = {value} ({})\n", interval.unwrap_or_else(|_| "not identified".into())));
         }
         head.push_str(&format!("# discrepancy {:.4} over {} replicas\n", self.discrepancy, self.replicas));
         head + &self.scenario.to_toml()
