@@ -746,9 +746,12 @@ fn chain(seed: u64, scale: f64, db_workers: u32, probability: f64, load: Option<
         .replace("LOAD", &load)
 }
 
+/// A fitted unknown as the JSON gives it: value, interval, method.
+type Fitted = (f64, Option<(f64, f64)>, String);
+
 /// One production of the chain (its run's seed and noise from `seed`) calibrated from a
 /// guess (scale 1, 10 workers, 0.3): each unknown's (value, interval, method).
-fn calibrate_chain(seed: u64) -> Vec<(f64, Option<(f64, f64)>, String)> {
+fn calibrate_chain(seed: u64) -> Vec<Fitted> {
     let dir = tempfile::tempdir().unwrap();
     let truth = dir.path().join("truth.toml");
     std::fs::write(&truth, chain(1000 + seed, 0.7, 6, 0.4, Some(CHAIN_LOAD))).unwrap();
