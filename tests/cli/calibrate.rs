@@ -77,15 +77,21 @@ struct System<'a> {
     load: Option<&'a [(f64, f64)]>,
 }
 
+/// A workload's load: a step schedule of `(time, rate)`, or a constant 250/s (`None`,
+/// to be replaced by the observed load).
+fn load_line(load: Option<&[(f64, f64)]>) -> String {
+    match load {
+        Some(steps) => {
+            let points: Vec<String> = steps.iter().map(|(t, r)| format!("[{t}, {r}]")).collect();
+            format!("load = {{ rate = [{}], interpolate = \"step\" }}", points.join(", "))
+        }
+        None => "rate_per_s = 250.0".into(),
+    }
+}
+
 impl System<'_> {
     fn toml(&self) -> String {
-        let load = match self.load {
-            Some(steps) => {
-                let points: Vec<String> = steps.iter().map(|(t, r)| format!("[{t}, {r}]")).collect();
-                format!("load = {{ rate = [{}], interpolate = \"step\" }}", points.join(", "))
-            }
-            None => "rate_per_s = 250.0".into(),
-        };
+        let load = load_line(self.load);
         SYSTEM
             .replace("NAME", self.name)
             .replace("SEED", &self.seed.to_string())
@@ -731,13 +737,7 @@ const CHAIN_TRUTH: [(&str, f64); 3] = [
 ];
 
 fn chain(seed: u64, scale: f64, db_workers: u32, probability: f64, load: Option<&[(f64, f64)]>) -> String {
-    let load = match load {
-        Some(steps) => {
-            let points: Vec<String> = steps.iter().map(|(t, r)| format!("[{t}, {r}]")).collect();
-            format!("load = {{ rate = [{}], interpolate = \"step\" }}", points.join(", "))
-        }
-        None => "rate_per_s = 250.0".into(),
-    };
+    let load = load_line(load);
     CHAIN
         .replace("SEED", &seed.to_string())
         .replace("SCALE", &scale.to_string())
