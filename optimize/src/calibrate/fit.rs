@@ -13,14 +13,12 @@
 //!    (Gauss–Newton: covariance 2·D_min/(N − p)·H⁻¹), else from its profile (the
 //!    values whose least discrepancy, the others re-optimised, is within the
 //!    likelihood-ratio cut of the best) — always the profile for an integer. The
-//!    caller widens them for the residuals' autocorrelation ([`Found::widen`]).
+//!    caller widens them for the residuals' autocorrelation (`intervals::Found::widen`).
 //!
 //! Invariant: every decision reads only the evaluator's numbers and the fixed Halton
 //! stretches, so a fit is the same for a seed on any machine and thread count.
 
 use super::super::space::{halton, Dimension, Scale};
-use super::intervals::{estimates, Basis};
-pub use super::intervals::{Estimate, Method};
 use stampede_scenario::base::error::Result;
 
 /// The most candidates a first design may have (`--samples`).
@@ -59,30 +57,12 @@ pub struct Candidate {
     pub stage: String,
 }
 
-/// What the search found.
+/// What the search found: every candidate, and the design's steps at its end (the
+/// intervals' designs start from them).
 #[derive(Clone, Debug)]
-pub struct Found {
+pub struct Searched {
     pub candidates: Vec<Candidate>,
-    /// The index of the best candidate.
-    pub best: usize,
-    /// Each unknown's value and 95% interval ([`Found::widen`] remakes them).
-    pub estimates: Vec<Estimate>,
-    /// What each unknown's interval is made from.
-    bases: Vec<Basis>,
-    /// N, the compared (metric, interval) points.
-    observations: usize,
-    dimensions: Vec<Dimension>,
-}
-
-impl Found {
-    /// Remakes the intervals for residuals whose scatter is `factor` (≥ 1) times what
-    /// independent intervals would give: a curvature interval's standard error × factor,
-    /// a profile's cut × factor².
-    pub fn widen(&mut self, factor: f64) {
-        debug_assert!(factor >= 1.0);
-        self.estimates =
-            estimates(&self.dimensions, &self.candidates, self.best, &self.bases, self.observations, factor);
-    }
+    pub steps: Vec<f64>,
 }
 
 /// Turns candidates' values into their discrepancies (one each, in order).
@@ -127,6 +107,15 @@ pub(super) struct Evaluator<'e, 'f> {
 impl<'e, 'f> Evaluator<'e, 'f> {
     pub(super) fn new(dimensions: &'e [Dimension], evaluate: &'e mut Evaluate<'f>) -> Self {
         Evaluator { dimensions, evaluate, candidates: Vec::new() }
+    }
+
+    /// Goes on from `candidates` already evaluated.
+    pub(super) fn resume(
+        dimensions: &'e [Dimension],
+        evaluate: &'e mut Evaluate<'f>,
+        candidates: Vec<Candidate>,
+    ) -> Self {
+        Evaluator { dimensions, evaluate, candidates }
     }
 
     /// Evaluates the unit points not evaluated before, as stage `stage`.
@@ -237,7 +226,12 @@ pub(super) fn proposal(quadratic: &Quadratic) -> (Vec<f64>, bool) {
 }
 
 /// The search: `observations` is N, the number of compared (metric, interval) points.
-pub fn search(dimensions: &[Dimension], shape: Shape, observations: usize, evaluate: &mut Evaluate) -> Result<Found> {
+pub fn search(
+    dimensions: &[Dimension],
+    shape: Shape,
+    observations: usize,
+    evaluate: &mut Evaluate,
+) -> Result<Searched> {
     let d = dimensions.len();
     assert!(d > 0, "a fit has unknowns");
     let all: Vec<usize> = (0..d).collect();
@@ -318,11 +312,7 @@ pub fn search(dimensions: &[Dimension], shape: Shape, observations: usize, evalu
         }
         centre = best;
     }
-    let bases = super::intervals::measure(&mut ev, observations, &steps)?;
-    let best = ev.best();
-    let candidates = ev.candidates;
-    let estimates = estimates(dimensions, &candidates, best, &bases, observations, 1.0);
-    Ok(Found { candidates, best, estimates, bases, observations, dimensions: dimensions.to_vec() })
+    Ok(Searched { candidates: ev.candidates, steps })
 }
 
 /// Each dimension's step for a design of side `width` (an integer's at least one integer).
@@ -509,6 +499,7 @@ pub(super) fn invert(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::intervals::{fit as search, Method};
     use super::*;
 
     fn dim(text: &str) -> Dimension {

@@ -30,7 +30,7 @@
 //! Invariant: each unknown's interval is made alone, so one that cannot be identified
 //! never removes another's; only N ≤ p leaves every unknown without one.
 
-use super::fit::{at_free, cholesky, invert, proposal, Candidate, Evaluator, Quadratic};
+use super::fit::{at_free, cholesky, invert, proposal, search, Candidate, Evaluate, Evaluator, Quadratic, Shape};
 use crate::space::{Dimension, Scale};
 use stampede_scenario::base::error::Result;
 
@@ -59,6 +59,43 @@ pub const PROFILE_ROUNDS: usize = 3;
 /// The least share of the composite design's variation a quadratic must explain to
 /// give curvature intervals (a cliff inside the design fails it).
 pub const MIN_R_SQUARED: f64 = 0.5;
+
+/// What a fit found: the search's candidates, the best, and each unknown's interval.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub candidates: Vec<super::fit::Candidate>,
+    /// The index of the best candidate.
+    pub best: usize,
+    /// Each unknown's value and 95% interval ([`Found::widen`] remakes them).
+    pub estimates: Vec<Estimate>,
+    /// What each unknown's interval is made from.
+    bases: Vec<Basis>,
+    /// N, the compared (metric, interval) points.
+    observations: usize,
+    dimensions: Vec<Dimension>,
+}
+
+impl Found {
+    /// Remakes the intervals for residuals whose scatter is `factor` (≥ 1) times what
+    /// independent intervals would give: a curvature interval's standard error × factor,
+    /// a profile's cut × factor².
+    pub fn widen(&mut self, factor: f64) {
+        debug_assert!(factor >= 1.0);
+        self.estimates =
+            estimates(&self.dimensions, &self.candidates, self.best, &self.bases, self.observations, factor);
+    }
+}
+
+/// The fit: [`search`] for the best, then each unknown's interval around it.
+pub fn fit(dimensions: &[Dimension], shape: Shape, observations: usize, evaluate: &mut Evaluate) -> Result<Found> {
+    let searched = search(dimensions, shape, observations, evaluate)?;
+    let mut ev = Evaluator::resume(dimensions, evaluate, searched.candidates);
+    let bases = measure(&mut ev, observations, &searched.steps)?;
+    let best = ev.best();
+    let candidates = ev.candidates;
+    let estimates = estimates(dimensions, &candidates, best, &bases, observations, 1.0);
+    Ok(Found { candidates, best, estimates, bases, observations, dimensions: dimensions.to_vec() })
+}
 
 /// How an unknown's interval was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -464,7 +501,7 @@ fn profile_interval(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fit::{search, Shape};
+    use super::fit as search;
     use super::*;
     use stampede_engine::{RngStream, StreamPurpose};
 

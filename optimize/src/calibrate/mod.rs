@@ -20,7 +20,7 @@
 //! request ended in the interval) counts as a relative error of 1 in the discrepancy.
 
 pub mod fit;
-mod intervals;
+pub mod intervals;
 pub mod load;
 pub mod observables;
 pub mod report;
@@ -81,7 +81,7 @@ pub struct Calibration {
     pub loads: Vec<LoadUse>,
     pub dimensions: Vec<Dimension>,
     /// The search, with `--fit`.
-    pub found: Option<fit::Found>,
+    pub found: Option<intervals::Found>,
     /// The compared intervals, seconds.
     pub intervals_s: Vec<(f64, f64)>,
     /// Observed rows before `run.warmup_s`, not compared.
@@ -591,7 +591,7 @@ pub fn calibrate(
             Ok(records.iter().map(|replicas| comparison.discrepancy(replicas)).collect())
         };
         let shape = request.shape.unwrap_or_else(|| fit::Shape::default_for(request.dimensions.len()));
-        let found = fit::search(&request.dimensions, shape, comparison.observations(), &mut evaluate)?;
+        let found = intervals::fit(&request.dimensions, shape, comparison.observations(), &mut evaluate)?;
         let values = found.candidates[found.best].values.clone();
         (Some(found), with_values(&loaded, &request.dimensions, &values)?)
     };

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::fit::Estimate;
+use super::intervals::Estimate;
 use super::Calibration;
 
 /// The first line of a calibrated scenario file: marks it as stampede's (so a later
