@@ -243,8 +243,8 @@ pub(super) fn measure(ev: &mut Evaluator, observations: usize, steps: &[f64]) ->
                 .collect()
         })
     };
+    let largest = describes.map_or(0.0, |q| (0..continuous.len()).map(|k| q.hessian[k][k]).fold(0.0, f64::max));
     for (i, &j) in continuous.iter().enumerate() {
-        let largest = describes.map_or(0.0, |q| (0..continuous.len()).map(|k| q.hessian[k][k]).fold(0.0, f64::max));
         let own = describes.map(|q| q.hessian[i][i]).filter(|&h| h > 1e-9 * largest);
         let noise_j = noise.as_ref().map(|n| n[i]);
         bases[j] = match (&inverse, own, noise_j) {
