@@ -89,7 +89,7 @@ pub(super) struct RunArgs {
     /// and reached.
     #[arg(long, value_name = "REL|METRIC=REL", allow_hyphen_values = true)]
     pub(super) precision: Vec<String>,
-    /// With --precision: the most replicas a grid point may get (default 10000); a run
+    /// With --precision: the most replicas a grid point may get (default 100000); a run
     /// that stops there says which metrics fell short.
     #[arg(long, value_name = "N", requires = "precision")]
     pub(super) max_replicas: Option<u32>,

@@ -331,3 +331,79 @@ fn bad_warm_up_input_exits_2_and_writes_nothing() {
         assert!(!out.exists(), "{args:?} wrote {:?}", files_below(&out));
     }
 }
+
+/// An M/M/2 at ρ = 0.5 over 20 s (2 s warm-up): short replicas, so a 5% precision
+/// stops after about 56 replicas, where stopping on the same replicas that are
+/// reported costs coverage most.
+const SHORT_MM2: &str = r#"name = "mm2"
+model = "mmc"
+[run]
+horizon_s = 20.0
+warmup_s = 2.0
+replicas = 10
+seed = SEED
+[queue]
+arrival_rate_per_s = 100.0
+service_rate_per_s = 100.0
+servers = 2
+"#;
+
+/// `wait_mean_s` of [`SHORT_MM2`] at `seed`: (mean, ci_lo, ci_hi, replicas).
+fn short_mm2_wait(dir: &std::path::Path, seed: u64, how: &[&str]) -> (f64, f64, f64, u64) {
+    let file = dir.join("mm2.toml");
+    std::fs::write(&file, SHORT_MM2.replace("SEED", &seed.to_string())).unwrap();
+    let out = dir.join("out");
+    let mut args = vec!["run", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--json", "--no-report"];
+    args.extend_from_slice(&["--replica-rows", "none", "--force"]);
+    args.extend_from_slice(how);
+    let output = stampede(&args);
+    assert!(output.status.success(), "seed {seed}: {}", stderr(&output));
+    let summary: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let wait = &summary["grid"][0]["metrics"]["wait_mean_s"];
+    let number = |key: &str| wait[key].as_f64().unwrap();
+    (number("mean"), number("ci_lo"), number("ci_hi"), wait["n"].as_u64().unwrap())
+}
+
+/// Issue 73, item 3: the interval a `--precision` run stops with is made from the
+/// replicas that decided to stop, so it could claim more than it covers. Measured on
+/// the simulation itself: the short M/M/2 at 5% over independent seeds, each run's
+/// 95% interval against the model's own mean (a plain run of 50,000 replicas, ±0.1%;
+/// within 1% of Erlang C's 1/300 s, the rest the short replicas' start). CI runs 200
+/// seeds and asks at least 90% (a rule that covered 95% fails that once in 10⁴);
+/// `STAMPEDE_COVERAGE_SEEDS=1000` runs the issue's test, [93%, 97%] (docs/src/precision.md
+/// gives the measured shares).
+#[test]
+fn a_precise_runs_interval_keeps_its_coverage_over_independent_seeds() {
+    let seeds: u64 = std::env::var("STAMPEDE_COVERAGE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    let dir = tempfile::tempdir().unwrap();
+    let (reference, lo, hi, _) = short_mm2_wait(dir.path(), 1_000_003, &["--replicas", "50000"]);
+    assert!(hi - lo < 0.003 * reference, "the reference is precise: [{lo}, {hi}]");
+    let erlang_c = 1.0 / 300.0; // C(2, 1) = 1/3, over cμ − λ = 100/s
+    assert!((reference / erlang_c - 1.0).abs() < 0.01, "{reference} against Erlang C's {erlang_c}");
+    let (mut covered, mut replicas) = (0u64, 0u64);
+    for seed in 0..seeds {
+        let (_, lo, hi, n) = short_mm2_wait(dir.path(), seed, &["--precision", "wait_mean_s=5%"]);
+        assert!(hi - lo <= 2.0 * 0.05 * reference * 1.1, "seed {seed}: [{lo}, {hi}] is not about 5%");
+        covered += u64::from(lo <= reference && reference <= hi);
+        replicas += n;
+    }
+    let share = covered as f64 / seeds as f64;
+    let average = replicas as f64 / seeds as f64;
+    eprintln!(
+        "reference {reference} [{lo}, {hi}]; covered {covered} of {seeds} ({share:.3}); {average:.1} replicas a run"
+    );
+    if seeds >= 1000 {
+        // What the same seeds cover at a fixed count of about the same size: the share
+        // a plain run has, which the sequential stop is compared with in the docs.
+        let fixed = (average.round() as u64).to_string();
+        let plain = (0..seeds)
+            .filter(|&seed| {
+                let (_, lo, hi, _) = short_mm2_wait(dir.path(), seed, &["--replicas", &fixed]);
+                lo <= reference && reference <= hi
+            })
+            .count();
+        eprintln!("at a fixed {fixed} replicas: covered {plain} of {seeds}");
+    }
+    let band = if seeds >= 1000 { 0.93..=0.97 } else { 0.90..=1.0 };
+    assert!(band.contains(&share), "covered {covered} of {seeds}");
+}
