@@ -15,7 +15,10 @@
 //! The boundary is the linear interpolation of the mean between the last bracket's ends.
 //! Its band is bounded by the nearest evaluations on each side whose 95% interval lies
 //! wholly on their side of the level: between them the replicas cannot tell which side
-//! a point is on. The cost is stated against the full grid of the same resolution.
+//! a point is on. Once a row's boundary is found, each edge of its band is bisected the
+//! same way (between the nearest sure evaluation and the nearest unsure one, to the
+//! tolerance), in the same rounds as the other rows. The cost is stated against the
+//! full grid of the same resolution.
 
 use serde_json::{json, Value};
 use stampede_run::runner::{run_ranges, PointResult, ReplicaRecord, Sinks};
@@ -47,11 +50,12 @@ pub struct MapRequest {
 pub const MIN_TOLERANCE: f64 = 1e-6;
 
 impl MapRequest {
-    /// The most replicas the map can run: every row of every grid point its two ends
-    /// and every bisection round, at `replicas` an evaluation.
+    /// The most replicas the map can run: every row of every grid point its two ends,
+    /// every bisection round of its boundary and of its band's two edges, at
+    /// `replicas` an evaluation.
     pub fn planned_replicas(&self, scenario: &Scenario) -> u64 {
         let rows = scenario.point_count() as u64 * u64::from(self.ys);
-        rows * (2 + u64::from(Self::rounds_for(self.tolerance))) * u64::from(self.replicas)
+        rows * (2 + 3 * u64::from(Self::rounds_for(self.tolerance))) * u64::from(self.replicas)
     }
 
     /// The bisection rounds after the ends that narrow a bracket to `tolerance`: the
@@ -363,7 +367,84 @@ struct Bracket {
     /// (u, mean) at each end; None until the ends ran.
     low: Option<(f64, f64)>,
     high: Option<(f64, f64)>,
+    /// The boundary's bracket is narrow, or the row does not cross.
     done: bool,
+    /// Every evaluation of the row: (u, ci_lo, ci_hi).
+    seen: Vec<(f64, f64, f64)>,
+    /// The band's two edges being bisected, once the boundary is found; `None` once
+    /// narrow, or where no evaluation on that side is sure (the band reaches the end).
+    edges: [Option<Edge>; 2],
+}
+
+/// One edge of a boundary's band, bisected like the boundary: between `sure` (the
+/// nearest evaluation whose 95% interval lies wholly on `side` of the level) and
+/// `unsure` (the nearest one closer to the boundary whose interval does not).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Edge {
+    side: Side,
+    sure: f64,
+    unsure: f64,
+}
+
+impl Edge {
+    /// Whether an interval lies wholly on `side` of `level`.
+    fn sure_of(side: Side, ci_lo: f64, ci_hi: f64, level: f64) -> bool {
+        match side {
+            Side::Above => ci_lo >= level,
+            Side::Below => ci_hi < level,
+        }
+    }
+
+    /// The edges of a row whose boundary lies between `lo` and `hi` (unit points, `lo`
+    /// on `low_side`), from what the row has seen.
+    fn of_row(seen: &[(f64, f64, f64)], lo: f64, hi: f64, low_side: Side, level: f64) -> [Option<Edge>; 2] {
+        let other = if low_side == Side::Above { Side::Below } else { Side::Above };
+        let sure = |side: Side| move |&&(_, ci_lo, ci_hi): &&(f64, f64, f64)| Edge::sure_of(side, ci_lo, ci_hi, level);
+        let below = seen.iter().filter(|p| p.0 <= lo).filter(sure(low_side)).map(|p| p.0).reduce(f64::max);
+        let above = seen.iter().filter(|p| p.0 >= hi).filter(sure(other)).map(|p| p.0).reduce(f64::min);
+        let low_edge = below.map(|sure| Edge {
+            side: low_side,
+            sure,
+            unsure: seen.iter().map(|p| p.0).filter(|&u| u > sure).fold(hi, f64::min),
+        });
+        let high_edge = above.map(|sure| Edge {
+            side: other,
+            sure,
+            unsure: seen.iter().map(|p| p.0).filter(|&u| u < sure).fold(lo, f64::max),
+        });
+        [low_edge, high_edge]
+    }
+
+    /// Narrow enough to stop: as the boundary's bracket (`tolerance` of the unit
+    /// interval, or adjacent integers).
+    fn narrow(&self, x: &Dimension, tolerance: f64) -> bool {
+        match x.scale {
+            Scale::Integer => (x.value(self.sure) - x.value(self.unsure)).abs() <= 1.0,
+            _ => (self.sure - self.unsure).abs() <= tolerance,
+        }
+    }
+
+    fn midpoint(&self) -> f64 {
+        (self.sure + self.unsure) / 2.0
+    }
+
+    /// Moves the sure or the unsure end to `u`, by what its interval says.
+    fn record(&mut self, u: f64, ci_lo: f64, ci_hi: f64, level: f64) {
+        if Edge::sure_of(self.side, ci_lo, ci_hi, level) {
+            self.sure = u;
+        } else {
+            self.unsure = u;
+        }
+    }
+}
+
+/// What a round's evaluation of a row is for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Purpose {
+    /// An end of the row, or the boundary's bracket's midpoint.
+    Boundary,
+    /// The midpoint of the band's low (0) or high (1) edge.
+    BandEdge(usize),
 }
 
 /// Draws the map of `scenario` (resolved, `request` checked) on `threads` threads;
@@ -382,17 +463,36 @@ pub fn map(
     let mut ys: Vec<f64> = (0..request.ys).map(|j| request.y.value(f64::from(j) / f64::from(request.ys - 1))).collect();
     ys.dedup(); // an integer y has fewer values than rows asked
     let mut brackets: Vec<Bracket> = (0..base_points)
-        .flat_map(|grid| ys.iter().map(move |&y| Bracket { grid, y, low: None, high: None, done: false }))
+        .flat_map(|grid| {
+            ys.iter().map(move |&y| Bracket {
+                grid,
+                y,
+                low: None,
+                high: None,
+                done: false,
+                seen: Vec::new(),
+                edges: [None, None],
+            })
+        })
         .collect();
     let mut evaluations: Vec<Evaluation> = Vec::new();
     let mut round = 0u32;
     loop {
-        // This round's (row, u): the ends first, then each open bracket's midpoint.
-        let mut asked: Vec<(usize, f64)> = Vec::new();
-        for (row, bracket) in brackets.iter().enumerate().filter(|(_, b)| !b.done) {
+        // This round's (row, u, purpose): the ends first, then each open bracket's
+        // midpoint; once a row's boundary is found, its band's edges' midpoints.
+        let mut asked: Vec<(usize, f64, Purpose)> = Vec::new();
+        for (row, bracket) in brackets.iter().enumerate() {
+            if bracket.done {
+                for (k, edge) in bracket.edges.iter().enumerate() {
+                    if let Some(edge) = edge {
+                        asked.push((row, edge.midpoint(), Purpose::BandEdge(k)));
+                    }
+                }
+                continue;
+            }
             match (bracket.low, bracket.high) {
-                (None, _) | (_, None) => asked.extend([(row, 0.0), (row, 1.0)]),
-                (Some((lo, _)), Some((hi, _))) => asked.push((row, (lo + hi) / 2.0)),
+                (None, _) | (_, None) => asked.extend([(row, 0.0, Purpose::Boundary), (row, 1.0, Purpose::Boundary)]),
+                (Some((lo, _)), Some((hi, _))) => asked.push((row, (lo + hi) / 2.0, Purpose::Boundary)),
             }
         }
         if asked.is_empty() {
@@ -401,7 +501,7 @@ pub fn map(
         round_starts(round, asked.len());
         let points: Vec<Point> = asked
             .iter()
-            .map(|&(row, u)| Point {
+            .map(|&(row, u, _)| Point {
                 grid: brackets[row].grid,
                 unit: vec![u],
                 values: vec![request.x.value(u), brackets[row].y],
@@ -428,7 +528,7 @@ pub fn map(
         } else {
             f64::INFINITY
         };
-        for (&(row, u), refusal) in asked.iter().zip(refused) {
+        for (&(row, u, purpose), refusal) in asked.iter().zip(refused) {
             let summary = match &refusal {
                 None => ran.next().flatten().expect("every point of a round that is not refused is run"),
                 Some(_) => stampede_run::stats::Summary { mean: beyond, sd: f64::NAN, ci_lo: beyond, ci_hi: beyond },
@@ -445,6 +545,15 @@ pub fn map(
                 round,
                 refused: refusal,
             });
+            bracket.seen.push((u, summary.ci_lo, summary.ci_hi));
+            if let Purpose::BandEdge(k) = purpose {
+                let edge = bracket.edges[k].as_mut().expect("an edge asked is open");
+                edge.record(u, summary.ci_lo, summary.ci_hi, request.level);
+                if edge.narrow(&request.x, request.tolerance) {
+                    bracket.edges[k] = None;
+                }
+                continue;
+            }
             let mean = summary.mean;
             if round == 0 {
                 if u == 0.0 {
@@ -471,6 +580,11 @@ pub fn map(
                 _ => hi.0 - lo.0 <= request.tolerance,
             };
             bracket.done = !crosses || narrow;
+            if crosses && narrow {
+                let low_side = Side::of(lo.1, request.level);
+                bracket.edges = Edge::of_row(&bracket.seen, lo.0, hi.0, low_side, request.level)
+                    .map(|edge| edge.filter(|e| !e.narrow(&request.x, request.tolerance)));
+            }
         }
         round += 1;
     }
@@ -551,6 +665,37 @@ mod tests {
 
     fn at(x: f64, mean: f64, half: f64) -> Evaluation {
         Evaluation { grid: 0, row: 0, y: 1.0, x, mean, ci_lo: mean - half, ci_hi: mean + half, round: 0, refused: None }
+    }
+
+    /// Issue 73, item 4: a band's edge is bisected between the nearest sure evaluation
+    /// and the nearest unsure one, on each side, to the tolerance; a side with no sure
+    /// evaluation leaves the band open to the range's end.
+    #[test]
+    fn a_bands_edges_are_bisected_between_sure_and_unsure() {
+        let level = 0.5;
+        // (u, ci_lo, ci_hi): sure below at 0 and 0.25, unsure at 0.375 and 0.4375
+        // (the boundary's bracket 0.4375..0.5), sure above at 0.5 and 1.
+        let seen = [(0.0, 0.1, 0.2), (1.0, 0.8, 0.9), (0.5, 0.55, 0.7), (0.25, 0.3, 0.45), (0.375, 0.4, 0.52)];
+        let seen = [&seen[..], &[(0.4375, 0.45, 0.56)]].concat();
+        let [low, high] = Edge::of_row(&seen, 0.4375, 0.5, Side::Below, level);
+        let mut low = low.expect("a sure point below");
+        assert_eq!(low, Edge { side: Side::Below, sure: 0.25, unsure: 0.375 });
+        assert_eq!(high, Some(Edge { side: Side::Above, sure: 0.5, unsure: 0.4375 }));
+        let x = Dimension::parse("x=0..64").unwrap();
+        assert!(!low.narrow(&x, 1.0 / 64.0));
+        assert_eq!(low.midpoint(), 0.3125);
+        low.record(0.3125, 0.35, 0.49, level); // sure below: the edge moves out to it
+        assert_eq!(low, Edge { side: Side::Below, sure: 0.3125, unsure: 0.375 });
+        low.record(0.34375, 0.38, 0.51, level); // straddles: the unsure end moves in
+        assert_eq!(low, Edge { side: Side::Below, sure: 0.3125, unsure: 0.34375 });
+        assert!(!low.narrow(&x, 1.0 / 64.0) && low.narrow(&x, 1.0 / 32.0));
+        // An integer x stops at adjacent values.
+        let workers = Dimension::parse("w=1..9:int").unwrap();
+        let adjacent = Edge { side: Side::Below, sure: workers.unit(3.0), unsure: workers.unit(4.0) };
+        assert!(adjacent.narrow(&workers, 1e-6));
+        // Nothing sure above: the band is open to the range's end.
+        let unsure_above = [(0.0, 0.1, 0.2), (1.0, 0.45, 0.9), (0.5, 0.4, 0.7)];
+        assert_eq!(Edge::of_row(&unsure_above, 0.0, 0.5, Side::Below, level)[1], None);
     }
 
     /// Issue 73, item 4: a row that surely rises and surely falls is flagged; noise

@@ -114,6 +114,28 @@ fn retry_storms_map_has_a_boundary_for_the_naive_client_and_none_for_the_budgete
     // A stronger spike needs a shorter one to tip the naive client over.
     assert!(crossed.windows(2).all(|w| w[1] <= w[0]), "the boundary moves left as the factor grows: {crossed:?}");
     assert!(budgeted.iter().all(|r| r["crossed"] == false && r["side"] == "above"), "{budgeted:?}");
+    // Each band edge inside the range is bisected like the boundary: a sure evaluation
+    // on the edge, an unsure one (its interval straddling 0.5) within the tolerance
+    // (1/64 of the log range) on the boundary's side of it.
+    let unit = |x: f64| (x / 0.01).ln() / (0.5f64 / 0.01).ln();
+    let evaluations = map["evaluations"].as_array().unwrap();
+    for row in naive.iter().filter(|r| r["crossed"] == true) {
+        let row_evaluations: Vec<&Value> =
+            evaluations.iter().filter(|e| e["grid_point"] == 0 && e["y"] == row["y"]).collect();
+        let band: Vec<f64> = row["band"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        for (edge, inward) in [(band[0], 1.0), (band[1], -1.0)] {
+            if edge <= 0.01 || edge >= 0.5 {
+                continue; // open to the range's end
+            }
+            let unsure_within = row_evaluations.iter().any(|e| {
+                let (x, lo, hi) =
+                    (e["x"].as_f64().unwrap(), e["ci_lo"].as_f64().unwrap(), e["ci_hi"].as_f64().unwrap());
+                let step = (unit(x) - unit(edge)) * inward;
+                lo < 0.5 && 0.5 <= hi && step > 0.0 && step <= 1.001 / 64.0
+            });
+            assert!(unsure_within, "factor {}: band edge {edge} is not bisected: {row_evaluations:?}", row["y"]);
+        }
+    }
     let said = stdout(&output);
     assert!(said.contains("no boundary in range: recovered_ratio ≥ 0.5 (better) at every faults.0.factor"), "{said}");
     for file in
