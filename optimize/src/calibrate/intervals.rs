@@ -25,7 +25,11 @@
 //!   an unknown that curves upward on its own gets its own curvature; any other gets
 //!   its profile, walked in growing steps and bisected to the cut. The curvature is
 //!   measured with steps of about one standard error (a design much wider than the
-//!   interval averages a steepening surface's curvature over it: too narrow).
+//!   interval averages a steepening surface's curvature over it: too narrow), and
+//!   kept only where the profile at the interval's two ends agrees (a rise of at
+//!   least [`EDGE_SHARE`] of the cut, beyond the noise's): a surface rough at the
+//!   design's scale makes the quadratic far too steep, and the profile then gives
+//!   the interval.
 //!
 //! Invariant: each unknown's interval is made alone, so one that cannot be identified
 //! never removes another's; only N ≤ p leaves every unknown without one.
@@ -148,6 +152,11 @@ pub(super) enum Basis {
     None,
 }
 
+/// The least share of the cut a curvature interval's ends must reach on the profile:
+/// a quadratic's reach exactly the cut; half of it means the interval is about 0.7 of
+/// the profile's width or narrower.
+const EDGE_SHARE: f64 = 0.5;
+
 /// How far the simulation's own noise may raise a candidate's discrepancy over the
 /// best's, in jackknife standard errors of the difference (both on the same replicas).
 const NOISE_ALLOWANCE: f64 = 1.96;
@@ -247,17 +256,66 @@ pub(super) fn measure(ev: &mut Evaluator, observations: usize, steps: &[f64]) ->
     for (i, &j) in continuous.iter().enumerate() {
         let own = describes.map(|q| q.hessian[i][i]).filter(|&h| h > 1e-9 * largest);
         let noise_j = noise.as_ref().map(|n| n[i]);
-        bases[j] = match (&inverse, own, noise_j) {
+        let curvature = match (&inverse, own, noise_j) {
             (Some(inverse), _, Some(noise)) if inside(scatter * inverse[i][i] + noise, j) => {
-                Basis::Curvature { inverse: inverse[i][i], step: steps[j], noise }
+                Some(Basis::Curvature { inverse: inverse[i][i], step: steps[j], noise })
             }
             (None, Some(h), Some(noise)) if inside(scatter / h + noise, j) => {
-                Basis::Curvature { inverse: 1.0 / h, step: steps[j], noise }
+                Some(Basis::Curvature { inverse: 1.0 / h, step: steps[j], noise })
+            }
+            _ => None,
+        };
+        bases[j] = match curvature {
+            Some(Basis::Curvature { inverse, step, noise })
+                if holds_to_its_edges(
+                    ev,
+                    j,
+                    1.96 * (scatter * inverse + noise).sqrt() * step,
+                    observations,
+                    &steps,
+                )? =>
+            {
+                Basis::Curvature { inverse, step, noise }
             }
             _ => Basis::Profile { walked: walk_continuous(ev, j, observations, &steps)? },
         };
     }
     Ok(bases)
+}
+
+/// Whether the curvature interval of unknown `j` (half-width `half_width` in unit-cube
+/// units) is what the profile says at its ends: the least D there, the others
+/// re-optimised, must rise at least [`EDGE_SHARE`] of the cut above the best, and by
+/// more than the simulation's noise could ([`excess`] above 0). Where the quadratic was measured on a surface rougher than it
+/// looks — a call probability under common random numbers jumps as requests are
+/// rerouted, and a design shrunk to the interval's width sees the jumps as steep
+/// curvature — the interval comes out several times too narrow (on the simulated
+/// chain it covered the truth in 17 of 30 productions); its ends then fall well inside
+/// the profile's set, and the profile is used instead.
+fn holds_to_its_edges(
+    ev: &mut Evaluator,
+    j: usize,
+    half_width: f64,
+    observations: usize,
+    steps: &[f64],
+) -> Result<bool> {
+    let start = ev.candidates[ev.best()].unit.clone();
+    let d = start.len();
+    for direction in [-1.0, 1.0] {
+        let unit = (start[j] + direction * half_width).clamp(0.0, 1.0);
+        if unit == start[j] {
+            continue;
+        }
+        let from = conditional_minimum(ev, j, unit, &start, steps)?;
+        // Against the best now (the walk there may have found a better one, which the
+        // interval is then centred on: its width is the curvature's still).
+        let best = &ev.candidates[ev.best()];
+        let rise = ev.at_unit(&from).discrepancy - best.discrepancy;
+        if rise < EDGE_SHARE * cut(best.discrepancy, observations, d) || excess(ev.at_unit(&from), best) <= 0.0 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Where a quadratic is least: its minimum where it curves upward everywhere, else
@@ -557,21 +615,28 @@ mod tests {
 
     /// The defect: with an integer among the unknowns every unknown lost its
     /// interval. Over 200 seeds of a hidden truth, every unknown has one every time,
-    /// the integer's by its profile and the others' by their curvature, and each
+    /// the integer's by its profile and the others' by their curvature (by their profile
+    /// in 19 of 400, and 70 of 2,000, where it disagreed at the curvature's ends), and each
     /// covers the truth in 88–99% of seeds (measured: 186 and 179 of 200, and 929 and
-    /// 930 of 1,000; a cut half as wide could cover at most 83%, ±1.39 standard
+    /// 929 of 1,000; a cut half as wide could cover at most 83%, ±1.39 standard
     /// errors); the integer's set is at most three workers wide (so it does not cover
     /// by being the whole range).
     #[test]
     fn an_integer_unknown_keeps_every_interval_and_each_covers_the_truth() {
         let seeds = 200;
         let mut covered = [0usize; 3];
+        let mut methods = [0usize; 2];
         for seed in 0..seeds {
             let estimates = fit_seed(seed);
             for (j, estimate) in estimates.iter().enumerate() {
                 let (lo, hi) = estimate.interval.unwrap_or_else(|| panic!("seed {seed}: {j} {estimate:?}"));
-                let method = if j == 1 { Method::Profile } else { Method::Curvature };
-                assert_eq!(estimate.method, Some(method), "seed {seed}: {estimate:?}");
+                // A continuous unknown's is its curvature unless the profile at the
+                // curvature interval's ends disagrees (here: where the workers may move).
+                if j == 1 {
+                    assert_eq!(estimate.method, Some(Method::Profile), "seed {seed}: {estimate:?}");
+                } else {
+                    methods[usize::from(estimate.method == Some(Method::Profile))] += 1;
+                }
                 if lo <= TRUTH[j] && TRUTH[j] <= hi {
                     covered[j] += 1;
                 }
@@ -579,6 +644,7 @@ mod tests {
             let (lo, hi) = estimates[1].interval.unwrap();
             assert!(hi - lo <= 2.0, "seed {seed}: workers [{lo}, {hi}]");
         }
+        eprintln!("covered {covered:?} of {seeds}; continuous by curvature {}, by profile {}", methods[0], methods[1]);
         for (j, &c) in covered.iter().enumerate() {
             let share = c as f64 / seeds as f64;
             assert!((0.88..=0.99).contains(&share) || (j == 1 && share > 0.99), "unknown {j}: covered {c} of {seeds}");
