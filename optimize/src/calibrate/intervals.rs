@@ -286,8 +286,8 @@ pub(super) fn measure(ev: &mut Evaluator, observations: usize, steps: &[f64]) ->
 /// Whether the curvature interval of unknown `j` (half-width `half_width` in unit-cube
 /// units) is what the profile says at its ends: the least D there, the others
 /// re-optimised, must rise at least [`EDGE_SHARE`] of the cut above the best, and by
-/// more than the simulation's noise could ([`excess`] above 0). Where the quadratic was measured on a surface rougher than it
-/// looks — a call probability under common random numbers jumps as requests are
+/// more than the simulation's noise could ([`excess`] above 0). Where the quadratic
+/// was measured on a surface rougher than it looks — a call probability under common random numbers jumps as requests are
 /// rerouted, and a design shrunk to the interval's width sees the jumps as steep
 /// curvature — the interval comes out several times too narrow (on the simulated
 /// chain it covered the truth in 17 of 30 productions); its ends then fall well inside
@@ -309,9 +309,9 @@ fn holds_to_its_edges(
         let from = conditional_minimum(ev, j, unit, &start, steps)?;
         // Against the best now (the walk there may have found a better one, which the
         // interval is then centred on: its width is the curvature's still).
-        let best = &ev.candidates[ev.best()];
-        let rise = ev.at_unit(&from).discrepancy - best.discrepancy;
-        if rise < EDGE_SHARE * cut(best.discrepancy, observations, d) || excess(ev.at_unit(&from), best) <= 0.0 {
+        let (best, there) = (&ev.candidates[ev.best()], ev.at_unit(&from));
+        let rise = there.discrepancy - best.discrepancy;
+        if rise < EDGE_SHARE * cut(best.discrepancy, observations, d) || excess(there, best) <= 0.0 {
             return Ok(false);
         }
     }
@@ -645,6 +645,8 @@ mod tests {
             assert!(hi - lo <= 2.0, "seed {seed}: workers [{lo}, {hi}]");
         }
         eprintln!("covered {covered:?} of {seeds}; continuous by curvature {}, by profile {}", methods[0], methods[1]);
+        // A smooth surface keeps its curvature: the check at the ends is not a profile for all.
+        assert!(methods[0] >= 9 * methods[1], "curvature {}, profile {}", methods[0], methods[1]);
         for (j, &c) in covered.iter().enumerate() {
             let share = c as f64 / seeds as f64;
             assert!((0.88..=0.99).contains(&share) || (j == 1 && share > 0.99), "unknown {j}: covered {c} of {seeds}");
