@@ -608,10 +608,7 @@ pub fn map(
                 };
                 let x = request.x.unrounded(lo.0 + t * (hi.0 - lo.0));
                 let low_side = Side::of(lo.1, request.level);
-                let sure = |e: &Evaluation, side: Side| match side {
-                    Side::Above => e.ci_lo >= request.level,
-                    Side::Below => e.ci_hi < request.level,
-                };
+                let sure = |e: &Evaluation, side: Side| Edge::sure_of(side, e.ci_lo, e.ci_hi, request.level);
                 let other = if low_side == Side::Above { Side::Below } else { Side::Above };
                 let band_lo =
                     mine.iter().filter(|e| e.x <= x && sure(e, low_side)).map(|e| e.x).fold(request.x.low, f64::max);

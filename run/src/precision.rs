@@ -630,7 +630,7 @@ mod tests {
     /// Student-t interval of the replicas that decided to stop, so it could cover less
     /// than its 95% (a stop is likelier where the spread happens to come out low). Over
     /// 2,000 synthetic streams a case, the staged rule covers within [93%, 97%] — where
-    /// the bias is largest, few replicas (about 57 and 21), and where the data are skewed
+    /// the bias is largest, few replicas (about 56 and 23), and where the data are skewed
     /// (exponential, about 400). The harness can fail: a rule that checks after every
     /// replica from the third stops on lucky spreads and covers well under 93%.
     #[test]
