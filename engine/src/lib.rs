@@ -6,7 +6,9 @@
 //!
 //! * [`kernel`] — time, the event queue, the simulation loop, slabs, timers and
 //!   tickets, random streams, histograms (its own crate: it knows no model and no policy);
-//! * [`policy`] — the resilience policy library: plain structs taking `now` and an RNG;
+//! * [`policy`] — the resilience policy library: plain structs taking `now` and an RNG
+//!   (the `stampede-policy` crate, re-exported, which production middleware builds
+//!   without the models);
 //! * [`components`] — simulated parts that several models may compose (the hash ring,
 //!   an LLM provider tier);
 //! * [`measurement`] — closed-form theory and the time-series measurements models report;
@@ -22,7 +24,7 @@ pub use stampede_kernel::named_enum;
 pub mod components;
 pub mod measurement;
 pub mod models;
-pub mod policy;
+pub use stampede_policy as policy;
 /// Test support (a counting allocator); only with the `test-util` feature, so no
 /// production build carries it.
 #[cfg(feature = "test-util")]

@@ -24,12 +24,12 @@ use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use http_body::Frame;
-use stampede_engine::policy::backoff::BackoffKind;
-use stampede_engine::policy::breaker::BreakerConfig;
-use stampede_engine::policy::classify::RetryClassifier;
-use stampede_engine::policy::limiter::{GradientConfig, LimiterKind};
-use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits};
-use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_policy::backoff::BackoffKind;
+use stampede_policy::breaker::BreakerConfig;
+use stampede_policy::classify::RetryClassifier;
+use stampede_policy::limiter::{GradientConfig, LimiterKind};
+use stampede_policy::quota::{QuotaConfig, QuotaLimits};
+use stampede_policy::retry_budget::{RatioBudget, RetryBudget};
 use stampede_tower::events::{set_event_hook, Event};
 use stampede_tower::{
     backoff, circuit_breaker, concurrency_limit, fallback, provider_stream_error, quota_meter, retry, stream_timeouts,

@@ -1,4 +1,4 @@
-//! The LLM gateway's admission gate as a layer: the engine's [`AdmissionController`]
+//! The LLM gateway's admission gate as a layer: the simulator's [`AdmissionController`]
 //! refuses a request whose class the ladder sheds at the current pressure, one that
 //! cannot meet its deadline (now + the expected latency past it), and a tenant over
 //! its fair share under pressure — the cheapest "no", before any quota, slot or
@@ -20,11 +20,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use stampede_engine::policy::admission::{Admission, AdmissionController, AdmissionRequest, Ladder};
-use stampede_engine::policy::classify::Outcome;
-use stampede_engine::policy::quota::QuotaMeter;
-use stampede_engine::policy::Criticality;
-use stampede_engine::Nanos;
+use stampede_kernel::Nanos;
+use stampede_policy::admission::{Admission, AdmissionController, AdmissionRequest, Ladder};
+use stampede_policy::classify::Outcome;
+use stampede_policy::quota::QuotaMeter;
+use stampede_policy::Criticality;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -116,7 +116,7 @@ pub struct AdmissionConfig {
 /// What every clone of an admission service shares.
 #[derive(Debug)]
 pub struct AdmissionState {
-    /// The engine's controller: the rung, the tenants' shares, the decisions.
+    /// The simulator's controller: the rung, the tenants' shares, the decisions.
     pub controller: AdmissionController,
     /// Per class, the expected latency now.
     pub expected: Vec<Nanos>,

@@ -1,4 +1,4 @@
-//! The engine's [`Bulkhead`] as a layer: a fixed number of slots, and a bounded wait
+//! The simulator's [`Bulkhead`] as a layer: a fixed number of slots, and a bounded wait
 //! queue in front of them in FIFO, LIFO or adaptive-LIFO order, with CoDel and a
 //! deadline (the longest a request may wait). A request that finds no slot waits in
 //! the struct's own queue; a finishing request's `release` hands its slot to the
@@ -15,8 +15,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use stampede_engine::policy::bulkhead::{Acquire, Bulkhead, BulkheadConfig, Dropped, Waiter};
-use stampede_engine::{Nanos, Slab, SlabKey};
+use stampede_kernel::{Nanos, Slab, SlabKey};
+use stampede_policy::bulkhead::{Acquire, Bulkhead, BulkheadConfig, Dropped, Waiter};
 use tokio::time::Sleep;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -40,7 +40,7 @@ enum Verdict {
 /// The struct and the verdicts of the requests it has queued.
 #[derive(Debug)]
 pub struct BulkheadState {
-    /// The engine's bulkhead: slots, the queue and its CoDel.
+    /// The simulator's bulkhead: slots, the queue and its CoDel.
     pub bulkhead: Bulkhead,
     waiters: Slab<Verdict>,
     /// How long a request may wait (its deadline in the queue).

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use stampede_engine::Nanos;
+use stampede_kernel::Nanos;
 use tokio::time::Instant;
 
 /// Monotonic nanoseconds since an epoch fixed when the clock was made.
@@ -36,5 +36,5 @@ impl Default for Clock {
 
 /// A `Duration` as the policies' nanoseconds (saturating).
 pub fn nanos(duration: Duration) -> Nanos {
-    stampede_engine::kernel::time::duration_to_nanos(duration)
+    stampede_kernel::time::duration_to_nanos(duration)
 }

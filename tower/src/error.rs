@@ -1,7 +1,7 @@
 //! The one error a layer adds: a request it refused without calling the service.
 
-use stampede_engine::policy::bulkhead::Dropped;
-use stampede_engine::policy::Criticality;
+use stampede_policy::bulkhead::Dropped;
+use stampede_policy::Criticality;
 
 /// Why a layer refused a request before it reached the service. It travels as a
 /// [`crate::BoxError`], like tower's own `Overloaded`; `downcast_ref::<Rejected>()`

@@ -18,7 +18,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use stampede_engine::policy::classify::Outcome;
+use stampede_policy::classify::Outcome;
 
 use crate::stream_end::StreamTimeout;
 use crate::Rejected;

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use stampede_engine::policy::classify::Outcome;
+use stampede_policy::classify::Outcome;
 use tower_layer::Layer;
 use tower_service::Service;
 

@@ -1,6 +1,6 @@
 //! One tower service for every policy that decides at the door and learns when the
 //! call ends: the circuit breaker, the concurrency limiters, the priority shedder
-//! and the token bucket. A [`Gate`] wraps the engine's policy struct; [`Gated`] asks
+//! and the token bucket. A [`Gate`] wraps the simulator's policy struct; [`Gated`] asks
 //! it before calling the service, and its future tells it how the call ended.
 //!
 //! Invariants: every admitted request is finished or abandoned exactly once — on
@@ -12,8 +12,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use pin_project_lite::pin_project;
-use stampede_engine::policy::Criticality;
-use stampede_engine::Nanos;
+use stampede_kernel::Nanos;
+use stampede_policy::Criticality;
 use tower_layer::Layer;
 use tower_service::Service;
 

@@ -1,14 +1,14 @@
-//! The engine's door policies as [`Gate`]s, and the layers that build them. Each gate
+//! The simulator's door policies as [`Gate`]s, and the layers that build them. Each gate
 //! is the policy struct itself (plus a random stream where it draws); the mapping
 //! from a live outcome to what the policy learns is the simulator's.
 
-use stampede_engine::policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, Permit};
-use stampede_engine::policy::classify::Outcome;
-use stampede_engine::policy::limiter::{ConcurrencyLimiter, LimiterKind, SampleWindow, Signal};
-use stampede_engine::policy::shedder::{PriorityShedder, ShedMarks};
-use stampede_engine::policy::token_bucket::TokenBucket;
-use stampede_engine::policy::Criticality;
-use stampede_engine::{Nanos, RngStream};
+use stampede_kernel::{Nanos, RngStream};
+use stampede_policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, Permit};
+use stampede_policy::classify::Outcome;
+use stampede_policy::limiter::{ConcurrencyLimiter, LimiterKind, SampleWindow, Signal};
+use stampede_policy::shedder::{PriorityShedder, ShedMarks};
+use stampede_policy::token_bucket::TokenBucket;
+use stampede_policy::Criticality;
 
 use crate::clock::Clock;
 use crate::events::{emit, BreakerChange, Event};
@@ -16,7 +16,7 @@ use crate::gate::{AllCritical, FromExtension, Gate, GateLayer};
 use crate::outcome::{Classified, ErrorsFail};
 use crate::Rejected;
 
-/// The engine's [`CircuitBreaker`] at the door: refused while open; every outcome
+/// The simulator's [`CircuitBreaker`] at the door: refused while open; every outcome
 /// recorded with its duration (slow calls count as the config says).
 #[derive(Debug)]
 pub struct BreakerGate(pub CircuitBreaker);
@@ -59,7 +59,7 @@ pub fn circuit_breaker(config: BreakerConfig) -> GateLayer<BreakerGate, ErrorsFa
     GateLayer::new(BreakerGate(CircuitBreaker::new(config)), Clock::new(), ErrorsFail, AllCritical)
 }
 
-/// The engine's [`ConcurrencyLimiter`] (fixed or adaptive) at the door: refused at
+/// The simulator's [`ConcurrencyLimiter`] (fixed or adaptive) at the door: refused at
 /// the limit; the adaptive kinds learn each call's latency and whether it dropped.
 #[derive(Debug)]
 pub struct LimitGate {
@@ -120,7 +120,7 @@ pub fn concurrency_limit(
     GateLayer::new(LimitGate::new(limiter, seed), Clock::new(), ErrorsFail, AllCritical)
 }
 
-/// The engine's [`PriorityShedder`] at the door: a request is refused when the pool's
+/// The simulator's [`PriorityShedder`] at the door: a request is refused when the pool's
 /// utilisation has reached its criticality's mark.
 #[derive(Debug)]
 pub struct ShedGate(pub PriorityShedder);
@@ -147,7 +147,7 @@ pub fn priority_shedder(max_in_flight: u32, marks: ShedMarks) -> GateLayer<ShedG
     GateLayer::new(ShedGate(PriorityShedder::new(max_in_flight, marks)), Clock::new(), ErrorsFail, FromExtension)
 }
 
-/// The engine's [`TokenBucket`] at the door: one token per request, refused when empty.
+/// The simulator's [`TokenBucket`] at the door: one token per request, refused when empty.
 #[derive(Debug)]
 pub struct RateGate(pub TokenBucket);
 

@@ -1,6 +1,6 @@
 //! The LLM gateway's `[stack]`, built from the scenario that simulated it: for each
 //! call class, the defences `stack.gates` lists, in its order, each the layer over
-//! the engine struct the simulated gate holds, with the scenario's (and the
+//! the policy struct the simulated gate holds, with the scenario's (and the
 //! fixture's) numbers — and shared where the simulator shares them:
 //!
 //! * **admission**: one controller for the gateway (the ladder, each class's rung,
@@ -37,12 +37,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stampede_engine::models::gateway::{Client, Gate, GatewayParams, LimiterScope};
-use stampede_engine::policy::backoff::Backoff;
-use stampede_engine::policy::breaker::CircuitBreaker;
-use stampede_engine::policy::classify::RetryClassifier;
-use stampede_engine::policy::quota::QuotaMeter;
-use stampede_engine::policy::retry_budget::RetryBudget;
-use stampede_engine::policy::Criticality;
+use stampede_policy::backoff::Backoff;
+use stampede_policy::breaker::CircuitBreaker;
+use stampede_policy::classify::RetryClassifier;
+use stampede_policy::quota::QuotaMeter;
+use stampede_policy::retry_budget::RetryBudget;
+use stampede_policy::Criticality;
 use stampede_scenario::models::gateway::Gateway;
 use stampede_scenario::{Error, Result};
 use tower_layer::Layer;

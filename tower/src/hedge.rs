@@ -1,4 +1,4 @@
-//! Hedged requests as the graph model sends them: the engine's [`HedgePolicy`] says
+//! Hedged requests as the graph model sends them: the simulator's [`HedgePolicy`] says
 //! how long after an attempt the next one goes out (a fixed delay, or a running
 //! quantile of this layer's recent successful latencies) and how many may; the first
 //! success wins and the attempts still out are dropped (cancelled); when every
@@ -22,9 +22,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use stampede_engine::policy::classify::Outcome;
-use stampede_engine::policy::hedge::{HedgeConfig, HedgePolicy};
-use stampede_engine::Nanos;
+use stampede_kernel::Nanos;
+use stampede_policy::classify::Outcome;
+use stampede_policy::hedge::{HedgeConfig, HedgePolicy};
 use tokio::time::{Instant, Sleep};
 use tower_layer::Layer;
 use tower_service::Service;

@@ -1,19 +1,19 @@
-//! `stampede-tower`: tower middleware that runs the engine's own policy structs, so
+//! `stampede-tower`: tower middleware that runs the simulator's own policy structs, so
 //! what `stampede run` simulated is what ships.
 //!
-//! Each layer holds one of `stampede_engine::policy`'s structs — the
-//! [`CircuitBreaker`](stampede_engine::policy::breaker::CircuitBreaker), the
-//! [`ConcurrencyLimiter`](stampede_engine::policy::limiter::ConcurrencyLimiter) (fixed
+//! Each layer holds one of `stampede_policy`'s structs — the
+//! [`CircuitBreaker`](stampede_policy::breaker::CircuitBreaker), the
+//! [`ConcurrencyLimiter`](stampede_policy::limiter::ConcurrencyLimiter) (fixed
 //! and every adaptive kind), the
-//! [`PriorityShedder`](stampede_engine::policy::shedder::PriorityShedder), the
-//! [`TokenBucket`](stampede_engine::policy::token_bucket::TokenBucket), and for
-//! retries the [`Backoff`](stampede_engine::policy::backoff::Backoff), the
-//! [`RetryClassifier`](stampede_engine::policy::classify::RetryClassifier) and the
-//! five [`RetryBudget`](stampede_engine::policy::retry_budget::RetryBudget)s, the
-//! [`Bulkhead`](stampede_engine::policy::bulkhead::Bulkhead), the
-//! [`QuotaMeter`](stampede_engine::policy::quota::QuotaMeter), the
-//! [`HedgePolicy`](stampede_engine::policy::hedge::HedgePolicy) and the
-//! [`AdmissionController`](stampede_engine::policy::admission::AdmissionController) — and
+//! [`PriorityShedder`](stampede_policy::shedder::PriorityShedder), the
+//! [`TokenBucket`](stampede_policy::token_bucket::TokenBucket), and for
+//! retries the [`Backoff`](stampede_policy::backoff::Backoff), the
+//! [`RetryClassifier`](stampede_policy::classify::RetryClassifier) and the
+//! five [`RetryBudget`](stampede_policy::retry_budget::RetryBudget)s, the
+//! [`Bulkhead`](stampede_policy::bulkhead::Bulkhead), the
+//! [`QuotaMeter`](stampede_policy::quota::QuotaMeter), the
+//! [`HedgePolicy`](stampede_policy::hedge::HedgePolicy) and the
+//! [`AdmissionController`](stampede_policy::admission::AdmissionController) — and
 //! feeds it a real clock ([`Clock`]: monotonic nanoseconds since the layer was built,
 //! read from tokio so tests can pause it) and a seeded random stream. Nothing is
 //! re-implemented: the decisions are the simulated ones, and the mapping from a live
@@ -21,11 +21,11 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use stampede_engine::policy::backoff::Backoff;
-//! use stampede_engine::policy::breaker::BreakerConfig;
-//! use stampede_engine::policy::classify::RetryClassifier;
-//! use stampede_engine::policy::limiter::LimiterKind;
-//! use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
+//! use stampede_policy::backoff::Backoff;
+//! use stampede_policy::breaker::BreakerConfig;
+//! use stampede_policy::classify::RetryClassifier;
+//! use stampede_policy::limiter::LimiterKind;
+//! use stampede_policy::retry_budget::{RatioBudget, RetryBudget};
 //! use stampede_tower::{circuit_breaker, concurrency_limit, retry, RetryConfig};
 //! use tower_layer::Stack;
 //!
@@ -109,8 +109,8 @@ pub use timeout::{timeout, Timeout, TimeoutLayer};
 /// The error every layer returns: the service's own, or a [`Rejected`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A policy's random stream: the engine's xoshiro stream derived from `seed` and the
+/// A policy's random stream: the simulator's xoshiro stream derived from `seed` and the
 /// layer's purpose, as a replica's are from its master seed.
-pub(crate) fn stream(seed: u64, purpose: &'static str) -> stampede_engine::RngStream {
-    stampede_engine::RngStream::derive(seed, 0, stampede_engine::StreamPurpose::named(purpose))
+pub(crate) fn stream(seed: u64, purpose: &'static str) -> stampede_kernel::RngStream {
+    stampede_kernel::RngStream::derive(seed, 0, stampede_kernel::StreamPurpose::named(purpose))
 }

@@ -1,10 +1,10 @@
-//! How a response or an error reads to the policies: one of the engine's
+//! How a response or an error reads to the policies: one of the simulator's
 //! [`Outcome`]s, plus the server's retry-after when it gave one. The simulator's
 //! models classify the same way, so a breaker or a limiter learns the same lesson
 //! from a live 503 as from a simulated one.
 
-use stampede_engine::policy::classify::Outcome;
-use stampede_engine::Nanos;
+use stampede_kernel::Nanos;
+use stampede_policy::classify::Outcome;
 
 use crate::clock::nanos;
 

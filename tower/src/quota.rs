@@ -1,4 +1,4 @@
-//! The engine's client-side [`QuotaMeter`] as a layer, for a client of a metered API
+//! The simulator's client-side [`QuotaMeter`] as a layer, for a client of a metered API
 //! (requests, input tokens and output tokens per minute): each request reserves one
 //! request, its input tokens and its `max_tokens` of output before it is sent; waits
 //! (a sleep) when the meter says so, up to the meter's longest wait in all; is
@@ -29,9 +29,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use stampede_engine::policy::classify::Outcome;
-use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Reserve};
-use stampede_engine::Nanos;
+use stampede_kernel::Nanos;
+use stampede_policy::classify::Outcome;
+use stampede_policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reservation, Reserve};
 use tokio::time::Sleep;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -147,7 +147,7 @@ pub trait QuotaStore: Send + Sync + std::fmt::Debug + 'static {
     fn pressure_at_least(&self, now: Nanos, floor: f64) -> f64;
 }
 
-/// This process's meter: the engine's [`QuotaMeter`] behind its lock.
+/// This process's meter: the simulator's [`QuotaMeter`] behind its lock.
 impl QuotaStore for Shared<QuotaMeter> {
     fn reserve(&self, now: Nanos, input_tokens: u64, max_tokens: u64) -> Reserve {
         self.lock().reserve(now, input_tokens, max_tokens)

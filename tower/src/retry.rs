@@ -1,9 +1,9 @@
-//! Retries as the simulator makes them: the engine's [`RetryClassifier`] decides which
+//! Retries as the simulator makes them: the simulator's [`RetryClassifier`] decides which
 //! outcomes are retried (429 and 529 after the server's retry-after), its [`Backoff`]
 //! draws the wait with the configured jitter, any of the five [`RetryBudget`]s may
 //! refuse the retry, and a retry that could not finish before the call's deadline
 //! (its backoff plus the expected attempt time, an average of recent successes) is
-//! not made. The decision is the engine's own (`policy::retry::decide`), the one the
+//! not made. The decision is the simulator's own (`policy::retry::decide`), the one the
 //! gateway's attempt loop makes: the same checks in the same order, one implementation.
 //!
 //! Invariants: at most `max_attempts` attempts per call; the budget hears every
@@ -16,11 +16,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use stampede_engine::policy::backoff::Backoff;
-use stampede_engine::policy::classify::{Outcome, RetryClassifier};
-use stampede_engine::policy::retry::{decide, FailedAttempt, RetryVerdict};
-use stampede_engine::policy::retry_budget::RetryBudget;
-use stampede_engine::{Nanos, RngStream};
+use stampede_kernel::{Nanos, RngStream};
+use stampede_policy::backoff::Backoff;
+use stampede_policy::classify::{Outcome, RetryClassifier};
+use stampede_policy::retry::{decide, FailedAttempt, RetryVerdict};
+use stampede_policy::retry_budget::RetryBudget;
 use tokio::time::Sleep;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -32,13 +32,13 @@ use crate::shared::Shared;
 use crate::BoxError;
 
 /// A backoff of `kind` from `base` (the first retry's delay; the constant delay) to
-/// `cap`, as `Duration`s: the engine's [`Backoff`](stampede_engine::policy::backoff::Backoff)
+/// `cap`, as `Duration`s: the simulator's [`Backoff`](stampede_policy::backoff::Backoff)
 /// counts nanoseconds, which a service's configuration should not have to.
 pub fn backoff(
-    kind: stampede_engine::policy::backoff::BackoffKind,
+    kind: stampede_policy::backoff::BackoffKind,
     base: std::time::Duration,
     cap: std::time::Duration,
-) -> stampede_engine::policy::backoff::Backoff {
+) -> stampede_policy::backoff::Backoff {
     kind.with(crate::clock::nanos(base), crate::clock::nanos(cap))
 }
 
@@ -339,7 +339,7 @@ struct CallSoFar {
     previous_backoff: Nanos,
 }
 
-/// The wait before the next attempt, or `None` to give up: the engine's decision
+/// The wait before the next attempt, or `None` to give up: the simulator's decision
 /// (`policy::retry::decide`), the one the gateway's attempt loop makes; and what to
 /// tell the event hook once the lock is released.
 fn retry_delay(

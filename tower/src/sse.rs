@@ -9,7 +9,7 @@
 //! holds). No allocation beyond an event's data lines joined, and no JSON parser: a
 //! small scanner reads an object's top-level fields and skips nested values.
 
-use stampede_engine::policy::classify::Outcome;
+use stampede_policy::classify::Outcome;
 
 /// One event: its type (`message` when the stream names none) and its data lines,
 /// joined by `\n`.

@@ -23,7 +23,7 @@ use std::time::Duration;
 use bytes::Buf;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
-use stampede_engine::policy::classify::Outcome;
+use stampede_policy::classify::Outcome;
 use tokio::time::{Instant, Sleep};
 use tower_layer::Layer;
 use tower_service::Service;

@@ -4,7 +4,7 @@
 //! it reports ([`crate::events`]) name them, and neither may import the other both
 //! ways.
 
-use stampede_engine::policy::classify::Outcome;
+use stampede_policy::classify::Outcome;
 
 /// Which bound a stream broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

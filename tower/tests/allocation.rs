@@ -10,16 +10,16 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use stampede_engine::policy::backoff::Backoff;
-use stampede_engine::policy::breaker::BreakerConfig;
-use stampede_engine::policy::bulkhead::{BulkheadConfig, QueueOrder};
-use stampede_engine::policy::classify::RetryClassifier;
-use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
-use stampede_engine::policy::limiter::{Gradient2Config, LimiterKind};
-use stampede_engine::policy::retry_budget::{RatioBudget, RetryBudget};
-use stampede_engine::policy::shedder::ShedMarks;
 use stampede_engine::testing::{allocations, CountingAllocator};
-use stampede_engine::NANOS_PER_SEC;
+use stampede_kernel::NANOS_PER_SEC;
+use stampede_policy::backoff::Backoff;
+use stampede_policy::breaker::BreakerConfig;
+use stampede_policy::bulkhead::{BulkheadConfig, QueueOrder};
+use stampede_policy::classify::RetryClassifier;
+use stampede_policy::hedge::{HedgeConfig, HedgeDelay};
+use stampede_policy::limiter::{Gradient2Config, LimiterKind};
+use stampede_policy::retry_budget::{RatioBudget, RetryBudget};
+use stampede_policy::shedder::ShedMarks;
 use stampede_tower::{
     bulkhead, circuit_breaker, concurrency_limit, hedge, priority_shedder, rate_limit, retry, timeout, AllCritical,
     RetryConfig,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use stampede_engine::policy::bulkhead::{BulkheadConfig, CoDelConfig, Dropped, QueueOrder};
+use stampede_policy::bulkhead::{BulkheadConfig, CoDelConfig, Dropped, QueueOrder};
 use stampede_tower::{bulkhead, BoxError, Rejected};
 use tower_layer::Layer;
 use tower_service::Service;

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use stampede_engine::policy::breaker::BreakerConfig;
-use stampede_engine::policy::limiter::LimiterKind;
-use stampede_engine::policy::shedder::ShedMarks;
+use stampede_policy::breaker::BreakerConfig;
+use stampede_policy::limiter::LimiterKind;
+use stampede_policy::shedder::ShedMarks;
 use stampede_tower::{circuit_breaker, concurrency_limit, priority_shedder, AllCritical, BoxError, Rejected};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -128,10 +128,10 @@ impl Service<u32> for Jittery {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_tasks_retrying_and_hedging_on_one_budget_give_back_every_loan() {
-    use stampede_engine::policy::backoff::Backoff;
-    use stampede_engine::policy::classify::RetryClassifier;
-    use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay};
-    use stampede_engine::policy::retry_budget::{EnvoyBudget, RetryBudget};
+    use stampede_policy::backoff::Backoff;
+    use stampede_policy::classify::RetryClassifier;
+    use stampede_policy::hedge::{HedgeConfig, HedgeDelay};
+    use stampede_policy::retry_budget::{EnvoyBudget, RetryBudget};
     use stampede_tower::{hedge, retry, RetryConfig};
     let config = RetryConfig {
         max_attempts: 3,

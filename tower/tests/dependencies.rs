@@ -1,6 +1,7 @@
 //! What a production service pulls in by adding the middleware: with default features
-//! the crate depends on the policy code, tower's traits, tokio's timer and `http` —
-//! at most 40 crates; the `tracing` feature adds three; the `scenario` feature (the
+//! the crate depends on the policy code (`stampede-policy` and the kernel's clock and
+//! random streams: no model), tower's traits, tokio's timer and `http` — at most 40
+//! crates; the `tracing` feature adds three; the `scenario` feature (the
 //! simulator's parser, with its Parquet writer and thread pool) is opt-in.
 
 use std::collections::BTreeSet;
@@ -24,7 +25,8 @@ fn crates(features: &[&str]) -> BTreeSet<String> {
 fn default_features_stay_within_forty_crates_and_scenario_is_opt_in() {
     let default = crates(&[]);
     assert!(default.len() <= 40, "{} crates by default: {default:?}", default.len());
-    for heavy in ["parquet", "arrow-array", "zstd", "rayon", "statrs", "stampede-scenario"] {
+    assert!(default.contains("stampede-policy"), "the policies come from stampede-policy: {default:?}");
+    for heavy in ["parquet", "arrow-array", "zstd", "rayon", "statrs", "stampede-scenario", "stampede-engine"] {
         assert!(!default.contains(heavy), "{heavy} is a default dependency");
     }
     assert!(!default.contains("tracing"), "tracing is opt-in");
@@ -34,4 +36,5 @@ fn default_features_stay_within_forty_crates_and_scenario_is_opt_in() {
     assert!(added.len() <= 3 && with_tracing.contains("tracing"), "the tracing feature adds {added:?}");
     let with_scenario = crates(&["--features", "scenario"]);
     assert!(with_scenario.contains("stampede-scenario") && with_scenario.contains("parquet"));
+    assert!(with_scenario.contains("stampede-engine"), "from_scenario reads the models' parameters");
 }

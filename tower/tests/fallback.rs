@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use stampede_engine::policy::backoff::BackoffKind;
-use stampede_engine::policy::classify::RetryClassifier;
-use stampede_engine::policy::retry_budget::RetryBudget;
+use stampede_policy::backoff::BackoffKind;
+use stampede_policy::classify::RetryClassifier;
+use stampede_policy::retry_budget::RetryBudget;
 use stampede_tower::{backoff, fallback, retry, BoxError, HttpStatus, RetryConfig};
 use tower_layer::Layer;
 use tower_service::Service;

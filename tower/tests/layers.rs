@@ -9,18 +9,18 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use stampede_engine::kernel::Named;
-use stampede_engine::policy::admission::{Admission, AdmissionController, AdmissionRequest, Ladder};
-use stampede_engine::policy::backoff::Backoff;
-use stampede_engine::policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, SlidingWindow};
-use stampede_engine::policy::classify::{Outcome, RetryClassifier};
-use stampede_engine::policy::hedge::{HedgeConfig, HedgeDelay, HedgePolicy};
-use stampede_engine::policy::limiter::{AimdConfig, ConcurrencyLimiter, LimiterKind, Signal};
-use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits, Reserve};
-use stampede_engine::policy::retry_budget::{EnvoyBudget, RatioBudget, RetryBudget};
-use stampede_engine::policy::shedder::ShedMarks;
-use stampede_engine::policy::Criticality;
-use stampede_engine::{RngStream, StreamPurpose, NANOS_PER_SEC};
+use stampede_kernel::Named;
+use stampede_kernel::{RngStream, StreamPurpose, NANOS_PER_SEC};
+use stampede_policy::admission::{Admission, AdmissionController, AdmissionRequest, Ladder};
+use stampede_policy::backoff::Backoff;
+use stampede_policy::breaker::{BreakerConfig, BreakerState, CircuitBreaker, SlidingWindow};
+use stampede_policy::classify::{Outcome, RetryClassifier};
+use stampede_policy::hedge::{HedgeConfig, HedgeDelay, HedgePolicy};
+use stampede_policy::limiter::{AimdConfig, ConcurrencyLimiter, LimiterKind, Signal};
+use stampede_policy::quota::{QuotaConfig, QuotaLimits, Reserve};
+use stampede_policy::retry_budget::{EnvoyBudget, RatioBudget, RetryBudget};
+use stampede_policy::shedder::ShedMarks;
+use stampede_policy::Criticality;
 use stampede_tower::{admission, applicant_with, quota_meter, AdmissionConfig, Applicant, TokensWith};
 use stampede_tower::{
     circuit_breaker, classify_with, concurrency_limit, hedge, priority_shedder, rate_limit, retry, BoxError,

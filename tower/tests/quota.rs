@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use stampede_engine::policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reserve};
-use stampede_engine::NANOS_PER_SEC;
+use stampede_kernel::NANOS_PER_SEC;
+use stampede_policy::quota::{QuotaConfig, QuotaLimits, QuotaMeter, Reserve};
 use stampede_tower::{quota_meter, BoxError, HttpStatus, Rejected, TokensWith};
 use tower_layer::Layer;
 use tower_service::Service;

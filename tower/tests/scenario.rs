@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use stampede_engine::policy::backoff::Backoff;
-use stampede_engine::policy::classify::RetryDecision;
+use stampede_policy::backoff::Backoff;
+use stampede_policy::classify::RetryDecision;
 use stampede_scenario::scenario::builtin::load_scenario_source;
 use stampede_scenario::{Overrides, Scenario};
 use stampede_tower::{from_scenario, from_scenario_point, service_from_scenario, BoxError, Rejected};
@@ -176,7 +176,7 @@ fn bad_scenarios_fail_with_the_parsers_own_message_and_exit_code() {
 
 #[tokio::test(start_paused = true)]
 async fn a_cluster_scenarios_retry_section_builds_the_same_client() {
-    use stampede_engine::policy::retry_budget::RetryBudget;
+    use stampede_policy::retry_budget::RetryBudget;
     use stampede_tower::from_cluster_scenario;
     // retry-storm's two points: naive retries without a budget, backoff with a ratio budget.
     let naive = from_cluster_scenario("retry-storm", Some(0), 1).expect("point 0");
@@ -219,7 +219,7 @@ async fn an_edges_hedge_section_hedges_each_try_and_too_many_hedges_are_refused(
     assert_eq!((counts.calls, counts.hedges, counts.denied_by_budget), (3, 6, 0));
     // Eight of the ratio budget's ten tokens went to six hedges and two retries.
     let tokens = stack.retry.state().read(|s| match &s.budget {
-        stampede_engine::policy::retry_budget::RetryBudget::Ratio(budget) => budget.tokens(),
+        stampede_policy::retry_budget::RetryBudget::Ratio(budget) => budget.tokens(),
         _ => unreachable!(),
     });
     assert_eq!(tokens, 2.0);
@@ -286,7 +286,7 @@ fn llm_outcomes(
     struct Llm;
     impl stampede_tower::Classify<Completion, TooManyRequests> for Llm {
         fn classify(&self, result: Result<&Completion, &TooManyRequests>) -> stampede_tower::Classified {
-            use stampede_engine::policy::classify::Outcome;
+            use stampede_policy::classify::Outcome;
             match result {
                 Ok(_) => stampede_tower::Classified::of(Outcome::Success),
                 Err(_) => stampede_tower::Classified::of(Outcome::RateLimited),
@@ -295,7 +295,7 @@ fn llm_outcomes(
     }
     impl stampede_tower::Classify<Completion, BoxError> for Llm {
         fn classify(&self, result: Result<&Completion, &BoxError>) -> stampede_tower::Classified {
-            use stampede_engine::policy::classify::Outcome;
+            use stampede_policy::classify::Outcome;
             match result {
                 Ok(_) => stampede_tower::Classified::of(Outcome::Success),
                 Err(error) if error.is::<TooManyRequests>() => stampede_tower::Classified::of(Outcome::RateLimited),
@@ -370,7 +370,7 @@ fn a_gateway_stack_keeps_the_scenarios_order_and_leaves_out_the_gates_it_does_no
 /// quota moved into a store every gateway process shares — the coordinated meter's twin.
 #[tokio::test(start_paused = true)]
 async fn a_gateway_scenario_gives_its_stream_bounds_its_fallbacks_and_a_shared_quota() {
-    use stampede_engine::policy::quota::QuotaMeter;
+    use stampede_policy::quota::QuotaMeter;
     use stampede_tower::{gateway_from_scenario, ErrorsFail, QuotaStore, Shared, StreamTimeouts, TokensWith};
     let stacks = gateway_from_scenario("llm-stack", Some(1), 7).expect("point 1");
     let p = stacks.params();

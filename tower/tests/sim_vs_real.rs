@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use stampede_engine::measurement::recovery::recovery_time;
 use stampede_engine::models::graph::Graph as GraphEngine;
-use stampede_engine::{LatencyHistogram, Nanos, RngStream, StreamPurpose, NANOS_PER_SEC};
+use stampede_kernel::{LatencyHistogram, Nanos, RngStream, StreamPurpose, NANOS_PER_SEC};
 use stampede_scenario::models::graph::{build, Graph};
 use stampede_scenario::scenario::builtin::load_scenario_source;
 use stampede_scenario::{Overrides, Scenario};

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame};
-use stampede_engine::{LatencyHistogram, RngStream, StreamPurpose};
+use stampede_kernel::{LatencyHistogram, RngStream, StreamPurpose};
 use stampede_scenario::scenario::builtin::load_scenario_source;
 use stampede_scenario::{Overrides, Scenario};
 use stampede_tower::{gateway_from_scenario, BoxError, ErrorsFail, TokensWith};

@@ -67,7 +67,7 @@ fn a_delta_that_mentions_an_error_event_is_an_answer() {
     assert_eq!(provider_stream_error(openai), None);
     // Two events in one frame: the error after a delta is still found.
     let both = [&delta[..], OVERLOADED].concat();
-    assert_eq!(provider_stream_error(&both), Some(stampede_engine::policy::classify::Outcome::Overloaded));
+    assert_eq!(provider_stream_error(&both), Some(stampede_policy::classify::Outcome::Overloaded));
 }
 
 /// A 200 whose stream carries an overload is not a success: in the first frame it
@@ -75,7 +75,7 @@ fn a_delta_that_mentions_an_error_event_is_an_answer() {
 /// it ends the body with the event's outcome. Without the reader, both read as answers.
 #[tokio::test(start_paused = true)]
 async fn an_overload_inside_a_200_stream_is_an_overload() {
-    use stampede_engine::policy::classify::Outcome;
+    use stampede_policy::classify::Outcome;
     use stampede_tower::{provider_stream_error, StreamError};
     assert_eq!(provider_stream_error(OVERLOADED), Some(Outcome::Overloaded));
     assert_eq!(

@@ -7,10 +7,13 @@ pub mod buckets;
 pub mod ending;
 pub mod latency_windows;
 pub mod level_series;
-pub mod log_histogram;
 pub mod recovery;
 pub mod request_latencies;
-pub mod running_quantile;
 pub mod sparse_counts;
 pub mod theory;
 pub mod trace;
+
+// The small log histogram and the running quantile read from it are the policies'
+// (the hedge's delay, the adaptive timeout): they live in `stampede-policy`, and the
+// models (a graph entry's per-replica quantiles) use them from here.
+pub use stampede_policy::{log_histogram, running_quantile};

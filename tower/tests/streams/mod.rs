@@ -13,9 +13,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body::{Body, Frame};
-use stampede_engine::policy::backoff::BackoffKind;
-use stampede_engine::policy::classify::RetryClassifier;
-use stampede_engine::policy::retry_budget::RetryBudget;
+use stampede_policy::backoff::BackoffKind;
+use stampede_policy::classify::RetryClassifier;
+use stampede_policy::retry_budget::RetryBudget;
 use stampede_tower::{backoff, retry, BoxError, HttpStatus, RetryConfig, StreamTimeouts};
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;

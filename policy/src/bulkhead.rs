@@ -16,8 +16,8 @@
 
 use std::collections::VecDeque;
 
-use super::codel::CoDel;
-pub use super::codel::CoDelConfig;
+use crate::codel::CoDel;
+pub use crate::codel::CoDelConfig;
 use crate::kernel::time::Nanos;
 
 /// Which waiter a freed slot goes to.

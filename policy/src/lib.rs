@@ -1,4 +1,6 @@
-//! The resilience policy library: the building blocks every model composes.
+//! stampede's resilience policy library: the building blocks every model composes
+//! and the production middleware (`stampede-tower`) runs, in a crate of their own so
+//! production code builds the policies without the simulator's models.
 //!
 //! Every policy is a plain struct. It takes the current simulated time `now` (and,
 //! where it needs randomness, a `&mut RngStream`) as arguments, never reads a
@@ -6,6 +8,25 @@
 //! `debug_assert!` on every state transition. Each is tested alone here, against
 //! the semantics of the library it follows; `docs/src/policies.md` lists parameters,
 //! defaults, references and deliberate differences.
+//!
+//! Layers, each using only the ones before it:
+//!
+//! * [`kernel`] — time and random streams (the `stampede-kernel` crate, re-exported);
+//! * [`log_histogram`], [`running_quantile`] — "the p95 lately", which the hedge and
+//!   the adaptive timeout read (the engine's models use them too, through
+//!   `stampede_engine::measurement`);
+//! * the policies, one module each.
+//!
+//! `stampede-engine` re-exports this crate as `stampede_engine::policy`: a model's
+//! `crate::policy::breaker` is this crate's [`breaker`].
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub use stampede_kernel as kernel;
+
+pub mod log_histogram;
+pub mod running_quantile;
 
 pub mod adaptive_timeout;
 pub mod admission;

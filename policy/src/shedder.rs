@@ -4,8 +4,8 @@
 //! `c`'s mark: the lowest criticalities are shed first as load rises, CRITICAL_PLUS
 //! only when the pool is full. Invariant: in-flight ≤ max (asserted).
 
-use super::Criticality;
 use crate::kernel::names::Named;
+use crate::Criticality;
 
 /// Utilisation marks at which each criticality starts being shed, indexed by
 /// [`Criticality::index`] (CRITICAL_PLUS first).

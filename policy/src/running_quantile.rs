@@ -8,7 +8,7 @@
 //! Invariants (asserted): 0 < q < 1; a reading is at least 1 ns.
 
 use crate::kernel::time::Nanos;
-use crate::measurement::log_histogram::LogHistogram;
+use crate::log_histogram::LogHistogram;
 
 /// Samples between two readings of the quantile.
 pub const REFRESH_EVERY: u32 = 32;

@@ -18,7 +18,7 @@
 //! Invariants (asserted): probes out ≤ `half_open_probes`; good probes < `half_open_probes`
 //! while half-open; window counts ≤ window calls.
 
-use super::classify::Outcome;
+use crate::classify::Outcome;
 use crate::kernel::time::{duration_to_nanos as nanos, Nanos};
 
 /// Which calls the failure rate is computed over.
@@ -486,7 +486,7 @@ mod tests {
         assert_eq!((config.slow_call_duration, config.slow_call_rate_threshold), (250_000_000, 0.5));
         assert_eq!(config.open_duration, 30 * NANOS_PER_SEC);
         assert_eq!((config.open_duration_multiplier, config.max_open_duration), (2.0, 300 * NANOS_PER_SEC));
-        let quota = crate::policy::quota::QuotaConfig::default().waiting_at_most(Duration::from_millis(500));
+        let quota = crate::quota::QuotaConfig::default().waiting_at_most(Duration::from_millis(500));
         assert_eq!(quota.longest_wait, 500_000_000);
         assert_eq!(BreakerConfig::default().slow_calls(Duration::MAX, 1.0).slow_call_duration, Nanos::MAX, "saturates");
     }

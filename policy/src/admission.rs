@@ -6,9 +6,9 @@
 //! the LLM-gateway fixture: L1 at 0.80 drops SHEDDABLE, L2 at 0.88 adds
 //! SHEDDABLE_PLUS, L3 at 0.95 adds CRITICAL, L4 at the cap (1.0) adds CRITICAL_PLUS.
 
-use super::Criticality;
 use crate::kernel::names::Named;
 use crate::kernel::time::Nanos;
+use crate::Criticality;
 
 /// Rung thresholds and the rung from which each criticality is refused.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -14,8 +14,8 @@
 //! until the meter next takes tokens or changes limits (refill and refunds only lower
 //! a used fraction), which lets [`QuotaMeter::pressure_at_least`] skip buckets.
 
-use super::token_bucket::TokenBucket;
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
+use crate::token_bucket::TokenBucket;
 
 /// Published per-minute limits of one model tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! buckets per power of two (a bucket is at most 1/16 = 6.25% wide, so a quantile read
 //! at the bucket's middle is within ±3.2%), 1,024 `u32` counters (4 KB), allocated
 //! once. It is what a policy or a replica keeps when the run's 280 KB
-//! [`crate::LatencyHistogram`] would be too big to hold per edge or per entry point:
+//! [`LatencyHistogram`](stampede_kernel::histogram::LatencyHistogram) would be too big to hold per edge or per entry point:
 //! the hedging policy's running quantile and each graph entry point's per-replica
 //! p50/p99/p99.9.
 //!

@@ -17,7 +17,7 @@
 //! Invariants (asserted): floor ≤ timeout ≤ ceiling; 0 < q < 1; a positive multiple.
 
 use crate::kernel::time::Nanos;
-use crate::measurement::running_quantile::RunningQuantile;
+use crate::running_quantile::RunningQuantile;
 
 /// A cut-off attempt is observed at this multiple of its timeout (see the module doc).
 pub const CUT_OFF_WEIGHT: f64 = 2.0;

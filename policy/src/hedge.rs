@@ -16,7 +16,7 @@
 //! from the quantile is positive.
 
 use crate::kernel::time::Nanos;
-use crate::measurement::running_quantile::RunningQuantile;
+use crate::running_quantile::RunningQuantile;
 
 /// When the next hedge goes out.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -11,8 +11,8 @@
 use crate::kernel::rng::RngStream;
 use crate::kernel::time::Nanos;
 
-use super::backoff::Backoff;
-use super::classify::{Outcome, RetryClassifier, RetryDecision};
+use crate::backoff::Backoff;
+use crate::classify::{Outcome, RetryClassifier, RetryDecision};
 
 /// A call whose last attempt failed, as the decision reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
