@@ -2,6 +2,8 @@
 //!
 //! [`assert_layered`] holds a crate's modules to a list of layers: Cargo keeps the
 //! crates layered, this keeps the modules inside one crate layered the same way.
+//! [`public_surface`] lists what a crate shows other crates, for a test that keeps it
+//! as narrow as what they use.
 
 #![forbid(unsafe_code)]
 
@@ -56,6 +58,69 @@ pub fn assert_layered(src: &Path, layers: &[&[&str]]) -> usize {
     }
     assert!(problems.is_empty(), "{} is not layered as {layers:?}:\n{}", src.display(), problems.join("\n"));
     imports
+}
+
+/// A crate's public surface, read from its source: the modules other crates can name
+/// (reached from `lib.rs` through `pub mod` declarations only — a `pub(crate) mod`
+/// and everything under it is hidden) and, in those, the public items: each `pub`
+/// function, method, type, trait, constant, static, re-export and field (`pub name:`),
+/// test items left out.
+#[derive(Debug)]
+pub struct PublicSurface {
+    /// The public modules' paths (`models::gateway`; `""` is the crate root), sorted.
+    pub modules: Vec<String>,
+    /// Public items in those modules.
+    pub items: usize,
+}
+
+/// Reads the public surface of the crate whose sources are under `src`.
+pub fn public_surface(src: &Path) -> PublicSurface {
+    let sources = modules(src);
+    let mut modules = vec![String::new()];
+    let mut next = 0;
+    while next < modules.len() {
+        let module = modules[next].clone();
+        next += 1;
+        let code = sources.get(&module).map(String::as_str).unwrap_or_default();
+        for line in code.lines() {
+            let Some(name) = line.trim_start().strip_prefix("pub mod ").and_then(|rest| rest.strip_suffix(';')) else {
+                continue;
+            };
+            let child = if module.is_empty() { name.to_string() } else { format!("{module}::{name}") };
+            assert!(sources.contains_key(&child), "{}: `pub mod {name};` has no file", src.display());
+            modules.push(child);
+        }
+    }
+    modules.sort();
+    let items = modules.iter().map(|module| public_items(&sources[module])).sum();
+    PublicSurface { modules, items }
+}
+
+/// The `pub` items declared in `code` (test items already cut out).
+fn public_items(code: &str) -> usize {
+    const KINDS: &[&str] = &[
+        "fn ",
+        "const fn ",
+        "async fn ",
+        "unsafe fn ",
+        "struct ",
+        "enum ",
+        "const ",
+        "static ",
+        "type ",
+        "trait ",
+        "use ",
+        "mod ",
+    ];
+    code.lines()
+        .filter_map(|line| line.trim_start().strip_prefix("pub "))
+        .filter(|rest| {
+            let field = rest.split_once(':').is_some_and(|(name, _)| {
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            field || KINDS.iter().any(|kind| rest.starts_with(kind))
+        })
+        .count()
 }
 
 /// A module the crate root declares only for tests (`#[cfg(test)]` or

@@ -178,8 +178,9 @@ fn bad_scenarios_name_the_field_the_value_and_what_is_allowed() {
         &mmc("").replace("mmc\"", "mmm\""),
         &[],
         &[],
-        "model = \"mmm\": unknown model; known models: mmc, mg1, cluster",
+        "model = \"mmm\": unknown model; did you mean mmc? The models:\n  mmc         M/M/c(/K): Poisson arrivals",
     );
+    bad(&mmc("").replace("mmc\"", "warp\""), &[], &[], "unknown model. The models:\n  mmc   ");
     bad(&mmc("[queues]\nx = 1\n"), &[], &[], "scenario field queues: unknown field for model \"mmc\"; expected one of");
     bad(&mmc(""), &["queue.servers=0"], &[], "queue.servers = 0: must be at least 1");
     bad(&mmc(""), &["queue.arrival_rate_per_s=2.0"], &[], "ρ = λ/(c·μ) = 1.333 is not below 1");

@@ -10,7 +10,7 @@ pub fn positive(path: &str, value: f64, what: &str) -> Result<()> {
     }
 }
 
-pub use super::limits::MAX_SECONDS;
+pub(crate) use super::limits::MAX_SECONDS;
 use super::limits::{MAX_EVENTS_PER_REPLICA, MAX_RATE_PER_S};
 
 pub fn at_least_one(path: &str, value: u32) -> Result<()> {

@@ -99,7 +99,7 @@ impl From<stampede_output::OutputError> for Error {
 }
 
 /// What to do about a destination that holds something stampede did not write.
-pub const REPLACE_HINT: &str =
+pub(crate) const REPLACE_HINT: &str =
     "choose another folder with --out (or another name with --set name=...), or pass --force to replace the \
      folder and everything in it";
 

@@ -18,13 +18,13 @@
 //! file, so the same table holds for it; the server's own caps are tighter.
 
 /// The longest time a scenario may state, in seconds.
-pub const MAX_SECONDS: f64 = 1.8e10;
+pub(crate) const MAX_SECONDS: f64 = 1.8e10;
 
 /// The highest arrival rate, per second, anywhere in a scenario.
-pub const MAX_RATE_PER_S: f64 = 1e12;
+pub(crate) const MAX_RATE_PER_S: f64 = 1e12;
 
 /// The most events one replica may be expected to handle.
-pub const MAX_EVENTS_PER_REPLICA: f64 = 1e12;
+pub(crate) const MAX_EVENTS_PER_REPLICA: f64 = 1e12;
 
 /// The most replicas one `map` or `calibrate` may plan.
 pub const MAX_COMMAND_REPLICAS: u64 = 1_000_000_000;

@@ -3,10 +3,10 @@
 //! provenance (version, commit), and the resource guard's table of limits (`limits`).
 //! Knows nothing of scenarios, models or runs.
 
-pub mod checks;
+pub(crate) mod checks;
 pub mod error;
 pub mod limits;
-pub mod names;
+pub(crate) mod names;
 pub mod numbers;
 pub mod provenance;
 pub mod suggest;

@@ -11,7 +11,7 @@ pub fn typed<T: DeserializeOwned>(value: toml::Value) -> Result<T> {
 }
 
 /// Like [`typed`] for a section found at `prefix`.
-pub fn typed_at<T: DeserializeOwned>(prefix: &str, value: toml::Value) -> Result<T> {
+pub(crate) fn typed_at<T: DeserializeOwned>(prefix: &str, value: toml::Value) -> Result<T> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let inner = error.path().to_string();
         let path = match (prefix.is_empty(), inner.as_str()) {
@@ -68,7 +68,7 @@ pub fn describe(value: &toml::Value) -> String {
 }
 
 /// A struct serialised as a TOML table (for `stampede show` and fixture overrides).
-pub fn to_table<T: serde::Serialize>(value: &T) -> toml::Table {
+pub(crate) fn to_table<T: serde::Serialize>(value: &T) -> toml::Table {
     match toml::Value::try_from(value).expect("configurations serialise") {
         toml::Value::Table(table) => table,
         _ => unreachable!("a struct serialises to a table"),

@@ -12,7 +12,7 @@ use statrs::distribution::{ContinuousCDF, Exp, Gamma, LogNormal, Normal, Weibull
 
 /// (μ, σ) of the lognormal whose log-quantiles best match (least squares):
 /// ln q = μ + σ·z_p.
-pub fn lognormal_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+pub(crate) fn lognormal_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let normal = Normal::new(0.0, 1.0).expect("the standard normal");
     let xy: Vec<(f64, f64)> = points.iter().map(|(p, v)| (normal.inverse_cdf(*p), v.ln())).collect();
     if xy.len() == 1 {
@@ -31,7 +31,7 @@ pub fn lognormal_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
 
 /// (shape k, scale θ) of the gamma whose log-quantiles best match: for each k the
 /// best ln θ is the mean gap, and k is searched on a log grid then refined.
-pub fn gamma_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+pub(crate) fn gamma_from_quantiles(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     if points.len() < 2 || points.windows(2).all(|w| w[0].1 == w[1].1) {
         return None;
     }
@@ -363,7 +363,7 @@ fn push_families(
 
 /// The Kolmogorov–Smirnov critical value at 1% for `n` observations (the asymptotic
 /// 1.628/√n): a fit farther than this from the data is rejected at 1%.
-pub fn ks_critical_1pct(n: f64) -> f64 {
+pub(crate) fn ks_critical_1pct(n: f64) -> f64 {
     1.628 / n.max(1.0).sqrt()
 }
 

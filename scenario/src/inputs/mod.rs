@@ -11,12 +11,12 @@
 //! [`Distribution`]. A table built from a file is made once per process for each (file,
 //! content, spec) and shared read-only by every grid point and replica.
 
-pub mod buckets;
+pub(crate) mod buckets;
 pub mod fit;
-pub mod load;
+pub(crate) mod load;
 pub mod observed;
 pub mod sealed;
-pub mod sources;
+pub(crate) mod sources;
 
 #[cfg(test)]
 mod fuzz;

@@ -46,11 +46,11 @@ impl Sealed {
 
 /// The largest input read, by default: inputs are held whole in memory for the
 /// process's life (1 GiB; `STAMPEDE_MAX_INPUT_BYTES` sets another limit).
-pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
+pub(crate) const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
 
 /// The largest input this process reads: [`DEFAULT_MAX_INPUT_BYTES`] unless
 /// `STAMPEDE_MAX_INPUT_BYTES` says otherwise.
-pub fn max_input_bytes() -> u64 {
+pub(crate) fn max_input_bytes() -> u64 {
     std::env::var("STAMPEDE_MAX_INPUT_BYTES")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -70,11 +70,6 @@ static REFUSAL: OnceLock<String> = OnceLock::new();
 /// file it names).
 pub fn refuse_all_files(why: &str) {
     let _ = REFUSAL.set(why.to_string());
-}
-
-/// Whether [`refuse_all_files`] was called.
-pub fn files_refused() -> bool {
-    REFUSAL.get().is_some()
 }
 
 /// The hex SHA-256 of `bytes`.
@@ -155,7 +150,7 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
 /// The whole of the regular file at `path`, at most `limit` bytes: anything else is
 /// refused before a byte is read, and the buffer never grows past the size the file
 /// had when opened (a file that grows while read is refused).
-pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+pub(crate) fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     let metadata = std::fs::metadata(path).map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
     if !metadata.is_file() {
         return Err(refuse(path, format!("{}; an input must be a regular file", kind_of(metadata.file_type()))));

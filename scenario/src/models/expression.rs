@@ -93,7 +93,7 @@ impl MetricExpr {
 
     /// Whether its value can be below 0 when every metric is at least 0: it subtracts,
     /// or has a negative number.
-    pub fn can_be_negative(&self) -> bool {
+    pub(crate) fn can_be_negative(&self) -> bool {
         self.ops.contains(&Op::Sub) || self.operands.iter().any(|o| matches!(o, Operand::Number(n) if *n < 0.0))
     }
 

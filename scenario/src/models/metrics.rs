@@ -243,7 +243,7 @@ pub fn intern(text: String) -> &'static str {
 }
 
 /// Interns a list of names (a model's latency histograms), once per distinct list.
-pub fn intern_names(names: Vec<&'static str>) -> &'static [&'static str] {
+pub(crate) fn intern_names(names: Vec<&'static str>) -> &'static [&'static str] {
     use std::collections::BTreeSet;
     use std::sync::Mutex;
     static LISTS: Mutex<BTreeSet<&'static [&'static str]>> = Mutex::new(BTreeSet::new());
@@ -257,7 +257,7 @@ pub fn intern_names(names: Vec<&'static str>) -> &'static [&'static str] {
 }
 
 /// Interns a list of series declarations, once per distinct list.
-pub fn intern_series(series: Vec<SeriesDef>) -> &'static [SeriesDef] {
+pub(crate) fn intern_series(series: Vec<SeriesDef>) -> &'static [SeriesDef] {
     use std::sync::Mutex;
     static LISTS: Mutex<Vec<&'static [SeriesDef]>> = Mutex::new(Vec::new());
     let mut lists = LISTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

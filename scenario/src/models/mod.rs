@@ -5,20 +5,19 @@
 //! The gateway's fixture and capacity arithmetic live in its folder.
 
 pub mod cluster;
-pub mod dependency;
+pub(crate) mod dependency;
 pub mod expression;
 pub mod gateway;
 pub mod graph;
 pub mod metrics;
-pub mod mg1;
-pub mod mmc;
+pub(crate) mod mg1;
+pub(crate) mod mmc;
 pub mod presentation;
-pub mod registry;
-pub mod series;
-pub mod spec;
+pub(crate) mod registry;
+pub(crate) mod series;
+pub(crate) mod spec;
 
-pub use metrics::{
-    CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency, TracedReplica,
-};
+pub(crate) use metrics::SeriesDef;
+pub use metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesKind, TimedLatency};
 pub use presentation::Presentation;
 pub use spec::{ModelConfig, ModelSpec};

@@ -121,7 +121,7 @@ impl Hint {
 impl Recovery {
     /// Recovery measured on the `queue_depth` series into the `recovery_s` metric, with
     /// the engine's band (the cluster and the dependency models).
-    pub fn of_queue_depth(warmup_s: f64) -> Recovery {
+    pub(crate) fn of_queue_depth(warmup_s: f64) -> Recovery {
         use stampede_engine::measurement::recovery::{BAND_FACTOR, BAND_OFFSET};
         Recovery {
             series: "queue_depth",

@@ -19,9 +19,10 @@ pub fn model(name: &str) -> Option<&'static dyn DynModel> {
     MODELS.iter().copied().find(|m| m.name() == name)
 }
 
-/// Every model's name with its sections, for the scenario layer.
-pub fn sections() -> Vec<(&'static str, &'static [&'static str])> {
-    MODELS.iter().map(|m| (m.name(), m.sections())).collect()
+/// Every model's name, description and sections, for the scenario layer (which
+/// lists them when a file names no known model).
+pub fn sections() -> Vec<(&'static str, &'static str, &'static [&'static str])> {
+    MODELS.iter().map(|m| (m.name(), m.description(), m.sections())).collect()
 }
 
 #[cfg(test)]

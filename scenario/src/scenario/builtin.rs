@@ -42,7 +42,7 @@ pub fn builtin_text(name: &str) -> Option<&'static str> {
 
 /// Whether a scenario argument is the scenario's TOML text itself (several lines, not
 /// a file's name): what the Python package passes for a string or dict of TOML.
-pub fn is_scenario_text(argument: &str) -> bool {
+pub(crate) fn is_scenario_text(argument: &str) -> bool {
     argument.contains('\n') && !std::path::Path::new(argument).exists()
 }
 

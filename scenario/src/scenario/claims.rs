@@ -97,7 +97,7 @@ impl Statistic {
     }
 
     /// An interval end: needs at least two replicas.
-    pub fn is_interval(self) -> bool {
+    pub(crate) fn is_interval(self) -> bool {
         matches!(self, Statistic::CiLo | Statistic::CiHi | Statistic::FractionCiLo | Statistic::FractionCiHi)
     }
 
@@ -109,7 +109,7 @@ impl Statistic {
 
 /// What a parsed claim without `grid_point` holds until the scenario is resolved, which
 /// makes it 0 when the grid has one point and refuses it otherwise.
-pub const UNNAMED_POINT: u32 = u32::MAX;
+pub(crate) const UNNAMED_POINT: u32 = u32::MAX;
 
 fn unnamed_point() -> u32 {
     UNNAMED_POINT
@@ -217,7 +217,7 @@ fn unit_factor() -> f64 {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Assertions {
+pub struct Assertions {
     pub(crate) verify: Vec<Assertion>,
 }
 
@@ -235,7 +235,7 @@ impl Assertion {
     /// messages (`verify[2]`).
     /// A claim that names no grid point is about the only one; with several, which one
     /// it is about must be said.
-    pub fn name_the_point(&mut self, path: &str, points: u32) -> Result<()> {
+    pub(crate) fn name_the_point(&mut self, path: &str, points: u32) -> Result<()> {
         if self.grid_point != UNNAMED_POINT || self.not_here.is_some() {
             return Ok(());
         }
@@ -435,7 +435,7 @@ impl Assertion {
 
     /// A latency claim's window as whole latency windows of `width_s` within a run of
     /// `horizon_s` (after its warm-up): the range of window indices, or why not.
-    pub fn windows_of(
+    pub(crate) fn windows_of(
         &self,
         path: &str,
         width_s: f64,
@@ -467,7 +467,7 @@ impl Assertion {
     /// Whether `verify` can check the claim on a run of `points` grid points ×
     /// `replicas`: `Ok(None)` if it can, `Ok(Some(why))` if a grid point it names is
     /// not in this (narrowed) grid, an error if it can never hold here.
-    pub fn check_for_run(&self, path: &str, points: usize, replicas: u32) -> Result<Option<String>> {
+    pub(crate) fn check_for_run(&self, path: &str, points: usize, replicas: u32) -> Result<Option<String>> {
         if let Some(why) = &self.not_here {
             return Ok(Some(why.clone()));
         }

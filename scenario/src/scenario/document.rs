@@ -37,7 +37,7 @@ use super::overrides::{check_path, merge_path, GridAxis, Overrides};
 pub use super::grid::{Combinations, CASE_AXIS};
 
 /// The most grid points one run may have.
-pub const MAX_GRID_POINTS: usize = 1_000_000;
+pub(crate) const MAX_GRID_POINTS: usize = 1_000_000;
 
 /// The `[grid]` key that lists combinations instead of taking every one (never an
 /// axis: a field path always starts with a section name).
@@ -45,8 +45,9 @@ pub const POINTS_KEY: &str = "points";
 
 const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify", "optimize"];
 
-/// Every model's name with the top-level sections it reads, in listing order.
-pub type ModelSections<'a> = &'a [(&'static str, &'static [&'static str])];
+/// Every model's name, its one-line description and the top-level sections it reads,
+/// in listing order.
+pub(crate) type ModelSections<'a> = &'a [(&'static str, &'static str, &'static [&'static str])];
 
 /// A scenario file with the command line's overrides applied, not yet typed.
 #[derive(Clone, Debug)]
@@ -158,11 +159,15 @@ impl Document {
         let description = take_string(&mut source, "description", false)?.unwrap_or_default();
         let model = take_string(&mut source, "model", true)?.expect("required");
         // The model name first: its sections decide which other fields are allowed.
-        let Some(&(_, sections)) = models.iter().find(|(known, _)| *known == model) else {
-            let names: Vec<&str> = models.iter().map(|(known, _)| *known).collect();
+        let Some(&(_, _, sections)) = models.iter().find(|(known, _, _)| *known == model) else {
+            let width = models.iter().map(|(known, _, _)| known.len()).max().unwrap_or(0);
+            let known: String =
+                models.iter().map(|(known, description, _)| format!("\n  {known:width$}  {description}")).collect();
+            let names: Vec<&str> = models.iter().map(|(known, _, _)| *known).collect();
+            let near = crate::base::suggest::nearest(&model, &names, 2);
+            let hint = if near.is_empty() { ".".to_string() } else { format!("; did you mean {}?", near.join(", ")) };
             return Err(Error::bad_input(format!(
-                "scenario field model = {model:?}: unknown model; known models: {}",
-                names.join(", ")
+                "scenario field model = {model:?}: unknown model{hint} The models:{known}"
             )));
         };
         for key in source.keys() {

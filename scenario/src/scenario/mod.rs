@@ -9,12 +9,12 @@
 pub mod builtin;
 pub mod claims;
 pub mod document;
-pub mod grid;
-pub mod optimize;
+pub(crate) mod grid;
+pub(crate) mod optimize;
 pub mod overrides;
-pub mod run;
-pub mod selector;
+pub(crate) mod run;
+pub(crate) mod selector;
 
-pub use document::{Document, PointBody, CASE_AXIS, MAX_GRID_POINTS};
+pub use document::{Document, CASE_AXIS};
 pub use overrides::{GridAxis, Overrides};
 pub use run::RunConfig;

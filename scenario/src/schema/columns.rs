@@ -50,7 +50,7 @@ pub struct TableColumns {
 /// and useless to SQL. The built-in scenarios have at most ~400 metrics.
 pub const LONG_ABOVE_METRICS: usize = 1_000;
 /// See [`LONG_ABOVE_METRICS`]: the built-ins' widest time series has ~1,100 columns.
-pub const LONG_ABOVE_SERIES_COLUMNS: usize = 3_000;
+pub(crate) const LONG_ABOVE_SERIES_COLUMNS: usize = 3_000;
 
 /// The melts of a long scenario's three wide tables.
 #[derive(Clone, Debug)]
@@ -199,7 +199,7 @@ fn count_columns(def: CountHistogramDef) -> [ColumnSpec; 4] {
 
 /// An axis's column in `summary.parquet`: its dotted path, but the case axis's is
 /// `case_label` (`case` is an SQL keyword: `SELECT case FROM …` does not parse).
-pub fn axis_column_name(axis: &GridAxis) -> &str {
+pub(crate) fn axis_column_name(axis: &GridAxis) -> &str {
     if axis.path == CASE_AXIS {
         "case_label"
     } else {
@@ -209,7 +209,7 @@ pub fn axis_column_name(axis: &GridAxis) -> &str {
 
 /// How a grid axis is typed in `summary.parquet`: integers stay integers, numbers
 /// become floats, booleans stay booleans, anything else is its TOML text.
-pub fn axis_column_type(axis: &GridAxis) -> ColumnType {
+pub(crate) fn axis_column_type(axis: &GridAxis) -> ColumnType {
     use toml::Value::{Boolean, Float, Integer};
     if axis.values.iter().all(|v| matches!(v, Integer(_))) {
         ColumnType::I64
@@ -244,7 +244,7 @@ pub struct LeafColumn {
 
 impl LeafColumn {
     /// The `<name>_used` column's name.
-    pub fn used_name(&self) -> String {
+    pub(crate) fn used_name(&self) -> String {
         format!("{}_used", self.name)
     }
 

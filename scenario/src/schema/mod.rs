@@ -64,7 +64,7 @@ impl OutputSchema {
 
     /// The latencies a claim may name: every histogram, and (for `window`) the
     /// answered-in-full and all-requests histograms of the kinds kept over time.
-    pub fn latency_names(&self) -> LatencyNames<'_> {
+    pub(crate) fn latency_names(&self) -> LatencyNames<'_> {
         let over_time = self.timed.iter().flat_map(|t| [t.histogram.to_string(), t.all_histogram()]).collect();
         LatencyNames { histograms: self.latencies, over_time }
     }
@@ -75,7 +75,7 @@ impl OutputSchema {
     }
 
     /// Whether `other` writes the same columns (a grid may not change them).
-    pub fn same_columns(&self, other: &OutputSchema) -> bool {
+    pub(crate) fn same_columns(&self, other: &OutputSchema) -> bool {
         self.metric_names() == other.metric_names()
             && self.latencies == other.latencies
             && self.series_names() == other.series_names()

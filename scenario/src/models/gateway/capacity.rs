@@ -68,7 +68,7 @@ fn unloaded(tier: &Tier, class: &CallClass, jitter: f64) -> (f64, f64) {
 /// timeouts can cap ρ sooner (its p99 time to first token, or its whole answer when
 /// not streamed, within the timeout). The sustainable ρ keeps ρ + z·√(ρ·slots)/slots —
 /// the busy slots' Poisson swing — at that cap.
-pub fn slots_turns_rps(fixture: &Fixture, tier_name: &str, load: &[PlannedLoad]) -> f64 {
+pub(crate) fn slots_turns_rps(fixture: &Fixture, tier_name: &str, load: &[PlannedLoad]) -> f64 {
     let tier = &fixture.tiers[tier_name];
     let slots = tier.server_slots as f64;
     let on_tier: Vec<(f64, &CallClass)> = load
@@ -269,7 +269,7 @@ pub struct PlannedLoad {
 /// and every background step counts, and a healthy tier's failures send their share on
 /// to the class's fallback (another class, or the same call on `fallback_tier`). A call
 /// that `needs` an earlier one is counted as if that one succeeded (an upper bound).
-pub fn planned_load(fixture: &Fixture) -> Vec<PlannedLoad> {
+pub(crate) fn planned_load(fixture: &Fixture) -> Vec<PlannedLoad> {
     let mut load: Vec<PlannedLoad> = fixture
         .classes
         .iter()
@@ -391,7 +391,7 @@ fn asked_per_minute(fixture: &Fixture, load: &[PlannedLoad], tier: &str, turns_p
 /// Every RPM/ITPM/OTPM meter that `turns_per_s` asks more of than it refills (output
 /// counted as produced, the reservation's slack handed back), with how long the bucket's
 /// starting burst lasts. Until then the provider admits more than its quota sustains.
-pub fn burst_drains(fixture: &Fixture, turns_per_s: f64) -> Vec<BurstDrain> {
+pub(crate) fn burst_drains(fixture: &Fixture, turns_per_s: f64) -> Vec<BurstDrain> {
     let load = planned_load(fixture);
     let mut drains = Vec::new();
     for (tier_name, tier) in &fixture.tiers {
@@ -531,15 +531,15 @@ fn size_pools(classes: &mut [ClassCapacity]) {
 }
 
 /// The share of the time a default bulkhead holds every call in flight.
-pub const POOL_QUANTILE: f64 = 0.99;
+pub(crate) const POOL_QUANTILE: f64 = 0.99;
 
 /// The hit ratio of the whole-response cache lever: answered from the cache, a call
 /// never reaches the provider (semantic caches report 10–30% on repeated traffic).
-pub const RESPONSE_CACHE_HIT_RATIO: f64 = 0.2;
+pub(crate) const RESPONSE_CACHE_HIT_RATIO: f64 = 0.2;
 
 /// The prompt-caching lever's hit ratio: a steady product re-sending the same system
 /// prompt within the cache's lifetime (each class keeps its own ratio when higher).
-pub const PROMPT_CACHE_LEVER_HIT_RATIO: f64 = 0.8;
+pub(crate) const PROMPT_CACHE_LEVER_HIT_RATIO: f64 = 0.8;
 
 /// Each class's default bulkhead (its pool, see [`size_pools`]) by engine class name
 /// (`reply`, `reply_fallback`), with its mean calls in flight: the sustainable rate

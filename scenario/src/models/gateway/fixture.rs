@@ -246,7 +246,7 @@ impl CallClass {
 
     /// `max_tokens = N` as an error quotes it: with where it came from when the
     /// class does not set it (the derived default is nothing the user wrote).
-    pub fn max_tokens_quoted(&self) -> String {
+    pub(crate) fn max_tokens_quoted(&self) -> String {
         match self.max_tokens {
             Some(given) => format!("max_tokens = {given}"),
             None => format!(
@@ -376,7 +376,7 @@ impl Default for Gateway {
 
 /// `gateway.ladder_classes`: at most four of `classes`, each once (a class is shed from
 /// one rung on). The fixture's own and a scenario's override are both checked by it.
-pub fn check_ladder(ladder: &[String], classes: &Classes) -> Result<()> {
+pub(crate) fn check_ladder(ladder: &[String], classes: &Classes) -> Result<()> {
     for (rung, name) in ladder.iter().enumerate() {
         if !classes.contains_key(name) || rung >= 4 {
             return Err(Error::bad_input(format!(
@@ -497,7 +497,7 @@ impl Fixture {
 
     /// Classes whose failure can fail a turn: named by a required foreground call, or
     /// the fallback of one.
-    pub fn required_classes(&self) -> Vec<&str> {
+    pub(crate) fn required_classes(&self) -> Vec<&str> {
         let mut reached: Vec<&str> = Vec::new();
         for (calls, background) in self.steps() {
             for call in calls.iter().filter(|call| !background && call.required != Some(false)) {
@@ -646,7 +646,7 @@ impl Fixture {
 /// `max_tokens` fits the tier's output-token bucket and its mean input the input-token
 /// bucket. A call larger than a bucket is refused with a 429 every time, however long
 /// it waits — the provider's meter never holds that much.
-pub fn check_fits(name: &str, class: &CallClass, tier_name: &str, tier: &Tier, field: &str) -> Result<()> {
+pub(crate) fn check_fits(name: &str, class: &CallClass, tier_name: &str, tier: &Tier, field: &str) -> Result<()> {
     let [_, input_bucket, output_bucket] = tier.bucket_capacities();
     let [_, input_burst, output_burst] = tier.bursts_s();
     let via = if field == "tier" { String::new() } else { format!(" (its {field})") };
@@ -713,13 +713,13 @@ impl CallSpec {
 
 impl Tier {
     /// Each meter's burst, seconds of its refill: (requests, input, output).
-    pub fn bursts_s(&self) -> [f64; 3] {
+    pub(crate) fn bursts_s(&self) -> [f64; 3] {
         [self.requests_burst_s, self.input_burst_s, self.output_burst_s].map(|b| b.unwrap_or(self.burst_s))
     }
 
     /// The tokens (or requests) each meter's full bucket holds: its per-minute limit ×
     /// its burst ÷ 60, as the provider builds it.
-    pub fn bucket_capacities(&self) -> [f64; 3] {
+    pub(crate) fn bucket_capacities(&self) -> [f64; 3] {
         let [r, i, o] = self.bursts_s();
         [self.rpm as f64 * r / 60.0, self.itpm as f64 * i / 60.0, self.otpm as f64 * o / 60.0]
     }

@@ -12,7 +12,7 @@
 mod build;
 pub mod capacity;
 pub mod fixture;
-pub mod meter_replay;
+pub(crate) mod meter_replay;
 mod metrics;
 mod presentation;
 mod resolved;

@@ -4,9 +4,9 @@
 //! series per service, and what its report draws.
 
 pub mod build;
-pub mod metrics;
-pub mod schema;
-pub mod topology;
+pub(crate) mod metrics;
+pub(crate) mod schema;
+pub(crate) mod topology;
 
 use std::sync::Arc;
 
