@@ -24,7 +24,7 @@ use stampede_engine::policy::token_bucket::TokenBucket;
 use stampede_engine::{secs_to_nanos, LatencyHistogram, RngStream, StreamPurpose};
 use stampede_scenario::models::gateway::Gateway as GatewayModel;
 use stampede_scenario::scenario::builtin::load_scenario_source;
-use stampede_scenario::{Overrides, Scenario};
+use stampede_scenario::{GridPoint, Overrides, Scenario};
 
 const HOLDS: usize = 10_000;
 
@@ -102,6 +102,56 @@ fn llm_replica(input: (GatewayParams, Vec<LatencyHistogram>)) -> (u64, Vec<Laten
     black_box((events, histograms))
 }
 
+/// A built-in's grid point as `stampede run` runs it — the scenario's own layout
+/// (answered, degraded and failed latencies apart), its latency windows and every
+/// metric it reports, through the same `run_replica` the runner calls — with `sets`
+/// (`--set`) shortening the run, and the histograms a runner's worker lends (their
+/// counts up front for a model of few latencies), built outside the count.
+fn as_run(name: &str, index: usize, sets: &[(&str, f64)]) -> (GridPoint, Vec<LatencyHistogram>) {
+    let source = load_scenario_source(name).expect("built-in");
+    let sets = sets.iter().map(|(path, value)| (path.to_string(), toml::Value::Float(*value))).collect();
+    let scenario = Scenario::resolve(source, &Overrides { sets, ..Overrides::default() }).expect("valid");
+    let point = scenario.grid_points().expect("valid").swap_remove(index);
+    let count = point.model.latencies().len();
+    let histograms = (0..count)
+        .map(|_| if count <= 64 { LatencyHistogram::with_counts() } else { LatencyHistogram::new() })
+        .collect();
+    (point, histograms)
+}
+
+fn llm_stack_as_run(index: usize) -> (GridPoint, Vec<LatencyHistogram>) {
+    as_run("llm-stack", index, &[])
+}
+
+fn mmc_as_run() -> (GridPoint, Vec<LatencyHistogram>) {
+    as_run("mmc", 0, &[])
+}
+
+fn graph_as_run() -> (GridPoint, Vec<LatencyHistogram>) {
+    // The budgeted point (retries at every layer, a 10% budget), to 4 s into the brownout.
+    as_run("graph-three-tier", 1, &[("run.horizon_s", 16.0)])
+}
+
+fn cluster_as_run() -> (GridPoint, Vec<LatencyHistogram>) {
+    // The jittered, budgeted client.
+    as_run("baltor", 1, &[])
+}
+
+// What a user's run costs: a built-in's grid point through the scenario's
+// `run_replica`, as the runner calls it (beside the bare engine's benchmarks above,
+// which lend answered-only histograms and keep latency windows off).
+#[library_benchmark]
+#[bench::llm_stack(args = (1), setup = llm_stack_as_run)]
+#[bench::llm_naive(args = (0), setup = llm_stack_as_run)]
+#[bench::mmc(setup = mmc_as_run)]
+#[bench::graph_three_tier(setup = graph_as_run)]
+#[bench::baltor(setup = cluster_as_run)]
+fn replica_as_run(input: (GridPoint, Vec<LatencyHistogram>)) -> (usize, Vec<LatencyHistogram>) {
+    let (point, mut histograms) = input;
+    let output = point.model.run_replica(&point.run, 1, 0, &mut histograms);
+    black_box((output.metrics.len(), histograms))
+}
+
 #[library_benchmark]
 fn policy_decisions() {
     let mut now = 0u64;
@@ -128,9 +178,10 @@ fn policy_decisions() {
 
 library_benchmark_group!(name = kernel; benchmarks = hold);
 library_benchmark_group!(name = models; benchmarks = mmc_replica, cluster_every_policy_replica, graph_three_tier_replica, llm_replica);
+library_benchmark_group!(name = as_run; benchmarks = replica_as_run);
 library_benchmark_group!(name = policies; benchmarks = policy_decisions);
 main!(
     // The benchmarks run with a cleared environment; the deliberate slowdown must pass.
     config = LibraryBenchmarkConfig::default().pass_through_env("STAMPEDE_BENCH_SLOWDOWN");
-    library_benchmark_groups = kernel, models, policies
+    library_benchmark_groups = kernel, models, as_run, policies
 );
