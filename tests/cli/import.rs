@@ -776,3 +776,109 @@ fn traces_naming_more_services_than_a_graph_holds_are_refused_with_the_count() {
     assert!(!out.exists() && !dir.join("hosts.data").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Writes `bytes` (about) of OTLP JSON lines to `path`, a request a line, streamed to
+/// the file: 2 front services' 3 endpoints each calling one of 3 back services, a trace
+/// every 10 ms. An import holds its open traces (at most a window of spans) and a
+/// reservoir of up to 20,000 samples (160 KB) per endpoint, call site and entry — full
+/// here after a few MB, so any growth past that would be the file held.
+fn streamed_traces(path: &Path, bytes: u64) -> u64 {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
+    let t0 = 1_767_225_600_000_000_000u64;
+    let (mut written, mut traces) = (0u64, 0u64);
+    while written < bytes {
+        let k = traces;
+        let (front, back, endpoint) = (k % 2, (k * 7) % 3, k % 3);
+        let start = t0 + k * 10_000_000;
+        let (root, client, server) = (3 * k + 1, 3 * k + 2, 3 * k + 3);
+        let line = format!(
+            "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[{{\"key\":\"service.name\",\"value\":{{\"stringValue\":\
+             \"front{front}\"}}}}]}},\"scopeSpans\":[{{\"spans\":[{{\"traceId\":\"{tr:032x}\",\"spanId\":\"{root:016x}\",\
+             \"name\":\"ep{endpoint}\",\"kind\":2,\"startTimeUnixNano\":\"{start}\",\"endTimeUnixNano\":\"{}\"}},\
+             {{\"traceId\":\"{tr:032x}\",\"spanId\":\"{client:016x}\",\"parentSpanId\":\"{root:016x}\",\"name\":\
+             \"back{back}.get\",\"kind\":3,\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\"}}]}}]}},\
+             {{\"resource\":{{\"attributes\":[{{\"key\":\"service.name\",\"value\":{{\"stringValue\":\"back{back}\"}}}}]}},\
+             \"scopeSpans\":[{{\"spans\":[{{\"traceId\":\"{tr:032x}\",\"spanId\":\"{server:016x}\",\"parentSpanId\":\
+             \"{client:016x}\",\"name\":\"get\",\"kind\":2,\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\"}}]}}]}}]}}\n",
+            start + 20_000_000 + (k % 11) * 1_000_000,
+            start + 1_000_000,
+            start + 9_000_000 + (k % 5) * 1_000_000,
+            start + 1_500_000,
+            start + 8_500_000 + (k % 5) * 1_000_000,
+            tr = k + 1,
+        );
+        out.write_all(line.as_bytes()).unwrap();
+        written += line.len() as u64;
+        traces += 1;
+    }
+    out.flush().unwrap();
+    traces
+}
+
+/// Runs `stampede ARGS` and samples its peak resident memory (Linux's `VmHWM`) every
+/// 5 ms until it exits: the output and the last peak read (the process's true peak is
+/// at least that; a steady stream reaches its peak long before the end).
+fn with_peak_memory(args: &[&str]) -> Option<(std::process::Output, u64)> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stampede"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    while child.try_wait().unwrap().is_none() {
+        let text = std::fs::read_to_string(&status).ok()?;
+        let kb = text.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().strip_suffix("kB"));
+        peak = peak.max(kb.and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0) * 1024);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Some((child.wait_with_output().unwrap(), peak))
+}
+
+/// A big export streams (issue 70, bad input: "a 5 GB file … bounded memory"): an
+/// import of OTLP JSON lines holds its open traces and bounded samples, not the file,
+/// so four times the bytes cost no more memory (within 25%, plus 16 MB for the
+/// allocator's noise). CI size: 24 MB against 96 MB (about 50,000 and 200,000 traces);
+/// `STAMPEDE_IMPORT_BYTES=5000000000` runs the issue's 5 GB (the small file a quarter
+/// of it). Measured on this machine, debug build: see docs/src/traces.md.
+#[test]
+fn a_big_export_streams_in_the_memory_a_small_one_takes() {
+    let large: u64 = std::env::var("STAMPEDE_IMPORT_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(96 << 20);
+    let dir = temp("streams");
+    let mut peaks = Vec::new();
+    for bytes in [large / 4, large] {
+        let file = dir.join(format!("traces-{bytes}.json"));
+        let traces = streamed_traces(&file, bytes);
+        let out = dir.join(format!("streamed-{bytes}.toml"));
+        let args = ["import", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--force"];
+        let Some((output, peak)) = with_peak_memory(&args) else {
+            return crate::common::skip_unless_required(
+                "a_big_export_streams",
+                "needs Linux's /proc/PID/status to read a process's peak memory",
+                "STAMPEDE_REQUIRE_PROC",
+            );
+        };
+        assert!(output.status.success(), "{}", stderr(&output));
+        let summary = stdout(&output);
+        assert!(summary.contains(&format!("{traces} traces")), "{summary}");
+        assert!(summary.contains("5 services"), "{summary}");
+        std::fs::remove_file(&file).unwrap();
+        peaks.push((bytes, peak));
+    }
+    let ((small_bytes, small), (large_bytes, big)) = (peaks[0], peaks[1]);
+    assert!(
+        big as f64 <= 1.25 * small as f64 + 16e6,
+        "peak memory {:.1} MB importing {large_bytes} bytes against {:.1} MB for {small_bytes}",
+        big as f64 / 1e6,
+        small as f64 / 1e6
+    );
+    eprintln!(
+        "peak memory {:.1} MB for {small_bytes} bytes, {:.1} MB for {large_bytes}",
+        small as f64 / 1e6,
+        big as f64 / 1e6
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

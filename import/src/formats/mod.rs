@@ -140,6 +140,14 @@ impl Reader {
 /// Reads `path` in `format` into `reader`. Records a reader cannot read are counted;
 /// a file none of whose records can be read is an error naming the first problem.
 pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()> {
+    read_file_within(path, format, reader, MAX_DOCUMENT_BYTES)
+}
+
+/// [`read_file`] with `max_document` bytes the most a record (a line, a JSON document,
+/// a protobuf message or frame) may hold: memory is bounded by it and by the open
+/// traces, whatever the file's size. The tests pass a small bound to reach every
+/// refusal without writing a gibibyte.
+fn read_file_within(path: &Path, format: Format, reader: &mut Reader, max_document: u64) -> Result<()> {
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| Error::bad_input(format!("{shown}: cannot open: {e}")))?;
     let mut input = std::io::BufReader::with_capacity(1 << 20, file);
@@ -167,18 +175,21 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
             loop {
                 let before = record.len();
                 let read = (&mut input)
-                    .take(MAX_DOCUMENT_BYTES + 1 - before as u64)
+                    .take(max_document + 1 - before as u64)
                     .read_until(b'\n', &mut record)
                     .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
                 if read > 0 {
                     number += 1;
                 }
-                if record.len() as u64 > MAX_DOCUMENT_BYTES {
+                if record.len() as u64 > max_document {
+                    // The record starts at this line when it is the line's first read
+                    // (the last record's line is still in `first_line`).
+                    let starts = if before == 0 { number } else { first_line };
                     return Err(Error::bad_input(format!(
-                        "{shown}: the record at line {} is over {} GiB: write the export as JSON lines (one request a \
+                        "{shown}: the record at line {} is over {}: write the export as JSON lines (one request a \
                          line)",
-                        first_line.max(1),
-                        MAX_DOCUMENT_BYTES >> 30
+                        starts.max(1),
+                        size_text(max_document)
                     )));
                 }
                 if before == 0 {
@@ -218,18 +229,18 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
                 }
             }
         }
-        Format::OtlpProto => read_protobuf(&mut input, &shown.to_string(), reader, &mut note)?,
+        Format::OtlpProto => read_protobuf(&mut input, &shown.to_string(), reader, &mut note, max_document)?,
         Format::JaegerJson | Format::ZipkinJson => {
             let mut text = Vec::new();
             (&mut input)
-                .take(MAX_DOCUMENT_BYTES + 1)
+                .take(max_document + 1)
                 .read_to_end(&mut text)
                 .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
-            if text.len() as u64 > MAX_DOCUMENT_BYTES {
+            if text.len() as u64 > max_document {
                 return Err(Error::bad_input(format!(
-                    "{shown}: a {} document over {} GiB: export fewer traces per file",
+                    "{shown}: a {} document over {}: export fewer traces per file",
                     format.name(),
-                    MAX_DOCUMENT_BYTES >> 30
+                    size_text(max_document)
                 )));
             }
             let result = match format {
@@ -249,6 +260,16 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
     Ok(())
 }
 
+/// `bytes` as the refusals say it: whole GiB, MiB or KiB where it is one, else bytes.
+fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 /// Counts one record read (at `what`: a line, a frame) and what went wrong with it.
 type Note<'a> = dyn FnMut(std::result::Result<(), String>, &str, &mut Reader) + 'a;
 
@@ -259,17 +280,18 @@ fn read_protobuf(
     shown: &str,
     reader: &mut Reader,
     note: &mut Note,
+    max_document: u64,
 ) -> Result<()> {
     let io = |e: std::io::Error| Error::bad_input(format!("{shown}: cannot read: {e}"));
     // The framing from the first bytes, left in the buffer.
     let framing = otlp::proto::Framing::detect(input.fill_buf().map_err(io)?);
     if framing != Some(otlp::proto::Framing::LengthPrefixed) {
         let mut message = Vec::new();
-        input.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut message).map_err(io)?;
-        if message.len() as u64 > MAX_DOCUMENT_BYTES {
+        input.take(max_document + 1).read_to_end(&mut message).map_err(io)?;
+        if message.len() as u64 > max_document {
             return Err(Error::bad_input(format!(
-                "{shown}: one protobuf message over {} GiB: export it in pieces",
-                MAX_DOCUMENT_BYTES >> 30
+                "{shown}: one protobuf message over {}: export it in pieces",
+                size_text(max_document)
             )));
         }
         note(otlp::proto::read_message(&message, reader), "the message", reader);
@@ -285,7 +307,7 @@ fn read_protobuf(
         }
         let frame = format!("frame {number}");
         let length = u64::from(u32::from_be_bytes(count));
-        if got < 4 || length > MAX_DOCUMENT_BYTES {
+        if got < 4 || length > max_document {
             note(Err("the file ends inside a frame's byte count".into()), &frame, reader);
             break;
         }
@@ -447,4 +469,67 @@ impl JsonDepth {
 /// The attempt a span says it was: `stampede.attempt`, or a resend count plus one.
 pub fn attempt_from(attempt: Option<i64>, resend_count: Option<i64>) -> Option<u32> {
     attempt.or(resend_count.map(|r| r + 1)).and_then(|a| u32::try_from(a).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads `text` written to a file as `format`, with records of at most `max` bytes.
+    fn read(text: &[u8], format: Format, max: u64) -> (Result<()>, Reader) {
+        let dir = std::env::temp_dir().join(format!("stampede-formats-{}-{:?}", std::process::id(), format));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("input");
+        std::fs::write(&path, text).unwrap();
+        let mut reader = Reader::new(60_000_000_000);
+        let result = read_file_within(&path, format, &mut reader, max);
+        let _ = std::fs::remove_dir_all(&dir);
+        (result, reader)
+    }
+
+    /// An OTLP request with one server span of trace `trace`, on one line.
+    fn otlp_line(trace: u64) -> String {
+        format!(
+            "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[{{\"key\":\"service.name\",\"value\":\
+             {{\"stringValue\":\"api\"}}}}]}},\"scopeSpans\":[{{\"spans\":[{{\"traceId\":\"{trace:032x}\",\
+             \"spanId\":\"{trace:016x}\",\"name\":\"get\",\"kind\":2,\"startTimeUnixNano\":\"{}\",\
+             \"endTimeUnixNano\":\"{}\"}}]}}]}}]}}\n",
+            1_000_000_000 * trace,
+            1_000_000_000 * trace + 5_000_000
+        )
+    }
+
+    #[test]
+    fn every_record_is_held_to_the_bound_and_a_longer_one_is_refused_with_its_size() {
+        let line = otlp_line(1);
+        let bound = line.len() as u64 + 16;
+        // JSON lines under the bound stream through, however many.
+        let many: String = (1..=200).map(otlp_line).collect();
+        let (result, reader) = read(many.as_bytes(), Format::OtlpJson, bound);
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(reader.finish().0.spans, 200);
+        // One line over it is refused, naming the line and the bound.
+        let long = format!("{}{}", otlp_line(1), " ".repeat(64) + &otlp_line(2));
+        let joined = long.replace('\n', "");
+        let (result, _) = read(format!("{}{joined}\n", otlp_line(3)).as_bytes(), Format::OtlpJson, bound);
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("line 2 is over") && message.contains(&format!("{bound} bytes")), "{message}");
+        // A pretty-printed document that never closes stops at the bound.
+        let open = format!("{{\n\"resourceSpans\": [\n{}", "  \n".repeat(4096));
+        let (result, _) = read(open.as_bytes(), Format::OtlpJson, 4 << 10);
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("line 1 is over 4 KiB") && message.contains("JSON lines"), "{message}");
+        // A Jaeger or Zipkin document is read whole: over the bound, refused by size.
+        for format in [Format::JaegerJson, Format::ZipkinJson] {
+            let (result, _) = read(" ".repeat(2 << 20).as_bytes(), format, 1 << 20);
+            let message = result.unwrap_err().to_string();
+            assert!(message.contains("document over 1 MiB") && message.contains("fewer traces"), "{message}");
+        }
+        // One protobuf message, and a Collector frame that says it is longer.
+        let (result, _) = read(&[0x0a; 3000], Format::OtlpProto, 1 << 10);
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("message over 1 KiB"), "{message}");
+        assert_eq!(size_text(1 << 30), "1 GiB");
+        assert_eq!(size_text(1000), "1000 bytes");
+    }
 }
