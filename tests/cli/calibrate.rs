@@ -792,11 +792,17 @@ fn calibrate_chain(seed: u64) -> Vec<Fitted> {
 
 /// The defect: with the db's worker count among the unknowns, calibrate found
 /// all three values and then printed "not identified" for every one. Now each has an
-/// interval — the workers' by their profile — and each covers the truth. CI runs one
-/// production; `STAMPEDE_COVERAGE_SEEDS=30` runs the thirty and asks each
-/// unknown's interval to cover the truth in at least 85% of them (measured: 30, 30 and
-/// 28 of 30; docs/src/calibrate.md says more).
+/// interval — the workers' by their profile — and each covers the truth. A coverage
+/// measurement, in the long tier (`--ignored`): one production takes 100-150 s of a
+/// debug build, the CLI suite's longest test, so CI checks an integer unknown's profile
+/// interval through the chapter's worked example (`recovers_hidden_values…`: 12 workers,
+/// [12, 12]) and the rule itself in `optimize`'s unit tests (a synthetic chain's 1,000
+/// seeds). `cargo test --test cli an_integer_unknown -- --ignored` runs one production;
+/// with `STAMPEDE_COVERAGE_SEEDS=30` the thirty, asking each unknown's interval to
+/// cover the truth in at least 85% of them (measured: 30, 30 and 28 of 30;
+/// docs/src/calibrate.md says more).
 #[test]
+#[ignore = "a coverage measurement (100-150 s a production): cargo test --test cli an_integer_unknown -- --ignored"]
 fn an_integer_unknown_keeps_every_interval_and_each_covers_the_truth() {
     let seeds: u64 = std::env::var("STAMPEDE_COVERAGE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     // `STAMPEDE_COVERAGE_FROM=K` starts at production K (to split the thirty over machines).
