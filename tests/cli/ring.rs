@@ -315,11 +315,14 @@ fn a_strategy_is_named_as_a_word_or_with_the_flag() {
     assert_eq!(both.status.code(), Some(2), "two strategies at once are refused");
 }
 
-/// `ring add-keys --count 200000` killed with SIGKILL at 20 moments spread over its
-/// run: after each, `status` works, the journal's last operation is complete (all its
-/// keys are there) or absent (none are), and replaying the journal gives the tables.
+/// `ring add-keys --count 200000` killed with SIGKILL at moments spread over its run:
+/// after each, `status` works, the journal's last operation is complete (all its keys
+/// are there) or absent (none are), and replaying the journal gives the tables. A soak
+/// loop: CI kills it at 8 moments (about 15 s), `STAMPEDE_KILL_MOMENTS=200` many more
+/// (the same sequence of moments, continued).
 #[test]
 fn the_journal_survives_sigkill_in_the_middle_of_adding_keys() {
+    let moments: usize = std::env::var("STAMPEDE_KILL_MOMENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ring.sqlite");
     ok(&db, &["init", "--strategy", "vnodes", "--vnodes", "50", "--hash", "fast"]);
@@ -331,7 +334,7 @@ fn the_journal_survives_sigkill_in_the_middle_of_adding_keys() {
     // Moments from a fixed sequence (not the clock), spread over about three seconds.
     let mut state = 0x2545_f491_u64;
     let (mut completed, mut interrupted) = (0, 0);
-    for _ in 0..20 {
+    for _ in 0..moments {
         state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         let delay = std::time::Duration::from_millis(50 + (state >> 33) % 3_000);
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
