@@ -112,10 +112,7 @@ fn as_run(name: &str, index: usize, sets: &[(&str, f64)]) -> (GridPoint, Vec<Lat
     let sets = sets.iter().map(|(path, value)| (path.to_string(), toml::Value::Float(*value))).collect();
     let scenario = Scenario::resolve(source, &Overrides { sets, ..Overrides::default() }).expect("valid");
     let point = scenario.grid_points().expect("valid").swap_remove(index);
-    let count = point.model.latencies().len();
-    let histograms = (0..count)
-        .map(|_| if count <= 64 { LatencyHistogram::with_counts() } else { LatencyHistogram::new() })
-        .collect();
+    let histograms = stampede_run::runner::lent_histograms(point.model.latencies().len());
     (point, histograms)
 }
 

@@ -224,6 +224,18 @@ struct PointAccumulator {
 /// on each worker (see `LatencyHistogram::with_counts`).
 const EAGER_LATENCIES: usize = 64;
 
+/// The `count` latency histograms a worker lends each replica it runs: their counts up
+/// front when they are few (they record on every response), else grown as they fill.
+/// The instruction benchmarks lend a replica the same.
+pub fn lent_histograms(count: usize) -> Vec<LatencyHistogram> {
+    (0..count)
+        .map(|_| match count <= EAGER_LATENCIES {
+            true => LatencyHistogram::with_counts(),
+            false => LatencyHistogram::new(),
+        })
+        .collect()
+}
+
 /// One worker thread's accumulators for grid points not finished yet, and the
 /// histograms its replica in progress records into.
 #[derive(Default)]
@@ -320,12 +332,7 @@ impl Work<'_> {
         if accumulators.replica.len() != self.latency_count {
             // A model with a few latencies records into them on every response: their
             // counts now. Thousands (a big graph's entry points) grow as they fill.
-            accumulators.replica = (0..self.latency_count)
-                .map(|_| match self.latency_count <= EAGER_LATENCIES {
-                    true => LatencyHistogram::with_counts(),
-                    false => LatencyHistogram::new(),
-                })
-                .collect();
+            accumulators.replica = lent_histograms(self.latency_count);
         }
         let started = std::time::Instant::now();
         let output = point.model.run_replica(&point.run, self.master_seed, replica as u64, &mut accumulators.replica);

@@ -818,9 +818,11 @@ fn streamed_traces(path: &Path, bytes: u64) -> u64 {
 
 /// Runs `stampede ARGS` and samples its peak resident memory (Linux's `VmHWM`) every
 /// 5 ms until it exits: the output and the last peak read (the process's true peak is
-/// at least that; a steady stream reaches its peak long before the end).
+/// at least that; a steady stream reaches its peak long before the end). `None` where
+/// there is no `/proc` to read.
 fn with_peak_memory(args: &[&str]) -> Option<(std::process::Output, u64)> {
     use std::process::{Command, Stdio};
+    std::fs::metadata("/proc/self/status").ok()?;
     let mut child = Command::new(env!("CARGO_BIN_EXE_stampede"))
         .args(args)
         .stdout(Stdio::piped())
@@ -830,7 +832,8 @@ fn with_peak_memory(args: &[&str]) -> Option<(std::process::Output, u64)> {
     let status = format!("/proc/{}/status", child.id());
     let mut peak = 0u64;
     while child.try_wait().unwrap().is_none() {
-        let text = std::fs::read_to_string(&status).ok()?;
+        // Unreadable once the process has ended between the two calls.
+        let Ok(text) = std::fs::read_to_string(&status) else { break };
         let kb = text.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().strip_suffix("kB"));
         peak = peak.max(kb.and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0) * 1024);
         std::thread::sleep(std::time::Duration::from_millis(5));
