@@ -90,6 +90,7 @@ impl GraphParams {
                 CallSite { endpoint: 3, edge: 3, probability: 1.0 },
                 CallSite { endpoint: 4, edge: 4, probability: 1.0 },
             ],
+            alternatives: Vec::new(),
             edges: vec![
                 EdgeParams { max_attempts: 1, breaker: None, ..edge(None, 0, secs_to_nanos(1.0), Balance::RoundRobin) },
                 edge(Some(0), 1, 200 * MS, Balance::PowerOfTwoChoices),
@@ -239,6 +240,7 @@ impl GraphParams {
             endpoints: Vec::with_capacity(services as usize),
             steps: Vec::with_capacity(entries as usize),
             call_sites: Vec::with_capacity(entries as usize),
+            alternatives: Vec::new(),
             edges: Vec::with_capacity(services as usize),
             workloads: Vec::with_capacity(entries as usize),
             faults: Vec::new(),

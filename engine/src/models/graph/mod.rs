@@ -44,8 +44,8 @@ mod trace;
 pub use fixture::Mechanism;
 pub use model::Graph;
 pub use params::{
-    Autoscale, Balance, CacheParams, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind,
-    FaultTarget, GraphFault, GraphParams, Refusal, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals,
+    Alternative, Autoscale, Balance, CacheParams, CallSite, Cause, EdgeParams, EndpointParams, Failure, FailureSet,
+    FaultKind, FaultTarget, GraphFault, GraphParams, Refusal, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals,
     WorkloadParams,
 };
 pub use results::{CacheResults, EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};

@@ -43,6 +43,7 @@ pub(super) const ROUTING: StreamPurpose = StreamPurpose::named("graph.routing");
 pub(super) const ERRORS: StreamPurpose = StreamPurpose::named("graph.errors");
 pub(super) const LIMITS: StreamPurpose = StreamPurpose::named("graph.limits");
 pub(super) const PROVISIONING: StreamPurpose = StreamPurpose::named("graph.provisioning");
+pub(super) const BRANCHES: StreamPurpose = StreamPurpose::named("graph.branches");
 
 /// Answered requests an entry's running p99 needs before a request can be called slow,
 /// and between two readings of it.
@@ -220,6 +221,8 @@ pub struct Graph<'h> {
     pub(super) workloads: Vec<WorkloadState>,
     /// One stream per call site: whether an optional call is made.
     pub(super) site_rng: Vec<RngStream>,
+    /// Each branch's draw of its alternative, by the branch's first alternative.
+    pub(super) branch_rng: Vec<RngStream>,
     /// Per call site, the outcomes of the calls it made.
     pub(super) sites: Vec<EntryResults>,
     pub(super) calls: Slab<Call>,
@@ -448,6 +451,8 @@ impl<'h> Graph<'h> {
             .collect();
         let mut graph = Graph {
             site_rng: (0..p.call_sites.len()).map(|c| stream(MIX, 1_000_000 + c)).collect(),
+            // One per branch, at its first alternative's index (the others' are unused).
+            branch_rng: (0..p.alternatives.len()).map(|a| stream(BRANCHES, a)).collect(),
             sites: vec![EntryResults::default(); p.call_sites.len()],
             instances,
             services,

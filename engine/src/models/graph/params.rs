@@ -332,6 +332,34 @@ pub enum Step {
         /// What the step waits for.
         wait: Wait,
     },
+    /// One of several step sequences, by their probabilities (`alternatives[
+    /// first_alternative ..][.. alternatives]`; past their sum, none): what an endpoint
+    /// does in each of its call patterns — a cache hit's short work and a miss's longer
+    /// work and call. Each sequence ends with a [`Step::Jump`] to `end` (the last may
+    /// fall through to it).
+    Branch {
+        /// The first alternative in [`GraphParams::alternatives`].
+        first_alternative: u32,
+        /// How many alternatives.
+        alternatives: u32,
+        /// The step after the branch.
+        end: u32,
+    },
+    /// Go on at step `to` (the end of a branch's alternative).
+    Jump {
+        /// The next step.
+        to: u32,
+    },
+}
+
+/// One alternative of a [`Step::Branch`]: taken with `probability`, it starts at step
+/// `start`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Alternative {
+    /// The chance it is taken.
+    pub probability: f64,
+    /// Its first step.
+    pub start: u32,
 }
 
 /// One place where an endpoint calls another.
@@ -492,6 +520,8 @@ pub struct GraphParams {
     pub steps: Vec<Step>,
     /// Every step's call sites.
     pub call_sites: Vec<CallSite>,
+    /// Every branch's alternatives.
+    pub alternatives: Vec<Alternative>,
     /// The edges, by index.
     pub edges: Vec<EdgeParams>,
     /// The workloads, by index.

@@ -301,6 +301,26 @@ impl Graph<'_> {
                     self.wait_for_calls(now, job, 1, 1, scheduler);
                     return;
                 }
+                Step::Branch { first_alternative, alternatives, end } => {
+                    // As one_of: one draw, the alternatives' probabilities consecutive
+                    // slices of [0, 1); past their sum, none (on to the end).
+                    let draw = self.branch_rng[first_alternative as usize].uniform01();
+                    let mut reach = 0.0;
+                    let range = first_alternative as usize..(first_alternative + alternatives) as usize;
+                    let next = self.p.alternatives[range]
+                        .iter()
+                        .find(|a| {
+                            reach += a.probability;
+                            draw < reach
+                        })
+                        .map_or(end, |a| a.start);
+                    self.jobs.get_mut(job).expect("live job").next_step = next;
+                    continue;
+                }
+                Step::Jump { to } => {
+                    j.next_step = to;
+                    continue;
+                }
                 Step::Calls { first_call, calls, wait } => {
                     // Made last site first: each is linked at the head of the job's
                     // children, so the list runs in site order.
@@ -394,7 +414,7 @@ impl Graph<'_> {
         } else {
             match &self.p.steps[piece as usize] {
                 Step::Work(distribution) => distribution,
-                Step::Calls { .. } => unreachable!("a work step"),
+                Step::Calls { .. } | Step::Branch { .. } | Step::Jump { .. } => unreachable!("a work step"),
             }
         };
         let base = distribution.sample(&mut self.services[s].work_rng);

@@ -44,6 +44,7 @@ impl Builder {
                 endpoints: vec![],
                 steps: vec![],
                 call_sites: vec![],
+                alternatives: Vec::new(),
                 edges: vec![],
                 workloads: vec![],
                 faults: vec![],

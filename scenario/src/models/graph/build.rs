@@ -11,8 +11,8 @@ use stampede_engine::components::arrivals::{ArrivalProcess, RateProfile};
 use stampede_engine::components::zipf::Zipf;
 use stampede_engine::models::cluster::QueueDiscipline;
 use stampede_engine::models::graph::{
-    Autoscale, Balance, CacheParams, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind, FaultTarget,
-    GraphFault, GraphParams, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
+    Alternative, Autoscale, Balance, CacheParams, CallSite, EdgeParams, EndpointParams, Failure, FailureSet, FaultKind,
+    FaultTarget, GraphFault, GraphParams, ScaleMetric, ServiceParams, Step, Wait, WorkloadArrivals, WorkloadParams,
 };
 use stampede_engine::policy::adaptive_timeout::AdaptiveTimeoutConfig;
 use stampede_engine::policy::autoscale::AutoscaleConfig;
@@ -28,9 +28,9 @@ use stampede_engine::Nanos;
 
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
-    AutoscaleSection, BalanceName, CacheSection, CallConfig, DeadlineName, EdgeConfig, EndpointConfig, FaultConfig,
-    GraphConfig, HealthCheckSection, LimiterName, OutlierSection, PoolSection, ScaleMetricName, ServiceConfig,
-    StepConfig, Threading, TimeoutValue, WorkloadConfig,
+    AlternativeConfig, AutoscaleSection, BalanceName, CacheSection, DeadlineName, EdgeConfig, EndpointConfig,
+    FaultConfig, GraphConfig, HealthCheckSection, LimiterName, OutlierSection, PoolSection, ScaleMetricName,
+    ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -91,7 +91,7 @@ pub fn build(config: &GraphConfig) -> Result<Topology> {
             let index = builder.endpoint_index[&format!("{name}.{ep}")];
             for (k, step) in endpoint.steps.iter().enumerate() {
                 let path = format!("services.{name}.endpoints.{ep}.steps[{k}]");
-                builder.step(index, &path, step)?;
+                builder.step(index, &path, step, 0)?;
             }
         }
     }
@@ -124,8 +124,11 @@ struct Builder {
     endpoints: Vec<String>,
     endpoint_index: BTreeMap<String, u32>,
     endpoint_params: Vec<EndpointParams>,
-    /// Per endpoint, its steps with their call sites.
+    /// Per endpoint, its steps with their call sites (a branch's and a jump's step
+    /// numbers, and a branch's first alternative, count from the endpoint's first).
     steps: Vec<Vec<(Step, Vec<PendingSite>)>>,
+    /// Per endpoint, its branches' alternatives.
+    alternatives: Vec<Vec<Alternative>>,
     /// `[edges]` sections of one call site (`api.checkout->db.read`), which take those
     /// calls off their service edge.
     call_site_edges: BTreeSet<String>,
@@ -228,6 +231,7 @@ impl Builder {
                 .transpose()?;
             self.endpoint_params.push(EndpointParams { service: index, work, first_step: 0, step_count: 0, cache });
             self.steps.push(Vec::new());
+            self.alternatives.push(Vec::new());
         }
         Ok(())
     }
@@ -253,7 +257,8 @@ impl Builder {
         Err(bad(message).with_hint("a call names service.endpoint, e.g. call = \"db.query\""))
     }
 
-    fn step(&mut self, endpoint: u32, path: &str, step: &StepConfig) -> Result<()> {
+    /// Step `step` of `endpoint`, `depth` alternatives deep.
+    fn step(&mut self, endpoint: u32, path: &str, step: &StepConfig, depth: u32) -> Result<()> {
         let kinds = [step.call.is_some(), step.parallel.is_some(), step.one_of.is_some(), step.work.is_some()];
         if kinds.iter().filter(|&&k| k).count() != 1 {
             return Err(bad(format!(
@@ -262,7 +267,7 @@ impl Builder {
             )));
         }
         if let Some(alternatives) = &step.one_of {
-            return self.one_of(endpoint, path, step, alternatives);
+            return self.one_of(endpoint, path, step, alternatives, depth);
         }
         if let Some(work) = &step.work {
             if step.probability.is_some() || step.wait.is_some() || step.quorum.is_some() {
@@ -335,8 +340,16 @@ impl Builder {
     }
 
     /// `{ one_of = [...] }`: each alternative's probability given (or none, an equal
-    /// share each), their sum at most 1.
-    fn one_of(&mut self, endpoint: u32, path: &str, step: &StepConfig, alternatives: &[CallConfig]) -> Result<()> {
+    /// share each), their sum at most 1. Alternatives that are single calls are one
+    /// step that makes one of them; any with steps of its own make a branch.
+    fn one_of(
+        &mut self,
+        endpoint: u32,
+        path: &str,
+        step: &StepConfig,
+        alternatives: &[AlternativeConfig],
+        depth: u32,
+    ) -> Result<()> {
         if step.probability.is_some() || step.wait.is_some() || step.quorum.is_some() {
             return Err(bad(format!(
                 "{path}: one_of takes no probability, wait or quorum of its own: give each alternative its probability"
@@ -352,21 +365,78 @@ impl Builder {
             )));
         }
         let share = 1.0 / alternatives.len() as f64;
-        let mut sum = 0.0;
-        let mut sites = Vec::new();
+        let mut probabilities = Vec::with_capacity(alternatives.len());
         for (i, alternative) in alternatives.iter().enumerate() {
-            let p = probability(&format!("{path}.one_of[{i}].probability"), alternative.probability.or(Some(share)))?;
-            sum += p;
-            let site = self.call_site(endpoint, &format!("{path}.one_of[{i}].call"), &alternative.call)?;
-            sites.push((site.0, site.1, p));
+            let at = format!("{path}.one_of[{i}]");
+            if alternative.call.is_some() == alternative.steps.is_some() {
+                return Err(bad(format!(
+                    "{at}: an alternative is one of call = \"service.endpoint\" or steps = [...] (its own steps)"
+                )));
+            }
+            probabilities.push(probability(&format!("{at}.probability"), alternative.probability.or(Some(share)))?);
         }
+        let sum: f64 = probabilities.iter().sum();
         if sum > 1.0 + 1e-9 {
             return Err(bad(format!(
                 "{path}.one_of: the probabilities sum to {sum}: exactly one alternative happens, so they sum to at most 1"
             )));
         }
-        let count = sites.len() as u32;
-        self.steps[endpoint as usize].push((Step::Calls { first_call: 0, calls: count, wait: Wait::OneOf }, sites));
+        if alternatives.iter().all(|a| a.call.is_some()) {
+            let mut sites = Vec::new();
+            for (i, (alternative, p)) in alternatives.iter().zip(probabilities).enumerate() {
+                let call = alternative.call.as_deref().expect("all calls");
+                let site = self.call_site(endpoint, &format!("{path}.one_of[{i}].call"), call)?;
+                sites.push((site.0, site.1, p));
+            }
+            let count = sites.len() as u32;
+            self.steps[endpoint as usize].push((Step::Calls { first_call: 0, calls: count, wait: Wait::OneOf }, sites));
+            return Ok(());
+        }
+        if depth >= MAX_ALTERNATIVE_DEPTH {
+            return Err(bad(format!(
+                "{path}.one_of: alternatives nested {} deep; at most {MAX_ALTERNATIVE_DEPTH} (write the inner choice \
+                 as its own endpoint)",
+                depth + 1
+            )));
+        }
+        // [branch] [alternative 0's steps] [jump to end] … [last alternative's steps] end
+        let e = endpoint as usize;
+        let branch = self.steps[e].len();
+        let first_alternative = self.alternatives[e].len() as u32;
+        self.steps[e].push((Step::Jump { to: 0 }, Vec::new()));
+        let mut jumps = Vec::new();
+        for (i, (alternative, p)) in alternatives.iter().zip(probabilities).enumerate() {
+            let start = self.steps[e].len() as u32;
+            self.alternatives[e].push(Alternative { probability: p, start });
+            let at = format!("{path}.one_of[{i}]");
+            match (&alternative.call, &alternative.steps) {
+                (Some(call), _) => {
+                    let single = StepConfig { call: Some(call.clone()), ..StepConfig::default() };
+                    self.step(endpoint, &at, &single, depth + 1)?;
+                }
+                (None, Some(steps)) => {
+                    if steps.is_empty() {
+                        return Err(bad(format!(
+                            "{at}.steps = []: give the alternative a step (an alternative that does nothing is the \
+                             probability the others leave)"
+                        )));
+                    }
+                    for (k, inner) in steps.iter().enumerate() {
+                        self.step(endpoint, &format!("{at}.steps[{k}]"), inner, depth + 1)?;
+                    }
+                }
+                (None, None) => unreachable!("checked above"),
+            }
+            if i + 1 < alternatives.len() {
+                jumps.push(self.steps[e].len());
+                self.steps[e].push((Step::Jump { to: 0 }, Vec::new()));
+            }
+        }
+        let end = self.steps[e].len() as u32;
+        for jump in jumps {
+            self.steps[e][jump].0 = Step::Jump { to: end };
+        }
+        self.steps[e][branch].0 = Step::Branch { first_alternative, alternatives: alternatives.len() as u32, end };
         Ok(())
     }
 
@@ -603,6 +673,7 @@ impl Builder {
             endpoints: self.endpoint_params,
             steps: Vec::new(),
             call_sites: Vec::new(),
+            alternatives: Vec::new(),
             edges: self.edge_params,
             workloads: Vec::new(),
             faults: self.faults,
@@ -613,13 +684,22 @@ impl Builder {
             recovery_hold: 0,
         };
         let mut site_names = Vec::new();
-        for (e, steps) in self.steps.into_iter().enumerate() {
-            params.endpoints[e].first_step = params.steps.len() as u32;
+        for (e, (steps, alternatives)) in self.steps.into_iter().zip(self.alternatives).enumerate() {
+            let (first_step, first_alternative) = (params.steps.len() as u32, params.alternatives.len() as u32);
+            params.endpoints[e].first_step = first_step;
             params.endpoints[e].step_count = steps.len() as u32;
+            params
+                .alternatives
+                .extend(alternatives.into_iter().map(|a| Alternative { start: a.start + first_step, ..a }));
             let mut seen: Vec<String> = Vec::new();
             for (mut step, sites) in steps {
-                if let Step::Calls { first_call, .. } = &mut step {
-                    *first_call = params.call_sites.len() as u32;
+                match &mut step {
+                    Step::Calls { first_call, .. } => *first_call = params.call_sites.len() as u32,
+                    Step::Branch { first_alternative: first, end, .. } => {
+                        (*first, *end) = (*first + first_alternative, *end + first_step);
+                    }
+                    Step::Jump { to } => *to += first_step,
+                    Step::Work(_) => {}
                 }
                 for (endpoint, edge, probability) in sites {
                     let pair = format!("{}->{}", self.endpoints[e], self.endpoints[endpoint as usize]);
@@ -897,7 +977,7 @@ fn cache(path: &str, c: &CacheSection, endpoint: &EndpointConfig) -> Result<Cach
             || s.parallel.as_ref().is_some_and(|p| !p.is_empty())
             || s.one_of.as_ref().is_some_and(|p| !p.is_empty())
     };
-    if !endpoint.steps.iter().any(calls) {
+    if !super::schema::every_step(&endpoint.steps, path).iter().any(|(_, step)| calls(step)) {
         return Err(bad(format!(
             "{path}: a cache needs an origin — a miss runs the endpoint's steps, and they call nothing; add a step \
              such as {{ call = \"db.get\" }}"
@@ -1027,6 +1107,10 @@ fn outlier_config(path: &str, o: &OutlierSection) -> Result<OutlierConfig> {
         max_ejection_percent: o.max_ejection_percent,
     })
 }
+
+/// How deep `one_of` alternatives with steps of their own may nest: deeper is a model
+/// no one reads (and the builder walks it by recursion).
+const MAX_ALTERNATIVE_DEPTH: u32 = 8;
 
 /// Refuses a call cycle unless `max_depth` bounds it; the depth bound to use.
 fn check_cycles(b: &Builder, max_depth: Option<u32>) -> Result<u32> {

@@ -49,9 +49,9 @@ impl ModelSpec for Graph {
                 if let Some(work) = &endpoint.work {
                     add(format!("{path}.work"), work);
                 }
-                for (k, step) in endpoint.steps.iter().enumerate() {
+                for (step_path, step) in schema::every_step(&endpoint.steps, &path) {
                     if let Some(work) = &step.work {
-                        add(format!("{path}.steps[{k}].work"), work);
+                        add(format!("{step_path}.work"), work);
                     }
                 }
             }

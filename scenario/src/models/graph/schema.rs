@@ -324,7 +324,7 @@ pub struct CacheSection {
 }
 
 /// One step: a call, calls in parallel, one of several calls, or local work.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,10 +333,11 @@ pub struct StepConfig {
     pub probability: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Vec<CallConfig>>,
-    /// Exactly one of these calls, by their probabilities (summing to at most 1; past
-    /// the sum, none): alternatives that never happen together.
+    /// Exactly one of these alternatives — a call, or steps of its own — by their
+    /// probabilities (summing to at most 1; past the sum, none): alternatives that
+    /// never happen together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub one_of: Option<Vec<CallConfig>>,
+    pub one_of: Option<Vec<AlternativeConfig>>,
     /// `all` (default), `first` (the first success), `quorum` with `quorum = k`, or
     /// `none` (fire-and-forget: the caller goes on at once; a single call takes it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -345,6 +346,38 @@ pub struct StepConfig {
     pub quorum: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<DistributionSpec>,
+}
+
+/// One alternative of a `one_of`: a call (`call = "db.get"`), or a sequence of steps
+/// of its own (`steps = [{ work = … }, { call = … }]`: what the endpoint does in one of
+/// its call patterns, its work included).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlternativeConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepConfig>>,
+}
+
+/// Every step of an endpoint, those inside `one_of` alternatives included, with its
+/// path (`{endpoint_path}.steps[k]`, `….steps[k].one_of[i].steps[j]`), in order. An
+/// explicit stack: nesting costs memory, not the thread's stack.
+pub fn every_step<'a>(steps: &'a [StepConfig], endpoint_path: &str) -> Vec<(String, &'a StepConfig)> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(String, &StepConfig)> =
+        steps.iter().enumerate().rev().map(|(k, step)| (format!("{endpoint_path}.steps[{k}]"), step)).collect();
+    while let Some((path, step)) = stack.pop() {
+        for (i, alternative) in step.one_of.as_deref().unwrap_or_default().iter().enumerate().rev() {
+            for (k, inner) in alternative.steps.as_deref().unwrap_or_default().iter().enumerate().rev() {
+                stack.push((format!("{path}.one_of[{i}].steps[{k}]"), inner));
+            }
+        }
+        out.push((path, step));
+    }
+    out
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
