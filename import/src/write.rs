@@ -186,8 +186,16 @@ fn call(name: &str, p: f64) -> String {
     }
 }
 
-/// The steps of one endpoint, and what was approximated.
-fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &str) -> Vec<String> {
+/// The steps of one endpoint, and what was approximated. With `patterns` (its self
+/// time differs by call pattern), one `one_of` of them, each with its own work.
+fn steps(
+    stats: &EndpointStats,
+    naming: &Naming,
+    notes: &mut Vec<String>,
+    me: &str,
+    patterns: Option<&[&crate::infer::Pattern]>,
+    work_files: &mut WorkFiles,
+) -> Vec<String> {
     let invocations = stats.invocations.max(1) as f64;
     let mut callees: Vec<(&Endpoint, &CalleeStats)> = stats.callees.iter().collect();
     let place = |c: &CalleeStats| c.first_stage_sum as f64 / c.invocations_calling.max(1) as f64;
@@ -221,6 +229,15 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
         }
     }
     let mut out = Vec::new();
+    if let Some(patterns) = patterns {
+        for group in &groups {
+            // The plan's notes (a fan-out's rounding), its lines unused.
+            plan_group(group, invocations, naming, notes, me, &mut Vec::new());
+        }
+        out.push(pattern_branch(patterns, &groups, naming, me, work_files));
+        steps_not_waited_for(stats, invocations, naming, &mut out);
+        return out;
+    }
     // Alternatives: consecutive steps of one optional call each whose callees never
     // occur in one invocation (a cache hit's call and a miss's) are one `one_of`, not
     // independent chances (which would make both calls in some requests).
@@ -268,9 +285,6 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
         notes.push(format!("{me}: {} never called together: written as one_of", names.join(", ")));
     }
     steps_not_waited_for(stats, invocations, naming, &mut out);
-    if let Some(note) = self_time_by_pattern(stats, naming, me) {
-        notes.push(note);
-    }
     for ((a, b), pair) in stats.pairs.iter().filter(|(_, pair)| pair.order_varies()) {
         let (a, b) = (&naming.endpoints[a], &naming.endpoints[b]);
         let share = pair.first_before as f64 / (pair.both - pair.together) as f64 * 100.0;
@@ -279,11 +293,17 @@ fn steps(stats: &EndpointStats, naming: &Naming, notes: &mut Vec<String>, me: &s
     out
 }
 
-/// Whether the endpoint's self time differs by call pattern: its two most common
-/// patterns (each at least [`PATTERN_MIN_INVOCATIONS`] invocations) with mean self times
-/// 1.5× apart. One distribution of their mix is written (the schema has no work step
-/// per pattern); the note says what it hides.
-fn self_time_by_pattern(stats: &EndpointStats, naming: &Naming, me: &str) -> Option<String> {
+/// An endpoint's call patterns whose self times differ: its patterns with at least
+/// [`PATTERN_MIN_INVOCATIONS`] invocations, most common first, when the two most common
+/// have mean self times 1.5× apart; and the note that says so. They are written apart
+/// (a `one_of` of the patterns, each with its own work) when they cover at least
+/// [`PATTERN_MIN_COVERAGE`] of the invocations; otherwise one distribution of their mix
+/// is written and the note says what it hides.
+fn patterns_apart<'a>(
+    stats: &'a EndpointStats,
+    naming: &Naming,
+    me: &str,
+) -> Option<(Option<Vec<&'a crate::infer::Pattern>>, String)> {
     let mut patterns: Vec<&crate::infer::Pattern> =
         stats.patterns.values().filter(|p| p.invocations >= PATTERN_MIN_INVOCATIONS).collect();
     patterns.sort_by_key(|p| std::cmp::Reverse(p.invocations));
@@ -297,11 +317,94 @@ fn self_time_by_pattern(stats: &EndpointStats, naming: &Naming, me: &str) -> Opt
         let calling = if callees.is_empty() { "nothing".to_string() } else { callees.join(", ") };
         format!("{} s when it calls {calling} ({} invocations)", secs(mean), p.invocations)
     };
-    Some(format!(
-        "{me}'s self time differs by call pattern: {}, {}; written as one distribution of their mix",
-        describe(a, mean_a),
-        describe(b, mean_b)
-    ))
+    let covered = patterns.iter().map(|p| p.invocations).sum::<u64>() as f64 / stats.invocations.max(1) as f64;
+    let differs = format!("{me}'s self time differs by call pattern: {}, {}", describe(a, mean_a), describe(b, mean_b));
+    if covered >= PATTERN_MIN_COVERAGE {
+        let note = format!(
+            "{differs}; written as a one_of of its {} patterns, each with its own work ({:.0}% of invocations)",
+            patterns.len(),
+            covered * 100.0
+        );
+        Some((Some(patterns), note))
+    } else {
+        let note = format!(
+            "{differs}; written as one distribution of their mix (patterns seen {PATTERN_MIN_INVOCATIONS}+ times \
+             cover only {:.0}% of invocations)",
+            covered * 100.0
+        );
+        Some((None, note))
+    }
+}
+
+/// The share of invocations an endpoint's frequent patterns must cover to be written
+/// apart (the rest are folded into them in proportion).
+const PATTERN_MIN_COVERAGE: f64 = 0.9;
+
+/// Where a pattern's self-time sample goes: the files written beside the scenario.
+struct WorkFiles<'a> {
+    options: &'a Options,
+    files: &'a mut Vec<(String, String)>,
+}
+
+/// `{ one_of = [...] }` over an endpoint's call patterns: each alternative does its
+/// pattern's work, then calls its callees in the endpoint's plan (`groups`: stage
+/// order, parallel members together), each surely. Probabilities are the patterns'
+/// shares of the invocations they cover, rounded down so they never sum past 1.
+fn pattern_branch(
+    patterns: &[&crate::infer::Pattern],
+    groups: &[Vec<(&Endpoint, &CalleeStats)>],
+    naming: &Naming,
+    me: &str,
+    work_files: &mut WorkFiles,
+) -> String {
+    let total = patterns.iter().map(|p| p.invocations).sum::<u64>().max(1) as f64;
+    let mut alternatives = Vec::new();
+    for (k, pattern) in patterns.iter().enumerate() {
+        let (mut inner, mut comment) = (Vec::new(), String::new());
+        let file = format!("{me}.pattern{}.self_s.csv", k + 1);
+        if let Some(work) = distribution(&pattern.self_s, &file, "self_s", work_files.options, work_files.files) {
+            let median = secs(pattern.self_s.quantile(0.5));
+            inner.push(format!("{{ work = {work} }}"));
+            comment = format!("   # self time: median {median} s, {} invocations", pattern.invocations);
+        }
+        for group in groups {
+            // The pattern's members of the group, each made once an invocation (its
+            // fan-out's copies kept): plan_group then writes them with probability 1.
+            let members: Vec<(&Endpoint, CalleeStats)> = group
+                .iter()
+                .filter(|(callee, _)| pattern.callees.contains(callee))
+                .map(|&(callee, c)| {
+                    let copies = (c.calls as f64 / c.invocations_calling.max(1) as f64).round().max(1.0) as u64;
+                    let fanned = c.calls_fanned * 2 >= c.calls;
+                    let sure = CalleeStats {
+                        invocations_calling: 1,
+                        calls: copies,
+                        calls_fanned: if fanned { copies } else { 0 },
+                        ..*c
+                    };
+                    (callee, sure)
+                })
+                .collect();
+            if members.is_empty() {
+                continue;
+            }
+            let refs: Vec<(&Endpoint, &CalleeStats)> = members.iter().map(|(e, c)| (*e, c)).collect();
+            plan_group(&refs, 1.0, naming, &mut Vec::new(), me, &mut inner);
+        }
+        if inner.is_empty() {
+            continue; // No work, no calls: its share is the one_of's "none".
+        }
+        let p = (pattern.invocations as f64 / total * 1e6).floor() / 1e6;
+        // Each line ends with its comma (a comment, after it, ends the line).
+        let lines: Vec<String> = inner
+            .iter()
+            .enumerate()
+            .map(|(i, line)| format!("{line},{}", if i == 0 { &comment[..] } else { "" }))
+            .collect();
+        let lines = lines.join("\n      ");
+        alternatives.push(format!("{{ probability = {p}, steps = [\n      {lines}\n    ] }}"));
+    }
+    format!("{{ one_of = [\n    {},\n  ] }}", alternatives.join(",\n    "))
 }
 
 /// The invocations a call pattern needs before its mean self time is compared.
@@ -626,7 +729,19 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
             let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]{comment}");
             let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
             let file = format!("{full}.self_s.csv");
-            if let Some(work) = distribution(&stats.self_s, &file, "self_s", options, &mut files) {
+            let apart = patterns_apart(stats, &naming, full);
+            let by_pattern = apart.as_ref().and_then(|(patterns, _)| patterns.as_deref());
+            notes.extend(apart.as_ref().map(|(_, note)| note.clone()));
+            if by_pattern.is_some() {
+                let _ = writeln!(
+                    t,
+                    "# work: by call pattern, in the one_of below (self time overall: median {} s, p90 {} s, {} \
+                     invocations)",
+                    secs(median),
+                    secs(p90),
+                    stats.invocations
+                );
+            } else if let Some(work) = distribution(&stats.self_s, &file, "self_s", options, &mut files) {
                 let _ = writeln!(
                     t,
                     "work = {work}   # self time: median {} s, p90 {} s, {} invocations",
@@ -635,7 +750,8 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
                     stats.invocations
                 );
             }
-            let steps = steps(stats, &naming, &mut notes, full);
+            let mut work_files = WorkFiles { options, files: &mut files };
+            let steps = steps(stats, &naming, &mut notes, full, by_pattern, &mut work_files);
             if !steps.is_empty() {
                 let _ = writeln!(t, "steps = [\n  {},\n]", steps.join(",\n  "));
             }
@@ -914,8 +1030,9 @@ mod tests {
     }
 
     /// api.get does 12 ms of its own work when it calls db and 2 ms when it calls
-    /// nothing (a cache hit): the summary says so, naming both patterns; with the same
-    /// work either way it says nothing.
+    /// nothing (a cache hit): the summary says so, naming both patterns, and the steps
+    /// are a one_of of the two, each with its own work; with the same work either way it
+    /// says nothing and writes one work.
     #[test]
     fn self_time_that_differs_by_call_pattern_is_said() {
         let written = |hit_ms: i64| {
@@ -934,14 +1051,20 @@ mod tests {
                 spans.iter_mut().for_each(|s| s.trace = trace as u128);
                 model.add_trace(&mut spans, &mut names);
             }
-            write(&model, &names, &test_options()).summary
+            write(&model, &names, &test_options())
         };
-        let summary = written(2);
+        let apart = written(2);
+        let summary = apart.summary;
+        assert!(summary.contains("written as a one_of of its 2 patterns, each with its own work (100% of invocations)"));
+        assert!(apart.toml.contains("{ probability = 0.5, steps = [\n      { work = "), "{}", apart.toml);
+        assert!(apart.toml.contains("      { call = \"db.q\" },\n    ] },"), "{}", apart.toml);
         assert!(
             summary.contains("api.get's self time differs by call pattern: 0.012 s when it calls db.q (30 invocations), 0.002 s when it calls nothing (30 invocations)")
                 || summary.contains("api.get's self time differs by call pattern: 0.002 s when it calls nothing (30 invocations), 0.012 s when it calls db.q (30 invocations)"),
             "{summary}"
         );
-        assert!(!written(12).contains("differs by call pattern"), "{}", written(12));
+        let alike = written(12);
+        assert!(!alike.summary.contains("differs by call pattern"), "{}", alike.summary);
+        assert!(!alike.toml.contains("one_of"), "{}", alike.toml);
     }
 }

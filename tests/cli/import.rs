@@ -111,6 +111,46 @@ fn entry_quantiles(scenario: &Path, out: &Path) -> (f64, f64) {
     (metrics["front.page.p50_s"]["mean"].as_f64().unwrap(), metrics["front.page.p99_s"]["mean"].as_f64().unwrap())
 }
 
+/// An endpoint whose work differs by call pattern (a cache hit's 2 ms, a miss's 15 ms
+/// and a database call) imports as a `one_of` of its patterns, each with its own work,
+/// and runs as the original does: entry p50 and p99 within 5%.
+#[test]
+fn call_patterns_with_their_own_work_import_apart_and_run_alike() {
+    let dir = temp("patterns");
+    let original_path = fixture("import-patterns.toml");
+    let trace = traced(original_path.to_str().unwrap(), "patterns", &dir.join("out"), &[]);
+    let imported_path = dir.join("imported.toml");
+    let output = stampede(&["import", trace.to_str().unwrap(), "--out", imported_path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let summary = stdout(&output);
+    assert!(summary.contains("front.page's self time differs by call pattern"), "{summary}");
+    assert!(
+        summary.contains("written as a one_of of its 2 patterns, each with its own work (100% of invocations)"),
+        "{summary}"
+    );
+    let text = std::fs::read_to_string(&imported_path).unwrap();
+    assert!(text.contains("# work: by call pattern, in the one_of below"), "{text}");
+    // The patterns' self times, each its own sample: medians within 5%.
+    let mut medians: Vec<f64> = (1..=2)
+        .map(|k| sample_quantile(&dir.join(format!("imported.data/front.page.pattern{k}.self_s.csv")), 0.5))
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    assert!((medians[0] / 0.002 - 1.0).abs() < 0.05 && (medians[1] / 0.015 - 1.0).abs() < 0.05, "{medians:?}");
+    // Run alike: the original's run section and even arrivals.
+    let mut patched = table(&imported_path);
+    let original = table(&original_path);
+    patched.insert("run".into(), original["run"].clone());
+    let entry = patched["workload"].as_array_mut().unwrap()[0].as_table_mut().unwrap();
+    entry.insert("arrivals".into(), toml::Value::String("even".into()));
+    let patched_path = dir.join("patched.toml");
+    std::fs::write(&patched_path, toml::to_string(&patched).unwrap()).unwrap();
+    let (p50, p99) = entry_quantiles(&original_path, &dir.join("run-original"));
+    let (p50_imported, p99_imported) = entry_quantiles(&patched_path, &dir.join("run-imported"));
+    println!("entry p50 {p50:.5} s vs {p50_imported:.5} s; p99 {p99:.5} s vs {p99_imported:.5} s");
+    assert!((p50_imported / p50 - 1.0).abs() < 0.05, "p50: original {p50}, imported {p50_imported}");
+    assert!((p99_imported / p99 - 1.0).abs() < 0.05, "p99: original {p99}, imported {p99_imported}");
+}
+
 #[test]
 fn a_graphs_otlp_trace_imports_back_to_the_same_graph_and_runs_alike() {
     let dir = temp("roundtrip");
