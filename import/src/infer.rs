@@ -616,10 +616,20 @@ impl Model {
             }
             if span.kind.is_sent() {
                 // On the caller's clock: a call made as the caller answered, or still
-                // going (beyond the skew) after it, was not waited for; a message never is.
-                let detached = span.kind == Kind::Producer
-                    || span.end > me.end.saturating_add(self.skew_ns)
-                    || (span.start >= me.end && span.end > me.end);
+                // going (beyond the skew) after it, was not waited for.
+                let detached =
+                    span.end > me.end.saturating_add(self.skew_ns) || (span.start >= me.end && span.end > me.end);
+                if span.kind == Kind::Producer {
+                    // A message: sent to the broker (waited for as any call is), which
+                    // hands it on to its consumers without waiting.
+                    let broker = message_broker(&span, names);
+                    let consumers = children.of(c).iter().copied().filter(|&s| is_invocation(&spans[s]));
+                    stack.extend(consumers.clone());
+                    self.broker_hop(broker, &span, consumers.map(|s| spans[s]), work.keyed);
+                    self.edge(me.service, broker.0, span.error, None);
+                    calls.push(Call::first(broker, &span, detached));
+                    continue;
+                }
                 let server = children.of(c).iter().copied().find(|&s| is_invocation(&spans[s]));
                 let callee = match server {
                     Some(s) => (spans[s].service, spans[s].name),
@@ -671,6 +681,39 @@ impl Model {
             }
             // Internal (a retry loop's span, a handler's step): look inside.
             walk.extend(children.of(c).iter().rev().copied());
+        }
+    }
+
+    /// One message through `broker` (sent by `send`, consumed by `consumers`): the
+    /// broker's invocation is the send as its producer saw it (the broker records no
+    /// span), and each consumer's invocation a call the broker does not wait for — a
+    /// queue between the services with its own capacity, not the producer calling its
+    /// consumers.
+    fn broker_hop(
+        &mut self,
+        broker: Endpoint,
+        send: &Span,
+        consumers: impl Iterator<Item = Span>,
+        keyed: &mut Vec<(Endpoint, u64)>,
+    ) {
+        keyed.clear();
+        for consumer in consumers {
+            keyed.push(((consumer.service, consumer.name), 0));
+            self.edge(broker.0, consumer.service, consumer.error, None);
+            self.edges.entry((broker.0, consumer.service)).or_default().calls += 1;
+        }
+        keyed.sort_unstable();
+        self.detached_calls += keyed.len() as u64;
+        let stats = self.endpoints.entry(broker).or_default();
+        let length = (send.end - send.start) as f64 / 1e9;
+        stats.invocations += 1;
+        stats.failed += send.error as u64;
+        stats.busy_s += length;
+        stats.self_s.add(length);
+        for run in keyed.chunk_by(|a, b| a.0 == b.0) {
+            let of = stats.detached.entry(run[0].0).or_default();
+            of.invocations_calling += 1;
+            of.calls += run.len() as u64;
         }
     }
 
@@ -799,6 +842,29 @@ impl Model {
 /// A client span with no server span under it (an uninstrumented database, a third
 /// party): the callee its `peer.service` names, or its name (`SERVICE.ENDPOINT` as
 /// stampede's own export names it; else the name is the service, endpoint `call`).
+/// The broker endpoint a producer span sends to: the service its attributes name
+/// (`messaging.system`, a broker's address; else `broker`) and the destination its
+/// name gives — OpenTelemetry names a producer span `{operation} {destination}` (older
+/// instrumentation `{destination} {operation}`), so `publish orders` and `orders send`
+/// are both the topic `orders`.
+fn message_broker(span: &Span, names: &mut Names) -> Endpoint {
+    const OPERATIONS: [&str; 5] = ["publish", "send", "produce", "create", "process"];
+    let name = names.get(span.name).trim().to_string();
+    let words: Vec<&str> = name.split_whitespace().collect();
+    let destination = match words[..] {
+        [first, ref rest @ ..] if !rest.is_empty() && OPERATIONS.contains(&first.to_ascii_lowercase().as_str()) => {
+            rest.join(" ")
+        }
+        [ref rest @ .., last] if !rest.is_empty() && OPERATIONS.contains(&last.to_ascii_lowercase().as_str()) => {
+            rest.join(" ")
+        }
+        _ if name.is_empty() => "messages".to_string(),
+        _ => name.clone(),
+    };
+    let service = if span.peer != NO_NAME { span.peer } else { names.intern("broker") };
+    (service, names.intern(&destination))
+}
+
 fn uninstrumented_callee(span: &Span, names: &mut Names) -> Endpoint {
     let name = names.get(span.name).to_string();
     if span.peer != NO_NAME {
@@ -848,10 +914,11 @@ mod tests {
         assert_eq!(model.max_depth, 2);
     }
 
-    /// api.get [0, 100] ms waits for db (10–40); a call to mail still going at 300 ms,
-    /// a message to the queue (a producer span, its consumer at 150 ms) and a server
-    /// span of audit starting at 200 ms are not waited for: self time 70 ms, not 0,
-    /// and no invocation counted as skewed. A call ending 3 ms late is clock skew.
+    /// api.get [0, 100] ms waits for db (10–40); a call to mail still going at 300 ms
+    /// and a server span of audit starting at 200 ms are not waited for. A message
+    /// (a producer span 95–96 ms, its consumer at 150 ms) is a 1 ms call to the broker
+    /// (`broker.orders`: no messaging system named), which hands it to billing without
+    /// waiting. Self time 30 ms; a call ending 3 ms late is clock skew.
     #[test]
     fn calls_the_caller_did_not_wait_for_are_detached_and_leave_its_self_time_alone() {
         let mut names = Names::default();
@@ -875,11 +942,21 @@ mod tests {
         let detached: Vec<Endpoint> = api.detached.keys().copied().collect();
         let (db, cache) = (callee("db", "q"), callee("cache", "g"));
         let (mail, billing, audit) = (callee("mail", "send"), callee("billing", "consume"), callee("audit", "log"));
-        assert_eq!(waited.len(), 2);
-        assert!(waited.contains(&db) && waited.contains(&cache), "{waited:?}");
-        assert_eq!(detached.len(), 3);
-        assert!([mail, billing, audit].iter().all(|c| detached.contains(c)), "{detached:?}");
-        assert_eq!(model.detached_calls, 3);
+        let broker = callee("broker", "orders");
+        assert_eq!(waited.len(), 3);
+        assert!([db, cache, broker].iter().all(|c| waited.contains(c)), "{waited:?}");
+        assert_eq!(
+            detached,
+            [mail, audit].into_iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>()
+        );
+        let queue = &model.endpoints[&broker];
+        assert_eq!((queue.invocations, queue.self_s.values[0]), (1, 0.001), "the send, as its producer saw it");
+        assert_eq!(queue.detached.keys().copied().collect::<Vec<_>>(), [billing], "handed on, not waited for");
+        assert!(
+            model.edges.contains_key(&(broker.0, billing.0))
+                && model.edges.contains_key(&(names.intern("api"), broker.0))
+        );
+        assert_eq!(model.detached_calls, 3, "mail, audit, and the broker's hand-off");
         assert_eq!(model.skipped.skewed, 1, "cache ended 3 ms late: skew, not a detached call");
         assert!(model.endpoints.contains_key(&billing), "the consumer is an invocation");
     }

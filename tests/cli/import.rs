@@ -645,6 +645,83 @@ fn a_varying_rate_becomes_a_load_schedule_and_sampling_scales_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A message (OpenTelemetry's PRODUCER span, `messaging.system = kafka`, its CONSUMER
+/// under it 20 ms after the request answered) goes through a broker: the producer
+/// waits for the 2 ms send to `kafka.orders`, whose endpoint hands each message on to
+/// billing without waiting — a queue with its own workers between the services, not
+/// the producer calling its consumer. The imported scenario runs: every request's
+/// message reaches billing, and billing's 30 ms never adds to the request's 20 ms.
+#[test]
+fn a_message_goes_through_a_broker_endpoint_that_hands_it_on() {
+    let dir = temp("broker");
+    let mut lines = String::new();
+    let base: u64 = 1_767_225_600_000_000_000;
+    let attribute = |key: &str, value: &str| format!(r#"{{"key":"{key}","value":{{"stringValue":"{value}"}}}}"#);
+    for trace in 0..200u64 {
+        let t = base + trace * 100_000_000;
+        let ms = |m: u64| (t + m * 1_000_000).to_string();
+        let span = |id: u64, parent: u64, name: &str, kind: u8, (from, to): (u64, u64), extra: &str| {
+            let parent = if parent == 0 { String::new() } else { format!(r#""parentSpanId":"{parent:016x}","#) };
+            format!(
+                r#"{{"traceId":"{trace:032x}","spanId":"{id:016x}",{parent}"name":"{name}","kind":{kind},"startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":[{extra}]}}"#,
+                ms(from),
+                ms(to)
+            )
+        };
+        let resource = |service: &str, spans: Vec<String>| {
+            format!(
+                r#"{{"resource":{{"attributes":[{}]}},"scopeSpans":[{{"spans":[{}]}}]}}"#,
+                attribute("service.name", service),
+                spans.join(",")
+            )
+        };
+        let api = resource(
+            "api",
+            vec![
+                span(1, 0, "post", 2, (0, 20), ""),
+                span(2, 1, "orders publish", 4, (8, 10), &attribute("messaging.system", "kafka")),
+            ],
+        );
+        let billing = resource("billing", vec![span(3, 2, "orders process", 5, (40, 70), "")]);
+        lines.push_str(&format!("{{\"resourceSpans\":[{api},{billing}]}}\n"));
+    }
+    let trace = dir.join("messages.otlp.json");
+    std::fs::write(&trace, lines).unwrap();
+    let imported_path = dir.join("imported.toml");
+    let output = stampede(&["import", trace.to_str().unwrap(), "--out", imported_path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&imported_path).unwrap();
+    let imported = table(&imported_path);
+    let services = imported["services"].as_table().unwrap();
+    let names: BTreeSet<&str> = services.keys().map(String::as_str).collect();
+    assert_eq!(names, BTreeSet::from(["api", "billing", "kafka"]), "{text}");
+    let steps =
+        |service: &str, endpoint: &str| services[service]["endpoints"][endpoint]["steps"].as_array().unwrap().clone();
+    let api_steps = steps("api", "post");
+    assert_eq!(api_steps.len(), 1, "{text}");
+    assert_eq!(api_steps[0]["call"].as_str(), Some("kafka.orders"), "{text}");
+    assert!(api_steps[0].get("wait").is_none(), "the send is waited for: {text}");
+    let hand_off = steps("kafka", "orders");
+    assert_eq!(hand_off[0]["wait"].as_str(), Some("none"), "the broker does not wait for its consumer: {text}");
+    assert!(hand_off[0]["call"].as_str().unwrap().starts_with("billing."), "{text}");
+    let edges = imported["edges"].as_table().unwrap();
+    assert!(edges.contains_key("api->kafka") && edges.contains_key("kafka->billing"), "{text}");
+    // Runs: billing sees each request's message; the request takes its 18 + 2 ms.
+    let args = ["run", imported_path.to_str().unwrap(), "--replicas", "2", "--no-report", "--json"];
+    let output = stampede(&[&args[..], &["--out", dir.join("run").to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let metric = |name: &str| json["grid"][0]["metrics"][name]["mean"].as_f64().unwrap_or_else(|| panic!("{name}"));
+    let (requests, messages) = (metric("api.arrivals"), metric("billing.arrivals"));
+    assert!(
+        requests > 100.0 && (messages / requests - 1.0).abs() < 0.02,
+        "{messages} messages for {requests} requests"
+    );
+    let p50 = metric("api.post.p50_s");
+    assert!((p50 - 0.020).abs() < 0.001, "api.post p50 {p50} s: its 18 ms and the 2 ms send, not billing's 30 ms");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Imports `tests/cli/fixtures/traces/FILE` into `dir`: the scenario and the summary.
 fn import_variant(file: &str, dir: &Path, extra: &[&str]) -> (toml::Table, String) {
     let path = fixture("traces").join(file);
