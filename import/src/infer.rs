@@ -282,7 +282,7 @@ struct Scratch {
     entries: Vec<usize>,
     stack: Vec<usize>,
     depths: Vec<(usize, u32)>,
-    below: Vec<usize>,
+    below: Vec<(usize, u32)>,
     walk: Vec<usize>,
     calls: Vec<Call>,
     stage_of: Vec<u64>,
@@ -312,7 +312,8 @@ struct Children<'a> {
 
 /// One invocation's working lists (borrowed from the trace's [`Scratch`]).
 struct Work<'a> {
-    below: &'a mut Vec<usize>,
+    /// The invocations below, with how many hops down (2 through a broker).
+    below: &'a mut Vec<(usize, u32)>,
     walk: &'a mut Vec<usize>,
     calls: &'a mut Vec<Call>,
     stage_of: &'a mut Vec<u64>,
@@ -474,7 +475,7 @@ impl Model {
             work.below.clear();
             work.calls.clear();
             self.invocation(i, spans, &children, &is_invocation, work, names);
-            depths.extend(work.below.drain(..).map(|b| (b, depth + 1)));
+            depths.extend(work.below.drain(..).map(|(b, hops)| (b, depth + hops)));
             self.record(spans[i], work);
         }
     }
@@ -608,7 +609,7 @@ impl Model {
             if is_invocation(&span) {
                 // A server span straight under this one: a call no client span recorded
                 // (on the callee's clock: not waited for only if it began after the end).
-                stack.push(c);
+                stack.push((c, 1));
                 let detached = span.start > me.end.saturating_add(self.skew_ns);
                 calls.push(Call::first((span.service, span.name), &span, detached));
                 self.edge(me.service, span.service, span.error, None);
@@ -624,7 +625,7 @@ impl Model {
                     // hands it on to its consumers without waiting.
                     let broker = message_broker(&span, names);
                     let consumers = children.of(c).iter().copied().filter(|&s| is_invocation(&spans[s]));
-                    stack.extend(consumers.clone());
+                    stack.extend(consumers.clone().map(|s| (s, 2)));
                     self.broker_hop(broker, &span, consumers.map(|s| spans[s]), work.keyed);
                     self.edge(me.service, broker.0, span.error, None);
                     calls.push(Call::first(broker, &span, detached));
@@ -652,10 +653,12 @@ impl Model {
                     callee_stats.self_s.add(length);
                 }
                 if let Some(s) = server {
-                    stack.push(s);
+                    stack.push((s, 1));
                     // Anything else under the client span (a second server span: a
                     // proxy's) is an invocation of its own.
-                    stack.extend(children.of(c).iter().copied().filter(|&o| o != s && is_invocation(&spans[o])));
+                    stack.extend(
+                        children.of(c).iter().copied().filter(|&o| o != s && is_invocation(&spans[o])).map(|o| (o, 1)),
+                    );
                 }
                 let network = server.map(|s| {
                     let (client, serve) = (span.end - span.start, spans[s].end - spans[s].start);
@@ -957,6 +960,7 @@ mod tests {
                 && model.edges.contains_key(&(names.intern("api"), broker.0))
         );
         assert_eq!(model.detached_calls, 3, "mail, audit, and the broker's hand-off");
+        assert_eq!(model.max_depth, 3, "api, the broker, billing");
         assert_eq!(model.skipped.skewed, 1, "cache ended 3 ms late: skew, not a detached call");
         assert!(model.endpoints.contains_key(&billing), "the consumer is an invocation");
     }
