@@ -370,7 +370,8 @@ fn a_wide_graph_is_written_long_and_read_back_wide() {
 
     let folder = Folder::read(dir).unwrap();
     assert!(folder.manifest.long);
-    let wide: Vec<&str> = scenario.columns.summary.iter().map(|c| c.name.as_str()).collect();
+    let wide_columns = scenario.columns.summary_wide();
+    let wide: Vec<&str> = wide_columns.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(folder.summary.names().collect::<Vec<_>>(), wide);
     for (def, summary) in scenario.schema.metrics.iter().zip(&report.points[0].summaries) {
         let mean = folder.summary.numbers(&format!("{}_mean", def.name)).unwrap()[0];

@@ -43,7 +43,7 @@ const PUBLIC_MODULES: &[&str] = &[
 
 /// The public items of the modules above: 1,069 in 49 public modules before the
 /// surface was narrowed (issue 74), 636 in 30 after.
-const MOST_ITEMS: usize = 636;
+const MOST_ITEMS: usize = 637;
 
 #[test]
 fn the_public_surface_is_what_other_crates_use() {

@@ -19,13 +19,16 @@ pub const WINDOW_QUANTILES: [(&str, f64); 2] = [("p50", 0.5), ("p99", 0.99)];
 /// Every table a run writes, its columns in order.
 #[derive(Clone, Debug)]
 pub struct TableColumns {
-    /// `summary.parquet`.
+    /// `summary.parquet`: its key columns, then each metric's mean, sd, interval and
+    /// count — or, written long ([`TableColumns::long`]), the key columns alone (see
+    /// [`TableColumns::summary_wide`]).
     pub summary: Vec<ColumnSpec>,
     /// Each grid axis's column type in the summary, in axis order.
     pub axis_types: Vec<ColumnType>,
     /// The leaf columns of table-valued axes, in the summary after the axes.
     pub leaves: Vec<LeafColumn>,
-    /// `replicas.parquet` (a run's, a shard's, a checkpoint piece's: the same).
+    /// `replicas.parquet` (a run's, a shard's, a checkpoint piece's: the same): its
+    /// key columns, then one per metric — or, written long, the key columns alone.
     pub replicas: Vec<ColumnSpec>,
     /// `histograms.parquet`.
     pub histograms: Vec<ColumnSpec>,
@@ -68,20 +71,24 @@ pub struct LongTables {
 }
 
 impl LongTables {
-    /// The melts of `columns`' wide tables; `metrics` per row of the summary.
-    fn of(columns: &TableColumns, metrics: usize) -> LongTables {
+    /// The melts of `columns`' tables: the summary's and the replicas' built from the
+    /// metrics' names alone (`columns` holds only their key columns: their wide
+    /// columns are never built), the time series' from its wide columns.
+    fn of(columns: &TableColumns, schema: &OutputSchema) -> LongTables {
         let summary_values: Vec<ColumnSpec> = ["mean", "sd", "ci_lo", "ci_hi"]
             .map(|name| ColumnSpec::new(name, ColumnType::F64))
             .into_iter()
             .chain([ColumnSpec::new("n", ColumnType::U32)])
             .collect();
+        let metrics: std::sync::Arc<[String]> = schema.metrics.iter().map(|m| m.name.to_string()).collect();
+        let value = || vec![ColumnSpec::new("value", ColumnType::F64)];
         LongTables {
-            summary: Melt::new(&columns.summary, columns.summary.len() - 5 * metrics, "metric", summary_values),
+            summary: Melt::of_groups(columns.summary.clone(), "metric", summary_values, metrics.clone()),
             // (grid point, replica, seed) and (grid point, axes, bucket, t_s); a
             // partition's file leaves the grid point out.
-            replicas: Self::one_value(&columns.replicas, 3, "metric"),
+            replicas: Melt::of_groups(columns.replicas.clone(), "metric", value(), metrics.clone()),
             timeseries: Self::one_value(&columns.timeseries, columns.grid_width + 2, "series"),
-            replicas_partitioned: Self::one_value(&columns.replicas[1..], 2, "metric"),
+            replicas_partitioned: Melt::of_groups(columns.replicas[1..].to_vec(), "metric", value(), metrics),
             timeseries_partitioned: Self::one_value(&columns.timeseries[1..], columns.grid_width + 1, "series"),
         }
     }
@@ -97,22 +104,30 @@ impl TableColumns {
     pub fn of(grid: &[GridAxis], schema: &OutputSchema) -> TableColumns {
         let leaves = leaf_columns(grid);
         let grid_width = grid_columns(grid, &leaves).len();
+        let timeseries = timeseries_columns(grid, &leaves, schema);
+        let long = schema.metrics.len() > LONG_ABOVE_METRICS || timeseries.len() > LONG_ABOVE_SERIES_COLUMNS;
         let mut columns = TableColumns {
-            summary: summary_columns(grid, &leaves, schema),
-            timeseries: timeseries_columns(grid, &leaves, schema),
+            summary: summary_columns(grid, &leaves, schema, !long),
+            timeseries,
             axis_types: grid.iter().map(axis_column_type).collect(),
             leaves,
-            replicas: replica_columns(schema),
+            replicas: replica_columns(schema, !long),
             histograms: histogram_columns(),
             grid_width,
             counts: schema.count_histogram.map(|def| (def, count_columns(def))),
             partials: partial_columns(),
             long: None,
         };
-        if schema.metrics.len() > LONG_ABOVE_METRICS || columns.timeseries.len() > LONG_ABOVE_SERIES_COLUMNS {
-            columns.long = Some(LongTables::of(&columns, schema.metrics.len()));
+        if long {
+            columns.long = Some(LongTables::of(&columns, schema));
         }
         columns
+    }
+
+    /// `summary.parquet`'s columns as a wide table has them: [`TableColumns::summary`],
+    /// or, for a scenario written long, the wide table its long rows pivot back to.
+    pub fn summary_wide(&self) -> Vec<ColumnSpec> {
+        self.long.as_ref().map_or_else(|| self.summary.clone(), |long| long.summary.wide_columns())
     }
 }
 
@@ -124,13 +139,16 @@ fn metric_column_type(kind: MetricKind) -> ColumnType {
     }
 }
 
-fn replica_columns(schema: &OutputSchema) -> Vec<ColumnSpec> {
+/// `replicas.parquet`'s key columns, then (`wide`) one per metric.
+fn replica_columns(schema: &OutputSchema, wide: bool) -> Vec<ColumnSpec> {
     let mut columns = vec![
         ColumnSpec::new("grid_point", ColumnType::U32),
         ColumnSpec::new("replica", ColumnType::U32),
         ColumnSpec::new("seed", ColumnType::U64),
     ];
-    columns.extend(schema.metrics.iter().map(|m| ColumnSpec::new(m.name, metric_column_type(m.kind))));
+    if wide {
+        columns.extend(schema.metrics.iter().map(|m| ColumnSpec::new(m.name, metric_column_type(m.kind))));
+    }
     columns
 }
 
@@ -348,10 +366,11 @@ fn grid_columns(grid: &[GridAxis], leaves: &[LeafColumn]) -> Vec<ColumnSpec> {
     columns
 }
 
-fn summary_columns(grid: &[GridAxis], leaves: &[LeafColumn], schema: &OutputSchema) -> Vec<ColumnSpec> {
+/// `summary.parquet`'s key columns, then (`wide`) each metric's five.
+fn summary_columns(grid: &[GridAxis], leaves: &[LeafColumn], schema: &OutputSchema, wide: bool) -> Vec<ColumnSpec> {
     let mut columns = grid_columns(grid, leaves);
     columns.push(ColumnSpec::new("replicas", ColumnType::U32));
-    for metric in &schema.metrics {
+    for metric in schema.metrics.iter().filter(|_| wide) {
         for suffix in ["mean", "sd", "ci_lo", "ci_hi"] {
             columns.push(ColumnSpec::new(format!("{}_{suffix}", metric.name), ColumnType::F64));
         }
