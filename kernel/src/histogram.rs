@@ -120,6 +120,8 @@ fn empty_hdr() -> Histogram<u64> {
 }
 
 impl LatencyHistogram {
+    /// How many buckets (distinct values) a histogram has: a bucket number is below it.
+    pub const BUCKETS: usize = DISTINCT_VALUES;
     /// The bytes of a histogram's 64-bit counts, once it has folded or merged.
     pub const FOLDED_BYTES: usize = DISTINCT_VALUES * std::mem::size_of::<u64>();
     /// The bytes of its 32-bit counts, once it has recorded more than [`SMALL`] values.
