@@ -653,7 +653,6 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     let mut files = Vec::new();
     // The file's window: every entry's rate is its share of the file's arrivals over
     // it (an entry's own first and last arrival say nothing about a rare one's rate).
-    let (first, last) = model.extent.unwrap_or((0, 0));
     let window = Window::of(model, options.window_s);
     let window_s = window.seconds.unwrap_or(0.0).max(1e-3);
     // The run lasts as long as the arrivals did (or the window given).
@@ -701,6 +700,35 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
             model.max_depth
         ));
     }
+    write_services(&mut t, model, names, &naming, options, window_s, &mut notes, &mut files);
+    let observed = write_edges(&mut t, model, &naming, options, &mut files);
+    let (entry_lines, total_rate) = write_workloads(&mut t, model, &naming, &window, options);
+
+    fidelity_claims(&mut t, model, &naming, horizon_s - (horizon_s * 0.1).min(60.0), window_s, &mut notes);
+
+    let summary = summarise(model, &naming, options, &window, (total_rate, &entry_lines), &observed, &notes);
+    if !notes.is_empty() {
+        t.push_str("# Approximated:\n");
+        for note in &notes {
+            let _ = writeln!(t, "#   {note}");
+        }
+    }
+    Written { toml: t, files, summary }
+}
+
+/// The `[services.*]` tables: each service's instances and workers (Little's law over
+/// the window), and each endpoint's work and steps.
+#[allow(clippy::too_many_arguments)]
+fn write_services(
+    t: &mut String,
+    model: &Model,
+    names: &Names,
+    naming: &Naming,
+    options: &Options,
+    window_s: f64,
+    notes: &mut Vec<String>,
+    files: &mut Vec<(String, String)>,
+) {
     let mut by_service: BTreeMap<u32, Vec<(&Endpoint, &EndpointStats)>> = BTreeMap::new();
     for (endpoint, stats) in &model.endpoints {
         by_service.entry(endpoint.0).or_default().push((endpoint, stats));
@@ -729,7 +757,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
             let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]{comment}");
             let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
             let file = format!("{full}.self_s.csv");
-            let apart = patterns_apart(stats, &naming, full);
+            let apart = patterns_apart(stats, naming, full);
             let by_pattern = apart.as_ref().and_then(|(patterns, _)| patterns.as_deref());
             notes.extend(apart.as_ref().map(|(_, note)| note.clone()));
             if by_pattern.is_some() {
@@ -741,7 +769,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
                     secs(p90),
                     stats.invocations
                 );
-            } else if let Some(work) = distribution(&stats.self_s, &file, "self_s", options, &mut files) {
+            } else if let Some(work) = distribution(&stats.self_s, &file, "self_s", options, files) {
                 let _ = writeln!(
                     t,
                     "work = {work}   # self time: median {} s, p90 {} s, {} invocations",
@@ -750,8 +778,8 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
                     stats.invocations
                 );
             }
-            let mut work_files = WorkFiles { options, files: &mut files };
-            let steps = steps(stats, &naming, &mut notes, full, by_pattern, &mut work_files);
+            let mut work_files = WorkFiles { options, files };
+            let steps = steps(stats, naming, notes, full, by_pattern, &mut work_files);
             if !steps.is_empty() {
                 let _ = writeln!(t, "steps = [\n  {},\n]", steps.join(",\n  "));
             }
@@ -762,13 +790,23 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         }
         t.push('\n');
     }
+}
 
+/// The `[edges.*]` tables (network times, the retries and failures seen); returns the
+/// summary's lines for edges that retried or failed.
+fn write_edges(
+    t: &mut String,
+    model: &Model,
+    naming: &Naming,
+    options: &Options,
+    files: &mut Vec<(String, String)>,
+) -> Vec<String> {
     let mut observed = Vec::new();
     for ((from, to), edge) in &model.edges {
         let (Some(from), Some(to)) = (naming.services.get(from), naming.services.get(to)) else { continue };
         let _ = writeln!(t, "[edges.\"{from}->{to}\"]");
         let file = format!("{from}-{to}.network_s.csv");
-        if let Some(network) = distribution(&edge.network_s, &file, "network_s", options, &mut files) {
+        if let Some(network) = distribution(&edge.network_s, &file, "network_s", options, files) {
             let median = secs(edge.network_s.quantile(0.5));
             let _ = writeln!(t, "network = {network}   # one way: median {median} s, {} measured", edge.network_s.seen);
         }
@@ -793,6 +831,21 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         }
     }
 
+    observed
+}
+
+/// The `[[workload]]`s: each entry's rate over the file's window, or its load
+/// schedule where the arrivals vary beyond noise; returns the summary's lines and the
+/// model's total rate.
+fn write_workloads(
+    t: &mut String,
+    model: &Model,
+    naming: &Naming,
+    window: &Window,
+    options: &Options,
+) -> (Vec<String>, f64) {
+    let window_s = window.seconds.unwrap_or(0.0).max(1e-3);
+    let (first, last) = model.extent.unwrap_or((0, 0));
     let mut entry_lines = Vec::new();
     let bucket_s = model.bucket_ns as f64 / 1e9;
     // The window's buckets, from the first span's to the last's: a quiet stretch before
@@ -852,8 +905,20 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         let _ = writeln!(t, "# deadline_s = 2.0   {SET_THIS}\n");
     }
 
-    fidelity_claims(&mut t, model, &naming, horizon_s - (horizon_s * 0.1).min(60.0), window_s, &mut notes);
+    (entry_lines, total_rate)
+}
 
+/// What the import prints: what was read, the model's rates beside the traces', what
+/// was skipped or approximated and why.
+fn summarise(
+    model: &Model,
+    naming: &Naming,
+    options: &Options,
+    window: &Window,
+    (total_rate, entry_lines): (f64, &[String]),
+    observed: &[String],
+    notes: &[String],
+) -> String {
     let mut summary = String::new();
     let _ = writeln!(
         summary,
@@ -887,7 +952,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     if options.sample_rate < 1.0 {
         let _ = writeln!(summary, "  rates divided by the sample rate {} (head sampling)", options.sample_rate);
     }
-    for line in &observed {
+    for line in observed {
         let _ = writeln!(summary, "  observed {line}");
     }
     if model.detached_calls > 0 {
@@ -925,7 +990,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
     for (count, what) in skipped.iter().filter(|(count, _)| *count > 0) {
         let _ = writeln!(summary, "  {count} {what}");
     }
-    for note in &notes {
+    for note in notes {
         let _ = writeln!(summary, "  approximated: {note}");
     }
     for (from, to) in &naming.renamed {
@@ -935,13 +1000,7 @@ pub fn write(model: &Model, names: &Names, options: &Options) -> Written {
         summary,
         "not in the traces (defaults written, marked `{SET_THIS}`): workers, queues, timeouts, retry policies, deadlines"
     );
-    if !notes.is_empty() {
-        t.push_str("# Approximated:\n");
-        for note in &notes {
-            let _ = writeln!(t, "#   {note}");
-        }
-    }
-    Written { toml: t, files, summary }
+    summary
 }
 
 #[cfg(test)]

@@ -350,37 +350,7 @@ impl Builder {
         alternatives: &[AlternativeConfig],
         depth: u32,
     ) -> Result<()> {
-        if step.probability.is_some() || step.wait.is_some() || step.quorum.is_some() {
-            return Err(bad(format!(
-                "{path}: one_of takes no probability, wait or quorum of its own: give each alternative its probability"
-            )));
-        }
-        if alternatives.is_empty() {
-            return Err(bad(format!("{path}.one_of = []: give at least one alternative")));
-        }
-        let given = alternatives.iter().filter(|a| a.probability.is_some()).count();
-        if given != 0 && given != alternatives.len() {
-            return Err(bad(format!(
-                "{path}.one_of: give every alternative a probability, or none (an equal share each)"
-            )));
-        }
-        let share = 1.0 / alternatives.len() as f64;
-        let mut probabilities = Vec::with_capacity(alternatives.len());
-        for (i, alternative) in alternatives.iter().enumerate() {
-            let at = format!("{path}.one_of[{i}]");
-            if alternative.call.is_some() == alternative.steps.is_some() {
-                return Err(bad(format!(
-                    "{at}: an alternative is one of call = \"service.endpoint\" or steps = [...] (its own steps)"
-                )));
-            }
-            probabilities.push(probability(&format!("{at}.probability"), alternative.probability.or(Some(share)))?);
-        }
-        let sum: f64 = probabilities.iter().sum();
-        if sum > 1.0 + 1e-9 {
-            return Err(bad(format!(
-                "{path}.one_of: the probabilities sum to {sum}: exactly one alternative happens, so they sum to at most 1"
-            )));
-        }
+        let probabilities = one_of_probabilities(path, step, alternatives)?;
         if alternatives.iter().all(|a| a.call.is_some()) {
             let mut sites = Vec::new();
             for (i, (alternative, p)) in alternatives.iter().zip(probabilities).enumerate() {
@@ -399,7 +369,19 @@ impl Builder {
                 depth + 1
             )));
         }
-        // [branch] [alternative 0's steps] [jump to end] … [last alternative's steps] end
+        self.branch(endpoint, path, alternatives, probabilities, depth)
+    }
+
+    /// A `one_of` some of whose alternatives are steps, compiled to
+    /// `[branch] [alternative 0's steps] [jump to end] … [last alternative's steps] end`.
+    fn branch(
+        &mut self,
+        endpoint: u32,
+        path: &str,
+        alternatives: &[AlternativeConfig],
+        probabilities: Vec<f64>,
+        depth: u32,
+    ) -> Result<()> {
         let e = endpoint as usize;
         let branch = self.steps[e].len();
         let first_alternative = self.alternatives[e].len() as u32;
@@ -425,7 +407,7 @@ impl Builder {
                         self.step(endpoint, &format!("{at}.steps[{k}]"), inner, depth + 1)?;
                     }
                 }
-                (None, None) => unreachable!("checked above"),
+                (None, None) => unreachable!("checked by one_of_probabilities"),
             }
             if i + 1 < alternatives.len() {
                 jumps.push(self.steps[e].len());
@@ -1242,4 +1224,40 @@ fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKin
         }
     };
     Ok(kind)
+}
+
+/// A `one_of`'s checked probabilities, an equal share each where none is given: the
+/// step takes none of its own, every alternative is a call or steps, and they sum to
+/// at most 1.
+fn one_of_probabilities(path: &str, step: &StepConfig, alternatives: &[AlternativeConfig]) -> Result<Vec<f64>> {
+    if step.probability.is_some() || step.wait.is_some() || step.quorum.is_some() {
+        return Err(bad(format!(
+            "{path}: one_of takes no probability, wait or quorum of its own: give each alternative its probability"
+        )));
+    }
+    if alternatives.is_empty() {
+        return Err(bad(format!("{path}.one_of = []: give at least one alternative")));
+    }
+    let given = alternatives.iter().filter(|a| a.probability.is_some()).count();
+    if given != 0 && given != alternatives.len() {
+        return Err(bad(format!("{path}.one_of: give every alternative a probability, or none (an equal share each)")));
+    }
+    let share = 1.0 / alternatives.len() as f64;
+    let mut probabilities = Vec::with_capacity(alternatives.len());
+    for (i, alternative) in alternatives.iter().enumerate() {
+        let at = format!("{path}.one_of[{i}]");
+        if alternative.call.is_some() == alternative.steps.is_some() {
+            return Err(bad(format!(
+                "{at}: an alternative is one of call = \"service.endpoint\" or steps = [...] (its own steps)"
+            )));
+        }
+        probabilities.push(probability(&format!("{at}.probability"), alternative.probability.or(Some(share)))?);
+    }
+    let sum: f64 = probabilities.iter().sum();
+    if sum > 1.0 + 1e-9 {
+        return Err(bad(format!(
+            "{path}.one_of: the probabilities sum to {sum}: exactly one alternative happens, so they sum to at most 1"
+        )));
+    }
+    Ok(probabilities)
 }
