@@ -842,9 +842,6 @@ impl Model {
     }
 }
 
-/// A client span with no server span under it (an uninstrumented database, a third
-/// party): the callee its `peer.service` names, or its name (`SERVICE.ENDPOINT` as
-/// stampede's own export names it; else the name is the service, endpoint `call`).
 /// The broker endpoint a producer span sends to: the service its attributes name
 /// (`messaging.system`, a broker's address; else `broker`) and the destination its
 /// name gives — OpenTelemetry names a producer span `{operation} {destination}` (older
@@ -868,6 +865,9 @@ fn message_broker(span: &Span, names: &mut Names) -> Endpoint {
     (service, names.intern(&destination))
 }
 
+/// A client span with no server span under it (an uninstrumented database, a third
+/// party): the callee its `peer.service` names, or its name (`SERVICE.ENDPOINT` as
+/// stampede's own export names it; else the name is the service, endpoint `call`).
 fn uninstrumented_callee(span: &Span, names: &mut Names) -> Endpoint {
     let name = names.get(span.name).to_string();
     if span.peer != NO_NAME {

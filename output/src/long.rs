@@ -53,7 +53,7 @@ impl Melt {
                     let suffix = format!("_{}", values[0].name);
                     let name = group[0].name.strip_suffix(&suffix).expect("a group starts with its first value");
                     for (column, value) in group.iter().zip(&values) {
-                        debug_assert_eq!(column.name, format!("{name}_{}", value.name));
+                        debug_assert_eq!(column.name, wide_name(name, &value.name, false));
                     }
                     name.to_string()
                 }
@@ -79,11 +79,9 @@ impl Melt {
     /// The wide table's columns this melt stands for, in order (built on demand).
     pub fn wide_columns(&self) -> Vec<ColumnSpec> {
         let mut columns = self.keys.clone();
+        let single = self.values.len() == 1;
         for name in self.names.iter() {
-            match &self.values[..] {
-                [one] => columns.push(ColumnSpec::new(name.clone(), one.kind)),
-                values => columns.extend(values.iter().map(|v| ColumnSpec::new(format!("{name}_{}", v.name), v.kind))),
-            }
+            columns.extend(self.values.iter().map(|v| ColumnSpec::new(wide_name(name, &v.name, single), v.kind)));
         }
         columns
     }
@@ -182,6 +180,16 @@ fn number_at(column: &ColumnValues, row: usize) -> f64 {
     }
 }
 
+/// A group's wide column for one of its values: `{group}_{value}`, or the group's name
+/// alone when it has one value (`single`).
+fn wide_name(group: &str, value: &str, single: bool) -> String {
+    if single {
+        group.to_string()
+    } else {
+        format!("{group}_{value}")
+    }
+}
+
 /// The wide table `long` was melted from: the columns before `name_column` are the
 /// keys, the ones after it the values. Rows that share their keys become one wide row,
 /// in order of first appearance; groups come in order of first appearance. A group
@@ -234,7 +242,7 @@ pub fn pivot(long: &Table, name_column: &str) -> crate::Result<Table> {
             }
         }
         for (group, column) in groups.iter().zip(by_group) {
-            let name = if single { group.to_string() } else { format!("{group}_{value_name}") };
+            let name = wide_name(group, value_name, single);
             columns.push((name, column));
         }
     }
