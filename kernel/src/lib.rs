@@ -22,6 +22,7 @@ pub mod replica_quantiles;
 pub mod rng;
 pub mod sim;
 pub mod slab;
+pub mod splitting;
 pub mod time;
 pub mod timeout_fifo;
 pub mod timer;

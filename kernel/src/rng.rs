@@ -110,6 +110,15 @@ impl RngStream {
         RngStream { generator: Xoshiro256PlusPlus::from_seed(seed) }
     }
 
+    /// Turns this stream into a new one that depends on where it was and on `salt`:
+    /// how importance splitting makes the clones of one trajectory diverge. Two forks
+    /// of equal streams with different salts are independent; the same fork of the
+    /// same stream is the same stream (so a clone is replayable).
+    pub fn fork(&mut self, salt: u64) {
+        let position = self.next_u64();
+        *self = RngStream::from_replica_seed(mix64(position ^ mix64(salt ^ 0x464f_524b)), StreamPurpose(0));
+    }
+
     /// The next raw 64 bits.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {

@@ -100,6 +100,18 @@ impl<M: Model> Simulation<M> {
         self.events_handled - start
     }
 
+    /// Handles the next pending event if it is due by `horizon`; `false` (and nothing
+    /// handled, the clock unchanged) when none is.
+    #[inline]
+    pub fn step_within(&mut self, horizon: Nanos) -> bool {
+        if self.scheduler.queue.peek_time().is_some_and(|time| time <= horizon) {
+            self.step();
+            true
+        } else {
+            false
+        }
+    }
+
     /// Handles the next pending event, whatever its time; returns that time, or
     /// `None` when nothing is pending. The event stays at the heap's root while it is
     /// handled, so the first event the model schedules replaces it in one walk down

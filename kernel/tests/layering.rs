@@ -8,6 +8,7 @@ fn modules_import_only_from_layers_below_and_form_no_cycle() {
         &["time", "float", "names", "slab", "timer", "ziggurat"],
         &["event_queue", "histogram", "rng", "timeout_fifo"],
         &["sim", "replica_quantiles"],
+        &["splitting"],
     ];
     let imports = stampede_devtools::assert_layered(&src, layers);
     assert!(imports >= 8, "the scanner read the imports: {imports}");

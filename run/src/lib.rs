@@ -25,6 +25,7 @@ pub mod partial;
 pub mod pipeline;
 pub mod plan;
 pub mod precision;
+pub mod rare;
 pub mod report;
 mod rows;
 pub mod runner;

@@ -8,7 +8,7 @@ fn modules_import_only_from_layers_below_and_form_no_cycle() {
         &["plan", "sparse", "stats", "trace", "otlp"],
         &["batches", "moments", "fidelity"],
         &["windows", "latency"],
-        &["runner"],
+        &["runner", "rare"],
         &["layout", "rows", "over_time", "budget"],
         &["report"],
         &["partial", "summary", "precision", "warmup"],

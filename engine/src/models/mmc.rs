@@ -21,6 +21,7 @@ use crate::components::arrivals::{ArrivalProcess, Arrivals};
 use crate::kernel::histogram::LatencyHistogram;
 use crate::kernel::rng::{RngStream, StreamPurpose};
 use crate::kernel::sim::{Model, Scheduler, Simulation};
+use crate::kernel::splitting::Forkable;
 use crate::kernel::time::round_to_nanos;
 use crate::kernel::time::{nanos_to_secs, Nanos, NANOS_PER_SEC};
 
@@ -185,6 +186,21 @@ impl<'h> Mmc<'h> {
         simulation
     }
 
+    /// Customers in the system now (waiting and in service).
+    pub fn in_system(&self) -> u64 {
+        u64::from(self.busy) + self.waiting.len() as u64
+    }
+
+    /// Customers waiting now.
+    pub fn waiting(&self) -> u64 {
+        self.waiting.len() as u64
+    }
+
+    /// Servers busy now.
+    pub fn busy(&self) -> u32 {
+        self.busy
+    }
+
     /// Closes the time integrals at `now` and computes the results.
     pub fn finish(&mut self, now: Nanos, events: u64) -> MmcResults {
         self.advance_integrals(now);
@@ -274,6 +290,13 @@ impl<'h> Mmc<'h> {
             self.params.capacity.is_none_or(|k| self.busy as usize + self.waiting.len() <= k as usize),
             "capacity exceeded"
         );
+    }
+}
+
+impl Forkable for Mmc<'_> {
+    fn fork_streams(&mut self, salt: u64) {
+        self.arrivals.fork(salt);
+        self.service.fork(salt ^ 1);
     }
 }
 

@@ -3,10 +3,12 @@
 //! exactly (Erlang C, M/M/c/K), which validates the whole pipeline.
 
 use serde::{Deserialize, Serialize};
+use stampede_engine::kernel::splitting::{Splittable, Trajectory};
 use stampede_engine::models::mmc::{Mmc as MmcModel, MmcParams, MmcResults};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
 use super::metrics::{count, defs, fraction, headline, real, values, Direction, Metric, MetricDef, ReplicaOutput};
+use super::rare::{Observed, Probe};
 use super::spec::ModelSpec;
 use crate::base::checks::{events_within_budget, positive_rate};
 use crate::base::error::{Error, Result};
@@ -73,6 +75,49 @@ impl ModelSpec for Mmc {
             all.merge(failed);
         }
         ReplicaOutput { metrics: values(MMC_METRICS, &results), ..ReplicaOutput::default() }
+    }
+
+    fn quantities(_: &MmcConfig) -> Vec<String> {
+        MMC_QUANTITIES.iter().map(|name| name.to_string()).collect()
+    }
+
+    fn splittable(config: &MmcConfig, run: &RunConfig, master_seed: u64, probe: Probe) -> Option<Box<dyn Splittable>> {
+        Some(Box::new(MmcSplitting {
+            params: config.params(run),
+            arrivals: config.arrivals.clone(),
+            master_seed,
+            probe,
+        }))
+    }
+}
+
+/// What `stampede rare` can observe of an M/M/c queue, in [`Probe`] index order.
+const MMC_QUANTITIES: [&str; 3] = ["in_system", "queue_depth", "busy"];
+
+/// An M/M/c point set up for splitting.
+struct MmcSplitting {
+    params: MmcParams,
+    arrivals: Option<ArrivalProcess>,
+    master_seed: u64,
+    probe: Probe,
+}
+
+impl Splittable for MmcSplitting {
+    fn scratch(&self) -> Vec<LatencyHistogram> {
+        vec![LatencyHistogram::new()]
+    }
+
+    fn start<'a>(&self, scratch: &'a mut [LatencyHistogram], origin: u64) -> Box<dyn Trajectory + 'a> {
+        let mut model = MmcModel::new(self.params, self.master_seed, origin, &mut scratch[0]);
+        if let Some(arrivals) = &self.arrivals {
+            model = model.with_load(arrivals.clone());
+        }
+        let read = |model: &MmcModel<'_>, quantity: usize| match quantity {
+            0 => model.in_system() as f64,
+            1 => model.waiting() as f64,
+            _ => f64::from(model.busy()),
+        };
+        Box::new(Observed { simulation: model.into_simulation(), probe: self.probe.clone(), read })
     }
 }
 

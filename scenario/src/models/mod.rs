@@ -13,6 +13,7 @@ pub mod metrics;
 pub(crate) mod mg1;
 pub(crate) mod mmc;
 pub mod presentation;
+pub mod rare;
 pub(crate) mod registry;
 pub(crate) mod series;
 pub(crate) mod spec;

@@ -12,11 +12,13 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use stampede_engine::kernel::splitting::Splittable;
 use stampede_engine::LatencyHistogram;
 
 use super::expression::MetricExpr;
 use super::metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, TimedLatency, TracedReplica};
 use super::presentation::Presentation;
+use super::rare::Probe;
 use crate::base::error::Result;
 use crate::base::typing::{to_table, typed};
 use crate::scenario::RunConfig;
@@ -128,6 +130,23 @@ pub trait ModelSpec: Send + Sync + 'static {
         histograms: &mut [LatencyHistogram],
     ) -> ReplicaOutput;
 
+    /// The state quantities `stampede rare` can observe, in the order a [`Probe`]
+    /// indexes them (none: the model cannot be split yet).
+    fn quantities(_config: &Self::Config) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The model set up for importance splitting with `probe` (`None` when
+    /// [`Self::quantities`] is empty).
+    fn splittable(
+        _config: &Self::Config,
+        _run: &RunConfig,
+        _master_seed: u64,
+        _probe: Probe,
+    ) -> Option<Box<dyn Splittable>> {
+        None
+    }
+
     /// Whether [`Self::trace_replica`] gives traces.
     const TRACES: bool = false;
 
@@ -179,6 +198,14 @@ pub trait DynModel: Send + Sync {
     fn trace_replica(&self, config: &dyn Any, run: &RunConfig, master_seed: u64, replica: u64)
         -> Option<TracedReplica>;
     fn traces(&self) -> bool;
+    fn quantities(&self, config: &dyn Any) -> Vec<String>;
+    fn splittable(
+        &self,
+        config: &dyn Any,
+        run: &RunConfig,
+        master_seed: u64,
+        probe: Probe,
+    ) -> Option<Box<dyn Splittable>>;
 }
 
 /// The erased form of model `M`, as listed in the registry.
@@ -269,6 +296,12 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn traces(&self) -> bool {
         M::TRACES
+    }
+    fn quantities(&self, c: &dyn Any) -> Vec<String> {
+        M::quantities(config::<M>(c))
+    }
+    fn splittable(&self, c: &dyn Any, run: &RunConfig, master_seed: u64, probe: Probe) -> Option<Box<dyn Splittable>> {
+        M::splittable(config::<M>(c), run, master_seed, probe)
     }
 }
 
@@ -423,5 +456,15 @@ impl ModelConfig {
     /// Runs replica `replica` again with its trace on; `None` if the model does not trace.
     pub fn trace_replica(&self, run: &RunConfig, master_seed: u64, replica: u64) -> Option<TracedReplica> {
         self.model.trace_replica(self.config.as_ref(), run, master_seed, replica)
+    }
+
+    /// The state quantities `stampede rare` can observe (see [`ModelSpec::quantities`]).
+    pub fn quantities(&self) -> Vec<String> {
+        self.model.quantities(self.config.as_ref())
+    }
+
+    /// This point's model set up for importance splitting with `probe`.
+    pub fn splittable(&self, run: &RunConfig, master_seed: u64, probe: Probe) -> Option<Box<dyn Splittable>> {
+        self.model.splittable(self.config.as_ref(), run, master_seed, probe)
     }
 }

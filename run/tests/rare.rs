@@ -1,0 +1,208 @@
+//! `stampede rare`'s estimator against exact answers: gambler's ruin on an M/M/1
+//! queue (the real `mmc` model), where the probability that a busy period reaches K
+//! customers is 1 / (r^K − 1)·(r − 1) with r = μ/λ, and plain replicas where the
+//! probability is large enough for them.
+
+use stampede_engine::kernel::rng::{RngStream, StreamPurpose};
+use stampede_engine::kernel::sim::{Model, Scheduler, Simulation};
+use stampede_engine::kernel::splitting::{Forkable, Splittable, Trajectory};
+use stampede_engine::kernel::time::{secs_to_nanos, Nanos};
+use stampede_engine::LatencyHistogram;
+use stampede_run::rare::{estimate, Levels, RareEstimate, RareRequest};
+use stampede_scenario::models::rare::{Observed, Probe};
+use stampede_scenario::{Overrides, Scenario};
+
+/// P(an M/M/1 busy period started by one customer reaches `k` in the system).
+fn ruin(lambda: f64, mu: f64, k: i32) -> f64 {
+    let r = mu / lambda;
+    (r - 1.0) / (r.powi(k) - 1.0)
+}
+
+fn mm1(lambda: f64, mu: f64) -> Scenario {
+    let text = format!(
+        "name = \"ruin\"\nmodel = \"mmc\"\n[run]\nhorizon_s = 100000.0\nreplicas = 1\n\
+         [queue]\narrival_rate_per_s = {lambda}\nservice_rate_per_s = {mu}\nservers = 1\n"
+    );
+    let source = stampede_scenario::base::typing::parse_text(&text, "test").unwrap();
+    Scenario::resolve(source, &Overrides::default()).unwrap()
+}
+
+fn busy_period_reaching(
+    k: u32,
+    seed: u64,
+    levels: Levels,
+    runs: (u32, u32),
+    trajectories: u32,
+    relative_error: f64,
+) -> RareEstimate {
+    let scenario = mm1(1.0, 2.0);
+    let probe =
+        Probe::parse(&scenario.model.quantities(), &format!("in_system >= {k}"), None, Some("in_system == 0")).unwrap();
+    let model = scenario.model.splittable(&scenario.run, seed, probe).expect("mmc splits");
+    let request = RareRequest {
+        horizon: secs_to_nanos(scenario.run.horizon_s),
+        trajectories,
+        levels,
+        relative_error,
+        min_runs: runs.0,
+        max_runs: runs.1,
+        master_seed: seed,
+    };
+    estimate(&*model, &request)
+}
+
+const AUTO: Levels = Levels::Auto { target: 0.2, max_levels: 60 };
+
+/// A birth–death chain whose state is its count and nothing else: up at rate λ,
+/// down at rate μ while above zero, every holding time drawn afresh. The gambler's
+/// ruin is exact for it, and no hidden state (such as the M/M/1's queued customers'
+/// service times, drawn on arrival) makes clones of one count differ.
+struct Chain<'h> {
+    count: u64,
+    up: f64,
+    down: f64,
+    rng: RngStream,
+    _scratch: &'h mut LatencyHistogram,
+}
+
+impl Model for Chain<'_> {
+    type Event = ();
+    fn handle(&mut self, _now: Nanos, _event: (), scheduler: &mut Scheduler<()>) {
+        let down = if self.count > 0 { self.down } else { 0.0 };
+        if self.rng.uniform01() * (self.up + down) < self.up {
+            self.count += 1;
+        } else {
+            self.count -= 1;
+        }
+        let rate = self.up + if self.count > 0 { self.down } else { 0.0 };
+        scheduler.after(secs_to_nanos(self.rng.exponential(rate)).max(1), ());
+    }
+}
+
+impl Forkable for Chain<'_> {
+    fn fork_streams(&mut self, salt: u64) {
+        self.rng.fork(salt);
+    }
+}
+
+struct ChainSplitting {
+    up: f64,
+    down: f64,
+    seed: u64,
+    probe: Probe,
+}
+
+impl Splittable for ChainSplitting {
+    fn scratch(&self) -> Vec<LatencyHistogram> {
+        vec![LatencyHistogram::new()]
+    }
+    fn start<'a>(&self, scratch: &'a mut [LatencyHistogram], origin: u64) -> Box<dyn Trajectory + 'a> {
+        let mut rng = RngStream::derive(self.seed, origin, StreamPurpose::named("test.chain"));
+        let first = secs_to_nanos(rng.exponential(self.up + self.down)).max(1);
+        let chain = Chain { count: 1, up: self.up, down: self.down, rng, _scratch: &mut scratch[0] };
+        let mut simulation = Simulation::new(chain, 4);
+        simulation.scheduler().at(first, ());
+        let read = |chain: &Chain<'_>, _: usize| chain.count as f64;
+        Box::new(Observed { simulation, probe: self.probe.clone(), read })
+    }
+}
+
+fn chain_reaching(k: u32, seed: u64, runs: (u32, u32), relative_error: f64) -> RareEstimate {
+    let names = vec!["count".to_string()];
+    let probe = Probe::parse(&names, &format!("count >= {k}"), None, Some("count == 0")).unwrap();
+    let model = ChainSplitting { up: 1.0, down: 2.0, seed, probe };
+    let request = RareRequest {
+        horizon: secs_to_nanos(1e5),
+        trajectories: 100,
+        levels: AUTO,
+        relative_error,
+        min_runs: runs.0,
+        max_runs: runs.1,
+        master_seed: seed,
+    };
+    estimate(&model, &request)
+}
+
+#[test]
+fn intervals_cover_a_one_in_two_million_ruin_in_at_least_nine_of_ten_seeds() {
+    let exact = ruin(1.0, 2.0, 21);
+    assert!(exact < 1e-6, "{exact}");
+    let seeds = 50;
+    let mut covered = 0;
+    let mut ratios = Vec::new();
+    for seed in 0..seeds {
+        let found = chain_reaching(21, seed, (30, 30), 0.0);
+        covered += u32::from(found.low <= exact && exact <= found.high);
+        ratios.push(found.probability / exact);
+    }
+    let mean_ratio = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    eprintln!("covered {covered}/{seeds}; mean estimate / exact = {mean_ratio:.3}");
+    assert!(covered >= 45, "95% intervals covered the exact value in {covered} of {seeds} seeds");
+    // 50 seeds × 20 runs of an unbiased estimator with ~20% relative error per seed.
+    assert!((mean_ratio - 1.0).abs() < 0.1, "mean estimate / exact = {mean_ratio}");
+}
+
+#[test]
+fn where_plain_replicas_can_see_it_they_agree() {
+    let exact = ruin(1.0, 2.0, 9);
+    assert!(exact > 1e-3);
+    let split = busy_period_reaching(9, 7, AUTO, (20, 20), 100, 0.0);
+    // No levels: each run is 20,000 plain replicas.
+    let plain = busy_period_reaching(9, 7, Levels::Fixed(Vec::new()), (20, 20), 20_000, 0.0);
+    for found in [&split, &plain] {
+        assert!(found.low <= exact && exact <= found.high, "{exact} outside [{}, {}]", found.low, found.high);
+    }
+    assert!(split.low <= plain.high && plain.low <= split.high, "split {split:?} and plain {plain:?} disagree");
+    assert!(plain.levels.is_empty() && split.levels.len() >= 2, "levels {:?}", split.levels);
+}
+
+#[test]
+fn a_run_is_the_same_for_any_thread_count_and_levels_increase() {
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let a = one.install(|| busy_period_reaching(15, 3, AUTO, (6, 6), 50, 0.0));
+    let b = two.install(|| busy_period_reaching(15, 3, AUTO, (6, 6), 50, 0.0));
+    assert_eq!(a, b);
+    assert!(a.levels.windows(2).all(|pair| pair[0] < pair[1]), "{:?}", a.levels);
+    assert!(a.probability > 0.0 && a.hits() > 0);
+}
+
+#[test]
+fn the_real_mm1_finds_a_one_in_thirty_thousand_ruin_within_its_intervals() {
+    // The M/M/1 draws each customer's service on arrival, so clones of one count
+    // differ in the work queued: more variance than the chain's, the same answer.
+    let exact = ruin(1.0, 2.0, 15);
+    for seed in 0..4 {
+        let found = busy_period_reaching(15, seed, AUTO, (20, 400), 100, 0.15);
+        eprintln!(
+            "seed {seed}: {:.3} [{:.3}, {:.3}] of exact, {} runs",
+            found.probability / exact,
+            found.low / exact,
+            found.high / exact,
+            found.runs.len()
+        );
+        assert!(
+            found.low <= exact && exact <= found.high,
+            "seed {seed}: {exact:e} outside [{:e}, {:e}]",
+            found.low,
+            found.high
+        );
+        assert!(found.relative_error <= 0.15, "{}", found.relative_error);
+    }
+}
+
+#[test]
+fn near_one_in_a_million_splitting_needs_a_hundred_times_fewer_events_than_plain_replicas() {
+    let exact = ruin(1.0, 2.0, 20);
+    let found = chain_reaching(20, 11, (20, 5000), 0.1);
+    let (needed, spent) = (found.plain_events_needed(), found.events);
+    eprintln!(
+        "p = {:.3e} (exact {exact:.3e}), relative error {:.3}, {} runs: {spent} events against {needed:.3e} for plain replicas ({:.0}×)",
+        found.probability,
+        found.relative_error,
+        found.runs.len(),
+        found.speedup()
+    );
+    assert!(found.relative_error <= 0.1 && found.low <= exact && exact <= found.high);
+    assert!(found.speedup() >= 100.0, "only {:.1}× fewer events", found.speedup());
+}
