@@ -15,6 +15,8 @@ use rayon::prelude::*;
 use stampede_engine::kernel::splitting::{self, Pilot, Plan, RunRecord, Splittable};
 use stampede_engine::kernel::time::Nanos;
 
+use stampede_scenario::{Error, Result};
+
 use crate::stats::t_quantile_975;
 
 /// How the levels are placed.
@@ -133,9 +135,19 @@ fn next_batch(runs: u32, relative_error: f64, target: f64, max_runs: u32) -> u32
 }
 
 /// Estimates the probability: a pilot (with `Levels::Auto`), a plain sample for the
-/// comparison, then batches of independent runs on the current rayon pool.
-pub fn estimate(model: &dyn Splittable, request: &RareRequest) -> RareEstimate {
+/// comparison, then batches of independent runs on `threads` workers, calling
+/// `progress` after each run.
+pub fn estimate(
+    model: &dyn Splittable,
+    request: &RareRequest,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<RareEstimate> {
     assert!(request.min_runs >= 2 && request.min_runs <= request.max_runs, "runs: {request:?}");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
     let (levels, pilot) = match &request.levels {
         Levels::Fixed(levels) => (levels.clone(), None),
         Levels::Auto { target, max_levels } => {
@@ -163,11 +175,17 @@ pub fn estimate(model: &dyn Splittable, request: &RareRequest) -> RareEstimate {
     let mut batch = request.min_runs;
     loop {
         let start = runs.len() as u64;
-        let more: Vec<RunRecord> = (start..start + u64::from(batch))
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|run| splitting::run_once(model, &plan, run))
-            .collect();
+        let more: Vec<RunRecord> = pool.install(|| {
+            (start..start + u64::from(batch))
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|run| {
+                    let record = splitting::run_once(model, &plan, run);
+                    progress();
+                    record
+                })
+                .collect()
+        });
         runs.extend(more);
         let (_, _, _, relative) = summarise(&runs);
         batch = next_batch(runs.len() as u32, relative, request.relative_error, request.max_runs);
@@ -178,7 +196,7 @@ pub fn estimate(model: &dyn Splittable, request: &RareRequest) -> RareEstimate {
     let (probability, low, high, relative_error) = summarise(&runs);
     let events =
         runs.iter().map(RunRecord::events).sum::<u64>() + plain.events() + pilot.as_ref().map_or(0, |p| p.events);
-    RareEstimate { probability, low, high, relative_error, levels, runs, pilot, plain_events_mean, events }
+    Ok(RareEstimate { probability, low, high, relative_error, levels, runs, pilot, plain_events_mean, events })
 }
 
 #[cfg(test)]

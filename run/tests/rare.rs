@@ -48,7 +48,7 @@ fn busy_period_reaching(
         max_runs: runs.1,
         master_seed: seed,
     };
-    estimate(&*model, &request)
+    estimate(&*model, &request, threads, &|| {}).unwrap()
 }
 
 const AUTO: Levels = Levels::Auto { target: 0.2, max_levels: 60 };
@@ -120,7 +120,7 @@ fn chain_reaching(k: u32, seed: u64, runs: (u32, u32), relative_error: f64) -> R
         max_runs: runs.1,
         master_seed: seed,
     };
-    estimate(&model, &request)
+    estimate(&model, &request, 2, &|| {}).unwrap()
 }
 
 #[test]
@@ -158,10 +158,8 @@ fn where_plain_replicas_can_see_it_they_agree() {
 
 #[test]
 fn a_run_is_the_same_for_any_thread_count_and_levels_increase() {
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-    let a = one.install(|| busy_period_reaching(15, 3, AUTO, (6, 6), 50, 0.0));
-    let b = two.install(|| busy_period_reaching(15, 3, AUTO, (6, 6), 50, 0.0));
+    let a = busy_period_on(15, 3, AUTO, (6, 6), 50, 0.0, 1);
+    let b = busy_period_on(15, 3, AUTO, (6, 6), 50, 0.0, 3);
     assert_eq!(a, b);
     assert!(a.levels.windows(2).all(|pair| pair[0] < pair[1]), "{:?}", a.levels);
     assert!(a.probability > 0.0 && a.hits() > 0);

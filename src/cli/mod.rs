@@ -15,6 +15,7 @@ mod merge;
 mod optimize;
 mod output_file;
 mod plan;
+mod rare;
 mod report;
 mod ring;
 mod run;
@@ -38,6 +39,7 @@ use map::{map_command, MapArgs};
 use merge::{merge, MergeArgs};
 use optimize::{optimize, OptimizeArgs};
 use plan::{plan, PlanArgs};
+use rare::{rare, RareArgs};
 use report::{report, ReportArgs};
 use run::{run, RunArgs};
 use serve::{serve, ServeArgs};
@@ -104,6 +106,10 @@ enum Command {
     /// The LLM gateway's capacity arithmetic (no simulation): limits per meter, the
     /// binding one, the max_tokens in-flight tax, sustainable turns/s and what each lever buys.
     Capacity(CapacityArgs),
+    /// How likely is the outage? The probability of a rare event (a queue reaching 200,
+    /// 1e-4 … 1e-9) by importance splitting, with its 95% interval and what plain
+    /// replicas would have cost for the same precision.
+    Rare(RareArgs),
 }
 
 #[derive(Args, Clone)]
@@ -179,6 +185,7 @@ fn dispatch(command: Command) -> Result<ExitStatus> {
         Command::Plan(args) => plan(args).map(|()| ExitStatus::Success),
         Command::Fit(args) => fit(args).map(|()| ExitStatus::Success),
         Command::Import(args) => import(args),
+        Command::Rare(args) => rare(args).map(|()| ExitStatus::Success),
     }
 }
 

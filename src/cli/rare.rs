@@ -1,0 +1,493 @@
+//! `stampede rare`: the probability of a rare event (1e-4 … 1e-9) by importance
+//! splitting, per grid point with a 95% interval, printed and written as
+//! `OUT/NAME-rare/` (estimates.parquet, stages.parquet, rare.json, manifest.json).
+//! The method is `stampede_engine::kernel::splitting`; the runs and the interval are
+//! `stampede_run::rare`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use stampede_engine::kernel::time::secs_to_nanos;
+use stampede_output::table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
+use stampede_output::{Replace, StagedFile, StagedSet};
+use stampede_run::rare::{estimate, Levels, RareEstimate, RareRequest};
+use stampede_scenario::models::rare::Probe;
+use stampede_scenario::{Error, Result, Scenario};
+
+use super::run::{progress_bar, threads};
+use super::{resolve, warn, warning, ScenarioArgs};
+
+#[derive(Args)]
+pub(super) struct RareArgs {
+    /// A built-in scenario name or a path to a .toml file.
+    pub(super) scenario: String,
+    #[command(flatten)]
+    pub(super) scenario_args: ScenarioArgs,
+    /// The rare event, QUANTITY OP NUMBER over the model's state (`in_system >= 40`,
+    /// `api.queue_depth >= 200`); it counts when it holds after some event.
+    #[arg(long, value_name = "EXPR")]
+    pub(super) event: String,
+    /// The event must happen by then: seconds, or a number with s, m, h or d
+    /// (default: the scenario's run.horizon_s).
+    #[arg(long, value_name = "T")]
+    pub(super) within: Option<String>,
+    /// The state quantity that rises toward the event (default: the event's own, when
+    /// the event is QUANTITY >= N or > N).
+    #[arg(long, value_name = "QUANTITY")]
+    pub(super) score: Option<String>,
+    /// A trajectory ends when this holds, without the event (`in_system == 0`: the
+    /// event must happen before the queue empties).
+    #[arg(long, value_name = "EXPR")]
+    pub(super) until: Option<String>,
+    /// The score's levels: `auto` (a pilot places them, each reached by about a fifth
+    /// of the trajectories before it) or increasing numbers L1,L2,….
+    #[arg(long, value_name = "auto|L1,L2,...", default_value = "auto")]
+    pub(super) levels: String,
+    /// Stop once the standard error is at most this share of the estimate (10% or 0.1).
+    #[arg(long, value_name = "SHARE", default_value = "10%")]
+    pub(super) relative_error: String,
+    /// Trajectories per stage of a splitting run.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(super) trajectories: u32,
+    /// Independent splitting runs before the relative error is first looked at.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub(super) min_runs: u32,
+    /// The budget: at most this many splitting runs a grid point.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub(super) max_runs: u32,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "T")]
+    pub(super) threads: Option<usize>,
+    /// Output root; the estimate goes to OUT/<scenario name>-rare/.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    pub(super) out: PathBuf,
+    /// Replace OUT/<scenario name>-rare/ even if it holds files stampede did not write.
+    #[arg(long)]
+    pub(super) force: bool,
+    /// Print the estimates as one JSON document on stdout (rare.json).
+    #[arg(long)]
+    pub(super) json: bool,
+    /// No progress and no table.
+    #[arg(long)]
+    pub(super) quiet: bool,
+}
+
+/// `--within`: seconds, or a number with a unit.
+fn seconds(text: &str) -> Result<f64> {
+    let text = text.trim();
+    let (number, unit) = match text.char_indices().last() {
+        Some((at, unit @ ('s' | 'm' | 'h' | 'd'))) => (&text[..at], unit),
+        _ => (text, 's'),
+    };
+    let scale = match unit {
+        'm' => 60.0,
+        'h' => 3600.0,
+        'd' => 86_400.0,
+        _ => 1.0,
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|value| value * scale)
+        .filter(|value| value.is_finite() && *value > 0.0)
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "--within {text:?}: a positive duration, seconds or with s, m, h or d (60s, 10m, 1d)"
+            ))
+        })
+}
+
+/// `--relative-error`: `10%` or `0.1`.
+fn share(text: &str) -> Result<f64> {
+    let trimmed = text.trim();
+    let value = match trimmed.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().map(|v| v / 100.0),
+        None => trimmed.parse::<f64>(),
+    };
+    value
+        .ok()
+        .filter(|v| *v > 0.0 && *v < 1.0)
+        .ok_or_else(|| Error::bad_input(format!("--relative-error {text:?}: a share between 0 and 1, as 10% or 0.1")))
+}
+
+/// `--levels`.
+fn levels(text: &str) -> Result<Levels> {
+    if text.trim() == "auto" {
+        return Ok(Levels::Auto { target: 0.2, max_levels: 100 });
+    }
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|v| v.trim().parse::<f64>().ok().filter(|v| v.is_finite()))
+        .collect::<Option<_>>()
+        .ok_or_else(|| Error::bad_input(format!("--levels {text:?}: auto, or increasing numbers L1,L2,…")))?;
+    if !values.windows(2).all(|pair| pair[0] < pair[1]) {
+        return Err(Error::bad_input(format!("--levels {text:?}: the levels must increase")));
+    }
+    Ok(Levels::Fixed(values))
+}
+
+/// The request the arguments make, checked before anything runs.
+fn request(args: &RareArgs, horizon_s: f64, master_seed: u64) -> Result<RareRequest> {
+    if args.scenario_args.replicas.is_some() {
+        return Err(Error::bad_input(
+            "--replicas: rare runs independent splitting runs, not replicas; bound them with --max-runs",
+        ));
+    }
+    if args.trajectories < 2 {
+        return Err(Error::bad_input(format!("--trajectories {}: at least 2", args.trajectories)));
+    }
+    if args.min_runs < 2 || args.min_runs > args.max_runs {
+        return Err(Error::bad_input(format!(
+            "--min-runs {} and --max-runs {}: at least 2 runs, and no more first runs than the budget",
+            args.min_runs, args.max_runs
+        )));
+    }
+    Ok(RareRequest {
+        horizon: secs_to_nanos(horizon_s),
+        trajectories: args.trajectories,
+        levels: levels(&args.levels)?,
+        relative_error: share(&args.relative_error)?,
+        min_runs: args.min_runs,
+        max_runs: args.max_runs,
+        master_seed,
+    })
+}
+
+/// One grid point's answer.
+struct PointEstimate {
+    label: String,
+    found: RareEstimate,
+    warnings: Vec<String>,
+}
+
+pub(super) fn rare(args: RareArgs) -> Result<()> {
+    let mut scenario_args = args.scenario_args.clone();
+    if let Some(within) = &args.within {
+        scenario_args.sets.push(format!("run.horizon_s={}", seconds(within)?));
+    }
+    let scenario = resolve(&args.scenario, &scenario_args)?;
+    warn(&scenario);
+    let request = request(&args, scenario.run.horizon_s, scenario.run.seed)?;
+    let points = scenario.grid_points()?;
+    // Every point's probe is parsed (and the model asked) before anything runs.
+    let mut models = Vec::with_capacity(points.len());
+    for point in &points {
+        let names = point.model.quantities();
+        if names.is_empty() {
+            return Err(Error::bad_input(format!(
+                "model '{}' has no state quantities `rare` can observe yet; the models that have: mmc",
+                point.model.name()
+            )));
+        }
+        let probe = Probe::parse(&names, &args.event, args.score.as_deref(), args.until.as_deref())?;
+        let model =
+            point.model.splittable(&point.run, scenario.run.seed, probe).expect("a model with quantities splits");
+        models.push(model);
+    }
+    let name = format!("{}-rare", scenario.name);
+    let replace = stampede_run::pipeline::Writing { force: args.force, ..Default::default() }.replace();
+    stampede_output::folder::check_replaceable(&args.out.join(&name), replace)?;
+    let threads = threads(args.threads)?;
+    let bar = progress_bar(0, args.quiet || args.json);
+    let started = std::time::Instant::now();
+    let mut estimates = Vec::with_capacity(points.len());
+    for (point, model) in points.iter().zip(&models) {
+        let found = estimate(&**model, &request, threads, &|| {
+            bar.inc_length(1);
+            bar.inc(1);
+        })?;
+        let warnings = diagnose(&found, &request);
+        estimates.push(PointEstimate { label: label(&point.params), found, warnings });
+    }
+    bar.finish_and_clear();
+    let condition = describe_condition(&args, scenario.run.horizon_s);
+    let lines = describe(&scenario, &condition, &estimates, &request, started.elapsed().as_secs_f64());
+    let document = to_json(&scenario, &condition, &estimates, &request);
+    for point in &estimates {
+        for text in &point.warnings {
+            warning(&format!(
+                "{}{text}",
+                if estimates.len() > 1 { format!("{}: ", point.label) } else { String::new() }
+            ));
+        }
+    }
+    let dir = write_folder(&args.out, &name, &estimates, &document, replace)?;
+    if args.json {
+        super::print_json(&document);
+    } else if !args.quiet {
+        for line in &lines {
+            println!("{line}");
+        }
+        println!("wrote {} (estimates.parquet, stages.parquet, rare.json)", dir.display());
+    }
+    Ok(())
+}
+
+/// `retry.policy = "naive", queue.servers = 2` (or `base` for the scenario as written).
+fn label(params: &[(String, toml::Value)]) -> String {
+    if params.is_empty() {
+        return "base".to_string();
+    }
+    params
+        .iter()
+        .map(|(path, value)| format!("{path} = {}", stampede_scenario::base::typing::describe(value)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `P(in_system >= 21 within 100000 s, until in_system == 0)`.
+fn describe_condition(args: &RareArgs, horizon_s: f64) -> String {
+    let until = args.until.as_deref().map(|u| format!(", before {}", u.trim())).unwrap_or_default();
+    format!("P({} within {} s{until})", args.event.trim(), stampede_report::chart::short(horizon_s))
+}
+
+/// What a user must know before trusting an estimate: the report's warnings.
+fn diagnose(found: &RareEstimate, request: &RareRequest) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(stalled) = found.pilot.as_ref().and_then(|pilot| pilot.stalled_at) {
+        warnings.push(format!(
+            "the pilot's score never rose above {stalled}: the score may not lead to the event (choose another with --score), \
+             or the event cannot happen by the horizon"
+        ));
+    }
+    if found.hits() == 0 {
+        let deepest = found.runs.iter().map(|run| run.stages.len()).max().unwrap_or(0);
+        warnings.push(format!(
+            "the event was never reached in {} runs (the deepest stage reached: {deepest} of {}): the estimate 0 says only that \
+             the probability is too small for this effort — raise --trajectories or --max-runs",
+            found.runs.len(),
+            found.levels.len() + 1
+        ));
+    } else if found.largest_run_share() > 0.5 {
+        warnings.push(format!(
+            "one run carries {:.0}% of the estimate: the interval rests on few runs — raise --trajectories or lower \
+             --relative-error",
+            found.largest_run_share() * 100.0
+        ));
+    }
+    if found.relative_error > request.relative_error && found.hits() > 0 {
+        warnings.push(format!(
+            "relative error {:.1}% is above the target {:.1}%: the budget of --max-runs {} was spent",
+            found.relative_error * 100.0,
+            request.relative_error * 100.0,
+            request.max_runs
+        ));
+    }
+    warnings
+}
+
+fn scientific(value: f64) -> String {
+    if value == 0.0 {
+        "0".to_string()
+    } else {
+        format!("{value:.3e}")
+    }
+}
+
+/// The terminal's lines.
+fn describe(
+    scenario: &Scenario,
+    condition: &str,
+    estimates: &[PointEstimate],
+    request: &RareRequest,
+    seconds: f64,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{}: {condition}, by importance splitting ({} trajectories a stage, runs until {:.0}% relative error)",
+        scenario.name,
+        request.trajectories,
+        request.relative_error * 100.0
+    )];
+    for (index, point) in estimates.iter().enumerate() {
+        let found = &point.found;
+        let prefix = if estimates.len() > 1 { format!("#{index} {}: ", point.label) } else { String::new() };
+        lines.push(format!(
+            "  {prefix}{} [{}, {}] (95%; relative error {:.1}%, {} runs over {} levels, {} hits)",
+            scientific(found.probability),
+            scientific(found.low),
+            scientific(found.high),
+            found.relative_error * 100.0,
+            found.runs.len(),
+            found.levels.len(),
+            found.hits()
+        ));
+        let needed = found.plain_events_needed();
+        if needed.is_finite() {
+            lines.push(format!(
+                "    cost: {} events; plain replicas would need {:.2e} events for this relative error ({:.0}× more)",
+                found.events,
+                needed,
+                found.speedup()
+            ));
+        } else {
+            lines.push(format!("    cost: {} events", found.events));
+        }
+    }
+    lines.push(format!("{seconds:.1} s"));
+    lines
+}
+
+/// rare.json: the question and each point's answer.
+fn to_json(
+    scenario: &Scenario,
+    condition: &str,
+    estimates: &[PointEstimate],
+    request: &RareRequest,
+) -> serde_json::Value {
+    let finite = |v: f64| if v.is_finite() { serde_json::json!(v) } else { serde_json::Value::Null };
+    serde_json::json!({
+        "scenario": scenario.name,
+        "question": condition,
+        "seed": request.master_seed.to_string(),
+        "trajectories": request.trajectories,
+        "target_relative_error": request.relative_error,
+        "points": estimates.iter().enumerate().map(|(index, point)| {
+            let found = &point.found;
+            serde_json::json!({
+                "grid_point": index,
+                "label": point.label,
+                "probability": found.probability,
+                "ci_lo": found.low,
+                "ci_hi": found.high,
+                "relative_error": finite(found.relative_error),
+                "runs": found.runs.len(),
+                "levels": found.levels,
+                "hits": found.hits(),
+                "events": found.events,
+                "plain_events_needed": finite(found.plain_events_needed()),
+                "speedup": finite(found.speedup()),
+                "pilot_estimate": found.pilot.as_ref().map(|pilot| pilot.estimate),
+                "warnings": point.warnings,
+            })
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// estimates.parquet: one row a grid point.
+fn write_estimates(dir: &Path, estimates: &[PointEstimate]) -> Result<StagedFile> {
+    let columns = [
+        ColumnSpec::new("grid_point", ColumnType::U32),
+        ColumnSpec::new("label", ColumnType::Utf8),
+        ColumnSpec::new("probability", ColumnType::F64),
+        ColumnSpec::new("ci_lo", ColumnType::F64),
+        ColumnSpec::new("ci_hi", ColumnType::F64),
+        ColumnSpec::new("relative_error", ColumnType::F64),
+        ColumnSpec::new("runs", ColumnType::U32),
+        ColumnSpec::new("levels", ColumnType::U32),
+        ColumnSpec::new("hits", ColumnType::U64),
+        ColumnSpec::new("events", ColumnType::U64),
+        ColumnSpec::new("plain_events_needed", ColumnType::F64),
+    ];
+    let mut table = TableWriter::create(dir, "estimates.parquet", &columns)?;
+    let all = |f: &dyn Fn(&RareEstimate) -> f64| estimates.iter().map(|p| f(&p.found)).collect::<Vec<f64>>();
+    table.write(vec![
+        ColumnValues::U32((0..estimates.len() as u32).collect()),
+        ColumnValues::Utf8(estimates.iter().map(|p| p.label.clone()).collect()),
+        ColumnValues::F64(all(&|f| f.probability)),
+        ColumnValues::F64(all(&|f| f.low)),
+        ColumnValues::F64(all(&|f| f.high)),
+        ColumnValues::F64(all(&|f| f.relative_error)),
+        ColumnValues::U32(estimates.iter().map(|p| p.found.runs.len() as u32).collect()),
+        ColumnValues::U32(estimates.iter().map(|p| p.found.levels.len() as u32).collect()),
+        ColumnValues::U64(estimates.iter().map(|p| p.found.hits()).collect()),
+        ColumnValues::U64(estimates.iter().map(|p| p.found.events).collect()),
+        ColumnValues::F64(all(&|f| f.plain_events_needed())),
+    ])?;
+    Ok(table.finish()?)
+}
+
+/// stages.parquet: one row per (grid point, run, stage): the level, trajectories,
+/// hits, crossings, the weight wₖ the run gave the stage and the events it spent.
+fn write_stages(dir: &Path, estimates: &[PointEstimate]) -> Result<StagedFile> {
+    let columns = [
+        ColumnSpec::new("grid_point", ColumnType::U32),
+        ColumnSpec::new("run", ColumnType::U32),
+        ColumnSpec::new("stage", ColumnType::U32),
+        ColumnSpec::new("level", ColumnType::F64),
+        ColumnSpec::new("trajectories", ColumnType::U32),
+        ColumnSpec::new("hits", ColumnType::U32),
+        ColumnSpec::new("crossed", ColumnType::U32),
+        ColumnSpec::new("conditional_probability", ColumnType::F64),
+        ColumnSpec::new("weight", ColumnType::F64),
+        ColumnSpec::new("events", ColumnType::U64),
+        ColumnSpec::new("run_estimate", ColumnType::F64),
+    ];
+    let mut table = TableWriter::create(dir, "stages.parquet", &columns)?;
+    let rows: Vec<_> = estimates
+        .iter()
+        .enumerate()
+        .flat_map(|(point, p)| {
+            p.found.runs.iter().enumerate().flat_map(move |(run, record)| {
+                record
+                    .stages
+                    .iter()
+                    .enumerate()
+                    .map(move |(stage, s)| (point as u32, run as u32, stage as u32, *s, record.estimate))
+            })
+        })
+        .collect();
+    table.write(vec![
+        ColumnValues::U32(rows.iter().map(|r| r.0).collect()),
+        ColumnValues::U32(rows.iter().map(|r| r.1).collect()),
+        ColumnValues::U32(rows.iter().map(|r| r.2).collect()),
+        ColumnValues::F64(rows.iter().map(|r| r.3.level).collect()),
+        ColumnValues::U32(rows.iter().map(|r| r.3.trajectories).collect()),
+        ColumnValues::U32(rows.iter().map(|r| r.3.hits).collect()),
+        ColumnValues::U32(rows.iter().map(|r| r.3.crossed).collect()),
+        ColumnValues::F64(rows.iter().map(|r| f64::from(r.3.crossed) / f64::from(r.3.trajectories)).collect()),
+        ColumnValues::F64(rows.iter().map(|r| r.3.weight).collect()),
+        ColumnValues::U64(rows.iter().map(|r| r.3.events).collect()),
+        ColumnValues::F64(rows.iter().map(|r| r.4).collect()),
+    ])?;
+    Ok(table.finish()?)
+}
+
+/// Writes `out/name/` atomically: the tables, rare.json and a manifest listing them.
+fn write_folder(
+    out: &Path,
+    name: &str,
+    estimates: &[PointEstimate],
+    document: &serde_json::Value,
+    replace: Replace,
+) -> Result<PathBuf> {
+    let folder = stampede_run::pipeline::begin_folder(out, name, replace)?;
+    let dir = folder.path().to_path_buf();
+    let mut staged = StagedSet::default();
+    staged.push(write_estimates(&dir, estimates)?);
+    staged.push(write_stages(&dir, estimates)?);
+    let json = serde_json::to_vec_pretty(document).expect("JSON serialises");
+    staged.push(StagedFile::with_contents(&dir, "rare.json", &json)?);
+    let manifest = serde_json::json!({
+        "tool": "stampede",
+        "kind": "rare",
+        "version": stampede_scenario::base::provenance::VERSION,
+        "scenario": document["scenario"],
+        "command_line": stampede_scenario::base::provenance::command_line(),
+        "files": ["estimates.parquet", "stages.parquet", "rare.json"],
+        "estimates": document["points"],
+    });
+    let manifest = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
+    staged.push(StagedFile::with_contents(&dir, "manifest.json", &manifest)?);
+    staged.commit()?;
+    Ok(folder.commit()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_shares_and_levels_parse_or_say_what_they_want() {
+        assert_eq!(seconds("90").unwrap(), 90.0);
+        assert_eq!(seconds("10m").unwrap(), 600.0);
+        assert_eq!(seconds("1d").unwrap(), 86_400.0);
+        assert!(seconds("-1h").unwrap_err().to_string().contains("positive duration"));
+        assert_eq!(share("10%").unwrap(), 0.1);
+        assert_eq!(share("0.05").unwrap(), 0.05);
+        assert!(share("150%").is_err());
+        assert_eq!(levels("2, 4,8").unwrap(), Levels::Fixed(vec![2.0, 4.0, 8.0]));
+        assert!(levels("4,2").unwrap_err().to_string().contains("must increase"));
+        assert!(matches!(levels("auto").unwrap(), Levels::Auto { .. }));
+    }
+}
