@@ -176,7 +176,7 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
         let names = point.model.quantities();
         if names.is_empty() {
             return Err(Error::bad_input(format!(
-                "model '{}' has no state quantities `rare` can observe yet; the models that have: mmc",
+                "model '{}' has no state quantities `rare` can observe yet; the models that have: mmc and graph",
                 point.model.name()
             )));
         }

@@ -32,6 +32,7 @@ mod culprit;
 mod fixture;
 mod health;
 mod model;
+pub mod observe;
 pub mod params;
 mod pool;
 pub mod results;

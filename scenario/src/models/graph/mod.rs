@@ -6,10 +6,12 @@
 pub mod build;
 pub(crate) mod metrics;
 pub(crate) mod schema;
+mod splitting;
 pub(crate) mod topology;
 
 use std::sync::Arc;
 
+use stampede_engine::kernel::splitting::Splittable;
 use stampede_engine::models::graph::{Graph as GraphModel, GraphParams, GraphResults, GraphSeries};
 use stampede_engine::{secs_to_nanos, LatencyHistogram};
 
@@ -17,6 +19,7 @@ use super::metrics::{
     intern, intern_names, intern_series, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency, TracedReplica,
 };
 use super::presentation::{Presentation, Recovery, Section, Segment, TopologyEdge, TopologyService, Window};
+use super::rare::Probe;
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
 use crate::scenario::RunConfig;
@@ -453,6 +456,20 @@ impl ModelSpec for Graph {
         let model = model.with_latency_windows(window).traced(names);
         let (results, series, trace) = model.run_traced();
         Some(TracedReplica { output: output(config, &results, series), trace: trace.expect("traced") })
+    }
+
+    fn quantities(config: &GraphConfig) -> Vec<String> {
+        splitting::quantities(topology(config))
+    }
+
+    fn splittable(
+        config: &GraphConfig,
+        run: &RunConfig,
+        master_seed: u64,
+        probe: Probe,
+    ) -> Option<Box<dyn Splittable>> {
+        let histograms = Self::latencies(config).len();
+        Some(Box::new(splitting::GraphSplitting { params: params(config, run), histograms, master_seed, probe }))
     }
 }
 
