@@ -25,6 +25,7 @@ mod llm_pages;
 mod map;
 mod optimize;
 mod precision;
+mod rare;
 mod readme;
 mod report;
 mod resume;
