@@ -35,6 +35,19 @@ fn busy_period_reaching(
     trajectories: u32,
     relative_error: f64,
 ) -> RareEstimate {
+    busy_period_on(k, seed, levels, runs, trajectories, relative_error, 2)
+}
+
+/// As [`busy_period_reaching`], on `threads` workers.
+fn busy_period_on(
+    k: u32,
+    seed: u64,
+    levels: Levels,
+    runs: (u32, u32),
+    trajectories: u32,
+    relative_error: f64,
+    threads: usize,
+) -> RareEstimate {
     let scenario = mm1(1.0, 2.0);
     let probe =
         Probe::parse(&scenario.model.quantities(), &format!("in_system >= {k}"), None, Some("in_system == 0")).unwrap();
