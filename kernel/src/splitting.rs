@@ -270,6 +270,26 @@ fn allot(entrances: &[Entrance], trajectories: u32, rng: &mut RngStream) -> Vec<
     allotted
 }
 
+/// The next stage's starts: N clones allotted over `entrances` ([`allot`]), clone `i`
+/// forked with the salt of (`family`, `run`, `stage`, `i`).
+fn clones(
+    entrances: &[Entrance],
+    trajectories: u32,
+    rng: &mut RngStream,
+    family: u64,
+    run: u64,
+    stage: usize,
+) -> Vec<Path> {
+    allot(entrances, trajectories, rng)
+        .into_iter()
+        .enumerate()
+        .map(|(clone, entrance)| {
+            let entrance = &entrances[entrance];
+            entrance.path.clone_at(entrance.events, salt(family, run, stage, clone as u64))
+        })
+        .collect()
+}
+
 /// Runs one independent splitting run `run` of `plan`.
 pub fn run_once(model: &dyn Splittable, plan: &Plan, run: u64) -> RunRecord {
     assert!(plan.trajectories >= 1, "a stage needs a trajectory");
@@ -304,14 +324,7 @@ pub fn run_once(model: &dyn Splittable, plan: &Plan, run: u64) -> RunRecord {
             break;
         }
         weight *= f64::from(crossed) / f64::from(n);
-        starts = allot(&entrances, n, &mut allotment)
-            .into_iter()
-            .enumerate()
-            .map(|(clone, entrance)| {
-                let entrance = &entrances[entrance];
-                entrance.path.clone_at(entrance.events, salt(RUN_ORIGINS ^ plan.master_seed, run, stage, clone as u64))
-            })
-            .collect();
+        starts = clones(&entrances, n, &mut allotment, RUN_ORIGINS ^ plan.master_seed, run, stage);
     }
     debug_assert!((0.0..=1.0).contains(&estimate), "an estimate is a probability: {estimate}");
     RunRecord { estimate, stages }
@@ -414,14 +427,7 @@ pub fn pilot(
         weight *= entrances.len() as f64 / n as f64;
         levels.push(level);
         floor = level;
-        starts = allot(&entrances, trajectories, &mut allotment)
-            .into_iter()
-            .enumerate()
-            .map(|(clone, entrance)| {
-                let entrance = &entrances[entrance];
-                entrance.path.clone_at(entrance.events, salt(PILOT_ORIGINS ^ master_seed, 0, stage, clone as u64))
-            })
-            .collect();
+        starts = clones(&entrances, trajectories, &mut allotment, PILOT_ORIGINS ^ master_seed, 0, stage);
     }
     Pilot { levels, estimate, plain_events_mean, events, stalled_at }
 }
