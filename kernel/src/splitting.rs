@@ -290,8 +290,13 @@ fn clones(
         .collect()
 }
 
-/// Runs one independent splitting run `run` of `plan`.
-pub fn run_once(model: &dyn Splittable, plan: &Plan, run: u64) -> RunRecord {
+/// Asked after every trajectory's leg with the events that leg spent, its replay
+/// included: `false` stops the run or the pilot (a budget, a cancellation).
+pub type GoOn<'a> = &'a (dyn Fn(u64) -> bool + Sync);
+
+/// Runs one independent splitting run `run` of `plan`, or `None` when `go_on` stopped
+/// it.
+pub fn run_once(model: &dyn Splittable, plan: &Plan, run: u64, go_on: GoOn) -> Option<RunRecord> {
     assert!(plan.trajectories >= 1, "a stage needs a trajectory");
     assert!(plan.levels.windows(2).all(|pair| pair[0] < pair[1]), "levels must increase: {:?}", plan.levels);
     let n = plan.trajectories;
@@ -311,6 +316,9 @@ pub fn run_once(model: &dyn Splittable, plan: &Plan, run: u64) -> RunRecord {
             let mut trajectory = path.build(model, &mut scratch);
             let end = trajectory.leg(plan.horizon, level, None);
             events += trajectory.events();
+            if !go_on(trajectory.events()) {
+                return None;
+            }
             match end {
                 LegEnd::Hit => hits += 1,
                 LegEnd::Crossed => entrances.push(Entrance { path: path.clone(), events: trajectory.events() }),
@@ -327,7 +335,7 @@ pub fn run_once(model: &dyn Splittable, plan: &Plan, run: u64) -> RunRecord {
         starts = clones(&entrances, n, &mut allotment, RUN_ORIGINS ^ plan.master_seed, run, stage);
     }
     debug_assert!((0.0..=1.0).contains(&estimate), "an estimate is a probability: {estimate}");
-    RunRecord { estimate, stages }
+    Some(RunRecord { estimate, stages })
 }
 
 /// What the pilot found.
@@ -348,7 +356,8 @@ pub struct Pilot {
 
 /// Places levels by adaptive multilevel splitting (module docs): each stage's level
 /// is reached by about `target` of its trajectories; stops when at least `target` of
-/// a stage hit the event, at `max_levels`, or when the score stops rising.
+/// a stage hit the event, at `max_levels`, or when the score stops rising; `Err`
+/// with the levels placed so far when `go_on` stopped it.
 pub fn pilot(
     model: &dyn Splittable,
     horizon: Nanos,
@@ -356,7 +365,8 @@ pub fn pilot(
     master_seed: u64,
     target: f64,
     max_levels: usize,
-) -> Pilot {
+    go_on: GoOn,
+) -> Result<Pilot, Vec<f64>> {
     assert!(trajectories >= 2 && (0.0..1.0).contains(&target) && target > 0.0);
     let n = trajectories as usize;
     let mut scratch = model.scratch();
@@ -379,6 +389,9 @@ pub fn pilot(
             let end = trajectory.leg(horizon, f64::INFINITY, Some(&mut records));
             stage_events += trajectory.events() - replayed;
             events += trajectory.events();
+            if !go_on(trajectory.events()) {
+                return Err(levels);
+            }
             if stage == 0 {
                 floor = floor.max(records.first().map_or(f64::NEG_INFINITY, |record| record.score));
             }
@@ -429,5 +442,5 @@ pub fn pilot(
         floor = level;
         starts = clones(&entrances, trajectories, &mut allotment, PILOT_ORIGINS ^ master_seed, 0, stage);
     }
-    Pilot { levels, estimate, plain_events_mean, events, stalled_at }
+    Ok(Pilot { levels, estimate, plain_events_mean, events, stalled_at })
 }

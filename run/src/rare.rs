@@ -42,6 +42,13 @@ pub struct RareRequest {
     pub min_runs: u32,
     /// The budget: never more runs than this.
     pub max_runs: u32,
+    /// The budget in events, replays included. Batches after the first are sized to
+    /// what the budget left pays for at the runs' mean cost; a batch that overruns it
+    /// anyway is dropped whole and the estimate rests on the runs before it, so the
+    /// answer stays a function of the seed. The pilot, the plain sample and the first
+    /// batch overrunning it is an error (the event is too rare for this budget, or
+    /// the score does not lead to it).
+    pub max_events: u64,
     pub master_seed: u64,
 }
 
@@ -63,6 +70,9 @@ pub struct RareEstimate {
     pub plain_events_mean: f64,
     /// Events spent: the runs, the pilot and the plain sample, replays included.
     pub events: u64,
+    /// The runs stopped short of the target relative error because `max_events` was
+    /// spent (not `max_runs`).
+    pub budget_spent: bool,
 }
 
 impl RareEstimate {
@@ -148,6 +158,25 @@ pub fn estimate(
         .num_threads(threads)
         .build()
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
+    let cancelled = crate::runner::scope_cancelled();
+    let budget = request.max_events;
+    // Every leg adds to one total: whether it ever passes the budget depends only on
+    // the sum of the work, not on the order threads do it in.
+    let total = std::sync::atomic::AtomicU64::new(0);
+    let go_on = |leg: u64| {
+        use std::sync::atomic::Ordering::Relaxed;
+        total.fetch_add(leg, Relaxed).saturating_add(leg) <= budget && !cancelled()
+    };
+    let stopped = |what: String| {
+        if cancelled() {
+            Error::io("the estimate was cancelled")
+        } else {
+            Error::overloaded(format!("{what} spent the budget of --max-events {budget}")).with_hint(
+                "raise --max-events, make the event less rare (a shorter --within, a lower threshold) to see how the \
+                 estimate scales, or check that --score leads to the event",
+            )
+        }
+    };
     let (levels, pilot) = match &request.levels {
         Levels::Fixed(levels) => (levels.clone(), None),
         Levels::Auto { target, max_levels } => {
@@ -158,7 +187,9 @@ pub fn estimate(
                 request.master_seed,
                 *target,
                 *max_levels,
-            );
+                &go_on,
+            )
+            .map_err(|placed| stopped(format!("the pilot placing the levels ({} placed: {placed:?})", placed.len())))?;
             (pilot.levels.clone(), Some(pilot))
         }
     };
@@ -168,35 +199,65 @@ pub fn estimate(
         trajectories: request.trajectories,
         master_seed: request.master_seed,
     };
-    let plain = splitting::run_once(model, &plain_plan, u64::MAX);
+    let plain = splitting::run_once(model, &plain_plan, u64::MAX, &go_on)
+        .ok_or_else(|| stopped(format!("{} plain replicas", request.trajectories)))?;
     let plain_events_mean = plain.events() as f64 / f64::from(request.trajectories);
     let plan = Plan { levels: levels.clone(), ..plain_plan };
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut batch = request.min_runs;
+    let mut budget_spent = false;
     loop {
         let start = runs.len() as u64;
-        let more: Vec<RunRecord> = pool.install(|| {
+        let more: Vec<Option<RunRecord>> = pool.install(|| {
             (start..start + u64::from(batch))
                 .collect::<Vec<_>>()
                 .into_par_iter()
                 .map(|run| {
-                    let record = splitting::run_once(model, &plan, run);
+                    let record = splitting::run_once(model, &plan, run, &go_on);
                     progress();
                     record
                 })
                 .collect()
         });
+        let Some(more) = more.into_iter().collect::<Option<Vec<RunRecord>>>() else {
+            if cancelled() || runs.is_empty() {
+                return Err(stopped(format!("the first {batch} splitting runs (--min-runs)")));
+            }
+            budget_spent = true;
+            break;
+        };
         runs.extend(more);
         let (_, _, _, relative) = summarise(&runs);
         batch = next_batch(runs.len() as u32, relative, request.relative_error, request.max_runs);
+        // What the budget left pays for at the mean cost of a run so far.
+        let run_cost = (runs.iter().map(RunRecord::events).sum::<u64>() as f64 / runs.len() as f64).max(1.0);
+        // All legs so far finished, so the total is the work's sum: deterministic.
+        let left = budget.saturating_sub(total.load(std::sync::atomic::Ordering::Relaxed));
+        let affordable = (left as f64 / run_cost).floor() as u32;
         if relative <= request.relative_error || batch == 0 {
             break;
         }
+        if affordable == 0 {
+            budget_spent = true;
+            break;
+        }
+        batch = batch.min(affordable);
     }
     let (probability, low, high, relative_error) = summarise(&runs);
-    let events =
+    let spent =
         runs.iter().map(RunRecord::events).sum::<u64>() + plain.events() + pilot.as_ref().map_or(0, |p| p.events);
-    Ok(RareEstimate { probability, low, high, relative_error, levels, runs, pilot, plain_events_mean, events })
+    Ok(RareEstimate {
+        probability,
+        low,
+        high,
+        relative_error,
+        levels,
+        runs,
+        pilot,
+        plain_events_mean,
+        events: spent,
+        budget_spent,
+    })
 }
 
 #[cfg(test)]

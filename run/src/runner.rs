@@ -481,6 +481,13 @@ pub fn cancellable_scope<T>(cancel: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T
     f()
 }
 
+/// Whether the innermost [`cancellable_scope`] on this thread has been cancelled: for
+/// work that does not go through the runner (`stampede rare`'s splitting runs).
+pub fn scope_cancelled() -> impl Fn() -> bool + Sync {
+    let scoped = SCOPED_CANCEL.with(|scoped| scoped.borrow().clone());
+    move || scoped.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed))
+}
+
 /// What a run calls besides its sinks: per finished replica, when to stop, what to
 /// keep of each replica's output.
 struct Hooks<'a> {

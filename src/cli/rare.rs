@@ -55,6 +55,11 @@ pub(super) struct RareArgs {
     /// The budget: at most this many splitting runs a grid point.
     #[arg(long, value_name = "N", default_value_t = 2000)]
     pub(super) max_runs: u32,
+    /// The budget in events (replays included) a grid point may spend: the runs stop
+    /// short of --relative-error when it is spent (1e9, 5G; default 5G, a few minutes
+    /// a core on a graph).
+    #[arg(long, value_name = "EVENTS", default_value = "5G")]
+    pub(super) max_events: String,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "T")]
     pub(super) threads: Option<usize>,
@@ -111,6 +116,32 @@ fn share(text: &str) -> Result<f64> {
         .ok_or_else(|| Error::bad_input(format!("--relative-error {text:?}: a share between 0 and 1, as 10% or 0.1")))
 }
 
+/// `--max-events`: a count, as `1e9`, `5000000` or with K, M or G.
+fn events(text: &str) -> Result<u64> {
+    let trimmed = text.trim();
+    let (number, scale) = match trimmed.char_indices().last() {
+        Some((at, unit @ ('K' | 'k' | 'M' | 'G'))) => (
+            &trimmed[..at],
+            match unit {
+                'M' => 1e6,
+                'G' => 1e9,
+                _ => 1e3,
+            },
+        ),
+        _ => (trimmed, 1.0),
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|value| value * scale)
+        .filter(|value| value.is_finite() && *value >= 1.0 && *value < 1.8e19)
+        .map(|value| value as u64)
+        .ok_or_else(|| {
+            Error::bad_input(format!("--max-events {text:?}: a positive count of events, as 1e9, 5000000 or 5G"))
+        })
+}
+
 /// `--levels`.
 fn levels(text: &str) -> Result<Levels> {
     if text.trim() == "auto" {
@@ -150,6 +181,7 @@ fn request(args: &RareArgs, horizon_s: f64, master_seed: u64) -> Result<RareRequ
         relative_error: share(&args.relative_error)?,
         min_runs: args.min_runs,
         max_runs: args.max_runs,
+        max_events: events(&args.max_events)?,
         master_seed,
     })
 }
@@ -267,11 +299,15 @@ fn diagnose(found: &RareEstimate, request: &RareRequest) -> Vec<String> {
         ));
     }
     if found.relative_error > request.relative_error && found.hits() > 0 {
+        let budget = if found.budget_spent {
+            format!("--max-events {}", request.max_events)
+        } else {
+            format!("--max-runs {}", request.max_runs)
+        };
         warnings.push(format!(
-            "relative error {:.1}% is above the target {:.1}%: the budget of --max-runs {} was spent",
+            "relative error {:.1}% is above the target {:.1}%: the budget of {budget} was spent",
             found.relative_error * 100.0,
             request.relative_error * 100.0,
-            request.max_runs
         ));
     }
     warnings
@@ -489,5 +525,10 @@ mod tests {
         assert_eq!(levels("2, 4,8").unwrap(), Levels::Fixed(vec![2.0, 4.0, 8.0]));
         assert!(levels("4,2").unwrap_err().to_string().contains("must increase"));
         assert!(matches!(levels("auto").unwrap(), Levels::Auto { .. }));
+        assert_eq!(events("5G").unwrap(), 5_000_000_000);
+        assert_eq!(events("1e6").unwrap(), 1_000_000);
+        assert_eq!(events("250k").unwrap(), 250_000);
+        assert!(events("0").unwrap_err().to_string().contains("--max-events \"0\""));
+        assert!(events("lots").is_err());
     }
 }

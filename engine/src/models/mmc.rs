@@ -110,6 +110,8 @@ pub struct Mmc<'h> {
     // Per-customer counters, for customers arriving at or after warmup.
     arrivals_counted: u64,
     rejected: u64,
+    // Every rejection since time zero, warm-up or not: what `stampede rare` observes.
+    rejected_since_start: u64,
     started: u64,
     started_after_wait: u64,
     wait_total: u128,
@@ -149,6 +151,7 @@ impl<'h> Mmc<'h> {
             waiting_area: 0,
             arrivals_counted: 0,
             rejected: 0,
+            rejected_since_start: 0,
             started: 0,
             started_after_wait: 0,
             wait_total: 0,
@@ -189,6 +192,11 @@ impl<'h> Mmc<'h> {
     /// Customers in the system now (waiting and in service).
     pub fn in_system(&self) -> u64 {
         u64::from(self.busy) + self.waiting.len() as u64
+    }
+
+    /// Customers turned away at the capacity since time zero, warm-up included.
+    pub fn rejected_since_start(&self) -> u64 {
+        self.rejected_since_start
     }
 
     /// Customers waiting now.
@@ -317,6 +325,7 @@ impl Model for Mmc<'_> {
                 let in_system = self.busy + self.waiting.len() as u32;
                 if self.params.capacity.is_some_and(|k| in_system >= k) {
                     self.rejected += counted as u64;
+                    self.rejected_since_start += 1;
                 } else if self.busy < self.params.servers {
                     self.busy += 1;
                     self.start_service(now, now, service, scheduler);

@@ -92,7 +92,7 @@ impl ModelSpec for Mmc {
 }
 
 /// What `stampede rare` can observe of an M/M/c queue, in [`Probe`] index order.
-const MMC_QUANTITIES: [&str; 3] = ["in_system", "queue_depth", "busy"];
+const MMC_QUANTITIES: [&str; 4] = ["in_system", "queue_depth", "busy", "rejected"];
 
 /// An M/M/c point set up for splitting.
 struct MmcSplitting {
@@ -115,7 +115,8 @@ impl Splittable for MmcSplitting {
         let read = |model: &MmcModel<'_>, quantity: usize| match quantity {
             0 => model.in_system() as f64,
             1 => model.waiting() as f64,
-            _ => f64::from(model.busy()),
+            2 => f64::from(model.busy()),
+            _ => model.rejected_since_start() as f64,
         };
         Box::new(Observed { simulation: model.into_simulation(), probe: self.probe.clone(), read })
     }
