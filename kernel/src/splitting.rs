@@ -350,7 +350,8 @@ pub struct Pilot {
     pub plain_events_mean: f64,
     /// Events the pilot handled, replays included.
     pub events: u64,
-    /// `Some(score)` when the levels stalled: no trajectory's score rose above it.
+    /// `Some(score)` when the levels stalled and no trajectory ever hit the event: no
+    /// trajectory's score rose above it.
     pub stalled_at: Option<f64>,
 }
 
@@ -415,7 +416,10 @@ pub fn pilot(
         if level <= floor {
             match bests.iter().find(|&&score| score > floor) {
                 Some(&above) if above.is_finite() => level = above,
-                _ => {
+                // Only hits rose above the floor: the event is the next step up, and
+                // the last stage (no level) runs from here.
+                Some(_) => break,
+                None => {
                     stalled_at = Some(floor);
                     break;
                 }
@@ -442,5 +446,8 @@ pub fn pilot(
         floor = level;
         starts = clones(&entrances, trajectories, &mut allotment, PILOT_ORIGINS ^ master_seed, 0, stage);
     }
+    // A pilot that hit the event, then ran out of time above its last level, found a
+    // way to the event: the score is not what stalled.
+    let stalled_at = stalled_at.filter(|_| estimate == 0.0);
     Ok(Pilot { levels, estimate, plain_events_mean, events, stalled_at })
 }

@@ -508,6 +508,10 @@ impl Scenario {
             let section = toml::Value::try_from(&self.document.optimize).expect("the section serialises");
             table.insert("optimize".into(), section);
         }
+        if !self.document.rare.is_empty() {
+            let section = toml::Value::try_from(&self.document.rare).expect("the section serialises");
+            table.insert("rare".into(), section);
+        }
         let mut text = toml::to_string(&table).expect("a table serialises");
         if reordered {
             text.push_str(&self.grid_inline());
@@ -549,5 +553,10 @@ impl Scenario {
     /// line wins).
     pub fn optimize_section(&self) -> &crate::scenario::optimize::OptimizeSection {
         &self.document.optimize
+    }
+
+    /// The file's `[rare]` section: `stampede rare`'s question (its command line wins).
+    pub fn rare_section(&self) -> &crate::scenario::RareSection {
+        &self.document.rare
     }
 }

@@ -44,8 +44,9 @@ const PUBLIC_MODULES: &[&str] = &[
 
 /// The public items of the modules above: 1,069 in 49 public modules before the
 /// surface was narrowed (issue 74), 636 in 30 after; 645 with `stampede rare`'s
-/// probe and splitting (issue 76: `Probe`, `Observed` and `ModelConfig`'s two).
-const MOST_ITEMS: usize = 645;
+/// probe and splitting (issue 76: `Probe`, `Observed` and `ModelConfig`'s two); 648
+/// with a scenario's `[rare]` section (`RareSection`, `seconds`, `rare_section`).
+const MOST_ITEMS: usize = 648;
 
 #[test]
 fn the_public_surface_is_what_other_crates_use() {

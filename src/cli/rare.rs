@@ -12,6 +12,7 @@ use stampede_output::table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 use stampede_output::{Replace, StagedFile, StagedSet};
 use stampede_run::rare::{estimate, Levels, RareEstimate, RareRequest};
 use stampede_scenario::models::rare::Probe;
+use stampede_scenario::scenario::{seconds, RareSection};
 use stampede_scenario::{Error, Result, Scenario};
 
 use super::run::{progress_bar, threads};
@@ -24,13 +25,19 @@ pub(super) struct RareArgs {
     #[command(flatten)]
     pub(super) scenario_args: ScenarioArgs,
     /// The rare event, QUANTITY OP NUMBER over the model's state (`in_system >= 40`,
-    /// `api.queue_depth >= 200`); it counts when it holds after some event.
+    /// `api.queue_depth >= 200`); it counts when it holds after some event (default:
+    /// the scenario's `[rare] event`).
     #[arg(long, value_name = "EXPR")]
-    pub(super) event: String,
+    pub(super) event: Option<String>,
     /// The event must happen by then: seconds, or a number with s, m, h or d
-    /// (default: the scenario's run.horizon_s).
+    /// (default: the scenario's `[rare] within`, else its run.horizon_s).
     #[arg(long, value_name = "T")]
     pub(super) within: Option<String>,
+    /// Also give the probability per this period (`1d`): 1 − (1 − p)^(period / within),
+    /// the chance of at least one event in the period's windows, each taken to start
+    /// afresh (default: the scenario's `[rare] per`).
+    #[arg(long, value_name = "PERIOD")]
+    pub(super) per: Option<String>,
     /// The state quantity that rises toward the event (default: the event's own, when
     /// the event is QUANTITY >= N or > N).
     #[arg(long, value_name = "QUANTITY")]
@@ -75,32 +82,6 @@ pub(super) struct RareArgs {
     /// No progress and no table.
     #[arg(long)]
     pub(super) quiet: bool,
-}
-
-/// `--within`: seconds, or a number with a unit.
-fn seconds(text: &str) -> Result<f64> {
-    let text = text.trim();
-    let (number, unit) = match text.char_indices().last() {
-        Some((at, unit @ ('s' | 'm' | 'h' | 'd'))) => (&text[..at], unit),
-        _ => (text, 's'),
-    };
-    let scale = match unit {
-        'm' => 60.0,
-        'h' => 3600.0,
-        'd' => 86_400.0,
-        _ => 1.0,
-    };
-    number
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .map(|value| value * scale)
-        .filter(|value| value.is_finite() && *value > 0.0)
-        .ok_or_else(|| {
-            Error::bad_input(format!(
-                "--within {text:?}: a positive duration, seconds or with s, m, h or d (60s, 10m, 1d)"
-            ))
-        })
 }
 
 /// `--relative-error`: `10%` or `0.1`.
@@ -193,13 +174,58 @@ struct PointEstimate {
     warnings: Vec<String>,
 }
 
+/// The question: the command line's flags, else the scenario's `[rare]` section.
+struct Question {
+    event: String,
+    score: Option<String>,
+    until: Option<String>,
+    /// `(text, seconds)` of `--per`.
+    per: Option<(String, f64)>,
+    /// Whether the event came from the file (its errors then name `rare.event`).
+    event_from_file: bool,
+}
+
+fn question(args: &RareArgs, section: &RareSection, within_s: f64) -> Result<Question> {
+    let event = match (&args.event, &section.event) {
+        (Some(event), _) => event.clone(),
+        (None, Some(event)) => event.clone(),
+        (None, None) => return Err(Error::bad_input(
+            "--event: required, QUANTITY OP NUMBER (e.g. 'api.queue_depth >= 200'); the scenario has no [rare] event",
+        )),
+    };
+    let per = match (&args.per, &section.per) {
+        (Some(text), _) => Some((text.clone(), seconds("--per", text)?)),
+        (None, Some(text)) => Some((text.clone(), seconds("rare.per", text)?)),
+        (None, None) => None,
+    };
+    if let Some((text, period)) = &per {
+        if *period < within_s {
+            return Err(Error::bad_input(format!(
+                "--per {text:?}: shorter than the window ({within_s} s); a probability per period counts whole windows"
+            )));
+        }
+    }
+    Ok(Question {
+        event_from_file: args.event.is_none(),
+        event,
+        score: args.score.clone().or_else(|| section.score.clone()),
+        until: args.until.clone().or_else(|| section.until.clone()),
+        per,
+    })
+}
+
 pub(super) fn rare(args: RareArgs) -> Result<()> {
     let mut scenario_args = args.scenario_args.clone();
     if let Some(within) = &args.within {
-        scenario_args.sets.push(format!("run.horizon_s={}", seconds(within)?));
+        scenario_args.sets.push(format!("run.horizon_s={}", seconds("--within", within)?));
     }
-    let scenario = resolve(&args.scenario, &scenario_args)?;
+    let mut scenario = resolve(&args.scenario, &scenario_args)?;
+    if let (None, Some(within)) = (&args.within, &scenario.rare_section().within) {
+        scenario_args.sets.push(format!("run.horizon_s={}", seconds("rare.within", within)?));
+        scenario = resolve(&args.scenario, &scenario_args)?;
+    }
     warn(&scenario);
+    let question = question(&args, scenario.rare_section(), scenario.run.horizon_s)?;
     let request = request(&args, scenario.run.horizon_s, scenario.run.seed)?;
     let points = scenario.grid_points()?;
     // Every point's probe is parsed (and the model asked) before anything runs.
@@ -212,7 +238,13 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
                 point.model.name()
             )));
         }
-        let probe = Probe::parse(&names, &args.event, args.score.as_deref(), args.until.as_deref())?;
+        let probe = Probe::parse(&names, &question.event, question.score.as_deref(), question.until.as_deref())
+            .map_err(|mut error| {
+                if question.event_from_file {
+                    error.message = error.message.replacen("--event", "scenario field rare.event", 1);
+                }
+                error
+            })?;
         let model =
             point.model.splittable(&point.run, scenario.run.seed, probe).expect("a model with quantities splits");
         models.push(model);
@@ -233,9 +265,10 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
         estimates.push(PointEstimate { label: label(&point.params), found, warnings });
     }
     bar.finish_and_clear();
-    let condition = describe_condition(&args, scenario.run.horizon_s);
-    let lines = describe(&scenario, &condition, &estimates, &request, started.elapsed().as_secs_f64());
-    let document = to_json(&scenario, &condition, &estimates, &request);
+    let condition = describe_condition(&question, scenario.run.horizon_s);
+    let per = question.per.as_ref().map(|(text, period)| Per::new(text, *period, scenario.run.horizon_s));
+    let lines = describe(&scenario, &condition, &estimates, &request, per.as_ref(), started.elapsed().as_secs_f64());
+    let document = to_json(&scenario, &condition, &estimates, &request, per.as_ref());
     for point in &estimates {
         for text in &point.warnings {
             warning(&format!(
@@ -244,7 +277,7 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
             ));
         }
     }
-    let dir = write_folder(&args.out, &name, &estimates, &document, replace)?;
+    let dir = write_folder(&args.out, &name, &estimates, &document, per.as_ref(), replace)?;
     if args.json {
         super::print_json(&document);
     } else if !args.quiet {
@@ -269,9 +302,30 @@ fn label(params: &[(String, toml::Value)]) -> String {
 }
 
 /// `P(in_system >= 21 within 100000 s, until in_system == 0)`.
-fn describe_condition(args: &RareArgs, horizon_s: f64) -> String {
-    let until = args.until.as_deref().map(|u| format!(", before {}", u.trim())).unwrap_or_default();
-    format!("P({} within {} s{until})", args.event.trim(), stampede_report::chart::short(horizon_s))
+fn describe_condition(question: &Question, horizon_s: f64) -> String {
+    let until = question.until.as_deref().map(|u| format!(", before {}", u.trim())).unwrap_or_default();
+    format!("P({} within {} s{until})", question.event.trim(), stampede_report::chart::short(horizon_s))
+}
+
+/// `--per`: the probability of at least one event in a period of `windows` windows,
+/// 1 − (1 − p)^windows — exact if each window starts afresh and independently (as
+/// every trajectory starts at time zero), an approximation of a system that runs on.
+struct Per {
+    text: String,
+    windows: f64,
+}
+
+impl Per {
+    fn new(text: &str, period_s: f64, within_s: f64) -> Per {
+        debug_assert!(period_s >= within_s);
+        Per { text: text.trim().to_string(), windows: period_s / within_s }
+    }
+
+    /// p per window → p per period: increasing, so an interval maps end to end.
+    fn of(&self, p: f64) -> f64 {
+        // −expm1(n·ln1p(−p)) keeps 1e-12 × 1440 exact where 1 − (1 − p)^n would round.
+        -(self.windows * (-p).ln_1p()).exp_m1()
+    }
 }
 
 /// What a user must know before trusting an estimate: the report's warnings.
@@ -327,6 +381,7 @@ fn describe(
     condition: &str,
     estimates: &[PointEstimate],
     request: &RareRequest,
+    per: Option<&Per>,
     seconds: f64,
 ) -> Vec<String> {
     let mut lines = vec![format!(
@@ -348,6 +403,16 @@ fn describe(
             found.levels.len(),
             found.hits()
         ));
+        if let Some(per) = per {
+            lines.push(format!(
+                "    per {}: {} [{}, {}] ({:.0} windows, each from a fresh start)",
+                per.text,
+                scientific(per.of(found.probability)),
+                scientific(per.of(found.low)),
+                scientific(per.of(found.high)),
+                per.windows
+            ));
+        }
         let needed = found.plain_events_needed();
         if needed.is_finite() {
             lines.push(format!(
@@ -370,6 +435,7 @@ fn to_json(
     condition: &str,
     estimates: &[PointEstimate],
     request: &RareRequest,
+    per: Option<&Per>,
 ) -> serde_json::Value {
     let finite = |v: f64| if v.is_finite() { serde_json::json!(v) } else { serde_json::Value::Null };
     serde_json::json!({
@@ -378,8 +444,15 @@ fn to_json(
         "seed": request.master_seed.to_string(),
         "trajectories": request.trajectories,
         "target_relative_error": request.relative_error,
+        "per": per.map(|per| per.text.clone()),
         "points": estimates.iter().enumerate().map(|(index, point)| {
             let found = &point.found;
+            let per_period = per.map(|per| serde_json::json!({
+                "probability": per.of(found.probability),
+                "ci_lo": per.of(found.low),
+                "ci_hi": per.of(found.high),
+                "windows": per.windows,
+            }));
             serde_json::json!({
                 "grid_point": index,
                 "label": point.label,
@@ -394,6 +467,7 @@ fn to_json(
                 "plain_events_needed": finite(found.plain_events_needed()),
                 "speedup": finite(found.speedup()),
                 "pilot_estimate": found.pilot.as_ref().map(|pilot| pilot.estimate),
+                "per_period": per_period,
                 "warnings": point.warnings,
             })
         }).collect::<Vec<_>>(),
@@ -401,8 +475,8 @@ fn to_json(
 }
 
 /// estimates.parquet: one row a grid point.
-fn write_estimates(dir: &Path, estimates: &[PointEstimate]) -> Result<StagedFile> {
-    let columns = [
+fn write_estimates(dir: &Path, estimates: &[PointEstimate], per: Option<&Per>) -> Result<StagedFile> {
+    let mut columns = vec![
         ColumnSpec::new("grid_point", ColumnType::U32),
         ColumnSpec::new("label", ColumnType::Utf8),
         ColumnSpec::new("probability", ColumnType::F64),
@@ -415,9 +489,14 @@ fn write_estimates(dir: &Path, estimates: &[PointEstimate]) -> Result<StagedFile
         ColumnSpec::new("events", ColumnType::U64),
         ColumnSpec::new("plain_events_needed", ColumnType::F64),
     ];
+    if per.is_some() {
+        for name in ["per_period_probability", "per_period_ci_lo", "per_period_ci_hi"] {
+            columns.push(ColumnSpec::new(name, ColumnType::F64));
+        }
+    }
     let mut table = TableWriter::create(dir, "estimates.parquet", &columns)?;
     let all = |f: &dyn Fn(&RareEstimate) -> f64| estimates.iter().map(|p| f(&p.found)).collect::<Vec<f64>>();
-    table.write(vec![
+    let mut values = vec![
         ColumnValues::U32((0..estimates.len() as u32).collect()),
         ColumnValues::Utf8(estimates.iter().map(|p| p.label.clone()).collect()),
         ColumnValues::F64(all(&|f| f.probability)),
@@ -429,7 +508,13 @@ fn write_estimates(dir: &Path, estimates: &[PointEstimate]) -> Result<StagedFile
         ColumnValues::U64(estimates.iter().map(|p| p.found.hits()).collect()),
         ColumnValues::U64(estimates.iter().map(|p| p.found.events).collect()),
         ColumnValues::F64(all(&|f| f.plain_events_needed())),
-    ])?;
+    ];
+    if let Some(per) = per {
+        values.push(ColumnValues::F64(all(&|f| per.of(f.probability))));
+        values.push(ColumnValues::F64(all(&|f| per.of(f.low))));
+        values.push(ColumnValues::F64(all(&|f| per.of(f.high))));
+    }
+    table.write(values)?;
     Ok(table.finish()?)
 }
 
@@ -485,12 +570,13 @@ fn write_folder(
     name: &str,
     estimates: &[PointEstimate],
     document: &serde_json::Value,
+    per: Option<&Per>,
     replace: Replace,
 ) -> Result<PathBuf> {
     let folder = stampede_run::pipeline::begin_folder(out, name, replace)?;
     let dir = folder.path().to_path_buf();
     let mut staged = StagedSet::default();
-    staged.push(write_estimates(&dir, estimates)?);
+    staged.push(write_estimates(&dir, estimates, per)?);
     staged.push(write_stages(&dir, estimates)?);
     let json = serde_json::to_vec_pretty(document).expect("JSON serialises");
     staged.push(StagedFile::with_contents(&dir, "rare.json", &json)?);
@@ -515,10 +601,11 @@ mod tests {
 
     #[test]
     fn durations_shares_and_levels_parse_or_say_what_they_want() {
-        assert_eq!(seconds("90").unwrap(), 90.0);
-        assert_eq!(seconds("10m").unwrap(), 600.0);
-        assert_eq!(seconds("1d").unwrap(), 86_400.0);
-        assert!(seconds("-1h").unwrap_err().to_string().contains("positive duration"));
+        let day = Per::new("1d", 86_400.0, 60.0);
+        assert_eq!(day.windows, 1440.0);
+        assert!((day.of(1e-12) / 1.44e-9 - 1.0).abs() < 1e-6, "no rounding at small p: {}", day.of(1e-12));
+        assert!((day.of(0.01) - (1.0 - 0.99f64.powf(1440.0))).abs() < 1e-12);
+        assert_eq!(day.of(0.0), 0.0);
         assert_eq!(share("10%").unwrap(), 0.1);
         assert_eq!(share("0.05").unwrap(), 0.05);
         assert!(share("150%").is_err());

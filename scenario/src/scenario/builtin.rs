@@ -19,6 +19,7 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ("graph-cache-flush", include_str!("../../scenarios/graph-cache-flush.toml")),
     ("graph-autoscale", include_str!("../../scenarios/graph-autoscale.toml")),
     ("graph-pool", include_str!("../../scenarios/graph-pool.toml")),
+    ("graph-storm-odds", include_str!("../../scenarios/graph-storm-odds.toml")),
     ("mmc", include_str!("../../scenarios/mmc.toml")),
     ("mmc-load", include_str!("../../scenarios/mmc-load.toml")),
     ("mmck", include_str!("../../scenarios/mmck.toml")),

@@ -43,7 +43,7 @@ pub(crate) const MAX_GRID_POINTS: usize = 1_000_000;
 /// axis: a field path always starts with a section name).
 pub const POINTS_KEY: &str = "points";
 
-const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify", "optimize"];
+const TOP_LEVEL: &[&str] = &["name", "description", "model", "run", "grid", "verify", "optimize", "rare"];
 
 /// Every model's name, its one-line description and the top-level sections it reads,
 /// in listing order.
@@ -65,6 +65,8 @@ pub struct Document {
     pub verify: Vec<Assertion>,
     /// `[optimize]`: `stampede optimize`'s defaults for this scenario.
     pub optimize: OptimizeSection,
+    /// `[rare]`: `stampede rare`'s question for this scenario.
+    pub rare: super::rare::RareSection,
     /// `[run]` and the model's sections after `--set`, before grid values are applied.
     pub body: toml::Table,
 }
@@ -119,7 +121,7 @@ fn collect_axes(prefix: &str, table: toml::Table, axes: &mut Vec<GridAxis>) -> R
 fn check_axis(axis: &GridAxis) -> Result<()> {
     check_path(&axis.path, "grid")?;
     let root = axis.path.split('.').next().unwrap_or_default();
-    let forbidden = ["name", "description", "model", "grid", "verify", "optimize"].contains(&root)
+    let forbidden = ["name", "description", "model", "grid", "verify", "optimize", "rare"].contains(&root)
         || axis.path == "run.replicas"
         || axis.path == "run.seed";
     if forbidden {
@@ -194,6 +196,10 @@ impl Document {
             None => OptimizeSection::default(),
             Some(value) => OptimizeSection::parse(value, &grid)?,
         };
+        let rare = match source.remove("rare") {
+            None => super::rare::RareSection::default(),
+            Some(value) => super::rare::RareSection::parse(value)?,
+        };
         let file = GridView { axes: &file_grid, points: file_points.as_ref() };
         let run = GridView { axes: &grid, points: points.as_ref() };
         for (i, claim) in verify.iter_mut().enumerate() {
@@ -210,7 +216,7 @@ impl Document {
         if count > MAX_GRID_POINTS {
             return Err(Error::bad_input(format!("grid: {count} points; at most {MAX_GRID_POINTS} are allowed")));
         }
-        Ok(Document { name, description, model, grid, points, verify, optimize, body: source })
+        Ok(Document { name, description, model, grid, points, verify, optimize, rare, body: source })
     }
 
     /// The file's `[grid]` axes and its `points`.
