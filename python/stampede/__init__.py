@@ -39,6 +39,7 @@ __all__ = [
     "run",
     "verify",
     "optimize",
+    "rare",
     "compare",
     "fit",
     "Result",
@@ -479,6 +480,52 @@ def optimize(
         *_options(minimize=minimize, maximize=maximize, require=require, range=range, threads=threads, **options),
     ]
     return _writing("optimize", scenario, out, args, progress, _read_document)
+
+
+def rare(
+    scenario: Scenario,
+    *,
+    event: Optional[str] = None,
+    within: Union[None, str, float] = None,
+    per: Optional[str] = None,
+    score: Optional[str] = None,
+    until: Optional[str] = None,
+    relative_error: Union[None, str, float] = None,
+    seed: Optional[int] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
+    threads: Optional[int] = None,
+    out: Folder = None,
+    progress: ProgressOption = None,
+    **options: Any,
+) -> Document:
+    """The probability of a rare event by importance splitting, as ``stampede rare``
+    does (``event="api.queue_depth >= 150"``, ``within="60s"``, ``per="1d"``): its
+    rare.json document, one entry of ``["points"]`` per grid point with
+    ``probability``, its 95% interval ``ci_lo``/``ci_hi``, ``relative_error``,
+    ``runs``, ``levels``, ``events`` against ``plain_events_needed``, ``warnings``
+    and, with ``per``, ``per_period``. A scenario's ``[rare]`` section answers what
+    is not given. Other keyword arguments are the CLI's flags (``levels="auto"``,
+    ``trajectories=100``, ``max_runs=``, ``max_events="5G"``).
+
+    >>> import stampede
+    >>> mm1 = {"name": "mm1", "model": "mmc", "run": {"horizon_s": 1e5, "replicas": 1, "seed": 5},
+    ...        "queue": {"arrival_rate_per_s": 1.0, "service_rate_per_s": 2.0, "servers": 1}}
+    >>> answer = stampede.rare(mm1, event="in_system >= 12", until="in_system == 0",
+    ...                        relative_error="15%", progress=False)
+    >>> point = answer["points"][0]
+    >>> point["ci_lo"] <= 1 / (2**12 - 1) <= point["ci_hi"]  # gambler's ruin, exactly
+    True
+    """
+    if isinstance(relative_error, float):
+        relative_error = repr(relative_error)
+    args = [
+        *_scenario_args(set, grid, case, None, seed),
+        *_options(event=event, within=within, per=per, score=score, until=until, relative_error=relative_error,
+                  threads=threads, **options),
+    ]
+    return _writing("rare", scenario, out, args, progress, _read_document)
 
 
 def compare(

@@ -1,4 +1,4 @@
-"""verify, optimize, compare and fit: the CLI's JSON documents as Python objects."""
+"""verify, optimize, rare, compare and fit: the CLI's JSON documents as Python objects."""
 
 import json
 
@@ -49,3 +49,28 @@ def test_optimize_answers_as_the_cli(cli, tmp_path):
     assert answer["chosen"]["params"] == {"queue.servers": 4}  # least wait; 3 and 4 are both under 0.7
     with pytest.raises(stampede.ScenarioError, match="--minimize"):
         stampede.optimize("mmc", minimize="no_such_metric", progress=False)
+
+
+def test_rare_answers_as_the_cli_and_reads_a_scenarios_question(cli, tmp_path):
+    effort = dict(trajectories=20, min_runs=2, max_runs=2)
+    # Two runs of 20 trajectories is too little for 10%: the CLI's warnings arrive as
+    # Python warnings.
+    with pytest.warns(stampede.StampedeWarning, match="the budget of --max-runs 2 was spent"):
+        answer = stampede.rare("graph-storm-odds", progress=False, **effort)
+    printed = cli_json(cli, "rare", "graph-storm-odds", "--trajectories", "20", "--min-runs", "2", "--max-runs", "2",
+                       "--out", tmp_path)
+    assert answer == printed and answer.ok
+    assert answer["per"] == "1d" and [p["label"] for p in answer["points"]] == [
+        'case = "naive: 4 attempts"', 'case = "budgeted: 4 attempts, 10% budget"']
+    for point in answer["points"]:
+        assert point["ci_lo"] <= point["probability"] <= point["ci_hi"]
+        assert point["per_period"]["windows"] == 1440.0
+    # The question's words in Python: a float share, a flag's keyword; errors name the flag.
+    mm1 = {"name": "mm1", "model": "mmc", "run": {"horizon_s": 1e5, "replicas": 1, "seed": 5},
+           "queue": {"arrival_rate_per_s": 1.0, "service_rate_per_s": 2.0, "servers": 1}}
+    kept = stampede.rare(mm1, event="in_system >= 8", until="in_system == 0", relative_error=0.2,
+                         out=tmp_path / "kept", progress=False)
+    assert (tmp_path / "kept" / "mm1-rare" / "estimates.parquet").exists()
+    assert kept["target_relative_error"] == 0.2
+    with pytest.raises(stampede.ScenarioError, match="--event"):
+        stampede.rare(mm1, progress=False)

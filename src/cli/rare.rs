@@ -216,6 +216,9 @@ fn question(args: &RareArgs, section: &RareSection, within_s: f64) -> Result<Que
 
 pub(super) fn rare(args: RareArgs) -> Result<()> {
     let mut scenario_args = args.scenario_args.clone();
+    // A trajectory is watched from time zero: a warm-up means nothing to `rare`, and
+    // one longer than a short window would refuse it.
+    scenario_args.sets.push("run.warmup_s=0".to_string());
     if let Some(within) = &args.within {
         scenario_args.sets.push(format!("run.horizon_s={}", seconds("--within", within)?));
     }
