@@ -224,6 +224,8 @@ pub struct Stage {
 /// stage had no entrance).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunRecord {
+    /// The run's index: its origins and salts derive from it.
+    pub run: u64,
     /// p̂ of this run.
     pub estimate: f64,
     /// The stages run, in order.
@@ -335,7 +337,7 @@ pub fn run_once(model: &dyn Splittable, plan: &Plan, run: u64, go_on: GoOn) -> O
         starts = clones(&entrances, n, &mut allotment, RUN_ORIGINS ^ plan.master_seed, run, stage);
     }
     debug_assert!((0.0..=1.0).contains(&estimate), "an estimate is a probability: {estimate}");
-    Some(RunRecord { estimate, stages })
+    Some(RunRecord { run, estimate, stages })
 }
 
 /// What the pilot found.

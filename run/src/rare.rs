@@ -17,6 +17,7 @@ use stampede_engine::kernel::time::Nanos;
 
 use stampede_scenario::{Error, Result};
 
+use crate::plan::Shard;
 use crate::stats::t_quantile_975;
 
 /// How the levels are placed.
@@ -50,6 +51,10 @@ pub struct RareRequest {
     /// the score does not lead to it).
     pub max_events: u64,
     pub master_seed: u64,
+    /// Run only this shard's share of exactly `max_runs` runs (those whose index is
+    /// the shard's modulo the count); [`combine`] joins the shards' estimates into
+    /// the one a single process would have made.
+    pub shard: Option<Shard>,
 }
 
 /// The estimate and what it cost.
@@ -131,6 +136,31 @@ fn summarise(runs: &[RunRecord]) -> (f64, f64, f64, f64) {
     (mean, (mean + shift - half).max(0.0), (mean + shift + half).min(1.0), relative)
 }
 
+/// The estimate of shards' runs together: every run of every part in the order of
+/// its index, the pilot and the plain sample counted once (each shard ran the same).
+/// Equal to what one process would have found with all the runs (`max_runs` fixed).
+pub fn combine(parts: Vec<RareEstimate>) -> Result<RareEstimate> {
+    let first = parts.first().cloned().ok_or_else(|| Error::bad_input("no shards to combine"))?;
+    if let Some(other) = parts.iter().find(|part| part.levels != first.levels) {
+        return Err(Error::bad_input(format!(
+            "the shards split at different levels ({:?} and {:?}): they are not of one estimate",
+            first.levels, other.levels
+        )));
+    }
+    let before_runs = first.events - first.run_events();
+    let mut runs: Vec<RunRecord> = parts.into_iter().flat_map(|part| part.runs).collect();
+    runs.sort_by_key(|run| run.run);
+    if let Some(pair) = runs.windows(2).find(|pair| pair[0].run == pair[1].run) {
+        return Err(Error::bad_input(format!("run {} is in two shards: a shard was given twice", pair[0].run)));
+    }
+    if runs.len() < 2 {
+        return Err(Error::bad_input(format!("{} splitting runs: an interval needs at least 2", runs.len())));
+    }
+    let (probability, low, high, relative_error) = summarise(&runs);
+    let events = before_runs + runs.iter().map(RunRecord::events).sum::<u64>();
+    Ok(RareEstimate { probability, low, high, relative_error, runs, events, budget_spent: false, ..first })
+}
+
 /// How many runs the next batch adds: enough for the target if the relative error
 /// shrinks as 1/√runs (with a tenth more), at most three times the runs so far.
 fn next_batch(runs: u32, relative_error: f64, target: f64, max_runs: u32) -> u32 {
@@ -208,9 +238,15 @@ pub fn estimate(
     let mut budget_spent = false;
     loop {
         let start = runs.len() as u64;
+        let indices: Vec<u64> = match request.shard {
+            // A shard's runs, in one batch: how many there are is fixed in advance.
+            Some(shard) => (0..u64::from(request.max_runs))
+                .filter(|run| run % u64::from(shard.count) == u64::from(shard.index))
+                .collect(),
+            None => (start..start + u64::from(batch)).collect(),
+        };
         let more: Vec<Option<RunRecord>> = pool.install(|| {
-            (start..start + u64::from(batch))
-                .collect::<Vec<_>>()
+            indices
                 .into_par_iter()
                 .map(|run| {
                     let record = splitting::run_once(model, &plan, run, &go_on);
@@ -220,13 +256,16 @@ pub fn estimate(
                 .collect()
         });
         let Some(more) = more.into_iter().collect::<Option<Vec<RunRecord>>>() else {
-            if cancelled() || runs.is_empty() {
+            if cancelled() || runs.is_empty() || request.shard.is_some() {
                 return Err(stopped(format!("the first {batch} splitting runs (--min-runs)")));
             }
             budget_spent = true;
             break;
         };
         runs.extend(more);
+        if request.shard.is_some() {
+            break;
+        }
         let (_, _, _, relative) = summarise(&runs);
         batch = next_batch(runs.len() as u32, relative, request.relative_error, request.max_runs);
         // What the budget left pays for at the mean cost of a run so far.

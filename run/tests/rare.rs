@@ -68,6 +68,7 @@ fn busy_period_on(
         max_runs: runs.1,
         max_events: u64::MAX,
         master_seed: seed,
+        shard: None,
     };
     estimate(&*model, &request, threads, &|| {}).unwrap()
 }
@@ -153,8 +154,39 @@ fn chain_within(
         max_runs: runs.1,
         max_events,
         master_seed: seed,
+        shard: None,
     };
     estimate(&model, &request, threads, &|| {})
+}
+
+#[test]
+fn shards_combine_into_the_estimate_one_process_makes() {
+    let names = vec!["count".to_string()];
+    let probe = Probe::parse(&names, "count >= 16", None, Some("count == 0")).unwrap();
+    let model = ChainSplitting { up: 1.0, down: 2.0, seed: 3, probe };
+    let request = RareRequest {
+        horizon: secs_to_nanos(1e5),
+        trajectories: 50,
+        levels: AUTO,
+        relative_error: 0.0,
+        min_runs: 7,
+        max_runs: 7,
+        max_events: u64::MAX,
+        master_seed: 3,
+        shard: None,
+    };
+    let whole = estimate(&model, &request, 2, &|| {}).unwrap();
+    let shards: Vec<RareEstimate> = (0..3)
+        .map(|index| {
+            let shard = Some(stampede_run::plan::Shard { index, count: 3 });
+            estimate(&model, &RareRequest { shard, ..request.clone() }, 1, &|| {}).unwrap()
+        })
+        .collect();
+    assert_eq!(shards.iter().map(|part| part.runs.len()).collect::<Vec<_>>(), [3, 2, 2]);
+    let combined = stampede_run::rare::combine(shards.clone()).unwrap();
+    assert_eq!(combined, whole, "the shards' runs are the whole's, and so is every figure");
+    let twice = stampede_run::rare::combine(vec![shards[0].clone(), shards[0].clone()]).unwrap_err();
+    assert!(twice.to_string().contains("a shard was given twice"), "{twice}");
 }
 
 #[test]
@@ -292,6 +324,7 @@ fn an_mm1k_at_a_quarter_load_turns_a_customer_away_as_often_as_the_jump_chain_sa
             max_runs: 2000,
             max_events: u64::MAX,
             master_seed: seed,
+            shard: None,
         };
         let found = estimate(&*model, &request, 2, &|| {}).unwrap();
         covered += u32::from(found.low <= exact && exact <= found.high);

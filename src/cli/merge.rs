@@ -1,5 +1,5 @@
 //! `stampede merge`: shard folders into the folder one run writes; `--verify` checks
-//! the claims a merge can check.
+//! the claims a merge can check. `rare` shards go to `rare::merge`.
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +70,17 @@ pub(super) struct MergeArgs {
 pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
     use stampede_run::verify::verdicts::{write_json, Verdicts};
     let dirs = shard_folders(&args.shards)?;
+    if dirs.iter().any(|dir| super::rare::is_rare_shard(dir)) {
+        // `rare` shards: estimates to combine, not replicas.
+        if args.verify || !args.precision.is_empty() || args.partition_by.is_some() || args.replica_rows.is_some() {
+            return Err(stampede_scenario::Error::bad_input(
+                "merge: --verify, --precision, --partition-by and --replica-rows are for `run` shards; these are \
+                 `rare` shards",
+            ));
+        }
+        super::rare::merge(&dirs, &args.out, args.force, args.json, args.quiet)?;
+        return Ok(ExitStatus::Success);
+    }
     let started = std::time::Instant::now();
     let shards = Shards::read(&dirs, args.allow_unchecked)?;
     let goal = if args.precision.is_empty() {

@@ -303,16 +303,20 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
 }
 
 /// `run --shard`: one shard's folder.
+/// `--shard K/N`, or `auto` from the scheduler's environment (said on stderr).
+pub(super) fn shard_of(text: &str, quiet: bool) -> Result<Shard> {
+    if text != "auto" {
+        return Shard::parse(text);
+    }
+    let (shard, how) = Shard::from_env(|name| std::env::var(name).ok())?;
+    if !quiet {
+        eprintln!("stampede: --shard auto: shard {} of {} (from {how})", shard.index, shard.count);
+    }
+    Ok(shard)
+}
+
 pub(super) fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Result<()> {
-    let shard = if text == "auto" {
-        let (shard, how) = Shard::from_env(|name| std::env::var(name).ok())?;
-        if !args.quiet {
-            eprintln!("stampede: --shard auto: shard {} of {} (from {how})", shard.index, shard.count);
-        }
-        shard
-    } else {
-        Shard::parse(text)?
-    };
+    let shard = shard_of(text, args.quiet)?;
     let threads = threads(args.threads)?;
     let plan = Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard));
     let bar = progress_bar(plan.task_count(), args.quiet);

@@ -175,3 +175,35 @@ fn the_builtin_storm_question_runs_from_its_section_with_a_figure_per_day() {
     assert_eq!(short.status.code(), Some(2));
     assert!(stderr(&short).contains("--per \"30s\": shorter than the window (60 s)"), "{}", stderr(&short));
 }
+
+/// Shards of a fixed number of runs merge into the folder one process writes, byte
+/// for byte; a missing shard is named; a shard needs --runs.
+#[test]
+fn shards_merge_into_the_single_process_folder_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "mm1.toml", MM1);
+    let (whole, parts, merged) = (dir.path().join("whole"), dir.path().join("parts"), dir.path().join("merged"));
+    let question = ["rare", &file, "--event", "in_system >= 10", "--until", "in_system == 0", "--runs", "7", "--quiet"];
+    let output = stampede(&[&question[..], &["--out", whole.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let shards = parts.join("mm1-rare").join("shards");
+    for k in ["0/3", "2/3"] {
+        let output = stampede(&[&question[..], &["--shard", k, "--out", parts.to_str().unwrap()]].concat());
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let incomplete = stampede(&["merge", shards.to_str().unwrap(), "--out", merged.to_str().unwrap()]);
+    assert_eq!(incomplete.status.code(), Some(2));
+    assert!(stderr(&incomplete).contains("shards 1 of 3 are missing"), "{}", stderr(&incomplete));
+    assert!(!merged.exists());
+    let output = stampede(&[&question[..], &["--shard", "1/3", "--out", parts.to_str().unwrap()]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = stampede(&["merge", shards.to_str().unwrap(), "--out", merged.to_str().unwrap(), "--quiet"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for name in ["estimates.parquet", "stages.parquet", "rare.json"] {
+        let (a, b) = (whole.join("mm1-rare").join(name), merged.join("mm1-rare").join(name));
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{name} differs");
+    }
+    let unbounded = stampede(&["rare", &file, "--event", "in_system >= 10", "--shard", "0/2", "--out", "x"]);
+    assert_eq!(unbounded.status.code(), Some(2));
+    assert!(stderr(&unbounded).contains("--shard needs --runs N"), "{}", stderr(&unbounded));
+}

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod shards;
+
 use clap::Args;
 use stampede_engine::kernel::time::secs_to_nanos;
 use stampede_output::table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
@@ -13,7 +15,9 @@ use stampede_output::{Replace, StagedFile, StagedSet};
 use stampede_run::rare::{estimate, Levels, RareEstimate, RareRequest};
 use stampede_scenario::models::rare::Probe;
 use stampede_scenario::scenario::{seconds, RareSection};
-use stampede_scenario::{Error, Result, Scenario};
+use stampede_scenario::{Error, Result};
+
+use stampede_run::plan::Shard;
 
 use super::run::{progress_bar, threads};
 use super::{resolve, warn, warning, ScenarioArgs};
@@ -67,6 +71,15 @@ pub(super) struct RareArgs {
     /// a core on a graph).
     #[arg(long, value_name = "EVENTS", default_value = "5G")]
     pub(super) max_events: String,
+    /// Exactly this many splitting runs a grid point, whatever the relative error
+    /// (needed with --shard, whose shards split them).
+    #[arg(long, value_name = "N")]
+    pub(super) runs: Option<u32>,
+    /// Run shard K of N (0-based, or auto from SLURM_ARRAY_TASK_ID or
+    /// JOB_COMPLETION_INDEX) of the --runs runs and write OUT/NAME-rare/shards/shard=K/
+    /// for `stampede merge`, which gives the estimate one process would have.
+    #[arg(long, value_name = "K/N|auto")]
+    pub(super) shard: Option<String>,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "T")]
     pub(super) threads: Option<usize>,
@@ -140,7 +153,7 @@ fn levels(text: &str) -> Result<Levels> {
 }
 
 /// The request the arguments make, checked before anything runs.
-fn request(args: &RareArgs, horizon_s: f64, master_seed: u64) -> Result<RareRequest> {
+fn request(args: &RareArgs, horizon_s: f64, master_seed: u64, shard: Option<Shard>) -> Result<RareRequest> {
     if args.scenario_args.replicas.is_some() {
         return Err(Error::bad_input(
             "--replicas: rare runs independent splitting runs, not replicas; bound them with --max-runs",
@@ -149,7 +162,28 @@ fn request(args: &RareArgs, horizon_s: f64, master_seed: u64) -> Result<RareRequ
     if args.trajectories < 2 {
         return Err(Error::bad_input(format!("--trajectories {}: at least 2", args.trajectories)));
     }
-    if args.min_runs < 2 || args.min_runs > args.max_runs {
+    let (min_runs, max_runs) = match args.runs {
+        Some(runs) if runs < 2 => {
+            return Err(Error::bad_input(format!("--runs {runs}: at least 2 (an interval needs two runs)")))
+        }
+        Some(runs) => (runs, runs),
+        None if shard.is_some() => {
+            return Err(Error::bad_input(
+                "--shard needs --runs N: shards split a fixed number of runs (a relative error cannot be watched \
+                 across machines)",
+            ))
+        }
+        None => (args.min_runs, args.max_runs),
+    };
+    if let (Some(shard), Some(runs)) = (shard, args.runs) {
+        if runs < shard.count {
+            return Err(Error::bad_input(format!(
+                "--runs {runs} over {} shards: every shard needs a run; give at least {} runs",
+                shard.count, shard.count
+            )));
+        }
+    }
+    if min_runs < 2 || min_runs > max_runs {
         return Err(Error::bad_input(format!(
             "--min-runs {} and --max-runs {}: at least 2 runs, and no more first runs than the budget",
             args.min_runs, args.max_runs
@@ -160,10 +194,11 @@ fn request(args: &RareArgs, horizon_s: f64, master_seed: u64) -> Result<RareRequ
         trajectories: args.trajectories,
         levels: levels(&args.levels)?,
         relative_error: share(&args.relative_error)?,
-        min_runs: args.min_runs,
-        max_runs: args.max_runs,
+        min_runs,
+        max_runs,
         max_events: events(&args.max_events)?,
         master_seed,
+        shard,
     })
 }
 
@@ -214,6 +249,8 @@ fn question(args: &RareArgs, section: &RareSection, within_s: f64) -> Result<Que
     })
 }
 
+pub(in crate::cli) use shards::{is_rare_shard, merge};
+
 pub(super) fn rare(args: RareArgs) -> Result<()> {
     let mut scenario_args = args.scenario_args.clone();
     // A trajectory is watched from time zero: a warm-up means nothing to `rare`, and
@@ -229,7 +266,8 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
     }
     warn(&scenario);
     let question = question(&args, scenario.rare_section(), scenario.run.horizon_s)?;
-    let request = request(&args, scenario.run.horizon_s, scenario.run.seed)?;
+    let shard = args.shard.as_deref().map(|text| super::run::shard_of(text, args.quiet)).transpose()?;
+    let request = request(&args, scenario.run.horizon_s, scenario.run.seed, shard)?;
     let points = scenario.grid_points()?;
     // Every point's probe is parsed (and the model asked) before anything runs.
     let mut models = Vec::with_capacity(points.len());
@@ -254,7 +292,11 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
     }
     let name = format!("{}-rare", scenario.name);
     let replace = stampede_run::pipeline::Writing { force: args.force, ..Default::default() }.replace();
-    stampede_output::folder::check_replaceable(&args.out.join(&name), replace)?;
+    let written = match shard {
+        Some(shard) => shards::folder(&args.out, &name, shard),
+        None => args.out.join(&name),
+    };
+    stampede_output::folder::check_replaceable(&written, replace)?;
     let threads = threads(args.threads)?;
     let bar = progress_bar(0, args.quiet || args.json);
     let started = std::time::Instant::now();
@@ -268,11 +310,43 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
         estimates.push(PointEstimate { label: label(&point.params), found, warnings });
     }
     bar.finish_and_clear();
-    let condition = describe_condition(&question, scenario.run.horizon_s);
-    let per = question.per.as_ref().map(|(text, period)| Per::new(text, *period, scenario.run.horizon_s));
-    let lines = describe(&scenario, &condition, &estimates, &request, per.as_ref(), started.elapsed().as_secs_f64());
-    let document = to_json(&scenario, &condition, &estimates, &request, per.as_ref());
-    for point in &estimates {
+    let answer = Answer {
+        scenario: scenario.name.clone(),
+        condition: describe_condition(&question, scenario.run.horizon_s),
+        per: question.per.as_ref().map(|(text, period)| Per::new(text, *period, scenario.run.horizon_s)),
+        request,
+        estimates,
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let show = Show { json: args.json, quiet: args.quiet };
+    match shard {
+        Some(shard) => shards::write(&args.out, &name, shard, &answer, replace, show, seconds),
+        None => finish(&answer, &args.out, replace, show, seconds),
+    }
+}
+
+/// A question's answer at every grid point, and what it was asked with.
+struct Answer {
+    scenario: String,
+    condition: String,
+    per: Option<Per>,
+    request: RareRequest,
+    estimates: Vec<PointEstimate>,
+}
+
+/// What to print: `--json`, `--quiet`.
+#[derive(Clone, Copy)]
+struct Show {
+    json: bool,
+    quiet: bool,
+}
+
+/// Prints the answer and its warnings and writes `OUT/NAME-rare/`.
+fn finish(answer: &Answer, out: &Path, replace: Replace, show: Show, seconds: f64) -> Result<()> {
+    let Answer { scenario, condition, per, request, estimates } = answer;
+    let lines = describe(scenario, condition, estimates, request, per.as_ref(), seconds);
+    let document = to_json(scenario, condition, estimates, request, per.as_ref());
+    for point in estimates {
         for text in &point.warnings {
             warning(&format!(
                 "{}{text}",
@@ -280,10 +354,10 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
             ));
         }
     }
-    let dir = write_folder(&args.out, &name, &estimates, &document, per.as_ref(), replace)?;
-    if args.json {
+    let dir = write_folder(out, &format!("{scenario}-rare"), estimates, &document, per.as_ref(), replace)?;
+    if show.json {
         super::print_json(&document);
-    } else if !args.quiet {
+    } else if !show.quiet {
         for line in &lines {
             println!("{line}");
         }
@@ -380,7 +454,7 @@ fn scientific(value: f64) -> String {
 
 /// The terminal's lines.
 fn describe(
-    scenario: &Scenario,
+    scenario: &str,
     condition: &str,
     estimates: &[PointEstimate],
     request: &RareRequest,
@@ -389,7 +463,7 @@ fn describe(
 ) -> Vec<String> {
     let mut lines = vec![format!(
         "{}: {condition}, by importance splitting ({} trajectories a stage, runs until {:.0}% relative error)",
-        scenario.name,
+        scenario,
         request.trajectories,
         request.relative_error * 100.0
     )];
@@ -434,7 +508,7 @@ fn describe(
 
 /// rare.json: the question and each point's answer.
 fn to_json(
-    scenario: &Scenario,
+    scenario: &str,
     condition: &str,
     estimates: &[PointEstimate],
     request: &RareRequest,
@@ -442,7 +516,7 @@ fn to_json(
 ) -> serde_json::Value {
     let finite = |v: f64| if v.is_finite() { serde_json::json!(v) } else { serde_json::Value::Null };
     serde_json::json!({
-        "scenario": scenario.name,
+        "scenario": scenario,
         "question": condition,
         "seed": request.master_seed.to_string(),
         "trajectories": request.trajectories,
