@@ -28,6 +28,7 @@ pub mod folder;
 pub mod map_page;
 pub mod page;
 pub mod race;
+pub mod rare_page;
 pub mod sections;
 pub mod topology;
 
@@ -50,6 +51,16 @@ pub fn render(dir: &Path) -> Result<String> {
 /// The report of the folder `dir`, naming it `shown` (a run's staging folder is
 /// shown as the folder it becomes).
 pub fn render_as(dir: &Path, shown: &Path) -> Result<String> {
+    // A `stampede rare` folder: its page is drawn from rare.json alone.
+    let rare = dir.join("rare.json");
+    if rare.is_file() {
+        let text =
+            std::fs::read_to_string(&rare).map_err(|e| Error::io(format!("cannot read {}: {e}", rare.display())))?;
+        let document: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Error::bad_input(format!("{}: not the rare.json `stampede rare` writes: {e}", rare.display()))
+        })?;
+        return Ok(rare_page::render(&document));
+    }
     let mut folder = Folder::read_but_series(dir)?;
     folder.shown = shown.to_path_buf();
     let presentation = match &folder.scenario {

@@ -106,6 +106,21 @@ impl RareEstimate {
         self.plain_events_needed() / self.events.max(1) as f64
     }
 
+    /// The ladder: each level with the probability of reaching it before the end,
+    /// the mean over runs of the weight of the stage it opens (0 for a run that
+    /// stopped short of it) — unbiased like the estimate.
+    pub fn ladder(&self) -> Vec<(f64, f64)> {
+        let runs = self.runs.len().max(1) as f64;
+        self.levels
+            .iter()
+            .enumerate()
+            .map(|(index, &level)| {
+                let reach: f64 = self.runs.iter().filter_map(|run| run.stages.get(index + 1)).map(|s| s.weight).sum();
+                (level, reach / runs)
+            })
+            .collect()
+    }
+
     /// The largest share of the estimate one run carries (1 when a single run found
     /// every hit: the interval then rests on one run).
     pub fn largest_run_share(&self) -> f64 {

@@ -54,7 +54,14 @@ fn a_busy_period_reaching_twelve_is_found_within_its_interval_on_any_thread_coun
         assert!(lo <= exact && exact <= hi, "{exact} outside [{lo}, {hi}] (estimate {p})");
         assert!(point["relative_error"].as_f64().unwrap() <= 0.15);
         let files: Vec<String> = files_below(&folder).iter().map(|f| f.display().to_string()).collect();
-        assert_eq!(files, ["estimates.parquet", "manifest.json", "rare.json", "stages.parquet"]);
+        assert_eq!(files, ["estimates.parquet", "manifest.json", "rare.json", "report.html", "stages.parquet"]);
+        let page = std::fs::read_to_string(folder.join("report.html")).unwrap();
+        assert!(page.contains("P(in_system &gt;= 12 within 100000 s") && page.contains("The ladder"), "{page}");
+        // `stampede report` draws the same page again from rare.json.
+        std::fs::remove_file(folder.join("report.html")).unwrap();
+        let again = stampede(&["report", folder.to_str().unwrap()]);
+        assert!(again.status.success(), "{}", stderr(&again));
+        assert_eq!(std::fs::read_to_string(folder.join("report.html")).unwrap(), page);
         tables.push((
             std::fs::read(folder.join("estimates.parquet")).unwrap(),
             std::fs::read(folder.join("stages.parquet")).unwrap(),

@@ -361,7 +361,7 @@ fn finish(answer: &Answer, out: &Path, replace: Replace, show: Show, seconds: f6
         for line in &lines {
             println!("{line}");
         }
-        println!("wrote {} (estimates.parquet, stages.parquet, rare.json)", dir.display());
+        println!("wrote {} (estimates.parquet, stages.parquet, rare.json, report.html)", dir.display());
     }
     Ok(())
 }
@@ -545,6 +545,10 @@ fn to_json(
                 "speedup": finite(found.speedup()),
                 "pilot_estimate": found.pilot.as_ref().map(|pilot| pilot.estimate),
                 "per_period": per_period,
+                "ladder": found.ladder().into_iter().map(|(level, reach)| serde_json::json!({
+                    "level": level,
+                    "reach_probability": reach,
+                })).collect::<Vec<_>>(),
                 "warnings": point.warnings,
             })
         }).collect::<Vec<_>>(),
@@ -657,13 +661,15 @@ fn write_folder(
     staged.push(write_stages(&dir, estimates)?);
     let json = serde_json::to_vec_pretty(document).expect("JSON serialises");
     staged.push(StagedFile::with_contents(&dir, "rare.json", &json)?);
+    let page = stampede_report::rare_page::render(document);
+    staged.push(StagedFile::with_contents(&dir, "report.html", page.as_bytes())?);
     let manifest = serde_json::json!({
         "tool": "stampede",
         "kind": "rare",
         "version": stampede_scenario::base::provenance::VERSION,
         "scenario": document["scenario"],
         "command_line": stampede_scenario::base::provenance::command_line(),
-        "files": ["estimates.parquet", "stages.parquet", "rare.json"],
+        "files": ["estimates.parquet", "stages.parquet", "rare.json", "report.html"],
         "estimates": document["points"],
     });
     let manifest = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
