@@ -40,6 +40,13 @@ __all__ = [
     "verify",
     "optimize",
     "rare",
+    "map",
+    "calibrate",
+    "import_traces",
+    "plan",
+    "merge",
+    "capacity",
+    "report",
     "compare",
     "fit",
     "Result",
@@ -526,6 +533,196 @@ def rare(
                   threads=threads, **options),
     ]
     return _writing("rare", scenario, out, args, progress, _read_document)
+
+
+def map(  # noqa: A001 - mirrors `stampede map`
+    scenario: Scenario,
+    *,
+    x: str,
+    y: str,
+    metric: Optional[str] = None,
+    level: Optional[float] = None,
+    replicas: Optional[int] = None,
+    seed: Optional[int] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
+    threads: Optional[int] = None,
+    out: Folder = None,
+    progress: ProgressOption = None,
+    **options: Any,
+) -> Document:
+    """Where does the system tip? As ``stampede map``: for each value of ``y``
+    (``"workload.0.rate_per_s=100..400"``) the ``x`` at which ``metric``'s mean
+    crosses ``level``, bisected with intervals. The map.json document (per grid
+    point, the rows with their boundary and band, every evaluation); with ``out=``,
+    ``OUT/NAME-map/`` keeps map.svg and map.html. Other keyword arguments are the
+    CLI's flags (``ys=``, ``tolerance=``)."""
+    args = [
+        *_scenario_args(set, grid, case, replicas, seed),
+        *_options(x=x, y=y, metric=metric, level=level, threads=threads, **options),
+    ]
+    return _writing("map", scenario, out, args, progress, _read_document)
+
+
+def calibrate(
+    scenario: Scenario,
+    observed: Union[str, "os.PathLike[str]"],
+    *,
+    map: Repeated = None,  # noqa: A002 - the CLI's --map
+    fit: Repeated = None,
+    check: bool = False,
+    metric: Repeated = None,
+    max_error: Union[None, str, float] = None,
+    replicas: Optional[int] = None,
+    seed: Optional[int] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
+    threads: Optional[int] = None,
+    page: Folder = None,
+    write: Folder = None,
+    progress: ProgressOption = None,
+    **options: Any,
+) -> Document:
+    """Fits a scenario's unknowns to production's metrics, as ``stampede calibrate``
+    (``fit="services.api.workers=4..32:int"``, ``map="api.busy=job:busy{job=\"api\"}"``),
+    or reports its fidelity as it is (``check=True``). The JSON document: each fitted
+    value with its interval, the fidelity table; plus ``"calibrated_text"``, the
+    calibrated scenario's TOML (after a fit). ``.ok`` is False when a metric is over
+    ``max_error``. The page and the scenario file are written only where ``page=`` and
+    ``write=`` say."""
+    temporary = tempfile.mkdtemp(prefix="stampede-calibrate-")
+    try:
+        page_file = os.fspath(page) if page is not None else os.path.join(temporary, "calibrate.html")
+        wanted_toml = write is not None
+        toml_file = os.fspath(write) if wanted_toml else os.path.join(temporary, "calibrated.toml")
+        args = [
+            "calibrate", "--json", "--observed", os.fspath(observed), "--page", page_file,
+            *(["--write", toml_file] if not check else []),
+            *_scenario_args(set, grid, case, replicas, seed),
+            *_options(map=map, fit=fit, check=check, metric=metric, max_error=max_error, threads=threads, **options),
+            "--", _scenario(scenario),
+        ]
+        documents, _, exit_code = _call(args, progress)
+        document = _document(documents, exit_code)
+        if os.path.exists(toml_file):
+            with open(toml_file, encoding="utf-8") as text:
+                document["calibrated_text"] = text.read()
+        # The files written only where the caller asked; the rest was temporary.
+        if not wanted_toml:
+            document["calibrated_toml"] = None
+        if page is None:
+            document["page"] = None
+        return document
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+class ImportedScenario(str):
+    """The scenario ``stampede import`` wrote, as its TOML text (a ``str``), with
+    ``path`` (where it was written) and ``to_dict()``."""
+
+    path: Optional[Path] = None
+
+    def to_dict(self) -> "dict[str, Any]":
+        """The scenario as a dict (``tomllib``, Python 3.11 or later)."""
+        import tomllib
+
+        return tomllib.loads(self)
+
+
+def import_traces(
+    files: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
+    *,
+    out: Union[str, "os.PathLike[str]"],
+    format: Optional[str] = None,  # noqa: A002 - the CLI's --format
+    name: Optional[str] = None,
+    force: bool = False,
+    **options: Any,
+) -> ImportedScenario:
+    """A service graph from traces, as ``stampede import`` (OTLP JSON or protobuf,
+    Jaeger, Zipkin, Alibaba's CSV), written to ``out`` (``shop.toml``; the measured
+    samples it points at go beside it, in ``shop.data/``): the scenario's TOML text,
+    with ``.path``. It runs as any scenario: ``stampede.run(imported.path)``. Other
+    keyword arguments are the CLI's flags (``bucket=``, ``sample_rate=``,
+    ``window=``, ``skew=``, ``check=True``)."""
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    paths = [os.fspath(file) for file in files]
+    target = os.fspath(out)
+    args = ["import", "--out", target, *_options(format=format, name=name, force=force, **options), "--", *paths]
+    _call(args)
+    with open(target, encoding="utf-8") as text:
+        imported = ImportedScenario(text.read())
+    imported.path = Path(target)
+    return imported
+
+
+def plan(
+    scenario: Scenario,
+    *,
+    precision: Repeated,
+    shards: Optional[int] = None,
+    seed: Optional[int] = None,
+    set: Fields = None,
+    grid: Fields = None,
+    case: Repeated = None,
+    threads: Optional[int] = None,
+    progress: ProgressOption = None,
+    **options: Any,
+) -> Document:
+    """How many replicas a sweep needs for ``precision`` (``"5%"`` or
+    ``"p99_s=2%"``), from a pilot, as ``stampede plan --json``: the replicas per
+    point and the shard commands. Other keyword arguments are the CLI's flags
+    (``pilot=``, ``max_replicas=``, ``out=`` for the commands' output root)."""
+    args = [
+        "plan", "--json",
+        *_scenario_args(set, grid, case, None, seed),
+        *_options(precision=precision, shards=shards, threads=threads, **options),
+        "--", _scenario(scenario),
+    ]
+    documents, _, exit_code = _call(args, progress)
+    return _document(documents, exit_code)
+
+
+def merge(
+    shards: Union[str, "os.PathLike[str]", Iterable[Union[str, "os.PathLike[str]"]]],
+    *,
+    out: Union[str, "os.PathLike[str]"],
+    **options: Any,
+) -> Document:
+    """Joins shard folders (``run --shard`` or ``rare --shard``; or the folder that
+    holds them) into ``OUT/NAME/``, the folder one process writes, as ``stampede
+    merge --json``: the merged run's document. Other keyword arguments are the CLI's
+    flags (``verify=True``, ``precision=``, ``force=True``)."""
+    if isinstance(shards, (str, os.PathLike)):
+        shards = [shards]
+    args = ["merge", "--json", "--out", os.fspath(out), *_options(**options), "--",
+            *[os.fspath(shard) for shard in shards]]
+    documents, _, exit_code = _call(args)
+    return _document(documents, exit_code)
+
+
+def capacity(*, target_turns_rps: Optional[float] = None, fixture: Folder = None) -> Document:
+    """What an LLM product needs to serve ``target_turns_rps`` turns a second, as
+    ``stampede capacity --json`` over the gateway fixture (``fixture=`` a TOML file,
+    default the shipped one): per tier and meter, what binds first."""
+    documents, _, exit_code = _call(
+        ["capacity", "--json", *_options(target_turns_rps=target_turns_rps, fixture=fixture)]
+    )
+    return _document(documents, exit_code)
+
+
+def report(folder: Union[str, "os.PathLike[str]", Result]) -> Path:
+    """Writes ``report.html`` into an output folder (a run's, a verify's, a rare's),
+    as ``stampede report``, and returns its path."""
+    if isinstance(folder, Result):
+        if folder.path is None:
+            raise ValueError("report reads an output folder: run with out=… to keep one")
+        folder = folder.path
+    _call(["report", "--", os.fspath(folder)])
+    return Path(os.fspath(folder)) / "report.html"
 
 
 def compare(

@@ -202,7 +202,14 @@ pub(super) fn write(
     staged.push(StagedFile::with_contents(&dir, "manifest.json", &manifest)?);
     staged.commit()?;
     let written = staged_folder.commit()?;
-    if !show.quiet {
+    if show.json {
+        super::super::print_json(&serde_json::json!({
+            "shard": { "index": shard.index, "count": shard.count },
+            "folder": written.display().to_string(),
+            "runs": answer.estimates.iter().map(|point| point.found.runs.len()).sum::<usize>(),
+            "merge": format!("stampede merge {} --out {}", root.display(), out.display()),
+        }));
+    } else if !show.quiet {
         let runs: usize = answer.estimates.iter().map(|point| point.found.runs.len()).sum();
         eprintln!(
             "stampede: shard {} of {}: {runs} splitting runs over {} grid points in {seconds:.1} s; wrote {}",
