@@ -227,3 +227,20 @@ impl Context<'_> {
         self.summary.interval(point, metric)
     }
 }
+
+/// A figure's legend as inline HTML for a standalone page (fit, rare): a coloured line
+/// and the label, one after another.
+pub fn legend_html(figure: &crate::chart::Figure) -> String {
+    figure
+        .legend
+        .iter()
+        .map(|(label, colour)| {
+            format!(
+                "<span style=\"margin-right:1.2em\"><span style=\"display:inline-block;width:1.6em;height:.35em;\
+                 vertical-align:middle;background:{}\"></span> {}</span>",
+                crate::chart::hex(*colour),
+                escape(label)
+            )
+        })
+        .collect()
+}

@@ -5,7 +5,7 @@
 use stampede_scenario::inputs::fit::{FitReport, DATA_QUANTILES};
 
 use crate::blocks::escape;
-use crate::chart::{hex, series_colour, Axis, Line, LinePlot, Point, Scale};
+use crate::chart::{series_colour, Axis, Line, LinePlot, Point, Scale};
 
 /// Points per fitted CDF curve (each is a marker with its value on hover).
 const CURVE_POINTS: usize = 40;
@@ -44,13 +44,7 @@ pub fn render(source: &str, report: &FitReport) -> String {
         size: (900, 480),
     };
     let figure = plot.render("cdf", String::new(), String::new());
-    let legend: String = figure
-        .legend
-        .iter()
-        .map(|(label, colour)| {
-            format!("<span style=\"margin-right:1.2em\"><span style=\"display:inline-block;width:1.6em;height:.35em;vertical-align:middle;background:{}\"></span> {}</span>", hex(*colour), escape(label))
-        })
-        .collect();
+    let legend = crate::blocks::legend_html(&figure);
     let rows: String = report
         .candidates
         .iter()

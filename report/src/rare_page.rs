@@ -7,12 +7,12 @@
 use serde_json::Value;
 
 use crate::blocks::escape;
-use crate::chart::{hex, series_colour, short, Axis, Line, LinePlot, Point, Scale};
+use crate::chart::{series_colour, short, Axis, Line, LinePlot, Point, Scale};
 
 /// `1.234e-5`, or `0`.
 fn scientific(value: Option<f64>) -> String {
     match value {
-        Some(v) if v == 0.0 => "0".into(),
+        Some(0.0) => "0".into(),
         Some(v) if v.is_finite() => format!("{v:.3e}"),
         _ => "–".into(),
     }
@@ -110,18 +110,7 @@ pub fn render(document: &Value) -> String {
         size: (900, 420),
     };
     let figure = plot.render("ladder", String::new(), String::new());
-    let legend: String = figure
-        .legend
-        .iter()
-        .map(|(label, colour)| {
-            format!(
-                "<span style=\"margin-right:1.2em\"><span style=\"display:inline-block;width:1.6em;height:.35em;\
-                 vertical-align:middle;background:{}\"></span> {}</span>",
-                hex(*colour),
-                escape(label)
-            )
-        })
-        .collect();
+    let legend = crate::blocks::legend_html(&figure);
     let per_head = per.map(|text| format!("<th>per {}</th>", escape(text))).unwrap_or_default();
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\

@@ -9,7 +9,7 @@ fn modules_import_only_from_layers_below_and_form_no_cycle() {
         &["data"],
         &["big"],
         &["blocks"],
-        &["race", "topology", "fit_page", "calibrate_page", "map_page"],
+        &["race", "topology", "fit_page", "calibrate_page", "map_page", "rare_page"],
         &["sections", "compare"],
         &["page"],
     ];

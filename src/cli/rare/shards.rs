@@ -57,17 +57,22 @@ struct RequestFile {
     seed: u64,
 }
 
+/// A pilot: (levels, estimate, plain events mean, events, stalled at), floats as bits.
+type PilotBits = (Vec<u64>, u64, u64, u64, Option<u64>);
+/// A stage: (level, trajectories, hits, crossed, weight, events), floats as bits.
+type StageBits = (u64, u32, u32, u32, u64, u64);
+/// A run: (index, estimate as bits, stages).
+type RunBits = (u64, u64, Vec<StageBits>);
+
 #[derive(Serialize, Deserialize, PartialEq)]
 struct PointFile {
     label: String,
     levels: Vec<u64>,
-    /// (levels, estimate, plain events mean, events, stalled at), floats as bits.
-    pilot: Option<(Vec<u64>, u64, u64, u64, Option<u64>)>,
+    pilot: Option<PilotBits>,
     plain_events_mean: u64,
     /// Events before the runs: the pilot's and the plain sample's.
     events_before_runs: u64,
-    /// (run, estimate, stages: (level, trajectories, hits, crossed, weight, events)).
-    runs: Vec<(u64, u64, Vec<(u64, u32, u32, u32, u64, u64)>)>,
+    runs: Vec<RunBits>,
 }
 
 fn bits(values: &[f64]) -> Vec<u64> {
