@@ -36,6 +36,7 @@ __version__: str = _stampede.__version__
 __all__ = [
     "list",
     "show",
+    "open",
     "run",
     "verify",
     "optimize",
@@ -300,16 +301,39 @@ class Result:
     ``print(result)`` shows the summary table the terminal shows.
     """
 
-    def __init__(self, folder: Path, document: dict, summary_text: Optional[str], kept: bool) -> None:
+    def __init__(
+        self, folder: Path, document: dict, summary_text: Optional[str], kept: bool, lazy: bool = False
+    ) -> None:
         self.document: dict = document
         self.manifest: dict = json.loads((folder / "manifest.json").read_text())
-        self.tables: "dict[str, Any]" = {
-            file.stem: _stampede.read_table(str(file)) for file in sorted(folder.glob("*.parquet"))
-        }
+        self._folder = folder
+        # A table is a file (summary.parquet) or, written with partition_by, a folder
+        # of hive partitions (replicas/grid_point=K/part-0.parquet).
+        names = sorted({file.stem for file in folder.glob("*.parquet")}
+                       | {d.name for d in folder.iterdir() if d.is_dir() and any(d.glob("*=*/*.parquet"))})
+        self.tables: "Mapping[str, Any]" = _Tables(self, names) if lazy else {name: self._read(name) for name in names}
         report = folder / "report.html"
         self._report_html = report.read_text() if report.exists() else None
         self._summary_text = summary_text or ""
         self.path: Optional[Path] = folder if kept else None
+
+    def _read(self, name: str):
+        file = self._folder / f"{name}.parquet"
+        return _stampede.read_table(str(file)) if file.exists() else self.dataset(name).to_table()
+
+    def dataset(self, name: str = "replicas"):
+        """A table as a ``pyarrow.dataset.Dataset``, read lazily: filter and project
+        before anything loads (``r.dataset().to_table(filter=pc.field("grid_point") == 3)``).
+        Partitioned tables (``partition_by="grid_point"``) are read as their hive
+        partitions."""
+        import pyarrow.dataset as ds
+
+        file, folder = self._folder / f"{name}.parquet", self._folder / name
+        if file.exists():
+            return ds.dataset(str(file), format="parquet")
+        if folder.is_dir():
+            return ds.dataset(str(folder), format="parquet", partitioning="hive")
+        raise KeyError(f"no {name} table in {self._folder}; it has {', '.join(self.tables)}")
 
     summary = property(lambda self: self.tables.get("summary"), doc="One row per grid point (summary.parquet).")
     replicas = property(lambda self: self.tables.get("replicas"), doc="One row per replica (replicas.parquet).")
@@ -345,6 +369,57 @@ class Result:
         return "\n".join(lines) or f"<stampede.Result {self.document.get('scenario')}>"
 
 
+class _Tables(Mapping):
+    """A folder's tables by name, each read on first use (``stampede.open``)."""
+
+    def __init__(self, result: Result, names: "list[str]") -> None:
+        self._result, self._names, self._read = result, names, {}
+
+    def __getitem__(self, name: str):
+        if name not in self._names:
+            raise KeyError(name)
+        if name not in self._read:
+            self._read[name] = self._result._read(name)
+        return self._read[name]
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def open(path: Union[str, "os.PathLike[str]"]) -> Result:  # noqa: A001 - stampede's folders, not files
+    """An output folder of ``run``, ``verify`` or ``merge`` — plain or written with
+    ``partition_by`` — as a ``Result``, without running anything. Tables are read
+    when first used, and ``result.dataset(name)`` reads one lazily, so a sweep of a
+    million replicas opens at once and filters before it loads. A folder of shards
+    is refused with the merge to run first.
+
+    >>> import stampede, tempfile
+    >>> kept = stampede.run("mg1", replicas=4, out=tempfile.mkdtemp(), progress=False)
+    >>> again = stampede.open(kept.path)
+    >>> again.summary.equals(kept.summary)
+    True
+    """
+    folder = Path(os.fspath(path))
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        shards = folder / "shards" if (folder / "shards").is_dir() else folder
+        if any(shards.glob("shard=*/manifest.json")):
+            raise ValueError(
+                f"{folder} holds shards, not a run: merge them first, "
+                f"stampede.merge({os.fspath(shards)!r}, out=…), and open the merged folder"
+            )
+        raise StampedeIOError(f"{folder}: no manifest.json here: not a stampede output folder", 3)
+    recorded = json.loads(manifest.read_text())
+    kind = recorded.get("kind", "run")
+    if kind not in ("run", "verify"):
+        raise ValueError(f"{folder} is a `{kind}` folder; stampede.open reads run, verify and merge folders")
+    document = {"scenario": recorded.get("scenario"), "output_dir": os.fspath(folder)}
+    return Result(folder, document, None, kept=True, lazy=True)
+
+
 def run(
     scenario: Scenario = "baltor",
     *,
@@ -364,9 +439,15 @@ def run(
     warmup: Union[None, float, str] = None,
     replica_rows: Optional[str] = None,
     report: bool = True,
+    partition_by: Optional[str] = None,
+    shard: Optional[str] = None,
     progress: ProgressOption = None,
 ) -> Result:
     """Runs a scenario's grid × replicas, as ``stampede run`` does.
+    ``partition_by="grid_point"`` writes the replica rows and series as hive
+    partitions (``stampede.open`` and ``Result.dataset`` read them); ``shard="K/N"``
+    (with ``out=``) runs one shard for ``stampede.merge`` and returns its JSON line
+    (the folder it wrote) instead of a result.
 
     ``scenario`` is a built-in name (``stampede.list()``), a path to a .toml file,
     TOML text, or a dict of the same structure. ``set={"queue.servers": 3}`` and
@@ -398,8 +479,15 @@ def run(
             warmup=warmup,
             replica_rows=replica_rows,
             no_report=not report,
+            partition_by=partition_by,
+            shard=shard,
         ),
     ]
+    if shard is not None:
+        # A shard is a folder for `merge`, not a run to read: its JSON line says where.
+        if out is None:
+            raise ValueError("shard=: give out= (the shards' root, which merge reads); a shard alone is not a result")
+        return _writing("run", scenario, out, args, progress, _read_document)
 
     def read(documents, summary, _exit_code, kept):
         return Result(Path(documents[0]["output_dir"]), documents[0], summary, kept)
@@ -607,7 +695,7 @@ def calibrate(
         documents, _, exit_code = _call(args, progress)
         document = _document(documents, exit_code)
         if os.path.exists(toml_file):
-            with open(toml_file, encoding="utf-8") as text:
+            with builtins.open(toml_file, encoding="utf-8") as text:
                 document["calibrated_text"] = text.read()
         # The files written only where the caller asked; the rest was temporary.
         if not wanted_toml:
@@ -653,7 +741,7 @@ def import_traces(
     target = os.fspath(out)
     args = ["import", "--out", target, *_options(format=format, name=name, force=force, **options), "--", *paths]
     _call(args)
-    with open(target, encoding="utf-8") as text:
+    with builtins.open(target, encoding="utf-8") as text:
         imported = ImportedScenario(text.read())
     imported.path = Path(target)
     return imported

@@ -78,3 +78,28 @@ def test_rare_shards_merge_into_the_single_process_answer(tmp_path):
         stampede.rare(MM1, shard=k, out=tmp_path, **question)
     merged = stampede.merge(tmp_path / "mm1-rare" / "shards", out=tmp_path / "merged", quiet=True)
     assert merged == whole
+
+
+def test_open_reads_plain_partitioned_and_merged_folders_lazily(tmp_path):
+    import pyarrow.compute as pc
+
+    plain = stampede.run("mmc", replicas=6, out=tmp_path / "plain", progress=False, report=False)
+    opened = stampede.open(plain.path)
+    assert set(opened.tables) >= {"summary", "replicas", "histograms"}
+    assert opened.summary.equals(plain.summary) and opened.replicas.equals(plain.replicas)
+    # Partitioned rows: one folder of hive partitions, read as one table or filtered first.
+    parted = stampede.run("mmc", replicas=6, out=tmp_path / "parted", progress=False, report=False,
+                          partition_by="grid_point")
+    again = stampede.open(parted.path)
+    assert (parted.path / "replicas").is_dir() and again.replicas.num_rows == plain.replicas.num_rows
+    one_point = again.dataset("replicas").to_table(filter=pc.field("grid_point") == 1)
+    assert one_point.num_rows == 6
+    # Shards: refused with the merge to run; merged, they open as the single run does.
+    for k in ["0/2", "1/2"]:
+        stampede.run("mmc", replicas=6, out=tmp_path / "sharded", progress=False, shard=k)
+    with pytest.raises(ValueError, match="merge them first"):
+        stampede.open(tmp_path / "sharded" / "mmc")
+    stampede.merge(tmp_path / "sharded" / "mmc" / "shards", out=tmp_path / "merged", no_report=True)
+    assert stampede.open(tmp_path / "merged" / "mmc").summary.equals(plain.summary)
+    with pytest.raises(stampede.StampedeIOError, match="not a stampede output folder"):
+        stampede.open(tmp_path)

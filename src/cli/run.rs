@@ -322,7 +322,13 @@ pub(super) fn run_shard(scenario: &Scenario, text: &str, args: &RunArgs) -> Resu
     let bar = progress_bar(plan.task_count(), args.quiet);
     let dir = execute_shard(scenario, shard, &args.out, threads, &|| bar.inc(1), writing(args))?;
     bar.finish_and_clear();
-    if !args.quiet {
+    if args.json {
+        super::print_json(&serde_json::json!({
+            "shard": { "index": shard.index, "count": shard.count },
+            "tasks": plan.task_count(),
+            "folder": dir.display().to_string(),
+        }));
+    } else if !args.quiet {
         println!("wrote shard {} of {} ({} tasks): {}", shard.index, shard.count, plan.task_count(), dir.display());
     }
     Ok(())
