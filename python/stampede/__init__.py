@@ -231,10 +231,19 @@ def _scenario_args(
     for label in [case] if isinstance(case, str) else (case or []):
         args += ["--case", label]
     if replicas is not None:
-        args += ["--replicas", str(replicas)]
+        args += ["--replicas", str(_whole("replicas", replicas))]
     if seed is not None:
-        args += ["--seed", str(seed)]
+        args += ["--seed", str(_whole("seed", seed))]
     return args
+
+
+def _whole(keyword: str, value: Any) -> int:
+    """A whole-number keyword's type checked in Python's words: a TypeError naming the
+    keyword for a non-integer (``replicas="ten"``). Its range is the CLI's to check
+    (a ``ScenarioError``, a ``ValueError``, with the CLI's message)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{keyword}= takes an int, not {type(value).__name__} ({value!r})")
+    return value
 
 
 def _options(**options: Any) -> "list[str]":

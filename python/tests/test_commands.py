@@ -103,3 +103,12 @@ def test_open_reads_plain_partitioned_and_merged_folders_lazily(tmp_path):
     assert stampede.open(tmp_path / "merged" / "mmc").summary.equals(plain.summary)
     with pytest.raises(stampede.StampedeIOError, match="not a stampede output folder"):
         stampede.open(tmp_path)
+
+
+def test_argument_errors_are_pythons_and_name_the_keyword():
+    with pytest.raises(TypeError, match=r"replicas= takes an int, not str \('ten'\)"):
+        stampede.run("mmc", replicas="ten", progress=False)
+    with pytest.raises(ValueError, match="--replicas"):  # the range is the CLI's: a ScenarioError
+        stampede.verify("mmc", replicas=0, progress=False)
+    with pytest.raises(TypeError, match="seed= takes an int"):
+        stampede.rare(MM1, event="in_system >= 3", seed=1.5, progress=False)
