@@ -418,10 +418,7 @@ pub fn pilot(
         if level <= floor {
             match bests.iter().find(|&&score| score > floor) {
                 Some(&above) if above.is_finite() => level = above,
-                // Only hits rose above the floor: the event is the next step up, and
-                // the last stage (no level) runs from here.
-                Some(_) => break,
-                None => {
+                _ => {
                     stalled_at = Some(floor);
                     break;
                 }
@@ -448,8 +445,8 @@ pub fn pilot(
         floor = level;
         starts = clones(&entrances, trajectories, &mut allotment, PILOT_ORIGINS ^ master_seed, 0, stage);
     }
-    // A pilot that hit the event, then ran out of time above its last level, found a
-    // way to the event: the score is not what stalled.
+    // A pilot that hit the event found a way to it — only hits rose above the last
+    // level, or the rest ran out of time there: the score is not what stalled.
     let stalled_at = stalled_at.filter(|_| estimate == 0.0);
     Ok(Pilot { levels, estimate, plain_events_mean, events, stalled_at })
 }

@@ -55,9 +55,24 @@ fn busy_period_on(
     relative_error: f64,
     threads: usize,
 ) -> RareEstimate {
-    let scenario = mm1(1.0, 2.0);
-    let probe =
-        Probe::parse(&scenario.model.quantities(), &format!("in_system >= {k}"), None, Some("in_system == 0")).unwrap();
+    let probe = (format!("in_system >= {k}"), None);
+    mmc_estimate(&mm1(1.0, 2.0), probe, seed, levels, runs, trajectories, relative_error, threads)
+}
+
+/// The estimate of `event` (with its score, if named) before `in_system == 0` on an
+/// `mmc` scenario.
+#[allow(clippy::too_many_arguments)]
+fn mmc_estimate(
+    scenario: &Scenario,
+    (event, score): (String, Option<&str>),
+    seed: u64,
+    levels: Levels,
+    runs: (u32, u32),
+    trajectories: u32,
+    relative_error: f64,
+    threads: usize,
+) -> RareEstimate {
+    let probe = Probe::parse(&scenario.model.quantities(), &event, score, Some("in_system == 0")).unwrap();
     let model = scenario.model.splittable(&scenario.run, seed, probe).expect("mmc splits");
     let request = RareRequest {
         horizon: secs_to_nanos(scenario.run.horizon_s),
@@ -71,6 +86,19 @@ fn busy_period_on(
         shard: None,
     };
     estimate(&*model, &request, threads, &|| {}).unwrap()
+}
+
+/// Over `seeds` seeds: how many intervals cover `exact`, and the mean estimate / exact.
+fn coverage(exact: f64, seeds: u64, estimate_for: impl Fn(u64) -> RareEstimate) -> (u32, f64) {
+    let (mut covered, mut ratios) = (0, 0.0);
+    for seed in 0..seeds {
+        let found = estimate_for(seed);
+        covered += u32::from(found.low <= exact && exact <= found.high);
+        ratios += found.probability / exact;
+    }
+    let mean_ratio = ratios / seeds as f64;
+    eprintln!("exact {exact:.3e}: covered {covered}/{seeds}; mean estimate / exact = {mean_ratio:.3}");
+    (covered, mean_ratio)
 }
 
 const AUTO: Levels = Levels::Auto { target: 0.2, max_levels: 60 };
@@ -309,29 +337,11 @@ fn an_mm1k_at_a_quarter_load_turns_a_customer_away_as_often_as_the_jump_chain_sa
     assert!((1e-7..1e-6).contains(&exact), "{exact}");
     assert!((blocking_in_busy_period(1.0, 4.0, 1) - 0.2).abs() < 1e-12, "K = 1: an arrival before the service ends");
     let scenario = mm1k(lambda, mu, Some(k as u32));
-    let (seeds, mut covered, mut ratios) = (8, 0, Vec::new());
-    for seed in 0..seeds {
-        let probe =
-            Probe::parse(&scenario.model.quantities(), "rejected >= 1", Some("in_system"), Some("in_system == 0"))
-                .unwrap();
-        let model = scenario.model.splittable(&scenario.run, seed, probe).expect("mmc splits");
-        let request = RareRequest {
-            horizon: secs_to_nanos(scenario.run.horizon_s),
-            trajectories: 100,
-            levels: AUTO,
-            relative_error: 0.15,
-            min_runs: 20,
-            max_runs: 2000,
-            max_events: u64::MAX,
-            master_seed: seed,
-            shard: None,
-        };
-        let found = estimate(&*model, &request, 2, &|| {}).unwrap();
-        covered += u32::from(found.low <= exact && exact <= found.high);
-        ratios.push(found.probability / exact);
-    }
-    let mean_ratio = ratios.iter().sum::<f64>() / ratios.len() as f64;
-    eprintln!("exact {exact:.3e}: covered {covered}/{seeds}; mean estimate / exact = {mean_ratio:.3}");
+    let seeds = 8;
+    let (covered, mean_ratio) = coverage(exact, seeds, |seed| {
+        let probe = ("rejected >= 1".to_string(), Some("in_system"));
+        mmc_estimate(&scenario, probe, seed, AUTO, (20, 2000), 100, 0.15, 2)
+    });
     // The model draws each customer's service on arrival and schedules its departure
     // then, so the clones of one state share the departure in progress: runs vary more
     // than the chain's, and each seed runs until 15% relative error (7 of 8 covered,

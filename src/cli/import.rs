@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use stampede_import::{Format, Input, Options};
+use stampede_scenario::base::numbers::duration_s;
 use stampede_scenario::{Error, Overrides, Result, Scenario};
 
 use super::{output_file, ExitStatus};
@@ -103,33 +104,16 @@ pub(super) struct ImportArgs {
     pub(super) force: bool,
 }
 
-/// A duration as `60s`, `500ms`, `5m`, `1h` or plain seconds.
-fn parse_duration(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = text.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (text, 1.0)
-    };
-    number.trim().parse::<f64>().ok().map(|n| n * scale).filter(|s| s.is_finite() && *s > 0.0)
-}
-
 pub(super) fn import(args: ImportArgs) -> Result<ExitStatus> {
     let format = args.format.as_deref().map(Format::parse).transpose()?;
-    let bucket_s = parse_duration(&args.bucket).ok_or_else(|| {
+    let bucket_s = duration_s(&args.bucket).ok_or_else(|| {
         Error::bad_input(format!("--bucket {}: give a positive duration, e.g. 60s, 500ms or 5m", args.bucket))
     })?;
     let window_s = args
         .window
         .as_deref()
         .map(|text| {
-            parse_duration(text).ok_or_else(|| {
+            duration_s(text).ok_or_else(|| {
                 Error::bad_input(format!(
                     "--window {text}: give the positive duration the traces were collected over, e.g. 1h, 15m or 90s"
                 ))
@@ -193,7 +177,7 @@ pub(super) fn import(args: ImportArgs) -> Result<ExitStatus> {
             Err(e) => return Err(Error::bad_input(format!("{}: cannot be read: {e}", file.display()))),
         }
     }
-    let skew_s = parse_duration(&args.skew)
+    let skew_s = duration_s(&args.skew)
         .or((args.skew.trim() == "0").then_some(0.0))
         .ok_or_else(|| Error::bad_input(format!("--skew {}: give a duration, e.g. 5ms, 0.5s or 0", args.skew)))?;
     let input =

@@ -58,31 +58,12 @@ impl RareSection {
     }
 }
 
-/// A duration given as `field` (`--within`, `rare.per`): seconds, or a number with s,
-/// m, h or d (`90`, `60s`, `10m`, `1d`).
+/// A duration given as `field` (`--within`, `rare.per`), read by
+/// [`duration_s`](crate::base::numbers::duration_s), at most the longest simulated time.
 pub fn seconds(field: &str, text: &str) -> Result<f64> {
-    let trimmed = text.trim();
-    let (number, unit) = match trimmed.char_indices().last() {
-        Some((at, unit @ ('s' | 'm' | 'h' | 'd'))) => (&trimmed[..at], unit),
-        _ => (trimmed, 's'),
-    };
-    let scale = match unit {
-        'm' => 60.0,
-        'h' => 3600.0,
-        'd' => 86_400.0,
-        _ => 1.0,
-    };
-    number
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .map(|value| value * scale)
-        .filter(|value| value.is_finite() && *value > 0.0 && *value <= crate::base::checks::MAX_SECONDS)
-        .ok_or_else(|| {
-            Error::bad_input(format!(
-                "{field} {text:?}: a positive duration, seconds or with s, m, h or d (60s, 10m, 1d)"
-            ))
-        })
+    crate::base::numbers::duration_s(text).filter(|value| *value <= crate::base::checks::MAX_SECONDS).ok_or_else(|| {
+        Error::bad_input(format!("{field} {text:?}: a positive duration, seconds or with s, m, h or d (60s, 10m, 1d)"))
+    })
 }
 
 #[cfg(test)]
