@@ -57,7 +57,7 @@ pub struct Observation {
 /// How a leg of a trajectory ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LegEnd {
-    /// The event held.
+    /// The event held (or, for an event judged at the end, held when the run ended).
     Hit,
     /// The score reached the leg's level first.
     Crossed,
@@ -70,6 +70,7 @@ pub enum LegEnd {
 /// monomorphised; the driver makes one dynamic call per leg.
 pub trait Trajectory {
     /// Runs until the event, the score reaching `level`, or the end (see [`leg`]).
+    /// A leg that ends the run may finish the model: nothing runs it afterwards.
     fn leg(&mut self, horizon: Nanos, level: f64, records: Option<&mut Vec<Record>>) -> LegEnd;
     /// Handles events until `events` have been handled since time zero.
     fn replay(&mut self, events: u64);
@@ -111,12 +112,20 @@ pub struct Record {
 /// trajectory's empty state is neither an event nor a stop); after each event it is
 /// checked in the order event (a hit), stop condition (a miss), level (crossed). With
 /// `records`, every new best score is appended, the start's included.
+///
+/// When the run ends (the horizon passes or nothing is left to happen), `at_end`
+/// judges an event that only the finished run can tell (a metric such as
+/// `recovered == false`): `true` is a hit. It is called at most once, so it may
+/// finish the model; an event of the state alone passes `|_| false`. Fixed-effort
+/// splitting stays unbiased for such an event: each natural trajectory ends in
+/// exactly one stage, and that is where its end is counted.
 pub fn leg<M: Model>(
     simulation: &mut Simulation<M>,
     horizon: Nanos,
     level: f64,
     mut records: Option<&mut Vec<Record>>,
     observe: impl Fn(&M) -> Observation,
+    at_end: impl FnOnce(&mut Simulation<M>) -> bool,
 ) -> LegEnd {
     let mut best = f64::NEG_INFINITY;
     let mut seen = observe(&simulation.model);
@@ -131,7 +140,7 @@ pub fn leg<M: Model>(
             }
         }
         if !simulation.step_within(horizon) {
-            return LegEnd::Miss;
+            return if at_end(simulation) { LegEnd::Hit } else { LegEnd::Miss };
         }
         seen = observe(&simulation.model);
         if seen.event {

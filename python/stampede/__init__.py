@@ -90,7 +90,8 @@ class ScenarioError(StampedeError, ValueError):
 
 
 class StampedeIOError(StampedeError, OSError):
-    """A file could not be read or written (the CLI's exit 3)."""
+    """A file could not be read or written: the CLI's exit 3, or its exit 2 for a
+    scenario, data or trace file the input names that is missing or unreadable."""
 
     def __init__(self, message: str, exit_code: int) -> None:
         StampedeError.__init__(self, message, exit_code)
@@ -173,13 +174,13 @@ def _call(args: "list[str]", progress: ProgressOption = False):
     try:
         # No callback when nothing is drawn: the waiting thread then only checks signals.
         wanted = bar.custom is not None or bar.wanted
-        ok, exit_code, texts, warnings, summary = _stampede.command(args, bar if wanted else None)
+        ok, exit_code, texts, warnings, summary, unreadable = _stampede.command(args, bar if wanted else None)
     finally:
         bar.close()
     for warning in warnings:
         _warnings.warn(warning, StampedeWarning, stacklevel=3)
     if not ok:
-        error = ScenarioError if exit_code == 2 else StampedeIOError
+        error = ScenarioError if exit_code == 2 and not unreadable else StampedeIOError
         raise error(texts[0], exit_code)
     return [json.loads(text) for text in texts], summary, exit_code
 
@@ -609,8 +610,10 @@ def rare(
     rare.json document, one entry of ``["points"]`` per grid point with
     ``probability``, its 95% interval ``ci_lo``/``ci_hi``, ``relative_error``,
     ``runs``, ``levels``, ``events`` against ``plain_events_needed``, ``warnings``
-    and, with ``per``, ``per_period``. A scenario's ``[rare]`` section answers what
-    is not given. Other keyword arguments are the CLI's flags (``levels="auto"``,
+    and, with ``per``, ``per_period``. The event may be judged on the finished run
+    instead of the state: a metric (``event="recovered == false"``) or a window of
+    latencies (``event="window(60, p99_all_s) > 2"``). A scenario's ``[rare]``
+    section answers what is not given. Other keyword arguments are the CLI's flags (``levels="auto"``,
     ``trajectories=100``, ``max_runs=``, ``max_events="5G"``).
 
     >>> import stampede

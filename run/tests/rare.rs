@@ -10,7 +10,7 @@ use stampede_engine::kernel::splitting::{Forkable, Splittable, Trajectory};
 use stampede_engine::kernel::time::{secs_to_nanos, Nanos};
 use stampede_engine::LatencyHistogram;
 use stampede_run::rare::{estimate, Levels, RareEstimate, RareRequest};
-use stampede_scenario::models::rare::{Observed, Probe};
+use stampede_scenario::models::rare::{no_output, Observed, Probe};
 use stampede_scenario::{Overrides, Scenario};
 
 /// P(an M/M/1 busy period started by one customer reaches `k` in the system).
@@ -153,7 +153,7 @@ impl Splittable for ChainSplitting {
         let mut simulation = Simulation::new(chain, 4);
         simulation.scheduler().at(first, ());
         let read = |chain: &Chain<'_>, _: usize| chain.count as f64;
-        Box::new(Observed { simulation, probe: self.probe.clone(), read })
+        Box::new(Observed { simulation, probe: self.probe.clone(), read, finish: no_output })
     }
 }
 
@@ -349,4 +349,121 @@ fn an_mm1k_at_a_quarter_load_turns_a_customer_away_as_often_as_the_jump_chain_sa
     // probability under 4% at 90% coverage; a model 30% off fails the mean.
     assert!(covered >= 6, "95% intervals covered the exact value in {covered} of {seeds} seeds");
     assert!((mean_ratio - 1.0).abs() < 0.15, "mean estimate / exact = {mean_ratio}");
+}
+
+/// P(an M/M/1/K that starts empty turns an arrival away by `t` seconds), exactly:
+/// the chain on 0..=K with an absorbing "turned away" state, solved by
+/// uniformisation (Λ = λ + μ; Poisson-weighted powers of I + Q/Λ, summed until the
+/// weights left are below 1e-15).
+fn blocked_by(lambda: f64, mu: f64, k: usize, t: f64) -> f64 {
+    let rate = lambda + mu;
+    let mut state = vec![0.0; k + 2];
+    state[0] = 1.0;
+    let (mut weight, mut left, mut blocked) = ((-rate * t).exp(), 1.0, 0.0);
+    for n in 0.. {
+        blocked += weight * state[k + 1];
+        left -= weight;
+        if left < 1e-15 && n as f64 > rate * t {
+            break;
+        }
+        let mut next = vec![0.0; k + 2];
+        for (i, &p) in state.iter().enumerate().take(k + 1) {
+            let (up, down) = (lambda / rate, if i > 0 { mu / rate } else { 0.0 });
+            next[if i == k { k + 1 } else { i + 1 }] += p * up;
+            if i > 0 {
+                next[i - 1] += p * down;
+            }
+            next[i] += p * (1.0 - up - down);
+        }
+        next[k + 1] += state[k + 1];
+        state = next;
+        weight *= rate * t / (n + 1) as f64;
+    }
+    blocked
+}
+
+/// The estimate of `event` (with its score, if named) on `scenario` parsed as
+/// `stampede rare` parses it (metrics judged at the end included), no stop condition.
+fn point_estimate(
+    scenario: &Scenario,
+    (event, score): (&str, Option<&str>),
+    seed: u64,
+    runs: (u32, u32),
+    relative_error: f64,
+) -> RareEstimate {
+    let probe = scenario.model.probe(&scenario.run, event, score, None).unwrap();
+    let model = scenario.model.splittable(&scenario.run, seed, probe).expect("the model splits");
+    let request = RareRequest {
+        horizon: secs_to_nanos(scenario.run.horizon_s),
+        trajectories: 100,
+        levels: AUTO,
+        relative_error,
+        min_runs: runs.0,
+        max_runs: runs.1,
+        max_events: u64::MAX,
+        master_seed: seed,
+        shard: None,
+    };
+    estimate(&*model, &request, 2, &|| {}).unwrap()
+}
+
+#[test]
+fn a_metric_judged_at_the_end_and_the_state_event_it_implies_both_find_the_exact_transient_answer() {
+    // `rejected_ratio > 0` at the end holds exactly when `rejected >= 1` happened on
+    // the way: two estimators (hits counted at the horizon in the stage a trajectory
+    // ended in, or when the state first holds), one exact answer.
+    let (lambda, mu, k, t) = (1.0, 4.0, 8, 20.0);
+    let exact = blocked_by(lambda, mu, k, t);
+    assert!((1e-4..1e-3).contains(&exact), "{exact}");
+    assert!((blocked_by(1.0, 4.0, 0, 1.0) - (1.0 - (-1.0f64).exp())).abs() < 1e-12, "K = 0: the first arrival");
+    let text = format!(
+        "name = \"mm1k\"\nmodel = \"mmc\"\n[run]\nhorizon_s = {t}\nwarmup_s = 0.0\nreplicas = 1\n\
+         [queue]\narrival_rate_per_s = {lambda}\nservice_rate_per_s = {mu}\nservers = 1\ncapacity = {k}\n"
+    );
+    let source = stampede_scenario::base::typing::parse_text(&text, "test").unwrap();
+    let scenario = Scenario::resolve(source, &Overrides::default()).unwrap();
+    // The end's default score is in_system; the state event's would be `rejected`,
+    // flat until the event, so it is named.
+    for probe in [("rejected_ratio > 0", None), ("rejected >= 1", Some("in_system"))] {
+        let event = probe.0;
+        eprint!("{event}: ");
+        let (covered, mean_ratio) = coverage(exact, 6, |seed| point_estimate(&scenario, probe, seed, (20, 1000), 0.15));
+        // Each seed at 15% relative error: a correct 95% interval misses in 3 or more
+        // of 6 seeds with probability under 1%; a model 30% off fails the mean.
+        assert!(covered >= 4, "{event}: covered the exact value in {covered} of 6 seeds");
+        assert!((mean_ratio - 1.0).abs() < 0.15, "{event}: mean estimate / exact = {mean_ratio}");
+    }
+}
+
+#[test]
+fn a_graphs_p99_judged_at_the_end_agrees_with_plain_replicas() {
+    let text = "name = \"api\"\nmodel = \"graph\"\n[run]\nhorizon_s = 30.0\nwarmup_s = 0.0\nreplicas = 1\n\
+                [services.api]\nworkers = 4\n[services.api.endpoints.get]\n\
+                work = { dist = \"exponential\", mean_s = 0.1 }\n[edges.\"client->api\"]\ntimeout_s = 1.0\n\
+                [[workload]]\nentry = \"api.get\"\nrate_per_s = 30.0\n";
+    let source = stampede_scenario::base::typing::parse_text(text, "test").unwrap();
+    let scenario = Scenario::resolve(source, &Overrides::default()).unwrap();
+    let metric = scenario.model.metrics().iter().position(|m| m.name == "api.get.p99_all_s").unwrap();
+    // Plain replicas fix the threshold their 95th percentile p99 passes: P ≈ 5%.
+    let replicas = 600u64;
+    let mut histograms: Vec<LatencyHistogram> =
+        scenario.model.latencies().iter().map(|_| LatencyHistogram::new()).collect();
+    let mut p99s: Vec<f64> = (0..replicas)
+        .map(|replica| scenario.model.run_replica(&scenario.run, 99, replica, &mut histograms).metrics[metric])
+        .collect();
+    p99s.sort_by(f64::total_cmp);
+    let threshold = p99s[(replicas as usize * 95) / 100];
+    let plain = p99s.iter().filter(|&&p99| p99 > threshold).count() as f64 / replicas as f64;
+    let plain_half_width = 1.96 * (plain * (1.0 - plain) / replicas as f64).sqrt();
+    let event = format!("api.get.p99_all_s > {threshold}");
+    let split = point_estimate(&scenario, (&event, None), 5, (10, 200), 0.1);
+    eprintln!(
+        "p99 > {threshold:.3} s: plain {plain:.4} ± {plain_half_width:.4}; split {:.4} [{:.4}, {:.4}]",
+        split.probability, split.low, split.high
+    );
+    assert!(
+        split.low <= plain + plain_half_width && plain - plain_half_width <= split.high,
+        "split {split:?} and plain {plain} ± {plain_half_width} disagree"
+    );
+    assert!(!split.levels.is_empty() && split.hits() > 0, "the score led somewhere: {:?}", split.levels);
 }

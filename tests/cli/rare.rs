@@ -119,15 +119,55 @@ rate_per_s = 100.0
     assert_eq!(document, rare_json(&out.join("api-rare")));
 }
 
+/// Events judged at the end of a run: a window statistic every span meets is
+/// certain (1, exactly, with no interval), and a graph's p99 over a window gets an
+/// estimate between 0 and 1 with the levels its end score (attempts in flight) found.
+#[test]
+fn a_window_of_latencies_and_a_metric_are_judged_at_the_end_of_each_trajectory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "api.toml",
+        r#"name = "api"
+model = "graph"
+[run]
+horizon_s = 4.0
+replicas = 1
+[services.api]
+workers = 2
+[services.api.endpoints.get]
+work = { dist = "exponential", mean_s = 0.01 }
+[[workload]]
+entry = "api.get"
+rate_per_s = 120.0
+"#,
+    );
+    let out = dir.path().join("out");
+    let estimate = |event: &str| {
+        let effort = ["--trajectories", "30", "--min-runs", "4", "--max-runs", "4", "--json"];
+        let output =
+            stampede(&[&["rare", &file, "--event", event, "--out", out.to_str().unwrap()], &effort[..]].concat());
+        assert!(output.status.success(), "{event}: {}", stderr(&output));
+        let document: Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let point = &document["points"][0];
+        (point["probability"].as_f64().unwrap(), point["ci_lo"].as_f64().unwrap(), point["ci_hi"].as_f64().unwrap())
+    };
+    assert_eq!(estimate("window(2, ended_rps) >= 0"), (1.0, 1.0, 1.0));
+    assert_eq!(estimate("api.get.offered >= 1"), (1.0, 1.0, 1.0));
+    let (p, lo, hi) = estimate("window(1, api.get.p99_all_s) > 0.08");
+    assert!(0.0 < lo && lo <= p && p <= hi && hi < 1.0, "{p} [{lo}, {hi}]");
+}
+
 #[test]
 fn bad_input_is_refused_by_name_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "mm1.toml", MM1);
     let out = dir.path().join("out");
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (
             &["--event", "depth >= 3"],
-            "'depth' is not a state quantity of this model; it has in_system, queue_depth, busy, rejected",
+            "'depth' is not a state quantity of this model (in_system, queue_depth, busy, rejected), nor a metric of \
+             the run (",
         ),
         (&["--event", "in_system >= many"], "'many' is not a number"),
         (&["--event", "in_system == 3"], "--score"),
@@ -137,6 +177,8 @@ fn bad_input_is_refused_by_name_and_writes_nothing() {
         (&[], "--event: required, QUANTITY OP NUMBER"),
         (&["--event", "in_system >= 3", "--max-events", "lots"], "--max-events \"lots\": a positive count"),
         (&["--event", "in_system >= 3", "--per", "1x"], "--per \"1x\": a positive duration"),
+        (&["--event", "rejected_ratio > 0", "--until", "in_system == 0"], "--until: an event judged at the end"),
+        (&["--event", "window(60, p99_all_s) > 2"], "this model keeps no latencies over time"),
     ];
     for (args, expected) in cases {
         let output = stampede(&[&["rare", file.as_str(), "--out", out.to_str().unwrap()], args].concat());

@@ -81,6 +81,10 @@ impl ModelSpec for Mmc {
         MMC_QUANTITIES.iter().map(|name| name.to_string()).collect()
     }
 
+    fn end_score(_: &MmcConfig) -> Option<&'static str> {
+        Some("in_system")
+    }
+
     fn splittable(config: &MmcConfig, run: &RunConfig, master_seed: u64, probe: Probe) -> Option<Box<dyn Splittable>> {
         Some(Box::new(MmcSplitting {
             params: config.params(run),
@@ -118,7 +122,11 @@ impl Splittable for MmcSplitting {
             2 => f64::from(model.busy()),
             _ => model.rejected_since_start() as f64,
         };
-        Box::new(Observed { simulation: model.into_simulation(), probe: self.probe.clone(), read })
+        let finish = |model: &mut MmcModel<'_>, now, events| ReplicaOutput {
+            metrics: values(MMC_METRICS, &model.finish(now, events)),
+            ..ReplicaOutput::default()
+        };
+        Box::new(Observed { simulation: model.into_simulation(), probe: self.probe.clone(), read, finish })
     }
 }
 

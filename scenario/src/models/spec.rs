@@ -18,7 +18,7 @@ use stampede_engine::LatencyHistogram;
 use super::expression::MetricExpr;
 use super::metrics::{CountHistogramDef, MetricDef, MetricKind, ReplicaOutput, SeriesDef, TimedLatency, TracedReplica};
 use super::presentation::Presentation;
-use super::rare::Probe;
+use super::rare::{Offered, Probe};
 use crate::base::error::Result;
 use crate::base::typing::{to_table, typed};
 use crate::scenario::RunConfig;
@@ -136,6 +136,12 @@ pub trait ModelSpec: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The score of a `rare` event judged at the end of the run (a metric) when the
+    /// user names none: a state quantity that rises toward such events.
+    fn end_score(_config: &Self::Config) -> Option<&'static str> {
+        None
+    }
+
     /// The model set up for importance splitting with `probe` (`None` when
     /// [`Self::quantities`] is empty).
     fn splittable(
@@ -199,6 +205,7 @@ pub trait DynModel: Send + Sync {
         -> Option<TracedReplica>;
     fn traces(&self) -> bool;
     fn quantities(&self, config: &dyn Any) -> Vec<String>;
+    fn end_score(&self, config: &dyn Any) -> Option<&'static str>;
     fn splittable(
         &self,
         config: &dyn Any,
@@ -299,6 +306,9 @@ impl<M: ModelSpec> DynModel for Registered<M> {
     }
     fn quantities(&self, c: &dyn Any) -> Vec<String> {
         M::quantities(config::<M>(c))
+    }
+    fn end_score(&self, c: &dyn Any) -> Option<&'static str> {
+        M::end_score(config::<M>(c))
     }
     fn splittable(&self, c: &dyn Any, run: &RunConfig, master_seed: u64, probe: Probe) -> Option<Box<dyn Splittable>> {
         M::splittable(config::<M>(c), run, master_seed, probe)
@@ -461,6 +471,25 @@ impl ModelConfig {
     /// The state quantities `stampede rare` can observe (see [`ModelSpec::quantities`]).
     pub fn quantities(&self) -> Vec<String> {
         self.model.quantities(self.config.as_ref())
+    }
+
+    /// `rare`'s `--event`, `--score` and `--until` parsed against this point: its
+    /// state quantities, its metrics (derived ones included) and its request kinds
+    /// kept over time, for trajectories that run to `run.horizon_s`.
+    pub fn probe(&self, run: &RunConfig, event: &str, score: Option<&str>, until: Option<&str>) -> Result<Probe> {
+        let quantities = self.quantities();
+        let metrics: Vec<String> = self.metrics().iter().map(|m| m.name.to_string()).collect();
+        let derived: Vec<MetricExpr> = self.derived.iter().map(|(_, expr)| expr.clone()).collect();
+        let timed: Vec<String> = self.timed_latencies().iter().map(|t| t.name.to_string()).collect();
+        let offered = Offered {
+            quantities: &quantities,
+            metrics: &metrics,
+            derived: &derived,
+            timed: &timed,
+            end_score: self.model.end_score(self.config.as_ref()),
+            horizon: stampede_engine::secs_to_nanos(run.horizon_s),
+        };
+        Probe::parse_offered(&offered, event, score, until)
     }
 
     /// This point's model set up for importance splitting with `probe`.

@@ -13,7 +13,6 @@ use stampede_engine::kernel::time::secs_to_nanos;
 use stampede_output::table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 use stampede_output::{Replace, StagedFile, StagedSet};
 use stampede_run::rare::{estimate, Levels, RareEstimate, RareRequest};
-use stampede_scenario::models::rare::Probe;
 use stampede_scenario::scenario::{seconds, RareSection};
 use stampede_scenario::{Error, Result};
 
@@ -29,8 +28,10 @@ pub(super) struct RareArgs {
     #[command(flatten)]
     pub(super) scenario_args: ScenarioArgs,
     /// The rare event, QUANTITY OP NUMBER over the model's state (`in_system >= 40`,
-    /// `api.queue_depth >= 200`); it counts when it holds after some event (default:
-    /// the scenario's `[rare] event`).
+    /// `api.queue_depth >= 200`), counted when it holds after some event; or judged on
+    /// the finished run: METRIC OP NUMBER (`recovered == false`) or
+    /// `window(SECONDS, STAT) OP NUMBER` (`window(60, p99_all_s) > 2`) (default: the
+    /// scenario's `[rare] event`).
     #[arg(long, value_name = "EXPR")]
     pub(super) event: Option<String>,
     /// The event must happen by then: seconds, or a number with s, m, h or d
@@ -43,7 +44,8 @@ pub(super) struct RareArgs {
     #[arg(long, value_name = "PERIOD")]
     pub(super) per: Option<String>,
     /// The state quantity that rises toward the event (default: the event's own, when
-    /// the event is QUANTITY >= N or > N).
+    /// the event is QUANTITY >= N or > N; the model's end score, such as a graph's
+    /// attempts_in_flight, for an event judged at the end).
     #[arg(long, value_name = "QUANTITY")]
     pub(super) score: Option<String>,
     /// A trajectory ends when this holds, without the event (`in_system == 0`: the
@@ -279,7 +281,8 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
                 point.model.name()
             )));
         }
-        let probe = Probe::parse(&names, &question.event, question.score.as_deref(), question.until.as_deref())
+        let probe = (point.model)
+            .probe(&point.run, &question.event, question.score.as_deref(), question.until.as_deref())
             .map_err(|mut error| {
                 if question.event_from_file {
                     error.message = error.message.replacen("--event", "scenario field rare.event", 1);

@@ -462,6 +462,11 @@ impl ModelSpec for Graph {
         splitting::quantities(topology(config))
     }
 
+    fn end_score(_: &GraphConfig) -> Option<&'static str> {
+        // A storm, an unrecovered run and a slow minute all rise with the attempts out.
+        Some("attempts_in_flight")
+    }
+
     fn splittable(
         config: &GraphConfig,
         run: &RunConfig,
@@ -469,7 +474,14 @@ impl ModelSpec for Graph {
         probe: Probe,
     ) -> Option<Box<dyn Splittable>> {
         let histograms = Self::latencies(config).len();
-        Some(Box::new(splitting::GraphSplitting { params: params(config, run), histograms, master_seed, probe }))
+        let params = params(config, run);
+        Some(Box::new(splitting::GraphSplitting {
+            config: Arc::new(config.clone()),
+            params,
+            histograms,
+            master_seed,
+            probe,
+        }))
     }
 }
 
