@@ -25,10 +25,11 @@ use stampede::cli::embed::{self, Failure, Finished, Progress};
 /// How often the waiting thread takes the GIL to look at signals and report progress.
 const POLL: Duration = Duration::from_millis(100);
 
-/// What [`command`] returns to Python: `(ok, exit_code, texts, warnings, summary)` —
-/// the command's JSON documents when it ran to its end (`ok`), else its error message;
-/// `run`'s summary table.
-type Outcome = (bool, u8, Vec<String>, Vec<String>, Option<String>);
+/// What [`command`] returns to Python: `(ok, exit_code, texts, warnings, summary,
+/// unreadable)` — the command's JSON documents when it ran to its end (`ok`), else its
+/// error message; `run`'s summary table; whether the error is a file the input named
+/// that is missing or cannot be read (Python's `StampedeIOError`).
+type Outcome = (bool, u8, Vec<String>, Vec<String>, Option<String>, bool);
 
 /// Runs `stampede ARGS…` in process; `progress(done, total)` is called about every
 /// 100 ms while it runs. An exception from a signal handler (KeyboardInterrupt) or
@@ -77,9 +78,11 @@ fn command(py: Python<'_>, args: Vec<String>, progress: Option<Bound<'_, PyAny>>
     match (outcome, joined) {
         (Some(Ok(Finished { exit_code, documents, warnings, summary })), _) => {
             let texts = documents.iter().map(|d| serde_json::to_string(d).expect("JSON serialises")).collect();
-            Ok((true, exit_code, texts, warnings, summary))
+            Ok((true, exit_code, texts, warnings, summary, false))
         }
-        (Some(Err(Failure { message, exit_code, .. })), _) => Ok((false, exit_code, vec![message], Vec::new(), None)),
+        (Some(Err(Failure { message, exit_code, unreadable, .. })), _) => {
+            Ok((false, exit_code, vec![message], Vec::new(), None, unreadable))
+        }
         (None, Err(panic)) => {
             let why = panic
                 .downcast_ref::<String>()

@@ -9,10 +9,11 @@ __version__: str
 
 def command(
     args: list[str], progress: Optional[Callable[[int, int], Any]] = None
-) -> tuple[bool, int, list[str], list[str], Optional[str]]:
+) -> tuple[bool, int, list[str], list[str], Optional[str], bool]:
     """Runs ``stampede ARGS…`` in process, the GIL released: ``(ok, exit_code,
-    texts, warnings, summary)`` — the JSON documents (or, not ``ok``, the error
-    message), the warnings and ``run``'s summary table. ``progress(done, total)`` is
+    texts, warnings, summary, unreadable)`` — the JSON documents (or, not ``ok``, the
+    error message), the warnings, ``run``'s summary table and whether the error is a
+    file the input names that is missing or cannot be read. ``progress(done, total)`` is
     called about every 100 ms; an exception from it or from a signal handler
     (KeyboardInterrupt) cancels the command and is raised once it has stopped."""
 

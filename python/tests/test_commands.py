@@ -112,3 +112,24 @@ def test_argument_errors_are_pythons_and_name_the_keyword():
         stampede.verify("mmc", replicas=0, progress=False)
     with pytest.raises(TypeError, match="seed= takes an int"):
         stampede.rare(MM1, event="in_system >= 3", seed=1.5, progress=False)
+
+
+def test_a_missing_file_is_an_oserror_and_a_misspelt_name_a_scenario_error(tmp_path):
+    # A path that is not there, a data file the scenario names that is not there, a
+    # trace that is not there: StampedeIOError, an OSError. A name that is no
+    # built-in: ScenarioError, a ValueError.
+    with pytest.raises(stampede.StampedeIOError, match="nor an existing file") as missing:
+        stampede.run(tmp_path / "nope.toml", progress=False)
+    assert isinstance(missing.value, OSError) and missing.value.exit_code == 2
+    scenario = tmp_path / "rates.toml"
+    scenario.write_text(
+        'name = "rates"\nmodel = "mmc"\n[run]\nhorizon_s = 10.0\nreplicas = 1\n'
+        '[queue]\nservice_rate_per_s = 2.0\nservers = 1\n[load]\nrate_file = "rates.csv"\n'
+    )
+    with pytest.raises(stampede.StampedeIOError, match="rates.csv: cannot read it"):
+        stampede.run(scenario, progress=False)
+    with pytest.raises(stampede.StampedeIOError, match="no such file"):
+        stampede.import_traces([tmp_path / "spans.json"], out=tmp_path / "imported.toml")
+    with pytest.raises(stampede.ScenarioError, match="neither a built-in") as misspelt:
+        stampede.run("mcc", progress=False)
+    assert not isinstance(misspelt.value, OSError)

@@ -45,6 +45,8 @@ pub struct Failure {
     pub message: String,
     pub exit_code: u8,
     pub cancelled: bool,
+    /// The input named a file that is missing or cannot be read.
+    pub unreadable: bool,
 }
 
 /// How far the running command is: its current progress bar's position and length
@@ -82,6 +84,7 @@ pub fn command(args: &[String], cancel: Arc<AtomicBool>, progress: Progress) -> 
         message: clap_message(&error.render().to_string()),
         exit_code: 2,
         cancelled: false,
+        unreadable: false,
     })?;
     let capture = Capture { documents: Vec::new(), warnings: Vec::new(), summary: None, progress };
     let outer = CAPTURE.with(|slot| slot.replace(Some(capture)));
@@ -102,6 +105,7 @@ pub fn command(args: &[String], cancel: Arc<AtomicBool>, progress: Progress) -> 
             message: error.to_string(),
             exit_code: error.exit_code() as u8,
             cancelled: cancel.load(Ordering::Relaxed),
+            unreadable: error.unreadable,
         }),
     }
 }

@@ -172,9 +172,9 @@ pub(super) fn import(args: ImportArgs) -> Result<ExitStatus> {
                 )));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::bad_input(format!("{}: no such file", file.display())));
+                return Err(Error::unreadable(format!("{}: no such file", file.display())));
             }
-            Err(e) => return Err(Error::bad_input(format!("{}: cannot be read: {e}", file.display()))),
+            Err(e) => return Err(Error::unreadable(format!("{}: cannot be read: {e}", file.display()))),
         }
     }
     let skew_s = duration_s(&args.skew)

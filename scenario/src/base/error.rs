@@ -26,6 +26,10 @@ pub struct Error {
     /// queue at ρ ≥ 1), or more events than a replica may run. `stampede map` counts
     /// such a point as beyond the level instead of refusing the map.
     pub overloaded: bool,
+    /// Bad input of another kind: a file the input names (a scenario, a data file, a
+    /// trace) is missing or cannot be read. Exit 2 like any bad input; Python raises
+    /// `StampedeIOError` (an `OSError`) for it.
+    pub unreadable: bool,
 }
 
 impl Error {
@@ -37,6 +41,7 @@ impl Error {
             message: abbreviate_words(&abbreviate_numbers(&message.into())),
             hint: None,
             overloaded: false,
+            unreadable: false,
         }
     }
 
@@ -46,9 +51,15 @@ impl Error {
         Error { overloaded: true, ..Error::bad_input(message) }
     }
 
+    /// Bad input that names a file which is missing or cannot be read (see
+    /// [`Error::unreadable`]): exit 2 like any bad input.
+    pub fn unreadable(message: impl Into<String>) -> Self {
+        Error { unreadable: true, ..Error::bad_input(message) }
+    }
+
     /// A file-system failure.
     pub fn io(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Io, message: message.into(), hint: None, overloaded: false }
+        Error { kind: ErrorKind::Io, message: message.into(), hint: None, overloaded: false, unreadable: false }
     }
 
     /// Adds a hint line ("try …").

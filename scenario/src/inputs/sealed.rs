@@ -90,6 +90,11 @@ fn refuse(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::bad_input(format!("{}: {what}", path.display()))
 }
 
+/// A file that is missing or cannot be read (see [`Error::unreadable`]).
+fn unreadable(path: &Path, error: std::io::Error) -> Error {
+    Error::unreadable(format!("{}: cannot read it: {error}", path.display()))
+}
+
 /// The file at `path`, read (the first time) or as first read (every later time).
 /// Once [`refuse_all_files`] was called, only what was [`seed`]ed is there; anything
 /// else is refused before the file system is asked about it.
@@ -151,7 +156,7 @@ fn kind_of(file_type: std::fs::FileType) -> &'static str {
 /// refused before a byte is read, and the buffer never grows past the size the file
 /// had when opened (a file that grows while read is refused).
 pub(crate) fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    let metadata = std::fs::metadata(path).map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
+    let metadata = std::fs::metadata(path).map_err(|e| unreadable(path, e))?;
     if !metadata.is_file() {
         return Err(refuse(path, format!("{}; an input must be a regular file", kind_of(metadata.file_type()))));
     }
@@ -174,8 +179,8 @@ pub(crate) fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let file = options.open(path).map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
-    let opened = file.metadata().map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
+    let file = options.open(path).map_err(|e| unreadable(path, e))?;
+    let opened = file.metadata().map_err(|e| unreadable(path, e))?;
     if !opened.is_file() {
         return Err(refuse(path, format!("{}; an input must be a regular file", kind_of(opened.file_type()))));
     }
@@ -184,7 +189,7 @@ pub(crate) fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         return Err(too_big(size));
     }
     let mut bytes = Vec::with_capacity(size as usize);
-    file.take(size + 1).read_to_end(&mut bytes).map_err(|e| refuse(path, format!("cannot read it: {e}")))?;
+    file.take(size + 1).read_to_end(&mut bytes).map_err(|e| unreadable(path, e))?;
     if bytes.len() as u64 != size {
         return Err(refuse(
             path,

@@ -69,18 +69,19 @@ pub fn load_scenario_source(argument: &str) -> Result<toml::Table> {
     let path = std::path::Path::new(argument);
     if path.exists() {
         let text = std::fs::read_to_string(path)
-            .map_err(|error| Error::bad_input(format!("cannot read scenario file {argument}: {error}")))?;
+            .map_err(|error| Error::unreadable(format!("cannot read scenario file {argument}: {error}")))?;
         return parse_text(&text, &format!("scenario file {argument}"));
     }
     if is_scenario_text(argument) {
         return parse_text(argument, "the scenario's TOML text");
     }
     let names: Vec<&str> = BUILTINS.iter().map(|(name, _)| *name).collect();
-    Err(Error::bad_input(format!(
-        "unknown scenario {argument:?}: it is neither a built-in ({}) nor an existing file",
-        names.join(", ")
-    ))
-    .with_hint("`stampede list` shows the built-in scenarios"))
+    let message =
+        format!("unknown scenario {argument:?}: it is neither a built-in ({}) nor an existing file", names.join(", "));
+    // A path (`my.toml`, `configs/api`) is a missing file; a bare word, a misspelt name.
+    let path_like = argument.ends_with(".toml") || argument.contains(['/', '\\']);
+    let error = if path_like { Error::unreadable(message) } else { Error::bad_input(message) };
+    Err(error.with_hint("`stampede list` shows the built-in scenarios"))
 }
 
 #[cfg(test)]
