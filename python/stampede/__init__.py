@@ -52,6 +52,10 @@ __all__ = [
     "fit",
     "Result",
     "Document",
+    "MapResult",
+    "Calibration",
+    "Capacity",
+    "ImportedScenario",
     "StampedeError",
     "ScenarioError",
     "StampedeIOError",
@@ -155,7 +159,12 @@ def _interactive() -> bool:
     script's log would fill with its redraws)."""
     import sys
 
-    return "ipykernel" in sys.modules or (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
+    # A Jupyter kernel's shell has a kernel; ipykernel merely imported (by a test
+    # harness that starts kernels, say) is not a notebook.
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    in_kernel = getattr(shell, "kernel", None) is not None
+    return in_kernel or (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
 
 
 def _has_tqdm() -> bool:
@@ -635,6 +644,45 @@ def rare(
     return _writing("rare", scenario, out, args, progress, _read_document)
 
 
+class MapResult(Document):
+    """What :func:`map` returns: the map.json document (a dict, as ``stampede map
+    --json`` prints it) with typed views of it, and the figure.
+
+    ``rows``: per grid point and value of y, the boundary x where the metric crosses
+    the level (``boundary_x``, its ``band``, ``crossed``, ``monotone``);
+    ``evaluations``: every point run (x, y, the metric's mean and interval);
+    ``figure``: the first grid point's map as SVG text (``figures`` has one per grid
+    point), which a notebook draws; ``path``: the output folder when ``out=`` kept it.
+    """
+
+    figures: "list[str]" = []
+    path: Optional[Path] = None
+
+    @property
+    def rows(self) -> "list[dict[str, Any]]":
+        return self["rows"]
+
+    @property
+    def evaluations(self) -> "list[dict[str, Any]]":
+        return self["evaluations"]
+
+    @property
+    def figure(self) -> Optional[str]:
+        return self.figures[0] if self.figures else None
+
+    def boundary(self, grid_point: int = 0) -> "list[tuple[float, Optional[float]]]":
+        """``(y, x)`` along the boundary of one grid point, ``x`` None where the
+        metric never crossed the level in x's range."""
+        return [
+            (row["y"], row["boundary_x"] if row["crossed"] else None)
+            for row in self.rows
+            if row["grid_point"] == grid_point
+        ]
+
+    def _repr_svg_(self) -> Optional[str]:
+        return self.figure
+
+
 def map(  # noqa: A001 - mirrors `stampede map`
     scenario: Scenario,
     *,
@@ -651,18 +699,82 @@ def map(  # noqa: A001 - mirrors `stampede map`
     out: Folder = None,
     progress: ProgressOption = None,
     **options: Any,
-) -> Document:
+) -> MapResult:
     """Where does the system tip? As ``stampede map``: for each value of ``y``
-    (``"workload.0.rate_per_s=100..400"``) the ``x`` at which ``metric``'s mean
-    crosses ``level``, bisected with intervals. The map.json document (per grid
-    point, the rows with their boundary and band, every evaluation); with ``out=``,
-    ``OUT/NAME-map/`` keeps map.svg and map.html. Other keyword arguments are the
-    CLI's flags (``ys=``, ``tolerance=``)."""
+    (``"queue.servers=1..2:int"``) the ``x`` at which ``metric``'s mean crosses
+    ``level``, bisected with intervals: a :class:`MapResult`. With ``out=``,
+    ``OUT/NAME-map/`` keeps map.json, map.parquet, the figures and map.html. Other
+    keyword arguments are the CLI's flags (``ys=``, ``tolerance=``).
+
+    >>> import stampede
+    >>> queue = stampede.show("mmc").split("[grid]")[0]
+    >>> tipping = stampede.map(queue, x="queue.arrival_rate_per_s=50..390", y="queue.servers=1..2:int",
+    ...                        metric="wait_mean_s", level=0.02, replicas=4, progress=False,
+    ...                        set={"run.horizon_s": 100, "run.warmup_s": 10})
+    >>> [(servers, round(rate, -1)) for servers, rate in tipping.boundary()]
+    [(1.0, 70.0), (2.0, 170.0)]
+    >>> tipping.figure.startswith("<svg")
+    True
+    """
     args = [
         *_scenario_args(set, grid, case, replicas, seed),
         *_options(x=x, y=y, metric=metric, level=level, threads=threads, **options),
     ]
-    return _writing("map", scenario, out, args, progress, _read_document)
+    temporary = tempfile.mkdtemp(prefix="stampede-map-") if out is None else None
+    root = Path(temporary or os.fspath(out))
+    try:
+        document = _writing("map", scenario, root, args, progress, _read_document)
+        drawn = MapResult(document)
+        drawn.exit_code = document.exit_code
+        # The folder this call wrote: the one whose map.json is this document.
+        for written in sorted(root.glob("*-map/map.json")):
+            if json.loads(written.read_text(encoding="utf-8")) == dict(document):
+                figures = sorted(written.parent.glob("map-*.svg"), key=lambda f: int(f.stem.split("-")[-1]))
+                drawn.figures = [figure.read_text(encoding="utf-8") for figure in figures]
+                drawn.path = written.parent if temporary is None else None
+                break
+        return drawn
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+class Calibration(Document):
+    """What :func:`calibrate` returns: calibrate's JSON document (a dict, as
+    ``stampede calibrate --json`` prints it) with typed views of it.
+
+    ``fitted``: each unknown's path → ``(value, ci_lo, ci_hi)`` (empty for
+    ``check=True``); ``fidelity``: per mapped metric its error against production
+    (``mape``, ``bias``, ``correlation``, ``inside_band``…); ``passed``: no metric
+    over ``max_error``; ``calibrated_text``: the calibrated scenario's TOML (after a
+    fit), ``calibrated``: the same as a dict.
+    """
+
+    @property
+    def fitted(self) -> "dict[str, tuple[float, float, float]]":
+        dimensions = (self.get("fit") or {}).get("dimensions", [])
+        return {d["path"]: (d["value"], d["ci_lo"], d["ci_hi"]) for d in dimensions}
+
+    @property
+    def fidelity(self) -> "list[dict[str, Any]]":
+        return self["fidelity"]["metrics"]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self["passed"])
+
+    @property
+    def calibrated_text(self) -> Optional[str]:
+        return self.get("calibrated_text")
+
+    @property
+    def calibrated(self) -> Optional["dict[str, Any]"]:
+        """The calibrated scenario as a dict (``tomllib``, Python 3.11 or later)."""
+        if self.calibrated_text is None:
+            return None
+        import tomllib
+
+        return tomllib.loads(self.calibrated_text)
 
 
 def calibrate(
@@ -684,14 +796,26 @@ def calibrate(
     write: Folder = None,
     progress: ProgressOption = None,
     **options: Any,
-) -> Document:
+) -> Calibration:
     """Fits a scenario's unknowns to production's metrics, as ``stampede calibrate``
     (``fit="services.api.workers=4..32:int"``, ``map="api.busy=job:busy{job=\"api\"}"``),
-    or reports its fidelity as it is (``check=True``). The JSON document: each fitted
-    value with its interval, the fidelity table; plus ``"calibrated_text"``, the
-    calibrated scenario's TOML (after a fit). ``.ok`` is False when a metric is over
+    or reports its fidelity as it is (``check=True``): a :class:`Calibration`, each
+    fitted value with its interval, the fidelity table and (after a fit) the
+    calibrated scenario as text and dict. ``.ok`` is False when a metric is over
     ``max_error``. The page and the scenario file are written only where ``page=`` and
-    ``write=`` say."""
+    ``write=`` say.
+
+    >>> import stampede
+    >>> fitted = stampede.calibrate("docs/src/examples/calibrate-model.toml",
+    ...                             "docs/src/examples/calibrate-production.json",
+    ...                             map=['api.busy=job:busy_workers:avg20s{job="api"}'],
+    ...                             fit="services.api.workers=2..16:int", replicas=4, progress=False)
+    >>> value, low, high = fitted.fitted["services.api.workers"]
+    >>> low <= value <= high, fitted.calibrated["services"]["api"]["workers"] == value
+    (True, True)
+    >>> [metric["name"] for metric in fitted.fidelity]
+    ['api.busy']
+    """
     temporary = tempfile.mkdtemp(prefix="stampede-calibrate-")
     try:
         page_file = os.fspath(page) if page is not None else os.path.join(temporary, "calibrate.html")
@@ -705,7 +829,8 @@ def calibrate(
             "--", _scenario(scenario),
         ]
         documents, _, exit_code = _call(args, progress)
-        document = _document(documents, exit_code)
+        document = Calibration(documents[0])
+        document.exit_code = exit_code
         if os.path.exists(toml_file):
             with builtins.open(toml_file, encoding="utf-8") as text:
                 document["calibrated_text"] = text.read()
@@ -746,11 +871,22 @@ def import_traces(
     samples it points at go beside it, in ``shop.data/``): the scenario's TOML text,
     with ``.path``. It runs as any scenario: ``stampede.run(imported.path)``. Other
     keyword arguments are the CLI's flags (``bucket=``, ``sample_rate=``,
-    ``window=``, ``skew=``, ``check=True``)."""
+    ``window=``, ``skew=``, ``check=True``).
+
+    >>> import os, tempfile, stampede
+    >>> shop = stampede.import_traces("docs/src/examples/shop.otlp.json",
+    ...                               out=os.path.join(tempfile.mkdtemp(), "shop.toml"))
+    >>> shop.to_dict()["model"], sorted(shop.to_dict()["services"])
+    ('graph', ['bank', 'cart', 'frontend', 'inventory', 'payment'])
+    >>> stampede.run(shop.path, replicas=2, progress=False).summary.num_rows
+    1
+    """
     if isinstance(files, (str, os.PathLike)):
         files = [files]
     paths = [os.fspath(file) for file in files]
     target = os.fspath(out)
+    # The CLI's summary of what was read goes to a terminal; here the text is the answer.
+    options.setdefault("quiet", True)
     args = ["import", "--out", target, *_options(format=format, name=name, force=force, **options), "--", *paths]
     _call(args)
     with builtins.open(target, encoding="utf-8") as text:
@@ -775,7 +911,13 @@ def plan(
     """How many replicas a sweep needs for ``precision`` (``"5%"`` or
     ``"p99_s=2%"``), from a pilot, as ``stampede plan --json``: the replicas per
     point and the shard commands. Other keyword arguments are the CLI's flags
-    (``pilot=``, ``max_replicas=``, ``out=`` for the commands' output root)."""
+    (``pilot=``, ``max_replicas=``, ``out=`` for the commands' output root).
+
+    >>> import stampede
+    >>> needed = stampede.plan("mg1", precision="5%", progress=False)
+    >>> needed["asked"], needed["grid_points"], needed["pilot"]
+    ('5%', 4, 20)
+    """
     args = [
         "plan", "--json",
         *_scenario_args(set, grid, case, None, seed),
@@ -795,7 +937,16 @@ def merge(
     """Joins shard folders (``run --shard`` or ``rare --shard``; or the folder that
     holds them) into ``OUT/NAME/``, the folder one process writes, as ``stampede
     merge --json``: the merged run's document. Other keyword arguments are the CLI's
-    flags (``verify=True``, ``precision=``, ``force=True``)."""
+    flags (``verify=True``, ``precision=``, ``force=True``).
+
+    >>> import os, tempfile, stampede
+    >>> root = tempfile.mkdtemp()
+    >>> for shard in ["0/2", "1/2"]:
+    ...     _ = stampede.run("mg1", replicas=4, out=root, shard=shard, progress=False)
+    >>> _ = stampede.merge(os.path.join(root, "mg1", "shards"), out=os.path.join(root, "merged"), no_report=True)
+    >>> stampede.open(os.path.join(root, "merged", "mg1")).replicas.num_rows  # 4 grid points × 4 replicas
+    16
+    """
     if isinstance(shards, (str, os.PathLike)):
         shards = [shards]
     args = ["merge", "--json", "--out", os.fspath(out), *_options(**options), "--",
@@ -804,19 +955,67 @@ def merge(
     return _document(documents, exit_code)
 
 
-def capacity(*, target_turns_rps: Optional[float] = None, fixture: Folder = None) -> Document:
+class Capacity(Document):
+    """What :func:`capacity` returns: capacity's JSON document (a dict) with typed
+    views: ``sustainable_turns_rps`` and what ``limited_by`` it, the ``gap`` to the
+    target, and per ``tiers`` (tier and meter), ``classes`` (request class) and
+    ``levers`` (what each change would give) the rows of its tables."""
+
+    @property
+    def sustainable_turns_rps(self) -> float:
+        return self["sustainable_turns_rps"]
+
+    @property
+    def limited_by(self) -> str:
+        return self["limited_by"]
+
+    @property
+    def gap(self) -> Optional[float]:
+        return self.get("gap")
+
+    @property
+    def tiers(self) -> "list[dict[str, Any]]":
+        return self["tiers"]
+
+    @property
+    def classes(self) -> "list[dict[str, Any]]":
+        return self["classes"]
+
+    @property
+    def levers(self) -> "list[dict[str, Any]]":
+        return self["levers"]
+
+
+def capacity(*, target_turns_rps: Optional[float] = None, fixture: Folder = None) -> Capacity:
     """What an LLM product needs to serve ``target_turns_rps`` turns a second, as
     ``stampede capacity --json`` over the gateway fixture (``fixture=`` a TOML file,
-    default the shipped one): per tier and meter, what binds first."""
+    default the shipped one): a :class:`Capacity`, per tier and meter what binds first.
+
+    >>> import stampede
+    >>> needed = stampede.capacity(target_turns_rps=1000)
+    >>> needed.limited_by, round(needed.sustainable_turns_rps, 2)
+    ('tier opus (server slots, shared)', 6.61)
+    >>> needed.levers[0]["lever"]
+    'baseline'
+    """
     documents, _, exit_code = _call(
         ["capacity", "--json", *_options(target_turns_rps=target_turns_rps, fixture=fixture)]
     )
-    return _document(documents, exit_code)
+    document = Capacity(documents[0])
+    document.exit_code = exit_code
+    return document
 
 
 def report(folder: Union[str, "os.PathLike[str]", Result]) -> Path:
     """Writes ``report.html`` into an output folder (a run's, a verify's, a rare's),
-    as ``stampede report``, and returns its path."""
+    as ``stampede report``, and returns its path.
+
+    >>> import tempfile, stampede
+    >>> kept = stampede.run("mg1", replicas=4, out=tempfile.mkdtemp(), progress=False, report=False)
+    >>> page = stampede.report(kept)
+    >>> page.name, page.read_text().startswith("<!DOCTYPE html>")
+    ('report.html', True)
+    """
     if isinstance(folder, Result):
         if folder.path is None:
             raise ValueError("report reads an output folder: run with out=… to keep one")

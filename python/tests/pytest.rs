@@ -76,7 +76,9 @@ fn the_python_packages_tests_pass() {
         .args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--doctest-modules"])
         .arg(&package)
         .arg(source.join("tests"))
-        .current_dir(site.path())
+        // From the repository's root, as the docs' commands run: the doctests name
+        // the shipped examples as `docs/src/examples/…` (the tests use tmp_path).
+        .current_dir(source.parent().expect("python/ is in the repository"))
         .env("PYTHONPATH", site.path())
         .env("STAMPEDE_BIN", &binary)
         .env("MPLBACKEND", "Agg")

@@ -102,6 +102,9 @@ pub(super) struct ImportArgs {
     /// Replace the scenario and its data folder even if stampede did not write them.
     #[arg(long)]
     pub(super) force: bool,
+    /// Print nothing but errors (and, with --check, its table).
+    #[arg(long)]
+    pub(super) quiet: bool,
 }
 
 pub(super) fn import(args: ImportArgs) -> Result<ExitStatus> {
@@ -197,15 +200,19 @@ pub(super) fn import(args: ImportArgs) -> Result<ExitStatus> {
     let result = stage(&staging, &data_name, &written, out, &data_dir, args.force);
     let _ = std::fs::remove_dir_all(&staging);
     result?;
-    print!("{}", written.summary);
-    println!("wrote {} and {}/ ({} sample files)", out.display(), data_dir.display(), written.files.len());
+    if !args.quiet {
+        print!("{}", written.summary);
+        println!("wrote {} and {}/ ({} sample files)", out.display(), data_dir.display(), written.files.len());
+    }
     if args.check {
         return check(out, args.check_replicas);
     }
-    println!(
-        "next: set what the traces cannot tell (marked `# not in the traces`), then `stampede verify {}`",
-        out.display()
-    );
+    if !args.quiet {
+        println!(
+            "next: set what the traces cannot tell (marked `# not in the traces`), then `stampede verify {}`",
+            out.display()
+        );
+    }
     Ok(ExitStatus::Success)
 }
 
