@@ -73,7 +73,22 @@ fn mmc_estimate(
     threads: usize,
 ) -> RareEstimate {
     let probe = Probe::parse(&scenario.model.quantities(), &event, score, Some("in_system == 0")).unwrap();
-    let model = scenario.model.splittable(&scenario.run, seed, probe).expect("mmc splits");
+    estimate_on(scenario, probe, seed, levels, runs, trajectories, relative_error, threads)
+}
+
+/// The estimate of `probe` on `scenario`'s model, with no budget in events.
+#[allow(clippy::too_many_arguments)]
+fn estimate_on(
+    scenario: &Scenario,
+    probe: Probe,
+    seed: u64,
+    levels: Levels,
+    runs: (u32, u32),
+    trajectories: u32,
+    relative_error: f64,
+    threads: usize,
+) -> RareEstimate {
+    let model = scenario.model.splittable(&scenario.run, seed, probe).expect("the model splits");
     let request = RareRequest {
         horizon: secs_to_nanos(scenario.run.horizon_s),
         trajectories,
@@ -392,19 +407,7 @@ fn point_estimate(
     relative_error: f64,
 ) -> RareEstimate {
     let probe = scenario.model.probe(&scenario.run, event, score, None).unwrap();
-    let model = scenario.model.splittable(&scenario.run, seed, probe).expect("the model splits");
-    let request = RareRequest {
-        horizon: secs_to_nanos(scenario.run.horizon_s),
-        trajectories: 100,
-        levels: AUTO,
-        relative_error,
-        min_runs: runs.0,
-        max_runs: runs.1,
-        max_events: u64::MAX,
-        master_seed: seed,
-        shard: None,
-    };
-    estimate(&*model, &request, 2, &|| {}).unwrap()
+    estimate_on(scenario, probe, seed, AUTO, runs, 100, relative_error, 2)
 }
 
 #[test]

@@ -25,6 +25,17 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     file.to_str().unwrap().to_string()
 }
 
+/// A graph of one api (2 workers, 10 ms of work) over `horizon_s` at `rate_per_s`,
+/// with `more` TOML after it.
+fn api_graph(horizon_s: f64, rate_per_s: f64, more: &str) -> String {
+    format!(
+        "name = \"api\"\nmodel = \"graph\"\n[run]\nhorizon_s = {horizon_s:?}\nreplicas = 1\n\
+         [services.api]\nworkers = 2\n[services.api.endpoints.get]\n\
+         work = {{ dist = \"exponential\", mean_s = 0.01 }}\n\
+         [[workload]]\nentry = \"api.get\"\nrate_per_s = {rate_per_s:?}\n{more}"
+    )
+}
+
 fn rare_json(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("rare.json")).unwrap()).unwrap()
 }
@@ -73,26 +84,8 @@ fn a_busy_period_reaching_twelve_is_found_within_its_interval_on_any_thread_coun
 #[test]
 fn a_graph_grid_gets_an_estimate_per_point_as_json() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write(
-        dir.path(),
-        "api.toml",
-        r#"name = "api"
-model = "graph"
-[run]
-horizon_s = 2.0
-replicas = 1
-[services.api]
-workers = 2
-queue = { capacity = 100 }
-[services.api.endpoints.get]
-work = { dist = "exponential", mean_s = 0.01 }
-[[workload]]
-entry = "api.get"
-rate_per_s = 100.0
-[grid]
-"services.api.workers" = [2, 3]
-"#,
-    );
+    let grid = "[services.api.queue]\ncapacity = 100\n[grid]\n\"services.api.workers\" = [2, 3]\n";
+    let file = write(dir.path(), "api.toml", &api_graph(2.0, 100.0, grid));
     let out = dir.path().join("out");
     let output = stampede(&[
         "rare",
@@ -125,23 +118,7 @@ rate_per_s = 100.0
 #[test]
 fn a_window_of_latencies_and_a_metric_are_judged_at_the_end_of_each_trajectory() {
     let dir = tempfile::tempdir().unwrap();
-    let file = write(
-        dir.path(),
-        "api.toml",
-        r#"name = "api"
-model = "graph"
-[run]
-horizon_s = 4.0
-replicas = 1
-[services.api]
-workers = 2
-[services.api.endpoints.get]
-work = { dist = "exponential", mean_s = 0.01 }
-[[workload]]
-entry = "api.get"
-rate_per_s = 120.0
-"#,
-    );
+    let file = write(dir.path(), "api.toml", &api_graph(4.0, 120.0, ""));
     let out = dir.path().join("out");
     let estimate = |event: &str| {
         let effort = ["--trajectories", "30", "--min-runs", "4", "--max-runs", "4", "--json"];
