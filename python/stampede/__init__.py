@@ -529,8 +529,9 @@ def _writing(command: str, scenario: Scenario, out, args: "list[str]", progress,
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def _document(documents: "list[dict]", exit_code: int) -> Document:
-    document = Document(documents[0])
+def _document(documents: "list[dict]", exit_code: int, kind: "type[Document]" = Document) -> Any:
+    """The command's document as a ``kind`` (a :class:`Document` or a typed one)."""
+    document = kind(documents[0])
     document.exit_code = exit_code
     return document
 
@@ -723,12 +724,12 @@ def map(  # noqa: A001 - mirrors `stampede map`
     temporary = tempfile.mkdtemp(prefix="stampede-map-") if out is None else None
     root = Path(temporary or os.fspath(out))
     try:
-        document = _writing("map", scenario, root, args, progress, _read_document)
-        drawn = MapResult(document)
-        drawn.exit_code = document.exit_code
+        drawn: MapResult = _writing(
+            "map", scenario, root, args, progress, lambda documents, _, code, _kept: _document(documents, code, MapResult)
+        )
         # The folder this call wrote: the one whose map.json is this document.
         for written in sorted(root.glob("*-map/map.json")):
-            if json.loads(written.read_text(encoding="utf-8")) == dict(document):
+            if json.loads(written.read_text(encoding="utf-8")) == dict(drawn):
                 figures = sorted(written.parent.glob("map-*.svg"), key=lambda f: int(f.stem.split("-")[-1]))
                 drawn.figures = [figure.read_text(encoding="utf-8") for figure in figures]
                 drawn.path = written.parent if temporary is None else None
@@ -829,8 +830,7 @@ def calibrate(
             "--", _scenario(scenario),
         ]
         documents, _, exit_code = _call(args, progress)
-        document = Calibration(documents[0])
-        document.exit_code = exit_code
+        document = _document(documents, exit_code, Calibration)
         if os.path.exists(toml_file):
             with builtins.open(toml_file, encoding="utf-8") as text:
                 document["calibrated_text"] = text.read()
@@ -1001,9 +1001,7 @@ def capacity(*, target_turns_rps: Optional[float] = None, fixture: Folder = None
     documents, _, exit_code = _call(
         ["capacity", "--json", *_options(target_turns_rps=target_turns_rps, fixture=fixture)]
     )
-    document = Capacity(documents[0])
-    document.exit_code = exit_code
-    return document
+    return _document(documents, exit_code, Capacity)
 
 
 def report(folder: Union[str, "os.PathLike[str]", Result]) -> Path:

@@ -176,9 +176,11 @@ fn any_span(
 ) -> bool {
     let mut histogram = vec![0u64; BUCKETS];
     let mut endings = [0u64; 3];
+    // Only a quantile reads the latencies; shares and rates need the endings alone.
     let histogram_of = |w: usize| match stat {
         WindowStat::Quantile { all: true, .. } => counts.all(w),
-        _ => counts.ok(w),
+        WindowStat::Quantile { all: false, .. } => counts.ok(w),
+        WindowStat::Share(_) | WindowStat::EndedRps => &[],
     };
     let span_s = (step as f64 * steps as f64) / 1e9;
     for w in 0..complete {
