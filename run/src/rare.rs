@@ -132,6 +132,15 @@ impl RareEstimate {
     }
 }
 
+/// The probability of at least one event in `windows` windows that each hold it
+/// independently with probability `p`: 1 − (1 − p)^windows, computed as
+/// −expm1(windows · ln1p(−p)), which keeps p = 1e-12 over 1,440 windows exact where
+/// the plain formula rounds. Increasing in `p`, so an interval maps end to end.
+pub fn at_least_once(p: f64, windows: f64) -> f64 {
+    debug_assert!((0.0..=1.0).contains(&p) && windows >= 1.0, "p {p}, windows {windows}");
+    -(windows * (-p).ln_1p()).exp_m1()
+}
+
 /// Mean, interval and relative error of the runs' estimates.
 fn summarise(runs: &[RunRecord]) -> (f64, f64, f64, f64) {
     let n = runs.len() as f64;
@@ -317,6 +326,14 @@ pub fn estimate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn at_least_once_in_a_day_of_minutes_does_not_round() {
+        assert!((at_least_once(1e-12, 1440.0) / 1.44e-9 - 1.0).abs() < 1e-6, "{}", at_least_once(1e-12, 1440.0));
+        assert!((at_least_once(0.01, 1440.0) - (1.0 - 0.99f64.powf(1440.0))).abs() < 1e-12);
+        assert_eq!(at_least_once(0.0, 1440.0), 0.0);
+        assert_eq!(at_least_once(0.3, 1.0), 0.3);
+    }
 
     #[test]
     fn batches_aim_at_the_target_and_stay_in_the_budget() {

@@ -1,6 +1,8 @@
 //! A minimal Chrome DevTools Protocol client for the browser tests: starts Debian's
 //! headless Chromium with a debugging port, attaches to its page over a WebSocket,
-//! evaluates JavaScript and collects console errors and uncaught exceptions.
+//! evaluates JavaScript, collects console errors and uncaught exceptions (and every
+//! console message and log entry, for the report's check that a page says nothing) and
+//! takes screenshots.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -17,6 +19,9 @@ pub struct Browser {
     next_id: u64,
     /// Console errors and uncaught exceptions seen so far.
     pub errors: Vec<String>,
+    /// Every console message, uncaught exception and log entry (a blocked request, a
+    /// Content-Security-Policy violation) since the last [`Browser::take_messages`].
+    messages: Vec<String>,
     _profile: tempfile::TempDir,
 }
 
@@ -69,9 +74,11 @@ impl Browser {
         let url = page.expect("a page target");
         let stream = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
         let (socket, _) = tungstenite::client(url.as_str(), stream).expect("a DevTools WebSocket");
-        let mut browser = Browser { child, socket, next_id: 0, errors: Vec::new(), _profile: profile };
+        let mut browser =
+            Browser { child, socket, next_id: 0, errors: Vec::new(), messages: Vec::new(), _profile: profile };
         browser.send("Runtime.enable", json!({}));
         browser.send("Page.enable", json!({}));
+        browser.send("Log.enable", json!({}));
         browser
     }
 
@@ -84,12 +91,23 @@ impl Browser {
             let message = self.socket.read().expect("DevTools answers");
             let Message::Text(text) = message else { continue };
             let value: Value = serde_json::from_str(text.as_str()).unwrap();
+            let params = &value["params"];
             match value["method"].as_str() {
                 Some("Runtime.exceptionThrown") => {
-                    self.errors.push(format!("exception: {}", value["params"]["exceptionDetails"]));
+                    let exception = format!("exception: {}", params["exceptionDetails"]);
+                    self.messages.push(exception.clone());
+                    self.errors.push(exception);
                 }
-                Some("Runtime.consoleAPICalled") if value["params"]["type"] == "error" => {
-                    self.errors.push(format!("console.error: {}", value["params"]["args"]));
+                Some("Runtime.consoleAPICalled") => {
+                    let message = format!("console.{}: {}", params["type"].as_str().unwrap_or("?"), params["args"]);
+                    if params["type"] == "error" {
+                        self.errors.push(message.clone());
+                    }
+                    self.messages.push(message);
+                }
+                Some("Log.entryAdded") => {
+                    let entry = &params["entry"];
+                    self.messages.push(format!("{} {}: {}", entry["source"], entry["level"], entry["text"]));
                 }
                 _ => {}
             }
@@ -129,10 +147,27 @@ impl Browser {
 
     /// Lays the page out `width` CSS pixels wide (at one device pixel per CSS pixel).
     pub fn set_width(&mut self, width: u32) {
+        self.set_viewport(width, 1000);
+    }
+
+    /// A viewport of `width` × `height` CSS pixels, one device pixel each.
+    pub fn set_viewport(&mut self, width: u32, height: u32) {
         self.send(
             "Emulation.setDeviceMetricsOverride",
-            json!({"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": false}),
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
         );
+    }
+
+    /// The console messages, exceptions and log entries since the last call.
+    pub fn take_messages(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.messages)
+    }
+
+    /// The viewport as a PNG file's bytes.
+    pub fn screenshot(&mut self) -> Vec<u8> {
+        use base64::Engine as _;
+        let shot = self.send("Page.captureScreenshot", json!({"format": "png"}));
+        base64::engine::general_purpose::STANDARD.decode(shot["data"].as_str().expect("PNG data")).expect("base64")
     }
 
     /// Holds the page to the layout rules (`layout.js`): no chart text under 10 px and

@@ -13,6 +13,7 @@ mod column_types;
 mod common;
 mod compare;
 mod duckdb_interop;
+mod embed;
 mod figures;
 mod folder;
 mod fuzz;

@@ -140,7 +140,7 @@ fn bad_input_is_refused_by_name_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "mm1.toml", MM1);
     let out = dir.path().join("out");
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["--event", "depth >= 3"],
             "'depth' is not a state quantity of this model (in_system, queue_depth, busy, rejected), nor a metric of \
@@ -153,6 +153,11 @@ fn bad_input_is_refused_by_name_and_writes_nothing() {
         (&["--event", "in_system >= 3", "--replicas", "9"], "bound them with --max-runs"),
         (&[], "--event: required, QUANTITY OP NUMBER"),
         (&["--event", "in_system >= 3", "--max-events", "lots"], "--max-events \"lots\": a positive count"),
+        (&["--event", "in_system >= 3", "--max-events", "0"], "--max-events \"0\": a positive count"),
+        (
+            &["--event", "in_system >= 3", "--relative-error", "150%"],
+            "--relative-error \"150%\": a share between 0 and 1",
+        ),
         (&["--event", "in_system >= 3", "--per", "1x"], "--per \"1x\": a positive duration"),
         (&["--event", "rejected_ratio > 0", "--until", "in_system == 0"], "--until: an event judged at the end"),
         (&["--event", "window(60, p99_all_s) > 2"], "this model keeps no latencies over time"),
@@ -166,6 +171,36 @@ fn bad_input_is_refused_by_name_and_writes_nothing() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("has no state quantities `rare` can observe yet"), "{}", stderr(&output));
     assert!(!out.exists(), "nothing is written for bad input");
+}
+
+/// The arguments' forms: a share as a percentage, levels with spaces, a count with a
+/// unit (`250k`), as the run reads them back in its JSON.
+#[test]
+fn shares_levels_and_counts_parse_in_every_documented_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "mm1.toml", MM1);
+    let out = dir.path().join("out");
+    let output = stampede(&[
+        "rare",
+        file.as_str(),
+        "--event",
+        "in_system >= 3",
+        "--until",
+        "in_system == 0",
+        "--relative-error",
+        "50%",
+        "--levels",
+        "1, 2,3",
+        "--max-events",
+        "250k",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let document = rare_json(&out.join("mm1-rare"));
+    assert_eq!(document["target_relative_error"], 0.5, "{document}");
+    assert_eq!(document["points"][0]["levels"], serde_json::json!([1.0, 2.0, 3.0]), "{document}");
 }
 
 /// The built-in retry-storm question runs from its `[rare]` section alone and gives

@@ -403,8 +403,7 @@ impl Per {
 
     /// p per window → p per period: increasing, so an interval maps end to end.
     fn of(&self, p: f64) -> f64 {
-        // −expm1(n·ln1p(−p)) keeps 1e-12 × 1440 exact where 1 − (1 − p)^n would round.
-        -(self.windows * (-p).ln_1p()).exp_m1()
+        stampede_run::rare::at_least_once(p, self.windows)
     }
 }
 
@@ -679,29 +678,4 @@ fn write_folder(
     staged.push(StagedFile::with_contents(&dir, "manifest.json", &manifest)?);
     staged.commit()?;
     Ok(folder.commit()?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_shares_and_levels_parse_or_say_what_they_want() {
-        let day = Per::new("1d", 86_400.0, 60.0);
-        assert_eq!(day.windows, 1440.0);
-        assert!((day.of(1e-12) / 1.44e-9 - 1.0).abs() < 1e-6, "no rounding at small p: {}", day.of(1e-12));
-        assert!((day.of(0.01) - (1.0 - 0.99f64.powf(1440.0))).abs() < 1e-12);
-        assert_eq!(day.of(0.0), 0.0);
-        assert_eq!(share("10%").unwrap(), 0.1);
-        assert_eq!(share("0.05").unwrap(), 0.05);
-        assert!(share("150%").is_err());
-        assert_eq!(levels("2, 4,8").unwrap(), Levels::Fixed(vec![2.0, 4.0, 8.0]));
-        assert!(levels("4,2").unwrap_err().to_string().contains("must increase"));
-        assert!(matches!(levels("auto").unwrap(), Levels::Auto { .. }));
-        assert_eq!(events("5G").unwrap(), 5_000_000_000);
-        assert_eq!(events("1e6").unwrap(), 1_000_000);
-        assert_eq!(events("250k").unwrap(), 250_000);
-        assert!(events("0").unwrap_err().to_string().contains("--max-events \"0\""));
-        assert!(events("lots").is_err());
-    }
 }
