@@ -194,7 +194,7 @@ def test_python_keeps_running_while_replicas_run():
 
     def work():
         try:
-            stampede.run("mmc", replicas=200, threads=1, report=False, progress=False)
+            stampede.run("mmc", replicas=40, threads=1, report=False, progress=False)
         finally:
             done.set()
 
