@@ -57,11 +57,16 @@ fn run(scenario: &str, out: &Path) -> Run {
     }
 }
 
-/// The showcase's run (`baltor`, 3 policies × 1,000 replicas: 17 s of CPU in a test
-/// build), made once for the two tests that read it.
-fn showcase() -> &'static Run {
-    static SHOWCASE: std::sync::OnceLock<Run> = std::sync::OnceLock::new();
-    SHOWCASE.get_or_init(|| run("baltor", tempfile::tempdir().unwrap().path()))
+/// `scenario`'s run, made once for every test here that reads it (the showcase,
+/// `baltor`, is read by both: 17 s of CPU in a test build). The tables and what it
+/// printed are kept; its folder is not.
+fn shared_run(scenario: &str) -> std::sync::Arc<Run> {
+    static RUNS: std::sync::Mutex<BTreeMap<String, std::sync::Arc<Run>>> = std::sync::Mutex::new(BTreeMap::new());
+    let mut runs = RUNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let made = runs
+        .entry(scenario.to_string())
+        .or_insert_with(|| std::sync::Arc::new(run(scenario, tempfile::tempdir().unwrap().path())));
+    std::sync::Arc::clone(made)
 }
 
 impl Run {
@@ -146,8 +151,6 @@ fn fill(template: &str, values: &[String]) -> String {
 fn quoted_figures_are_what_the_runs_give() {
     let _turn = take_turns();
     let figures: toml::Table = std::fs::read_to_string(format!("{ROOT}/docs/figures.toml")).unwrap().parse().unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let mut runs: BTreeMap<String, Run> = BTreeMap::new();
     let mut files: BTreeMap<String, String> = BTreeMap::new();
     let mut wrong = Vec::new();
     let entries = figures["figure"].as_array().unwrap();
@@ -155,11 +158,7 @@ fn quoted_figures_are_what_the_runs_give() {
         let scenario = figure["scenario"].as_str().unwrap();
         let file = figure["file"].as_str().unwrap();
         let template = figure["text"].as_str().unwrap();
-        let run: &Run = if scenario == "baltor" {
-            showcase()
-        } else {
-            runs.entry(scenario.to_string()).or_insert_with(|| run(scenario, scratch.path()))
-        };
+        let run = shared_run(scenario);
         let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
         let values: Vec<String> = figure["values"]
             .as_array()
@@ -222,7 +221,8 @@ fn quoted_figures_are_what_the_runs_give() {
 #[test]
 fn the_readmes_example_table_is_the_showcases_output() {
     let _turn = take_turns();
-    let printed = &showcase().stdout;
+    let showcase = shared_run("baltor");
+    let printed = &showcase.stdout;
     let readme_path = format!("{ROOT}/README.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let start = readme.find("```\nbaltor · 3 grid point(s)").expect("the example table") + 4;
