@@ -22,6 +22,7 @@
 
 use serde_json::{json, Value};
 use stampede_run::runner::{run_ranges, PointResult, ReplicaRecord, Sinks};
+use stampede_run::stats::Summary;
 use stampede_scenario::base::error::{Error, Result};
 use stampede_scenario::models::metrics::Direction;
 use stampede_scenario::resolved::{GridPoint, Scenario};
@@ -376,6 +377,103 @@ struct Bracket {
     edges: [Option<Edge>; 2],
 }
 
+impl Bracket {
+    fn new(grid: u32, y: f64) -> Bracket {
+        Bracket { grid, y, low: None, high: None, done: false, seen: Vec::new(), edges: [None, None] }
+    }
+
+    /// This round's evaluations of row `row` as (row, u, purpose): the ends first,
+    /// then the open bracket's midpoint; once the boundary is found, its band's
+    /// edges' midpoints.
+    fn asks(&self, row: usize, asked: &mut Vec<(usize, f64, Purpose)>) {
+        if self.done {
+            for (k, edge) in self.edges.iter().enumerate() {
+                if let Some(edge) = edge {
+                    asked.push((row, edge.midpoint(), Purpose::BandEdge(k)));
+                }
+            }
+            return;
+        }
+        match (self.low, self.high) {
+            (None, _) | (_, None) => asked.extend([(row, 0.0, Purpose::Boundary), (row, 1.0, Purpose::Boundary)]),
+            (Some((lo, _)), Some((hi, _))) => asked.push((row, (lo + hi) / 2.0, Purpose::Boundary)),
+        }
+    }
+
+    /// Takes in round `round`'s evaluation at `u`, made for `purpose`.
+    fn record(&mut self, u: f64, summary: &Summary, purpose: Purpose, round: u32, request: &MapRequest) {
+        self.seen.push((u, summary.ci_lo, summary.ci_hi));
+        if let Purpose::BandEdge(k) = purpose {
+            let edge = self.edges[k].as_mut().expect("an edge asked is open");
+            edge.record(u, summary.ci_lo, summary.ci_hi, request.level);
+            if edge.narrow(&request.x, request.tolerance) {
+                self.edges[k] = None;
+            }
+            return;
+        }
+        let mean = summary.mean;
+        if round == 0 {
+            if u == 0.0 {
+                self.low = Some((u, mean));
+            } else {
+                self.high = Some((u, mean));
+            }
+            return;
+        }
+        let (lo, hi) = (self.low.expect("ends ran"), self.high.expect("ends ran"));
+        debug_assert!(lo.0 < u && u < hi.0, "a midpoint lies inside its bracket");
+        if Side::of(mean, request.level) == Side::of(lo.1, request.level) {
+            self.low = Some((u, mean));
+        } else {
+            self.high = Some((u, mean));
+        }
+    }
+
+    /// After a round: done once the bracket is narrow or the row does not cross; a
+    /// row that crosses then bisects its band's edges.
+    fn close_round(&mut self, request: &MapRequest) {
+        let (lo, hi) = (self.low.expect("ends ran"), self.high.expect("ends ran"));
+        let crosses =
+            !lo.1.is_nan() && !hi.1.is_nan() && Side::of(lo.1, request.level) != Side::of(hi.1, request.level);
+        let narrow = match request.x.scale {
+            Scale::Integer => request.x.value(hi.0) - request.x.value(lo.0) <= 1.0,
+            _ => hi.0 - lo.0 <= request.tolerance,
+        };
+        self.done = !crosses || narrow;
+        if crosses && narrow {
+            let low_side = Side::of(lo.1, request.level);
+            self.edges = Edge::of_row(&self.seen, lo.0, hi.0, low_side, request.level)
+                .map(|edge| edge.filter(|e| !e.narrow(&request.x, request.tolerance)));
+        }
+    }
+
+    /// Where the finished row crosses the level, with its band from the row's
+    /// evaluations (`mine`).
+    fn crossing(&self, mine: &[&Evaluation], request: &MapRequest) -> Crossing {
+        let (lo, hi) = (self.low.expect("ends ran"), self.high.expect("ends ran"));
+        if lo.1.is_nan() || hi.1.is_nan() {
+            return Crossing::Undefined;
+        }
+        let low_side = Side::of(lo.1, request.level);
+        if low_side == Side::of(hi.1, request.level) {
+            return Crossing::Never { side: low_side };
+        }
+        // Linear between the two ends; an end refused as overloaded (±∞) has no value
+        // to interpolate with: the bracket's middle.
+        let t = if lo.1.is_finite() && hi.1.is_finite() {
+            ((request.level - lo.1) / (hi.1 - lo.1)).clamp(0.0, 1.0)
+        } else {
+            0.5
+        };
+        let x = request.x.unrounded(lo.0 + t * (hi.0 - lo.0));
+        let sure = |e: &Evaluation, side: Side| Edge::sure_of(side, e.ci_lo, e.ci_hi, request.level);
+        let other = if low_side == Side::Above { Side::Below } else { Side::Above };
+        let band_lo = mine.iter().filter(|e| e.x <= x && sure(e, low_side)).map(|e| e.x).fold(request.x.low, f64::max);
+        let band_hi = mine.iter().filter(|e| e.x >= x && sure(e, other)).map(|e| e.x).fold(request.x.high, f64::min);
+        Crossing::Boundary { x, band: (band_lo, band_hi), low_side }
+    }
+}
+
 /// One edge of a boundary's band, bisected like the boundary: between `sure` (the
 /// nearest evaluation whose 95% interval lies wholly on `side` of the level) and
 /// `unsure` (the nearest one closer to the boundary whose interval does not).
@@ -462,38 +560,14 @@ pub fn map(
     let base_points = scenario.point_count();
     let mut ys: Vec<f64> = (0..request.ys).map(|j| request.y.value(f64::from(j) / f64::from(request.ys - 1))).collect();
     ys.dedup(); // an integer y has fewer values than rows asked
-    let mut brackets: Vec<Bracket> = (0..base_points)
-        .flat_map(|grid| {
-            ys.iter().map(move |&y| Bracket {
-                grid,
-                y,
-                low: None,
-                high: None,
-                done: false,
-                seen: Vec::new(),
-                edges: [None, None],
-            })
-        })
-        .collect();
+    let mut brackets: Vec<Bracket> =
+        (0..base_points).flat_map(|grid| ys.iter().map(move |&y| Bracket::new(grid, y))).collect();
     let mut evaluations: Vec<Evaluation> = Vec::new();
     let mut round = 0u32;
     loop {
-        // This round's (row, u, purpose): the ends first, then each open bracket's
-        // midpoint; once a row's boundary is found, its band's edges' midpoints.
         let mut asked: Vec<(usize, f64, Purpose)> = Vec::new();
         for (row, bracket) in brackets.iter().enumerate() {
-            if bracket.done {
-                for (k, edge) in bracket.edges.iter().enumerate() {
-                    if let Some(edge) = edge {
-                        asked.push((row, edge.midpoint(), Purpose::BandEdge(k)));
-                    }
-                }
-                continue;
-            }
-            match (bracket.low, bracket.high) {
-                (None, _) | (_, None) => asked.extend([(row, 0.0, Purpose::Boundary), (row, 1.0, Purpose::Boundary)]),
-                (Some((lo, _)), Some((hi, _))) => asked.push((row, (lo + hi) / 2.0, Purpose::Boundary)),
-            }
+            bracket.asks(row, &mut asked);
         }
         if asked.is_empty() {
             break;
@@ -507,32 +581,8 @@ pub fn map(
                 values: vec![request.x.value(u), brackets[row].y],
             })
             .collect();
-        // A point the model refuses as overloaded (no steady state, or past the event
-        // budget) is not run: it is beyond the level, on the side a growing load takes
-        // the metric to.
-        let (batch, refused) = resolve_round(&mut candidates, &points)?;
-        let run = refused.iter().filter(|r| r.is_none()).count();
-        let mut means = vec![None; run];
-        if let Some(batch) = batch {
-            let mut records = |_: &[ReplicaRecord]| Ok(());
-            let mut fold = |point: &GridPoint, result: PointResult| {
-                means[point.index as usize] = Some(result.summaries[column]);
-                Ok(())
-            };
-            let ranges = vec![0..request.replicas; run];
-            run_ranges(&batch, &ranges, threads, progress, Sinks { records: &mut records, point: &mut fold })?;
-        }
-        let mut ran = means.into_iter();
-        let beyond = if scenario.schema.metrics[column].direction == Direction::Higher {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        };
-        for (&(row, u, purpose), refusal) in asked.iter().zip(refused) {
-            let summary = match &refusal {
-                None => ran.next().flatten().expect("every point of a round that is not refused is run"),
-                Some(_) => stampede_run::stats::Summary { mean: beyond, sd: f64::NAN, ci_lo: beyond, ci_hi: beyond },
-            };
+        let summaries = run_round(scenario, &mut candidates, &points, column, request, threads, progress)?;
+        for (&(row, u, purpose), (summary, refusal)) in asked.iter().zip(summaries) {
             let bracket = &mut brackets[row];
             evaluations.push(Evaluation {
                 grid: bracket.grid,
@@ -545,46 +595,10 @@ pub fn map(
                 round,
                 refused: refusal,
             });
-            bracket.seen.push((u, summary.ci_lo, summary.ci_hi));
-            if let Purpose::BandEdge(k) = purpose {
-                let edge = bracket.edges[k].as_mut().expect("an edge asked is open");
-                edge.record(u, summary.ci_lo, summary.ci_hi, request.level);
-                if edge.narrow(&request.x, request.tolerance) {
-                    bracket.edges[k] = None;
-                }
-                continue;
-            }
-            let mean = summary.mean;
-            if round == 0 {
-                if u == 0.0 {
-                    bracket.low = Some((u, mean));
-                } else {
-                    bracket.high = Some((u, mean));
-                }
-                continue;
-            }
-            let (lo, hi) = (bracket.low.expect("ends ran"), bracket.high.expect("ends ran"));
-            debug_assert!(lo.0 < u && u < hi.0, "a midpoint lies inside its bracket");
-            if Side::of(mean, request.level) == Side::of(lo.1, request.level) {
-                bracket.low = Some((u, mean));
-            } else {
-                bracket.high = Some((u, mean));
-            }
+            bracket.record(u, &summary, purpose, round, request);
         }
         for bracket in brackets.iter_mut().filter(|b| !b.done) {
-            let (lo, hi) = (bracket.low.expect("ends ran"), bracket.high.expect("ends ran"));
-            let crosses =
-                !lo.1.is_nan() && !hi.1.is_nan() && Side::of(lo.1, request.level) != Side::of(hi.1, request.level);
-            let narrow = match request.x.scale {
-                Scale::Integer => request.x.value(hi.0) - request.x.value(lo.0) <= 1.0,
-                _ => hi.0 - lo.0 <= request.tolerance,
-            };
-            bracket.done = !crosses || narrow;
-            if crosses && narrow {
-                let low_side = Side::of(lo.1, request.level);
-                bracket.edges = Edge::of_row(&bracket.seen, lo.0, hi.0, low_side, request.level)
-                    .map(|edge| edge.filter(|e| !e.narrow(&request.x, request.tolerance)));
-            }
+            bracket.close_round(request);
         }
         round += 1;
     }
@@ -593,33 +607,10 @@ pub fn map(
         .enumerate()
         .map(|(row, bracket)| {
             let mine: Vec<&Evaluation> = evaluations.iter().filter(|e| e.row == row).collect();
-            let (lo, hi) = (bracket.low.expect("ends ran"), bracket.high.expect("ends ran"));
-            let crossing = if lo.1.is_nan() || hi.1.is_nan() {
-                Crossing::Undefined
-            } else if Side::of(lo.1, request.level) == Side::of(hi.1, request.level) {
-                Crossing::Never { side: Side::of(lo.1, request.level) }
-            } else {
-                // Linear between the two ends; an end refused as overloaded (±∞) has
-                // no value to interpolate with: the bracket's middle.
-                let t = if lo.1.is_finite() && hi.1.is_finite() {
-                    ((request.level - lo.1) / (hi.1 - lo.1)).clamp(0.0, 1.0)
-                } else {
-                    0.5
-                };
-                let x = request.x.unrounded(lo.0 + t * (hi.0 - lo.0));
-                let low_side = Side::of(lo.1, request.level);
-                let sure = |e: &Evaluation, side: Side| Edge::sure_of(side, e.ci_lo, e.ci_hi, request.level);
-                let other = if low_side == Side::Above { Side::Below } else { Side::Above };
-                let band_lo =
-                    mine.iter().filter(|e| e.x <= x && sure(e, low_side)).map(|e| e.x).fold(request.x.low, f64::max);
-                let band_hi =
-                    mine.iter().filter(|e| e.x >= x && sure(e, other)).map(|e| e.x).fold(request.x.high, f64::min);
-                Crossing::Boundary { x, band: (band_lo, band_hi), low_side }
-            };
             Row {
                 grid: bracket.grid,
                 y: bracket.y,
-                crossing,
+                crossing: bracket.crossing(&mine, request),
                 evaluations: mine.len() as u32,
                 monotone: monotone(&mine),
             }
@@ -632,7 +623,59 @@ pub fn map(
         ))
         .with_hint("narrow --x or --y to where the model has a steady state, or bound its queue"));
     }
-    let labels = (0..base_points)
+    Ok(StabilityMap {
+        request: request.clone(),
+        direction: scenario.schema.metrics[column].direction,
+        labels: point_labels(scenario),
+        rows,
+        evaluations,
+        rounds: round,
+    })
+}
+
+/// A round's `points` run: each one's summary of the mapped metric (`column`) and why
+/// the model refused it, if it did. A point the model refuses as overloaded (no
+/// steady state, or past the event budget) is not run: it is beyond the level, on
+/// the side a growing load takes the metric to (±∞).
+fn run_round(
+    scenario: &Scenario,
+    candidates: &mut Candidates,
+    points: &[Point],
+    column: usize,
+    request: &MapRequest,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<(Summary, Option<String>)>> {
+    let (batch, refused) = resolve_round(candidates, points)?;
+    let run = refused.iter().filter(|r| r.is_none()).count();
+    let mut means = vec![None; run];
+    if let Some(batch) = batch {
+        let mut records = |_: &[ReplicaRecord]| Ok(());
+        let mut fold = |point: &GridPoint, result: PointResult| {
+            means[point.index as usize] = Some(result.summaries[column]);
+            Ok(())
+        };
+        let ranges = vec![0..request.replicas; run];
+        run_ranges(&batch, &ranges, threads, progress, Sinks { records: &mut records, point: &mut fold })?;
+    }
+    let beyond =
+        if scenario.schema.metrics[column].direction == Direction::Higher { f64::NEG_INFINITY } else { f64::INFINITY };
+    let mut ran = means.into_iter();
+    Ok(refused
+        .into_iter()
+        .map(|refusal| {
+            let summary = match &refusal {
+                None => ran.next().flatten().expect("every point of a round that is not refused is run"),
+                Some(_) => Summary { mean: beyond, sd: f64::NAN, ci_lo: beyond, ci_hi: beyond },
+            };
+            (summary, refusal)
+        })
+        .collect())
+}
+
+/// Each base grid point's label: its parameters, or the scenario's name without a grid.
+fn point_labels(scenario: &Scenario) -> Vec<String> {
+    (0..scenario.point_count())
         .map(|p| {
             let params = scenario.grid_point(p).map(|g| g.params).unwrap_or_default();
             if params.is_empty() {
@@ -645,15 +688,7 @@ pub fn map(
                     .join(", ")
             }
         })
-        .collect();
-    Ok(StabilityMap {
-        request: request.clone(),
-        direction: scenario.schema.metrics[column].direction,
-        labels,
-        rows,
-        evaluations,
-        rounds: round,
-    })
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use stampede_run::verify::compare::{holm, Difference, Pair};
 use stampede_scenario::{Error, Result};
 
 use crate::blocks::{escape, points};
-use crate::folder::Folder;
+use crate::folder::{Folder, Manifest};
 
 /// One metric at one grid point.
 #[derive(Clone, Debug)]
@@ -161,6 +161,62 @@ pub fn compare_with(
     window: Option<(f64, f64)>,
     expressions: &[String],
 ) -> Result<Comparison> {
+    check_arguments(alpha, tolerance, window)?;
+    let ((fa, ra), (fb, rb)) = (read(a)?, read(b)?);
+    let (ma, mb) = (&fa.manifest, &fb.manifest);
+    check_comparable((a, ma), (b, mb))?;
+    let paired = ma.seed == mb.seed;
+    let (infos, _) = points(&fa, &fa.metric_defs(), &crate::data::SummaryIndex::of(&fa.summary));
+    let extra = expression_values(&ma.metrics, expressions, (&ra, &rb))?;
+    let mut rows = Vec::new();
+    let metrics: Vec<String> = ma.metrics.iter().cloned().chain(extra.iter().map(|(text, ..)| text.clone())).collect();
+    for info in &infos {
+        for metric in &metrics {
+            let values = |table: &Table, side: usize| match extra.iter().find(|(text, ..)| text == metric) {
+                Some((_, values)) => by_replica(table, info.index, &values[side]),
+                None => by_replica(table, info.index, &table.numbers(metric).map_err(io)?),
+            };
+            let pair = Pair { a: values(&ra, 0)?, b: values(&rb, 1)? };
+            let difference = pair.difference(paired);
+            let beyond = tolerance.is_some_and(|t| difference.diff.abs() > t * difference.mean_a.abs());
+            rows.push(Row {
+                point: info.index,
+                label: info.label.clone(),
+                metric: metric.clone(),
+                difference,
+                significant: false,
+                beyond_tolerance: beyond,
+            });
+        }
+    }
+    mark_significant(&mut rows, alpha)?;
+    let latencies = latency_rows(&fa, &fb, &infos);
+    let windows = match window {
+        Some((from, to)) => window_rows(&fa, &fb, &infos, from, to)?,
+        None => Vec::new(),
+    };
+    Ok(Comparison {
+        a: a.into(),
+        b: b.into(),
+        scenario: ma.scenario.clone(),
+        paired,
+        alpha,
+        tolerance,
+        rows,
+        latencies,
+        windows,
+        window,
+        differences: scenario_differences(&ma.scenario_toml, &mb.scenario_toml),
+    })
+}
+
+/// A table that cannot be read, worded as bad input.
+fn io(e: stampede_output::OutputError) -> Error {
+    Error::bad_input(format!("{e}"))
+}
+
+/// `--window`, `--alpha` and `--tolerance` checked before any folder is read.
+fn check_arguments(alpha: f64, tolerance: Option<f64>, window: Option<(f64, f64)>) -> Result<()> {
     if let Some((from, to)) = window.filter(|(from, to)| !(from.is_finite() && to.is_finite() && from < to)) {
         return Err(Error::bad_input(format!(
             "--window {from},{to}: two times in seconds from the run's start, the first below the second"
@@ -172,8 +228,13 @@ pub fn compare_with(
     if let Some(t) = tolerance.filter(|t| !(t.is_finite() && *t >= 0.0)) {
         return Err(Error::bad_input(format!("--tolerance {t}: a share of A's mean, 0 or more (0.02 is 2%)")));
     }
-    let ((fa, ra), (fb, rb)) = (read(a)?, read(b)?);
-    let (ma, mb) = (&fa.manifest, &fb.manifest);
+    Ok(())
+}
+
+/// Two runs compare when they ran one scenario over one grid with the same metrics,
+/// each with at least two replicas a point (a difference's interval needs each
+/// side's spread).
+fn check_comparable((a, ma): (&Path, &Manifest), (b, mb): (&Path, &Manifest)) -> Result<()> {
     if (&ma.scenario, &ma.model) != (&mb.scenario, &mb.model) {
         return Err(Error::bad_input(format!(
             "different scenarios: {} ran {} ({}), {} ran {} ({}); compare two runs of one scenario",
@@ -206,7 +267,6 @@ pub fn compare_with(
             only(&mb.metrics, &ma.metrics)
         )));
     }
-    // A difference's interval needs each side's spread: at least two replicas a point.
     let few: Vec<String> = [(a, ma.replicas), (b, mb.replicas)]
         .iter()
         .filter(|(_, n)| *n < 2)
@@ -220,76 +280,52 @@ pub fn compare_with(
         ))
         .with_hint("run both sides with --replicas 2 or more (30 or more gives useful power)"));
     }
-    let paired = ma.seed == mb.seed;
-    let (infos, _) = points(&fa, &fa.metric_defs(), &crate::data::SummaryIndex::of(&fa.summary));
-    let names: Vec<&str> = ma.metrics.iter().map(String::as_str).collect();
+    Ok(())
+}
+
+/// Each of `expressions` as (its text, its value per replica row of A and of B).
+/// An expression the runs already wrote as a column (`run --metric 'a / b'`), or one
+/// given twice, is compared once: a second row would be listed twice and counted
+/// twice by Holm's correction (issue 72).
+fn expression_values(
+    metrics: &[String],
+    expressions: &[String],
+    tables: (&Table, &Table),
+) -> Result<Vec<(String, [Vec<f64>; 2])>> {
+    let names: Vec<&str> = metrics.iter().map(String::as_str).collect();
     let mut parsed = expressions
         .iter()
         .map(|text| MetricExpr::parse(text, &names, "--metric"))
         .collect::<stampede_scenario::Result<Vec<_>>>()?;
-    // An expression the runs already wrote as a column (`run --metric 'a / b'`), or
-    // one given twice, is compared once: a second row would be listed twice and
-    // counted twice by Holm's correction (issue 72).
     let mut seen: Vec<String> = Vec::new();
     parsed.retain(|expr| {
         let new = !names.contains(&expr.text.as_str()) && !seen.contains(&expr.text);
         seen.push(expr.text.clone());
         new
     });
-    let io = |e: stampede_output::OutputError| Error::bad_input(format!("{e}"));
     // An expression's value per replica row: every metric's column, row by row.
     let computed = |table: &Table, expr: &MetricExpr| -> Result<Vec<f64>> {
         let columns = names.iter().map(|m| table.numbers(m).map_err(io)).collect::<Result<Vec<_>>>()?;
         let rows = columns.first().map_or(0, Vec::len);
         Ok((0..rows).map(|row| expr.eval(&columns.iter().map(|c| c[row]).collect::<Vec<f64>>())).collect())
     };
-    let extra: Vec<(String, Vec<f64>, Vec<f64>)> = parsed
-        .iter()
-        .map(|expr| Ok((expr.text.clone(), computed(&ra, expr)?, computed(&rb, expr)?)))
-        .collect::<Result<_>>()?;
-    // `b_side`: the table is B's (an expression's values are kept per side).
-    let by_point = |table: &Table, b_side: bool, point: u32, metric: &str| -> Result<Vec<(u64, f64)>> {
-        let (points, replicas, values) = (
-            table.numbers("grid_point").map_err(io)?,
-            table.numbers("replica").map_err(io)?,
-            match extra.iter().find(|(text, ..)| text == metric) {
-                Some((_, a, b)) => {
-                    if b_side {
-                        b.clone()
-                    } else {
-                        a.clone()
-                    }
-                }
-                None => table.numbers(metric).map_err(io)?,
-            },
-        );
-        let mut rows: Vec<(u64, f64)> = (0..points.len())
-            .filter(|&i| points[i] == f64::from(point))
-            .map(|i| (replicas[i] as u64, values[i]))
-            .collect();
-        rows.sort_by_key(|(replica, _)| *replica);
-        Ok(rows)
-    };
-    let mut rows = Vec::new();
-    let metrics: Vec<String> = ma.metrics.iter().cloned().chain(extra.iter().map(|(text, ..)| text.clone())).collect();
-    for info in &infos {
-        for metric in &metrics {
-            let pair =
-                Pair { a: by_point(&ra, false, info.index, metric)?, b: by_point(&rb, true, info.index, metric)? };
-            let difference = pair.difference(paired);
-            let beyond = tolerance.is_some_and(|t| difference.diff.abs() > t * difference.mean_a.abs());
-            rows.push(Row {
-                point: info.index,
-                label: info.label.clone(),
-                metric: metric.clone(),
-                difference,
-                significant: false,
-                beyond_tolerance: beyond,
-            });
-        }
-    }
-    // A metric that measures the run rather than the system (`events`: how much work the
-    // simulation did) is listed, not tested: it changes with the code, not the behaviour.
+    parsed.iter().map(|expr| Ok((expr.text.clone(), [computed(tables.0, expr)?, computed(tables.1, expr)?]))).collect()
+}
+
+/// Grid point `point`'s (replica, value) pairs from a replica table's rows, whose
+/// values are `values`, in replica order.
+fn by_replica(table: &Table, point: u32, values: &[f64]) -> Result<Vec<(u64, f64)>> {
+    let (points, replicas) = (table.numbers("grid_point").map_err(io)?, table.numbers("replica").map_err(io)?);
+    let mut rows: Vec<(u64, f64)> =
+        (0..points.len()).filter(|&i| points[i] == f64::from(point)).map(|i| (replicas[i] as u64, values[i])).collect();
+    rows.sort_by_key(|(replica, _)| *replica);
+    Ok(rows)
+}
+
+/// Holm's correction over every tested row. A metric that measures the run rather
+/// than the system (`events`: how much work the simulation did) is listed, not tested:
+/// it changes with the code, not the behaviour. Refused when nothing could be tested.
+fn mark_significant(rows: &mut [Row], alpha: f64) -> Result<()> {
     let p: Vec<f64> = rows
         .iter()
         .map(|r| if RUN_METRICS.contains(&r.metric.as_str()) { f64::NAN } else { r.difference.p_mean })
@@ -304,9 +340,14 @@ pub fn compare_with(
     for (row, significant) in rows.iter_mut().zip(holm(&p, alpha)) {
         row.significant = significant;
     }
+    Ok(())
+}
+
+/// Per point and latency, its p50, p99 and p99.9 with their intervals in A and in B.
+fn latency_rows(fa: &Folder, fb: &Folder, infos: &[crate::blocks::PointInfo]) -> Vec<LatencyRow> {
     let mut latencies = Vec::new();
-    for info in &infos {
-        for latency in &ma.latencies {
+    for info in infos {
+        for latency in &fa.manifest.latencies {
             let column = |folder: &Folder, suffix: &str| -> [f64; 3] {
                 let table = &folder.histograms;
                 let (Ok(points), Ok(names)) = (table.numbers("grid_point"), table.strings("metric")) else {
@@ -324,30 +365,14 @@ pub fn compare_with(
             latencies.push(LatencyRow {
                 point: info.index,
                 latency: latency.clone(),
-                a: column(&fa, ""),
-                b: column(&fb, ""),
-                a_ci: interval(&fa),
-                b_ci: interval(&fb),
+                a: column(fa, ""),
+                b: column(fb, ""),
+                a_ci: interval(fa),
+                b_ci: interval(fb),
             });
         }
     }
-    let windows = match window {
-        Some((from, to)) => window_rows(&fa, &fb, &infos, from, to)?,
-        None => Vec::new(),
-    };
-    Ok(Comparison {
-        a: a.into(),
-        b: b.into(),
-        scenario: ma.scenario.clone(),
-        paired,
-        alpha,
-        tolerance,
-        rows,
-        latencies,
-        windows,
-        window,
-        differences: scenario_differences(&ma.scenario_toml, &mb.scenario_toml),
-    })
+    latencies
 }
 
 /// Latency over time in [from, to): per point and timed request kind, each latency

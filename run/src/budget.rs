@@ -60,25 +60,49 @@ pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     Estimate { memory_bytes, disk_bytes: disk_bytes(scenario) }
 }
 
+/// A run's dimensions, which every estimate multiplies.
+struct Sizes {
+    metrics: f64,
+    latencies: f64,
+    series: f64,
+    /// Requests kinds timed over the run (the latency windows).
+    timed: f64,
+    points: f64,
+    replicas: f64,
+    /// A series' buckets over the horizon (0 without series).
+    buckets: f64,
+    /// The latency windows over the horizon (0 when they are off).
+    windows: f64,
+}
+
+impl Sizes {
+    fn of(scenario: &Scenario) -> Sizes {
+        let schema = &scenario.schema;
+        let series = schema.series.len() as f64;
+        let width = scenario.model.latency_window_s(&scenario.run);
+        Sizes {
+            metrics: schema.metrics.len() as f64,
+            latencies: schema.latencies.len() as f64,
+            series,
+            timed: schema.timed.len() as f64,
+            points: f64::from(scenario.point_count()),
+            replicas: scenario.run.replicas as f64,
+            buckets: if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 },
+            windows: if width > 0.0 { (scenario.run.horizon_s / width).ceil() } else { 0.0 },
+        }
+    }
+}
+
 /// The memory estimate's parts, named (the manifest's `host.estimate_terms`).
 pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f64)> {
-    let schema = &scenario.schema;
-    let (metrics, latencies, series) =
-        (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
-    let points = scenario.point_count() as f64;
-    let replicas = scenario.run.replicas as f64;
+    let size = Sizes::of(scenario);
+    let Sizes { metrics, latencies, series, points, replicas, buckets, .. } = size;
     let threads = threads as f64;
-    let buckets = if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 };
     let live_points = (CHUNK_POINTS as f64).min(points);
     // A point's batches that hold replicas: replica r is in batch r mod 10.
     let batches = (BATCHES as f64).min(replicas);
     // Latency over time: per timed request kind, its windows (two histograms each).
-    let windows_bytes = {
-        let width = scenario.model.latency_window_s(&scenario.run);
-        let windows = if width > 0.0 { (scenario.run.horizon_s / width).ceil() } else { 0.0 };
-        let per_window = (HISTOGRAMS_PER_WINDOW * WINDOW_BUCKETS * 4 + 12) as f64;
-        schema.timed.len() as f64 * windows * per_window
-    };
+    let windows_bytes = size.timed * size.windows * (HISTOGRAMS_PER_WINDOW * WINDOW_BUCKETS * 4 + 12) as f64;
     // Each live point: its latencies and windows per batch, its series sums (u128 sum
     // and sum of squares) plus one copy per worker.
     // Its metrics' exact moments: 64 bytes each, and two 560-byte sums for a metric
@@ -99,6 +123,23 @@ pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f
     let spares = stampede_engine::kernel::replica_quantiles::SPARES_KEPT as f64;
     let per_worker = recording + windows_bytes + series * buckets * 16.0 + spares * 430_080.0;
     let chunk_records = (CHUNK_TASKS as f64).min(points * replicas) * (metrics * 8.0 + 64.0);
+    // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
+    let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
+    vec![
+        ("base", BASE_BYTES),
+        ("live points", live_points * per_live_point),
+        ("workers", threads * per_worker),
+        ("replica rows", chunk_records),
+        ("writing", writing_bytes(scenario, &size)),
+        ("report", points * per_point_report),
+    ]
+}
+
+/// What the output's writers hold at once: a finished point's rows and the tables'
+/// row groups in progress, or a checkpoint piece (written between points, not while
+/// one is).
+fn writing_bytes(scenario: &Scenario, size: &Sizes) -> f64 {
+    let Sizes { metrics, series, points, replicas, buckets, .. } = *size;
     // A finished point's rows before they are written: its series' mean and interval
     // (three f64 per bucket), and its summary.
     let point_rows = series * buckets * 24.0 + metrics * 64.0;
@@ -116,6 +157,7 @@ pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f
         (rows * row_bytes).min(ROW_GROUP_MAX_BYTES as f64) + columns * PAGE_BYTES.min(rows * 8.0) + contexts
     };
     let columns = &scenario.columns;
+    let block_rows = stampede_output::long::BLOCK_ROWS as f64;
     let row_groups = match &columns.long {
         None => {
             let timeseries = columns.timeseries.len() as f64;
@@ -126,8 +168,10 @@ pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f
         // A handful of columns, a row per metric or series (its name, dictionary-
         // encoded, and its values), and one block of melted rows at a time.
         Some(_) => {
-            let rows = stampede_output::long::BLOCK_ROWS as f64;
-            group(rows, 64.0, 5.0) + group(rows, 64.0, 5.0) + group(rows, 96.0, 10.0) + 3.0 * rows * 96.0
+            group(block_rows, 64.0, 5.0)
+                + group(block_rows, 64.0, 5.0)
+                + group(block_rows, 96.0, 10.0)
+                + 3.0 * block_rows * 96.0
         }
     };
     // A checkpoint piece's replica rows are a table of a column per metric, whose
@@ -135,34 +179,19 @@ pub fn memory_terms(scenario: &Scenario, threads: usize) -> Vec<(&'static str, f
     // a 5,000-service graph), or long as the output is: a block of melted rows.
     let piece = match &columns.long {
         None => columns.replicas.len() as f64 * 3_300.0,
-        Some(_) => group(stampede_output::long::BLOCK_ROWS as f64, 64.0, 5.0),
+        Some(_) => group(block_rows, 64.0, 5.0),
     };
-    // The report keeps a mean, sd and interval per metric and a few quantiles per latency.
-    let per_point_report = metrics * 32.0 + latencies * 64.0 + 128.0;
-    vec![
-        ("base", BASE_BYTES),
-        ("live points", live_points * per_live_point),
-        ("workers", threads * per_worker),
-        ("replica rows", chunk_records),
-        // A checkpoint piece is written between points, not while one is.
-        ("writing", (point_rows + row_groups).max(piece)),
-        ("report", points * per_point_report),
-    ]
+    (point_rows + row_groups).max(piece)
 }
 
 /// The bytes a run writes, before compression.
 fn disk_bytes(scenario: &Scenario) -> f64 {
-    let schema = &scenario.schema;
-    let (metrics, latencies, series) =
-        (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
-    let points = scenario.point_count() as f64;
-    let replicas = scenario.run.replicas as f64;
-    let buckets = if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil() } else { 0.0 };
+    let Sizes { metrics, latencies, series, timed, points, replicas, buckets, .. } = Sizes::of(scenario);
     // Replica rows are written twice (checkpoint pieces, then the table) and so are
     // the histograms (a piece's partials, then histograms.parquet).
     2.0 * points * replicas * (16.0 + metrics * 8.0)
         + points * (metrics * 32.0 + 2.0 * latencies * 8_192.0)
-        + points * buckets * (12.0 + series * 24.0 + schema.timed.len() as f64 * 16.0 * 8.0)
+        + points * buckets * (12.0 + series * 24.0 + timed * 16.0 * 8.0)
 }
 
 /// Seconds one replica of grid point 0 takes on one core, measured now (a pilot, its
@@ -179,25 +208,15 @@ pub fn seconds_per_replica(scenario: &Scenario) -> Result<f64> {
 /// The HTML report's size, at most: its script and style (about 200 KB), and per
 /// grid point a row of every metric, the latency charts and the series' charts.
 pub fn report_bytes(scenario: &Scenario) -> f64 {
-    let schema = &scenario.schema;
-    let (metrics, latencies, series) =
-        (schema.metrics.len() as f64, schema.latencies.len() as f64, schema.series.len() as f64);
-    let buckets =
-        if series > 0.0 { (scenario.run.horizon_s / schema.series_bucket_s).ceil().min(2_000.0) } else { 0.0 };
-    // Latency over time: per request kind up to two charts of a line per point, a few
-    // hundred bytes per window.
-    let windows = {
-        let width = scenario.model.latency_window_s(&scenario.run);
-        if width > 0.0 {
-            (scenario.run.horizon_s / width).ceil()
-        } else {
-            0.0
-        }
-    };
-    let timed = schema.timed.len() as f64;
-    let per_point =
-        metrics * 400.0 + latencies * 12_000.0 + series * buckets * 40.0 + 2.0 * timed * windows * 300.0 + 2_000.0;
-    200e3 + f64::from(scenario.point_count()) * per_point
+    let Sizes { metrics, latencies, series, timed, points, buckets, windows, .. } = Sizes::of(scenario);
+    // A series chart draws at most 2,000 buckets. Latency over time: per request kind
+    // up to two charts of a line per point, a few hundred bytes per window.
+    let per_point = metrics * 400.0
+        + latencies * 12_000.0
+        + series * buckets.min(2_000.0) * 40.0
+        + 2.0 * timed * windows * 300.0
+        + 2_000.0;
+    200e3 + points * per_point
 }
 
 /// Refuses a run that cannot fit in the memory available now or on the disk of `out_root`.

@@ -214,9 +214,22 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     } else {
         chosen_rows.clone()
     };
-    let mut partial_shown = false;
     if options.all_metrics {
         rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline && !chosen_rows.contains(&m)));
+    }
+    let mut partial_shown = false;
+    for &m in &rows {
+        partial_shown |= metric_row(report, m, &columns, options.colour, &mut out);
+    }
+    latency_rows(report, &columns, options.all_metrics, &mut out);
+    cost_row(report, &columns, &mut out);
+    out.push('\n');
+    let width = options.width.max(40);
+    for line in legend.iter().chain(&note) {
+        out.push_str(&wrap(line, width));
+    }
+    for hint in report.hints() {
+        out.push_str(&wrap(&format!("note: {hint}"), width));
     }
     // Dollar figures that are per replica over the measured window, not per day or
     // per answer: said under the table (`useful_usd 34.60` read as a day's spend).
@@ -226,80 +239,6 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
         .filter(|def| def.name.ends_with("usd") && def.description.contains("per replica over"))
         .map(|def| def.name)
         .collect();
-    for m in rows {
-        let def = &metrics[m];
-        // A value defined in under half its point's replicas is never the best.
-        let means: Vec<f64> = columns
-            .iter()
-            .map(|&c| if report.points[c].too_partial(m) { f64::NAN } else { report.points[c].summaries[m].mean })
-            .collect();
-        let best = best(&means, def.direction).filter(|_| columns.len() > 1);
-        let is_best = |i: usize| best.is_some_and(|b| means[i] == b);
-        out.push_str(&format!("{:<NAME_COLUMN$}", fit(def.name, NAME_COLUMN)));
-        for (i, &c) in columns.iter().enumerate() {
-            let s = report.points[c].summaries[m];
-            let half = (s.ci_hi - s.ci_lo) / 2.0;
-            let mut cell = number(s.mean, def.kind);
-            let coverage = report.points[c].partial(m).map(|(covered, replicas)| format!(" ({covered}/{replicas})"));
-            if half.is_finite() && half > 0.0 {
-                let with_half = format!("{cell} ±{}", number(half, def.kind));
-                // The coverage must show: the ± gives way when both do not fit.
-                if coverage.as_ref().is_none_or(|c| with_half.chars().count() + c.chars().count() < CELL) {
-                    cell = with_half;
-                }
-            }
-            if let Some(coverage) = &coverage {
-                partial_shown = true;
-                cell.push_str(coverage);
-            }
-            if is_best(i) {
-                cell.push('*');
-            }
-            let padded = format!("{:>CELL$}", fit(&cell, CELL));
-            if is_best(i) && options.colour {
-                out.push_str(&format!("  \x1b[1m{padded}\x1b[0m"));
-            } else {
-                out.push_str(&format!("  {padded}"));
-            }
-        }
-        out.push('\n');
-    }
-    // Latency tails: the first histogram's p50 and p99, every histogram's with --all-metrics.
-    let latencies = report.scenario.schema.latencies;
-    let shown_latencies = if options.all_metrics { latencies.len() } else { latencies.len().min(1) };
-    for (l, name) in latencies.iter().enumerate().take(shown_latencies) {
-        for (q, quantile) in QUANTILES.iter().enumerate().filter(|(_, (n, _))| *n == "p50_s" || *n == "p99_s") {
-            let label = format!("{} {}", name.trim_end_matches("_s"), quantile.0);
-            out.push_str(&format!("{:<NAME_COLUMN$}", fit(&label, NAME_COLUMN)));
-            for &c in &columns {
-                let value = report.points[c].latencies.get(l).map_or(f64::NAN, |s| s.quantiles_s[q]);
-                out.push_str(&format!("  {:>CELL$}", number(value, stampede_scenario::models::MetricKind::Real)));
-            }
-            out.push('\n');
-        }
-    }
-    // What each point cost: nanoseconds per event on one core (wall clock, so it varies run to run).
-    let events = metrics.iter().position(|m| m.name == "events");
-    let costs: Vec<Option<(f64, f64)>> =
-        columns.iter().map(|&c| report.points[c].cost(events, report.scenario.run.replicas)).collect();
-    if costs.iter().any(Option::is_some) {
-        out.push_str(&format!("{:<NAME_COLUMN$}", "ns per event (1 core)"));
-        for cost in &costs {
-            let shown = cost.map_or("–".to_string(), |(_, ns)| format!("{ns:.0}"));
-            out.push_str(&format!("  {shown:>CELL$}"));
-        }
-        out.push('\n');
-    }
-    out.push('\n');
-    for line in legend {
-        out.push_str(&wrap(&line, options.width.max(40)));
-    }
-    if let Some(note) = note {
-        out.push_str(&wrap(&note, options.width.max(40)));
-    }
-    for hint in report.hints() {
-        out.push_str(&wrap(&format!("note: {hint}"), options.width.max(40)));
-    }
     if !per_replica_usd.is_empty() {
         let run = &report.scenario.run;
         out.push_str(&wrap(
@@ -309,7 +248,7 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
                 per_replica_usd.join(", "),
                 run.horizon_s - run.warmup_s
             ),
-            options.width.max(40),
+            width,
         ));
     }
     if partial_shown {
@@ -328,6 +267,84 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     }
     out.push_str(&format!("wrote {}\n", report.output_dir.display()));
     out
+}
+
+/// Metric `m`'s row over `columns`: mean ± half-width, the coverage of a value not
+/// defined in every replica, and * (bold with `colour`) at the best. Returns whether
+/// it showed a coverage.
+fn metric_row(report: &RunReport, m: usize, columns: &[usize], colour: bool, out: &mut String) -> bool {
+    let def = &report.scenario.schema.metrics[m];
+    // A value defined in under half its point's replicas is never the best.
+    let means: Vec<f64> = columns
+        .iter()
+        .map(|&c| if report.points[c].too_partial(m) { f64::NAN } else { report.points[c].summaries[m].mean })
+        .collect();
+    let best = best(&means, def.direction).filter(|_| columns.len() > 1);
+    let is_best = |i: usize| best.is_some_and(|b| means[i] == b);
+    let mut partial_shown = false;
+    out.push_str(&format!("{:<NAME_COLUMN$}", fit(def.name, NAME_COLUMN)));
+    for (i, &c) in columns.iter().enumerate() {
+        let s = report.points[c].summaries[m];
+        let half = (s.ci_hi - s.ci_lo) / 2.0;
+        let mut cell = number(s.mean, def.kind);
+        let coverage = report.points[c].partial(m).map(|(covered, replicas)| format!(" ({covered}/{replicas})"));
+        if half.is_finite() && half > 0.0 {
+            let with_half = format!("{cell} ±{}", number(half, def.kind));
+            // The coverage must show: the ± gives way when both do not fit.
+            if coverage.as_ref().is_none_or(|c| with_half.chars().count() + c.chars().count() < CELL) {
+                cell = with_half;
+            }
+        }
+        if let Some(coverage) = &coverage {
+            partial_shown = true;
+            cell.push_str(coverage);
+        }
+        if is_best(i) {
+            cell.push('*');
+        }
+        let padded = format!("{:>CELL$}", fit(&cell, CELL));
+        if is_best(i) && colour {
+            out.push_str(&format!("  \x1b[1m{padded}\x1b[0m"));
+        } else {
+            out.push_str(&format!("  {padded}"));
+        }
+    }
+    out.push('\n');
+    partial_shown
+}
+
+/// Latency tails: the first histogram's p50 and p99, every histogram's with
+/// `all_metrics`.
+fn latency_rows(report: &RunReport, columns: &[usize], all_metrics: bool, out: &mut String) {
+    let latencies = report.scenario.schema.latencies;
+    let shown_latencies = if all_metrics { latencies.len() } else { latencies.len().min(1) };
+    for (l, name) in latencies.iter().enumerate().take(shown_latencies) {
+        for (q, quantile) in QUANTILES.iter().enumerate().filter(|(_, (n, _))| *n == "p50_s" || *n == "p99_s") {
+            let label = format!("{} {}", name.trim_end_matches("_s"), quantile.0);
+            out.push_str(&format!("{:<NAME_COLUMN$}", fit(&label, NAME_COLUMN)));
+            for &c in columns {
+                let value = report.points[c].latencies.get(l).map_or(f64::NAN, |s| s.quantiles_s[q]);
+                out.push_str(&format!("  {:>CELL$}", number(value, stampede_scenario::models::MetricKind::Real)));
+            }
+            out.push('\n');
+        }
+    }
+}
+
+/// What each point cost: nanoseconds per event on one core (wall clock, so it varies
+/// run to run); nothing when no point counted its events.
+fn cost_row(report: &RunReport, columns: &[usize], out: &mut String) {
+    let events = report.scenario.schema.metrics.iter().position(|m| m.name == "events");
+    let costs: Vec<Option<(f64, f64)>> =
+        columns.iter().map(|&c| report.points[c].cost(events, report.scenario.run.replicas)).collect();
+    if costs.iter().any(Option::is_some) {
+        out.push_str(&format!("{:<NAME_COLUMN$}", "ns per event (1 core)"));
+        for cost in &costs {
+            let shown = cost.map_or("–".to_string(), |(_, ns)| format!("{ns:.0}"));
+            out.push_str(&format!("  {shown:>CELL$}"));
+        }
+        out.push('\n');
+    }
 }
 
 #[cfg(test)]

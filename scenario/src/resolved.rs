@@ -178,18 +178,36 @@ impl Scenario {
             optional_columns: Vec::new(),
             derived: Vec::new(),
         };
-        // Validate every point now: bad input must fail before anything is written.
-        // Points are typed one at a time and dropped: memory stays flat in the grid.
-        // Every point writes the base's columns: a point whose model reports other
-        // metrics, histograms or series (a graph grid that renames a service) cannot.
-        // A mechanism's columns are written when any point turns it on: the base and
-        // every point are widened to the union, and compared again.
+        let warned = scenario.validate_points()?;
+        let mut scenario = scenario.with_claims_checked()?;
+        let all = scenario.point_count() as usize;
+        scenario.warnings = warned
+            .into_iter()
+            .map(|(warning, points)| {
+                if points.len() == all {
+                    return warning;
+                }
+                let list: Vec<String> = points.iter().map(u32::to_string).collect();
+                format!("grid point{} {}: {warning}", if points.len() == 1 { "" } else { "s" }, list.join(", "))
+            })
+            .collect();
+        Ok(scenario)
+    }
+
+    /// Validates every point now: bad input must fail before anything is written.
+    /// Points are typed one at a time and dropped: memory stays flat in the grid. Every
+    /// point writes the base's columns: a point whose model reports other metrics,
+    /// histograms or series (a graph grid that renames a service) cannot. A
+    /// mechanism's columns are written when any point turns it on: the base and every
+    /// point are widened to the union, and compared again. Reads the input files the
+    /// points name; returns each warning with the points that gave it.
+    fn validate_points(&mut self) -> Result<Vec<(String, Vec<u32>)>> {
         let mut warned: Vec<(String, Vec<u32>)> = Vec::new();
-        let mut optional = scenario.model.optional_columns();
+        let mut optional = self.model.optional_columns();
         let mut mismatch = None;
-        for index in 0..scenario.point_count() {
-            let point = scenario.grid_point(index)?;
-            if point.run.warmup_auto != scenario.run.warmup_auto {
+        for index in 0..self.point_count() {
+            let point = self.grid_point(index)?;
+            if point.run.warmup_auto != self.run.warmup_auto {
                 return Err(Error::bad_input(format!(
                     "grid point {index}: run.warmup_s = {}: \"auto\" is chosen once for the whole grid, as [run] \
                      warmup_s itself, never as a grid value",
@@ -202,16 +220,12 @@ impl Scenario {
                 }
             }
             for (field, file) in point.model.inputs() {
-                if !scenario.inputs.iter().any(|input| input.field == field && input.file == file) {
+                if !self.inputs.iter().any(|input| input.field == field && input.file == file) {
                     // Sealed while the point was typed; read now if the model reads it later.
-                    let sealed = crate::inputs::sealed::read(&input_location(
-                        scenario.model.name(),
-                        scenario.base_dir(),
-                        &field,
-                        &file,
-                    ))
-                    .map_err(|e| e.context(format!("{field} = {file:?}")))?;
-                    scenario.inputs.push(InputFile { field, file, sealed });
+                    let location = input_location(self.model.name(), self.base_dir(), &field, &file);
+                    let sealed =
+                        crate::inputs::sealed::read(&location).map_err(|e| e.context(format!("{field} = {file:?}")))?;
+                    self.inputs.push(InputFile { field, file, sealed });
                 }
             }
             for warning in point.model.warnings(&point.run) {
@@ -220,19 +234,19 @@ impl Scenario {
                     None => warned.push((warning, vec![index])),
                 }
             }
-            if mismatch.is_none() && !OutputSchema::of(&point.model).same_columns(&scenario.schema) {
+            if mismatch.is_none() && !OutputSchema::of(&point.model).same_columns(&self.schema) {
                 mismatch = Some(point);
             }
         }
         if !optional.is_empty() {
-            scenario.model = scenario.model.with_optional_columns(&optional);
-            scenario.schema = Arc::new(OutputSchema::of(&scenario.model));
-            scenario.columns = Arc::new(TableColumns::of(&scenario.grid, &scenario.schema));
-            scenario.optional_columns = optional;
+            self.model = self.model.with_optional_columns(&optional);
+            self.schema = Arc::new(OutputSchema::of(&self.model));
+            self.columns = Arc::new(TableColumns::of(&self.grid, &self.schema));
+            self.optional_columns = optional;
             mismatch = None;
-            for index in 0..scenario.point_count() {
-                let point = scenario.grid_point(index)?;
-                if !OutputSchema::of(&point.model).same_columns(&scenario.schema) {
+            for index in 0..self.point_count() {
+                let point = self.grid_point(index)?;
+                if !OutputSchema::of(&point.model).same_columns(&self.schema) {
                     mismatch = Some(point);
                     break;
                 }
@@ -251,15 +265,20 @@ impl Scenario {
                     .join(", ")
             )));
         }
-        // A claim may name an expression of metrics: it becomes a column of its own.
-        let expressions: Vec<(String, String)> = scenario
+        Ok(warned)
+    }
+
+    /// Checks every claim against the metrics and latencies; a claim that names an
+    /// expression of metrics gets a column of its own.
+    fn with_claims_checked(self) -> Result<Scenario> {
+        let expressions: Vec<(String, String)> = self
             .verify
             .iter()
             .enumerate()
             .filter(|(_, claim)| crate::models::expression::is_expression(&claim.metric))
             .map(|(i, claim)| (claim.metric.clone(), format!("verify[{i}].metric")))
             .collect();
-        let mut scenario = scenario.with_metrics(&expressions)?;
+        let mut scenario = self.with_metrics(&expressions)?;
         for claim in &mut scenario.verify {
             if crate::models::expression::is_expression(&claim.metric) {
                 claim.metric = crate::models::expression::normalise(&claim.metric);
@@ -272,17 +291,6 @@ impl Scenario {
             assertion.name_the_point(&format!("verify[{i}]"), points)?;
             assertion.check(&format!("verify[{i}]"), &metrics, &latencies, scenario.model.name())?;
         }
-        let all = scenario.point_count() as usize;
-        scenario.warnings = warned
-            .into_iter()
-            .map(|(warning, points)| {
-                if points.len() == all {
-                    return warning;
-                }
-                let list: Vec<String> = points.iter().map(u32::to_string).collect();
-                format!("grid point{} {}: {warning}", if points.len() == 1 { "" } else { "s" }, list.join(", "))
-            })
-            .collect();
         Ok(scenario)
     }
 

@@ -138,48 +138,10 @@ pub(super) fn import(args: ImportArgs) -> Result<ExitStatus> {
     let folder = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     let data_name = format!("{stem}.data");
     let data_dir = folder.join(&data_name);
-    if std::fs::symlink_metadata(&data_dir).is_ok() && !args.force {
-        match data_folder_changes(&data_dir) {
-            None => {
-                return Err(Error::bad_input(format!(
-                    "--out {}: {} exists and stampede import did not write it; nothing was written",
-                    out.display(),
-                    data_dir.display()
-                ))
-                .with_hint("choose another --out, or pass --force to replace it (the folder is kept as .bak)"));
-            }
-            Some(changes) if !changes.is_empty() => {
-                let shown: Vec<&str> = changes.iter().take(5).map(String::as_str).collect();
-                let more = if changes.len() > 5 { format!(" and {} more", changes.len() - 5) } else { String::new() };
-                return Err(Error::bad_input(format!(
-                    "--out {}: {} changed since stampede import wrote it: {}{more}; nothing was written",
-                    out.display(),
-                    data_dir.display(),
-                    shown.join(", ")
-                ))
-                .with_hint("choose another --out, or pass --force to replace it (the folder is kept as .bak)"));
-            }
-            Some(_) => {}
-        }
+    if !args.force {
+        check_data_folder(out, &data_dir)?;
     }
-    for file in &args.files {
-        match std::fs::metadata(file) {
-            Ok(metadata) if metadata.is_file() => {}
-            Ok(metadata) if metadata.is_dir() => {
-                return Err(Error::bad_input(format!("{}: is a folder; give trace files", file.display())));
-            }
-            Ok(_) => {
-                return Err(Error::bad_input(format!(
-                    "{}: is not a regular file (a pipe, socket or device); give a trace file",
-                    file.display()
-                )));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::unreadable(format!("{}: no such file", file.display())));
-            }
-            Err(e) => return Err(Error::unreadable(format!("{}: cannot be read: {e}", file.display()))),
-        }
-    }
+    check_trace_files(&args.files)?;
     let skew_s = duration_s(&args.skew)
         .or((args.skew.trim() == "0").then_some(0.0))
         .ok_or_else(|| Error::bad_input(format!("--skew {}: give a duration, e.g. 5ms, 0.5s or 0", args.skew)))?;
@@ -320,4 +282,56 @@ fn stage(
     }
     std::fs::rename(&staged_data, data_dir).map_err(|e| io(data_dir, e))?;
     output_file::write(out, "--out", &output_file::sealed(written.toml.as_bytes()), force)
+}
+
+/// The data folder beside `--out` may be replaced only if `stampede import` wrote it
+/// and nothing in it changed since (else `--force`, which keeps it as .bak).
+fn check_data_folder(out: &Path, data_dir: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(data_dir).is_err() {
+        return Ok(());
+    }
+    let hint = "choose another --out, or pass --force to replace it (the folder is kept as .bak)";
+    match data_folder_changes(data_dir) {
+        None => Err(Error::bad_input(format!(
+            "--out {}: {} exists and stampede import did not write it; nothing was written",
+            out.display(),
+            data_dir.display()
+        ))
+        .with_hint(hint)),
+        Some(changes) if !changes.is_empty() => {
+            let shown: Vec<&str> = changes.iter().take(5).map(String::as_str).collect();
+            let more = if changes.len() > 5 { format!(" and {} more", changes.len() - 5) } else { String::new() };
+            Err(Error::bad_input(format!(
+                "--out {}: {} changed since stampede import wrote it: {}{more}; nothing was written",
+                out.display(),
+                data_dir.display(),
+                shown.join(", ")
+            ))
+            .with_hint(hint))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Every trace named is a regular file that exists and can be read.
+fn check_trace_files(files: &[PathBuf]) -> Result<()> {
+    for file in files {
+        match std::fs::metadata(file) {
+            Ok(metadata) if metadata.is_file() => {}
+            Ok(metadata) if metadata.is_dir() => {
+                return Err(Error::bad_input(format!("{}: is a folder; give trace files", file.display())));
+            }
+            Ok(_) => {
+                return Err(Error::bad_input(format!(
+                    "{}: is not a regular file (a pipe, socket or device); give a trace file",
+                    file.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::unreadable(format!("{}: no such file", file.display())));
+            }
+            Err(e) => return Err(Error::unreadable(format!("{}: cannot be read: {e}", file.display()))),
+        }
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use stampede_run::pipeline::{Documents, Shape, Writing};
 use stampede_run::report::RunReport;
-use stampede_scenario::{Error, Result};
+use stampede_scenario::{Error, Result, Scenario};
 
 use super::run::{progress_bar, threads};
 use super::{resolve, warn, ExitStatus, ScenarioArgs};
@@ -142,34 +142,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         constraints.extend(claims);
     }
     let dimensions = args.ranges.iter().map(|text| Dimension::parse(text)).collect::<Result<Vec<_>>>()?;
-    // The command line wins over the scenario file's [optimize] section.
-    let section = scenario.optimize_section();
-    let (across, named) = match (&args.across, &section.across) {
-        (Some(axis), _) => (Some(axis.as_str()), "--across"),
-        (None, Some(axis)) => (Some(axis.as_str()), "optimize.across ="),
-        (None, None) => (None, "--across"),
-    };
-    let robust = match (&args.robust, across) {
-        (Some(_), None) => {
-            return Err(Error::bad_input("--robust: needs an axis to be robust against")
-                .with_hint("add --across AXIS, or [optimize] across = \"AXIS\" to the scenario file"))
-        }
-        (Some(text), Some(_)) => text.as_str(),
-        (None, _) => section.robust.as_deref().unwrap_or("worst"),
-    };
-    let robust = stampede_optimize::across::Robust::parse(robust)?;
-    let across = match across {
-        Some(axis) => Some(stampede_optimize::across::Across::new(&scenario, axis, robust, named)?),
-        None => {
-            if scenario.grid.iter().any(|axis| axis.path == "faults") {
-                super::warning(
-                    "the grid's faults axis is searched like a policy: the answer picks a fault too; add --across \
-                     faults for the policy best against every fault (its worst case)",
-                );
-            }
-            None
-        }
-    };
+    let across = across(&args, &scenario)?;
     let request = Request {
         objective,
         constraints,
@@ -189,19 +162,7 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         super::warning(&warning);
     }
     if !(args.quiet || args.json) {
-        // What the search may cost, before its first round: the budget at the pace of
-        // one replica of the base (measured now).
-        let budget = request.budget_for(&scenario);
-        let per_replica = stampede_run::budget::seconds_per_replica(&scenario)?;
-        let seconds = budget as f64 * per_replica / threads as f64;
-        eprintln!(
-            "stampede optimize: at most {budget} replicas (--budget-replicas); one replica of the base took {:.1} ms, \
-             so at most about {} on {threads} thread{}{}",
-            per_replica * 1e3,
-            duration_words(seconds),
-            if threads == 1 { "" } else { "s" },
-            args.max_time.map_or(String::new(), |t| format!(" (--max-time {t} s bounds it)"))
-        );
+        say_cost(&request, &scenario, threads, args.max_time)?;
     }
     let write = |report: &RunReport, staging: &Path| -> Result<()> {
         if !args.no_report {
@@ -239,4 +200,59 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         println!("output: {folder}");
     }
     Ok(if answer.infeasible() { ExitStatus::Infeasible } else { ExitStatus::Success })
+}
+
+/// The axis the policy must be best across (`--across`, or the scenario's
+/// `[optimize] across`; the command line wins) with how (`--robust`, or the section's,
+/// or the worst case). Warns when a grid's faults axis is searched like a policy.
+fn across(args: &OptimizeArgs, scenario: &Scenario) -> Result<Option<stampede_optimize::across::Across>> {
+    let section = scenario.optimize_section();
+    let (across, named) = match (&args.across, &section.across) {
+        (Some(axis), _) => (Some(axis.as_str()), "--across"),
+        (None, Some(axis)) => (Some(axis.as_str()), "optimize.across ="),
+        (None, None) => (None, "--across"),
+    };
+    let robust = match (&args.robust, across) {
+        (Some(_), None) => {
+            return Err(Error::bad_input("--robust: needs an axis to be robust against")
+                .with_hint("add --across AXIS, or [optimize] across = \"AXIS\" to the scenario file"))
+        }
+        (Some(text), Some(_)) => text.as_str(),
+        (None, _) => section.robust.as_deref().unwrap_or("worst"),
+    };
+    let robust = stampede_optimize::across::Robust::parse(robust)?;
+    match across {
+        Some(axis) => Ok(Some(stampede_optimize::across::Across::new(scenario, axis, robust, named)?)),
+        None => {
+            if scenario.grid.iter().any(|axis| axis.path == "faults") {
+                super::warning(
+                    "the grid's faults axis is searched like a policy: the answer picks a fault too; add --across \
+                     faults for the policy best against every fault (its worst case)",
+                );
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// What the search may cost, said before its first round: the budget at the pace of
+/// one replica of the base (measured now).
+fn say_cost(
+    request: &stampede_optimize::Request,
+    scenario: &Scenario,
+    threads: usize,
+    max_time: Option<f64>,
+) -> Result<()> {
+    let budget = request.budget_for(scenario);
+    let per_replica = stampede_run::budget::seconds_per_replica(scenario)?;
+    let seconds = budget as f64 * per_replica / threads as f64;
+    eprintln!(
+        "stampede optimize: at most {budget} replicas (--budget-replicas); one replica of the base took {:.1} ms, so \
+         at most about {} on {threads} thread{}{}",
+        per_replica * 1e3,
+        duration_words(seconds),
+        if threads == 1 { "" } else { "s" },
+        max_time.map_or(String::new(), |t| format!(" (--max-time {t} s bounds it)"))
+    );
+    Ok(())
 }

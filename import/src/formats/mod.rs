@@ -163,91 +163,11 @@ fn read_file_within(path: &Path, format: Format, reader: &mut Reader, max_docume
     };
     match format {
         Format::OtlpJson | Format::AlibabaCsv => {
-            // A record is a line, or for OTLP whose first document spans lines (pretty
-            // printed, as the spec's examples and `jq` write it), every line until the
-            // document's outermost bracket closes. JSON lines stay a line each: a
-            // damaged line then costs that line, not the lines after it.
-            let mut record = Vec::new();
-            let (mut number, mut first_line) = (0u64, 0u64);
-            let mut columns = None;
-            let mut depth = JsonDepth::default();
-            let mut pretty: Option<bool> = None;
-            loop {
-                let before = record.len();
-                let read = (&mut input)
-                    .take(max_document + 1 - before as u64)
-                    .read_until(b'\n', &mut record)
-                    .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
-                if read > 0 {
-                    number += 1;
-                }
-                if record.len() as u64 > max_document {
-                    // The record starts at this line when it is the line's first read
-                    // (the last record's line is still in `first_line`).
-                    let starts = if before == 0 { number } else { first_line };
-                    return Err(Error::bad_input(format!(
-                        "{shown}: the record at line {} is over {}: write the export as JSON lines (one request a \
-                         line)",
-                        starts.max(1),
-                        size_text(max_document)
-                    )));
-                }
-                if before == 0 {
-                    if read > 0 && record.iter().all(u8::is_ascii_whitespace) {
-                        record.clear();
-                        continue;
-                    }
-                    first_line = number;
-                }
-                if format == Format::OtlpJson && pretty != Some(false) && read > 0 {
-                    depth.feed(&record[before..]);
-                    let open = !depth.closed();
-                    pretty.get_or_insert(open);
-                    if open {
-                        continue;
-                    }
-                }
-                if record.is_empty() {
-                    break;
-                }
-                let result = match format {
-                    Format::OtlpJson => otlp::read_document(&record, reader),
-                    _ => alibaba::read_line(&record, &mut columns, reader),
-                };
-                let at = if number > first_line {
-                    format!("lines {first_line}-{number}")
-                } else {
-                    format!("line {first_line}")
-                };
-                if result != Err(alibaba::HEADER.to_string()) {
-                    note(result, &at, reader);
-                }
-                record.clear();
-                depth = JsonDepth::default();
-                if read == 0 {
-                    break;
-                }
-            }
+            read_lines(&mut input, &shown.to_string(), format, reader, &mut note, max_document)?
         }
         Format::OtlpProto => read_protobuf(&mut input, &shown.to_string(), reader, &mut note, max_document)?,
         Format::JaegerJson | Format::ZipkinJson => {
-            let mut text = Vec::new();
-            (&mut input)
-                .take(max_document + 1)
-                .read_to_end(&mut text)
-                .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
-            if text.len() as u64 > max_document {
-                return Err(Error::bad_input(format!(
-                    "{shown}: a {} document over {}: export fewer traces per file",
-                    format.name(),
-                    size_text(max_document)
-                )));
-            }
-            let result = match format {
-                Format::JaegerJson => jaeger::read_document(&text, reader),
-                _ => zipkin::read_document(&text, reader),
-            };
-            note(result, "the document", reader);
+            read_document(&mut input, &shown.to_string(), format, reader, &mut note, max_document)?
         }
     }
     if records > 0 && failures == records {
@@ -257,6 +177,108 @@ fn read_file_within(path: &Path, format: Format, reader: &mut Reader, max_docume
             first_error.unwrap_or_default()
         )));
     }
+    Ok(())
+}
+
+/// An OTLP JSON or Alibaba CSV file, record by record. A record is a line, or for
+/// OTLP whose first document spans lines (pretty printed, as the spec's examples and
+/// `jq` write it), every line until the document's outermost bracket closes. JSON
+/// lines stay a line each: a damaged line then costs that line, not the lines after it.
+fn read_lines(
+    input: &mut std::io::BufReader<std::fs::File>,
+    shown: &str,
+    format: Format,
+    reader: &mut Reader,
+    note: &mut Note,
+    max_document: u64,
+) -> Result<()> {
+    let mut record = Vec::new();
+    let (mut number, mut first_line) = (0u64, 0u64);
+    let mut columns = None;
+    let mut depth = JsonDepth::default();
+    let mut pretty: Option<bool> = None;
+    loop {
+        let before = record.len();
+        let read = (&mut *input)
+            .take(max_document + 1 - before as u64)
+            .read_until(b'\n', &mut record)
+            .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
+        if read > 0 {
+            number += 1;
+        }
+        if record.len() as u64 > max_document {
+            // The record starts at this line when it is the line's first read
+            // (the last record's line is still in `first_line`).
+            let starts = if before == 0 { number } else { first_line };
+            return Err(Error::bad_input(format!(
+                "{shown}: the record at line {} is over {}: write the export as JSON lines (one request a \
+                 line)",
+                starts.max(1),
+                size_text(max_document)
+            )));
+        }
+        if before == 0 {
+            if read > 0 && record.iter().all(u8::is_ascii_whitespace) {
+                record.clear();
+                continue;
+            }
+            first_line = number;
+        }
+        if format == Format::OtlpJson && pretty != Some(false) && read > 0 {
+            depth.feed(&record[before..]);
+            let open = !depth.closed();
+            pretty.get_or_insert(open);
+            if open {
+                continue;
+            }
+        }
+        if record.is_empty() {
+            break;
+        }
+        let result = match format {
+            Format::OtlpJson => otlp::read_document(&record, reader),
+            _ => alibaba::read_line(&record, &mut columns, reader),
+        };
+        let at =
+            if number > first_line { format!("lines {first_line}-{number}") } else { format!("line {first_line}") };
+        if result != Err(alibaba::HEADER.to_string()) {
+            note(result, &at, reader);
+        }
+        record.clear();
+        depth = JsonDepth::default();
+        if read == 0 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// A Jaeger or Zipkin file: one JSON document, read whole (at most `max_document`).
+fn read_document(
+    input: &mut std::io::BufReader<std::fs::File>,
+    shown: &str,
+    format: Format,
+    reader: &mut Reader,
+    note: &mut Note,
+    max_document: u64,
+) -> Result<()> {
+    let mut text = Vec::new();
+    (&mut *input)
+        .take(max_document + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| Error::bad_input(format!("{shown}: cannot read: {e}")))?;
+    if text.len() as u64 > max_document {
+        return Err(Error::bad_input(format!(
+            "{shown}: a {} document over {}: export fewer traces per file",
+            format.name(),
+            size_text(max_document)
+        )));
+    }
+    let result = match format {
+        Format::JaegerJson => jaeger::read_document(&text, reader),
+        _ => zipkin::read_document(&text, reader),
+    };
+    note(result, "the document", reader);
     Ok(())
 }
 

@@ -478,24 +478,7 @@ pub fn calibrate(
     threads: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Calibration> {
-    if base.point_count() != 1 {
-        return Err(Error::bad_input(format!(
-            "scenario {}: has {} grid points; calibrate fits one configuration",
-            base.name,
-            base.point_count()
-        ))
-        .with_hint("choose one with --case LABEL, or fix each axis with --set PATH=VALUE"));
-    }
-    if request.fit_replicas < 2 || request.replicas < 2 {
-        return Err(Error::bad_input("--replicas and --fit-replicas: at least 2 each (a band needs replicas)"));
-    }
-    if let Some(bound) = request.max_error.filter(|b| !(b.is_finite() && *b > 0.0)) {
-        return Err(Error::bad_input(format!("--max-error {bound}: a positive fraction (0.05, or 5%)")));
-    }
-    if request.dimensions.len() > super::space::MAX_DIMENSIONS {
-        return Err(Error::bad_input(format!("--fit: at most {} unknowns", super::space::MAX_DIMENSIONS)));
-    }
-    check_shape(request)?;
+    check_request(base, request)?;
     let spans = intervals(&request.observed, base.run.horizon_s)?;
     let slots = load::slots(base.model.name(), &source_of(base)?);
     let names = catalogue(base);
@@ -506,49 +489,7 @@ pub fn calibrate(
             base.model.name()
         )));
     }
-    for column in request.observed.metrics.keys() {
-        if !slots.iter().any(|s| &s.column == column) && !names.iter().any(|(n, _)| n == column) {
-            return Err(Error::bad_input(format!(
-                "--observed: column {column:?} is not a metric of scenario {} over time; allowed: {}",
-                base.name,
-                allowed_names(&slots, &names)
-            )));
-        }
-    }
-    let chosen: Vec<(String, f64)> = if request.metrics.is_empty() {
-        request
-            .observed
-            .metrics
-            .keys()
-            .filter(|c| !slots.iter().any(|s| &s.column == *c))
-            .map(|c| (c.clone(), 1.0))
-            .collect()
-    } else {
-        request.metrics.clone()
-    };
-    if chosen.is_empty() {
-        return Err(Error::bad_input(
-            "--observed: holds only load columns; give at least one metric to compare (e.g. a goodput or a p99)",
-        ));
-    }
-    for (i, (name, _)) in chosen.iter().enumerate() {
-        if chosen[..i].iter().any(|(n, _)| n == name) {
-            return Err(Error::bad_input(format!("--metric {name}: given twice")));
-        }
-        if slots.iter().any(|s| &s.column == name) {
-            return Err(Error::bad_input(format!("--metric {name}: is the load that drives the run, not compared")));
-        }
-        if !names.iter().any(|(n, _)| n == name) {
-            return Err(Error::bad_input(format!(
-                "--metric {name}: is not a metric of scenario {} over time; allowed: {}",
-                base.name,
-                allowed_names(&[], &names)
-            )));
-        }
-        if !request.observed.metrics.contains_key(name) {
-            return Err(Error::bad_input(format!("--metric {name}: --observed has no column of it")));
-        }
-    }
+    let chosen = chosen_metrics(base, request, &slots, &names)?;
     check_possible(&request.observed, &chosen, &slots)?;
     let (loaded, loads) = with_observed_load(base, &request.observed, &spans)?;
     check_dimensions(&loaded, &request.dimensions)?;
@@ -577,23 +518,13 @@ pub fn calibrate(
     if comparison.observations() == 0 {
         return Err(Error::bad_input("--observed: the compared metrics have no values after run.warmup_s"));
     }
-    let (mut found, calibrated) = if request.dimensions.is_empty() {
-        (None, loaded.clone())
-    } else {
-        let mut candidates = Candidates::new(&loaded, &request.dimensions)?.without_claims();
-        let mut points: Vec<Point> = Vec::new();
-        let mut evaluate = |values: &[Vec<f64>]| -> Result<Vec<fit::Discrepancy>> {
-            let first = points.len() as u32;
-            points.extend(values.iter().map(|v| Point { grid: 0, unit: Vec::new(), values: v.clone() }));
-            let scenario = candidates.scenario(&points)?;
-            let listed: Vec<u32> = (first..points.len() as u32).collect();
-            let records = run_points(&scenario, &listed, request.fit_replicas, &comparison, threads, progress)?;
-            Ok(records.iter().map(|replicas| comparison.discrepancy(replicas)).collect())
-        };
-        let shape = request.shape.unwrap_or_else(|| fit::Shape::default_for(request.dimensions.len()));
-        let found = intervals::fit(&request.dimensions, shape, comparison.observations(), &mut evaluate)?;
-        let values = found.candidates[found.best].values.clone();
-        (Some(found), with_values(&loaded, &request.dimensions, &values)?)
+    let (mut found, calibrated) = match request.dimensions.is_empty() {
+        true => (None, loaded.clone()),
+        false => {
+            let found = fit_unknowns(&loaded, request, &comparison, threads, progress)?;
+            let values = found.candidates[found.best].values.clone();
+            (Some(found), with_values(&loaded, &request.dimensions, &values)?)
+        }
     };
     let records = run_points(&calibrated, &[0], request.replicas, &comparison, threads, progress)?.remove(0);
     let (fidelities, discrepancy) = comparison.judge(&records);
@@ -638,6 +569,109 @@ pub fn calibrate(
         fit_replicas: request.fit_replicas,
         max_error: request.max_error,
     })
+}
+
+/// What `calibrate` refuses before reading anything: a grid, too few replicas, a
+/// bound that is not a fraction, too many unknowns, a search shape no fit can use.
+fn check_request(base: &Scenario, request: &Request) -> Result<()> {
+    if base.point_count() != 1 {
+        return Err(Error::bad_input(format!(
+            "scenario {}: has {} grid points; calibrate fits one configuration",
+            base.name,
+            base.point_count()
+        ))
+        .with_hint("choose one with --case LABEL, or fix each axis with --set PATH=VALUE"));
+    }
+    if request.fit_replicas < 2 || request.replicas < 2 {
+        return Err(Error::bad_input("--replicas and --fit-replicas: at least 2 each (a band needs replicas)"));
+    }
+    if let Some(bound) = request.max_error.filter(|b| !(b.is_finite() && *b > 0.0)) {
+        return Err(Error::bad_input(format!("--max-error {bound}: a positive fraction (0.05, or 5%)")));
+    }
+    if request.dimensions.len() > super::space::MAX_DIMENSIONS {
+        return Err(Error::bad_input(format!("--fit: at most {} unknowns", super::space::MAX_DIMENSIONS)));
+    }
+    check_shape(request)?;
+    Ok(())
+}
+
+/// The metrics compared, with their weights: `--metric`'s, or else every observed
+/// column that is not a load. Each must be a metric of the scenario over time, not a
+/// load, given once, and observed.
+fn chosen_metrics(
+    base: &Scenario,
+    request: &Request,
+    slots: &[load::LoadSlot],
+    names: &[(String, Observable)],
+) -> Result<Vec<(String, f64)>> {
+    for column in request.observed.metrics.keys() {
+        if !slots.iter().any(|s| &s.column == column) && !names.iter().any(|(n, _)| n == column) {
+            return Err(Error::bad_input(format!(
+                "--observed: column {column:?} is not a metric of scenario {} over time; allowed: {}",
+                base.name,
+                allowed_names(slots, names)
+            )));
+        }
+    }
+    let chosen: Vec<(String, f64)> = if request.metrics.is_empty() {
+        request
+            .observed
+            .metrics
+            .keys()
+            .filter(|c| !slots.iter().any(|s| &s.column == *c))
+            .map(|c| (c.clone(), 1.0))
+            .collect()
+    } else {
+        request.metrics.clone()
+    };
+    if chosen.is_empty() {
+        return Err(Error::bad_input(
+            "--observed: holds only load columns; give at least one metric to compare (e.g. a goodput or a p99)",
+        ));
+    }
+    for (i, (name, _)) in chosen.iter().enumerate() {
+        if chosen[..i].iter().any(|(n, _)| n == name) {
+            return Err(Error::bad_input(format!("--metric {name}: given twice")));
+        }
+        if slots.iter().any(|s| &s.column == name) {
+            return Err(Error::bad_input(format!("--metric {name}: is the load that drives the run, not compared")));
+        }
+        if !names.iter().any(|(n, _)| n == name) {
+            return Err(Error::bad_input(format!(
+                "--metric {name}: is not a metric of scenario {} over time; allowed: {}",
+                base.name,
+                allowed_names(&[], names)
+            )));
+        }
+        if !request.observed.metrics.contains_key(name) {
+            return Err(Error::bad_input(format!("--metric {name}: --observed has no column of it")));
+        }
+    }
+    Ok(chosen)
+}
+
+/// The unknowns fitted: candidates run `request.fit_replicas` each and judged by
+/// `comparison`, the search shaped by `request.shape` (or the default for as many
+/// unknowns).
+fn fit_unknowns(
+    loaded: &Scenario,
+    request: &Request,
+    comparison: &Comparison,
+    threads: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<intervals::Found> {
+    let mut candidates = Candidates::new(loaded, &request.dimensions)?.without_claims();
+    let mut points: Vec<Point> = Vec::new();
+    let mut evaluate = |values: &[Vec<f64>]| -> Result<Vec<fit::Discrepancy>> {
+        let first = points.len() as u32;
+        points.extend(values.iter().map(|v| Point { grid: 0, unit: Vec::new(), values: v.clone() }));
+        let scenario = candidates.scenario(&points)?;
+        let listed: Vec<u32> = (first..points.len() as u32).collect();
+        let records = run_points(&scenario, &listed, request.fit_replicas, comparison, threads, progress)?;
+        Ok(records.iter().map(|replicas| comparison.discrepancy(replicas)).collect())
+    };
+    let shape = request.shape.unwrap_or_else(|| fit::Shape::default_for(request.dimensions.len()));
+    intervals::fit(&request.dimensions, shape, comparison.observations(), &mut evaluate)
 }
 
 #[cfg(test)]

@@ -295,84 +295,126 @@ pub struct Buckets {
 /// last sample of each series of a matrix).
 pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) -> Result<Buckets> {
     let text = read_text(path)?;
-    // (labels without le, le, value, line) of every bucket sample; sums by label set.
-    let mut samples: Vec<(BTreeMap<String, String>, String, f64, usize)> = Vec::new();
-    let mut sums: Vec<(BTreeMap<String, String>, f64)> = Vec::new();
-    let bucket_name = format!("{metric}_bucket");
-    let sum_name = format!("{metric}_sum");
-    if text.trim_start().starts_with('{') {
-        let json: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| refuse(path, format!("not JSON: {e}")))?;
-        let results = json["data"]["result"]
-            .as_array()
-            .ok_or_else(|| refuse(path, "not a Prometheus API answer: no data.result list"))?;
-        for (index, series) in results.iter().enumerate() {
-            let mut series_labels = api_labels(series);
-            let name = series_labels.remove("__name__");
-            let value = series.get("value").or_else(|| series["values"].as_array().and_then(|v| v.last()));
-            let number = value
-                .and_then(|v| v.get(1))
-                .and_then(|v| v.as_str())
-                .and_then(|v| v.parse::<f64>().ok())
-                .ok_or_else(|| refuse(path, format!("result {}: no numeric value", index + 1)))?;
-            match (name.as_deref(), series_labels.remove("le")) {
-                (Some(n), Some(le)) if n == bucket_name => samples.push((series_labels, le, number, index + 1)),
-                // A query such as sum by (le) (rate(…_bucket[5m])) drops the name.
-                (None, Some(le)) => samples.push((series_labels, le, number, index + 1)),
-                (Some(n), None) if n == sum_name => sums.push((series_labels, number)),
-                _ => {}
-            }
-        }
+    let samples = if text.trim_start().starts_with('{') {
+        api_samples(path, &text, metric)?
     } else {
-        for (index, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
+        text_samples(path, &text, metric)?
+    };
+    let series = chosen_series(path, metric, labels, &samples.buckets)?;
+    let bounds = checked_bounds(path, metric, samples.buckets.iter().filter(|b| b.labels == series))?;
+    let sum = samples.sums.iter().find(|(l, _)| *l == series).map(|(_, s)| *s);
+    Ok(Buckets { bounds, sum })
+}
+
+/// One `_bucket` sample: its labels without `le`, its `le` as written, its cumulative
+/// count, and the line (or API result) it came from.
+struct BucketSample {
+    labels: BTreeMap<String, String>,
+    le: String,
+    count: f64,
+    line: usize,
+}
+
+/// A metric's `_bucket` samples and its `_sum`s by label set, as read.
+#[derive(Default)]
+struct Samples {
+    buckets: Vec<BucketSample>,
+    sums: Vec<(BTreeMap<String, String>, f64)>,
+}
+
+/// The samples in a Prometheus HTTP API answer (`data.result`).
+fn api_samples(path: &Path, text: &str, metric: &str) -> Result<Samples> {
+    let (bucket_name, sum_name) = (format!("{metric}_bucket"), format!("{metric}_sum"));
+    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| refuse(path, format!("not JSON: {e}")))?;
+    let results = json["data"]["result"]
+        .as_array()
+        .ok_or_else(|| refuse(path, "not a Prometheus API answer: no data.result list"))?;
+    let mut samples = Samples::default();
+    for (index, series) in results.iter().enumerate() {
+        let mut labels = api_labels(series);
+        let name = labels.remove("__name__");
+        let value = series.get("value").or_else(|| series["values"].as_array().and_then(|v| v.last()));
+        let count = value
+            .and_then(|v| v.get(1))
+            .and_then(|v| v.as_str())
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(|| refuse(path, format!("result {}: no numeric value", index + 1)))?;
+        match (name.as_deref(), labels.remove("le")) {
+            // A query such as sum by (le) (rate(…_bucket[5m])) drops the name.
+            (Some(n), Some(le)) if n == bucket_name => {
+                samples.buckets.push(BucketSample { labels, le, count, line: index + 1 })
             }
-            let (name, rest) = line.split_at(line.find(['{', ' ']).unwrap_or(line.len()));
-            if name != bucket_name && name != sum_name {
-                continue;
-            }
-            let (mut series_labels, value_text) =
-                parse_labels(rest).map_err(|why| refuse(path, format!("line {}: {why}", index + 1)))?;
-            let value: f64 = value_text
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| refuse(path, format!("line {}: {value_text:?} is not a number", index + 1)))?;
-            if name == sum_name {
-                sums.push((series_labels, value));
-                continue;
-            }
-            let le = series_labels
-                .remove("le")
-                .ok_or_else(|| refuse(path, format!("line {}: a _bucket sample without an le label", index + 1)))?;
-            samples.push((series_labels, le, value, index + 1));
+            (None, Some(le)) => samples.buckets.push(BucketSample { labels, le, count, line: index + 1 }),
+            (Some(n), None) if n == sum_name => samples.sums.push((labels, count)),
+            _ => {}
+        }
+    }
+    Ok(samples)
+}
+
+/// The samples in the text exposition format.
+fn text_samples(path: &Path, text: &str, metric: &str) -> Result<Samples> {
+    let (bucket_name, sum_name) = (format!("{metric}_bucket"), format!("{metric}_sum"));
+    let mut samples = Samples::default();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, rest) = line.split_at(line.find(['{', ' ']).unwrap_or(line.len()));
+        if name != bucket_name && name != sum_name {
+            continue;
+        }
+        let (mut labels, value_text) =
+            parse_labels(rest).map_err(|why| refuse(path, format!("line {}: {why}", index + 1)))?;
+        let count: f64 = value_text
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| refuse(path, format!("line {}: {value_text:?} is not a number", index + 1)))?;
+        if name == sum_name {
+            samples.sums.push((labels, count));
+            continue;
+        }
+        let le = labels
+            .remove("le")
+            .ok_or_else(|| refuse(path, format!("line {}: a _bucket sample without an le label", index + 1)))?;
+        samples.buckets.push(BucketSample { labels, le, count, line: index + 1 });
+    }
+    Ok(samples)
+}
+
+/// The one series whose labels include every one of `labels`; refused, listing the
+/// series, when none or several do.
+fn chosen_series(
+    path: &Path,
+    metric: &str,
+    labels: &BTreeMap<String, String>,
+    buckets: &[BucketSample],
+) -> Result<BTreeMap<String, String>> {
+    let mut series_found: Vec<&BTreeMap<String, String>> = Vec::new();
+    for sample in buckets {
+        if !series_found.contains(&&sample.labels) {
+            series_found.push(&sample.labels);
         }
     }
     let matches = |series: &BTreeMap<String, String>| labels.iter().all(|(k, v)| series.get(k) == Some(v));
-    let mut series_found: Vec<BTreeMap<String, String>> = Vec::new();
-    for (series, ..) in &samples {
-        if !series_found.contains(series) {
-            series_found.push(series.clone());
-        }
-    }
-    let chosen: Vec<&BTreeMap<String, String>> = series_found.iter().filter(|s| matches(s)).collect();
-    let series = match chosen.as_slice() {
-        [one] => (*one).clone(),
+    let chosen: Vec<&BTreeMap<String, String>> = series_found.iter().copied().filter(|s| matches(s)).collect();
+    match chosen.as_slice() {
+        [one] => Ok((*one).clone()),
         [] if series_found.is_empty() => {
-            return Err(refuse(path, format!("no {bucket_name} samples (is the metric name right?)")))
+            Err(refuse(path, format!("no {metric}_bucket samples (is the metric name right?)")))
         }
         [] => {
-            let all: Vec<String> = series_found.iter().map(label_set).collect();
-            return Err(refuse(
+            let all: Vec<String> = series_found.iter().map(|s| label_set(s)).collect();
+            Err(refuse(
                 path,
                 format!("no {metric} series has the labels {}; the series: {}", label_set(labels), all.join(" ")),
-            ));
+            ))
         }
         many => {
             let all: Vec<String> = many.iter().map(|s| label_set(s)).collect();
-            return Err(refuse(
+            Err(refuse(
                 path,
                 format!(
                     "{} {metric} series match {}: {}; add labels to choose one",
@@ -380,11 +422,21 @@ pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) 
                     label_set(labels),
                     all.join(" ")
                 ),
-            ));
+            ))
         }
-    };
+    }
+}
+
+/// One series' buckets as (le, cumulative count): every le a number from 0 up (`+Inf`
+/// last), sorted, the counts cumulative, at least one finite bucket, and something
+/// counted.
+fn checked_bounds<'a>(
+    path: &Path,
+    metric: &str,
+    samples: impl Iterator<Item = &'a BucketSample>,
+) -> Result<Vec<(f64, f64)>> {
     let mut bounds = Vec::new();
-    for (_, le, count, line) in samples.iter().filter(|(l, ..)| *l == series) {
+    for BucketSample { le, count, line, .. } in samples {
         let bound = match le.as_str() {
             "+Inf" | "Inf" | "inf" => f64::INFINITY,
             other => {
@@ -423,11 +475,9 @@ pub fn prometheus(path: &Path, metric: &str, labels: &BTreeMap<String, String>) 
     if bounds.last().is_some_and(|b| b.1 == 0.0) {
         return Err(refuse(path, "every bucket is empty: the histogram counted nothing"));
     }
-    let sum = sums.iter().find(|(l, _)| *l == series).map(|(_, s)| *s);
-    Ok(Buckets { bounds: bounds.into_iter().map(|(le, count, _)| (le, count)).collect(), sum })
+    Ok(bounds.into_iter().map(|(le, count, _)| (le, count)).collect())
 }
 
-/// `{a="x",le="0.1"} 42` → ({a: x, le: 0.1}, "42"); without braces, no labels.
 /// A series' labels in Prometheus' HTTP API answer (its `metric` object).
 pub(crate) fn api_labels(series: &serde_json::Value) -> BTreeMap<String, String> {
     series["metric"]
@@ -442,6 +492,7 @@ pub(crate) fn label_set(labels: &BTreeMap<String, String>) -> String {
     format!("{{{}}}", inner.join(", "))
 }
 
+/// `{a="x",le="0.1"} 42` → ({a: x, le: 0.1}, "42"); without braces, no labels.
 pub(crate) fn parse_labels(rest: &str) -> std::result::Result<(BTreeMap<String, String>, &str), String> {
     let mut labels = BTreeMap::new();
     let Some(body) = rest.strip_prefix('{') else { return Ok((labels, rest.trim())) };

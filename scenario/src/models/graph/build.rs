@@ -848,79 +848,11 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         positive(&format!("{path}.timeout_s"), t, "a positive number of seconds")?;
     }
     let r = &e.retry;
-    at_least_one(&format!("{path}.retry.max_attempts"), r.max_attempts)?;
-    if r.max_attempts > 100 {
-        return Err(bad(format!("{path}.retry.max_attempts = {}: at most 100", r.max_attempts)));
-    }
-    if r.backoff_base_s.is_nan()
-        || r.backoff_base_s < 0.0
-        || r.backoff_cap_s.is_nan()
-        || r.backoff_cap_s < r.backoff_base_s
-    {
-        return Err(bad(format!(
-            "{path}.retry: backoff_base_s = {} and backoff_cap_s = {} must satisfy 0 ≤ base ≤ cap",
-            r.backoff_base_s, r.backoff_cap_s
-        )));
-    }
+    check_retry(&format!("{path}.retry"), r)?;
     let retry_on = failures(&format!("{path}.retry.on"), &r.on, &[Failure::Timeout, Failure::Refused, Failure::Error])?;
-    validate_budget(&format!("{path}.retry"), r.budget, r.budget_ratio, r.budget_cap, r.budget_window_s)?;
     e.breaker.validate(&format!("{path}.breaker"))?;
-    let hedge = match &e.hedge {
-        None => None,
-        Some(h) => {
-            let delay = match (h.after_s, h.after.as_deref()) {
-                (Some(after), None) => {
-                    positive(&format!("{path}.hedge.after_s"), after, "a positive number of seconds")?;
-                    if let Some(timeout) = fixed_timeout.filter(|&t| after >= t) {
-                        return Err(bad(format!(
-                            "{path}.hedge.after_s = {after}: not before the timeout ({path}.timeout_s = {timeout}), so no hedge would ever be sent"
-                        )));
-                    }
-                    HedgeDelay::Fixed(secs_to_nanos(after))
-                }
-                (None, Some(after)) => {
-                    let q = after
-                        .strip_prefix('p')
-                        .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
-                        .map(|d| format!("0.{d}").parse::<f64>().unwrap_or(f64::NAN))
-                        .filter(|q| *q > 0.0 && *q < 1.0)
-                        .ok_or_else(|| {
-                            bad(format!("{path}.hedge.after = {after:?}: a quantile such as \"p95\" or \"p999\""))
-                        })?;
-                    HedgeDelay::Quantile(q)
-                }
-                _ => {
-                    return Err(bad(format!(
-                    "{path}.hedge: give after_s (a fixed delay) or after = \"p95\" (a running quantile), one of them"
-                )))
-                }
-            };
-            at_least_one(&format!("{path}.hedge.max"), h.max)?;
-            Some(HedgeConfig { delay, max_hedges: h.max, min_samples: h.min_samples })
-        }
-    };
-    let balance = match e.balance {
-        BalanceName::RoundRobin => Balance::RoundRobin,
-        BalanceName::Random => Balance::Random,
-        BalanceName::LeastOutstanding => Balance::LeastOutstanding,
-        BalanceName::PowerOfTwoChoices => Balance::PowerOfTwoChoices,
-        BalanceName::ConsistentHash => {
-            at_least_one(&format!("{path}.hash_vnodes"), e.hash_vnodes)?;
-            if e.hash_vnodes as u64 * callee_instances as u64 > 1_000_000 {
-                return Err(bad(format!(
-                    "{path}.hash_vnodes = {}: instances × vnodes must stay below 1000000",
-                    e.hash_vnodes
-                )));
-            }
-            if e.hash_capacity_factor.is_nan() || e.hash_capacity_factor < 1.0 {
-                return Err(bad(format!(
-                    "{path}.hash_capacity_factor = {}: must be at least 1 (inf = plain consistent hashing)",
-                    e.hash_capacity_factor
-                )));
-            }
-            Balance::ConsistentHash { vnodes: e.hash_vnodes, capacity_factor: e.hash_capacity_factor }
-        }
-    };
+    let hedge = e.hedge.as_ref().map(|h| hedge(&format!("{path}.hedge"), h, path, fixed_timeout)).transpose()?;
+    let balance = balance(path, e, callee_instances)?;
     let fallback_on = match &e.fallback {
         None => FailureSet::NONE,
         Some(f) => failures(&format!("{path}.fallback.on"), &f.on, &Failure::ALL)?,
@@ -945,6 +877,84 @@ fn edge(path: &str, e: &EdgeConfig, from: Option<u32>, to: u32, callee_instances
         outlier,
         pool,
         fallback_on,
+    })
+}
+
+/// An edge's retry section: attempts from 1 to 100, 0 ≤ backoff base ≤ cap, a valid budget.
+fn check_retry(path: &str, r: &super::schema::EdgeRetryConfig) -> Result<()> {
+    at_least_one(&format!("{path}.max_attempts"), r.max_attempts)?;
+    if r.max_attempts > 100 {
+        return Err(bad(format!("{path}.max_attempts = {}: at most 100", r.max_attempts)));
+    }
+    if r.backoff_base_s.is_nan()
+        || r.backoff_base_s < 0.0
+        || r.backoff_cap_s.is_nan()
+        || r.backoff_cap_s < r.backoff_base_s
+    {
+        return Err(bad(format!(
+            "{path}: backoff_base_s = {} and backoff_cap_s = {} must satisfy 0 ≤ base ≤ cap",
+            r.backoff_base_s, r.backoff_cap_s
+        )));
+    }
+    validate_budget(path, r.budget, r.budget_ratio, r.budget_cap, r.budget_window_s)
+}
+
+/// An edge's hedge (`path`): a fixed delay before the edge's fixed timeout (`edge`
+/// names the edge in the error), or a running quantile such as "p95".
+fn hedge(path: &str, h: &super::schema::HedgeConfig, edge: &str, fixed_timeout: Option<f64>) -> Result<HedgeConfig> {
+    let delay = match (h.after_s, h.after.as_deref()) {
+        (Some(after), None) => {
+            positive(&format!("{path}.after_s"), after, "a positive number of seconds")?;
+            if let Some(timeout) = fixed_timeout.filter(|&t| after >= t) {
+                return Err(bad(format!(
+                    "{path}.after_s = {after}: not before the timeout ({edge}.timeout_s = {timeout}), so no hedge would ever be sent"
+                )));
+            }
+            HedgeDelay::Fixed(secs_to_nanos(after))
+        }
+        (None, Some(after)) => {
+            let q = after
+                .strip_prefix('p')
+                .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+                .map(|d| format!("0.{d}").parse::<f64>().unwrap_or(f64::NAN))
+                .filter(|q| *q > 0.0 && *q < 1.0)
+                .ok_or_else(|| bad(format!("{path}.after = {after:?}: a quantile such as \"p95\" or \"p999\"")))?;
+            HedgeDelay::Quantile(q)
+        }
+        _ => {
+            return Err(bad(format!(
+                "{path}: give after_s (a fixed delay) or after = \"p95\" (a running quantile), one of them"
+            )))
+        }
+    };
+    at_least_one(&format!("{path}.max"), h.max)?;
+    Ok(HedgeConfig { delay, max_hedges: h.max, min_samples: h.min_samples })
+}
+
+/// An edge's balancer over its callee's `callee_instances`; consistent hashing checks
+/// its points per instance and its bounded-load factor.
+fn balance(path: &str, e: &EdgeConfig, callee_instances: u32) -> Result<Balance> {
+    Ok(match e.balance {
+        BalanceName::RoundRobin => Balance::RoundRobin,
+        BalanceName::Random => Balance::Random,
+        BalanceName::LeastOutstanding => Balance::LeastOutstanding,
+        BalanceName::PowerOfTwoChoices => Balance::PowerOfTwoChoices,
+        BalanceName::ConsistentHash => {
+            at_least_one(&format!("{path}.hash_vnodes"), e.hash_vnodes)?;
+            if e.hash_vnodes as u64 * callee_instances as u64 > 1_000_000 {
+                return Err(bad(format!(
+                    "{path}.hash_vnodes = {}: instances × vnodes must stay below 1000000",
+                    e.hash_vnodes
+                )));
+            }
+            if e.hash_capacity_factor.is_nan() || e.hash_capacity_factor < 1.0 {
+                return Err(bad(format!(
+                    "{path}.hash_capacity_factor = {}: must be at least 1 (inf = plain consistent hashing)",
+                    e.hash_capacity_factor
+                )));
+            }
+            Balance::ConsistentHash { vnodes: e.hash_vnodes, capacity_factor: e.hash_capacity_factor }
+        }
     })
 }
 

@@ -2,7 +2,9 @@
 //! each metric's declaration (named from the graph) with where its value comes from,
 //! so a replica only reads its numbers — no names formatted or interned per replica.
 
-use stampede_engine::models::graph::{Cause, EntryResults, Failure, GraphResults, Refusal};
+use stampede_engine::models::graph::{
+    CacheResults, Cause, EdgeResults, EntryResults, Failure, GraphResults, Refusal, ServiceResults,
+};
 
 use super::topology::Topology;
 use crate::models::metrics::{intern, Direction, MetricDef, MetricKind};
@@ -260,91 +262,78 @@ impl Read {
         match self {
             Read::Entry(w, value) => value.of(&r.entries[w]),
             Read::Site(s, value) => value.of(&r.sites[s]),
-            Read::Service(s, value) => {
-                let service = &r.services[s];
-                match value {
-                    ServiceValue::Utilisation => service.utilisation,
-                    ServiceValue::CpuUtilisation => service.cpu_utilisation,
-                    ServiceValue::QueueMean => service.queue_mean,
-                    ServiceValue::InFlightMean => service.present_mean,
-                    ServiceValue::Arrivals => service.arrivals as f64,
-                    ServiceValue::Amplification => ratio(service.arrivals, r.entries.iter().map(|e| e.offered).sum()),
-                    ServiceValue::Refused(refusal) => service.refused_by(refusal) as f64,
-                    ServiceValue::WastedRatio => {
-                        if service.busy_s > 0.0 {
-                            service.wasted_s / service.busy_s
-                        } else {
-                            0.0
-                        }
-                    }
-                    ServiceValue::Cancelled => service.cancelled as f64,
-                    ServiceValue::LimitFinal => service.limit_final,
-                    ServiceValue::HealthChecks => service.health_checks as f64,
-                    ServiceValue::HealthCheckFailures => service.health_check_failures as f64,
-                    ServiceValue::UnhealthyMarks => service.unhealthy_marks as f64,
-                    ServiceValue::UnhealthyS => service.unhealthy_s,
-                    ServiceValue::InstancesMean => service.instances_mean,
-                    ServiceValue::ScaleUps => service.scale_ups as f64,
-                    ServiceValue::ScaleDowns => service.scale_downs as f64,
-                }
-            }
-            Read::Cache(e, value) => {
-                let cache = r.caches.get(e).copied().unwrap_or_default();
-                match value {
-                    CacheValue::HitRatio => ratio(cache.hits, cache.lookups),
-                    CacheValue::Lookups => cache.lookups as f64,
-                    CacheValue::Hits => cache.hits as f64,
-                    CacheValue::Coalesced => cache.coalesced as f64,
-                    CacheValue::StaleServed => cache.stale_served as f64,
-                    CacheValue::Fills => cache.fills as f64,
-                    CacheValue::Evictions => cache.evictions as f64,
-                }
-            }
-            Read::Edge(e, EdgeValue::EjectedS) => r.edges[e].ejected_s,
-            Read::Edge(e, EdgeValue::PoolInUseMean) => r.edges[e].pool_in_use_mean,
-            Read::Edge(e, EdgeValue::PoolWaitMean) => {
-                let edge = &r.edges[e];
-                if edge.pool_acquired == 0 {
-                    f64::NAN
-                } else {
-                    edge.pool_wait_s / edge.pool_acquired as f64
-                }
-            }
-            Read::Edge(e, EdgeValue::PoolWaitedRatio) => ratio(r.edges[e].pool_waited, r.edges[e].pool_acquired),
-            Read::Edge(e, value) => {
-                let edge = &r.edges[e];
-                (match value {
-                    EdgeValue::Calls => edge.calls,
-                    EdgeValue::Attempts => edge.attempts,
-                    EdgeValue::Retries => edge.retries,
-                    EdgeValue::Hedges => edge.hedges,
-                    EdgeValue::HedgeWins => edge.hedge_wins,
-                    EdgeValue::Timeouts => edge.timeouts,
-                    EdgeValue::BudgetDenials => edge.budget_denials,
-                    EdgeValue::BreakerRefusals => edge.breaker_refusals,
-                    EdgeValue::BreakerTrips => edge.breaker_trips,
-                    EdgeValue::Failed => edge.failed,
-                    EdgeValue::Fallbacks => edge.fallbacks,
-                    EdgeValue::Ejections => edge.ejections,
-                    EdgeValue::PoolFull => edge.pool_full,
-                    EdgeValue::PoolTimeouts => edge.pool_timeouts,
-                    EdgeValue::EjectedS
-                    | EdgeValue::PoolWaitMean
-                    | EdgeValue::PoolWaitedRatio
-                    | EdgeValue::PoolInUseMean => {
-                        unreachable!("read above")
-                    }
-                }) as f64
-            }
-            Read::RecoveredRatio => {
-                if r.recovered {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
+            Read::Service(s, value) => value.of(&r.services[s], r),
+            Read::Cache(e, value) => value.of(r.caches.get(e).copied().unwrap_or_default()),
+            Read::Edge(e, value) => value.of(&r.edges[e]),
+            Read::RecoveredRatio => f64::from(u8::from(r.recovered)),
             Read::RecoveryS => r.recovery_s,
             Read::Events => r.events as f64,
+        }
+    }
+}
+
+impl ServiceValue {
+    /// This figure of `service`, one of `r`'s (amplification divides by all entry requests).
+    fn of(self, service: &ServiceResults, r: &GraphResults) -> f64 {
+        match self {
+            ServiceValue::Utilisation => service.utilisation,
+            ServiceValue::CpuUtilisation => service.cpu_utilisation,
+            ServiceValue::QueueMean => service.queue_mean,
+            ServiceValue::InFlightMean => service.present_mean,
+            ServiceValue::Arrivals => service.arrivals as f64,
+            ServiceValue::Amplification => ratio(service.arrivals, r.entries.iter().map(|e| e.offered).sum()),
+            ServiceValue::Refused(refusal) => service.refused_by(refusal) as f64,
+            ServiceValue::WastedRatio if service.busy_s > 0.0 => service.wasted_s / service.busy_s,
+            ServiceValue::WastedRatio => 0.0,
+            ServiceValue::Cancelled => service.cancelled as f64,
+            ServiceValue::LimitFinal => service.limit_final,
+            ServiceValue::HealthChecks => service.health_checks as f64,
+            ServiceValue::HealthCheckFailures => service.health_check_failures as f64,
+            ServiceValue::UnhealthyMarks => service.unhealthy_marks as f64,
+            ServiceValue::UnhealthyS => service.unhealthy_s,
+            ServiceValue::InstancesMean => service.instances_mean,
+            ServiceValue::ScaleUps => service.scale_ups as f64,
+            ServiceValue::ScaleDowns => service.scale_downs as f64,
+        }
+    }
+}
+
+impl CacheValue {
+    fn of(self, cache: CacheResults) -> f64 {
+        match self {
+            CacheValue::HitRatio => ratio(cache.hits, cache.lookups),
+            CacheValue::Lookups => cache.lookups as f64,
+            CacheValue::Hits => cache.hits as f64,
+            CacheValue::Coalesced => cache.coalesced as f64,
+            CacheValue::StaleServed => cache.stale_served as f64,
+            CacheValue::Fills => cache.fills as f64,
+            CacheValue::Evictions => cache.evictions as f64,
+        }
+    }
+}
+
+impl EdgeValue {
+    fn of(self, edge: &EdgeResults) -> f64 {
+        match self {
+            EdgeValue::EjectedS => edge.ejected_s,
+            EdgeValue::PoolInUseMean => edge.pool_in_use_mean,
+            EdgeValue::PoolWaitMean if edge.pool_acquired == 0 => f64::NAN,
+            EdgeValue::PoolWaitMean => edge.pool_wait_s / edge.pool_acquired as f64,
+            EdgeValue::PoolWaitedRatio => ratio(edge.pool_waited, edge.pool_acquired),
+            EdgeValue::Calls => edge.calls as f64,
+            EdgeValue::Attempts => edge.attempts as f64,
+            EdgeValue::Retries => edge.retries as f64,
+            EdgeValue::Hedges => edge.hedges as f64,
+            EdgeValue::HedgeWins => edge.hedge_wins as f64,
+            EdgeValue::Timeouts => edge.timeouts as f64,
+            EdgeValue::BudgetDenials => edge.budget_denials as f64,
+            EdgeValue::BreakerRefusals => edge.breaker_refusals as f64,
+            EdgeValue::BreakerTrips => edge.breaker_trips as f64,
+            EdgeValue::Failed => edge.failed as f64,
+            EdgeValue::Fallbacks => edge.fallbacks as f64,
+            EdgeValue::Ejections => edge.ejections as f64,
+            EdgeValue::PoolFull => edge.pool_full as f64,
+            EdgeValue::PoolTimeouts => edge.pool_timeouts as f64,
         }
     }
 }

@@ -1,10 +1,11 @@
 //! The `graph` model: the user's own service graph (see `schema.rs` for the sections,
 //! `build.rs` for how names become indices), its metrics named from the graph
 //! (`api.checkout.p99_s`, `payments.utilisation`, `api->payments.retries`), its
-//! series per service, and what its report draws.
+//! series per service, and what its report draws (`presentation.rs`).
 
 pub mod build;
 pub(crate) mod metrics;
+mod presentation;
 pub(crate) mod schema;
 mod splitting;
 pub(crate) mod topology;
@@ -18,7 +19,7 @@ use stampede_engine::{secs_to_nanos, LatencyHistogram};
 use super::metrics::{
     intern, intern_names, intern_series, MetricDef, ReplicaOutput, SeriesDef, SeriesKind, TimedLatency, TracedReplica,
 };
-use super::presentation::{Presentation, Recovery, Section, Segment, TopologyEdge, TopologyService, Window};
+use super::presentation::Presentation;
 use super::rare::Probe;
 use super::spec::ModelSpec;
 use crate::base::error::{Error, Result};
@@ -224,210 +225,7 @@ impl ModelSpec for Graph {
     }
 
     fn presentation(config: &GraphConfig, run: &RunConfig) -> Presentation {
-        let t = topology(config);
-        let windows = config
-            .faults
-            .iter()
-            .map(|f| {
-                let what = match (f.kind.as_str(), f.factor, f.added_s, f.rate) {
-                    ("slowdown", Some(x), ..) => format!("slowdown ×{x}"),
-                    ("latency", _, Some(s), _) => format!("latency +{s} s"),
-                    ("errors", .., Some(r)) => format!("errors {:.0}%", r * 100.0),
-                    (kind, ..) => kind.to_string(),
-                };
-                Window { label: format!("{what} on {}", f.target), start_s: f.start_s, end_s: f.start_s + f.duration_s }
-            })
-            .collect();
-        let pairs = |suffix: &str, names: &[String]| -> Vec<(String, String)> {
-            names.iter().map(|n| (n.clone(), format!("{n}.{suffix}"))).collect()
-        };
-        let faulted = |target: &str| {
-            config.faults.iter().any(|f| f.target == target || f.target.split('#').next() == Some(target))
-        };
-        let services = t
-            .services
-            .iter()
-            .enumerate()
-            .map(|(s, name)| {
-                let p = &t.params.services[s];
-                TopologyService {
-                    name: name.clone(),
-                    detail: format!("{} × {} workers", instance_count(p), p.workers),
-                    colour_by: format!("{name}.utilisation"),
-                    faulted: faulted(name),
-                }
-            })
-            .collect();
-        let edges = t
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(e, name)| {
-                let p = &t.params.edges[e];
-                TopologyEdge {
-                    from: p.from.map(|s| t.services[s as usize].clone()),
-                    to: t.services[p.to as usize].clone(),
-                    call_site: build::call_site_label(name).unwrap_or_default(),
-                    attempts: format!("{name}.attempts"),
-                    calls: format!("{name}.calls"),
-                    failed: format!("{name}.failed"),
-                    faulted: faulted(name) || faulted(&build::link_of(name)),
-                }
-            })
-            .collect();
-        let table = metric_table(config);
-        let (mut own, mut refused) = (table.service_metrics(t.services.len()), table.refusal_metrics(t.services.len()));
-        let edge_metrics = table.edge_metrics(t.edges.len());
-        let parts = t.services.iter().enumerate().map(|(s, name)| {
-            let p = &t.params.services[s];
-            let endpoints: Vec<&str> = t
-                .endpoints
-                .iter()
-                .filter_map(|e| e.strip_prefix(name.as_str()).and_then(|rest| rest.strip_prefix('.')))
-                .collect();
-            // Its own figures, then the calls it receives and the calls it makes: their
-            // client policies at work.
-            let into = t.params.edges.iter().enumerate().filter(|(_, e)| e.to as usize == s);
-            let out_of = t.params.edges.iter().enumerate().filter(|(_, e)| e.from == Some(s as u32));
-            let edges = into.chain(out_of).flat_map(|(e, _)| edge_metrics[e].iter().copied());
-            let metrics = std::mem::take(&mut own[s]).into_iter().chain(edges).map(String::from).collect();
-            let refusals = std::mem::take(&mut refused[s])
-                .into_iter()
-                .map(|(metric, reason)| Segment {
-                    metric: metric.to_string(),
-                    label: reason.name().replace('_', " "),
-                    stage: "refused".into(),
-                })
-                .collect();
-            let mut series = vec![format!("{name}.queue_depth"), format!("{name}.busy")];
-            if table.has(name, "autoscale") {
-                series.push(format!("{name}.instances"));
-                series.push(format!("{name}.desired_instances"));
-                series.push(format!("{name}.scale_metric"));
-            }
-            for endpoint in &endpoints {
-                let full = format!("{name}.{endpoint}");
-                if table.has(&full, "cache") {
-                    series.push(format!("{full}.cache_hits"));
-                    series.push(format!("{full}.cache_misses"));
-                }
-            }
-            if table.has(name, "health_check") {
-                series.push(format!("{name}.unhealthy"));
-            }
-            // The instances its callers eject, and the pools of the calls it makes.
-            for (e, edge) in t.params.edges.iter().enumerate() {
-                let edge_name = &t.edges[e];
-                if edge.to as usize == s && table.has(edge_name, "outlier") {
-                    series.push(format!("{edge_name}.ejected"));
-                }
-                if edge.from == Some(s as u32) && table.has(edge_name, "pool") {
-                    series.push(format!("{edge_name}.pool_in_use"));
-                    series.push(format!("{edge_name}.pool_waiting"));
-                }
-            }
-            Section::Part {
-                name: name.clone(),
-                detail: format!(
-                    "The service {name}: {} instance{} × {} workers, endpoints {}. Its figures per grid point (the \
-                     calls into it and the calls it makes below its own), the attempts it turned away and why, and \
-                     its queue and busy workers{} over time{}.",
-                    instance_count(p),
-                    if p.instances == 1 && p.autoscale.is_none() { "" } else { "s" },
-                    p.workers,
-                    endpoints.join(", "),
-                    match (table.has(name, "autoscale"), series.len() > 2 + usize::from(table.has(name, "autoscale"))) {
-                        (true, true) => ", instances serving, and cache hits and misses",
-                        (true, false) => " and instances serving",
-                        (false, true) => ", and cache hits and misses",
-                        (false, false) => "",
-                    },
-                    if series
-                        .iter()
-                        .any(|s| s.ends_with(".unhealthy") || s.ends_with(".ejected") || s.contains(".pool_"))
-                    {
-                        " (with the instances marked unhealthy or ejected and the connection pools' use, where those \
-                         mechanisms are on)"
-                    } else {
-                        ""
-                    }
-                ),
-                metrics,
-                refusals,
-                series,
-            }
-        });
-        let mut sections = vec![
-                Section::Topology {
-                    title: "The graph: services coloured by utilisation, calls labelled with attempts per entry request and the share that failed".into(),
-                    services,
-                    edges,
-                    entries: t.entries.iter().map(|e| format!("{e}.offered")).collect(),
-                },
-                Section::MetricBars {
-                    title: "Success per entry point: answered in full ÷ offered".into(),
-                    y_label: "success ratio".into(),
-                    metrics: pairs("success_ratio", &t.entries),
-                },
-                Section::MetricBars {
-                    title: "Amplification: attempts reaching each service ÷ entry requests".into(),
-                    y_label: "attempts per entry request".into(),
-                    metrics: pairs("amplification_ratio", &t.services),
-                },
-                Section::MetricBars {
-                    title: "Utilisation: busy workers ÷ workers, per service".into(),
-                    y_label: "utilisation".into(),
-                    metrics: pairs("utilisation", &t.services),
-                },
-            ];
-        let mut causes_of = metric_table(config).cause_metrics(t.entries.len());
-        let causes = t.entries.iter().enumerate().map(|(w, entry)| {
-            let segments = std::mem::take(&mut causes_of[w])
-                .into_iter()
-                .map(|(metric, how, s)| Segment {
-                    metric: metric.to_string(),
-                    label: t.services[s].clone(),
-                    stage: how.replace('_', " "),
-                })
-                .collect();
-            (entry.clone(), segments)
-        });
-        sections.push(Section::Outcomes {
-            title: "Where failures came from: each entry point's failed and degraded requests by root cause — the \
-                    service whose failure decided them (the deepest one), and how it failed"
-                .into(),
-            groups: causes.collect(),
-        });
-        let mut culprits_of = metric_table(config).culprit_metrics(t.entries.len());
-        let (mut failed, mut slow) = (Vec::new(), Vec::new());
-        for (w, entry) in t.entries.iter().enumerate() {
-            let (mut caused, mut slowed) = (Vec::new(), Vec::new());
-            for (metric, how, s) in std::mem::take(&mut culprits_of[w]) {
-                let segment = Segment { metric: metric.to_string(), label: t.services[s].clone(), stage: how.into() };
-                if how == "caused" {
-                    caused.push(segment)
-                } else {
-                    slowed.push(segment)
-                }
-            }
-            failed.push((entry.clone(), caused));
-            slow.push((entry.clone(), slowed));
-        }
-        sections.push(Section::Outcomes {
-            title: "What caused the failures: each entry point's failed requests by the service that caused them — \
-                    where they failed, or what the failing resource was waiting on (workers blocked on calls to \
-                    it), followed down"
-                .into(),
-            groups: failed,
-        });
-        sections.push(Section::Outcomes {
-            title: "What made answers slow: each entry point's slow requests (above its slo_s, or its running p99) \
-                    by the service that caused most of their time"
-                .into(),
-            groups: slow,
-        });
-        sections.extend(parts);
-        Presentation { windows, recovery: Some(Recovery::of_queue_depth(run.warmup_s)), sections, hints: Vec::new() }
+        presentation::presentation(config, run)
     }
 
     fn run_replica(
@@ -482,14 +280,6 @@ impl ModelSpec for Graph {
             master_seed,
             probe,
         }))
-    }
-}
-
-/// A service's instances as the report says them: its count, or its autoscaler's range.
-fn instance_count(p: &stampede_engine::models::graph::ServiceParams) -> String {
-    match &p.autoscale {
-        None => p.instances.to_string(),
-        Some(a) => format!("{}–{} (autoscaled, {} at the start)", a.config.min, a.config.max, a.initial),
     }
 }
 
