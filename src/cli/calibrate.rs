@@ -187,7 +187,7 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitStatus> {
     super::cost::check(
         "calibrate",
         &scenario,
-        calibrate::planned_replicas(&request),
+        super::cost::Planned::About(calibrate::planned_replicas(&request)),
         "--samples, --steps, --fit-replicas and --replicas",
         threads,
         &page,

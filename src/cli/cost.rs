@@ -9,20 +9,33 @@ use std::path::Path;
 use stampede_scenario::base::limits::MAX_COMMAND_REPLICAS;
 use stampede_scenario::{Error, Result, Scenario};
 
+/// The replicas a search plans: a bound it keeps (`map`'s rounds are fixed by its
+/// tolerance), or what it is expected to run (`calibrate`'s search stops when it stops
+/// gaining, and its profiles walk as far as the discrepancy says).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Planned {
+    AtMost(u64),
+    About(u64),
+}
+
 /// Refuses `planned` replicas of `scenario` above the guard or beyond memory, naming
 /// `drivers` (the flags that set the count); prints the estimate unless `quiet`.
 pub(super) fn check(
     command: &str,
     scenario: &Scenario,
-    planned: u64,
+    planned: Planned,
     drivers: &str,
     threads: usize,
     out_root: &Path,
     quiet: bool,
 ) -> Result<()> {
-    if planned > MAX_COMMAND_REPLICAS {
+    let (count, words) = match planned {
+        Planned::AtMost(count) => (count, "at most"),
+        Planned::About(count) => (count, "about"),
+    };
+    if count > MAX_COMMAND_REPLICAS {
         return Err(Error::bad_input(format!(
-            "{command}: would run up to {planned} replicas ({drivers}); at most {MAX_COMMAND_REPLICAS} are allowed; \
+            "{command}: would run {words} {count} replicas ({drivers}); at most {MAX_COMMAND_REPLICAS} are allowed; \
              nothing was run"
         ))
         .with_hint(format!("lower {drivers}")));
@@ -34,9 +47,13 @@ pub(super) fn check(
     stampede_run::budget::check(estimate, out_root)?;
     if !quiet {
         let per_replica = stampede_run::budget::seconds_per_replica(scenario)?;
-        let seconds = planned as f64 * per_replica / threads as f64;
+        let seconds = count as f64 * per_replica / threads as f64;
+        let more = match planned {
+            Planned::AtMost(_) => "",
+            Planned::About(_) => " (more if the search keeps gaining or a profile walks far)",
+        };
         eprintln!(
-            "stampede {command}: at most {planned} replicas; one replica took {:.1} ms, so at most about {} on \
+            "stampede {command}: {words} {count} replicas{more}; one replica took {:.1} ms, so about {} on \
              {threads} thread{}",
             per_replica * 1e3,
             super::optimize::duration_words(seconds),

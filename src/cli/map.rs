@@ -79,7 +79,7 @@ pub(super) fn map_command(args: MapArgs) -> Result<()> {
     super::cost::check(
         "map",
         &scenario,
-        request.planned_replicas(&scenario),
+        super::cost::Planned::AtMost(request.planned_replicas(&scenario)),
         "--ys, --tolerance, the grid's points and run.replicas",
         threads,
         &args.out,

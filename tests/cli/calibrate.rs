@@ -357,6 +357,17 @@ fn recovers_hidden_values_from_noisy_production() {
         assert!(mape <= 5.0, "{metric}: MAPE {mape}%");
     }
     assert!(account.contains("load: api.read.offered_rps drives the run"), "{account}");
+    // The cost said before the first replica is what the search is expected to run
+    // ("about", not a bound: it once said "at most" and ran two thirds more), and the
+    // search lands near it: ran = candidates × replicas each + the report's replicas.
+    let said = stderr(&output);
+    let count = |text: &str, after: &str| -> f64 {
+        let rest = text.split(after).nth(1).unwrap_or_else(|| panic!("{after:?} in {text}"));
+        rest.split([' ', ';']).next().unwrap().parse().unwrap_or_else(|_| panic!("{after:?} in {text}"))
+    };
+    let planned = count(&said, "stampede calibrate: about ");
+    let ran = count(&account, "fitted (") * count(&account, " candidates × ") + count(&account, "fidelity (");
+    assert!((0.5..=1.5).contains(&(ran / planned)), "planned {planned} replicas, ran {ran}");
     // The chapter quotes the account between its markers.
     let (begin, end) = ("<!-- calibrate output: begin -->\n```text\n", "```\n<!-- calibrate output: end -->");
     let (head, rest) = chapter.split_once(begin).expect("the chapter marks the output");

@@ -98,9 +98,17 @@ pub struct Calibration {
     pub replicas: u32,
     pub fit_replicas: u32,
     pub max_error: Option<f64>,
+    /// The replicas [`planned_replicas`] expected before it started.
+    pub planned_replicas: u64,
 }
 
 impl Calibration {
+    /// The replicas it ran: every candidate's, then the report's.
+    pub fn ran_replicas(&self) -> u64 {
+        let candidates = self.found.as_ref().map_or(0, |found| found.candidates.len() as u64);
+        candidates * u64::from(self.fit_replicas) + u64::from(self.replicas)
+    }
+
     /// The metric with the largest MAPE, and it.
     pub fn worst(&self) -> Option<(&str, f64)> {
         self.metrics.iter().filter_map(|m| Some((m.name.as_str(), m.fidelity.mape?))).max_by(|a, b| a.1.total_cmp(&b.1))
@@ -377,12 +385,16 @@ fn residual_autocorrelation(metrics: &[MetricFidelity]) -> Option<f64> {
     (pairs >= 3 && squares > 0.0).then(|| lagged / squares)
 }
 
-/// Replicas a calibration is expected to run (for a progress bar): the design, each
-/// step's composite design and two model points (with half as many rounds again as
-/// asked, which a search still gaining takes), the curvature's (measured up to three
-/// times), each integer's profile (three values a side, each re-optimising the others),
-/// then the report. Points evaluated before are not run again; a search that keeps
-/// gaining, or a long profile, runs more.
+/// Replicas a calibration is expected to run (for a progress bar and the cost said
+/// before it starts) — an expectation, not a bound: the design, each step's composite
+/// design and two model points (with half as many rounds again as asked, which a
+/// search still gaining takes), the curvature's (measured up to three times), each
+/// continuous unknown's check of the curvature at its interval's two ends (the others
+/// re-optimised at each), each integer's profile (three values a side, each
+/// re-optimising the others), then the report. Points evaluated before are not run
+/// again; a search that keeps gaining, a curvature re-measured up to five times, or a
+/// profile that walks far (a continuous unknown whose curvature fails its ends check)
+/// runs more.
 pub fn planned_replicas(request: &Request) -> u64 {
     let d = request.dimensions.len();
     let searched = if d == 0 {
@@ -392,8 +404,15 @@ pub fn planned_replicas(request: &Request) -> u64 {
         let composite = |d: usize| 1 + 2 * d + 2 * d * d.saturating_sub(1);
         let rounds = shape.refinements as usize * 3 / 2;
         let integers = request.dimensions.iter().filter(|dim| dim.scale == space::Scale::Integer).count();
-        let profile = 6 * (1 + intervals::PROFILE_ROUNDS * (composite(d - 1) + 1));
-        (shape.samples + rounds * (composite(d) + 2) + 3 * (composite(d) + 2) + integers * profile) as u64
+        let continuous = d - integers;
+        // One value held, the others re-optimised by PROFILE_ROUNDS trust-region rounds.
+        let conditional_minimum = 1 + intervals::PROFILE_ROUNDS * (composite(d - 1) + 1);
+        let curvature = if continuous > 0 { 3 * composite(continuous) } else { 0 };
+        (shape.samples
+            + rounds * (composite(d) + 2)
+            + curvature
+            + continuous * 2 * conditional_minimum
+            + integers * 6 * conditional_minimum) as u64
             * u64::from(request.fit_replicas)
     };
     searched + u64::from(request.replicas)
@@ -568,6 +587,7 @@ pub fn calibrate(
         replicas: request.replicas,
         fit_replicas: request.fit_replicas,
         max_error: request.max_error,
+        planned_replicas: planned_replicas(request),
     })
 }
 

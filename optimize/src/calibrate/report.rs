@@ -186,6 +186,8 @@ impl Calibration {
                 "interval_method": INTERVAL_METHOD,
                 "candidates": found.candidates.len(),
                 "replicas_per_candidate": self.fit_replicas,
+                "planned_replicas": self.planned_replicas,
+                "ran_replicas": self.ran_replicas(),
                 "best_discrepancy": best.discrepancy,
                 "best_stage": best.stage,
                 "residual_autocorrelation": number(self.autocorrelation),
