@@ -321,6 +321,104 @@ pub fn claims_a_merge_can_check(scenario: &Scenario, kept: ReplicaRows) -> Resul
     Ok(skipped)
 }
 
+/// A shard folder's manifest with what a merge checks first: its index of how many
+/// shards, and its run's fingerprint.
+struct ShardManifest {
+    dir: PathBuf,
+    index: u64,
+    count: u64,
+    print: String,
+    manifest: Value,
+}
+
+impl ShardManifest {
+    fn read(dir: &Path) -> Result<ShardManifest> {
+        let manifest = manifest_of(dir)?;
+        let index = manifest.pointer("/shard/index").and_then(Value::as_u64);
+        let count = manifest.pointer("/shard/count").and_then(Value::as_u64);
+        let print = manifest.get("fingerprint").and_then(Value::as_str).map(str::to_string);
+        let (Some(index), Some(count), Some(print)) = (index, count, print) else {
+            return Err(Error::bad_input(format!(
+                "{}: not a shard folder (its manifest has no shard and fingerprint)",
+                dir.display()
+            )));
+        };
+        Ok(ShardManifest { dir: dir.to_path_buf(), index, count, print, manifest })
+    }
+
+    /// The replica rows it kept (written before shards recorded it: every row).
+    fn kept(&self) -> Result<ReplicaRows> {
+        ReplicaRows::parse(self.kept_name())
+    }
+
+    fn kept_name(&self) -> &str {
+        self.manifest.get("replica_rows").and_then(Value::as_str).unwrap_or("all")
+    }
+}
+
+/// The replica rows every shard kept: one `--replica-rows` for all, or refused.
+fn one_replica_rows(manifests: &[ShardManifest]) -> Result<ReplicaRows> {
+    let kept = manifests[0].kept()?;
+    let unlike: Vec<String> = manifests
+        .iter()
+        .filter(|m| m.kept().ok() != Some(kept))
+        .map(|m| format!("{} ({})", m.dir.display(), m.kept_name()))
+        .collect();
+    if !unlike.is_empty() {
+        return Err(Error::bad_input(format!(
+            "merge: {} kept --replica-rows {}, but {}; run every shard with the same --replica-rows; nothing \
+             was written",
+            manifests[0].dir.display(),
+            kept.name(),
+            unlike.join(", ")
+        )));
+    }
+    Ok(kept)
+}
+
+/// Every shard of one run (one fingerprint, one count), and each index of it once.
+fn one_run_every_shard_once(manifests: &[ShardManifest]) -> Result<()> {
+    let (count, print) = (manifests[0].count, &manifests[0].print);
+    let strangers: Vec<String> = manifests
+        .iter()
+        .filter(|m| &m.print != print || m.count != count)
+        .map(|m| {
+            format!("{} (fingerprint {}…, {} shards)", m.dir.display(), &m.print[..12.min(m.print.len())], m.count)
+        })
+        .collect();
+    if !strangers.is_empty() {
+        return Err(Error::bad_input(format!(
+            "merge: these shards are of another run than {} (fingerprint {}…, {count} shards): {}; nothing was written",
+            manifests[0].dir.display(),
+            &print[..12.min(print.len())],
+            strangers.join(", ")
+        )));
+    }
+    let mut seen: BTreeMap<u64, Vec<&PathBuf>> = BTreeMap::new();
+    for m in manifests {
+        seen.entry(m.index).or_default().push(&m.dir);
+    }
+    let missing: Vec<String> = (0..count).filter(|i| !seen.contains_key(i)).map(|i| i.to_string()).collect();
+    let duplicated: Vec<String> = seen
+        .iter()
+        .filter(|(_, dirs)| dirs.len() > 1)
+        .map(|(i, dirs)| {
+            format!("{i} ({})", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
+        })
+        .collect();
+    let mut why = Vec::new();
+    if !missing.is_empty() {
+        why.push(format!("missing shard(s) {} of {count}", missing.join(", ")));
+    }
+    if !duplicated.is_empty() {
+        why.push(format!("shard(s) given twice: {}", duplicated.join("; ")));
+    }
+    if !why.is_empty() {
+        return Err(Error::bad_input(format!("merge: {}; nothing was written", why.join("; "))));
+    }
+    Ok(())
+}
+
 impl Shards {
     /// The claims a merge of these shards can check ([`claims_a_merge_can_check`]).
     pub fn claims_a_merge_can_check(&self) -> Result<Vec<Skipped>> {
@@ -334,92 +432,29 @@ impl Shards {
         if dirs.is_empty() {
             return Err(Error::bad_input("merge: name the shard folders (e.g. out/NAME/shards/*)"));
         }
-        let mut manifests = Vec::new();
-        for dir in dirs {
-            let manifest = manifest_of(dir)?;
-            let index = manifest.pointer("/shard/index").and_then(Value::as_u64);
-            let count = manifest.pointer("/shard/count").and_then(Value::as_u64);
-            let print = manifest.get("fingerprint").and_then(Value::as_str).map(str::to_string);
-            let (Some(index), Some(count), Some(print)) = (index, count, print) else {
-                return Err(Error::bad_input(format!(
-                    "{}: not a shard folder (its manifest has no shard and fingerprint)",
-                    dir.display()
-                )));
-            };
-            manifests.push((dir.clone(), index, count, print, manifest));
-        }
-        // Written before shards recorded it: every row.
-        let kept_of = |manifest: &Value| {
-            ReplicaRows::parse(manifest.get("replica_rows").and_then(Value::as_str).unwrap_or("all"))
-        };
-        let kept = kept_of(&manifests[0].4)?;
-        let unlike: Vec<String> = manifests
-            .iter()
-            .filter(|m| kept_of(&m.4).ok() != Some(kept))
-            .map(|m| {
-                format!("{} ({})", m.0.display(), m.4.get("replica_rows").and_then(Value::as_str).unwrap_or("all"))
-            })
-            .collect();
-        if !unlike.is_empty() {
-            return Err(Error::bad_input(format!(
-                "merge: {} kept --replica-rows {}, but {}; run every shard with the same --replica-rows; nothing \
-                 was written",
-                manifests[0].0.display(),
-                kept.name(),
-                unlike.join(", ")
-            )));
-        }
-        for (dir, .., manifest) in &manifests {
-            verify_files(dir, manifest, allow_unchecked)?;
+        let manifests = dirs.iter().map(|dir| ShardManifest::read(dir)).collect::<Result<Vec<_>>>()?;
+        let kept = one_replica_rows(&manifests)?;
+        for m in &manifests {
+            verify_files(&m.dir, &m.manifest, allow_unchecked)?;
         }
         // Of one scenario and seed but of other input content: said as such.
+        let first = &manifests[0];
         let same_run =
-            |m: &Value| ["scenario_toml", "seed", "replicas"].iter().all(|k| m.get(k) == manifests[0].4.get(k));
+            |m: &Value| ["scenario_toml", "seed", "replicas"].iter().all(|k| m.get(k) == first.manifest.get(k));
         check_same_inputs(
-            &manifests.iter().filter(|m| same_run(&m.4)).map(|m| (m.0.as_path(), &m.4)).collect::<Vec<_>>(),
+            &manifests
+                .iter()
+                .filter(|m| same_run(&m.manifest))
+                .map(|m| (m.dir.as_path(), &m.manifest))
+                .collect::<Vec<_>>(),
         )?;
-        let (_, _, count, print, first) = &manifests[0];
-        let strangers: Vec<String> = manifests
-            .iter()
-            .filter(|m| &m.3 != print || m.2 != *count)
-            .map(|m| format!("{} (fingerprint {}…, {} shards)", m.0.display(), &m.3[..12.min(m.3.len())], m.2))
-            .collect();
-        if !strangers.is_empty() {
-            return Err(Error::bad_input(format!(
-                "merge: these shards are of another run than {} (fingerprint {}…, {count} shards): {}; nothing was written",
-                manifests[0].0.display(),
-                &print[..12.min(print.len())],
-                strangers.join(", ")
-            )));
-        }
-        let mut seen: BTreeMap<u64, Vec<&PathBuf>> = BTreeMap::new();
-        for m in &manifests {
-            seen.entry(m.1).or_default().push(&m.0);
-        }
-        let missing: Vec<String> = (0..*count).filter(|i| !seen.contains_key(i)).map(|i| i.to_string()).collect();
-        let duplicated: Vec<String> = seen
-            .iter()
-            .filter(|(_, dirs)| dirs.len() > 1)
-            .map(|(i, dirs)| {
-                format!("{i} ({})", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
-            })
-            .collect();
-        if !missing.is_empty() || !duplicated.is_empty() {
-            let mut why = Vec::new();
-            if !missing.is_empty() {
-                why.push(format!("missing shard(s) {} of {count}", missing.join(", ")));
-            }
-            if !duplicated.is_empty() {
-                why.push(format!("shard(s) given twice: {}", duplicated.join("; ")));
-            }
-            return Err(Error::bad_input(format!("merge: {}; nothing was written", why.join("; "))));
-        }
-        let toml_text = first.get("scenario_toml").and_then(Value::as_str).unwrap_or_default();
-        let scenario_dir = first.get("scenario_dir").and_then(Value::as_str);
-        seed_inputs(first, scenario_dir)?;
+        one_run_every_shard_once(&manifests)?;
+        let toml_text = first.manifest.get("scenario_toml").and_then(Value::as_str).unwrap_or_default();
+        let scenario_dir = first.manifest.get("scenario_dir").and_then(Value::as_str);
+        seed_inputs(&first.manifest, scenario_dir)?;
         let scenario =
             Scenario::from_manifest(toml_text, scenario_dir).map_err(|e| e.context("merge: the shards' scenario"))?;
-        if fingerprint(&scenario) != *print {
+        if fingerprint(&scenario) != first.print {
             return Err(Error::bad_input(
                 "merge: the shards were written by another stampede version or output format; merge them with that one",
             ));
@@ -427,10 +462,10 @@ impl Shards {
         // Only where each point's rows lie is kept: the rows are read point by point.
         let list = manifests
             .iter()
-            .map(|(dir, index, count, ..)| {
-                let shard = Shard { index: *index as u32, count: *count as u32 };
+            .map(|m| {
+                let shard = Shard { index: m.index as u32, count: m.count as u32 };
                 Part::of_shard(
-                    dir,
+                    &m.dir,
                     &scenario,
                     &Plan::new(scenario.point_count(), scenario.run.replicas, Some(shard)),
                     kept,

@@ -196,22 +196,29 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitStatus> {
     let bar = progress_bar(calibrate::planned_replicas(&request), quiet);
     let calibration = calibrate::calibrate(&scenario, &request, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
+    write_and_say(&args, &calibration, &page, toml_file.as_deref())?;
+    Ok(if calibration.passed() { ExitStatus::Success } else { ExitStatus::CalibrationFailed })
+}
+
+/// Writes the page and (after a `--fit`) the calibrated scenario, then says what was
+/// found: the account, the JSON document, or the scenario's TOML, as asked.
+fn write_and_say(args: &CalibrateArgs, calibration: &Calibration, page: &Path, toml_file: Option<&Path>) -> Result<()> {
     let observed_file = args.observed.display().to_string();
     let account = calibration.render();
     let notes: Vec<String> = account.lines().take_while(|l| !l.is_empty()).map(|l| l.trim().to_string()).collect();
     output_file::write(
-        &page,
+        page,
         "--page",
-        stampede_report::calibrate_page::render(&page_of(&calibration, &observed_file, notes)).as_bytes(),
+        stampede_report::calibrate_page::render(&page_of(calibration, &observed_file, notes)).as_bytes(),
         args.force,
     )?;
-    if let Some(file) = &toml_file {
+    if let Some(file) = toml_file {
         let text = calibration.to_toml(&observed_file);
         output_file::write(file, "--write", &output_file::sealed(text.as_bytes()), args.force)?;
     }
     let shown = |p: &Path| p.display().to_string();
     if args.json {
-        let json = calibration.to_json(&observed_file, Some(&shown(&page)), toml_file.as_deref().map(shown).as_deref());
+        let json = calibration.to_json(&observed_file, Some(&shown(page)), toml_file.map(shown).as_deref());
         super::print_json(&json);
     } else if args.show_toml {
         if !args.quiet {
@@ -220,10 +227,10 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitStatus> {
         print!("{}", calibration.to_toml(&observed_file));
     } else if !args.quiet {
         print!("{account}");
-        println!("page: {}", shown(&page));
-        if let Some(file) = &toml_file {
+        println!("page: {}", shown(page));
+        if let Some(file) = toml_file {
             println!("calibrated scenario: {}", shown(file));
         }
     }
-    Ok(if calibration.passed() { ExitStatus::Success } else { ExitStatus::CalibrationFailed })
+    Ok(())
 }

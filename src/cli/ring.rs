@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use stampede_output::{ColumnSpec, ColumnType, ColumnValues, StagedSet, TableWriter};
 use stampede_ring::compare::{self, Options};
-use stampede_ring::journal::{replay, Applied, Journal};
-use stampede_ring::status::{lookup, render, status};
+use stampede_ring::journal::{replay, Applied, Entry, Journal};
+use stampede_ring::status::{lookup, render, status, Lookup};
 use stampede_ring::{JournalError, Op, Settings};
 use stampede_scenario::{Error, Result};
 
@@ -164,26 +164,7 @@ pub fn run(args: RingArgs) -> Result<()> {
             if as_json {
                 json(&found);
             } else {
-                println!(
-                    "{} → {} (hash {}, position {:#010x} = {})",
-                    found.key, found.owner, found.hash, found.position, found.position
-                );
-                if let Some((from, to)) = found.arc {
-                    println!(
-                        "arc ({from:#010x}, {to:#010x}]: the first node point clockwise from the key is at {to:#010x}"
-                    );
-                }
-                println!(
-                    "{}",
-                    if found.stored {
-                        "the key is on the ring"
-                    } else {
-                        "the key is not on the ring: this is where it would go"
-                    }
-                );
-                if let Some(note) = found.note {
-                    println!("{note}");
-                }
+                print_lookup(&found);
             }
         }
         RingCommand::Status { json: as_json } => {
@@ -201,19 +182,7 @@ pub fn run(args: RingArgs) -> Result<()> {
             if as_json {
                 json(&history);
             } else {
-                for entry in history {
-                    let flows =
-                        entry.flows.iter().map(|(f, t, n)| format!("{f} → {t} {n}")).collect::<Vec<_>>().join(", ");
-                    let moved = if entry.moved > 0 {
-                        format!(" — {} keys moved: {flows}", entry.moved)
-                    } else {
-                        String::new()
-                    };
-                    println!("{:>4}  {}{moved}", entry.seq, entry.description);
-                    if let Some(note) = entry.note {
-                        println!("      {note}");
-                    }
-                }
+                print_history(&history);
             }
         }
         RingCommand::Replay { to, json: as_json } => {
@@ -244,6 +213,37 @@ pub fn run(args: RingArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Where a key lives, as `ring lookup` says it: its owner, hash and position, the arc
+/// that holds it, and whether it is stored or only would go there.
+fn print_lookup(found: &Lookup) {
+    println!(
+        "{} → {} (hash {}, position {:#010x} = {})",
+        found.key, found.owner, found.hash, found.position, found.position
+    );
+    if let Some((from, to)) = found.arc {
+        println!("arc ({from:#010x}, {to:#010x}]: the first node point clockwise from the key is at {to:#010x}");
+    }
+    println!(
+        "{}",
+        if found.stored { "the key is on the ring" } else { "the key is not on the ring: this is where it would go" }
+    );
+    if let Some(note) = &found.note {
+        println!("{note}");
+    }
+}
+
+/// The journal's operations, one a line, with the keys each moved and where.
+fn print_history(history: &[Entry]) {
+    for entry in history {
+        let flows = entry.flows.iter().map(|(f, t, n)| format!("{f} → {t} {n}")).collect::<Vec<_>>().join(", ");
+        let moved = if entry.moved > 0 { format!(" — {} keys moved: {flows}", entry.moved) } else { String::new() };
+        println!("{:>4}  {}{moved}", entry.seq, entry.description);
+        if let Some(note) = &entry.note {
+            println!("      {note}");
+        }
+    }
 }
 
 fn apply(db: &Path, op: &Op) -> Result<()> {
