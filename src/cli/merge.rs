@@ -122,22 +122,7 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
     let report =
         execute_merge(&shards, &args.out, Some(&documents), Writing { resume: false, force: args.force, shape })?;
     if !args.quiet && !args.json {
-        println!("merged {} shards into {}", dirs.len(), report.output_dir.display());
-        // What the merge cost: "Sizing a big sweep" in the README reads these.
-        let seconds = started.elapsed().as_secs_f64();
-        let peak = stampede_run::budget::peak_rss_bytes()
-            .map_or(String::new(), |bytes| format!(", peak memory {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
-        println!("merge took {seconds:.2} s ({:.1} ms per shard){peak}", seconds * 1e3 / dirs.len() as f64);
-        if let Some(goal) = &goal {
-            let reached = precision::reached_in(goal, &report);
-            println!("{}", precision::sentence(goal, &reached, report.scenario.run.replicas));
-            for line in precision::lines(&reached) {
-                println!("  {line}");
-            }
-        }
-        if !no_report && skipped.is_none() {
-            println!("report: {}", report.output_dir.join("report.html").display());
-        }
+        say_merged(&report, dirs.len(), started, goal.as_ref(), !no_report && skipped.is_none());
     }
     let Some(skipped) = skipped else {
         if args.json {
@@ -147,6 +132,26 @@ pub(super) fn merge(args: MergeArgs) -> Result<ExitStatus> {
     };
     let html = (!no_report).then(|| report.output_dir.join("report.html"));
     end_with_verdicts(&Verdicts::new(&report, skipped), args.junit.as_deref().map(|j| (j, args.force)), args.json, html)
+}
+
+/// What the merge did and cost ("Sizing a big sweep" in the README reads these), the
+/// precision reached when one was asked, and where the report is (`report`: say it).
+fn say_merged(report: &RunReport, shards: usize, started: std::time::Instant, goal: Option<&Goal>, report_line: bool) {
+    println!("merged {shards} shards into {}", report.output_dir.display());
+    let seconds = started.elapsed().as_secs_f64();
+    let peak = stampede_run::budget::peak_rss_bytes()
+        .map_or(String::new(), |bytes| format!(", peak memory {:.1} MiB", bytes as f64 / (1024.0 * 1024.0)));
+    println!("merge took {seconds:.2} s ({:.1} ms per shard){peak}", seconds * 1e3 / shards as f64);
+    if let Some(goal) = goal {
+        let reached = precision::reached_in(goal, report);
+        println!("{}", precision::sentence(goal, &reached, report.scenario.run.replicas));
+        for line in precision::lines(&reached) {
+            println!("  {line}");
+        }
+    }
+    if report_line {
+        println!("report: {}", report.output_dir.join("report.html").display());
+    }
 }
 
 /// `merge --verify`: the claims the merged run can check (see

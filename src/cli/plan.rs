@@ -66,20 +66,7 @@ pub(super) fn plan(args: PlanArgs) -> Result<()> {
     let per_replica_s = pilot_s / f64::from(args.pilot * points);
     let total_s = per_replica_s * f64::from(replicas) * f64::from(points);
     let shard_s = total_s / f64::from(args.shards);
-    // The scenario as this plan read it, then the replicas and the shard.
-    let mut words = vec![shell_word(&args.scenario)];
-    for set in &args.scenario_args.sets {
-        words.extend(["--set".to_string(), shell_word(set)]);
-    }
-    for grid in &args.scenario_args.grids {
-        words.extend(["--grid".to_string(), shell_word(grid)]);
-    }
-    for case in &args.scenario_args.cases {
-        words.extend(["--case".to_string(), shell_word(case)]);
-    }
-    if let Some(seed) = args.scenario_args.seed {
-        words.extend(["--seed".to_string(), seed.to_string()]);
-    }
+    let words = scenario_words(&args);
     let out = shell_word(&args.out.display().to_string());
     let run = format!("stampede run {} --replicas {replicas} --shard K/{} --out {out}", words.join(" "), args.shards);
     let asked: Vec<String> = targets.iter().map(|t| format!("--precision {}", shell_word(&t.text()))).collect();
@@ -126,6 +113,22 @@ pub(super) fn plan(args: PlanArgs) -> Result<()> {
     println!("then merge, which says whether the precision was met:");
     println!("  {merge}");
     Ok(())
+}
+
+/// The scenario as this plan read it, in shell words: its file or name, then each
+/// `--set`, `--grid`, `--case` and `--seed` given.
+fn scenario_words(args: &PlanArgs) -> Vec<String> {
+    let given = &args.scenario_args;
+    let mut words = vec![shell_word(&args.scenario)];
+    for (flag, values) in [("--set", &given.sets), ("--grid", &given.grids), ("--case", &given.cases)] {
+        for value in values {
+            words.extend([flag.to_string(), shell_word(value)]);
+        }
+    }
+    if let Some(seed) = given.seed {
+        words.extend(["--seed".to_string(), seed.to_string()]);
+    }
+    words
 }
 
 /// `42 s`, `3.5 min`, `2.1 h`.
