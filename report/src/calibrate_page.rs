@@ -6,6 +6,7 @@
 
 use crate::blocks::escape;
 use crate::chart::{hex, series_colour, Axis, Line, LinePlot, Point};
+use plotters::style::RGBColor;
 
 /// One compared metric over time.
 #[derive(Clone, Debug)]
@@ -45,86 +46,87 @@ fn figure_text(value: Option<f64>, signed: bool) -> String {
     }
 }
 
+/// One metric's section: production and the simulated mean with its 95% band over
+/// time (the plot, with its data as CSV), and the figures that judge them.
+fn panel(metric: &MetricPanel, production: RGBColor, simulated: RGBColor) -> String {
+    let observed: Vec<Point> = metric
+        .times_s
+        .iter()
+        .zip(&metric.observed)
+        .filter_map(|(&x, y)| Some(Point { x, y: (*y)?, interval: None }))
+        .collect();
+    let mean: Vec<Point> = (0..metric.times_s.len())
+        .filter_map(|i| {
+            let (y, lo, hi) = (metric.mean[i]?, metric.low[i]?, metric.high[i]?);
+            Some(Point { x: metric.times_s[i], y, interval: Some((lo, hi)) })
+        })
+        .collect();
+    let plot = LinePlot {
+        title: metric.name.clone(),
+        x: Axis::linear("simulated time (s)"),
+        y: Axis::linear(metric.name.clone()),
+        lines: vec![
+            Line { label: "simulated mean, 95% band".into(), colour: simulated, points: mean, whiskers: false },
+            Line { label: "production".into(), colour: production, points: observed, whiskers: false },
+        ],
+        windows: Vec::new(),
+        markers: Vec::new(),
+        bands: Vec::new(),
+        size: (900, 320),
+    };
+    let cell = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    let csv = std::iter::once("t_s,observed,mean,low,high".to_string())
+        .chain((0..metric.times_s.len()).map(|i| {
+            let row = [metric.observed[i], metric.mean[i], metric.low[i], metric.high[i]].map(cell);
+            format!("{},{}", metric.times_s[i], row.join(","))
+        }))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let figure = plot.render("calibration", csv, String::new());
+    let [mape, bias, correlation, inside] = metric.figures;
+    format!(
+        "<section class=\"metric{}\" data-metric=\"{}\"><h3>{}</h3><p>MAPE {} · bias {} · correlation {} · \
+         production inside the band {}{}</p>{}</section>\n",
+        if metric.disagrees { " disagrees" } else { "" },
+        escape(&metric.name),
+        escape(&metric.name),
+        figure_text(mape, false),
+        figure_text(bias, true),
+        correlation.map_or("—".into(), |c| format!("{c:.3}")),
+        figure_text(inside, false),
+        if metric.disagrees { " · <strong>over --max-error</strong>" } else { "" },
+        figure.svg
+    )
+}
+
+/// The fitted values with their intervals, or what `--check` means.
+fn fitted_table(page: &CalibratePage) -> String {
+    if page.fitted.is_empty() {
+        return "<p>No unknowns fitted (<code>--check</code>): the scenario as it is.</p>".to_string();
+    }
+    let rows: String = page
+        .fitted
+        .iter()
+        .map(|(path, value, interval)| {
+            format!(
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                escape(path),
+                escape(value),
+                escape(interval)
+            )
+        })
+        .collect();
+    format!(
+        "<table><tr><th>unknown</th><th>fitted</th><th>95% interval</th></tr>{rows}</table><p class=\"note\">{}</p>",
+        escape(&page.interval_method)
+    )
+}
+
 /// The page's HTML.
 pub fn render(page: &CalibratePage) -> String {
     let (production, simulated) = (series_colour(1, 2), series_colour(0, 2));
-    let mut panels = String::new();
-    for metric in &page.metrics {
-        let observed: Vec<Point> = metric
-            .times_s
-            .iter()
-            .zip(&metric.observed)
-            .filter_map(|(&x, y)| Some(Point { x, y: (*y)?, interval: None }))
-            .collect();
-        let mean: Vec<Point> = (0..metric.times_s.len())
-            .filter_map(|i| {
-                let (y, lo, hi) = (metric.mean[i]?, metric.low[i]?, metric.high[i]?);
-                Some(Point { x: metric.times_s[i], y, interval: Some((lo, hi)) })
-            })
-            .collect();
-        let plot = LinePlot {
-            title: metric.name.clone(),
-            x: Axis::linear("simulated time (s)"),
-            y: Axis::linear(metric.name.clone()),
-            lines: vec![
-                Line { label: "simulated mean, 95% band".into(), colour: simulated, points: mean, whiskers: false },
-                Line { label: "production".into(), colour: production, points: observed, whiskers: false },
-            ],
-            windows: Vec::new(),
-            markers: Vec::new(),
-            bands: Vec::new(),
-            size: (900, 320),
-        };
-        let csv = std::iter::once("t_s,observed,mean,low,high".to_string())
-            .chain((0..metric.times_s.len()).map(|i| {
-                let cell = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
-                format!(
-                    "{},{},{},{},{}",
-                    metric.times_s[i],
-                    cell(metric.observed[i]),
-                    cell(metric.mean[i]),
-                    cell(metric.low[i]),
-                    cell(metric.high[i])
-                )
-            }))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let figure = plot.render("calibration", csv, String::new());
-        let [mape, bias, correlation, inside] = metric.figures;
-        panels.push_str(&format!(
-            "<section class=\"metric{}\" data-metric=\"{}\"><h3>{}</h3><p>MAPE {} · bias {} · correlation {} · \
-             production inside the band {}{}</p>{}</section>\n",
-            if metric.disagrees { " disagrees" } else { "" },
-            escape(&metric.name),
-            escape(&metric.name),
-            figure_text(mape, false),
-            figure_text(bias, true),
-            correlation.map_or("—".into(), |c| format!("{c:.3}")),
-            figure_text(inside, false),
-            if metric.disagrees { " · <strong>over --max-error</strong>" } else { "" },
-            figure.svg
-        ));
-    }
-    let fitted = if page.fitted.is_empty() {
-        "<p>No unknowns fitted (<code>--check</code>): the scenario as it is.</p>".to_string()
-    } else {
-        let rows: String = page
-            .fitted
-            .iter()
-            .map(|(path, value, interval)| {
-                format!(
-                    "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
-                    escape(path),
-                    escape(value),
-                    escape(interval)
-                )
-            })
-            .collect();
-        format!(
-            "<table><tr><th>unknown</th><th>fitted</th><th>95% interval</th></tr>{rows}</table><p class=\"note\">{}</p>",
-            escape(&page.interval_method)
-        )
-    };
+    let panels: String = page.metrics.iter().map(|metric| panel(metric, production, simulated)).collect();
+    let fitted = fitted_table(page);
     let notes: String = page.notes.iter().map(|n| format!("<li>{}</li>", escape(n))).collect();
     let legend = format!(
         "<p><span class=\"key\" style=\"background:{}\"></span> production <span class=\"key\" style=\"background:{}\"></span> \
