@@ -22,46 +22,45 @@ fn number(value: &Value, key: &str) -> Option<f64> {
     value.get(key).and_then(Value::as_f64)
 }
 
-/// The page for `rare.json`'s `document`.
-pub fn render(document: &Value) -> String {
-    let points = document["points"].as_array().cloned().unwrap_or_default();
-    let per = document["per"].as_str();
-    let rows: String = points
-        .iter()
-        .map(|point| {
-            let period = &point["per_period"];
-            let per_cells = match per {
-                Some(_) => format!(
-                    "<td>{} [{}, {}]</td>",
-                    scientific(number(period, "probability")),
-                    scientific(number(period, "ci_lo")),
-                    scientific(number(period, "ci_hi"))
-                ),
-                None => String::new(),
-            };
-            let needed = number(point, "plain_events_needed");
-            let events = number(point, "events").unwrap_or(0.0);
-            let cost = match needed {
-                Some(needed) if events > 0.0 && needed >= 2.0 * events => {
-                    format!("{} ({:.0}× fewer than plain replicas)", short(events), needed / events)
-                }
-                Some(needed) => format!("{} (plain replicas: {})", short(events), short(needed)),
-                _ => short(events),
-            };
-            format!(
-                "<tr><td>{}</td><td><b>{}</b> [{}, {}]</td>{per_cells}<td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{cost}</td></tr>",
-                escape(point["label"].as_str().unwrap_or("")),
-                scientific(number(point, "probability")),
-                scientific(number(point, "ci_lo")),
-                scientific(number(point, "ci_hi")),
-                number(point, "relative_error").map_or(f64::NAN, |r| r * 100.0),
-                point["runs"].as_u64().unwrap_or(0),
-                point["levels"].as_array().map_or(0, Vec::len),
-                point["hits"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
-    let warnings: String = points
+/// A grid point's row: its probability with the 95% interval (and per period, with
+/// `per`), relative error, runs, levels, hits, and the events it cost against plain
+/// replicas'.
+fn estimate_row(point: &Value, per: bool) -> String {
+    let period = &point["per_period"];
+    let per_cells = match per {
+        true => format!(
+            "<td>{} [{}, {}]</td>",
+            scientific(number(period, "probability")),
+            scientific(number(period, "ci_lo")),
+            scientific(number(period, "ci_hi"))
+        ),
+        false => String::new(),
+    };
+    let needed = number(point, "plain_events_needed");
+    let events = number(point, "events").unwrap_or(0.0);
+    let cost = match needed {
+        Some(needed) if events > 0.0 && needed >= 2.0 * events => {
+            format!("{} ({:.0}× fewer than plain replicas)", short(events), needed / events)
+        }
+        Some(needed) => format!("{} (plain replicas: {})", short(events), short(needed)),
+        _ => short(events),
+    };
+    format!(
+        "<tr><td>{}</td><td><b>{}</b> [{}, {}]</td>{per_cells}<td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{cost}</td></tr>",
+        escape(point["label"].as_str().unwrap_or("")),
+        scientific(number(point, "probability")),
+        scientific(number(point, "ci_lo")),
+        scientific(number(point, "ci_hi")),
+        number(point, "relative_error").map_or(f64::NAN, |r| r * 100.0),
+        point["runs"].as_u64().unwrap_or(0),
+        point["levels"].as_array().map_or(0, Vec::len),
+        point["hits"].as_u64().unwrap_or(0),
+    )
+}
+
+/// When to doubt the estimates: every point's warnings, or that there are none.
+fn warnings(points: &[Value]) -> String {
+    let items: String = points
         .iter()
         .flat_map(|point| {
             let label = point["label"].as_str().unwrap_or("").to_string();
@@ -73,11 +72,15 @@ pub fn render(document: &Value) -> String {
                 .map(move |text| format!("<li>{}: {}</li>", escape(&label), escape(text.as_str().unwrap_or(""))))
         })
         .collect();
-    let warnings = if warnings.is_empty() {
+    if items.is_empty() {
         "<p>None: every level was crossed and no run carries most of the estimate.</p>".to_string()
     } else {
-        format!("<ul class=\"warnings\">{warnings}</ul>")
-    };
+        format!("<ul class=\"warnings\">{items}</ul>")
+    }
+}
+
+/// The ladder: each point's probability of reaching each level (log scale).
+fn ladder(points: &[Value]) -> LinePlot {
     let n = points.len().max(1);
     let lines: Vec<Line> = points
         .iter()
@@ -99,7 +102,7 @@ pub fn render(document: &Value) -> String {
             }
         })
         .collect();
-    let plot = LinePlot {
+    LinePlot {
         title: "The ladder: the probability of reaching each level".into(),
         x: Axis::linear("level of the score"),
         y: Axis { label: "probability of reaching it (log)".into(), scale: Scale::Log },
@@ -108,8 +111,16 @@ pub fn render(document: &Value) -> String {
         markers: Vec::new(),
         bands: Vec::new(),
         size: (900, 420),
-    };
-    let figure = plot.render("ladder", String::new(), String::new());
+    }
+}
+
+/// The page for `rare.json`'s `document`.
+pub fn render(document: &Value) -> String {
+    let points = document["points"].as_array().cloned().unwrap_or_default();
+    let per = document["per"].as_str();
+    let rows: String = points.iter().map(|point| estimate_row(point, per.is_some())).collect();
+    let warnings = warnings(&points);
+    let figure = ladder(&points).render("ladder", String::new(), String::new());
     let legend = crate::blocks::legend_html(&figure);
     let per_head = per.map(|text| format!("<th>per {}</th>", escape(text))).unwrap_or_default();
     format!(
