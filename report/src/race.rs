@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use stampede_output::Table;
+
 use crate::blocks::{csv, escape, Block, Context, Section};
 use crate::chart::{series_colour, short, Axis, Line, LinePlot, Point, WIDE};
 
@@ -19,16 +21,19 @@ struct Standing {
     reason: String,
 }
 
-/// The race section, when the folder has `optimize.parquet`.
-pub fn race(ctx: &Context) -> Option<Section> {
-    let (_, table) = ctx.folder.extra.iter().find(|(name, _)| name == "optimize.parquet")?;
+/// Per candidate (its grid point), its label and its standings round by round.
+type ByCandidate = BTreeMap<u32, (String, Vec<Standing>)>;
+
+/// Each candidate's label and standings round by round, with the rows of the
+/// figure's CSV; `None` when a column is missing.
+fn standings(table: &Table) -> Option<(ByCandidate, Vec<Vec<String>>)> {
     let numbers = |name: &str| table.numbers(name).ok();
     let (rounds, spent, points, replicas) =
         (numbers("round")?, numbers("replicas_spent")?, numbers("grid_point")?, numbers("replicas")?);
     let (means, los, his) = (numbers("objective_mean")?, numbers("objective_ci_lo")?, numbers("objective_ci_hi")?);
     let (labels, states, reasons) =
         (table.strings("candidate").ok()?, table.strings("state").ok()?, table.strings("reason").ok()?);
-    let mut by_candidate: BTreeMap<u32, (String, Vec<Standing>)> = BTreeMap::new();
+    let mut by_candidate = ByCandidate::new();
     let mut rows = Vec::new();
     for i in 0..table.rows() {
         let candidate = points[i] as u32;
@@ -54,35 +59,63 @@ pub fn race(ctx: &Context) -> Option<Section> {
             states[i].clone(),
         ]);
     }
+    Some((by_candidate, rows))
+}
+
+/// Candidate `candidate`'s line (the `k`th of `n`): drawn while alive, and at the
+/// round it left the race (its last point).
+fn candidate_line(k: usize, n: usize, candidate: u32, standings: &[Standing]) -> Line {
+    let mut shown: Vec<&Standing> = Vec::new();
+    for standing in standings {
+        shown.push(standing);
+        if standing.state != "alive" {
+            break;
+        }
+    }
+    let last = standings.last().expect("a candidate has rows");
+    let out = shown.last().filter(|s| s.state != "alive" && s.state != "chosen");
+    let suffix = match out {
+        Some(s) => format!(" — {} in round {}", s.state, s.round),
+        None if last.state == "chosen" => " — chosen".to_string(),
+        None => String::new(),
+    };
+    Line {
+        label: format!("#{candidate}{suffix}"),
+        colour: series_colour(k, n),
+        points: shown
+            .iter()
+            .filter(|s| s.mean.is_finite())
+            .map(|s| Point { x: s.spent, y: s.mean, interval: (s.lo.is_finite()).then_some((s.lo, s.hi)) })
+            .collect(),
+        whiskers: true,
+    }
+}
+
+/// The objective's metric and why the search chose as it did (`optimize.json`).
+fn objective(ctx: &Context) -> (String, String) {
+    let objective = std::fs::read_to_string(ctx.folder.dir.join("optimize.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let metric = objective
+        .as_ref()
+        .and_then(|o| o.pointer("/objective/metric"))
+        .and_then(|m| m.as_str())
+        .unwrap_or("objective")
+        .to_string();
+    let why = objective.as_ref().and_then(|o| o.get("why")).and_then(|w| w.as_str()).unwrap_or_default().to_string();
+    (metric, why)
+}
+
+/// The race section, when the folder has `optimize.parquet`.
+pub fn race(ctx: &Context) -> Option<Section> {
+    let (_, table) = ctx.folder.extra.iter().find(|(name, _)| name == "optimize.parquet")?;
+    let (by_candidate, rows) = standings(table)?;
     let n = by_candidate.len();
     let mut lines = Vec::new();
     let mut table_rows = String::new();
     for (k, (candidate, (label, standings))) in by_candidate.iter().enumerate() {
-        // Drawn while alive, and at the round it left the race (its last point).
-        let mut shown: Vec<&Standing> = Vec::new();
-        for standing in standings {
-            shown.push(standing);
-            if standing.state != "alive" {
-                break;
-            }
-        }
+        lines.push(candidate_line(k, n, *candidate, standings));
         let last = standings.last().expect("a candidate has rows");
-        let out = shown.last().filter(|s| s.state != "alive" && s.state != "chosen");
-        let suffix = match out {
-            Some(s) => format!(" — {} in round {}", s.state, s.round),
-            None if last.state == "chosen" => " — chosen".to_string(),
-            None => String::new(),
-        };
-        lines.push(Line {
-            label: format!("#{candidate}{suffix}"),
-            colour: series_colour(k, n),
-            points: shown
-                .iter()
-                .filter(|s| s.mean.is_finite())
-                .map(|s| Point { x: s.spent, y: s.mean, interval: (s.lo.is_finite()).then_some((s.lo, s.hi)) })
-                .collect(),
-            whiskers: true,
-        });
         let emphasis = if last.state == "chosen" { " class=\"best\"" } else { "" };
         table_rows.push_str(&format!(
             "<tr{emphasis}><td>#{candidate}</td><td>{}</td><td>{}</td><td>{} [{}, {}]</td><td>{}</td><td>{}</td></tr>",
@@ -95,16 +128,7 @@ pub fn race(ctx: &Context) -> Option<Section> {
             escape(&last.reason)
         ));
     }
-    let objective = std::fs::read_to_string(ctx.folder.dir.join("optimize.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    let metric = objective
-        .as_ref()
-        .and_then(|o| o.pointer("/objective/metric"))
-        .and_then(|m| m.as_str())
-        .unwrap_or("objective")
-        .to_string();
-    let why = objective.as_ref().and_then(|o| o.get("why")).and_then(|w| w.as_str()).unwrap_or_default().to_string();
+    let (metric, why) = objective(ctx);
     let plot = LinePlot {
         title: format!("The race: {metric} per candidate against replicas spent"),
         x: Axis::linear("replicas spent in all"),
