@@ -167,16 +167,20 @@ pub fn compare_with(
     check_comparable((a, ma), (b, mb))?;
     let paired = ma.seed == mb.seed;
     let (infos, _) = points(&fa, &fa.metric_defs(), &crate::data::SummaryIndex::of(&fa.summary));
-    let extra = expression_values(&ma.metrics, expressions, (&ra, &rb))?;
+    // Every compared column read once a side: the metrics, then the expressions.
+    let mut columns: Vec<(String, [Vec<f64>; 2])> = ma
+        .metrics
+        .iter()
+        .map(|m| Ok((m.clone(), [ra.numbers(m).map_err(io)?, rb.numbers(m).map_err(io)?])))
+        .collect::<Result<_>>()?;
+    let expressions = expression_values(&columns, expressions)?;
+    columns.extend(expressions);
+    let places = [ReplicaPlaces::of(&ra)?, ReplicaPlaces::of(&rb)?];
     let mut rows = Vec::new();
-    let metrics: Vec<String> = ma.metrics.iter().cloned().chain(extra.iter().map(|(text, ..)| text.clone())).collect();
     for info in &infos {
-        for metric in &metrics {
-            let values = |table: &Table, side: usize| match extra.iter().find(|(text, ..)| text == metric) {
-                Some((_, values)) => by_replica(table, info.index, &values[side]),
-                None => by_replica(table, info.index, &table.numbers(metric).map_err(io)?),
-            };
-            let pair = Pair { a: values(&ra, 0)?, b: values(&rb, 1)? };
+        for (metric, values) in &columns {
+            let pair =
+                Pair { a: places[0].of_point(info.index, &values[0]), b: places[1].of_point(info.index, &values[1]) };
             let difference = pair.difference(paired);
             let beyond = tolerance.is_some_and(|t| difference.diff.abs() > t * difference.mean_a.abs());
             rows.push(Row {
@@ -283,16 +287,16 @@ fn check_comparable((a, ma): (&Path, &Manifest), (b, mb): (&Path, &Manifest)) ->
     Ok(())
 }
 
-/// Each of `expressions` as (its text, its value per replica row of A and of B).
+/// Each of `expressions` as (its text, its value per replica row of A and of B),
+/// computed from `metrics` (each metric's column on each side, in the runs' order).
 /// An expression the runs already wrote as a column (`run --metric 'a / b'`), or one
 /// given twice, is compared once: a second row would be listed twice and counted
 /// twice by Holm's correction (issue 72).
 fn expression_values(
-    metrics: &[String],
+    metrics: &[(String, [Vec<f64>; 2])],
     expressions: &[String],
-    tables: (&Table, &Table),
 ) -> Result<Vec<(String, [Vec<f64>; 2])>> {
-    let names: Vec<&str> = metrics.iter().map(String::as_str).collect();
+    let names: Vec<&str> = metrics.iter().map(|(name, _)| name.as_str()).collect();
     let mut parsed = expressions
         .iter()
         .map(|text| MetricExpr::parse(text, &names, "--metric"))
@@ -304,22 +308,37 @@ fn expression_values(
         new
     });
     // An expression's value per replica row: every metric's column, row by row.
-    let computed = |table: &Table, expr: &MetricExpr| -> Result<Vec<f64>> {
-        let columns = names.iter().map(|m| table.numbers(m).map_err(io)).collect::<Result<Vec<_>>>()?;
-        let rows = columns.first().map_or(0, Vec::len);
-        Ok((0..rows).map(|row| expr.eval(&columns.iter().map(|c| c[row]).collect::<Vec<f64>>())).collect())
+    let computed = |side: usize, expr: &MetricExpr| -> Vec<f64> {
+        let rows = metrics.first().map_or(0, |(_, values)| values[side].len());
+        (0..rows).map(|row| expr.eval(&metrics.iter().map(|(_, c)| c[side][row]).collect::<Vec<f64>>())).collect()
     };
-    parsed.iter().map(|expr| Ok((expr.text.clone(), [computed(tables.0, expr)?, computed(tables.1, expr)?]))).collect()
+    Ok(parsed.iter().map(|expr| (expr.text.clone(), [computed(0, expr), computed(1, expr)])).collect())
 }
 
-/// Grid point `point`'s (replica, value) pairs from a replica table's rows, whose
-/// values are `values`, in replica order.
-fn by_replica(table: &Table, point: u32, values: &[f64]) -> Result<Vec<(u64, f64)>> {
-    let (points, replicas) = (table.numbers("grid_point").map_err(io)?, table.numbers("replica").map_err(io)?);
-    let mut rows: Vec<(u64, f64)> =
-        (0..points.len()).filter(|&i| points[i] == f64::from(point)).map(|i| (replicas[i] as u64, values[i])).collect();
-    rows.sort_by_key(|(replica, _)| *replica);
-    Ok(rows)
+/// Where a replica table's rows lie: each row's grid point and replica.
+struct ReplicaPlaces {
+    points: Vec<f64>,
+    replicas: Vec<f64>,
+}
+
+impl ReplicaPlaces {
+    fn of(table: &Table) -> Result<ReplicaPlaces> {
+        Ok(ReplicaPlaces {
+            points: table.numbers("grid_point").map_err(io)?,
+            replicas: table.numbers("replica").map_err(io)?,
+        })
+    }
+
+    /// Grid point `point`'s (replica, value) pairs, whose values by row are `values`,
+    /// in replica order.
+    fn of_point(&self, point: u32, values: &[f64]) -> Vec<(u64, f64)> {
+        let mut rows: Vec<(u64, f64)> = (0..self.points.len())
+            .filter(|&i| self.points[i] == f64::from(point))
+            .map(|i| (self.replicas[i] as u64, values[i]))
+            .collect();
+        rows.sort_by_key(|(replica, _)| *replica);
+        rows
+    }
 }
 
 /// Holm's correction over every tested row. A metric that measures the run rather

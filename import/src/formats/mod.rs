@@ -150,7 +150,8 @@ pub fn read_file(path: &Path, format: Format, reader: &mut Reader) -> Result<()>
 fn read_file_within(path: &Path, format: Format, reader: &mut Reader, max_document: u64) -> Result<()> {
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| Error::bad_input(format!("{shown}: cannot open: {e}")))?;
-    let mut input = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut source =
+        Source { input: std::io::BufReader::with_capacity(1 << 20, file), shown: shown.to_string(), max_document };
     let mut first_error: Option<String> = None;
     let (mut records, mut failures) = (0u64, 0u64);
     let mut note = |result: std::result::Result<(), String>, what: &str, reader: &mut Reader| {
@@ -162,13 +163,9 @@ fn read_file_within(path: &Path, format: Format, reader: &mut Reader, max_docume
         }
     };
     match format {
-        Format::OtlpJson | Format::AlibabaCsv => {
-            read_lines(&mut input, &shown.to_string(), format, reader, &mut note, max_document)?
-        }
-        Format::OtlpProto => read_protobuf(&mut input, &shown.to_string(), reader, &mut note, max_document)?,
-        Format::JaegerJson | Format::ZipkinJson => {
-            read_document(&mut input, &shown.to_string(), format, reader, &mut note, max_document)?
-        }
+        Format::OtlpJson | Format::AlibabaCsv => read_lines(&mut source, format, reader, &mut note)?,
+        Format::OtlpProto => read_protobuf(&mut source, reader, &mut note)?,
+        Format::JaegerJson | Format::ZipkinJson => read_document(&mut source, format, reader, &mut note)?,
     }
     if records > 0 && failures == records {
         return Err(Error::bad_input(format!(
@@ -180,18 +177,20 @@ fn read_file_within(path: &Path, format: Format, reader: &mut Reader, max_docume
     Ok(())
 }
 
+/// A trace file open for reading: its input, its name as the errors say it, and the
+/// most a record may hold (memory is bounded by it, whatever the file's size).
+struct Source {
+    input: std::io::BufReader<std::fs::File>,
+    shown: String,
+    max_document: u64,
+}
+
 /// An OTLP JSON or Alibaba CSV file, record by record. A record is a line, or for
 /// OTLP whose first document spans lines (pretty printed, as the spec's examples and
 /// `jq` write it), every line until the document's outermost bracket closes. JSON
 /// lines stay a line each: a damaged line then costs that line, not the lines after it.
-fn read_lines(
-    input: &mut std::io::BufReader<std::fs::File>,
-    shown: &str,
-    format: Format,
-    reader: &mut Reader,
-    note: &mut Note,
-    max_document: u64,
-) -> Result<()> {
+fn read_lines(source: &mut Source, format: Format, reader: &mut Reader, note: &mut Note) -> Result<()> {
+    let (input, shown, max_document) = (&mut source.input, source.shown.as_str(), source.max_document);
     let mut record = Vec::new();
     let (mut number, mut first_line) = (0u64, 0u64);
     let mut columns = None;
@@ -254,14 +253,8 @@ fn read_lines(
 }
 
 /// A Jaeger or Zipkin file: one JSON document, read whole (at most `max_document`).
-fn read_document(
-    input: &mut std::io::BufReader<std::fs::File>,
-    shown: &str,
-    format: Format,
-    reader: &mut Reader,
-    note: &mut Note,
-    max_document: u64,
-) -> Result<()> {
+fn read_document(source: &mut Source, format: Format, reader: &mut Reader, note: &mut Note) -> Result<()> {
+    let (input, shown, max_document) = (&mut source.input, source.shown.as_str(), source.max_document);
     let mut text = Vec::new();
     (&mut *input)
         .take(max_document + 1)
@@ -297,13 +290,8 @@ type Note<'a> = dyn FnMut(std::result::Result<(), String>, &str, &mut Reader) + 
 
 /// Reads OTLP protobuf from `input`: one message, or the Collector's frames (a
 /// big-endian u32 byte count before each message), each handed to `note` as a record.
-fn read_protobuf(
-    input: &mut std::io::BufReader<std::fs::File>,
-    shown: &str,
-    reader: &mut Reader,
-    note: &mut Note,
-    max_document: u64,
-) -> Result<()> {
+fn read_protobuf(source: &mut Source, reader: &mut Reader, note: &mut Note) -> Result<()> {
+    let (input, shown, max_document) = (&mut source.input, source.shown.as_str(), source.max_document);
     let io = |e: std::io::Error| Error::bad_input(format!("{shown}: cannot read: {e}"));
     // The framing from the first bytes, left in the buffer.
     let framing = otlp::proto::Framing::detect(input.fill_buf().map_err(io)?);
