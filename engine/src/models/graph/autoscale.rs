@@ -11,7 +11,8 @@
 use crate::kernel::sim::Scheduler;
 use crate::kernel::time::Nanos;
 
-use super::model::{Graph, Lifecycle};
+use super::entities::Lifecycle;
+use super::model::Graph;
 use super::params::ScaleMetric;
 use super::state::Event;
 

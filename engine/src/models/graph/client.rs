@@ -46,9 +46,9 @@ impl CallOutcome {
 /// outstanding compares only those), and with none usable the pick stands.
 fn pick(
     balance: Balance,
-    edge: &mut super::model::EdgeState,
+    edge: &mut super::entities::EdgeState,
     health: Option<&crate::policy::health::HealthChecker>,
-    instances: &[super::model::Instance],
+    instances: &[super::entities::Instance],
     now: Nanos,
     count: u32,
     slot: impl Fn(u32) -> u32,

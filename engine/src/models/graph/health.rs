@@ -14,7 +14,8 @@ use crate::kernel::time::Nanos;
 use crate::kernel::timer::TimerSlot;
 use crate::policy::health::HealthChange;
 
-use super::model::{measured_s, Graph, Lifecycle};
+use super::entities::Lifecycle;
+use super::model::{measured_s, Graph};
 use super::state::{Attempt, Event, PROBE_CALL, PROBE_EDGE};
 
 impl Graph<'_> {

@@ -11,6 +11,8 @@
 //! **Workloads** send requests to entry endpoints; **faults** slow, delay, break or
 //! crash instances and partition edges.
 //!
+//! Each service, instance, edge and workload keeps its state in flat arrays (see
+//! `entities.rs`, built by `setup.rs`).
 //! A request is a tree of calls, attempts and jobs in slabs (see `state.rs`); names
 //! were resolved to indices before the replica starts, so nothing looks up a string
 //! or allocates per event once the slabs and queues have grown.
@@ -29,6 +31,7 @@ mod autoscale;
 mod cache;
 mod client;
 mod culprit;
+mod entities;
 mod fixture;
 mod health;
 mod model;
@@ -37,6 +40,7 @@ pub mod params;
 mod pool;
 pub mod results;
 mod server;
+mod setup;
 mod state;
 #[cfg(test)]
 mod tests;

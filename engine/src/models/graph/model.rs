@@ -1,209 +1,21 @@
-//! The graph model's struct: construction, event dispatch, time integrals, faults and
-//! the end of a run. What happens to a call is in `client.rs`, to a job in `server.rs`.
+//! The graph model's struct: construction (its parts built in `setup.rs`), event
+//! dispatch, time integrals, faults and the end of a run. What happens to a call is
+//! in `client.rs`, to a job in `server.rs`.
 
-use std::collections::VecDeque;
-
-use crate::components::arrivals::Arrivals;
-use crate::components::distribution::Distribution;
-use crate::components::ring::{BoundedLoadRouter, HashRing, RingHash};
 use crate::kernel::histogram::LatencyHistogram;
-use crate::kernel::rng::{RngStream, StreamPurpose};
+use crate::kernel::rng::RngStream;
 use crate::kernel::sim::{Model, Scheduler, Simulation};
 use crate::kernel::slab::{Slab, SlabKey};
 use crate::kernel::time::{Nanos, NANOS_PER_SEC};
-use crate::kernel::timeout_fifo::TimeoutFifo;
-use crate::kernel::timer::TimerTicket;
-use crate::measurement::buckets::BucketCursor;
 use crate::measurement::level_series::LevelSeries;
 use crate::measurement::request_latencies::{EndingSlots, RequestLatencies};
-use crate::measurement::running_quantile::RunningQuantile;
-use crate::models::cluster::QueueDiscipline;
-use crate::policy::adaptive_timeout::AdaptiveTimeout;
-use crate::policy::breaker::CircuitBreaker;
-use crate::policy::codel::CoDel;
-use crate::policy::health::HealthChecker;
-use crate::policy::hedge::HedgePolicy;
-use crate::policy::limiter::ConcurrencyLimiter;
-use crate::policy::outlier::OutlierDetector;
 use crate::policy::pool::ConnectionPool;
-use crate::policy::retry_budget::RetryBudget;
-use crate::policy::shedder::PriorityShedder;
-use crate::policy::token_bucket::TokenBucket;
 
-use super::params::{Balance, EndpointParams, FaultKind, FaultTarget, GraphParams, WorkloadArrivals};
-use super::results::{EdgeResults, EntryResults, GraphResults, GraphSeries, ServiceResults};
-use super::state::{Attempt, Call, Event, Job, OutEdges, PoolWaiter, NO_POOL};
-
-pub(super) const ARRIVALS: StreamPurpose = StreamPurpose::named("graph.arrivals");
-pub(super) const MIX: StreamPurpose = StreamPurpose::named("graph.mix");
-pub(super) const WORK: StreamPurpose = StreamPurpose::named("graph.work");
-pub(super) const NETWORK: StreamPurpose = StreamPurpose::named("graph.network");
-pub(super) const CLIENT: StreamPurpose = StreamPurpose::named("graph.client");
-pub(super) const ROUTING: StreamPurpose = StreamPurpose::named("graph.routing");
-pub(super) const ERRORS: StreamPurpose = StreamPurpose::named("graph.errors");
-pub(super) const LIMITS: StreamPurpose = StreamPurpose::named("graph.limits");
-pub(super) const PROVISIONING: StreamPurpose = StreamPurpose::named("graph.provisioning");
-pub(super) const BRANCHES: StreamPurpose = StreamPurpose::named("graph.branches");
-
-/// Answered requests an entry's running p99 needs before a request can be called slow,
-/// and between two readings of it.
-const SLOW_MIN_SAMPLES: u32 = 200;
-
-/// One instance of a service.
-pub(super) struct Instance {
-    pub service: u32,
-    pub busy: u32,
-    pub queue: VecDeque<crate::kernel::slab::SlabKey>,
-    /// Jobs present: queued, working or waiting on calls.
-    pub present: u32,
-    /// Jobs waiting on a group of calls, and those of them holding a worker (`culprit.rs`).
-    pub awaiting: u32,
-    pub blocked: u32,
-    pub up: bool,
-    pub epoch: u32,
-    pub codel: Option<CoDel>,
-    pub shedder: Option<PriorityShedder>,
-    pub limiter: Option<ConcurrencyLimiter>,
-    pub bucket: Option<TokenBucket>,
-    /// Where it is in an autoscaled life (always `Serving` without autoscaling).
-    pub lifecycle: Lifecycle,
-    /// Its current provisioning's number (a cancelled one's `InstanceReady` is stale).
-    pub provision_epoch: u32,
-    /// A cold start: work is slower from `cold_from` until `cold_until`.
-    pub cold_from: Nanos,
-    pub cold_until: Nanos,
-    /// Work takes its drawn time: no slowdown and no cold start (the hot path's one test;
-    /// a cold start that has ended is noticed on the slow path, which sets it back).
-    pub plain: bool,
-    /// Active faults, recomputed at every fault transition.
-    pub slowdown: f64,
-    pub added: Nanos,
-    pub error_rate: f64,
-}
-
-/// Where an instance of an autoscaled service is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Lifecycle {
-    /// Balancers send it requests.
-    Serving,
-    /// Started, not ready yet.
-    Provisioning,
-    /// Not running, or draining: no new requests (work it holds finishes).
-    Off,
-}
-
-/// An autoscaled service's scaler and what it last measured.
-pub(super) struct ScalerState {
-    pub autoscaler: crate::policy::autoscale::Autoscaler,
-    /// Instances provisioning (decided, not ready).
-    pub provisioning: u32,
-    /// The levels' integrals since the start (busy, present, queued) × ns, and their
-    /// values at the last decision; and the service's `blocked_total` then.
-    pub totals: (u128, u128, u128),
-    pub totals_then: (u128, u128, u128),
-    pub blocked_then: u128,
-    /// Attempts that arrived, and their count at the last decision.
-    pub arrivals: u64,
-    pub arrivals_then: u64,
-    /// The count the autoscaler asked for, and the metric it read (× 1,000), over
-    /// time: every decision can be audited.
-    pub desired: LevelSeries,
-    pub read_milli: LevelSeries,
-    /// Instances serving over time.
-    pub serving: LevelSeries,
-    pub last_sync: Nanos,
-    pub provision_rng: RngStream,
-}
-
-/// Per-service state beside its instances: the levels the time integrals read.
-pub(super) struct ServiceState {
-    pub first_instance: u32,
-    pub busy: u64,
-    pub queued: u64,
-    pub present: u64,
-    /// Its instances' jobs waiting on calls, those of them holding a worker, and its
-    /// instances with an active fault of their own (`culprit.rs`).
-    pub awaiting: u64,
-    pub blocked: u64,
-    pub faulted: u32,
-    pub last_change: Nanos,
-    /// The series bucket `last_change` falls in.
-    pub cursor: BucketCursor,
-    pub busy_window: u128,
-    pub queued_window: u128,
-    pub present_window: u128,
-    /// Σ workers blocked on calls × ns: since the start, and after warm-up; closed up
-    /// to `blocked_since` (its own, light integral: the level changes per group of
-    /// calls, and the series' per-bucket walk is not needed for it).
-    pub blocked_total: u128,
-    pub blocked_window: u128,
-    pub blocked_since: Nanos,
-    /// Local indices of the instances serving, ascending (`None`: all, not autoscaled).
-    pub serving: Option<Vec<u32>>,
-    pub scaler: Option<ScalerState>,
-    pub results: ServiceResults,
-    pub work_rng: RngStream,
-    pub error_rng: RngStream,
-    pub limit_rng: RngStream,
-    /// Active health checks of its instances (by local index), if on.
-    pub health: Option<HealthChecker>,
-    /// The endpoint its probes call (appended to the graph's; `u32::MAX` without checks).
-    pub probe_endpoint: u32,
-    /// Per instance, since when it has been marked unhealthy (`Nanos::MAX`: healthy).
-    pub unhealthy_since: Vec<Nanos>,
-    /// With health checks: instances marked unhealthy over time.
-    pub unhealthy: Option<LevelSeries>,
-}
-
-/// Per-edge client state.
-pub(super) struct EdgeState {
-    pub budget: RetryBudget,
-    pub breaker: Option<CircuitBreaker>,
-    pub hedge: Option<HedgePolicy>,
-    /// Ejection of the callee's failing instances, by local index.
-    pub outlier: Option<OutlierDetector>,
-    /// With outlier detection: instances ejected over time.
-    pub ejected: Option<LevelSeries>,
-    /// With a pool: connections in use and attempts waiting, over all its pools.
-    pub pool_in_use: Option<LevelSeries>,
-    pub pool_waiting: Option<LevelSeries>,
-    pub adaptive_timeout: Option<AdaptiveTimeout>,
-    /// Its caller instances' pools are `pools[first_pool ..]` (`NO_POOL`: none).
-    pub first_pool: u32,
-    /// The balancer picks among the callee's serving (autoscaled) or healthy
-    /// (health-checked) instances, not all of them (consistent hashing never: its ring).
-    pub filters_callee: bool,
-    pub ring: Option<(HashRing, BoundedLoadRouter)>,
-    pub round_robin: u32,
-    /// Attempts in flight on the edge (Envoy's budget reads them).
-    pub active: u32,
-    /// Calls along it that a job waits for (`culprit.rs`).
-    pub outstanding_calls: u32,
-    /// Timeouts of the edge's own length, due in the order armed: (attempt, ticket).
-    pub expiries: TimeoutFifo<(SlabKey, TimerTicket)>,
-    pub network_rng: RngStream,
-    /// The one-way delay when every draw gives the same (no distribution, or a
-    /// constant): taken instead of drawn.
-    pub network_fixed: Option<Nanos>,
-    pub client_rng: RngStream,
-    pub routing_rng: RngStream,
-    /// An active partition: `Some(fail_fast)`.
-    pub partition: Option<bool>,
-    pub added: Nanos,
-    pub slowdown: f64,
-    pub error_rate: f64,
-    pub results: EdgeResults,
-}
-
-pub(super) struct WorkloadState {
-    pub load: Option<Arrivals>,
-    pub arrival_rng: RngStream,
-    pub mix_rng: RngStream,
-    pub results: EntryResults,
-    /// Its entry's running p99 of answered requests: above it (or above its SLO) a
-    /// request is slow.
-    pub slow_p99: RunningQuantile,
-}
+use super::entities::{EdgeState, Instance, Lifecycle, ServiceState, WorkloadState};
+use super::params::{FaultKind, FaultTarget, GraphParams, WorkloadArrivals};
+use super::results::{EntryResults, GraphResults, GraphSeries};
+use super::setup::{self, Streams, BRANCHES, MIX};
+use super::state::{Attempt, Call, Event, Job, OutEdges, PoolWaiter};
 
 /// The seconds of `[from, until)` inside the measured window `[warmup, horizon)`
 /// (an ejection, an instance marked unhealthy).
@@ -260,204 +72,21 @@ impl<'h> Graph<'h> {
         let split_endings = latencies.len() == 4 * p.workloads.len();
         assert!(split_endings || latencies.len() == p.workloads.len(), "one or four histograms per workload");
         assert!(p.bucket > 0 && !p.workloads.is_empty());
-        let stream = |purpose: StreamPurpose, index: usize| {
-            RngStream::derive(master_seed, replica, purpose.indexed(index as u64))
-        };
-        // A service that is health-checked gets an endpoint of its own for the probes:
-        // its work, no steps.
-        let probe_endpoints: Vec<u32> = (0..p.services.len())
-            .map(|s| match p.services[s].health_check {
-                None => u32::MAX,
-                Some(_) => {
-                    let work = p.services[s].health_check_work;
-                    p.endpoints.push(EndpointParams {
-                        cache: None,
-                        service: s as u32,
-                        work: (work > 0).then(|| {
-                            let value_s = work as f64 / NANOS_PER_SEC as f64;
-                            Distribution::new(crate::components::distribution::Shape::Constant { value_s })
-                        }),
-                        first_step: 0,
-                        step_count: 0,
-                    });
-                    p.endpoints.len() as u32 - 1
-                }
-            })
-            .collect();
+        let streams = Streams { master_seed, replica };
+        let probe_endpoints = setup::add_probe_endpoints(&mut p);
         let buckets = p.horizon.div_ceil(p.bucket) as usize;
-        let mut instances = Vec::new();
-        let mut services = Vec::with_capacity(p.services.len());
-        for (s, service) in p.services.iter().enumerate() {
-            assert!(service.instances > 0 && service.workers > 0, "validated");
-            services.push(ServiceState {
-                first_instance: instances.len() as u32,
-                busy: 0,
-                queued: 0,
-                present: 0,
-                awaiting: 0,
-                blocked: 0,
-                faulted: 0,
-                last_change: 0,
-                cursor: BucketCursor::new(p.bucket),
-                busy_window: 0,
-                queued_window: 0,
-                present_window: 0,
-                blocked_total: 0,
-                blocked_window: 0,
-                blocked_since: 0,
-                serving: service.autoscale.as_ref().map(|a| {
-                    let mut serving = Vec::with_capacity(service.instances as usize);
-                    serving.extend(0..a.initial);
-                    serving
-                }),
-                scaler: service.autoscale.as_ref().map(|a| ScalerState {
-                    autoscaler: crate::policy::autoscale::Autoscaler::new(a.config),
-                    provisioning: 0,
-                    totals: (0, 0, 0),
-                    totals_then: (0, 0, 0),
-                    blocked_then: 0,
-                    arrivals: 0,
-                    arrivals_then: 0,
-                    desired: {
-                        let mut desired = LevelSeries::new(buckets, p.bucket, p.warmup);
-                        desired.change(0, a.initial as i64);
-                        desired
-                    },
-                    read_milli: LevelSeries::new(buckets, p.bucket, p.warmup),
-                    serving: {
-                        let mut serving = LevelSeries::new(buckets, p.bucket, p.warmup);
-                        serving.change(0, a.initial as i64);
-                        serving
-                    },
-                    last_sync: 0,
-                    provision_rng: stream(PROVISIONING, s),
-                }),
-                results: ServiceResults::default(),
-                work_rng: stream(WORK, s),
-                error_rng: stream(ERRORS, s),
-                limit_rng: stream(LIMITS, s),
-                health: service.health_check.map(|config| HealthChecker::new(config, service.instances)),
-                probe_endpoint: probe_endpoints[s],
-                unhealthy_since: vec![Nanos::MAX; service.instances as usize],
-                unhealthy: service.health_check.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
-            });
-            for k in 0..service.instances {
-                let mut instance = Self::fresh_instance(&p, s as u32, 0);
-                if service.autoscale.as_ref().is_some_and(|a| k >= a.initial) {
-                    instance.lifecycle = Lifecycle::Off;
-                }
-                instances.push(instance);
-            }
-        }
-        let mut pools = Vec::new();
-        let mut pool_edges = Vec::new();
-        let edges = p
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(e, edge)| {
-                let callee = &p.services[edge.to as usize];
-                let first_pool = match edge.pool {
-                    None => NO_POOL,
-                    Some(config) => {
-                        let callers = edge.from.map_or(1, |s| p.services[s as usize].instances);
-                        pools.extend((0..callers).map(|_| ConnectionPool::new(config)));
-                        pool_edges.extend((0..callers).map(|_| e as u32));
-                        (pools.len() - callers as usize) as u32
-                    }
-                };
-                let ring = matches!(edge.balance, Balance::ConsistentHash { .. });
-                EdgeState {
-                    first_pool,
-                    filters_callee: !ring && (callee.autoscale.is_some() || callee.health_check.is_some()),
-                    budget: edge.budget.clone(),
-                    breaker: edge.breaker.map(CircuitBreaker::new),
-                    hedge: edge.hedge.map(HedgePolicy::new),
-                    outlier: edge.outlier.map(|config| OutlierDetector::new(config, callee.instances)),
-                    ejected: edge.outlier.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
-                    pool_in_use: edge.pool.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
-                    pool_waiting: edge.pool.map(|_| LevelSeries::new(buckets, p.bucket, p.warmup)),
-                    adaptive_timeout: edge.adaptive_timeout.map(AdaptiveTimeout::new),
-                    ring: match edge.balance {
-                        Balance::ConsistentHash { vnodes, capacity_factor } => Some((
-                            HashRing::new(callee.instances, vnodes, RingHash::Fast, e as u64),
-                            BoundedLoadRouter::new(callee.instances, capacity_factor),
-                        )),
-                        _ => None,
-                    },
-                    round_robin: 0,
-                    active: 0,
-                    outstanding_calls: 0,
-                    expiries: TimeoutFifo::with_capacity(64),
-                    network_rng: stream(NETWORK, e),
-                    network_fixed: edge.network.as_ref().map_or(Some(0), Distribution::fixed_nanos),
-                    client_rng: stream(CLIENT, e),
-                    routing_rng: stream(ROUTING, e),
-                    partition: None,
-                    added: 0,
-                    slowdown: 1.0,
-                    error_rate: 0.0,
-                    results: EdgeResults::default(),
-                }
-            })
-            .collect();
-        let workloads = p
-            .workloads
-            .iter()
-            .enumerate()
-            .map(|(w, workload)| WorkloadState {
-                load: match &workload.arrivals {
-                    WorkloadArrivals::Open(process) => Some(Arrivals::new(process.clone())),
-                    WorkloadArrivals::Closed { .. } => None,
-                },
-                arrival_rng: stream(ARRIVALS, w),
-                mix_rng: stream(MIX, w),
-                results: EntryResults { keeps_causes: true, ..EntryResults::default() },
-                slow_p99: RunningQuantile::new(0.99, SLOW_MIN_SAMPLES).refreshed_every(SLOW_MIN_SAMPLES),
-            })
-            .collect();
-        let series = GraphSeries {
-            queued_area: vec![vec![0; buckets]; p.services.len()],
-            busy_area: vec![vec![0; buckets]; p.services.len()],
-            cache_hits: p
-                .endpoints
-                .iter()
-                .map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() })
-                .collect(),
-            cache_misses: p
-                .endpoints
-                .iter()
-                .map(|e| if e.cache.is_some() { vec![0; buckets] } else { Vec::new() })
-                .collect(),
-            instances_area: vec![Vec::new(); p.services.len()],
-            desired_area: vec![Vec::new(); p.services.len()],
-            scale_read_milli_area: vec![Vec::new(); p.services.len()],
-            successes: vec![vec![0; buckets]; p.workloads.len()],
-            // Taken from the edges' and services' levels at the end.
-            ..GraphSeries::default()
-        };
-        let mut caches = Vec::new();
-        let first_cache = p
-            .endpoints
-            .iter()
-            .map(|endpoint| match endpoint.cache {
-                None => u32::MAX,
-                Some(cache) => {
-                    let count = p.services[endpoint.service as usize].instances;
-                    caches.extend((0..count).map(|_| super::state::CacheState::new(cache)));
-                    (caches.len() - count as usize) as u32
-                }
-            })
-            .collect();
+        let (services, instances) = setup::services(&p, &streams, &probe_endpoints, buckets);
+        let (edges, pools, pool_edges) = setup::edges(&p, &streams, buckets);
+        let (caches, first_cache) = setup::caches(&p);
         let mut graph = Graph {
-            site_rng: (0..p.call_sites.len()).map(|c| stream(MIX, 1_000_000 + c)).collect(),
+            site_rng: (0..p.call_sites.len()).map(|c| streams.stream(MIX, 1_000_000 + c)).collect(),
             // One per branch, at its first alternative's index (the others' are unused).
-            branch_rng: (0..p.alternatives.len()).map(|a| stream(BRANCHES, a)).collect(),
+            branch_rng: (0..p.alternatives.len()).map(|a| streams.stream(BRANCHES, a)).collect(),
             sites: vec![EntryResults::default(); p.call_sites.len()],
             instances,
             services,
             edges,
-            workloads,
+            workloads: setup::workloads(&p, &streams),
             calls: Slab::with_capacity(1024),
             attempts: Slab::with_capacity(1024),
             jobs: Slab::with_capacity(1024),
@@ -467,7 +96,7 @@ impl<'h> Graph<'h> {
             first_cache,
             cache_results: vec![Default::default(); p.endpoints.len()],
             next_waiter: Vec::new(),
-            series,
+            series: setup::series(&p, buckets),
             entry_latencies: (0..p.workloads.len())
                 .map(|w| match split_endings {
                     true => RequestLatencies::new(EndingSlots::split(4 * w, true)),
@@ -513,36 +142,6 @@ impl<'h> Graph<'h> {
         let (results, series) = simulation.model.finish(horizon, events);
         let trace = simulation.model.tracer.take().map(|t| t.finish(horizon));
         (results, series, trace)
-    }
-
-    /// An instance as it starts (or restarts after a crash: empty, its policies reset).
-    pub(super) fn fresh_instance(p: &GraphParams, service: u32, epoch: u32) -> Instance {
-        let params = &p.services[service as usize];
-        Instance {
-            service,
-            busy: 0,
-            queue: VecDeque::with_capacity(params.queue_capacity.min(4096) as usize),
-            present: 0,
-            awaiting: 0,
-            blocked: 0,
-            up: true,
-            epoch,
-            codel: match params.discipline {
-                QueueDiscipline::CoDel(config) => Some(CoDel::new(config)),
-                _ => None,
-            },
-            shedder: params.shedder.map(|marks| PriorityShedder::new(params.workers, marks)),
-            limiter: params.limiter.map(ConcurrencyLimiter::new),
-            bucket: params.rate_limit.map(|(per_s, burst)| TokenBucket::per_second(per_s, burst)),
-            lifecycle: Lifecycle::Serving,
-            provision_epoch: 0,
-            cold_from: 0,
-            cold_until: 0,
-            plain: true,
-            slowdown: 1.0,
-            added: 0,
-            error_rate: 0.0,
-        }
     }
 
     /// Runs to the horizon: the results and the series.
@@ -766,7 +365,7 @@ impl<'h> Graph<'h> {
         let epoch = instance.epoch + 1;
         let queue = std::mem::take(&mut instance.queue);
         let (lifecycle, provision_epoch) = (instance.lifecycle, instance.provision_epoch);
-        self.instances[i] = Self::fresh_instance(&self.p, s as u32, epoch);
+        self.instances[i] = Instance::fresh(&self.p, s as u32, epoch);
         let instance = &mut self.instances[i];
         (instance.up, instance.lifecycle, instance.provision_epoch) = (false, lifecycle, provision_epoch);
         // Queued jobs hold no event: end them here (their attempts wait for timeouts).

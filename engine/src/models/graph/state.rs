@@ -25,7 +25,7 @@ pub(super) const PROBE_EDGE: u32 = u32::MAX;
 /// [`Attempt::call`] of a health-check probe: a key no call ever has.
 pub(super) const PROBE_CALL: SlabKey = SlabKey::from_bits(u64::MAX);
 
-/// No pool: an edge without one ([`super::model::EdgeState::first_pool`]), an attempt
+/// No pool: an edge without one ([`super::entities::EdgeState::first_pool`]), an attempt
 /// sent without a connection.
 pub(super) const NO_POOL: u32 = u32::MAX;
 
