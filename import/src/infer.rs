@@ -310,6 +310,96 @@ struct Children<'a> {
     starts: &'a [usize],
 }
 
+impl Scratch {
+    /// Each span's parent by id (`parent_of`, as (parent, child) pairs) and the trace's
+    /// roots, for `spans` sorted by start. Returns how many orphans were adopted.
+    fn link_parents(&mut self, spans: &[Span]) -> u64 {
+        let index = &mut self.index;
+        index.clear();
+        index.extend(spans.iter().enumerate().map(|(i, s)| (s.id, i)));
+        let (parent_of, roots) = (&mut self.parent_of, &mut self.roots);
+        parent_of.clear();
+        roots.clear();
+        for (i, span) in spans.iter().enumerate() {
+            match span.parent.and_then(|p| index.get(&p)) {
+                Some(&parent) if parent != i => parent_of.push((parent, i)),
+                _ => roots.push(i),
+            }
+        }
+        // One trace is one request: a span whose parent is missing (a lost span, an
+        // uninstrumented hop between two that are) goes under the trace's root — its
+        // first true root, else its first span — rather than arriving on its own.
+        if roots.len() <= 1 {
+            return 0;
+        }
+        let is_orphan = |i: usize| spans[i].parent.is_some();
+        let root = roots.iter().copied().find(|&r| !is_orphan(r)).unwrap_or(roots[0]);
+        let before = roots.len();
+        roots.retain(|&r| {
+            let adopt = r != root && is_orphan(r);
+            if adopt {
+                parent_of.push((root, r));
+            }
+            !adopt
+        });
+        (before - roots.len()) as u64
+    }
+
+    /// Children as one flat list (by parent, then start) of `spans` spans: the
+    /// [`Children`] of `flat` and `starts`.
+    fn list_children(&mut self, spans: usize) {
+        self.parent_of.sort_unstable();
+        let starts = &mut self.starts;
+        starts.clear();
+        starts.resize(spans + 1, 0);
+        for &(parent, _) in self.parent_of.iter() {
+            starts[parent + 1] += 1;
+        }
+        for i in 0..spans {
+            starts[i + 1] += starts[i];
+        }
+        self.flat.clear();
+        self.flat.extend(self.parent_of.iter().map(|&(_, child)| child));
+    }
+}
+
+/// Adds client span `span` to `calls`: a resend (the span says so) or an attempt after
+/// a failed one to the same callee is the same call; anything else is a new call (a
+/// fan-out's parallel calls too).
+fn add_attempt(calls: &mut Vec<Call>, callee: Endpoint, span: &Span, detached: bool) {
+    let resend = span.attempt.is_some_and(|a| a > 1);
+    let previous = calls.iter_mut().rev().find(|call| call.callee == callee);
+    match previous.filter(|p| p.detached == detached && (resend || (p.last_failed && span.start >= p.end))) {
+        Some(call) => {
+            call.end = call.end.max(span.end);
+            call.attempts += 1;
+            call.failed_attempts += span.error as u32;
+            call.last_failed = span.error;
+        }
+        None => calls.push(Call::first(callee, span, detached)),
+    }
+}
+
+/// Walks down from `roots`, not below a span where `stop` says so; returns how many
+/// spans it reached.
+fn walk_from(
+    roots: &[usize],
+    children: &Children,
+    stack: &mut Vec<usize>,
+    mut stop: impl FnMut(usize) -> bool,
+) -> usize {
+    stack.clear();
+    stack.extend(roots.iter().copied());
+    let mut reached = 0usize;
+    while let Some(i) = stack.pop() {
+        reached += 1;
+        if !stop(i) {
+            stack.extend(children.of(i).iter().copied());
+        }
+    }
+    reached
+}
+
 /// One invocation's working lists (borrowed from the trace's [`Scratch`]).
 struct Work<'a> {
     /// The invocations below, with how many hops down (2 through a broker).
@@ -369,94 +459,35 @@ impl Model {
             self.merge_duplicates(spans);
         }
         spans.sort_by_key(|s| (s.start, s.id));
-        let index = &mut scratch.index;
-        index.clear();
-        index.extend(spans.iter().enumerate().map(|(i, s)| (s.id, i)));
-        // Children as one flat list (by parent, then start): `children.of(i)` is a slice of it.
-        let (parent_of, roots) = (&mut scratch.parent_of, &mut scratch.roots);
-        parent_of.clear();
-        roots.clear();
-        for (i, span) in spans.iter().enumerate() {
-            match span.parent.and_then(|p| index.get(&p)) {
-                Some(&parent) if parent != i => parent_of.push((parent, i)),
-                _ => roots.push(i),
-            }
-        }
-        // One trace is one request: a span whose parent is missing (a lost span, an
-        // uninstrumented hop between two that are) goes under the trace's root — its
-        // first true root, else its first span — rather than arriving on its own.
-        if roots.len() > 1 {
-            let is_orphan = |i: usize| spans[i].parent.is_some();
-            let root = roots.iter().copied().find(|&r| !is_orphan(r)).unwrap_or(roots[0]);
-            let before = roots.len();
-            roots.retain(|&r| {
-                let adopt = r != root && is_orphan(r);
-                if adopt {
-                    parent_of.push((root, r));
-                }
-                !adopt
-            });
-            self.skipped.orphans += (before - roots.len()) as u64;
-        }
+        self.skipped.orphans += scratch.link_parents(spans);
         self.extent = Some(match self.extent {
             None => (spans[0].start, spans.iter().map(|s| s.end).max().unwrap_or(spans[0].start)),
             Some((first, last)) => (first.min(spans[0].start), spans.iter().map(|s| s.end).fold(last, i64::max)),
         });
-        parent_of.sort_unstable();
-        let starts = &mut scratch.starts;
-        starts.clear();
-        starts.resize(spans.len() + 1, 0);
-        for &(parent, _) in parent_of.iter() {
-            starts[parent + 1] += 1;
-        }
-        for i in 0..spans.len() {
-            starts[i + 1] += starts[i];
-        }
-        scratch.flat.clear();
-        scratch.flat.extend(parent_of.iter().map(|&(_, child)| child));
+        scratch.list_children(spans.len());
         let children = Children { flat: &scratch.flat, starts: &scratch.starts };
         // Spans no root leads to sit in a loop of parent links (a → b → a): counted, not
         // read (no root means no arrival, and following the loop would never end).
-        {
-            let stack = &mut scratch.stack;
-            stack.clear();
-            stack.extend(scratch.roots.iter().copied());
-            let mut reached = 0usize;
-            while let Some(i) = stack.pop() {
-                reached += 1;
-                stack.extend(children.of(i).iter().copied());
-            }
-            self.skipped.in_cycle += (spans.len() - reached) as u64;
-        }
+        let reached = walk_from(&scratch.roots, &children, &mut scratch.stack, |_| false);
+        self.skipped.in_cycle += (spans.len() - reached) as u64;
         let has_server = spans.iter().any(|s| s.kind.is_served());
         let is_invocation = |s: &Span| if has_server { s.kind.is_served() } else { !s.kind.is_sent() };
         // Entry invocations: the first invocation on each path from a root.
-        let (entries, stack) = (&mut scratch.entries, &mut scratch.stack);
+        let entries = &mut scratch.entries;
         entries.clear();
-        stack.clear();
-        stack.extend(scratch.roots.iter().copied());
-        while let Some(i) = stack.pop() {
-            if is_invocation(&spans[i]) {
+        walk_from(&scratch.roots, &children, &mut scratch.stack, |i| {
+            let entry = is_invocation(&spans[i]);
+            if entry {
                 entries.push(i);
-            } else {
-                stack.extend(children.of(i).iter().copied());
             }
-        }
+            entry
+        });
         if entries.is_empty() {
             self.skipped.no_entry += 1;
             return;
         }
         for &entry in entries.iter() {
-            let span = spans[entry];
-            let endpoint = (span.service, span.name);
-            let stats = self.entries.entry(endpoint).or_default();
-            if stats.arrivals == 0 || span.start < stats.first {
-                stats.first = span.start;
-            }
-            stats.last = stats.last.max(span.start);
-            stats.arrivals += 1;
-            stats.latency_s.add((span.end - span.start) as f64 / 1e9);
-            *stats.buckets.entry(span.start.div_euclid(self.bucket_ns)).or_default() += 1;
+            self.count_arrival(spans[entry]);
         }
         // Every invocation, from the entries down, with its depth.
         let depths = &mut scratch.depths;
@@ -478,6 +509,20 @@ impl Model {
             depths.extend(work.below.drain(..).map(|(b, hops)| (b, depth + hops)));
             self.record(spans[i], work);
         }
+    }
+
+    /// An entry invocation arrived: its endpoint's arrivals, first and last arrival,
+    /// latency and load bucket.
+    fn count_arrival(&mut self, span: Span) {
+        let endpoint = (span.service, span.name);
+        let stats = self.entries.entry(endpoint).or_default();
+        if stats.arrivals == 0 || span.start < stats.first {
+            stats.first = span.start;
+        }
+        stats.last = stats.last.max(span.start);
+        stats.arrivals += 1;
+        stats.latency_s.add((span.end - span.start) as f64 / 1e9);
+        *stats.buckets.entry(span.start.div_euclid(self.bucket_ns)).or_default() += 1;
     }
 
     /// Joins the two spellings of one callee: an endpoint known only from client spans
@@ -632,26 +677,7 @@ impl Model {
                     continue;
                 }
                 let server = children.of(c).iter().copied().find(|&s| is_invocation(&spans[s]));
-                let callee = match server {
-                    Some(s) => (spans[s].service, spans[s].name),
-                    None => uninstrumented_callee(&span, names),
-                };
-                if server.is_some() {
-                    // How the caller names this callee, for its calls no server span recorded.
-                    let spelled = uninstrumented_callee(&span, names);
-                    if spelled != callee {
-                        self.spellings.entry(spelled).or_insert(callee);
-                    }
-                }
-                if server.is_none() {
-                    // Nothing recorded its side: its invocation is the call as the caller saw it.
-                    let length = (span.end - span.start) as f64 / 1e9;
-                    let callee_stats = self.endpoints.entry(callee).or_default();
-                    callee_stats.invocations += 1;
-                    callee_stats.failed += span.error as u64;
-                    callee_stats.busy_s += length;
-                    callee_stats.self_s.add(length);
-                }
+                let callee = self.callee_of(&span, server.map(|s| spans[s]), names);
                 if let Some(s) = server {
                     stack.push((s, 1));
                     // Anything else under the client span (a second server span: a
@@ -665,26 +691,34 @@ impl Model {
                     ((client - serve).max(0) as f64 / 2.0) / 1e9
                 });
                 self.edge(me.service, callee.0, span.error, network);
-                // A resend (the span says so) or an attempt after a failed one to the
-                // same callee is the same call; anything else is a new call (a fan-out's
-                // parallel calls too).
-                let resend = span.attempt.is_some_and(|a| a > 1);
-                let previous = calls.iter_mut().rev().find(|call| call.callee == callee);
-                match previous.filter(|p| p.detached == detached && (resend || (p.last_failed && span.start >= p.end)))
-                {
-                    Some(call) => {
-                        call.end = call.end.max(span.end);
-                        call.attempts += 1;
-                        call.failed_attempts += span.error as u32;
-                        call.last_failed = span.error;
-                    }
-                    None => calls.push(Call::first(callee, &span, detached)),
-                }
+                add_attempt(calls, callee, &span, detached);
                 continue;
             }
             // Internal (a retry loop's span, a handler's step): look inside.
             walk.extend(children.of(c).iter().rev().copied());
         }
+    }
+
+    /// The endpoint client span `span` called: its `server` span's, else the one its
+    /// attributes name (an uninstrumented callee, whose invocation is then the call as
+    /// the caller saw it). Notes how the caller spells a callee a server span names.
+    fn callee_of(&mut self, span: &Span, server: Option<Span>, names: &mut Names) -> Endpoint {
+        let spelled = uninstrumented_callee(span, names);
+        let Some(server) = server else {
+            let length = (span.end - span.start) as f64 / 1e9;
+            let callee_stats = self.endpoints.entry(spelled).or_default();
+            callee_stats.invocations += 1;
+            callee_stats.failed += span.error as u64;
+            callee_stats.busy_s += length;
+            callee_stats.self_s.add(length);
+            return spelled;
+        };
+        let callee = (server.service, server.name);
+        // How the caller names this callee, for its calls no server span recorded.
+        if spelled != callee {
+            self.spellings.entry(spelled).or_insert(callee);
+        }
+        callee
     }
 
     /// One message through `broker` (sent by `send`, consumed by `consumers`): the
@@ -741,92 +775,19 @@ impl Model {
         let (calls, detached) = calls.split_at(split);
         self.detached_calls += detached.len() as u64;
         let stats = self.endpoints.entry((me.service, me.name)).or_default();
-        // Each callee not waited for: how many invocations call it, how many times.
-        let keyed = &mut *work.keyed;
-        keyed.clear();
-        keyed.extend(detached.iter().map(|call| (call.callee, 0)));
-        keyed.sort_unstable();
-        for run in keyed.chunk_by(|a, b| a.0 == b.0) {
-            let of = stats.detached.entry(run[0].0).or_default();
-            of.invocations_calling += 1;
-            of.calls += run.len() as u64;
-        }
+        stats.count_detached(detached, work.keyed);
         stats.invocations += 1;
         stats.failed += me.error as u64;
         let length = me.end - me.start;
         stats.busy_s += length as f64 / 1e9;
-        // Self time: the invocation less the union of its calls, clipped to it.
-        let mut covered = 0i64;
-        let mut reach = me.start;
-        let mut skewed = false;
-        for call in calls.iter() {
-            skewed |= call.start < me.start || call.end > me.end;
-            let (from, to) = (call.start.max(reach).max(me.start), call.end.min(me.end));
-            if to > from {
-                covered += to - from;
-                reach = to;
-            }
-        }
+        let (covered, skewed) = covered_by(&me, calls);
         self.skipped.skewed += skewed as u64;
         let self_s = (length - covered).max(0) as f64 / 1e9;
         stats.self_s.add(self_s);
-        // Stages: calls that overlap are one.
-        let stage_of = &mut *work.stage_of;
-        stage_of.clear();
-        let (mut stage, mut stage_end) = (0u64, i64::MIN);
-        for (k, call) in calls.iter().enumerate() {
-            if k > 0 && call.start >= stage_end {
-                stage += 1;
-            }
-            stage_end = if k == 0 || call.start >= stage_end { call.end } else { stage_end.max(call.end) };
-            stage_of.push(stage);
-        }
-        // Calls by (callee, stage): calls to one callee in one stage (a fan-out) are
-        // adjacent, and each callee's first run holds its first stage. Sorting keeps
-        // this linear in calls whatever their number (one span calling 10,000
-        // callees); the pairs below are bounded by MAX_PAIRED_CALLEES.
-        let keyed = &mut *work.keyed;
-        keyed.clear();
-        keyed.extend(calls.iter().zip(stage_of.iter()).map(|(call, &stage)| (call.callee, stage)));
-        keyed.sort_unstable();
-        let first_stage = &mut *work.first_stage;
-        first_stage.clear();
-        let mut run_start = 0;
-        while run_start < keyed.len() {
-            let (callee, stage) = keyed[run_start];
-            let run = keyed[run_start..].iter().take_while(|&&k| k == (callee, stage)).count();
-            let stats_of = stats.callees.entry(callee).or_default();
-            stats_of.calls += run as u64;
-            if run > 1 {
-                stats_of.calls_fanned += run as u64;
-            }
-            if first_stage.last().is_none_or(|(last, _)| *last != callee) {
-                first_stage.push((callee, stage));
-            }
-            run_start += run;
-        }
-        for (callee, stage) in first_stage.iter() {
-            let c = stats.callees.get_mut(callee).expect("added above");
-            c.invocations_calling += 1;
-            c.first_stage_sum += stage;
-        }
-        let called = &*first_stage;
-        // The pattern: the callees waited for (sorted by callee), hashed.
-        let pattern = {
-            use std::hash::{BuildHasher, Hash, Hasher};
-            let mut hasher = foldhash::fast::FixedState::with_seed(0).build_hasher();
-            called.iter().for_each(|(callee, _)| callee.hash(&mut hasher));
-            hasher.finish()
-        };
-        if stats.patterns.len() < MAX_PATTERNS || stats.patterns.contains_key(&pattern) {
-            let seen = stats.patterns.entry(pattern).or_default();
-            if seen.invocations == 0 {
-                seen.callees.extend(called.iter().map(|(callee, _)| *callee));
-            }
-            seen.invocations += 1;
-            seen.self_sum_s += self_s;
-            seen.self_s.add(self_s);
-        }
+        stages(calls, work.stage_of);
+        stats.count_callees(calls, work.stage_of, work.keyed, work.first_stage);
+        let called = &*work.first_stage;
+        stats.count_pattern(called, self_s);
         if called.len() > MAX_PAIRED_CALLEES {
             stats.unpaired += 1;
             return;
@@ -838,6 +799,108 @@ impl Model {
                 pair.together += (sa == sb) as u64;
                 pair.first_before += (sa < sb) as u64;
             }
+        }
+    }
+}
+
+/// How much of invocation `me` its `calls` (sorted by start) cover, clipped to it —
+/// the rest is its self time — and whether a call reached outside it (clock skew).
+fn covered_by(me: &Span, calls: &[Call]) -> (i64, bool) {
+    let mut covered = 0i64;
+    let mut reach = me.start;
+    let mut skewed = false;
+    for call in calls {
+        skewed |= call.start < me.start || call.end > me.end;
+        let (from, to) = (call.start.max(reach).max(me.start), call.end.min(me.end));
+        if to > from {
+            covered += to - from;
+            reach = to;
+        }
+    }
+    (covered, skewed)
+}
+
+/// Each call's stage into `stage_of`: calls (sorted by start) that overlap are one.
+fn stages(calls: &[Call], stage_of: &mut Vec<u64>) {
+    stage_of.clear();
+    let (mut stage, mut stage_end) = (0u64, i64::MIN);
+    for (k, call) in calls.iter().enumerate() {
+        if k > 0 && call.start >= stage_end {
+            stage += 1;
+        }
+        stage_end = if k == 0 || call.start >= stage_end { call.end } else { stage_end.max(call.end) };
+        stage_of.push(stage);
+    }
+}
+
+impl EndpointStats {
+    /// Each callee not waited for: how many invocations call it, how many times.
+    fn count_detached(&mut self, detached: &[Call], keyed: &mut Vec<(Endpoint, u64)>) {
+        keyed.clear();
+        keyed.extend(detached.iter().map(|call| (call.callee, 0)));
+        keyed.sort_unstable();
+        for run in keyed.chunk_by(|a, b| a.0 == b.0) {
+            let of = self.detached.entry(run[0].0).or_default();
+            of.invocations_calling += 1;
+            of.calls += run.len() as u64;
+        }
+    }
+
+    /// The calls waited for, by callee: how many, how many fanned out, and in
+    /// `first_stage` each callee's first stage (the order callees are called in).
+    fn count_callees(
+        &mut self,
+        calls: &[Call],
+        stage_of: &[u64],
+        keyed: &mut Vec<(Endpoint, u64)>,
+        first_stage: &mut Vec<(Endpoint, u64)>,
+    ) {
+        // Calls by (callee, stage): calls to one callee in one stage (a fan-out) are
+        // adjacent, and each callee's first run holds its first stage. Sorting keeps
+        // this linear in calls whatever their number (one span calling 10,000
+        // callees); the pairs are bounded by MAX_PAIRED_CALLEES.
+        keyed.clear();
+        keyed.extend(calls.iter().zip(stage_of.iter()).map(|(call, &stage)| (call.callee, stage)));
+        keyed.sort_unstable();
+        first_stage.clear();
+        let mut run_start = 0;
+        while run_start < keyed.len() {
+            let (callee, stage) = keyed[run_start];
+            let run = keyed[run_start..].iter().take_while(|&&k| k == (callee, stage)).count();
+            let stats_of = self.callees.entry(callee).or_default();
+            stats_of.calls += run as u64;
+            if run > 1 {
+                stats_of.calls_fanned += run as u64;
+            }
+            if first_stage.last().is_none_or(|(last, _)| *last != callee) {
+                first_stage.push((callee, stage));
+            }
+            run_start += run;
+        }
+        for (callee, stage) in first_stage.iter() {
+            let c = self.callees.get_mut(callee).expect("added above");
+            c.invocations_calling += 1;
+            c.first_stage_sum += stage;
+        }
+    }
+
+    /// The pattern of the callees waited for (sorted by callee), hashed: one more
+    /// invocation of it, with `self_s` of self time (up to MAX_PATTERNS patterns).
+    fn count_pattern(&mut self, called: &[(Endpoint, u64)], self_s: f64) {
+        let pattern = {
+            use std::hash::{BuildHasher, Hash, Hasher};
+            let mut hasher = foldhash::fast::FixedState::with_seed(0).build_hasher();
+            called.iter().for_each(|(callee, _)| callee.hash(&mut hasher));
+            hasher.finish()
+        };
+        if self.patterns.len() < MAX_PATTERNS || self.patterns.contains_key(&pattern) {
+            let seen = self.patterns.entry(pattern).or_default();
+            if seen.invocations == 0 {
+                seen.callees.extend(called.iter().map(|(callee, _)| *callee));
+            }
+            seen.invocations += 1;
+            seen.self_sum_s += self_s;
+            seen.self_s.add(self_s);
         }
     }
 }

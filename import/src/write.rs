@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::infer::{pair_key, CalleeStats, Endpoint, EndpointStats, Model};
-use crate::span::Names;
+use crate::span::{Names, Skipped};
 
 /// How the traces are written out.
 #[derive(Clone, Debug)]
@@ -186,6 +186,9 @@ fn call(name: &str, p: f64) -> String {
     }
 }
 
+/// Callees whose calls run in parallel, in the order an invocation calls them.
+type Group<'a> = Vec<(&'a Endpoint, &'a CalleeStats)>;
+
 /// The steps of one endpoint, and what was approximated. With `patterns` (its self
 /// time differs by call pattern), one `one_of` of them, each with its own work.
 fn steps(
@@ -197,10 +200,6 @@ fn steps(
     work_files: &mut WorkFiles,
 ) -> Vec<String> {
     let invocations = stats.invocations.max(1) as f64;
-    let mut callees: Vec<(&Endpoint, &CalleeStats)> = stats.callees.iter().collect();
-    let place = |c: &CalleeStats| c.first_stage_sum as f64 / c.invocations_calling.max(1) as f64;
-    callees.sort_by(|a, b| place(a.1).total_cmp(&place(b.1)).then(a.0.cmp(b.0)));
-    // Parallel groups: callees that share a stage in most invocations that call both.
     // Invocations calling more than MAX_PAIRED_CALLEES endpoints kept no pairs: there
     // callees whose mean stage rounds the same are parallel.
     let by_stage = stats.unpaired > 0;
@@ -212,22 +211,7 @@ fn steps(
             stats.unpaired
         ));
     }
-    let together =
-        |a: (&Endpoint, &CalleeStats), b: (&Endpoint, &CalleeStats)| match stats.pairs.get(&pair_key(*a.0, *b.0)) {
-            Some(pair) => pair.parallel(),
-            None => by_stage && place(a.1).round() == place(b.1).round(),
-        };
-    let mut groups: Vec<Vec<(&Endpoint, &CalleeStats)>> = Vec::new();
-    for callee in callees {
-        match groups.last_mut() {
-            // A group whose members all pair as parallel: checked against every member
-            // while pairs are counted (at most MAX_PAIRED_CALLEES of them), against the
-            // first alone when stages decide (the same rounded stage is transitive).
-            Some(group) if by_stage && together(group[0], callee) => group.push(callee),
-            Some(group) if !by_stage && group.iter().all(|&member| together(member, callee)) => group.push(callee),
-            _ => groups.push(vec![callee]),
-        }
-    }
+    let groups = parallel_groups(stats, by_stage);
     let mut out = Vec::new();
     if let Some(patterns) = patterns {
         for group in &groups {
@@ -238,35 +222,7 @@ fn steps(
         steps_not_waited_for(stats, invocations, naming, &mut out);
         return out;
     }
-    // Alternatives: consecutive steps of one optional call each whose callees never
-    // occur in one invocation (a cache hit's call and a miss's) are one `one_of`, not
-    // independent chances (which would make both calls in some requests).
-    let single = |group: &[(&Endpoint, &CalleeStats)]| {
-        let [(_, c)] = group else { return None };
-        let p = c.invocations_calling as f64 / invocations;
-        (p < 0.9995 && c.calls == c.invocations_calling).then_some(p)
-    };
-    // Never together, and independent chances would have met at least 3 times (seeing
-    // none then happens by chance less than 5% of the time).
-    let exclusive = |(a, ca): (&Endpoint, &CalleeStats), (b, cb): (&Endpoint, &CalleeStats)| {
-        let key = pair_key(*a, *b);
-        let expected_together = ca.invocations_calling as f64 * cb.invocations_calling as f64 / invocations;
-        !stats.pairs.contains_key(&key) && expected_together >= 3.0
-    };
-    let mut runs: Vec<Vec<Vec<(&Endpoint, &CalleeStats)>>> = Vec::new();
-    for group in groups {
-        let joins = !by_stage
-            && single(&group).is_some()
-            && runs.last().is_some_and(|run| {
-                let sum: f64 = run.iter().filter_map(|g| single(g)).sum::<f64>() + single(&group).unwrap_or(1.0);
-                run.iter().all(|g| single(g).is_some() && exclusive(g[0], group[0])) && sum <= 1.0 + 1e-9
-            });
-        match runs.last_mut() {
-            Some(run) if joins => run.push(group),
-            _ => runs.push(vec![group]),
-        }
-    }
-    for run in runs {
+    for run in alternative_runs(stats, groups, by_stage) {
         if run.len() < 2 {
             let group = run.into_iter().next().expect("a run holds a group");
             plan_group(&group, invocations, naming, notes, me, &mut out);
@@ -291,6 +247,66 @@ fn steps(
         notes.push(format!("{me} calls {a} before {b} in {share:.0}% of invocations, after it in the rest: written in their mean order"));
     }
     out
+}
+
+/// The callees waited for in their mean order, grouped where they run in parallel:
+/// callees that share a stage in most invocations that call both (or, `by_stage`,
+/// whose mean stages round the same).
+fn parallel_groups(stats: &EndpointStats, by_stage: bool) -> Vec<Group<'_>> {
+    let mut callees: Vec<(&Endpoint, &CalleeStats)> = stats.callees.iter().collect();
+    let place = |c: &CalleeStats| c.first_stage_sum as f64 / c.invocations_calling.max(1) as f64;
+    callees.sort_by(|a, b| place(a.1).total_cmp(&place(b.1)).then(a.0.cmp(b.0)));
+    let together =
+        |a: (&Endpoint, &CalleeStats), b: (&Endpoint, &CalleeStats)| match stats.pairs.get(&pair_key(*a.0, *b.0)) {
+            Some(pair) => pair.parallel(),
+            None => by_stage && place(a.1).round() == place(b.1).round(),
+        };
+    let mut groups: Vec<Group> = Vec::new();
+    for callee in callees {
+        match groups.last_mut() {
+            // A group whose members all pair as parallel: checked against every member
+            // while pairs are counted (at most MAX_PAIRED_CALLEES of them), against the
+            // first alone when stages decide (the same rounded stage is transitive).
+            Some(group) if by_stage && together(group[0], callee) => group.push(callee),
+            Some(group) if !by_stage && group.iter().all(|&member| together(member, callee)) => group.push(callee),
+            _ => groups.push(vec![callee]),
+        }
+    }
+    groups
+}
+
+/// The groups in runs of alternatives: consecutive steps of one optional call each
+/// whose callees never occur in one invocation (a cache hit's call and a miss's) are
+/// one `one_of`, not independent chances (which would make both calls in some
+/// requests). A run of one is a step of its own.
+fn alternative_runs<'a>(stats: &EndpointStats, groups: Vec<Group<'a>>, by_stage: bool) -> Vec<Vec<Group<'a>>> {
+    let invocations = stats.invocations.max(1) as f64;
+    let single = |group: &[(&Endpoint, &CalleeStats)]| {
+        let [(_, c)] = group else { return None };
+        let p = c.invocations_calling as f64 / invocations;
+        (p < 0.9995 && c.calls == c.invocations_calling).then_some(p)
+    };
+    // Never together, and independent chances would have met at least 3 times (seeing
+    // none then happens by chance less than 5% of the time).
+    let exclusive = |(a, ca): (&Endpoint, &CalleeStats), (b, cb): (&Endpoint, &CalleeStats)| {
+        let key = pair_key(*a, *b);
+        let expected_together = ca.invocations_calling as f64 * cb.invocations_calling as f64 / invocations;
+        !stats.pairs.contains_key(&key) && expected_together >= 3.0
+    };
+    let mut runs: Vec<Vec<Group>> = Vec::new();
+    for group in groups {
+        let joins = !by_stage
+            && single(&group).is_some()
+            && runs.last().is_some_and(|run| {
+                let sum: f64 = run.iter().filter_map(|g| single(g)).sum::<f64>() + single(&group).unwrap_or(1.0);
+                run.iter().all(|g| single(g).is_some() && exclusive(g[0], group[0])) && sum <= 1.0 + 1e-9
+            });
+        match runs.last_mut() {
+            Some(run) if joins => run.push(group),
+            _ => runs.push(vec![group]),
+        }
+    }
+    runs
 }
 
 /// An endpoint's call patterns whose self times differ: its patterns with at least
@@ -908,6 +924,33 @@ fn write_workloads(
     (entry_lines, total_rate)
 }
 
+/// One of [`Skipped`]'s counts.
+type SkippedCount = fn(&Skipped) -> u64;
+
+/// What the summary says of each count of spans skipped or approximated.
+const SKIPPED: [(SkippedCount, &str); 14] = [
+    (|s| s.no_id, "spans without a trace or span id (skipped)"),
+    (|s| s.unreadable, "records that could not be read (skipped)"),
+    (|s| s.orphans, "spans whose parent is not in the trace (placed under the trace's root)"),
+    (|s| s.in_cycle, "spans in a loop of parent links, no root above them (skipped)"),
+    (|s| s.negative, "spans that end before they start (clipped to zero length)"),
+    (|s| s.bad_time, "spans with a negative start time or duration (skipped: Jaeger and Zipkin count Unix time)"),
+    (|s| s.skewed, "invocations with calls outside their interval (clock skew: only the overlap counts)"),
+    (|s| s.cut, "traces analysed before they were complete (too many open at once)"),
+    (|s| s.no_entry, "traces without a server-side span (skipped)"),
+    (|s| s.renumbered, "spans whose id another endpoint's span had (numbered apart)"),
+    (
+        |s| s.duplicates,
+        "spans recorded twice under one id (merged: Alibaba's caller and callee rows, a re-sent export)",
+    ),
+    (|s| s.untimed, "span fragments without a timestamp that no timed piece of their span matched (skipped)"),
+    (|s| s.unknown_callee, "calls to a callee the trace does not name, UNKNOWN (skipped)"),
+    (
+        |s| s.joined,
+        "callees known only by their callers' name for them, joined to the endpoint client/server pairs showed",
+    ),
+];
+
 /// What the import prints: what was read, the model's rates beside the traces', what
 /// was skipped or approximated and why.
 fn summarise(
@@ -964,30 +1007,7 @@ fn summarise(
             model.skew_ns as f64 / 1e6
         );
     }
-    let s = &model.skipped;
-    let skipped = [
-        (s.no_id, "spans without a trace or span id (skipped)"),
-        (s.unreadable, "records that could not be read (skipped)"),
-        (s.orphans, "spans whose parent is not in the trace (placed under the trace's root)"),
-        (s.in_cycle, "spans in a loop of parent links, no root above them (skipped)"),
-        (s.negative, "spans that end before they start (clipped to zero length)"),
-        (s.bad_time, "spans with a negative start time or duration (skipped: Jaeger and Zipkin count Unix time)"),
-        (s.skewed, "invocations with calls outside their interval (clock skew: only the overlap counts)"),
-        (s.cut, "traces analysed before they were complete (too many open at once)"),
-        (s.no_entry, "traces without a server-side span (skipped)"),
-        (s.renumbered, "spans whose id another endpoint's span had (numbered apart)"),
-        (
-            s.duplicates,
-            "spans recorded twice under one id (merged: Alibaba's caller and callee rows, a re-sent export)",
-        ),
-        (s.untimed, "span fragments without a timestamp that no timed piece of their span matched (skipped)"),
-        (s.unknown_callee, "calls to a callee the trace does not name, UNKNOWN (skipped)"),
-        (
-            s.joined,
-            "callees known only by their callers' name for them, joined to the endpoint client/server pairs showed",
-        ),
-    ];
-    for (count, what) in skipped.iter().filter(|(count, _)| *count > 0) {
+    for (count, what) in SKIPPED.iter().map(|(count, what)| (count(&model.skipped), what)).filter(|(n, _)| *n > 0) {
         let _ = writeln!(summary, "  {count} {what}");
     }
     for note in notes {

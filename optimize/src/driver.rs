@@ -342,6 +342,59 @@ impl Simulation<'_> {
     }
 }
 
+impl<'a> Simulation<'a> {
+    /// The evaluator for `request` on `base`: its candidates, the metrics it tracks
+    /// (objective, then constraints) and which way each is worse, its rounds' folder.
+    fn new(
+        base: &'a Scenario,
+        request: &'a Request,
+        rounds_dir: PathBuf,
+        resume: bool,
+        (threads, progress): (usize, &'a (dyn Fn() + Sync)),
+    ) -> Result<Self> {
+        let metrics = base.schema.metric_names();
+        let index = |name: &str| metrics.iter().position(|m| *m == name).expect("checked when parsed");
+        let mut tracked = vec![index(&request.objective.metric)];
+        tracked.extend(request.constraints.iter().map(|c| index(&c.metric)));
+        let mut worse_is_higher = vec![worse_is_higher_objective(request.objective.sense)];
+        worse_is_higher.extend(request.constraints.iter().map(|c| worse_is_higher_requirement(&c.requirement)));
+        Ok(Simulation {
+            candidates: Candidates::new(base, &request.dimensions)?,
+            rounds: Rounds { dir: rounds_dir, identity: request.identity(base), resume, opened: false },
+            tracked,
+            across: request.across.clone(),
+            worse_is_higher,
+            threads,
+            progress,
+            played: Vec::new(),
+        })
+    }
+}
+
+/// Hands the records and result of each of the written candidates' grid `points` to
+/// `sinks`, gathered from the rounds `played`: grid point g is candidate g / `per`
+/// (with --across, `per` points a candidate), with as many replicas as the race gave it.
+fn gather_candidates(
+    played: &[PathBuf],
+    (candidates, points): (&Scenario, Range<u32>),
+    outcome: &Outcome,
+    per: u32,
+    sinks: Sinks,
+) -> Result<()> {
+    let parts: Vec<Part> = played.iter().map(|dir| Part::read(dir)).collect::<Result<_>>()?;
+    for g in points {
+        let replicas = outcome.race.replicas((g / per) as usize);
+        let mut gather = Gather::new(candidates, g, 0..replicas);
+        for part in &parts {
+            gather.add(part, sinks.records)?;
+        }
+        let mut point = candidates.grid_point(g)?;
+        point.run.replicas = replicas;
+        (sinks.point)(&point, gather.finish()?)?;
+    }
+    Ok(())
+}
+
 /// Runs the search for `request` on `base` and writes `out_root/<name>/`: the usual
 /// tables of every candidate, `optimize.parquet`, `optimize.json` and `documents`
 /// (written after those, so a report can read them).
@@ -358,12 +411,6 @@ pub fn execute(
     // The output folder is checked before the search, not after it: a refusal then
     // costs nothing (the write checks again under the folder's lock).
     stampede_output::check_replaceable(&out_root.join(&base.name), writing.replace()).map_err(Error::from)?;
-    let metrics = base.schema.metric_names();
-    let index = |name: &str| metrics.iter().position(|m| *m == name).expect("checked when parsed");
-    let mut tracked = vec![index(&request.objective.metric)];
-    tracked.extend(request.constraints.iter().map(|c| index(&c.metric)));
-    let mut worse_is_higher = vec![worse_is_higher_objective(request.objective.sense)];
-    worse_is_higher.extend(request.constraints.iter().map(|c| worse_is_higher_requirement(&c.requirement)));
     let shape = request.shape(base);
     let settings = Settings {
         sense: request.objective.sense,
@@ -372,21 +419,8 @@ pub fn execute(
         first_stage: request.first_stage,
         planned_candidates: 0,
     };
-    let mut simulation = Simulation {
-        candidates: Candidates::new(base, &request.dimensions)?,
-        rounds: Rounds {
-            dir: out_root.join(format!(".{}.optimize", base.name)),
-            identity: request.identity(base),
-            resume: writing.resume,
-            opened: false,
-        },
-        tracked,
-        across: request.across.clone(),
-        worse_is_higher,
-        threads,
-        progress,
-        played: Vec::new(),
-    };
+    let rounds_dir = out_root.join(format!(".{}.optimize", base.name));
+    let mut simulation = Simulation::new(base, request, rounds_dir, writing.resume, (threads, progress))?;
     let outcome = match search(settings, request.constraints.clone(), &shape, &mut simulation) {
         Ok(outcome) => outcome,
         Err(error) => {
@@ -408,20 +442,9 @@ pub fn execute(
         None => outcome.points.clone(),
     };
     let candidates = simulation.candidates.scenario(&written)?;
-    let produce = |sinks: Sinks| -> Result<()> {
-        let parts: Vec<Part> = simulation.played.iter().map(|dir| Part::read(dir)).collect::<Result<_>>()?;
-        for g in 0..written.len() as u32 {
-            let replicas = outcome.race.replicas((g / per) as usize);
-            let mut gather = Gather::new(&candidates, g, 0..replicas);
-            for part in &parts {
-                gather.add(part, sinks.records)?;
-            }
-            let mut point = candidates.grid_point(g)?;
-            point.run.replicas = replicas;
-            (sinks.point)(&point, gather.finish()?)?;
-        }
-        Ok(())
-    };
+    let points = 0..written.len() as u32;
+    let produce =
+        |sinks: Sinks| gather_candidates(&simulation.played, (&candidates, points.clone()), &outcome, per, sinks);
     let mut files = vec![super::answer::TABLE, super::answer::JSON];
     files.extend(documents.files.iter().copied());
     let answer = super::answer::Answer::new(&outcome, &candidates, request, shape.budget);

@@ -140,6 +140,60 @@ enum Settled {
 }
 
 impl Search<'_> {
+    /// Successive halving: the alive half goes on with twice the replicas, until few
+    /// are left, the next round costs more than is left, or time is up.
+    fn halve(&mut self, n0: u32) -> Result<Settled> {
+        while self.race.alive().len() > HALVING_STOPS_AT {
+            let keep = self.race.alive().len().div_ceil(2).max(HALVING_STOPS_AT);
+            let round = self.rounds.len() as u32;
+            self.race.halve(keep, round);
+            let alive = self.race.alive();
+            let top = alive.iter().map(|&c| self.race.replicas(c)).max().unwrap_or(n0);
+            let ranges = self.ranges_to(&alive, 2 * top);
+            if Search::cost(&ranges) > self.remaining() {
+                break;
+            }
+            if self.out_of_time() {
+                return Ok(Settled::TimeSpent);
+            }
+            self.play("successive halving", ranges)?;
+        }
+        Ok(Settled::Yes)
+    }
+
+    /// Local refinement: `refinements` generations of candidates in shrinking boxes
+    /// around the leaders, each raced after its first stage.
+    fn refine(&mut self, shape: &Shape, refinements: usize, n0: u32) -> Result<Settled> {
+        let dims = shape.dimensions.len();
+        for generation in 1..=refinements as u64 {
+            let width = 0.5f64.powi(generation as i32);
+            let mut new = Vec::new();
+            for &leader in self.race.leaders().iter().take(CENTRES) {
+                let centre = self.points[leader].clone();
+                for unit in sample_box(&centre.unit, width, per_centre(dims), generation) {
+                    new.push(point(centre.grid, unit, &shape.dimensions));
+                }
+            }
+            let entered = self.add(new);
+            if entered.is_empty() {
+                continue;
+            }
+            let ranges = self.ranges_to(&entered, n0);
+            if Search::cost(&ranges) > self.remaining() {
+                return Ok(Settled::BudgetSpent);
+            }
+            if self.out_of_time() {
+                return Ok(Settled::TimeSpent);
+            }
+            self.play(&format!("refinement {generation}"), ranges)?;
+            match self.race()? {
+                Settled::Yes => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Settled::Yes)
+    }
+
     fn remaining(&self) -> u64 {
         self.budget - self.spent
     }
@@ -295,54 +349,11 @@ pub fn search(
     search.play("first stage", search.ranges_to(&entered, n0))?;
     let mut settled = Settled::Yes;
     if dims > 0 {
-        // Successive halving.
-        while search.race.alive().len() > HALVING_STOPS_AT {
-            let keep = search.race.alive().len().div_ceil(2).max(HALVING_STOPS_AT);
-            let round = search.rounds.len() as u32;
-            search.race.halve(keep, round);
-            let alive = search.race.alive();
-            let top = alive.iter().map(|&c| search.race.replicas(c)).max().unwrap_or(n0);
-            let ranges = search.ranges_to(&alive, 2 * top);
-            if Search::cost(&ranges) > search.remaining() {
-                break;
-            }
-            if search.out_of_time() {
-                settled = Settled::TimeSpent;
-                break;
-            }
-            search.play("successive halving", ranges)?;
-        }
-        // Local refinement around the leaders.
-        for generation in 1..=refinements as u64 {
-            let width = 0.5f64.powi(generation as i32);
-            let mut new = Vec::new();
-            for &leader in search.race.leaders().iter().take(CENTRES) {
-                let centre = search.points[leader].clone();
-                for unit in sample_box(&centre.unit, width, per_centre(dims), generation) {
-                    new.push(point(centre.grid, unit, &shape.dimensions));
-                }
-            }
-            let entered = search.add(new);
-            if entered.is_empty() {
-                continue;
-            }
-            let ranges = search.ranges_to(&entered, n0);
-            if Search::cost(&ranges) > search.remaining() {
-                settled = Settled::BudgetSpent;
-                break;
-            }
-            if search.out_of_time() {
-                settled = Settled::TimeSpent;
-                break;
-            }
-            search.play(&format!("refinement {generation}"), ranges)?;
-            match search.race()? {
-                Settled::Yes => {}
-                other => {
-                    settled = other;
-                    break;
-                }
-            }
+        settled = search.halve(n0)?;
+        // Refinement follows halving whatever its ending: its own checks of the budget
+        // and the time stop it.
+        if let other @ (Settled::BudgetSpent | Settled::TimeSpent) = search.refine(shape, refinements, n0)? {
+            settled = other;
         }
     }
     if let Settled::Yes = settled {

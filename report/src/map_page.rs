@@ -111,22 +111,47 @@ fn ticks((low, high): (f64, f64), log: bool) -> Vec<f64> {
     (first..=last).map(|k| k as f64 * step).collect()
 }
 
+/// Where a value lands on a panel: the plot's size, and x and y to pixels (clamped
+/// to the plot).
+struct Frame<'a> {
+    page: &'a MapPage,
+    plot_w: f64,
+    plot_h: f64,
+}
+
+impl Frame<'_> {
+    fn px(&self, x: f64) -> f64 {
+        LEFT + unit(x, self.page.x_range, self.page.x_log).clamp(0.0, 1.0) * self.plot_w
+    }
+
+    fn py(&self, y: f64) -> f64 {
+        TOP + (1.0 - unit(y, self.page.y_range, self.page.y_log).clamp(0.0, 1.0)) * self.plot_h
+    }
+}
+
 /// One panel as a standalone SVG.
 pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
-    let (above, below) = side_colours(page.above_better);
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let px = |x: f64| LEFT + unit(x, page.x_range, page.x_log).clamp(0.0, 1.0) * plot_w;
-    let py = |y: f64| TOP + (1.0 - unit(y, page.y_range, page.y_log).clamp(0.0, 1.0)) * plot_h;
+    let frame = Frame { page, plot_w: WIDTH - LEFT - RIGHT, plot_h: HEIGHT - TOP - BOTTOM };
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
          font-family=\"system-ui,sans-serif\" font-size=\"12\" shape-rendering=\"crispEdges\" role=\"img\" aria-label=\"stability map: {}\">",
         escape(&panel.label)
     );
-    // Each row's strip reaches halfway to its neighbours (the ends to the range's).
     let mut rows: Vec<&MapRow> = panel.rows.iter().collect();
     rows.sort_by(|a, b| a.y.total_cmp(&b.y));
-    let centres: Vec<f64> = rows.iter().map(|r| py(r.y)).collect();
+    row_strips(&mut out, &frame, &rows);
+    boundary(&mut out, &frame, &rows);
+    dots(&mut out, &frame, panel);
+    axes(&mut out, &frame);
+    out
+}
+
+/// Each row's strip, coloured by side on either side of its boundary; a strip reaches
+/// halfway to its neighbours (the ends to the range's). `rows` are sorted by y.
+fn row_strips(out: &mut String, frame: &Frame, rows: &[&MapRow]) {
+    let (above, below) = side_colours(frame.page.above_better);
+    let (plot_w, plot_h) = (frame.plot_w, frame.plot_h);
+    let centres: Vec<f64> = rows.iter().map(|r| frame.py(r.y)).collect();
     for (i, row) in rows.iter().enumerate() {
         let top = if i + 1 < rows.len() { (centres[i] + centres[i + 1]) / 2.0 } else { TOP };
         let bottom = if i > 0 { (centres[i] + centres[i - 1]) / 2.0 } else { TOP + plot_h };
@@ -140,7 +165,7 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
                 "<rect x=\"{LEFT}\" y=\"{top:.1}\" width=\"{plot_w:.1}\" height=\"{height:.1}\" fill=\"{low_colour}\"/>"
             )),
             (false, Some((x, _, _))) => {
-                let split = px(x);
+                let split = frame.px(x);
                 out.push_str(&format!(
                     "<rect x=\"{LEFT}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{height:.1}\" fill=\"{low_colour}\"/>\
                      <rect x=\"{split:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{height:.1}\" fill=\"{high_colour}\"/>",
@@ -150,7 +175,12 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
             }
         }
     }
-    // The band, then the boundary through the rows that cross.
+}
+
+/// The boundary's band (where the intervals cannot tell the side), then the boundary
+/// through the rows that cross, with a dot per crossing. `rows` are sorted by y.
+fn boundary(out: &mut String, frame: &Frame, rows: &[&MapRow]) {
+    let (page, px, py) = (frame.page, |x| frame.px(x), |y| frame.py(y));
     let crossing: Vec<(f64, (f64, f64, f64))> = rows.iter().filter_map(|r| Some((r.y, r.boundary?))).collect();
     if !crossing.is_empty() {
         let lows: Vec<String> =
@@ -182,6 +212,12 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
             ));
         }
     }
+}
+
+/// The replicas' verdicts: a dot per point run (filled where its side is sure), a
+/// cross where the point was refused as overloaded.
+fn dots(out: &mut String, frame: &Frame, panel: &MapPanel) {
+    let (page, px, py) = (frame.page, |x| frame.px(x), |y| frame.py(y));
     for dot in &panel.dots {
         let colour = if dot.above == (page.above_better != Some(false)) { "#2f7d32" } else { "#b3261e" };
         let colour = if page.above_better.is_none() {
@@ -216,7 +252,12 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
             py(dot.y)
         ));
     }
-    // Axes, ticks, labels.
+}
+
+/// The plot's frame, the ticks on both axes and the axes' labels, closing the SVG.
+fn axes(out: &mut String, frame: &Frame) {
+    let (page, plot_w, plot_h) = (frame.page, frame.plot_w, frame.plot_h);
+    let (px, py) = (|x| frame.px(x), |y| frame.py(y));
     out.push_str(&format!(
         "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{plot_w:.1}\" height=\"{plot_h:.1}\" fill=\"none\" stroke=\"#333\"/>"
     ));
@@ -255,7 +296,6 @@ pub fn svg(page: &MapPage, panel: &MapPanel) -> String {
         escape(&page.y_label),
         if page.y_log { " (log scale)" } else { "" }
     ));
-    out
 }
 
 /// The legend under the pictures.

@@ -68,6 +68,12 @@ fn layers(services: &[TopologyService], edges: &[TopologyEdge]) -> Vec<Vec<Strin
     columns
 }
 
+/// Where the boxes are: each box's top-left corner by name, and their width.
+struct Layout {
+    at: BTreeMap<String, (f64, f64)>,
+    box_width: f64,
+}
+
 /// The drawing for one grid point.
 pub fn draw(title: &str, services: &[TopologyService], edges: &[TopologyEdge], values: &Values) -> Figure {
     let columns = layers(services, edges);
@@ -82,15 +88,45 @@ pub fn draw(title: &str, services: &[TopologyService], edges: &[TopologyEdge], v
             at.insert(name.clone(), (c as f64 * pitch + (pitch - box_width) / 2.0, top + r as f64 * ROW_PITCH));
         }
     }
+    let layout = Layout { at, box_width };
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" \
          font-family=\"sans-serif\"><defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" \
          markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" \
          fill=\"#555\"/></marker></defs>"
     );
+    let csv_rows = draw_edges(&mut svg, &layout, edges, values);
+    draw_services(&mut svg, &layout, services, values);
+    svg.push_str("</svg>");
+    let mut csv = String::from("from,to,call_site,attempts_per_entry_request,failed_share\n");
+    for row in &csv_rows {
+        csv.push_str(&row.join(","));
+        csv.push('\n');
+    }
+    Figure {
+        kind: "topology",
+        title: title.to_string(),
+        svg,
+        points: csv_rows.len() + services.len(),
+        csv,
+        legend: vec![
+            ("idle".into(), RGBColor(0xd9, 0xf0, 0xd3)),
+            ("half busy".into(), RGBColor(0xfe, 0xe0, 0x8b)),
+            ("saturated".into(), RGBColor(0xf4, 0x6d, 0x43)),
+        ],
+        note: "Means over replicas. A box's colour is its utilisation; a red dashed outline or arrow is a fault's \
+               target; an arrow's label is the attempts along it per request entering the graph (retries and \
+               hedges included) and the share of its calls that failed (fallbacks excluded)."
+            .into(),
+    }
+}
+
+/// Each edge's arrow (an arc below for a call back or within a column) and its label;
+/// returns the CSV rows. Edges between the same two boxes (a service edge and call
+/// sites' own) share the arrow; their labels stack.
+fn draw_edges(svg: &mut String, layout: &Layout, edges: &[TopologyEdge], values: &Values) -> Vec<Vec<String>> {
+    let (at, box_width) = (&layout.at, layout.box_width);
     let mut csv_rows = Vec::new();
-    // Edges between the same two boxes (a service edge and call sites' own) share the
-    // arrow; their labels stack.
     let mut labels_at: BTreeMap<(String, String), f64> = BTreeMap::new();
     for (e, edge) in edges.iter().enumerate() {
         let from = edge.from.clone().unwrap_or_else(|| CLIENTS.into());
@@ -145,7 +181,13 @@ pub fn draw(title: &str, services: &[TopologyService], edges: &[TopologyEdge], v
         ));
         csv_rows.push(vec![from, edge.to.clone(), edge.call_site.clone(), fmt(per_request), fmt(failed)]);
     }
-    for (name, &(x, y)) in &at {
+    csv_rows
+}
+
+/// Each service's box, coloured by how busy it is, and the clients' box.
+fn draw_services(svg: &mut String, layout: &Layout, services: &[TopologyService], values: &Values) {
+    let (at, box_width) = (&layout.at, layout.box_width);
+    for (name, &(x, y)) in at {
         let service = services.iter().enumerate().find(|(_, s)| &s.name == name);
         let (fill, stroke, detail, third) = match service {
             None => ("#ffffff".to_string(), "#555".to_string(), "the workload".to_string(), String::new()),
@@ -174,28 +216,6 @@ pub fn draw(title: &str, services: &[TopologyService], edges: &[TopologyEdge], v
             y + 48.0,
             escape(&third)
         ));
-    }
-    svg.push_str("</svg>");
-    let mut csv = String::from("from,to,call_site,attempts_per_entry_request,failed_share\n");
-    for row in &csv_rows {
-        csv.push_str(&row.join(","));
-        csv.push('\n');
-    }
-    Figure {
-        kind: "topology",
-        title: title.to_string(),
-        svg,
-        points: csv_rows.len() + services.len(),
-        csv,
-        legend: vec![
-            ("idle".into(), RGBColor(0xd9, 0xf0, 0xd3)),
-            ("half busy".into(), RGBColor(0xfe, 0xe0, 0x8b)),
-            ("saturated".into(), RGBColor(0xf4, 0x6d, 0x43)),
-        ],
-        note: "Means over replicas. A box's colour is its utilisation; a red dashed outline or arrow is a fault's \
-               target; an arrow's label is the attempts along it per request entering the graph (retries and \
-               hedges included) and the share of its calls that failed (fallbacks excluded)."
-            .into(),
     }
 }
 

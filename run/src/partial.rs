@@ -363,25 +363,7 @@ impl<'s> Gather<'s> {
         if held.start != self.next || held.end > self.expected.end {
             return Err(self.incomplete());
         }
-        let mut batch = Vec::new();
-        let mut last: Option<u32> = None;
-        part.stream_point(self.scenario, index, &mut |rows| {
-            batch.clear();
-            for (row, &replica) in rows.replica.iter().enumerate() {
-                if !held.contains(&replica) || last.is_some_and(|last| replica <= last) {
-                    return Err(Error::bad_input(format!(
-                        "merge: {}: a row of replica {replica} of grid point {index}, which it does not hold                          (replicas {}..{}) or holds twice",
-                        part.dir.display(),
-                        held.start,
-                        held.end
-                    )));
-                }
-                last = Some(replica);
-                let metrics: Vec<f64> = rows.metrics.iter().map(|column| column[row]).collect();
-                batch.push(ReplicaRecord { grid_point: index, replica, seed: rows.seed[row], metrics, compute_ns: 0, extracted: Vec::new() });
-            }
-            emit(&batch)
-        })?;
+        self.stream_rows(part, &held, emit)?;
         self.next = held.end;
         let Some(partials) = part.partials(index)? else { return Ok(()) };
         let bad = |what: String| Error::bad_input(format!("merge: {}: {what}", part.dir.display()));
@@ -389,62 +371,111 @@ impl<'s> Gather<'s> {
         let replicas = partials.numbers("replicas").map_err(|e| bad(e.to_string()))?;
         let extra = partials.numbers("extra").map_err(|e| bad(e.to_string()))?;
         let data = partials.binaries("data").map_err(|e| bad(e.to_string()))?;
-        let latencies = self.scenario.schema.latencies;
-        let series = self.scenario.schema.series;
         for row in 0..item.len() {
-            let item = item[row].as_str();
-            let data = &data[row];
-            if item == MOMENTS {
-                let mut bytes = data.as_slice();
-                for moments in &mut self.moments {
-                    moments.merge(&Moments::from_bytes(&mut bytes).map_err(bad)?);
+            self.add_partial(item[row].as_str(), &data[row], (replicas[row], extra[row]), &bad)?;
+        }
+        Ok(())
+    }
+
+    /// Streams `part`'s kept rows of this point to `emit` as records, checking each is
+    /// a replica it holds (`held`), in order, once.
+    fn stream_rows(
+        &self,
+        part: &Part,
+        held: &std::ops::Range<u32>,
+        emit: &mut dyn FnMut(&[ReplicaRecord]) -> Result<()>,
+    ) -> Result<()> {
+        let index = self.index;
+        let mut batch = Vec::new();
+        let mut last: Option<u32> = None;
+        part.stream_point(self.scenario, index, &mut |rows| {
+            batch.clear();
+            for (row, &replica) in rows.replica.iter().enumerate() {
+                if !held.contains(&replica) || last.is_some_and(|last| replica <= last) {
+                    return Err(Error::bad_input(format!(
+                        "merge: {}: a row of replica {replica} of grid point {index}, which it does not hold \
+                         (replicas {}..{}) or holds twice",
+                        part.dir.display(),
+                        held.start,
+                        held.end
+                    )));
                 }
-                if !bytes.is_empty() {
-                    return Err(bad(format!("grid point {index}'s moments: {} bytes too many", bytes.len())));
-                }
-            } else if let Some(named) = item.strip_prefix("sparse:") {
-                let (name, batch) = named
-                    .rsplit_once('@')
-                    .and_then(|(name, b)| Some((name, b.parse::<usize>().ok().filter(|b| *b < BATCHES)?)))
-                    .ok_or_else(|| bad(format!("histogram {named:?} names no batch")))?;
-                let i = latencies
-                    .iter()
-                    .position(|l| *l == name)
-                    .ok_or_else(|| bad(format!("unknown histogram {name}")))?;
-                let sparse =
-                    SparseHistogram::from_bytes(data).ok_or_else(|| bad(format!("histogram {named:?} is damaged")))?;
-                self.histograms[i].batch_mut(batch).add_sparse(&sparse);
-            } else if let Some(named) = item.strip_prefix("windows:") {
-                let (name, batch) = named
-                    .rsplit_once('@')
-                    .and_then(|(name, b)| Some((name, b.parse::<usize>().ok().filter(|b| *b < BATCHES)?)))
-                    .ok_or_else(|| bad(format!("latency windows {named:?} name no batch")))?;
-                let timed = &self.scenario.schema.timed;
-                let i = timed
-                    .iter()
-                    .position(|t| t.name == name)
-                    .ok_or_else(|| bad(format!("unknown latency over time {name}")))?;
-                let counts = WindowCounts::from_bytes(data)
-                    .ok_or_else(|| bad(format!("latency windows {named:?} are damaged")))?;
-                self.windows.resize_with(timed.len(), BatchedWindows::default);
-                if ![0, counts.windows()].contains(&self.windows[i].windows()) {
-                    return Err(bad(format!("latency windows {named:?} have another number of windows")));
-                }
-                self.windows[i].add(batch, &counts);
-            } else if let Some(name) = item.strip_prefix("series:") {
-                let i =
-                    series.iter().position(|s| s.name == name).ok_or_else(|| bad(format!("unknown series {name}")))?;
-                self.sums.add_bytes(i, series.len(), replicas[row] as u64, data)?;
-            } else if item == "counts" {
-                let values: Vec<u64> =
-                    data.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
-                if self.counts.len() < values.len() {
-                    self.counts.resize(values.len(), 0);
-                }
-                self.counts.iter_mut().zip(&values).for_each(|(t, v)| *t += v);
-            } else if item == "compute" {
-                self.compute_ns += extra[row] as u64;
+                last = Some(replica);
+                let metrics: Vec<f64> = rows.metrics.iter().map(|column| column[row]).collect();
+                let seed = rows.seed[row];
+                batch.push(ReplicaRecord {
+                    grid_point: index,
+                    replica,
+                    seed,
+                    metrics,
+                    compute_ns: 0,
+                    extracted: Vec::new(),
+                });
             }
+            emit(&batch)
+        })
+    }
+
+    /// Adds one partial row: `item` names what `data` holds (moments, a histogram's or
+    /// latency windows' batch, a series, counts, compute time); `(replicas, extra)`
+    /// are its numbers.
+    fn add_partial(
+        &mut self,
+        item: &str,
+        data: &[u8],
+        (replicas, extra): (f64, f64),
+        bad: &dyn Fn(String) -> Error,
+    ) -> Result<()> {
+        let index = self.index;
+        // "NAME@BATCH": a histogram's or latency windows' batch.
+        let batch_of = |named: &str| -> Option<(String, usize)> {
+            let (name, b) = named.rsplit_once('@')?;
+            Some((name.to_string(), b.parse::<usize>().ok().filter(|b| *b < BATCHES)?))
+        };
+        if item == MOMENTS {
+            let mut bytes = data;
+            for moments in &mut self.moments {
+                moments.merge(&Moments::from_bytes(&mut bytes).map_err(bad)?);
+            }
+            if !bytes.is_empty() {
+                return Err(bad(format!("grid point {index}'s moments: {} bytes too many", bytes.len())));
+            }
+        } else if let Some(named) = item.strip_prefix("sparse:") {
+            let (name, batch) = batch_of(named).ok_or_else(|| bad(format!("histogram {named:?} names no batch")))?;
+            let latencies = self.scenario.schema.latencies;
+            let i =
+                latencies.iter().position(|l| *l == name).ok_or_else(|| bad(format!("unknown histogram {name}")))?;
+            let sparse =
+                SparseHistogram::from_bytes(data).ok_or_else(|| bad(format!("histogram {named:?} is damaged")))?;
+            self.histograms[i].batch_mut(batch).add_sparse(&sparse);
+        } else if let Some(named) = item.strip_prefix("windows:") {
+            let (name, batch) =
+                batch_of(named).ok_or_else(|| bad(format!("latency windows {named:?} name no batch")))?;
+            let timed = &self.scenario.schema.timed;
+            let i = timed
+                .iter()
+                .position(|t| t.name == name)
+                .ok_or_else(|| bad(format!("unknown latency over time {name}")))?;
+            let counts =
+                WindowCounts::from_bytes(data).ok_or_else(|| bad(format!("latency windows {named:?} are damaged")))?;
+            self.windows.resize_with(timed.len(), BatchedWindows::default);
+            if ![0, counts.windows()].contains(&self.windows[i].windows()) {
+                return Err(bad(format!("latency windows {named:?} have another number of windows")));
+            }
+            self.windows[i].add(batch, &counts);
+        } else if let Some(name) = item.strip_prefix("series:") {
+            let series = self.scenario.schema.series;
+            let i = series.iter().position(|s| s.name == name).ok_or_else(|| bad(format!("unknown series {name}")))?;
+            self.sums.add_bytes(i, series.len(), replicas as u64, data)?;
+        } else if item == "counts" {
+            let values: Vec<u64> =
+                data.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect();
+            if self.counts.len() < values.len() {
+                self.counts.resize(values.len(), 0);
+            }
+            self.counts.iter_mut().zip(&values).for_each(|(t, v)| *t += v);
+        } else if item == "compute" {
+            self.compute_ns += extra as u64;
         }
         Ok(())
     }

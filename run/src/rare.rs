@@ -198,6 +198,42 @@ fn next_batch(runs: u32, relative_error: f64, target: f64, max_runs: u32) -> u32
     (more.min(u64::from(room))) as u32
 }
 
+/// The work an estimate may still do: every leg adds its events to one total, so
+/// whether it ever passes `--max-events` depends only on the sum of the work, not on
+/// the order threads do it in.
+struct Budget<'a> {
+    max_events: u64,
+    total: std::sync::atomic::AtomicU64,
+    cancelled: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl Budget<'_> {
+    /// Adds a leg of `events`; whether the estimate may go on.
+    fn go_on(&self, events: u64) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.total.fetch_add(events, Relaxed).saturating_add(events) <= self.max_events && !(self.cancelled)()
+    }
+
+    /// Events left once every leg so far has finished (then the total is their sum:
+    /// deterministic).
+    fn left(&self) -> u64 {
+        self.max_events.saturating_sub(self.total.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// The error for `what` stopping the estimate: cancelled, or over the budget.
+    fn stopped(&self, what: String) -> Error {
+        if (self.cancelled)() {
+            Error::io("the estimate was cancelled")
+        } else {
+            let budget = self.max_events;
+            Error::overloaded(format!("{what} spent the budget of --max-events {budget}")).with_hint(
+                "raise --max-events, make the event less rare (a shorter --within, a lower threshold) to see how the \
+                 estimate scales, or check that --score leads to the event",
+            )
+        }
+    }
+}
+
 /// Estimates the probability: a pilot (with `Levels::Auto`), a plain sample for the
 /// comparison, then batches of independent runs on `threads` workers, calling
 /// `progress` after each run.
@@ -213,24 +249,9 @@ pub fn estimate(
         .build()
         .map_err(|error| Error::io(format!("cannot start {threads} worker threads: {error}")))?;
     let cancelled = crate::runner::scope_cancelled();
-    let budget = request.max_events;
-    // Every leg adds to one total: whether it ever passes the budget depends only on
-    // the sum of the work, not on the order threads do it in.
-    let total = std::sync::atomic::AtomicU64::new(0);
-    let go_on = |leg: u64| {
-        use std::sync::atomic::Ordering::Relaxed;
-        total.fetch_add(leg, Relaxed).saturating_add(leg) <= budget && !cancelled()
-    };
-    let stopped = |what: String| {
-        if cancelled() {
-            Error::io("the estimate was cancelled")
-        } else {
-            Error::overloaded(format!("{what} spent the budget of --max-events {budget}")).with_hint(
-                "raise --max-events, make the event less rare (a shorter --within, a lower threshold) to see how the \
-                 estimate scales, or check that --score leads to the event",
-            )
-        }
-    };
+    let budget =
+        Budget { max_events: request.max_events, total: std::sync::atomic::AtomicU64::new(0), cancelled: &cancelled };
+    let go_on = |leg: u64| budget.go_on(leg);
     let (levels, pilot) = match &request.levels {
         Levels::Fixed(levels) => (levels.clone(), None),
         Levels::Auto { target, max_levels } => {
@@ -243,7 +264,9 @@ pub fn estimate(
                 *max_levels,
                 &go_on,
             )
-            .map_err(|placed| stopped(format!("the pilot placing the levels ({} placed: {placed:?})", placed.len())))?;
+            .map_err(|placed| {
+                budget.stopped(format!("the pilot placing the levels ({} placed: {placed:?})", placed.len()))
+            })?;
             (pilot.levels.clone(), Some(pilot))
         }
     };
@@ -254,58 +277,10 @@ pub fn estimate(
         master_seed: request.master_seed,
     };
     let plain = splitting::run_once(model, &plain_plan, u64::MAX, &go_on)
-        .ok_or_else(|| stopped(format!("{} plain replicas", request.trajectories)))?;
+        .ok_or_else(|| budget.stopped(format!("{} plain replicas", request.trajectories)))?;
     let plain_events_mean = plain.events() as f64 / f64::from(request.trajectories);
     let plan = Plan { levels: levels.clone(), ..plain_plan };
-    let mut runs: Vec<RunRecord> = Vec::new();
-    let mut batch = request.min_runs;
-    let mut budget_spent = false;
-    loop {
-        let start = runs.len() as u64;
-        let indices: Vec<u64> = match request.shard {
-            // A shard's runs, in one batch: how many there are is fixed in advance.
-            Some(shard) => (0..u64::from(request.max_runs))
-                .filter(|run| run % u64::from(shard.count) == u64::from(shard.index))
-                .collect(),
-            None => (start..start + u64::from(batch)).collect(),
-        };
-        let more: Vec<Option<RunRecord>> = pool.install(|| {
-            indices
-                .into_par_iter()
-                .map(|run| {
-                    let record = splitting::run_once(model, &plan, run, &go_on);
-                    progress();
-                    record
-                })
-                .collect()
-        });
-        let Some(more) = more.into_iter().collect::<Option<Vec<RunRecord>>>() else {
-            if cancelled() || runs.is_empty() || request.shard.is_some() {
-                return Err(stopped(format!("the first {batch} splitting runs (--min-runs)")));
-            }
-            budget_spent = true;
-            break;
-        };
-        runs.extend(more);
-        if request.shard.is_some() {
-            break;
-        }
-        let (_, _, _, relative) = summarise(&runs);
-        batch = next_batch(runs.len() as u32, relative, request.relative_error, request.max_runs);
-        // What the budget left pays for at the mean cost of a run so far.
-        let run_cost = (runs.iter().map(RunRecord::events).sum::<u64>() as f64 / runs.len() as f64).max(1.0);
-        // All legs so far finished, so the total is the work's sum: deterministic.
-        let left = budget.saturating_sub(total.load(std::sync::atomic::Ordering::Relaxed));
-        let affordable = (left as f64 / run_cost).floor() as u32;
-        if relative <= request.relative_error || batch == 0 {
-            break;
-        }
-        if affordable == 0 {
-            budget_spent = true;
-            break;
-        }
-        batch = batch.min(affordable);
-    }
+    let (runs, budget_spent) = run_batches(model, request, &plan, &pool, &budget, progress)?;
     let (probability, low, high, relative_error) = summarise(&runs);
     let spent =
         runs.iter().map(RunRecord::events).sum::<u64>() + plain.events() + pilot.as_ref().map_or(0, |p| p.events);
@@ -321,6 +296,64 @@ pub fn estimate(
         events: spent,
         budget_spent,
     })
+}
+
+/// The splitting runs, batch after batch (a shard's in one), until the relative error
+/// is reached, `--max-runs` are done or the budget pays for no more; with whether the
+/// budget stopped them.
+fn run_batches(
+    model: &dyn Splittable,
+    request: &RareRequest,
+    plan: &Plan,
+    pool: &rayon::ThreadPool,
+    budget: &Budget,
+    progress: &(dyn Fn() + Sync),
+) -> Result<(Vec<RunRecord>, bool)> {
+    let go_on = |leg: u64| budget.go_on(leg);
+    let mut runs: Vec<RunRecord> = Vec::new();
+    let mut batch = request.min_runs;
+    loop {
+        let start = runs.len() as u64;
+        let indices: Vec<u64> = match request.shard {
+            // A shard's runs, in one batch: how many there are is fixed in advance.
+            Some(shard) => (0..u64::from(request.max_runs))
+                .filter(|run| run % u64::from(shard.count) == u64::from(shard.index))
+                .collect(),
+            None => (start..start + u64::from(batch)).collect(),
+        };
+        let more: Vec<Option<RunRecord>> = pool.install(|| {
+            indices
+                .into_par_iter()
+                .map(|run| {
+                    let record = splitting::run_once(model, plan, run, &go_on);
+                    progress();
+                    record
+                })
+                .collect()
+        });
+        let Some(more) = more.into_iter().collect::<Option<Vec<RunRecord>>>() else {
+            if (budget.cancelled)() || runs.is_empty() || request.shard.is_some() {
+                return Err(budget.stopped(format!("the first {batch} splitting runs (--min-runs)")));
+            }
+            return Ok((runs, true));
+        };
+        runs.extend(more);
+        if request.shard.is_some() {
+            return Ok((runs, false));
+        }
+        let (_, _, _, relative) = summarise(&runs);
+        batch = next_batch(runs.len() as u32, relative, request.relative_error, request.max_runs);
+        // What the budget left pays for at the mean cost of a run so far.
+        let run_cost = (runs.iter().map(RunRecord::events).sum::<u64>() as f64 / runs.len() as f64).max(1.0);
+        let affordable = (budget.left() as f64 / run_cost).floor() as u32;
+        if relative <= request.relative_error || batch == 0 {
+            return Ok((runs, false));
+        }
+        if affordable == 0 {
+            return Ok((runs, true));
+        }
+        batch = batch.min(affordable);
+    }
 }
 
 #[cfg(test)]

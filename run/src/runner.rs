@@ -290,6 +290,25 @@ struct LivePoint {
 }
 
 impl LivePoint {
+    /// A finished point: its summaries of `metric_defs` and its folded results.
+    fn finish(
+        self,
+        metric_defs: &[stampede_scenario::models::MetricDef],
+        latency_count: usize,
+    ) -> (GridPoint, PointResult) {
+        let result = PointResult {
+            summaries: summaries(&self.moments, metric_defs),
+            moments: self.moments,
+            replicas: self.replicas,
+            latency_batches: LivePoint::latencies(self.batches, latency_count),
+            latency_windows: self.windows.into_inner().expect("no worker panicked"),
+            series: self.series,
+            counts: self.counts,
+            compute_s: self.compute_ns as f64 / 1e9,
+        };
+        (self.point, result)
+    }
+
     /// Its latencies per batch.
     fn latencies(batches: Vec<Mutex<Vec<Option<SparseHistogram>>>>, count: usize) -> Vec<BatchedLatency> {
         let mut batched = vec![BatchedLatency::default(); count];
@@ -509,9 +528,7 @@ fn run_tasks(
     let Hooks { progress, cancel, extract } = hooks;
     let scoped = SCOPED_CANCEL.with(|scoped| scoped.borrow().clone());
     let cancelled = || cancel.load(Ordering::Relaxed) || scoped.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
-    let master_seed = scenario.run.seed;
-    let metric_defs = &scenario.schema.metrics;
-    let metric_count = metric_defs.len();
+    let metric_count = scenario.schema.metrics.len();
     let latency_count = scenario.schema.latencies.len();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -524,39 +541,14 @@ fn run_tasks(
     let mut pending = tasks.peekable();
     let mut tasks: Vec<(u32, u32)> = Vec::with_capacity(chunk);
     while pending.peek().is_some() {
-        tasks.clear();
-        while let Some(&(point, replica)) = pending.peek() {
-            let span = tasks.first().map_or(0, |first| point - first.0);
-            if tasks.len() == chunk || span as u64 >= CHUNK_POINTS {
-                break;
-            }
-            tasks.push((point, replica));
-            pending.next();
-        }
+        next_chunk(&mut pending, chunk, &mut tasks);
         let (first, last) = (tasks[0].0, tasks[tasks.len() - 1].0);
-        // Only points with planned tasks (a shard may have none of a point).
-        let mut chunk_points: Vec<u32> = tasks.iter().map(|t| t.0).collect();
-        chunk_points.dedup();
-        for &index in &chunk_points {
-            if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(index) {
-                let point = scenario.grid_point(index)?;
-                slot.insert(LivePoint {
-                    point,
-                    moments: vec![Moments::default(); metric_count],
-                    replicas: 0..0,
-                    batches: (0..BATCHES).map(|_| Mutex::new(Vec::new())).collect(),
-                    windows: Mutex::new(Vec::new()),
-                    series: SeriesSums::default(),
-                    counts: Vec::new(),
-                    compute_ns: 0,
-                });
-            }
-        }
+        open_points(scenario, &tasks, &mut live)?;
         let work = Work {
             points: (first..=last).map(|i| live.get(&i)).collect(),
             first_point: first,
             tasks: &tasks,
-            master_seed,
+            master_seed: scenario.run.seed,
             workers: &workers,
             latency_count,
             metric_count,
@@ -577,18 +569,7 @@ fn run_tasks(
         records.clear();
         records.extend(cancellable.drain(..).map(|record| record.expect("not cancelled")));
         debug_assert!(records.windows(2).all(|w| (w[0].grid_point, w[0].replica) < (w[1].grid_point, w[1].replica)));
-        for record in &records {
-            let point = live.get_mut(&record.grid_point).expect("live");
-            for (moments, &value) in point.moments.iter_mut().zip(&record.metrics) {
-                moments.push(value);
-            }
-            if point.replicas.is_empty() {
-                point.replicas = record.replica..record.replica;
-            }
-            debug_assert_eq!(point.replicas.end, record.replica, "a point's replicas arrive in order, each once");
-            point.replicas.end = record.replica + 1;
-            point.compute_ns += record.compute_ns;
-        }
+        fold_records(&records, &mut live);
         (sinks.records)(&records)?;
         // Grid points wholly before the next task are finished on every worker (a
         // point's planned replicas are contiguous in the task order).
@@ -597,20 +578,68 @@ fn run_tasks(
             worker.lock().expect("no worker panicked").drain_finished(finished_below, &mut live);
         }
         while let Some(entry) = live.first_entry().filter(|e| *e.key() < finished_below) {
-            let done = entry.remove();
-            let result = PointResult {
-                summaries: summaries(&done.moments, metric_defs),
-                moments: done.moments,
-                replicas: done.replicas,
-                latency_batches: LivePoint::latencies(done.batches, latency_count),
-                latency_windows: done.windows.into_inner().expect("no worker panicked"),
-                series: done.series,
-                counts: done.counts,
-                compute_s: done.compute_ns as f64 / 1e9,
-            };
-            (sinks.point)(&done.point, result)?;
+            let (point, result) = entry.remove().finish(&scenario.schema.metrics, latency_count);
+            (sinks.point)(&point, result)?;
         }
     }
     debug_assert!(live.is_empty());
     Ok(())
+}
+
+/// The next chunk of `pending` into `tasks`: at most `chunk` tasks, over fewer than
+/// `CHUNK_POINTS` grid points.
+fn next_chunk(
+    pending: &mut std::iter::Peekable<&mut dyn Iterator<Item = (u32, u32)>>,
+    chunk: usize,
+    tasks: &mut Vec<(u32, u32)>,
+) {
+    tasks.clear();
+    while let Some(&(point, replica)) = pending.peek() {
+        let span = tasks.first().map_or(0, |first| point - first.0);
+        if tasks.len() == chunk || span as u64 >= CHUNK_POINTS {
+            break;
+        }
+        tasks.push((point, replica));
+        pending.next();
+    }
+}
+
+/// Opens the grid points the chunk's `tasks` reach that are not live yet (only points
+/// with planned tasks: a shard may have none of a point).
+fn open_points(scenario: &Scenario, tasks: &[(u32, u32)], live: &mut BTreeMap<u32, LivePoint>) -> Result<()> {
+    let mut chunk_points: Vec<u32> = tasks.iter().map(|t| t.0).collect();
+    chunk_points.dedup();
+    for &index in &chunk_points {
+        if let std::collections::btree_map::Entry::Vacant(slot) = live.entry(index) {
+            let point = scenario.grid_point(index)?;
+            slot.insert(LivePoint {
+                point,
+                moments: vec![Moments::default(); scenario.schema.metrics.len()],
+                replicas: 0..0,
+                batches: (0..BATCHES).map(|_| Mutex::new(Vec::new())).collect(),
+                windows: Mutex::new(Vec::new()),
+                series: SeriesSums::default(),
+                counts: Vec::new(),
+                compute_ns: 0,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Folds a chunk's records, in (grid point, replica) order, into their points'
+/// moments, replica ranges and compute time.
+fn fold_records(records: &[ReplicaRecord], live: &mut BTreeMap<u32, LivePoint>) {
+    for record in records {
+        let point = live.get_mut(&record.grid_point).expect("live");
+        for (moments, &value) in point.moments.iter_mut().zip(&record.metrics) {
+            moments.push(value);
+        }
+        if point.replicas.is_empty() {
+            point.replicas = record.replica..record.replica;
+        }
+        debug_assert_eq!(point.replicas.end, record.replica, "a point's replicas arrive in order, each once");
+        point.replicas.end = record.replica + 1;
+        point.compute_ns += record.compute_ns;
+    }
 }

@@ -237,6 +237,42 @@ impl Grants {
     }
 }
 
+impl Grants {
+    /// Whether a due hedge may go: `Some(granted)` (granted: the budget lent it), or
+    /// `None` when the budget refused it.
+    fn hedge_allowed(&self, clock: &Clock) -> Option<bool> {
+        match self.budget.as_ref().filter(|budget| budget.spend) {
+            None => Some(false),
+            Some(budget) => {
+                let now = clock.now();
+                let mut retry = budget.retry.lock();
+                let retry = &mut *retry;
+                retry.budget.try_retry(now, retry.active, 0, &mut retry.rng).then_some(true)
+            }
+        }
+    }
+}
+
+/// A try succeeded after `latency` (since its first attempt), answered by attempt
+/// `index` (0: the first, not a hedge).
+fn record_win(state: &Shared<HedgeState>, latency: Nanos, index: usize) {
+    let mut state = state.lock();
+    // The try's latency since its first attempt, not the winner's own: the losers are
+    // never seen, so their own latencies would read the tail short (the graph model's
+    // reasoning).
+    state.policy.observe(latency);
+    if index > 0 {
+        state.counts.hedge_wins += 1;
+    }
+}
+
+/// A hedge went out, the try's `hedges`-th: counted; the delay until the next, if any.
+fn hedge_sent(state: &Shared<HedgeState>, hedges: u32) -> Option<Nanos> {
+    let mut state = state.lock();
+    state.counts.hedges += 1;
+    state.policy.delay(hedges)
+}
+
 impl Drop for Grants {
     fn drop(&mut self) {
         for slot in 0..=PENDING {
@@ -303,14 +339,7 @@ where
                 let now = this.clock.now();
                 if classified.outcome == Outcome::Success {
                     if let Some(state) = this.state {
-                        let mut state = state.lock();
-                        // The try's latency since its first attempt, not the winner's own:
-                        // the losers are never seen, so their own latencies would read the
-                        // tail short (the graph model's reasoning).
-                        state.policy.observe(now.saturating_sub(*this.started_at));
-                        if index > 0 {
-                            state.counts.hedge_wins += 1;
-                        }
+                        record_win(state, now.saturating_sub(*this.started_at), index);
                     }
                     // The others lose: dropped, which cancels them (and a hedge granted
                     // but not yet sent is not sent).
@@ -347,18 +376,7 @@ where
                 this.timer.set(Timer::Idle);
                 *this.hedges += 1;
                 let state = this.state.as_ref().expect("only a policy arms the timer");
-                // Some(granted) when the hedge may go (granted: the budget lent it), None
-                // when the budget refused it.
-                let allowed = match this.grants.budget.as_ref().filter(|budget| budget.spend) {
-                    None => Some(false),
-                    Some(budget) => {
-                        let now = this.clock.now();
-                        let mut retry = budget.retry.lock();
-                        let retry = &mut *retry;
-                        retry.budget.try_retry(now, retry.active, 0, &mut retry.rng).then_some(true)
-                    }
-                };
-                match allowed {
+                match this.grants.hedge_allowed(this.clock) {
                     // Refused: this try sends no more hedges, as in the simulator.
                     None => state.lock().counts.denied_by_budget += 1,
                     Some(granted) => {
@@ -386,11 +404,7 @@ where
                     *this.out += 1;
                     debug_assert!(*this.out <= MAX_HEDGES + 1);
                     let state = this.state.as_ref().expect("only a policy sends hedges");
-                    let next = {
-                        let mut state = state.lock();
-                        state.counts.hedges += 1;
-                        state.policy.delay(*this.hedges)
-                    };
+                    let next = hedge_sent(state, *this.hedges);
                     emit(Event::Hedge);
                     if let Some(delay) = next {
                         this.timer.set(Timer::Armed { sleep: tokio::time::sleep(Duration::from_nanos(delay)) });

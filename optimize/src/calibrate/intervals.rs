@@ -192,34 +192,7 @@ pub(super) fn measure(ev: &mut Evaluator, observations: usize, steps: &[f64]) ->
     if continuous.is_empty() {
         return Ok(bases);
     }
-    // The curvature, with the integers at their fitted values, around the best (which a
-    // walk, or a design here, may move: measured again there), with steps of about one
-    // standard error (re-measured where the design is over twice the interval's width).
-    let mut centre = ev.candidates[ev.best()].unit.clone();
-    let mut steps = steps.to_vec();
-    let mut quadratic = ev.composite_round(&centre, &steps, &continuous, "curvature")?;
-    for _ in 0..4 {
-        let best = ev.candidates[ev.best()].unit.clone();
-        if best != centre {
-            centre = best;
-        } else {
-            let d_min = ev.candidates[ev.best()].discrepancy;
-            let scatter = 2.0 * d_min / (observations - d) as f64;
-            let Some(inverse) =
-                quadratic.as_ref().filter(|q| cholesky(&q.hessian).is_some()).and_then(|q| invert(&q.hessian))
-            else {
-                break;
-            };
-            let sds: Vec<f64> = (0..continuous.len()).map(|i| (scatter * inverse[i][i]).max(0.0).sqrt()).collect();
-            if sds.iter().all(|&sd| sd >= 0.5) {
-                break;
-            }
-            for (i, &j) in continuous.iter().enumerate() {
-                steps[j] *= sds[i].clamp(1.0 / 64.0, 1.0);
-            }
-        }
-        quadratic = ev.composite_round(&centre, &steps, &continuous, "curvature")?;
-    }
+    let (centre, steps, quadratic) = settle_curvature(ev, observations, steps, &continuous)?;
     let d_min = ev.candidates[ev.best()].discrepancy;
     let scatter = 2.0 * d_min / (observations - d) as f64;
     let still_best = ev.candidates[ev.best()].unit == centre;
@@ -228,30 +201,7 @@ pub(super) fn measure(ev: &mut Evaluator, observations: usize, steps: &[f64]) ->
     let describes = quadratic.as_ref().filter(|q| still_best && q.r_squared.is_none_or(|r| r >= MIN_R_SQUARED));
     let inside = |variance_steps: f64, j: usize| 1.96 * variance_steps.max(0.0).sqrt() * steps[j] <= 1.0;
     let inverse = describes.filter(|q| cholesky(&q.hessian).is_some()).and_then(|q| invert(&q.hessian));
-    // The simulation's noise in where the minimum lies: the quadratic refitted to the
-    // design's discrepancies with each replica left out, its minimum's jackknife
-    // variance (step units). `None`: some refit has no minimum (noise the quadratic
-    // cannot describe) — the profile then.
-    let replicas = ev.candidates[ev.best()].leave_one_out.len();
-    let noise: Option<Vec<f64>> = if replicas < 2 {
-        Some(vec![0.0; continuous.len()])
-    } else {
-        let minima: Option<Vec<Vec<f64>>> = (0..replicas)
-            .map(|r| {
-                let value = |c: &Candidate| c.leave_one_out.get(r).copied().unwrap_or(f64::NAN);
-                ev.composite_fit(&centre, &steps, &continuous, value).and_then(|q| stationary(&q))
-            })
-            .collect();
-        minima.map(|minima| {
-            let n = replicas as f64;
-            (0..continuous.len())
-                .map(|i| {
-                    let mean = minima.iter().map(|m| m[i]).sum::<f64>() / n;
-                    (n - 1.0) / n * minima.iter().map(|m| (m[i] - mean).powi(2)).sum::<f64>()
-                })
-                .collect()
-        })
-    };
+    let noise = jackknife_noise(ev, &centre, &steps, &continuous);
     let largest = describes.map_or(0.0, |q| (0..continuous.len()).map(|k| q.hessian[k][k]).fold(0.0, f64::max));
     for (i, &j) in continuous.iter().enumerate() {
         let own = describes.map(|q| q.hessian[i][i]).filter(|&h| h > 1e-9 * largest);
@@ -281,6 +231,72 @@ pub(super) fn measure(ev: &mut Evaluator, observations: usize, steps: &[f64]) ->
         };
     }
     Ok(bases)
+}
+
+/// The curvature of the continuous unknowns, the integers at their fitted values,
+/// around the best (which a walk, or a design here, may move: measured again there),
+/// with steps of about one standard error (re-measured where the design is over twice
+/// the interval's width). Returns the design's centre, its steps and the quadratic.
+fn settle_curvature(
+    ev: &mut Evaluator,
+    observations: usize,
+    steps: &[f64],
+    continuous: &[usize],
+) -> Result<(Vec<f64>, Vec<f64>, Option<Quadratic>)> {
+    let d = ev.dimensions.len();
+    let mut centre = ev.candidates[ev.best()].unit.clone();
+    let mut steps = steps.to_vec();
+    let mut quadratic = ev.composite_round(&centre, &steps, continuous, "curvature")?;
+    for _ in 0..4 {
+        let best = ev.candidates[ev.best()].unit.clone();
+        if best != centre {
+            centre = best;
+        } else {
+            let d_min = ev.candidates[ev.best()].discrepancy;
+            let scatter = 2.0 * d_min / (observations - d) as f64;
+            let Some(inverse) =
+                quadratic.as_ref().filter(|q| cholesky(&q.hessian).is_some()).and_then(|q| invert(&q.hessian))
+            else {
+                break;
+            };
+            let sds: Vec<f64> = (0..continuous.len()).map(|i| (scatter * inverse[i][i]).max(0.0).sqrt()).collect();
+            if sds.iter().all(|&sd| sd >= 0.5) {
+                break;
+            }
+            for (i, &j) in continuous.iter().enumerate() {
+                steps[j] *= sds[i].clamp(1.0 / 64.0, 1.0);
+            }
+        }
+        quadratic = ev.composite_round(&centre, &steps, continuous, "curvature")?;
+    }
+    Ok((centre, steps, quadratic))
+}
+
+/// The simulation's noise in where the minimum lies, per continuous unknown: the
+/// quadratic refitted to the design's discrepancies with each replica left out, its
+/// minimum's jackknife variance (step units). `None`: some refit has no minimum
+/// (noise the quadratic cannot describe) — the profile then.
+fn jackknife_noise(ev: &Evaluator, centre: &[f64], steps: &[f64], continuous: &[usize]) -> Option<Vec<f64>> {
+    let replicas = ev.candidates[ev.best()].leave_one_out.len();
+    if replicas < 2 {
+        Some(vec![0.0; continuous.len()])
+    } else {
+        let minima: Option<Vec<Vec<f64>>> = (0..replicas)
+            .map(|r| {
+                let value = |c: &Candidate| c.leave_one_out.get(r).copied().unwrap_or(f64::NAN);
+                ev.composite_fit(centre, steps, continuous, value).and_then(|q| stationary(&q))
+            })
+            .collect();
+        minima.map(|minima| {
+            let n = replicas as f64;
+            (0..continuous.len())
+                .map(|i| {
+                    let mean = minima.iter().map(|m| m[i]).sum::<f64>() / n;
+                    (n - 1.0) / n * minima.iter().map(|m| (m[i] - mean).powi(2)).sum::<f64>()
+                })
+                .collect()
+        })
+    }
 }
 
 /// Whether the curvature interval of unknown `j` (half-width `half_width` in unit-cube

@@ -490,6 +490,67 @@ pub fn check_shape(request: &Request) -> Result<()> {
     Ok(())
 }
 
+/// What is compared: the chosen metrics' observations over the intervals that start
+/// after the warm-up (their indices), and how the model's are extracted over them.
+fn compare_after_warmup(
+    loaded: &Scenario,
+    request: &Request,
+    spans: &[(f64, f64)],
+    chosen: &[(String, f64)],
+    names: &[(String, Observable)],
+) -> Result<(Comparison, Vec<usize>)> {
+    let warmup = loaded.run.warmup_s;
+    let compared: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].0 >= warmup - 1e-9).collect();
+    if compared.is_empty() {
+        return Err(Error::bad_input(format!(
+            "--observed: every interval starts before run.warmup_s = {warmup}; nothing is compared"
+        )));
+    }
+    let nanos = |s: f64| stampede_engine::secs_to_nanos(s);
+    let ns_spans: Vec<Interval> = compared.iter().map(|&i| (nanos(spans[i].0), nanos(spans[i].1))).collect();
+    let catalogue_of = |name: &str| names.iter().find(|(n, _)| n == name).expect("checked").1;
+    let metric_list: Vec<(String, Observable)> = chosen.iter().map(|(n, _)| (n.clone(), catalogue_of(n))).collect();
+    let extraction = Extraction::new(loaded, &loaded.grid_point(0)?, metric_list, ns_spans)?;
+    let comparison = Comparison {
+        names: chosen.iter().map(|(n, _)| n.clone()).collect(),
+        weights: chosen.iter().map(|(_, w)| *w).collect(),
+        observed: chosen
+            .iter()
+            .map(|(n, _)| compared.iter().map(|&i| request.observed.metrics[n][i]).collect())
+            .collect(),
+        extraction,
+        intervals: compared.len(),
+    };
+    Ok((comparison, compared))
+}
+
+/// Each compared metric's fidelity to its observations in `records`, and the
+/// weighted discrepancy (refused when it is not a number).
+fn judged(comparison: &Comparison, records: &[Vec<f64>]) -> Result<(Vec<MetricFidelity>, f64)> {
+    let (fidelities, discrepancy) = comparison.judge(records);
+    if !discrepancy.is_finite() {
+        return Err(Error::bad_input(format!(
+            "--observed: the model's discrepancy from the observations is {discrepancy} (not a number): an observed \
+             value too large or too small to compare relatively; nothing was written"
+        ))
+        .with_hint("check the observed columns' units (seconds, requests per second, workers)"));
+    }
+    let metrics: Vec<MetricFidelity> = comparison
+        .names
+        .iter()
+        .zip(&comparison.weights)
+        .zip(fidelities)
+        .zip(&comparison.observed)
+        .map(|(((name, &weight), fidelity), observed)| MetricFidelity {
+            name: name.clone(),
+            weight,
+            observed: observed.clone(),
+            fidelity,
+        })
+        .collect();
+    Ok((metrics, discrepancy))
+}
+
 /// Calibrates `base` (one configuration: no grid) to `request.observed`.
 pub fn calibrate(
     base: &Scenario,
@@ -512,28 +573,7 @@ pub fn calibrate(
     check_possible(&request.observed, &chosen, &slots)?;
     let (loaded, loads) = with_observed_load(base, &request.observed, &spans)?;
     check_dimensions(&loaded, &request.dimensions)?;
-    let warmup = loaded.run.warmup_s;
-    let compared: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].0 >= warmup - 1e-9).collect();
-    if compared.is_empty() {
-        return Err(Error::bad_input(format!(
-            "--observed: every interval starts before run.warmup_s = {warmup}; nothing is compared"
-        )));
-    }
-    let nanos = |s: f64| stampede_engine::secs_to_nanos(s);
-    let ns_spans: Vec<Interval> = compared.iter().map(|&i| (nanos(spans[i].0), nanos(spans[i].1))).collect();
-    let catalogue_of = |name: &str| names.iter().find(|(n, _)| n == name).expect("checked").1;
-    let metric_list: Vec<(String, Observable)> = chosen.iter().map(|(n, _)| (n.clone(), catalogue_of(n))).collect();
-    let extraction = Extraction::new(&loaded, &loaded.grid_point(0)?, metric_list, ns_spans)?;
-    let comparison = Comparison {
-        names: chosen.iter().map(|(n, _)| n.clone()).collect(),
-        weights: chosen.iter().map(|(_, w)| *w).collect(),
-        observed: chosen
-            .iter()
-            .map(|(n, _)| compared.iter().map(|&i| request.observed.metrics[n][i]).collect())
-            .collect(),
-        extraction,
-        intervals: compared.len(),
-    };
+    let (comparison, compared) = compare_after_warmup(&loaded, request, &spans, &chosen, &names)?;
     if comparison.observations() == 0 {
         return Err(Error::bad_input("--observed: the compared metrics have no values after run.warmup_s"));
     }
@@ -546,27 +586,7 @@ pub fn calibrate(
         }
     };
     let records = run_points(&calibrated, &[0], request.replicas, &comparison, threads, progress)?.remove(0);
-    let (fidelities, discrepancy) = comparison.judge(&records);
-    if !discrepancy.is_finite() {
-        return Err(Error::bad_input(format!(
-            "--observed: the model's discrepancy from the observations is {discrepancy} (not a number): an observed \
-             value too large or too small to compare relatively; nothing was written"
-        ))
-        .with_hint("check the observed columns' units (seconds, requests per second, workers)"));
-    }
-    let metrics: Vec<MetricFidelity> = comparison
-        .names
-        .iter()
-        .zip(&comparison.weights)
-        .zip(fidelities)
-        .zip(&comparison.observed)
-        .map(|(((name, &weight), fidelity), observed)| MetricFidelity {
-            name: name.clone(),
-            weight,
-            observed: observed.clone(),
-            fidelity,
-        })
-        .collect();
+    let (metrics, discrepancy) = judged(&comparison, &records)?;
     let autocorrelation = residual_autocorrelation(&metrics);
     let widening =
         autocorrelation.filter(|r| *r > 0.0).map_or(1.0, |r| ((1.0 + r.min(0.9)) / (1.0 - r.min(0.9))).sqrt());

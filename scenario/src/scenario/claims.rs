@@ -273,21 +273,43 @@ impl Assertion {
                  what it bounds"
             )));
         }
-        if !metrics.contains(&self.metric.as_str()) {
-            // A graph's edge metrics were `edge.A->B.…` in 0.6; the arrow alone marks an edge now.
-            if let Some(renamed) = self.metric.strip_prefix("edge.").filter(|m| m.contains("->") && metrics.contains(m))
-            {
-                return Err(Error::bad_input(format!(
-                    "{path}.metric = {:?}: edge metrics are named without `edge.` now: {renamed:?}",
-                    self.metric
-                )));
+        self.check_metric_known(path, metrics, model)?;
+        self.check_bounds(path)?;
+        for (side, relative) in [("above", &self.above), ("below", &self.below)] {
+            if let Some(relative) = relative {
+                if !(relative.factor.is_finite() && relative.factor > 0.0) {
+                    return Err(Error::bad_input(format!(
+                        "{path}.{side}.factor = {}: must be a positive number",
+                        relative.factor
+                    )));
+                }
             }
+        }
+        Ok(())
+    }
+
+    /// The claim's metric is one of the model's (a renamed edge metric says its new name).
+    fn check_metric_known(&self, path: &str, metrics: &[&str], model: &str) -> Result<()> {
+        if metrics.contains(&self.metric.as_str()) {
+            return Ok(());
+        }
+        // A graph's edge metrics were `edge.A->B.…` in 0.6; the arrow alone marks an edge now.
+        if let Some(renamed) = self.metric.strip_prefix("edge.").filter(|m| m.contains("->") && metrics.contains(m)) {
             return Err(Error::bad_input(format!(
-                "{path}.metric = {:?}: not a metric of model {model}; its metrics: {}",
-                self.metric,
-                metrics.join(", ")
+                "{path}.metric = {:?}: edge metrics are named without `edge.` now: {renamed:?}",
+                self.metric
             )));
         }
+        Err(Error::bad_input(format!(
+            "{path}.metric = {:?}: not a metric of model {model}; its metrics: {}",
+            self.metric,
+            metrics.join(", ")
+        )))
+    }
+
+    /// A metric claim's bounds: at least one; near with within on the mean; each pair
+    /// of bounds in order; per-replica bounds exactly with a fraction statistic.
+    fn check_bounds(&self, path: &str) -> Result<()> {
         if self.at_least.is_none()
             && self.at_most.is_none()
             && self.above.is_none()
@@ -336,16 +358,6 @@ impl Assertion {
                  \"fraction_ci_lo\" or \"fraction_ci_hi\" (here {:?})",
                 self.statistic.name()
             )));
-        }
-        for (side, relative) in [("above", &self.above), ("below", &self.below)] {
-            if let Some(relative) = relative {
-                if !(relative.factor.is_finite() && relative.factor > 0.0) {
-                    return Err(Error::bad_input(format!(
-                        "{path}.{side}.factor = {}: must be a positive number",
-                        relative.factor
-                    )));
-                }
-            }
         }
         Ok(())
     }

@@ -553,34 +553,10 @@ impl Fixture {
         if turn.steps.is_empty() {
             return Err(Error::bad_input("turn.steps = []: list at least one call (a step is { call = \"CLASS\" })"));
         }
-        // (class, otherwise, step, background) of every call so far.
-        let mut earlier: Vec<(&str, Option<&str>, usize, bool)> = Vec::new();
+        let mut earlier: Vec<EarlierCall> = Vec::new();
         for (i, step) in turn.steps.iter().enumerate() {
             let at = format!("turn.steps[{i}]");
-            match (&step.call, &step.parallel) {
-                (Some(_), Some(_)) | (None, None) => {
-                    return Err(Error::bad_input(format!(
-                        "{at}: give either call = \"CLASS\" or parallel = [{{ call = \"CLASS\" }}, …]"
-                    )))
-                }
-                (None, Some(calls)) => {
-                    if calls.is_empty() {
-                        return Err(Error::bad_input(format!("{at}.parallel = []: list the calls made together")));
-                    }
-                    let own = [
-                        ("probability", step.probability.is_some()),
-                        ("otherwise", step.otherwise.is_some()),
-                        ("required", step.required.is_some()),
-                        ("needs", step.needs.is_some()),
-                    ];
-                    if let Some((field, _)) = own.iter().find(|(_, given)| *given) {
-                        return Err(Error::bad_input(format!(
-                            "{at}.{field}: a parallel group takes it on each call inside `parallel`"
-                        )));
-                    }
-                }
-                (Some(_), None) => {}
-            }
+            step.check_shape(&at)?;
             for (j, call) in step.calls().iter().enumerate() {
                 let at = if step.parallel.is_some() { format!("{at}.parallel[{j}]") } else { at.clone() };
                 class(&at, "call", &call.call)?;
@@ -591,31 +567,7 @@ impl Fixture {
                     return Err(Error::bad_input(format!("{at}.probability = {p}: a share of turns, from 0 to 1")));
                 }
                 if let Some(needs) = &call.needs {
-                    let matches: Vec<_> = earlier
-                        .iter()
-                        .filter(|(c, o, step, _)| (*c == needs || *o == Some(needs.as_str())) && *step < i)
-                        .collect();
-                    match matches.as_slice() {
-                        [] => {
-                            return Err(Error::bad_input(format!(
-                                "{at}.needs = {needs:?}: no call of that class in an earlier step (a call can need \
-                                 only a call the turn has already waited for)"
-                            )))
-                        }
-                        [(.., true)] => {
-                            return Err(Error::bad_input(format!(
-                                "{at}.needs = {needs:?}: that call runs in the background, so the turn never \
-                                 learns whether it succeeded"
-                            )))
-                        }
-                        [_] => {}
-                        _ => {
-                            return Err(Error::bad_input(format!(
-                                "{at}.needs = {needs:?}: the plan calls {needs} more than once before this step; \
-                                 which one is meant is ambiguous"
-                            )))
-                        }
-                    }
+                    check_needs(&at, needs, &earlier, i)?;
                 }
             }
             for call in step.calls() {
@@ -688,7 +640,62 @@ fn check_name(section: &str, name: &str) -> Result<()> {
     )))
 }
 
+/// A call a turn makes before a step: (class, otherwise, step, background).
+type EarlierCall<'a> = (&'a str, Option<&'a str>, usize, bool);
+
+/// `{at}.needs = needs` (at step `step`) names exactly one call of an earlier
+/// foreground step: the turn has waited for it.
+fn check_needs(at: &str, needs: &str, earlier: &[EarlierCall], step: usize) -> Result<()> {
+    let matches: Vec<_> = earlier
+        .iter()
+        .filter(|(c, o, earlier_step, _)| (*c == needs || *o == Some(needs)) && *earlier_step < step)
+        .collect();
+    match matches.as_slice() {
+        [] => Err(Error::bad_input(format!(
+            "{at}.needs = {needs:?}: no call of that class in an earlier step (a call can need \
+             only a call the turn has already waited for)"
+        ))),
+        [(.., true)] => Err(Error::bad_input(format!(
+            "{at}.needs = {needs:?}: that call runs in the background, so the turn never \
+             learns whether it succeeded"
+        ))),
+        [_] => Ok(()),
+        _ => Err(Error::bad_input(format!(
+            "{at}.needs = {needs:?}: the plan calls {needs} more than once before this step; \
+             which one is meant is ambiguous"
+        ))),
+    }
+}
+
 impl StepSpec {
+    /// A step is a call or a parallel group, and a group's calls carry their own
+    /// probability, otherwise, required and needs.
+    fn check_shape(&self, at: &str) -> Result<()> {
+        match (&self.call, &self.parallel) {
+            (Some(_), Some(_)) | (None, None) => Err(Error::bad_input(format!(
+                "{at}: give either call = \"CLASS\" or parallel = [{{ call = \"CLASS\" }}, …]"
+            ))),
+            (None, Some(calls)) => {
+                if calls.is_empty() {
+                    return Err(Error::bad_input(format!("{at}.parallel = []: list the calls made together")));
+                }
+                let own = [
+                    ("probability", self.probability.is_some()),
+                    ("otherwise", self.otherwise.is_some()),
+                    ("required", self.required.is_some()),
+                    ("needs", self.needs.is_some()),
+                ];
+                match own.iter().find(|(_, given)| *given) {
+                    Some((field, _)) => Err(Error::bad_input(format!(
+                        "{at}.{field}: a parallel group takes it on each call inside `parallel`"
+                    ))),
+                    None => Ok(()),
+                }
+            }
+            (Some(_), None) => Ok(()),
+        }
+    }
+
     /// The step's calls: its parallel group, or its one call.
     pub fn calls(&self) -> Vec<CallSpec> {
         match &self.parallel {

@@ -159,71 +159,8 @@ impl GatewayConfig {
                     incident.start_s, incident.duration_s
                 )));
             }
-            match (incident.kind, incident.scale) {
-                (IncidentName::CapacityStep, Some(scale)) if scale > 0.0 && scale.is_finite() => {}
-                (IncidentName::CapacityStep, scale) => {
-                    return Err(Error::bad_input(format!(
-                        "incidents[{i}].scale = {scale:?}: a capacity_step needs a positive scale (0.5 halves the tier's slots)"
-                    )))
-                }
-                (_, Some(_)) => {
-                    return Err(Error::bad_input(format!(
-                        "incidents[{i}].scale: only a capacity_step takes a scale (a brownout's severity is health, error_rate and latency_factor)"
-                    )))
-                }
-                _ => {}
-            }
-            let brownout = [
-                ("health", incident.health),
-                ("error_rate", incident.error_rate),
-                ("latency_factor", incident.latency_factor),
-            ];
-            let quota = [
-                ("rpm_scale", incident.rpm_scale),
-                ("itpm_scale", incident.itpm_scale),
-                ("otpm_scale", incident.otpm_scale),
-            ];
-            let only = |fields: &[(&str, Option<f64>)], kind: IncidentName, what: &str| -> Result<()> {
-                match fields.iter().find(|(_, value)| value.is_some()) {
-                    Some((field, _)) if incident.kind != kind => Err(Error::bad_input(format!(
-                        "incidents[{i}].{field}: only a {} takes it ({what}); this one is {} {}",
-                        kind.name(),
-                        if incident.kind.name().starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" },
-                        incident.kind.name()
-                    ))),
-                    _ => Ok(()),
-                }
-            };
-            only(&brownout, IncidentName::Brownout, "its severity")?;
-            only(&quota, IncidentName::RateLimitStep, "the provider's new limits")?;
-            let (health, errors, latency) = incident.brownout();
-            if !(health > 0.0 && health <= 1.0) {
-                return Err(Error::bad_input(format!(
-                    "incidents[{i}].health = {health}: the share of the tier's slots left, above 0 and at most 1"
-                )));
-            }
-            if !(0.0..=1.0).contains(&errors) {
-                return Err(Error::bad_input(format!(
-                    "incidents[{i}].error_rate = {errors}: a share of calls, from 0 to 1"
-                )));
-            }
-            if !(latency > 0.0 && latency.is_finite()) {
-                return Err(Error::bad_input(format!(
-                    "incidents[{i}].latency_factor = {latency}: a positive multiplier (5 makes answers 5 times slower)"
-                )));
-            }
-            for ((field, _), scale) in quota.iter().zip(incident.quota_scales()) {
-                if !(scale > 0.0 && scale.is_finite()) {
-                    return Err(Error::bad_input(format!(
-                        "incidents[{i}].{field} = {scale}: a positive multiplier of the published limit (0.5 halves it)"
-                    )));
-                }
-            }
-            if incident.kind == IncidentName::RateLimitStep && quota.iter().all(|(_, value)| value.is_none()) {
-                return Err(Error::bad_input(format!(
-                    "incidents[{i}]: a rate_limit_step needs rpm_scale, itpm_scale or otpm_scale (0.5 halves that limit)"
-                )));
-            }
+            incident.check_kind_fields(i)?;
+            incident.check_severity(i)?;
         }
         Ok(())
     }
@@ -392,5 +329,86 @@ impl GatewayConfig {
             ));
         }
         warnings
+    }
+}
+
+/// An incident's brownout fields.
+fn brownout_fields(incident: &IncidentSection) -> [(&'static str, Option<f64>); 3] {
+    [("health", incident.health), ("error_rate", incident.error_rate), ("latency_factor", incident.latency_factor)]
+}
+
+/// An incident's quota fields.
+fn quota_fields(incident: &IncidentSection) -> [(&'static str, Option<f64>); 3] {
+    [("rpm_scale", incident.rpm_scale), ("itpm_scale", incident.itpm_scale), ("otpm_scale", incident.otpm_scale)]
+}
+
+impl IncidentSection {
+    /// Only a capacity step takes a scale (positive), only a brownout its severity, only
+    /// a rate-limit step the provider's new limits.
+    fn check_kind_fields(&self, i: usize) -> Result<()> {
+        match (self.kind, self.scale) {
+            (IncidentName::CapacityStep, Some(scale)) if scale > 0.0 && scale.is_finite() => {}
+            (IncidentName::CapacityStep, scale) => {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].scale = {scale:?}: a capacity_step needs a positive scale (0.5 halves the tier's slots)"
+                )))
+            }
+            (_, Some(_)) => {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].scale: only a capacity_step takes a scale (a brownout's severity is health, error_rate and latency_factor)"
+                )))
+            }
+            _ => {}
+        }
+        let (brownout, quota) = (brownout_fields(self), quota_fields(self));
+        let only = |fields: &[(&str, Option<f64>)], kind: IncidentName, what: &str| -> Result<()> {
+            match fields.iter().find(|(_, value)| value.is_some()) {
+                Some((field, _)) if self.kind != kind => Err(Error::bad_input(format!(
+                    "incidents[{i}].{field}: only a {} takes it ({what}); this one is {} {}",
+                    kind.name(),
+                    if self.kind.name().starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" },
+                    self.kind.name()
+                ))),
+                _ => Ok(()),
+            }
+        };
+        only(&brownout, IncidentName::Brownout, "its severity")?;
+        only(&quota, IncidentName::RateLimitStep, "the provider's new limits")?;
+        Ok(())
+    }
+
+    /// A brownout's health, error rate and latency factor, and a rate-limit step's
+    /// scales, in range (the defaults of the fields not given are).
+    fn check_severity(&self, i: usize) -> Result<()> {
+        let quota = quota_fields(self);
+        let (health, errors, latency) = self.brownout();
+        if !(health > 0.0 && health <= 1.0) {
+            return Err(Error::bad_input(format!(
+                "incidents[{i}].health = {health}: the share of the tier's slots left, above 0 and at most 1"
+            )));
+        }
+        if !(0.0..=1.0).contains(&errors) {
+            return Err(Error::bad_input(format!(
+                "incidents[{i}].error_rate = {errors}: a share of calls, from 0 to 1"
+            )));
+        }
+        if !(latency > 0.0 && latency.is_finite()) {
+            return Err(Error::bad_input(format!(
+                "incidents[{i}].latency_factor = {latency}: a positive multiplier (5 makes answers 5 times slower)"
+            )));
+        }
+        for ((field, _), scale) in quota.iter().zip(self.quota_scales()) {
+            if !(scale > 0.0 && scale.is_finite()) {
+                return Err(Error::bad_input(format!(
+                    "incidents[{i}].{field} = {scale}: a positive multiplier of the published limit (0.5 halves it)"
+                )));
+            }
+        }
+        if self.kind == IncidentName::RateLimitStep && quota.iter().all(|(_, value)| value.is_none()) {
+            return Err(Error::bad_input(format!(
+                "incidents[{i}]: a rate_limit_step needs rpm_scale, itpm_scale or otpm_scale (0.5 halves that limit)"
+            )));
+        }
+        Ok(())
     }
 }

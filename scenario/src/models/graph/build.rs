@@ -29,8 +29,8 @@ use stampede_engine::Nanos;
 use super::super::cluster::{retry_budget, validate_budget, QueueOrderName};
 use super::schema::{
     AlternativeConfig, AutoscaleSection, BalanceName, CacheSection, DeadlineName, EdgeConfig, EndpointConfig,
-    FaultConfig, GraphConfig, HealthCheckSection, LimiterName, OutlierSection, PoolSection, ScaleMetricName,
-    ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
+    FaultConfig, GraphConfig, HealthCheckSection, LimiterName, OutlierSection, PoolSection, QueueConfig,
+    ScaleMetricName, ServiceConfig, StepConfig, Threading, TimeoutValue, WorkloadConfig,
 };
 use super::topology::Topology;
 use crate::base::checks::{at_least_one, positive};
@@ -153,49 +153,9 @@ impl Builder {
         if s.endpoints.is_empty() {
             return Err(bad(format!("{path}.endpoints: a service needs at least one endpoint")));
         }
-        let discipline = match s.queue.order {
-            QueueOrderName::Fifo => QueueDiscipline::Fifo,
-            QueueOrderName::Lifo => QueueDiscipline::Lifo,
-            QueueOrderName::Codel => {
-                positive(
-                    &format!("{path}.queue.codel_target_s"),
-                    s.queue.codel_target_s,
-                    "a positive number of seconds",
-                )?;
-                positive(
-                    &format!("{path}.queue.codel_interval_s"),
-                    s.queue.codel_interval_s,
-                    "a positive number of seconds",
-                )?;
-                QueueDiscipline::CoDel(CoDelConfig {
-                    target: secs_to_nanos(s.queue.codel_target_s),
-                    interval: secs_to_nanos(s.queue.codel_interval_s).max(1),
-                })
-            }
-        };
+        let discipline = queue_discipline(&path, &s.queue)?;
         let limiter = s.limiter.as_ref().map(|l| limiter(&format!("{path}.limiter"), l)).transpose()?;
-        let shedder = match s.shedder.as_ref().filter(|shedder| shedder.enabled) {
-            None => None,
-            Some(shedder) => {
-                let (low, normal) = (shedder.shed_low_at, shedder.shed_normal_at);
-                if !(low > 0.0 && low <= normal && normal <= 1.0) {
-                    return Err(bad(format!(
-                        "{path}.shedder: shed_low_at = {low} and shed_normal_at = {normal} must satisfy 0 < shed_low_at ≤ shed_normal_at ≤ 1"
-                    )));
-                }
-                Some(ShedMarks([1.0, 1.0, normal, low]))
-            }
-        };
-        let rate_limit = match &s.rate_limit {
-            None => None,
-            Some(r) => {
-                positive(&format!("{path}.rate_limit.per_s"), r.per_s, "a positive rate per second")?;
-                if r.burst == 0 {
-                    return Err(bad(format!("{path}.rate_limit.burst = 0: must be at least 1")));
-                }
-                Some((r.per_s, r.burst))
-            }
-        };
+        let (shedder, rate_limit) = (shed_marks(&path, s)?, rate_limit(&path, s)?);
         let health_check =
             s.health_check.as_ref().map(|h| health_check(&format!("{path}.health_check"), h)).transpose()?;
         let autoscale =
@@ -447,80 +407,17 @@ impl Builder {
         }
         let edge = format!("{CLIENT}->{}", self.services[service as usize]);
         self.used_edges.insert(edge.clone(), (None, service));
-        let arrivals = match (workload.users, &workload.arrivals) {
-            (Some(users), arrivals) => {
-                at_least_one(&format!("{path}.users"), users)?;
-                if arrivals.is_some() || workload.rate_per_s.is_some() || workload.load.is_some() {
-                    return Err(bad(format!(
-                        "{path}.users: a closed-loop workload sets no arrivals, rate_per_s or load (users arrive as they finish)"
-                    )));
-                }
-                positive(&format!("{path}.think_time_s"), workload.think_time_s, "a positive number of seconds")?;
-                WorkloadArrivals::Closed { users, think: secs_to_nanos(workload.think_time_s) }
-            }
-            (None, arrivals) => {
-                let rate_path = format!("{path}.rate_per_s");
-                if let Some(rate) = workload.rate_per_s {
-                    crate::base::checks::positive_rate(&rate_path, rate)?;
-                }
-                let process = crate::inputs::load::entry_arrivals(
-                    workload.load.as_ref(),
-                    workload.rate_per_s,
-                    &rate_path,
-                    None,
-                    Some(crate::inputs::load::Pick { field: "endpoint_column", value: &workload.entry }),
-                )
-                .map_err(|e| e.context(&path))?;
-                let rate = workload.rate_per_s.unwrap_or(f64::NAN);
-                let process = match (arrivals.as_deref(), process) {
-                    (Some(_), Some(_)) => {
-                        return Err(bad(format!("{path}.arrivals: with [workload.load], give the arrivals there (load.arrivals)")))
-                    }
-                    (None, Some(process)) => process,
-                    (None | Some("poisson"), None) => ArrivalProcess::Poisson(RateProfile::constant(rate)),
-                    (Some("even"), None) => ArrivalProcess::Even(RateProfile::constant(rate)),
-                    (Some(other), None) => {
-                        return Err(bad(format!("{path}.arrivals = {other:?}: allowed: poisson, even (or a [load] section for schedules and traces)")))
-                    }
-                };
-                WorkloadArrivals::Open(process)
-            }
+        let arrivals = workload_arrivals(&path, workload)?;
+        let seconds = |field: &str, value: Option<f64>| -> Result<Option<Nanos>> {
+            value
+                .map(|s| {
+                    positive(&format!("{path}.{field}"), s, "a positive number of seconds").map(|()| secs_to_nanos(s))
+                })
+                .transpose()
         };
-        let deadline = match workload.deadline_s {
-            None => None,
-            Some(d) => {
-                positive(&format!("{path}.deadline_s"), d, "a positive number of seconds")?;
-                Some(secs_to_nanos(d))
-            }
-        };
-        let slo = match workload.slo_s {
-            None => None,
-            Some(slo) => {
-                positive(&format!("{path}.slo_s"), slo, "a positive number of seconds")?;
-                Some(secs_to_nanos(slo))
-            }
-        };
-        let mut criticality = [0.0, 0.0, 1.0, 0.0];
-        if let Some(mix) = &workload.criticality {
-            criticality = [0.0; 4];
-            for (name, share) in mix {
-                let level = match name.as_str() {
-                    "critical" => 0,
-                    "normal" => 2,
-                    "low" => 3,
-                    other => {
-                        return Err(bad(format!(
-                            "{path}.criticality.{other}: not a level; allowed: critical, normal, low"
-                        )))
-                    }
-                };
-                criticality[level] = probability(&format!("{path}.criticality.{name}"), Some(*share))?;
-            }
-            let total: f64 = criticality.iter().sum();
-            if (total - 1.0).abs() > 1e-9 {
-                return Err(bad(format!("{path}.criticality: the shares add up to {total}, not 1")));
-            }
-        }
+        let deadline = seconds("deadline_s", workload.deadline_s)?;
+        let slo = seconds("slo_s", workload.slo_s)?;
+        let criticality = criticality_mix(&path, workload.criticality.as_ref())?;
         if workload.keys == 0 {
             return Err(bad(format!("{path}.keys = 0: must be at least 1")));
         }
@@ -1270,4 +1167,123 @@ fn one_of_probabilities(path: &str, step: &StepConfig, alternatives: &[Alternati
         )));
     }
     Ok(probabilities)
+}
+
+/// A workload's arrivals: a closed loop of `users`, or an open process (Poisson or
+/// even at `rate_per_s`, or its `[load]`).
+fn workload_arrivals(path: &str, workload: &WorkloadConfig) -> Result<WorkloadArrivals> {
+    Ok(match (workload.users, &workload.arrivals) {
+        (Some(users), arrivals) => {
+            at_least_one(&format!("{path}.users"), users)?;
+            if arrivals.is_some() || workload.rate_per_s.is_some() || workload.load.is_some() {
+                return Err(bad(format!(
+                    "{path}.users: a closed-loop workload sets no arrivals, rate_per_s or load (users arrive as they finish)"
+                )));
+            }
+            positive(&format!("{path}.think_time_s"), workload.think_time_s, "a positive number of seconds")?;
+            WorkloadArrivals::Closed { users, think: secs_to_nanos(workload.think_time_s) }
+        }
+        (None, arrivals) => {
+            let rate_path = format!("{path}.rate_per_s");
+            if let Some(rate) = workload.rate_per_s {
+                crate::base::checks::positive_rate(&rate_path, rate)?;
+            }
+            let process = crate::inputs::load::entry_arrivals(
+                workload.load.as_ref(),
+                workload.rate_per_s,
+                &rate_path,
+                None,
+                Some(crate::inputs::load::Pick { field: "endpoint_column", value: &workload.entry }),
+            )
+            .map_err(|e| e.context(path))?;
+            let rate = workload.rate_per_s.unwrap_or(f64::NAN);
+            let process = match (arrivals.as_deref(), process) {
+                (Some(_), Some(_)) => {
+                    return Err(bad(format!("{path}.arrivals: with [workload.load], give the arrivals there (load.arrivals)")))
+                }
+                (None, Some(process)) => process,
+                (None | Some("poisson"), None) => ArrivalProcess::Poisson(RateProfile::constant(rate)),
+                (Some("even"), None) => ArrivalProcess::Even(RateProfile::constant(rate)),
+                (Some(other), None) => {
+                    return Err(bad(format!("{path}.arrivals = {other:?}: allowed: poisson, even (or a [load] section for schedules and traces)")))
+                }
+            };
+            WorkloadArrivals::Open(process)
+        }
+    })
+}
+
+/// A workload's shares of critical, normal and low requests (all normal when not
+/// given); the shares add up to 1.
+fn criticality_mix(path: &str, mix: Option<&BTreeMap<String, f64>>) -> Result<[f64; 4]> {
+    let mut criticality = [0.0, 0.0, 1.0, 0.0];
+    if let Some(mix) = mix {
+        criticality = [0.0; 4];
+        for (name, share) in mix {
+            let level = match name.as_str() {
+                "critical" => 0,
+                "normal" => 2,
+                "low" => 3,
+                other => {
+                    return Err(bad(format!("{path}.criticality.{other}: not a level; allowed: critical, normal, low")))
+                }
+            };
+            criticality[level] = probability(&format!("{path}.criticality.{name}"), Some(*share))?;
+        }
+        let total: f64 = criticality.iter().sum();
+        if (total - 1.0).abs() > 1e-9 {
+            return Err(bad(format!("{path}.criticality: the shares add up to {total}, not 1")));
+        }
+    }
+    Ok(criticality)
+}
+
+/// A service's queue order: FIFO, LIFO, or CoDel with its positive target and interval.
+fn queue_discipline(path: &str, queue: &QueueConfig) -> Result<QueueDiscipline> {
+    Ok(match queue.order {
+        QueueOrderName::Fifo => QueueDiscipline::Fifo,
+        QueueOrderName::Lifo => QueueDiscipline::Lifo,
+        QueueOrderName::Codel => {
+            positive(&format!("{path}.queue.codel_target_s"), queue.codel_target_s, "a positive number of seconds")?;
+            positive(
+                &format!("{path}.queue.codel_interval_s"),
+                queue.codel_interval_s,
+                "a positive number of seconds",
+            )?;
+            QueueDiscipline::CoDel(CoDelConfig {
+                target: secs_to_nanos(queue.codel_target_s),
+                interval: secs_to_nanos(queue.codel_interval_s).max(1),
+            })
+        }
+    })
+}
+
+/// A service's priority shedder, when enabled: its marks, 0 < low ≤ normal ≤ 1.
+fn shed_marks(path: &str, s: &ServiceConfig) -> Result<Option<ShedMarks>> {
+    Ok(match s.shedder.as_ref().filter(|shedder| shedder.enabled) {
+        None => None,
+        Some(shedder) => {
+            let (low, normal) = (shedder.shed_low_at, shedder.shed_normal_at);
+            if !(low > 0.0 && low <= normal && normal <= 1.0) {
+                return Err(bad(format!(
+                    "{path}.shedder: shed_low_at = {low} and shed_normal_at = {normal} must satisfy 0 < shed_low_at ≤ shed_normal_at ≤ 1"
+                )));
+            }
+            Some(ShedMarks([1.0, 1.0, normal, low]))
+        }
+    })
+}
+
+/// A service's token-bucket rate limit: a positive rate and a burst of at least one.
+fn rate_limit(path: &str, s: &ServiceConfig) -> Result<Option<(f64, u64)>> {
+    Ok(match &s.rate_limit {
+        None => None,
+        Some(r) => {
+            positive(&format!("{path}.rate_limit.per_s"), r.per_s, "a positive rate per second")?;
+            if r.burst == 0 {
+                return Err(bad(format!("{path}.rate_limit.burst = 0: must be at least 1")));
+            }
+            Some((r.per_s, r.burst))
+        }
+    })
 }
