@@ -366,6 +366,41 @@ pub struct Pilot {
     pub stalled_at: Option<f64>,
 }
 
+/// A pilot stage's trajectories: each one's path and, unless it hit the event, the
+/// records of its best scores.
+type StageRuns = [(Path, Option<Vec<Record>>)];
+
+/// The next level: the score about `target` of the stage's trajectories reached (a hit
+/// counts as reaching every level), above `floor` — the lowest score above it when
+/// fewer rose higher; `None` when none did (the score stalled).
+fn next_level(runs: &StageRuns, target: f64, floor: f64) -> Option<f64> {
+    let n = runs.len();
+    let best = |records: &Option<Vec<Record>>| {
+        records.as_ref().map_or(f64::INFINITY, |records| records.last().map_or(f64::NEG_INFINITY, |r| r.score))
+    };
+    let mut bests: Vec<f64> = runs.iter().map(|(_, records)| best(records)).collect();
+    bests.sort_by(f64::total_cmp);
+    let reaching = ((target * n as f64).ceil() as usize).clamp(1, n);
+    let level = bests[n - reaching];
+    if level > floor {
+        return Some(level);
+    }
+    bests.iter().find(|&&score| score > floor).copied().filter(|above| above.is_finite())
+}
+
+/// Where each trajectory that did not hit the event first reached `level`.
+fn entrances(runs: &StageRuns, level: f64) -> Vec<Entrance> {
+    runs.iter()
+        .filter_map(|(path, records)| match records {
+            Some(records) => records
+                .iter()
+                .find(|record| record.score >= level)
+                .map(|record| Entrance { path: path.clone(), events: record.events }),
+            None => None,
+        })
+        .collect()
+}
+
 /// Places levels by adaptive multilevel splitting (module docs): each stage's level
 /// is reached by about `target` of its trajectories; stops when at least `target` of
 /// a stage hit the event, at `max_levels`, or when the score stops rising; `Err`
@@ -417,34 +452,12 @@ pub fn pilot(
         if hits as f64 >= target * n as f64 || levels.len() >= max_levels {
             break;
         }
-        let best = |records: &Option<Vec<Record>>| {
-            records.as_ref().map_or(f64::INFINITY, |records| records.last().map_or(f64::NEG_INFINITY, |r| r.score))
+        let Some(level) = next_level(&runs, target, floor) else {
+            stalled_at = Some(floor);
+            break;
         };
-        let mut bests: Vec<f64> = runs.iter().map(|(_, records)| best(records)).collect();
-        bests.sort_by(f64::total_cmp);
-        let reaching = ((target * n as f64).ceil() as usize).clamp(1, n);
-        let mut level = bests[n - reaching];
-        if level <= floor {
-            match bests.iter().find(|&&score| score > floor) {
-                Some(&above) if above.is_finite() => level = above,
-                _ => {
-                    stalled_at = Some(floor);
-                    break;
-                }
-            }
-        }
         debug_assert!(level.is_finite() && level > floor);
-        // Entrances: where each trajectory (hits included) first reached the level.
-        let entrances: Vec<Entrance> = runs
-            .iter()
-            .filter_map(|(path, records)| match records {
-                Some(records) => records
-                    .iter()
-                    .find(|record| record.score >= level)
-                    .map(|record| Entrance { path: path.clone(), events: record.events }),
-                None => None,
-            })
-            .collect();
+        let entrances = entrances(&runs, level);
         if entrances.is_empty() {
             stalled_at = Some(floor);
             break;

@@ -263,6 +263,14 @@ impl Answer {
             ));
         }
         out.push_str(&format!("answer: {}\n", self.ending_text()));
+        out.push_str(&self.spending());
+        out
+    }
+
+    /// What the search spent (against the full grid at the chosen one's replicas), and
+    /// how its indifference δ was set when the command line did not give it.
+    fn spending(&self) -> String {
+        let mut out = String::new();
         out.push_str(&format!(
             "spent: {} replicas over {} candidates in {} round{} (budget {})",
             self.spent,

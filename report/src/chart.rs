@@ -771,19 +771,36 @@ impl Heatmap {
         values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)))
     }
 
+    /// The best cell (x, y, value), when higher or lower is better.
+    fn best_cell(&self) -> Option<(usize, usize, f64)> {
+        let higher = self.higher_is_better?;
+        let cells =
+            self.cells.iter().enumerate().flat_map(|(y, row)| row.iter().enumerate().map(move |(x, v)| (x, y, *v)));
+        let valued = cells.filter_map(|(x, y, v)| v.filter(|v| v.value.is_finite()).map(|v| (x, y, v.value)));
+        if higher {
+            valued.max_by(|a, b| a.2.total_cmp(&b.2))
+        } else {
+            valued.min_by(|a, b| a.2.total_cmp(&b.2))
+        }
+    }
+
+    /// What hovering over cell (x, y) says: both axes' values, the cell's and its interval.
+    fn hover(&self, x: usize, y: usize, cell: &BarValue) -> String {
+        let interval = cell.interval.map(|(lo, hi)| format!(" [{}, {}]", short(lo), short(hi))).unwrap_or_default();
+        format!(
+            "{} = {}, {} = {}: {}{interval}",
+            self.x_label,
+            self.x_values[x],
+            self.y_label,
+            self.y_values[y],
+            short(cell.value)
+        )
+    }
+
     fn draw(&self, svg: &mut String) -> Drawn {
         let (nx, ny) = (self.x_values.len().max(1), self.y_values.len().max(1));
         let (lo, hi) = self.value_range();
-        let best = self.higher_is_better.and_then(|higher| {
-            let cells =
-                self.cells.iter().enumerate().flat_map(|(y, row)| row.iter().enumerate().map(move |(x, v)| (x, y, *v)));
-            let valued = cells.filter_map(|(x, y, v)| v.filter(|v| v.value.is_finite()).map(|v| (x, y, v.value)));
-            if higher {
-                valued.max_by(|a, b| a.2.total_cmp(&b.2))
-            } else {
-                valued.min_by(|a, b| a.2.total_cmp(&b.2))
-            }
-        });
+        let best = self.best_cell();
         let root = SVGBackend::with_string(svg, self.size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
@@ -831,20 +848,7 @@ impl Heatmap {
                 let is_best = best.is_some_and(|(bx, by, _)| bx == x && by == y);
                 let text = if is_best { format!("★ {}", short(cell.value)) } else { short(cell.value) };
                 root.draw(&Text::new(text, (px, py), style)).map_err(err)?;
-                let interval =
-                    cell.interval.map(|(lo, hi)| format!(" [{}, {}]", short(lo), short(hi))).unwrap_or_default();
-                hovers.push((
-                    px,
-                    py,
-                    format!(
-                        "{} = {}, {} = {}: {}{interval}",
-                        self.x_label,
-                        self.x_values[x],
-                        self.y_label,
-                        self.y_values[y],
-                        short(cell.value)
-                    ),
-                ));
+                hovers.push((px, py, self.hover(x, y, &cell)));
             }
         }
         for (x, label) in self.x_values.iter().enumerate() {

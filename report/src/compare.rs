@@ -715,6 +715,14 @@ impl Comparison {
             out.push_str("every metric:\n");
             self.rows.iter().for_each(|r| out.push_str(&line(r)));
         }
+        out.push_str(&self.render_latencies());
+        out.push_str(if self.changed() { "verdict: changed (exit 1)\n" } else { "verdict: no change (exit 0)\n" });
+        out
+    }
+
+    /// The latency quantiles A → B, then (with a window) latency over time in it.
+    fn render_latencies(&self) -> String {
+        let mut out = String::new();
         if !self.latencies.is_empty() {
             out.push_str(
                 "latency quantiles A → B (p50 / p99 / p99.9, seconds, pooled over replicas; the p99's B − A with its 95% interval):\n",
@@ -758,7 +766,6 @@ impl Comparison {
                 ));
             }
         }
-        out.push_str(if self.changed() { "verdict: changed (exit 1)\n" } else { "verdict: no change (exit 0)\n" });
         out
     }
 

@@ -205,6 +205,20 @@ pub fn write_run(
         wall_time_s: started.elapsed().as_secs_f64(),
         threads,
     };
+    let manifest = manifest(&report, documents, shape, &written);
+    let manifest = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
+    staged.push(StagedFile::with_contents(dir, "manifest.json", &manifest)?);
+    staged.commit()?;
+    if let Some(documents) = documents {
+        (documents.write)(&report, dir)?;
+    }
+    folder.commit()?;
+    Ok(report)
+}
+
+/// The run's manifest: the report's, with the tables written (in commit order) and
+/// how when the output shape is not the default, and the documents' own fields.
+fn manifest(report: &RunReport, documents: Option<&Documents>, shape: Shape, written: &[String]) -> serde_json::Value {
     let files = documents.map(|d| d.files.as_slice()).unwrap_or_default();
     let mut manifest = report.manifest(files);
     if shape != Shape::default() {
@@ -224,18 +238,11 @@ pub fn write_run(
     }
     if let Some(fields) = documents.and_then(|d| d.manifest_fields) {
         let object = manifest.as_object_mut().expect("a manifest is an object");
-        for (name, value) in fields(&report) {
+        for (name, value) in fields(report) {
             object.insert(name.into(), value);
         }
     }
-    let manifest = serde_json::to_vec_pretty(&manifest).expect("JSON serialises");
-    staged.push(StagedFile::with_contents(dir, "manifest.json", &manifest)?);
-    staged.commit()?;
-    if let Some(documents) = documents {
-        (documents.write)(&report, dir)?;
-    }
-    folder.commit()?;
-    Ok(report)
+    manifest
 }
 
 /// Locks `root/name` and starts its staging folder; refuses (bad input) a destination

@@ -114,48 +114,8 @@ pub(super) fn duration_words(seconds: f64) -> String {
 }
 
 pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
-    use stampede_optimize::goal::{claims_as_constraints, parse_requirement, Objective};
-    use stampede_optimize::space::Dimension;
-    use stampede_optimize::{answer, execute, Request};
-    let scenario = resolve(&args.scenario, &args.scenario_args)?;
-    warn(&scenario);
-    let metrics = scenario.schema.metric_names();
-    let objective = Objective::new(args.minimize.as_deref(), args.maximize.as_deref(), &metrics)?;
-    let mut constraints =
-        args.requires.iter().map(|text| parse_requirement(text, &metrics)).collect::<Result<Vec<_>>>()?;
-    // An objective or a requirement may be an expression of metrics: a column of its own.
-    let flag = if args.minimize.is_some() { "--minimize" } else { "--maximize" };
-    let mut named = vec![(objective.metric.clone(), flag.to_string())];
-    named.extend(constraints.iter().map(|c| (c.metric.clone(), format!("--require {:?}", c.text))));
-    let scenario = scenario.with_metrics(&named)?;
-    if args.claims {
-        let (claims, notes) = claims_as_constraints(&scenario.verify);
-        for note in notes {
-            super::warning(&format!("--claims: {note}"));
-        }
-        if claims.is_empty() {
-            return Err(Error::bad_input(format!(
-                "--claims: scenario {} has no [[verify]] claim with a fixed bound to require",
-                scenario.name
-            )));
-        }
-        constraints.extend(claims);
-    }
-    let dimensions = args.ranges.iter().map(|text| Dimension::parse(text)).collect::<Result<Vec<_>>>()?;
-    let across = across(&args, &scenario)?;
-    let request = Request {
-        objective,
-        constraints,
-        dimensions,
-        budget: args.budget_replicas,
-        indifference: args.indifference,
-        confidence: args.confidence,
-        first_stage: args.first_stage,
-        samples: args.samples,
-        refinements: args.refine,
-        max_time: args.max_time.map(max_time).transpose()?,
-        across,
-    };
+    use stampede_optimize::{answer, execute};
+    let (scenario, request) = request(&args)?;
     request.check(&scenario)?;
     let threads = threads(args.threads)?;
     if let Some(warning) = request.budget_warning(&scenario) {
@@ -200,6 +160,53 @@ pub(super) fn optimize(args: OptimizeArgs) -> Result<ExitStatus> {
         println!("output: {folder}");
     }
     Ok(if answer.infeasible() { ExitStatus::Infeasible } else { ExitStatus::Success })
+}
+
+/// The scenario, with a column for each objective or requirement that is an
+/// expression of metrics, and what the command line asks of the search.
+fn request(args: &OptimizeArgs) -> Result<(Scenario, stampede_optimize::Request)> {
+    use stampede_optimize::goal::{claims_as_constraints, parse_requirement, Objective};
+    use stampede_optimize::space::Dimension;
+    let scenario = resolve(&args.scenario, &args.scenario_args)?;
+    warn(&scenario);
+    let metrics = scenario.schema.metric_names();
+    let objective = Objective::new(args.minimize.as_deref(), args.maximize.as_deref(), &metrics)?;
+    let mut constraints =
+        args.requires.iter().map(|text| parse_requirement(text, &metrics)).collect::<Result<Vec<_>>>()?;
+    // An objective or a requirement may be an expression of metrics: a column of its own.
+    let flag = if args.minimize.is_some() { "--minimize" } else { "--maximize" };
+    let mut named = vec![(objective.metric.clone(), flag.to_string())];
+    named.extend(constraints.iter().map(|c| (c.metric.clone(), format!("--require {:?}", c.text))));
+    let scenario = scenario.with_metrics(&named)?;
+    if args.claims {
+        let (claims, notes) = claims_as_constraints(&scenario.verify);
+        for note in notes {
+            super::warning(&format!("--claims: {note}"));
+        }
+        if claims.is_empty() {
+            return Err(Error::bad_input(format!(
+                "--claims: scenario {} has no [[verify]] claim with a fixed bound to require",
+                scenario.name
+            )));
+        }
+        constraints.extend(claims);
+    }
+    let dimensions = args.ranges.iter().map(|text| Dimension::parse(text)).collect::<Result<Vec<_>>>()?;
+    let across = across(args, &scenario)?;
+    let request = stampede_optimize::Request {
+        objective,
+        constraints,
+        dimensions,
+        budget: args.budget_replicas,
+        indifference: args.indifference,
+        confidence: args.confidence,
+        first_stage: args.first_stage,
+        samples: args.samples,
+        refinements: args.refine,
+        max_time: args.max_time.map(max_time).transpose()?,
+        across,
+    };
+    Ok((scenario, request))
 }
 
 /// The axis the policy must be best across (`--across`, or the scenario's

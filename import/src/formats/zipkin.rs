@@ -69,19 +69,7 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
         serde_json::from_slice(text).map_err(|e| e.to_string())?
     };
     let spans = merge_fragments(spans, reader);
-    // Shared ids whose client half is here: (trace, id) → the two sides' services.
-    let ids = |span: &ZipkinSpan| Some((hex_u128(&span.trace_id)?, hex_u64(&span.id)?));
-    let clients: HashMap<(u128, u64), &str> = spans
-        .iter()
-        .filter(|s| s.kind.as_deref() == Some("CLIENT"))
-        .filter_map(|s| Some((ids(s)?, service_of(s))))
-        .collect();
-    let mut shared: HashMap<(u128, u64), &str> = HashMap::new();
-    for span in spans.iter().filter(|s| s.kind.as_deref() == Some("SERVER")) {
-        if let Some(key) = ids(span).filter(|key| clients.contains_key(key)) {
-            shared.insert(key, clients[&key]);
-        }
-    }
+    let shared = shared_ids(&spans);
     for span in &spans {
         let (Some(trace), Some(id)) = (hex_u128(&span.trace_id), hex_u64(&span.id)) else {
             reader.skipped().no_id += 1;
@@ -141,6 +129,24 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
         reader.push(span);
     }
     Ok(())
+}
+
+/// Shared ids whose client half is here (Zipkin's B3 lets a client and its server
+/// report one span id): (trace, id) → the client's service.
+fn shared_ids<'a>(spans: &'a [ZipkinSpan<'a>]) -> HashMap<(u128, u64), &'a str> {
+    let ids = |span: &ZipkinSpan| Some((hex_u128(&span.trace_id)?, hex_u64(&span.id)?));
+    let clients: HashMap<(u128, u64), &str> = spans
+        .iter()
+        .filter(|s| s.kind.as_deref() == Some("CLIENT"))
+        .filter_map(|s| Some((ids(s)?, service_of(s))))
+        .collect();
+    let mut shared: HashMap<(u128, u64), &str> = HashMap::new();
+    for span in spans.iter().filter(|s| s.kind.as_deref() == Some("SERVER")) {
+        if let Some(key) = ids(span).filter(|key| clients.contains_key(key)) {
+            shared.insert(key, clients[&key]);
+        }
+    }
+    shared
 }
 
 /// Each span reported in pieces made one: a piece without a `timestamp` is merged into

@@ -289,20 +289,26 @@ pub fn search(
             break;
         }
     }
-    // The curvature at the best; its quadratic's minimum is tried too, and if that is
-    // better the curvature is measured again there.
-    let mut centre = ev.candidates[ev.best()].unit.clone();
     let steps = steps_of(dimensions, width);
+    measure_curvature(&mut ev, &steps, &all, &modelled)?;
+    Ok(Searched { candidates: ev.candidates, steps })
+}
+
+/// The curvature at the best, on `steps`: its quadratics' minima (over `all` unknowns
+/// and over the `modelled` ones) are tried too, and where one is better the curvature
+/// is measured again there (three times at most).
+fn measure_curvature(ev: &mut Evaluator, steps: &[f64], all: &[usize], modelled: &[usize]) -> Result<()> {
+    let mut centre = ev.candidates[ev.best()].unit.clone();
     for _ in 0..3 {
         let mut tries = Vec::new();
-        let whole = ev.composite_round(&centre, &steps, &all, "curvature")?;
+        let whole = ev.composite_round(&centre, steps, all, "curvature")?;
         let continuous =
-            if modelled.len() < d { ev.composite_round(&centre, &steps, &modelled, "curvature")? } else { None };
-        for (quadratic, free) in [(whole, &all), (continuous, &modelled)] {
+            if modelled.len() < all.len() { ev.composite_round(&centre, steps, modelled, "curvature")? } else { None };
+        for (quadratic, free) in [(whole, all), (continuous, modelled)] {
             if let Some(z) =
                 quadratic.as_ref().and_then(Quadratic::minimum).filter(|z| z.iter().all(|v| v.abs() <= 1.0))
             {
-                tries.push(at_free(&centre, &steps, free, &z));
+                tries.push(at_free(&centre, steps, free, &z));
             }
         }
         ev.run(tries, "curvature model")?;
@@ -312,7 +318,7 @@ pub fn search(
         }
         centre = best;
     }
-    Ok(Searched { candidates: ev.candidates, steps })
+    Ok(())
 }
 
 /// Each dimension's step for a design of side `width` (an integer's at least one integer).

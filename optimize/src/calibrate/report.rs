@@ -99,31 +99,64 @@ impl Calibration {
                 format!("  load: {} not used: the scenario's own [load] sets that stream\n", load.column)
             });
         }
-        if let Some(found) = &self.found {
-            let best = &found.candidates[found.best];
-            out.push_str(&format!(
-                "\nfitted ({} candidates × {} replicas on common random numbers; discrepancy {:.4} at the best, \
-                 from its {}):\n",
-                found.candidates.len(),
-                self.fit_replicas,
-                best.discrepancy,
-                best.stage
-            ));
-            for (path, value, interval) in self.fitted_text() {
-                let interval = interval.unwrap_or_else(str::to_string);
-                out.push_str(&format!("  {path:<40} {value:>12}   {interval}\n"));
+        out.push_str(&self.fitted_section());
+        out.push_str(&self.fidelity_table());
+        out.push_str(&format!("  discrepancy (weighted mean squared relative error): {:.4}\n", self.discrepancy));
+        match (self.max_error, self.worst()) {
+            (Some(bound), Some((name, mape))) if mape > bound => {
+                let names: Vec<String> =
+                    self.disagreeing().iter().map(|(n, m)| format!("{n} ({:.1}%)", m * 100.0)).collect();
+                out.push_str(&format!(
+                    "\nFAILED: --max-error {:.1}% exceeded; worst {name} at {:.1}%; disagreeing: {}\n",
+                    bound * 100.0,
+                    mape * 100.0,
+                    names.join(", ")
+                ));
             }
-            out.push_str(&format!(
-                "  (curvature: from the quadratic around the fit; profile: the values whose discrepancy, the others \
-                 re-optimised, stays within the likelihood-ratio cut{})\n",
-                match self.autocorrelation {
-                    Some(r) if self.widening > 1.0 => {
-                        format!(", widened ×{:.2} for the residuals' lag-1 autocorrelation {r:.2}", self.widening)
-                    }
-                    _ => String::new(),
-                }
-            ));
+            (Some(bound), Some((name, mape))) => out.push_str(&format!(
+                "\npassed: every metric within --max-error {:.1}% (worst {name} at {:.1}%)\n",
+                bound * 100.0,
+                mape * 100.0
+            )),
+            _ => {}
         }
+        out
+    }
+
+    /// The fitted unknowns with their intervals and how each was measured (nothing
+    /// without unknowns).
+    fn fitted_section(&self) -> String {
+        let mut out = String::new();
+        let Some(found) = &self.found else { return out };
+        let best = &found.candidates[found.best];
+        out.push_str(&format!(
+            "\nfitted ({} candidates × {} replicas on common random numbers; discrepancy {:.4} at the best, \
+             from its {}):\n",
+            found.candidates.len(),
+            self.fit_replicas,
+            best.discrepancy,
+            best.stage
+        ));
+        for (path, value, interval) in self.fitted_text() {
+            let interval = interval.unwrap_or_else(str::to_string);
+            out.push_str(&format!("  {path:<40} {value:>12}   {interval}\n"));
+        }
+        out.push_str(&format!(
+            "  (curvature: from the quadratic around the fit; profile: the values whose discrepancy, the others \
+             re-optimised, stays within the likelihood-ratio cut{})\n",
+            match self.autocorrelation {
+                Some(r) if self.widening > 1.0 => {
+                    format!(", widened ×{:.2} for the residuals' lag-1 autocorrelation {r:.2}", self.widening)
+                }
+                _ => String::new(),
+            }
+        ));
+        out
+    }
+
+    /// The fidelity of each compared metric to its observations.
+    fn fidelity_table(&self) -> String {
+        let mut out = String::new();
         out.push_str(&format!(
             "\nfidelity ({} replicas; band = the replicas' 2.5–97.5%; MAPE and bias against the simulated mean):\n",
             self.replicas
@@ -143,25 +176,6 @@ impl Calibration {
                 percent(f.inside),
                 f.points
             ));
-        }
-        out.push_str(&format!("  discrepancy (weighted mean squared relative error): {:.4}\n", self.discrepancy));
-        match (self.max_error, self.worst()) {
-            (Some(bound), Some((name, mape))) if mape > bound => {
-                let names: Vec<String> =
-                    self.disagreeing().iter().map(|(n, m)| format!("{n} ({:.1}%)", m * 100.0)).collect();
-                out.push_str(&format!(
-                    "\nFAILED: --max-error {:.1}% exceeded; worst {name} at {:.1}%; disagreeing: {}\n",
-                    bound * 100.0,
-                    mape * 100.0,
-                    names.join(", ")
-                ));
-            }
-            (Some(bound), Some((name, mape))) => out.push_str(&format!(
-                "\npassed: every metric within --max-error {:.1}% (worst {name} at {:.1}%)\n",
-                bound * 100.0,
-                mape * 100.0
-            )),
-            _ => {}
         }
         out
     }

@@ -163,6 +163,38 @@ pub(super) fn tokens(rng: &mut RngStream, (mean, sd): (f64, f64)) -> u64 {
     crate::kernel::float::round(rng.normal(mean, sd)).max(1.0) as u64
 }
 
+/// Per tier, the pressure slots of the classes on it that a turn can call: pressure
+/// compares a tier's attempts with them.
+fn tier_slots(p: &GatewayParams) -> Vec<u32> {
+    let reached = p.plan.reachable(&p.classes);
+    (0..p.tiers.len())
+        .map(|tier| {
+            let on_tier = p.classes.iter().zip(&reached).filter(|(c, &reached)| reached && c.tier == tier);
+            on_tier.map(|(c, _)| c.pressure_slots).sum()
+        })
+        .collect()
+}
+
+/// Each class's latency histograms (those with `latency`), after the turn's, in class order.
+fn class_histograms(p: &GatewayParams) -> Vec<Option<ClassHistograms>> {
+    let mut next_histogram = TURN_ENDINGS.end();
+    p.classes
+        .iter()
+        .map(|c| {
+            c.latency.then(|| {
+                next_histogram += ClassHistograms::LEN;
+                ClassHistograms::from(next_histogram - ClassHistograms::LEN)
+            })
+        })
+        .collect()
+}
+
+/// How many tenants have results of their own: none with one tenant, else up to
+/// [`MAX_TENANT_RESULTS`].
+fn tenant_results(p: &GatewayParams) -> usize {
+    (if p.tenants > 1 { p.tenants.min(MAX_TENANT_RESULTS) } else { 0 }) as usize
+}
+
 impl<'h> Gateway<'h> {
     /// `histograms` receives the turn's latencies, then each class's with `latency`
     /// (time to first token, total): [`GatewayParams::latency_histograms`] of them.
@@ -175,26 +207,6 @@ impl<'h> Gateway<'h> {
             p.tiers.iter().map(|t| ProviderTier::new(t.spec, t.error_rate).with_ttft(t.ttft.clone())).collect();
         let meters = if has(Gate::Quota) { p.quota_meters() } else { Vec::new() };
         let in_flight_capacity: u32 = p.classes.iter().map(|c| c.pressure_slots).sum();
-        // Pressure compares a tier's attempts with the pressure slots of the classes a
-        // turn can call.
-        let reached = p.plan.reachable(&p.classes);
-        let tier_slots = (0..p.tiers.len())
-            .map(|tier| {
-                let on_tier = p.classes.iter().zip(&reached).filter(|(c, &reached)| reached && c.tier == tier);
-                on_tier.map(|(c, _)| c.pressure_slots).sum()
-            })
-            .collect();
-        let mut next_histogram = TURN_ENDINGS.end();
-        let class_histograms = p
-            .classes
-            .iter()
-            .map(|c| {
-                c.latency.then(|| {
-                    next_histogram += ClassHistograms::LEN;
-                    ClassHistograms::from(next_histogram - ClassHistograms::LEN)
-                })
-            })
-            .collect();
         let limiter_queue_capacity = p.limiter_queue_capacity();
         let expected_latency = (0..p.classes.len()).map(|class| p.unloaded_latency(class)).collect();
         let classes = p.classes.len();
@@ -234,18 +246,15 @@ impl<'h> Gateway<'h> {
             provider_started: Vec::with_capacity(16),
             provider_gave_up: Vec::with_capacity(16),
             in_flight: vec![0; p.tiers.len()],
-            tier_slots,
+            tier_slots: tier_slots(&p),
             expected_latency,
-            class_histograms,
+            class_histograms: class_histograms(&p),
             turn_latencies: RequestLatencies::new(TURN_ENDINGS),
             answered_at: p.plan.answered_at(),
             sweeping: false,
             results: GatewayResults {
                 classes: vec![ClassResults::default(); classes],
-                tenants: vec![
-                    TenantResults::default();
-                    if p.tenants > 1 { p.tenants.min(MAX_TENANT_RESULTS) } else { 0 } as usize
-                ],
+                tenants: vec![TenantResults::default(); tenant_results(&p)],
                 ..GatewayResults::default()
             },
             // A few per replica, hot: counters now, never a growth after warm-up.
