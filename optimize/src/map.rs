@@ -545,6 +545,47 @@ enum Purpose {
     BandEdge(usize),
 }
 
+/// Each row's result: where it crosses the level, how many points it ran, whether
+/// its metric moved one way.
+fn rows(brackets: &[Bracket], evaluations: &[Evaluation], request: &MapRequest) -> Vec<Row> {
+    brackets
+        .iter()
+        .enumerate()
+        .map(|(row, bracket)| {
+            let mine: Vec<&Evaluation> = evaluations.iter().filter(|e| e.row == row).collect();
+            Row {
+                grid: bracket.grid,
+                y: bracket.y,
+                crossing: bracket.crossing(&mine, request),
+                evaluations: mine.len() as u32,
+                monotone: monotone(&mine),
+            }
+        })
+        .collect()
+}
+
+impl Evaluation {
+    /// Row `row`'s point at `x` in `round`: its summary, and why the model refused it.
+    fn of(
+        bracket: &Bracket,
+        (row, x): (usize, f64),
+        summary: &Summary,
+        (round, refused): (u32, Option<String>),
+    ) -> Self {
+        Evaluation {
+            grid: bracket.grid,
+            row,
+            y: bracket.y,
+            x,
+            mean: summary.mean,
+            ci_lo: summary.ci_lo,
+            ci_hi: summary.ci_hi,
+            round,
+            refused,
+        }
+    }
+}
+
 /// Draws the map of `scenario` (resolved, `request` checked) on `threads` threads;
 /// `round_starts` is told each round's number and how many evaluations it runs.
 pub fn map(
@@ -584,17 +625,7 @@ pub fn map(
         let summaries = run_round(scenario, &mut candidates, &points, column, request, threads, progress)?;
         for (&(row, u, purpose), (summary, refusal)) in asked.iter().zip(summaries) {
             let bracket = &mut brackets[row];
-            evaluations.push(Evaluation {
-                grid: bracket.grid,
-                row,
-                y: bracket.y,
-                x: request.x.value(u),
-                mean: summary.mean,
-                ci_lo: summary.ci_lo,
-                ci_hi: summary.ci_hi,
-                round,
-                refused: refusal,
-            });
+            evaluations.push(Evaluation::of(bracket, (row, request.x.value(u)), &summary, (round, refusal)));
             bracket.record(u, &summary, purpose, round, request);
         }
         for bracket in brackets.iter_mut().filter(|b| !b.done) {
@@ -602,20 +633,7 @@ pub fn map(
         }
         round += 1;
     }
-    let rows = brackets
-        .iter()
-        .enumerate()
-        .map(|(row, bracket)| {
-            let mine: Vec<&Evaluation> = evaluations.iter().filter(|e| e.row == row).collect();
-            Row {
-                grid: bracket.grid,
-                y: bracket.y,
-                crossing: bracket.crossing(&mine, request),
-                evaluations: mine.len() as u32,
-                monotone: monotone(&mine),
-            }
-        })
-        .collect();
+    let rows = rows(&brackets, &evaluations, request);
     if let Some(first) = evaluations.first().filter(|_| evaluations.iter().all(|e| e.refused.is_some())) {
         return Err(Error::bad_input(format!(
             "map: the model refuses every point it tried as overloaded, so there is nothing to map; for one: {}",

@@ -85,68 +85,79 @@ fn metric_table(ctx: &Context, metrics: &[&MetricDef], with_latency: bool) -> St
         };
         html.push_str(&format!("<tr><th title=\"{}\">{}{arrow}</th>", escape(def.description), escape(def.name)));
         for value in values {
-            match value {
-                Some(v) => {
-                    let is_best = top.is_some_and(|t| t == v.value) && !too_partial(&v);
-                    let interval = v
-                        .interval
-                        .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
-                        .map(|(lo, hi)| format!("<span class=\"ci\">[{}, {}]</span>", short(lo), short(hi)))
-                        .unwrap_or_default();
-                    let covered = v.covered.map_or(String::new(), |(k, n)| {
-                        format!(
-                            " <span class=\"covered\" title=\"defined in {k} of {n} replicas; the mean is over those\">({k}/{n})</span>"
-                        )
-                    });
-                    html.push_str(&format!(
-                        "<td{}>{}{} {interval}{covered}</td>",
-                        if is_best { " class=\"best\"" } else { "" },
-                        if is_best { "★ " } else { "" },
-                        short(v.value)
-                    ));
-                }
-                None => html.push_str("<td>–</td>"),
-            }
+            html.push_str(&match value {
+                Some(v) => metric_cell(&v, top.is_some_and(|t| t == v.value) && !too_partial(&v)),
+                None => "<td>–</td>".into(),
+            });
         }
         html.push_str("</tr>");
     }
     if with_latency {
-        if let Some(first) = ctx.folder.manifest.latencies.first() {
-            let endings = endings_of(&ctx.folder.manifest.latencies, first);
-            // The answered requests' quantiles, then (where the model splits them) every
-            // request's, then the share of each ending.
-            let mut shown = vec![(first.clone(), "requests answered in full")];
-            if let Some((all, _)) = endings.iter().find(|(_, ending)| *ending == "all") {
-                shown.push((all.clone(), "every request that ended: answered, degraded or failed"));
-            }
-            for (latency, column, name, what) in
-                shown.iter().flat_map(|(l, what)| [("p50_s", "p50"), ("p99_s", "p99")].map(|(c, n)| (l, c, n, what)))
-            {
-                html.push_str(&format!(
-                    "<tr><th title=\"{what}: from the merged HdrHistogram of all replicas (within 0.1%), with its 95% sectioning interval over ten batches of replicas\">{} {name} (s) <span class=\"dir\">↓</span></th>",
-                    escape(latency.trim_end_matches("_s"))
-                ));
-                let table = &ctx.folder.histograms;
-                let (Ok(metrics), Ok(values)) = (table.strings("metric"), table.numbers(column)) else { continue };
-                // The sectioning interval over batches of replicas (absent in folders
-                // written before it existed).
-                let bounds = (table.numbers(&format!("{column}_ci_lo")), table.numbers(&format!("{column}_ci_hi")));
-                for point in &ctx.points {
-                    let row = data::rows_of(table, point.index).into_iter().find(|&r| &metrics[r] == latency);
-                    let interval = match (&bounds, row) {
-                        ((Ok(lo), Ok(hi)), Some(r)) if lo[r].is_finite() && hi[r].is_finite() => {
-                            format!(" <span class=\"ci\">[{}, {}]</span>", short(lo[r]), short(hi[r]))
-                        }
-                        _ => String::new(),
-                    };
-                    html.push_str(&format!("<td>{}{interval}</td>", row.map_or("–".into(), |r| short(values[r]))));
-                }
-                html.push_str("</tr>");
-            }
-            html.push_str(&ending_shares(ctx, &endings));
-        }
+        html.push_str(&latency_rows(ctx));
     }
     html.push_str("</tbody></table></div>");
+    html
+}
+
+/// A metric's cell: its mean (starred when `is_best`), its interval, and how many
+/// replicas defined it when not all did.
+fn metric_cell(v: &BarValue, is_best: bool) -> String {
+    let interval = v
+        .interval
+        .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
+        .map(|(lo, hi)| format!("<span class=\"ci\">[{}, {}]</span>", short(lo), short(hi)))
+        .unwrap_or_default();
+    let covered = v.covered.map_or(String::new(), |(k, n)| {
+        format!(
+            " <span class=\"covered\" title=\"defined in {k} of {n} replicas; the mean is over those\">({k}/{n})</span>"
+        )
+    });
+    format!(
+        "<td{}>{}{} {interval}{covered}</td>",
+        if is_best { " class=\"best\"" } else { "" },
+        if is_best { "★ " } else { "" },
+        short(v.value)
+    )
+}
+
+/// The metric table's latency rows: the first request kind's p50 and p99 (answered,
+/// then every request where the model splits them), then the share of each ending.
+fn latency_rows(ctx: &Context) -> String {
+    let mut html = String::new();
+    if let Some(first) = ctx.folder.manifest.latencies.first() {
+        let endings = endings_of(&ctx.folder.manifest.latencies, first);
+        // The answered requests' quantiles, then (where the model splits them) every
+        // request's, then the share of each ending.
+        let mut shown = vec![(first.clone(), "requests answered in full")];
+        if let Some((all, _)) = endings.iter().find(|(_, ending)| *ending == "all") {
+            shown.push((all.clone(), "every request that ended: answered, degraded or failed"));
+        }
+        for (latency, column, name, what) in
+            shown.iter().flat_map(|(l, what)| [("p50_s", "p50"), ("p99_s", "p99")].map(|(c, n)| (l, c, n, what)))
+        {
+            html.push_str(&format!(
+                "<tr><th title=\"{what}: from the merged HdrHistogram of all replicas (within 0.1%), with its 95% sectioning interval over ten batches of replicas\">{} {name} (s) <span class=\"dir\">↓</span></th>",
+                escape(latency.trim_end_matches("_s"))
+            ));
+            let table = &ctx.folder.histograms;
+            let (Ok(metrics), Ok(values)) = (table.strings("metric"), table.numbers(column)) else { continue };
+            // The sectioning interval over batches of replicas (absent in folders
+            // written before it existed).
+            let bounds = (table.numbers(&format!("{column}_ci_lo")), table.numbers(&format!("{column}_ci_hi")));
+            for point in &ctx.points {
+                let row = data::rows_of(table, point.index).into_iter().find(|&r| &metrics[r] == latency);
+                let interval = match (&bounds, row) {
+                    ((Ok(lo), Ok(hi)), Some(r)) if lo[r].is_finite() && hi[r].is_finite() => {
+                        format!(" <span class=\"ci\">[{}, {}]</span>", short(lo[r]), short(hi[r]))
+                    }
+                    _ => String::new(),
+                };
+                html.push_str(&format!("<td>{}{interval}</td>", row.map_or("–".into(), |r| short(values[r]))));
+            }
+            html.push_str("</tr>");
+        }
+        html.push_str(&ending_shares(ctx, &endings));
+    }
     html
 }
 
@@ -447,9 +458,6 @@ fn series_figure(ctx: &Context, series: &str) -> Option<(Figure, bool)> {
     let table = ctx.folder.timeseries.as_ref()?;
     let resolution = series_resolution(ctx.overlaid().count());
     let windows = fault_windows(ctx);
-    // Per point: a faults axis gives each its own windows (recovery counts from its last).
-    let last_fault_end = |p| point_windows(ctx, p).iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
-    let first_fault = |p| point_windows(ctx, p).iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
     let mut lines = Vec::new();
     let mut rows = Vec::new();
     for point in ctx.overlaid() {
@@ -460,60 +468,16 @@ fn series_figure(ctx: &Context, series: &str) -> Option<(Figure, bool)> {
         }
         lines.push(Line { label: point.long(), colour: point.colour, points: values, whiskers: false });
     }
-    let mut bands = Vec::new();
-    let mut markers = Vec::new();
     let mut note = format!(
         "Mean over replicas per bucket with its 95% band{}. Drawn at up to {resolution} points per line \
          (neighbouring buckets merged into their envelope); timeseries.parquet has every bucket.",
         if windows.is_empty() { "" } else { "; grey: fault windows, labelled above the plot" }
     );
     let recovery = ctx.presentation.recovery.as_ref().filter(|r| r.series == series);
-    if let Some(recovery) = recovery {
-        let mut never = Vec::new();
-        for (point, line) in ctx.overlaid().zip(&lines) {
-            let (first_fault, last_fault_end) = (first_fault(point), last_fault_end(point));
-            let before: Vec<f64> =
-                line.points.iter().filter(|p| p.x >= recovery.warmup_s && p.x < first_fault).map(|p| p.y).collect();
-            if !before.is_empty() && point.index == 0 {
-                let baseline = before.iter().sum::<f64>() / before.len() as f64;
-                bands.push(Band {
-                    label: format!(
-                        "recovery band: baseline {} × {} + {}",
-                        short(baseline),
-                        recovery.band_factor,
-                        recovery.band_offset
-                    ),
-                    colour: RGBColor(0x00, 0x9E, 0x73),
-                    from: 0.0,
-                    to: baseline * recovery.band_factor + recovery.band_offset,
-                });
-            }
-            match ctx.value(point.index, recovery.metric).filter(|v| v.value.is_finite() && last_fault_end.is_finite())
-            {
-                Some(v) => markers.push(Marker {
-                    label: format!(
-                        "{}: recovered {} s after the last fault ended (mean{})",
-                        point.label,
-                        short(v.value),
-                        v.interval.map(|(lo, hi)| format!(", 95% [{}, {}]", short(lo), short(hi))).unwrap_or_default()
-                    ),
-                    colour: point.colour,
-                    x: last_fault_end + v.value,
-                    interval: v.interval.map(|(lo, hi)| (last_fault_end + lo, last_fault_end + hi)),
-                }),
-                None => never.push(point.label.clone()),
-            }
-        }
-        note.push_str(&format!(
-            " Vertical lines: each grid point's mean recovery instant (the end of the last fault plus the mean of \
-             {}), with its 95% interval at the top. The band is the first point's baseline (the mean between warm-up \
-             and the first fault) × {} + {}; each replica is judged against its own.",
-            recovery.metric, recovery.band_factor, recovery.band_offset
-        ));
-        if !never.is_empty() {
-            note.push_str(&format!(" Never recovered on average: {}.", never.join(", ")));
-        }
-    }
+    let (bands, markers) = match recovery {
+        Some(recovery) => recovery_marks(ctx, recovery, &lines, &mut note),
+        None => (Vec::new(), Vec::new()),
+    };
     let plot = LinePlot {
         title: format!("{} over time", series.replace('_', " ")),
         x: Axis::linear("time (s)"),
@@ -526,6 +490,65 @@ fn series_figure(ctx: &Context, series: &str) -> Option<(Figure, bool)> {
     };
     let figure = plot.render("timeseries", csv(&["grid_point", "t_s", "mean", "ci_lo", "ci_hi"], rows), note);
     Some((figure, recovery.is_some()))
+}
+
+/// A recovery series' marks: the first point's recovery band (its baseline between
+/// warm-up and the first fault, scaled), each point's mean recovery instant with its
+/// interval; what they show is added to `note`.
+fn recovery_marks(
+    ctx: &Context,
+    recovery: &stampede_scenario::models::presentation::Recovery,
+    lines: &[Line],
+    note: &mut String,
+) -> (Vec<Band>, Vec<Marker>) {
+    // Per point: a faults axis gives each its own windows (recovery counts from its last).
+    let last_fault_end = |p| point_windows(ctx, p).iter().map(|w| w.end_s).fold(f64::NEG_INFINITY, f64::max);
+    let first_fault = |p| point_windows(ctx, p).iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
+    let (mut bands, mut markers) = (Vec::new(), Vec::new());
+    let mut never = Vec::new();
+    for (point, line) in ctx.overlaid().zip(lines) {
+        let (first_fault, last_fault_end) = (first_fault(point), last_fault_end(point));
+        let before: Vec<f64> =
+            line.points.iter().filter(|p| p.x >= recovery.warmup_s && p.x < first_fault).map(|p| p.y).collect();
+        if !before.is_empty() && point.index == 0 {
+            let baseline = before.iter().sum::<f64>() / before.len() as f64;
+            bands.push(Band {
+                label: format!(
+                    "recovery band: baseline {} × {} + {}",
+                    short(baseline),
+                    recovery.band_factor,
+                    recovery.band_offset
+                ),
+                colour: RGBColor(0x00, 0x9E, 0x73),
+                from: 0.0,
+                to: baseline * recovery.band_factor + recovery.band_offset,
+            });
+        }
+        match ctx.value(point.index, recovery.metric).filter(|v| v.value.is_finite() && last_fault_end.is_finite()) {
+            Some(v) => markers.push(Marker {
+                label: format!(
+                    "{}: recovered {} s after the last fault ended (mean{})",
+                    point.label,
+                    short(v.value),
+                    v.interval.map(|(lo, hi)| format!(", 95% [{}, {}]", short(lo), short(hi))).unwrap_or_default()
+                ),
+                colour: point.colour,
+                x: last_fault_end + v.value,
+                interval: v.interval.map(|(lo, hi)| (last_fault_end + lo, last_fault_end + hi)),
+            }),
+            None => never.push(point.label.clone()),
+        }
+    }
+    note.push_str(&format!(
+        " Vertical lines: each grid point's mean recovery instant (the end of the last fault plus the mean of \
+         {}), with its 95% interval at the top. The band is the first point's baseline (the mean between warm-up \
+         and the first fault) × {} + {}; each replica is judged against its own.",
+        recovery.metric, recovery.band_factor, recovery.band_offset
+    ));
+    if !never.is_empty() {
+        note.push_str(&format!(" Never recovered on average: {}.", never.join(", ")));
+    }
+    (bands, markers)
 }
 
 fn series_unit(series: &str) -> String {
@@ -576,46 +599,11 @@ pub fn latency(ctx: &Context) -> Option<Section> {
             continue;
         }
         let name = latency.trim_end_matches("_s").replace('_', " ");
-        let ys: Vec<f64> = curves.iter().flat_map(|c| c.points.iter().map(|p| p.y)).filter(|y| *y > 0.0).collect();
-        let spread = ys.iter().cloned().fold(0.0, f64::max) / ys.iter().cloned().fold(f64::INFINITY, f64::min);
-        let y_scale = if spread > 20.0 { Scale::Log } else { Scale::Linear };
-        let plot = LinePlot {
-            title: format!("{name}: latency by percentile"),
-            x: Axis { label: "percentile".into(), scale: Scale::Percentile },
-            y: Axis { label: "latency (s)".into(), scale: y_scale },
-            lines: curves,
-            windows: vec![],
-            markers: vec![],
-            bands: vec![],
-            size: if l == 0 || *latency == first_all { WIDE } else { SMALL },
-        };
-        let note = format!(
-            "From the merged HdrHistogram of every replica (3 significant digits); x is 1/(1−q) on a log scale, so p90, \
-             p99 and p99.9 are evenly spaced{}.",
-            if y_scale == Scale::Log { "; y is logarithmic because the values span more than 20×" } else { "" }
-        );
-        let figure = plot.render("percentiles", csv(&["grid_point", "quantile", "latency_s"], rows), note);
+        let size = if l == 0 || *latency == first_all { WIDE } else { SMALL };
+        let (figure, log_scale) = percentile_figure(&name, curves, rows, size);
         if l == 0 {
             blocks.push(Block::Figure(figure));
-            let cdf = LinePlot {
-                title: format!("{name}: cumulative distribution"),
-                x: Axis { label: "latency (s)".into(), scale: if spread > 20.0 { Scale::Log } else { Scale::Linear } },
-                y: Axis::linear("share of requests at or below"),
-                lines: cdfs,
-                windows: vec![],
-                markers: vec![],
-                bands: vec![],
-                size: WIDE,
-            };
-            blocks.push(Block::Figure(
-                cdf.render(
-                    "cdf",
-                    csv(&["grid_point", "latency_s", "share"], cdf_rows),
-                    "The share of requests answered within each latency, from the same histograms; from the 1st \
-                 percentile on, so that the very fastest answers do not stretch the axis over empty decades."
-                        .into(),
-                ),
-            ));
+            blocks.push(Block::Figure(cdf_figure(&name, cdfs, cdf_rows, log_scale)));
         } else if *latency == first_all {
             blocks.push(Block::Figure(figure));
         } else {
@@ -629,6 +617,52 @@ pub fn latency(ctx: &Context) -> Option<Section> {
         intro: ctx.intro("Percentile curves and the CDF from the HDR histograms, one line per grid point."),
         blocks,
     })
+}
+
+/// A histogram's percentile curves, one per grid point (`rows` their CSV), its y
+/// axis logarithmic when the values span more than 20× (returned with the figure).
+fn percentile_figure(name: &str, curves: Vec<Line>, rows: Vec<Vec<String>>, size: (u32, u32)) -> (Figure, bool) {
+    let ys: Vec<f64> = curves.iter().flat_map(|c| c.points.iter().map(|p| p.y)).filter(|y| *y > 0.0).collect();
+    let spread = ys.iter().cloned().fold(0.0, f64::max) / ys.iter().cloned().fold(f64::INFINITY, f64::min);
+    let y_scale = if spread > 20.0 { Scale::Log } else { Scale::Linear };
+    let plot = LinePlot {
+        title: format!("{name}: latency by percentile"),
+        x: Axis { label: "percentile".into(), scale: Scale::Percentile },
+        y: Axis { label: "latency (s)".into(), scale: y_scale },
+        lines: curves,
+        windows: vec![],
+        markers: vec![],
+        bands: vec![],
+        size,
+    };
+    let note = format!(
+        "From the merged HdrHistogram of every replica (3 significant digits); x is 1/(1−q) on a log scale, so p90, \
+         p99 and p99.9 are evenly spaced{}.",
+        if y_scale == Scale::Log { "; y is logarithmic because the values span more than 20×" } else { "" }
+    );
+    (plot.render("percentiles", csv(&["grid_point", "quantile", "latency_s"], rows), note), spread > 20.0)
+}
+
+/// The first histogram's CDFs, one per grid point (`rows` their CSV), on a log x axis
+/// when its percentile curves were.
+fn cdf_figure(name: &str, cdfs: Vec<Line>, rows: Vec<Vec<String>>, log_scale: bool) -> Figure {
+    let cdf = LinePlot {
+        title: format!("{name}: cumulative distribution"),
+        x: Axis { label: "latency (s)".into(), scale: if log_scale { Scale::Log } else { Scale::Linear } },
+        y: Axis::linear("share of requests at or below"),
+        lines: cdfs,
+        windows: vec![],
+        markers: vec![],
+        bands: vec![],
+        size: WIDE,
+    };
+    cdf.render(
+        "cdf",
+        csv(&["grid_point", "latency_s", "share"], rows),
+        "The share of requests answered within each latency, from the same histograms; from the 1st \
+                 percentile on, so that the very fastest answers do not stretch the axis over empty decades."
+            .into(),
+    )
 }
 
 /// A grid axis as the report sees it: numeric values (a line or heatmap axis) or labels.
@@ -757,60 +791,13 @@ fn grid_heatmaps(
         .iter()
         .map(|def| {
             let all = ctx.points.iter().filter_map(|p| ctx.value(p.index, def.name)).map(|v| v.value);
-            let range = all.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            let range = all
+                .filter(|v| v.is_finite())
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            let range = (range.0 <= range.1).then_some(range);
             let figures = groups
                 .iter()
-                .map(|group| {
-                    let mut cells = vec![vec![None; shape.axes[ax].labels.len()]; shape.axes[ay].labels.len()];
-                    let mut rows = Vec::new();
-                    for (p, point) in ctx.points.iter().enumerate() {
-                        if shape.combo_label(p, &rest) != *group {
-                            continue;
-                        }
-                        let value = ctx.value(point.index, def.name);
-                        cells[shape.coords[p][ay]][shape.coords[p][ax]] = value;
-                        if let Some(v) = value {
-                            let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
-                            rows.push(vec![
-                                point.index.to_string(),
-                                shape.axes[ax].labels[shape.coords[p][ax]].clone(),
-                                shape.axes[ay].labels[shape.coords[p][ay]].clone(),
-                                num(v.value),
-                                num(lo),
-                                num(hi),
-                            ]);
-                        }
-                    }
-                    let heatmap = Heatmap {
-                        title: if group.is_empty() {
-                            def.name.to_string()
-                        } else {
-                            format!("{} at {group}", def.name)
-                        },
-                        x_label: shape.axes[ax].path.clone(),
-                        y_label: shape.axes[ay].path.clone(),
-                        x_values: shape.axes[ax].labels.clone(),
-                        y_values: shape.axes[ay].labels.clone(),
-                        cells,
-                        higher_is_better: match def.direction {
-                            Direction::Higher => Some(true),
-                            Direction::Lower => Some(false),
-                            Direction::Neither => None,
-                        },
-                        range: (range.0 <= range.1).then_some(range),
-                        size: if groups.len() > 1 { SMALL } else { WIDE },
-                    };
-                    let header =
-                        ["grid_point", shape.axes[ax].path.as_str(), shape.axes[ay].path.as_str(), "mean", "ci_lo", "ci_hi"];
-                    heatmap.render(
-                        "heatmap",
-                        csv(&header, rows),
-                        format!(
-                            "{}: mean per cell (hover for the 95% interval); ★ marks the best; one colour scale for all maps of this metric.",
-                            def.description
-                        ),
-                    )
-                })
+                .map(|group| heatmap(ctx, def, shape, (ax, ay), (&rest, group), (range, groups.len() > 1)))
                 .collect();
             (def.name.to_string(), figures)
         })
@@ -826,6 +813,65 @@ fn grid_heatmaps(
         )
     };
     (vec![Block::Choice { label: "metric".into(), options }], intro)
+}
+
+/// Metric `def`'s heatmap over axes (`ax`, `ay`) for the grid points whose other
+/// axes (`rest`) read `group`: its cells' means (hover for the interval), the best
+/// starred, on the colour scale `range` shared by every map of the metric; small
+/// when it is one of `many`.
+fn heatmap(
+    ctx: &Context,
+    def: &MetricDef,
+    shape: &GridShape,
+    (ax, ay): (usize, usize),
+    (rest, group): (&[usize], &str),
+    (range, many): (Option<(f64, f64)>, bool),
+) -> Figure {
+    let mut cells = vec![vec![None; shape.axes[ax].labels.len()]; shape.axes[ay].labels.len()];
+    let mut rows = Vec::new();
+    for (p, point) in ctx.points.iter().enumerate() {
+        if shape.combo_label(p, rest) != group {
+            continue;
+        }
+        let value = ctx.value(point.index, def.name);
+        cells[shape.coords[p][ay]][shape.coords[p][ax]] = value;
+        if let Some(v) = value {
+            let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+            rows.push(vec![
+                point.index.to_string(),
+                shape.axes[ax].labels[shape.coords[p][ax]].clone(),
+                shape.axes[ay].labels[shape.coords[p][ay]].clone(),
+                num(v.value),
+                num(lo),
+                num(hi),
+            ]);
+        }
+    }
+    let heatmap = Heatmap {
+        title: if group.is_empty() { def.name.to_string() } else { format!("{} at {group}", def.name) },
+        x_label: shape.axes[ax].path.clone(),
+        y_label: shape.axes[ay].path.clone(),
+        x_values: shape.axes[ax].labels.clone(),
+        y_values: shape.axes[ay].labels.clone(),
+        cells,
+        higher_is_better: match def.direction {
+            Direction::Higher => Some(true),
+            Direction::Lower => Some(false),
+            Direction::Neither => None,
+        },
+        range,
+        size: if many { SMALL } else { WIDE },
+    };
+    let header = ["grid_point", shape.axes[ax].path.as_str(), shape.axes[ay].path.as_str(), "mean", "ci_lo", "ci_hi"];
+    heatmap.render(
+        "heatmap",
+        csv(&header, rows),
+        format!(
+            "{}: mean per cell (hover for the 95% interval); ★ marks the best; one colour scale for all maps of this \
+             metric.",
+            def.description
+        ),
+    )
 }
 
 /// One numeric axis `ax`: each headline metric as lines over it with interval bars,

@@ -209,14 +209,7 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     out.push('\n');
     let chosen_rows: Vec<usize> =
         options.rows.iter().filter_map(|name| metrics.iter().position(|m| m.name == name.as_str())).collect();
-    let mut rows: Vec<usize> = if chosen_rows.is_empty() {
-        (0..metrics.len()).filter(|&m| metrics[m].headline).collect()
-    } else {
-        chosen_rows.clone()
-    };
-    if options.all_metrics {
-        rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline && !chosen_rows.contains(&m)));
-    }
+    let rows = shown_rows(metrics, &chosen_rows, options.all_metrics);
     let mut partial_shown = false;
     for &m in &rows {
         partial_shown |= metric_row(report, m, &columns, options.colour, &mut out);
@@ -231,26 +224,7 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     for hint in report.hints() {
         out.push_str(&wrap(&format!("note: {hint}"), width));
     }
-    // Dollar figures that are per replica over the measured window, not per day or
-    // per answer: said under the table (`useful_usd 34.60` read as a day's spend).
-    let per_replica_usd: Vec<&str> = rows
-        .iter()
-        .map(|&m| &metrics[m])
-        .filter(|def| def.name.ends_with("usd") && def.description.contains("per replica over"))
-        .map(|def| def.name)
-        .collect();
-    if !per_replica_usd.is_empty() {
-        let run = &report.scenario.run;
-        out.push_str(&wrap(
-            &format!(
-                "{}: USD per replica over its measured window ({} s: run.horizon_s − run.warmup_s), not per day \
-                 (usd_per_day) or per answer (usd_per_1k_answers)",
-                per_replica_usd.join(", "),
-                run.horizon_s - run.warmup_s
-            ),
-            width,
-        ));
-    }
+    out.push_str(&per_replica_usd_note(report, &rows, width));
     if partial_shown {
         out.push_str(
             "(k/N): defined in k of the point's N replicas (a recovery time where the replica recovered), the mean \
@@ -267,6 +241,43 @@ pub fn render(report: &RunReport, options: &SummaryOptions) -> String {
     }
     out.push_str(&format!("wrote {}\n", report.output_dir.display()));
     out
+}
+
+/// The metrics shown, in order: those `--rows` chose, else the headline ones; then,
+/// with `all`, every other.
+fn shown_rows(metrics: &[MetricDef], chosen: &[usize], all: bool) -> Vec<usize> {
+    let mut rows: Vec<usize> =
+        if chosen.is_empty() { (0..metrics.len()).filter(|&m| metrics[m].headline).collect() } else { chosen.to_vec() };
+    if all {
+        rows.extend((0..metrics.len()).filter(|&m| !metrics[m].headline && !chosen.contains(&m)));
+    }
+    rows
+}
+
+/// Dollar figures that are per replica over the measured window, not per day or per
+/// answer: said under the table (`useful_usd 34.60` read as a day's spend). Empty
+/// when the shown `rows` have none.
+fn per_replica_usd_note(report: &RunReport, rows: &[usize], width: usize) -> String {
+    let metrics = &report.scenario.schema.metrics;
+    let per_replica_usd: Vec<&str> = rows
+        .iter()
+        .map(|&m| &metrics[m])
+        .filter(|def| def.name.ends_with("usd") && def.description.contains("per replica over"))
+        .map(|def| def.name)
+        .collect();
+    if per_replica_usd.is_empty() {
+        return String::new();
+    }
+    let run = &report.scenario.run;
+    wrap(
+        &format!(
+            "{}: USD per replica over its measured window ({} s: run.horizon_s − run.warmup_s), not per day \
+             (usd_per_day) or per answer (usd_per_1k_answers)",
+            per_replica_usd.join(", "),
+            run.horizon_s - run.warmup_s
+        ),
+        width,
+    )
 }
 
 /// Metric `m`'s row over `columns`: mean ± half-width, the coverage of a value not

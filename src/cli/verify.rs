@@ -107,20 +107,7 @@ pub(super) fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitSta
     let Some(name) = args.scenario.as_deref() else {
         return Err(Error::bad_input("verify --seeds needs a scenario: stampede verify SCENARIO --seeds 200"));
     };
-    if seeds == 0 {
-        return Err(Error::bad_input("--seeds 0: run the claims over at least one seed"));
-    }
-    if verify_args.junit.is_some() || args.shard.is_some() || args.trace.is_some() {
-        return Err(Error::bad_input(
-            "--seeds measures pass rates and writes nothing: leave out --junit, --shard, --trace",
-        ));
-    }
-    if !args.precision.is_empty() {
-        return Err(Error::bad_input(
-            "--precision with --seeds: measure the pass rates at a fixed size (--replicas N); \
-             `stampede verify SCENARIO --precision REL` says which N",
-        ));
-    }
+    check_seed_sweep(verify_args, seeds)?;
     let scenario = resolve(name, &args.scenario_args)?;
     let (claims, skipped) = scenario.claims_that_apply("")?;
     let threads = threads(args.threads)?;
@@ -157,18 +144,9 @@ pub(super) fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitSta
     let mut short = 0;
     for (index, _) in &claims {
         let rate = f64::from(passed[*index]) / f64::from(seeds);
-        let mark = if rate < SEED_PASS_RATE { "SHORT" } else { "ok   " };
         short += usize::from(rate < SEED_PASS_RATE);
-        let failing = &failing_seeds[*index];
-        let seeds_shown = failing.iter().take(8).map(u64::to_string).collect::<Vec<_>>().join(", ");
-        let more = if failing.len() > 8 { format!(" and {} more", failing.len() - 8) } else { String::new() };
-        println!(
-            "{mark} {:>6.1}%  {}/{seeds}  {}{}",
-            100.0 * rate,
-            passed[*index],
-            identity(*index, &scenario.verify[*index]),
-            if failing.is_empty() { String::new() } else { format!("  (fails on seed {seeds_shown}{more})") }
-        );
+        let claim = identity(*index, &scenario.verify[*index]);
+        println!("{}", pass_rate_line(&claim, (passed[*index], seeds), &failing_seeds[*index]));
     }
     for s in &skipped {
         println!("skip              {}: {}", identity(s.index, &scenario.verify[s.index]), s.why);
@@ -180,6 +158,40 @@ pub(super) fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitSta
         println!("every claim holds on at least {:.0}% of seeds", 100.0 * SEED_PASS_RATE);
         Ok(ExitStatus::Success)
     }
+}
+
+/// What `verify --seeds` refuses: no seed, and what it would not write or measure.
+fn check_seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<()> {
+    let args = &verify_args.run;
+    if seeds == 0 {
+        return Err(Error::bad_input("--seeds 0: run the claims over at least one seed"));
+    }
+    if verify_args.junit.is_some() || args.shard.is_some() || args.trace.is_some() {
+        return Err(Error::bad_input(
+            "--seeds measures pass rates and writes nothing: leave out --junit, --shard, --trace",
+        ));
+    }
+    if !args.precision.is_empty() {
+        return Err(Error::bad_input(
+            "--precision with --seeds: measure the pass rates at a fixed size (--replicas N); \
+             `stampede verify SCENARIO --precision REL` says which N",
+        ));
+    }
+    Ok(())
+}
+
+/// A claim's line of the seed sweep: SHORT below [`SEED_PASS_RATE`], its pass rate
+/// (`passed` of `seeds`) and the first seeds it fails on.
+fn pass_rate_line(claim: &str, (passed, seeds): (u32, u32), failing: &[u64]) -> String {
+    let rate = f64::from(passed) / f64::from(seeds);
+    let mark = if rate < SEED_PASS_RATE { "SHORT" } else { "ok   " };
+    let seeds_shown = failing.iter().take(8).map(u64::to_string).collect::<Vec<_>>().join(", ");
+    let more = if failing.len() > 8 { format!(" and {} more", failing.len() - 8) } else { String::new() };
+    format!(
+        "{mark} {:>6.1}%  {passed}/{seeds}  {claim}{}",
+        100.0 * rate,
+        if failing.is_empty() { String::new() } else { format!("  (fails on seed {seeds_shown}{more})") }
+    )
 }
 
 /// How `verify` and `merge --verify` end: the JUnit file if asked, the verdicts (or

@@ -367,16 +367,33 @@ fn trace_instants(trace: &TraceSpec, pick: Option<Pick>) -> Result<ArrivalProces
             )));
         }
     }
-    let keys = match &trace.key_column {
+    let keys = trace_keys(trace, &path, instants.len())?;
+    // The rows `pick` names (all rows without its label column).
+    for (field, column, readers) in trace.label_columns() {
+        if column.is_some() && pick.map(|p| p.field) != Some(field) {
+            return Err(Error::bad_input(format!("load.arrivals.{field}: {readers}")));
+        }
+    }
+    let rows = picked_rows(trace, &path, pick, instants.len())?;
+    // Sorting keeps each key with its instant.
+    let mut order: Vec<usize> = rows;
+    order.sort_by_key(|&i| instants[i]);
+    let sorted: Vec<Nanos> = order.iter().map(|&i| instants[i]).collect();
+    let keys = keys.map(|keys| Arc::from(order.iter().map(|&i| keys[i]).collect::<Vec<u64>>()));
+    Ok(ArrivalProcess::Trace(Arc::from(sorted), keys))
+}
+
+/// A trace's keys (its `key_column`), row for row with its `instants`: whole numbers.
+fn trace_keys(trace: &TraceSpec, path: &std::path::Path, instants: usize) -> Result<Option<Vec<u64>>> {
+    Ok(match &trace.key_column {
         None => None,
         Some(column) => {
-            let keys =
-                super::sources::sample(&path, Some(column)).map_err(|e| e.context("load.arrivals.key_column"))?;
-            if keys.len() != instants.len() {
+            let keys = super::sources::sample(path, Some(column)).map_err(|e| e.context("load.arrivals.key_column"))?;
+            if keys.len() != instants {
                 return Err(Error::bad_input(format!(
                     "load.arrivals.key_column: {} keys for {} instants; the columns must be row for row",
                     keys.len(),
-                    instants.len()
+                    instants
                 )));
             }
             if let Some((i, bad)) = keys.iter().enumerate().find(|(_, k)| k.fract() != 0.0 || **k > 9.0e15) {
@@ -387,25 +404,24 @@ fn trace_instants(trace: &TraceSpec, pick: Option<Pick>) -> Result<ArrivalProces
             }
             Some(keys.iter().map(|k| *k as u64).collect::<Vec<u64>>())
         }
-    };
-    // The rows `pick` names (all rows without its label column).
-    for (field, column, readers) in trace.label_columns() {
-        if column.is_some() && pick.map(|p| p.field) != Some(field) {
-            return Err(Error::bad_input(format!("load.arrivals.{field}: {readers}")));
-        }
-    }
+    })
+}
+
+/// The rows of a trace of `instants` rows that `pick` names (all rows without its
+/// label column): at least one.
+fn picked_rows(trace: &TraceSpec, path: &std::path::Path, pick: Option<Pick>, instants: usize) -> Result<Vec<usize>> {
     let picked = pick.and_then(|p| trace.label_columns().into_iter().find(|(f, ..)| *f == p.field)?.1.map(|c| (p, c)));
-    let rows: Vec<usize> = match picked {
-        None => (0..instants.len()).collect(),
+    Ok(match picked {
+        None => (0..instants).collect(),
         Some((pick, column)) => {
             let field = pick.field;
             let labels =
-                super::sources::labels(&path, column).map_err(|e| e.context(format!("load.arrivals.{field}")))?;
-            if labels.len() != instants.len() {
+                super::sources::labels(path, column).map_err(|e| e.context(format!("load.arrivals.{field}")))?;
+            if labels.len() != instants {
                 return Err(Error::bad_input(format!(
                     "load.arrivals.{field}: {} labels for {} instants; the columns must be row for row",
                     labels.len(),
-                    instants.len()
+                    instants
                 )));
             }
             let rows: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == pick.value).collect();
@@ -422,13 +438,7 @@ fn trace_instants(trace: &TraceSpec, pick: Option<Pick>) -> Result<ArrivalProces
             }
             rows
         }
-    };
-    // Sorting keeps each key with its instant.
-    let mut order: Vec<usize> = rows;
-    order.sort_by_key(|&i| instants[i]);
-    let sorted: Vec<Nanos> = order.iter().map(|&i| instants[i]).collect();
-    let keys = keys.map(|keys| Arc::from(order.iter().map(|&i| keys[i]).collect::<Vec<u64>>()));
-    Ok(ArrivalProcess::Trace(Arc::from(sorted), keys))
+    })
 }
 
 /// A model's arrivals: its own constant rate at `rate_path` (`rate`), or its `[load]`

@@ -134,6 +134,38 @@ fn check_axis(axis: &GridAxis) -> Result<()> {
     Ok(())
 }
 
+/// A scenario's name names its output folder: at most 100 letters, digits, '-' or '_'.
+fn check_name(name: &str) -> Result<()> {
+    if name.chars().count() > 100 {
+        return Err(Error::bad_input(format!(
+            "scenario field name = \"{}…\" ({} characters): must be at most 100 (it names the output folder)",
+            name.chars().take(20).collect::<String>(),
+            name.chars().count()
+        )));
+    }
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(Error::bad_input(format!(
+            "scenario field name = {name:?}: must be letters, digits, '-' or '_' (it names the output folder)"
+        )));
+    }
+    Ok(())
+}
+
+/// The sections model `model` takes; an unknown model is refused with the models
+/// there are (and the nearest names).
+fn model_sections(model: &str, models: ModelSections) -> Result<&'static [&'static str]> {
+    if let Some(&(_, _, sections)) = models.iter().find(|(known, _, _)| *known == model) {
+        return Ok(sections);
+    }
+    let width = models.iter().map(|(known, _, _)| known.len()).max().unwrap_or(0);
+    let known: String =
+        models.iter().map(|(known, description, _)| format!("\n  {known:width$}  {description}")).collect();
+    let names: Vec<&str> = models.iter().map(|(known, _, _)| *known).collect();
+    let near = crate::base::suggest::nearest(model, &names, 2);
+    let hint = if near.is_empty() { ".".to_string() } else { format!("; did you mean {}?", near.join(", ")) };
+    Err(Error::bad_input(format!("scenario field model = {model:?}: unknown model{hint} The models:{known}")))
+}
+
 impl Document {
     /// Applies `overrides` to a parsed scenario file and checks its shape: the name,
     /// the model (one of `models`), which sections it may have, the grid and the claims.
@@ -146,32 +178,11 @@ impl Document {
             merge_path(&mut source, path, value.clone())?;
         }
         let name = take_string(&mut source, "name", true)?.expect("required");
-        if name.chars().count() > 100 {
-            return Err(Error::bad_input(format!(
-                "scenario field name = \"{}…\" ({} characters): must be at most 100 (it names the output folder)",
-                name.chars().take(20).collect::<String>(),
-                name.chars().count()
-            )));
-        }
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(Error::bad_input(format!(
-                "scenario field name = {name:?}: must be letters, digits, '-' or '_' (it names the output folder)"
-            )));
-        }
+        check_name(&name)?;
         let description = take_string(&mut source, "description", false)?.unwrap_or_default();
         let model = take_string(&mut source, "model", true)?.expect("required");
         // The model name first: its sections decide which other fields are allowed.
-        let Some(&(_, _, sections)) = models.iter().find(|(known, _, _)| *known == model) else {
-            let width = models.iter().map(|(known, _, _)| known.len()).max().unwrap_or(0);
-            let known: String =
-                models.iter().map(|(known, description, _)| format!("\n  {known:width$}  {description}")).collect();
-            let names: Vec<&str> = models.iter().map(|(known, _, _)| *known).collect();
-            let near = crate::base::suggest::nearest(&model, &names, 2);
-            let hint = if near.is_empty() { ".".to_string() } else { format!("; did you mean {}?", near.join(", ")) };
-            return Err(Error::bad_input(format!(
-                "scenario field model = {model:?}: unknown model{hint} The models:{known}"
-            )));
-        };
+        let sections = model_sections(&model, models)?;
         for key in source.keys() {
             if !TOP_LEVEL.contains(&key.as_str()) && !sections.contains(&key.as_str()) {
                 let mut allowed: Vec<&str> = TOP_LEVEL.to_vec();

@@ -124,6 +124,32 @@ impl Setup {
         (self.latency_s + INPUT_TOKENS / 8_000.0 + OUTPUT_TOKENS / 65.0) * (0.25f64 * 0.25 / 2.0).exp()
     }
 
+    /// The scenario's `[gateway]` section: the backoff, the budget, the breaker and the
+    /// ladder this setup turns on.
+    fn gateway_section(&self) -> String {
+        let mut text = format!(
+            "\n[gateway]\nbackoff_base_s = {wait:?}\nbackoff_cap_s = {cap:?}\nhonour_retry_after = {honour}\n",
+            wait = self.wait_s,
+            cap = self.backoff_cap_s.max(self.wait_s),
+            honour = self.honour_retry_after,
+        );
+        if let Some(ratio) = self.budget {
+            text += &format!("retry_budget_ratio = {ratio:?}\n");
+        }
+        if let Some((open, ratio, counts_429)) = self.breaker {
+            text += &format!(
+                "breaker_open_s = {open:?}\nbreaker_max_open_s = {open:?}\nbreaker_open_multiplier = 1.0\n\
+                 breaker_failure_ratio = {ratio:?}\nbreaker_window_s = 5.0\nbreaker_minimum_calls = 5\n\
+                 breaker_counts_429 = {counts_429}\n"
+            );
+        }
+        if self.overload.is_some() {
+            // Pressure is attempts in flight ÷ both classes' slots: 0.5 when the provider is full.
+            text += "ladder_classes = [\"rewrite\"]\nladder_rungs = [0.45, 0.9, 0.95, 1.0]\n";
+        }
+        text
+    }
+
     /// The scenario, as `stampede run` reads it.
     pub fn toml(&self, name: &str, description: &str, replicas: u32, seed: u64) -> String {
         let mut gates = Vec::new();
@@ -150,26 +176,7 @@ impl Setup {
         if let Some((_, slots)) = self.overload {
             text += &format!("bulkhead_slots = {{ rewrite = {slots}, answer = {slots} }}\n");
         }
-        text += &format!(
-            "\n[gateway]\nbackoff_base_s = {wait:?}\nbackoff_cap_s = {cap:?}\nhonour_retry_after = {honour}\n",
-            wait = self.wait_s,
-            cap = self.backoff_cap_s.max(self.wait_s),
-            honour = self.honour_retry_after,
-        );
-        if let Some(ratio) = self.budget {
-            text += &format!("retry_budget_ratio = {ratio:?}\n");
-        }
-        if let Some((open, ratio, counts_429)) = self.breaker {
-            text += &format!(
-                "breaker_open_s = {open:?}\nbreaker_max_open_s = {open:?}\nbreaker_open_multiplier = 1.0\n\
-                 breaker_failure_ratio = {ratio:?}\nbreaker_window_s = 5.0\nbreaker_minimum_calls = 5\n\
-                 breaker_counts_429 = {counts_429}\n"
-            );
-        }
-        if self.overload.is_some() {
-            // Pressure is attempts in flight ÷ both classes' slots: 0.5 when the provider is full.
-            text += "ladder_classes = [\"rewrite\"]\nladder_rungs = [0.45, 0.9, 0.95, 1.0]\n";
-        }
+        text += &self.gateway_section();
         text += &format!(
             "\n[tiers.sonnet]\nbase_latency_s = {latency:?}\nerror_rate = {error:?}\n",
             latency = self.latency_s,

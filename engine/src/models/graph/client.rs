@@ -9,6 +9,7 @@ use crate::kernel::slab::SlabKey;
 use crate::kernel::time::Nanos;
 use crate::kernel::timer::{TimerSlot, TimerTicket};
 use crate::measurement::ending::Ending;
+use crate::policy::breaker::Permit;
 use crate::policy::classify::Outcome;
 
 use super::model::{measured_s, Graph};
@@ -133,6 +134,16 @@ fn pick_criticality(shares: &[f64; 4], rng: &mut RngStream) -> u8 {
     3
 }
 
+/// An attempt that did not go: its call, the pool whose connection it held
+/// (`NO_POOL`: none), and whether it was a hedge and a granted retry or hedge.
+#[derive(Clone, Copy)]
+struct Unsent {
+    call: SlabKey,
+    pool: u32,
+    hedge: bool,
+    granted: bool,
+}
+
 impl Graph<'_> {
     pub(super) fn arrival(&mut self, now: Nanos, w: usize, scheduler: &mut Scheduler<Event>) {
         // A replayed trace's key belongs to this arrival: read it before the replay moves on.
@@ -212,52 +223,19 @@ impl Graph<'_> {
             }
             None => NO_POOL,
         };
+        let unsent = Unsent { call, pool, hedge, granted };
         if now >= c.deadline {
-            self.release_connection(now, pool, scheduler);
-            if !hedge && c.outstanding == 0 {
-                self.call_failed(now, call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);
-            }
-            return;
+            return self.past_deadline(now, &c, unsent, scheduler);
         }
         let permit = match self.edges[e].breaker.as_mut() {
             None => None,
             Some(breaker) => match breaker.try_acquire(now) {
                 Some(permit) => Some(permit),
-                None => {
-                    self.release_connection(now, pool, scheduler);
-                    if c.counted {
-                        self.edges[e].results.breaker_refusals += 1;
-                    }
-                    if granted {
-                        self.edges[e].budget.retry_finished();
-                    }
-                    if !hedge && c.outstanding == 0 {
-                        self.call_failed(
-                            now,
-                            call,
-                            Failure::BreakerOpen,
-                            self.callee(e, Failure::BreakerOpen),
-                            scheduler,
-                        );
-                    }
-                    return;
-                }
+                None => return self.breaker_refused(now, &c, unsent, scheduler),
             },
         };
         let Some((instance, routed)) = self.choose_instance(now, e, c.key) else {
-            // No instance can take it (every one down on a ring): refused at once.
-            if let (Some(breaker), Some(permit)) = (self.edges[e].breaker.as_mut(), permit) {
-                breaker.abandon(permit);
-            }
-            self.release_connection(now, pool, scheduler);
-            if granted {
-                self.edges[e].budget.retry_finished();
-            }
-            if !hedge && c.outstanding == 0 {
-                self.calls.get_mut(call).expect("live call").last_cause = self.callee(e, Failure::Refused);
-                self.attempts_exhausted(now, call, Failure::Refused, scheduler);
-            }
-            return;
+            return self.no_instance(now, &c, unsent, permit, scheduler);
         };
         let own = match self.edges[e].adaptive_timeout.as_ref() {
             Some(adaptive) => Some(adaptive.timeout()),
@@ -336,6 +314,63 @@ impl Graph<'_> {
                 let ticket = c.hedge_timer.arm();
                 scheduler.after(delay, Event::HedgeDue { call, ticket });
             }
+        }
+    }
+
+    /// The call's deadline passed before its attempt went: the connection goes back,
+    /// and the call fails if nothing else of it is out.
+    #[cold]
+    #[inline(never)]
+    fn past_deadline(&mut self, now: Nanos, c: &Call, unsent: Unsent, scheduler: &mut Scheduler<Event>) {
+        let e = c.edge as usize;
+        self.release_connection(now, unsent.pool, scheduler);
+        if !unsent.hedge && c.outstanding == 0 {
+            self.call_failed(now, unsent.call, Failure::Timeout, self.callee(e, Failure::Timeout), scheduler);
+        }
+    }
+
+    /// The edge's breaker refused the attempt: counted; the connection and a granted
+    /// retry go back, and the call fails if nothing else of it is out.
+    #[cold]
+    #[inline(never)]
+    fn breaker_refused(&mut self, now: Nanos, c: &Call, unsent: Unsent, scheduler: &mut Scheduler<Event>) {
+        let e = c.edge as usize;
+        self.release_connection(now, unsent.pool, scheduler);
+        if c.counted {
+            self.edges[e].results.breaker_refusals += 1;
+        }
+        if unsent.granted {
+            self.edges[e].budget.retry_finished();
+        }
+        if !unsent.hedge && c.outstanding == 0 {
+            let cause = self.callee(e, Failure::BreakerOpen);
+            self.call_failed(now, unsent.call, Failure::BreakerOpen, cause, scheduler);
+        }
+    }
+
+    /// No instance can take the attempt (every one down on a ring): refused at once;
+    /// the breaker's permit, the connection and a granted retry go back.
+    #[cold]
+    #[inline(never)]
+    fn no_instance(
+        &mut self,
+        now: Nanos,
+        c: &Call,
+        unsent: Unsent,
+        permit: Option<Permit>,
+        scheduler: &mut Scheduler<Event>,
+    ) {
+        let e = c.edge as usize;
+        if let (Some(breaker), Some(permit)) = (self.edges[e].breaker.as_mut(), permit) {
+            breaker.abandon(permit);
+        }
+        self.release_connection(now, unsent.pool, scheduler);
+        if unsent.granted {
+            self.edges[e].budget.retry_finished();
+        }
+        if !unsent.hedge && c.outstanding == 0 {
+            self.calls.get_mut(unsent.call).expect("live call").last_cause = self.callee(e, Failure::Refused);
+            self.attempts_exhausted(now, unsent.call, Failure::Refused, scheduler);
         }
     }
 

@@ -398,45 +398,68 @@ impl<'h> Graph<'h> {
         }
     }
 
+    /// Closes service `s`'s integrals at `now` (`window_ns` after the warm-up): its
+    /// utilisation (of the workers serving, when autoscaled), mean queue and jobs
+    /// present, its limiters' final limits, and its scaler's series.
+    fn finish_service(&mut self, s: usize, now: Nanos, window_ns: f64) {
+        self.advance(s, now);
+        self.close_blocked(s, now);
+        let params = &self.p.services[s];
+        let state = &mut self.services[s];
+        let capacity = (params.instances * params.workers) as f64;
+        match state.scaler.as_mut() {
+            None => {
+                state.results.utilisation = state.busy_window as f64 / (window_ns * capacity);
+                let working = state.busy_window.saturating_sub(state.blocked_window);
+                state.results.cpu_utilisation = working as f64 / (window_ns * capacity);
+                state.results.instances_mean = params.instances as f64;
+            }
+            Some(scaler) => {
+                // Of the workers serving over time.
+                scaler.serving.advance(now);
+                let serving = scaler.serving.window as f64 * params.workers as f64;
+                state.results.utilisation = state.busy_window as f64 / serving;
+                let working = state.busy_window.saturating_sub(state.blocked_window);
+                state.results.cpu_utilisation = working as f64 / serving;
+                state.results.instances_mean = scaler.serving.window as f64 / window_ns;
+                self.series.instances_area[s] = std::mem::take(&mut scaler.serving.area);
+                scaler.desired.advance(now);
+                scaler.read_milli.advance(now);
+                self.series.desired_area[s] = std::mem::take(&mut scaler.desired.area);
+                self.series.scale_read_milli_area[s] = std::mem::take(&mut scaler.read_milli.area);
+            }
+        }
+        state.results.queue_mean = state.queued_window as f64 / window_ns;
+        state.results.present_mean = state.present_window as f64 / window_ns;
+        let first = state.first_instance as usize;
+        state.results.limit_final = self.instances[first..first + params.instances as usize]
+            .iter()
+            .map(|i| i.limiter.as_ref().map_or(0.0, |l| l.limit() as f64))
+            .sum();
+    }
+
+    /// How long after the last fault that began before `now` the whole graph's queue
+    /// depth recovered (`None`: it never did).
+    fn recovery(&self, now: Nanos) -> Option<Nanos> {
+        // Recovery from the whole graph's queue depth, after the last fault.
+        let buckets = self.series.queued_area.first().map_or(0, Vec::len);
+        let total: Vec<u128> = (0..buckets).map(|b| self.series.queued_area.iter().map(|s| s[b]).sum()).collect();
+        let faults: Vec<(Nanos, Nanos)> = self
+            .p
+            .faults
+            .iter()
+            .filter(|f| f.start < now)
+            .map(|f| (f.start, f.start.saturating_add(f.duration)))
+            .collect();
+        crate::measurement::recovery::recovery_time(&total, self.p.bucket, self.p.warmup, &faults, self.p.recovery_hold)
+    }
+
     /// Closes the integrals at `now` and returns the results and series.
     pub fn finish(&mut self, now: Nanos, events: u64) -> (GraphResults, GraphSeries) {
         let window_ns = now.saturating_sub(self.p.warmup) as f64;
         let window_s = window_ns / NANOS_PER_SEC as f64;
         for s in 0..self.services.len() {
-            self.advance(s, now);
-            self.close_blocked(s, now);
-            let params = &self.p.services[s];
-            let state = &mut self.services[s];
-            let capacity = (params.instances * params.workers) as f64;
-            match state.scaler.as_mut() {
-                None => {
-                    state.results.utilisation = state.busy_window as f64 / (window_ns * capacity);
-                    let working = state.busy_window.saturating_sub(state.blocked_window);
-                    state.results.cpu_utilisation = working as f64 / (window_ns * capacity);
-                    state.results.instances_mean = params.instances as f64;
-                }
-                Some(scaler) => {
-                    // Of the workers serving over time.
-                    scaler.serving.advance(now);
-                    let serving = scaler.serving.window as f64 * params.workers as f64;
-                    state.results.utilisation = state.busy_window as f64 / serving;
-                    let working = state.busy_window.saturating_sub(state.blocked_window);
-                    state.results.cpu_utilisation = working as f64 / serving;
-                    state.results.instances_mean = scaler.serving.window as f64 / window_ns;
-                    self.series.instances_area[s] = std::mem::take(&mut scaler.serving.area);
-                    scaler.desired.advance(now);
-                    scaler.read_milli.advance(now);
-                    self.series.desired_area[s] = std::mem::take(&mut scaler.desired.area);
-                    self.series.scale_read_milli_area[s] = std::mem::take(&mut scaler.read_milli.area);
-                }
-            }
-            state.results.queue_mean = state.queued_window as f64 / window_ns;
-            state.results.present_mean = state.present_window as f64 / window_ns;
-            let first = state.first_instance as usize;
-            state.results.limit_final = self.instances[first..first + params.instances as usize]
-                .iter()
-                .map(|i| i.limiter.as_ref().map_or(0.0, |l| l.limit() as f64))
-                .sum();
+            self.finish_service(s, now, window_ns);
         }
         self.close_unhealthy(now);
         for state in &mut self.workloads {
@@ -456,23 +479,7 @@ impl<'h> Graph<'h> {
         self.series.ejected_area = self.edges.iter_mut().map(|e| take(&mut e.ejected)).collect();
         self.series.pool_in_use_area = self.edges.iter_mut().map(|e| take(&mut e.pool_in_use)).collect();
         self.series.pool_waiting_area = self.edges.iter_mut().map(|e| take(&mut e.pool_waiting)).collect();
-        // Recovery from the whole graph's queue depth, after the last fault.
-        let buckets = self.series.queued_area.first().map_or(0, Vec::len);
-        let total: Vec<u128> = (0..buckets).map(|b| self.series.queued_area.iter().map(|s| s[b]).sum()).collect();
-        let faults: Vec<(Nanos, Nanos)> = self
-            .p
-            .faults
-            .iter()
-            .filter(|f| f.start < now)
-            .map(|f| (f.start, f.start.saturating_add(f.duration)))
-            .collect();
-        let recovery = crate::measurement::recovery::recovery_time(
-            &total,
-            self.p.bucket,
-            self.p.warmup,
-            &faults,
-            self.p.recovery_hold,
-        );
+        let recovery = self.recovery(now);
         self.series.unhealthy_area = self.services.iter_mut().map(|s| take(&mut s.unhealthy)).collect();
         let results = GraphResults {
             entries: self.workloads.iter_mut().map(|w| std::mem::take(&mut w.results)).collect(),
