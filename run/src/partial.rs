@@ -316,6 +316,12 @@ pub struct Gather<'s> {
     compute_ns: u64,
 }
 
+/// "NAME@BATCH", a histogram's or latency windows' partial: the name and the batch.
+fn named_batch(named: &str) -> Option<(&str, usize)> {
+    let (name, batch) = named.rsplit_once('@')?;
+    Some((name, batch.parse::<usize>().ok().filter(|b| *b < BATCHES)?))
+}
+
 impl<'s> Gather<'s> {
     pub fn new(scenario: &'s Scenario, index: u32, expected: std::ops::Range<u32>) -> Gather<'s> {
         Gather {
@@ -427,11 +433,6 @@ impl<'s> Gather<'s> {
         bad: &dyn Fn(String) -> Error,
     ) -> Result<()> {
         let index = self.index;
-        // "NAME@BATCH": a histogram's or latency windows' batch.
-        let batch_of = |named: &str| -> Option<(String, usize)> {
-            let (name, b) = named.rsplit_once('@')?;
-            Some((name.to_string(), b.parse::<usize>().ok().filter(|b| *b < BATCHES)?))
-        };
         if item == MOMENTS {
             let mut bytes = data;
             for moments in &mut self.moments {
@@ -441,7 +442,7 @@ impl<'s> Gather<'s> {
                 return Err(bad(format!("grid point {index}'s moments: {} bytes too many", bytes.len())));
             }
         } else if let Some(named) = item.strip_prefix("sparse:") {
-            let (name, batch) = batch_of(named).ok_or_else(|| bad(format!("histogram {named:?} names no batch")))?;
+            let (name, batch) = named_batch(named).ok_or_else(|| bad(format!("histogram {named:?} names no batch")))?;
             let latencies = self.scenario.schema.latencies;
             let i =
                 latencies.iter().position(|l| *l == name).ok_or_else(|| bad(format!("unknown histogram {name}")))?;
@@ -450,7 +451,7 @@ impl<'s> Gather<'s> {
             self.histograms[i].batch_mut(batch).add_sparse(&sparse);
         } else if let Some(named) = item.strip_prefix("windows:") {
             let (name, batch) =
-                batch_of(named).ok_or_else(|| bad(format!("latency windows {named:?} name no batch")))?;
+                named_batch(named).ok_or_else(|| bad(format!("latency windows {named:?} name no batch")))?;
             let timed = &self.scenario.schema.timed;
             let i = timed
                 .iter()

@@ -143,10 +143,10 @@ pub(super) fn seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<ExitSta
     );
     let mut short = 0;
     for (index, _) in &claims {
-        let rate = f64::from(passed[*index]) / f64::from(seeds);
-        short += usize::from(rate < SEED_PASS_RATE);
         let claim = identity(*index, &scenario.verify[*index]);
-        println!("{}", pass_rate_line(&claim, (passed[*index], seeds), &failing_seeds[*index]));
+        let (line, below) = pass_rate_line(&claim, (passed[*index], seeds), &failing_seeds[*index]);
+        short += usize::from(below);
+        println!("{line}");
     }
     for s in &skipped {
         println!("skip              {}: {}", identity(s.index, &scenario.verify[s.index]), s.why);
@@ -181,17 +181,19 @@ fn check_seed_sweep(verify_args: &VerifyArgs, seeds: u32) -> Result<()> {
 }
 
 /// A claim's line of the seed sweep: SHORT below [`SEED_PASS_RATE`], its pass rate
-/// (`passed` of `seeds`) and the first seeds it fails on.
-fn pass_rate_line(claim: &str, (passed, seeds): (u32, u32), failing: &[u64]) -> String {
+/// (`passed` of `seeds`) and the first seeds it fails on; and whether it fell short.
+fn pass_rate_line(claim: &str, (passed, seeds): (u32, u32), failing: &[u64]) -> (String, bool) {
     let rate = f64::from(passed) / f64::from(seeds);
-    let mark = if rate < SEED_PASS_RATE { "SHORT" } else { "ok   " };
+    let below = rate < SEED_PASS_RATE;
+    let mark = if below { "SHORT" } else { "ok   " };
     let seeds_shown = failing.iter().take(8).map(u64::to_string).collect::<Vec<_>>().join(", ");
     let more = if failing.len() > 8 { format!(" and {} more", failing.len() - 8) } else { String::new() };
-    format!(
+    let line = format!(
         "{mark} {:>6.1}%  {passed}/{seeds}  {claim}{}",
         100.0 * rate,
         if failing.is_empty() { String::new() } else { format!("  (fails on seed {seeds_shown}{more})") }
-    )
+    );
+    (line, below)
 }
 
 /// How `verify` and `merge --verify` end: the JUnit file if asked, the verdicts (or

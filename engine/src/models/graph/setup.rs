@@ -114,7 +114,7 @@ fn service_state(
     probe_endpoint: u32,
     buckets: usize,
 ) -> ServiceState {
-    let level = || LevelSeries::new(buckets, p.bucket, p.warmup);
+    let level = || level_series(p, buckets);
     ServiceState {
         first_instance,
         busy: 0,
@@ -146,6 +146,11 @@ fn service_state(
         unhealthy_since: vec![Nanos::MAX; service.instances as usize],
         unhealthy: service.health_check.map(|_| level()),
     }
+}
+
+/// A level over the run's `buckets` series buckets, measured from the warm-up.
+fn level_series(p: &GraphParams, buckets: usize) -> LevelSeries {
+    LevelSeries::new(buckets, p.bucket, p.warmup)
 }
 
 /// An autoscaled service's scaler: `initial` instances desired and serving at time 0.
@@ -208,7 +213,7 @@ fn edge_state(
     buckets: usize,
 ) -> EdgeState {
     let callee = &p.services[edge.to as usize];
-    let level = || LevelSeries::new(buckets, p.bucket, p.warmup);
+    let level = || level_series(p, buckets);
     let ring = matches!(edge.balance, Balance::ConsistentHash { .. });
     EdgeState {
         first_pool,
