@@ -14,6 +14,32 @@ const DATA_POINTS: usize = 60;
 
 /// The page for `report` of the data in `source` (its TOML value as given).
 pub fn render(source: &str, report: &FitReport) -> String {
+    let figure = cdf_plot(report).render("cdf", String::new(), String::new());
+    let legend = crate::blocks::legend_html(&figure);
+    let rows = candidate_rows(report);
+    let data_row = data_quantile_cells(report);
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
+         <meta name=\"generator\" content=\"stampede {}\">\n<title>stampede fit</title><style>body{{font:15px/1.45 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em}}\
+         table{{border-collapse:collapse}}td,th{{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left}}code{{font-size:13px}}</style></head>\n\
+         <body><h1>stampede fit</h1><p><code>{}</code></p>\
+         <p>{} observations · mean {:.4} s · scv {:.3}</p><table><tr>{data_row}</tr></table>\
+         <h2>The data's CDF against each fit</h2><p>{legend}</p>{}\
+         <h2>Candidates, best first</h2><p>KS: the Kolmogorov–Smirnov distance, the largest gap between the data's CDF and the fit's.</p>\
+         <table><tr><th>family</th><th>KS</th><th>p50</th><th>p99</th><th>p99.9</th><th>value</th></tr>{rows}</table></body></html>\n",
+        env!("CARGO_PKG_VERSION"),
+        escape(source),
+        report.count,
+        report.mean,
+        report.scv,
+        figure.svg
+    )
+}
+
+/// The data's empirical CDF (thinned to [`DATA_POINTS`]) and each candidate's fitted
+/// CDF over the data's range, on a log axis.
+fn cdf_plot(report: &FitReport) -> LinePlot {
     let positive: Vec<(f64, f64)> = report.cdf.iter().copied().filter(|(x, _)| *x > 0.0).collect();
     let step = (positive.len() / DATA_POINTS).max(1);
     let data: Vec<Point> = positive.iter().step_by(step).map(|(x, y)| Point { x: *x, y: *y, interval: None }).collect();
@@ -33,7 +59,7 @@ pub fn render(source: &str, report: &FitReport) -> String {
             .collect();
         lines.push(Line { label: candidate.family.into(), colour: series_colour(i + 1, n), points, whiskers: false });
     }
-    let plot = LinePlot {
+    LinePlot {
         title: "The data's CDF against each fit".into(),
         x: Axis { label: "seconds (log)".into(), scale: Scale::Log },
         y: Axis::linear("fraction at or below"),
@@ -42,10 +68,13 @@ pub fn render(source: &str, report: &FitReport) -> String {
         markers: Vec::new(),
         bands: Vec::new(),
         size: (900, 480),
-    };
-    let figure = plot.render("cdf", String::new(), String::new());
-    let legend = crate::blocks::legend_html(&figure);
-    let rows: String = report
+    }
+}
+
+/// One table row per candidate, best first: family, KS distance, three quantiles and
+/// the TOML value to paste.
+fn candidate_rows(report: &FitReport) -> String {
+    report
         .candidates
         .iter()
         .map(|c| {
@@ -59,38 +88,23 @@ pub fn render(source: &str, report: &FitReport) -> String {
                 escape(&c.toml)
             )
         })
-        .collect();
-    let data_row: String = DATA_QUANTILES
+        .collect()
+}
+
+/// The data's own quantiles as table cells: min, the percentiles, max.
+fn data_quantile_cells(report: &FitReport) -> String {
+    DATA_QUANTILES
         .iter()
         .zip(report.quantiles)
         .map(|(p, v)| {
-            format!(
-                "<td>{}: {v:.4}</td>",
-                if *p == 0.0 {
-                    "min".into()
-                } else if *p == 1.0 {
-                    "max".into()
-                } else {
-                    format!("p{}", p * 100.0)
-                }
-            )
+            let name = if *p == 0.0 {
+                "min".into()
+            } else if *p == 1.0 {
+                "max".into()
+            } else {
+                format!("p{}", p * 100.0)
+            };
+            format!("<td>{name}: {v:.4}</td>")
         })
-        .collect();
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
-         <meta name=\"generator\" content=\"stampede {}\">\n<title>stampede fit</title><style>body{{font:15px/1.45 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em}}\
-         table{{border-collapse:collapse}}td,th{{border-bottom:1px solid #ddd;padding:.3em .6em;text-align:left}}code{{font-size:13px}}</style></head>\n\
-         <body><h1>stampede fit</h1><p><code>{}</code></p>\
-         <p>{} observations · mean {:.4} s · scv {:.3}</p><table><tr>{data_row}</tr></table>\
-         <h2>The data's CDF against each fit</h2><p>{legend}</p>{}\
-         <h2>Candidates, best first</h2><p>KS: the Kolmogorov–Smirnov distance, the largest gap between the data's CDF and the fit's.</p>\
-         <table><tr><th>family</th><th>KS</th><th>p50</th><th>p99</th><th>p99.9</th><th>value</th></tr>{rows}</table></body></html>\n",
-        env!("CARGO_PKG_VERSION"),
-        escape(source),
-        report.count,
-        report.mean,
-        report.scv,
-        figure.svg
-    )
+        .collect()
 }

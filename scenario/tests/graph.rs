@@ -499,3 +499,82 @@ fn alternatives_with_steps_are_refused_by_field() {
         assert!(error.message.contains(expected), "{steps}: {expected:?} not in {}", error.message);
     }
 }
+
+/// Each fault kind refuses what it does not take and names the field; one that does
+/// not fit its target (a crash or a flush on an edge, a partition of a service) says
+/// what it is for.
+#[test]
+fn a_fault_refuses_the_fields_and_targets_its_kind_does_not_take() {
+    let source = |fault: &str| {
+        format!(
+            r#"
+name = "faults"
+model = "graph"
+[run]
+horizon_s = 1.0
+replicas = 1
+[services.api]
+instances = 1
+workers = 1
+[services.api.endpoints.get]
+steps = [{{ call = "db.read" }}]
+[services.db]
+instances = 1
+workers = 1
+[services.db.endpoints.read]
+work = {{ dist = "constant", value_s = 0.001 }}
+[[workload]]
+entry = "api.get"
+rate_per_s = 10.0
+[[faults]]
+start_s = 0.0
+duration_s = 1.0
+{fault}
+"#
+        )
+    };
+    let cases = [
+        (
+            "target = \"db\"\nkind = \"slowdown\"\nfactor = 2.0\nrate = 0.5",
+            "faults[0].rate: kind = \"slowdown\" takes no rate",
+        ),
+        ("target = \"db\"\nkind = \"slowdown\"", "faults[0].factor: missing; a slowdown multiplies work"),
+        (
+            "target = \"db\"\nkind = \"latency\"\nadded_s = 0.1\nfactor = 2.0",
+            "faults[0].factor: kind = \"latency\" takes no factor",
+        ),
+        (
+            "target = \"db\"\nkind = \"errors\"\nrate = 0.5\nadded_s = 0.1",
+            "faults[0].added_s: kind = \"errors\" takes no added_s",
+        ),
+        ("target = \"db\"\nkind = \"errors\"", "faults[0].rate: missing; the share of answers that are errors"),
+        ("target = \"db\"\nkind = \"crash\"\nfactor = 2.0", "faults[0].factor: kind = \"crash\" takes no factor"),
+        ("target = \"db\"\nkind = \"flush\"\nrate = 0.5", "faults[0].rate: kind = \"flush\" takes no rate"),
+        (
+            "target = \"api->db\"\nkind = \"crash\"",
+            "faults[0].kind = \"crash\": instances crash; an edge is partitioned",
+        ),
+        (
+            "target = \"api->db\"\nkind = \"flush\"",
+            "faults[0].kind = \"flush\": empties a service's caches; an edge has none",
+        ),
+        ("target = \"db\"\nkind = \"partition\"", "faults[0].kind = \"partition\": partitions an edge"),
+        (
+            "target = \"api->db\"\nkind = \"partition\"\nmode = \"slow\"",
+            "faults[0].mode = \"slow\": allowed: timeout, fail_fast",
+        ),
+        (
+            "target = \"db\"\nkind = \"melt\"",
+            "faults[0].kind = \"melt\": allowed: slowdown, latency, errors, crash, flush, partition",
+        ),
+    ];
+    for (fault, expected) in cases {
+        let error = Scenario::resolve(toml::from_str(&source(fault)).unwrap(), &Overrides::default()).unwrap_err();
+        assert!(error.message.contains(expected), "{fault}:\n  {}\nshould contain\n  {expected}", error.message);
+    }
+    let fine = Scenario::resolve(
+        toml::from_str(&source("target = \"api->db\"\nkind = \"partition\"\nmode = \"fail_fast\"")).unwrap(),
+        &Overrides::default(),
+    );
+    assert!(fine.is_ok(), "{:?}", fine.err().map(|e| e.message));
+}

@@ -143,64 +143,68 @@ pub fn read_document(text_bytes: &[u8], reader: &mut Reader) -> Result<(), Strin
     };
     for trace in &traces {
         for span in &trace.spans {
-            let (Some(trace_id), Some(id)) = (hex_u128(&span.trace_id), hex_u64(&span.span_id)) else {
-                reader.skipped().no_id += 1;
-                continue;
-            };
-            // Jaeger's times are Unix microseconds: one before 1970 is not a time.
-            if span.start_us < 0 || span.duration_us < 0 {
-                reader.skipped().bad_time += 1;
-                continue;
-            }
-            let process = span.inline_process.as_ref().or_else(|| trace.processes.get(span.process.as_ref()));
-            let service = process.map_or("unknown_service", |p| p.service.as_ref());
-            let instance = process.and_then(|p| {
-                text(&p.tags, "service.instance.id")
-                    .or_else(|| text(&p.tags, "hostname"))
-                    .or_else(|| text(&p.tags, "ip"))
-            });
-            let parent = span
-                .references
-                .iter()
-                .find(|r| r.kind == "CHILD_OF")
-                .or_else(|| span.references.first())
-                .and_then(|r| hex_u64(&r.span_id));
-            let kind = match text(&span.tags, "span.kind") {
-                Some("server") => Kind::Server,
-                Some("client") => Kind::Client,
-                Some("producer") => Kind::Producer,
-                Some("consumer") => Kind::Consumer,
-                _ => Kind::Internal,
-            };
-            let error = match tag(&span.tags, "error") {
-                Some(TagValue::Bool(b)) => *b,
-                Some(TagValue::Text(t)) => t == "true",
-                _ => false,
-            } || text(&span.tags, "otel.status_code") == Some("ERROR");
-            let attempt =
-                attempt_from(integer(&span.tags, "stampede.attempt"), integer(&span.tags, "http.request.resend_count"));
-            let peer = best_peer(span.tags.iter().filter_map(|t| match &t.value {
-                Some(TagValue::Text(value)) => Some((t.key.as_ref(), value.as_ref())),
-                _ => None,
-            }));
-            let peer = peer.map_or(NO_NAME, |p| reader.names.intern(p));
-            let start = span.start_us.saturating_mul(1000);
-            let span = Span {
-                trace: trace_id,
-                id,
-                parent,
-                service: reader.names.intern(service),
-                instance: instance.map_or(NO_NAME, |i| reader.names.intern(i)),
-                name: reader.names.intern(&span.name),
-                peer,
-                kind,
-                start,
-                end: start.saturating_add(span.duration_us.saturating_mul(1000)),
-                error,
-                attempt,
-            };
-            reader.push(span);
+            read_span(trace, span, reader);
         }
     }
     Ok(())
+}
+
+/// One Jaeger span of `trace` into `reader`, or counted among the skipped (no ids, a
+/// time before 1970).
+fn read_span(trace: &Trace, span: &JaegerSpan, reader: &mut Reader) {
+    let (Some(trace_id), Some(id)) = (hex_u128(&span.trace_id), hex_u64(&span.span_id)) else {
+        reader.skipped().no_id += 1;
+        return;
+    };
+    // Jaeger's times are Unix microseconds: one before 1970 is not a time.
+    if span.start_us < 0 || span.duration_us < 0 {
+        reader.skipped().bad_time += 1;
+        return;
+    }
+    let process = span.inline_process.as_ref().or_else(|| trace.processes.get(span.process.as_ref()));
+    let service = process.map_or("unknown_service", |p| p.service.as_ref());
+    let instance = process.and_then(|p| {
+        text(&p.tags, "service.instance.id").or_else(|| text(&p.tags, "hostname")).or_else(|| text(&p.tags, "ip"))
+    });
+    let parent = span
+        .references
+        .iter()
+        .find(|r| r.kind == "CHILD_OF")
+        .or_else(|| span.references.first())
+        .and_then(|r| hex_u64(&r.span_id));
+    let kind = match text(&span.tags, "span.kind") {
+        Some("server") => Kind::Server,
+        Some("client") => Kind::Client,
+        Some("producer") => Kind::Producer,
+        Some("consumer") => Kind::Consumer,
+        _ => Kind::Internal,
+    };
+    let error = match tag(&span.tags, "error") {
+        Some(TagValue::Bool(b)) => *b,
+        Some(TagValue::Text(t)) => t == "true",
+        _ => false,
+    } || text(&span.tags, "otel.status_code") == Some("ERROR");
+    let attempt =
+        attempt_from(integer(&span.tags, "stampede.attempt"), integer(&span.tags, "http.request.resend_count"));
+    let peer = best_peer(span.tags.iter().filter_map(|t| match &t.value {
+        Some(TagValue::Text(value)) => Some((t.key.as_ref(), value.as_ref())),
+        _ => None,
+    }));
+    let peer = peer.map_or(NO_NAME, |p| reader.names.intern(p));
+    let start = span.start_us.saturating_mul(1000);
+    let span = Span {
+        trace: trace_id,
+        id,
+        parent,
+        service: reader.names.intern(service),
+        instance: instance.map_or(NO_NAME, |i| reader.names.intern(i)),
+        name: reader.names.intern(&span.name),
+        peer,
+        kind,
+        start,
+        end: start.saturating_add(span.duration_us.saturating_mul(1000)),
+        error,
+        attempt,
+    };
+    reader.push(span);
 }

@@ -71,64 +71,71 @@ pub fn read_document(text: &[u8], reader: &mut Reader) -> Result<(), String> {
     let spans = merge_fragments(spans, reader);
     let shared = shared_ids(&spans);
     for span in &spans {
-        let (Some(trace), Some(id)) = (hex_u128(&span.trace_id), hex_u64(&span.id)) else {
-            reader.skipped().no_id += 1;
-            continue;
-        };
-        let kind = match span.kind.as_deref() {
-            Some("SERVER") => Kind::Server,
-            Some("CLIENT") => Kind::Client,
-            Some("PRODUCER") => Kind::Producer,
-            Some("CONSUMER") => Kind::Consumer,
-            _ => Kind::Internal,
-        };
-        let service = service_of(span);
-        let mut parent = span.parent_id.as_deref().and_then(hex_u64);
-        let mut own_id = id;
-        if kind == Kind::Server && shared.contains_key(&(trace, id)) {
-            // The server side of a shared span: under its client.
-            own_id = server_side(id);
-            parent = Some(id);
-        } else if let Some(p) = parent {
-            // Made under a shared id by anyone but the client's service: the server
-            // side made it (whatever spelling of its name it used).
-            if shared.get(&(trace, p)).is_some_and(|client| *client != service) {
-                parent = Some(server_side(p));
-            }
-        }
-        let instance = span.local.as_ref().and_then(|l| {
-            l.ipv4.as_ref().map(|ip| l.port.map_or_else(|| ip.to_string(), |port| format!("{ip}:{port}")))
-        });
-        let peer = span
-            .remote
-            .as_ref()
-            .and_then(|r| r.service.as_deref())
-            .or_else(|| best_peer(span.tags.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))));
-        let tag = |key: &str| span.tags.get(key).and_then(|v| v.parse::<i64>().ok());
-        // Zipkin's times are Unix microseconds: one before 1970 is not a time.
-        let (timestamp, duration) = (span.timestamp.unwrap_or(0), span.duration.unwrap_or(0));
-        if timestamp < 0 || duration < 0 {
-            reader.skipped().bad_time += 1;
-            continue;
-        }
-        let start = timestamp.saturating_mul(1000);
-        let span = Span {
-            trace,
-            id: own_id,
-            parent,
-            service: reader.names.intern(service),
-            instance: instance.map_or(NO_NAME, |i| reader.names.intern(&i)),
-            name: reader.names.intern(span.name.as_deref().unwrap_or("")),
-            peer: peer.map_or(NO_NAME, |p| reader.names.intern(p)),
-            kind,
-            start,
-            end: start.saturating_add(duration.saturating_mul(1000)),
-            error: span.tags.contains_key("error"),
-            attempt: attempt_from(tag("stampede.attempt"), tag("http.request.resend_count")),
-        };
-        reader.push(span);
+        read_span(span, &shared, reader);
     }
     Ok(())
+}
+
+/// One Zipkin span into `reader` (a shared span's server side under its client), or
+/// counted among the skipped (no ids, a time before 1970).
+fn read_span(span: &ZipkinSpan, shared: &HashMap<(u128, u64), &str>, reader: &mut Reader) {
+    let (Some(trace), Some(id)) = (hex_u128(&span.trace_id), hex_u64(&span.id)) else {
+        reader.skipped().no_id += 1;
+        return;
+    };
+    let kind = match span.kind.as_deref() {
+        Some("SERVER") => Kind::Server,
+        Some("CLIENT") => Kind::Client,
+        Some("PRODUCER") => Kind::Producer,
+        Some("CONSUMER") => Kind::Consumer,
+        _ => Kind::Internal,
+    };
+    let service = service_of(span);
+    let mut parent = span.parent_id.as_deref().and_then(hex_u64);
+    let mut own_id = id;
+    if kind == Kind::Server && shared.contains_key(&(trace, id)) {
+        // The server side of a shared span: under its client.
+        own_id = server_side(id);
+        parent = Some(id);
+    } else if let Some(p) = parent {
+        // Made under a shared id by anyone but the client's service: the server
+        // side made it (whatever spelling of its name it used).
+        if shared.get(&(trace, p)).is_some_and(|client| *client != service) {
+            parent = Some(server_side(p));
+        }
+    }
+    let instance = span
+        .local
+        .as_ref()
+        .and_then(|l| l.ipv4.as_ref().map(|ip| l.port.map_or_else(|| ip.to_string(), |port| format!("{ip}:{port}"))));
+    let peer = span
+        .remote
+        .as_ref()
+        .and_then(|r| r.service.as_deref())
+        .or_else(|| best_peer(span.tags.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))));
+    let tag = |key: &str| span.tags.get(key).and_then(|v| v.parse::<i64>().ok());
+    // Zipkin's times are Unix microseconds: one before 1970 is not a time.
+    let (timestamp, duration) = (span.timestamp.unwrap_or(0), span.duration.unwrap_or(0));
+    if timestamp < 0 || duration < 0 {
+        reader.skipped().bad_time += 1;
+        return;
+    }
+    let start = timestamp.saturating_mul(1000);
+    let span = Span {
+        trace,
+        id: own_id,
+        parent,
+        service: reader.names.intern(service),
+        instance: instance.map_or(NO_NAME, |i| reader.names.intern(&i)),
+        name: reader.names.intern(span.name.as_deref().unwrap_or("")),
+        peer: peer.map_or(NO_NAME, |p| reader.names.intern(p)),
+        kind,
+        start,
+        end: start.saturating_add(duration.saturating_mul(1000)),
+        error: span.tags.contains_key("error"),
+        attempt: attempt_from(tag("stampede.attempt"), tag("http.request.resend_count")),
+    };
+    reader.push(span);
 }
 
 /// Shared ids whose client half is here (Zipkin's B3 lets a client and its server

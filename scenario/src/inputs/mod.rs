@@ -199,7 +199,13 @@ impl DistributionSpec {
         if !(shift.is_finite() && shift >= 0.0) {
             return Err(Error::bad_input(format!("{path}.shift_s = {shift}: must be 0 or more seconds")));
         }
-        let distribution = match *kind {
+        Ok(self.shaped(path, kind)?.adjusted(scale, shift))
+    }
+
+    /// The distribution of kind `kind` (known, its fields checked against the kind)
+    /// from this spec's parameters, before scale and shift.
+    fn shaped(&self, path: &str, kind: &str) -> Result<Distribution> {
+        Ok(match kind {
             "constant" => Distribution::new(Shape::Constant { value_s: non_negative(path, "value_s", self.value_s)? }),
             "exponential" => Distribution::new(Shape::Exponential { mean_s: positive(path, "mean_s", self.mean_s)? }),
             "lognormal" => match (self.mean_s, self.scv, self.median_s, self.sigma) {
@@ -239,8 +245,7 @@ impl DistributionSpec {
             }
             "quantiles" if self.fit.is_some() => self.fitted_quantiles(path)?,
             _ => Distribution::new(Shape::Table(self.table(path)?)),
-        };
-        Ok(distribution.adjusted(scale, shift))
+        })
     }
 
     /// The data's own distribution and how many observations it holds, for `stampede

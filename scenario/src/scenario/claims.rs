@@ -380,19 +380,7 @@ impl Assertion {
                 self.statistic.name()
             ));
         }
-        if !names.histograms.contains(&latency) {
-            let list = names.histograms.join(", ");
-            for ending in ["degraded", "failed", "all"] {
-                let base = latency.strip_suffix(&format!("_{ending}_s"));
-                if let Some(base) = base.filter(|b| names.histograms.contains(&format!("{b}_s").as_str())) {
-                    return bad(format!(
-                        "{path}.latency = {latency:?}: model {model}'s {base} requests never end {ending}; its \
-                         latencies: {list}"
-                    ));
-                }
-            }
-            return bad(format!("{path}.latency = {latency:?}: not a latency of model {model}; its latencies: {list}"));
-        }
+        known_latency(path, latency, names, model)?;
         let Some(quantile) = self.quantile else {
             return bad(format!(
                 "{path}: latency = {latency:?} needs quantile, a percentage (99 for p99, 99.9 for p99.9)"
@@ -403,6 +391,27 @@ impl Assertion {
                 "{path}.quantile = {quantile}: a percentage strictly between 0 and 100 (99 for p99, 99.9 for p99.9)"
             ));
         }
+        self.check_latency_bounds(path)?;
+        if let Some([from, to]) = self.window {
+            if !(from.is_finite() && to.is_finite() && 0.0 <= from && from < to) {
+                return bad(format!(
+                    "{path}.window = [{from}, {to}]: seconds from the run's start, the first below the second"
+                ));
+            }
+            if !names.over_time.iter().any(|name| name == latency) {
+                return bad(format!(
+                    "{path}.window: {latency:?} is not kept over time; model {model} keeps over time: {}",
+                    if names.over_time.is_empty() { "nothing".to_string() } else { names.over_time.join(", ") }
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A latency claim's bounds: at_least, at_most, or near with within — not the
+    /// fields that compare points or count replicas, which are for metrics.
+    fn check_latency_bounds(&self, path: &str) -> Result<()> {
+        let bad = |message: String| Err(Error::bad_input(message));
         let set = [
             ("above", self.above.is_some()),
             ("below", self.below.is_some()),
@@ -428,21 +437,7 @@ impl Assertion {
         } else if self.near.is_some() || self.within.is_some() {
             return bad(format!("{path}: near and within go together (near = 0.2, within = 0.05)"));
         }
-        bounds(path, "at_least", self.at_least, "at_most", self.at_most)?;
-        if let Some([from, to]) = self.window {
-            if !(from.is_finite() && to.is_finite() && 0.0 <= from && from < to) {
-                return bad(format!(
-                    "{path}.window = [{from}, {to}]: seconds from the run's start, the first below the second"
-                ));
-            }
-            if !names.over_time.iter().any(|name| name == latency) {
-                return bad(format!(
-                    "{path}.window: {latency:?} is not kept over time; model {model} keeps over time: {}",
-                    if names.over_time.is_empty() { "nothing".to_string() } else { names.over_time.join(", ") }
-                ));
-            }
-        }
-        Ok(())
+        bounds(path, "at_least", self.at_least, "at_most", self.at_most)
     }
 
     /// A latency claim's window as whole latency windows of `width_s` within a run of
@@ -626,6 +621,27 @@ fn named(index: u32, wanted: &[(String, toml::Value)]) -> String {
 }
 
 /// Both bounds are numbers (not NaN) and the lower is not above the upper.
+/// `latency` is a histogram model `model` writes; if not, the error says whether its
+/// requests never end that way (`read_failed_s` of a model whose reads never fail) or
+/// the name is unknown, and lists the model's latencies.
+fn known_latency(path: &str, latency: &str, names: &LatencyNames, model: &str) -> Result<()> {
+    if names.histograms.contains(&latency) {
+        return Ok(());
+    }
+    let list = names.histograms.join(", ");
+    for ending in ["degraded", "failed", "all"] {
+        let base = latency.strip_suffix(&format!("_{ending}_s"));
+        if let Some(base) = base.filter(|b| names.histograms.contains(&format!("{b}_s").as_str())) {
+            return Err(Error::bad_input(format!(
+                "{path}.latency = {latency:?}: model {model}'s {base} requests never end {ending}; its latencies: {list}"
+            )));
+        }
+    }
+    Err(Error::bad_input(format!(
+        "{path}.latency = {latency:?}: not a latency of model {model}; its latencies: {list}"
+    )))
+}
+
 fn bounds(path: &str, low_name: &str, low: Option<f64>, high_name: &str, high: Option<f64>) -> Result<()> {
     for (name, value) in [(low_name, low), (high_name, high)] {
         if value.is_some_and(f64::is_nan) {

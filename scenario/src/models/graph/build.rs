@@ -237,52 +237,8 @@ impl Builder {
             self.steps[endpoint as usize].push((Step::Work(distribution), Vec::new()));
             return Ok(());
         }
-        let calls: Vec<(String, Option<f64>, String)> = match (&step.call, &step.parallel) {
-            (Some(call), None) => {
-                if step.wait.as_deref().is_some_and(|w| w != "none") || step.quorum.is_some() {
-                    return Err(bad(format!(
-                        "{path}: a single call takes wait = \"none\" (fire-and-forget) or no wait; all, first and \
-                         quorum belong to a parallel group"
-                    )));
-                }
-                vec![(call.clone(), step.probability, format!("{path}.call"))]
-            }
-            (None, Some(parallel)) => {
-                if step.probability.is_some() {
-                    return Err(bad(format!("{path}.probability: give each call in the group its own probability")));
-                }
-                if parallel.is_empty() {
-                    return Err(bad(format!("{path}.parallel = []: a group needs at least one call")));
-                }
-                parallel
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (c.call.clone(), c.probability, format!("{path}.parallel[{i}].call")))
-                    .collect()
-            }
-            _ => unreachable!("one kind"),
-        };
-        let wait = match (step.wait.as_deref().unwrap_or("all"), step.quorum) {
-            ("all", None) => Wait::All,
-            ("first", None) => Wait::FirstSuccess,
-            ("none", None) => Wait::Detached,
-            ("quorum", Some(k)) => {
-                if k == 0 || k as usize > calls.len() {
-                    return Err(bad(format!(
-                        "{path}.quorum = {k}: must be from 1 to the group's {} calls",
-                        calls.len()
-                    )));
-                }
-                Wait::Quorum(k)
-            }
-            ("quorum", None) => return Err(bad(format!("{path}.quorum: missing; wait = \"quorum\" needs quorum = k"))),
-            (other @ ("all" | "first" | "none"), Some(_)) => {
-                return Err(bad(format!("{path}.quorum: only with wait = \"quorum\" (here wait = {other:?})")))
-            }
-            (other, _) => {
-                return Err(bad(format!("{path}.wait = {other:?}: allowed: all, first, quorum, none")));
-            }
-        };
+        let calls = step_calls(path, step)?;
+        let wait = step_wait(path, step, calls.len())?;
         let mut sites = Vec::new();
         for (i, (call, p, call_path)) in calls.iter().enumerate() {
             let probability_path = if step.parallel.is_some() {
@@ -1057,16 +1013,16 @@ fn check_cycles(b: &Builder, max_depth: Option<u32>) -> Result<u32> {
 
 /// What fault `path` does, with each kind's own fields and no other's.
 fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKind> {
-    let extra = |field: &str, set: bool| -> Result<()> {
-        if set {
-            return Err(bad(format!("{path}.{field}: a {} fault takes no {field}", fault.kind)));
+    fault_target(path, fault.kind.as_str(), on_edge)?;
+    let given =
+        [("factor", fault.factor.is_some()), ("added_s", fault.added_s.is_some()), ("rate", fault.rate.is_some())];
+    if let Some((_, refused)) = FAULT_REFUSES.iter().find(|(kind, _)| *kind == fault.kind) {
+        if let Some((field, _)) = given.iter().find(|(field, set)| *set && refused.contains(field)) {
+            return Err(bad(format!("{path}.{field}: kind = {:?} takes no {field}", fault.kind)));
         }
-        Ok(())
-    };
-    let kind = match fault.kind.as_str() {
+    }
+    Ok(match fault.kind.as_str() {
         "slowdown" => {
-            extra("added_s", fault.added_s.is_some())?;
-            extra("rate", fault.rate.is_some())?;
             let factor = fault.factor.ok_or_else(|| {
                 bad(format!("{path}.factor: missing; a slowdown multiplies work (or the network) by it"))
             })?;
@@ -1074,8 +1030,6 @@ fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKin
             FaultKind::Slowdown { factor }
         }
         "latency" => {
-            extra("factor", fault.factor.is_some())?;
-            extra("rate", fault.rate.is_some())?;
             let added = fault.added_s.ok_or_else(|| {
                 bad(format!("{path}.added_s: missing; seconds added to each piece of work (on an edge, each way)"))
             })?;
@@ -1083,40 +1037,13 @@ fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKin
             FaultKind::Latency { added: secs_to_nanos(added) }
         }
         "errors" => {
-            extra("factor", fault.factor.is_some())?;
-            extra("added_s", fault.added_s.is_some())?;
-            let rate = probability(
-                &format!("{path}.rate"),
-                Some(
-                    fault
-                        .rate
-                        .ok_or_else(|| bad(format!("{path}.rate: missing; the share of answers that are errors")))?,
-                ),
-            )?;
-            FaultKind::Errors { rate }
+            let rate =
+                fault.rate.ok_or_else(|| bad(format!("{path}.rate: missing; the share of answers that are errors")))?;
+            FaultKind::Errors { rate: probability(&format!("{path}.rate"), Some(rate))? }
         }
-        "crash" => {
-            if on_edge {
-                return Err(bad(format!(
-                    "{path}.kind = \"crash\": instances crash; an edge is partitioned (kind = \"partition\")"
-                )));
-            }
-            extra("factor", fault.factor.is_some())?;
-            FaultKind::Crash
-        }
-        "flush" => {
-            if on_edge {
-                return Err(bad(format!("{path}.kind = \"flush\": empties a service's caches; an edge has none")));
-            }
-            extra("factor", fault.factor.is_some())?;
-            extra("added_s", fault.added_s.is_some())?;
-            extra("rate", fault.rate.is_some())?;
-            FaultKind::Flush
-        }
+        "crash" => FaultKind::Crash,
+        "flush" => FaultKind::Flush,
         "partition" => {
-            if !on_edge {
-                return Err(bad(format!("{path}.kind = \"partition\": partitions an edge (target = \"a->b\"); an instance crashes (kind = \"crash\")")));
-            }
             let fail_fast = match fault.mode.as_deref().unwrap_or("timeout") {
                 "timeout" => false,
                 "fail_fast" => true,
@@ -1129,8 +1056,29 @@ fn fault_kind(path: &str, fault: &FaultConfig, on_edge: bool) -> Result<FaultKin
                 "{path}.kind = {other:?}: allowed: slowdown, latency, errors, crash, flush, partition"
             )))
         }
+    })
+}
+
+/// The numeric fields each fault kind does not take (a partition takes none of them
+/// and is not listed: it reads only `mode`).
+const FAULT_REFUSES: [(&str, &[&str]); 5] = [
+    ("slowdown", &["added_s", "rate"]),
+    ("latency", &["factor", "rate"]),
+    ("errors", &["factor", "added_s"]),
+    ("crash", &["factor"]),
+    ("flush", &["factor", "added_s", "rate"]),
+];
+
+/// A fault of kind `kind` fits its target: instances crash and caches flush on a
+/// service, a partition cuts an edge.
+fn fault_target(path: &str, kind: &str, on_edge: bool) -> Result<()> {
+    let wrong = match (kind, on_edge) {
+        ("crash", true) => "instances crash; an edge is partitioned (kind = \"partition\")",
+        ("flush", true) => "empties a service's caches; an edge has none",
+        ("partition", false) => "partitions an edge (target = \"a->b\"); an instance crashes (kind = \"crash\")",
+        _ => return Ok(()),
     };
-    Ok(kind)
+    Err(bad(format!("{path}.kind = {kind:?}: {wrong}")))
 }
 
 /// A `one_of`'s checked probabilities, an equal share each where none is given: the
@@ -1284,6 +1232,58 @@ fn rate_limit(path: &str, s: &ServiceConfig) -> Result<Option<(f64, u64)>> {
                 return Err(bad(format!("{path}.rate_limit.burst = 0: must be at least 1")));
             }
             Some((r.per_s, r.burst))
+        }
+    })
+}
+
+/// A call step's calls as (call, probability, field path): the one `call`, or each of
+/// `parallel`'s, with what each kind may not take refused.
+fn step_calls(path: &str, step: &StepConfig) -> Result<Vec<(String, Option<f64>, String)>> {
+    Ok(match (&step.call, &step.parallel) {
+        (Some(call), None) => {
+            if step.wait.as_deref().is_some_and(|w| w != "none") || step.quorum.is_some() {
+                return Err(bad(format!(
+                    "{path}: a single call takes wait = \"none\" (fire-and-forget) or no wait; all, first and \
+                     quorum belong to a parallel group"
+                )));
+            }
+            vec![(call.clone(), step.probability, format!("{path}.call"))]
+        }
+        (None, Some(parallel)) => {
+            if step.probability.is_some() {
+                return Err(bad(format!("{path}.probability: give each call in the group its own probability")));
+            }
+            if parallel.is_empty() {
+                return Err(bad(format!("{path}.parallel = []: a group needs at least one call")));
+            }
+            parallel
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.call.clone(), c.probability, format!("{path}.parallel[{i}].call")))
+                .collect()
+        }
+        _ => unreachable!("one kind"),
+    })
+}
+
+/// What a call step waits for (`wait`, with `quorum` for a quorum) among its `calls`.
+fn step_wait(path: &str, step: &StepConfig, calls: usize) -> Result<Wait> {
+    Ok(match (step.wait.as_deref().unwrap_or("all"), step.quorum) {
+        ("all", None) => Wait::All,
+        ("first", None) => Wait::FirstSuccess,
+        ("none", None) => Wait::Detached,
+        ("quorum", Some(k)) => {
+            if k == 0 || k as usize > calls {
+                return Err(bad(format!("{path}.quorum = {k}: must be from 1 to the group's {calls} calls")));
+            }
+            Wait::Quorum(k)
+        }
+        ("quorum", None) => return Err(bad(format!("{path}.quorum: missing; wait = \"quorum\" needs quorum = k"))),
+        (other @ ("all" | "first" | "none"), Some(_)) => {
+            return Err(bad(format!("{path}.quorum: only with wait = \"quorum\" (here wait = {other:?})")))
+        }
+        (other, _) => {
+            return Err(bad(format!("{path}.wait = {other:?}: allowed: all, first, quorum, none")));
         }
     })
 }
