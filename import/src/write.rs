@@ -766,45 +766,56 @@ fn write_services(
             "workers = {workers}                {SET_THIS} (the traces show {in_flight:.2} in flight per instance on average)"
         );
         let _ = writeln!(t, "# queue = {{ capacity = 1000 }}   {SET_THIS}");
-        for (endpoint, stats) in endpoints {
-            let full = &naming.endpoints[endpoint];
-            let (_, short) = full.split_once('.').expect("service.endpoint");
-            let comment = original_comment(names.get(endpoint.1), short);
-            let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]{comment}");
-            let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
-            let file = format!("{full}.self_s.csv");
-            let apart = patterns_apart(stats, naming, full);
-            let by_pattern = apart.as_ref().and_then(|(patterns, _)| patterns.as_deref());
-            notes.extend(apart.as_ref().map(|(_, note)| note.clone()));
-            if by_pattern.is_some() {
-                let _ = writeln!(
-                    t,
-                    "# work: by call pattern, in the one_of below (self time overall: median {} s, p90 {} s, {} \
-                     invocations)",
-                    secs(median),
-                    secs(p90),
-                    stats.invocations
-                );
-            } else if let Some(work) = distribution(&stats.self_s, &file, "self_s", options, files) {
-                let _ = writeln!(
-                    t,
-                    "work = {work}   # self time: median {} s, p90 {} s, {} invocations",
-                    secs(median),
-                    secs(p90),
-                    stats.invocations
-                );
-            }
-            let mut work_files = WorkFiles { options, files };
-            let steps = steps(stats, naming, notes, full, by_pattern, &mut work_files);
-            if !steps.is_empty() {
-                let _ = writeln!(t, "steps = [\n  {},\n]", steps.join(",\n  "));
-            }
-            if stats.failed > 0 {
-                let share = stats.failed as f64 / stats.invocations as f64 * 100.0;
-                let _ = writeln!(t, "# observed: {share:.2}% of invocations failed");
-            }
+        for &(endpoint, stats) in endpoints {
+            write_endpoint(t, (names, naming, name), (endpoint, stats), notes, &mut WorkFiles { options, files });
         }
         t.push('\n');
+    }
+}
+
+/// An endpoint's `[services.NAME.endpoints.E]` table: its work (self time, or by call
+/// pattern in a `one_of`), its steps, and the failures observed.
+fn write_endpoint(
+    t: &mut String,
+    (names, naming, name): (&Names, &Naming, &str),
+    (endpoint, stats): (&Endpoint, &EndpointStats),
+    notes: &mut Vec<String>,
+    work_files: &mut WorkFiles,
+) {
+    let full = &naming.endpoints[endpoint];
+    let (_, short) = full.split_once('.').expect("service.endpoint");
+    let comment = original_comment(names.get(endpoint.1), short);
+    let _ = writeln!(t, "\n[services.{name}.endpoints.{short}]{comment}");
+    let (median, p90) = (stats.self_s.quantile(0.5), stats.self_s.quantile(0.9));
+    let file = format!("{full}.self_s.csv");
+    let apart = patterns_apart(stats, naming, full);
+    let by_pattern = apart.as_ref().and_then(|(patterns, _)| patterns.as_deref());
+    notes.extend(apart.as_ref().map(|(_, note)| note.clone()));
+    if by_pattern.is_some() {
+        let _ = writeln!(
+            t,
+            "# work: by call pattern, in the one_of below (self time overall: median {} s, p90 {} s, {} \
+             invocations)",
+            secs(median),
+            secs(p90),
+            stats.invocations
+        );
+    } else if let Some(work) = distribution(&stats.self_s, &file, "self_s", work_files.options, work_files.files) {
+        let _ = writeln!(
+            t,
+            "work = {work}   # self time: median {} s, p90 {} s, {} invocations",
+            secs(median),
+            secs(p90),
+            stats.invocations
+        );
+    }
+    let steps = steps(stats, naming, notes, full, by_pattern, work_files);
+    if !steps.is_empty() {
+        let _ = writeln!(t, "steps = [\n  {},\n]", steps.join(",\n  "));
+    }
+    if stats.failed > 0 {
+        let share = stats.failed as f64 / stats.invocations as f64 * 100.0;
+        let _ = writeln!(t, "# observed: {share:.2}% of invocations failed");
     }
 }
 

@@ -271,6 +271,13 @@ fn finish_svg(mut svg: String, hovers: Hovers, radius: u32) -> String {
 
 type Drawn = Result<Hovers, String>;
 
+/// A bar chart's plotting area: categories at 0, 1, … on x, values on y.
+type BarChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
 /// An interval in pixels: a line from `from` to `to` with 8-pixel caps across both ends
 /// (vertical whiskers on points and bars, horizontal on a recovery marker).
 fn whisker(
@@ -685,6 +692,21 @@ impl BarPlot {
                 root.draw(&Text::new(line, (px, py + 6 + 14 * l as i32), style.clone())).map_err(err)?;
             }
         }
+        let hovers = self.draw_bars(&root, &mut chart, top)?;
+        root.present().map_err(err)?;
+        drop(chart);
+        drop(root);
+        Ok(hovers)
+    }
+
+    /// The bars (side by side, or stacked), each with its 95% whisker when not
+    /// stacked; returns each bar's hover text at its centre.
+    fn draw_bars(
+        &self,
+        root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+        chart: &mut BarChart<'_, '_>,
+        top: f64,
+    ) -> Drawn {
         let mut hovers = Vec::new();
         let groups = self.series.len().max(1);
         let width = 0.8 / if self.stacked { 1.0 } else { groups as f64 };
@@ -707,7 +729,7 @@ impl BarPlot {
                 {
                     let (px, plo) = chart.backend_coord(&(centre, lo.clamp(0.0, top)));
                     let (_, phi) = chart.backend_coord(&(centre, hi.clamp(0.0, top)));
-                    whisker(&root, (px, plo), (px, phi), BLACK.stroke_width(1))?;
+                    whisker(root, (px, plo), (px, phi), BLACK.stroke_width(1))?;
                 }
                 let (px, py) = chart.backend_coord(&(centre, bottom + height / 2.0));
                 let interval =
@@ -720,9 +742,6 @@ impl BarPlot {
                 base += height;
             }
         }
-        root.present().map_err(err)?;
-        drop(chart);
-        drop(root);
         Ok(hovers)
     }
 }

@@ -411,51 +411,17 @@ fn window_rows(
     if kinds.is_empty() {
         return Err(Error::bad_input("--window: these runs keep no latency over time"));
     }
-    // Per (point, window start): A's and B's row (the first bucket of the window).
-    let starts = |table: &Table, point: u32| -> Vec<(f64, usize)> {
-        let (Ok(points), Ok(t)) = (table.numbers("grid_point"), table.numbers("latency_window_t_s")) else {
-            return Vec::new();
-        };
-        let mut found: Vec<(f64, usize)> = Vec::new();
-        for row in (0..points.len()).filter(|&r| points[r] == f64::from(point)) {
-            if found.last().is_none_or(|(start, _)| *start != t[row]) {
-                found.push((t[row], row));
-            }
-        }
-        found
-    };
     let mut rows = Vec::new();
     for info in infos {
-        let (sa, sb) = (starts(ta, info.index), starts(tb, info.index));
+        let (sa, sb) = (window_starts(ta, info.index), window_starts(tb, info.index));
         let inside: Vec<(f64, usize)> = sa.iter().copied().filter(|(t, _)| *t >= from && *t < to).collect();
         if inside.is_empty() {
-            let starts = match sa.as_slice() {
-                [] => "nowhere".to_string(),
-                [only] => format!("{} s", short(only.0)),
-                [first, second, .., last] => {
-                    format!("{}, {}, …, {} s", short(first.0), short(second.0), short(last.0))
-                }
-                [first, last] => format!("{} and {} s", short(first.0), short(last.0)),
-            };
-            return Err(Error::bad_input(format!(
-                "--window {from},{to}: no latency window of grid point {} starts in it; its windows start at {starts}",
-                info.index
-            )));
+            return Err(no_window_in(from, to, info.index, &sa));
         }
         for kind in kinds {
             for &(start, row_a) in &inside {
                 let Some(&(_, row_b)) = sb.iter().find(|(t, _)| *t == start) else { continue };
-                let read = |table: &Table, row: usize, column: &str| table.numbers(column).map_or(f64::NAN, |v| v[row]);
-                let side = |table: &Table, row: usize| {
-                    let q = ["p50_all", "p99_all"].map(|p| crate::data::window_quantile_column(table, kind, p));
-                    let value = [read(table, row, &q[0]), read(table, row, &q[1]), f64::NAN];
-                    let ci = [0, 1, 2].map(|k| match q.get(k) {
-                        Some(c) => (read(table, row, &format!("{c}_ci_lo")), read(table, row, &format!("{c}_ci_hi"))),
-                        None => (f64::NAN, f64::NAN),
-                    });
-                    (value, ci)
-                };
-                let ((a, a_ci), (b, b_ci)) = (side(ta, row_a), side(tb, row_b));
+                let ((a, a_ci), (b, b_ci)) = (window_side(ta, kind, row_a), window_side(tb, kind, row_b));
                 rows.push(LatencyRow {
                     point: info.index,
                     latency: format!("{kind} all @ {} s", short(start)),
@@ -468,6 +434,47 @@ fn window_rows(
         }
     }
     Ok(rows)
+}
+
+/// A grid point's latency windows in a timeseries table: each window's start and
+/// its first row, in order.
+fn window_starts(table: &Table, point: u32) -> Vec<(f64, usize)> {
+    let (Ok(points), Ok(t)) = (table.numbers("grid_point"), table.numbers("latency_window_t_s")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(f64, usize)> = Vec::new();
+    for row in (0..points.len()).filter(|&r| points[r] == f64::from(point)) {
+        if found.last().is_none_or(|(start, _)| *start != t[row]) {
+            found.push((t[row], row));
+        }
+    }
+    found
+}
+
+/// `--window FROM,TO` holds no window of grid point `point`: where its windows start.
+fn no_window_in(from: f64, to: f64, point: u32, starts: &[(f64, usize)]) -> Error {
+    let starts = match starts {
+        [] => "nowhere".to_string(),
+        [only] => format!("{} s", short(only.0)),
+        [first, second, .., last] => format!("{}, {}, …, {} s", short(first.0), short(second.0), short(last.0)),
+        [first, last] => format!("{} and {} s", short(first.0), short(last.0)),
+    };
+    Error::bad_input(format!(
+        "--window {from},{to}: no latency window of grid point {point} starts in it; its windows start at {starts}"
+    ))
+}
+
+/// One side's p50 and p99 of `kind` in the window at `row`, with their intervals
+/// (the third quantile of a [`LatencyRow`] is not kept per window: NaN).
+fn window_side(table: &Table, kind: &str, row: usize) -> ([f64; 3], [(f64, f64); 3]) {
+    let read = |column: &str| table.numbers(column).map_or(f64::NAN, |v| v[row]);
+    let q = ["p50_all", "p99_all"].map(|p| crate::data::window_quantile_column(table, kind, p));
+    let value = [read(&q[0]), read(&q[1]), f64::NAN];
+    let ci = [0, 1, 2].map(|k| match q.get(k) {
+        Some(c) => (read(&format!("{c}_ci_lo")), read(&format!("{c}_ci_hi"))),
+        None => (f64::NAN, f64::NAN),
+    });
+    (value, ci)
 }
 
 /// A window row's p99 difference B − A with its interval, as JSON.

@@ -938,79 +938,81 @@ fn grid_lines(ctx: &Context, metrics: &[&MetricDef], shape: &GridShape, ax: usiz
 /// Only labelled axes (cases): each headline metric as bars with 95% whiskers, grouped
 /// by the other axes.
 fn grid_bars(ctx: &Context, metrics: &[&MetricDef], shape: &GridShape) -> (Vec<Block>, String) {
+    let figures = metrics.iter().map(|def| case_bars(ctx, def, shape)).collect();
+    (vec![Block::Multiples(figures)], "Labelled cases: each headline metric as bars with 95% whiskers.".to_string())
+}
+
+/// One metric's bars: a category per value of the grid's first axis, a series per
+/// combination of the others (a bar in its point's colour when there is one axis),
+/// with the figure's CSV of (point, category, series, mean, interval).
+fn case_bars(ctx: &Context, def: &MetricDef, shape: &GridShape) -> Figure {
     let first = 0;
     let rest = shape.others(&[first]);
-    let figures = metrics
+    let mut groups: Vec<String> = Vec::new();
+    for p in 0..ctx.points.len() {
+        let g = shape.combo_label(p, &rest);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let categories = shape.axes[first].labels.clone();
+    let n = groups.len();
+    let mut rows = Vec::new();
+    let series = groups
         .iter()
-        .map(|def| {
-            let mut groups: Vec<String> = Vec::new();
-            for p in 0..ctx.points.len() {
-                let g = shape.combo_label(p, &rest);
-                if !groups.contains(&g) {
-                    groups.push(g);
+        .enumerate()
+        .map(|(g, group)| {
+            let mut values = vec![None; categories.len()];
+            for (p, point) in ctx.points.iter().enumerate() {
+                if shape.combo_label(p, &rest) == *group {
+                    let value = ctx.value(point.index, def.name);
+                    values[shape.coords[p][first]] = value;
+                    if let Some(v) = value {
+                        let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
+                        rows.push(vec![
+                            point.index.to_string(),
+                            categories[shape.coords[p][first]].clone(),
+                            group.clone(),
+                            num(v.value),
+                            num(lo),
+                            num(hi),
+                        ]);
+                    }
                 }
             }
-            let categories = shape.axes[first].labels.clone();
-            let n = groups.len();
-            let mut rows = Vec::new();
-            let series = groups
-                .iter()
-                .enumerate()
-                .map(|(g, group)| {
-                    let mut values = vec![None; categories.len()];
-                    for (p, point) in ctx.points.iter().enumerate() {
-                        if shape.combo_label(p, &rest) == *group {
-                            let value = ctx.value(point.index, def.name);
-                            values[shape.coords[p][first]] = value;
-                            if let Some(v) = value {
-                                let (lo, hi) = v.interval.unwrap_or((f64::NAN, f64::NAN));
-                                rows.push(vec![
-                                    point.index.to_string(),
-                                    categories[shape.coords[p][first]].clone(),
-                                    group.clone(),
-                                    num(v.value),
-                                    num(lo),
-                                    num(hi),
-                                ]);
-                            }
-                        }
-                    }
-                    BarSeries {
-                        label: if group.is_empty() { def.name.to_string() } else { group.clone() },
-                        colour: if n == 1 { series_colour(0, 1) } else { series_colour(g, n) },
-                        values,
-                    }
-                })
-                .collect();
-            // One axis of grid points: each bar in its point's colour, named as in the legend.
-            let single = shape.axes.len() == 1;
-            let category_colours: Vec<RGBColor> =
-                if single { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
-            let categories = if single {
-                ctx.points.iter().map(|p| p.label.clone()).collect()
-            } else if shape.axes[first].path == "case" || ctx.points.iter().all(|p| p.legend.is_none()) {
-                categories
-            } else {
-                (0..categories.len()).map(|c| format!("{} #{c}", short_path(&shape.axes[first].path))).collect()
-            };
-            let plot = BarPlot {
-                title: def.name.to_string(),
-                y_label: def.name.to_string(),
-                categories,
-                series,
-                stacked: false,
-                category_colours,
-                keys: if single { ctx.points.iter().map(|p| format!("#{}", p.index)).collect() } else { Vec::new() },
-                size: SMALL,
-            };
-            plot.render(
-                "bars",
-                csv(&["grid_point", shape.axes[first].path.as_str(), "series", "mean", "ci_lo", "ci_hi"], rows),
-                format!("{}; whiskers: 95% intervals.", def.description),
-            )
+            BarSeries {
+                label: if group.is_empty() { def.name.to_string() } else { group.clone() },
+                colour: if n == 1 { series_colour(0, 1) } else { series_colour(g, n) },
+                values,
+            }
         })
         .collect();
-    (vec![Block::Multiples(figures)], "Labelled cases: each headline metric as bars with 95% whiskers.".to_string())
+    // One axis of grid points: each bar in its point's colour, named as in the legend.
+    let single = shape.axes.len() == 1;
+    let category_colours: Vec<RGBColor> =
+        if single { ctx.points.iter().map(|p| p.colour).collect() } else { Vec::new() };
+    let categories = if single {
+        ctx.points.iter().map(|p| p.label.clone()).collect()
+    } else if shape.axes[first].path == "case" || ctx.points.iter().all(|p| p.legend.is_none()) {
+        categories
+    } else {
+        (0..categories.len()).map(|c| format!("{} #{c}", short_path(&shape.axes[first].path))).collect()
+    };
+    let plot = BarPlot {
+        title: def.name.to_string(),
+        y_label: def.name.to_string(),
+        categories,
+        series,
+        stacked: false,
+        category_colours,
+        keys: if single { ctx.points.iter().map(|p| format!("#{}", p.index)).collect() } else { Vec::new() },
+        size: SMALL,
+    };
+    plot.render(
+        "bars",
+        csv(&["grid_point", shape.axes[first].path.as_str(), "series", "mean", "ci_lo", "ci_hi"], rows),
+        format!("{}; whiskers: 95% intervals.", def.description),
+    )
 }
 
 fn short_path(path: &str) -> &str {

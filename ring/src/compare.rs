@@ -113,6 +113,26 @@ fn lookup_ns(placement: &Placement, hashes: &[u64], lookups: u64) -> f64 {
 
 /// Runs the comparison.
 pub fn compare(options: &Options) -> Result<(Vec<Row>, Vec<Growth>), String> {
+    check(options)?;
+    let hash: HashKind = options.settings.hash_kind()?;
+    let hashes: Vec<u64> = (0..options.keys).map(|j| hash.name(&format!("key-{j}"))).collect();
+    let mut rows = Vec::new();
+    let mut growth = Vec::new();
+    for &strategy in Strategy::ALL {
+        let settings = Settings { strategy: strategy.name().into(), ..options.settings.clone() };
+        settings.validate()?;
+        let (row, owners) = strategy_row(strategy, &settings, options, &hashes);
+        rows.push(row);
+        if let Some(to) = options.grow_to {
+            growth.extend(grow(strategy, &settings, &hashes, (options.nodes, owners), to));
+        }
+    }
+    Ok((rows, growth))
+}
+
+/// The sizes `compare` accepts: at least 2 nodes, 1 to 100 million keys, and a
+/// growth target above the nodes and at most 10,000.
+fn check(options: &Options) -> Result<(), String> {
     if options.nodes < 2 {
         return Err(format!("--nodes {}: compare needs at least 2 nodes (one is removed)", options.nodes));
     }
@@ -124,70 +144,74 @@ pub fn compare(options: &Options) -> Result<(Vec<Row>, Vec<Growth>), String> {
             return Err(format!("--grow-to {to}: must be above --nodes {} and at most 10000", options.nodes));
         }
     }
-    let hash: HashKind = options.settings.hash_kind()?;
-    let hashes: Vec<u64> = (0..options.keys).map(|j| hash.name(&format!("key-{j}"))).collect();
+    Ok(())
+}
+
+/// One strategy's row: its balance on `options.nodes` nodes, the keys it moves when
+/// a node is added or a middle one removed (against the ideal), its lookup time,
+/// memory and build time. Also the owners it assigned, which growth starts from.
+fn strategy_row(strategy: Strategy, settings: &Settings, options: &Options, hashes: &[u64]) -> (Row, Vec<u32>) {
     let n = options.nodes;
-    let mut rows = Vec::new();
-    let mut growth = Vec::new();
-    for &strategy in Strategy::ALL {
-        let settings = Settings { strategy: strategy.name().into(), ..options.settings.clone() };
-        settings.validate()?;
-        let base = nodes(n);
-        let started = Instant::now();
-        let (placement, owners) = assign(&settings, &base, &hashes);
-        let build_ms = started.elapsed().as_secs_f64() * 1e3;
-        let (cv, peak) = balance(&owners, n as usize);
-        let grown = nodes(n + 1);
-        let (_, grown_owners) = assign(&settings, &grown, &hashes);
-        let middle = (n / 2) as usize;
-        let mut fewer = base.clone();
-        fewer.remove(middle);
-        let (_, fewer_owners) = assign(&settings, &fewer, &hashes);
-        let middle_share = owners.iter().filter(|&&o| o as usize == middle).count() as f64 / hashes.len() as f64;
-        let mut note = String::new();
-        if strategy == Strategy::Jump {
-            let (_, last_owners) = assign(&settings, &nodes(n - 1), &hashes);
-            note = format!(
-                "removing a middle node renumbers the buckets after it; removing the last moves {:.2}%",
-                moved(&owners, &base, &last_owners, &nodes(n - 1)) * 100.0
-            );
-        }
-        rows.push(Row {
-            strategy: strategy.name().into(),
-            knobs: crate::explorer::knobs(&settings),
-            nodes: n,
-            keys: options.keys,
-            peak_over_mean: peak,
-            cv,
-            moved_on_add: moved(&owners, &base, &grown_owners, &grown),
-            ideal_on_add: 1.0 / (n as f64 + 1.0),
-            moved_on_remove: moved(&owners, &base, &fewer_owners, &fewer),
-            ideal_on_remove: middle_share,
-            lookup_ns: lookup_ns(&placement, &hashes, options.lookups),
-            memory_bytes: placement.memory_bytes() as u64,
-            build_ms,
-            note,
-        });
-        if let Some(to) = options.grow_to {
-            let mut previous = owners;
-            let mut previous_nodes = base;
-            for size in n + 1..=to {
-                let specs = nodes(size);
-                let (_, next) = assign(&settings, &specs, &hashes);
-                let (_, peak) = balance(&next, size as usize);
-                growth.push(Growth {
-                    strategy: strategy.name().into(),
-                    nodes: size,
-                    moved: moved(&previous, &previous_nodes, &next, &specs),
-                    ideal: 1.0 / size as f64,
-                    peak_over_mean: peak,
-                });
-                previous = next;
-                previous_nodes = specs;
-            }
-        }
+    let base = nodes(n);
+    let started = Instant::now();
+    let (placement, owners) = assign(settings, &base, hashes);
+    let build_ms = started.elapsed().as_secs_f64() * 1e3;
+    let (cv, peak) = balance(&owners, n as usize);
+    let grown = nodes(n + 1);
+    let (_, grown_owners) = assign(settings, &grown, hashes);
+    let middle = (n / 2) as usize;
+    let mut fewer = base.clone();
+    fewer.remove(middle);
+    let (_, fewer_owners) = assign(settings, &fewer, hashes);
+    let middle_share = owners.iter().filter(|&&o| o as usize == middle).count() as f64 / hashes.len() as f64;
+    let mut note = String::new();
+    if strategy == Strategy::Jump {
+        let (_, last_owners) = assign(settings, &nodes(n - 1), hashes);
+        note = format!(
+            "removing a middle node renumbers the buckets after it; removing the last moves {:.2}%",
+            moved(&owners, &base, &last_owners, &nodes(n - 1)) * 100.0
+        );
     }
-    Ok((rows, growth))
+    let row = Row {
+        strategy: strategy.name().into(),
+        knobs: crate::explorer::knobs(settings),
+        nodes: n,
+        keys: options.keys,
+        peak_over_mean: peak,
+        cv,
+        moved_on_add: moved(&owners, &base, &grown_owners, &grown),
+        ideal_on_add: 1.0 / (n as f64 + 1.0),
+        moved_on_remove: moved(&owners, &base, &fewer_owners, &fewer),
+        ideal_on_remove: middle_share,
+        lookup_ns: lookup_ns(&placement, hashes, options.lookups),
+        memory_bytes: placement.memory_bytes() as u64,
+        build_ms,
+        note,
+    };
+    (row, owners)
+}
+
+/// The strategy grown one node at a time from `n` nodes (whose owners are `owners`)
+/// to `to`: the keys each step moves against the ideal 1/size, and the balance.
+fn grow(strategy: Strategy, settings: &Settings, hashes: &[u64], (n, owners): (u32, Vec<u32>), to: u32) -> Vec<Growth> {
+    let mut growth = Vec::new();
+    let mut previous = owners;
+    let mut previous_nodes = nodes(n);
+    for size in n + 1..=to {
+        let specs = nodes(size);
+        let (_, next) = assign(settings, &specs, hashes);
+        let (_, peak) = balance(&next, size as usize);
+        growth.push(Growth {
+            strategy: strategy.name().into(),
+            nodes: size,
+            moved: moved(&previous, &previous_nodes, &next, &specs),
+            ideal: 1.0 / size as f64,
+            peak_over_mean: peak,
+        });
+        previous = next;
+        previous_nodes = specs;
+    }
+    growth
 }
 
 /// The comparison as a terminal table.

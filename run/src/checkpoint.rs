@@ -113,6 +113,55 @@ fn refuse_unless_checkpoint(dir: &Path) -> Result<()> {
     .with_hint("move that folder away, or choose another folder with --out"))
 }
 
+/// The pieces of the run `identity` kept in `dir`, in order, after checking that its
+/// checkpoint is that run's and that its input files did not change. Half-written
+/// pieces (`.piece-…`, or without a readable `piece.json`) are removed.
+fn resumable_pieces(dir: &Path, identity: &str, inputs: &[InputFile]) -> Result<Vec<Piece>> {
+    let e = io(dir);
+    let mut pieces = Vec::new();
+    let text = std::fs::read_to_string(dir.join("checkpoint.json")).unwrap_or_default();
+    let recorded: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    if let Some(changed) = changed_inputs(&recorded, inputs) {
+        return Err(Error::bad_input(format!(
+            "--resume: {changed} since the checkpoint in {} was written; its pieces used the old content, so \
+             nothing was resumed",
+            dir.display()
+        ))
+        .with_hint("restore the file as it was to resume, or run without --resume to start over"));
+    }
+    if recorded.get("identity").and_then(Value::as_str) != Some(identity) {
+        return Err(Error::bad_input(format!(
+            "--resume: the checkpoint in {} belongs to another run (another scenario, seed, replicas, shard, \
+             --replica-rows or stampede version); run without --resume to start over",
+            dir.display()
+        )));
+    }
+    for entry in std::fs::read_dir(dir).map_err(&e)? {
+        let path = entry.map_err(&e)?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        if name.starts_with(".piece-") {
+            std::fs::remove_dir_all(&path).map_err(&e)?;
+            continue;
+        }
+        if !name.starts_with("piece-") {
+            continue;
+        }
+        let info: Value = std::fs::read_to_string(path.join("piece.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        let field = |k: &str| info.get(k).and_then(Value::as_u64);
+        match (field("from"), field("to"), field("first"), field("last")) {
+            (Some(from), Some(to), Some(first), Some(last)) => {
+                pieces.push(Piece { from, to, first: first as u32, last: last as u32, dir: path })
+            }
+            _ => std::fs::remove_dir_all(&path).map_err(&e)?,
+        }
+    }
+    pieces.sort_by_key(|p| p.from);
+    Ok(pieces)
+}
+
 impl Checkpoint {
     /// Opens `dir` for the run `identity` whose pieces keep the replica rows `keep`:
     /// with `resume`, keeps the pieces of that run (refusing another run's); without,
@@ -139,46 +188,7 @@ impl Checkpoint {
             );
         }
         if dir.exists() && resume {
-            let text = std::fs::read_to_string(dir.join("checkpoint.json")).unwrap_or_default();
-            let recorded: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            if let Some(changed) = changed_inputs(&recorded, inputs) {
-                return Err(Error::bad_input(format!(
-                    "--resume: {changed} since the checkpoint in {} was written; its pieces used the old content, so \
-                     nothing was resumed",
-                    dir.display()
-                ))
-                .with_hint("restore the file as it was to resume, or run without --resume to start over"));
-            }
-            if recorded.get("identity").and_then(Value::as_str) != Some(identity) {
-                return Err(Error::bad_input(format!(
-                    "--resume: the checkpoint in {} belongs to another run (another scenario, seed, replicas, shard, --replica-rows or \
-                     stampede version); run without --resume to start over",
-                    dir.display()
-                )));
-            }
-            for entry in std::fs::read_dir(dir).map_err(&e)? {
-                let path = entry.map_err(&e)?.path();
-                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
-                if name.starts_with(".piece-") {
-                    std::fs::remove_dir_all(&path).map_err(&e)?;
-                    continue;
-                }
-                if !name.starts_with("piece-") {
-                    continue;
-                }
-                let info: Value = std::fs::read_to_string(path.join("piece.json"))
-                    .ok()
-                    .and_then(|t| serde_json::from_str(&t).ok())
-                    .unwrap_or(Value::Null);
-                let field = |k: &str| info.get(k).and_then(Value::as_u64);
-                match (field("from"), field("to"), field("first"), field("last")) {
-                    (Some(from), Some(to), Some(first), Some(last)) => {
-                        pieces.push(Piece { from, to, first: first as u32, last: last as u32, dir: path })
-                    }
-                    _ => std::fs::remove_dir_all(&path).map_err(&e)?,
-                }
-            }
-            pieces.sort_by_key(|p| p.from);
+            pieces = resumable_pieces(dir, identity, inputs)?;
         } else if dir.exists() {
             refuse_unless_checkpoint(dir)?;
             std::fs::remove_dir_all(dir).map_err(&e)?;

@@ -41,17 +41,7 @@ pub(super) struct PlanArgs {
 }
 
 pub(super) fn plan(args: PlanArgs) -> Result<()> {
-    if args.shards == 0 || args.shards > 100_000 {
-        return Err(Error::bad_input(format!("--shards {}: from 1 to 100000", args.shards)));
-    }
-    if args.pilot < 2 {
-        return Err(Error::bad_input(format!("--pilot {}: an interval needs at least 2 replicas a point", args.pilot)));
-    }
-    if let Some(replicas) = args.scenario_args.replicas {
-        return Err(Error::bad_input(format!(
-            "--replicas {replicas} with plan: the plan chooses the replicas; the pilot's size is --pilot"
-        )));
-    }
+    check_sizes(&args)?;
     let targets = args.precision.iter().map(|t| Target::parse(t)).collect::<Result<Vec<_>>>()?;
     let scenario = precision::with_target_metrics(resolve(&args.scenario, &args.scenario_args)?, &targets)?;
     warn(&scenario);
@@ -112,6 +102,23 @@ pub(super) fn plan(args: PlanArgs) -> Result<()> {
     println!("  {run}");
     println!("then merge, which says whether the precision was met:");
     println!("  {merge}");
+    Ok(())
+}
+
+/// The sizes a plan takes: 1 to 100,000 shards, a pilot of at least 2 replicas a
+/// point, and no `--replicas` (the plan chooses them).
+fn check_sizes(args: &PlanArgs) -> Result<()> {
+    if args.shards == 0 || args.shards > 100_000 {
+        return Err(Error::bad_input(format!("--shards {}: from 1 to 100000", args.shards)));
+    }
+    if args.pilot < 2 {
+        return Err(Error::bad_input(format!("--pilot {}: an interval needs at least 2 replicas a point", args.pilot)));
+    }
+    if let Some(replicas) = args.scenario_args.replicas {
+        return Err(Error::bad_input(format!(
+            "--replicas {replicas} with plan: the plan chooses the replicas; the pilot's size is --pilot"
+        )));
+    }
     Ok(())
 }
 

@@ -149,15 +149,7 @@ pub fn run(args: RingArgs) -> Result<()> {
         RingCommand::Strategy(knobs) => apply(db, &Op::Strategy { settings: knobs.settings() })?,
         RingCommand::AddNode { name, weight } => apply(db, &Op::AddNode { name, weight })?,
         RingCommand::RemoveNode { name } => apply(db, &Op::RemoveNode { name })?,
-        RingCommand::AddKeys { names, count, prefix } => match (names.is_empty(), count) {
-            (false, None) => apply(db, &Op::AddKeys { names })?,
-            (true, Some(count)) if count > 0 && count <= 10_000_000 => {
-                report(db, open(false)?.add_generated(prefix, count).map_err(journal_error)?);
-            }
-            (true, Some(count)) => return Err(Error::bad_input(format!("--count {count}: must be 1 to 10000000"))),
-            (true, None) => return Err(Error::bad_input("add-keys: name keys, or give --count N")),
-            (false, Some(_)) => return Err(Error::bad_input("add-keys: name keys or give --count, not both")),
-        },
+        RingCommand::AddKeys { names, count, prefix } => add_keys(db, names, count, prefix)?,
         RingCommand::RemoveKey { name } => apply(db, &Op::RemoveKey { name })?,
         RingCommand::Lookup { key, json: as_json } => {
             let found = open(false)?.read(|e| lookup(e, &key)).map_err(journal_error)?;
@@ -185,21 +177,7 @@ pub fn run(args: RingArgs) -> Result<()> {
                 print_history(&history);
             }
         }
-        RingCommand::Replay { to, json: as_json } => {
-            let history = open(false)?.history().map_err(journal_error)?;
-            let last = history.last().map_or(0, |e| e.seq);
-            if to == 0 || to > last {
-                return Err(Error::bad_input(format!("--to {to}: the journal holds operations 1 to {last}")));
-            }
-            let mut explorer = replay(&history, Some(to)).map_err(Error::bad_input)?;
-            let state = status(&mut explorer).map_err(Error::io)?;
-            if as_json {
-                json(&state);
-            } else {
-                println!("after operation {to} of {last} ({}):", history[to as usize - 1].description);
-                print!("{}", render(&state));
-            }
-        }
+        RingCommand::Replay { to, json: as_json } => replay_to(&open(false)?, to, as_json)?,
         RingCommand::Compare { nodes, keys, grow_to, knobs, out, json: as_json } => {
             let options = Options { nodes, keys, grow_to, settings: knobs.settings(), lookups: 2_000_000 };
             let (rows, growth) = compare::compare(&options).map_err(Error::bad_input)?;
@@ -211,6 +189,40 @@ pub fn run(args: RingArgs) -> Result<()> {
                 println!("wrote {}", out.display());
             }
         }
+    }
+    Ok(())
+}
+
+/// `ring add-keys`: the keys named, or `--count` generated ones (1 to 10 million),
+/// not both.
+fn add_keys(db: &Path, names: Vec<String>, count: Option<u64>, prefix: String) -> Result<()> {
+    match (names.is_empty(), count) {
+        (false, None) => apply(db, &Op::AddKeys { names }),
+        (true, Some(count)) if count > 0 && count <= 10_000_000 => {
+            let mut journal = Journal::open(db, false).map_err(journal_error)?;
+            report(db, journal.add_generated(prefix, count).map_err(journal_error)?);
+            Ok(())
+        }
+        (true, Some(count)) => Err(Error::bad_input(format!("--count {count}: must be 1 to 10000000"))),
+        (true, None) => Err(Error::bad_input("add-keys: name keys, or give --count N")),
+        (false, Some(_)) => Err(Error::bad_input("add-keys: name keys or give --count, not both")),
+    }
+}
+
+/// `ring replay --to N`: the ring as it stood after operation `to` of the journal.
+fn replay_to(journal: &Journal, to: u64, as_json: bool) -> Result<()> {
+    let history = journal.history().map_err(journal_error)?;
+    let last = history.last().map_or(0, |e| e.seq);
+    if to == 0 || to > last {
+        return Err(Error::bad_input(format!("--to {to}: the journal holds operations 1 to {last}")));
+    }
+    let mut explorer = replay(&history, Some(to)).map_err(Error::bad_input)?;
+    let state = status(&mut explorer).map_err(Error::io)?;
+    if as_json {
+        json(&state);
+    } else {
+        println!("after operation {to} of {last} ({}):", history[to as usize - 1].description);
+        print!("{}", render(&state));
     }
     Ok(())
 }

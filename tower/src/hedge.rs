@@ -293,6 +293,7 @@ pin_project! {
 pin_project! {
     /// A try through the hedge layer: its attempts, the timer of the next hedge, and
     /// the first success (or the last failure).
+    #[project = HedgeProj]
     pub struct HedgeFuture<S: Service<Req>, Req, C> {
         #[pin]
         attempts: Slots<S::Future>,
@@ -327,64 +328,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         loop {
-            // The attempts out, in the order they were sent.
-            for index in 0..SLOTS {
-                let mut slot = this.attempts.as_mut().slot(index);
-                let Some(future) = slot.as_mut().as_pin_mut() else { continue };
-                let Poll::Ready(result) = future.poll(cx) else { continue };
-                slot.set(None);
-                *this.out -= 1;
-                this.grants.finish(index);
-                let classified = this.classify.classify(result.as_ref());
-                let now = this.clock.now();
-                if classified.outcome == Outcome::Success {
-                    if let Some(state) = this.state {
-                        record_win(state, now.saturating_sub(*this.started_at), index);
-                    }
-                    // The others lose: dropped, which cancels them (and a hedge granted
-                    // but not yet sent is not sent).
-                    for other in 0..SLOTS {
-                        this.attempts.as_mut().slot(other).set(None);
-                        this.grants.finish(other);
-                    }
-                    this.grants.finish(PENDING);
-                    *this.out = 0;
-                    return Poll::Ready(result);
-                }
-                if *this.out == 0 {
-                    // Every attempt failed: the last failure is the try's answer (a hedge
-                    // still waiting for the service is not sent).
-                    this.grants.finish(PENDING);
-                    return Poll::Ready(result);
-                }
-                // Another attempt may still answer; the budget hears this one's failure.
-                if let (Some(budget), true) = (this.grants.budget.as_ref(), classified.reached) {
-                    budget.retry.lock().budget.on_outcome(now, false);
-                }
+            if let Some(answer) = poll_attempts(&mut this, cx) {
+                return Poll::Ready(answer);
             }
             debug_assert!(*this.out >= 1, "a try with nothing out has answered");
-            // The first hedge's timer is made only when the first attempt did not answer
-            // at once (and so inside the runtime that polls it).
-            if let Some(due) = this.first_hedge_at.take() {
-                this.timer.set(Timer::Armed { sleep: tokio::time::sleep_until(due) });
-            }
-            let fired = match this.timer.as_mut().project() {
-                TimerProj::Armed { sleep } => sleep.poll(cx).is_ready(),
-                TimerProj::Idle => false,
-            };
-            if fired {
-                this.timer.set(Timer::Idle);
-                *this.hedges += 1;
-                let state = this.state.as_ref().expect("only a policy arms the timer");
-                match this.grants.hedge_allowed(this.clock) {
-                    // Refused: this try sends no more hedges, as in the simulator.
-                    None => state.lock().counts.denied_by_budget += 1,
-                    Some(granted) => {
-                        *this.hedge_waiting = true;
-                        this.grants.granted[PENDING] = granted;
-                    }
-                }
-            }
+            poll_timer(&mut this, cx);
             if !*this.hedge_waiting {
                 return Poll::Pending;
             }
@@ -392,25 +340,113 @@ where
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(ready) => {
                     *this.hedge_waiting = false;
-                    let free = (0..SLOTS).find(|&slot| this.attempts.as_mut().slot(slot).is_none());
-                    let free = free.expect("at most 1 + max_hedges attempts are out");
                     if ready.is_err() {
                         // The service cannot take the hedge; the attempts out go on.
                         this.grants.finish(PENDING);
                         continue;
                     }
-                    this.grants.granted[free] = std::mem::take(&mut this.grants.granted[PENDING]);
-                    this.attempts.as_mut().slot(free).set(Some(this.service.call(this.request.clone())));
-                    *this.out += 1;
-                    debug_assert!(*this.out <= MAX_HEDGES + 1);
-                    let state = this.state.as_ref().expect("only a policy sends hedges");
-                    let next = hedge_sent(state, *this.hedges);
-                    emit(Event::Hedge);
-                    if let Some(delay) = next {
-                        this.timer.set(Timer::Armed { sleep: tokio::time::sleep(Duration::from_nanos(delay)) });
-                    }
+                    send_hedge(&mut this);
                 }
             }
         }
+    }
+}
+
+/// Polls the attempts out, in the order they were sent: the try's answer once one
+/// succeeds (the others are dropped, which cancels them) or the last one fails.
+fn poll_attempts<S, Req, C>(
+    this: &mut HedgeProj<'_, S, Req, C>,
+    cx: &mut Context<'_>,
+) -> Option<Result<S::Response, S::Error>>
+where
+    S: Service<Req>,
+    C: Classify<S::Response, S::Error>,
+{
+    for index in 0..SLOTS {
+        let mut slot = this.attempts.as_mut().slot(index);
+        let Some(future) = slot.as_mut().as_pin_mut() else { continue };
+        let Poll::Ready(result) = future.poll(cx) else { continue };
+        slot.set(None);
+        *this.out -= 1;
+        this.grants.finish(index);
+        let classified = this.classify.classify(result.as_ref());
+        let now = this.clock.now();
+        if classified.outcome == Outcome::Success {
+            if let Some(state) = this.state {
+                record_win(state, now.saturating_sub(*this.started_at), index);
+            }
+            // The others lose: dropped, which cancels them (and a hedge granted
+            // but not yet sent is not sent).
+            for other in 0..SLOTS {
+                this.attempts.as_mut().slot(other).set(None);
+                this.grants.finish(other);
+            }
+            this.grants.finish(PENDING);
+            *this.out = 0;
+            return Some(result);
+        }
+        if *this.out == 0 {
+            // Every attempt failed: the last failure is the try's answer (a hedge
+            // still waiting for the service is not sent).
+            this.grants.finish(PENDING);
+            return Some(result);
+        }
+        // Another attempt may still answer; the budget hears this one's failure.
+        if let (Some(budget), true) = (this.grants.budget.as_ref(), classified.reached) {
+            budget.retry.lock().budget.on_outcome(now, false);
+        }
+    }
+    None
+}
+
+/// Polls the next hedge's timer; when it fires, the budget grants the hedge (which
+/// then waits for the service to be ready) or refuses it, and this try sends no
+/// more, as in the simulator.
+fn poll_timer<S, Req, C>(this: &mut HedgeProj<'_, S, Req, C>, cx: &mut Context<'_>)
+where
+    S: Service<Req>,
+{
+    // The first hedge's timer is made only when the first attempt did not answer
+    // at once (and so inside the runtime that polls it).
+    if let Some(due) = this.first_hedge_at.take() {
+        this.timer.set(Timer::Armed { sleep: tokio::time::sleep_until(due) });
+    }
+    let fired = match this.timer.as_mut().project() {
+        TimerProj::Armed { sleep } => sleep.poll(cx).is_ready(),
+        TimerProj::Idle => false,
+    };
+    if !fired {
+        return;
+    }
+    this.timer.set(Timer::Idle);
+    *this.hedges += 1;
+    let state = this.state.as_ref().expect("only a policy arms the timer");
+    match this.grants.hedge_allowed(this.clock) {
+        None => state.lock().counts.denied_by_budget += 1,
+        Some(granted) => {
+            *this.hedge_waiting = true;
+            this.grants.granted[PENDING] = granted;
+        }
+    }
+}
+
+/// Sends the granted hedge (the service is ready) in a free slot and arms the timer
+/// for the one after it, if the policy has one.
+fn send_hedge<S, Req, C>(this: &mut HedgeProj<'_, S, Req, C>)
+where
+    S: Service<Req>,
+    Req: Clone,
+{
+    let free = (0..SLOTS).find(|&slot| this.attempts.as_mut().slot(slot).is_none());
+    let free = free.expect("at most 1 + max_hedges attempts are out");
+    this.grants.granted[free] = std::mem::take(&mut this.grants.granted[PENDING]);
+    this.attempts.as_mut().slot(free).set(Some(this.service.call(this.request.clone())));
+    *this.out += 1;
+    debug_assert!(*this.out <= MAX_HEDGES + 1);
+    let state = this.state.as_ref().expect("only a policy sends hedges");
+    let next = hedge_sent(state, *this.hedges);
+    emit(Event::Hedge);
+    if let Some(delay) = next {
+        this.timer.set(Timer::Armed { sleep: tokio::time::sleep(Duration::from_nanos(delay)) });
     }
 }

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::intervals::Estimate;
-use super::Calibration;
+use super::intervals::{Estimate, Found};
+use super::{Calibration, MetricFidelity};
 
 /// The first line of a calibrated scenario file: marks it as stampede's (so a later
 /// calibration may replace it) and says where its values came from.
@@ -182,57 +182,8 @@ impl Calibration {
 
     /// The JSON document.
     pub fn to_json(&self, observed_file: &str, page: Option<&str>, toml_file: Option<&str>) -> Value {
-        let fit = self.found.as_ref().map(|found| {
-            let best = &found.candidates[found.best];
-            json!({
-                "dimensions": self.dimensions.iter().zip(&found.estimates).map(|(d, e)| json!({
-                    "path": d.path,
-                    "value": e.value,
-                    "ci_lo": e.interval.map(|i| i.0),
-                    "ci_hi": e.interval.map(|i| i.1),
-                    "sd": e.sd,
-                    "identified": e.interval.is_some(),
-                    "method": e.method.map(|m| m.name()),
-                    "open_low": e.open[0],
-                    "open_high": e.open[1],
-                    "range": [d.low, d.high],
-                })).collect::<Vec<_>>(),
-                "interval_method": INTERVAL_METHOD,
-                "candidates": found.candidates.len(),
-                "replicas_per_candidate": self.fit_replicas,
-                "planned_replicas": self.planned_replicas,
-                "ran_replicas": self.ran_replicas(),
-                "best_discrepancy": best.discrepancy,
-                "best_stage": best.stage,
-                "residual_autocorrelation": number(self.autocorrelation),
-                "widening": self.widening,
-                "search": found.candidates.iter().map(|c| json!({
-                    "stage": c.stage, "values": c.values, "discrepancy": number(Some(c.discrepancy)),
-                })).collect::<Vec<_>>(),
-            })
-        });
-        let metrics: Vec<Value> = self
-            .metrics
-            .iter()
-            .map(|m| {
-                let f = &m.fidelity;
-                let series: Vec<Value> = self
-                    .intervals_s
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (start, end))| {
-                        json!({"start_s": start, "end_s": end, "observed": number(m.observed[i]),
-                               "mean": number(f.mean[i]), "low": number(f.low[i]), "high": number(f.high[i])})
-                    })
-                    .collect();
-                json!({
-                    "name": m.name, "weight": m.weight, "points": f.points,
-                    "mape": number(f.mape), "bias": number(f.bias), "correlation": number(f.correlation),
-                    "inside_band": number(f.inside), "discrepancy": number(f.discrepancy),
-                    "over_time": series,
-                })
-            })
-            .collect();
+        let fit = self.found.as_ref().map(|found| self.fit_json(found));
+        let metrics: Vec<Value> = self.metrics.iter().map(|m| self.metric_json(m)).collect();
         json!({
             "scenario": self.scenario.name,
             "observed": observed_file,
@@ -252,6 +203,58 @@ impl Calibration {
             "passed": self.passed(),
             "page": page,
             "calibrated_toml": toml_file,
+        })
+    }
+
+    /// The JSON of the fit: each unknown's value and interval, the search's size and
+    /// every candidate it ran.
+    fn fit_json(&self, found: &Found) -> Value {
+        let best = &found.candidates[found.best];
+        json!({
+            "dimensions": self.dimensions.iter().zip(&found.estimates).map(|(d, e)| json!({
+                "path": d.path,
+                "value": e.value,
+                "ci_lo": e.interval.map(|i| i.0),
+                "ci_hi": e.interval.map(|i| i.1),
+                "sd": e.sd,
+                "identified": e.interval.is_some(),
+                "method": e.method.map(|m| m.name()),
+                "open_low": e.open[0],
+                "open_high": e.open[1],
+                "range": [d.low, d.high],
+            })).collect::<Vec<_>>(),
+            "interval_method": INTERVAL_METHOD,
+            "candidates": found.candidates.len(),
+            "replicas_per_candidate": self.fit_replicas,
+            "planned_replicas": self.planned_replicas,
+            "ran_replicas": self.ran_replicas(),
+            "best_discrepancy": best.discrepancy,
+            "best_stage": best.stage,
+            "residual_autocorrelation": number(self.autocorrelation),
+            "widening": self.widening,
+            "search": found.candidates.iter().map(|c| json!({
+                "stage": c.stage, "values": c.values, "discrepancy": number(Some(c.discrepancy)),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The JSON of one metric's fidelity, with its series over the intervals.
+    fn metric_json(&self, m: &MetricFidelity) -> Value {
+        let f = &m.fidelity;
+        let series: Vec<Value> = self
+            .intervals_s
+            .iter()
+            .enumerate()
+            .map(|(i, (start, end))| {
+                json!({"start_s": start, "end_s": end, "observed": number(m.observed[i]),
+                       "mean": number(f.mean[i]), "low": number(f.low[i]), "high": number(f.high[i])})
+            })
+            .collect();
+        json!({
+            "name": m.name, "weight": m.weight, "points": f.points,
+            "mape": number(f.mape), "bias": number(f.bias), "correlation": number(f.correlation),
+            "inside_band": number(f.inside), "discrepancy": number(f.discrepancy),
+            "over_time": series,
         })
     }
 

@@ -175,7 +175,25 @@ fn prometheus(path: &Path, text: &str, map: &[(String, Selector)]) -> Result<Obs
     }
     let results =
         data["result"].as_array().ok_or_else(|| refuse(path, "not a Prometheus API answer: no data.result list"))?;
-    let mut series: Vec<(BTreeMap<String, String>, Points)> = Vec::new();
+    let series = api_series(path, results)?;
+    let chosen = choose_series(path, &series, map)?;
+    // Every sample time of the chosen series, in order (Prometheus steps align them).
+    let mut times: Vec<f64> = chosen.iter().flat_map(|(_, points)| points.iter().map(|p| p.0)).collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    let first = *times.first().ok_or_else(|| refuse(path, "the chosen series have no samples"))?;
+    let mut metrics = BTreeMap::new();
+    for (name, points) in chosen {
+        let at: BTreeMap<u64, Option<f64>> = points.iter().map(|&(t, v)| (t.to_bits(), v)).collect();
+        metrics.insert(name.clone(), times.iter().map(|t| at.get(&t.to_bits()).copied().flatten()).collect());
+    }
+    Ok(Observed { times_s: times.iter().map(|t| t - first).collect(), metrics })
+}
+
+/// A Prometheus matrix's series: each one's labels and its [time, "value"] pairs
+/// ("NaN" and "+Inf", a quantile over no requests, read as not measured).
+fn api_series(path: &Path, results: &[serde_json::Value]) -> Result<Vec<(BTreeMap<String, String>, Points)>> {
+    let mut series = Vec::new();
     for (index, result) in results.iter().enumerate() {
         let labels = api_labels(result);
         let values = result["values"].as_array().ok_or_else(|| {
@@ -193,6 +211,16 @@ fn prometheus(path: &Path, text: &str, map: &[(String, Selector)]) -> Result<Obs
         }
         series.push((labels, points));
     }
+    Ok(series)
+}
+
+/// The one series each `--map NAME=SELECTOR` picks, in the map's order: a selector
+/// matching none or several, or a name given twice, is refused with the series listed.
+fn choose_series<'a>(
+    path: &Path,
+    series: &'a [(BTreeMap<String, String>, Points)],
+    map: &'a [(String, Selector)],
+) -> Result<Vec<(&'a String, &'a Points)>> {
     let mut chosen: Vec<(&String, &Points)> = Vec::new();
     for (name, selector) in map {
         if chosen.iter().any(|(taken, _)| *taken == name) {
@@ -221,17 +249,7 @@ fn prometheus(path: &Path, text: &str, map: &[(String, Selector)]) -> Result<Obs
             }
         }
     }
-    // Every sample time of the chosen series, in order (Prometheus steps align them).
-    let mut times: Vec<f64> = chosen.iter().flat_map(|(_, points)| points.iter().map(|p| p.0)).collect();
-    times.sort_by(f64::total_cmp);
-    times.dedup();
-    let first = *times.first().ok_or_else(|| refuse(path, "the chosen series have no samples"))?;
-    let mut metrics = BTreeMap::new();
-    for (name, points) in chosen {
-        let at: BTreeMap<u64, Option<f64>> = points.iter().map(|&(t, v)| (t.to_bits(), v)).collect();
-        metrics.insert(name.clone(), times.iter().map(|t| at.get(&t.to_bits()).copied().flatten()).collect());
-    }
-    Ok(Observed { times_s: times.iter().map(|t| t - first).collect(), metrics })
+    Ok(chosen)
 }
 
 #[cfg(test)]
