@@ -144,6 +144,45 @@ struct Unsent {
     granted: bool,
 }
 
+impl Attempt {
+    /// The attempt of `call` (`c`) sent at `now` to `instance` (by way of `routed`):
+    /// a hedge or not, `granted` a hedge's budget, with its timeout's slot and the
+    /// breaker's permit; blamed on service `to` for its time until something else is.
+    #[inline]
+    fn sent(
+        now: Nanos,
+        (call, c): (SlabKey, &Call),
+        (instance, routed): (u32, bool),
+        (hedge, granted): (bool, bool),
+        (timer, permit): (TimerSlot, Option<Permit>),
+        to: u32,
+    ) -> Attempt {
+        Attempt {
+            call,
+            edge: c.edge,
+            instance,
+            endpoint: c.endpoint,
+            sent: now,
+            deadline: c.deadline,
+            criticality: c.criticality,
+            depth: c.depth,
+            key: c.key,
+            counted: c.counted,
+            hedge,
+            granted,
+            timer,
+            permit,
+            routed,
+            job: None,
+            caller_waiting: true,
+            in_flight: true,
+            next: c.first_attempt,
+            cause: None,
+            time_culprit: to,
+        }
+    }
+}
+
 impl Graph<'_> {
     pub(super) fn arrival(&mut self, now: Nanos, w: usize, scheduler: &mut Scheduler<Event>) {
         // A replayed trace's key belongs to this arrival: read it before the replay moves on.
@@ -237,36 +276,18 @@ impl Graph<'_> {
         let Some((instance, routed)) = self.choose_instance(now, e, c.key) else {
             return self.no_instance(now, &c, unsent, permit, scheduler);
         };
-        let own = match self.edges[e].adaptive_timeout.as_ref() {
-            Some(adaptive) => Some(adaptive.timeout()),
-            None => self.p.edges[e].timeout,
-        };
-        let timeout = own.unwrap_or(Nanos::MAX).min(c.deadline.saturating_sub(now));
+        let timeout = self.timeout_for(now, e, c.deadline);
         let mut timer = TimerSlot::default();
         let ticket = (timeout != Nanos::MAX).then(|| timer.arm());
-        let attempt = self.attempts.insert(Attempt {
-            call,
-            edge: c.edge,
-            instance,
-            endpoint: c.endpoint,
-            sent: now,
-            deadline: c.deadline,
-            criticality: c.criticality,
-            depth: c.depth,
-            key: c.key,
-            counted: c.counted,
-            hedge,
-            granted,
-            timer,
-            permit,
-            routed,
-            job: None,
-            caller_waiting: true,
-            in_flight: true,
-            next: c.first_attempt,
-            cause: None,
-            time_culprit: self.p.edges[e].to,
-        });
+        let to = self.p.edges[e].to;
+        let attempt = self.attempts.insert(Attempt::sent(
+            now,
+            (call, &c),
+            (instance, routed),
+            (hedge, granted),
+            (timer, permit),
+            to,
+        ));
         let edge = &mut self.edges[e];
         edge.active += 1;
         if c.counted {
@@ -280,24 +301,44 @@ impl Graph<'_> {
         let partition = edge.partition;
         let error_rate = edge.error_rate;
         let errored = error_rate > 0.0 && edge.client_rng.bernoulli(error_rate);
-        {
-            let c = self.calls.get_mut(call).expect("live call");
-            c.first_attempt = Some(attempt);
-            c.outstanding += 1;
-            if !hedge {
-                c.tries += 1;
-                c.primary_sent = now;
-            }
-            if let Some(tracer) = self.tracer.as_deref_mut() {
-                let number = if hedge { c.hedges } else { c.tries };
-                tracer.attempt_sent(attempt, call, now, instance, number, hedge);
-            }
-        }
+        self.call_sent(now, call, attempt, instance, hedge);
         if let Some(ticket) = ticket {
             self.arm_timeout(now, e, timeout, attempt, ticket, scheduler);
         }
+        self.put_on_network(e, attempt, (partition, errored), scheduler);
+        self.schedule_next_hedge(e, call, scheduler);
+    }
+
+    /// The call's side of sending `attempt` to `instance`: it heads the call's
+    /// attempts and is outstanding; a try (not a hedge) counts and restarts the
+    /// primary's clock.
+    #[inline]
+    fn call_sent(&mut self, now: Nanos, call: SlabKey, attempt: SlabKey, instance: u32, hedge: bool) {
+        let c = self.calls.get_mut(call).expect("live call");
+        c.first_attempt = Some(attempt);
+        c.outstanding += 1;
+        if !hedge {
+            c.tries += 1;
+            c.primary_sent = now;
+        }
+        if let Some(tracer) = self.tracer.as_deref_mut() {
+            let number = if hedge { c.hedges } else { c.tries };
+            tracer.attempt_sent(attempt, call, now, instance, number, hedge);
+        }
+    }
+
+    /// The attempt leaves over edge `e`: lost in a partition (only its timeout ends
+    /// it), refused at once by a fail-fast one, answered with an injected error, or on
+    /// its way to the instance after the network's delay.
+    #[inline]
+    fn put_on_network(
+        &mut self,
+        e: usize,
+        attempt: SlabKey,
+        (partition, errored): (Option<bool>, bool),
+        scheduler: &mut Scheduler<Event>,
+    ) {
         match partition {
-            // Lost in the partition: only the timeout will end it.
             Some(false) => self.attempts.get_mut(attempt).expect("live").in_flight = false,
             Some(true) => scheduler.after(0, Event::Answered { attempt, answer: Answer::Refused }),
             None if errored => scheduler.after(0, Event::Answered { attempt, answer: Answer::Error }),
@@ -306,7 +347,22 @@ impl Graph<'_> {
                 scheduler.after(delay, Event::Arrives { attempt });
             }
         }
-        // The next hedge, if this call may send one.
+    }
+
+    /// An attempt's timeout on edge `e` sent at `now`: the edge's own (adaptive, or
+    /// fixed), cut to what is left before the call's deadline; `Nanos::MAX` for none.
+    #[inline]
+    fn timeout_for(&self, now: Nanos, e: usize, deadline: Nanos) -> Nanos {
+        let own = match self.edges[e].adaptive_timeout.as_ref() {
+            Some(adaptive) => Some(adaptive.timeout()),
+            None => self.p.edges[e].timeout,
+        };
+        own.unwrap_or(Nanos::MAX).min(deadline.saturating_sub(now))
+    }
+
+    /// The call's next hedge on edge `e`, if its policy sends one more.
+    #[inline]
+    fn schedule_next_hedge(&mut self, e: usize, call: SlabKey, scheduler: &mut Scheduler<Event>) {
         if let Some(policy) = self.edges[e].hedge.as_mut() {
             let hedges = self.calls.get(call).expect("live call").hedges;
             if let Some(delay) = policy.delay(hedges) {

@@ -13,15 +13,101 @@ use crate::policy::Criticality;
 
 use super::cache::Looked;
 use super::client::CallOutcome;
+use super::entities::Instance;
 use super::model::Graph;
-use super::params::{Cause, Failure, Refusal, Step, Wait};
-use super::state::{Answer, CacheRole, Event, Job, JobState, Lag, PROBE_EDGE};
+use super::params::{Cause, Failure, Refusal, ServiceParams, Step, Wait};
+use super::state::{Answer, Attempt, CacheRole, Event, Job, JobState, Lag, PROBE_EDGE};
 
 const ENDPOINT_WORK: u32 = u32::MAX;
 
 fn criticality(level: u8) -> Criticality {
     [Criticality::CriticalPlus, Criticality::Critical, Criticality::SheddablePlus, Criticality::Sheddable]
         [level as usize]
+}
+
+impl Instance {
+    /// Whether the instance refuses attempt `a` of a service with `params` at `now`,
+    /// and why: down, too deep, past its deadline, no queue room, rate-limited, shed,
+    /// or over its concurrency limit — checked in that order. Admitted, the attempt
+    /// holds a rate-limit token and a place in the shedder and the limiter, if any.
+    #[inline]
+    fn refusal(&mut self, now: Nanos, a: &Attempt, params: &ServiceParams, max_depth: u32) -> Option<Refusal> {
+        if !self.up {
+            Some(Refusal::Down)
+        } else if a.depth > max_depth {
+            Some(Refusal::Depth)
+        } else if now >= a.deadline {
+            Some(Refusal::Deadline)
+        } else if self.busy >= params.workers && self.queue.len() >= params.queue_capacity as usize {
+            Some(Refusal::QueueFull)
+        } else if self.bucket.as_mut().is_some_and(|bucket| !bucket.try_take(now, 1)) {
+            Some(Refusal::RateLimit)
+        } else if self.shedder.as_mut().is_some_and(|shedder| !shedder.try_admit(criticality(a.criticality))) {
+            Some(Refusal::Shed)
+        } else if self.limiter.as_mut().is_some_and(|limiter| !limiter.try_acquire()) {
+            if let Some(shedder) = self.shedder.as_mut() {
+                shedder.release();
+            }
+            Some(Refusal::Limiter)
+        } else {
+            None
+        }
+    }
+}
+
+impl Job {
+    /// The job `attempt` (`a`) starts on arriving at an instance in its life `epoch`,
+    /// queued for the endpoint's own work before its first step; `held` says whether it
+    /// holds the instance's shedder and limiter, `service` is its own (its first lag
+    /// culprit).
+    #[inline]
+    pub(super) fn arriving(
+        now: Nanos,
+        attempt: SlabKey,
+        a: &Attempt,
+        (epoch, first_step): (u32, u32),
+        (shed_held, limit_held): (bool, bool),
+        service: u32,
+    ) -> Job {
+        Job {
+            attempt,
+            endpoint: a.endpoint,
+            instance: a.instance,
+            epoch,
+            next_step: first_step,
+            did_work: false,
+            pending_work: ENDPOINT_WORK,
+            state: JobState::Queued { since: now, fresh: true },
+            ticket: Ticket::default(),
+            holds_worker: false,
+            busy_since: 0,
+            busy_ns: 0,
+            arrived: now,
+            deadline: a.deadline,
+            criticality: a.criticality,
+            depth: a.depth,
+            key: a.key,
+            counted: a.counted,
+            degraded: false,
+            shed_held,
+            limit_held,
+            first_child: None,
+            group_launched: 0,
+            group_needed: 0,
+            group_pending: 0,
+            group_ok: 0,
+            group_failed: 0,
+            cancelled: false,
+            cache_role: CacheRole::None,
+            cause: None,
+            awaiting: false,
+            blocked: false,
+            group_started: now,
+            own_ns: 0,
+            lag_culprit: service,
+            lag_span: 0,
+        }
+    }
 }
 
 impl Graph<'_> {
@@ -66,69 +152,12 @@ impl Graph<'_> {
             return self.drop_attempt_if_done(attempt);
         }
         let instance = &mut self.instances[i];
-        let refusal = if !instance.up {
-            Some(Refusal::Down)
-        } else if a.depth > self.p.max_depth {
-            Some(Refusal::Depth)
-        } else if now >= a.deadline {
-            Some(Refusal::Deadline)
-        } else if instance.busy >= params.workers && instance.queue.len() >= params.queue_capacity as usize {
-            Some(Refusal::QueueFull)
-        } else if instance.bucket.as_mut().is_some_and(|bucket| !bucket.try_take(now, 1)) {
-            Some(Refusal::RateLimit)
-        } else if instance.shedder.as_mut().is_some_and(|shedder| !shedder.try_admit(criticality(a.criticality))) {
-            Some(Refusal::Shed)
-        } else if instance.limiter.as_mut().is_some_and(|limiter| !limiter.try_acquire()) {
-            if let Some(shedder) = instance.shedder.as_mut() {
-                shedder.release();
-            }
-            Some(Refusal::Limiter)
-        } else {
-            None
-        };
-        if let Some(refusal) = refusal {
+        if let Some(refusal) = instance.refusal(now, &a, params, self.p.max_depth) {
             return self.refuse(attempt, s, refusal, scheduler);
         }
-        let (shed_held, limit_held) = (instance.shedder.is_some(), instance.limiter.is_some());
-        let epoch = instance.epoch;
-        let job = self.jobs.insert(Job {
-            attempt,
-            endpoint: a.endpoint,
-            instance: a.instance,
-            epoch,
-            next_step: self.p.endpoints[a.endpoint as usize].first_step,
-            did_work: false,
-            pending_work: ENDPOINT_WORK,
-            state: JobState::Queued { since: now, fresh: true },
-            ticket: Ticket::default(),
-            holds_worker: false,
-            busy_since: 0,
-            busy_ns: 0,
-            arrived: now,
-            deadline: a.deadline,
-            criticality: a.criticality,
-            depth: a.depth,
-            key: a.key,
-            counted: a.counted,
-            degraded: false,
-            shed_held,
-            limit_held,
-            first_child: None,
-            group_launched: 0,
-            group_needed: 0,
-            group_pending: 0,
-            group_ok: 0,
-            group_failed: 0,
-            cancelled: false,
-            cache_role: CacheRole::None,
-            cause: None,
-            awaiting: false,
-            blocked: false,
-            group_started: now,
-            own_ns: 0,
-            lag_culprit: s as u32,
-            lag_span: 0,
-        });
+        let held = (instance.shedder.is_some(), instance.limiter.is_some());
+        let first_step = self.p.endpoints[a.endpoint as usize].first_step;
+        let job = self.jobs.insert(Job::arriving(now, attempt, &a, (instance.epoch, first_step), held, s as u32));
         self.attempts.get_mut(attempt).expect("live").job = Some(job);
         if let Some(tracer) = self.tracer.as_deref_mut().filter(|_| a.edge != PROBE_EDGE) {
             tracer.queued(job, now, attempt);
@@ -288,32 +317,13 @@ impl Graph<'_> {
                     continue;
                 }
                 Step::Calls { first_call, calls, wait: Wait::OneOf } => {
-                    // One draw picks the call: the sites' probabilities are consecutive
-                    // slices of [0, 1); past their sum, none is made.
-                    let draw = self.site_rng[first_call as usize].uniform01();
-                    let mut reach = 0.0;
-                    let chosen = (first_call..first_call + calls).find(|&site| {
-                        reach += self.p.call_sites[site as usize].probability;
-                        draw < reach
-                    });
-                    let Some(site) = chosen else { continue };
+                    let Some(site) = self.one_of_site(first_call, calls) else { continue };
                     self.child_call(now, job, site);
                     self.wait_for_calls(now, job, 1, 1, scheduler);
                     return;
                 }
                 Step::Branch { first_alternative, alternatives, end } => {
-                    // As one_of: one draw, the alternatives' probabilities consecutive
-                    // slices of [0, 1); past their sum, none (on to the end).
-                    let draw = self.branch_rng[first_alternative as usize].uniform01();
-                    let mut reach = 0.0;
-                    let range = first_alternative as usize..(first_alternative + alternatives) as usize;
-                    let next = self.p.alternatives[range]
-                        .iter()
-                        .find(|a| {
-                            reach += a.probability;
-                            draw < reach
-                        })
-                        .map_or(end, |a| a.start);
+                    let next = self.branch_start(first_alternative, alternatives, end);
                     self.jobs.get_mut(job).expect("live job").next_step = next;
                     continue;
                 }
@@ -322,29 +332,74 @@ impl Graph<'_> {
                     continue;
                 }
                 Step::Calls { first_call, calls, wait } => {
-                    // Made last site first: each is linked at the head of the job's
-                    // children, so the list runs in site order.
-                    let mut launched = 0;
-                    for site in (first_call..first_call + calls).rev() {
-                        if self.site_fires(site) {
-                            self.child_call(now, job, site);
-                            launched += 1;
-                        }
+                    if self.launch_group(now, job, (first_call, calls), wait, scheduler) {
+                        return;
                     }
-                    if launched == 0 {
-                        continue;
-                    }
-                    let needed = match wait {
-                        Wait::All => launched,
-                        Wait::FirstSuccess => 1,
-                        Wait::Quorum(k) => k.min(launched),
-                        Wait::Detached | Wait::OneOf => unreachable!("handled above"),
-                    };
-                    self.wait_for_calls(now, job, launched, needed, scheduler);
-                    return;
                 }
             }
         }
+    }
+
+    /// One draw picks a `one_of`'s call: the sites' probabilities are consecutive
+    /// slices of [0, 1); past their sum, none is made.
+    #[inline]
+    fn one_of_site(&mut self, first_call: u32, calls: u32) -> Option<u32> {
+        let draw = self.site_rng[first_call as usize].uniform01();
+        let mut reach = 0.0;
+        (first_call..first_call + calls).find(|&site| {
+            reach += self.p.call_sites[site as usize].probability;
+            draw < reach
+        })
+    }
+
+    /// As [`Self::one_of_site`] for a branch: one draw, the alternatives'
+    /// probabilities consecutive slices of [0, 1); the chosen one's first step, or
+    /// `end` past their sum.
+    #[inline]
+    fn branch_start(&mut self, first_alternative: u32, alternatives: u32, end: u32) -> u32 {
+        let draw = self.branch_rng[first_alternative as usize].uniform01();
+        let mut reach = 0.0;
+        let range = first_alternative as usize..(first_alternative + alternatives) as usize;
+        self.p.alternatives[range]
+            .iter()
+            .find(|a| {
+                reach += a.probability;
+                draw < reach
+            })
+            .map_or(end, |a| a.start)
+    }
+
+    /// Makes a group's calls (each site that fires) and waits for as many as `wait`
+    /// needs; false when none fired and the job goes on.
+    #[inline]
+    fn launch_group(
+        &mut self,
+        now: Nanos,
+        job: SlabKey,
+        (first_call, calls): (u32, u32),
+        wait: Wait,
+        scheduler: &mut Scheduler<Event>,
+    ) -> bool {
+        // Made last site first: each is linked at the head of the job's children, so
+        // the list runs in site order.
+        let mut launched = 0;
+        for site in (first_call..first_call + calls).rev() {
+            if self.site_fires(site) {
+                self.child_call(now, job, site);
+                launched += 1;
+            }
+        }
+        if launched == 0 {
+            return false;
+        }
+        let needed = match wait {
+            Wait::All => launched,
+            Wait::FirstSuccess => 1,
+            Wait::Quorum(k) => k.min(launched),
+            Wait::Detached | Wait::OneOf => unreachable!("handled in proceed"),
+        };
+        self.wait_for_calls(now, job, launched, needed, scheduler);
+        true
     }
 
     /// Whether call site `site` makes its call this time (its probability; a sure call
