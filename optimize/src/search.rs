@@ -318,16 +318,7 @@ pub fn search(
     }
     let n0 = settings.first_stage;
     let cost = shape.replica_cost.max(1);
-    let first_cost = initial as u64 * n0 as u64 * cost;
-    if shape.budget < first_cost {
-        let across = if cost > 1 { format!(" × {cost} values of the --across axis") } else { String::new() };
-        return Err(Error::bad_input(format!(
-            "--budget-replicas {}: too small to start; the first stage alone needs {initial} candidate(s) × {n0} \
-             replicas{across} = {first_cost}",
-            shape.budget
-        ))
-        .with_hint("raise --budget-replicas, lower --first-stage, or search fewer candidates"));
-    }
+    check_first_stage_fits(shape.budget, initial, n0, cost)?;
     let mut search = Search {
         race: Race::new(settings, constraints),
         points: Vec::new(),
@@ -338,14 +329,7 @@ pub fn search(
         deadline: shape.max_time.map(|limit| std::time::Instant::now() + limit),
         evaluator,
     };
-    let mut first = Vec::new();
-    for grid in 0..shape.grid_points {
-        for s in 0..samples {
-            let unit = if dims == 0 { Vec::new() } else { halton(1 + s as u64, dims) };
-            first.push(point(grid, unit, &shape.dimensions));
-        }
-    }
-    let entered = search.add(first);
+    let entered = search.add(first_stage(shape, samples));
     search.play("first stage", search.ranges_to(&entered, n0))?;
     let mut settled = Settled::Yes;
     if dims > 0 {
@@ -369,6 +353,35 @@ pub fn search(
     debug_assert!(search.spent <= search.budget);
     let spent = search.spent * cost;
     Ok(Outcome { race: search.race, points: search.points, rounds: search.rounds, spent, ending, answer })
+}
+
+/// The first stage's candidates: `samples` Halton points in the box of every grid
+/// point (the grid point alone when there is no --range).
+fn first_stage(shape: &Shape, samples: usize) -> Vec<Point> {
+    let dims = shape.dimensions.len();
+    let mut first = Vec::new();
+    for grid in 0..shape.grid_points {
+        for s in 0..samples {
+            let unit = if dims == 0 { Vec::new() } else { halton(1 + s as u64, dims) };
+            first.push(point(grid, unit, &shape.dimensions));
+        }
+    }
+    first
+}
+
+/// The budget covers at least the first stage: `initial` candidates × `n0` replicas ×
+/// `cost` (the --across axis's values).
+fn check_first_stage_fits(budget: u64, initial: usize, n0: u32, cost: u64) -> Result<()> {
+    let first_cost = initial as u64 * n0 as u64 * cost;
+    if budget >= first_cost {
+        return Ok(());
+    }
+    let across = if cost > 1 { format!(" × {cost} values of the --across axis") } else { String::new() };
+    Err(Error::bad_input(format!(
+        "--budget-replicas {budget}: too small to start; the first stage alone needs {initial} candidate(s) × {n0} \
+         replicas{across} = {first_cost}"
+    ))
+    .with_hint("raise --budget-replicas, lower --first-stage, or search fewer candidates"))
 }
 
 #[cfg(test)]

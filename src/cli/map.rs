@@ -150,22 +150,10 @@ fn describe(drawn: &StabilityMap, scenario: &str, seconds: f64) -> Vec<String> {
         r.replicas
     )];
     for (grid, label) in drawn.labels.iter().enumerate() {
-        let rows: Vec<_> = drawn.rows.iter().filter(|row| row.grid == grid as u32).collect();
         if drawn.labels.len() > 1 {
             lines.push(format!("#{grid} {label}"));
         }
-        let sides: Vec<Option<Side>> = rows
-            .iter()
-            .map(|row| if let Crossing::Never { side } = row.crossing { Some(side) } else { None })
-            .collect();
-        if let Some(Some(side)) = sides.first().filter(|_| sides.iter().all(|s| *s == sides[0])) {
-            lines.push(format!("  no boundary in range: {} at every {}", drawn.side_name(*side), r.y.path));
-            continue;
-        }
-        for row in rows {
-            let flag = if row.monotone { "" } else { "; not monotone in x: the boundary may be one of several" };
-            lines.push(format!("  {} = {:<8} {}{flag}", r.y.path, short(row.y), row_text(drawn, &row.crossing)));
-        }
+        lines.extend(boundary_lines(drawn, grid as u32));
     }
     if !drawn.rows.iter().any(|row| matches!(row.crossing, Crossing::Boundary { .. })) {
         lines.push(format!(
@@ -197,6 +185,26 @@ fn describe(drawn: &StabilityMap, scenario: &str, seconds: f64) -> Vec<String> {
         full as f64 / run as f64
     ));
     lines
+}
+
+/// Grid point `grid`'s boundary, a line per y: where x crosses the level (flagged
+/// when not monotone in x), or one line when no row has a boundary and all fall on
+/// the same side.
+fn boundary_lines(drawn: &StabilityMap, grid: u32) -> Vec<String> {
+    use stampede_report::chart::short;
+    let y_path = &drawn.request.y.path;
+    let rows: Vec<_> = drawn.rows.iter().filter(|row| row.grid == grid).collect();
+    let sides: Vec<Option<Side>> =
+        rows.iter().map(|row| if let Crossing::Never { side } = row.crossing { Some(side) } else { None }).collect();
+    if let Some(Some(side)) = sides.first().filter(|_| sides.iter().all(|s| *s == sides[0])) {
+        return vec![format!("  no boundary in range: {} at every {y_path}", drawn.side_name(*side))];
+    }
+    rows.iter()
+        .map(|row| {
+            let flag = if row.monotone { "" } else { "; not monotone in x: the boundary may be one of several" };
+            format!("  {y_path} = {:<8} {}{flag}", short(row.y), row_text(drawn, &row.crossing))
+        })
+        .collect()
 }
 
 /// The picture's data for grid point `grid`.

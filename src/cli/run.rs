@@ -266,20 +266,7 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
         }
         write_report(report, staging, &args)
     };
-    let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
-    let mut disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(&scenario) };
-    if let Some(replica) = args.trace {
-        let bytes = stampede_run::trace::estimate_bytes(&scenario, replica)?;
-        if parquet {
-            files.push(stampede_run::trace::FILE);
-            disk_bytes += bytes;
-        }
-        if otlp {
-            // A span in OTLP JSON is about four times its Parquet row before compression.
-            files.push(stampede_run::otlp::FILE);
-            disk_bytes += 4.0 * bytes;
-        }
-    }
+    let (files, disk_bytes) = documents_written(&scenario, &args, (parquet, otlp))?;
     let documents = Documents { files, write: &write, disk_bytes, manifest_fields: None };
     let report = execute_with_progress(&scenario, &args, &documents, &mut chosen)?;
     let html = (!args.no_report).then(|| report.output_dir.join("report.html"));
@@ -300,6 +287,30 @@ pub(super) fn run(args: RunArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The files a run writes beside its tables (the report, a trace as Parquet and/or
+/// OTLP JSON) and the bytes they are estimated to take.
+fn documents_written(
+    scenario: &Scenario,
+    args: &RunArgs,
+    (parquet, otlp): (bool, bool),
+) -> Result<(Vec<&'static str>, f64)> {
+    let mut files = if args.no_report { vec![] } else { vec!["report.html"] };
+    let mut disk_bytes = if args.no_report { 0.0 } else { stampede_run::budget::report_bytes(scenario) };
+    if let Some(replica) = args.trace {
+        let bytes = stampede_run::trace::estimate_bytes(scenario, replica)?;
+        if parquet {
+            files.push(stampede_run::trace::FILE);
+            disk_bytes += bytes;
+        }
+        if otlp {
+            // A span in OTLP JSON is about four times its Parquet row before compression.
+            files.push(stampede_run::otlp::FILE);
+            disk_bytes += 4.0 * bytes;
+        }
+    }
+    Ok((files, disk_bytes))
 }
 
 /// `run --shard`: one shard's folder.

@@ -230,15 +230,7 @@ pub fn fit(table: &QuantileTable, count: f64) -> FitReport {
     let mean = table.mean();
     let scv = ((table.second_moment() - mean * mean) / (mean * mean)).max(0.0);
     let values = table.values();
-    // The data's CDF at its own points: a sample steps by 1/n at each value; a
-    // histogram's table is on an even probability grid.
-    let cdf_points: Vec<(f64, f64, f64)> = if table.is_discrete() {
-        let n = values.len() as f64;
-        values.iter().enumerate().map(|(i, x)| (*x, i as f64 / n, (i + 1) as f64 / n)).collect()
-    } else {
-        let last = (values.len() - 1) as f64;
-        values.iter().enumerate().map(|(i, x)| (*x, i as f64 / last, i as f64 / last)).collect()
-    };
+    let cdf_points = data_cdf(table);
     let mut candidates: Vec<(&'static str, Distribution, String)> = Vec::new();
     let mut notes = Vec::new();
     if values.first() == values.last() {
@@ -261,13 +253,7 @@ pub fn fit(table: &QuantileTable, count: f64) -> FitReport {
     let mut fitted: Vec<Candidate> = candidates
         .into_iter()
         .map(|(family, distribution, toml)| {
-            let ks = cdf_points
-                .iter()
-                .map(|(x, before, after)| {
-                    let f = cdf(&distribution.shape, *x);
-                    (f - before).abs().max((f - after).abs())
-                })
-                .fold(0.0, f64::max);
+            let ks = ks_distance(&distribution, &cdf_points);
             let quantiles = [0.5, 0.99, 0.999].map(|p| quantile(&distribution.shape, p));
             Candidate { family, distribution, toml, ks, quantiles }
         })
@@ -297,6 +283,31 @@ pub fn fit(table: &QuantileTable, count: f64) -> FitReport {
         cdf: cdf_points.iter().map(|(x, _, after)| (*x, *after)).collect(),
         notes,
     }
+}
+
+/// The data's CDF at its own points as (value, CDF just before, CDF at it): a sample
+/// steps by 1/n at each value; a histogram's table is on an even probability grid.
+fn data_cdf(table: &QuantileTable) -> Vec<(f64, f64, f64)> {
+    let values = table.values();
+    if table.is_discrete() {
+        let n = values.len() as f64;
+        values.iter().enumerate().map(|(i, x)| (*x, i as f64 / n, (i + 1) as f64 / n)).collect()
+    } else {
+        let last = (values.len() - 1) as f64;
+        values.iter().enumerate().map(|(i, x)| (*x, i as f64 / last, i as f64 / last)).collect()
+    }
+}
+
+/// The Kolmogorov–Smirnov distance between `distribution` and the data's CDF: the
+/// largest gap on either side of each of the data's steps.
+fn ks_distance(distribution: &Distribution, cdf_points: &[(f64, f64, f64)]) -> f64 {
+    cdf_points
+        .iter()
+        .map(|(x, before, after)| {
+            let f = cdf(&distribution.shape, *x);
+            (f - before).abs().max((f - after).abs())
+        })
+        .fold(0.0, f64::max)
 }
 
 /// The families with a spread, fitted to data whose values are not all one.

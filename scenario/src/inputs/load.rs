@@ -220,17 +220,7 @@ impl LoadSpec {
                 "load.interpolate: applies to a schedule of points (load.rate = [[t, r], …] or load.rate_file)",
             ));
         }
-        let mut bursts = Vec::with_capacity(self.bursts.len());
-        for (i, burst) in self.bursts.iter().enumerate() {
-            let path = format!("load.bursts[{i}]");
-            if !(burst.at_s >= 0.0 && burst.duration_s > 0.0 && burst.factor >= 0.0 && burst.factor.is_finite()) {
-                return Err(Error::bad_input(format!(
-                    "{path} = {{ at_s = {}, duration_s = {}, factor = {} }}: needs at_s ≥ 0, duration_s > 0 and a factor ≥ 0",
-                    burst.at_s, burst.duration_s, burst.factor
-                )));
-            }
-            bursts.push(Burst { at_s: burst.at_s, duration_s: burst.duration_s, factor: burst.factor });
-        }
+        let bursts = self.checked_bursts()?;
         if matches!(shape, RateShape::Constant(r) if !(r.is_finite() && r > 0.0)) {
             return Err(Error::bad_input(format!("{rate_path} = {base_rate}: must be a positive rate per second")));
         }
@@ -252,6 +242,23 @@ impl LoadSpec {
             ))),
             Some(ArrivalsField::Trace(_)) => unreachable!("handled above"),
         }
+    }
+
+    /// `load.bursts`, each starting at or after 0 s, lasting a positive time, with a
+    /// finite factor of 0 or more.
+    fn checked_bursts(&self) -> Result<Vec<Burst>> {
+        let mut bursts = Vec::with_capacity(self.bursts.len());
+        for (i, burst) in self.bursts.iter().enumerate() {
+            if !(burst.at_s >= 0.0 && burst.duration_s > 0.0 && burst.factor >= 0.0 && burst.factor.is_finite()) {
+                return Err(Error::bad_input(format!(
+                    "load.bursts[{i}] = {{ at_s = {}, duration_s = {}, factor = {} }}: needs at_s ≥ 0, duration_s > 0 \
+                     and a factor ≥ 0",
+                    burst.at_s, burst.duration_s, burst.factor
+                )));
+            }
+            bursts.push(Burst { at_s: burst.at_s, duration_s: burst.duration_s, factor: burst.factor });
+        }
+        Ok(bursts)
     }
 
     fn schedule(&self, points: Vec<(f64, f64)>, path: &str) -> Result<RateShape> {

@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 mod shards;
 
 use clap::Args;
+use stampede_engine::kernel::splitting::Splittable;
 use stampede_engine::kernel::time::secs_to_nanos;
 use stampede_output::table::{ColumnSpec, ColumnType, ColumnValues, TableWriter};
 use stampede_output::{Replace, StagedFile, StagedSet};
 use stampede_run::rare::{estimate, Levels, RareEstimate, RareRequest};
 use stampede_scenario::scenario::{seconds, RareSection};
-use stampede_scenario::{Error, Result};
+use stampede_scenario::{Error, GridPoint, Result};
 
 use stampede_run::plan::Shard;
 
@@ -272,27 +273,8 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
     let request = request(&args, scenario.run.horizon_s, scenario.run.seed, shard)?;
     let points = scenario.grid_points()?;
     // Every point's probe is parsed (and the model asked) before anything runs.
-    let mut models = Vec::with_capacity(points.len());
-    for point in &points {
-        let names = point.model.quantities();
-        if names.is_empty() {
-            return Err(Error::bad_input(format!(
-                "model '{}' has no state quantities `rare` can observe yet; the models that have: mmc and graph",
-                point.model.name()
-            )));
-        }
-        let probe = (point.model)
-            .probe(&point.run, &question.event, question.score.as_deref(), question.until.as_deref())
-            .map_err(|mut error| {
-                if question.event_from_file {
-                    error.message = error.message.replacen("--event", "scenario field rare.event", 1);
-                }
-                error
-            })?;
-        let model =
-            point.model.splittable(&point.run, scenario.run.seed, probe).expect("a model with quantities splits");
-        models.push(model);
-    }
+    let models =
+        points.iter().map(|point| splittable(point, &question, scenario.run.seed)).collect::<Result<Vec<_>>>()?;
     let name = format!("{}-rare", scenario.name);
     let replace = stampede_run::pipeline::Writing { force: args.force, ..Default::default() }.replace();
     let written = match shard {
@@ -326,6 +308,27 @@ pub(super) fn rare(args: RareArgs) -> Result<()> {
         Some(shard) => shards::write(&args.out, &name, shard, &answer, replace, show, seconds),
         None => finish(&answer, &args.out, replace, show, seconds),
     }
+}
+
+/// Grid point `point`'s model, split along the question's probe: refused for a model
+/// with no state quantities to observe, and a probe's error names the scenario field
+/// when the event came from the file.
+fn splittable(point: &GridPoint, question: &Question, seed: u64) -> Result<Box<dyn Splittable>> {
+    if point.model.quantities().is_empty() {
+        return Err(Error::bad_input(format!(
+            "model '{}' has no state quantities `rare` can observe yet; the models that have: mmc and graph",
+            point.model.name()
+        )));
+    }
+    let probe = (point.model)
+        .probe(&point.run, &question.event, question.score.as_deref(), question.until.as_deref())
+        .map_err(|mut error| {
+            if question.event_from_file {
+                error.message = error.message.replacen("--event", "scenario field rare.event", 1);
+            }
+            error
+        })?;
+    Ok(point.model.splittable(&point.run, seed, probe).expect("a model with quantities splits"))
 }
 
 /// A question's answer at every grid point, and what it was asked with.

@@ -102,10 +102,7 @@ impl Cluster<'_> {
             Route::Refused => return self.attempt_failed(now, request_key, Refusal::NoShard, scheduler),
             Route::Shard { shard, hops } => {
                 if counted {
-                    self.hops_total += hops as u64;
-                    self.routed += 1;
-                    self.results.hops_max = self.results.hops_max.max(hops as u64);
-                    self.series.hops[(hops as usize).min(HOPS_TRACKED)] += 1;
+                    self.count_hops(hops);
                 }
                 shard
             }
@@ -129,14 +126,8 @@ impl Cluster<'_> {
             }
             return self.attempt_failed(now, request_key, Refusal::QueueFull, scheduler);
         }
-        let attempt = self.attempts.insert(Attempt {
-            request: request_key,
-            shard,
-            service_started: 0,
-            abandoned: false,
-            permit,
-            sent_at: now,
-        });
+        let sent = Attempt { request: request_key, shard, service_started: 0, abandoned: false, permit, sent_at: now };
+        let attempt = self.attempts.insert(sent);
         self.requests.get_mut(request_key).expect("live").attempt = Some(attempt);
         self.in_flight += 1;
         if let Some(tracer) = self.tracer.as_deref_mut() {
@@ -150,6 +141,15 @@ impl Cluster<'_> {
             self.queued += 1;
         }
         self.check(shard);
+    }
+
+    /// A counted attempt routed in `hops` (the ring's walk to a shard with room).
+    #[inline]
+    fn count_hops(&mut self, hops: u32) {
+        self.hops_total += hops as u64;
+        self.routed += 1;
+        self.results.hops_max = self.results.hops_max.max(hops as u64);
+        self.series.hops[(hops as usize).min(HOPS_TRACKED)] += 1;
     }
 
     /// The timeout FIFO's wake-up: every attempt timeout due by `now` whose request
