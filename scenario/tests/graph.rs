@@ -210,33 +210,8 @@ rate_per_s = 10.0
 /// past 1, some given and some not, an empty list, a quorum on a single call.
 #[test]
 fn one_of_and_fire_and_forget_steps_are_refused_by_field() {
-    let scenario = |steps: &str| {
-        format!(
-            r#"
-name = "steps"
-model = "graph"
-[run]
-horizon_s = 1.0
-replicas = 1
-[services.api]
-instances = 1
-workers = 1
-[services.api.endpoints.get]
-steps = [{steps}]
-[services.db]
-instances = 1
-workers = 1
-[services.db.endpoints.read]
-work = {{ dist = "constant", value_s = 0.001 }}
-[services.db.endpoints.write]
-work = {{ dist = "constant", value_s = 0.001 }}
-[[workload]]
-entry = "api.get"
-rate_per_s = 10.0
-"#
-        )
-    };
-    let resolve = |steps: &str| Scenario::resolve(toml::from_str(&scenario(steps)).unwrap(), &Overrides::default());
+    let resolve =
+        |steps: &str| Scenario::resolve(toml::from_str(&api_and_db(steps, "")).unwrap(), &Overrides::default());
     for (steps, expected) in [
         (
             r#"{ one_of = [{ call = "db.read", probability = 0.7 }, { call = "db.write", probability = 0.5 }] }"#,
@@ -506,32 +481,7 @@ fn alternatives_with_steps_are_refused_by_field() {
 #[test]
 fn a_fault_refuses_the_fields_and_targets_its_kind_does_not_take() {
     let source = |fault: &str| {
-        format!(
-            r#"
-name = "faults"
-model = "graph"
-[run]
-horizon_s = 1.0
-replicas = 1
-[services.api]
-instances = 1
-workers = 1
-[services.api.endpoints.get]
-steps = [{{ call = "db.read" }}]
-[services.db]
-instances = 1
-workers = 1
-[services.db.endpoints.read]
-work = {{ dist = "constant", value_s = 0.001 }}
-[[workload]]
-entry = "api.get"
-rate_per_s = 10.0
-[[faults]]
-start_s = 0.0
-duration_s = 1.0
-{fault}
-"#
-        )
+        api_and_db(r#"{ call = "db.read" }"#, &format!("[[faults]]\nstart_s = 0.0\nduration_s = 1.0\n{fault}\n"))
     };
     let cases = [
         (
@@ -577,4 +527,33 @@ duration_s = 1.0
         &Overrides::default(),
     );
     assert!(fine.is_ok(), "{:?}", fine.err().map(|e| e.message));
+}
+
+/// A one-instance `api` whose endpoint `get` runs `steps`, and a `db` with `read` and
+/// `write`, at 10 requests a second for 1 s; `extra` is appended (faults, say).
+fn api_and_db(steps: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "steps"
+model = "graph"
+[run]
+horizon_s = 1.0
+replicas = 1
+[services.api]
+instances = 1
+workers = 1
+[services.api.endpoints.get]
+steps = [{steps}]
+[services.db]
+instances = 1
+workers = 1
+[services.db.endpoints.read]
+work = {{ dist = "constant", value_s = 0.001 }}
+[services.db.endpoints.write]
+work = {{ dist = "constant", value_s = 0.001 }}
+[[workload]]
+entry = "api.get"
+rate_per_s = 10.0
+{extra}"#
+    )
 }
