@@ -25,8 +25,8 @@ pub struct Estimate {
 }
 
 /// What a grid point's latency holds per batch of replicas, kept sparse
-/// ([`super::sparse`]): 16 bytes per bucket touched, a few thousand buckets for a
-/// latency spread over three decades.
+/// ([`super::sparse`]): 16 bytes per bucket touched up to 512, then 256-byte pages of
+/// 32 buckets — a few thousand buckets for a latency spread over three decades.
 const SPARSE_BATCH_BYTES: f64 = 32_768.0;
 
 /// A model of this many latencies or fewer records each into 32-bit counts from the
