@@ -159,15 +159,15 @@ impl WindowCounts {
         (w * HISTOGRAMS_PER_WINDOW + h) * BUCKETS
     }
 
-    /// Counts one request of `ending` after `latency` in window `w`.
+    /// Counts `requests` (positive) requests of `ending` after `latency` in window `w`.
     #[inline]
-    fn count(&mut self, w: usize, ending: Ending, latency: Nanos) {
+    pub fn count(&mut self, w: usize, ending: Ending, latency: Nanos, requests: u32) {
         let index = Self::start(w, 0) + bucket_of(latency);
-        self.bump(index, 1);
+        self.bump(index, requests);
         if ending == Ending::Ok {
-            self.bump(index + BUCKETS, 1);
+            self.bump(index + BUCKETS, requests);
         }
-        self.endings[w][ending.index()] += 1;
+        self.endings[w][ending.index()] += requests;
     }
 
     /// Adds `by` (positive) to counter `index`, listing it if it was zero. Panics if
@@ -322,7 +322,7 @@ impl LatencyWindows {
             return;
         }
         let w = ((now / self.window) as usize).min(self.counts.windows() - 1);
-        self.counts.count(w, ending, latency);
+        self.counts.count(w, ending, latency, 1);
     }
 
     /// The counters (empty when off).

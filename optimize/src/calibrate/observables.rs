@@ -200,6 +200,7 @@ fn window_value(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stampede_engine::measurement::ending::Ending;
 
     #[test]
     fn a_series_is_a_mean_level_or_a_rate_over_whole_buckets() {
@@ -218,13 +219,8 @@ mod tests {
     fn window_figures_pool_the_windows_of_the_interval() {
         let mut counts = WindowCounts::new(3);
         // Window 0: 3 ok of 1 ms; window 1: 1 failure of 1 s (in `all` only); window 2: nothing.
-        let ms = stampede_engine::measurement::latency_windows::bucket_of(1_000_000);
-        let s = stampede_engine::measurement::latency_windows::bucket_of(1_000_000_000);
-        counts.histograms[ms] = 3; // window 0, all
-        counts.histograms[BUCKETS + ms] = 3; // window 0, ok
-        counts.histograms[2 * BUCKETS + s] = 1; // window 1, all
-        counts.endings[0] = [3, 0, 0];
-        counts.endings[1] = [0, 0, 1];
+        counts.count(0, Ending::Ok, 1_000_000, 3);
+        counts.count(1, Ending::Failed, 1_000_000_000, 1);
         let mut scratch = vec![0; BUCKETS];
         let rate = window_value(&counts, 0..2, WindowFigure::EndedRate, 2.0, &mut scratch);
         assert_eq!(rate, 2.0);

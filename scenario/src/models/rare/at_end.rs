@@ -219,7 +219,7 @@ fn any_span(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stampede_engine::measurement::latency_windows::bucket_of;
+    use stampede_engine::measurement::ending::Ending;
 
     #[test]
     fn stats_read_as_the_timeseries_names_them() {
@@ -242,9 +242,7 @@ mod tests {
         let mut counts = WindowCounts::new(9);
         for w in 0..9 {
             let latency: Nanos = if (3..6).contains(&w) { 3_000_000_000 } else { 10_000_000 };
-            let start = w * 2 * BUCKETS;
-            counts.histograms[start + bucket_of(latency)] += 100;
-            counts.endings[w][0] += 100;
+            counts.count(w, Ending::Ok, latency, 100);
         }
         let step = 10_000_000_000;
         let p99 = WindowStat::Quantile { q: 0.99, all: true };
