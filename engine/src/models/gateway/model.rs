@@ -160,7 +160,7 @@ pub(super) fn earliest(candidates: [Option<(Nanos, Reason)>; 3], otherwise: (Nan
 }
 
 pub(super) fn tokens(rng: &mut RngStream, (mean, sd): (f64, f64)) -> u64 {
-    crate::kernel::float::round(rng.normal(mean, sd)).max(1.0) as u64
+    crate::kernel::float::round_to_count(rng.normal(mean, sd))
 }
 
 /// Per tier, the pressure slots of the classes on it that a turn can call: pressure
