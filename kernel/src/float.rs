@@ -35,7 +35,7 @@ pub fn round(x: f64) -> f64 {
 pub fn round_to_count(x: f64) -> u64 {
     // Below 1.5 (and NaN) rounds to at most 1; past 2^63 the value is an integer
     // already and the conversion saturates as `as u64` does.
-    if !(x >= 1.5) {
+    if x.is_nan() || x < 1.5 {
         return 1;
     }
     if x >= 9.2e18 {
