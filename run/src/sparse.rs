@@ -9,7 +9,7 @@
 //! small); past that, pages of [`PAGE`] buckets taken as values arrive, found through
 //! an index of every page. Adding a replica then costs one indexed add per bucket it
 //! recorded into, whatever the batch holds: the sorted list alone merged every
-//! replica's buckets into a new list as long as the batch's (that merge was a fifth
+//! replica's buckets into a new list as long as the batch's (that merge was a tenth
 //! of an `llm-stack` run's time).
 //!
 //! Invariants: the list is sorted, each bucket once, every count positive; a page is
@@ -107,16 +107,18 @@ impl SparseHistogram {
     }
 
     /// The non-zero buckets and their counts, in bucket order.
-    fn pairs(&self) -> Box<dyn Iterator<Item = (u32, u64)> + '_> {
-        match &self.counts {
-            Counts::Pairs(pairs) => Box::new(pairs.iter().copied()),
-            Counts::Paged { index, pages } => {
-                Box::new(index.iter().enumerate().filter(|(_, &slot)| slot > 0).flat_map(move |(page, &slot)| {
-                    let counts = &pages[slot as usize - 1];
-                    (0..PAGE).filter(move |&b| counts[b] > 0).map(move |b| ((page * PAGE + b) as u32, counts[b]))
-                }))
-            }
-        }
+    fn pairs(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let (list, paged) = match &self.counts {
+            Counts::Pairs(pairs) => (Some(pairs), None),
+            Counts::Paged { index, pages } => (None, Some((index, pages))),
+        };
+        let paged = paged.into_iter().flat_map(|(index, pages)| {
+            index.iter().enumerate().filter(|(_, &slot)| slot > 0).flat_map(move |(page, &slot)| {
+                let counts = &pages[slot as usize - 1];
+                (0..PAGE).filter(move |&b| counts[b] > 0).map(move |b| ((page * PAGE + b) as u32, counts[b]))
+            })
+        });
+        list.into_iter().flatten().copied().chain(paged)
     }
 
     /// Values that were above the trackable range and clamped.

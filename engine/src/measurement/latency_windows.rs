@@ -15,7 +15,7 @@
 //! A model holds one [`LatencyWindows`] per request kind, off (recording nothing, one
 //! branch) unless given a window width. Recording allocates nothing: the counters are
 //! taken when the model is built, from a per-thread list of spares that dropped
-//! counters return to with only their touched groups zeroed — a worker running replica
+//! counters return to with only their non-zero counters zeroed — a worker running replica
 //! after replica reuses them instead of zeroing fresh pages (hundreds of KB per request
 //! kind) each time. The spare list never affects a value.
 //!
