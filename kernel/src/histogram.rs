@@ -115,9 +115,6 @@ pub struct LatencyHistogram {
     /// How many values `recent` or `small` holds; a fold happens before it could pass
     /// `u32::MAX`, so no bucket can overflow.
     recent_count: u32,
-    /// The range of buckets recorded since the last fold (`low > high` when none).
-    recent_low: usize,
-    recent_high: usize,
     /// Per group of [`GROUP`] buckets, one bit: the 32-bit counts hold a value in it
     /// (all clear while they are not allocated).
     groups: [u64; GROUP_WORDS],
@@ -160,8 +157,6 @@ impl LatencyHistogram {
             recent: Box::default(),
             small: Vec::new(),
             recent_count: 0,
-            recent_low: usize::MAX,
-            recent_high: 0,
             groups: [0; GROUP_WORDS],
             saturated: 0,
         }
@@ -187,8 +182,6 @@ impl LatencyHistogram {
         self.recent[index] += 1;
         self.mark_group(index);
         self.recent_count += 1;
-        self.recent_low = self.recent_low.min(index);
-        self.recent_high = self.recent_high.max(index);
     }
 
     /// Sets the bit of bucket `index`'s group.
@@ -221,8 +214,6 @@ impl LatencyHistogram {
             }
             self.small.push(index as u32);
             self.recent_count += 1;
-            self.recent_low = self.recent_low.min(index);
-            self.recent_high = self.recent_high.max(index);
             return true;
         }
         self.recent = vec![0; DISTINCT_VALUES].into_boxed_slice();
@@ -279,7 +270,7 @@ impl LatencyHistogram {
         }
         debug_assert!(self.groups == [0; GROUP_WORDS]);
         self.small.clear();
-        (self.recent_count, self.recent_low, self.recent_high) = (0, usize::MAX, 0);
+        self.recent_count = 0;
     }
 
     /// Adds `counts` (buckets from `first` on) into `into`.
