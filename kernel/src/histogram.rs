@@ -12,11 +12,8 @@
 //! touches on every response, and the call into `hdrhistogram` it replaces was 12% of
 //! an M/M/c replica. The 32-bit counts are folded into the 64-bit histogram (exact:
 //! each bucket's count is recorded at a value of that bucket) when it is read or
-//! merged, and before any of them could overflow. Only the buckets touched since the
-//! last fold are walked: a bit per group of [`LatencyHistogram::GROUP`] buckets says
-//! which groups hold a value (a replica's latencies run from an instant refusal to a
-//! minute, tens of thousands of buckets apart, of which it fills a few hundred), so
-//! reading and zeroing a replica's counts costs the groups it filled, not the range.
+//! merged, and before any of them could overflow. Only the range of buckets touched
+//! since the last fold is walked.
 //!
 //! Memory follows use: a new histogram holds nothing. Its first [`SMALL`] values are
 //! kept as bucket numbers (4 KB); the 32-bit counts (140 KB) come with the next, and
@@ -26,8 +23,7 @@
 //!
 //! Invariants: `count()` is every value recorded or merged; a fold loses nothing;
 //! the values since the last fold are in the kept bucket numbers or in the 32-bit
-//! counts, never both; the 32-bit counts are allocated at most once; while they are,
-//! a group's bit is set exactly when one of its counts is non-zero.
+//! counts, never both; the 32-bit counts are allocated at most once.
 
 use std::borrow::Cow;
 
@@ -84,23 +80,6 @@ const TOP_BUCKET_INDEX: usize =
 /// Values a histogram keeps as bucket numbers before it takes its 32-bit counts.
 pub const SMALL: usize = 1_024;
 
-/// Buckets per group (one bit of [`LatencyHistogram`]'s `groups`).
-const GROUP: usize = 64;
-/// The words of a histogram's group bits.
-const GROUP_WORDS: usize = (DISTINCT_VALUES / GROUP).div_ceil(64);
-const _: () = assert!(DISTINCT_VALUES.is_multiple_of(GROUP), "groups cover the buckets exactly");
-
-/// The positions of the set bits of `word`, lowest first.
-fn set_bits(mut word: u64) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (word != 0).then(|| {
-            let bit = word.trailing_zeros() as usize;
-            word &= word - 1;
-            bit
-        })
-    })
-}
-
 /// A latency histogram in nanoseconds.
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
@@ -115,9 +94,9 @@ pub struct LatencyHistogram {
     /// How many values `recent` or `small` holds; a fold happens before it could pass
     /// `u32::MAX`, so no bucket can overflow.
     recent_count: u32,
-    /// Per group of [`GROUP`] buckets, one bit: the 32-bit counts hold a value in it
-    /// (all clear while they are not allocated).
-    groups: [u64; GROUP_WORDS],
+    /// The range of buckets recorded since the last fold (`low > high` when none).
+    recent_low: usize,
+    recent_high: usize,
     saturated: u64,
 }
 
@@ -147,8 +126,6 @@ impl LatencyHistogram {
     pub const FOLDED_BYTES: usize = DISTINCT_VALUES * std::mem::size_of::<u64>();
     /// The bytes of its 32-bit counts, once it has recorded more than [`SMALL`] values.
     pub const RECENT_BYTES: usize = DISTINCT_VALUES * std::mem::size_of::<u32>();
-    /// Buckets per group in [`Self::dense_groups`] (groups start at multiples of it).
-    pub const GROUP: usize = GROUP;
 
     /// An empty histogram. Allocates nothing.
     pub fn new() -> Self {
@@ -157,7 +134,8 @@ impl LatencyHistogram {
             recent: Box::default(),
             small: Vec::new(),
             recent_count: 0,
-            groups: [0; GROUP_WORDS],
+            recent_low: usize::MAX,
+            recent_high: 0,
             saturated: 0,
         }
     }
@@ -180,23 +158,9 @@ impl LatencyHistogram {
             return;
         }
         self.recent[index] += 1;
-        self.mark_group(index);
         self.recent_count += 1;
-    }
-
-    /// Sets the bit of bucket `index`'s group.
-    #[inline(always)]
-    fn mark_group(&mut self, index: usize) {
-        let group = index / GROUP;
-        self.groups[group / 64] |= 1 << (group % 64);
-    }
-
-    /// The first bucket of each group holding a value in the 32-bit counts, in order.
-    fn marked_groups(&self) -> impl Iterator<Item = usize> + '_ {
-        self.groups
-            .iter()
-            .enumerate()
-            .flat_map(|(word, &bits)| set_bits(bits).map(move |bit| (word * 64 + bit) * GROUP))
+        self.recent_low = self.recent_low.min(index);
+        self.recent_high = self.recent_high.max(index);
     }
 
     /// Keeps bucket `index` as a number (returns true: recorded), or allocates the
@@ -214,13 +178,15 @@ impl LatencyHistogram {
             }
             self.small.push(index as u32);
             self.recent_count += 1;
+            self.recent_low = self.recent_low.min(index);
+            self.recent_high = self.recent_high.max(index);
             return true;
         }
         self.recent = vec![0; DISTINCT_VALUES].into_boxed_slice();
-        for kept in std::mem::take(&mut self.small) {
+        for &kept in &self.small {
             self.recent[kept as usize] += 1;
-            self.mark_group(kept as usize);
         }
+        self.small = Vec::new();
         false
     }
 
@@ -250,9 +216,7 @@ impl LatencyHistogram {
                 into.record(lowest_value_of(kept as usize)).expect("a bucket of the same bounds");
             }
         } else {
-            for first in self.marked_groups() {
-                Self::add_recent(into, &self.recent[first..first + GROUP], first);
-            }
+            Self::add_recent(into, &self.recent[self.recent_low..=self.recent_high], self.recent_low);
         }
     }
 
@@ -260,17 +224,10 @@ impl LatencyHistogram {
     /// counts they touched).
     fn clear_recent(&mut self) {
         if self.recent_count > 0 && !self.recent.is_empty() {
-            for word in 0..GROUP_WORDS {
-                for bit in set_bits(self.groups[word]) {
-                    let first = (word * 64 + bit) * GROUP;
-                    self.recent[first..first + GROUP].fill(0);
-                }
-            }
-            self.groups = [0; GROUP_WORDS];
+            self.recent[self.recent_low..=self.recent_high].fill(0);
         }
-        debug_assert!(self.groups == [0; GROUP_WORDS]);
         self.small.clear();
-        self.recent_count = 0;
+        (self.recent_count, self.recent_low, self.recent_high) = (0, usize::MAX, 0);
     }
 
     /// Adds `counts` (buckets from `first` on) into `into`.
@@ -360,27 +317,12 @@ impl LatencyHistogram {
                 f(run[0] as usize, run.len() as u64);
             }
         } else if self.recent_count > 0 {
-            for first in self.marked_groups() {
-                for (offset, &count) in self.recent[first..first + GROUP].iter().enumerate() {
-                    if count > 0 {
-                        f(first + offset, count as u64);
-                    }
+            for (offset, &count) in self.recent[self.recent_low..=self.recent_high].iter().enumerate() {
+                if count > 0 {
+                    f(self.recent_low + offset, count as u64);
                 }
             }
         }
-    }
-
-    /// When everything the histogram holds is in its 32-bit counts (it has them and
-    /// never folded): each group of [`Self::GROUP`] buckets holding a value, as its
-    /// first bucket and its counts, in order — what a replica's histogram with its
-    /// counts up front is when the runner adds it to its batch. `None` otherwise
-    /// ([`Self::for_each_bucket`] reads every layout).
-    pub fn dense_groups(&self) -> Option<impl Iterator<Item = (usize, &[u32])> + '_> {
-        let folded = self.histogram.as_deref().is_some_and(|h| !h.is_empty());
-        if folded || self.recent.is_empty() {
-            return None;
-        }
-        Some(self.marked_groups().map(|first| (first, &self.recent[first..first + GROUP])))
     }
 
     /// The value HdrHistogram reports for a quantile whose rank falls in bucket
@@ -540,44 +482,6 @@ mod tests {
         assert_eq!(h.recent_count, 3);
         assert_eq!(h.histogram.as_ref().unwrap().count_at(5), real + 2);
         assert_eq!(h.hdr().count_at(5), real + 5);
-    }
-
-    /// The group bits name exactly the groups holding a value, through records, the
-    /// move from bucket numbers to counts, a fold and a reset; the groups read the
-    /// buckets `for_each_bucket` reads.
-    #[test]
-    fn groups_name_exactly_the_buckets_holding_values() {
-        let check = |h: &LatencyHistogram| {
-            for (word, &bits) in h.groups.iter().enumerate() {
-                for bit in 0..64 {
-                    let first = (word * 64 + bit) * GROUP;
-                    let filled = first < h.recent.len() && h.recent[first..first + GROUP].iter().any(|&c| c > 0);
-                    assert_eq!(bits >> bit & 1 == 1, filled, "group at bucket {first}");
-                }
-            }
-        };
-        let mut h = LatencyHistogram::new();
-        (0..SMALL as u64 + 10).for_each(|v| h.record(v * 7_919 % 5_000_000_000));
-        check(&h);
-        let mut buckets = Vec::new();
-        h.for_each_bucket(|b, c| buckets.push((b, c)));
-        let mut grouped = Vec::new();
-        for (first, counts) in h.dense_groups().expect("never folded") {
-            assert_eq!(first % GROUP, 0);
-            grouped.extend(counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(o, &c)| (first + o, c as u64)));
-        }
-        assert_eq!(grouped, buckets);
-        assert_eq!(grouped.iter().map(|p| p.1).sum::<u64>(), h.count());
-        h.settle();
-        assert!(h.dense_groups().is_none(), "folded: the counts are not all of it");
-        check(&h);
-        h.record(3);
-        h.reset();
-        check(&h);
-        assert!(h.recent.iter().all(|&c| c == 0) && h.count() == 0);
-        h.record(12_345);
-        check(&h);
-        assert_eq!(h.dense_groups().map(|g| g.count()), Some(1));
     }
 
     #[test]

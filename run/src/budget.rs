@@ -53,10 +53,7 @@ const BASE_BYTES: f64 = 24e6;
 /// The estimate for `scenario` on `threads` threads. Checked against the peak a
 /// run reaches (`host.peak_rss_bytes` beside `host.estimated_memory_bytes` in the
 /// manifest): within 25% on generated graphs of 10 to 5,000 services (measured; a
-/// 400-service one in tests/cli/big_sweeps.rs). The peak itself moves by up to a fifth
-/// with glibc's dynamic mmap threshold, which keeps more or less of the freed large
-/// blocks resident depending on the order of frees (the test pins it; its doc gives
-/// the figures).
+/// 400-service one in tests/cli/big_sweeps.rs).
 pub fn estimate(scenario: &Scenario, threads: usize) -> Estimate {
     let terms = memory_terms(scenario, threads);
     let memory_bytes = terms.iter().map(|(_, bytes)| bytes).sum();

@@ -28,8 +28,6 @@ pub const PAGE: usize = 32;
 /// the index of pages alone is 2.2 KB).
 pub const SMALL_PAIRS: usize = 512;
 
-const _: () = assert!(LatencyHistogram::GROUP.is_multiple_of(PAGE), "a histogram's group is whole pages");
-
 /// Pages a histogram may hold: every bucket's.
 const PAGES: usize = LatencyHistogram::BUCKETS.div_ceil(PAGE);
 const _: () = assert!(PAGES < u16::MAX as usize, "a page's number fits the index");
@@ -68,39 +66,10 @@ impl PartialEq for SparseHistogram {
 impl Eq for SparseHistogram {}
 
 impl SparseHistogram {
-    /// Adds every value of `histogram`: a replica's counts group by group (a page
-    /// at a time once the batch is paged), anything else bucket by bucket.
+    /// Adds every value of `histogram`.
     pub fn add(&mut self, histogram: &LatencyHistogram) {
-        match histogram.dense_groups() {
-            Some(groups) => groups.for_each(|(first, counts)| self.add_group(first, counts)),
-            None => histogram.for_each_bucket(|bucket, count| self.add_count(bucket, count)),
-        }
+        histogram.for_each_bucket(|bucket, count| self.add_count(bucket, count));
         self.saturated += histogram.saturated();
-    }
-
-    /// Adds `counts`, those of the buckets from `first` on (whole pages): a page's
-    /// counts in one add where the batch is paged, no lookup per bucket.
-    fn add_group(&mut self, first: usize, counts: &[u32]) {
-        debug_assert!(first.is_multiple_of(PAGE) && counts.len().is_multiple_of(PAGE), "whole pages");
-        let Counts::Paged { index, pages } = &mut self.counts else {
-            for (offset, &count) in counts.iter().enumerate() {
-                self.add_count(first + offset, count as u64);
-            }
-            return;
-        };
-        for (page, chunk) in counts.chunks_exact(PAGE).enumerate() {
-            if chunk.iter().all(|&count| count == 0) {
-                continue;
-            }
-            let slot = &mut index[first / PAGE + page];
-            if *slot == 0 {
-                pages.push([0; PAGE]);
-                *slot = pages.len() as u16;
-            }
-            for (total, &count) in pages[*slot as usize - 1].iter_mut().zip(chunk) {
-                *total += count as u64;
-            }
-        }
     }
 
     /// Adds every value of `other`.
@@ -321,36 +290,6 @@ mod tests {
         ]
         .concat();
         assert_eq!(SparseHistogram::from_bytes(&bad), None, "pairs out of order");
-    }
-
-    /// A replica's counts (allocated up front) added group by group give what adding
-    /// them bucket by bucket gives, into the list and into pages, and a dense merge.
-    #[test]
-    fn adding_by_groups_is_adding_by_buckets() {
-        use stampede_engine::kernel::rng::{RngStream, StreamPurpose};
-        let mut rng = RngStream::derive(6, 0, StreamPurpose::named("test.sparse.groups"));
-        let replicas: Vec<LatencyHistogram> = [40, 2_000, 5, 3_000]
-            .iter()
-            .map(|&n| {
-                let mut h = LatencyHistogram::with_counts();
-                (0..n).for_each(|_| h.record((rng.exponential(1.0) * 1e8) as u64));
-                h.record(u64::MAX);
-                h
-            })
-            .collect();
-        let (mut grouped, mut bucketed, mut dense) =
-            (SparseHistogram::default(), SparseHistogram::default(), LatencyHistogram::new());
-        for (n, h) in replicas.iter().enumerate() {
-            assert!(h.dense_groups().is_some());
-            grouped.add(h);
-            h.for_each_bucket(|bucket, count| bucketed.add_count(bucket, count));
-            bucketed.saturated += h.saturated();
-            dense.merge(h);
-            assert_eq!(matches!(grouped.counts, Counts::Paged { .. }), n > 0, "the list, then pages");
-            assert_eq!(grouped, bucketed);
-        }
-        assert_eq!(grouped.to_histogram(), dense);
-        assert_eq!((grouped.count(), grouped.saturated()), (5_049, 4));
     }
 
     /// Quantiles read off the pairs are HdrHistogram's own, to the nanosecond.

@@ -510,13 +510,6 @@ fn pairs_scenario(services: usize, horizon_s: f64) -> String {
 /// table of every service, the services that caused failures drawn in full among at
 /// most 30, the worst bars only — in a few megabytes. The release build's figures at
 /// 1,000 services are in the Output chapter.
-///
-/// The run pins glibc's mmap threshold at its default 128 KB. Left to itself, glibc
-/// raises the threshold each time a large block is freed, and which later blocks then
-/// come from the heap (and stay resident) depends on the order of frees: two builds
-/// making the very same allocations peaked at 195 and 160 MB on this graph, and at 188
-/// and 218 MB on a 500-service one; with the threshold pinned, 178 and 179 MB, 214 and
-/// 215 MB. The test is about the estimate, not about glibc's heuristic.
 #[test]
 fn a_graph_of_four_hundred_services_fits_its_estimate_and_its_report_summarises_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -525,12 +518,7 @@ fn a_graph_of_four_hundred_services_fits_its_estimate_and_its_report_summarises_
     let shown = stdout(&stampede(&["show", scenario.to_str().unwrap()]));
     assert!(shown.contains("bucket_s = 0.05"), "{shown}");
     let out = dir.path().join("out");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_stampede"))
-        .args(["run", scenario.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet", "--threads", "1"])
-        .env("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")
-        .output()
-        .expect("the stampede binary runs");
-    assert!(output.status.success(), "{}", stderr(&output));
+    run(&["run", scenario.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet", "--threads", "1"]);
     let folder = out.join("pairs");
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(folder.join("manifest.json")).unwrap()).unwrap();
